@@ -1,0 +1,213 @@
+//! The `handoff` command line: argument parsing, output and exit codes.
+//!
+//! Each area has its own file (`cli/questions.rs`, `cli/boards.rs`,
+//! `cli/actions.rs`) with a clap `Cmd` enum and a `run` function; this file
+//! glues them together. Commands print human-readable text by default and
+//! JSON with `--json`. No SQL here: everything goes through [`crate::store`].
+
+mod actions;
+mod boards;
+mod questions;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use serde::Serialize;
+
+use crate::store::{self, Store};
+
+/// Exit codes, documented in `--help` and the README.
+pub mod exit {
+    /// Success.
+    pub const OK: u8 = 0;
+    /// An error: bad input, an unusable database, a failed command.
+    pub const ERROR: u8 = 1;
+    /// The command line itself is wrong (clap's usage errors).
+    pub const USAGE: u8 = 2;
+    /// The store refused the write: already answered, stale revision,
+    /// not open, dedup conflict, lost a race. Nothing was changed.
+    pub const REFUSED: u8 = 3;
+    /// No such question, board, row or action.
+    pub const NOT_FOUND: u8 = 4;
+    /// `--wait` or `wait` timed out before anything arrived.
+    pub const TIMEOUT: u8 = 5;
+}
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success
+  1  error (bad input, unusable database, failed command)
+  2  usage error
+  3  refused: the store refused the write and changed nothing
+     (already answered, stale revision, not open, conflict)
+  4  not found
+  5  timed out waiting (--wait, wait)
+
+Environment:
+  HANDOFF_DB   database file (default ~/.local/share/handoff/handoff.db)";
+
+/// Hand questions, blocked steps and risky actions to humans.
+#[derive(Debug, Parser)]
+#[command(name = "handoff", version, after_help = EXIT_CODES)]
+pub struct Cli {
+    /// Database file [default: $HANDOFF_DB, else ~/.local/share/handoff/handoff.db]
+    #[arg(long, global = true, value_name = "FILE")]
+    db: Option<PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    cmd: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    #[command(flatten)]
+    Questions(questions::Cmd),
+    /// Boards: named checklists whose blocked rows wait on a person.
+    Board {
+        #[command(subcommand)]
+        cmd: boards::Cmd,
+    },
+    #[command(flatten)]
+    Actions(actions::Cmd),
+    /// Print the event log (every state change, in order).
+    Events {
+        /// Only events after this sequence number.
+        #[arg(long, default_value_t = 0)]
+        after: i64,
+        /// At most this many events.
+        #[arg(long, default_value_t = 100)]
+        limit: i64,
+    },
+}
+
+/// A failure with its own exit code and a message for the user.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    pub code: u8,
+    pub message: String,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Failure {}
+
+/// An error that exits with `code`.
+pub(crate) fn fail(code: u8, message: impl Into<String>) -> anyhow::Error {
+    Failure {
+        code,
+        message: message.into(),
+    }
+    .into()
+}
+
+/// What every command gets: where the store is and how to print.
+pub(crate) struct Ctx {
+    db: Option<PathBuf>,
+    pub json: bool,
+}
+
+impl Ctx {
+    /// Open the store (the `--db` flag, else the default path).
+    pub async fn store(&self) -> anyhow::Result<Store> {
+        let path = match &self.db {
+            Some(p) => p.clone(),
+            None => store::default_path()?,
+        };
+        Ok(Store::open(&path).await?)
+    }
+
+    /// Print `value` as JSON with `--json`, else the text `human` builds.
+    pub fn print<T: Serialize>(&self, value: &T, human: impl FnOnce() -> String) {
+        if self.json {
+            match serde_json::to_string_pretty(value) {
+                Ok(s) => println!("{s}"),
+                // Serializing our own plain structs cannot fail; say so if it does.
+                Err(e) => eprintln!("handoff: cannot print JSON: {e}"),
+            }
+        } else {
+            let text = human();
+            if !text.is_empty() {
+                println!("{}", text.trim_end());
+            }
+        }
+    }
+
+    /// Report a refusal: as JSON on stdout with `--json` (it is a result, not
+    /// a crash), and as an error either way, so the exit code is `code`.
+    pub fn refuse<T: Serialize>(&self, code: u8, value: &T, message: String) -> anyhow::Error {
+        if self.json {
+            self.print(value, String::new);
+        }
+        fail(code, message)
+    }
+}
+
+/// Parse the arguments, run the command, and map the outcome to an exit code.
+pub async fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            // clap prints help/version to stdout (exit 0) and usage errors to stderr (exit 2).
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            });
+        }
+    };
+    match run(cli).await {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            let code = e.downcast_ref::<Failure>().map_or(exit::ERROR, |f| f.code);
+            eprintln!("handoff: {e:#}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+/// Run one parsed command; returns the exit code on success paths.
+pub async fn run(cli: Cli) -> anyhow::Result<u8> {
+    let ctx = Ctx {
+        db: cli.db,
+        json: cli.json,
+    };
+    match cli.cmd {
+        Command::Questions(cmd) => questions::run(cmd, &ctx).await,
+        Command::Board { cmd } => boards::run(cmd, &ctx).await,
+        Command::Actions(cmd) => actions::run(cmd, &ctx).await,
+        Command::Events { after, limit } => {
+            let store = ctx.store().await?;
+            let events = store.events_after(after, limit).await?;
+            ctx.print(&events, || {
+                events
+                    .iter()
+                    .map(|e| {
+                        format!(
+                            "{:>6}  {}  {:<22} {}:{}  {}{}\n",
+                            e.seq,
+                            crate::clock::format_rfc3339(e.at),
+                            e.kind,
+                            e.entity_kind,
+                            store::short_id(&e.entity_id),
+                            e.actor,
+                            if e.channel.is_empty() {
+                                String::new()
+                            } else {
+                                format!(" via {}", e.channel)
+                            }
+                        )
+                    })
+                    .collect()
+            });
+            Ok(exit::OK)
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! CLI commands for actions (placeholder until the actions module lands).
+
+use clap::Subcommand;
+
+use super::Ctx;
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Cmd {
+    #[command(hide = true, name = "__actions_placeholder")]
+    Placeholder,
+}
+
+pub(crate) async fn run(_cmd: Cmd, _ctx: &Ctx) -> anyhow::Result<u8> {
+    Err(super::fail(super::exit::ERROR, "not built yet"))
+}

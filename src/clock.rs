@@ -1,0 +1,271 @@
+//! Wall-clock time for everything the store writes.
+//!
+//! Every stored "now" (created_at, replied_at, expires_at, …) comes from a
+//! [`Clock`], so tests can pin time with [`ManualClock`] and exercise
+//! same-millisecond ties and TTL edges. Durations and timeouts do *not* use
+//! this module: they use `tokio::time`, which tests can pause.
+//!
+//! Also here: RFC 3339 formatting and parsing of millisecond timestamps, the
+//! JSON representation of every time the store holds.
+
+use std::fmt;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// A source of "now", in milliseconds since the Unix epoch (UTC).
+pub trait Clock: Send + Sync + fmt::Debug {
+    /// The current time in milliseconds since the Unix epoch.
+    fn now_ms(&self) -> i64;
+}
+
+/// The operating system's clock.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_ms(&self) -> i64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            // A clock set before 1970 is a broken machine; 0 keeps ordering sane.
+            .unwrap_or(0)
+    }
+}
+
+/// A clock that only moves when told to. For tests.
+#[derive(Debug)]
+pub struct ManualClock(AtomicI64);
+
+impl ManualClock {
+    /// A clock standing at `ms`.
+    pub fn new(ms: i64) -> Self {
+        Self(AtomicI64::new(ms))
+    }
+    /// Put the clock at `ms` (backwards is allowed: tests need it).
+    pub fn set(&self, ms: i64) {
+        self.0.store(ms, Ordering::SeqCst);
+    }
+    /// Move the clock by `delta_ms` (may be negative).
+    pub fn advance(&self, delta_ms: i64) {
+        self.0.fetch_add(delta_ms, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_ms(&self) -> i64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// Days since 1970-01-01 for a civil date (proleptic Gregorian).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The civil date of a day count since 1970-01-01.
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// Format milliseconds since the epoch as RFC 3339 UTC, e.g.
+/// `2026-11-29T11:03:41.123Z`.
+pub fn format_rfc3339(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let milli = ms.rem_euclid(1000);
+    let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
+    let sod = secs.rem_euclid(86_400);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{milli:03}Z",
+        sod / 3600,
+        (sod / 60) % 60,
+        sod % 60
+    )
+}
+
+/// Parse an RFC 3339 timestamp (`2026-11-29T11:03:41Z`, with optional
+/// fraction and `±hh:mm` offset) or a bare date (`2026-11-29`, midnight UTC)
+/// into milliseconds since the epoch.
+pub fn parse_rfc3339(s: &str) -> Result<i64, String> {
+    let bad = || format!("`{s}` is not a date: use 2026-11-29 or 2026-11-29T10:00:00Z");
+    let s = s.trim();
+    let num = |t: &str| -> Result<i64, String> {
+        if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad());
+        }
+        t.parse::<i64>().map_err(|_| bad())
+    };
+    let (date, rest) = match s.find(['T', 't', ' ']) {
+        Some(i) => (&s[..i], Some(&s[i + 1..])),
+        None => (s, None),
+    };
+    let mut parts = date.splitn(3, '-');
+    let (y, mo, d) = (
+        num(parts.next().ok_or_else(bad)?)?,
+        num(parts.next().ok_or_else(bad)?)?,
+        num(parts.next().ok_or_else(bad)?)?,
+    );
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) {
+        return Err(bad());
+    }
+    let mut ms = days_from_civil(y, mo, d) * 86_400_000;
+    if let Some(rest) = rest {
+        let (time, offset_ms) = if let Some(t) = rest.strip_suffix(['Z', 'z']) {
+            (t, 0)
+        } else if let Some(i) = rest.rfind(['+', '-']) {
+            let (t, off) = rest.split_at(i);
+            let sign = if off.starts_with('-') { -1 } else { 1 };
+            let (oh, om) = off[1..].split_once(':').ok_or_else(bad)?;
+            (t, sign * (num(oh)? * 3_600_000 + num(om)? * 60_000))
+        } else {
+            return Err(bad());
+        };
+        let (hms, frac) = match time.split_once('.') {
+            Some((a, b)) => (a, Some(b)),
+            None => (time, None),
+        };
+        let mut f = hms.splitn(3, ':');
+        let (h, mi, sec) = (
+            num(f.next().ok_or_else(bad)?)?,
+            num(f.next().ok_or_else(bad)?)?,
+            num(f.next().ok_or_else(bad)?)?,
+        );
+        if h > 23 || mi > 59 || sec > 60 {
+            return Err(bad());
+        }
+        ms += h * 3_600_000 + mi * 60_000 + sec * 1000;
+        if let Some(frac) = frac {
+            let digits: String = frac.chars().take(3).collect();
+            num(frac)?;
+            ms += num(&format!("{digits:0<3}"))?;
+        }
+        ms -= offset_ms;
+    }
+    Ok(ms)
+}
+
+/// Parse a duration such as `90s`, `15m`, `24h`, `7d`, `500ms` or a bare
+/// number of seconds into milliseconds.
+pub fn parse_duration_ms(s: &str) -> Result<i64, String> {
+    let bad = || format!("`{s}` is not a duration: use e.g. 30s, 15m, 24h or 7d");
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (n, unit) = s.split_at(split);
+    let n: i64 = n.parse().map_err(|_| bad())?;
+    let mult = match unit.trim() {
+        "" | "s" | "sec" | "secs" => 1000,
+        "ms" => 1,
+        "m" | "min" | "mins" => 60_000,
+        "h" | "hr" | "hrs" => 3_600_000,
+        "d" | "day" | "days" => 86_400_000,
+        _ => return Err(bad()),
+    };
+    n.checked_mul(mult).ok_or_else(bad)
+}
+
+/// Serde helpers: milliseconds in Rust, RFC 3339 strings in JSON.
+pub mod rfc3339 {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// Serialize milliseconds as RFC 3339.
+    pub fn serialize<S: Serializer>(ms: &i64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&super::format_rfc3339(*ms))
+    }
+
+    /// Deserialize RFC 3339 into milliseconds.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+        let s = String::deserialize(d)?;
+        super::parse_rfc3339(&s).map_err(serde::de::Error::custom)
+    }
+
+    /// The same for `Option<i64>` (`null` when absent).
+    pub mod option {
+        use serde::{Deserialize, Deserializer, Serializer};
+
+        /// Serialize optional milliseconds as RFC 3339 or `null`.
+        pub fn serialize<S: Serializer>(ms: &Option<i64>, s: S) -> Result<S::Ok, S::Error> {
+            match ms {
+                Some(ms) => s.serialize_str(&crate::clock::format_rfc3339(*ms)),
+                None => s.serialize_none(),
+            }
+        }
+
+        /// Deserialize RFC 3339 or `null` into optional milliseconds.
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+            let s = Option::<String>::deserialize(d)?;
+            s.map(|s| crate::clock::parse_rfc3339(&s).map_err(serde::de::Error::custom))
+                .transpose()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_round_trips() {
+        for ms in [
+            0,
+            1,
+            999,
+            1_649_367_553_000,
+            1_796_000_000_123,
+            951_782_400_000,
+        ] {
+            assert_eq!(parse_rfc3339(&format_rfc3339(ms)).unwrap(), ms, "{ms}");
+        }
+        assert_eq!(format_rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(format_rfc3339(951_782_400_000), "2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn parses_dates_offsets_and_rejects_junk() {
+        assert_eq!(parse_rfc3339("1970-01-02").unwrap(), 86_400_000);
+        assert_eq!(parse_rfc3339("1970-01-01T01:00:00+01:00").unwrap(), 0);
+        assert_eq!(parse_rfc3339("1970-01-01T00:00:00.5Z").unwrap(), 500);
+        for junk in [
+            "",
+            "yesterday",
+            "2026-13-01",
+            "2026-11-29T25:00:00Z",
+            "2026-11-29T10:00",
+        ] {
+            assert!(parse_rfc3339(junk).is_err(), "{junk}");
+        }
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration_ms("24h").unwrap(), 86_400_000);
+        assert_eq!(parse_duration_ms("90").unwrap(), 90_000);
+        assert_eq!(parse_duration_ms("250ms").unwrap(), 250);
+        assert_eq!(parse_duration_ms("7d").unwrap(), 604_800_000);
+        assert!(parse_duration_ms("soon").is_err());
+        assert!(parse_duration_ms("5 parsecs").is_err());
+    }
+
+    #[test]
+    fn manual_clock_moves_only_when_told() {
+        let c = ManualClock::new(10);
+        assert_eq!(c.now_ms(), 10);
+        c.advance(5);
+        assert_eq!(c.now_ms(), 15);
+        c.set(3);
+        assert_eq!(c.now_ms(), 3);
+    }
+}

@@ -1,0 +1,12 @@
+//! handoff: agents hand questions, blocked steps and risky actions to humans,
+//! and are woken when the humans answer.
+//!
+//! # Layout
+//!
+//! - [`clock`]: the injectable wall clock; RFC 3339 and duration parsing.
+//! - [`store`]: the SQLite store — questions, boards, actions, events. All SQL lives here.
+//! - [`cli`]: the `handoff` command line (argument parsing, output, exit codes).
+
+pub mod cli;
+pub mod clock;
+pub mod store;

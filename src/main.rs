@@ -1,0 +1,17 @@
+//! The `handoff` binary: logging set-up, then the library's CLI.
+
+use std::process::ExitCode;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    // Logs go to stderr so stdout stays clean for command output (and, later,
+    // for MCP protocol frames).
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("HANDOFF_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    handoff::cli::main().await
+}

@@ -1,0 +1,347 @@
+//! The durable store: one SQLite file shared by every handoff process.
+//!
+//! The daemon, CLI invocations and MCP servers may all have the file open at
+//! once. Every state change is one guarded statement or one `BEGIN IMMEDIATE`
+//! transaction that also appends its [event](events); a guarded
+//! `UPDATE … WHERE <state predicate>` decides races and `rows_affected()` tells
+//! who won. Reads happen afterwards only to explain a refusal.
+//!
+//! SQL lives only in this module and its children. It does not send chat
+//! messages, run executors or wake anyone: it records, and others follow the
+//! event log.
+
+pub mod actions;
+pub mod boards;
+pub mod events;
+pub mod questions;
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+use sqlx::{Sqlite, Transaction};
+
+use crate::clock::{Clock, SystemClock};
+
+pub use events::{Event, NewEvent};
+
+/// Errors from the store. Refusals that are normal outcomes (lost a race,
+/// already answered, stale revision) are *not* errors: each operation returns
+/// them as a typed result.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The input breaks a documented limit (title too long, bad status, …).
+    #[error("{0}")]
+    Invalid(String),
+    /// The database stayed locked by other writers past every retry.
+    #[error("the database is busy: other handoff processes kept it locked for too long; try again")]
+    Busy,
+    /// The file was written by a newer handoff whose schema this build does not know.
+    #[error(
+        "{path} was written by a newer handoff (schema {found}, this build knows up to {known}); upgrade handoff to use it"
+    )]
+    NewerSchema {
+        /// The database file.
+        path: String,
+        /// Newest migration version found in the file.
+        found: i64,
+        /// Newest migration version this build carries.
+        known: i64,
+    },
+    /// The database file cannot be opened or created.
+    #[error("cannot open the database {path}: {reason}")]
+    Open {
+        /// The database file.
+        path: String,
+        /// What went wrong, in words.
+        reason: String,
+    },
+    /// Applying the schema failed.
+    #[error("cannot prepare the database schema: {0}")]
+    Migrate(String),
+    /// Any other database failure.
+    #[error("database error: {0}")]
+    Db(#[from] sqlx::Error),
+    /// Stored JSON that does not parse (a bug or a hand-edited file).
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+}
+
+/// Shorthand for store results.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+/// How many times a write is retried after `SQLITE_BUSY` (on top of the
+/// 5 s busy_timeout each attempt already waits).
+const BUSY_RETRIES: u32 = 8;
+
+/// A handle on the store. Cheap to clone: clones share one connection pool.
+#[derive(Clone, Debug)]
+pub struct Store {
+    pool: SqlitePool,
+    clock: Arc<dyn Clock>,
+    path: PathBuf,
+}
+
+impl Store {
+    /// Open (creating if needed) the database at `path` with the system clock.
+    pub async fn open(path: &Path) -> Result<Store> {
+        Self::open_with_clock(path, Arc::new(SystemClock)).await
+    }
+
+    /// Open the database at `path`, taking every "now" from `clock`.
+    ///
+    /// Creates the parent directory (mode 0700) and the file, applies the
+    /// embedded migrations (idempotent), and refuses a file whose schema is
+    /// newer than this build.
+    pub async fn open_with_clock(path: &Path, clock: Arc<dyn Clock>) -> Result<Store> {
+        let shown = path.display().to_string();
+        let open_err = |reason: String| Error::Open {
+            path: shown.clone(),
+            reason,
+        };
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
+            && !parent.exists()
+        {
+            create_private_dir(parent).map_err(|e| {
+                open_err(format!("cannot create directory {}: {e}", parent.display()))
+            })?;
+        }
+        if path.is_dir() {
+            return Err(open_err("it is a directory, not a database file".into()));
+        }
+        let options = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_millis(5000));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .min_connections(0)
+            .connect_with(options)
+            .await
+            .map_err(|e| open_err(describe_open_error(&e)))?;
+        let store = Store {
+            pool,
+            clock,
+            path: path.to_path_buf(),
+        };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// Refuse a newer schema, then apply missing migrations. Several processes
+    /// may open a fresh file at once: each migration runs in its own
+    /// transaction, so a loser of that race fails cleanly and the retry finds
+    /// the migration applied.
+    async fn migrate(&self) -> Result<()> {
+        let known = MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
+        let mut last = String::new();
+        for attempt in 0..BUSY_RETRIES {
+            let found: Option<i64> = match sqlx::query_scalar::<_, Option<i64>>(
+                "SELECT MAX(version) FROM _sqlx_migrations WHERE success",
+            )
+            .fetch_one(&self.pool)
+            .await
+            {
+                Ok(v) => v,
+                // No migrations table yet: a fresh file.
+                Err(sqlx::Error::Database(e)) if e.message().contains("no such table") => None,
+                Err(e) if is_busy(&e) => {
+                    backoff(attempt).await;
+                    continue;
+                }
+                Err(e) => return Err(self.classify_open(e)),
+            };
+            if let Some(found) = found
+                && found > known
+            {
+                return Err(Error::NewerSchema {
+                    path: self.path.display().to_string(),
+                    found,
+                    known,
+                });
+            }
+            match MIGRATOR.run(&self.pool).await {
+                Ok(()) => return Ok(()),
+                Err(e) => {
+                    last = e.to_string();
+                    if let sqlx::migrate::MigrateError::Execute(ref inner) = e
+                        && is_readonly(inner)
+                    {
+                        return Err(Error::Open {
+                            path: self.path.display().to_string(),
+                            reason: "the file is read-only".into(),
+                        });
+                    }
+                    backoff(attempt).await;
+                }
+            }
+        }
+        Err(Error::Migrate(last))
+    }
+
+    fn classify_open(&self, e: sqlx::Error) -> Error {
+        Error::Open {
+            path: self.path.display().to_string(),
+            reason: describe_open_error(&e),
+        }
+    }
+
+    /// The current time in ms, from this store's clock.
+    pub fn now(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    /// The clock this store stamps writes with.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The connection pool, for reads inside the store module.
+    pub(crate) fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    /// Start a write transaction that takes the write lock up front
+    /// (`BEGIN IMMEDIATE`), so it can never fail later with
+    /// `SQLITE_BUSY_SNAPSHOT` when a read upgrades to a write. Dropping the
+    /// transaction without commit rolls it back.
+    pub(crate) async fn begin_write(&self) -> Result<Transaction<'static, Sqlite>> {
+        Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
+    }
+
+    /// Run `op` (one guarded statement or one whole transaction) and retry it
+    /// with bounded, jittered backoff while SQLite reports the database busy
+    /// or locked. A persistent busy state becomes [`Error::Busy`], never a panic.
+    pub(crate) async fn retry<T, F, Fut>(&self, mut op: F) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        for attempt in 0..=BUSY_RETRIES {
+            match op().await {
+                Err(Error::Db(e)) if is_busy(&e) => {
+                    tracing::debug!(attempt, "database busy, retrying");
+                    if attempt == BUSY_RETRIES {
+                        break;
+                    }
+                    backoff(attempt).await;
+                }
+                other => return other,
+            }
+        }
+        Err(Error::Busy)
+    }
+
+    /// Number of rows in `table`. For tests and diagnostics; `table` must be
+    /// one of the store's own table names.
+    pub async fn count_rows(&self, table: &str) -> Result<i64> {
+        if !table
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        {
+            return Err(Error::Invalid(format!("`{table}` is not a table name")));
+        }
+        let sql = format!("SELECT COUNT(*) FROM {table}");
+        Ok(sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+            .fetch_one(&self.pool)
+            .await?)
+    }
+
+    /// Close the pool, checkpointing the WAL.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// The default database path: `$HANDOFF_DB`, else
+/// `$XDG_DATA_HOME/handoff/handoff.db`, else `~/.local/share/handoff/handoff.db`.
+pub fn default_path() -> Result<PathBuf> {
+    if let Some(p) = std::env::var_os("HANDOFF_DB").filter(|p| !p.is_empty()) {
+        return Ok(PathBuf::from(p));
+    }
+    if let Some(d) = std::env::var_os("XDG_DATA_HOME").filter(|p| !p.is_empty()) {
+        return Ok(PathBuf::from(d).join("handoff").join("handoff.db"));
+    }
+    match std::env::var_os("HOME").filter(|p| !p.is_empty()) {
+        Some(h) => Ok(PathBuf::from(h).join(".local/share/handoff/handoff.db")),
+        None => Err(Error::Invalid(
+            "cannot find a place for the database: set HANDOFF_DB or HOME".into(),
+        )),
+    }
+}
+
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+    }
+    #[cfg(not(unix))]
+    {
+        std::fs::create_dir_all(dir)
+    }
+}
+
+/// SQLite primary result codes are the low byte of the extended code.
+fn sqlite_code(e: &sqlx::Error) -> Option<i64> {
+    match e {
+        sqlx::Error::Database(db) => db.code().and_then(|c| c.parse::<i64>().ok()),
+        _ => None,
+    }
+}
+
+/// `SQLITE_BUSY` (5, including BUSY_SNAPSHOT) or `SQLITE_LOCKED` (6).
+pub(crate) fn is_busy(e: &sqlx::Error) -> bool {
+    matches!(sqlite_code(e).map(|c| c & 0xff), Some(5 | 6))
+}
+
+fn is_readonly(e: &sqlx::Error) -> bool {
+    matches!(sqlite_code(e).map(|c| c & 0xff), Some(8))
+}
+
+fn describe_open_error(e: &sqlx::Error) -> String {
+    match sqlite_code(e).map(|c| c & 0xff) {
+        Some(14) => "the file or its directory cannot be opened (check the path and permissions)"
+            .to_string(),
+        Some(8) => "the file is read-only".into(),
+        Some(26) => "the file is not a SQLite database".into(),
+        Some(23) => "permission denied".into(),
+        _ => e.to_string(),
+    }
+}
+
+/// Sleep before retry `attempt`: 10 ms doubling to ~1.3 s, with jitter so
+/// racing processes spread out.
+async fn backoff(attempt: u32) {
+    let base = 10u64 << attempt.min(7);
+    let jitter = (uuid::Uuid::now_v7().as_u128() as u64) % (base / 2 + 1);
+    tokio::time::sleep(Duration::from_millis(base + jitter)).await;
+}
+
+/// A new random id (UUIDv7: time-ordered, so ids sort by creation).
+pub(crate) fn new_id() -> String {
+    uuid::Uuid::now_v7().simple().to_string()
+}
+
+/// The short form of an id shown in chat and accepted by commands: its last
+/// 8 characters (the random part of a UUIDv7).
+pub fn short_id(id: &str) -> &str {
+    &id[id.len().saturating_sub(8)..]
+}

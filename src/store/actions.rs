@@ -1,0 +1,1 @@
+//! actions (placeholder until the module lands).

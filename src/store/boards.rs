@@ -1,0 +1,1 @@
+//! boards (placeholder until the module lands).

@@ -1,0 +1,130 @@
+//! The append-only event log.
+//!
+//! [`append`] is called inside the transaction of every state change, so an
+//! event exists exactly when its change committed. Triggers make the table
+//! refuse UPDATE and DELETE. `seq` is `AUTOINCREMENT`: a rolled-back
+//! transaction does not consume a number, so committed `seq`s have no gaps.
+
+use serde::Serialize;
+use serde_json::Value;
+use sqlx::{Row, SqliteConnection};
+
+use super::{Result, Store};
+
+/// An event about to be appended.
+#[derive(Debug, Clone, Default)]
+pub struct NewEvent<'a> {
+    /// Event type, e.g. `question.answered`.
+    pub kind: &'a str,
+    /// `question`, `row`, `board`, `action` or `session`.
+    pub entity_kind: &'a str,
+    /// Id of the entity the event is about.
+    pub entity_id: &'a str,
+    /// Who caused it (a user name, an agent, `rule:<name>`).
+    pub actor: &'a str,
+    /// Through which door: `inbox`, `chat`, `agent`, `cli`, `daemon`.
+    pub channel: &'a str,
+    /// Project of the entity, for routing and filtering.
+    pub project: &'a str,
+    /// Agent session the entity belongs to, for wake-ups.
+    pub session: &'a str,
+    /// Anything else a follower needs, as JSON.
+    pub payload: Value,
+}
+
+/// A committed event.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Event {
+    /// Position in the log; strictly increasing, no gaps.
+    pub seq: i64,
+    /// When it was appended.
+    #[serde(with = "crate::clock::rfc3339")]
+    pub at: i64,
+    /// Event type, e.g. `question.answered`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// `question`, `row`, `board`, `action` or `session`.
+    pub entity_kind: String,
+    /// Id of the entity.
+    pub entity_id: String,
+    /// Who caused it.
+    pub actor: String,
+    /// Through which door.
+    pub channel: String,
+    /// Project of the entity.
+    pub project: String,
+    /// Agent session of the entity.
+    pub session: String,
+    /// Event details.
+    pub payload: Value,
+}
+
+/// Append `ev` at time `at` on `conn`, which must be inside the transaction
+/// of the change it describes. Returns the new `seq`.
+pub(crate) async fn append(conn: &mut SqliteConnection, at: i64, ev: &NewEvent<'_>) -> Result<i64> {
+    let seq: i64 = sqlx::query_scalar(
+        "INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
+    )
+    .bind(at)
+    .bind(ev.kind)
+    .bind(ev.entity_kind)
+    .bind(ev.entity_id)
+    .bind(ev.actor)
+    .bind(ev.channel)
+    .bind(ev.project)
+    .bind(ev.session)
+    .bind(ev.payload.to_string())
+    .fetch_one(conn)
+    .await?;
+    Ok(seq)
+}
+
+fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<Event> {
+    let payload: String = r.try_get("payload")?;
+    Ok(Event {
+        seq: r.try_get("seq")?,
+        at: r.try_get("at")?,
+        kind: r.try_get("type")?,
+        entity_kind: r.try_get("entity_kind")?,
+        entity_id: r.try_get("entity_id")?,
+        actor: r.try_get("actor")?,
+        channel: r.try_get("channel")?,
+        project: r.try_get("project")?,
+        session: r.try_get("session")?,
+        payload: serde_json::from_str(&payload)
+            .map_err(|e| super::Error::Corrupt(format!("event payload: {e}")))?,
+    })
+}
+
+impl Store {
+    /// Events with `seq > after`, oldest first, at most `limit`.
+    pub async fn events_after(&self, after: i64, limit: i64) -> Result<Vec<Event>> {
+        let rows = sqlx::query("SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?")
+            .bind(after)
+            .bind(limit)
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter().map(from_row).collect()
+    }
+
+    /// Events about one entity, oldest first.
+    pub async fn events_for(&self, entity_kind: &str, entity_id: &str) -> Result<Vec<Event>> {
+        let rows = sqlx::query(
+            "SELECT * FROM events WHERE entity_kind = ? AND entity_id = ? ORDER BY seq",
+        )
+        .bind(entity_kind)
+        .bind(entity_id)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(from_row).collect()
+    }
+
+    /// The newest `seq`, or 0 for an empty log.
+    pub async fn last_event_seq(&self) -> Result<i64> {
+        let seq: Option<i64> = sqlx::query_scalar("SELECT MAX(seq) FROM events")
+            .fetch_one(self.pool())
+            .await?;
+        Ok(seq.unwrap_or(0))
+    }
+}

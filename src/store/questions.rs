@@ -1,0 +1,1 @@
+//! questions (placeholder until the module lands).

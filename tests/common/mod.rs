@@ -1,0 +1,81 @@
+//! Shared test harness: temp-dir databases, a manual clock, and the real
+//! `handoff` binary.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+use handoff::clock::ManualClock;
+use handoff::store::Store;
+
+/// A temporary directory holding one database file; removed on drop.
+pub struct TempDb {
+    pub dir: tempfile::TempDir,
+    pub path: PathBuf,
+}
+
+impl TempDb {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().expect("create temp dir");
+        let path = dir.path().join("handoff.db");
+        TempDb { dir, path }
+    }
+
+    /// Open a store on this file with the system clock.
+    pub async fn open(&self) -> Store {
+        Store::open(&self.path).await.expect("open store")
+    }
+
+    /// Open a store on this file with a manual clock standing at `ms`.
+    pub async fn open_manual(&self, ms: i64) -> (Store, Arc<ManualClock>) {
+        let clock = Arc::new(ManualClock::new(ms));
+        let store = Store::open_with_clock(&self.path, clock.clone())
+            .await
+            .expect("open store");
+        (store, clock)
+    }
+
+    /// Run the real `handoff` binary against this database.
+    pub fn cli(&self, args: &[&str]) -> Output {
+        cli_at(&self.path, args)
+    }
+}
+
+/// Run the real `handoff` binary with `HANDOFF_DB=db`.
+pub fn cli_at(db: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_handoff"))
+        .args(args)
+        .env("HANDOFF_DB", db)
+        .env_remove("HANDOFF_URL")
+        .env_remove("HANDOFF_TOKEN")
+        .output()
+        .expect("run handoff")
+}
+
+/// stdout of a command as a string.
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// stderr of a command as a string.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Parse stdout as JSON, panicking with both streams on failure.
+pub fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}); status {:?}\nstdout: {}\nstderr: {}",
+            o.status,
+            stdout(o),
+            stderr(o)
+        )
+    })
+}
+
+/// Count rows of `table` (for "nothing was written" checks).
+pub async fn count(store: &Store, table: &str) -> i64 {
+    store.count_rows(table).await.expect("count rows")
+}

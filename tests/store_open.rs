@@ -1,0 +1,95 @@
+//! Opening the store: pragmas, idempotent re-open, newer-schema refusal,
+//! unusable paths, and the append-only event log.
+
+mod common;
+
+use common::TempDb;
+use handoff::store::{Error, Store};
+
+#[tokio::test]
+async fn reopen_is_idempotent_and_uses_wal() {
+    let db = TempDb::new();
+    let a = db.open().await;
+    let b = db.open().await; // a second process-like handle, migrations already applied
+    assert_eq!(a.count_rows("events").await.unwrap(), 0);
+    assert_eq!(b.count_rows("events").await.unwrap(), 0);
+    assert!(
+        db.dir.path().join("handoff.db-wal").exists(),
+        "WAL journal in use"
+    );
+    a.close().await;
+    b.close().await;
+    let c = db.open().await;
+    assert_eq!(c.last_event_seq().await.unwrap(), 0);
+}
+
+#[tokio::test]
+async fn concurrent_first_open_of_a_fresh_file() {
+    let db = TempDb::new();
+    let opens = (0..6).map(|_| {
+        let p = db.path.clone();
+        tokio::spawn(async move { Store::open(&p).await })
+    });
+    for h in opens {
+        h.await.unwrap().expect("every concurrent open succeeds");
+    }
+}
+
+#[tokio::test]
+async fn refuses_a_database_from_a_newer_schema() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    // Pretend a newer handoff applied a migration this build does not know.
+    sqlx_insert_future_migration(&db.path).await;
+    s.close().await;
+    let err = Store::open(&db.path).await.unwrap_err();
+    assert!(matches!(err, Error::NewerSchema { .. }), "{err:?}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("newer handoff") && msg.contains("upgrade"),
+        "{msg}"
+    );
+}
+
+async fn sqlx_insert_future_migration(path: &std::path::Path) {
+    use sqlx::Connection;
+    let mut c = sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display()))
+        .await
+        .unwrap();
+    sqlx::query(
+        "INSERT INTO _sqlx_migrations(version, description, installed_on, success, checksum, execution_time)
+         VALUES (99991231000000, 'future', CURRENT_TIMESTAMP, 1, x'00', 0)",
+    )
+    .execute(&mut c)
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn unusable_paths_give_clear_errors() {
+    let db = TempDb::new();
+    // A directory where the file should be.
+    let err = Store::open(db.dir.path()).await.unwrap_err();
+    assert!(err.to_string().contains("directory"), "{err}");
+    // A file that is not a database.
+    let junk = db.dir.path().join("junk.db");
+    std::fs::write(&junk, vec![b'x'; 4096]).unwrap();
+    let err = Store::open(&junk).await.unwrap_err();
+    assert!(err.to_string().contains("not a SQLite database"), "{err}");
+}
+
+#[tokio::test]
+async fn creates_parent_directories_private() {
+    let db = TempDb::new();
+    let nested = db.dir.path().join("a/b/handoff.db");
+    Store::open(&nested).await.unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(db.dir.path().join("a/b"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700);
+    }
+}
