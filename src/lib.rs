@@ -9,4 +9,5 @@
 
 pub mod cli;
 pub mod clock;
+pub mod config;
 pub mod store;

@@ -12,6 +12,7 @@
 
 pub mod actions;
 pub mod boards;
+pub mod chat;
 pub mod events;
 pub mod questions;
 

@@ -1,0 +1,458 @@
+//! The Telegram bridge: pushes questions, blocked rows and actions to chat,
+//! keeps those messages true as the items change, and turns taps, replies
+//! and commands into store writes through the *chat* channel.
+//!
+//! teloxide lives only here. The bridge never decides a race itself: every
+//! human input goes through the store's guarded chat-channel functions and
+//! the user is told the outcome in words. It does not run executors or wake
+//! agents.
+
+mod callback;
+mod handlers;
+mod render;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use futures_util::StreamExt;
+use teloxide::adaptors::Throttle;
+use teloxide::adaptors::throttle::Limits;
+use teloxide::prelude::*;
+use teloxide::types::{
+    InlineKeyboardButton, InlineKeyboardMarkup, MessageId, ThreadId,
+};
+use teloxide::update_listeners::{AsUpdateStream, Polling, UpdateListener};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::config::{Config, TelegramMode};
+use crate::daemon::Shared;
+use crate::store::{Event, Store};
+
+pub use callback::{Callback, Item, Verb};
+
+/// Errors starting the bridge.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// `telegram.api_url` is not a URL.
+    #[error("telegram.api_url `{0}` is not a valid URL")]
+    ApiUrl(String),
+    /// Webhook set-up failed (setWebhook refused, bad URL).
+    #[error("cannot set up the Telegram webhook: {0}")]
+    Webhook(String),
+}
+
+/// The bot as the bridge uses it: flood-controlled by teloxide's throttle,
+/// which also waits out `retry_after` and retries.
+pub(crate) type TgBot = Throttle<Bot>;
+
+/// What the daemon gets back from [`start`].
+pub struct Started {
+    /// Routes to merge into the daemon's listener (the webhook, if any).
+    pub router: Router,
+}
+
+/// Telegram's message length limit, in characters.
+pub const MAX_TEXT: usize = 4096;
+
+/// One item's rendering: text and buttons.
+#[derive(Debug, Clone)]
+pub(crate) struct View {
+    pub text: String,
+    pub buttons: Vec<Vec<(String, Callback)>>,
+}
+
+impl View {
+    fn markup(&self) -> InlineKeyboardMarkup {
+        InlineKeyboardMarkup::new(self.buttons.iter().map(|row| {
+            row.iter()
+                .map(|(label, cb)| InlineKeyboardButton::callback(label.clone(), cb.encode()))
+                .collect::<Vec<_>>()
+        }))
+    }
+
+    fn hash(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        h.update(self.text.as_bytes());
+        for row in &self.buttons {
+            for (l, cb) in row {
+                h.update(l.as_bytes());
+                h.update(cb.encode().as_bytes());
+            }
+        }
+        format!("{:x}", h.finalize())[..16].to_string()
+    }
+}
+
+/// Cut `text` to Telegram's limit on a character boundary, saying so.
+pub(crate) fn truncate(text: &str) -> String {
+    if text.chars().count() <= MAX_TEXT {
+        return text.to_string();
+    }
+    const MARK: &str = "\n… (truncated)";
+    let keep = MAX_TEXT - MARK.chars().count();
+    let mut s: String = text.chars().take(keep).collect();
+    s.push_str(MARK);
+    s
+}
+
+/// The bridge's shared state.
+pub(crate) struct Bridge {
+    pub store: Store,
+    pub config: Arc<Config>,
+    pub bot: TgBot,
+    /// Recent pushes per chat, for burst detection (a std Mutex: never held
+    /// across an await).
+    recent: Mutex<HashMap<i64, VecDeque<Instant>>>,
+    /// Items waiting to go out in the next digest, per chat.
+    digest: Mutex<HashMap<i64, Vec<(String, String)>>>,
+    /// Prompts waiting for a text reply: (chat, prompt message id) → what the reply means.
+    pub prompts: Mutex<HashMap<(i64, i32), handlers::Prompt>>,
+}
+
+/// Start the bridge: nothing at all without a token (one clear log line),
+/// else the chat follower and the update loop (polling, or a webhook route).
+pub async fn start(
+    shared: &Shared,
+    tracker: &TaskTracker,
+    cancel: CancellationToken,
+) -> Result<Started, Error> {
+    let cfg = &shared.config.telegram;
+    if cfg.token.is_empty() {
+        tracing::info!(
+            "chat is off: no Telegram token (set HANDOFF_TELEGRAM_TOKEN or [telegram] token to turn it on)"
+        );
+        return Ok(Started {
+            router: Router::new(),
+        });
+    }
+    let url =
+        url::Url::parse(cfg.api_url.trim_end_matches('/')).map_err(|_| Error::ApiUrl(cfg.api_url.clone()))?;
+    let l = cfg.limits;
+    let bot = Bot::new(cfg.token.expose())
+        .set_api_url(url)
+        .throttle(Limits {
+            messages_per_sec_chat: l.per_chat_per_sec,
+            messages_per_min_chat: l.per_chat_per_min,
+            messages_per_min_channel_or_supergroup: l.per_group_per_min,
+            messages_per_sec_overall: l.overall_per_sec,
+        });
+    if cfg.chats.is_empty() {
+        tracing::warn!("a Telegram token is set but no [[telegram.chats]]: nothing will be pushed");
+    }
+    let bridge = Arc::new(Bridge {
+        store: shared.store.clone(),
+        config: shared.config.clone(),
+        bot: bot.clone(),
+        recent: Mutex::new(HashMap::new()),
+        digest: Mutex::new(HashMap::new()),
+        prompts: Mutex::new(HashMap::new()),
+    });
+
+    // The chat follower: durable cursor, so nothing is skipped across restarts.
+    {
+        let b = bridge.clone();
+        let nudge = shared.nudge.clone();
+        let cancel = cancel.clone();
+        tracker.spawn(async move {
+            b.resend_interrupted().await;
+            let start = b.store.cursor("chat").await.unwrap_or(0);
+            let store = b.store.clone();
+            let b2 = b.clone();
+            crate::daemon::follower::follow(
+                store,
+                start,
+                &nudge,
+                cancel,
+                async |ev: &Event| b.on_event(ev).await,
+                async |seq| {
+                    b2.flush_digests().await;
+                    if let Err(e) = b2.store.set_cursor("chat", seq).await {
+                        tracing::warn!(error = %e, "cannot save the chat cursor");
+                    }
+                },
+            )
+            .await;
+        });
+    }
+
+    let router = match cfg.mode {
+        TelegramMode::Polling => {
+            let b = bridge.clone();
+            let timeout = cfg.poll_timeout_secs;
+            tracker.spawn(async move {
+                let mut listener = Polling::builder(b.bot.clone())
+                    .timeout(Duration::from_secs(u64::from(timeout)))
+                    .build();
+                let stop = listener.stop_token();
+                run_updates(b, &mut listener, cancel).await;
+                stop.stop();
+            });
+            Router::new()
+        }
+        TelegramMode::Webhook => {
+            let hook = cfg.webhook_url.as_deref().unwrap_or_default();
+            let hook_url =
+                url::Url::parse(hook).map_err(|_| Error::Webhook(format!("`{hook}` is not a URL")))?;
+            let mut options = teloxide::update_listeners::webhooks::Options::new(
+                shared.config.http.listen,
+                hook_url,
+            );
+            if !cfg.webhook_secret.is_empty() {
+                options = options.secret_token(cfg.webhook_secret.expose().to_string());
+            }
+            let (mut listener, stop_flag, router) =
+                teloxide::update_listeners::webhooks::axum_to_router(bot.clone(), options)
+                    .await
+                    .map_err(|e| Error::Webhook(e.to_string()))?;
+            let b = bridge.clone();
+            tracker.spawn(async move {
+                run_updates(b, &mut listener, cancel).await;
+                drop(stop_flag);
+            });
+            router
+        }
+    };
+    Ok(Started { router })
+}
+
+/// Handle updates one at a time until `cancel`. One at a time keeps a
+/// user's tap and their following reply in order; every handler is a few
+/// store writes and Bot API calls.
+async fn run_updates<L>(bridge: Arc<Bridge>, listener: &mut L, cancel: CancellationToken)
+where
+    L: UpdateListener,
+    L::Err: std::fmt::Debug,
+{
+    let stream = listener.as_stream();
+    tokio::pin!(stream);
+    loop {
+        // Why select: shutdown must not wait for a long poll to return.
+        let next = tokio::select! {
+            _ = cancel.cancelled() => break,
+            u = stream.next() => u,
+        };
+        match next {
+            Some(Ok(update)) => bridge.on_update(update).await,
+            Some(Err(e)) => {
+                tracing::warn!(error = ?e, "cannot fetch Telegram updates; retrying");
+                tokio::select! {
+                    _ = cancel.cancelled() => break,
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                }
+            }
+            None => break,
+        }
+    }
+}
+
+impl Bridge {
+    /// Apply one event: push new items, redraw changed ones. Returns false
+    /// when Telegram could not be reached, so the follower retries it.
+    async fn on_event(&self, ev: &Event) -> bool {
+        let item = match ev.entity_kind.as_str() {
+            "question" | "row" | "action" => ev.entity_kind.as_str(),
+            _ => return true,
+        };
+        let is_new = matches!(
+            ev.kind.as_str(),
+            "question.flagged" | "row.blocked" | "action.proposed"
+        );
+        let result = if is_new {
+            self.push(item, &ev.entity_id).await
+        } else {
+            self.redraw(item, &ev.entity_id).await
+        };
+        match result {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(error = %e, seq = ev.seq, "chat push failed; will retry");
+                false
+            }
+        }
+    }
+
+    /// Push an item to its routed chat (once per chat: the durable record
+    /// makes a replayed event a no-op).
+    async fn push(&self, item: &str, id: &str) -> Result<(), PushError> {
+        let Some(meta) = render::meta(&self.store, item, id).await? else {
+            return Ok(()); // gone (purged) or nothing to show
+        };
+        if !meta.live {
+            // Settled before we got to it (e.g. auto-approved by a rule):
+            // an edit-only item, nothing to push.
+            return Ok(());
+        }
+        let Some(target) = self
+            .config
+            .route(&meta.project, &meta.agent, meta.action_kind.as_deref())
+        else {
+            return Ok(());
+        };
+        if !self
+            .store
+            .chat_begin_send(item, id, target.chat_id, target.topic, "sending")
+            .await?
+        {
+            return Ok(()); // already pushed (or in flight) in that chat
+        }
+        if self.burst(target.chat_id) {
+            // Part of a burst: goes out in one digest after this batch.
+            let mut d = self.digest.lock().expect("digest lock poisoned");
+            d.entry(target.chat_id)
+                .or_default()
+                .push((item.to_string(), id.to_string()));
+            return Ok(());
+        }
+        self.send_item(item, id, target.chat_id, target.topic).await
+    }
+
+    /// Send the message of a claimed `sending` record.
+    async fn send_item(
+        &self,
+        item: &str,
+        id: &str,
+        chat_id: i64,
+        topic: Option<i32>,
+    ) -> Result<(), PushError> {
+        let Some(view) = render::view(&self.store, &self.config, item, id).await? else {
+            return Ok(());
+        };
+        let mut req = self
+            .bot
+            .send_message(ChatId(chat_id), truncate(&view.text))
+            .reply_markup(view.markup());
+        if let Some(t) = topic {
+            req = req.message_thread_id(ThreadId(MessageId(t)));
+        }
+        let msg = req.await?;
+        self.store
+            .chat_sent(item, id, chat_id, msg.id.0, "sent", &view.hash())
+            .await?;
+        Ok(())
+    }
+
+    /// Redraw every message of an item whose rendering changed.
+    pub(crate) async fn redraw(&self, item: &str, id: &str) -> Result<(), PushError> {
+        let records = self.store.chat_messages_of(item, id).await?;
+        if records.is_empty() {
+            return Ok(());
+        }
+        let Some(view) = render::view(&self.store, &self.config, item, id).await? else {
+            return Ok(());
+        };
+        let hash = view.hash();
+        for rec in records {
+            let (Some(mid), "sent") = (rec.message_id, rec.status.as_str()) else {
+                continue;
+            };
+            if rec.text_hash == hash {
+                continue;
+            }
+            let res = self
+                .bot
+                .edit_message_text(ChatId(rec.chat_id), MessageId(mid), truncate(&view.text))
+                .reply_markup(view.markup())
+                .await;
+            match res {
+                Ok(_) => {}
+                // The message is gone or unchanged: nothing to retry.
+                Err(teloxide::RequestError::Api(e)) => {
+                    tracing::debug!(error = %e, "edit refused by Telegram");
+                }
+                Err(e) => return Err(e.into()),
+            }
+            self.store.chat_drawn(item, id, rec.chat_id, &hash).await?;
+        }
+        Ok(())
+    }
+
+    /// Whether a new push to `chat_id` is part of a burst (more than the
+    /// digest threshold within the window).
+    fn burst(&self, chat_id: i64) -> bool {
+        let window = Duration::from_secs(self.config.telegram.digest_window_secs);
+        let now = Instant::now();
+        let mut recent = self.recent.lock().expect("recent lock poisoned");
+        let q = recent.entry(chat_id).or_default();
+        while q.front().is_some_and(|t| now.duration_since(*t) > window) {
+            q.pop_front();
+        }
+        q.push_back(now);
+        q.len() > self.config.telegram.digest_threshold
+    }
+
+    /// Send one digest message per chat for the items held back by a burst.
+    async fn flush_digests(&self) {
+        let pending: Vec<(i64, Vec<(String, String)>)> = {
+            let mut d = self.digest.lock().expect("digest lock poisoned");
+            d.drain().collect()
+        };
+        for (chat_id, items) in pending {
+            let topic = self.config.chat_by_id(chat_id).and_then(|c| c.topic);
+            let text = render::digest(&self.store, &items).await;
+            let mut req = self.bot.send_message(ChatId(chat_id), truncate(&text));
+            if let Some(t) = topic {
+                req = req.message_thread_id(ThreadId(MessageId(t)));
+            }
+            match req.await {
+                Ok(msg) => {
+                    for (item, id) in &items {
+                        if let Err(e) = self
+                            .store
+                            .chat_sent(item, id, chat_id, msg.id.0, "digest", "")
+                            .await
+                        {
+                            tracing::warn!(error = %e, "cannot record a digest entry");
+                        }
+                    }
+                }
+                // The records stay `sending`: the next start resends them one by one.
+                Err(e) => tracing::warn!(error = %e, "digest not sent; will resend at restart"),
+            }
+        }
+    }
+
+    /// Resend pushes a crash interrupted between `sending` and `sent`.
+    async fn resend_interrupted(&self) {
+        let unsent = match self.store.chat_unsent().await {
+            Ok(u) => u,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot list interrupted pushes");
+                return;
+            }
+        };
+        for rec in unsent {
+            if let Err(e) = self
+                .send_item(&rec.item_kind, &rec.item_id, rec.chat_id, rec.thread_id)
+                .await
+            {
+                tracing::warn!(error = %e, item = %rec.item_id, "resend failed");
+            }
+        }
+    }
+
+    /// Send a plain text message (command answers, notices).
+    pub(crate) async fn say(&self, chat_id: i64, topic: Option<i32>, text: &str) {
+        let mut req = self.bot.send_message(ChatId(chat_id), truncate(text));
+        if let Some(t) = topic {
+            req = req.message_thread_id(ThreadId(MessageId(t)));
+        }
+        if let Err(e) = req.await {
+            tracing::warn!(error = %e, chat_id, "cannot send a chat message");
+        }
+    }
+}
+
+/// Why a push or redraw did not happen.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PushError {
+    /// Telegram could not be reached or refused.
+    #[error("Telegram: {0}")]
+    Telegram(#[from] teloxide::RequestError),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] crate::store::Error),
+}

@@ -1,0 +1,198 @@
+//! Callback data of inline buttons: what a tap means.
+//!
+//! Telegram allows 64 bytes. A button carries the item kind, the verb, the
+//! item id, the revision it was drawn for and an optional small argument:
+//! `q|o|<32-hex id>|<revision>|<option>` — at most 55 bytes. Anything that
+//! does not parse (an old bot's button, a forged payload) is refused with a
+//! clear toast, never a panic.
+
+/// What kind of item a button belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Item {
+    /// A question.
+    Question,
+    /// A blocked board row.
+    Row,
+    /// A pending action.
+    Action,
+}
+
+/// What a tap asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    /// Pick option N of a question.
+    Option(u8),
+    /// Start a clarify reply (asks for text).
+    Clarify,
+    /// Decline the question / row.
+    Decline,
+    /// Start a free-text answer (rows).
+    Answer,
+    /// Mark a row handled.
+    Handled,
+    /// Approve an action.
+    Approve,
+    /// Reject an action (asks for a reason, or rejects with none).
+    Reject,
+    /// Edit an action's arguments (asks for a patch).
+    Edit,
+    /// Mark an unknown outcome executed.
+    MarkExecuted,
+    /// Mark an unknown outcome failed.
+    MarkFailed,
+    /// Re-approve an unknown outcome for one more run.
+    Retry,
+}
+
+/// A decoded button.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Callback {
+    /// Item kind.
+    pub item: Item,
+    /// Full item id.
+    pub id: String,
+    /// Revision the button was drawn for.
+    pub revision: i64,
+    /// What to do.
+    pub verb: Verb,
+}
+
+/// Telegram's limit on callback data.
+pub const MAX_LEN: usize = 64;
+
+impl Callback {
+    /// Encode for `InlineKeyboardButton::callback`.
+    pub fn encode(&self) -> String {
+        let k = match self.item {
+            Item::Question => "q",
+            Item::Row => "r",
+            Item::Action => "a",
+        };
+        let (v, arg) = match self.verb {
+            Verb::Option(n) => ("o", n.to_string()),
+            Verb::Clarify => ("c", String::new()),
+            Verb::Decline => ("d", String::new()),
+            Verb::Answer => ("n", String::new()),
+            Verb::Handled => ("h", String::new()),
+            Verb::Approve => ("ap", String::new()),
+            Verb::Reject => ("rj", String::new()),
+            Verb::Edit => ("ed", String::new()),
+            Verb::MarkExecuted => ("mx", String::new()),
+            Verb::MarkFailed => ("mf", String::new()),
+            Verb::Retry => ("rt", String::new()),
+        };
+        format!("{k}|{v}|{}|{}|{arg}", self.id, self.revision)
+    }
+
+    /// Decode, or `None` for anything this bot did not draw.
+    pub fn decode(data: &str) -> Option<Callback> {
+        if data.len() > MAX_LEN {
+            return None;
+        }
+        let mut parts = data.split('|');
+        let (k, v, id, rev, arg) = (
+            parts.next()?,
+            parts.next()?,
+            parts.next()?,
+            parts.next()?,
+            parts.next()?,
+        );
+        if parts.next().is_some() {
+            return None;
+        }
+        let item = match k {
+            "q" => Item::Question,
+            "r" => Item::Row,
+            "a" => Item::Action,
+            _ => return None,
+        };
+        if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        let revision: i64 = rev.parse().ok().filter(|r| *r >= 0)?;
+        let no_arg = |verb| arg.is_empty().then_some(verb);
+        let verb = match v {
+            "o" => Verb::Option(arg.parse().ok().filter(|n| *n < 8)?),
+            "c" => no_arg(Verb::Clarify)?,
+            "d" => no_arg(Verb::Decline)?,
+            "n" => no_arg(Verb::Answer)?,
+            "h" => no_arg(Verb::Handled)?,
+            "ap" => no_arg(Verb::Approve)?,
+            "rj" => no_arg(Verb::Reject)?,
+            "ed" => no_arg(Verb::Edit)?,
+            "mx" => no_arg(Verb::MarkExecuted)?,
+            "mf" => no_arg(Verb::MarkFailed)?,
+            "rt" => no_arg(Verb::Retry)?,
+            _ => return None,
+        };
+        // Verbs only make sense on their own kind of item.
+        let fits = match verb {
+            Verb::Option(_) | Verb::Clarify => item == Item::Question,
+            Verb::Decline => item != Item::Action,
+            Verb::Answer | Verb::Handled => item == Item::Row,
+            _ => item == Item::Action,
+        };
+        fits.then_some(Callback {
+            item,
+            id: id.to_string(),
+            revision,
+            verb,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ID: &str = "019ac5f0a1b27c3d8e9f00112233aabb";
+
+    #[test]
+    fn every_verb_round_trips_within_64_bytes() {
+        let cases = [
+            (Item::Question, Verb::Option(0)),
+            (Item::Question, Verb::Option(3)),
+            (Item::Question, Verb::Clarify),
+            (Item::Question, Verb::Decline),
+            (Item::Row, Verb::Answer),
+            (Item::Row, Verb::Handled),
+            (Item::Row, Verb::Decline),
+            (Item::Action, Verb::Approve),
+            (Item::Action, Verb::Reject),
+            (Item::Action, Verb::Edit),
+            (Item::Action, Verb::MarkExecuted),
+            (Item::Action, Verb::MarkFailed),
+            (Item::Action, Verb::Retry),
+        ];
+        for (item, verb) in cases {
+            let cb = Callback {
+                item,
+                id: ID.into(),
+                revision: i64::from(u32::MAX),
+                verb,
+            };
+            let s = cb.encode();
+            assert!(s.len() <= MAX_LEN, "{s} is {} bytes", s.len());
+            assert_eq!(Callback::decode(&s), Some(cb), "{s}");
+        }
+    }
+
+    #[test]
+    fn foreign_and_malformed_data_is_refused() {
+        for bad in [
+            "",
+            "hello",
+            "q|o|short|1|0",
+            &format!("q|o|{ID}|1|9"),
+            &format!("q|o|{ID}|-1|0"),
+            &format!("q|ap|{ID}|1|"),
+            &format!("a|o|{ID}|1|0"),
+            &format!("x|c|{ID}|1|"),
+            &format!("q|c|{ID}|1|extra"),
+            &format!("q|c|{ID}|1||"),
+            &format!("q|c|{}|1|", "z".repeat(32)),
+        ] {
+            assert_eq!(Callback::decode(bad), None, "{bad}");
+        }
+    }
+}

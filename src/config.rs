@@ -1,0 +1,533 @@
+//! The configuration file: `handoff serve --config FILE`.
+//!
+//! TOML, parsed with `deny_unknown_fields` everywhere so a typo is an error,
+//! not a silently ignored setting. Secrets may come from the environment
+//! (`HANDOFF_TELEGRAM_TOKEN`, `HANDOFF_TELEGRAM_WEBHOOK_SECRET`), which wins
+//! over the file. This module only parses and validates; it starts nothing.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// Errors reading the configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The file cannot be read.
+    #[error("cannot read config {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML or has unknown or mistyped keys.
+    #[error("config {path} is invalid: {message}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// toml's message, which names the key and line.
+        message: String,
+    },
+    /// The values parse but do not make sense together.
+    #[error("config {path}: {message}")]
+    Invalid {
+        /// The file.
+        path: String,
+        /// What to fix.
+        message: String,
+    },
+}
+
+/// A secret string whose `Debug` never shows the value.
+#[derive(Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wrap a value.
+    pub fn new(s: impl Into<String>) -> Self {
+        Secret(s.into())
+    }
+    /// The real value, for the one place that needs it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+    /// Whether the secret is empty (not configured).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_empty() { "\"\"" } else { "***" })
+    }
+}
+
+/// The whole configuration.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Where the database is.
+    #[serde(default)]
+    pub store: StoreConfig,
+    /// The daemon's HTTP listener.
+    #[serde(default)]
+    pub http: HttpConfig,
+    /// The Telegram bridge.
+    #[serde(default)]
+    pub telegram: TelegramConfig,
+    /// Routes from project / agent / action kind to a chat; first match wins.
+    #[serde(default, rename = "route")]
+    pub routes: Vec<Route>,
+    /// Secret redaction in everything shown to humans.
+    #[serde(default)]
+    pub redact: Redact,
+}
+
+/// `[store]`
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreConfig {
+    /// Database file; `$HANDOFF_DB` wins; `~` expands to `$HOME`.
+    pub path: Option<String>,
+}
+
+/// `[http]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpConfig {
+    /// Address to listen on.
+    #[serde(default = "default_listen")]
+    pub listen: SocketAddr,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            listen: default_listen(),
+        }
+    }
+}
+
+fn default_listen() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 8642))
+}
+
+/// How the bot receives updates.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum TelegramMode {
+    /// Long polling: no public URL needed.
+    #[default]
+    Polling,
+    /// Telegram posts updates to `webhook_url`, served on the daemon's listener.
+    Webhook,
+}
+
+/// `[telegram]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelegramConfig {
+    /// Bot token; `$HANDOFF_TELEGRAM_TOKEN` wins. Empty: chat is off.
+    #[serde(default)]
+    pub token: Secret,
+    /// Bot API server (self-hosted servers, tests).
+    #[serde(default = "default_api_url")]
+    pub api_url: String,
+    /// `polling` (default) or `webhook`.
+    #[serde(default)]
+    pub mode: TelegramMode,
+    /// Public URL Telegram posts to (webhook mode).
+    #[serde(default)]
+    pub webhook_url: Option<String>,
+    /// Secret Telegram echoes in `X-Telegram-Bot-Api-Secret-Token`
+    /// (webhook mode); `$HANDOFF_TELEGRAM_WEBHOOK_SECRET` wins.
+    #[serde(default)]
+    pub webhook_secret: Secret,
+    /// More new items than this for one chat within `digest_window_secs`
+    /// are sent as one digest message.
+    #[serde(default = "default_digest_threshold")]
+    pub digest_threshold: usize,
+    /// The window for counting a burst, in seconds.
+    #[serde(default = "default_digest_window")]
+    pub digest_window_secs: u64,
+    /// Long-polling timeout in seconds (below the client's 17 s).
+    #[serde(default = "default_poll_timeout")]
+    pub poll_timeout_secs: u32,
+    /// Flood-control limits (Telegram's published limits by default).
+    #[serde(default)]
+    pub limits: Limits,
+    /// The chats the bot talks to.
+    #[serde(default)]
+    pub chats: Vec<ChatConfig>,
+}
+
+/// `[telegram.limits]`: how fast the bot may send.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// Messages per second in one chat.
+    #[serde(default = "one")]
+    pub per_chat_per_sec: u32,
+    /// Messages per minute in one chat.
+    #[serde(default = "twenty")]
+    pub per_chat_per_min: u32,
+    /// Messages per minute in one group or channel.
+    #[serde(default = "twenty")]
+    pub per_group_per_min: u32,
+    /// Messages per second overall.
+    #[serde(default = "thirty")]
+    pub overall_per_sec: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            per_chat_per_sec: one(),
+            per_chat_per_min: twenty(),
+            per_group_per_min: twenty(),
+            overall_per_sec: thirty(),
+        }
+    }
+}
+
+fn one() -> u32 {
+    1
+}
+fn twenty() -> u32 {
+    20
+}
+fn thirty() -> u32 {
+    30
+}
+
+impl Default for TelegramConfig {
+    fn default() -> Self {
+        TelegramConfig {
+            token: Secret::default(),
+            api_url: default_api_url(),
+            mode: TelegramMode::default(),
+            webhook_url: None,
+            webhook_secret: Secret::default(),
+            digest_threshold: default_digest_threshold(),
+            digest_window_secs: default_digest_window(),
+            poll_timeout_secs: default_poll_timeout(),
+            limits: Limits::default(),
+            chats: Vec::new(),
+        }
+    }
+}
+
+fn default_api_url() -> String {
+    "https://api.telegram.org".into()
+}
+fn default_digest_threshold() -> usize {
+    5
+}
+fn default_digest_window() -> u64 {
+    3
+}
+fn default_poll_timeout() -> u32 {
+    10
+}
+
+/// `[[telegram.chats]]`: one chat and who may do what in it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChatConfig {
+    /// Name used by routes.
+    pub name: String,
+    /// Telegram chat id (negative for groups).
+    pub chat_id: i64,
+    /// Forum topic (message thread) id, if any.
+    #[serde(default)]
+    pub topic: Option<i32>,
+    /// Telegram user ids allowed to answer questions and rows.
+    #[serde(default)]
+    pub answer: Vec<u64>,
+    /// Telegram user ids allowed to decide actions.
+    #[serde(default)]
+    pub approve: Vec<u64>,
+}
+
+/// `[[route]]`: items matching every given filter go to `chat`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Route {
+    /// Match this project.
+    #[serde(default)]
+    pub project: Option<String>,
+    /// Match this agent.
+    #[serde(default)]
+    pub agent: Option<String>,
+    /// Match this action kind (actions only).
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// The chat's `name`.
+    pub chat: String,
+    /// Override the chat's forum topic.
+    #[serde(default)]
+    pub topic: Option<i32>,
+}
+
+/// `[redact]`
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Redact {
+    /// Argument keys containing any of these (case-insensitive) are shown as `***`.
+    #[serde(default = "default_redact_keys")]
+    pub keys: Vec<String>,
+}
+
+impl Default for Redact {
+    fn default() -> Self {
+        Redact {
+            keys: default_redact_keys(),
+        }
+    }
+}
+
+fn default_redact_keys() -> Vec<String> {
+    ["token", "secret", "password", "authorization", "api_key"]
+        .map(String::from)
+        .to_vec()
+}
+
+/// Where a chat item goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The chat's config name.
+    pub chat: String,
+    /// Telegram chat id.
+    pub chat_id: i64,
+    /// Forum topic, if any.
+    pub topic: Option<i32>,
+}
+
+impl Config {
+    /// Parse `text` (read from `path`, for messages) and validate it. Does
+    /// not apply environment overrides.
+    pub fn parse(text: &str, path: &Path) -> Result<Config, Error> {
+        let shown = path.display().to_string();
+        let cfg: Config = toml::from_str(text).map_err(|e| Error::Parse {
+            path: shown.clone(),
+            message: e.to_string(),
+        })?;
+        cfg.validate().map_err(|message| Error::Invalid {
+            path: shown,
+            message,
+        })?;
+        Ok(cfg)
+    }
+
+    /// Load the config: `explicit` if given (must exist), else
+    /// `config/handoff.toml` in the working directory, else
+    /// `~/.config/handoff/handoff.toml`, else defaults. Then apply the
+    /// environment overrides.
+    pub fn load(explicit: Option<&Path>) -> Result<(Config, Option<PathBuf>), Error> {
+        let candidates: Vec<PathBuf> = match explicit {
+            Some(p) => vec![p.to_path_buf()],
+            None => {
+                let mut v = vec![PathBuf::from("config/handoff.toml")];
+                if let Some(home) = std::env::var_os("HOME") {
+                    v.push(PathBuf::from(home).join(".config/handoff/handoff.toml"));
+                }
+                v
+            }
+        };
+        let mut found = None;
+        for p in candidates {
+            if explicit.is_some() || p.exists() {
+                let text = std::fs::read_to_string(&p).map_err(|source| Error::Read {
+                    path: p.display().to_string(),
+                    source,
+                })?;
+                found = Some((Config::parse(&text, &p)?, p));
+                break;
+            }
+        }
+        let (mut cfg, path) = match found {
+            Some((c, p)) => (c, Some(p)),
+            None => (Config::default(), None),
+        };
+        cfg.apply_env();
+        Ok((cfg, path))
+    }
+
+    /// Secrets and paths from the environment win over the file.
+    pub fn apply_env(&mut self) {
+        if let Some(t) = std::env::var("HANDOFF_TELEGRAM_TOKEN")
+            .ok()
+            .filter(|t| !t.is_empty())
+        {
+            self.telegram.token = Secret::new(t);
+        }
+        if let Some(t) = std::env::var("HANDOFF_TELEGRAM_WEBHOOK_SECRET")
+            .ok()
+            .filter(|t| !t.is_empty())
+        {
+            self.telegram.webhook_secret = Secret::new(t);
+        }
+    }
+
+    /// The database path: `$HANDOFF_DB`, else `[store] path`, else the default.
+    pub fn db_path(&self) -> Result<PathBuf, crate::store::Error> {
+        if std::env::var_os("HANDOFF_DB").is_some_and(|p| !p.is_empty()) {
+            return crate::store::default_path();
+        }
+        match &self.store.path {
+            Some(p) => Ok(expand_home(p)),
+            None => crate::store::default_path(),
+        }
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        let mut names = HashSet::new();
+        for c in &self.telegram.chats {
+            if c.name.trim().is_empty() {
+                return Err("a [[telegram.chats]] entry has an empty name".into());
+            }
+            if !names.insert(c.name.as_str()) {
+                return Err(format!("two [[telegram.chats]] are named `{}`", c.name));
+            }
+        }
+        for r in &self.routes {
+            if !names.contains(r.chat.as_str()) {
+                return Err(format!(
+                    "[[route]] names chat `{}`, but no [[telegram.chats]] has that name",
+                    r.chat
+                ));
+            }
+        }
+        if self.telegram.digest_threshold == 0 {
+            return Err("telegram.digest_threshold must be at least 1".into());
+        }
+        if self.telegram.poll_timeout_secs > 15 {
+            return Err("telegram.poll_timeout_secs must be at most 15".into());
+        }
+        if self.telegram.mode == TelegramMode::Webhook && self.telegram.webhook_url.is_none() {
+            return Err("telegram.mode = \"webhook\" needs telegram.webhook_url".into());
+        }
+        Ok(())
+    }
+
+    /// The chat an item goes to: the first route whose filters all match,
+    /// else the first chat; `None` when no chat is configured. `kind` is the
+    /// action kind (None for questions and rows).
+    pub fn route(&self, project: &str, agent: &str, kind: Option<&str>) -> Option<Target> {
+        let chat_of = |name: &str| self.telegram.chats.iter().find(|c| c.name == name);
+        for r in &self.routes {
+            let ok = r.project.as_deref().is_none_or(|p| p == project)
+                && r.agent.as_deref().is_none_or(|a| a == agent)
+                && r.kind.as_deref().is_none_or(|k| Some(k) == kind);
+            if ok && let Some(c) = chat_of(&r.chat) {
+                return Some(Target {
+                    chat: c.name.clone(),
+                    chat_id: c.chat_id,
+                    topic: r.topic.or(c.topic),
+                });
+            }
+        }
+        self.telegram.chats.first().map(|c| Target {
+            chat: c.name.clone(),
+            chat_id: c.chat_id,
+            topic: c.topic,
+        })
+    }
+
+    /// The configured chat with this Telegram id.
+    pub fn chat_by_id(&self, chat_id: i64) -> Option<&ChatConfig> {
+        self.telegram.chats.iter().find(|c| c.chat_id == chat_id)
+    }
+}
+
+fn expand_home(p: &str) -> PathBuf {
+    match (p.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => PathBuf::from(p),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<Config, Error> {
+        Config::parse(s, Path::new("test.toml"))
+    }
+
+    #[test]
+    fn empty_config_is_all_defaults() {
+        let c = parse("").unwrap();
+        assert!(c.telegram.token.is_empty());
+        assert_eq!(c.http.listen.port(), 8642);
+        assert_eq!(c.telegram.digest_threshold, 5);
+        assert_eq!(c.route("p", "a", None), None);
+    }
+
+    #[test]
+    fn unknown_keys_are_errors() {
+        for bad in [
+            "colour = 1",
+            "[telegram]\ntokn = \"x\"",
+            "[[telegram.chats]]\nname=\"a\"\nchat_id=1\nanswr=[1]",
+            "[[route]]\nchat=\"a\"\nprojekt=\"x\"",
+        ] {
+            let e = parse(bad).unwrap_err().to_string();
+            assert!(e.contains("unknown field"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn routes_first_match_then_first_chat() {
+        let c = parse(
+            r#"
+            [[telegram.chats]]
+            name = "me"
+            chat_id = 1
+            [[telegram.chats]]
+            name = "ops"
+            chat_id = -100
+            topic = 7
+            [[route]]
+            project = "infra"
+            kind = "deploy"
+            chat = "ops"
+            [[route]]
+            agent = "reviewer"
+            chat = "ops"
+            topic = 9
+            "#,
+        )
+        .unwrap();
+        assert_eq!(c.route("infra", "x", Some("deploy")).unwrap().chat_id, -100);
+        assert_eq!(c.route("infra", "x", Some("deploy")).unwrap().topic, Some(7));
+        assert_eq!(c.route("infra", "x", None).unwrap().chat, "me");
+        assert_eq!(c.route("web", "reviewer", None).unwrap().topic, Some(9));
+        assert_eq!(c.route("web", "coder", None).unwrap().chat, "me");
+    }
+
+    #[test]
+    fn invalid_combinations_are_explained() {
+        let e = parse("[[route]]\nchat = \"nowhere\"").unwrap_err().to_string();
+        assert!(e.contains("no [[telegram.chats]]"), "{e}");
+        let e = parse("[[telegram.chats]]\nname=\"a\"\nchat_id=1\n[[telegram.chats]]\nname=\"a\"\nchat_id=2")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("two"), "{e}");
+        let e = parse("[telegram]\nmode = \"webhook\"").unwrap_err().to_string();
+        assert!(e.contains("webhook_url"), "{e}");
+    }
+
+    #[test]
+    fn secrets_do_not_leak_through_debug() {
+        let c = parse("[telegram]\ntoken = \"123:abc\"").unwrap();
+        let shown = format!("{c:?}");
+        assert!(!shown.contains("123:abc"), "{shown}");
+        assert_eq!(c.telegram.token.expose(), "123:abc");
+    }
+}

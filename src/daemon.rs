@@ -1,0 +1,135 @@
+//! `handoff serve`: the long-running daemon. The only module that wires
+//! subsystems together.
+//!
+//! At start it opens the store, runs action recovery, then starts its
+//! workers under one [`CancellationToken`] and [`TaskTracker`]: the HTTP
+//! listener, the waiter follower (wakes in-process waiters), the chat
+//! follower (pushes items to Telegram, with a durable cursor) and the
+//! Telegram update loop, plus housekeeping (expiry sweeps, lease recovery).
+//! Shutdown cancels the token and waits for the tracker, bounded.
+
+pub mod follower;
+pub mod waiters;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::config::Config;
+use crate::store::Store;
+pub use waiters::Waiters;
+
+/// How long shutdown waits for workers before giving up on them.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(8);
+
+/// Errors that stop the daemon.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The store failed at start-up.
+    #[error(transparent)]
+    Store(#[from] crate::store::Error),
+    /// The chat bridge could not start.
+    #[error(transparent)]
+    Chat(#[from] crate::chat::Error),
+    /// The HTTP listener failed.
+    #[error("HTTP listener failed: {0}")]
+    Http(std::io::Error),
+}
+
+/// What request handlers and workers share.
+#[derive(Debug, Clone)]
+pub struct Shared {
+    /// The store.
+    pub store: Store,
+    /// The configuration.
+    pub config: Arc<Config>,
+    /// In-process waiters, woken by the waiter follower.
+    pub waiters: Waiters,
+    /// Nudged after a write made in this process, so followers look at once.
+    pub nudge: Arc<Notify>,
+}
+
+/// Run the daemon on an already-bound `listener` until `shutdown` fires.
+pub async fn run(
+    config: Config,
+    store: Store,
+    listener: TcpListener,
+    shutdown: CancellationToken,
+) -> Result<(), Error> {
+    let shared = Shared {
+        store: store.clone(),
+        config: Arc::new(config),
+        waiters: Waiters::default(),
+        nudge: Arc::new(Notify::new()),
+    };
+    let tracker = TaskTracker::new();
+
+    // Waiter follower: from the end of the log (waiters live in memory only).
+    {
+        let s = shared.clone();
+        let cancel = shutdown.clone();
+        let start = store.last_event_seq().await?;
+        tracker.spawn(async move {
+            let waiters = s.waiters.clone();
+            follower::follow(
+                s.store.clone(),
+                start,
+                &s.nudge,
+                cancel,
+                async |ev| {
+                    waiters.wake(ev);
+                    true
+                },
+                async |_| {},
+            )
+            .await;
+        });
+    }
+
+    let chat = crate::chat::start(&shared, &tracker, shutdown.clone()).await?;
+
+    let app = crate::api::router(shared.clone()).merge(chat.router);
+    let addr = listener.local_addr().map_err(Error::Http)?;
+    tracing::info!(%addr, "listening");
+    let server = axum::serve(listener, app).with_graceful_shutdown(shutdown.clone().cancelled_owned());
+    let served = server.await;
+    shutdown.cancel();
+    tracker.close();
+    if tokio::time::timeout(SHUTDOWN_GRACE, tracker.wait()).await.is_err() {
+        tracing::warn!("workers did not stop within {SHUTDOWN_GRACE:?}; exiting anyway");
+    }
+    store.close().await;
+    served.map_err(Error::Http)
+}
+
+/// Cancel `token` on SIGINT or SIGTERM.
+pub fn cancel_on_signals(token: CancellationToken) {
+    tokio::spawn(async move {
+        let ctrl_c = tokio::signal::ctrl_c();
+        #[cfg(unix)]
+        {
+            let mut term =
+                match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot listen for SIGTERM");
+                        let _ = ctrl_c.await;
+                        token.cancel();
+                        return;
+                    }
+                };
+            tokio::select! {
+                _ = ctrl_c => {}
+                _ = term.recv() => {}
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = ctrl_c.await;
+        tracing::info!("shutting down");
+        token.cancel();
+    });
+}

@@ -1,0 +1,282 @@
+//! Durable records of the chat bridge: follower cursors, one message record
+//! per (item, chat), pairing codes and paired members.
+//!
+//! The chat worker writes `sending` before a Bot API call and `sent` after,
+//! so a push interrupted by a crash is found and resent. Nothing here talks
+//! to Telegram.
+
+use serde::Serialize;
+use sqlx::Row;
+
+use super::{Result, Store};
+
+/// One pushed (or being pushed) chat message for an item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChatMessage {
+    /// `question`, `row` or `action`.
+    pub item_kind: String,
+    /// The item's id.
+    pub item_id: String,
+    /// Telegram chat id.
+    pub chat_id: i64,
+    /// Forum topic.
+    pub thread_id: Option<i32>,
+    /// Telegram message id once sent.
+    pub message_id: Option<i32>,
+    /// `sending`, `sent` or `digest` (covered by a digest message, not editable).
+    pub status: String,
+    /// Hash of the last text drawn (skip edits that change nothing).
+    pub text_hash: String,
+}
+
+fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<ChatMessage> {
+    Ok(ChatMessage {
+        item_kind: r.try_get("item_kind")?,
+        item_id: r.try_get("item_id")?,
+        chat_id: r.try_get("chat_id")?,
+        thread_id: r.try_get("thread_id")?,
+        message_id: r.try_get("message_id")?,
+        status: r.try_get("status")?,
+        text_hash: r.try_get("text_hash")?,
+    })
+}
+
+impl Store {
+    /// The last `seq` the follower `name` fully applied (0 if never).
+    pub async fn cursor(&self, name: &str) -> Result<i64> {
+        let seq: Option<i64> = sqlx::query_scalar("SELECT seq FROM cursors WHERE name = ?")
+            .bind(name)
+            .fetch_optional(self.pool())
+            .await?;
+        Ok(seq.unwrap_or(0))
+    }
+
+    /// Move the follower `name` forward to `seq`. Never moves it back, so
+    /// two daemons on one file cannot rewind each other.
+    pub async fn set_cursor(&self, name: &str, seq: i64) -> Result<()> {
+        let now = self.now();
+        self.retry(|| async {
+            sqlx::query(
+                "INSERT INTO cursors (name, seq, updated_at) VALUES (?, ?, ?)
+                 ON CONFLICT(name) DO UPDATE SET seq = excluded.seq, updated_at = excluded.updated_at
+                 WHERE excluded.seq > cursors.seq",
+            )
+            .bind(name)
+            .bind(seq)
+            .bind(now)
+            .execute(self.pool())
+            .await?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Claim the right to push `item` to `chat_id`: inserts a `sending`
+    /// record unless one exists. Returns false when the item already has a
+    /// message (or a push in flight) in that chat, so one item is pushed once
+    /// per chat even when the event is replayed.
+    pub async fn chat_begin_send(
+        &self,
+        item_kind: &str,
+        item_id: &str,
+        chat_id: i64,
+        thread_id: Option<i32>,
+        status: &str,
+    ) -> Result<bool> {
+        let now = self.now();
+        self.retry(|| async {
+            let done = sqlx::query(
+                "INSERT INTO chat_messages (item_kind, item_id, chat_id, thread_id, status, created_at, updated_at)
+                 VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            )
+            .bind(item_kind)
+            .bind(item_id)
+            .bind(chat_id)
+            .bind(thread_id)
+            .bind(status)
+            .bind(now)
+            .bind(now)
+            .execute(self.pool())
+            .await?;
+            Ok(done.rows_affected() == 1)
+        })
+        .await
+    }
+
+    /// Record that the push of `item` to `chat_id` was sent as `message_id`.
+    pub async fn chat_sent(
+        &self,
+        item_kind: &str,
+        item_id: &str,
+        chat_id: i64,
+        message_id: i32,
+        status: &str,
+        text_hash: &str,
+    ) -> Result<()> {
+        let now = self.now();
+        self.retry(|| async {
+            sqlx::query(
+                "UPDATE chat_messages SET message_id = ?, status = ?, text_hash = ?, updated_at = ?
+                 WHERE item_kind = ? AND item_id = ? AND chat_id = ?",
+            )
+            .bind(message_id)
+            .bind(status)
+            .bind(text_hash)
+            .bind(now)
+            .bind(item_kind)
+            .bind(item_id)
+            .bind(chat_id)
+            .execute(self.pool())
+            .await?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Remember the text last drawn on a message (after an edit).
+    pub async fn chat_drawn(
+        &self,
+        item_kind: &str,
+        item_id: &str,
+        chat_id: i64,
+        text_hash: &str,
+    ) -> Result<()> {
+        let now = self.now();
+        self.retry(|| async {
+            sqlx::query(
+                "UPDATE chat_messages SET text_hash = ?, updated_at = ?
+                 WHERE item_kind = ? AND item_id = ? AND chat_id = ?",
+            )
+            .bind(text_hash)
+            .bind(now)
+            .bind(item_kind)
+            .bind(item_id)
+            .bind(chat_id)
+            .execute(self.pool())
+            .await?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Every message record of an item.
+    pub async fn chat_messages_of(&self, item_kind: &str, item_id: &str) -> Result<Vec<ChatMessage>> {
+        let rows = sqlx::query("SELECT * FROM chat_messages WHERE item_kind = ? AND item_id = ?")
+            .bind(item_kind)
+            .bind(item_id)
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter().map(from_row).collect()
+    }
+
+    /// The item a chat message shows (for replies-to-message).
+    pub async fn chat_item_of_message(
+        &self,
+        chat_id: i64,
+        message_id: i32,
+    ) -> Result<Option<(String, String)>> {
+        let row = sqlx::query(
+            "SELECT item_kind, item_id FROM chat_messages WHERE chat_id = ? AND message_id = ? AND status = 'sent'",
+        )
+        .bind(chat_id)
+        .bind(message_id)
+        .fetch_optional(self.pool())
+        .await?;
+        Ok(match row {
+            Some(r) => Some((r.try_get("item_kind")?, r.try_get("item_id")?)),
+            None => None,
+        })
+    }
+
+    /// Pushes interrupted between `sending` and `sent` (to resend at start-up).
+    pub async fn chat_unsent(&self) -> Result<Vec<ChatMessage>> {
+        let rows = sqlx::query("SELECT * FROM chat_messages WHERE status = 'sending' ORDER BY created_at")
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter().map(from_row).collect()
+    }
+
+    /// Record a `/start` from an unknown user; returns the one-time code.
+    pub async fn pairing_create(&self, user_id: i64, chat_id: i64, username: &str) -> Result<String> {
+        let code = super::new_id()[24..].to_uppercase();
+        let now = self.now();
+        self.retry(|| async {
+            sqlx::query(
+                "INSERT INTO chat_pairings (code, user_id, chat_id, username, created_at) VALUES (?, ?, ?, ?, ?)",
+            )
+            .bind(&code)
+            .bind(user_id)
+            .bind(chat_id)
+            .bind(username)
+            .bind(now)
+            .execute(self.pool())
+            .await?;
+            Ok(())
+        })
+        .await?;
+        Ok(code)
+    }
+
+    /// Admit the user behind `code` with `role`. The code works once and for
+    /// one hour. Returns (user id, chat id, username) or None for an unknown,
+    /// used or stale code.
+    pub async fn pairing_use(&self, code: &str, role: &str) -> Result<Option<(i64, i64, String)>> {
+        let now = self.now();
+        let code = code.trim().to_uppercase();
+        self.retry(|| async {
+            let mut tx = self.begin_write().await?;
+            // The guard makes the code single-use even when two `pair` commands race.
+            let row = sqlx::query(
+                "UPDATE chat_pairings SET used_at = ? WHERE code = ? AND used_at IS NULL AND created_at > ?
+                 RETURNING user_id, chat_id, username",
+            )
+            .bind(now)
+            .bind(&code)
+            .bind(now - 3_600_000)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let Some(row) = row else { return Ok(None) };
+            let (user, chat, name): (i64, i64, String) =
+                (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+            sqlx::query(
+                "INSERT INTO chat_members (chat_id, user_id, role, added_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            )
+            .bind(chat)
+            .bind(user)
+            .bind(role)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+            super::events::append(
+                &mut tx,
+                now,
+                &super::NewEvent {
+                    kind: "chat.paired",
+                    entity_kind: "chat",
+                    entity_id: &chat.to_string(),
+                    actor: &user.to_string(),
+                    channel: "cli",
+                    payload: serde_json::json!({"user_id": user, "role": role, "username": name}),
+                    ..Default::default()
+                },
+            )
+            .await?;
+            tx.commit().await?;
+            Ok(Some((user, chat, name)))
+        })
+        .await
+    }
+
+    /// Whether a paired member has `role` in `chat_id`.
+    pub async fn chat_member_has(&self, chat_id: i64, user_id: i64, role: &str) -> Result<bool> {
+        let n: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM chat_members WHERE chat_id = ? AND user_id = ? AND (role = ? OR role = 'approve')",
+        )
+        .bind(chat_id)
+        .bind(user_id)
+        .bind(role)
+        .fetch_one(self.pool())
+        .await?;
+        Ok(n > 0)
+    }
+}

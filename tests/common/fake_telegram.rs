@@ -1,0 +1,393 @@
+//! A fake Telegram Bot API in axum, bound to 127.0.0.1:0, for the real
+//! teloxide client to talk to. Records every call, serves injected updates
+//! through a held-open `getUpdates`, keeps the current text and buttons of
+//! every message, and can answer 429 with `retry_after`.
+#![allow(dead_code)]
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Json};
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+/// One recorded Bot API call.
+#[derive(Debug, Clone)]
+pub struct Call {
+    /// Method name, lower-cased (`sendmessage`).
+    pub method: String,
+    /// JSON body (`{}` for non-JSON bodies).
+    pub body: Value,
+}
+
+/// A message as the chat shows it now.
+#[derive(Debug, Clone)]
+pub struct Msg {
+    pub chat_id: i64,
+    pub message_id: i64,
+    pub text: String,
+    pub markup: Value,
+    pub thread_id: Option<i64>,
+}
+
+impl Msg {
+    /// Callback data of every button, in order.
+    pub fn buttons(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        if let Some(rows) = self.markup["inline_keyboard"].as_array() {
+            for row in rows {
+                for b in row.as_array().into_iter().flatten() {
+                    out.push((
+                        b["text"].as_str().unwrap_or_default().to_string(),
+                        b["callback_data"].as_str().unwrap_or_default().to_string(),
+                    ));
+                }
+            }
+        }
+        out
+    }
+
+    /// Callback data of the button whose label contains `label`.
+    pub fn button(&self, label: &str) -> String {
+        self.buttons()
+            .into_iter()
+            .find(|(t, _)| t.contains(label))
+            .unwrap_or_else(|| panic!("no button {label:?} on {self:?}"))
+            .1
+    }
+}
+
+#[derive(Default)]
+struct Inner {
+    calls: Vec<Call>,
+    updates: Vec<Value>,
+    next_update_id: i64,
+    next_message_id: i64,
+    messages: HashMap<(i64, i64), Msg>,
+    /// (method, retry_after seconds): the next call of `method` gets a 429.
+    fail: VecDeque<(String, u64)>,
+    /// Minimum spacing between accepted sendMessage calls (a rate limit).
+    send_spacing: Option<Duration>,
+    last_send: Option<std::time::Instant>,
+    rejected_429: u64,
+}
+
+/// The running fake.
+#[derive(Clone)]
+pub struct FakeTelegram {
+    /// Base URL to give teloxide (`set_api_url`), no trailing slash.
+    pub url: String,
+    inner: Arc<Mutex<Inner>>,
+    updated: Arc<Notify>,
+}
+
+pub const BOT_ID: i64 = 4242;
+
+impl FakeTelegram {
+    /// Start on 127.0.0.1:0.
+    pub async fn start() -> FakeTelegram {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let fake = FakeTelegram {
+            url,
+            inner: Arc::new(Mutex::new(Inner {
+                next_update_id: 1,
+                next_message_id: 100,
+                ..Default::default()
+            })),
+            updated: Arc::new(Notify::new()),
+        };
+        let app = Router::new()
+            .route("/{bot}/{method}", axum::routing::post(handle))
+            .with_state(fake.clone());
+        tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        fake
+    }
+
+    /// Every call so far of `method` (case-insensitive), in order.
+    pub fn calls(&self, method: &str) -> Vec<Call> {
+        let m = method.to_lowercase();
+        self.inner
+            .lock()
+            .unwrap()
+            .calls
+            .iter()
+            .filter(|c| c.method == m)
+            .cloned()
+            .collect()
+    }
+
+    /// Every call so far.
+    pub fn all_calls(&self) -> Vec<Call> {
+        self.inner.lock().unwrap().calls.clone()
+    }
+
+    /// The messages of a chat, oldest first.
+    pub fn messages(&self, chat_id: i64) -> Vec<Msg> {
+        let mut v: Vec<Msg> = self
+            .inner
+            .lock()
+            .unwrap()
+            .messages
+            .values()
+            .filter(|m| m.chat_id == chat_id)
+            .cloned()
+            .collect();
+        v.sort_by_key(|m| m.message_id);
+        v
+    }
+
+    /// One message by id.
+    pub fn message(&self, chat_id: i64, message_id: i64) -> Option<Msg> {
+        self.inner
+            .lock()
+            .unwrap()
+            .messages
+            .get(&(chat_id, message_id))
+            .cloned()
+    }
+
+    /// Make the next call of `method` fail with 429 and `retry_after`.
+    pub fn fail_next(&self, method: &str, retry_after: u64) {
+        self.inner
+            .lock()
+            .unwrap()
+            .fail
+            .push_back((method.to_lowercase(), retry_after));
+    }
+
+    /// Enforce a minimum spacing between sendMessage calls; calls that come
+    /// sooner get 429 with retry_after 1.
+    pub fn rate_limit_sends(&self, spacing: Duration) {
+        self.inner.lock().unwrap().send_spacing = Some(spacing);
+    }
+
+    /// How many calls were answered with 429.
+    pub fn rejected_429(&self) -> u64 {
+        self.inner.lock().unwrap().rejected_429
+    }
+
+    fn push_update(&self, mut update: Value) {
+        let mut g = self.inner.lock().unwrap();
+        update["update_id"] = json!(g.next_update_id);
+        g.next_update_id += 1;
+        g.updates.push(update);
+        drop(g);
+        self.updated.notify_waiters();
+    }
+
+    /// Inject a button tap on `message_id` by `user`.
+    pub fn tap(&self, chat_id: i64, user: i64, message_id: i64, data: &str) {
+        let msg = self.message(chat_id, message_id);
+        let text = msg.map(|m| m.text).unwrap_or_default();
+        self.push_update(json!({
+            "callback_query": {
+                "id": format!("cb{}", rand_id()),
+                "from": user_json(user),
+                "chat_instance": "ci",
+                "data": data,
+                "message": message_json(chat_id, message_id, &text, None),
+            }
+        }));
+    }
+
+    /// Inject a text message from `user`, optionally as a reply to `reply_to`.
+    pub fn send_text(&self, chat_id: i64, user: i64, text: &str, reply_to: Option<i64>) {
+        let id = {
+            let mut g = self.inner.lock().unwrap();
+            g.next_message_id += 1;
+            g.next_message_id
+        };
+        let mut m = message_json(chat_id, id, text, Some(user));
+        if let Some(r) = reply_to {
+            let orig = self.message(chat_id, r).map(|m| m.text).unwrap_or_default();
+            m["reply_to_message"] = message_json(chat_id, r, &orig, None);
+        }
+        self.push_update(json!({ "message": m }));
+    }
+
+    /// Answer texts of answerCallbackQuery calls, in order.
+    pub fn toasts(&self) -> Vec<String> {
+        self.calls("answercallbackquery")
+            .iter()
+            .map(|c| c.body["text"].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+
+    /// Texts sent with sendMessage to `chat_id`, in order.
+    pub fn sent_texts(&self, chat_id: i64) -> Vec<String> {
+        self.calls("sendmessage")
+            .iter()
+            .filter(|c| c.body["chat_id"].as_i64() == Some(chat_id))
+            .map(|c| c.body["text"].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+
+    /// Poll `f` every 20 ms until it returns Some, or panic after `secs`.
+    pub async fn until<T>(&self, secs: u64, what: &str, mut f: impl FnMut(&Self) -> Option<T>) -> T {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
+        loop {
+            if let Some(v) = f(self) {
+                return v;
+            }
+            if tokio::time::Instant::now() > deadline {
+                panic!("timed out waiting for {what}; calls: {:#?}", self.all_calls());
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+fn rand_id() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(1);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+pub fn user_json(user: i64) -> Value {
+    json!({"id": user, "is_bot": false, "first_name": format!("user{user}"), "username": format!("user{user}")})
+}
+
+fn chat_json(chat_id: i64) -> Value {
+    if chat_id < 0 {
+        json!({"id": chat_id, "type": "supergroup", "title": "team"})
+    } else {
+        json!({"id": chat_id, "type": "private", "first_name": "me"})
+    }
+}
+
+fn message_json(chat_id: i64, id: i64, text: &str, from: Option<i64>) -> Value {
+    let mut m = json!({
+        "message_id": id,
+        "date": 1_700_000_000,
+        "chat": chat_json(chat_id),
+        "text": text,
+    });
+    m["from"] = match from {
+        Some(u) => user_json(u),
+        None => json!({"id": BOT_ID, "is_bot": true, "first_name": "handoff", "username": "handoff_bot"}),
+    };
+    m
+}
+
+fn ok(result: Value) -> axum::response::Response {
+    Json(json!({"ok": true, "result": result})).into_response()
+}
+
+async fn handle(
+    State(fake): State<FakeTelegram>,
+    Path((_bot, method)): Path<(String, String)>,
+    body: Bytes,
+) -> axum::response::Response {
+    let method = method.to_lowercase();
+    let body: Value = serde_json::from_slice(&body).unwrap_or_else(|_| json!({}));
+    {
+        let mut g = fake.inner.lock().unwrap();
+        g.calls.push(Call {
+            method: method.clone(),
+            body: body.clone(),
+        });
+        if let Some(pos) = g.fail.iter().position(|(m, _)| *m == method) {
+            let (_, after) = g.fail.remove(pos).unwrap();
+            g.rejected_429 += 1;
+            return too_many(after);
+        }
+        if method == "sendmessage"
+            && let Some(spacing) = g.send_spacing
+        {
+            let now = std::time::Instant::now();
+            if g.last_send.is_some_and(|t| now.duration_since(t) < spacing) {
+                g.rejected_429 += 1;
+                return too_many(1);
+            }
+            g.last_send = Some(now);
+        }
+    }
+    match method.as_str() {
+        "getme" => ok(json!({
+            "id": BOT_ID, "is_bot": true, "first_name": "handoff", "username": "handoff_bot",
+            "can_join_groups": true, "can_read_all_group_messages": true,
+            "supports_inline_queries": false, "has_main_web_app": false
+        })),
+        "getwebhookinfo" => ok(json!({"url": "", "has_custom_certificate": false, "pending_update_count": 0})),
+        "setwebhook" | "deletewebhook" | "setmycommands" => ok(json!(true)),
+        "answercallbackquery" => ok(json!(true)),
+        "getupdates" => {
+            let offset = body["offset"].as_i64().unwrap_or(0);
+            let timeout = body["timeout"].as_u64().unwrap_or(0).min(5);
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout);
+            loop {
+                let notified = fake.updated.notified();
+                let ready: Vec<Value> = {
+                    let mut g = fake.inner.lock().unwrap();
+                    g.updates.retain(|u| u["update_id"].as_i64().unwrap_or(0) >= offset);
+                    g.updates.clone()
+                };
+                if !ready.is_empty() || tokio::time::Instant::now() >= deadline {
+                    return ok(Value::Array(ready));
+                }
+                let _ = tokio::time::timeout_at(deadline, notified).await;
+            }
+        }
+        "sendmessage" => {
+            let chat_id = body["chat_id"].as_i64().unwrap_or(0);
+            let text = body["text"].as_str().unwrap_or_default().to_string();
+            if text.chars().count() > 4096 {
+                return Json(json!({"ok": false, "error_code": 400, "description": "Bad Request: message is too long"}))
+                    .into_response();
+            }
+            let mut g = fake.inner.lock().unwrap();
+            g.next_message_id += 1;
+            let id = g.next_message_id;
+            let msg = Msg {
+                chat_id,
+                message_id: id,
+                text: text.clone(),
+                markup: body["reply_markup"].clone(),
+                thread_id: body["message_thread_id"].as_i64(),
+            };
+            g.messages.insert((chat_id, id), msg);
+            ok(message_json(chat_id, id, &text, None))
+        }
+        "editmessagetext" | "editmessagereplymarkup" => {
+            let chat_id = body["chat_id"].as_i64().unwrap_or(0);
+            let id = body["message_id"].as_i64().unwrap_or(0);
+            let mut g = fake.inner.lock().unwrap();
+            let Some(m) = g.messages.get_mut(&(chat_id, id)) else {
+                return Json(json!({"ok": false, "error_code": 400, "description": "Bad Request: message to edit not found"}))
+                    .into_response();
+            };
+            if method == "editmessagetext" {
+                let text = body["text"].as_str().unwrap_or_default().to_string();
+                if text.chars().count() > 4096 {
+                    return Json(json!({"ok": false, "error_code": 400, "description": "Bad Request: message is too long"}))
+                        .into_response();
+                }
+                m.text = text;
+            }
+            m.markup = body["reply_markup"].clone();
+            let (t, c) = (m.text.clone(), m.chat_id);
+            ok(message_json(c, id, &t, None))
+        }
+        _ => Json(json!({"ok": false, "error_code": 404, "description": "Not Found: method not found"}))
+            .into_response(),
+    }
+}
+
+fn too_many(after: u64) -> axum::response::Response {
+    (
+        axum::http::StatusCode::TOO_MANY_REQUESTS,
+        Json(json!({
+            "ok": false, "error_code": 429,
+            "description": format!("Too Many Requests: retry after {after}"),
+            "parameters": {"retry_after": after}
+        })),
+    )
+        .into_response()
+}
