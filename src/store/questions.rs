@@ -97,9 +97,27 @@ macro_rules! str_enum {
     };
 }
 
-str_enum!(Status, "question status", Open = "open", Resolved = "resolved", Dismissed = "dismissed");
-str_enum!(ReplyKind, "reply kind", Answer = "answer", Clarify = "clarify", Decline = "decline");
-str_enum!(Source, "reply source", Inbox = "inbox", Chat = "chat", Agent = "agent");
+str_enum!(
+    Status,
+    "question status",
+    Open = "open",
+    Resolved = "resolved",
+    Dismissed = "dismissed"
+);
+str_enum!(
+    ReplyKind,
+    "reply kind",
+    Answer = "answer",
+    Clarify = "clarify",
+    Decline = "decline"
+);
+str_enum!(
+    Source,
+    "reply source",
+    Inbox = "inbox",
+    Chat = "chat",
+    Agent = "agent"
+);
 
 /// One labelled choice offered with a question.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -272,10 +290,7 @@ impl fmt::Display for Refusal {
                 write!(f, "the question is already {status}: nothing changed")
             }
             Refusal::UnreadAnswer {
-                reply,
-                source,
-                by,
-                ..
+                reply, source, by, ..
             } => {
                 let place = match source {
                     Source::Inbox => "an Inbox answer",

@@ -154,7 +154,16 @@ impl Store {
         .await?;
         let actor = if r.by.is_empty() { "inbox" } else { &r.by };
         let payload = json!({ "reply_seq": q.reply_seq, "revision": q.revision });
-        event(&mut tx, now, "question.reply_cleared", &q, actor, "inbox", payload).await?;
+        event(
+            &mut tx,
+            now,
+            "question.reply_cleared",
+            &q,
+            actor,
+            "inbox",
+            payload,
+        )
+        .await?;
         tx.commit().await?;
         Ok(Ok(q))
     }

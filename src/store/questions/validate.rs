@@ -57,7 +57,9 @@ fn bytes(field: &str, v: &str, max: usize) -> Result<()> {
 pub fn question(q: &NewQuestion) -> Result<NewQuestion> {
     let title = q.title.trim().to_string();
     if title.is_empty() {
-        return Err(invalid("the title is empty: say what you need to know".into()));
+        return Err(invalid(
+            "the title is empty: say what you need to know".into(),
+        ));
     }
     let n = title.chars().count();
     if n > MAX_TITLE {
@@ -130,7 +132,10 @@ pub fn options(opts: &[QuestionOption]) -> Result<Vec<QuestionOption>> {
         if label.chars().any(char::is_control) {
             return Err(invalid(format!("option {} must be one line", i + 1)));
         }
-        if out.iter().any(|p| p.label.to_lowercase() == label.to_lowercase()) {
+        if out
+            .iter()
+            .any(|p| p.label.to_lowercase() == label.to_lowercase())
+        {
             return Err(invalid(format!(
                 "option {label:?} is given twice: labels must differ"
             )));

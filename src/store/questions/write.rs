@@ -207,7 +207,16 @@ impl Store {
         };
         let q = from_row(&row)?;
         let payload = json!({ "until": until.map(crate::clock::format_rfc3339) });
-        event(&mut tx, now, "question.snoozed", &q, by, via.as_str(), payload).await?;
+        event(
+            &mut tx,
+            now,
+            "question.snoozed",
+            &q,
+            by,
+            via.as_str(),
+            payload,
+        )
+        .await?;
         tx.commit().await?;
         Ok(Ok(q))
     }
