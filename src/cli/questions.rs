@@ -1,15 +1,646 @@
-//! CLI commands for questions (placeholder until the questions module lands).
+//! CLI commands for questions: `ask`, `pending`, `reply`, `answer`,
+//! `resolve`, `dismiss`, `snooze`, `questions`, `show`.
+//!
+//! Agents use `ask`, `pending`, `answer` and `resolve`; humans use `reply`
+//! (the Inbox door), `dismiss`, `snooze`, `questions` and `show`. Each
+//! command is a thin layer over the questions store: parse, call, print,
+//! map refusals to exit code 3 with a message that says what to do.
 
-use clap::Subcommand;
+use std::io::Read;
+use std::time::Duration;
 
-use super::Ctx;
+use clap::{Args, Subcommand};
+use serde::Serialize;
+
+use super::{Ctx, exit, fail};
+use crate::clock::{format_rfc3339, parse_duration_ms};
+use crate::store::Store;
+use crate::store::questions::{
+    ListFilter, NewQuestion, NewReply, Outcome, Question, QuestionOption, Refusal, ReplyKind,
+    ReplyRecord, Source, Status,
+};
+
+/// How often `ask --wait` looks for a reply.
+const POLL: Duration = Duration::from_millis(200);
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Cmd {
-    #[command(hide = true, name = "__questions_placeholder")]
-    Placeholder,
+    /// Ask a human a question (agents). Prints its id; with --wait, blocks
+    /// until a reply arrives and prints it.
+    Ask(AskArgs),
+    /// Hand the agent the replies on its open questions, marking each new
+    /// one picked up. Replies already delivered come back until the
+    /// question is resolved (use --new for only new ones).
+    Pending {
+        /// Only this project.
+        #[arg(long)]
+        project: Option<String>,
+        /// Only this agent session.
+        #[arg(long)]
+        session: Option<String>,
+        /// Only replies not delivered before.
+        #[arg(long)]
+        new: bool,
+        /// Who picks up (recorded in the event log).
+        #[arg(long, default_value = "")]
+        by: String,
+    },
+    /// Reply to a question as a human (the Inbox door: always wins while the
+    /// question is open). An empty TEXT clears a reply nobody picked up yet.
+    Reply {
+        /// Question id or short id.
+        id: String,
+        /// The reply; "" clears an unpicked reply.
+        text: String,
+        /// answer, clarify (correct an earlier answer / ask to reword) or decline.
+        #[arg(long, default_value = "answer", value_parser = parse_kind)]
+        kind: ReplyKind,
+        /// Who replies [default: $USER].
+        #[arg(long)]
+        by: Option<String>,
+        /// Extra context for the agent.
+        #[arg(long)]
+        context: Option<String>,
+        /// Refuse unless the question is still at this revision.
+        #[arg(long)]
+        revision: Option<i64>,
+        /// Reply through another door: `chat` applies the chat rule (never
+        /// over an unclaimed reply). For tests and scripts that bridge a chat.
+        #[arg(long, hide = true, default_value = "inbox", value_parser = parse_via)]
+        via: Source,
+    },
+    /// Record, as the agent, an answer the human gave in the agent's own
+    /// terminal. Refused if a human's reply is waiting: you get that instead.
+    Answer {
+        /// Question id or short id.
+        id: String,
+        /// The answer.
+        text: String,
+        /// answer, clarify or decline.
+        #[arg(long, default_value = "answer", value_parser = parse_kind)]
+        kind: ReplyKind,
+        /// Who answered (recorded with the answer).
+        #[arg(long, default_value = "")]
+        by: String,
+        /// Refuse unless the question is still at this revision.
+        #[arg(long)]
+        revision: Option<i64>,
+    },
+    /// Close a question as the agent, saying what came of it.
+    Resolve {
+        /// Question id or short id.
+        id: String,
+        /// What was decided or done.
+        #[arg(long)]
+        outcome: String,
+        /// Who resolves (recorded in the event log).
+        #[arg(long, default_value = "")]
+        by: String,
+    },
+    /// Close a question as a human without answering it.
+    Dismiss {
+        /// Question id or short id.
+        id: String,
+        /// Why (shown to the agent).
+        #[arg(long)]
+        reason: Option<String>,
+        /// Who dismisses [default: $USER].
+        #[arg(long)]
+        by: Option<String>,
+    },
+    /// Hide a question from the chat list for a while.
+    Snooze {
+        /// Question id or short id.
+        id: String,
+        /// How long, e.g. 30m, 1h, 2d (0 wakes it now).
+        #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration_ms)]
+        duration: i64,
+        /// Who snoozes [default: $USER].
+        #[arg(long)]
+        by: Option<String>,
+    },
+    /// List questions.
+    Questions {
+        /// open, resolved, dismissed or all.
+        #[arg(long, default_value = "open", value_parser = parse_status_filter)]
+        status: StatusFilter,
+        /// Only this project.
+        #[arg(long)]
+        project: Option<String>,
+        /// Only this agent session.
+        #[arg(long)]
+        session: Option<String>,
+    },
+    /// Show one question with its reply history.
+    Show {
+        /// Question id or short id.
+        id: String,
+    },
 }
 
-pub(crate) async fn run(_cmd: Cmd, _ctx: &Ctx) -> anyhow::Result<u8> {
-    Err(super::fail(super::exit::ERROR, "not built yet"))
+/// Arguments of `handoff ask`.
+#[derive(Debug, Args)]
+pub(crate) struct AskArgs {
+    /// The question, one line (≤ 120 characters).
+    title: String,
+    /// One more line of detail (≤ 500 characters).
+    #[arg(long, default_value = "")]
+    detail: String,
+    /// Long context (≤ 64 KiB); `-` reads it from stdin.
+    #[arg(long, default_value = "")]
+    context: String,
+    /// A choice to offer (repeat 2–4 times).
+    #[arg(long = "option", value_name = "LABEL")]
+    options: Vec<String>,
+    /// Recommend an option, by number (1-based) or label.
+    #[arg(long, value_name = "N|LABEL")]
+    recommend: Option<String>,
+    /// Re-asking with the same key (in the project) updates the open question in place.
+    #[arg(long)]
+    key: Option<String>,
+    /// Project [default: $HANDOFF_PROJECT, else the current directory's name].
+    #[arg(long, env = "HANDOFF_PROJECT")]
+    project: Option<String>,
+    /// Agent name.
+    #[arg(long, env = "HANDOFF_AGENT", default_value = "")]
+    agent: String,
+    /// Agent session to wake when answered.
+    #[arg(long, env = "HANDOFF_SESSION", default_value = "")]
+    session: String,
+    /// Block until a reply arrives, pick it up and print it.
+    #[arg(long)]
+    wait: bool,
+    /// With --wait: give up after this long (exit code 5).
+    #[arg(long, default_value = "10m", value_parser = parse_duration_ms, requires = "wait")]
+    timeout: i64,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StatusFilter(Option<Status>);
+
+fn parse_kind(s: &str) -> Result<ReplyKind, String> {
+    s.parse()
+}
+
+fn parse_via(s: &str) -> Result<Source, String> {
+    match s.parse()? {
+        Source::Agent => Err("use `handoff answer` for the agent's door".into()),
+        v => Ok(v),
+    }
+}
+
+fn parse_status_filter(s: &str) -> Result<StatusFilter, String> {
+    if s.eq_ignore_ascii_case("all") {
+        return Ok(StatusFilter(None));
+    }
+    s.parse()
+        .map(|st| StatusFilter(Some(st)))
+        .map_err(|e: String| format!("{e}, all"))
+}
+
+fn user() -> String {
+    std::env::var("USER").unwrap_or_default()
+}
+
+/// Resolve a full or short id, or fail with exit code 4.
+async fn find(store: &Store, id: &str) -> anyhow::Result<String> {
+    store.resolve_question_id(id).await?.ok_or_else(|| {
+        fail(
+            exit::NOT_FOUND,
+            format!("no question `{id}`: list them with `handoff questions --status all`"),
+        )
+    })
+}
+
+/// Print the question a write returned, or turn its refusal into exit 3
+/// (exit 4 for a missing question).
+fn finish(
+    ctx: &Ctx,
+    out: Outcome<Question>,
+    done: &str,
+    refused: impl Fn(&Refusal) -> String,
+) -> anyhow::Result<u8> {
+    match out {
+        Ok(q) => {
+            ctx.print(&q, || format!("{done} {}\n{}", q.short_id, render(&q)));
+            Ok(exit::OK)
+        }
+        Err(r) => {
+            let code = if r == Refusal::NotFound {
+                exit::NOT_FOUND
+            } else {
+                exit::REFUSED
+            };
+            Err(ctx.refuse(code, &r, refused(&r)))
+        }
+    }
+}
+
+pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
+    match cmd {
+        Cmd::Ask(args) => ask(args, ctx).await,
+        Cmd::Pending {
+            project,
+            session,
+            new,
+            by,
+        } => {
+            let store = ctx.store().await?;
+            let got = store
+                .pending(project.as_deref(), session.as_deref(), !new, &by)
+                .await?;
+            ctx.print(&got, || {
+                if got.is_empty() {
+                    return "no replies waiting".into();
+                }
+                got.iter()
+                    .map(|d| {
+                        let tag = if d.new { "new" } else { "again" };
+                        format!("[{tag}] {}", render(&d.question))
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            });
+            Ok(exit::OK)
+        }
+        Cmd::Reply {
+            id,
+            text,
+            kind,
+            by,
+            context,
+            revision,
+            via,
+        } => {
+            let store = ctx.store().await?;
+            let id = find(&store, &id).await?;
+            let reply = NewReply {
+                text,
+                kind,
+                context,
+                by: by.unwrap_or_else(user),
+                expected_revision: revision,
+            };
+            let out = match via {
+                Source::Chat => store.reply_chat(&id, &reply).await?,
+                _ => store.reply_inbox(&id, &reply).await?,
+            };
+            let done = if reply.text.trim().is_empty() && kind != ReplyKind::Decline {
+                "cleared the reply on"
+            } else {
+                "replied to"
+            };
+            finish(ctx, out, done, |r| human_refusal(r, via))
+        }
+        Cmd::Answer {
+            id,
+            text,
+            kind,
+            by,
+            revision,
+        } => {
+            let store = ctx.store().await?;
+            let id = find(&store, &id).await?;
+            let reply = NewReply {
+                text,
+                kind,
+                context: None,
+                by,
+                expected_revision: revision,
+            };
+            let out = store.answer_agent(&id, &reply).await?;
+            finish(ctx, out, "recorded the answer on", |r| match r {
+                Refusal::UnreadAnswer {
+                    reply,
+                    kind,
+                    source,
+                    by,
+                } => format!(
+                    "a human already replied ({kind} via {source}{}): {reply:?} — that reply is now delivered to you; act on it instead",
+                    if by.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", by {by}")
+                    }
+                ),
+                other => human_refusal(other, Source::Agent),
+            })
+        }
+        Cmd::Resolve { id, outcome, by } => {
+            let store = ctx.store().await?;
+            let id = find(&store, &id).await?;
+            let out = store.resolve_question(&id, &outcome, &by).await?;
+            finish(ctx, out, "resolved", |r| human_refusal(r, Source::Agent))
+        }
+        Cmd::Dismiss { id, reason, by } => {
+            let store = ctx.store().await?;
+            let id = find(&store, &id).await?;
+            let by = by.unwrap_or_else(user);
+            let out = store
+                .dismiss_question(&id, reason.as_deref(), &by, Source::Inbox)
+                .await?;
+            finish(ctx, out, "dismissed", |r| human_refusal(r, Source::Inbox))
+        }
+        Cmd::Snooze { id, duration, by } => {
+            let store = ctx.store().await?;
+            let id = find(&store, &id).await?;
+            let until = store.now().saturating_add(duration);
+            let by = by.unwrap_or_else(user);
+            let out = store
+                .snooze_question(&id, until, &by, Source::Inbox)
+                .await?;
+            finish(ctx, out, "snoozed", |r| human_refusal(r, Source::Inbox))
+        }
+        Cmd::Questions {
+            status,
+            project,
+            session,
+        } => {
+            let store = ctx.store().await?;
+            let list = store
+                .list_questions(&ListFilter {
+                    status: status.0,
+                    project,
+                    session,
+                    ..Default::default()
+                })
+                .await?;
+            ctx.print(&list, || {
+                if list.is_empty() {
+                    return "no questions".into();
+                }
+                list.iter().map(render).collect::<Vec<_>>().join("\n")
+            });
+            Ok(exit::OK)
+        }
+        Cmd::Show { id } => {
+            let store = ctx.store().await?;
+            let id = find(&store, &id).await?;
+            let question = store
+                .get_question(&id)
+                .await?
+                .ok_or_else(|| fail(exit::NOT_FOUND, format!("no question `{id}`")))?;
+            let replies = store.question_replies(&id).await?;
+            #[derive(Serialize)]
+            struct Shown<'a> {
+                question: &'a Question,
+                replies: &'a [ReplyRecord],
+            }
+            ctx.print(
+                &Shown {
+                    question: &question,
+                    replies: &replies,
+                },
+                || {
+                    let mut s = render(&question);
+                    if !question.context.is_empty() {
+                        s.push_str(&format!("\n  context:\n{}", indent(&question.context)));
+                    }
+                    if !replies.is_empty() {
+                        s.push_str("\n  history:");
+                        for r in &replies {
+                            let what = match (&r.reply, r.kind) {
+                                (Some(t), Some(k)) => format!("{k}: {t}"),
+                                _ => "cleared".into(),
+                            };
+                            s.push_str(&format!(
+                                "\n    #{} {} via {}{}  {what}",
+                                r.reply_seq,
+                                format_rfc3339(r.at),
+                                r.source,
+                                if r.by.is_empty() {
+                                    String::new()
+                                } else {
+                                    format!(" by {}", r.by)
+                                },
+                            ));
+                        }
+                    }
+                    s
+                },
+            );
+            Ok(exit::OK)
+        }
+    }
+}
+
+/// What a human (or the agent) is told when a write is refused.
+fn human_refusal(r: &Refusal, via: Source) -> String {
+    match r {
+        Refusal::UnreadAnswer { .. } if via == Source::Chat => format!(
+            "{r}. Nothing changed; wait for the agent to pick it up, or reply through the Inbox (`handoff reply`) to overwrite it"
+        ),
+        Refusal::Empty => {
+            "the reply is empty and there is no unpicked reply to clear: write some text".into()
+        }
+        Refusal::NotOpen { .. } => format!("{r}; see it with `handoff show`"),
+        _ => r.to_string(),
+    }
+}
+
+async fn ask(a: AskArgs, ctx: &Ctx) -> anyhow::Result<u8> {
+    let mut options: Vec<QuestionOption> = a
+        .options
+        .iter()
+        .map(|l| QuestionOption {
+            label: l.clone(),
+            recommended: false,
+        })
+        .collect();
+    if let Some(rec) = &a.recommend {
+        let idx = match rec.trim().parse::<usize>() {
+            Ok(n) if (1..=options.len()).contains(&n) => Some(n - 1),
+            Ok(_) => None,
+            Err(_) => options
+                .iter()
+                .position(|o| o.label.trim().eq_ignore_ascii_case(rec.trim())),
+        };
+        let Some(i) = idx else {
+            return Err(fail(
+                exit::ERROR,
+                format!(
+                    "--recommend {rec:?} names no option: give its number (1–{}) or its label",
+                    options.len()
+                ),
+            ));
+        };
+        options[i].recommended = true;
+    }
+    let context = if a.context == "-" {
+        let mut s = String::new();
+        std::io::stdin().read_to_string(&mut s)?;
+        s
+    } else {
+        a.context
+    };
+    let project = match a.project {
+        Some(p) => p,
+        None => std::env::current_dir()
+            .ok()
+            .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_default(),
+    };
+    let q = NewQuestion {
+        project,
+        agent: a.agent,
+        session: a.session,
+        key: a.key,
+        title: a.title,
+        detail: a.detail,
+        context,
+        options,
+    };
+    let store = ctx.store().await?;
+    let flagged = store.flag(&q).await?;
+    let fq = &flagged.question;
+    if !a.wait {
+        ctx.print(&flagged, || {
+            let verb = if flagged.created { "asked" } else { "updated" };
+            format!(
+                "{verb} {} (revision {})\nid {}",
+                fq.short_id, fq.revision, fq.id
+            )
+        });
+        return Ok(exit::OK);
+    }
+    if !ctx.json {
+        let verb = if flagged.created { "asked" } else { "updated" };
+        eprintln!(
+            "{verb} {} (revision {}); waiting for a reply…",
+            fq.short_id, fq.revision
+        );
+    }
+    wait_reply(&store, fq, &q.agent, a.timeout, ctx).await
+}
+
+/// Poll until `asked` gets a reply it has not delivered before, pick it up
+/// and print it. A reply already waiting counts; an answer the agent
+/// recorded itself (born seen) counts when it is newer than the ask.
+async fn wait_reply(
+    store: &Store,
+    asked: &Question,
+    by: &str,
+    timeout_ms: i64,
+    ctx: &Ctx,
+) -> anyhow::Result<u8> {
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms.max(0) as u64);
+    loop {
+        let q = store
+            .get_question(&asked.id)
+            .await?
+            .ok_or_else(|| fail(exit::NOT_FOUND, "the question disappeared"))?;
+        if q.status != Status::Open {
+            let why = q
+                .outcome
+                .as_deref()
+                .map(|o| format!(": {o}"))
+                .unwrap_or_default();
+            return Err(ctx.refuse(
+                exit::REFUSED,
+                &q,
+                format!("the question was {} while waiting{why}", q.status),
+            ));
+        }
+        let mut delivered = None;
+        if let Some(r) = &q.reply {
+            if r.seen_at.is_none() {
+                // Mark only this exact reply; if it changed meanwhile, loop
+                // and read the newer one.
+                if let Some(at) = store.mark_reply_seen(&q, by).await? {
+                    let mut q = q.clone();
+                    if let Some(r) = q.reply.as_mut() {
+                        r.seen_at = Some(at);
+                    }
+                    delivered = Some(q);
+                } else {
+                    continue;
+                }
+            } else if q.reply_seq > asked.reply_seq {
+                delivered = Some(q.clone());
+            }
+        }
+        if let Some(q) = delivered {
+            ctx.print(&q, || render_reply(&q));
+            return Ok(exit::OK);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(fail(
+                exit::TIMEOUT,
+                format!(
+                    "no reply to {} yet; it stays open: `handoff pending` will deliver the reply",
+                    q.short_id
+                ),
+            ));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+fn indent(s: &str) -> String {
+    s.lines()
+        .map(|l| format!("    {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The standing reply in one line: `answer (inbox, by alice): text`.
+fn render_reply(q: &Question) -> String {
+    match &q.reply {
+        None => "no reply".into(),
+        Some(r) => {
+            let by = if r.by.is_empty() {
+                String::new()
+            } else {
+                format!(", by {}", r.by)
+            };
+            let seen = if r.seen_at.is_some() {
+                ""
+            } else {
+                ", not picked up"
+            };
+            let mut s = format!("{} ({}{by}{seen}): {}", r.kind, r.source, r.text);
+            if let Some(c) = &r.context {
+                s.push_str(&format!("\n  reply context: {c}"));
+            }
+            s
+        }
+    }
+}
+
+/// A question in a few lines.
+fn render(q: &Question) -> String {
+    let mut s = format!("{}  {}  rev {}", q.short_id, q.status, q.revision);
+    if !q.project.is_empty() {
+        s.push_str(&format!("  [{}]", q.project));
+    }
+    s.push_str(&format!("  {}", q.title));
+    if !q.detail.is_empty() {
+        s.push_str(&format!("\n  {}", q.detail));
+    }
+    if !q.options.is_empty() {
+        let opts: Vec<String> = q
+            .options
+            .iter()
+            .enumerate()
+            .map(|(i, o)| {
+                format!(
+                    "{}) {}{}",
+                    i + 1,
+                    o.label,
+                    if o.recommended { " (recommended)" } else { "" }
+                )
+            })
+            .collect();
+        s.push_str(&format!("\n  options: {}", opts.join("  ")));
+    }
+    if q.reply.is_some() {
+        s.push_str(&format!("\n  {}", render_reply(q)));
+    }
+    if let Some(until) = q.snoozed_until {
+        s.push_str(&format!("\n  snoozed until {}", format_rfc3339(until)));
+    }
+    if let Some(o) = &q.outcome {
+        s.push_str(&format!("\n  outcome: {o}"));
+    }
+    s
 }

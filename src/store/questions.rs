@@ -1,1 +1,455 @@
-//! questions (placeholder until the module lands).
+//! Questions an agent hands to a human (DESIGN §2).
+//!
+//! An agent *flags* a question; humans reply through the Inbox (always wins)
+//! or a chat (conditional: never over an unclaimed reply); the agent may
+//! record an answer it got in its own terminal (conditional, born seen); the
+//! agent *picks up* replies, marking only the exact reply it read, and
+//! finally *resolves* the question with an outcome (or a human dismisses it).
+//!
+//! Every write is one guarded statement inside one `BEGIN IMMEDIATE`
+//! transaction that also appends its event (and, for replies, a row of the
+//! append-only `question_replies` history). Refusals that are normal outcomes
+//! come back as [`Refusal`], not as errors.
+//!
+//! Layout: [`validate`] (limits on input), `read` (get, list, short ids,
+//! history), `write` (flag, resolve, dismiss, snooze), `reply` (the three
+//! writers, pickup). This module does not talk to chats or wake agents: it
+//! records, and the daemon follows the event log.
+
+mod read;
+mod reply;
+pub mod validate;
+mod write;
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+use sqlx::sqlite::SqliteRow;
+
+use super::{Error, Result};
+
+/// Where a question stands. Nothing reopens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Waiting on a human (or on the agent to resolve it).
+    Open,
+    /// Closed by the agent with an outcome.
+    Resolved,
+    /// Closed by a human without an answer.
+    Dismissed,
+}
+
+/// What a reply means to the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ReplyKind {
+    /// An answer to the question.
+    #[default]
+    Answer,
+    /// A correction: the earlier answer is corrected or the question needs
+    /// rewording; the agent must re-read.
+    Clarify,
+    /// The human will not answer this (optionally with a reason).
+    Decline,
+}
+
+/// Through which door a reply came.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    /// The web Inbox or `handoff reply`: always wins.
+    Inbox,
+    /// A chat (Telegram): never replaces an unclaimed reply.
+    Chat,
+    /// The agent, recording an answer given in its own terminal.
+    Agent,
+}
+
+macro_rules! str_enum {
+    ($t:ty, $what:literal, $($v:ident = $s:literal),+) => {
+        impl $t {
+            /// The name stored in SQL and shown in JSON.
+            pub fn as_str(self) -> &'static str {
+                match self { $(Self::$v => $s),+ }
+            }
+        }
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+        impl FromStr for $t {
+            type Err = String;
+            fn from_str(s: &str) -> std::result::Result<Self, String> {
+                match s.trim().to_ascii_lowercase().as_str() {
+                    $($s => Ok(Self::$v),)+
+                    _ => Err(format!(
+                        concat!("`{}` is not a ", $what, ": use one of {}"),
+                        s,
+                        [$($s),+].join(", ")
+                    )),
+                }
+            }
+        }
+    };
+}
+
+str_enum!(
+    Status,
+    "question status",
+    Open = "open",
+    Resolved = "resolved",
+    Dismissed = "dismissed"
+);
+str_enum!(
+    ReplyKind,
+    "reply kind",
+    Answer = "answer",
+    Clarify = "clarify",
+    Decline = "decline"
+);
+str_enum!(
+    Source,
+    "reply source",
+    Inbox = "inbox",
+    Chat = "chat",
+    Agent = "agent"
+);
+
+/// One labelled choice offered with a question.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuestionOption {
+    /// What the button says (≤ 64 chars, unique within the question).
+    pub label: String,
+    /// The agent's suggestion; at most one option carries it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub recommended: bool,
+}
+
+/// A question as the agent flags it.
+#[derive(Debug, Clone, Default)]
+pub struct NewQuestion {
+    /// Project it belongs to (scopes `key` and filters).
+    pub project: String,
+    /// Agent name.
+    pub agent: String,
+    /// Agent session to wake when answered.
+    pub session: String,
+    /// With a key, re-flagging the same `(project, key)` while it is open
+    /// updates that question in place instead of creating a twin.
+    pub key: Option<String>,
+    /// One line, ≤ 120 chars.
+    pub title: String,
+    /// One line of detail, ≤ 500 chars.
+    pub detail: String,
+    /// Long context, ≤ 64 KiB.
+    pub context: String,
+    /// None, or 2–4 choices.
+    pub options: Vec<QuestionOption>,
+}
+
+/// The reply currently standing on a question.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Reply {
+    /// The text (empty for a decline without a reason).
+    pub text: String,
+    /// Extra context the human attached.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
+    /// Answer, clarify or decline.
+    pub kind: ReplyKind,
+    /// Inbox, chat or agent.
+    pub source: Source,
+    /// Who replied.
+    pub by: String,
+    /// When.
+    #[serde(with = "crate::clock::rfc3339")]
+    pub at: i64,
+    /// When an agent picked it up; `null` while it waits.
+    #[serde(with = "crate::clock::rfc3339::option")]
+    pub seen_at: Option<i64>,
+}
+
+/// A stored question.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Question {
+    /// Full id.
+    pub id: String,
+    /// Its last 8 characters, shown in chat and accepted by commands.
+    pub short_id: String,
+    /// Project.
+    pub project: String,
+    /// Agent name.
+    pub agent: String,
+    /// Agent session.
+    pub session: String,
+    /// The "one place" key, if any.
+    pub key: Option<String>,
+    /// Title.
+    pub title: String,
+    /// One-line detail.
+    pub detail: String,
+    /// Long context.
+    pub context: String,
+    /// Offered choices.
+    pub options: Vec<QuestionOption>,
+    /// Open, resolved or dismissed.
+    pub status: Status,
+    /// The agent's outcome (resolved) or the human's reason (dismissed).
+    pub outcome: Option<String>,
+    /// The standing reply, if any.
+    pub reply: Option<Reply>,
+    /// How many replies and clears this question has seen; the pickup mark
+    /// names the exact reply it read by this number.
+    pub reply_seq: i64,
+    /// Bumped each time the agent re-flags the question in place.
+    pub revision: i64,
+    /// Left out of the chat-facing list until then.
+    #[serde(with = "crate::clock::rfc3339::option")]
+    pub snoozed_until: Option<i64>,
+    /// Created.
+    #[serde(with = "crate::clock::rfc3339")]
+    pub created_at: i64,
+    /// Last changed.
+    #[serde(with = "crate::clock::rfc3339")]
+    pub updated_at: i64,
+    /// Resolved or dismissed.
+    #[serde(with = "crate::clock::rfc3339::option")]
+    pub resolved_at: Option<i64>,
+}
+
+impl Question {
+    /// True when a reply stands and no agent has picked it up yet.
+    pub fn has_unseen_reply(&self) -> bool {
+        self.reply.as_ref().is_some_and(|r| r.seen_at.is_none())
+    }
+}
+
+/// A reply as a writer submits it.
+#[derive(Debug, Clone, Default)]
+pub struct NewReply {
+    /// The text. Blank from the Inbox clears an unpicked reply; blank
+    /// elsewhere is refused as [`Refusal::Empty`] (except a decline).
+    pub text: String,
+    /// Answer (default), clarify or decline.
+    pub kind: ReplyKind,
+    /// Extra context.
+    pub context: Option<String>,
+    /// Who replies (a user name, a Telegram handle, the agent).
+    pub by: String,
+    /// The question revision the writer saw (a chat button's revision).
+    /// A mismatch is refused as [`Refusal::Stale`].
+    pub expected_revision: Option<i64>,
+}
+
+/// Why a write changed nothing. These are normal outcomes, not errors.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "refused", rename_all = "snake_case")]
+pub enum Refusal {
+    /// The reply text is blank (or a blank Inbox reply found nothing to clear).
+    Empty,
+    /// No question with that id.
+    NotFound,
+    /// The question is already resolved or dismissed.
+    NotOpen {
+        /// Its status.
+        status: Status,
+    },
+    /// A reply nobody has picked up yet stands; it wins over this write.
+    UnreadAnswer {
+        /// Its text.
+        reply: String,
+        /// Its kind.
+        kind: ReplyKind,
+        /// Where it came from.
+        source: Source,
+        /// Who gave it.
+        by: String,
+    },
+    /// The question changed since the writer drew it.
+    Stale {
+        /// The revision now stored.
+        current_revision: i64,
+    },
+    /// A blank Inbox reply cannot clear a reply an agent already picked up.
+    AlreadyPickedUp {
+        /// The reply the agent has.
+        reply: String,
+    },
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refusal::Empty => f.write_str("the reply is empty: write some text"),
+            Refusal::NotFound => f.write_str("no such question"),
+            Refusal::NotOpen { status } => {
+                write!(f, "the question is already {status}: nothing changed")
+            }
+            Refusal::UnreadAnswer {
+                reply, source, by, ..
+            } => {
+                let place = match source {
+                    Source::Inbox => "an Inbox answer",
+                    Source::Chat => "a chat answer",
+                    Source::Agent => "an answer",
+                };
+                let by = if by.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (by {by})")
+                };
+                write!(
+                    f,
+                    "{place} is already waiting for the agent{by}: {reply:?}; it wins until the agent picks it up"
+                )
+            }
+            Refusal::Stale { current_revision } => write!(
+                f,
+                "the question changed since you saw it (now revision {current_revision}): re-read it and reply again"
+            ),
+            Refusal::AlreadyPickedUp { reply } => write!(
+                f,
+                "the agent already picked up the reply {reply:?}: a blank reply cannot take it back; send a new reply (e.g. --kind clarify) instead"
+            ),
+        }
+    }
+}
+
+/// A write's result: the changed question, or why nothing changed.
+pub type Outcome<T> = std::result::Result<T, Refusal>;
+
+/// What [`Store::flag`](super::Store::flag) did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Flagged {
+    /// True when a new question was created, false when an open one with
+    /// the same key was updated in place.
+    pub created: bool,
+    /// The question after the write.
+    pub question: Question,
+}
+
+/// One reply handed to an agent by [`Store::pending`](super::Store::pending).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Delivery {
+    /// True when this call delivered the reply (it was unseen and this
+    /// pickup marked it); false for a reply delivered before and still
+    /// standing on an open question (re-delivered until resolved).
+    pub new: bool,
+    /// The question with its reply.
+    pub question: Question,
+}
+
+/// Filters for [`Store::list_questions`](super::Store::list_questions).
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter {
+    /// Only this status (None: all).
+    pub status: Option<Status>,
+    /// Only this project.
+    pub project: Option<String>,
+    /// Only this session.
+    pub session: Option<String>,
+    /// Leave out questions snoozed past now (the chat-facing list).
+    pub awake_only: bool,
+    /// At most this many (None: no limit).
+    pub limit: Option<i64>,
+}
+
+/// One entry of a question's append-only reply history.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReplyRecord {
+    /// Position in the history table.
+    pub seq: i64,
+    /// The question's `reply_seq` after this write.
+    pub reply_seq: i64,
+    /// `reply` or `clear`.
+    pub action: String,
+    /// Text (None for a clear).
+    pub reply: Option<String>,
+    /// Context.
+    pub reply_context: Option<String>,
+    /// Kind (None for a clear).
+    pub kind: Option<ReplyKind>,
+    /// Door.
+    pub source: Source,
+    /// Who.
+    pub by: String,
+    /// Question revision it answered.
+    pub revision: i64,
+    /// When.
+    #[serde(with = "crate::clock::rfc3339")]
+    pub at: i64,
+}
+
+fn parse_col<T: FromStr<Err = String>>(v: &str) -> Result<T> {
+    v.parse().map_err(Error::Corrupt)
+}
+
+/// Map a `questions` row.
+pub(crate) fn from_row(r: &SqliteRow) -> Result<Question> {
+    let id: String = r.try_get("id")?;
+    let options: String = r.try_get("options")?;
+    let status: String = r.try_get("status")?;
+    let reply_text: Option<String> = r.try_get("reply")?;
+    let reply = match reply_text {
+        None => None,
+        Some(text) => {
+            let kind: Option<String> = r.try_get("reply_kind")?;
+            let source: Option<String> = r.try_get("reply_source")?;
+            let at: Option<i64> = r.try_get("replied_at")?;
+            Some(Reply {
+                text,
+                context: r.try_get("reply_context")?,
+                kind: parse_col(kind.as_deref().unwrap_or("answer"))?,
+                source: parse_col(source.as_deref().unwrap_or("inbox"))?,
+                by: r
+                    .try_get::<Option<String>, _>("replied_by")?
+                    .unwrap_or_default(),
+                at: at.unwrap_or(0),
+                seen_at: r.try_get("reply_seen_at")?,
+            })
+        }
+    };
+    Ok(Question {
+        short_id: super::short_id(&id).to_string(),
+        id,
+        project: r.try_get("project")?,
+        agent: r.try_get("agent")?,
+        session: r.try_get("session")?,
+        key: r.try_get("key")?,
+        title: r.try_get("title")?,
+        detail: r.try_get("detail")?,
+        context: r.try_get("context")?,
+        options: serde_json::from_str(&options)
+            .map_err(|e| Error::Corrupt(format!("question options: {e}")))?,
+        status: parse_col(&status)?,
+        outcome: r.try_get("outcome")?,
+        reply,
+        reply_seq: r.try_get("reply_seq")?,
+        revision: r.try_get("revision")?,
+        snoozed_until: r.try_get("snoozed_until")?,
+        created_at: r.try_get("created_at")?,
+        updated_at: r.try_get("updated_at")?,
+        resolved_at: r.try_get("resolved_at")?,
+    })
+}
+
+fn record_from_row(r: &SqliteRow) -> Result<ReplyRecord> {
+    let kind: Option<String> = r.try_get("kind")?;
+    let source: String = r.try_get("source")?;
+    Ok(ReplyRecord {
+        seq: r.try_get("seq")?,
+        reply_seq: r.try_get("reply_seq")?,
+        action: r.try_get("action")?,
+        reply: r.try_get("reply")?,
+        reply_context: r.try_get("reply_context")?,
+        kind: kind.as_deref().map(parse_col).transpose()?,
+        source: parse_col(&source)?,
+        by: r.try_get("by")?,
+        revision: r.try_get("revision")?,
+        at: r.try_get("at")?,
+    })
+}
