@@ -9,7 +9,9 @@
 
 mod callback;
 mod handlers;
+mod handlers_more;
 mod render;
+mod render_more;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -21,9 +23,9 @@ use teloxide::adaptors::Throttle;
 use teloxide::adaptors::throttle::Limits;
 use teloxide::prelude::*;
 use teloxide::types::{
-    InlineKeyboardButton, InlineKeyboardMarkup, MessageId, ThreadId,
+    InlineKeyboardButton, InlineKeyboardMarkup, MessageId, ParseMode, ThreadId,
 };
-use teloxide::update_listeners::{AsUpdateStream, Polling, UpdateListener};
+use teloxide::update_listeners::{Polling, UpdateListener};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -161,21 +163,7 @@ pub async fn start(
             b.resend_interrupted().await;
             let start = b.store.cursor("chat").await.unwrap_or(0);
             let store = b.store.clone();
-            let b2 = b.clone();
-            crate::daemon::follower::follow(
-                store,
-                start,
-                &nudge,
-                cancel,
-                async |ev: &Event| b.on_event(ev).await,
-                async |seq| {
-                    b2.flush_digests().await;
-                    if let Err(e) = b2.store.set_cursor("chat", seq).await {
-                        tracing::warn!(error = %e, "cannot save the chat cursor");
-                    }
-                },
-            )
-            .await;
+            crate::daemon::follower::follow(store, start, &nudge, cancel, ChatFollower(b)).await;
         });
     }
 
@@ -324,6 +312,7 @@ impl Bridge {
         let mut req = self
             .bot
             .send_message(ChatId(chat_id), truncate(&view.text))
+            .parse_mode(ParseMode::Html)
             .reply_markup(view.markup());
         if let Some(t) = topic {
             req = req.message_thread_id(ThreadId(MessageId(t)));
@@ -355,6 +344,7 @@ impl Bridge {
             let res = self
                 .bot
                 .edit_message_text(ChatId(rec.chat_id), MessageId(mid), truncate(&view.text))
+                .parse_mode(ParseMode::Html)
                 .reply_markup(view.markup())
                 .await;
             match res {
@@ -393,7 +383,10 @@ impl Bridge {
         for (chat_id, items) in pending {
             let topic = self.config.chat_by_id(chat_id).and_then(|c| c.topic);
             let text = render::digest(&self.store, &items).await;
-            let mut req = self.bot.send_message(ChatId(chat_id), truncate(&text));
+            let mut req = self
+                .bot
+                .send_message(ChatId(chat_id), truncate(&text))
+                .parse_mode(ParseMode::Html);
             if let Some(t) = topic {
                 req = req.message_thread_id(ThreadId(MessageId(t)));
             }
@@ -442,6 +435,22 @@ impl Bridge {
         }
         if let Err(e) = req.await {
             tracing::warn!(error = %e, chat_id, "cannot send a chat message");
+        }
+    }
+}
+
+/// The chat worker as an event-log consumer.
+struct ChatFollower(Arc<Bridge>);
+
+impl crate::daemon::follower::Apply for ChatFollower {
+    async fn apply(&mut self, ev: &Event) -> bool {
+        self.0.on_event(ev).await
+    }
+    async fn save(&mut self, seq: i64) {
+        // Digests go out before the cursor moves past their items.
+        self.0.flush_digests().await;
+        if let Err(e) = self.0.store.set_cursor("chat", seq).await {
+            tracing::warn!(error = %e, "cannot save the chat cursor");
         }
     }
 }

@@ -63,6 +63,23 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run the daemon: push items to Telegram, take answers back, serve HTTP.
+    Serve {
+        /// Config file [default: config/handoff.toml, else ~/.config/handoff/handoff.toml]
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// Listen address, overriding [http] listen (port 0 picks a free port).
+        #[arg(long, value_name = "ADDR")]
+        listen: Option<std::net::SocketAddr>,
+    },
+    /// Admit a Telegram user who sent /start, with the code the bot gave them.
+    Pair {
+        /// The one-time code.
+        code: String,
+        /// What they may do: answer questions and rows, or also decide actions.
+        #[arg(long, value_parser = ["answer", "approve"], default_value = "answer")]
+        role: String,
+    },
     #[command(flatten)]
     Questions(questions::Cmd),
     /// Boards: named checklists whose blocked rows wait on a person.
@@ -183,6 +200,23 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Questions(cmd) => questions::run(cmd, &ctx).await,
         Command::Board { cmd } => boards::run(cmd, &ctx).await,
         Command::Actions(cmd) => actions::run(cmd, &ctx).await,
+        Command::Serve { config, listen } => serve(&ctx, config, listen).await,
+        Command::Pair { code, role } => {
+            let store = ctx.store().await?;
+            match store.pairing_use(&code, &role).await? {
+                Some((user, chat, name)) => {
+                    let v = serde_json::json!({"user_id": user, "chat_id": chat, "username": name, "role": role});
+                    ctx.print(&v, || {
+                        format!("admitted Telegram user {user} (@{name}) to chat {chat} with role {role}")
+                    });
+                    Ok(exit::OK)
+                }
+                None => Err(fail(
+                    exit::NOT_FOUND,
+                    format!("no pending pairing with code {code}: codes work once, for one hour; ask the user to send /start again"),
+                )),
+            }
+        }
         Command::Events { after, limit } => {
             let store = ctx.store().await?;
             let events = store.events_after(after, limit).await?;
@@ -210,4 +244,43 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
             Ok(exit::OK)
         }
     }
+}
+
+async fn serve(
+    ctx: &Ctx,
+    config: Option<PathBuf>,
+    listen: Option<std::net::SocketAddr>,
+) -> anyhow::Result<u8> {
+    let (cfg, cfg_path) = crate::config::Config::load(config.as_deref())?;
+    let db = match &ctx.db {
+        Some(p) => p.clone(),
+        None => cfg.db_path()?,
+    };
+    let store = Store::open(&db).await?;
+    let addr = listen.unwrap_or(cfg.http.listen);
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+        fail(
+            exit::ERROR,
+            format!(
+                "cannot listen on {addr}: {e}{}",
+                if e.kind() == std::io::ErrorKind::AddrInUse {
+                    " (is another `handoff serve` running? pick another with --listen or [http] listen)"
+                } else {
+                    ""
+                }
+            ),
+        )
+    })?;
+    let local = listener.local_addr()?;
+    // One plain line on stderr, whatever the log level: scripts and tests
+    // read the bound address from it.
+    eprintln!(
+        "handoff: serving on http://{local} (database {}, config {})",
+        db.display(),
+        cfg_path.map_or("none: defaults".into(), |p| p.display().to_string())
+    );
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    crate::daemon::cancel_on_signals(shutdown.clone());
+    crate::daemon::run(cfg, store, listener, shutdown).await?;
+    Ok(exit::OK)
 }

@@ -75,18 +75,7 @@ pub async fn run(
         let start = store.last_event_seq().await?;
         tracker.spawn(async move {
             let waiters = s.waiters.clone();
-            follower::follow(
-                s.store.clone(),
-                start,
-                &s.nudge,
-                cancel,
-                async |ev| {
-                    waiters.wake(ev);
-                    true
-                },
-                async |_| {},
-            )
-            .await;
+            follower::follow(s.store.clone(), start, &s.nudge, cancel, waiters).await;
         });
     }
 

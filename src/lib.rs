@@ -7,7 +7,10 @@
 //! - [`store`]: the SQLite store — questions, boards, actions, events. All SQL lives here.
 //! - [`cli`]: the `handoff` command line (argument parsing, output, exit codes).
 
+pub mod api;
+pub mod chat;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod daemon;
 pub mod store;

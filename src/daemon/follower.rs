@@ -20,21 +20,24 @@ pub const POLL: Duration = Duration::from_millis(100);
 /// Events fetched per read.
 const BATCH: i64 = 256;
 
-/// Follow the log from `start` (exclusive), calling `apply` for each event
-/// in order, until `cancel`. `apply` returning false means "not done, retry
-/// this event later" (e.g. Telegram unreachable); the cursor then stays put.
-/// `save` is called with the new position after each applied batch.
-pub async fn follow<A, S>(
+/// A consumer of the event log.
+pub trait Apply: Send {
+    /// Apply one event. False means "not done, retry this event later"
+    /// (e.g. Telegram unreachable); the cursor then stays put.
+    fn apply(&mut self, ev: &Event) -> impl Future<Output = bool> + Send;
+    /// Called with the new position after each applied batch.
+    fn save(&mut self, seq: i64) -> impl Future<Output = ()> + Send;
+}
+
+/// Follow the log from `start` (exclusive), applying each event in order,
+/// until `cancel`.
+pub async fn follow<A: Apply>(
     store: Store,
     start: i64,
     nudge: &Notify,
     cancel: CancellationToken,
-    mut apply: A,
-    mut save: S,
-) where
-    A: AsyncFnMut(&Event) -> bool,
-    S: AsyncFnMut(i64),
-{
+    mut consumer: A,
+) {
     let mut cursor = start;
     let mut failures = 0u32;
     while !cancel.is_cancelled() {
@@ -50,7 +53,7 @@ pub async fn follow<A, S>(
             if cancel.is_cancelled() {
                 break;
             }
-            if apply(ev).await {
+            if consumer.apply(ev).await {
                 cursor = ev.seq;
                 moved = true;
                 failures = 0;
@@ -60,7 +63,7 @@ pub async fn follow<A, S>(
             }
         }
         if moved {
-            save(cursor).await;
+            consumer.save(cursor).await;
         }
         if batch.len() as i64 == BATCH && failures == 0 {
             continue; // more to read right away

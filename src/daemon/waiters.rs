@@ -55,3 +55,11 @@ impl Waiters {
         self.map.is_empty()
     }
 }
+
+impl crate::daemon::follower::Apply for Waiters {
+    async fn apply(&mut self, ev: &Event) -> bool {
+        self.wake(ev);
+        true
+    }
+    async fn save(&mut self, _seq: i64) {}
+}

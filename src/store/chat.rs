@@ -280,3 +280,37 @@ impl Store {
         Ok(n > 0)
     }
 }
+
+impl Store {
+    /// Audit a tap or reply refused because the user is not allow-listed.
+    pub async fn chat_refused(
+        &self,
+        chat_id: i64,
+        user_id: i64,
+        who: &str,
+        item_kind: &str,
+        item_id: &str,
+    ) -> Result<()> {
+        let now = self.now();
+        self.retry(|| async {
+            let mut tx = self.begin_write().await?;
+            super::events::append(
+                &mut tx,
+                now,
+                &super::NewEvent {
+                    kind: "chat.refused",
+                    entity_kind: item_kind,
+                    entity_id: item_id,
+                    actor: who,
+                    channel: "chat",
+                    payload: serde_json::json!({"chat_id": chat_id, "user_id": user_id, "reason": "not allow-listed"}),
+                    ..Default::default()
+                },
+            )
+            .await?;
+            tx.commit().await?;
+            Ok(())
+        })
+        .await
+    }
+}

@@ -79,3 +79,5 @@ pub fn json(o: &Output) -> serde_json::Value {
 pub async fn count(store: &Store, table: &str) -> i64 {
     store.count_rows(table).await.expect("count rows")
 }
+pub mod daemon;
+pub mod fake_telegram;

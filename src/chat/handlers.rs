@@ -1,0 +1,477 @@
+//! Turning Telegram updates into store writes through the chat channel.
+//!
+//! Every input is checked against the chat's allow-list (config roles plus
+//! paired members), decided by the store's guarded chat functions, and
+//! answered in words: a toast for taps, a message for replies and commands.
+//! Nothing here panics on foreign input: unknown buttons, unrelated
+//! replies, over-long texts and unknown commands each get a clear answer.
+
+use teloxide::prelude::*;
+use teloxide::types::{ForceReply, MessageId, ThreadId, Update, UpdateKind};
+
+use super::callback::{Callback, Item, Verb};
+use super::{Bridge, render};
+use crate::store::questions::{NewReply, Refusal, ReplyKind};
+use crate::store::short_id;
+
+/// What a reply to one of our prompts means.
+#[derive(Debug, Clone)]
+pub(crate) enum Prompt {
+    /// A clarify correction for a question.
+    Clarify { id: String, revision: i64 },
+    /// A free-text answer for a blocked row.
+    RowAnswer { id: String },
+    /// A JSON patch (or `key: value` lines) for an action, then approve.
+    ActionEdit { id: String },
+}
+
+/// Who is acting, as the store records it.
+pub(crate) fn actor(u: &teloxide::types::User) -> String {
+    match &u.username {
+        Some(n) => format!("@{n}"),
+        None => format!("tg:{}", u.id.0),
+    }
+}
+
+/// The role a user needs for an item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    Answer,
+    Approve,
+}
+
+const HELP: &str = "I pass your answers and decisions to the agents that asked.\n\n\
+• Tap a button under a question, row or action.\n\
+• Reply to a question's message to answer in your own words.\n\
+• /answer <id> <text> — answer by short id (the #code on each message).\n\
+• /clarify <id> <text> — correct your chat answer the agent hasn't picked up yet (or reply to the message with /clarify <text>).\n\
+• /list — open items of this chat.\n\
+• /help — this text.";
+
+impl Bridge {
+    /// Whether `user` may act with `role` in `chat_id`.
+    pub(crate) async fn allowed(&self, chat_id: i64, user: u64, role: Role) -> bool {
+        if let Some(c) = self.config.chat_by_id(chat_id) {
+            let listed = match role {
+                Role::Answer => c.answer.contains(&user) || c.approve.contains(&user),
+                Role::Approve => c.approve.contains(&user),
+            };
+            if listed {
+                return true;
+            }
+        } else {
+            return false;
+        }
+        let r = match role {
+            Role::Answer => "answer",
+            Role::Approve => "approve",
+        };
+        self.store
+            .chat_member_has(chat_id, user as i64, r)
+            .await
+            .unwrap_or(false)
+    }
+
+    /// Handle one update; never fails (problems are logged and told).
+    pub(crate) async fn on_update(&self, update: Update) {
+        match update.kind {
+            UpdateKind::CallbackQuery(q) => self.on_tap(q).await,
+            UpdateKind::Message(m) => self.on_message(m).await,
+            _ => {}
+        }
+    }
+
+    async fn toast(&self, q: &CallbackQuery, text: &str) {
+        let text = render::cut(text, 190);
+        if let Err(e) = self.bot.answer_callback_query(q.id.clone()).text(text).await {
+            tracing::debug!(error = %e, "cannot answer a callback query");
+        }
+    }
+
+    async fn on_tap(&self, q: CallbackQuery) {
+        let Some(msg) = q.regular_message() else {
+            self.toast(&q, "This message is too old to act on; use /list.").await;
+            return;
+        };
+        let chat_id = msg.chat.id.0;
+        let Some(cb) = q.data.as_deref().and_then(Callback::decode) else {
+            self.toast(&q, "This button isn't one of mine (or is outdated). Use /list to see open items.")
+                .await;
+            return;
+        };
+        let role = if cb.item == Item::Action { Role::Approve } else { Role::Answer };
+        if !self.allowed(chat_id, q.from.id.0, role).await {
+            let what = if role == Role::Approve { "decide actions" } else { "answer" };
+            self.record_refusal(chat_id, &q.from, &cb).await;
+            self.toast(&q, &format!("Sorry, you're not allowed to {what} here. Send /start to ask to be admitted."))
+                .await;
+            return;
+        }
+        let who = actor(&q.from);
+        let thread = msg.thread_id.map(|t| t.0.0);
+        match cb.item {
+            Item::Question => self.tap_question(&q, chat_id, thread, msg.id.0, &cb, &who).await,
+            Item::Row => self.tap_row(&q, chat_id, thread, msg.id.0, &cb, &who).await,
+            Item::Action => self.tap_action(&q, chat_id, thread, msg.id.0, &cb, &who).await,
+        }
+    }
+
+    async fn record_refusal(&self, chat_id: i64, user: &teloxide::types::User, cb: &Callback) {
+        let kind = match cb.item {
+            Item::Question => "question",
+            Item::Row => "row",
+            Item::Action => "action",
+        };
+        if let Err(e) = self
+            .store
+            .chat_refused(chat_id, user.id.0 as i64, &actor(user), kind, &cb.id)
+            .await
+        {
+            tracing::warn!(error = %e, "cannot audit a refused tap");
+        }
+    }
+
+    /// Ask for a text reply to a fresh prompt message.
+    pub(crate) async fn prompt(&self, chat_id: i64, thread: Option<i32>, text: &str, placeholder: &str, p: Prompt) {
+        let mut req = self
+            .bot
+            .send_message(ChatId(chat_id), text)
+            .reply_markup(ForceReply::new().selective().input_field_placeholder(placeholder.to_string()));
+        if let Some(t) = thread {
+            req = req.message_thread_id(ThreadId(MessageId(t)));
+        }
+        match req.await {
+            Ok(m) => {
+                self.prompts
+                    .lock()
+                    .expect("prompts lock poisoned")
+                    .insert((chat_id, m.id.0), p);
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot send a prompt"),
+        }
+    }
+
+    async fn tap_question(
+        &self,
+        q: &CallbackQuery,
+        chat_id: i64,
+        thread: Option<i32>,
+        _message_id: i32,
+        cb: &Callback,
+        who: &str,
+    ) {
+        let question = match self.store.get_question(&cb.id).await {
+            Ok(Some(x)) => x,
+            Ok(None) => return self.toast(q, "That question no longer exists.").await,
+            Err(e) => return self.store_trouble(q, e).await,
+        };
+        let reply = |text: String, kind| NewReply {
+            text,
+            kind,
+            context: None,
+            by: who.to_string(),
+            expected_revision: Some(cb.revision),
+        };
+        let r = match cb.verb {
+            Verb::Option(n) => {
+                let Some(opt) = question.options.get(n as usize) else {
+                    return self.toast(q, "That option no longer exists — see the updated message.").await;
+                };
+                reply(opt.label.clone(), ReplyKind::Answer)
+            }
+            Verb::Decline => reply(String::new(), ReplyKind::Decline),
+            Verb::Clarify => {
+                if question.revision != cb.revision {
+                    self.redraw_quiet("question", &cb.id).await;
+                    return self.toast(q, "The question changed — see the updated message.").await;
+                }
+                self.toast(q, "Send your correction as a reply.").await;
+                let text = format!("✏️ Clarify #{}: reply to this message with your correction.", short_id(&cb.id));
+                self.prompt(chat_id, thread, &text, "your correction", Prompt::Clarify { id: cb.id.clone(), revision: cb.revision })
+                    .await;
+                return;
+            }
+            _ => return self.toast(q, "That button doesn't apply to a question.").await,
+        };
+        match self.store.reply_chat(&cb.id, &r).await {
+            Ok(Ok(_)) => {
+                let what = if r.kind == ReplyKind::Decline { "Declined".to_string() } else { format!("Recorded: {}", r.text) };
+                self.toast(q, &what).await;
+                self.redraw_quiet("question", &cb.id).await;
+            }
+            Ok(Err(refusal)) => self.tell_refusal(Some(q), chat_id, thread, &cb.id, &refusal).await,
+            Err(e) => self.store_trouble(q, e).await,
+        }
+    }
+
+    /// Explain a refused question reply: toast (for taps) and, when there is
+    /// text worth reading, a message.
+    pub(crate) async fn tell_refusal(
+        &self,
+        q: Option<&CallbackQuery>,
+        chat_id: i64,
+        thread: Option<i32>,
+        id: &str,
+        refusal: &Refusal,
+    ) {
+        let text = match refusal {
+            Refusal::UnreadAnswer { reply, source, by, .. } => {
+                let by = if by.is_empty() { String::new() } else { format!(" (by {by})") };
+                let place = match source {
+                    crate::store::questions::Source::Inbox => "An Inbox answer",
+                    crate::store::questions::Source::Chat => "A chat answer",
+                    crate::store::questions::Source::Agent => "An answer",
+                };
+                format!(
+                    "{place} is already waiting for the agent{by}: «{}». Yours was not recorded; once the agent picks that one up you can answer again.",
+                    render::cut(reply, 500)
+                )
+            }
+            Refusal::Stale { .. } => {
+                self.redraw_quiet("question", id).await;
+                "The question changed — see the updated message.".to_string()
+            }
+            Refusal::NotOpen { status } => format!("That question is already {status}."),
+            Refusal::NotFound => "That question no longer exists.".to_string(),
+            Refusal::Empty => "The answer is empty: write some text.".to_string(),
+            other => other.to_string(),
+        };
+        match q {
+            Some(q) => {
+                self.toast(q, &text).await;
+                if matches!(refusal, Refusal::UnreadAnswer { .. }) {
+                    self.say(chat_id, thread, &text).await;
+                }
+            }
+            None => self.say(chat_id, thread, &text).await,
+        }
+    }
+
+    async fn store_trouble(&self, q: &CallbackQuery, e: crate::store::Error) {
+        tracing::error!(error = %e, "store failed while handling a tap");
+        self.toast(q, "Something went wrong on the host; nothing was recorded. Try again.").await;
+    }
+
+    pub(crate) async fn redraw_quiet(&self, item: &str, id: &str) {
+        if let Err(e) = self.redraw(item, id).await {
+            tracing::warn!(error = %e, "cannot redraw a message");
+        }
+    }
+
+    async fn on_message(&self, m: Message) {
+        let chat_id = m.chat.id.0;
+        let thread = m.thread_id.map(|t| t.0.0);
+        let Some(from) = m.from.clone() else { return };
+        if from.is_bot {
+            return;
+        }
+        let Some(text) = m.text().map(str::to_string) else {
+            if m.reply_to_message().is_some() {
+                self.say(chat_id, thread, "I can only take text answers.").await;
+            }
+            return;
+        };
+        let configured = self.config.chat_by_id(chat_id).is_some();
+        if let Some(rest) = text.strip_prefix('/') {
+            let (cmd, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+            let cmd = cmd.split('@').next().unwrap_or(cmd).to_lowercase();
+            let args = args.trim();
+            if cmd == "start" {
+                return self.cmd_start(chat_id, thread, &from, configured).await;
+            }
+            if !configured {
+                return;
+            }
+            if cmd == "help" {
+                return self.say(chat_id, thread, HELP).await;
+            }
+            if !self.allowed(chat_id, from.id.0, Role::Answer).await {
+                return self
+                    .say(chat_id, thread, "Sorry, you're not allowed to answer here. Send /start to ask to be admitted.")
+                    .await;
+            }
+            let who = actor(&from);
+            return match cmd.as_str() {
+                "list" => self.cmd_list(chat_id, thread).await,
+                "answer" => self.cmd_answer(chat_id, thread, args, &who, ReplyKind::Answer).await,
+                "clarify" => match m.reply_to_message() {
+                    Some(orig) if !args.is_empty() && self.item_of(chat_id, orig.id.0).await.is_some() => {
+                        let (kind, id) = self.item_of(chat_id, orig.id.0).await.unwrap_or_default();
+                        self.answer_item(chat_id, thread, &kind, &id, args, &who, ReplyKind::Clarify, None).await
+                    }
+                    _ => self.cmd_answer(chat_id, thread, args, &who, ReplyKind::Clarify).await,
+                },
+                _ => self.say(chat_id, thread, "I don't know that command. /help lists what I understand.").await,
+            };
+        }
+        if !configured {
+            return;
+        }
+        let Some(orig) = m.reply_to_message() else {
+            return self
+                .say(chat_id, thread, "To answer, reply to the item's message, or use /answer <id> <text>. /help for more.")
+                .await;
+        };
+        if !self.allowed(chat_id, from.id.0, Role::Answer).await {
+            return self
+                .say(chat_id, thread, "Sorry, you're not allowed to answer here. Send /start to ask to be admitted.")
+                .await;
+        }
+        let who = actor(&from);
+        let prompt = self.prompts.lock().expect("prompts lock poisoned").get(&(chat_id, orig.id.0)).cloned();
+        if let Some(p) = prompt {
+            return self.on_prompt_reply(chat_id, thread, &from, &who, p, &text).await;
+        }
+        match self.item_of(chat_id, orig.id.0).await {
+            Some((kind, id)) => self.answer_item(chat_id, thread, &kind, &id, &text, &who, ReplyKind::Answer, None).await,
+            None => {
+                self.say(chat_id, thread, "That message isn't one of my items. Reply to a question's message, or use /answer <id> <text>.")
+                    .await
+            }
+        }
+    }
+
+    async fn item_of(&self, chat_id: i64, message_id: i32) -> Option<(String, String)> {
+        self.store.chat_item_of_message(chat_id, message_id).await.ok().flatten()
+    }
+
+    /// Write a text answer (or clarify) to an item through the chat channel
+    /// and say what happened.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn answer_item(
+        &self,
+        chat_id: i64,
+        thread: Option<i32>,
+        kind: &str,
+        id: &str,
+        text: &str,
+        who: &str,
+        reply_kind: ReplyKind,
+        expected_revision: Option<i64>,
+    ) {
+        match kind {
+            "question" => {
+                let r = NewReply {
+                    text: text.to_string(),
+                    kind: reply_kind,
+                    context: None,
+                    by: who.to_string(),
+                    expected_revision,
+                };
+                match self.store.reply_chat(id, &r).await {
+                    Ok(Ok(_)) => {
+                        let what = if reply_kind == ReplyKind::Clarify { "Correction recorded" } else { "Recorded" };
+                        self.say(chat_id, thread, &format!("{what} for #{}.", short_id(id))).await;
+                        self.redraw_quiet("question", id).await;
+                    }
+                    Ok(Err(refusal)) => self.tell_refusal(None, chat_id, thread, id, &refusal).await,
+                    Err(crate::store::Error::Invalid(msg)) => self.say(chat_id, thread, &format!("Not recorded: {msg}")).await,
+                    Err(e) => {
+                        tracing::error!(error = %e, "store failed on a chat answer");
+                        self.say(chat_id, thread, "Something went wrong on the host; nothing was recorded. Try again.").await
+                    }
+                }
+            }
+            "row" => self.answer_row(chat_id, thread, id, text, who, reply_kind).await,
+            _ => {
+                self.say(chat_id, thread, "Actions are decided with the buttons (Approve / Reject / Edit).").await
+            }
+        }
+    }
+
+    async fn on_prompt_reply(
+        &self,
+        chat_id: i64,
+        thread: Option<i32>,
+        from: &teloxide::types::User,
+        who: &str,
+        p: Prompt,
+        text: &str,
+    ) {
+        match p {
+            Prompt::Clarify { id, revision } => {
+                self.answer_item(chat_id, thread, "question", &id, text, who, ReplyKind::Clarify, Some(revision)).await
+            }
+            Prompt::RowAnswer { id } => self.answer_row(chat_id, thread, &id, text, who, ReplyKind::Answer).await,
+            Prompt::ActionEdit { id } => {
+                if !self.allowed(chat_id, from.id.0, Role::Approve).await {
+                    return self.say(chat_id, thread, "Sorry, you're not allowed to decide actions here.").await;
+                }
+                self.edit_action(chat_id, thread, &id, text, who).await
+            }
+        }
+    }
+
+    async fn cmd_start(&self, chat_id: i64, thread: Option<i32>, from: &teloxide::types::User, configured: bool) {
+        if configured && self.allowed(chat_id, from.id.0, Role::Answer).await {
+            return self.say(chat_id, thread, HELP).await;
+        }
+        let name = from.username.clone().unwrap_or_default();
+        match self.store.pairing_create(from.id.0 as i64, chat_id, &name).await {
+            Ok(code) => {
+                let text = format!(
+                    "Hi! Your Telegram id is {} and this chat's id is {chat_id}.\nTo be admitted, ask the operator to run on the host:\n\n    handoff pair {code} --role answer\n\n(or --role approve to also decide actions). The code works once, for one hour.{}",
+                    from.id.0,
+                    if configured { "" } else { "\nThis chat is not in the config yet: add it as a [[telegram.chats]] entry first." }
+                );
+                self.say(chat_id, thread, &text).await
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "cannot create a pairing code");
+                self.say(chat_id, thread, "Something went wrong on the host; try /start again later.").await
+            }
+        }
+    }
+
+    async fn cmd_answer(&self, chat_id: i64, thread: Option<i32>, args: &str, who: &str, kind: ReplyKind) {
+        let verb = if kind == ReplyKind::Clarify { "clarify" } else { "answer" };
+        let (sid, text) = args.split_once(char::is_whitespace).unwrap_or((args, ""));
+        let sid = sid.trim_start_matches('#');
+        if sid.is_empty() || text.trim().is_empty() {
+            return self
+                .say(chat_id, thread, &format!("Usage: /{verb} <id> <text> — the id is the #code on the item's message."))
+                .await;
+        }
+        match self.find_item(sid).await {
+            Some((item, id)) => self.answer_item(chat_id, thread, &item, &id, text.trim(), who, kind, None).await,
+            None => self.say(chat_id, thread, &format!("No open item with id {sid}. /list shows open items.")).await,
+        }
+    }
+
+    /// Find a question or row by full or short id.
+    async fn find_item(&self, sid: &str) -> Option<(String, String)> {
+        if let Ok(Some(id)) = self.store.resolve_question_id(sid).await {
+            return Some(("question".into(), id));
+        }
+        self.find_row(sid).await.map(|id| ("row".to_string(), id))
+    }
+
+    async fn cmd_list(&self, chat_id: i64, thread: Option<i32>) {
+        let mut lines = Vec::new();
+        let filter = crate::store::questions::ListFilter {
+            status: Some(crate::store::questions::Status::Open),
+            awake_only: true,
+            limit: Some(200),
+            ..Default::default()
+        };
+        if let Ok(qs) = self.store.list_questions(&filter).await {
+            for q in qs {
+                let here = self.config.route(&q.project, &q.agent, None).is_some_and(|t| t.chat_id == chat_id);
+                if here {
+                    let state = match &q.reply {
+                        Some(r) if r.seen_at.is_none() => " (answered, waiting for the agent)",
+                        _ => "",
+                    };
+                    lines.push(format!("❓ #{} {}{state}", short_id(&q.id), render::cut(&q.title, 80)));
+                }
+            }
+        }
+        lines.extend(self.list_more(chat_id).await);
+        let text = if lines.is_empty() {
+            "Nothing open here. 🎉".to_string()
+        } else {
+            format!("Open items ({}):\n{}", lines.len(), lines.join("\n"))
+        };
+        self.say(chat_id, thread, &text).await;
+    }
+}
