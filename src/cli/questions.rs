@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use super::{Ctx, exit, fail};
 use crate::clock::{format_rfc3339, parse_duration_ms};
-use crate::store::Store;
+use crate::store::{self, Store};
 use crate::store::questions::{
     ListFilter, NewQuestion, NewReply, Outcome, Question, QuestionOption, Refusal, ReplyKind,
     ReplyRecord, Source, Status,
@@ -237,6 +237,29 @@ fn finish(
 }
 
 pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
+    run_cmd(cmd, ctx).await.map_err(one_line)
+}
+
+/// Store errors carry sqlx's error as their source, which `{:#}` would
+/// print two or three times over; say it once, and say what a read-only
+/// database means.
+fn one_line(e: anyhow::Error) -> anyhow::Error {
+    let Some(se) = e.downcast_ref::<store::Error>() else {
+        return e;
+    };
+    let msg = match se {
+        store::Error::Db(sqlx::Error::Database(db))
+            if db.code().and_then(|c| c.parse::<i64>().ok()).map(|c| c & 0xff) == Some(8) =>
+        {
+            "the database is read-only: nothing was written; check the file's permissions or point HANDOFF_DB/--db elsewhere".to_string()
+        }
+        store::Error::Db(sqlx::Error::Database(db)) => format!("database error: {}", db.message()),
+        other => other.to_string(),
+    };
+    fail(exit::ERROR, msg)
+}
+
+async fn run_cmd(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
     match cmd {
         Cmd::Ask(args) => ask(args, ctx).await,
         Cmd::Pending {
