@@ -372,7 +372,10 @@ async fn snoozed_questions_leave_the_chat_list_until_due() {
     let ids = |v: Vec<handoff::store::questions::Question>| {
         v.into_iter().map(|q| q.id).collect::<Vec<_>>()
     };
-    assert_eq!(ids(s.list_questions(&awake).await.unwrap()), [b.id.clone()]);
+    assert_eq!(
+        ids(s.list_questions(&awake).await.unwrap()),
+        [b.id.as_str()]
+    );
     assert_eq!(
         s.list_questions(&ListFilter::default())
             .await
@@ -383,7 +386,7 @@ async fn snoozed_questions_leave_the_chat_list_until_due() {
     clock.advance(3_600_000);
     assert_eq!(
         ids(s.list_questions(&awake).await.unwrap()),
-        [a.id.clone(), b.id.clone()]
+        [a.id.as_str(), b.id.as_str()]
     );
 }
 

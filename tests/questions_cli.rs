@@ -60,7 +60,15 @@ fn round_trip_ask_reply_pending_answer_resolve() {
         ],
     );
     // Re-asking with the key updates in place.
-    let again = json(&db.cli(&["ask", "Which DB, really?", "--key", "db", "--project", "p", "--json"]));
+    let again = json(&db.cli(&[
+        "ask",
+        "Which DB, really?",
+        "--key",
+        "db",
+        "--project",
+        "p",
+        "--json",
+    ]));
     assert_eq!(again["created"], false);
     assert_eq!(again["question"]["id"], id.as_str());
     assert_eq!(again["question"]["revision"], 2);
@@ -71,12 +79,19 @@ fn round_trip_ask_reply_pending_answer_resolve() {
     // The chat door is refused while the Inbox reply waits; the message says so.
     let out = db.cli(&["reply", short, "postgres", "--via", "chat"]);
     assert_eq!(out.status.code(), Some(3));
-    assert!(stderr(&out).contains("an Inbox answer is already waiting for the agent"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("an Inbox answer is already waiting for the agent"),
+        "{}",
+        stderr(&out)
+    );
     // --json refusals are typed on stdout.
     let out = db.cli(&["answer", short, "mine", "--json"]);
     assert_eq!(out.status.code(), Some(3));
     let r = json(&out);
-    assert_eq!((r["refused"].as_str(), r["reply"].as_str()), (Some("unread_answer"), Some("sqlite")));
+    assert_eq!(
+        (r["refused"].as_str(), r["reply"].as_str()),
+        (Some("unread_answer"), Some("sqlite"))
+    );
     // The refused agent was handed the answer: pending has nothing new.
     let p = json(&db.cli(&["pending", "--project", "p", "--new", "--json"]));
     assert_eq!(p.as_array().unwrap().len(), 0);
@@ -103,7 +118,18 @@ fn round_trip_ask_reply_pending_answer_resolve() {
 fn ask_wait_returns_the_reply_from_another_process() {
     let db = TempDb::new();
     let waiter = Command::new(env!("CARGO_BIN_EXE_handoff"))
-        .args(["ask", "Deploy now?", "--project", "p", "--key", "deploy", "--wait", "--timeout", "60s", "--json"])
+        .args([
+            "ask",
+            "Deploy now?",
+            "--project",
+            "p",
+            "--key",
+            "deploy",
+            "--wait",
+            "--timeout",
+            "60s",
+            "--json",
+        ])
         .env("HANDOFF_DB", &db.path)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -133,9 +159,19 @@ fn ask_wait_times_out_with_exit_5() {
     let out = db.cli(&["ask", "Anyone?", "--wait", "--timeout", "300ms"]);
     assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
     // A progress line ("asked … waiting"), then the one-line verdict.
-    assert!(stderr(&out).lines().last().unwrap().contains("no reply"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).lines().last().unwrap().contains("no reply"),
+        "{}",
+        stderr(&out)
+    );
     // The question stays open for a later pending.
-    assert_eq!(json(&db.cli(&["questions", "--json"])).as_array().unwrap().len(), 1);
+    assert_eq!(
+        json(&db.cli(&["questions", "--json"]))
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 #[tokio::test]
@@ -144,9 +180,27 @@ async fn bad_questions_are_refused_and_nothing_is_written() {
     let long = "x".repeat(121);
     let cases: [(&[&str], &str); 5] = [
         (&["ask", &long], "limit is 120"),
-        (&["ask", "t", "--option", "a", "--option", "b", "--option", "c", "--option", "d", "--option", "e"], "5 options"),
+        (
+            &[
+                "ask", "t", "--option", "a", "--option", "b", "--option", "c", "--option", "d",
+                "--option", "e",
+            ],
+            "5 options",
+        ),
         (&["ask", "t", "--option", "a"], "between 2 and 4"),
-        (&["ask", "t", "--option", "a", "--option", "b", "--recommend", "3"], "names no option"),
+        (
+            &[
+                "ask",
+                "t",
+                "--option",
+                "a",
+                "--option",
+                "b",
+                "--recommend",
+                "3",
+            ],
+            "names no option",
+        ),
         (&["ask", "  "], "title is empty"),
     ];
     for (args, needle) in cases {
@@ -164,9 +218,21 @@ async fn empty_replies_and_unknown_ids_are_refused_and_nothing_is_written() {
     assert_one_line_error(&db.cli(&["reply", &id, ""]), 3, "empty");
     assert_one_line_error(&db.cli(&["reply", &id, "  ", "--via", "chat"]), 3, "empty");
     assert_one_line_error(&db.cli(&["answer", &id, ""]), 3, "empty");
-    assert_one_line_error(&db.cli(&["reply", "deadbeef", "x"]), 4, "no question `deadbeef`");
-    assert_one_line_error(&db.cli(&["resolve", "nope1234", "--outcome", "x"]), 4, "no question");
-    assert_one_line_error(&db.cli(&["resolve", &id, "--outcome", " "]), 1, "outcome is empty");
+    assert_one_line_error(
+        &db.cli(&["reply", "deadbeef", "x"]),
+        4,
+        "no question `deadbeef`",
+    );
+    assert_one_line_error(
+        &db.cli(&["resolve", "nope1234", "--outcome", "x"]),
+        4,
+        "no question",
+    );
+    assert_one_line_error(
+        &db.cli(&["resolve", &id, "--outcome", " "]),
+        1,
+        "outcome is empty",
+    );
     assert_one_line_error(&db.cli(&["show", "00000000"]), 4, "no question");
     assert_eq!(written(&db).await, before);
 }
@@ -185,7 +251,11 @@ fn unusable_database_paths_give_one_clear_line() {
         let out = cli_at(&path, &["ask", "Which DB?"]);
         assert_one_line_error(&out, 1, needle);
     }
-    assert_eq!(std::fs::read(&file).unwrap(), b"not a directory", "nothing written");
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        b"not a directory",
+        "nothing written"
+    );
 }
 
 /// Undo `chattr +i` even if the test fails, or the temp dir cannot be removed.
@@ -206,14 +276,25 @@ async fn a_read_only_database_gives_one_clear_line_and_stays_unchanged() {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&db.path, std::fs::Permissions::from_mode(0o444)).unwrap();
     let _guard = Immutable(db.path.clone());
-    if std::fs::OpenOptions::new().append(true).open(&db.path).is_ok() {
-        let ok = Command::new("chattr").arg("+i").arg(&db.path).status().is_ok_and(|s| s.success());
+    if std::fs::OpenOptions::new()
+        .append(true)
+        .open(&db.path)
+        .is_ok()
+    {
+        let ok = Command::new("chattr")
+            .arg("+i")
+            .arg(&db.path)
+            .status()
+            .is_ok_and(|s| s.success());
         if !ok {
             eprintln!("skipped: running as root without chattr, cannot make the file read-only");
             return;
         }
     }
-    for args in [vec!["ask", "Another?"], vec!["reply", id.as_str(), "sqlite"]] {
+    for args in [
+        vec!["ask", "Another?"],
+        vec!["reply", id.as_str(), "sqlite"],
+    ] {
         let out = db.cli(&args);
         assert_one_line_error(&out, 1, "read-only");
     }

@@ -25,7 +25,7 @@ async fn a_inbox_re_reply_between_read_and_mark_stays_queued() {
         .unwrap();
 
     // The agent reads…
-    let read = agent.unseen_replies(Some("p"), None, false).await.unwrap();
+    let read = agent.read_pending(Some("p"), None, false).await.unwrap();
     assert_eq!(read[0].reply.as_ref().unwrap().text, "sqlite");
     // …the human changes their mind before the agent marks…
     human
@@ -213,7 +213,7 @@ async fn same_millisecond_re_reply_is_not_marked_by_the_older_read() {
         .unwrap()
         .unwrap();
     let read = agent
-        .unseen_replies(None, None, false)
+        .read_pending(None, None, false)
         .await
         .unwrap()
         .remove(0);
