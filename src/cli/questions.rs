@@ -6,31 +6,35 @@
 //! command is a thin layer over the questions store: parse, call, print,
 //! map refusals to exit code 3 with a message that says what to do.
 
-use std::io::Read;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
+mod ask;
+mod render;
+
 use super::{Ctx, exit, fail};
 use crate::clock::{format_rfc3339, parse_duration_ms};
-use crate::store::Store;
 use crate::store::questions::{
-    ListFilter, NewQuestion, NewReply, Outcome, Question, QuestionOption, Refusal, ReplyKind,
-    ReplyRecord, Source, Status,
+    ListFilter, NewReply, Outcome, Question, Refusal, ReplyKind, ReplyRecord, Source, Status,
 };
+use crate::store::{self, Store};
+use render::{human_refusal, indent, render};
 
 /// How often `ask --wait` looks for a reply.
 const POLL: Duration = Duration::from_millis(200);
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Cmd {
-    /// Ask a human a question (agents). Prints its id; with --wait, blocks
-    /// until a reply arrives and prints it.
-    Ask(AskArgs),
-    /// Hand the agent the replies on its open questions, marking each new
-    /// one picked up. Replies already delivered come back until the
-    /// question is resolved (use --new for only new ones).
+    /// Ask a human a question (agents).
+    ///
+    /// Prints its id; with --wait, blocks until a reply arrives and prints it.
+    Ask(Box<AskArgs>),
+    /// Hand the agent the replies on its open questions (agents).
+    ///
+    /// Each new reply is marked picked up. Replies already delivered come
+    /// back until the question is resolved (use --new for only new ones).
     Pending {
         /// Only this project.
         #[arg(long)]
@@ -45,8 +49,10 @@ pub(crate) enum Cmd {
         #[arg(long, default_value = "")]
         by: String,
     },
-    /// Reply to a question as a human (the Inbox door: always wins while the
-    /// question is open). An empty TEXT clears a reply nobody picked up yet.
+    /// Reply to a question as a human (the Inbox door).
+    ///
+    /// Always wins while the question is open. An empty TEXT clears a reply
+    /// nobody picked up yet.
     Reply {
         /// Question id or short id.
         id: String,
@@ -69,8 +75,9 @@ pub(crate) enum Cmd {
         #[arg(long, hide = true, default_value = "inbox", value_parser = parse_via)]
         via: Source,
     },
-    /// Record, as the agent, an answer the human gave in the agent's own
-    /// terminal. Refused if a human's reply is waiting: you get that instead.
+    /// Record an answer the human gave in the agent's terminal (agents).
+    ///
+    /// Refused if a human's reply is waiting: you get that reply instead.
     Answer {
         /// Question id or short id.
         id: String,
@@ -237,8 +244,31 @@ fn finish(
 }
 
 pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
+    run_cmd(cmd, ctx).await.map_err(one_line)
+}
+
+/// Store errors carry sqlx's error as their source, which `{:#}` would
+/// print two or three times over; say it once, and say what a read-only
+/// database means.
+fn one_line(e: anyhow::Error) -> anyhow::Error {
+    let Some(se) = e.downcast_ref::<store::Error>() else {
+        return e;
+    };
+    let msg = match se {
+        store::Error::Db(sqlx::Error::Database(db))
+            if db.code().and_then(|c| c.parse::<i64>().ok()).map(|c| c & 0xff) == Some(8) =>
+        {
+            "the database is read-only: nothing was written; check the file's permissions or point HANDOFF_DB/--db elsewhere".to_string()
+        }
+        store::Error::Db(sqlx::Error::Database(db)) => format!("database error: {}", db.message()),
+        other => other.to_string(),
+    };
+    fail(exit::ERROR, msg)
+}
+
+async fn run_cmd(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
     match cmd {
-        Cmd::Ask(args) => ask(args, ctx).await,
+        Cmd::Ask(args) => ask::ask(*args, ctx).await,
         Cmd::Pending {
             project,
             session,
@@ -422,225 +452,4 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             Ok(exit::OK)
         }
     }
-}
-
-/// What a human (or the agent) is told when a write is refused.
-fn human_refusal(r: &Refusal, via: Source) -> String {
-    match r {
-        Refusal::UnreadAnswer { .. } if via == Source::Chat => format!(
-            "{r}. Nothing changed; wait for the agent to pick it up, or reply through the Inbox (`handoff reply`) to overwrite it"
-        ),
-        Refusal::Empty => {
-            "the reply is empty and there is no unpicked reply to clear: write some text".into()
-        }
-        Refusal::NotOpen { .. } => format!("{r}; see it with `handoff show`"),
-        _ => r.to_string(),
-    }
-}
-
-async fn ask(a: AskArgs, ctx: &Ctx) -> anyhow::Result<u8> {
-    let mut options: Vec<QuestionOption> = a
-        .options
-        .iter()
-        .map(|l| QuestionOption {
-            label: l.clone(),
-            recommended: false,
-        })
-        .collect();
-    if let Some(rec) = &a.recommend {
-        let idx = match rec.trim().parse::<usize>() {
-            Ok(n) if (1..=options.len()).contains(&n) => Some(n - 1),
-            Ok(_) => None,
-            Err(_) => options
-                .iter()
-                .position(|o| o.label.trim().eq_ignore_ascii_case(rec.trim())),
-        };
-        let Some(i) = idx else {
-            return Err(fail(
-                exit::ERROR,
-                format!(
-                    "--recommend {rec:?} names no option: give its number (1–{}) or its label",
-                    options.len()
-                ),
-            ));
-        };
-        options[i].recommended = true;
-    }
-    let context = if a.context == "-" {
-        let mut s = String::new();
-        std::io::stdin().read_to_string(&mut s)?;
-        s
-    } else {
-        a.context
-    };
-    let project = match a.project {
-        Some(p) => p,
-        None => std::env::current_dir()
-            .ok()
-            .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
-            .unwrap_or_default(),
-    };
-    let q = NewQuestion {
-        project,
-        agent: a.agent,
-        session: a.session,
-        key: a.key,
-        title: a.title,
-        detail: a.detail,
-        context,
-        options,
-    };
-    let store = ctx.store().await?;
-    let flagged = store.flag(&q).await?;
-    let fq = &flagged.question;
-    if !a.wait {
-        ctx.print(&flagged, || {
-            let verb = if flagged.created { "asked" } else { "updated" };
-            format!(
-                "{verb} {} (revision {})\nid {}",
-                fq.short_id, fq.revision, fq.id
-            )
-        });
-        return Ok(exit::OK);
-    }
-    if !ctx.json {
-        let verb = if flagged.created { "asked" } else { "updated" };
-        eprintln!(
-            "{verb} {} (revision {}); waiting for a reply…",
-            fq.short_id, fq.revision
-        );
-    }
-    wait_reply(&store, fq, &q.agent, a.timeout, ctx).await
-}
-
-/// Poll until `asked` gets a reply it has not delivered before, pick it up
-/// and print it. A reply already waiting counts; an answer the agent
-/// recorded itself (born seen) counts when it is newer than the ask.
-async fn wait_reply(
-    store: &Store,
-    asked: &Question,
-    by: &str,
-    timeout_ms: i64,
-    ctx: &Ctx,
-) -> anyhow::Result<u8> {
-    let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms.max(0) as u64);
-    loop {
-        let q = store
-            .get_question(&asked.id)
-            .await?
-            .ok_or_else(|| fail(exit::NOT_FOUND, "the question disappeared"))?;
-        if q.status != Status::Open {
-            let why = q
-                .outcome
-                .as_deref()
-                .map(|o| format!(": {o}"))
-                .unwrap_or_default();
-            return Err(ctx.refuse(
-                exit::REFUSED,
-                &q,
-                format!("the question was {} while waiting{why}", q.status),
-            ));
-        }
-        let mut delivered = None;
-        if let Some(r) = &q.reply {
-            if r.seen_at.is_none() {
-                // Mark only this exact reply; if it changed meanwhile, loop
-                // and read the newer one.
-                if let Some(at) = store.mark_reply_seen(&q, by).await? {
-                    let mut q = q.clone();
-                    if let Some(r) = q.reply.as_mut() {
-                        r.seen_at = Some(at);
-                    }
-                    delivered = Some(q);
-                } else {
-                    continue;
-                }
-            } else if q.reply_seq > asked.reply_seq {
-                delivered = Some(q.clone());
-            }
-        }
-        if let Some(q) = delivered {
-            ctx.print(&q, || render_reply(&q));
-            return Ok(exit::OK);
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return Err(fail(
-                exit::TIMEOUT,
-                format!(
-                    "no reply to {} yet; it stays open: `handoff pending` will deliver the reply",
-                    q.short_id
-                ),
-            ));
-        }
-        tokio::time::sleep(POLL).await;
-    }
-}
-
-fn indent(s: &str) -> String {
-    s.lines()
-        .map(|l| format!("    {l}"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// The standing reply in one line: `answer (inbox, by alice): text`.
-fn render_reply(q: &Question) -> String {
-    match &q.reply {
-        None => "no reply".into(),
-        Some(r) => {
-            let by = if r.by.is_empty() {
-                String::new()
-            } else {
-                format!(", by {}", r.by)
-            };
-            let seen = if r.seen_at.is_some() {
-                ""
-            } else {
-                ", not picked up"
-            };
-            let mut s = format!("{} ({}{by}{seen}): {}", r.kind, r.source, r.text);
-            if let Some(c) = &r.context {
-                s.push_str(&format!("\n  reply context: {c}"));
-            }
-            s
-        }
-    }
-}
-
-/// A question in a few lines.
-fn render(q: &Question) -> String {
-    let mut s = format!("{}  {}  rev {}", q.short_id, q.status, q.revision);
-    if !q.project.is_empty() {
-        s.push_str(&format!("  [{}]", q.project));
-    }
-    s.push_str(&format!("  {}", q.title));
-    if !q.detail.is_empty() {
-        s.push_str(&format!("\n  {}", q.detail));
-    }
-    if !q.options.is_empty() {
-        let opts: Vec<String> = q
-            .options
-            .iter()
-            .enumerate()
-            .map(|(i, o)| {
-                format!(
-                    "{}) {}{}",
-                    i + 1,
-                    o.label,
-                    if o.recommended { " (recommended)" } else { "" }
-                )
-            })
-            .collect();
-        s.push_str(&format!("\n  options: {}", opts.join("  ")));
-    }
-    if q.reply.is_some() {
-        s.push_str(&format!("\n  {}", render_reply(q)));
-    }
-    if let Some(until) = q.snoozed_until {
-        s.push_str(&format!("\n  snoozed until {}", format_rfc3339(until)));
-    }
-    if let Some(o) = &q.outcome {
-        s.push_str(&format!("\n  outcome: {o}"));
-    }
-    s
 }

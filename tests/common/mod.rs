@@ -81,3 +81,38 @@ pub async fn count(store: &Store, table: &str) -> i64 {
 }
 pub mod daemon;
 pub mod fake_telegram;
+
+// ---------------------------------------------------------------------------
+// Questions helpers (added by the questions work).
+
+use handoff::store::questions::{NewQuestion, NewReply, Question, ReplyKind};
+
+/// Flag a plain question in project `p`, session `s`.
+pub async fn ask(store: &Store, title: &str) -> Question {
+    store
+        .flag(&NewQuestion {
+            project: "p".into(),
+            agent: "agent-1".into(),
+            session: "s".into(),
+            title: title.into(),
+            ..Default::default()
+        })
+        .await
+        .expect("flag")
+        .question
+}
+
+/// A reply of `kind` with `text`, by `by`.
+pub fn reply_of(kind: ReplyKind, text: &str, by: &str) -> NewReply {
+    NewReply {
+        text: text.into(),
+        kind,
+        by: by.into(),
+        ..Default::default()
+    }
+}
+
+/// A plain answer with `text`.
+pub fn answer(text: &str) -> NewReply {
+    reply_of(ReplyKind::Answer, text, "")
+}

@@ -42,7 +42,7 @@ impl Store {
         .bind(&s)
         .fetch_all(self.pool())
         .await?;
-        if ids.iter().any(|i| *i == s) {
+        if ids.contains(&s) {
             return Ok(Some(s));
         }
         match ids.len() {

@@ -281,10 +281,11 @@ impl Store {
         })
     }
 
-    /// Open questions in scope with an unseen reply, as read now — the
+    /// Open questions in scope with an unseen reply (and, with
+    /// `include_seen`, with a delivered one), as read now — the
     /// first half of [`pending`](Store::pending). Exposed so tests (and
     /// careful callers) can interleave between the read and the mark.
-    pub async fn unseen_replies(
+    pub async fn read_pending(
         &self,
         project: Option<&str>,
         session: Option<&str>,
@@ -371,7 +372,7 @@ impl Store {
         by: &str,
     ) -> Result<Vec<Delivery>> {
         let mut out = Vec::new();
-        for q in self.unseen_replies(project, session, include_seen).await? {
+        for q in self.read_pending(project, session, include_seen).await? {
             if !q.has_unseen_reply() {
                 out.push(Delivery {
                     new: false,
