@@ -1,15 +1,674 @@
-//! CLI commands for boards (placeholder until the boards module lands).
+//! `handoff board …`: boards and rows from the command line.
+//!
+//! Agent-side commands (upsert, row, advance, outcome, pending) and the
+//! human's Inbox channel (annotate, handled). Every write passes the versions
+//! it read; a stale one exits 3 with the current versions and nothing
+//! written. No SQL here: everything goes through [`crate::store`].
+
+use std::io::Read as _;
 
 use clap::Subcommand;
 
-use super::Ctx;
+use super::{Ctx, exit, fail};
+use crate::clock::format_rfc3339;
+use crate::store::boards::{
+    Advance, Annotate, AnnotationKind, Board, BoardFull, BoardUpsert, Decided, Handled, NextStep,
+    OutcomeWrite, PendingRow, Refusal, Row, RowInput, RowOption, RowOwner, RowStatus, RowWrite,
+    Source,
+};
+use crate::store::short_id;
 
+/// Board subcommands.
 #[derive(Debug, Subcommand)]
 pub(crate) enum Cmd {
-    #[command(hide = true, name = "__boards_placeholder")]
-    Placeholder,
+    /// Create or update a board and some of its rows, all or nothing.
+    ///
+    /// Rows are a JSON array: [{"label":"db","status":"blocked","next_step":"pick one",
+    /// "revision":3}, …]. An existing row needs the `revision` you read; an
+    /// existing board needs --version.
+    Upsert {
+        /// Project the board belongs to.
+        project: String,
+        /// Board title (unique in the project).
+        title: String,
+        /// Rows as JSON, @FILE, or - for stdin.
+        #[arg(long, default_value = "[]")]
+        rows: String,
+        /// The board_version you read (omit only to create a new board).
+        #[arg(long)]
+        version: Option<i64>,
+        /// Owning agent.
+        #[arg(long, default_value = "")]
+        agent: String,
+        /// Owning session (woken when a human responds).
+        #[arg(long, default_value = "")]
+        session: String,
+    },
+    /// Write one row (create it, or change it with --revision).
+    Row {
+        /// Board id, short id or title.
+        board: String,
+        /// Row label.
+        label: String,
+        /// Project, to find the board by title.
+        #[arg(long)]
+        project: Option<String>,
+        /// The row revision you read (required for an existing row).
+        #[arg(long)]
+        revision: Option<i64>,
+        /// The board_version you read (optional here).
+        #[arg(long)]
+        version: Option<i64>,
+        /// tracked, partial, missing, na, done or blocked.
+        #[arg(long)]
+        status: Option<RowStatus>,
+        /// Note.
+        #[arg(long)]
+        note: Option<String>,
+        /// What is asked next.
+        #[arg(long)]
+        next_step: Option<String>,
+        /// decision, task or approval.
+        #[arg(long)]
+        owner: Option<RowOwner>,
+        /// What depends on it.
+        #[arg(long)]
+        impact: Option<String>,
+        /// Options as JSON: [{"label":"Postgres","recommended":true},…].
+        #[arg(long)]
+        options: Option<String>,
+        /// Long context.
+        #[arg(long)]
+        context: Option<String>,
+        /// Outcome of the current step.
+        #[arg(long)]
+        outcome: Option<String>,
+        /// Who writes.
+        #[arg(long, default_value = "cli")]
+        by: String,
+    },
+    /// Archive a row's current step (with its response and outcome) and install the next, blocked.
+    Advance {
+        /// Board id, short id or title.
+        board: String,
+        /// Row label.
+        label: String,
+        /// Project, to find the board by title.
+        #[arg(long)]
+        project: Option<String>,
+        /// The row revision you read.
+        #[arg(long)]
+        revision: i64,
+        /// The board_version you read.
+        #[arg(long)]
+        version: i64,
+        /// What is asked of the human now.
+        #[arg(long)]
+        next_step: String,
+        /// Note.
+        #[arg(long, default_value = "")]
+        note: String,
+        /// decision, task or approval.
+        #[arg(long, default_value = "")]
+        owner: RowOwner,
+        /// What depends on it.
+        #[arg(long, default_value = "")]
+        impact: String,
+        /// Options as JSON.
+        #[arg(long)]
+        options: Option<String>,
+        /// Long context.
+        #[arg(long, default_value = "")]
+        context: String,
+        /// Outcome of the finished step.
+        #[arg(long)]
+        outcome: Option<String>,
+        /// Who advances.
+        #[arg(long, default_value = "cli")]
+        by: String,
+    },
+    /// Show boards (a summary), or one board in full.
+    Get {
+        /// Board id, short id or title; omit for a summary of all boards.
+        board: Option<String>,
+        /// Only this project.
+        #[arg(long)]
+        project: Option<String>,
+        /// With every board's rows.
+        #[arg(long)]
+        full: bool,
+        /// Include archived boards in the summary.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Archive a board (a later agent write reactivates it).
+    Archive {
+        /// Board id, short id or title.
+        board: String,
+        /// Project, to find the board by title.
+        #[arg(long)]
+        project: Option<String>,
+        /// The board_version you read.
+        #[arg(long)]
+        version: i64,
+        /// Who archives.
+        #[arg(long, default_value = "cli")]
+        by: String,
+    },
+    /// Answer a row as a human through the Inbox (always wins; blank clears an unpicked answer).
+    Annotate {
+        /// Board id, short id or title.
+        board: String,
+        /// Row label.
+        label: String,
+        /// The answer ('' clears an answer no agent has received yet).
+        text: String,
+        /// Project, to find the board by title.
+        #[arg(long)]
+        project: Option<String>,
+        /// answer, clarify or decline.
+        #[arg(long, default_value = "answer")]
+        kind: AnnotationKind,
+        /// Who answers.
+        #[arg(long, env = "USER", default_value = "cli")]
+        by: String,
+        /// The row revision you saw (refused if it moved).
+        #[arg(long)]
+        revision: Option<i64>,
+        /// Channel (inbox or chat); chat is for tests and scripts.
+        #[arg(long, default_value = "inbox", hide = true)]
+        via: Source,
+    },
+    /// Mark your part of a blocked row done (the row stays blocked until the agent's outcome).
+    Handled {
+        /// Board id, short id or title.
+        board: String,
+        /// Row label.
+        label: String,
+        /// Project, to find the board by title.
+        #[arg(long)]
+        project: Option<String>,
+        /// Take the mark back (only before an agent received it).
+        #[arg(long)]
+        clear: bool,
+        /// Who.
+        #[arg(long, env = "USER", default_value = "cli")]
+        by: String,
+        /// The row revision you saw.
+        #[arg(long)]
+        revision: Option<i64>,
+        /// Channel (inbox or chat).
+        #[arg(long, default_value = "inbox", hide = true)]
+        via: Source,
+    },
+    /// Rows with a human response waiting for an agent (marks them delivered).
+    Pending {
+        /// Only this project.
+        #[arg(long)]
+        project: Option<String>,
+        /// Only boards of this session.
+        #[arg(long)]
+        session: Option<String>,
+        /// Who is reading (recorded with the delivery).
+        #[arg(long, default_value = "cli")]
+        reader: String,
+        /// Read without marking anything delivered.
+        #[arg(long)]
+        peek: bool,
+    },
+    /// Store the outcome of a row's step and move it out of blocked (to done by default).
+    Outcome {
+        /// Board id, short id or title.
+        board: String,
+        /// Row label.
+        label: String,
+        /// What happened.
+        text: String,
+        /// Project, to find the board by title.
+        #[arg(long)]
+        project: Option<String>,
+        /// The row revision you read.
+        #[arg(long)]
+        revision: i64,
+        /// Status to move to (default done).
+        #[arg(long)]
+        status: Option<RowStatus>,
+        /// Who writes.
+        #[arg(long, default_value = "cli")]
+        by: String,
+    },
+    /// Rows a human marked handled whose outcome no agent has stored yet.
+    Handoffs {
+        /// Only this project.
+        #[arg(long)]
+        project: Option<String>,
+    },
 }
 
-pub(crate) async fn run(_cmd: Cmd, _ctx: &Ctx) -> anyhow::Result<u8> {
-    Err(super::fail(super::exit::ERROR, "not built yet"))
+/// Read `--rows`: inline JSON, `@file`, or `-` for stdin.
+fn read_rows(arg: &str) -> anyhow::Result<Vec<RowInput>> {
+    let text = if arg == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .map_err(|e| fail(exit::ERROR, format!("cannot read rows from stdin: {e}")))?;
+        s
+    } else if let Some(path) = arg.strip_prefix('@') {
+        std::fs::read_to_string(path)
+            .map_err(|e| fail(exit::ERROR, format!("cannot read rows from {path}: {e}")))?
+    } else {
+        arg.to_owned()
+    };
+    serde_json::from_str(&text).map_err(|e| {
+        fail(
+            exit::ERROR,
+            format!(
+                "--rows is not a valid JSON array of rows ({e}); pass e.g. \
+                 '[{{\"label\":\"db\",\"status\":\"blocked\",\"next_step\":\"pick one\"}}]'"
+            ),
+        )
+    })
+}
+
+fn read_options(arg: Option<&str>) -> anyhow::Result<Option<Vec<RowOption>>> {
+    arg.map(|s| {
+        serde_json::from_str(s).map_err(|e| {
+            fail(
+                exit::ERROR,
+                format!(
+                    "--options is not a valid JSON array ({e}); pass e.g. \
+                     '[{{\"label\":\"Postgres\",\"recommended\":true}},{{\"label\":\"SQLite\"}}]'"
+                ),
+            )
+        })
+    })
+    .transpose()
+}
+
+/// Unwrap a store decision, or report the refusal (exit 4 for not found, 3 otherwise).
+fn decided<T>(ctx: &Ctx, d: Decided<T>) -> anyhow::Result<T> {
+    d.map_err(|r| {
+        let code = match r {
+            Refusal::NotFound { .. } => exit::NOT_FOUND,
+            _ => exit::REFUSED,
+        };
+        let message = match &r {
+            Refusal::Stale { .. } | Refusal::NotFound { .. } => r.to_string(),
+            _ => format!("refused: {r}"),
+        };
+        ctx.refuse(code, &r, message)
+    })
+}
+
+fn progress_text(b: &Board) -> String {
+    let p = &b.progress;
+    let pct = p
+        .percent
+        .map_or_else(|| "–".to_owned(), |v| format!("{v:.0}%"));
+    format!(
+        "{pct} ({}/{} counted, {} rows, {} blocked)",
+        p.score, p.counted, p.rows, p.blocked
+    )
+}
+
+fn board_line(b: &Board) -> String {
+    format!(
+        "{}  {} / {}  version {}  {}{}\n",
+        short_id(&b.id),
+        b.project,
+        b.title,
+        b.board_version,
+        progress_text(b),
+        match (b.archived_at, b.auto_archived) {
+            (Some(_), true) => "  [archived: complete]",
+            (Some(_), false) => "  [archived]",
+            _ => "",
+        }
+    )
+}
+
+fn row_text(r: &Row) -> String {
+    let mut s = format!(
+        "  [{:<7}] {}  rev {}  step {}",
+        r.status.as_str(),
+        r.label,
+        r.revision,
+        r.action_version
+    );
+    if !r.note.is_empty() {
+        s += &format!("  — {}", r.note);
+    }
+    s.push('\n');
+    if !r.next_step.is_empty() {
+        s += &format!("      next: {}", r.next_step);
+        if r.owner != RowOwner::None {
+            s += &format!(" ({})", r.owner.as_str());
+        }
+        s.push('\n');
+    }
+    for o in &r.options {
+        s += &format!(
+            "      option: {}{}\n",
+            o.label,
+            if o.recommended { " (recommended)" } else { "" }
+        );
+    }
+    if let Some(a) = &r.annotation {
+        s += &format!(
+            "      {} via {} by {}{}: {a}\n",
+            r.annotation_kind.map_or("answer", |k| k.as_str()),
+            r.annotation_source.map_or("inbox", |k| k.as_str()),
+            r.annotated_by.as_deref().unwrap_or("?"),
+            if r.annotation_seen_at.is_some() {
+                ", delivered"
+            } else {
+                ", not yet delivered"
+            }
+        );
+    }
+    if let Some(at) = r.handled_at {
+        s += &format!(
+            "      handled by {} at {}{}\n",
+            r.handled_by.as_deref().unwrap_or("?"),
+            format_rfc3339(at),
+            if r.handled_seen_at.is_some() {
+                ", delivered"
+            } else {
+                ", not yet delivered"
+            }
+        );
+    }
+    if !r.outcome.is_empty() {
+        s += &format!("      outcome: {}\n", r.outcome);
+    }
+    s
+}
+
+fn full_text(f: &BoardFull) -> String {
+    let mut s = board_line(&f.board);
+    for r in &f.rows {
+        s += &row_text(r);
+    }
+    s
+}
+
+fn pending_text(rows: &[PendingRow]) -> String {
+    if rows.is_empty() {
+        return "nothing waiting\n".into();
+    }
+    rows.iter()
+        .map(|p| {
+            format!(
+                "{} / {} (board {}, version {}){}\n{}",
+                p.project,
+                p.board_title,
+                short_id(&p.board_id),
+                p.board_version,
+                if p.new { "" } else { "  [again]" },
+                row_text(&p.row)
+            )
+        })
+        .collect()
+}
+
+pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
+    match cmd {
+        Cmd::Upsert {
+            project,
+            title,
+            rows,
+            version,
+            agent,
+            session,
+        } => {
+            let rows = read_rows(&rows)?;
+            let store = ctx.store().await?;
+            let up = BoardUpsert {
+                project,
+                title,
+                board_version: version,
+                agent,
+                session,
+                rows,
+            };
+            let full = decided(ctx, store.board_upsert(&up).await?)?;
+            ctx.print(&full, || full_text(&full));
+        }
+        Cmd::Row {
+            board,
+            label,
+            project,
+            revision,
+            version,
+            status,
+            note,
+            next_step,
+            owner,
+            impact,
+            options,
+            context,
+            outcome,
+            by,
+        } => {
+            let options = read_options(options.as_deref())?;
+            let store = ctx.store().await?;
+            let w = RowWrite {
+                board,
+                project,
+                board_version: version,
+                row: RowInput {
+                    label,
+                    revision,
+                    status,
+                    note,
+                    next_step,
+                    owner,
+                    impact,
+                    options,
+                    context,
+                    outcome,
+                },
+                by,
+            };
+            let full = decided(ctx, store.board_row(&w).await?)?;
+            ctx.print(&full, || full_text(&full));
+        }
+        Cmd::Advance {
+            board,
+            label,
+            project,
+            revision,
+            version,
+            next_step,
+            note,
+            owner,
+            impact,
+            options,
+            context,
+            outcome,
+            by,
+        } => {
+            let options = read_options(options.as_deref())?.unwrap_or_default();
+            let store = ctx.store().await?;
+            let a = Advance {
+                board,
+                project,
+                label,
+                expected_revision: revision,
+                board_version: version,
+                outcome,
+                next: NextStep {
+                    next_step,
+                    note,
+                    owner,
+                    impact,
+                    options,
+                    context,
+                },
+                by,
+            };
+            let full = decided(ctx, store.board_advance(&a).await?)?;
+            ctx.print(&full, || full_text(&full));
+        }
+        Cmd::Get {
+            board,
+            project,
+            full,
+            all,
+        } => {
+            let store = ctx.store().await?;
+            if let Some(board) = board {
+                let f = decided(ctx, store.board_get(&board, project.as_deref()).await?)?;
+                ctx.print(&f, || full_text(&f));
+            } else if full {
+                let mut out = Vec::new();
+                for b in store.board_list(project.as_deref(), all).await? {
+                    out.push(decided(ctx, store.board_get(&b.id, None).await?)?);
+                }
+                ctx.print(&out, || out.iter().map(full_text).collect());
+            } else {
+                let boards = store.board_list(project.as_deref(), all).await?;
+                ctx.print(&boards, || {
+                    if boards.is_empty() {
+                        "no boards\n".into()
+                    } else {
+                        boards.iter().map(board_line).collect()
+                    }
+                });
+            }
+        }
+        Cmd::Archive {
+            board,
+            project,
+            version,
+            by,
+        } => {
+            let store = ctx.store().await?;
+            let b = decided(
+                ctx,
+                store
+                    .board_archive(&board, project.as_deref(), version, &by)
+                    .await?,
+            )?;
+            ctx.print(&b, || format!("archived {}", board_line(&b)));
+        }
+        Cmd::Annotate {
+            board,
+            label,
+            text,
+            project,
+            kind,
+            by,
+            revision,
+            via,
+        } => {
+            let store = ctx.store().await?;
+            let a = Annotate {
+                board,
+                project,
+                label,
+                text,
+                kind,
+                source: via,
+                by,
+                expected_revision: revision,
+                action_version: None,
+            };
+            let c = decided(ctx, store.annotate(&a).await?)?;
+            ctx.print(&c, || {
+                let what = if c.row.annotation.is_some() {
+                    "annotated"
+                } else if c.changed {
+                    "cleared"
+                } else {
+                    "nothing to clear on"
+                };
+                format!(
+                    "{what} `{}` (board version {})\n{}",
+                    c.row.label,
+                    c.board_version,
+                    row_text(&c.row)
+                )
+            });
+        }
+        Cmd::Handled {
+            board,
+            label,
+            project,
+            clear,
+            by,
+            revision,
+            via,
+        } => {
+            let store = ctx.store().await?;
+            let h = Handled {
+                board,
+                project,
+                label,
+                source: via,
+                by,
+                expected_revision: revision,
+            };
+            let c = if clear {
+                decided(ctx, store.clear_handled(&h).await?)?
+            } else {
+                decided(ctx, store.mark_handled(&h).await?)?
+            };
+            ctx.print(&c, || {
+                format!(
+                    "{} `{}` (board version {}; the row stays blocked until the agent stores an outcome)\n{}",
+                    if clear { "unmarked" } else { "marked handled" },
+                    c.row.label,
+                    c.board_version,
+                    row_text(&c.row)
+                )
+            });
+        }
+        Cmd::Pending {
+            project,
+            session,
+            reader,
+            peek,
+        } => {
+            let store = ctx.store().await?;
+            let rows = if peek {
+                store
+                    .pending_rows_peek(project.as_deref(), session.as_deref())
+                    .await?
+            } else {
+                store
+                    .pending_rows(project.as_deref(), session.as_deref(), &reader)
+                    .await?
+            };
+            ctx.print(&rows, || pending_text(&rows));
+        }
+        Cmd::Outcome {
+            board,
+            label,
+            text,
+            project,
+            revision,
+            status,
+            by,
+        } => {
+            let store = ctx.store().await?;
+            let w = OutcomeWrite {
+                board,
+                project,
+                label,
+                expected_revision: revision,
+                outcome: text,
+                status,
+                by,
+            };
+            let full = decided(ctx, store.board_outcome(&w).await?)?;
+            ctx.print(&full, || full_text(&full));
+        }
+        Cmd::Handoffs { project } => {
+            let store = ctx.store().await?;
+            let rows = store.unprocessed_handoffs(project.as_deref()).await?;
+            ctx.print(&rows, || pending_text(&rows));
+        }
+    }
+    Ok(exit::OK)
 }

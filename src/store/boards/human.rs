@@ -1,0 +1,375 @@
+//! The human's writes on a row: annotations (Inbox and chat, with the
+//! asymmetric rule of DESIGN §2) and the "handled" mark.
+//!
+//! Each is one guarded UPDATE inside a `BEGIN IMMEDIATE` transaction that also
+//! bumps the board version and appends the event; when the UPDATE touches no
+//! row the current state is read only to explain the refusal. Marking handled
+//! never unblocks a row: only the agent's outcome or status change does.
+
+use serde::Serialize;
+use serde_json::json;
+use sqlx::SqliteConnection;
+
+use super::{
+    AnnotationKind, Decided, MAX_TEXT, Refusal, Row, RowStatus, Source, StaleRow, Who,
+    bump_version, check_len, load_board, load_row, resolve, row_event,
+};
+use crate::store::{Error, Result, Store};
+
+/// A human's annotation on a row.
+#[derive(Debug, Clone, Default)]
+pub struct Annotate {
+    /// Board id, short id or title.
+    pub board: String,
+    /// Project, to find the board by title.
+    pub project: Option<String>,
+    /// Row label or id.
+    pub label: String,
+    /// The text; blank clears (Inbox only, and only an unpicked annotation).
+    pub text: String,
+    /// Answer, clarify or decline.
+    pub kind: AnnotationKind,
+    /// Inbox (always wins) or chat (only while nothing unclaimed waits).
+    pub source: Source,
+    /// Who wrote it.
+    pub by: String,
+    /// The row revision the human saw, if the caller tracks it.
+    pub expected_revision: Option<i64>,
+    /// The step the human saw (chat buttons carry it), if tracked.
+    pub action_version: Option<i64>,
+}
+
+/// Mark or clear "handled" on a row.
+#[derive(Debug, Clone, Default)]
+pub struct Handled {
+    /// Board id, short id or title.
+    pub board: String,
+    /// Project, to find the board by title.
+    pub project: Option<String>,
+    /// Row label or id.
+    pub label: String,
+    /// Through which door.
+    pub source: Source,
+    /// Who.
+    pub by: String,
+    /// The row revision the human saw, if tracked.
+    pub expected_revision: Option<i64>,
+}
+
+/// The row after a human's write.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RowChange {
+    /// The board version after the write.
+    pub board_version: i64,
+    /// Whether anything changed (clearing what is already clear does not).
+    pub changed: bool,
+    /// The row as stored now.
+    pub row: Row,
+}
+
+/// Explain a guarded UPDATE that touched nothing because of a version guard.
+fn stale_of(
+    row: &Row,
+    board_version: i64,
+    revision: Option<i64>,
+    action_version: Option<i64>,
+) -> Option<Refusal> {
+    let stale = revision.is_some_and(|r| r != row.revision)
+        || action_version.is_some_and(|v| v != row.action_version);
+    stale.then(|| Refusal::Stale {
+        board_version,
+        rows: vec![StaleRow {
+            label: row.label.clone(),
+            revision: Some(row.revision),
+        }],
+    })
+}
+
+/// Bump the board, append the event and read the row back.
+async fn finish(
+    conn: &mut SqliteConnection,
+    now: i64,
+    board_id: &str,
+    row_id: &str,
+    kind: &str,
+    who: Who<'_>,
+    extra: serde_json::Value,
+) -> Result<RowChange> {
+    let board = bump_version(conn, now, board_id).await?;
+    let row = load_row(conn, row_id)
+        .await?
+        .ok_or_else(|| Error::Corrupt("row vanished".into()))?;
+    row_event(conn, now, kind, &board, &row, who, extra).await?;
+    Ok(RowChange {
+        board_version: board.board_version,
+        changed: true,
+        row,
+    })
+}
+
+impl Store {
+    /// Write a human's annotation on a row.
+    ///
+    /// Inbox: unconditional; overwrites and sets `annotation_seen_at = NULL`
+    /// so the agent picks the new text up. A blank Inbox annotation clears
+    /// only one no agent has received yet ([`Refusal::AlreadyDelivered`]
+    /// otherwise). Chat: only while no unclaimed annotation waits, else
+    /// [`Refusal::UnreadAnswer`] with the waiting one; a chat `clarify` may
+    /// also replace an unclaimed *chat* annotation, never an Inbox one.
+    pub async fn annotate(&self, a: &Annotate) -> Result<Decided<RowChange>> {
+        check_len("the annotation", &a.text, MAX_TEXT)?;
+        if a.source == Source::Chat && a.text.trim().is_empty() {
+            return Ok(Err(Refusal::Empty));
+        }
+        self.retry(|| self.annotate_once(a)).await
+    }
+
+    async fn annotate_once(&self, a: &Annotate) -> Result<Decided<RowChange>> {
+        let mut tx = self.begin_write().await?;
+        let now = self.now();
+        let (board_id, row_id) =
+            match resolve(&mut tx, &a.board, a.project.as_deref(), &a.label).await? {
+                Ok(ids) => ids,
+                Err(r) => return Ok(Err(r)),
+            };
+        let board = load_board(&mut tx, &board_id)
+            .await?
+            .ok_or_else(|| Error::Corrupt("board vanished".into()))?;
+        if board.archived_at.is_some() {
+            return Ok(Err(Refusal::Archived));
+        }
+        let text = a.text.trim();
+        let clear = text.is_empty();
+        let done = if clear {
+            // Why guarded: a blank clears only an annotation no agent has
+            // received; erasing one it may have acted on would lie to the human.
+            sqlx::query(
+                "UPDATE board_rows SET annotation = NULL, annotation_kind = NULL, annotation_source = NULL,
+                    annotated_by = NULL, annotated_at = NULL, annotation_seen_at = NULL,
+                    revision = revision + 1, updated_at = ?
+                 WHERE id = ? AND annotation IS NOT NULL AND annotation_seen_at IS NULL
+                   AND (? IS NULL OR revision = ?) AND (? IS NULL OR action_version = ?)",
+            )
+            .bind(now)
+            .bind(&row_id)
+            .bind(a.expected_revision)
+            .bind(a.expected_revision)
+            .bind(a.action_version)
+            .bind(a.action_version)
+            .execute(&mut *tx)
+            .await?
+        } else if a.source == Source::Inbox {
+            // Why unconditional (but for the optional version guards): the
+            // Inbox always wins, and resetting annotation_seen_at makes the
+            // agent pick the new text up.
+            sqlx::query(
+                "UPDATE board_rows SET annotation = ?, annotation_kind = ?, annotation_source = 'inbox',
+                    annotated_by = ?, annotated_at = ?, annotation_seen_at = NULL,
+                    revision = revision + 1, updated_at = ?
+                 WHERE id = ? AND (? IS NULL OR revision = ?) AND (? IS NULL OR action_version = ?)",
+            )
+            .bind(text)
+            .bind(a.kind.as_str())
+            .bind(&a.by)
+            .bind(now)
+            .bind(now)
+            .bind(&row_id)
+            .bind(a.expected_revision)
+            .bind(a.expected_revision)
+            .bind(a.action_version)
+            .bind(a.action_version)
+            .execute(&mut *tx)
+            .await?
+        } else {
+            // Why guarded: chat may write only while no unclaimed annotation
+            // waits, so an unread Inbox answer always beats a later chat one;
+            // a chat `clarify` may also correct an unclaimed *chat* answer.
+            sqlx::query(
+                "UPDATE board_rows SET annotation = ?, annotation_kind = ?, annotation_source = 'chat',
+                    annotated_by = ?, annotated_at = ?, annotation_seen_at = NULL,
+                    revision = revision + 1, updated_at = ?
+                 WHERE id = ? AND (? IS NULL OR revision = ?) AND (? IS NULL OR action_version = ?)
+                   AND (annotation IS NULL OR annotation_seen_at IS NOT NULL
+                        OR (? = 'clarify' AND annotation_source = 'chat'))",
+            )
+            .bind(text)
+            .bind(a.kind.as_str())
+            .bind(&a.by)
+            .bind(now)
+            .bind(now)
+            .bind(&row_id)
+            .bind(a.expected_revision)
+            .bind(a.expected_revision)
+            .bind(a.action_version)
+            .bind(a.action_version)
+            .bind(a.kind.as_str())
+            .execute(&mut *tx)
+            .await?
+        };
+        if done.rows_affected() == 0 {
+            // Nothing written: read only to explain why.
+            let row = load_row(&mut tx, &row_id)
+                .await?
+                .ok_or_else(|| Error::Corrupt("row vanished".into()))?;
+            if let Some(stale) = stale_of(
+                &row,
+                board.board_version,
+                a.expected_revision,
+                a.action_version,
+            ) {
+                return Ok(Err(stale));
+            }
+            if clear {
+                if row.annotation.is_none() {
+                    return Ok(Ok(RowChange {
+                        board_version: board.board_version,
+                        changed: false,
+                        row,
+                    }));
+                }
+                return Ok(Err(Refusal::AlreadyDelivered));
+            }
+            return Ok(Err(Refusal::UnreadAnswer {
+                annotation: row.annotation.unwrap_or_default(),
+                kind: row.annotation_kind,
+                source: row.annotation_source,
+                by: row.annotated_by,
+            }));
+        }
+        let action_version: i64 =
+            sqlx::query_scalar("SELECT action_version FROM board_rows WHERE id = ?")
+                .bind(&row_id)
+                .fetch_one(&mut *tx)
+                .await?;
+        sqlx::query(
+            "INSERT INTO board_row_annotations (row_id, board_id, action_version, annotation, kind, source, by, at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&row_id)
+        .bind(&board_id)
+        .bind(action_version)
+        .bind((!clear).then_some(text))
+        .bind((!clear).then_some(a.kind.as_str()))
+        .bind(a.source.as_str())
+        .bind(&a.by)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        let who = Who {
+            actor: &a.by,
+            channel: a.source.as_str(),
+        };
+        let extra = json!({
+            "kind": (!clear).then_some(a.kind),
+            "source": a.source,
+            "by": a.by,
+            "cleared": clear,
+        });
+        let change = finish(
+            &mut tx,
+            now,
+            &board_id,
+            &row_id,
+            "row.annotated",
+            who,
+            extra,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(Ok(change))
+    }
+
+    /// A human marks their part of a blocked row done. The row stays
+    /// `blocked` until the agent stores an outcome; a re-mark is a new mark
+    /// (delivered again).
+    pub async fn mark_handled(&self, h: &Handled) -> Result<Decided<RowChange>> {
+        self.retry(|| self.handled_once(h, false)).await
+    }
+
+    /// Take the "handled" mark back, only while no agent has received it.
+    /// Clearing an already clear row succeeds without a change.
+    pub async fn clear_handled(&self, h: &Handled) -> Result<Decided<RowChange>> {
+        self.retry(|| self.handled_once(h, true)).await
+    }
+
+    async fn handled_once(&self, h: &Handled, clear: bool) -> Result<Decided<RowChange>> {
+        let mut tx = self.begin_write().await?;
+        let now = self.now();
+        let (board_id, row_id) =
+            match resolve(&mut tx, &h.board, h.project.as_deref(), &h.label).await? {
+                Ok(ids) => ids,
+                Err(r) => return Ok(Err(r)),
+            };
+        let board = load_board(&mut tx, &board_id)
+            .await?
+            .ok_or_else(|| Error::Corrupt("board vanished".into()))?;
+        if board.archived_at.is_some() {
+            return Ok(Err(Refusal::Archived));
+        }
+        let done = if clear {
+            // Why guarded: once an agent received the mark, un-marking
+            // cannot un-tell it; refuse instead of pretending.
+            sqlx::query(
+                "UPDATE board_rows SET handled_at = NULL, handled_by = NULL, handled_seen_at = NULL,
+                    revision = revision + 1, updated_at = ?
+                 WHERE id = ? AND handled_at IS NOT NULL AND handled_seen_at IS NULL
+                   AND (? IS NULL OR revision = ?)",
+            )
+            .bind(now)
+            .bind(&row_id)
+            .bind(h.expected_revision)
+            .bind(h.expected_revision)
+            .execute(&mut *tx)
+            .await?
+        } else {
+            // Why guarded: only a blocked row waits on a human; a new mark
+            // resets its delivery so the agent is told again.
+            sqlx::query(
+                "UPDATE board_rows SET handled_at = ?, handled_by = ?, handled_seen_at = NULL,
+                    revision = revision + 1, updated_at = ?
+                 WHERE id = ? AND status = 'blocked' AND (? IS NULL OR revision = ?)",
+            )
+            .bind(now)
+            .bind(&h.by)
+            .bind(now)
+            .bind(&row_id)
+            .bind(h.expected_revision)
+            .bind(h.expected_revision)
+            .execute(&mut *tx)
+            .await?
+        };
+        if done.rows_affected() == 0 {
+            let row = load_row(&mut tx, &row_id)
+                .await?
+                .ok_or_else(|| Error::Corrupt("row vanished".into()))?;
+            if let Some(stale) = stale_of(&row, board.board_version, h.expected_revision, None) {
+                return Ok(Err(stale));
+            }
+            if !clear {
+                return Ok(Err(Refusal::NotBlocked { status: row.status }));
+            }
+            if row.handled_at.is_none() {
+                return Ok(Ok(RowChange {
+                    board_version: board.board_version,
+                    changed: false,
+                    row,
+                }));
+            }
+            return Ok(Err(Refusal::AlreadyDelivered));
+        }
+        let who = Who {
+            actor: &h.by,
+            channel: h.source.as_str(),
+        };
+        let kind = if clear {
+            "row.handled_cleared"
+        } else {
+            "row.handled"
+        };
+        let extra = json!({"by": h.by, "source": h.source});
+        let change = finish(&mut tx, now, &board_id, &row_id, kind, who, extra).await?;
+        debug_assert!(clear || change.row.status == RowStatus::Blocked);
+        tx.commit().await?;
+        Ok(Ok(change))
+    }
+}

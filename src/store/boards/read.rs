@@ -1,0 +1,246 @@
+//! Reads of boards and the delivery of human responses to agents.
+//!
+//! Every read goes to the database (there is no cache, so `full` is always
+//! the source of truth). [`Store::pending_rows`] is at-least-once: a blocked
+//! row with a response comes back on every call until the agent changes its
+//! status; a response on a row that is not blocked is an aside, handed over
+//! once. Delivery stamps only the exact response read, so a response the
+//! human rewrote between the read and the stamp stays queued.
+
+use serde::Serialize;
+use serde_json::json;
+use sqlx::Row as _;
+
+use super::{
+    BOARD_SELECT, Board, BoardFull, Decided, Row, board_from, load_full, resolve_board, row_from,
+};
+use crate::store::{Error, Result, Store};
+
+/// A row waiting for an agent, with its board.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PendingRow {
+    /// Board id.
+    pub board_id: String,
+    /// Board title.
+    pub board_title: String,
+    /// Board version when read.
+    pub board_version: i64,
+    /// Project.
+    pub project: String,
+    /// The board's session.
+    pub session: String,
+    /// The board's agent.
+    pub agent: String,
+    /// True when some part of the response had not been delivered before
+    /// this read (false: a re-delivery of a blocked row).
+    pub new: bool,
+    /// The row as read.
+    pub row: Row,
+}
+
+fn pending_from(r: &sqlx::sqlite::SqliteRow) -> Result<PendingRow> {
+    let row = row_from(r)?;
+    let new = (row.annotation.is_some() && row.annotation_seen_at.is_none())
+        || (row.handled_at.is_some() && row.handled_seen_at.is_none());
+    Ok(PendingRow {
+        board_id: row.board_id.clone(),
+        board_title: r.try_get("board_title")?,
+        board_version: r.try_get("board_version")?,
+        project: r.try_get("board_project")?,
+        session: r.try_get("board_session")?,
+        agent: r.try_get("board_agent")?,
+        new,
+        row,
+    })
+}
+
+impl Store {
+    /// Boards of `project` (all projects when `None`), active only unless
+    /// `archived`, with their progress, newest first.
+    pub async fn board_list(&self, project: Option<&str>, archived: bool) -> Result<Vec<Board>> {
+        let sql = format!(
+            "{BOARD_SELECT} WHERE (? IS NULL OR b.project = ?) AND (? OR b.archived_at IS NULL)
+             ORDER BY b.updated_at DESC, b.id"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(project)
+            .bind(project)
+            .bind(archived)
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter().map(board_from).collect()
+    }
+
+    /// One board with all its rows, read from the database (never a cache).
+    pub async fn board_get(
+        &self,
+        board: &str,
+        project: Option<&str>,
+    ) -> Result<Decided<BoardFull>> {
+        let mut conn = self.pool().acquire().await?;
+        let id = match resolve_board(&mut conn, board, project).await? {
+            Ok(id) => id,
+            Err(r) => return Ok(Err(r)),
+        };
+        let full = load_full(&mut conn, &id).await?;
+        full.map(Ok)
+            .ok_or_else(|| Error::Corrupt("board vanished".into()))
+    }
+
+    /// Read the rows waiting for an agent without marking anything
+    /// delivered. See [`Store::pending_rows`].
+    pub async fn pending_rows_peek(
+        &self,
+        project: Option<&str>,
+        session: Option<&str>,
+    ) -> Result<Vec<PendingRow>> {
+        let rows = sqlx::query(
+            "SELECT r.*, b.title AS board_title, b.revision AS board_version, b.project AS board_project,
+                    b.session AS board_session, b.agent AS board_agent
+             FROM board_rows r JOIN boards b ON b.id = r.board_id
+             WHERE b.archived_at IS NULL
+               AND (? IS NULL OR b.project = ?) AND (? IS NULL OR b.session = ?)
+               AND ((r.status = 'blocked' AND (r.annotation IS NOT NULL OR r.handled_at IS NOT NULL))
+                    OR (r.annotation IS NOT NULL AND r.annotation_seen_at IS NULL)
+                    OR (r.handled_at IS NOT NULL AND r.handled_seen_at IS NULL))
+             ORDER BY COALESCE(r.annotated_at, r.handled_at), r.id",
+        )
+        .bind(project)
+        .bind(project)
+        .bind(session)
+        .bind(session)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(pending_from).collect()
+    }
+
+    /// Record that `rows` (as read by [`Store::pending_rows_peek`]) were
+    /// handed to `reader`. Each stamp is pinned to the exact response read;
+    /// returns, per row, whether everything read is still current (false:
+    /// the human changed it meanwhile and the newer response stays queued).
+    pub async fn mark_rows_delivered(
+        &self,
+        rows: &[PendingRow],
+        reader: &str,
+    ) -> Result<Vec<bool>> {
+        if !rows.iter().any(|p| p.new) {
+            return Ok(vec![true; rows.len()]);
+        }
+        self.retry(|| self.mark_rows_delivered_once(rows, reader))
+            .await
+    }
+
+    async fn mark_rows_delivered_once(
+        &self,
+        rows: &[PendingRow],
+        reader: &str,
+    ) -> Result<Vec<bool>> {
+        let mut tx = self.begin_write().await?;
+        let now = self.now();
+        let mut current = Vec::with_capacity(rows.len());
+        for p in rows {
+            let r = &p.row;
+            let mut ok = true;
+            let mut marked = Vec::new();
+            if r.annotation.is_some() && r.annotation_seen_at.is_none() {
+                // Why guarded: stamp only the exact annotation read; if the
+                // human rewrote it since, it stays unseen and queued.
+                let n = sqlx::query(
+                    "UPDATE board_rows SET annotation_seen_at = ?
+                     WHERE id = ? AND annotation_seen_at IS NULL AND annotation IS ? AND annotated_at IS ?",
+                )
+                .bind(now)
+                .bind(&r.id)
+                .bind(&r.annotation)
+                .bind(r.annotated_at)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+                ok &= n == 1;
+                if n == 1 {
+                    marked.push("annotation");
+                }
+            }
+            if r.handled_at.is_some() && r.handled_seen_at.is_none() {
+                // Why guarded: the same for the handled mark.
+                let n = sqlx::query(
+                    "UPDATE board_rows SET handled_seen_at = ?
+                     WHERE id = ? AND handled_seen_at IS NULL AND handled_at IS ?",
+                )
+                .bind(now)
+                .bind(&r.id)
+                .bind(r.handled_at)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+                ok &= n == 1;
+                if n == 1 {
+                    marked.push("handled");
+                }
+            }
+            if !marked.is_empty() {
+                crate::store::events::append(
+                    &mut tx,
+                    now,
+                    &crate::store::NewEvent {
+                        kind: "row.delivered",
+                        entity_kind: "row",
+                        entity_id: &r.id,
+                        actor: reader,
+                        channel: "agent",
+                        project: &p.project,
+                        session: &p.session,
+                        payload: json!({
+                            "board_id": p.board_id,
+                            "label": r.label,
+                            "action_version": r.action_version,
+                            "delivered": marked,
+                        }),
+                    },
+                )
+                .await?;
+            }
+            current.push(ok);
+        }
+        tx.commit().await?;
+        Ok(current)
+    }
+
+    /// Rows waiting for an agent in `project` / `session` (each `None` = any):
+    /// blocked rows with a response (annotation or handled mark), every time
+    /// until their status changes, and responses on rows that are not
+    /// blocked, once. Marks what it hands over delivered (see
+    /// [`Store::mark_rows_delivered`]); a response rewritten meanwhile is
+    /// left out of the result and stays queued.
+    pub async fn pending_rows(
+        &self,
+        project: Option<&str>,
+        session: Option<&str>,
+        reader: &str,
+    ) -> Result<Vec<PendingRow>> {
+        let rows = self.pending_rows_peek(project, session).await?;
+        let current = self.mark_rows_delivered(&rows, reader).await?;
+        Ok(rows
+            .into_iter()
+            .zip(current)
+            .filter_map(|(r, ok)| ok.then_some(r))
+            .collect())
+    }
+
+    /// Rows a human marked handled whose outcome the agent has not stored
+    /// yet (`handled_at IS NOT NULL AND outcome = ''`).
+    pub async fn unprocessed_handoffs(&self, project: Option<&str>) -> Result<Vec<PendingRow>> {
+        let rows = sqlx::query(
+            "SELECT r.*, b.title AS board_title, b.revision AS board_version, b.project AS board_project,
+                    b.session AS board_session, b.agent AS board_agent
+             FROM board_rows r JOIN boards b ON b.id = r.board_id
+             WHERE r.handled_at IS NOT NULL AND r.outcome = '' AND (? IS NULL OR b.project = ?)
+             ORDER BY r.handled_at, r.id",
+        )
+        .bind(project)
+        .bind(project)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(pending_from).collect()
+    }
+}

@@ -1,0 +1,898 @@
+//! The agent's writes: upsert, single row, advance, outcome, archive.
+//!
+//! Each is one `BEGIN IMMEDIATE` transaction. Because the write lock is held
+//! from the first statement, versions read inside the transaction are the
+//! versions the writes land on; every row UPDATE still carries its
+//! `revision = ?` guard, so a bug here can only refuse, never overwrite.
+//! Human fields (annotation, handled) are never written here, except that a
+//! *fresh* block (a row that was not blocked and now is) starts from nothing.
+
+use serde::Deserialize;
+use serde_json::json;
+use sqlx::SqliteConnection;
+
+use super::{
+    Board, BoardFull, Decided, MAX_CONTEXT, MAX_ROWS, MAX_TEXT, Refusal, Row, RowOption, RowOwner,
+    RowStatus, StaleRow, Step, Who, bump_version, check_len, check_name, check_options, load_board,
+    load_full, load_row, load_rows, not_found, resolve, resolve_board, row_event, settle,
+};
+use crate::store::{Error, Result, Store, new_id};
+
+/// One row as an agent writes it. Omitted fields keep their stored value
+/// (a new row gets the default), so a partial write never erases anything.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RowInput {
+    /// Label, unique in the board.
+    pub label: String,
+    /// The revision read; required for an existing row, absent for a new one.
+    #[serde(default)]
+    pub revision: Option<i64>,
+    /// Status (new rows default to `tracked`).
+    #[serde(default)]
+    pub status: Option<RowStatus>,
+    /// Note.
+    #[serde(default)]
+    pub note: Option<String>,
+    /// What is asked next.
+    #[serde(default)]
+    pub next_step: Option<String>,
+    /// Who must act.
+    #[serde(default)]
+    pub owner: Option<RowOwner>,
+    /// What depends on it.
+    #[serde(default)]
+    pub impact: Option<String>,
+    /// Choices offered (at most 4).
+    #[serde(default)]
+    pub options: Option<Vec<RowOption>>,
+    /// Long context.
+    #[serde(default)]
+    pub context: Option<String>,
+    /// The result of the current step.
+    #[serde(default)]
+    pub outcome: Option<String>,
+}
+
+impl RowInput {
+    fn validate(&self) -> Result<()> {
+        check_name("a row label", &self.label)?;
+        for (what, v) in [
+            ("the note", &self.note),
+            ("the next step", &self.next_step),
+            ("the impact", &self.impact),
+            ("the outcome", &self.outcome),
+        ] {
+            if let Some(v) = v {
+                check_len(what, v, MAX_TEXT)?;
+            }
+        }
+        if let Some(c) = &self.context {
+            check_len("the context", c, MAX_CONTEXT)?;
+        }
+        if let Some(o) = &self.options {
+            check_options(o)?;
+        }
+        Ok(())
+    }
+}
+
+/// A whole-board write (`board_upsert`).
+#[derive(Debug, Clone, Default)]
+pub struct BoardUpsert {
+    /// Project.
+    pub project: String,
+    /// Title, unique in the project.
+    pub title: String,
+    /// The `board_version` read; `None` only to create a new board.
+    pub board_version: Option<i64>,
+    /// Owning agent (recorded on creation; updated when given).
+    pub agent: String,
+    /// Owning session (recorded on creation; updated when given).
+    pub session: String,
+    /// Rows to create or change; rows not named are left alone.
+    pub rows: Vec<RowInput>,
+}
+
+/// A single-row write (`board_row`).
+#[derive(Debug, Clone, Default)]
+pub struct RowWrite {
+    /// Board id, short id or title.
+    pub board: String,
+    /// Project, to find the board by title.
+    pub project: Option<String>,
+    /// The `board_version` read; `None` checks only the row's revision.
+    pub board_version: Option<i64>,
+    /// The row (its `revision` is the CAS token).
+    pub row: RowInput,
+    /// Who writes.
+    pub by: String,
+}
+
+/// The next step `board_advance` installs (always `blocked`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NextStep {
+    /// What is asked of the human now (required).
+    pub next_step: String,
+    /// Note.
+    #[serde(default)]
+    pub note: String,
+    /// Who must act.
+    #[serde(default)]
+    pub owner: RowOwner,
+    /// What depends on it.
+    #[serde(default)]
+    pub impact: String,
+    /// Choices offered.
+    #[serde(default)]
+    pub options: Vec<RowOption>,
+    /// Long context.
+    #[serde(default)]
+    pub context: String,
+}
+
+/// `board_advance`: archive the current step of a row and install the next.
+#[derive(Debug, Clone, Default)]
+pub struct Advance {
+    /// Board id, short id or title.
+    pub board: String,
+    /// Project, to find the board by title.
+    pub project: Option<String>,
+    /// Row label or id.
+    pub label: String,
+    /// The row revision read.
+    pub expected_revision: i64,
+    /// The board version read.
+    pub board_version: i64,
+    /// Outcome of the finished step, archived with it (else the stored one).
+    pub outcome: Option<String>,
+    /// The step to install.
+    pub next: NextStep,
+    /// Who advances.
+    pub by: String,
+}
+
+/// Store the outcome of a row's step, which ends the step.
+#[derive(Debug, Clone, Default)]
+pub struct OutcomeWrite {
+    /// Board id, short id or title.
+    pub board: String,
+    /// Project, to find the board by title.
+    pub project: Option<String>,
+    /// Row label or id.
+    pub label: String,
+    /// The row revision read.
+    pub expected_revision: i64,
+    /// The outcome (non-empty).
+    pub outcome: String,
+    /// Status to move to (default `done`; never `blocked`).
+    pub status: Option<RowStatus>,
+    /// Who writes.
+    pub by: String,
+}
+
+/// The result of an archive.
+pub type Archived = Board;
+
+/// Row fields after merging an input onto the stored row.
+#[derive(PartialEq)]
+struct Fields {
+    status: RowStatus,
+    note: String,
+    next_step: String,
+    owner: RowOwner,
+    impact: String,
+    options: Vec<RowOption>,
+    context: String,
+    outcome: String,
+}
+
+impl Fields {
+    fn of(r: &Row) -> Fields {
+        Fields {
+            status: r.status,
+            note: r.note.clone(),
+            next_step: r.next_step.clone(),
+            owner: r.owner,
+            impact: r.impact.clone(),
+            options: r.options.clone(),
+            context: r.context.clone(),
+            outcome: r.outcome.clone(),
+        }
+    }
+
+    fn merged(base: Fields, i: &RowInput) -> Fields {
+        Fields {
+            status: i.status.unwrap_or(base.status),
+            note: i.note.clone().unwrap_or(base.note),
+            next_step: i.next_step.clone().unwrap_or(base.next_step),
+            owner: i.owner.unwrap_or(base.owner),
+            impact: i.impact.clone().unwrap_or(base.impact),
+            options: i.options.clone().unwrap_or(base.options),
+            context: i.context.clone().unwrap_or(base.context),
+            outcome: i
+                .outcome
+                .as_deref()
+                .map(str::trim)
+                .map_or(base.outcome, str::to_owned),
+        }
+    }
+
+    fn empty() -> Fields {
+        Fields {
+            status: RowStatus::Tracked,
+            note: String::new(),
+            next_step: String::new(),
+            owner: RowOwner::None,
+            impact: String::new(),
+            options: Vec::new(),
+            context: String::new(),
+            outcome: String::new(),
+        }
+    }
+
+    /// The fields a human reads in a blocked row's chat message.
+    fn same_step(&self, o: &Fields) -> bool {
+        self.note == o.note
+            && self.next_step == o.next_step
+            && self.owner == o.owner
+            && self.impact == o.impact
+            && self.options == o.options
+            && self.context == o.context
+    }
+
+    fn options_json(&self) -> String {
+        serde_json::to_string(&self.options).unwrap_or_else(|_| "[]".into())
+    }
+}
+
+/// A row event to append once the new board version is known.
+struct Pending {
+    kind: &'static str,
+    row_id: String,
+    extra: serde_json::Value,
+}
+
+/// Check every input row against the stored rows; the refusal lists all
+/// mismatches at once.
+fn mismatches(stored: &[Row], inputs: &[RowInput]) -> Vec<StaleRow> {
+    inputs
+        .iter()
+        .filter_map(|i| {
+            let cur = stored
+                .iter()
+                .find(|r| r.label == i.label)
+                .map(|r| r.revision);
+            (cur != i.revision).then(|| StaleRow {
+                label: i.label.clone(),
+                revision: cur,
+            })
+        })
+        .collect()
+}
+
+/// Apply `inputs` to the board `board_id` (versions already checked).
+/// Returns the events to append, or a refusal that aborts the transaction.
+async fn apply_rows(
+    conn: &mut SqliteConnection,
+    now: i64,
+    board_id: &str,
+    stored: &[Row],
+    inputs: &[RowInput],
+) -> Result<Decided<Vec<Pending>>> {
+    let mut events = Vec::new();
+    let mut next_pos = stored.iter().map(|r| r.position).max().unwrap_or(0) + 1;
+    for input in inputs {
+        let Some(old) = stored.iter().find(|r| r.label == input.label) else {
+            let f = Fields::merged(Fields::empty(), input);
+            let id = new_id();
+            sqlx::query(
+                "INSERT INTO board_rows (id, board_id, label, status, note, next_step, owner, impact,
+                    options, context, outcome, outcome_at, action_started_at, position, created_at, updated_at)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(&id)
+            .bind(board_id)
+            .bind(&input.label)
+            .bind(f.status.as_str())
+            .bind(&f.note)
+            .bind(&f.next_step)
+            .bind(f.owner.as_str())
+            .bind(&f.impact)
+            .bind(f.options_json())
+            .bind(&f.context)
+            .bind(&f.outcome)
+            .bind((!f.outcome.is_empty()).then_some(now))
+            .bind(now)
+            .bind(next_pos)
+            .bind(now)
+            .bind(now)
+            .execute(&mut *conn)
+            .await?;
+            next_pos += 1;
+            events.push(Pending {
+                kind: "row.updated",
+                row_id: id.clone(),
+                extra: json!({"created": true}),
+            });
+            if f.status == RowStatus::Blocked {
+                events.push(Pending {
+                    kind: "row.blocked",
+                    row_id: id,
+                    extra: json!({"fresh": true}),
+                });
+            }
+            continue;
+        };
+        let before = Fields::of(old);
+        let after = Fields::merged(Fields::of(old), input);
+        if after == before {
+            continue;
+        }
+        let leaving_block =
+            before.status == RowStatus::Blocked && after.status != RowStatus::Blocked;
+        if leaving_block && old.handled_at.is_some() && after.outcome.is_empty() {
+            return Ok(Err(Refusal::OutcomeRequired {
+                label: old.label.clone(),
+            }));
+        }
+        let fresh_block = before.status != RowStatus::Blocked && after.status == RowStatus::Blocked;
+        // A fresh block is a new ask: the human's mark and the old outcome
+        // die, and so does an annotation an agent already received. An
+        // annotation nobody picked up yet stays, so it is still delivered.
+        let outcome = if fresh_block && input.outcome.is_none() {
+            String::new()
+        } else {
+            after.outcome.clone()
+        };
+        // Why guarded: `revision = ?` is the row's CAS; the caller checked it
+        // under the same write lock, so 0 rows here means a bug, not a race.
+        let done = sqlx::query(
+            "UPDATE board_rows SET status = ?, note = ?, next_step = ?, owner = ?, impact = ?,
+                options = ?, context = ?, outcome = ?,
+                outcome_at = CASE WHEN outcome IS ? THEN outcome_at WHEN ? = '' THEN NULL ELSE ? END,
+                handled_at = CASE WHEN ? THEN NULL ELSE handled_at END,
+                handled_by = CASE WHEN ? THEN NULL ELSE handled_by END,
+                handled_seen_at = CASE WHEN ? THEN NULL ELSE handled_seen_at END,
+                annotation = CASE WHEN ? AND annotation_seen_at IS NOT NULL THEN NULL ELSE annotation END,
+                annotation_kind = CASE WHEN ? AND annotation_seen_at IS NOT NULL THEN NULL ELSE annotation_kind END,
+                annotation_source = CASE WHEN ? AND annotation_seen_at IS NOT NULL THEN NULL ELSE annotation_source END,
+                annotated_by = CASE WHEN ? AND annotation_seen_at IS NOT NULL THEN NULL ELSE annotated_by END,
+                annotated_at = CASE WHEN ? AND annotation_seen_at IS NOT NULL THEN NULL ELSE annotated_at END,
+                annotation_seen_at = CASE WHEN ? THEN NULL ELSE annotation_seen_at END,
+                revision = revision + 1, updated_at = ?
+             WHERE id = ? AND revision = ?",
+        )
+        .bind(after.status.as_str())
+        .bind(&after.note)
+        .bind(&after.next_step)
+        .bind(after.owner.as_str())
+        .bind(&after.impact)
+        .bind(after.options_json())
+        .bind(&after.context)
+        .bind(&outcome)
+        .bind(&outcome)
+        .bind(&outcome)
+        .bind(now)
+        .bind(fresh_block)
+        .bind(fresh_block)
+        .bind(fresh_block)
+        .bind(fresh_block)
+        .bind(fresh_block)
+        .bind(fresh_block)
+        .bind(fresh_block)
+        .bind(fresh_block)
+        .bind(fresh_block)
+        .bind(now)
+        .bind(&old.id)
+        .bind(old.revision)
+        .execute(&mut *conn)
+        .await?;
+        if done.rows_affected() != 1 {
+            return Err(Error::Corrupt(format!(
+                "row {} changed under a held write lock",
+                old.id
+            )));
+        }
+        events.push(Pending {
+            kind: "row.updated",
+            row_id: old.id.clone(),
+            extra: json!({"from_status": before.status}),
+        });
+        if after.status == RowStatus::Blocked && (fresh_block || !after.same_step(&before)) {
+            events.push(Pending {
+                kind: "row.blocked",
+                row_id: old.id.clone(),
+                extra: json!({"fresh": fresh_block}),
+            });
+        }
+        if !outcome.is_empty() && outcome != before.outcome {
+            events.push(Pending {
+                kind: "row.outcome",
+                row_id: old.id.clone(),
+                extra: json!({"outcome": outcome}),
+            });
+        }
+    }
+    Ok(Ok(events))
+}
+
+/// Bump the board, append `board_event` (if any) and the row events, settle
+/// auto-archive, and read the board back.
+async fn finish(
+    conn: &mut SqliteConnection,
+    now: i64,
+    board_id: &str,
+    board_event: Option<(&str, serde_json::Value)>,
+    events: Vec<Pending>,
+    who: Who<'_>,
+) -> Result<BoardFull> {
+    let board = bump_version(conn, now, board_id).await?;
+    if let Some((kind, payload)) = board_event {
+        crate::store::events::append(
+            conn,
+            now,
+            &crate::store::NewEvent {
+                kind,
+                entity_kind: "board",
+                entity_id: board_id,
+                actor: who.actor,
+                channel: who.channel,
+                project: &board.project,
+                session: &board.session,
+                payload,
+            },
+        )
+        .await?;
+    }
+    for ev in events {
+        let row = load_row(conn, &ev.row_id)
+            .await?
+            .ok_or_else(|| Error::Corrupt(format!("row {} vanished", ev.row_id)))?;
+        row_event(conn, now, ev.kind, &board, &row, who, ev.extra).await?;
+    }
+    settle(conn, now, board, who).await?;
+    load_full(conn, board_id)
+        .await?
+        .ok_or_else(|| Error::Corrupt(format!("board {board_id} vanished mid-transaction")))
+}
+
+fn check_inputs(rows: &[RowInput]) -> Result<()> {
+    if rows.len() > MAX_ROWS {
+        return Err(Error::Invalid(format!(
+            "{} rows given; one write takes at most {MAX_ROWS}",
+            rows.len()
+        )));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for r in rows {
+        r.validate()?;
+        if !seen.insert(r.label.as_str()) {
+            return Err(Error::Invalid(format!(
+                "row `{}` appears twice in one write",
+                r.label
+            )));
+        }
+    }
+    Ok(())
+}
+
+impl Store {
+    /// Create or update a board and some of its rows, all or nothing.
+    ///
+    /// An existing board needs its current `board_version`, and every
+    /// existing row named needs its current `revision` (a new row none). Any
+    /// mismatch refuses the whole write with [`Refusal::Stale`] carrying the
+    /// current board version and the current revision of every mismatched
+    /// row. Rows not named are left alone; a write that changes nothing
+    /// changes no version and appends no event.
+    pub async fn board_upsert(&self, up: &BoardUpsert) -> Result<Decided<BoardFull>> {
+        check_name("the project", &up.project)?;
+        check_name("the board title", &up.title)?;
+        check_inputs(&up.rows)?;
+        self.retry(|| self.board_upsert_once(up)).await
+    }
+
+    async fn board_upsert_once(&self, up: &BoardUpsert) -> Result<Decided<BoardFull>> {
+        let mut tx = self.begin_write().await?;
+        let now = self.now();
+        let existing: Option<(String, i64)> =
+            sqlx::query_as("SELECT id, revision FROM boards WHERE project = ? AND title = ?")
+                .bind(&up.project)
+                .bind(&up.title)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let (board_id, created, stored) = match (existing, up.board_version) {
+            (None, Some(_)) => {
+                return Ok(Err(not_found(format!(
+                    "board `{}` in project `{}` (a new board is written without a version)",
+                    up.title, up.project
+                ))));
+            }
+            (None, None) => {
+                let stale = mismatches(&[], &up.rows);
+                if !stale.is_empty() {
+                    return Ok(Err(Refusal::Stale {
+                        board_version: 0,
+                        rows: stale,
+                    }));
+                }
+                let id = new_id();
+                sqlx::query(
+                    "INSERT INTO boards (id, project, title, revision, agent, session, created_at, updated_at)
+                     VALUES (?, ?, ?, 0, ?, ?, ?, ?)",
+                )
+                .bind(&id)
+                .bind(&up.project)
+                .bind(&up.title)
+                .bind(&up.agent)
+                .bind(&up.session)
+                .bind(now)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+                (id, true, Vec::new())
+            }
+            (Some((id, current)), expected) => {
+                let stored = load_rows(&mut tx, &id).await?;
+                let stale = mismatches(&stored, &up.rows);
+                if expected != Some(current) || !stale.is_empty() {
+                    return Ok(Err(Refusal::Stale {
+                        board_version: current,
+                        rows: stale,
+                    }));
+                }
+                (id, false, stored)
+            }
+        };
+        let events = match apply_rows(&mut tx, now, &board_id, &stored, &up.rows).await? {
+            Ok(e) => e,
+            Err(refusal) => return Ok(Err(refusal)),
+        };
+        if !created && events.is_empty() {
+            // Nothing changed: no version bump, no event (an idempotent refresh).
+            let full = load_full(&mut tx, &board_id).await?;
+            return full
+                .map(Ok)
+                .ok_or_else(|| Error::Corrupt("board vanished".into()));
+        }
+        if !created && (!up.agent.is_empty() || !up.session.is_empty()) {
+            sqlx::query(
+                "UPDATE boards SET agent = CASE WHEN ? = '' THEN agent ELSE ? END,
+                    session = CASE WHEN ? = '' THEN session ELSE ? END WHERE id = ?",
+            )
+            .bind(&up.agent)
+            .bind(&up.agent)
+            .bind(&up.session)
+            .bind(&up.session)
+            .bind(&board_id)
+            .execute(&mut *tx)
+            .await?;
+        }
+        let labels: Vec<&str> = up.rows.iter().map(|r| r.label.as_str()).collect();
+        let who = Who {
+            actor: &up.agent,
+            channel: "agent",
+        };
+        let full = finish(
+            &mut tx,
+            now,
+            &board_id,
+            Some((
+                "board.upserted",
+                json!({"title": up.title, "created": created, "rows": labels}),
+            )),
+            events,
+            who,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(Ok(full))
+    }
+
+    /// Write one row (create it, or change it with its `revision`), checking
+    /// the board version too when given.
+    pub async fn board_row(&self, w: &RowWrite) -> Result<Decided<BoardFull>> {
+        w.row.validate()?;
+        self.retry(|| self.board_row_once(w)).await
+    }
+
+    async fn board_row_once(&self, w: &RowWrite) -> Result<Decided<BoardFull>> {
+        let mut tx = self.begin_write().await?;
+        let now = self.now();
+        let board_id = match resolve_board(&mut tx, &w.board, w.project.as_deref()).await? {
+            Ok(id) => id,
+            Err(r) => return Ok(Err(r)),
+        };
+        let board = load_board(&mut tx, &board_id)
+            .await?
+            .ok_or_else(|| Error::Corrupt("board vanished".into()))?;
+        let stored = load_rows(&mut tx, &board_id).await?;
+        let rows = std::slice::from_ref(&w.row);
+        let stale = mismatches(&stored, rows);
+        let board_stale = w.board_version.is_some_and(|v| v != board.board_version);
+        if board_stale || !stale.is_empty() {
+            return Ok(Err(Refusal::Stale {
+                board_version: board.board_version,
+                rows: stale,
+            }));
+        }
+        let events = match apply_rows(&mut tx, now, &board_id, &stored, rows).await? {
+            Ok(e) => e,
+            Err(refusal) => return Ok(Err(refusal)),
+        };
+        if events.is_empty() {
+            let full = load_full(&mut tx, &board_id).await?;
+            return full
+                .map(Ok)
+                .ok_or_else(|| Error::Corrupt("board vanished".into()));
+        }
+        let who = Who {
+            actor: &w.by,
+            channel: "agent",
+        };
+        let full = finish(&mut tx, now, &board_id, None, events, who).await?;
+        tx.commit().await?;
+        Ok(Ok(full))
+    }
+
+    /// Finish a row's current step and install the next one, blocked, in one
+    /// transaction: the step (with its response and outcome) goes into the
+    /// row's `history`, the human fields reset, `action_version`, `revision`
+    /// and the board version are bumped. Stale versions are refused with the
+    /// current ones.
+    pub async fn board_advance(&self, a: &Advance) -> Result<Decided<BoardFull>> {
+        check_name("the next step", &a.next.next_step).map_err(|_| {
+            Error::Invalid(
+                "the next step must say what is asked (1–120 characters); pass --next-step".into(),
+            )
+        })?;
+        let probe = RowInput {
+            label: a.label.clone(),
+            note: Some(a.next.note.clone()),
+            impact: Some(a.next.impact.clone()),
+            options: Some(a.next.options.clone()),
+            context: Some(a.next.context.clone()),
+            outcome: a.outcome.clone(),
+            ..RowInput::default()
+        };
+        probe.validate()?;
+        self.retry(|| self.board_advance_once(a)).await
+    }
+
+    async fn board_advance_once(&self, a: &Advance) -> Result<Decided<BoardFull>> {
+        let mut tx = self.begin_write().await?;
+        let now = self.now();
+        let (board_id, row_id) =
+            match resolve(&mut tx, &a.board, a.project.as_deref(), &a.label).await? {
+                Ok(ids) => ids,
+                Err(r) => return Ok(Err(r)),
+            };
+        let board = load_board(&mut tx, &board_id)
+            .await?
+            .ok_or_else(|| Error::Corrupt("board vanished".into()))?;
+        let row = load_row(&mut tx, &row_id)
+            .await?
+            .ok_or_else(|| Error::Corrupt("row vanished".into()))?;
+        if board.board_version != a.board_version || row.revision != a.expected_revision {
+            return Ok(Err(Refusal::Stale {
+                board_version: board.board_version,
+                rows: vec![StaleRow {
+                    label: row.label.clone(),
+                    revision: Some(row.revision),
+                }],
+            }));
+        }
+        let outcome = a
+            .outcome
+            .as_deref()
+            .map(str::trim)
+            .filter(|o| !o.is_empty())
+            .map_or_else(|| row.outcome.clone(), str::to_owned);
+        if row.handled_at.is_some() && outcome.is_empty() {
+            return Ok(Err(Refusal::OutcomeRequired { label: row.label }));
+        }
+        let mut history = row.history.clone();
+        history.push(Step {
+            action_version: row.action_version,
+            status: row.status,
+            note: row.note.clone(),
+            next_step: row.next_step.clone(),
+            owner: row.owner,
+            impact: row.impact.clone(),
+            options: row.options.clone(),
+            context: row.context.clone(),
+            annotation: row.annotation.clone(),
+            annotation_kind: row.annotation_kind,
+            annotation_source: row.annotation_source,
+            annotated_by: row.annotated_by.clone(),
+            annotated_at: row.annotated_at,
+            annotation_seen_at: row.annotation_seen_at,
+            handled_at: row.handled_at,
+            handled_by: row.handled_by.clone(),
+            outcome: outcome.clone(),
+            started_at: row.action_started_at,
+            ended_at: now,
+        });
+        let history = serde_json::to_string(&history)
+            .map_err(|e| Error::Corrupt(format!("cannot encode history: {e}")))?;
+        let next = &a.next;
+        // Why guarded: `revision = ?` is the row's CAS token; checked above
+        // under the same write lock, so this cannot lose, only confirm.
+        let done = sqlx::query(
+            "UPDATE board_rows SET status = 'blocked', note = ?, next_step = ?, owner = ?, impact = ?,
+                options = ?, context = ?, outcome = '', outcome_at = NULL,
+                annotation = NULL, annotation_kind = NULL, annotation_source = NULL,
+                annotated_by = NULL, annotated_at = NULL, annotation_seen_at = NULL,
+                handled_at = NULL, handled_by = NULL, handled_seen_at = NULL,
+                history = ?, action_version = action_version + 1, action_started_at = ?,
+                revision = revision + 1, updated_at = ?
+             WHERE id = ? AND revision = ?",
+        )
+        .bind(&next.note)
+        .bind(&next.next_step)
+        .bind(next.owner.as_str())
+        .bind(&next.impact)
+        .bind(serde_json::to_string(&next.options).unwrap_or_else(|_| "[]".into()))
+        .bind(&next.context)
+        .bind(history)
+        .bind(now)
+        .bind(now)
+        .bind(&row_id)
+        .bind(row.revision)
+        .execute(&mut *tx)
+        .await?;
+        if done.rows_affected() != 1 {
+            return Err(Error::Corrupt(format!(
+                "row {row_id} changed under a held write lock"
+            )));
+        }
+        let events = vec![
+            Pending {
+                kind: "row.advanced",
+                row_id: row_id.clone(),
+                extra: json!({
+                    "from_action_version": row.action_version,
+                    "from_status": row.status,
+                    "outcome": outcome,
+                }),
+            },
+            Pending {
+                kind: "row.blocked",
+                row_id,
+                extra: json!({"fresh": true}),
+            },
+        ];
+        let who = Who {
+            actor: &a.by,
+            channel: "agent",
+        };
+        let full = finish(&mut tx, now, &board_id, None, events, who).await?;
+        tx.commit().await?;
+        Ok(Ok(full))
+    }
+
+    /// Store the outcome of a row's step and move it out of `blocked`
+    /// (to `done` unless told otherwise). This is how an agent acknowledges a
+    /// row a human marked handled.
+    pub async fn board_outcome(&self, w: &OutcomeWrite) -> Result<Decided<BoardFull>> {
+        if w.status == Some(RowStatus::Blocked) {
+            return Err(Error::Invalid(
+                "an outcome ends the step: choose a status other than blocked (or use advance)"
+                    .into(),
+            ));
+        }
+        check_len("the outcome", &w.outcome, MAX_TEXT)?;
+        if w.outcome.trim().is_empty() {
+            return Ok(Err(Refusal::Empty));
+        }
+        let write = RowWrite {
+            board: w.board.clone(),
+            project: w.project.clone(),
+            board_version: None,
+            row: RowInput {
+                label: w.label.clone(),
+                revision: Some(w.expected_revision),
+                status: Some(w.status.unwrap_or(RowStatus::Done)),
+                outcome: Some(w.outcome.trim().to_owned()),
+                ..RowInput::default()
+            },
+            by: w.by.clone(),
+        };
+        self.retry(|| self.board_outcome_once(&write)).await
+    }
+
+    async fn board_outcome_once(&self, w: &RowWrite) -> Result<Decided<BoardFull>> {
+        // The row may be named by id: look its label up first. This read
+        // decides nothing; the write below re-checks the revision under the
+        // write lock.
+        let mut conn = self.pool().acquire().await?;
+        let (_, row_id) =
+            match resolve(&mut conn, &w.board, w.project.as_deref(), &w.row.label).await? {
+                Ok(ids) => ids,
+                Err(r) => return Ok(Err(r)),
+            };
+        let Some(row) = load_row(&mut conn, &row_id).await? else {
+            return Ok(Err(not_found(format!("row `{}`", w.row.label))));
+        };
+        drop(conn);
+        let mut w = w.clone();
+        w.row.label = row.label;
+        self.board_row_once(&w).await
+    }
+
+    /// Archive a board by hand (CAS on `board_version`). A later agent write
+    /// reactivates it.
+    pub async fn board_archive(
+        &self,
+        board: &str,
+        project: Option<&str>,
+        board_version: i64,
+        by: &str,
+    ) -> Result<Decided<Archived>> {
+        self.retry(|| self.board_archive_once(board, project, board_version, by))
+            .await
+    }
+
+    async fn board_archive_once(
+        &self,
+        board: &str,
+        project: Option<&str>,
+        board_version: i64,
+        by: &str,
+    ) -> Result<Decided<Archived>> {
+        let mut tx = self.begin_write().await?;
+        let now = self.now();
+        let board_id = match resolve_board(&mut tx, board, project).await? {
+            Ok(id) => id,
+            Err(r) => return Ok(Err(r)),
+        };
+        // Why guarded: the version is the CAS token and only an active board
+        // can be archived; rows_affected() decides.
+        let done = sqlx::query(
+            "UPDATE boards SET archived_at = ?, auto_archived = 0, revision = revision + 1, updated_at = ?
+             WHERE id = ? AND revision = ? AND archived_at IS NULL",
+        )
+        .bind(now)
+        .bind(now)
+        .bind(&board_id)
+        .bind(board_version)
+        .execute(&mut *tx)
+        .await?;
+        let current = load_board(&mut tx, &board_id)
+            .await?
+            .ok_or_else(|| Error::Corrupt("board vanished".into()))?;
+        if done.rows_affected() == 0 {
+            return Ok(Err(if current.board_version != board_version {
+                Refusal::Stale {
+                    board_version: current.board_version,
+                    rows: Vec::new(),
+                }
+            } else {
+                Refusal::Archived
+            }));
+        }
+        crate::store::events::append(
+            &mut tx,
+            now,
+            &crate::store::NewEvent {
+                kind: "board.archived",
+                entity_kind: "board",
+                entity_id: &board_id,
+                actor: by,
+                channel: "cli",
+                project: &current.project,
+                session: &current.session,
+                payload: json!({
+                    "title": current.title,
+                    "board_version": current.board_version,
+                    "auto": false,
+                }),
+            },
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(Ok(current))
+    }
+}

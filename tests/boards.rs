@@ -1,0 +1,441 @@
+//! Boards through the store API: CAS on board_version and row revision
+//! everywhere, advance, handled vs outcome, progress and auto-archive, events.
+
+mod common;
+
+use common::{TempDb, count};
+use handoff::store::Store;
+use handoff::store::boards::{
+    Advance, Annotate, BoardFull, BoardUpsert, Handled, NextStep, OutcomeWrite, Refusal, RowInput,
+    RowStatus, RowWrite, StaleRow,
+};
+use serde_json::json;
+
+fn rows(v: serde_json::Value) -> Vec<RowInput> {
+    serde_json::from_value(v).expect("row JSON")
+}
+
+fn upsert(title: &str, version: Option<i64>, r: serde_json::Value) -> BoardUpsert {
+    BoardUpsert {
+        project: "proj".into(),
+        title: title.into(),
+        board_version: version,
+        agent: "claude".into(),
+        session: "s1".into(),
+        rows: rows(r),
+    }
+}
+
+async fn create(store: &Store, r: serde_json::Value) -> BoardFull {
+    store
+        .board_upsert(&upsert("Launch", None, r))
+        .await
+        .unwrap()
+        .expect("created")
+}
+
+fn advance(f: &BoardFull, label: &str, next: &str) -> Advance {
+    Advance {
+        board: f.board.id.clone(),
+        label: label.into(),
+        expected_revision: f.row(label).unwrap().revision,
+        board_version: f.board.board_version,
+        next: NextStep {
+            next_step: next.into(),
+            ..NextStep::default()
+        },
+        by: "claude".into(),
+        ..Advance::default()
+    }
+}
+
+fn inbox(board: &str, label: &str, text: &str) -> Annotate {
+    Annotate {
+        board: board.into(),
+        label: label.into(),
+        text: text.into(),
+        by: "ann".into(),
+        ..Annotate::default()
+    }
+}
+
+fn handled(board: &str, label: &str) -> Handled {
+    Handled {
+        board: board.into(),
+        label: label.into(),
+        by: "ann".into(),
+        ..Handled::default()
+    }
+}
+
+async fn kinds(store: &Store, after: i64) -> Vec<String> {
+    store
+        .events_after(after, 1000)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect()
+}
+
+#[tokio::test]
+async fn upsert_creates_then_requires_versions_and_reports_every_mismatch() {
+    let db = TempDb::new();
+    let (a, _) = db.open_manual(1_000).await;
+    let f = create(
+        &a,
+        json!([{"label":"db","status":"blocked","next_step":"pick"},{"label":"api"},{"label":"ui"}]),
+    )
+    .await;
+    assert_eq!(f.board.board_version, 1);
+    assert!(f.rows.iter().all(|r| r.revision == 1));
+
+    // A second handle bumps `db` and the board.
+    let b = db.open().await;
+    let up = upsert(
+        "Launch",
+        Some(1),
+        json!([{"label":"db","revision":1,"note":"x"}]),
+    );
+    b.board_upsert(&up).await.unwrap().expect("first writer wins");
+
+    let before_events = count(&a, "events").await;
+    let stale = a
+        .board_upsert(&upsert(
+            "Launch",
+            Some(1),
+            json!([{"label":"db","revision":1,"note":"y"},{"label":"api","revision":1,"status":"done"},
+                   {"label":"ui","revision":7},{"label":"new","revision":1}]),
+        ))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(
+        stale,
+        Refusal::Stale {
+            board_version: 2,
+            rows: vec![
+                StaleRow {
+                    label: "db".into(),
+                    revision: Some(2)
+                },
+                StaleRow {
+                    label: "ui".into(),
+                    revision: Some(1)
+                },
+                StaleRow {
+                    label: "new".into(),
+                    revision: None
+                },
+            ]
+        }
+    );
+    // Nothing changed: the valid `api` part of the write was not applied either.
+    let now = a.board_get("Launch", Some("proj")).await.unwrap().unwrap();
+    assert_eq!(now.row("api").unwrap().status, RowStatus::Tracked);
+    assert_eq!(now.row("db").unwrap().note, "x");
+    assert_eq!(count(&a, "events").await, before_events);
+
+    // An existing row named without a revision is stale too, and so is a
+    // new-board write (no version) on an existing board.
+    let r = a
+        .board_upsert(&upsert("Launch", Some(2), json!([{"label":"api","status":"done"}])))
+        .await
+        .unwrap();
+    assert!(matches!(r, Err(Refusal::Stale { board_version: 2, .. })));
+    let r = a
+        .board_upsert(&upsert("Launch", None, json!([])))
+        .await
+        .unwrap();
+    assert!(matches!(r, Err(Refusal::Stale { board_version: 2, .. })));
+    // A version for a board that does not exist.
+    let r = a
+        .board_upsert(&upsert("Nope", Some(1), json!([])))
+        .await
+        .unwrap();
+    assert!(matches!(r, Err(Refusal::NotFound { .. })));
+    assert_eq!(count(&a, "boards").await, 1);
+}
+
+#[tokio::test]
+async fn an_unchanged_refresh_bumps_nothing() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    let f = create(&s, json!([{"label":"a","status":"done","note":"n"},{"label":"b"}])).await;
+    let before = count(&s, "events").await;
+    let again = s
+        .board_upsert(&upsert(
+            "Launch",
+            Some(1),
+            json!([{"label":"a","revision":1,"status":"done","note":"n"}]),
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(again, f);
+    assert_eq!(count(&s, "events").await, before);
+}
+
+#[tokio::test]
+async fn single_row_write_and_archive_refuse_stale_versions() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    let f = create(&s, json!([{"label":"a"},{"label":"b"}])).await;
+    let id = f.board.id.clone();
+    let write = |rev: Option<i64>, ver: Option<i64>| RowWrite {
+        board: id.clone(),
+        board_version: ver,
+        row: RowInput {
+            label: "a".into(),
+            revision: rev,
+            status: Some(RowStatus::Partial),
+            ..RowInput::default()
+        },
+        by: "claude".into(),
+        ..RowWrite::default()
+    };
+    let r = s.board_row(&write(Some(9), None)).await.unwrap();
+    assert!(matches!(r, Err(Refusal::Stale { board_version: 1, ref rows }) if rows[0].revision == Some(1)));
+    let r = s.board_row(&write(Some(1), Some(5))).await.unwrap();
+    assert!(matches!(r, Err(Refusal::Stale { board_version: 1, .. })));
+    let r = s.board_row(&write(None, None)).await.unwrap();
+    assert!(matches!(r, Err(Refusal::Stale { .. })), "existing row needs its revision");
+    let ok = s.board_row(&write(Some(1), Some(1))).await.unwrap().unwrap();
+    assert_eq!(ok.row("a").unwrap().revision, 2);
+    assert_eq!(ok.board.board_version, 2);
+
+    // Archive: CAS on board_version, then a second archive is refused.
+    let r = s.board_archive(&id, None, 1, "me").await.unwrap();
+    assert_eq!(
+        r,
+        Err(Refusal::Stale {
+            board_version: 2,
+            rows: vec![]
+        })
+    );
+    assert!(s.board_get(&id, None).await.unwrap().unwrap().board.archived_at.is_none());
+    let b = s.board_archive(&id, None, 2, "me").await.unwrap().unwrap();
+    assert!(b.archived_at.is_some() && !b.auto_archived);
+    assert_eq!(b.board_version, 3);
+    assert_eq!(s.board_archive(&id, None, 3, "me").await.unwrap(), Err(Refusal::Archived));
+    // Short id works; a later agent write reactivates the board.
+    let short = &id[id.len() - 8..];
+    let r = s
+        .board_row(&RowWrite {
+            board: short.into(),
+            row: RowInput {
+                label: "c".into(),
+                ..RowInput::default()
+            },
+            ..RowWrite::default()
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(r.board.archived_at.is_none());
+    assert!(kinds(&s, 0).await.contains(&"board.reactivated".to_string()));
+}
+
+#[tokio::test]
+async fn advance_archives_the_step_with_response_and_outcome() {
+    let db = TempDb::new();
+    let (s, clock) = db.open_manual(10_000).await;
+    let f = create(&s, json!([{"label":"db","status":"blocked","next_step":"pick a db","owner":"decision"}])).await;
+    let id = f.board.id.clone();
+    s.annotate(&inbox(&id, "db", "SQLite please")).await.unwrap().unwrap();
+    s.mark_handled(&handled(&id, "db")).await.unwrap().unwrap();
+    clock.advance(5);
+    let f = s.board_get(&id, None).await.unwrap().unwrap();
+
+    // Stale row revision and stale board version are both refused, nothing changes.
+    let mut stale = advance(&f, "db", "create the schema");
+    stale.expected_revision -= 1;
+    assert!(matches!(s.board_advance(&stale).await.unwrap(), Err(Refusal::Stale { .. })));
+    let mut stale = advance(&f, "db", "create the schema");
+    stale.board_version -= 1;
+    assert!(matches!(s.board_advance(&stale).await.unwrap(), Err(Refusal::Stale { .. })));
+    // Handled but no outcome: the step cannot be archived without one.
+    let r = s.board_advance(&advance(&f, "db", "create the schema")).await.unwrap();
+    assert!(matches!(r, Err(Refusal::OutcomeRequired { .. })));
+    assert_eq!(s.board_get(&id, None).await.unwrap().unwrap(), f);
+
+    let mut a = advance(&f, "db", "create the schema");
+    a.outcome = Some("chose SQLite".into());
+    let after = s.board_advance(&a).await.unwrap().unwrap();
+    let row = after.row("db").unwrap();
+    let before = f.row("db").unwrap();
+    assert_eq!(row.status, RowStatus::Blocked);
+    assert_eq!(row.next_step, "create the schema");
+    assert_eq!(row.action_version, before.action_version + 1);
+    assert_eq!(row.revision, before.revision + 1);
+    assert_eq!(after.board.board_version, f.board.board_version + 1);
+    assert!(row.annotation.is_none() && row.handled_at.is_none() && row.outcome.is_empty());
+    assert_eq!(row.history.len(), 1);
+    let step = &row.history[0];
+    assert_eq!(step.action_version, 1);
+    assert_eq!(step.next_step, "pick a db");
+    assert_eq!(step.annotation.as_deref(), Some("SQLite please"));
+    assert!(step.handled_at.is_some());
+    assert_eq!(step.outcome, "chose SQLite");
+    assert_eq!(step.ended_at, 10_005);
+    let k = kinds(&s, 0).await;
+    assert!(k.ends_with(&["row.advanced".to_string(), "row.blocked".to_string()]));
+}
+
+#[tokio::test]
+async fn handled_keeps_the_row_blocked_until_an_outcome() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    let f = create(&s, json!([{"label":"acct","status":"blocked","next_step":"create the account","owner":"task"},
+                               {"label":"other","status":"done"}])).await;
+    let id = f.board.id.clone();
+    // Not blocked → nothing to mark.
+    let r = s.mark_handled(&handled(&id, "other")).await.unwrap();
+    assert_eq!(r, Err(Refusal::NotBlocked { status: RowStatus::Done }));
+    let c = s.mark_handled(&handled(&id, "acct")).await.unwrap().unwrap();
+    assert_eq!(c.row.status, RowStatus::Blocked);
+    let handoffs = s.unprocessed_handoffs(Some("proj")).await.unwrap();
+    assert_eq!(handoffs.len(), 1);
+
+    // Moving it out of blocked without an outcome is refused, whole.
+    let r = s
+        .board_upsert(&upsert(
+            "Launch",
+            Some(c.board_version),
+            json!([{"label":"acct","revision":c.row.revision,"status":"done"}]),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(r, Err(Refusal::OutcomeRequired { label: "acct".into() }));
+    // A blank outcome is Empty; a stale revision is Stale.
+    let w = |text: &str, rev| OutcomeWrite {
+        board: id.clone(),
+        label: "acct".into(),
+        expected_revision: rev,
+        outcome: text.into(),
+        ..OutcomeWrite::default()
+    };
+    assert_eq!(s.board_outcome(&w("  ", c.row.revision)).await.unwrap(), Err(Refusal::Empty));
+    assert!(matches!(s.board_outcome(&w("done", 99)).await.unwrap(), Err(Refusal::Stale { .. })));
+    assert_eq!(s.unprocessed_handoffs(None).await.unwrap().len(), 1);
+    let done = s.board_outcome(&w("account created", c.row.revision)).await.unwrap().unwrap();
+    let row = done.row("acct").unwrap();
+    assert_eq!(row.status, RowStatus::Done);
+    assert_eq!(row.outcome, "account created");
+    assert!(s.unprocessed_handoffs(None).await.unwrap().is_empty());
+    // Both rows done: the board archived itself in the same write.
+    assert!(done.board.archived_at.is_some() && done.board.auto_archived);
+}
+
+#[tokio::test]
+async fn progress_auto_archives_at_100_and_reactivates() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    // Empty board: active, no percentage.
+    let e = s.board_upsert(&upsert("Empty", None, json!([]))).await.unwrap().unwrap();
+    assert!(e.board.archived_at.is_none() && e.board.progress.percent.is_none());
+    // All-na: active.
+    let na = s
+        .board_upsert(&upsert("NA", None, json!([{"label":"x","status":"na"},{"label":"y","status":"na"}])))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(na.board.archived_at.is_none() && na.board.progress.percent.is_none());
+    // done + partial + na = 75 %.
+    let f = s
+        .board_upsert(&upsert(
+            "P",
+            None,
+            json!([{"label":"a","status":"done"},{"label":"b","status":"partial"},{"label":"c","status":"na"}]),
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(f.board.progress.percent, Some(75.0));
+    assert!(f.board.archived_at.is_none());
+    let start = s.last_event_seq().await.unwrap();
+    // b → done: 100 % archives in the same write.
+    let full = s
+        .board_upsert(&upsert("P", Some(1), json!([{"label":"b","revision":1,"status":"done"}])))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(full.board.progress.percent, Some(100.0));
+    assert!(full.board.archived_at.is_some() && full.board.auto_archived);
+    assert_eq!(
+        kinds(&s, start).await,
+        ["board.upserted", "row.updated", "board.archived"]
+    );
+    assert!(s.board_list(Some("proj"), false).await.unwrap().iter().all(|b| b.title != "P"));
+    // A later write lowering it reactivates it.
+    let lower = s
+        .board_upsert(&upsert(
+            "P",
+            Some(full.board.board_version),
+            json!([{"label":"d","status":"missing"}]),
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(lower.board.archived_at.is_none() && !lower.board.auto_archived);
+    assert!(kinds(&s, start).await.ends_with(&["board.reactivated".to_string()]));
+}
+
+#[tokio::test]
+async fn every_change_writes_its_event_with_board_session_and_project() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    let f = create(&s, json!([{"label":"db","status":"blocked","next_step":"pick"}])).await;
+    let id = f.board.id.clone();
+    let c = s.annotate(&inbox(&id, "db", "pg")).await.unwrap().unwrap();
+    s.pending_rows(Some("proj"), None, "agent-1").await.unwrap();
+    let h = s.mark_handled(&handled(&id, "db")).await.unwrap().unwrap();
+    s.clear_handled(&handled(&id, "db")).await.unwrap().unwrap();
+    s.board_row(&RowWrite {
+        board: id.clone(),
+        row: RowInput {
+            label: "db".into(),
+            revision: Some(h.row.revision + 1),
+            next_step: Some("pick again".into()),
+            ..RowInput::default()
+        },
+        ..RowWrite::default()
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    let evs = s.events_after(0, 100).await.unwrap();
+    let k: Vec<&str> = evs.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(
+        k,
+        [
+            "board.upserted",
+            "row.updated",
+            "row.blocked",
+            "row.annotated",
+            "row.delivered",
+            "row.handled",
+            "row.handled_cleared",
+            "row.updated",
+            "row.blocked",
+        ]
+    );
+    assert!(evs.iter().all(|e| e.project == "proj" && e.session == "s1"));
+    let annotated = &evs[3];
+    assert_eq!(annotated.channel, "inbox");
+    assert_eq!(annotated.payload["source"], "inbox");
+    assert_eq!(annotated.payload["kind"], "answer");
+    assert_eq!(annotated.entity_id, c.row.id);
+    // The annotation history is append-only in the engine.
+    assert_eq!(count(&s, "board_row_annotations").await, 1);
+    let raw = sqlx::SqlitePool::connect(&format!("sqlite://{}", db.path.display()))
+        .await
+        .unwrap();
+    for sql in [
+        "DELETE FROM board_row_annotations",
+        "UPDATE board_row_annotations SET annotation = 'forged'",
+    ] {
+        let err = sqlx::query(sql).execute(&raw).await.unwrap_err();
+        assert!(err.to_string().contains("append-only"), "{err}");
+    }
+}
