@@ -1,15 +1,554 @@
-//! CLI commands for actions (placeholder until the actions module lands).
+//! CLI commands for pending actions: propose (optionally waiting and
+//! executing), approve, reject, list, show, audit, expire, recover,
+//! resolve-unknown and purge.
+//!
+//! Every rendering for people goes through [`Action::redacted`] /
+//! [`Action::display_args`]: secrets never reach the terminal, even with
+//! `--json`. Only the executor (see [`exec`]) receives the real values.
 
-use clap::Subcommand;
+mod exec;
+mod render;
 
-use super::Ctx;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use serde_json::{Value, json};
+
+use super::{Ctx, exit, fail};
+use crate::clock;
+use crate::store::Store;
+use crate::store::actions::{
+    self, Action, Actor, ApproveOutcome, NewAction, OnExpire, RejectOutcome, Resolution, RulesFile,
+    Settled, Status,
+};
+
+/// Waiting "forever" (until the action's own expiry settles it).
+const FOREVER: Duration = Duration::from_secs(10 * 365 * 86_400);
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Cmd {
-    #[command(hide = true, name = "__actions_placeholder")]
-    Placeholder,
+    /// Propose an action that must be approved before it runs.
+    ///
+    /// With `--exec -- CMD ARGS…` handoff waits for the decision, claims the
+    /// action, runs CMD (effective arguments as JSON on stdin and in
+    /// HANDOFF_ARGS, the action id in HANDOFF_ACTION_ID), renews the lease
+    /// while it runs, records the outcome and exits with CMD's status.
+    /// A verifier for interrupted runs follows as `--verify -- CHECK ARGS…`
+    /// after the command. Rejected or expired: exit 3.
+    Propose(ProposeArgs),
+    /// Approve a pending action (optionally patching its arguments).
+    Approve {
+        /// Action id or short id.
+        id: String,
+        /// JSON object of argument changes (known keys, same types), or @file.
+        #[arg(long)]
+        patch: Option<String>,
+        /// Approver name [default: $HANDOFF_USER, else $USER].
+        #[arg(long = "as", value_name = "NAME")]
+        as_: Option<String>,
+        /// Then wait for the execution result.
+        #[arg(long)]
+        wait: bool,
+        /// How long --wait waits, e.g. 30s, 5m.
+        #[arg(long, default_value = "60s", value_parser = parse_duration)]
+        timeout: Duration,
+    },
+    /// Reject a pending action.
+    Reject {
+        /// Action id or short id.
+        id: String,
+        /// Why (shown to the proposer and kept in the audit).
+        #[arg(long)]
+        reason: String,
+        /// Rejecter name [default: $HANDOFF_USER, else $USER].
+        #[arg(long = "as", value_name = "NAME")]
+        as_: Option<String>,
+    },
+    /// List actions (expired ones show as expired even before `expire` runs).
+    Actions {
+        /// Only this status: pending, approved, executing, executed, failed, unknown, rejected, expired.
+        #[arg(long, value_parser = parse_status)]
+        status: Option<Status>,
+    },
+    /// Show one action.
+    Action {
+        /// Action id or short id.
+        id: String,
+    },
+    /// Show the audit trail of one action.
+    Audit {
+        /// Action id or short id.
+        id: String,
+    },
+    /// Settle every pending action whose expiry has passed.
+    Expire,
+    /// Recover after a crash: executions whose lease lapsed become unknown
+    /// (or whatever their verifier says); approved actions proposed with
+    /// --exec are executed now (unless --no-run).
+    Recover {
+        /// Only report; do not execute approved actions.
+        #[arg(long)]
+        no_run: bool,
+        /// Lease held while running recovered executions.
+        #[arg(long, default_value = "60s", value_parser = parse_duration)]
+        lease: Duration,
+    },
+    /// Settle an action whose outcome is unknown.
+    ResolveUnknown {
+        /// Action id or short id.
+        id: String,
+        #[command(flatten)]
+        how: ResolveHow,
+        /// Your name [default: $HANDOFF_USER, else $USER].
+        #[arg(long = "as", value_name = "NAME")]
+        as_: Option<String>,
+    },
+    /// Delete settled actions last changed before DATE, with their audit rows.
+    Purge {
+        /// RFC 3339 date or time, e.g. 2026-01-01.
+        #[arg(long, value_parser = parse_date)]
+        before: i64,
+    },
 }
 
-pub(crate) async fn run(_cmd: Cmd, _ctx: &Ctx) -> anyhow::Result<u8> {
-    Err(super::fail(super::exit::ERROR, "not built yet"))
+#[derive(Debug, Args)]
+#[group(required = true, multiple = false)]
+pub(crate) struct ResolveHow {
+    /// It did happen.
+    #[arg(long)]
+    executed: bool,
+    /// It did not happen; do not retry.
+    #[arg(long)]
+    failed: bool,
+    /// Run it again (a conscious at-least-once choice): back to approved.
+    #[arg(long)]
+    retry: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ProposeArgs {
+    /// Action kind, e.g. email.send.
+    #[arg(long)]
+    kind: String,
+    /// One line for the person deciding.
+    #[arg(long)]
+    summary: String,
+    /// Arguments: a JSON object, @file, or @- for stdin.
+    #[arg(long, default_value = "{}")]
+    args: String,
+    /// Live actions with the same key are the same action.
+    #[arg(long)]
+    dedup_key: Option<String>,
+    /// Decisions are refused after this long, e.g. 24h.
+    #[arg(long, value_parser = clock::parse_duration_ms)]
+    ttl: Option<i64>,
+    /// Distinct approvals needed.
+    #[arg(long, default_value_t = 1)]
+    approvals: i64,
+    /// What expiry turns it into: expire or reject.
+    #[arg(long, default_value = "expire", value_parser = parse_on_expire)]
+    on_expire: OnExpire,
+    /// Project of the proposer.
+    #[arg(long, default_value = "")]
+    project: String,
+    /// Agent session of the proposer.
+    #[arg(long, default_value = "", env = "HANDOFF_SESSION")]
+    session: String,
+    /// Proposer name [default: $HANDOFF_USER, else $USER].
+    #[arg(long = "as", value_name = "NAME")]
+    as_: Option<String>,
+    /// Auto-decision rules (TOML with [[rule]] entries).
+    #[arg(long, env = "HANDOFF_RULES", value_name = "FILE")]
+    rules: Option<PathBuf>,
+    /// Wait for the decision (exit 0 approved, 3 rejected/expired, 5 timeout).
+    #[arg(long)]
+    wait: bool,
+    /// How long to wait for the decision [default: until it expires].
+    #[arg(long, value_parser = parse_duration)]
+    timeout: Option<Duration>,
+    /// Executor lease, renewed while the command runs.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    lease: Duration,
+    /// Run the command after `--` once approved.
+    #[arg(long)]
+    exec: bool,
+    /// The words after `--` are a verifier for interrupted runs (without --exec).
+    #[arg(long)]
+    verify: bool,
+    /// The command (after `--`), optionally followed by `--verify -- CHECK ARGS…`.
+    #[arg(last = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let ms = clock::parse_duration_ms(s)?;
+    if ms <= 0 {
+        return Err(format!("`{s}` must be positive"));
+    }
+    Ok(Duration::from_millis(ms as u64))
+}
+
+fn parse_date(s: &str) -> Result<i64, String> {
+    clock::parse_rfc3339(s)
+}
+
+fn parse_status(s: &str) -> Result<Status, String> {
+    Status::parse(s).ok_or_else(|| {
+        format!(
+            "`{s}` is not a status; use one of: {}",
+            Status::ALL.map(|s| s.as_str()).join(", ")
+        )
+    })
+}
+
+fn parse_on_expire(s: &str) -> Result<OnExpire, String> {
+    match s {
+        "expire" => Ok(OnExpire::Expire),
+        "reject" => Ok(OnExpire::Reject),
+        _ => Err(format!("`{s}` is not expire or reject")),
+    }
+}
+
+/// The acting person's name: `--as`, else $HANDOFF_USER, else $USER.
+fn who(as_: Option<String>) -> String {
+    as_.or_else(|| std::env::var("HANDOFF_USER").ok())
+        .or_else(|| std::env::var("USER").ok())
+        .filter(|s| !s.trim().is_empty())
+        .unwrap_or_else(|| "cli".into())
+}
+
+/// JSON text from an argument: inline, `@file`, or `@-` (stdin).
+fn read_json_arg(what: &str, v: &str) -> anyhow::Result<String> {
+    match v.strip_prefix('@') {
+        Some("-") => {
+            let mut s = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
+                .map_err(|e| fail(exit::ERROR, format!("cannot read {what} from stdin: {e}")))?;
+            Ok(s)
+        }
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| fail(exit::ERROR, format!("cannot read {what} from {path}: {e}"))),
+        None => Ok(v.to_string()),
+    }
+}
+
+/// Split the words after `--` into the executor and the verifier argv.
+fn split_commands(exec: bool, words: Vec<String>) -> (Option<Vec<String>>, Option<Vec<String>>) {
+    let mut exec_cmd = Vec::new();
+    let mut verify_cmd = Vec::new();
+    let mut in_verify = !exec;
+    let mut it = words.into_iter().peekable();
+    while let Some(w) = it.next() {
+        if w == "--verify" || w == "--exec" {
+            in_verify = w == "--verify";
+            if it.peek().map(String::as_str) == Some("--") {
+                it.next();
+            }
+            continue;
+        }
+        if in_verify {
+            verify_cmd.push(w);
+        } else {
+            exec_cmd.push(w);
+        }
+    }
+    let some = |v: Vec<String>| (!v.is_empty()).then_some(v);
+    (some(exec_cmd), some(verify_cmd))
+}
+
+/// Map engine errors to exit codes with one clear line.
+pub(crate) fn map_err(ctx: &Ctx, e: actions::Error) -> anyhow::Error {
+    match e {
+        actions::Error::NotFound(_) | actions::Error::Ambiguous(_) => {
+            fail(exit::NOT_FOUND, e.to_string())
+        }
+        actions::Error::DedupConflict {
+            ref key,
+            ref existing_id,
+            ref existing_fingerprint,
+            ref new_fingerprint,
+        } => {
+            let v = json!({"outcome": "dedup_conflict", "dedup_key": key, "existing_id": existing_id,
+                "existing_fingerprint": existing_fingerprint, "new_fingerprint": new_fingerprint});
+            ctx.refuse(exit::REFUSED, &v, e.to_string())
+        }
+        actions::Error::Store(crate::store::Error::Invalid(msg)) => fail(exit::ERROR, msg),
+        other => anyhow::Error::new(other),
+    }
+}
+
+/// A serialized outcome whose `action` is redacted for people.
+fn shown<T: serde::Serialize>(v: &T, action: &Action) -> Value {
+    let mut j = serde_json::to_value(v).unwrap_or(Value::Null);
+    if let Value::Object(m) = &mut j {
+        m.insert(
+            "action".into(),
+            serde_json::to_value(action.redacted()).unwrap_or(Value::Null),
+        );
+    }
+    j
+}
+
+pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
+    let store = ctx.store().await?;
+    let e = |err| map_err(ctx, err);
+    match cmd {
+        Cmd::Propose(p) => propose(&store, ctx, p).await,
+        Cmd::Approve {
+            id,
+            patch,
+            as_,
+            wait,
+            timeout,
+        } => {
+            let patch = patch.map(|p| read_json_arg("--patch", &p)).transpose()?;
+            let name = who(as_);
+            let out = store
+                .approve(&id, Actor::cli(&name), patch.as_deref())
+                .await
+                .map_err(e)?;
+            ctx.print(&shown(&out, out.action()), || render::approve(&out));
+            let mut action = out.action().clone();
+            if matches!(out, ApproveOutcome::PatchRefused { .. }) {
+                return Err(fail(
+                    exit::REFUSED,
+                    "the patch was refused; nothing changed",
+                ));
+            }
+            if wait && !matches!(out, ApproveOutcome::ApprovalAdded { .. }) {
+                let done = |s: Status| !matches!(s, Status::Approved | Status::Executing);
+                let settled = store
+                    .wait_action(&action.id, timeout, done)
+                    .await
+                    .map_err(e)?;
+                ctx.print(&shown(&settled, settled.action()), || {
+                    render::settled(&settled)
+                });
+                action = settled.action().clone();
+            }
+            Ok(match action.status {
+                Status::Rejected | Status::Expired => exit::REFUSED,
+                _ => exit::OK,
+            })
+        }
+        Cmd::Reject { id, reason, as_ } => {
+            let name = who(as_);
+            let out = store
+                .reject(&id, Actor::cli(&name), &reason)
+                .await
+                .map_err(e)?;
+            ctx.print(&shown(&out, out.action()), || render::reject(&out));
+            Ok(match out {
+                RejectOutcome::Rejected { .. } => exit::OK,
+                _ if out.action().status == Status::Rejected => exit::OK,
+                _ => exit::REFUSED,
+            })
+        }
+        Cmd::Actions { status } => {
+            let list = store.list_actions(status).await.map_err(e)?;
+            let shown_list: Vec<Action> = list.iter().map(Action::redacted).collect();
+            ctx.print(&shown_list, || render::list(&list, store.now()));
+            Ok(exit::OK)
+        }
+        Cmd::Action { id } => {
+            let a = store.get_action(&id).await.map_err(e)?;
+            let mut r = a.redacted();
+            r.status = a.effective_status(store.now());
+            ctx.print(&r, || render::action(&a, store.now()));
+            Ok(exit::OK)
+        }
+        Cmd::Audit { id } => {
+            let trail = store.action_audit(&id).await.map_err(e)?;
+            ctx.print(&trail, || render::audit(&trail));
+            Ok(exit::OK)
+        }
+        Cmd::Expire => {
+            let done = store.expire_due().await.map_err(e)?;
+            let shown_list: Vec<Action> = done.iter().map(Action::redacted).collect();
+            ctx.print(&shown_list, || {
+                format!(
+                    "{} action(s) settled by expiry\n{}",
+                    done.len(),
+                    render::list(&done, store.now())
+                )
+            });
+            Ok(exit::OK)
+        }
+        Cmd::Recover { no_run, lease } => recover(&store, ctx, no_run, lease).await,
+        Cmd::ResolveUnknown { id, how, as_ } => {
+            let res = if how.executed {
+                Resolution::Executed
+            } else if how.failed {
+                Resolution::Failed
+            } else {
+                Resolution::Retry
+            };
+            let name = who(as_);
+            match store
+                .resolve_unknown(&id, Actor::cli(&name), res)
+                .await
+                .map_err(e)?
+            {
+                Ok(a) => {
+                    ctx.print(&a.redacted(), || {
+                        format!("{}: unknown → {} (by {name})", a.short_id(), a.status)
+                    });
+                    Ok(exit::OK)
+                }
+                Err(a) => {
+                    let v = json!({"outcome": "not_unknown", "action": a.redacted()});
+                    Err(ctx.refuse(
+                        exit::REFUSED,
+                        &v,
+                        format!(
+                            "{} is {}, not unknown; nothing changed",
+                            a.short_id(),
+                            a.status
+                        ),
+                    ))
+                }
+            }
+        }
+        Cmd::Purge { before } => {
+            let rep = store.purge_actions(before).await.map_err(e)?;
+            ctx.print(&rep, || {
+                format!(
+                    "purged {} settled action(s) and {} audit row(s) changed before {}; {} live or unknown action(s) kept",
+                    rep.purged.len(),
+                    rep.audit_rows,
+                    clock::format_rfc3339(before),
+                    rep.kept_live
+                )
+            });
+            Ok(exit::OK)
+        }
+    }
+}
+
+async fn propose(store: &Store, ctx: &Ctx, p: ProposeArgs) -> anyhow::Result<u8> {
+    let e = |err| map_err(ctx, err);
+    if !p.exec && !p.verify && !p.command.is_empty() {
+        return Err(fail(
+            exit::USAGE,
+            "a command after `--` needs --exec (or --verify)",
+        ));
+    }
+    let (exec_cmd, verify_cmd) = split_commands(p.exec, p.command);
+    if p.exec && exec_cmd.is_none() {
+        return Err(fail(
+            exit::USAGE,
+            "--exec needs a command after `--`, e.g. --exec -- ./send.sh",
+        ));
+    }
+    // Read everything that can fail before writing anything.
+    let rules = match &p.rules {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|err| {
+                fail(
+                    exit::ERROR,
+                    format!("cannot read rules {}: {err}", path.display()),
+                )
+            })?;
+            RulesFile::parse(&text)
+                .map_err(|err| fail(exit::ERROR, format!("rules {}: {err}", path.display())))?
+                .rule
+        }
+        None => Vec::new(),
+    };
+    let args = read_json_arg("--args", &p.args)?;
+    let new = NewAction {
+        kind: p.kind,
+        summary: p.summary,
+        args,
+        dedup_key: p.dedup_key,
+        ttl_ms: p.ttl,
+        approvals_required: p.approvals,
+        on_expire: p.on_expire,
+        proposer: who(p.as_),
+        channel: "cli".into(),
+        project: p.project,
+        session: p.session,
+        exec: exec_cmd.clone(),
+        verify: verify_cmd,
+        redact_keys: None,
+    };
+    let proposed = store.propose(&new).await.map_err(e)?;
+    let mut action = proposed.action.clone();
+    if proposed.created
+        && let Some(applied) = store.apply_rules(&action, &rules).await.map_err(e)?
+    {
+        action = applied.action;
+    }
+    let waiting = p.wait || exec_cmd.is_some();
+    if !waiting {
+        ctx.print(&shown(&proposed, &action), || {
+            render::proposed(&proposed, &action)
+        });
+        return Ok(exit::OK);
+    }
+    if !ctx.json {
+        eprintln!("{}", render::proposed(&proposed, &action).trim_end());
+    }
+    let timeout = p.timeout.unwrap_or(FOREVER);
+    let decided = store
+        .wait_action(&action.id, timeout, |s| s != Status::Pending)
+        .await
+        .map_err(e)?;
+    let action = match decided {
+        Settled::StillRunning { action } => {
+            let v = json!({"outcome": "still_pending", "action": action.redacted()});
+            return Err(ctx.refuse(
+                exit::TIMEOUT,
+                &v,
+                format!("{} is still pending after the timeout", action.short_id()),
+            ));
+        }
+        Settled::Done { action } => action,
+    };
+    if matches!(action.status, Status::Rejected | Status::Expired) {
+        let v = json!({"outcome": action.status, "action": action.redacted()});
+        let why = action.reason.clone().unwrap_or_default();
+        return Err(ctx.refuse(
+            exit::REFUSED,
+            &v,
+            format!(
+                "{} was {} by {}: {why}",
+                action.short_id(),
+                action.status,
+                action.decided_by.as_deref().unwrap_or("?")
+            ),
+        ));
+    }
+    match exec_cmd {
+        None => {
+            ctx.print(&action.redacted(), || render::action(&action, store.now()));
+            Ok(exit::OK)
+        }
+        Some(argv) => exec::run_or_follow(store, ctx, &action, &argv, p.lease).await,
+    }
+}
+
+async fn recover(store: &Store, ctx: &Ctx, no_run: bool, lease: Duration) -> anyhow::Result<u8> {
+    let e = |err| map_err(ctx, err);
+    let rep = store.recover().await.map_err(e)?;
+    let mut ran = Vec::new();
+    if !no_run {
+        for a in &rep.claimable {
+            if let Some(argv) = &a.exec {
+                let report = exec::run_claimed(store, ctx, a, argv, lease).await?;
+                ran.push(report);
+            }
+        }
+    }
+    let red = |v: &[Action]| v.iter().map(Action::redacted).collect::<Vec<_>>();
+    let v = json!({
+        "unknown": red(&rep.unknown),
+        "verified_executed": red(&rep.verified_executed),
+        "rerun": red(&rep.rerun),
+        "claimable": red(&rep.claimable),
+        "ran": ran,
+    });
+    ctx.print(&v, || render::recover(&rep, &ran));
+    Ok(exit::OK)
 }

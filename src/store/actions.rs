@@ -1,1 +1,509 @@
-//! actions (placeholder until the module lands).
+//! Pending actions (DESIGN §4): calls an agent may make only after a person
+//! approves them.
+//!
+//! States: `pending → approved → executing → executed | failed | unknown`,
+//! and `pending → rejected | expired`. Every transition is one guarded
+//! `UPDATE … WHERE <state predicate>` inside one `BEGIN IMMEDIATE`
+//! transaction that also writes its [audit](AuditEntry) row and its event;
+//! the predicate decides races, `rows_affected()` tells who won, and losers
+//! get the winner's decision back as a typed result.
+//!
+//! Exactly-once, stated honestly: never two executions at once — always;
+//! exactly one — if the executor survived the call; after a crash mid-call —
+//! `unknown`, and shown to a human.
+//!
+//! Layout:
+//! - this file: the model ([`Action`], [`Status`]), the module error, reads
+//!   (get, list, audit) and the audit/event writer every transition uses;
+//! - [`codec`]: strict JSON, canonical form, fingerprint, patches, redaction;
+//! - `transitions`: propose, approve, reject, claim, extend, complete, waits;
+//! - `recovery`: expiry sweeps, crash recovery, resolve-unknown, purge;
+//! - [`rules`]: auto-decision rules and the external deciders/verifiers.
+//!
+//! This module does not run executors (the CLI does) and has no background
+//! thread: expiry is lazy, and `expire_due()` is called by whoever owns a
+//! cadence (the daemon, `handoff expire`).
+
+pub mod codec;
+mod recovery;
+pub mod rules;
+mod transitions;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use sqlx::{Row, SqliteConnection};
+
+use super::{NewEvent, Store, events};
+
+pub use codec::Redactor;
+pub use recovery::{PurgeReport, RecoverReport, Resolution};
+pub use rules::{Condition, Rule, RuleApplied, RuleDecision, RulesFile};
+pub use transitions::{
+    ApproveOutcome, ClaimOutcome, CompleteOutcome, NewAction, Proposed, RejectOutcome, Settled,
+};
+
+/// Errors from the actions engine. Lost races, expired or already-decided
+/// actions are *not* errors: they come back as typed outcomes.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A store failure, or input that breaks a documented limit.
+    #[error(transparent)]
+    Store(#[from] super::Error),
+    /// The dedup key is held by a live action with a different payload.
+    #[error(
+        "dedup key `{key}` is already held by live action {existing_id} with a different payload \
+         (its fingerprint {existing_fingerprint}, yours {new_fingerprint}); wait until it settles \
+         or use another key"
+    )]
+    DedupConflict {
+        /// The contested dedup key.
+        key: String,
+        /// The live action holding the key.
+        existing_id: String,
+        /// Fingerprint of the live action.
+        existing_fingerprint: String,
+        /// Fingerprint of the refused proposal.
+        new_fingerprint: String,
+    },
+    /// No action has this id or short id.
+    #[error("no action `{0}`; list them with `handoff actions`")]
+    NotFound(String),
+    /// A short id matches several actions.
+    #[error("`{0}` matches several actions; give more characters of the id")]
+    Ambiguous(String),
+}
+
+impl From<sqlx::Error> for Error {
+    fn from(e: sqlx::Error) -> Self {
+        Error::Store(super::Error::Db(e))
+    }
+}
+
+/// Results of the actions engine.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Where an action stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Waiting for approvals.
+    Pending,
+    /// Approved, not yet claimed by an executor.
+    Approved,
+    /// Claimed; the executor holds a lease.
+    Executing,
+    /// The executor reported success.
+    Executed,
+    /// The executor reported failure.
+    Failed,
+    /// The executor vanished mid-call: the side effect may or may not have happened.
+    Unknown,
+    /// A person or a rule said no (or it expired with `on_expire = reject`).
+    Rejected,
+    /// Nobody decided before `expires_at`.
+    Expired,
+}
+
+impl Status {
+    /// Every status, in lifecycle order.
+    pub const ALL: [Status; 8] = [
+        Status::Pending,
+        Status::Approved,
+        Status::Executing,
+        Status::Executed,
+        Status::Failed,
+        Status::Unknown,
+        Status::Rejected,
+        Status::Expired,
+    ];
+
+    /// The SQL spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Approved => "approved",
+            Status::Executing => "executing",
+            Status::Executed => "executed",
+            Status::Failed => "failed",
+            Status::Unknown => "unknown",
+            Status::Rejected => "rejected",
+            Status::Expired => "expired",
+        }
+    }
+
+    /// Parse the SQL/CLI spelling.
+    pub fn parse(s: &str) -> Option<Status> {
+        Status::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+
+    /// Final: nothing changes it again (`unknown` waits for a human instead).
+    pub fn is_settled(self) -> bool {
+        matches!(
+            self,
+            Status::Executed | Status::Failed | Status::Rejected | Status::Expired
+        )
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What happens when nobody decides in time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnExpire {
+    /// Status becomes `expired`.
+    #[default]
+    Expire,
+    /// Status becomes `rejected` (reason "expired").
+    Reject,
+}
+
+impl OnExpire {
+    /// The SQL spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnExpire::Expire => "expire",
+            OnExpire::Reject => "reject",
+        }
+    }
+}
+
+/// One action as stored. `args` and `effective_args` hold the *real* values
+/// (executors need them); render through [`Action::redacted`] or
+/// [`Action::display_args`] for people.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Action {
+    /// Full id (UUIDv7 hex).
+    pub id: String,
+    /// What sort of action (`email.send`, `deploy`, …).
+    pub kind: String,
+    /// One line for the human deciding.
+    pub summary: String,
+    /// Arguments as proposed.
+    pub args: Value,
+    /// SHA-256 hex of the canonical `{kind, summary, args}`.
+    pub fingerprint: String,
+    /// Dedup key, unique among live actions.
+    pub dedup_key: Option<String>,
+    /// Stored status. See [`Action::effective_status`] for lazy expiry.
+    pub status: Status,
+    /// Decisions at or after this instant are refused.
+    #[serde(with = "crate::clock::rfc3339::option")]
+    pub expires_at: Option<i64>,
+    /// What expiry turns it into.
+    pub on_expire: OnExpire,
+    /// Distinct approvals needed.
+    pub approvals_required: i64,
+    /// Distinct approvals so far.
+    pub approvals: i64,
+    /// Who decided (the N-th approver, the rejecter, `rule:<name>`, `expiry`).
+    pub decided_by: Option<String>,
+    /// When it was decided.
+    #[serde(with = "crate::clock::rfc3339::option")]
+    pub decided_at: Option<i64>,
+    /// Why it was rejected, expired or resolved.
+    pub reason: Option<String>,
+    /// The patch an approver applied, if any.
+    pub patch: Option<Value>,
+    /// Arguments the executor receives (`args` with the patch applied).
+    pub effective_args: Value,
+    /// Key patterns redacted in every human-facing rendering.
+    pub redact_keys: Vec<String>,
+    /// Executor argv recorded at proposal, if any.
+    pub exec: Option<Vec<String>>,
+    /// Verifier argv recovery runs for an interrupted execution, if any.
+    pub verify: Option<Vec<String>>,
+    /// The executor holding the claim.
+    pub owner: Option<String>,
+    /// The claim lapses at this instant unless extended.
+    #[serde(with = "crate::clock::rfc3339::option")]
+    pub lease_until: Option<i64>,
+    /// What the executor reported.
+    pub result: Option<Value>,
+    /// Why the execution failed or is unknown.
+    pub error: Option<String>,
+    /// Claims so far.
+    pub attempts: i64,
+    /// Who proposed it.
+    pub proposer: String,
+    /// Project of the proposer.
+    pub project: String,
+    /// Agent session of the proposer.
+    pub session: String,
+    /// When it was proposed.
+    #[serde(with = "crate::clock::rfc3339")]
+    pub created_at: i64,
+    /// Last transition.
+    #[serde(with = "crate::clock::rfc3339")]
+    pub updated_at: i64,
+}
+
+impl Action {
+    /// The status as of `now`: a pending action past its expiry shows as
+    /// `expired` (or `rejected`) even before `expire_due()` writes it.
+    pub fn effective_status(&self, now: i64) -> Status {
+        match (self.status, self.expires_at) {
+            (Status::Pending, Some(exp)) if exp <= now => match self.on_expire {
+                OnExpire::Expire => Status::Expired,
+                OnExpire::Reject => Status::Rejected,
+            },
+            (s, _) => s,
+        }
+    }
+
+    /// The effective arguments with secrets replaced by `"[redacted]"`.
+    pub fn display_args(&self) -> Value {
+        self.redactor().redact(&self.effective_args)
+    }
+
+    /// A copy safe to show a person: every argument field redacted.
+    pub fn redacted(&self) -> Action {
+        let r = self.redactor();
+        Action {
+            args: r.redact(&self.args),
+            effective_args: r.redact(&self.effective_args),
+            patch: self.patch.as_ref().map(|p| r.redact(p)),
+            ..self.clone()
+        }
+    }
+
+    /// The redactor built from this action's own key patterns.
+    pub fn redactor(&self) -> Redactor {
+        Redactor::new(self.redact_keys.clone())
+    }
+
+    /// The short id (last 8 characters).
+    pub fn short_id(&self) -> &str {
+        super::short_id(&self.id)
+    }
+}
+
+/// One audit row.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct AuditEntry {
+    /// Position in the audit log.
+    pub seq: i64,
+    /// The action.
+    pub action_id: String,
+    /// When.
+    #[serde(with = "crate::clock::rfc3339")]
+    pub at: i64,
+    /// Who (a person, `rule:<name>`, `expiry`, `recovery`, an executor id).
+    pub actor: String,
+    /// What: `proposed`, `approval_added`, `approved`, `patched`, …
+    pub event: String,
+    /// Details, secrets redacted.
+    pub details: Value,
+}
+
+/// Who causes a transition and through which door (for audit and events).
+#[derive(Debug, Clone, Copy)]
+pub struct Actor<'a> {
+    /// A person's name, `rule:<name>`, an executor id, …
+    pub name: &'a str,
+    /// `inbox`, `chat`, `agent`, `cli`, `daemon`.
+    pub channel: &'a str,
+}
+
+impl<'a> Actor<'a> {
+    /// An actor on the command line.
+    pub fn cli(name: &'a str) -> Self {
+        Actor {
+            name,
+            channel: "cli",
+        }
+    }
+}
+
+/// Columns every read selects.
+pub(crate) const COLUMNS: &str = "id, kind, summary, args, fingerprint, dedup_key, status, expires_at, \
+     on_expire, approvals_required, approvals, decided_by, decided_at, reason, patch, effective_args, \
+     redact_keys, exec, verify, owner, lease_until, result, error, attempts, proposer, project, \
+     session, created_at, updated_at";
+
+fn corrupt(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::Store(super::Error::Corrupt(format!("action {what}: {e}")))
+}
+
+fn parse_json<T: serde::de::DeserializeOwned>(what: &str, s: &str) -> Result<T> {
+    serde_json::from_str(s).map_err(|e| corrupt(what, e))
+}
+
+fn opt_json<T: serde::de::DeserializeOwned>(what: &str, s: Option<String>) -> Result<Option<T>> {
+    s.map(|s| parse_json(what, &s)).transpose()
+}
+
+pub(crate) fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<Action> {
+    let status: String = r.try_get("status")?;
+    let on_expire: String = r.try_get("on_expire")?;
+    Ok(Action {
+        id: r.try_get("id")?,
+        kind: r.try_get("kind")?,
+        summary: r.try_get("summary")?,
+        args: parse_json("args", &r.try_get::<String, _>("args")?)?,
+        fingerprint: r.try_get("fingerprint")?,
+        dedup_key: r.try_get("dedup_key")?,
+        status: Status::parse(&status).ok_or_else(|| corrupt("status", &status))?,
+        expires_at: r.try_get("expires_at")?,
+        on_expire: if on_expire == "reject" {
+            OnExpire::Reject
+        } else {
+            OnExpire::Expire
+        },
+        approvals_required: r.try_get("approvals_required")?,
+        approvals: r.try_get("approvals")?,
+        decided_by: r.try_get("decided_by")?,
+        decided_at: r.try_get("decided_at")?,
+        reason: r.try_get("reason")?,
+        patch: opt_json("patch", r.try_get("patch")?)?,
+        effective_args: parse_json("effective_args", &r.try_get::<String, _>("effective_args")?)?,
+        redact_keys: parse_json("redact_keys", &r.try_get::<String, _>("redact_keys")?)?,
+        exec: opt_json("exec", r.try_get("exec")?)?,
+        verify: opt_json("verify", r.try_get("verify")?)?,
+        owner: r.try_get("owner")?,
+        lease_until: r.try_get("lease_until")?,
+        result: opt_json("result", r.try_get("result")?)?,
+        error: r.try_get("error")?,
+        attempts: r.try_get("attempts")?,
+        proposer: r.try_get("proposer")?,
+        project: r.try_get("project")?,
+        session: r.try_get("session")?,
+        created_at: r.try_get("created_at")?,
+        updated_at: r.try_get("updated_at")?,
+    })
+}
+
+/// Read one action by full id on `conn` (inside or outside a transaction).
+pub(crate) async fn load(conn: &mut SqliteConnection, id: &str) -> Result<Action> {
+    let sql = format!("SELECT {COLUMNS} FROM actions WHERE id = ?");
+    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(id)
+        .fetch_optional(conn)
+        .await?;
+    match row {
+        Some(r) => from_row(&r),
+        None => Err(Error::NotFound(id.to_string())),
+    }
+}
+
+/// Write the audit row and the event of one transition, on the connection
+/// of the transaction that made it. `details` must already be redacted.
+pub(crate) async fn record(
+    conn: &mut SqliteConnection,
+    now: i64,
+    action: &Action,
+    actor: Actor<'_>,
+    event: &str,
+    details: Value,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO action_audit (action_id, at, actor, event, details) VALUES (?, ?, ?, ?, ?)",
+    )
+    .bind(&action.id)
+    .bind(now)
+    .bind(actor.name)
+    .bind(event)
+    .bind(details.to_string())
+    .execute(&mut *conn)
+    .await?;
+    let mut payload = details;
+    if let Value::Object(m) = &mut payload {
+        m.insert("status".into(), json!(action.status));
+        m.insert("kind".into(), json!(action.kind));
+        m.insert("summary".into(), json!(action.summary));
+    }
+    events::append(
+        conn,
+        now,
+        &NewEvent {
+            kind: &format!("action.{event}"),
+            entity_kind: "action",
+            entity_id: &action.id,
+            actor: actor.name,
+            channel: actor.channel,
+            project: &action.project,
+            session: &action.session,
+            payload,
+        },
+    )
+    .await?;
+    Ok(())
+}
+
+impl Store {
+    /// The full id of the action `id_or_short` names: an exact id, else a
+    /// unique suffix (the 8-character short id shown in chat and the CLI).
+    pub async fn resolve_action_id(&self, id_or_short: &str) -> Result<String> {
+        let needle = id_or_short.trim().to_ascii_lowercase();
+        if needle.is_empty() || !needle.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(Error::NotFound(id_or_short.to_string()));
+        }
+        let ids: Vec<String> = sqlx::query_scalar(
+            "SELECT id FROM actions WHERE id = ?1 OR (length(?1) < 32 AND substr(id, -length(?1)) = ?1) LIMIT 2",
+        )
+        .bind(&needle)
+        .fetch_all(self.pool())
+        .await?;
+        match ids.as_slice() {
+            [one] => Ok(one.clone()),
+            [] => Err(Error::NotFound(id_or_short.to_string())),
+            _ => Err(Error::Ambiguous(id_or_short.to_string())),
+        }
+    }
+
+    /// One action (full or short id), real argument values included.
+    pub async fn get_action(&self, id: &str) -> Result<Action> {
+        let id = self.resolve_action_id(id).await?;
+        let mut conn = self.pool().acquire().await?;
+        load(&mut conn, &id).await
+    }
+
+    /// Actions, newest first, optionally only those whose *effective*
+    /// status (lazy expiry applied) is `status`.
+    pub async fn list_actions(&self, status: Option<Status>) -> Result<Vec<Action>> {
+        let now = self.now();
+        let sql = format!("SELECT {COLUMNS} FROM actions ORDER BY created_at DESC, id DESC");
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .fetch_all(self.pool())
+            .await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let mut a = from_row(r)?;
+            let eff = a.effective_status(now);
+            if status.is_none_or(|s| s == eff) {
+                // Show the lazily-expired status; the stored row stays as it is
+                // until `expire_due()` or a refused decision settles it.
+                a.status = eff;
+                out.push(a);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The audit trail of one action, oldest first.
+    pub async fn action_audit(&self, id: &str) -> Result<Vec<AuditEntry>> {
+        let id = self.resolve_action_id(id).await?;
+        let rows = sqlx::query(
+            "SELECT seq, action_id, at, actor, event, details FROM action_audit WHERE action_id = ? ORDER BY seq",
+        )
+        .bind(&id)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(AuditEntry {
+                    seq: r.try_get("seq")?,
+                    action_id: r.try_get("action_id")?,
+                    at: r.try_get("at")?,
+                    actor: r.try_get("actor")?,
+                    event: r.try_get("event")?,
+                    details: parse_json("audit details", &r.try_get::<String, _>("details")?)?,
+                })
+            })
+            .collect()
+    }
+}

@@ -108,6 +108,19 @@ pub fn reply_of(kind: ReplyKind, text: &str, by: &str) -> NewReply {
         text: text.into(),
         kind,
         by: by.into(),
+
+// ---------------------------------------------------------------------------
+// Actions helpers (branch `actions`).
+
+/// A proposal of `kind` with JSON `args`, summary "do {kind}", proposer "agent".
+pub fn new_action(kind: &str, args: &str) -> handoff::store::actions::NewAction {
+    handoff::store::actions::NewAction {
+        kind: kind.into(),
+        summary: format!("do {kind}"),
+        args: args.into(),
+        proposer: "agent".into(),
+        project: "proj".into(),
+        session: "sess-1".into(),
         ..Default::default()
     }
 }
@@ -115,4 +128,11 @@ pub fn reply_of(kind: ReplyKind, text: &str, by: &str) -> NewReply {
 /// A plain answer with `text`.
 pub fn answer(text: &str) -> NewReply {
     reply_of(ReplyKind::Answer, text, "")
+/// A raw connection pool on the database file, for poking at tables the
+/// store API does not expose (append-only checks).
+pub async fn raw_pool(path: &Path) -> sqlx::SqlitePool {
+    let opts = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(path)
+        .busy_timeout(std::time::Duration::from_secs(5));
+    sqlx::SqlitePool::connect_with(opts).await.expect("raw pool")
 }

@@ -1,0 +1,427 @@
+//! The backward-looking transitions: expiry sweeps, crash recovery,
+//! resolving `unknown` by hand, and retention (purge).
+//!
+//! Recovery never silently re-runs an interrupted execution: an `executing`
+//! action whose lease ran out becomes `unknown` — unless the action carries
+//! a verifier, which is asked first (executed / re-run / unknown). Only a
+//! person ([`Store::resolve_unknown`]) or a verifier can choose a re-run.
+
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::json;
+use sqlx::SqliteConnection;
+
+use super::rules::{self, Verdict};
+use super::{Action, Actor, COLUMNS, Error, Result, Status, from_row, load, record};
+use crate::store::Store;
+
+/// How long recovery holds an interrupted action while its verifier runs.
+const VERIFY_LEASE_MS: i64 = 120_000;
+
+/// What recovery found and did.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct RecoverReport {
+    /// Executions whose lease ran out, now `unknown` (shown to a human).
+    pub unknown: Vec<Action>,
+    /// Interrupted executions a verifier declared executed.
+    pub verified_executed: Vec<Action>,
+    /// Interrupted executions a verifier sent back to `approved` for one re-run.
+    pub rerun: Vec<Action>,
+    /// Approved actions nobody has claimed: safe to execute.
+    pub claimable: Vec<Action>,
+}
+
+/// A person's verdict on an `unknown` action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Resolution {
+    /// The side effect happened.
+    Executed,
+    /// It did not happen, and should not be retried.
+    Failed,
+    /// Run it again: a conscious at-least-once choice.
+    Retry,
+}
+
+/// What a purge removed.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct PurgeReport {
+    /// Settled actions deleted together with their audit rows.
+    pub purged: Vec<String>,
+    /// Audit rows deleted with them.
+    pub audit_rows: u64,
+    /// Older actions kept because they are still live (or `unknown`).
+    pub kept_live: i64,
+}
+
+/// In the caller's transaction, settle pending actions whose expiry has
+/// passed (all, one `id`, or the holder of `dedup_key`), writing audit rows
+/// and events. Returns the settled actions.
+pub(crate) async fn expire_in(
+    conn: &mut SqliteConnection,
+    now: i64,
+    id: Option<&str>,
+    dedup_key: Option<&str>,
+) -> Result<Vec<Action>> {
+    // Why guarded: `status = 'pending'` makes concurrent sweeps (and a sweep
+    // racing an approval) settle each action exactly once; `expires_at <= now`
+    // is the exact complement of the approval CAS's `expires_at > now`.
+    let sql = format!(
+        "UPDATE actions SET
+             status = CASE on_expire WHEN 'reject' THEN 'rejected' ELSE 'expired' END,
+             decided_by = 'expiry', decided_at = ?1,
+             reason = 'expired: nobody decided in time', updated_at = ?1
+         WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= ?1
+           AND (?2 IS NULL OR id = ?2) AND (?3 IS NULL OR dedup_key = ?3)
+         RETURNING {COLUMNS}"
+    );
+    let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(now)
+        .bind(id)
+        .bind(dedup_key)
+        .fetch_all(&mut *conn)
+        .await?;
+    let mut out = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let action = from_row(r)?;
+        let details = json!({
+            "expires_at": action.expires_at.map(crate::clock::format_rfc3339),
+            "on_expire": action.on_expire,
+        });
+        let event = action.status.as_str();
+        record(
+            conn,
+            now,
+            &action,
+            Actor {
+                name: "expiry",
+                channel: "daemon",
+            },
+            event,
+            details,
+        )
+        .await?;
+        out.push(action);
+    }
+    Ok(out)
+}
+
+impl Store {
+    /// Write the final status of every pending action past its expiry
+    /// (`expired`, or `rejected` with `on_expire = reject`). Concurrent
+    /// sweeps settle each action once. Returns what this call settled.
+    pub async fn expire_due(&self) -> Result<Vec<Action>> {
+        self.retry_actions(|| async {
+            let mut tx = self.begin_write().await?;
+            let done = expire_in(&mut tx, self.now(), None, None).await?;
+            tx.commit().await?;
+            Ok(done)
+        })
+        .await
+    }
+
+    /// Recovery at startup (or on any cadence): `executing` actions whose
+    /// lease ran out become `unknown` — or, with a verifier, whatever it
+    /// answers — and approved-but-unclaimed actions are reported as
+    /// claimable. Verifiers run outside any transaction.
+    pub async fn recover(&self) -> Result<RecoverReport> {
+        let now = self.now();
+        let sql = format!(
+            "SELECT {COLUMNS} FROM actions WHERE status = 'executing' AND lease_until <= ? ORDER BY created_at"
+        );
+        let lapsed = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(now)
+            .fetch_all(self.pool())
+            .await?;
+        let mut report = RecoverReport::default();
+        for row in &lapsed {
+            let action = from_row(row)?;
+            match &action.verify {
+                None => {
+                    let why = format!(
+                        "the executor {} stopped renewing its lease: the side effect may or may not have happened",
+                        action.owner.as_deref().unwrap_or("?")
+                    );
+                    if let Some(a) = self.mark_unknown(&action.id, None, &why).await? {
+                        report.unknown.push(a);
+                    }
+                }
+                Some(argv) => self.verify_one(&action, argv, &mut report).await?,
+            }
+        }
+        report.claimable = self.list_actions(Some(Status::Approved)).await?;
+        Ok(report)
+    }
+
+    async fn verify_one(
+        &self,
+        action: &Action,
+        argv: &[String],
+        report: &mut RecoverReport,
+    ) -> Result<()> {
+        let me = format!("recovery:{}", crate::store::new_id());
+        let id = action.id.clone();
+        let took = self
+            .retry_actions(|| async {
+                let now = self.now();
+                let mut tx = self.begin_write().await?;
+                // Why guarded: of several recoverers exactly one takes over the
+                // lapsed claim, so the verifier runs once.
+                let res = sqlx::query(
+                    "UPDATE actions SET owner = ?2, lease_until = ?3, updated_at = ?4
+                     WHERE id = ?1 AND status = 'executing' AND lease_until <= ?4",
+                )
+                .bind(&id)
+                .bind(&me)
+                .bind(now + VERIFY_LEASE_MS)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+                if res.rows_affected() == 0 {
+                    return Ok(false);
+                }
+                let a = load(&mut tx, &id).await?;
+                let details = json!({"previous_owner": action.owner, "verifier": argv});
+                record(
+                    &mut tx,
+                    now,
+                    &a,
+                    Actor {
+                        name: &me,
+                        channel: "daemon",
+                    },
+                    "verifying",
+                    details,
+                )
+                .await?;
+                tx.commit().await?;
+                Ok(true)
+            })
+            .await?;
+        if !took {
+            return Ok(());
+        }
+        let verdict = rules::run_verifier(argv, action, Duration::from_millis(60_000)).await;
+        match verdict {
+            Ok(Verdict::Executed) => {
+                let out = self
+                    .complete(&id, &me, true, json!({"verified": "executed"}), None)
+                    .await?;
+                if let super::CompleteOutcome::Completed { action } = out {
+                    report.verified_executed.push(action);
+                }
+            }
+            Ok(Verdict::Rerun) => {
+                if let Some(a) = self
+                    .back_to_approved(&id, &me, "verifier: not executed, re-run")
+                    .await?
+                {
+                    report.rerun.push(a);
+                }
+            }
+            Ok(Verdict::Unknown) | Err(_) => {
+                let why = match verdict {
+                    Err(e) => format!("the verifier could not decide: {e}"),
+                    _ => "the verifier answered unknown".into(),
+                };
+                if let Some(a) = self.mark_unknown(&id, Some(&me), &why).await? {
+                    report.unknown.push(a);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `executing` → `unknown`, either because the lease lapsed (`owner`
+    /// None) or on behalf of the recoverer holding it.
+    async fn mark_unknown(
+        &self,
+        id: &str,
+        owner: Option<&str>,
+        why: &str,
+    ) -> Result<Option<Action>> {
+        self.retry_actions(|| async {
+            let now = self.now();
+            let mut tx = self.begin_write().await?;
+            // Why guarded: the executor may have renewed its lease or completed
+            // since we looked; then it is alive and this must not fire.
+            let res = sqlx::query(
+                "UPDATE actions SET status = 'unknown', error = ?3, lease_until = NULL, updated_at = ?4
+                 WHERE id = ?1 AND status = 'executing'
+                   AND ((?2 IS NULL AND lease_until <= ?4) OR owner = ?2)",
+            )
+            .bind(id)
+            .bind(owner)
+            .bind(why)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+            if res.rows_affected() == 0 {
+                return Ok(None);
+            }
+            let a = load(&mut tx, id).await?;
+            let details = json!({"owner": a.owner, "reason": why});
+            record(&mut tx, now, &a, Actor { name: "recovery", channel: "daemon" }, "unknown", details)
+                .await?;
+            tx.commit().await?;
+            Ok(Some(a))
+        })
+        .await
+    }
+
+    /// `executing` (held by the verifier `owner`) → `approved` for a re-run.
+    async fn back_to_approved(&self, id: &str, owner: &str, why: &str) -> Result<Option<Action>> {
+        self.retry_actions(|| async {
+            let now = self.now();
+            let mut tx = self.begin_write().await?;
+            // Why guarded: only the recoverer that took over the claim may hand it back.
+            let res = sqlx::query(
+                "UPDATE actions SET status = 'approved', owner = NULL, lease_until = NULL, updated_at = ?3
+                 WHERE id = ?1 AND status = 'executing' AND owner = ?2",
+            )
+            .bind(id)
+            .bind(owner)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+            if res.rows_affected() == 0 {
+                return Ok(None);
+            }
+            let a = load(&mut tx, id).await?;
+            let details = json!({"reason": why, "attempts": a.attempts});
+            record(&mut tx, now, &a, Actor { name: owner, channel: "daemon" }, "retry", details).await?;
+            tx.commit().await?;
+            Ok(Some(a))
+        })
+        .await
+    }
+
+    /// A person settles an `unknown` action: it did happen (`Executed`), it
+    /// did not (`Failed`), or run it again (`Retry` → `approved`; a
+    /// conscious at-least-once choice, audited as such). Returns `None` when
+    /// the action is not `unknown` (nothing changed).
+    pub async fn resolve_unknown(
+        &self,
+        id: &str,
+        actor: Actor<'_>,
+        resolution: Resolution,
+    ) -> Result<std::result::Result<Action, Action>> {
+        if actor.name.trim().is_empty() {
+            return Err(Error::Store(crate::store::Error::Invalid(
+                "resolving needs a name (--as NAME)".into(),
+            )));
+        }
+        let id = self.resolve_action_id(id).await?;
+        self.retry_actions(|| async {
+            let now = self.now();
+            let (status, event) = match resolution {
+                Resolution::Executed => ("executed", "executed"),
+                Resolution::Failed => ("failed", "failed"),
+                Resolution::Retry => ("approved", "retry"),
+            };
+            let mut tx = self.begin_write().await?;
+            // Why guarded: only `unknown` waits for a person; any other state
+            // (already resolved by someone else) stays as it is.
+            let res = sqlx::query(
+                "UPDATE actions SET status = ?2, owner = CASE WHEN ?2 = 'approved' THEN NULL ELSE owner END,
+                     lease_until = NULL, reason = ?3, updated_at = ?4
+                 WHERE id = ?1 AND status = 'unknown'",
+            )
+            .bind(&id)
+            .bind(status)
+            .bind(format!("resolved by {}: {status}", actor.name))
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+            let a = load(&mut tx, &id).await?;
+            if res.rows_affected() == 0 {
+                return Ok(Err(a));
+            }
+            let mut details = json!({"resolved_by": actor.name, "resolution": resolution});
+            if resolution == Resolution::Retry {
+                details["note"] =
+                    json!("at-least-once: a person chose to run it again after an unknown outcome");
+            }
+            record(&mut tx, now, &a, actor, event, details).await?;
+            tx.commit().await?;
+            Ok(Ok(a))
+        })
+        .await
+    }
+
+    /// Delete settled actions (executed, failed, rejected, expired) last
+    /// changed before `before`, with their approvals and audit rows, in one
+    /// transaction. Live and `unknown` actions are kept (counted in
+    /// `kept_live`). The only way an audit row ever disappears.
+    pub async fn purge_actions(&self, before: i64) -> Result<PurgeReport> {
+        self.retry_actions(|| async {
+            let now = self.now();
+            let mut tx = self.begin_write().await?;
+            sqlx::query(
+                "INSERT INTO action_purge_guard (action_id)
+                 SELECT id FROM actions
+                 WHERE updated_at < ? AND status IN ('executed','failed','rejected','expired')",
+            )
+            .bind(before)
+            .execute(&mut *tx)
+            .await?;
+            let sql = format!(
+                "SELECT {COLUMNS} FROM actions WHERE id IN (SELECT action_id FROM action_purge_guard)"
+            );
+            let doomed: Vec<Action> = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .fetch_all(&mut *tx)
+                .await?
+                .iter()
+                .map(from_row)
+                .collect::<Result<_>>()?;
+            // The delete trigger lets these through only because each id is in
+            // the guard table *and* its action is settled.
+            let audit = sqlx::query(
+                "DELETE FROM action_audit WHERE action_id IN (SELECT action_id FROM action_purge_guard)",
+            )
+            .execute(&mut *tx)
+            .await?;
+            sqlx::query(
+                "DELETE FROM action_approvals WHERE action_id IN (SELECT action_id FROM action_purge_guard)",
+            )
+            .execute(&mut *tx)
+            .await?;
+            sqlx::query("DELETE FROM actions WHERE id IN (SELECT action_id FROM action_purge_guard)")
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query("DELETE FROM action_purge_guard")
+                .execute(&mut *tx)
+                .await?;
+            let kept_live: i64 =
+                sqlx::query_scalar("SELECT COUNT(*) FROM actions WHERE created_at < ?")
+                    .bind(before)
+                    .fetch_one(&mut *tx)
+                    .await?;
+            for a in &doomed {
+                crate::store::events::append(
+                    &mut tx,
+                    now,
+                    &crate::store::NewEvent {
+                        kind: "action.purged",
+                        entity_kind: "action",
+                        entity_id: &a.id,
+                        actor: "purge",
+                        channel: "cli",
+                        project: &a.project,
+                        session: &a.session,
+                        payload: json!({"status": a.status, "kind": a.kind}),
+                    },
+                )
+                .await?;
+            }
+            tx.commit().await?;
+            Ok(PurgeReport {
+                purged: doomed.into_iter().map(|a| a.id).collect(),
+                audit_rows: audit.rows_affected(),
+                kept_live,
+            })
+        })
+        .await
+    }
+}

@@ -1,0 +1,830 @@
+//! The forward transitions: propose, approve, reject, claim, extend the
+//! lease, complete — and the polling waits that let losers see the winner's
+//! result.
+//!
+//! Each public write is wrapped in the store's busy retry and runs as one
+//! `BEGIN IMMEDIATE` transaction: the guarded UPDATE decides, then the audit
+//! row and the event are appended before commit. Nothing slow (executors,
+//! deciders) runs inside a transaction.
+
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::codec::{self, Redactor};
+use super::{Action, Actor, COLUMNS, Error, OnExpire, Result, Status, load, record};
+use crate::store::Store;
+
+/// A proposal. `args` is JSON text, parsed strictly by [`Store::propose`].
+#[derive(Debug, Clone)]
+pub struct NewAction {
+    /// What sort of action (`email.send`, `deploy`, …).
+    pub kind: String,
+    /// One line for the person deciding.
+    pub summary: String,
+    /// The arguments: a JSON object, as text.
+    pub args: String,
+    /// Live actions with the same key are the same action.
+    pub dedup_key: Option<String>,
+    /// Decisions are refused this many ms after proposal (None = never).
+    pub ttl_ms: Option<i64>,
+    /// Distinct approvals needed (≥ 1).
+    pub approvals_required: i64,
+    /// What expiry turns it into.
+    pub on_expire: OnExpire,
+    /// Who proposes (an agent name, a script).
+    pub proposer: String,
+    /// Through which door (`agent`, `cli`, …).
+    pub channel: String,
+    /// Project of the proposer.
+    pub project: String,
+    /// Agent session of the proposer (woken on decisions).
+    pub session: String,
+    /// Executor argv to record with the action.
+    pub exec: Option<Vec<String>>,
+    /// Verifier argv recovery runs for an interrupted execution.
+    pub verify: Option<Vec<String>>,
+    /// Secret key patterns (None = the defaults).
+    pub redact_keys: Option<Vec<String>>,
+}
+
+impl Default for NewAction {
+    fn default() -> Self {
+        NewAction {
+            kind: String::new(),
+            summary: String::new(),
+            args: "{}".into(),
+            dedup_key: None,
+            ttl_ms: None,
+            approvals_required: 1,
+            on_expire: OnExpire::Expire,
+            proposer: String::new(),
+            channel: "cli".into(),
+            project: String::new(),
+            session: String::new(),
+            exec: None,
+            verify: None,
+            redact_keys: None,
+        }
+    }
+}
+
+/// The result of [`Store::propose`].
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Proposed {
+    /// The new action, or the live one with the same dedup key and payload.
+    pub action: Action,
+    /// False when an existing action was returned (dedup).
+    pub created: bool,
+}
+
+/// The result of [`Store::approve`]. Only `Approved` and `ApprovalAdded`
+/// changed anything; the others report what already stands.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum ApproveOutcome {
+    /// This approval completed the quorum: the action is approved.
+    Approved {
+        /// The action after the change.
+        action: Action,
+    },
+    /// Counted; more distinct approvals are needed.
+    ApprovalAdded {
+        /// The action after the change.
+        action: Action,
+    },
+    /// This approver was already counted; nothing changed.
+    AlreadyApprovedBy {
+        /// The action as it stands.
+        action: Action,
+    },
+    /// Someone decided first: here is the winner's decision.
+    AlreadyDecided {
+        /// The winning status.
+        status: Status,
+        /// Who decided.
+        decided_by: Option<String>,
+        /// When.
+        #[serde(with = "crate::clock::rfc3339::option")]
+        decided_at: Option<i64>,
+        /// The action as it stands.
+        action: Action,
+    },
+    /// Nobody decided before `expires_at`; now settled as expired (or rejected).
+    Expired {
+        /// The settled action.
+        action: Action,
+    },
+    /// The patch was valid but the arguments already carry approvals (or
+    /// changed meanwhile): patching now would change what others approved.
+    PatchRefused {
+        /// Why, in words.
+        reason: String,
+        /// The action as it stands (untouched).
+        action: Action,
+    },
+}
+
+impl ApproveOutcome {
+    /// The action this outcome carries.
+    pub fn action(&self) -> &Action {
+        match self {
+            ApproveOutcome::Approved { action }
+            | ApproveOutcome::ApprovalAdded { action }
+            | ApproveOutcome::AlreadyApprovedBy { action }
+            | ApproveOutcome::AlreadyDecided { action, .. }
+            | ApproveOutcome::Expired { action }
+            | ApproveOutcome::PatchRefused { action, .. } => action,
+        }
+    }
+}
+
+/// The result of [`Store::reject`].
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum RejectOutcome {
+    /// This call rejected it.
+    Rejected {
+        /// The action after the change.
+        action: Action,
+    },
+    /// Someone decided first.
+    AlreadyDecided {
+        /// The action as it stands.
+        action: Action,
+    },
+    /// It expired before the rejection.
+    Expired {
+        /// The settled action.
+        action: Action,
+    },
+}
+
+impl RejectOutcome {
+    /// The action this outcome carries.
+    pub fn action(&self) -> &Action {
+        match self {
+            RejectOutcome::Rejected { action }
+            | RejectOutcome::AlreadyDecided { action }
+            | RejectOutcome::Expired { action } => action,
+        }
+    }
+}
+
+/// The result of [`Store::claim`].
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum ClaimOutcome {
+    /// The caller owns the execution until the lease runs out.
+    Claimed {
+        /// The action after the change.
+        action: Action,
+    },
+    /// Not approved (anymore): someone else claimed it, or it was never approved.
+    NotClaimable {
+        /// The action as it stands.
+        action: Action,
+    },
+}
+
+/// The result of [`Store::complete`].
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum CompleteOutcome {
+    /// Recorded as executed or failed.
+    Completed {
+        /// The action after the change.
+        action: Action,
+    },
+    /// The caller does not hold the claim (or it is no longer executing,
+    /// e.g. recovery marked it unknown after the lease lapsed).
+    NotOwner {
+        /// The action as it stands.
+        action: Action,
+    },
+}
+
+/// The result of a wait.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Settled {
+    /// The awaited state was reached.
+    Done {
+        /// The action.
+        action: Action,
+    },
+    /// The timeout passed first: the action is still in progress
+    /// (pending, approved or executing). A status, not an error.
+    StillRunning {
+        /// The action as it stands.
+        action: Action,
+    },
+}
+
+impl Settled {
+    /// The action this outcome carries.
+    pub fn action(&self) -> &Action {
+        match self {
+            Settled::Done { action } | Settled::StillRunning { action } => action,
+        }
+    }
+}
+
+fn invalid(msg: impl Into<String>) -> Error {
+    Error::Store(crate::store::Error::Invalid(msg.into()))
+}
+
+fn check_new(new: &NewAction) -> Result<()> {
+    let kind = new.kind.trim();
+    if kind.is_empty() || kind.len() > 100 {
+        return Err(invalid(
+            "--kind must be 1 to 100 characters, e.g. email.send",
+        ));
+    }
+    if new.summary.trim().is_empty() || new.summary.len() > 500 {
+        return Err(invalid("--summary must be 1 to 500 characters"));
+    }
+    if !(1..=100).contains(&new.approvals_required) {
+        return Err(invalid("--approvals must be between 1 and 100"));
+    }
+    if new.ttl_ms.is_some_and(|t| t <= 0) {
+        return Err(invalid("--ttl must be positive, e.g. 24h"));
+    }
+    if let Some(k) = &new.dedup_key
+        && (k.trim().is_empty() || k.len() > 200)
+    {
+        return Err(invalid("--dedup-key must be 1 to 200 characters"));
+    }
+    for (what, argv) in [("--exec", &new.exec), ("--verify", &new.verify)] {
+        if argv.as_ref().is_some_and(|a| a.is_empty()) {
+            return Err(invalid(format!("{what} needs a command after `--`")));
+        }
+    }
+    Ok(())
+}
+
+fn is_unique_violation(e: &Error) -> bool {
+    matches!(e, Error::Store(crate::store::Error::Db(sqlx::Error::Database(d))) if d.is_unique_violation())
+}
+
+impl Store {
+    /// Run one actions transaction under the store's busy retry. Store
+    /// errors (busy) are retried; engine errors (conflicts) pass through.
+    pub(crate) async fn retry_actions<T, F, Fut>(&self, mut op: F) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        self.retry(|| {
+            let fut = op();
+            async move {
+                match fut.await {
+                    Err(Error::Store(e)) => Err(e),
+                    other => Ok(other),
+                }
+            }
+        })
+        .await?
+    }
+
+    /// Propose an action. Arguments are parsed strictly (a JSON object, no
+    /// NaN/Infinity, no lone surrogates, ≤ 1 MiB) before anything is written.
+    /// With a dedup key held by a live action: the same payload returns that
+    /// action (`created: false`); a different payload is
+    /// [`Error::DedupConflict`].
+    pub async fn propose(&self, new: &NewAction) -> Result<Proposed> {
+        check_new(new)?;
+        let args = Value::Object(codec::parse_object("args", &new.args).map_err(invalid)?);
+        let canonical = codec::canonical(&args);
+        let fingerprint = codec::fingerprint(new.kind.trim(), &new.summary, &args);
+        let redact = match &new.redact_keys {
+            Some(keys) => Redactor::new(keys.clone()),
+            None => Redactor::default(),
+        };
+        let redact_json = serde_json::to_string(redact.patterns()).unwrap_or_else(|_| "[]".into());
+        let exec = new.exec.as_ref().map(|a| json!(a).to_string());
+        let verify = new.verify.as_ref().map(|a| json!(a).to_string());
+        self.retry_actions(|| {
+            self.propose_once(
+                new,
+                &canonical,
+                &fingerprint,
+                &redact_json,
+                exec.as_deref(),
+                verify.as_deref(),
+            )
+        })
+        .await
+    }
+
+    async fn propose_once(
+        &self,
+        new: &NewAction,
+        canonical: &str,
+        fingerprint: &str,
+        redact_json: &str,
+        exec: Option<&str>,
+        verify: Option<&str>,
+    ) -> Result<Proposed> {
+        let now = self.now();
+        let id = crate::store::new_id();
+        let mut tx = self.begin_write().await?;
+        if let Some(key) = &new.dedup_key {
+            // A holder past its expiry is dead even if no sweep wrote it yet:
+            // settle it first so it neither blocks nor answers for the key.
+            super::recovery::expire_in(&mut tx, now, None, Some(key)).await?;
+        }
+        let inserted = sqlx::query(
+            "INSERT INTO actions (id, kind, summary, args, fingerprint, dedup_key, status, expires_at,
+                 on_expire, approvals_required, effective_args, redact_keys, exec, verify, proposer,
+                 project, session, created_at, updated_at)
+             VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&id)
+        .bind(new.kind.trim())
+        .bind(&new.summary)
+        .bind(canonical)
+        .bind(fingerprint)
+        .bind(&new.dedup_key)
+        .bind(new.ttl_ms.map(|t| now.saturating_add(t)))
+        .bind(new.on_expire.as_str())
+        .bind(new.approvals_required)
+        .bind(canonical)
+        .bind(redact_json)
+        .bind(exec)
+        .bind(verify)
+        .bind(&new.proposer)
+        .bind(&new.project)
+        .bind(&new.session)
+        .bind(now)
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(Error::from);
+        match inserted {
+            Ok(_) => {}
+            Err(e) if is_unique_violation(&e) => {
+                // The partial unique index refused a second live action for
+                // this key. We hold the write lock, so the holder is stable.
+                let key = new.dedup_key.clone().unwrap_or_default();
+                let sql = format!(
+                    "SELECT {COLUMNS} FROM actions WHERE dedup_key = ? AND status IN ('pending','approved','executing')"
+                );
+                let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(&key)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                let existing = super::from_row(&row)?;
+                if existing.fingerprint == fingerprint {
+                    return Ok(Proposed {
+                        action: existing,
+                        created: false,
+                    });
+                }
+                return Err(Error::DedupConflict {
+                    key,
+                    existing_id: existing.id,
+                    existing_fingerprint: existing.fingerprint,
+                    new_fingerprint: fingerprint.to_string(),
+                });
+            }
+            Err(e) => return Err(e),
+        }
+        let action = load(&mut tx, &id).await?;
+        let details = json!({
+            "kind": action.kind,
+            "summary": action.summary,
+            "args": action.display_args(),
+            "fingerprint": action.fingerprint,
+            "dedup_key": action.dedup_key,
+            "expires_at": action.expires_at.map(crate::clock::format_rfc3339),
+            "on_expire": action.on_expire,
+            "approvals_required": action.approvals_required,
+            "proposer": action.proposer,
+        });
+        record(
+            &mut tx,
+            now,
+            &action,
+            Actor {
+                name: &new.proposer,
+                channel: &new.channel,
+            },
+            "proposed",
+            details,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(Proposed {
+            action,
+            created: true,
+        })
+    }
+
+    /// Add `actor`'s approval, optionally with a patch of the arguments.
+    /// The patch is validated (known keys, same JSON types, size) before any
+    /// state change; a broken one is an [`Error::Store`] `Invalid` and the
+    /// action stays untouched. The N-th distinct approval approves.
+    pub async fn approve(
+        &self,
+        id: &str,
+        actor: Actor<'_>,
+        patch: Option<&str>,
+    ) -> Result<ApproveOutcome> {
+        self.approve_as(id, actor, patch, false).await
+    }
+
+    /// Approve on behalf of an auto-decision rule: one rule decision
+    /// approves outright, whatever the quorum.
+    pub(crate) async fn approve_as(
+        &self,
+        id: &str,
+        actor: Actor<'_>,
+        patch: Option<&str>,
+        outright: bool,
+    ) -> Result<ApproveOutcome> {
+        if actor.name.trim().is_empty() {
+            return Err(invalid("an approver needs a name (--as NAME)"));
+        }
+        let id = self.resolve_action_id(id).await?;
+        let patched = match patch {
+            Some(text) => {
+                // Validate against the current arguments before touching state;
+                // the UPDATE below re-checks they are still the ones validated.
+                let current = self.get_action(&id).await?;
+                let (p, eff) =
+                    codec::apply_patch(&current.effective_args, text).map_err(invalid)?;
+                Some((p, eff, codec::canonical(&current.effective_args)))
+            }
+            None => None,
+        };
+        self.retry_actions(|| self.approve_once(&id, actor, patched.as_ref(), outright))
+            .await
+    }
+
+    async fn approve_once(
+        &self,
+        id: &str,
+        actor: Actor<'_>,
+        patched: Option<&(Value, Value, String)>,
+        outright: bool,
+    ) -> Result<ApproveOutcome> {
+        let now = self.now();
+        let mut tx = self.begin_write().await?;
+        let (patch_json, eff_json, expected) = match patched {
+            Some((p, e, exp)) => (
+                Some(codec::canonical(p)),
+                Some(codec::canonical(e)),
+                Some(exp.as_str()),
+            ),
+            None => (None, None, None),
+        };
+        // Why guarded: the state, the TTL, the "not counted yet" check and (for
+        // a patch) "nobody approved these arguments yet" are all in the one
+        // predicate, so of N concurrent approvers exactly the right ones count
+        // and approving at or after the expiry millisecond cannot happen.
+        let res = sqlx::query(
+            "UPDATE actions SET
+                 approvals = approvals + 1,
+                 status = CASE WHEN ?5 OR approvals + 1 >= approvals_required THEN 'approved' ELSE 'pending' END,
+                 decided_by = CASE WHEN ?5 OR approvals + 1 >= approvals_required THEN ?2 ELSE decided_by END,
+                 decided_at = CASE WHEN ?5 OR approvals + 1 >= approvals_required THEN ?3 ELSE decided_at END,
+                 patch = COALESCE(?4, patch),
+                 effective_args = COALESCE(?6, effective_args),
+                 updated_at = ?3
+             WHERE id = ?1 AND status = 'pending' AND (expires_at IS NULL OR expires_at > ?3)
+               AND NOT EXISTS (SELECT 1 FROM action_approvals WHERE action_id = ?1 AND approver = ?2)
+               AND (?7 IS NULL OR (approvals = 0 AND effective_args = ?7))",
+        )
+        .bind(id)
+        .bind(actor.name)
+        .bind(now)
+        .bind(&patch_json)
+        .bind(outright)
+        .bind(&eff_json)
+        .bind(expected)
+        .execute(&mut *tx)
+        .await?;
+        if res.rows_affected() == 0 {
+            return self
+                .explain_refused_approval(tx, now, id, actor, expected)
+                .await;
+        }
+        sqlx::query("INSERT INTO action_approvals (action_id, approver, at) VALUES (?, ?, ?)")
+            .bind(id)
+            .bind(actor.name)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        let action = load(&mut tx, id).await?;
+        let r = action.redactor();
+        if let Some((p, _, _)) = patched {
+            let before: Value = serde_json::from_str(expected.unwrap_or("{}")).unwrap_or_default();
+            let details = json!({
+                "proposed": r.redact(&action.args),
+                "before": r.redact(&before),
+                "patch": r.redact(p),
+                "effective": action.display_args(),
+            });
+            record(&mut tx, now, &action, actor, "patched", details).await?;
+        }
+        let details = json!({
+            "approver": actor.name,
+            "approvals": action.approvals,
+            "required": action.approvals_required,
+        });
+        let approved = action.status == Status::Approved;
+        if approved {
+            record(&mut tx, now, &action, actor, "approved", details).await?;
+        } else {
+            record(&mut tx, now, &action, actor, "approval_added", details).await?;
+        }
+        tx.commit().await?;
+        Ok(if approved {
+            ApproveOutcome::Approved { action }
+        } else {
+            ApproveOutcome::ApprovalAdded { action }
+        })
+    }
+
+    /// The approval CAS matched nothing: find out why (reading only), and
+    /// settle an action whose expiry has passed so it cannot come back.
+    async fn explain_refused_approval(
+        &self,
+        mut tx: sqlx::Transaction<'static, sqlx::Sqlite>,
+        now: i64,
+        id: &str,
+        actor: Actor<'_>,
+        expected: Option<&str>,
+    ) -> Result<ApproveOutcome> {
+        if !super::recovery::expire_in(&mut tx, now, Some(id), None)
+            .await?
+            .is_empty()
+        {
+            let action = load(&mut tx, id).await?;
+            tx.commit().await?;
+            return Ok(ApproveOutcome::Expired { action });
+        }
+        let action = load(&mut tx, id).await?;
+        let counted: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM action_approvals WHERE action_id = ? AND approver = ?)",
+        )
+        .bind(id)
+        .bind(actor.name)
+        .fetch_one(&mut *tx)
+        .await?;
+        drop(tx);
+        Ok(match action.status {
+            Status::Expired => ApproveOutcome::Expired { action },
+            Status::Pending if counted => ApproveOutcome::AlreadyApprovedBy { action },
+            Status::Pending if expected.is_some() => ApproveOutcome::PatchRefused {
+                reason: if action.approvals > 0 {
+                    format!(
+                        "{} approval(s) were already given for the current arguments; approve without --patch, or reject and propose again",
+                        action.approvals
+                    )
+                } else {
+                    "the arguments changed since the patch was checked; look again and retry".into()
+                },
+                action,
+            },
+            _ => ApproveOutcome::AlreadyDecided {
+                status: action.status,
+                decided_by: action.decided_by.clone(),
+                decided_at: action.decided_at,
+                action,
+            },
+        })
+    }
+
+    /// Reject a pending action with a reason. One rejection rejects.
+    pub async fn reject(&self, id: &str, actor: Actor<'_>, reason: &str) -> Result<RejectOutcome> {
+        if reason.trim().is_empty() {
+            return Err(invalid("a rejection needs a reason (--reason \"...\")"));
+        }
+        if actor.name.trim().is_empty() {
+            return Err(invalid("a rejecter needs a name (--as NAME)"));
+        }
+        let id = self.resolve_action_id(id).await?;
+        self.retry_actions(|| self.reject_once(&id, actor, reason))
+            .await
+    }
+
+    async fn reject_once(&self, id: &str, actor: Actor<'_>, reason: &str) -> Result<RejectOutcome> {
+        let now = self.now();
+        let mut tx = self.begin_write().await?;
+        // Why guarded: only a still-pending, unexpired action can be rejected;
+        // a concurrent approval or expiry that won keeps its decision.
+        let res = sqlx::query(
+            "UPDATE actions SET status = 'rejected', decided_by = ?2, decided_at = ?3, reason = ?4, updated_at = ?3
+             WHERE id = ?1 AND status = 'pending' AND (expires_at IS NULL OR expires_at > ?3)",
+        )
+        .bind(id)
+        .bind(actor.name)
+        .bind(now)
+        .bind(reason)
+        .execute(&mut *tx)
+        .await?;
+        if res.rows_affected() == 0 {
+            let expired = !super::recovery::expire_in(&mut tx, now, Some(id), None)
+                .await?
+                .is_empty();
+            let action = load(&mut tx, id).await?;
+            tx.commit().await?;
+            return Ok(if expired {
+                RejectOutcome::Expired { action }
+            } else {
+                RejectOutcome::AlreadyDecided { action }
+            });
+        }
+        let action = load(&mut tx, id).await?;
+        let details = json!({"rejecter": actor.name, "reason": reason});
+        record(&mut tx, now, &action, actor, "rejected", details).await?;
+        tx.commit().await?;
+        Ok(RejectOutcome::Rejected { action })
+    }
+
+    /// Claim an approved action for execution (`approved → executing`) as
+    /// `owner`, holding it for `lease_ms`.
+    pub async fn claim(&self, id: &str, owner: &str, lease_ms: i64) -> Result<ClaimOutcome> {
+        if owner.trim().is_empty() || lease_ms <= 0 {
+            return Err(invalid("a claim needs an owner id and a positive lease"));
+        }
+        let id = self.resolve_action_id(id).await?;
+        self.retry_actions(|| self.claim_once(&id, owner, lease_ms))
+            .await
+    }
+
+    async fn claim_once(&self, id: &str, owner: &str, lease_ms: i64) -> Result<ClaimOutcome> {
+        let now = self.now();
+        let mut tx = self.begin_write().await?;
+        // Why guarded: of several executors (or a restart racing the original
+        // process) exactly one moves it out of `approved`; the others see it
+        // already executing.
+        let res = sqlx::query(
+            "UPDATE actions SET status = 'executing', owner = ?2, lease_until = ?3, attempts = attempts + 1, updated_at = ?4
+             WHERE id = ?1 AND status = 'approved'",
+        )
+        .bind(id)
+        .bind(owner)
+        .bind(now.saturating_add(lease_ms))
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        let action = load(&mut tx, id).await?;
+        if res.rows_affected() == 0 {
+            return Ok(ClaimOutcome::NotClaimable { action });
+        }
+        let details = json!({
+            "owner": owner,
+            "lease_until": action.lease_until.map(crate::clock::format_rfc3339),
+            "attempt": action.attempts,
+        });
+        record(
+            &mut tx,
+            now,
+            &action,
+            Actor {
+                name: owner,
+                channel: "cli",
+            },
+            "claimed",
+            details,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(ClaimOutcome::Claimed { action })
+    }
+
+    /// Push the lease of an executing action to now + `lease_ms`. Only the
+    /// owner may, and only while it is executing. Not a transition: no audit
+    /// row. Returns whether the lease was extended.
+    pub async fn extend_lease(&self, id: &str, owner: &str, lease_ms: i64) -> Result<bool> {
+        let id = self.resolve_action_id(id).await?;
+        self.retry_actions(|| async {
+            let now = self.now();
+            // Why guarded: a lease that recovery already turned into `unknown`
+            // (or another owner's claim) must not be revived.
+            let res = sqlx::query(
+                "UPDATE actions SET lease_until = MAX(COALESCE(lease_until, 0), ?3)
+                 WHERE id = ?1 AND status = 'executing' AND owner = ?2",
+            )
+            .bind(&id)
+            .bind(owner)
+            .bind(now.saturating_add(lease_ms))
+            .execute(self.pool())
+            .await?;
+            Ok(res.rows_affected() == 1)
+        })
+        .await
+    }
+
+    /// Record the end of an execution: `executed` (success) or `failed`,
+    /// with the result and error. Only the owner of an executing claim may.
+    pub async fn complete(
+        &self,
+        id: &str,
+        owner: &str,
+        success: bool,
+        result: Value,
+        error: Option<&str>,
+    ) -> Result<CompleteOutcome> {
+        let id = self.resolve_action_id(id).await?;
+        let result = codec::canonical(&result);
+        self.retry_actions(|| self.complete_once(&id, owner, success, &result, error))
+            .await
+    }
+
+    async fn complete_once(
+        &self,
+        id: &str,
+        owner: &str,
+        success: bool,
+        result: &str,
+        error: Option<&str>,
+    ) -> Result<CompleteOutcome> {
+        let now = self.now();
+        let status = if success {
+            Status::Executed
+        } else {
+            Status::Failed
+        };
+        let mut tx = self.begin_write().await?;
+        // Why guarded: only the executor holding the claim reports; a stranger,
+        // or an owner whose lapsed lease recovery already marked unknown, is refused.
+        let res = sqlx::query(
+            "UPDATE actions SET status = ?3, result = ?4, error = ?5, lease_until = NULL, updated_at = ?6
+             WHERE id = ?1 AND status = 'executing' AND owner = ?2",
+        )
+        .bind(id)
+        .bind(owner)
+        .bind(status.as_str())
+        .bind(result)
+        .bind(error)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        let action = load(&mut tx, id).await?;
+        if res.rows_affected() == 0 {
+            return Ok(CompleteOutcome::NotOwner { action });
+        }
+        let r = action.redactor();
+        let details = json!({
+            "owner": owner,
+            "result": action.result.as_ref().map(|v| r.redact(v)),
+            "error": error,
+        });
+        record(
+            &mut tx,
+            now,
+            &action,
+            Actor {
+                name: owner,
+                channel: "cli",
+            },
+            status.as_str(),
+            details,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(CompleteOutcome::Completed { action })
+    }
+
+    /// Poll (monotonic clock) until `done(status)` holds for the action's
+    /// effective status, or `timeout` passes — then `StillRunning`, a status
+    /// and not an error. A pending action whose expiry passes meanwhile is
+    /// settled as expired on the way.
+    pub async fn wait_action(
+        &self,
+        id: &str,
+        timeout: Duration,
+        done: impl Fn(Status) -> bool,
+    ) -> Result<Settled> {
+        let id = self.resolve_action_id(id).await?;
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut pause = Duration::from_millis(20);
+        loop {
+            let mut action = self.get_action(&id).await?;
+            if action.effective_status(self.now()) != action.status {
+                self.retry_actions(|| async {
+                    let mut tx = self.begin_write().await?;
+                    super::recovery::expire_in(&mut tx, self.now(), Some(&id), None).await?;
+                    tx.commit().await?;
+                    Ok(())
+                })
+                .await?;
+                action = self.get_action(&id).await?;
+            }
+            if done(action.status) {
+                return Ok(Settled::Done { action });
+            }
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                return Ok(Settled::StillRunning { action });
+            }
+            tokio::time::sleep(pause.min(deadline - now)).await;
+            pause = (pause * 2).min(Duration::from_millis(250));
+        }
+    }
+}

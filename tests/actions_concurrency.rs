@@ -1,0 +1,255 @@
+//! Concurrency family of the approvals failure catalogue: double taps,
+//! racing approvers and rejecters, racing proposals and sweeps, quorum
+//! double counting, and lock errors under many writers.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use common::{TempDb, count, json, new_action};
+use handoff::store::actions::{
+    Actor, ApproveOutcome, ClaimOutcome, Error, RejectOutcome, Status,
+};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fifty_tasks_and_eight_processes_approve_once_and_execute_once() {
+    let db = TempDb::new();
+    let stores = [db.open().await, db.open().await, db.open().await];
+    let id = stores[0]
+        .propose(&new_action("email.send", r#"{"to":"bob"}"#))
+        .await
+        .unwrap()
+        .action
+        .id;
+
+    // 8 real OS processes of the binary approve at the same time as 50 tasks.
+    let procs: Vec<_> = (0..8)
+        .map(|i| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_handoff"))
+                .args(["--json", "approve", &id, "--as", &format!("proc{i}")])
+                .env("HANDOFF_DB", &db.path)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let executions = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for i in 0..50 {
+        let store = stores[i % 3].clone();
+        let id = id.clone();
+        let executions = executions.clone();
+        tasks.push(tokio::spawn(async move {
+            let name = format!("task{i}");
+            let out = store.approve(&id, Actor::cli(&name), None).await.unwrap();
+            // Every contender also tries to execute: only one claim may win.
+            let owner = format!("owner{i}");
+            if let ClaimOutcome::Claimed { .. } = store.claim(&id, &owner, 60_000).await.unwrap() {
+                executions.fetch_add(1, Ordering::SeqCst);
+                store
+                    .complete(&id, &owner, true, serde_json::json!({"ok": true}), None)
+                    .await
+                    .unwrap();
+            }
+            out
+        }));
+    }
+    let mut outcomes = Vec::new();
+    for t in tasks {
+        outcomes.push(serde_json::to_value(t.await.unwrap()).unwrap());
+    }
+    for p in procs {
+        let out = p.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", common::stderr(&out));
+        outcomes.push(json(&out));
+    }
+    let winners: Vec<_> = outcomes.iter().filter(|o| o["outcome"] == "approved").collect();
+    assert_eq!(winners.len(), 1, "exactly one approval wins");
+    let winner = winners[0]["action"]["decided_by"].as_str().unwrap().to_string();
+    for o in &outcomes {
+        if o["outcome"] != "approved" {
+            assert_eq!(o["outcome"], "already_decided", "{o}");
+            assert_eq!(o["decided_by"], winner.as_str(), "losers see the winner");
+        }
+    }
+    assert_eq!(executions.load(Ordering::SeqCst), 1, "exactly one execution");
+    let s = &stores[0];
+    assert_eq!(count(s, "action_approvals").await, 1);
+    let a = s.get_action(&id).await.unwrap();
+    assert_eq!(a.status, Status::Executed);
+    assert_eq!(a.attempts, 1);
+    let trail: Vec<String> = s.action_audit(&id).await.unwrap().into_iter().map(|e| e.event).collect();
+    assert_eq!(trail, ["proposed", "approved", "claimed", "executed"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn approve_and_reject_race_has_one_winner() {
+    let db = TempDb::new();
+    let (s1, s2) = (db.open().await, db.open().await);
+    let mut approvals_won = 0;
+    for round in 0..20 {
+        let id = s1
+            .propose(&new_action("deploy", &format!(r#"{{"round":{round}}}"#)))
+            .await
+            .unwrap()
+            .action
+            .id;
+        let (a, r) = tokio::join!(
+            s1.approve(&id, Actor::cli("alice"), None),
+            s2.reject(&id, Actor::cli("bob"), "no")
+        );
+        let (a, r) = (a.unwrap(), r.unwrap());
+        let final_status = s1.get_action(&id).await.unwrap().status;
+        match (&a, &r) {
+            (ApproveOutcome::Approved { .. }, RejectOutcome::AlreadyDecided { action }) => {
+                approvals_won += 1;
+                assert_eq!(action.status, Status::Approved);
+                assert_eq!(final_status, Status::Approved);
+            }
+            (ApproveOutcome::AlreadyDecided { status, decided_by, .. }, RejectOutcome::Rejected { .. }) => {
+                assert_eq!(*status, Status::Rejected);
+                assert_eq!(decided_by.as_deref(), Some("bob"));
+                assert_eq!(final_status, Status::Rejected);
+            }
+            other => panic!("both or neither won: {other:?}"),
+        }
+        let decisions = s1
+            .action_audit(&id)
+            .await
+            .unwrap()
+            .iter()
+            .filter(|e| e.event == "approved" || e.event == "rejected")
+            .count();
+        assert_eq!(decisions, 1);
+    }
+    assert!(approvals_won <= 20);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_proposes_with_one_dedup_key_make_one_row() {
+    let db = TempDb::new();
+    let (s1, s2) = (db.open().await, db.open().await);
+    for round in 0..10 {
+        let mut n = new_action("email.send", r#"{"to":"bob"}"#);
+        n.dedup_key = Some(format!("key-{round}"));
+        let (a, b) = tokio::join!(s1.propose(&n), s2.propose(&n));
+        let (a, b) = (a.unwrap(), b.unwrap());
+        assert_eq!(a.action.id, b.action.id);
+        assert!(a.created ^ b.created, "exactly one created it");
+    }
+    assert_eq!(count(&s1, "actions").await, 10);
+
+    // Same key, different payloads at once: one row, one loud conflict.
+    let mut x = new_action("email.send", r#"{"to":"x"}"#);
+    let mut y = new_action("email.send", r#"{"to":"y"}"#);
+    x.dedup_key = Some("contested".into());
+    y.dedup_key = Some("contested".into());
+    let (a, b) = tokio::join!(s1.propose(&x), s2.propose(&y));
+    let (ok, err) = match (a, b) {
+        (Ok(p), Err(e)) | (Err(e), Ok(p)) => (p, e),
+        other => panic!("expected one success and one conflict: {other:?}"),
+    };
+    match err {
+        Error::DedupConflict { existing_id, .. } => assert_eq!(existing_id, ok.action.id),
+        e => panic!("{e}"),
+    }
+    assert_eq!(count(&s1, "actions").await, 11);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_expire_sweeps_settle_each_action_once() {
+    let db = TempDb::new();
+    let (s1, _c1) = db.open_manual(1_000_000).await;
+    let (s2, c2) = db.open_manual(1_000_000).await;
+    let (s3, c3) = db.open_manual(1_000_000).await;
+    for i in 0..30 {
+        let mut n = new_action("k", &format!(r#"{{"i":{i}}}"#));
+        n.ttl_ms = Some(1000);
+        n.on_expire = if i % 2 == 0 {
+            handoff::store::actions::OnExpire::Expire
+        } else {
+            handoff::store::actions::OnExpire::Reject
+        };
+        s1.propose(&n).await.unwrap();
+    }
+    c2.set(1_001_000);
+    c3.set(1_002_000);
+    let (a, b, c, d) = tokio::join!(s2.expire_due(), s3.expire_due(), s2.expire_due(), s3.expire_due());
+    let total = a.unwrap().len() + b.unwrap().len() + c.unwrap().len() + d.unwrap().len();
+    assert_eq!(total, 30);
+    for a in s1.list_actions(None).await.unwrap() {
+        let trail = s1.action_audit(&a.id).await.unwrap();
+        assert_eq!(trail.len(), 2, "proposed + one settlement");
+        let want = if a.args["i"].as_i64().unwrap() % 2 == 0 { "expired" } else { "rejected" };
+        assert_eq!(a.status.as_str(), want);
+        assert_eq!(trail[1].event, want);
+        assert_eq!(trail[1].actor, "expiry");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn quorum_two_with_the_same_approver_twice_stays_pending() {
+    let db = TempDb::new();
+    let (s1, s2) = (db.open().await, db.open().await);
+    let mut n = new_action("wire", r#"{"amount":5}"#);
+    n.approvals_required = 2;
+    let id = s1.propose(&n).await.unwrap().action.id;
+    let mut tasks = Vec::new();
+    for i in 0..10 {
+        let s = if i % 2 == 0 { s1.clone() } else { s2.clone() };
+        let id = id.clone();
+        tasks.push(tokio::spawn(async move { s.approve(&id, Actor::cli("alice"), None).await.unwrap() }));
+    }
+    let mut added = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            ApproveOutcome::ApprovalAdded { .. } => added += 1,
+            ApproveOutcome::AlreadyApprovedBy { .. } => {}
+            o => panic!("{o:?}"),
+        }
+    }
+    assert_eq!(added, 1);
+    let a = s1.get_action(&id).await.unwrap();
+    assert_eq!((a.status, a.approvals), (Status::Pending, 1));
+    assert_eq!(count(&s1, "action_approvals").await, 1);
+    let out = s2.approve(&id, Actor::cli("bob"), None).await.unwrap();
+    assert!(matches!(out, ApproveOutcome::Approved { .. }), "{out:?}");
+    assert_eq!(out.action().decided_by.as_deref(), Some("bob"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn twenty_writers_never_see_database_is_locked() {
+    let db = TempDb::new();
+    let stores: Vec<_> = futures_join(4, &db).await;
+    let mut tasks = Vec::new();
+    for w in 0..20 {
+        let s = stores[w % 4].clone();
+        tasks.push(tokio::spawn(async move {
+            for i in 0..10 {
+                let mut n = new_action("bulk", &format!(r#"{{"w":{w},"i":{i}}}"#));
+                n.dedup_key = Some(format!("{w}-{i}"));
+                let id = s.propose(&n).await?.action.id;
+                s.approve(&id, Actor::cli(&format!("w{w}")), None).await?;
+                s.claim(&id, "me", 60_000).await?;
+                s.complete(&id, "me", true, serde_json::json!(null), None).await?;
+            }
+            Ok::<_, Error>(())
+        }));
+    }
+    for t in tasks {
+        if let Err(e) = t.await.unwrap() {
+            panic!("a writer failed: {e}");
+        }
+    }
+    assert_eq!(stores[0].list_actions(Some(Status::Executed)).await.unwrap().len(), 200);
+}
+
+async fn futures_join(n: usize, db: &TempDb) -> Vec<handoff::store::Store> {
+    let mut v = Vec::new();
+    for _ in 0..n {
+        v.push(db.open().await);
+    }
+    v
+}
