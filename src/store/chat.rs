@@ -314,3 +314,42 @@ impl Store {
         .await
     }
 }
+
+impl Store {
+    /// The board id and label of the row `id` (for chat rendering and taps).
+    pub async fn row_locator(&self, id: &str) -> Result<Option<(String, String)>> {
+        let row = sqlx::query("SELECT board_id, label FROM board_rows WHERE id = ?")
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?;
+        Ok(match row {
+            Some(r) => Some((r.try_get(0)?, r.try_get(1)?)),
+            None => None,
+        })
+    }
+
+    /// A row id from its full id or a unique short id (suffix); `None` when
+    /// nothing (or more than one row) matches.
+    pub async fn find_row_id(&self, id_or_short: &str) -> Result<Option<String>> {
+        let s = id_or_short.trim().to_lowercase();
+        if s.len() < 4 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Ok(None);
+        }
+        let ids: Vec<String> =
+            sqlx::query_scalar("SELECT id FROM board_rows WHERE id = ?1 OR id LIKE '%' || ?1 LIMIT 2")
+                .bind(&s)
+                .fetch_all(self.pool())
+                .await?;
+        Ok(if ids.len() == 1 { ids.into_iter().next() } else { None })
+    }
+
+    /// Ids of blocked rows on active boards (for `/list`).
+    pub async fn blocked_row_ids(&self) -> Result<Vec<String>> {
+        Ok(sqlx::query_scalar(
+            "SELECT r.id FROM board_rows r JOIN boards b ON b.id = r.board_id
+             WHERE r.status = 'blocked' AND b.archived_at IS NULL ORDER BY r.updated_at DESC LIMIT 200",
+        )
+        .fetch_all(self.pool())
+        .await?)
+    }
+}
