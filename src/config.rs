@@ -505,7 +505,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.route("infra", "x", Some("deploy")).unwrap().chat_id, -100);
-        assert_eq!(c.route("infra", "x", Some("deploy")).unwrap().topic, Some(7));
+        assert_eq!(
+            c.route("infra", "x", Some("deploy")).unwrap().topic,
+            Some(7)
+        );
         assert_eq!(c.route("infra", "x", None).unwrap().chat, "me");
         assert_eq!(c.route("web", "reviewer", None).unwrap().topic, Some(9));
         assert_eq!(c.route("web", "coder", None).unwrap().chat, "me");
@@ -513,13 +516,19 @@ mod tests {
 
     #[test]
     fn invalid_combinations_are_explained() {
-        let e = parse("[[route]]\nchat = \"nowhere\"").unwrap_err().to_string();
-        assert!(e.contains("no [[telegram.chats]]"), "{e}");
-        let e = parse("[[telegram.chats]]\nname=\"a\"\nchat_id=1\n[[telegram.chats]]\nname=\"a\"\nchat_id=2")
+        let e = parse("[[route]]\nchat = \"nowhere\"")
             .unwrap_err()
             .to_string();
+        assert!(e.contains("no [[telegram.chats]]"), "{e}");
+        let e = parse(
+            "[[telegram.chats]]\nname=\"a\"\nchat_id=1\n[[telegram.chats]]\nname=\"a\"\nchat_id=2",
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("two"), "{e}");
-        let e = parse("[telegram]\nmode = \"webhook\"").unwrap_err().to_string();
+        let e = parse("[telegram]\nmode = \"webhook\"")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("webhook_url"), "{e}");
     }
 

@@ -120,11 +120,15 @@ pub async fn run(
     let app = crate::api::router(shared.clone()).merge(chat.router);
     let addr = listener.local_addr().map_err(Error::Http)?;
     tracing::info!(%addr, "listening");
-    let server = axum::serve(listener, app).with_graceful_shutdown(shutdown.clone().cancelled_owned());
+    let server =
+        axum::serve(listener, app).with_graceful_shutdown(shutdown.clone().cancelled_owned());
     let served = server.await;
     shutdown.cancel();
     tracker.close();
-    if tokio::time::timeout(SHUTDOWN_GRACE, tracker.wait()).await.is_err() {
+    if tokio::time::timeout(SHUTDOWN_GRACE, tracker.wait())
+        .await
+        .is_err()
+    {
         tracing::warn!("workers did not stop within {SHUTDOWN_GRACE:?}; exiting anyway");
     }
     store.close().await;

@@ -18,7 +18,12 @@ use crate::store::short_id;
 impl Bridge {
     async fn tap_toast(&self, q: &CallbackQuery, text: &str) {
         let text = cut(text, 190);
-        if let Err(e) = self.bot.answer_callback_query(q.id.clone()).text(text).await {
+        if let Err(e) = self
+            .bot
+            .answer_callback_query(q.id.clone())
+            .text(text)
+            .await
+        {
             tracing::debug!(error = %e, "cannot answer a callback query");
         }
     }
@@ -37,22 +42,40 @@ impl Bridge {
             Ok(None) => return self.tap_toast(q, "That row no longer exists.").await,
             Err(e) => {
                 tracing::error!(error = %e, "store failed on a row tap");
-                return self.tap_toast(q, "Something went wrong on the host; try again.").await;
+                return self
+                    .tap_toast(q, "Something went wrong on the host; try again.")
+                    .await;
             }
         };
         if row.action_version != cb.revision {
             self.redraw_quiet("row", &cb.id).await;
-            return self.tap_toast(q, "The step changed — see the updated message.").await;
+            return self
+                .tap_toast(q, "The step changed — see the updated message.")
+                .await;
         }
         match cb.verb {
             Verb::Answer => {
                 self.tap_toast(q, "Send your answer as a reply.").await;
                 let text = format!("💬 Answer #{}: reply to this message.", short_id(&cb.id));
-                self.prompt(chat_id, thread, &text, "your answer", Prompt::RowAnswer { id: cb.id.clone() })
-                    .await;
+                self.prompt(
+                    chat_id,
+                    thread,
+                    &text,
+                    "your answer",
+                    Prompt::RowAnswer { id: cb.id.clone() },
+                )
+                .await;
             }
             Verb::Decline => {
-                let text = self.annotate_row(&cb.id, "declined in Telegram", who, AnnotationKind::Decline, Some(cb.revision)).await;
+                let text = self
+                    .annotate_row(
+                        &cb.id,
+                        "declined in Telegram",
+                        who,
+                        AnnotationKind::Decline,
+                        Some(cb.revision),
+                    )
+                    .await;
                 self.tap_toast(q, &text).await;
             }
             Verb::Handled => {
@@ -68,8 +91,12 @@ impl Bridge {
                     expected_revision: None,
                 };
                 let text = match self.store.mark_handled(&h).await {
-                    Ok(Ok(_)) => "Marked handled 👍 — the agent will record the outcome.".to_string(),
-                    Ok(Err(Refusal::NotBlocked { status })) => format!("The row is no longer blocked (now {}).", status.as_str()),
+                    Ok(Ok(_)) => {
+                        "Marked handled 👍 — the agent will record the outcome.".to_string()
+                    }
+                    Ok(Err(Refusal::NotBlocked { status })) => {
+                        format!("The row is no longer blocked (now {}).", status.as_str())
+                    }
                     Ok(Err(r)) => format!("Not recorded: {}", row_refusal(&r)),
                     Err(e) => {
                         tracing::error!(error = %e, "store failed on mark handled");
@@ -78,13 +105,23 @@ impl Bridge {
                 };
                 self.tap_toast(q, &text).await;
             }
-            _ => self.tap_toast(q, "That button doesn't apply to a row.").await,
+            _ => {
+                self.tap_toast(q, "That button doesn't apply to a row.")
+                    .await
+            }
         }
         self.redraw_quiet("row", &cb.id).await;
     }
 
     /// Annotate a row through the chat channel; returns what to tell the user.
-    async fn annotate_row(&self, id: &str, text: &str, who: &str, kind: AnnotationKind, step: Option<i64>) -> String {
+    async fn annotate_row(
+        &self,
+        id: &str,
+        text: &str,
+        who: &str,
+        kind: AnnotationKind,
+        step: Option<i64>,
+    ) -> String {
         let Ok(Some((board, r))) = row_of(&self.store, id).await else {
             return "That row no longer exists.".to_string();
         };
@@ -147,20 +184,30 @@ impl Bridge {
             Ok(None) => return self.tap_toast(q, "That action no longer exists.").await,
             Err(e) => {
                 tracing::error!(error = %e, "store failed on an action tap");
-                return self.tap_toast(q, "Something went wrong on the host; try again.").await;
+                return self
+                    .tap_toast(q, "Something went wrong on the host; try again.")
+                    .await;
             }
         };
-        let actor = Actor { name: who, channel: "chat" };
+        let actor = Actor {
+            name: who,
+            channel: "chat",
+        };
         let stale = action_revision(&action) != cb.revision;
         let text = match cb.verb {
             Verb::Approve if stale => {
-                "The arguments changed since this message was drawn — see the updated message.".to_string()
+                "The arguments changed since this message was drawn — see the updated message."
+                    .to_string()
             }
             Verb::Approve => match self.store.approve(&cb.id, actor, None).await {
                 Ok(o) => approve_words(&o, who),
                 Err(e) => format!("Not approved: {e}"),
             },
-            Verb::Reject => match self.store.reject(&cb.id, actor, &format!("rejected in Telegram by {who}")).await {
+            Verb::Reject => match self
+                .store
+                .reject(&cb.id, actor, &format!("rejected in Telegram by {who}"))
+                .await
+            {
                 Ok(RejectOutcome::Rejected { .. }) => "Rejected 🚫".to_string(),
                 Ok(RejectOutcome::AlreadyDecided { action }) => format!(
                     "Already {} by {}.",
@@ -175,14 +222,24 @@ impl Bridge {
                     "✏️ Edit #{}: reply with a JSON patch like {{\"to\": \"x@example.com\"}} or `key: value` lines. It is checked first, then counts as your approval.",
                     short_id(&cb.id)
                 );
-                self.prompt(chat_id, thread, &prompt, "key: value", Prompt::ActionEdit { id: cb.id.clone() }).await;
+                self.prompt(
+                    chat_id,
+                    thread,
+                    &prompt,
+                    "key: value",
+                    Prompt::ActionEdit { id: cb.id.clone() },
+                )
+                .await;
                 "Send the changes as a reply.".to_string()
             }
             Verb::MarkExecuted | Verb::MarkFailed | Verb::Retry => {
                 let (res, done) = match cb.verb {
                     Verb::MarkExecuted => (Resolution::Executed, "Marked executed."),
                     Verb::MarkFailed => (Resolution::Failed, "Marked failed."),
-                    _ => (Resolution::Retry, "Approved for one more run (at-least-once, your call)."),
+                    _ => (
+                        Resolution::Retry,
+                        "Approved for one more run (at-least-once, your call).",
+                    ),
                 };
                 match self.store.resolve_unknown(&cb.id, actor, res).await {
                     Ok(Ok(_)) => done.to_string(),
@@ -196,12 +253,26 @@ impl Bridge {
         self.redraw_quiet("action", &cb.id).await;
     }
 
-    pub(crate) async fn edit_action(&self, chat_id: i64, thread: Option<i32>, id: &str, text: &str, who: &str) {
+    pub(crate) async fn edit_action(
+        &self,
+        chat_id: i64,
+        thread: Option<i32>,
+        id: &str,
+        text: &str,
+        who: &str,
+    ) {
         let patch = match patch_json(text) {
             Ok(p) => p,
-            Err(msg) => return self.say(chat_id, thread, &format!("Not applied: {msg}")).await,
+            Err(msg) => {
+                return self
+                    .say(chat_id, thread, &format!("Not applied: {msg}"))
+                    .await;
+            }
         };
-        let actor = Actor { name: who, channel: "chat" };
+        let actor = Actor {
+            name: who,
+            channel: "chat",
+        };
         let said = match self.store.approve(id, actor, Some(&patch)).await {
             Ok(o) => approve_words(&o, who),
             Err(e) => format!("Not applied, nothing changed: {e}"),
@@ -218,17 +289,38 @@ impl Bridge {
         let mut lines = Vec::new();
         for id in self.store.blocked_row_ids().await.unwrap_or_default() {
             if let Ok(Some((b, r))) = row_of(&self.store, &id).await
-                && self.config.route(&b.project, &b.agent, None).is_some_and(|t| t.chat_id == chat_id)
+                && self
+                    .config
+                    .route(&b.project, &b.agent, None)
+                    .is_some_and(|t| t.chat_id == chat_id)
             {
-                lines.push(format!("🧱 #{} {} — {}", short_id(&id), cut(&b.title, 40), cut(&r.label, 40)));
+                lines.push(format!(
+                    "🧱 #{} {} — {}",
+                    short_id(&id),
+                    cut(&b.title, 40),
+                    cut(&r.label, 40)
+                ));
             }
         }
         let now = self.store.now();
         for a in self.store.list_actions(None).await.unwrap_or_default() {
             let st = a.effective_status(now);
-            let live = matches!(st, crate::store::actions::Status::Pending | crate::store::actions::Status::Unknown);
-            if live && self.config.route(&a.project, &a.proposer, Some(&a.kind)).is_some_and(|t| t.chat_id == chat_id) {
-                lines.push(format!("⚠️ #{} {}: {} ({st})", a.short_id(), a.kind, cut(&a.summary, 60)));
+            let live = matches!(
+                st,
+                crate::store::actions::Status::Pending | crate::store::actions::Status::Unknown
+            );
+            if live
+                && self
+                    .config
+                    .route(&a.project, &a.proposer, Some(&a.kind))
+                    .is_some_and(|t| t.chat_id == chat_id)
+            {
+                lines.push(format!(
+                    "⚠️ #{} {}: {} ({st})",
+                    a.short_id(),
+                    a.kind,
+                    cut(&a.summary, 60)
+                ));
             }
         }
         lines
@@ -237,19 +329,30 @@ impl Bridge {
 
 fn row_refusal(r: &Refusal) -> String {
     match r {
-        Refusal::UnreadAnswer { annotation, source, by, .. } => {
+        Refusal::UnreadAnswer {
+            annotation,
+            source,
+            by,
+            ..
+        } => {
             let place = match source {
                 Some(Source::Inbox) => "An Inbox answer",
                 _ => "An answer",
             };
-            let by = by.as_deref().filter(|b| !b.is_empty()).map(|b| format!(" (by {b})")).unwrap_or_default();
+            let by = by
+                .as_deref()
+                .filter(|b| !b.is_empty())
+                .map(|b| format!(" (by {b})"))
+                .unwrap_or_default();
             format!(
                 "{place} is already waiting for the agent{by}: «{}». Yours was not recorded.",
                 cut(annotation, 400)
             )
         }
         Refusal::Stale { .. } => "The step changed — see the updated message.".to_string(),
-        Refusal::NotBlocked { status } => format!("The row is no longer blocked (now {}).", status.as_str()),
+        Refusal::NotBlocked { status } => {
+            format!("The row is no longer blocked (now {}).", status.as_str())
+        }
         Refusal::Archived => "The board is archived.".to_string(),
         Refusal::Empty => "The answer is empty: write some text.".to_string(),
         Refusal::NotFound { .. } => "That row no longer exists.".to_string(),
@@ -268,12 +371,16 @@ fn approve_words(o: &ApproveOutcome, who: &str) -> String {
             "You ({who}) already approved: {} of {}.",
             action.approvals, action.approvals_required
         ),
-        ApproveOutcome::AlreadyDecided { status, decided_by, .. } => format!(
+        ApproveOutcome::AlreadyDecided {
+            status, decided_by, ..
+        } => format!(
             "Already {status} by {}.",
             decided_by.as_deref().unwrap_or("someone")
         ),
         ApproveOutcome::Expired { .. } => "It expired before your approval.".to_string(),
-        ApproveOutcome::PatchRefused { reason, .. } => format!("Edit refused, nothing changed: {reason}"),
+        ApproveOutcome::PatchRefused { reason, .. } => {
+            format!("Edit refused, nothing changed: {reason}")
+        }
     }
 }
 
@@ -292,7 +399,8 @@ pub(crate) fn patch_json(text: &str) -> Result<String, String> {
             return Err(format!("`{line}` is not `key: value`"));
         };
         let v = v.trim();
-        let value = serde_json::from_str(v).unwrap_or_else(|_| serde_json::Value::String(v.to_string()));
+        let value =
+            serde_json::from_str(v).unwrap_or_else(|_| serde_json::Value::String(v.to_string()));
         map.insert(k.trim().to_string(), value);
     }
     if map.is_empty() {
@@ -308,7 +416,8 @@ mod tests {
     #[test]
     fn patches_from_json_or_lines() {
         assert_eq!(patch_json("{\"a\": 1}").unwrap(), "{\"a\": 1}");
-        let p: serde_json::Value = serde_json::from_str(&patch_json("to: x@y.z\ncount: 3").unwrap()).unwrap();
+        let p: serde_json::Value =
+            serde_json::from_str(&patch_json("to: x@y.z\ncount: 3").unwrap()).unwrap();
         assert_eq!(p["to"], "x@y.z");
         assert_eq!(p["count"], 3);
         assert!(patch_json("no colon here").is_err());

@@ -267,11 +267,13 @@ fn short_result(r: &serde_json::Value) -> String {
 
 pub(crate) async fn title(store: &Store, item: &str, id: &str) -> Option<String> {
     match item {
-        "row" => row_of(store, id)
-            .await
-            .ok()
-            .flatten()
-            .map(|(b, r)| format!("🧱 {} — {}", esc(&cut(&b.title, 60)), esc(&cut(&r.label, 60)))),
+        "row" => row_of(store, id).await.ok().flatten().map(|(b, r)| {
+            format!(
+                "🧱 {} — {}",
+                esc(&cut(&b.title, 60)),
+                esc(&cut(&r.label, 60))
+            )
+        }),
         "action" => action_of(store, id)
             .await
             .ok()

@@ -160,7 +160,11 @@ impl Store {
     }
 
     /// Every message record of an item.
-    pub async fn chat_messages_of(&self, item_kind: &str, item_id: &str) -> Result<Vec<ChatMessage>> {
+    pub async fn chat_messages_of(
+        &self,
+        item_kind: &str,
+        item_id: &str,
+    ) -> Result<Vec<ChatMessage>> {
         let rows = sqlx::query("SELECT * FROM chat_messages WHERE item_kind = ? AND item_id = ?")
             .bind(item_kind)
             .bind(item_id)
@@ -190,14 +194,20 @@ impl Store {
 
     /// Pushes interrupted between `sending` and `sent` (to resend at start-up).
     pub async fn chat_unsent(&self) -> Result<Vec<ChatMessage>> {
-        let rows = sqlx::query("SELECT * FROM chat_messages WHERE status = 'sending' ORDER BY created_at")
-            .fetch_all(self.pool())
-            .await?;
+        let rows =
+            sqlx::query("SELECT * FROM chat_messages WHERE status = 'sending' ORDER BY created_at")
+                .fetch_all(self.pool())
+                .await?;
         rows.iter().map(from_row).collect()
     }
 
     /// Record a `/start` from an unknown user; returns the one-time code.
-    pub async fn pairing_create(&self, user_id: i64, chat_id: i64, username: &str) -> Result<String> {
+    pub async fn pairing_create(
+        &self,
+        user_id: i64,
+        chat_id: i64,
+        username: &str,
+    ) -> Result<String> {
         let code = super::new_id()[24..].to_uppercase();
         let now = self.now();
         self.retry(|| async {
@@ -335,12 +345,17 @@ impl Store {
         if s.len() < 4 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Ok(None);
         }
-        let ids: Vec<String> =
-            sqlx::query_scalar("SELECT id FROM board_rows WHERE id = ?1 OR id LIKE '%' || ?1 LIMIT 2")
-                .bind(&s)
-                .fetch_all(self.pool())
-                .await?;
-        Ok(if ids.len() == 1 { ids.into_iter().next() } else { None })
+        let ids: Vec<String> = sqlx::query_scalar(
+            "SELECT id FROM board_rows WHERE id = ?1 OR id LIKE '%' || ?1 LIMIT 2",
+        )
+        .bind(&s)
+        .fetch_all(self.pool())
+        .await?;
+        Ok(if ids.len() == 1 {
+            ids.into_iter().next()
+        } else {
+            None
+        })
     }
 
     /// Ids of blocked rows on active boards (for `/list`).
