@@ -267,6 +267,7 @@ impl Action {
             args: r.redact(&self.args),
             effective_args: r.redact(&self.effective_args),
             patch: self.patch.as_ref().map(|p| r.redact(p)),
+            result: self.result.as_ref().map(|v| r.redact(v)),
             ..self.clone()
         }
     }
