@@ -40,13 +40,18 @@ fn kill_group(child: &mut Child) {
 async fn until<F: AsyncFnMut() -> bool>(what: &str, mut cond: F) {
     let start = Instant::now();
     while !cond().await {
-        assert!(start.elapsed() < Duration::from_secs(60), "gave up waiting for {what}");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "gave up waiting for {what}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
 fn lines(p: &Path) -> usize {
-    std::fs::read_to_string(p).map(|s| s.lines().count()).unwrap_or(0)
+    std::fs::read_to_string(p)
+        .map(|s| s.lines().count())
+        .unwrap_or(0)
 }
 
 async fn only_action(s: &Store) -> String {
@@ -56,7 +61,12 @@ async fn only_action(s: &Store) -> String {
 }
 
 async fn events(s: &Store, id: &str) -> Vec<String> {
-    s.action_audit(id).await.unwrap().into_iter().map(|e| e.event).collect()
+    s.action_audit(id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.event)
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -66,11 +76,28 @@ async fn kill_9_during_execution_becomes_unknown_and_never_reruns() {
     let script = format!("echo ran >> '{}'; sleep 30", side.display());
     let mut child = spawn_group(
         &db.path,
-        &["propose", "--kind", "email.send", "--summary", "send it", "--args", r#"{"to":"bob"}"#,
-          "--lease", "1s", "--exec", "--", "sh", "-c", &script],
+        &[
+            "propose",
+            "--kind",
+            "email.send",
+            "--summary",
+            "send it",
+            "--args",
+            r#"{"to":"bob"}"#,
+            "--lease",
+            "1s",
+            "--exec",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
     );
     let s = db.open().await;
-    until("the proposal", async || s.list_actions(None).await.unwrap().len() == 1).await;
+    until("the proposal", async || {
+        s.list_actions(None).await.unwrap().len() == 1
+    })
+    .await;
     let id = only_action(&s).await;
     s.approve(&id, Actor::cli("alice"), None).await.unwrap();
     until("the side effect", async || lines(&side) == 1).await;
@@ -84,7 +111,10 @@ async fn kill_9_during_execution_becomes_unknown_and_never_reruns() {
         s.get_action(&id).await.unwrap().status == Status::Unknown
     })
     .await;
-    assert_eq!(events(&s, &id).await, ["proposed", "approved", "claimed", "unknown"]);
+    assert_eq!(
+        events(&s, &id).await,
+        ["proposed", "approved", "claimed", "unknown"]
+    );
 
     // Nothing re-runs it: not recovery through the CLI, not a second sweep.
     let out = db.cli(&["recover"]);
@@ -100,8 +130,16 @@ async fn kill_9_during_execution_becomes_unknown_and_never_reruns() {
     assert!(out.status.success(), "{}", common::stderr(&out));
     let trail = s.action_audit(&id).await.unwrap();
     let last = trail.last().unwrap();
-    assert_eq!((last.event.as_str(), last.actor.as_str()), ("retry", "carol"));
-    assert!(last.details["note"].as_str().unwrap().contains("at-least-once"));
+    assert_eq!(
+        (last.event.as_str(), last.actor.as_str()),
+        ("retry", "carol")
+    );
+    assert!(
+        last.details["note"]
+            .as_str()
+            .unwrap()
+            .contains("at-least-once")
+    );
     assert_eq!(s.get_action(&id).await.unwrap().status, Status::Approved);
 }
 
@@ -112,7 +150,11 @@ async fn approved_but_unclaimed_survives_a_restart_and_executes_once() {
     let id = {
         let s = db.open().await;
         let mut n = new_action("email.send", r#"{"to":"bob"}"#);
-        n.exec = Some(vec!["sh".into(), "-c".into(), format!("cat >> '{}'; echo >> '{}'", side.display(), side.display())]);
+        n.exec = Some(vec![
+            "sh".into(),
+            "-c".into(),
+            format!("cat >> '{}'; echo >> '{}'", side.display(), side.display()),
+        ]);
         let id = s.propose(&n).await.unwrap().action.id;
         s.approve(&id, Actor::cli("alice"), None).await.unwrap();
         s.close().await;
@@ -123,15 +165,28 @@ async fn approved_but_unclaimed_survives_a_restart_and_executes_once() {
     let rep = s.recover().await.unwrap();
     assert_eq!(rep.claimable.len(), 1);
     let (a, b) = (
-        std::thread::spawn({ let p = db.path.clone(); move || common::cli_at(&p, &["recover"]) }),
-        std::thread::spawn({ let p = db.path.clone(); move || common::cli_at(&p, &["recover"]) }),
+        std::thread::spawn({
+            let p = db.path.clone();
+            move || common::cli_at(&p, &["recover"])
+        }),
+        std::thread::spawn({
+            let p = db.path.clone();
+            move || common::cli_at(&p, &["recover"])
+        }),
     );
     assert!(a.join().unwrap().status.success());
     assert!(b.join().unwrap().status.success());
-    assert_eq!(std::fs::read_to_string(&side).unwrap(), "{\"to\":\"bob\"}\n", "ran once, with the real args on stdin");
+    assert_eq!(
+        std::fs::read_to_string(&side).unwrap(),
+        "{\"to\":\"bob\"}\n",
+        "ran once, with the real args on stdin"
+    );
     let a = s.get_action(&id).await.unwrap();
     assert_eq!((a.status, a.attempts), (Status::Executed, 1));
-    assert_eq!(events(&s, &id).await, ["proposed", "approved", "claimed", "executed"]);
+    assert_eq!(
+        events(&s, &id).await,
+        ["proposed", "approved", "claimed", "executed"]
+    );
     assert!(s.recover().await.unwrap().claimable.is_empty());
 }
 
@@ -143,11 +198,26 @@ async fn a_crash_between_approve_and_claim_loses_nothing() {
     // The proposer waits for a decision, and dies before it can claim.
     let mut child = spawn_group(
         &db.path,
-        &["propose", "--kind", "deploy", "--summary", "ship", "--args", r#"{"v":"1.2"}"#,
-          "--exec", "--", "sh", "-c", &script],
+        &[
+            "propose",
+            "--kind",
+            "deploy",
+            "--summary",
+            "ship",
+            "--args",
+            r#"{"v":"1.2"}"#,
+            "--exec",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
     );
     let s = db.open().await;
-    until("the proposal", async || s.list_actions(None).await.unwrap().len() == 1).await;
+    until("the proposal", async || {
+        s.list_actions(None).await.unwrap().len() == 1
+    })
+    .await;
     let id = only_action(&s).await;
     kill_group(&mut child);
     s.approve(&id, Actor::cli("alice"), None).await.unwrap();
@@ -156,12 +226,19 @@ async fn a_crash_between_approve_and_claim_loses_nothing() {
 
     let out = db.cli(&["recover"]);
     assert!(out.status.success(), "{}", common::stderr(&out));
-    assert_eq!(std::fs::read_to_string(&side).unwrap().trim(), id, "the idempotency key reached the executor");
+    assert_eq!(
+        std::fs::read_to_string(&side).unwrap().trim(),
+        id,
+        "the idempotency key reached the executor"
+    );
     let out = db.cli(&["recover"]);
     assert!(out.status.success());
     assert_eq!(lines(&side), 1);
     assert_eq!(s.get_action(&id).await.unwrap().status, Status::Executed);
-    assert_eq!(events(&s, &id).await, ["proposed", "approved", "claimed", "executed"]);
+    assert_eq!(
+        events(&s, &id).await,
+        ["proposed", "approved", "claimed", "executed"]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -169,11 +246,32 @@ async fn propose_exec_reports_the_command_status_and_rejection_exits_3() {
     let db = TempDb::new();
     let proposer = std::thread::spawn({
         let p = db.path.clone();
-        move || common::cli_at(&p, &["--json", "propose", "--kind", "k", "--summary", "s", "--args", r#"{"n":1}"#,
-            "--exec", "--", "sh", "-c", "read x; echo \"got $x\"; exit 7"])
+        move || {
+            common::cli_at(
+                &p,
+                &[
+                    "--json",
+                    "propose",
+                    "--kind",
+                    "k",
+                    "--summary",
+                    "s",
+                    "--args",
+                    r#"{"n":1}"#,
+                    "--exec",
+                    "--",
+                    "sh",
+                    "-c",
+                    "read x; echo \"got $x\"; exit 7",
+                ],
+            )
+        }
     });
     let s = db.open().await;
-    until("the proposal", async || s.list_actions(None).await.unwrap().len() == 1).await;
+    until("the proposal", async || {
+        s.list_actions(None).await.unwrap().len() == 1
+    })
+    .await;
     let id = only_action(&s).await;
     s.approve(&id, Actor::cli("alice"), None).await.unwrap();
     let out = proposer.join().unwrap();
@@ -181,16 +279,46 @@ async fn propose_exec_reports_the_command_status_and_rejection_exits_3() {
     let a = s.get_action(&id).await.unwrap();
     assert_eq!(a.status, Status::Failed);
     assert_eq!(a.result.as_ref().unwrap()["exit_code"], 7);
-    assert!(a.result.as_ref().unwrap()["stdout_tail"].as_str().unwrap().contains("got {\"n\":1}"));
+    assert!(
+        a.result.as_ref().unwrap()["stdout_tail"]
+            .as_str()
+            .unwrap()
+            .contains("got {\"n\":1}")
+    );
 
     let proposer = std::thread::spawn({
         let p = db.path.clone();
-        move || common::cli_at(&p, &["propose", "--kind", "k2", "--summary", "s", "--exec", "--", "true"])
+        move || {
+            common::cli_at(
+                &p,
+                &[
+                    "propose",
+                    "--kind",
+                    "k2",
+                    "--summary",
+                    "s",
+                    "--exec",
+                    "--",
+                    "true",
+                ],
+            )
+        }
     });
-    until("the second proposal", async || s.list_actions(Some(Status::Pending)).await.unwrap().len() == 1).await;
-    let id2 = s.list_actions(Some(Status::Pending)).await.unwrap()[0].id.clone();
-    s.reject(&id2, Actor::cli("bob"), "not today").await.unwrap();
+    until("the second proposal", async || {
+        s.list_actions(Some(Status::Pending)).await.unwrap().len() == 1
+    })
+    .await;
+    let id2 = s.list_actions(Some(Status::Pending)).await.unwrap()[0]
+        .id
+        .clone();
+    s.reject(&id2, Actor::cli("bob"), "not today")
+        .await
+        .unwrap();
     let out = proposer.join().unwrap();
     assert_eq!(out.status.code(), Some(3));
-    assert!(common::stderr(&out).contains("rejected by bob: not today"), "{}", common::stderr(&out));
+    assert!(
+        common::stderr(&out).contains("rejected by bob: not today"),
+        "{}",
+        common::stderr(&out)
+    );
 }

@@ -102,5 +102,7 @@ pub async fn raw_pool(path: &Path) -> sqlx::SqlitePool {
     let opts = sqlx::sqlite::SqliteConnectOptions::new()
         .filename(path)
         .busy_timeout(std::time::Duration::from_secs(5));
-    sqlx::SqlitePool::connect_with(opts).await.expect("raw pool")
+    sqlx::SqlitePool::connect_with(opts)
+        .await
+        .expect("raw pool")
 }
