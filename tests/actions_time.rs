@@ -83,8 +83,8 @@ async fn on_expire_reject_versus_expire() {
     // Lazy expiry: lists show the final status before any sweep writes it.
     let listed = s.list_actions(Some(Status::Pending)).await.unwrap();
     assert_eq!(
-        listed.iter().map(|a| a.id.clone()).collect::<Vec<_>>(),
-        [never.clone()]
+        listed.iter().map(|a| a.id.as_str()).collect::<Vec<_>>(),
+        [never.as_str()]
     );
     let lazily = s.list_actions(Some(Status::Expired)).await.unwrap();
     assert_eq!(lazily.len(), 1);

@@ -36,7 +36,7 @@ pub(crate) enum Cmd {
     /// while it runs, records the outcome and exits with CMD's status.
     /// A verifier for interrupted runs follows as `--verify -- CHECK ARGS…`
     /// after the command. Rejected or expired: exit 3.
-    Propose(ProposeArgs),
+    Propose(Box<ProposeArgs>),
     /// Approve a pending action (optionally patching its arguments).
     Approve {
         /// Action id or short id.
@@ -294,7 +294,7 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
     let store = ctx.store().await?;
     let e = |err| map_err(ctx, err);
     match cmd {
-        Cmd::Propose(p) => propose(&store, ctx, p).await,
+        Cmd::Propose(p) => propose(&store, ctx, *p).await,
         Cmd::Approve {
             id,
             patch,
