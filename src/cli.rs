@@ -8,6 +8,7 @@
 mod actions;
 mod boards;
 mod questions;
+mod sessions;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -89,6 +90,8 @@ enum Command {
     },
     #[command(flatten)]
     Actions(actions::Cmd),
+    #[command(flatten)]
+    Sessions(sessions::Cmd),
     /// Print the event log (every state change, in order).
     Events {
         /// Only events after this sequence number.
@@ -200,6 +203,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Questions(cmd) => questions::run(cmd, &ctx).await,
         Command::Board { cmd } => boards::run(cmd, &ctx).await,
         Command::Actions(cmd) => actions::run(cmd, &ctx).await,
+        Command::Sessions(cmd) => sessions::run(cmd, &ctx).await,
         Command::Serve { config, listen } => serve(&ctx, config, listen).await,
         Command::Pair { code, role } => {
             let store = ctx.store().await?;

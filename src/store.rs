@@ -15,6 +15,7 @@ pub mod boards;
 pub mod chat;
 pub mod events;
 pub mod questions;
+pub mod sessions;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,203 @@
+//! Agent sessions (DESIGN §5): who asked, and how to wake them.
+//!
+//! A session is registered by the agent (or its hook) with a client-chosen
+//! id, an agent name, project, working directory and an optional
+//! [`WakeTarget`]. Questions, rows and actions carry the session id; when a
+//! human responds, the notify worker wakes that session's target. This
+//! module records; it does not run targets.
+
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+
+use super::{Error, NewEvent, Result, Store, events};
+
+/// How to wake a session. Stored as JSON with a `type` tag.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+pub enum WakeTarget {
+    /// Run a program (argv, no shell) with the event as JSON on stdin.
+    Exec {
+        /// Program and arguments.
+        argv: Vec<String>,
+        /// Kill the process group after this many seconds (default 30).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_secs: Option<u64>,
+    },
+    /// POST the event, signed per the Standard Webhooks spec.
+    Webhook {
+        /// Where to POST (must also be allowed by the config).
+        url: String,
+        /// `whsec_…` signing secret.
+        secret: String,
+    },
+    /// Type a short notice into a tmux pane, if it still runs the agent.
+    Tmux {
+        /// The pane id (`%3`) or target (`main:1.0`).
+        pane: String,
+        /// The agent's command name the pane must still be running (e.g. `claude`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent: Option<String>,
+    },
+}
+
+impl WakeTarget {
+    /// Check the target makes sense before it is stored.
+    pub fn check(&self) -> Result<()> {
+        match self {
+            WakeTarget::Exec { argv, .. } if argv.is_empty() || argv[0].trim().is_empty() => {
+                Err(Error::Invalid("an exec wake target needs a program".into()))
+            }
+            WakeTarget::Webhook { url, .. }
+                if !(url.starts_with("http://") || url.starts_with("https://")) =>
+            {
+                Err(Error::Invalid(format!(
+                    "webhook wake target `{url}` is not an http(s) URL"
+                )))
+            }
+            WakeTarget::Webhook { secret, .. } if !secret.starts_with("whsec_") => Err(
+                Error::Invalid("a webhook wake target needs a `whsec_…` secret".into()),
+            ),
+            WakeTarget::Tmux { pane, .. } if pane.trim().is_empty() => {
+                Err(Error::Invalid("a tmux wake target needs a pane".into()))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A registered session.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Session {
+    /// Client-chosen id.
+    pub session_id: String,
+    /// Agent name.
+    pub agent: String,
+    /// Project.
+    pub project: String,
+    /// Working directory.
+    pub cwd: String,
+    /// How to wake it.
+    pub wake_target: Option<WakeTarget>,
+    /// The last checkpointed state (opaque).
+    pub state_blob: Option<String>,
+    /// `active`, `idle` or `ended`.
+    pub status: String,
+    /// Checkpoint CAS token.
+    pub revision: i64,
+    /// Registered.
+    #[serde(with = "crate::clock::rfc3339")]
+    pub created_at: i64,
+    /// Last changed.
+    #[serde(with = "crate::clock::rfc3339")]
+    pub updated_at: i64,
+}
+
+/// What registering says about the session.
+#[derive(Debug, Clone, Default)]
+pub struct NewSession {
+    /// Client-chosen id (required).
+    pub session_id: String,
+    /// Agent name.
+    pub agent: String,
+    /// Project.
+    pub project: String,
+    /// Working directory.
+    pub cwd: String,
+    /// How to wake it (None keeps the stored one on re-register).
+    pub wake_target: Option<WakeTarget>,
+}
+
+pub(crate) fn session_from(r: &sqlx::sqlite::SqliteRow) -> Result<Session> {
+    let wake: Option<String> = r.try_get("wake_target")?;
+    Ok(Session {
+        session_id: r.try_get("session_id")?,
+        agent: r.try_get("agent")?,
+        project: r.try_get("project")?,
+        cwd: r.try_get("cwd")?,
+        wake_target: wake
+            .map(|w| serde_json::from_str(&w))
+            .transpose()
+            .map_err(|e| Error::Corrupt(format!("session wake target: {e}")))?,
+        state_blob: r.try_get("state_blob")?,
+        status: r.try_get("status")?,
+        revision: r.try_get("revision")?,
+        created_at: r.try_get("created_at")?,
+        updated_at: r.try_get("updated_at")?,
+    })
+}
+
+impl Store {
+    /// Register a session, or update its agent/project/cwd/wake target if it
+    /// exists (the checkpoint and revision are kept). One statement.
+    pub async fn register_session(&self, s: &NewSession) -> Result<Session> {
+        let id = s.session_id.trim();
+        if id.is_empty() || id.len() > 200 {
+            return Err(Error::Invalid("a session id is 1 to 200 characters".into()));
+        }
+        if let Some(w) = &s.wake_target {
+            w.check()?;
+        }
+        let wake = s
+            .wake_target
+            .as_ref()
+            .map(|w| serde_json::to_string(w).unwrap_or_default());
+        self.retry(|| async {
+            let now = self.now();
+            let mut tx = self.begin_write().await?;
+            let row = sqlx::query(
+                "INSERT INTO agent_sessions (session_id, agent, project, cwd, wake_target, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)
+                 ON CONFLICT(session_id) DO UPDATE SET
+                    agent = excluded.agent, project = excluded.project, cwd = excluded.cwd,
+                    wake_target = COALESCE(excluded.wake_target, agent_sessions.wake_target),
+                    status = 'active', updated_at = excluded.updated_at
+                 RETURNING *",
+            )
+            .bind(id)
+            .bind(&s.agent)
+            .bind(&s.project)
+            .bind(&s.cwd)
+            .bind(&wake)
+            .bind(now)
+            .fetch_one(&mut *tx)
+            .await?;
+            let session = session_from(&row)?;
+            events::append(
+                &mut tx,
+                now,
+                &NewEvent {
+                    kind: "session.registered",
+                    entity_kind: "session",
+                    entity_id: id,
+                    actor: &s.agent,
+                    channel: "agent",
+                    project: &s.project,
+                    session: id,
+                    payload: serde_json::json!({"wake": session.wake_target.as_ref().map(target_kind)}),
+                },
+            )
+            .await?;
+            tx.commit().await?;
+            Ok(session)
+        })
+        .await
+    }
+
+    /// A session by id.
+    pub async fn get_session(&self, id: &str) -> Result<Option<Session>> {
+        let row = sqlx::query("SELECT * FROM agent_sessions WHERE session_id = ?")
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?;
+        row.as_ref().map(session_from).transpose()
+    }
+}
+
+/// The tag of a target (`exec`, `webhook`, `tmux`), for events and logs.
+pub fn target_kind(t: &WakeTarget) -> &'static str {
+    match t {
+        WakeTarget::Exec { .. } => "exec",
+        WakeTarget::Webhook { .. } => "webhook",
+        WakeTarget::Tmux { .. } => "tmux",
+    }
+}
