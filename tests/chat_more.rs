@@ -36,15 +36,31 @@ async fn webhook_mode_checks_the_secret_token() {
         "mode = \"webhook\"\nwebhook_url = \"https://bot.example.invalid/telegram\"\nwebhook_secret = \"right-secret\"",
     );
     let d = Daemon::start(&db.path, &cfg);
-    fake.until(15, "setWebhook", |f| f.calls("setwebhook").first().cloned()).await;
-    assert!(fake.calls("getupdates").is_empty(), "no polling in webhook mode");
+    fake.until(15, "setWebhook", |f| f.calls("setwebhook").first().cloned())
+        .await;
+    assert!(
+        fake.calls("getupdates").is_empty(),
+        "no polling in webhook mode"
+    );
 
     let id = {
-        let out = db.cli(&["--json", "ask", "Webhook question", "--option", "a", "--option", "b"]);
+        let out = db.cli(&[
+            "--json",
+            "ask",
+            "Webhook question",
+            "--option",
+            "a",
+            "--option",
+            "b",
+        ]);
         json(&out)["question"]["id"].as_str().unwrap().to_string()
     };
     let msg = fake
-        .until(15, "the question's message", |f| f.messages(ME).into_iter().find(|m| m.text.contains("Webhook question")))
+        .until(15, "the question's message", |f| {
+            f.messages(ME)
+                .into_iter()
+                .find(|m| m.text.contains("Webhook question"))
+        })
         .await;
     let update = j!({
         "update_id": 1,
@@ -66,7 +82,10 @@ async fn webhook_mode_checks_the_secret_token() {
     }
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     let v = json(&db.cli(&["--json", "show", &id]));
-    assert!(v["question"]["reply"].is_null(), "nothing stored without the right secret: {v}");
+    assert!(
+        v["question"]["reply"].is_null(),
+        "nothing stored without the right secret: {v}"
+    );
 
     let res = http
         .post(&url)
@@ -76,7 +95,10 @@ async fn webhook_mode_checks_the_secret_token() {
         .await
         .unwrap();
     assert!(res.status().is_success(), "{}", res.status());
-    fake.until(15, "the tap processed", |f| f.toasts().into_iter().find(|t| t.contains("Recorded: a"))).await;
+    fake.until(15, "the tap processed", |f| {
+        f.toasts().into_iter().find(|t| t.contains("Recorded: a"))
+    })
+    .await;
     let v = json(&db.cli(&["--json", "show", &id]));
     assert_eq!(v["question"]["reply"]["text"], "a", "{v}");
 }
@@ -92,19 +114,36 @@ async fn a_burst_becomes_one_digest_and_every_item_is_covered() {
     let cfg = telegram_config(&db, &fake, "digest_threshold = 3\ndigest_window_secs = 30");
     let _d = Daemon::start(&db.path, &cfg);
     let digest = fake
-        .until(15, "a digest message", |f| f.sent_texts(ME).into_iter().find(|t| t.contains("new items")))
+        .until(15, "a digest message", |f| {
+            f.sent_texts(ME)
+                .into_iter()
+                .find(|t| t.contains("new items"))
+        })
         .await;
     let sent = fake.sent_texts(ME);
-    assert_eq!(sent.len(), 4, "3 single messages, then one digest for the other 9: {sent:#?}");
+    assert_eq!(
+        sent.len(),
+        4,
+        "3 single messages, then one digest for the other 9: {sent:#?}"
+    );
     assert!(digest.contains("9 new items"), "{digest}");
     for i in 3..12 {
         assert!(digest.contains(&format!("burst {i}")), "{digest}");
     }
     // Every item has a durable message record: sent or covered by the digest.
-    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", db.path.display())).await.unwrap();
-    let states: Vec<String> = sqlx::query_scalar("SELECT status FROM chat_messages").fetch_all(&pool).await.unwrap();
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", db.path.display()))
+        .await
+        .unwrap();
+    let states: Vec<String> = sqlx::query_scalar("SELECT status FROM chat_messages")
+        .fetch_all(&pool)
+        .await
+        .unwrap();
     assert_eq!(states.len(), 12);
-    assert_eq!(states.iter().filter(|s| *s == "digest").count(), 9, "{states:?}");
+    assert_eq!(
+        states.iter().filter(|s| *s == "digest").count(),
+        9,
+        "{states:?}"
+    );
 }
 
 #[tokio::test]
@@ -117,7 +156,11 @@ async fn start_pairing_admits_a_new_user_from_the_host() {
     const NEWBIE: i64 = 777;
     fake.send_text(ME, NEWBIE, "/start", None);
     let hello = fake
-        .until(15, "the pairing code", |f| f.sent_texts(ME).into_iter().find(|t| t.contains("handoff pair")))
+        .until(15, "the pairing code", |f| {
+            f.sent_texts(ME)
+                .into_iter()
+                .find(|t| t.contains("handoff pair"))
+        })
         .await;
     let code = hello
         .split("handoff pair ")
@@ -137,10 +180,19 @@ async fn start_pairing_admits_a_new_user_from_the_host() {
     let out = db.cli(&["--json", "ask", "Paired?"]);
     let id = json(&out)["question"]["id"].as_str().unwrap().to_string();
     let msg = fake
-        .until(15, "the question", |f| f.messages(ME).into_iter().find(|m| m.text.contains("Paired?")))
+        .until(15, "the question", |f| {
+            f.messages(ME)
+                .into_iter()
+                .find(|m| m.text.contains("Paired?"))
+        })
         .await;
     fake.send_text(ME, NEWBIE, "yes, paired", Some(msg.message_id));
-    fake.until(15, "the newcomer's answer recorded", |f| f.sent_texts(ME).into_iter().find(|t| t.starts_with("Recorded"))).await;
+    fake.until(15, "the newcomer's answer recorded", |f| {
+        f.sent_texts(ME)
+            .into_iter()
+            .find(|t| t.starts_with("Recorded"))
+    })
+    .await;
     let v = json(&db.cli(&["--json", "show", &id]));
     assert_eq!(v["question"]["reply"]["by"], "@user777", "{v}");
 }
@@ -154,18 +206,50 @@ async fn long_texts_stay_within_telegrams_limit() {
     let _d = Daemon::start(&db.path, &cfg);
     let context = "ctx <b>&amp; ".repeat(5000);
     let detail = "d".repeat(490);
-    let out = db.cli(&["ask", &"T".repeat(120), "--detail", &detail, "--context", &context, "--option", &"o".repeat(60), "--option", "two"]);
+    let out = db.cli(&[
+        "ask",
+        &"T".repeat(120),
+        "--detail",
+        &detail,
+        "--context",
+        &context,
+        "--option",
+        &"o".repeat(60),
+        "--option",
+        "two",
+    ]);
     assert!(out.status.success(), "{}", common::stderr(&out));
     let msg = fake
-        .until(15, "the long question", |f| f.messages(ME).into_iter().find(|m| m.text.contains("TTTT")))
+        .until(15, "the long question", |f| {
+            f.messages(ME).into_iter().find(|m| m.text.contains("TTTT"))
+        })
         .await;
-    assert!(msg.text.chars().count() <= 4096, "{}", msg.text.chars().count());
-    assert!(msg.text.contains("&lt;b&gt;"), "user text is escaped for HTML mode");
+    assert!(
+        msg.text.chars().count() <= 4096,
+        "{}",
+        msg.text.chars().count()
+    );
+    assert!(
+        msg.text.contains("&lt;b&gt;"),
+        "user text is escaped for HTML mode"
+    );
     let big = serde_json::json!({"blob": "x".repeat(20_000)}).to_string();
-    let out = db.cli(&["propose", "--kind", "k", "--summary", "big args", "--args", &big]);
+    let out = db.cli(&[
+        "propose",
+        "--kind",
+        "k",
+        "--summary",
+        "big args",
+        "--args",
+        &big,
+    ]);
     assert!(out.status.success(), "{}", common::stderr(&out));
     let a = fake
-        .until(15, "the big action", |f| f.messages(ME).into_iter().find(|m| m.text.contains("big args")))
+        .until(15, "the big action", |f| {
+            f.messages(ME)
+                .into_iter()
+                .find(|m| m.text.contains("big args"))
+        })
         .await;
     assert!(a.text.chars().count() <= 4096);
 }
