@@ -166,10 +166,7 @@ async fn pending_pickup((store, w, ops): Job) -> Timed {
     let mut sessions = Vec::with_capacity(ops);
     for i in 0..ops {
         let session = format!("session-{w}-{i}");
-        let f = store
-            .flag(&question(w, i, &session))
-            .await
-            .expect("flag");
+        let f = store.flag(&question(w, i, &session)).await.expect("flag");
         store
             .reply_inbox(&f.question.id, &reply("Use SQLite."))
             .await
@@ -271,5 +268,8 @@ fn print_table(cells: &[Cell], quick: bool, total: Duration) {
             c.ops as f64 / secs
         );
     }
-    println!("(whole run including untimed setup: {:.1} s)", total.as_secs_f64());
+    println!(
+        "(whole run including untimed setup: {:.1} s)",
+        total.as_secs_f64()
+    );
 }
