@@ -22,9 +22,7 @@ use futures_util::StreamExt;
 use teloxide::adaptors::Throttle;
 use teloxide::adaptors::throttle::Limits;
 use teloxide::prelude::*;
-use teloxide::types::{
-    InlineKeyboardButton, InlineKeyboardMarkup, MessageId, ParseMode, ThreadId,
-};
+use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup, MessageId, ParseMode, ThreadId};
 use teloxide::update_listeners::{Polling, UpdateListener};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -131,8 +129,8 @@ pub async fn start(
             router: Router::new(),
         });
     }
-    let url =
-        url::Url::parse(cfg.api_url.trim_end_matches('/')).map_err(|_| Error::ApiUrl(cfg.api_url.clone()))?;
+    let url = url::Url::parse(cfg.api_url.trim_end_matches('/'))
+        .map_err(|_| Error::ApiUrl(cfg.api_url.clone()))?;
     let l = cfg.limits;
     let bot = Bot::new(cfg.token.expose())
         .set_api_url(url)
@@ -183,8 +181,8 @@ pub async fn start(
         }
         TelegramMode::Webhook => {
             let hook = cfg.webhook_url.as_deref().unwrap_or_default();
-            let hook_url =
-                url::Url::parse(hook).map_err(|_| Error::Webhook(format!("`{hook}` is not a URL")))?;
+            let hook_url = url::Url::parse(hook)
+                .map_err(|_| Error::Webhook(format!("`{hook}` is not a URL")))?;
             let mut options = teloxide::update_listeners::webhooks::Options::new(
                 shared.config.http.listen,
                 hook_url,
@@ -274,9 +272,9 @@ impl Bridge {
             // an edit-only item, nothing to push.
             return Ok(());
         }
-        let Some(target) = self
-            .config
-            .route(&meta.project, &meta.agent, meta.action_kind.as_deref())
+        let Some(target) =
+            self.config
+                .route(&meta.project, &meta.agent, meta.action_kind.as_deref())
         else {
             return Ok(());
         };

@@ -213,7 +213,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
                 }
                 None => Err(fail(
                     exit::NOT_FOUND,
-                    format!("no pending pairing with code {code}: codes work once, for one hour; ask the user to send /start again"),
+                    format!(
+                        "no pending pairing with code {code}: codes work once, for one hour; ask the user to send /start again"
+                    ),
                 )),
             }
         }

@@ -86,6 +86,9 @@ pub struct Config {
     /// Secret redaction in everything shown to humans.
     #[serde(default)]
     pub redact: Redact,
+    /// Auto-decision rules for proposed actions; first match wins.
+    #[serde(default, rename = "rule")]
+    pub rules: Vec<crate::store::actions::Rule>,
 }
 
 /// `[store]`
@@ -403,6 +406,10 @@ impl Config {
                 ));
             }
         }
+        for r in &self.rules {
+            r.check()
+                .map_err(|e| format!("[[rule]] `{}`: {e}", r.name))?;
+        }
         if self.telegram.digest_threshold == 0 {
             return Err("telegram.digest_threshold must be at least 1".into());
         }
@@ -505,7 +512,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.route("infra", "x", Some("deploy")).unwrap().chat_id, -100);
-        assert_eq!(c.route("infra", "x", Some("deploy")).unwrap().topic, Some(7));
+        assert_eq!(
+            c.route("infra", "x", Some("deploy")).unwrap().topic,
+            Some(7)
+        );
         assert_eq!(c.route("infra", "x", None).unwrap().chat, "me");
         assert_eq!(c.route("web", "reviewer", None).unwrap().topic, Some(9));
         assert_eq!(c.route("web", "coder", None).unwrap().chat, "me");
@@ -513,13 +523,19 @@ mod tests {
 
     #[test]
     fn invalid_combinations_are_explained() {
-        let e = parse("[[route]]\nchat = \"nowhere\"").unwrap_err().to_string();
-        assert!(e.contains("no [[telegram.chats]]"), "{e}");
-        let e = parse("[[telegram.chats]]\nname=\"a\"\nchat_id=1\n[[telegram.chats]]\nname=\"a\"\nchat_id=2")
+        let e = parse("[[route]]\nchat = \"nowhere\"")
             .unwrap_err()
             .to_string();
+        assert!(e.contains("no [[telegram.chats]]"), "{e}");
+        let e = parse(
+            "[[telegram.chats]]\nname=\"a\"\nchat_id=1\n[[telegram.chats]]\nname=\"a\"\nchat_id=2",
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("two"), "{e}");
-        let e = parse("[telegram]\nmode = \"webhook\"").unwrap_err().to_string();
+        let e = parse("[telegram]\nmode = \"webhook\"")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("webhook_url"), "{e}");
     }
 
@@ -529,5 +545,20 @@ mod tests {
         let shown = format!("{c:?}");
         assert!(!shown.contains("123:abc"), "{shown}");
         assert_eq!(c.telegram.token.expose(), "123:abc");
+    }
+}
+
+#[cfg(test)]
+mod example {
+    /// The example file in `config/` must always parse.
+    #[test]
+    fn the_example_config_parses() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/handoff.example.toml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let c = super::Config::parse(&text, &path).unwrap();
+        assert_eq!(c.telegram.chats.len(), 2);
+        assert_eq!(c.rules.len(), 2);
+        assert_eq!(c.route("infra", "x", Some("deploy")).unwrap().chat, "ops");
     }
 }

@@ -26,6 +26,9 @@ pub use waiters::Waiters;
 /// How long shutdown waits for workers before giving up on them.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(8);
 
+/// How often expiries and lapsed leases are written.
+const HOUSEKEEPING: Duration = Duration::from_secs(1);
+
 /// Errors that stop the daemon.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -68,6 +71,39 @@ pub async fn run(
     };
     let tracker = TaskTracker::new();
 
+    // Recovery before any worker: lapsed executions become `unknown` (shown
+    // to a human, never silently re-run); approved-but-unclaimed stay claimable.
+    match store.recover().await {
+        Ok(r) => tracing::info!(
+            unknown = r.unknown.len(),
+            claimable = r.claimable.len(),
+            rerun = r.rerun.len(),
+            "action recovery done"
+        ),
+        Err(e) => tracing::warn!(error = %e, "action recovery failed; will retry"),
+    }
+
+    // Housekeeping: the library has no hidden background thread, so the
+    // daemon writes expiries and lapsed leases on its own cadence.
+    {
+        let store = store.clone();
+        let cancel = shutdown.clone();
+        tracker.spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = cancel.cancelled() => break,
+                    _ = tokio::time::sleep(HOUSEKEEPING) => {}
+                }
+                if let Err(e) = store.expire_due().await {
+                    tracing::warn!(error = %e, "expiry sweep failed");
+                }
+                if let Err(e) = store.recover().await {
+                    tracing::warn!(error = %e, "lease recovery failed");
+                }
+            }
+        });
+    }
+
     // Waiter follower: from the end of the log (waiters live in memory only).
     {
         let s = shared.clone();
@@ -84,11 +120,15 @@ pub async fn run(
     let app = crate::api::router(shared.clone()).merge(chat.router);
     let addr = listener.local_addr().map_err(Error::Http)?;
     tracing::info!(%addr, "listening");
-    let server = axum::serve(listener, app).with_graceful_shutdown(shutdown.clone().cancelled_owned());
+    let server =
+        axum::serve(listener, app).with_graceful_shutdown(shutdown.clone().cancelled_owned());
     let served = server.await;
     shutdown.cancel();
     tracker.close();
-    if tokio::time::timeout(SHUTDOWN_GRACE, tracker.wait()).await.is_err() {
+    if tokio::time::timeout(SHUTDOWN_GRACE, tracker.wait())
+        .await
+        .is_err()
+    {
         tracing::warn!("workers did not stop within {SHUTDOWN_GRACE:?}; exiting anyway");
     }
     store.close().await;

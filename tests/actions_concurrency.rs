@@ -8,9 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::{TempDb, count, json, new_action};
-use handoff::store::actions::{
-    Actor, ApproveOutcome, ClaimOutcome, Error, RejectOutcome, Status,
-};
+use handoff::store::actions::{Actor, ApproveOutcome, ClaimOutcome, Error, RejectOutcome, Status};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn fifty_tasks_and_eight_processes_approve_once_and_execute_once() {
@@ -65,22 +63,38 @@ async fn fifty_tasks_and_eight_processes_approve_once_and_execute_once() {
         assert!(out.status.success(), "{}", common::stderr(&out));
         outcomes.push(json(&out));
     }
-    let winners: Vec<_> = outcomes.iter().filter(|o| o["outcome"] == "approved").collect();
+    let winners: Vec<_> = outcomes
+        .iter()
+        .filter(|o| o["outcome"] == "approved")
+        .collect();
     assert_eq!(winners.len(), 1, "exactly one approval wins");
-    let winner = winners[0]["action"]["decided_by"].as_str().unwrap().to_string();
+    let winner = winners[0]["action"]["decided_by"]
+        .as_str()
+        .unwrap()
+        .to_string();
     for o in &outcomes {
         if o["outcome"] != "approved" {
             assert_eq!(o["outcome"], "already_decided", "{o}");
             assert_eq!(o["decided_by"], winner.as_str(), "losers see the winner");
         }
     }
-    assert_eq!(executions.load(Ordering::SeqCst), 1, "exactly one execution");
+    assert_eq!(
+        executions.load(Ordering::SeqCst),
+        1,
+        "exactly one execution"
+    );
     let s = &stores[0];
     assert_eq!(count(s, "action_approvals").await, 1);
     let a = s.get_action(&id).await.unwrap();
     assert_eq!(a.status, Status::Executed);
     assert_eq!(a.attempts, 1);
-    let trail: Vec<String> = s.action_audit(&id).await.unwrap().into_iter().map(|e| e.event).collect();
+    let trail: Vec<String> = s
+        .action_audit(&id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.event)
+        .collect();
     assert_eq!(trail, ["proposed", "approved", "claimed", "executed"]);
 }
 
@@ -108,7 +122,12 @@ async fn approve_and_reject_race_has_one_winner() {
                 assert_eq!(action.status, Status::Approved);
                 assert_eq!(final_status, Status::Approved);
             }
-            (ApproveOutcome::AlreadyDecided { status, decided_by, .. }, RejectOutcome::Rejected { .. }) => {
+            (
+                ApproveOutcome::AlreadyDecided {
+                    status, decided_by, ..
+                },
+                RejectOutcome::Rejected { .. },
+            ) => {
                 assert_eq!(*status, Status::Rejected);
                 assert_eq!(decided_by.as_deref(), Some("bob"));
                 assert_eq!(final_status, Status::Rejected);
@@ -176,13 +195,22 @@ async fn concurrent_expire_sweeps_settle_each_action_once() {
     }
     c2.set(1_001_000);
     c3.set(1_002_000);
-    let (a, b, c, d) = tokio::join!(s2.expire_due(), s3.expire_due(), s2.expire_due(), s3.expire_due());
+    let (a, b, c, d) = tokio::join!(
+        s2.expire_due(),
+        s3.expire_due(),
+        s2.expire_due(),
+        s3.expire_due()
+    );
     let total = a.unwrap().len() + b.unwrap().len() + c.unwrap().len() + d.unwrap().len();
     assert_eq!(total, 30);
     for a in s1.list_actions(None).await.unwrap() {
         let trail = s1.action_audit(&a.id).await.unwrap();
         assert_eq!(trail.len(), 2, "proposed + one settlement");
-        let want = if a.args["i"].as_i64().unwrap() % 2 == 0 { "expired" } else { "rejected" };
+        let want = if a.args["i"].as_i64().unwrap() % 2 == 0 {
+            "expired"
+        } else {
+            "rejected"
+        };
         assert_eq!(a.status.as_str(), want);
         assert_eq!(trail[1].event, want);
         assert_eq!(trail[1].actor, "expiry");
@@ -200,7 +228,9 @@ async fn quorum_two_with_the_same_approver_twice_stays_pending() {
     for i in 0..10 {
         let s = if i % 2 == 0 { s1.clone() } else { s2.clone() };
         let id = id.clone();
-        tasks.push(tokio::spawn(async move { s.approve(&id, Actor::cli("alice"), None).await.unwrap() }));
+        tasks.push(tokio::spawn(async move {
+            s.approve(&id, Actor::cli("alice"), None).await.unwrap()
+        }));
     }
     let mut added = 0;
     for t in tasks {
@@ -233,7 +263,8 @@ async fn twenty_writers_never_see_database_is_locked() {
                 let id = s.propose(&n).await?.action.id;
                 s.approve(&id, Actor::cli(&format!("w{w}")), None).await?;
                 s.claim(&id, "me", 60_000).await?;
-                s.complete(&id, "me", true, serde_json::json!(null), None).await?;
+                s.complete(&id, "me", true, serde_json::json!(null), None)
+                    .await?;
             }
             Ok::<_, Error>(())
         }));
@@ -243,7 +274,14 @@ async fn twenty_writers_never_see_database_is_locked() {
             panic!("a writer failed: {e}");
         }
     }
-    assert_eq!(stores[0].list_actions(Some(Status::Executed)).await.unwrap().len(), 200);
+    assert_eq!(
+        stores[0]
+            .list_actions(Some(Status::Executed))
+            .await
+            .unwrap()
+            .len(),
+        200
+    );
 }
 
 async fn futures_join(n: usize, db: &TempDb) -> Vec<handoff::store::Store> {

@@ -26,7 +26,13 @@ async fn approve_at_the_exact_expiry_millisecond_is_refused_as_expired() {
     let a = s.get_action(&id).await.unwrap();
     assert_eq!(a.status, Status::Expired, "the refusal settles it");
     assert_eq!(a.approvals, 0);
-    let events: Vec<_> = s.action_audit(&id).await.unwrap().into_iter().map(|e| e.event).collect();
+    let events: Vec<_> = s
+        .action_audit(&id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.event)
+        .collect();
     assert_eq!(events, ["proposed", "expired"]);
 }
 
@@ -62,17 +68,32 @@ async fn on_expire_reject_versus_expire() {
     let (s, clock) = db.open_manual(T0).await;
     let e = propose_ttl(&s, 1000, OnExpire::Expire).await;
     let r = propose_ttl(&s, 1000, OnExpire::Reject).await;
-    let never = s.propose(&new_action("k", r#"{"b":1}"#)).await.unwrap().action.id;
+    let never = s
+        .propose(&new_action("k", r#"{"b":1}"#))
+        .await
+        .unwrap()
+        .action
+        .id;
     clock.set(T0 + 999);
-    assert!(s.expire_due().await.unwrap().is_empty(), "nothing is due a ms early");
+    assert!(
+        s.expire_due().await.unwrap().is_empty(),
+        "nothing is due a ms early"
+    );
     clock.set(T0 + 1000);
     // Lazy expiry: lists show the final status before any sweep writes it.
     let listed = s.list_actions(Some(Status::Pending)).await.unwrap();
-    assert_eq!(listed.iter().map(|a| a.id.clone()).collect::<Vec<_>>(), [never.clone()]);
+    assert_eq!(
+        listed.iter().map(|a| a.id.as_str()).collect::<Vec<_>>(),
+        [never.as_str()]
+    );
     let lazily = s.list_actions(Some(Status::Expired)).await.unwrap();
     assert_eq!(lazily.len(), 1);
     assert_eq!(lazily[0].id, e);
-    assert_eq!(s.get_action(&e).await.unwrap().status, Status::Pending, "not written yet");
+    assert_eq!(
+        s.get_action(&e).await.unwrap().status,
+        Status::Pending,
+        "not written yet"
+    );
 
     let settled = s.expire_due().await.unwrap();
     assert_eq!(settled.len(), 2);
@@ -82,7 +103,10 @@ async fn on_expire_reject_versus_expire() {
     assert_eq!(ra.decided_by.as_deref(), Some("expiry"));
     assert_eq!(s.action_audit(&r).await.unwrap()[1].event, "rejected");
     assert_eq!(s.get_action(&never).await.unwrap().status, Status::Pending);
-    assert!(s.expire_due().await.unwrap().is_empty(), "a second sweep finds nothing");
+    assert!(
+        s.expire_due().await.unwrap().is_empty(),
+        "a second sweep finds nothing"
+    );
 }
 
 #[tokio::test]
@@ -99,7 +123,10 @@ async fn clock_moving_backwards_does_not_resurrect() {
         assert!(matches!(out, ApproveOutcome::Expired { .. }), "{out:?}");
         assert_eq!(s.get_action(id).await.unwrap().status, Status::Expired);
     }
-    assert_eq!(s.list_actions(Some(Status::Pending)).await.unwrap().len(), 0);
+    assert_eq!(
+        s.list_actions(Some(Status::Pending)).await.unwrap().len(),
+        0
+    );
 
     // A refusal at expiry (no sweep at all) also sticks.
     clock.set(T0);

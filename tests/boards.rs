@@ -97,7 +97,10 @@ async fn upsert_creates_then_requires_versions_and_reports_every_mismatch() {
         Some(1),
         json!([{"label":"db","revision":1,"note":"x"}]),
     );
-    b.board_upsert(&up).await.unwrap().expect("first writer wins");
+    b.board_upsert(&up)
+        .await
+        .unwrap()
+        .expect("first writer wins");
 
     let before_events = count(&a, "events").await;
     let stale = a
@@ -139,15 +142,31 @@ async fn upsert_creates_then_requires_versions_and_reports_every_mismatch() {
     // An existing row named without a revision is stale too, and so is a
     // new-board write (no version) on an existing board.
     let r = a
-        .board_upsert(&upsert("Launch", Some(2), json!([{"label":"api","status":"done"}])))
+        .board_upsert(&upsert(
+            "Launch",
+            Some(2),
+            json!([{"label":"api","status":"done"}]),
+        ))
         .await
         .unwrap();
-    assert!(matches!(r, Err(Refusal::Stale { board_version: 2, .. })));
+    assert!(matches!(
+        r,
+        Err(Refusal::Stale {
+            board_version: 2,
+            ..
+        })
+    ));
     let r = a
         .board_upsert(&upsert("Launch", None, json!([])))
         .await
         .unwrap();
-    assert!(matches!(r, Err(Refusal::Stale { board_version: 2, .. })));
+    assert!(matches!(
+        r,
+        Err(Refusal::Stale {
+            board_version: 2,
+            ..
+        })
+    ));
     // A version for a board that does not exist.
     let r = a
         .board_upsert(&upsert("Nope", Some(1), json!([])))
@@ -161,7 +180,11 @@ async fn upsert_creates_then_requires_versions_and_reports_every_mismatch() {
 async fn an_unchanged_refresh_bumps_nothing() {
     let db = TempDb::new();
     let s = db.open().await;
-    let f = create(&s, json!([{"label":"a","status":"done","note":"n"},{"label":"b"}])).await;
+    let f = create(
+        &s,
+        json!([{"label":"a","status":"done","note":"n"},{"label":"b"}]),
+    )
+    .await;
     let before = count(&s, "events").await;
     let again = s
         .board_upsert(&upsert(
@@ -195,12 +218,27 @@ async fn single_row_write_and_archive_refuse_stale_versions() {
         ..RowWrite::default()
     };
     let r = s.board_row(&write(Some(9), None)).await.unwrap();
-    assert!(matches!(r, Err(Refusal::Stale { board_version: 1, ref rows }) if rows[0].revision == Some(1)));
+    assert!(
+        matches!(r, Err(Refusal::Stale { board_version: 1, ref rows }) if rows[0].revision == Some(1))
+    );
     let r = s.board_row(&write(Some(1), Some(5))).await.unwrap();
-    assert!(matches!(r, Err(Refusal::Stale { board_version: 1, .. })));
+    assert!(matches!(
+        r,
+        Err(Refusal::Stale {
+            board_version: 1,
+            ..
+        })
+    ));
     let r = s.board_row(&write(None, None)).await.unwrap();
-    assert!(matches!(r, Err(Refusal::Stale { .. })), "existing row needs its revision");
-    let ok = s.board_row(&write(Some(1), Some(1))).await.unwrap().unwrap();
+    assert!(
+        matches!(r, Err(Refusal::Stale { .. })),
+        "existing row needs its revision"
+    );
+    let ok = s
+        .board_row(&write(Some(1), Some(1)))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(ok.row("a").unwrap().revision, 2);
     assert_eq!(ok.board.board_version, 2);
 
@@ -213,11 +251,22 @@ async fn single_row_write_and_archive_refuse_stale_versions() {
             rows: vec![]
         })
     );
-    assert!(s.board_get(&id, None).await.unwrap().unwrap().board.archived_at.is_none());
+    assert!(
+        s.board_get(&id, None)
+            .await
+            .unwrap()
+            .unwrap()
+            .board
+            .archived_at
+            .is_none()
+    );
     let b = s.board_archive(&id, None, 2, "me").await.unwrap().unwrap();
     assert!(b.archived_at.is_some() && !b.auto_archived);
     assert_eq!(b.board_version, 3);
-    assert_eq!(s.board_archive(&id, None, 3, "me").await.unwrap(), Err(Refusal::Archived));
+    assert_eq!(
+        s.board_archive(&id, None, 3, "me").await.unwrap(),
+        Err(Refusal::Archived)
+    );
     // Short id works; a later agent write reactivates the board.
     let short = &id[id.len() - 8..];
     let r = s
@@ -233,16 +282,27 @@ async fn single_row_write_and_archive_refuse_stale_versions() {
         .unwrap()
         .unwrap();
     assert!(r.board.archived_at.is_none());
-    assert!(kinds(&s, 0).await.contains(&"board.reactivated".to_string()));
+    assert!(
+        kinds(&s, 0)
+            .await
+            .contains(&"board.reactivated".to_string())
+    );
 }
 
 #[tokio::test]
 async fn advance_archives_the_step_with_response_and_outcome() {
     let db = TempDb::new();
     let (s, clock) = db.open_manual(10_000).await;
-    let f = create(&s, json!([{"label":"db","status":"blocked","next_step":"pick a db","owner":"decision"}])).await;
+    let f = create(
+        &s,
+        json!([{"label":"db","status":"blocked","next_step":"pick a db","owner":"decision"}]),
+    )
+    .await;
     let id = f.board.id.clone();
-    s.annotate(&inbox(&id, "db", "SQLite please")).await.unwrap().unwrap();
+    s.annotate(&inbox(&id, "db", "SQLite please"))
+        .await
+        .unwrap()
+        .unwrap();
     s.mark_handled(&handled(&id, "db")).await.unwrap().unwrap();
     clock.advance(5);
     let f = s.board_get(&id, None).await.unwrap().unwrap();
@@ -250,12 +310,21 @@ async fn advance_archives_the_step_with_response_and_outcome() {
     // Stale row revision and stale board version are both refused, nothing changes.
     let mut stale = advance(&f, "db", "create the schema");
     stale.expected_revision -= 1;
-    assert!(matches!(s.board_advance(&stale).await.unwrap(), Err(Refusal::Stale { .. })));
+    assert!(matches!(
+        s.board_advance(&stale).await.unwrap(),
+        Err(Refusal::Stale { .. })
+    ));
     let mut stale = advance(&f, "db", "create the schema");
     stale.board_version -= 1;
-    assert!(matches!(s.board_advance(&stale).await.unwrap(), Err(Refusal::Stale { .. })));
+    assert!(matches!(
+        s.board_advance(&stale).await.unwrap(),
+        Err(Refusal::Stale { .. })
+    ));
     // Handled but no outcome: the step cannot be archived without one.
-    let r = s.board_advance(&advance(&f, "db", "create the schema")).await.unwrap();
+    let r = s
+        .board_advance(&advance(&f, "db", "create the schema"))
+        .await
+        .unwrap();
     assert!(matches!(r, Err(Refusal::OutcomeRequired { .. })));
     assert_eq!(s.board_get(&id, None).await.unwrap().unwrap(), f);
 
@@ -286,13 +355,26 @@ async fn advance_archives_the_step_with_response_and_outcome() {
 async fn handled_keeps_the_row_blocked_until_an_outcome() {
     let db = TempDb::new();
     let s = db.open().await;
-    let f = create(&s, json!([{"label":"acct","status":"blocked","next_step":"create the account","owner":"task"},
-                               {"label":"other","status":"done"}])).await;
+    let f = create(
+        &s,
+        json!([{"label":"acct","status":"blocked","next_step":"create the account","owner":"task"},
+                               {"label":"other","status":"done"}]),
+    )
+    .await;
     let id = f.board.id.clone();
     // Not blocked → nothing to mark.
     let r = s.mark_handled(&handled(&id, "other")).await.unwrap();
-    assert_eq!(r, Err(Refusal::NotBlocked { status: RowStatus::Done }));
-    let c = s.mark_handled(&handled(&id, "acct")).await.unwrap().unwrap();
+    assert_eq!(
+        r,
+        Err(Refusal::NotBlocked {
+            status: RowStatus::Done
+        })
+    );
+    let c = s
+        .mark_handled(&handled(&id, "acct"))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(c.row.status, RowStatus::Blocked);
     let handoffs = s.unprocessed_handoffs(Some("proj")).await.unwrap();
     assert_eq!(handoffs.len(), 1);
@@ -306,7 +388,12 @@ async fn handled_keeps_the_row_blocked_until_an_outcome() {
         ))
         .await
         .unwrap();
-    assert_eq!(r, Err(Refusal::OutcomeRequired { label: "acct".into() }));
+    assert_eq!(
+        r,
+        Err(Refusal::OutcomeRequired {
+            label: "acct".into()
+        })
+    );
     // A blank outcome is Empty; a stale revision is Stale.
     let w = |text: &str, rev| OutcomeWrite {
         board: id.clone(),
@@ -315,10 +402,20 @@ async fn handled_keeps_the_row_blocked_until_an_outcome() {
         outcome: text.into(),
         ..OutcomeWrite::default()
     };
-    assert_eq!(s.board_outcome(&w("  ", c.row.revision)).await.unwrap(), Err(Refusal::Empty));
-    assert!(matches!(s.board_outcome(&w("done", 99)).await.unwrap(), Err(Refusal::Stale { .. })));
+    assert_eq!(
+        s.board_outcome(&w("  ", c.row.revision)).await.unwrap(),
+        Err(Refusal::Empty)
+    );
+    assert!(matches!(
+        s.board_outcome(&w("done", 99)).await.unwrap(),
+        Err(Refusal::Stale { .. })
+    ));
     assert_eq!(s.unprocessed_handoffs(None).await.unwrap().len(), 1);
-    let done = s.board_outcome(&w("account created", c.row.revision)).await.unwrap().unwrap();
+    let done = s
+        .board_outcome(&w("account created", c.row.revision))
+        .await
+        .unwrap()
+        .unwrap();
     let row = done.row("acct").unwrap();
     assert_eq!(row.status, RowStatus::Done);
     assert_eq!(row.outcome, "account created");
@@ -332,11 +429,19 @@ async fn progress_auto_archives_at_100_and_reactivates() {
     let db = TempDb::new();
     let s = db.open().await;
     // Empty board: active, no percentage.
-    let e = s.board_upsert(&upsert("Empty", None, json!([]))).await.unwrap().unwrap();
+    let e = s
+        .board_upsert(&upsert("Empty", None, json!([])))
+        .await
+        .unwrap()
+        .unwrap();
     assert!(e.board.archived_at.is_none() && e.board.progress.percent.is_none());
     // All-na: active.
     let na = s
-        .board_upsert(&upsert("NA", None, json!([{"label":"x","status":"na"},{"label":"y","status":"na"}])))
+        .board_upsert(&upsert(
+            "NA",
+            None,
+            json!([{"label":"x","status":"na"},{"label":"y","status":"na"}]),
+        ))
         .await
         .unwrap()
         .unwrap();
@@ -356,7 +461,11 @@ async fn progress_auto_archives_at_100_and_reactivates() {
     let start = s.last_event_seq().await.unwrap();
     // b → done: 100 % archives in the same write.
     let full = s
-        .board_upsert(&upsert("P", Some(1), json!([{"label":"b","revision":1,"status":"done"}])))
+        .board_upsert(&upsert(
+            "P",
+            Some(1),
+            json!([{"label":"b","revision":1,"status":"done"}]),
+        ))
         .await
         .unwrap()
         .unwrap();
@@ -366,7 +475,13 @@ async fn progress_auto_archives_at_100_and_reactivates() {
         kinds(&s, start).await,
         ["board.upserted", "row.updated", "board.archived"]
     );
-    assert!(s.board_list(Some("proj"), false).await.unwrap().iter().all(|b| b.title != "P"));
+    assert!(
+        s.board_list(Some("proj"), false)
+            .await
+            .unwrap()
+            .iter()
+            .all(|b| b.title != "P")
+    );
     // A later write lowering it reactivates it.
     let lower = s
         .board_upsert(&upsert(
@@ -378,14 +493,22 @@ async fn progress_auto_archives_at_100_and_reactivates() {
         .unwrap()
         .unwrap();
     assert!(lower.board.archived_at.is_none() && !lower.board.auto_archived);
-    assert!(kinds(&s, start).await.ends_with(&["board.reactivated".to_string()]));
+    assert!(
+        kinds(&s, start)
+            .await
+            .ends_with(&["board.reactivated".to_string()])
+    );
 }
 
 #[tokio::test]
 async fn every_change_writes_its_event_with_board_session_and_project() {
     let db = TempDb::new();
     let s = db.open().await;
-    let f = create(&s, json!([{"label":"db","status":"blocked","next_step":"pick"}])).await;
+    let f = create(
+        &s,
+        json!([{"label":"db","status":"blocked","next_step":"pick"}]),
+    )
+    .await;
     let id = f.board.id.clone();
     let c = s.annotate(&inbox(&id, "db", "pg")).await.unwrap().unwrap();
     s.pending_rows(Some("proj"), None, "agent-1").await.unwrap();

@@ -27,7 +27,13 @@ async fn board(store: &Store, rows: serde_json::Value) -> BoardFull {
         .unwrap()
 }
 
-fn note(board: &BoardFull, label: &str, text: &str, source: Source, kind: AnnotationKind) -> Annotate {
+fn note(
+    board: &BoardFull,
+    label: &str,
+    text: &str,
+    source: Source,
+    kind: AnnotationKind,
+) -> Annotate {
     Annotate {
         board: board.board.id.clone(),
         label: label.into(),
@@ -77,11 +83,21 @@ async fn pending_texts(s: &Store) -> Vec<(String, Option<String>, bool)> {
 async fn a_blocked_row_with_a_response_is_redelivered_until_its_status_changes() {
     let db = TempDb::new();
     let s = db.open().await;
-    let b = board(&s, json!([{"label":"db","status":"blocked","next_step":"pick"},
+    let b = board(
+        &s,
+        json!([{"label":"db","status":"blocked","next_step":"pick"},
                               {"label":"acct","status":"blocked","next_step":"create it"},
-                              {"label":"quiet","status":"blocked","next_step":"nobody answered"}])).await;
-    assert!(pending_texts(&s).await.is_empty(), "no response, nothing pending");
-    s.annotate(&inbox(&b, "db", "SQLite")).await.unwrap().unwrap();
+                              {"label":"quiet","status":"blocked","next_step":"nobody answered"}]),
+    )
+    .await;
+    assert!(
+        pending_texts(&s).await.is_empty(),
+        "no response, nothing pending"
+    );
+    s.annotate(&inbox(&b, "db", "SQLite"))
+        .await
+        .unwrap()
+        .unwrap();
     s.mark_handled(&Handled {
         board: b.board.id.clone(),
         label: "acct".into(),
@@ -94,13 +110,23 @@ async fn a_blocked_row_with_a_response_is_redelivered_until_its_status_changes()
     let first = pending_texts(&s).await;
     assert_eq!(
         first,
-        [("db".into(), Some("SQLite".into()), true), ("acct".into(), None, true)]
+        [
+            ("db".into(), Some("SQLite".into()), true),
+            ("acct".into(), None, true)
+        ]
     );
     // A second reader (a subagent polling first) does not swallow it.
     let other = db.open().await;
-    let again = other.pending_rows(Some("proj"), None, "subagent").await.unwrap();
+    let again = other
+        .pending_rows(Some("proj"), None, "subagent")
+        .await
+        .unwrap();
     assert_eq!(again.len(), 2);
-    assert!(again.iter().all(|p| !p.new && p.row.annotation_seen_at.is_some() || p.row.handled_seen_at.is_some()));
+    assert!(
+        again.iter().all(
+            |p| !p.new && p.row.annotation_seen_at.is_some() || p.row.handled_seen_at.is_some()
+        )
+    );
     assert_eq!(pending_texts(&s).await.len(), 2);
     // The agent acknowledges `db` by changing its status: it stops coming back.
     set_status(&s, &b, "db", RowStatus::Done).await;
@@ -113,14 +139,23 @@ async fn a_non_blocked_rows_annotation_is_delivered_once() {
     let db = TempDb::new();
     let s = db.open().await;
     let b = board(&s, json!([{"label":"api","status":"partial"}])).await;
-    s.annotate(&inbox(&b, "api", "remember rate limits")).await.unwrap().unwrap();
+    s.annotate(&inbox(&b, "api", "remember rate limits"))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         pending_texts(&s).await,
         [("api".into(), Some("remember rate limits".into()), true)]
     );
-    assert!(pending_texts(&s).await.is_empty(), "an aside is handed over once");
+    assert!(
+        pending_texts(&s).await.is_empty(),
+        "an aside is handed over once"
+    );
     // A new aside is delivered once again.
-    s.annotate(&inbox(&b, "api", "and retries")).await.unwrap().unwrap();
+    s.annotate(&inbox(&b, "api", "and retries"))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(pending_texts(&s).await.len(), 1);
     assert!(pending_texts(&s).await.is_empty());
 }
@@ -131,19 +166,42 @@ async fn an_annotation_rewritten_between_read_and_mark_stays_queued() {
     // Both handles stand on the same millisecond: the guard must not rely on time alone.
     let (agent, _) = db.open_manual(50_000).await;
     let (human, _) = db.open_manual(50_000).await;
-    let b = board(&agent, json!([{"label":"api","status":"tracked"},
-                                  {"label":"db","status":"blocked","next_step":"pick"}])).await;
-    human.annotate(&inbox(&b, "api", "old aside")).await.unwrap().unwrap();
-    human.annotate(&inbox(&b, "db", "old answer")).await.unwrap().unwrap();
+    let b = board(
+        &agent,
+        json!([{"label":"api","status":"tracked"},
+                                  {"label":"db","status":"blocked","next_step":"pick"}]),
+    )
+    .await;
+    human
+        .annotate(&inbox(&b, "api", "old aside"))
+        .await
+        .unwrap()
+        .unwrap();
+    human
+        .annotate(&inbox(&b, "db", "old answer"))
+        .await
+        .unwrap()
+        .unwrap();
 
     // 1. The agent reads.
     let read = agent.pending_rows_peek(Some("proj"), None).await.unwrap();
     assert_eq!(read.len(), 2);
     // 2. The human rewrites both in the Inbox.
-    human.annotate(&inbox(&b, "api", "new aside")).await.unwrap().unwrap();
-    human.annotate(&inbox(&b, "db", "new answer")).await.unwrap().unwrap();
+    human
+        .annotate(&inbox(&b, "api", "new aside"))
+        .await
+        .unwrap()
+        .unwrap();
+    human
+        .annotate(&inbox(&b, "db", "new answer"))
+        .await
+        .unwrap()
+        .unwrap();
     // 3. The agent's delivery mark fails for both: it read stale text.
-    assert_eq!(agent.mark_rows_delivered(&read, "agent").await.unwrap(), [false, false]);
+    assert_eq!(
+        agent.mark_rows_delivered(&read, "agent").await.unwrap(),
+        [false, false]
+    );
     let rows = agent.board_get(&b.board.id, None).await.unwrap().unwrap();
     assert!(rows.rows.iter().all(|r| r.annotation_seen_at.is_none()));
     // 4. The newest text is still queued, as new, for both rows.
@@ -156,7 +214,10 @@ async fn an_annotation_rewritten_between_read_and_mark_stays_queued() {
         ]
     );
     // And the aside, now delivered, is not handed over again.
-    assert_eq!(pending_texts(&agent).await, [("db".into(), Some("new answer".into()), false)]);
+    assert_eq!(
+        pending_texts(&agent).await,
+        [("db".into(), Some("new answer".into()), false)]
+    );
 }
 
 #[tokio::test]
@@ -165,22 +226,50 @@ async fn pending_leaves_out_a_response_rewritten_before_its_mark() {
     let agent = db.open().await;
     let human = db.open().await;
     let b = board(&agent, json!([{"label":"api","status":"tracked"}])).await;
-    human.annotate(&inbox(&b, "api", "v1")).await.unwrap().unwrap();
+    human
+        .annotate(&inbox(&b, "api", "v1"))
+        .await
+        .unwrap()
+        .unwrap();
     let read = agent.pending_rows_peek(None, None).await.unwrap();
-    human.annotate(&inbox(&b, "api", "")).await.unwrap().unwrap(); // cleared before pickup
-    assert_eq!(agent.mark_rows_delivered(&read, "a").await.unwrap(), [false]);
-    assert!(agent.pending_rows(None, None, "a").await.unwrap().is_empty());
+    human
+        .annotate(&inbox(&b, "api", ""))
+        .await
+        .unwrap()
+        .unwrap(); // cleared before pickup
+    assert_eq!(
+        agent.mark_rows_delivered(&read, "a").await.unwrap(),
+        [false]
+    );
+    assert!(
+        agent
+            .pending_rows(None, None, "a")
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[tokio::test]
 async fn inbox_beats_an_unread_chat_race_and_chat_may_replace_after_pickup() {
     let db = TempDb::new();
     let s = db.open().await;
-    let b = board(&s, json!([{"label":"db","status":"blocked","next_step":"pick"}])).await;
+    let b = board(
+        &s,
+        json!([{"label":"db","status":"blocked","next_step":"pick"}]),
+    )
+    .await;
 
     // A fresh Inbox annotation supersedes an earlier chat one.
-    s.annotate(&chat(&b, "db", "from chat")).await.unwrap().unwrap();
-    let c = s.annotate(&inbox(&b, "db", "from inbox")).await.unwrap().unwrap();
+    s.annotate(&chat(&b, "db", "from chat"))
+        .await
+        .unwrap()
+        .unwrap();
+    let c = s
+        .annotate(&inbox(&b, "db", "from inbox"))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(c.row.annotation.as_deref(), Some("from inbox"));
     assert_eq!(c.row.annotation_source, Some(Source::Inbox));
     assert!(c.row.annotation_seen_at.is_none());
@@ -197,57 +286,105 @@ async fn inbox_beats_an_unread_chat_race_and_chat_may_replace_after_pickup() {
         })
     );
     // A chat clarify cannot replace an unclaimed Inbox answer either.
-    let clarify = note(&b, "db", "correction", Source::Chat, AnnotationKind::Clarify);
-    assert!(matches!(s.annotate(&clarify).await.unwrap(), Err(Refusal::UnreadAnswer { .. })));
+    let clarify = note(
+        &b,
+        "db",
+        "correction",
+        Source::Chat,
+        AnnotationKind::Clarify,
+    );
+    assert!(matches!(
+        s.annotate(&clarify).await.unwrap(),
+        Err(Refusal::UnreadAnswer { .. })
+    ));
     // After pickup, chat may replace it.
     s.pending_rows(None, None, "agent").await.unwrap();
-    let c = s.annotate(&chat(&b, "db", "chat after pickup")).await.unwrap().unwrap();
+    let c = s
+        .annotate(&chat(&b, "db", "chat after pickup"))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(c.row.annotation_source, Some(Source::Chat));
     assert!(c.row.annotation_seen_at.is_none());
     // An unclaimed chat answer: a plain chat answer is refused, a chat clarify replaces it.
-    assert!(matches!(s.annotate(&chat(&b, "db", "again")).await.unwrap(), Err(Refusal::UnreadAnswer { .. })));
+    assert!(matches!(
+        s.annotate(&chat(&b, "db", "again")).await.unwrap(),
+        Err(Refusal::UnreadAnswer { .. })
+    ));
     let c = s.annotate(&clarify).await.unwrap().unwrap();
     assert_eq!(c.row.annotation.as_deref(), Some("correction"));
     assert_eq!(c.row.annotation_kind, Some(AnnotationKind::Clarify));
     // A blank chat annotation is Empty.
-    assert_eq!(s.annotate(&chat(&b, "db", " ")).await.unwrap(), Err(Refusal::Empty));
+    assert_eq!(
+        s.annotate(&chat(&b, "db", " ")).await.unwrap(),
+        Err(Refusal::Empty)
+    );
 }
 
 #[tokio::test]
 async fn a_blank_inbox_annotation_clears_only_an_unpicked_one() {
     let db = TempDb::new();
     let s = db.open().await;
-    let b = board(&s, json!([{"label":"db","status":"blocked","next_step":"pick"}])).await;
+    let b = board(
+        &s,
+        json!([{"label":"db","status":"blocked","next_step":"pick"}]),
+    )
+    .await;
     s.annotate(&inbox(&b, "db", "oops")).await.unwrap().unwrap();
     let c = s.annotate(&inbox(&b, "db", "")).await.unwrap().unwrap();
     assert!(c.changed && c.row.annotation.is_none());
     let c = s.annotate(&inbox(&b, "db", "")).await.unwrap().unwrap();
     assert!(!c.changed, "clearing nothing changes nothing");
-    s.annotate(&inbox(&b, "db", "real answer")).await.unwrap().unwrap();
+    s.annotate(&inbox(&b, "db", "real answer"))
+        .await
+        .unwrap()
+        .unwrap();
     s.pending_rows(None, None, "agent").await.unwrap();
-    assert_eq!(s.annotate(&inbox(&b, "db", "")).await.unwrap(), Err(Refusal::AlreadyDelivered));
+    assert_eq!(
+        s.annotate(&inbox(&b, "db", "")).await.unwrap(),
+        Err(Refusal::AlreadyDelivered)
+    );
     let row = s.board_get(&b.board.id, None).await.unwrap().unwrap();
-    assert_eq!(row.row("db").unwrap().annotation.as_deref(), Some("real answer"));
+    assert_eq!(
+        row.row("db").unwrap().annotation.as_deref(),
+        Some("real answer")
+    );
 }
 
 #[tokio::test]
 async fn annotate_and_handled_refuse_stale_revisions_and_archived_boards() {
     let db = TempDb::new();
     let s = db.open().await;
-    let b = board(&s, json!([{"label":"db","status":"blocked","next_step":"pick"},{"label":"x"}])).await;
+    let b = board(
+        &s,
+        json!([{"label":"db","status":"blocked","next_step":"pick"},{"label":"x"}]),
+    )
+    .await;
     let mut a = inbox(&b, "db", "pg");
     a.expected_revision = Some(7);
-    assert!(matches!(s.annotate(&a).await.unwrap(), Err(Refusal::Stale { board_version: 1, .. })));
+    assert!(matches!(
+        s.annotate(&a).await.unwrap(),
+        Err(Refusal::Stale {
+            board_version: 1,
+            ..
+        })
+    ));
     a.expected_revision = None;
     a.action_version = Some(2);
-    assert!(matches!(s.annotate(&a).await.unwrap(), Err(Refusal::Stale { .. })));
+    assert!(matches!(
+        s.annotate(&a).await.unwrap(),
+        Err(Refusal::Stale { .. })
+    ));
     let h = Handled {
         board: b.board.id.clone(),
         label: "db".into(),
         expected_revision: Some(7),
         ..Handled::default()
     };
-    assert!(matches!(s.mark_handled(&h).await.unwrap(), Err(Refusal::Stale { .. })));
+    assert!(matches!(
+        s.mark_handled(&h).await.unwrap(),
+        Err(Refusal::Stale { .. })
+    ));
     let row = s.board_get(&b.board.id, None).await.unwrap().unwrap();
     assert_eq!(row, b, "nothing changed");
     // Handled, delivered: it can no longer be cleared.
@@ -257,16 +394,31 @@ async fn annotate_and_handled_refuse_stale_revisions_and_archived_boards() {
     };
     s.mark_handled(&h).await.unwrap().unwrap();
     s.pending_rows(None, None, "agent").await.unwrap();
-    assert_eq!(s.clear_handled(&h).await.unwrap(), Err(Refusal::AlreadyDelivered));
+    assert_eq!(
+        s.clear_handled(&h).await.unwrap(),
+        Err(Refusal::AlreadyDelivered)
+    );
     // Unknown rows and boards.
     let mut missing = inbox(&b, "nope", "x");
-    assert!(matches!(s.annotate(&missing).await.unwrap(), Err(Refusal::NotFound { .. })));
+    assert!(matches!(
+        s.annotate(&missing).await.unwrap(),
+        Err(Refusal::NotFound { .. })
+    ));
     missing.board = "no-such-board".into();
-    assert!(matches!(s.annotate(&missing).await.unwrap(), Err(Refusal::NotFound { .. })));
+    assert!(matches!(
+        s.annotate(&missing).await.unwrap(),
+        Err(Refusal::NotFound { .. })
+    ));
     // Archived board.
     let cur = s.board_get(&b.board.id, None).await.unwrap().unwrap();
-    s.board_archive(&b.board.id, None, cur.board.board_version, "me").await.unwrap().unwrap();
-    assert_eq!(s.annotate(&inbox(&b, "x", "hi")).await.unwrap(), Err(Refusal::Archived));
+    s.board_archive(&b.board.id, None, cur.board.board_version, "me")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        s.annotate(&inbox(&b, "x", "hi")).await.unwrap(),
+        Err(Refusal::Archived)
+    );
 }
 
 #[tokio::test]
@@ -274,7 +426,11 @@ async fn racing_chat_annotations_on_two_handles_exactly_one_wins() {
     let db = TempDb::new();
     let a = db.open().await;
     let bh = db.open().await;
-    let b = board(&a, json!([{"label":"db","status":"blocked","next_step":"pick"}])).await;
+    let b = board(
+        &a,
+        json!([{"label":"db","status":"blocked","next_step":"pick"}]),
+    )
+    .await;
     let mut tasks = Vec::new();
     for i in 0..16 {
         let s = if i % 2 == 0 { a.clone() } else { bh.clone() };
@@ -297,8 +453,12 @@ async fn racing_chat_annotations_on_two_handles_exactly_one_wins() {
 async fn a_fresh_block_starts_from_nothing_but_keeps_an_undelivered_annotation() {
     let db = TempDb::new();
     let s = db.open().await;
-    let b = board(&s, json!([{"label":"a","status":"blocked","next_step":"do it"},
-                              {"label":"b","status":"tracked"}])).await;
+    let b = board(
+        &s,
+        json!([{"label":"a","status":"blocked","next_step":"do it"},
+                              {"label":"b","status":"tracked"}]),
+    )
+    .await;
     let id = b.board.id.clone();
     let h = Handled {
         board: id.clone(),
@@ -321,7 +481,10 @@ async fn a_fresh_block_starts_from_nothing_but_keeps_an_undelivered_annotation()
         .await
         .unwrap()
         .unwrap();
-    s.annotate(&inbox(&b, "b", "undelivered aside")).await.unwrap().unwrap();
+    s.annotate(&inbox(&b, "b", "undelivered aside"))
+        .await
+        .unwrap()
+        .unwrap();
     let cur = s.board_get(&id, None).await.unwrap().unwrap();
     // Re-block both: `a` loses its mark and outcome; `b` keeps its unread aside.
     let f2 = s
@@ -341,5 +504,8 @@ async fn a_fresh_block_starts_from_nothing_but_keeps_an_undelivered_annotation()
         .unwrap();
     let a = f2.row("a").unwrap();
     assert!(a.handled_at.is_none() && a.outcome.is_empty());
-    assert_eq!(f2.row("b").unwrap().annotation.as_deref(), Some("undelivered aside"));
+    assert_eq!(
+        f2.row("b").unwrap().annotation.as_deref(),
+        Some("undelivered aside")
+    );
 }

@@ -28,14 +28,20 @@ fn ask(db: &TempDb, args: &[&str]) -> serde_json::Value {
 }
 
 fn qid(v: &serde_json::Value) -> String {
-    v["question"]["id"].as_str().or(v["id"].as_str()).expect("question id").to_string()
+    v["question"]["id"]
+        .as_str()
+        .or(v["id"].as_str())
+        .expect("question id")
+        .to_string()
 }
 
 /// The message showing question `id`.
 async fn message_of(fake: &FakeTelegram, id: &str) -> common::fake_telegram::Msg {
     let short = &id[id.len() - 8..];
     fake.until(15, "the question's message", |f| {
-        f.messages(ME).into_iter().find(|m| m.text.contains(short) && !m.buttons().is_empty())
+        f.messages(ME)
+            .into_iter()
+            .find(|m| m.text.contains(short) && !m.buttons().is_empty())
     })
     .await
 }
@@ -43,28 +49,50 @@ async fn message_of(fake: &FakeTelegram, id: &str) -> common::fake_telegram::Msg
 #[tokio::test]
 async fn a_question_from_another_process_appears_and_a_tap_answers_it() {
     let (db, fake, _d) = setup().await;
-    let q = ask(&db, &["Which database?", "--detail", "for the cache", "--option", "Postgres", "--option", "SQLite"]);
+    let q = ask(
+        &db,
+        &[
+            "Which database?",
+            "--detail",
+            "for the cache",
+            "--option",
+            "Postgres",
+            "--option",
+            "SQLite",
+        ],
+    );
     let id = qid(&q);
     let msg = message_of(&fake, &id).await;
     assert!(msg.text.contains("Which database?"), "{}", msg.text);
     let labels: Vec<String> = msg.buttons().into_iter().map(|b| b.0).collect();
     assert!(labels.iter().any(|l| l.contains("Postgres")), "{labels:?}");
-    assert!(labels.iter().any(|l| l.contains("Clarify")) && labels.iter().any(|l| l.contains("Decline")));
+    assert!(
+        labels.iter().any(|l| l.contains("Clarify"))
+            && labels.iter().any(|l| l.contains("Decline"))
+    );
     assert!(msg.text.contains("Reply to this message"));
     for (_, data) in msg.buttons() {
         assert!(data.len() <= 64);
     }
 
     fake.tap(ME, ME, msg.message_id, &msg.button("SQLite"));
-    fake.until(15, "a 'Recorded' toast", |f| f.toasts().into_iter().find(|t| t.contains("Recorded"))).await;
+    fake.until(15, "a 'Recorded' toast", |f| {
+        f.toasts().into_iter().find(|t| t.contains("Recorded"))
+    })
+    .await;
 
     let out = db.cli(&["--json", "pending"]);
     let v = json(&out);
     let text = v.to_string();
-    assert!(text.contains("SQLite") && text.contains("\"chat\""), "{text}");
+    assert!(
+        text.contains("SQLite") && text.contains("\"chat\""),
+        "{text}"
+    );
     // The message is edited to say who answered where.
     fake.until(15, "the message to show the answer", |f| {
-        f.message(ME, msg.message_id).filter(|m| m.text.contains("in Telegram")).map(|_| ())
+        f.message(ME, msg.message_id)
+            .filter(|m| m.text.contains("in Telegram"))
+            .map(|_| ())
     })
     .await;
 }
@@ -72,14 +100,19 @@ async fn a_question_from_another_process_appears_and_a_tap_answers_it() {
 #[tokio::test]
 async fn an_unread_inbox_answer_beats_a_chat_tap_until_picked_up() {
     let (db, fake, _d) = setup().await;
-    let id = qid(&ask(&db, &["Deploy now?", "--option", "yes", "--option", "no"]));
+    let id = qid(&ask(
+        &db,
+        &["Deploy now?", "--option", "yes", "--option", "no"],
+    ));
     let msg = message_of(&fake, &id).await;
 
     let out = db.cli(&["reply", &id, "wait until Monday"]);
     assert!(out.status.success(), "{}", common::stderr(&out));
     fake.tap(ME, ME, msg.message_id, &msg.button("yes"));
     fake.until(15, "the refusal naming the Inbox text", |f| {
-        f.sent_texts(ME).into_iter().find(|t| t.contains("Inbox answer") && t.contains("wait until Monday"))
+        f.sent_texts(ME)
+            .into_iter()
+            .find(|t| t.contains("Inbox answer") && t.contains("wait until Monday"))
     })
     .await;
     let v = json(&db.cli(&["--json", "show", &id]));
@@ -107,9 +140,19 @@ async fn clarify_corrects_a_chat_answer_but_never_an_inbox_answer() {
     let short = id[id.len() - 8..].to_string();
 
     fake.send_text(ME, ME, "v1.2", Some(msg.message_id));
-    fake.until(15, "the reply to be recorded", |f| f.sent_texts(ME).into_iter().find(|t| t.starts_with("Recorded"))).await;
+    fake.until(15, "the reply to be recorded", |f| {
+        f.sent_texts(ME)
+            .into_iter()
+            .find(|t| t.starts_with("Recorded"))
+    })
+    .await;
     fake.send_text(ME, ME, &format!("/clarify {short} v1.3 actually"), None);
-    fake.until(15, "the correction", |f| f.sent_texts(ME).into_iter().find(|t| t.starts_with("Correction recorded"))).await;
+    fake.until(15, "the correction", |f| {
+        f.sent_texts(ME)
+            .into_iter()
+            .find(|t| t.starts_with("Correction recorded"))
+    })
+    .await;
     let v = json(&db.cli(&["--json", "show", &id]));
     assert_eq!(v["question"]["reply"]["text"], "v1.3 actually", "{v}");
     assert_eq!(v["question"]["reply"]["kind"], "clarify", "{v}");
@@ -118,7 +161,9 @@ async fn clarify_corrects_a_chat_answer_but_never_an_inbox_answer() {
     assert!(db.cli(&["reply", &id, "from the inbox"]).status.success());
     fake.send_text(ME, ME, "/clarify v9", Some(msg.message_id));
     fake.until(15, "the refusal", |f| {
-        f.sent_texts(ME).into_iter().find(|t| t.contains("from the inbox") && t.contains("already waiting"))
+        f.sent_texts(ME)
+            .into_iter()
+            .find(|t| t.contains("from the inbox") && t.contains("already waiting"))
     })
     .await;
     let v = json(&db.cli(&["--json", "show", &id]));
@@ -129,46 +174,110 @@ async fn clarify_corrects_a_chat_answer_but_never_an_inbox_answer() {
 #[tokio::test]
 async fn a_stale_revision_tap_is_refused_and_the_message_redrawn() {
     let (db, fake, _d) = setup().await;
-    let id = qid(&ask(&db, &["Pick a port", "--key", "port", "--option", "8080", "--option", "9090"]));
+    let id = qid(&ask(
+        &db,
+        &[
+            "Pick a port",
+            "--key",
+            "port",
+            "--option",
+            "8080",
+            "--option",
+            "9090",
+        ],
+    ));
     let msg = message_of(&fake, &id).await;
     let old = msg.button("8080");
     // The agent re-flags the same key with new options: revision 2, same question.
-    let again = ask(&db, &["Pick a port", "--key", "port", "--option", "8080", "--option", "7070"]);
+    let again = ask(
+        &db,
+        &[
+            "Pick a port",
+            "--key",
+            "port",
+            "--option",
+            "8080",
+            "--option",
+            "7070",
+        ],
+    );
     assert_eq!(qid(&again), id);
     fake.until(15, "the redraw with new options", |f| {
-        f.message(ME, msg.message_id).filter(|m| m.text.is_empty() || m.buttons().iter().any(|b| b.0.contains("7070"))).map(|_| ())
+        f.message(ME, msg.message_id)
+            .filter(|m| m.text.is_empty() || m.buttons().iter().any(|b| b.0.contains("7070")))
+            .map(|_| ())
     })
     .await;
     fake.tap(ME, ME, msg.message_id, &old);
-    fake.until(15, "the stale toast", |f| f.toasts().into_iter().find(|t| t.contains("changed"))).await;
+    fake.until(15, "the stale toast", |f| {
+        f.toasts().into_iter().find(|t| t.contains("changed"))
+    })
+    .await;
     let v = json(&db.cli(&["--json", "show", &id]));
-    assert!(v["question"]["reply"].is_null(), "a stale tap must not be stored: {v}");
+    assert!(
+        v["question"]["reply"].is_null(),
+        "a stale tap must not be stored: {v}"
+    );
     assert_eq!(v["question"]["revision"], 2);
 }
 
 #[tokio::test]
 async fn strangers_foreign_buttons_and_stray_messages_get_clear_answers() {
     let (db, fake, mut d) = setup().await;
-    let id = qid(&ask(&db, &["Ship it?", "--option", "yes", "--option", "no"]));
+    let id = qid(&ask(
+        &db,
+        &["Ship it?", "--option", "yes", "--option", "no"],
+    ));
     let msg = message_of(&fake, &id).await;
 
     fake.tap(ME, STRANGER, msg.message_id, &msg.button("yes"));
-    fake.until(15, "the stranger's refusal", |f| f.toasts().into_iter().find(|t| t.contains("not allowed"))).await;
+    fake.until(15, "the stranger's refusal", |f| {
+        f.toasts().into_iter().find(|t| t.contains("not allowed"))
+    })
+    .await;
     fake.tap(ME, ME, msg.message_id, "totally|foreign|data");
-    fake.until(15, "the foreign-button toast", |f| f.toasts().into_iter().find(|t| t.contains("isn't one of mine"))).await;
+    fake.until(15, "the foreign-button toast", |f| {
+        f.toasts()
+            .into_iter()
+            .find(|t| t.contains("isn't one of mine"))
+    })
+    .await;
     fake.send_text(ME, ME, "/frobnicate", None);
-    fake.until(15, "unknown command", |f| f.sent_texts(ME).into_iter().find(|t| t.contains("don't know that command"))).await;
+    fake.until(15, "unknown command", |f| {
+        f.sent_texts(ME)
+            .into_iter()
+            .find(|t| t.contains("don't know that command"))
+    })
+    .await;
     fake.send_text(ME, ME, "hello?", None);
-    fake.until(15, "stray text", |f| f.sent_texts(ME).into_iter().find(|t| t.contains("reply to the item's message"))).await;
+    fake.until(15, "stray text", |f| {
+        f.sent_texts(ME)
+            .into_iter()
+            .find(|t| t.contains("reply to the item's message"))
+    })
+    .await;
     fake.send_text(ME, ME, "an answer", Some(1)); // a reply to a message that isn't ours
-    fake.until(15, "unrelated reply", |f| f.sent_texts(ME).into_iter().find(|t| t.contains("isn't one of my items"))).await;
+    fake.until(15, "unrelated reply", |f| {
+        f.sent_texts(ME)
+            .into_iter()
+            .find(|t| t.contains("isn't one of my items"))
+    })
+    .await;
     fake.send_text(ME, ME, &"x".repeat(5000), Some(msg.message_id));
-    fake.until(15, "over-long answer refused", |f| f.sent_texts(ME).into_iter().find(|t| t.starts_with("Not recorded") || t.starts_with("Recorded"))).await;
+    fake.until(15, "over-long answer refused", |f| {
+        f.sent_texts(ME)
+            .into_iter()
+            .find(|t| t.starts_with("Not recorded") || t.starts_with("Recorded"))
+    })
+    .await;
 
     // Nothing was stored by the stranger; the refusal was audited.
     let events = json(&db.cli(&["--json", "events", "--limit", "1000"])).to_string();
     assert!(events.contains("chat.refused"), "{events}");
-    assert!(d.child.try_wait().unwrap().is_none(), "daemon still running");
+    assert!(
+        d.child.try_wait().unwrap().is_none(),
+        "daemon still running"
+    );
     assert!(!d.log().contains("panicked"), "{}", d.log());
     let status = d.terminate();
     assert!(status.success(), "graceful exit on SIGTERM: {status:?}");

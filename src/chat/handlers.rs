@@ -83,36 +83,64 @@ impl Bridge {
 
     async fn toast(&self, q: &CallbackQuery, text: &str) {
         let text = render::cut(text, 190);
-        if let Err(e) = self.bot.answer_callback_query(q.id.clone()).text(text).await {
+        if let Err(e) = self
+            .bot
+            .answer_callback_query(q.id.clone())
+            .text(text)
+            .await
+        {
             tracing::debug!(error = %e, "cannot answer a callback query");
         }
     }
 
     async fn on_tap(&self, q: CallbackQuery) {
         let Some(msg) = q.regular_message() else {
-            self.toast(&q, "This message is too old to act on; use /list.").await;
+            self.toast(&q, "This message is too old to act on; use /list.")
+                .await;
             return;
         };
         let chat_id = msg.chat.id.0;
         let Some(cb) = q.data.as_deref().and_then(Callback::decode) else {
-            self.toast(&q, "This button isn't one of mine (or is outdated). Use /list to see open items.")
-                .await;
+            self.toast(
+                &q,
+                "This button isn't one of mine (or is outdated). Use /list to see open items.",
+            )
+            .await;
             return;
         };
-        let role = if cb.item == Item::Action { Role::Approve } else { Role::Answer };
+        let role = if cb.item == Item::Action {
+            Role::Approve
+        } else {
+            Role::Answer
+        };
         if !self.allowed(chat_id, q.from.id.0, role).await {
-            let what = if role == Role::Approve { "decide actions" } else { "answer" };
+            let what = if role == Role::Approve {
+                "decide actions"
+            } else {
+                "answer"
+            };
             self.record_refusal(chat_id, &q.from, &cb).await;
-            self.toast(&q, &format!("Sorry, you're not allowed to {what} here. Send /start to ask to be admitted."))
-                .await;
+            self.toast(
+                &q,
+                &format!(
+                    "Sorry, you're not allowed to {what} here. Send /start to ask to be admitted."
+                ),
+            )
+            .await;
             return;
         }
         let who = actor(&q.from);
         let thread = msg.thread_id.map(|t| t.0.0);
         match cb.item {
-            Item::Question => self.tap_question(&q, chat_id, thread, msg.id.0, &cb, &who).await,
+            Item::Question => {
+                self.tap_question(&q, chat_id, thread, msg.id.0, &cb, &who)
+                    .await
+            }
             Item::Row => self.tap_row(&q, chat_id, thread, msg.id.0, &cb, &who).await,
-            Item::Action => self.tap_action(&q, chat_id, thread, msg.id.0, &cb, &who).await,
+            Item::Action => {
+                self.tap_action(&q, chat_id, thread, msg.id.0, &cb, &who)
+                    .await
+            }
         }
     }
 
@@ -132,11 +160,19 @@ impl Bridge {
     }
 
     /// Ask for a text reply to a fresh prompt message.
-    pub(crate) async fn prompt(&self, chat_id: i64, thread: Option<i32>, text: &str, placeholder: &str, p: Prompt) {
-        let mut req = self
-            .bot
-            .send_message(ChatId(chat_id), text)
-            .reply_markup(ForceReply::new().selective().input_field_placeholder(placeholder.to_string()));
+    pub(crate) async fn prompt(
+        &self,
+        chat_id: i64,
+        thread: Option<i32>,
+        text: &str,
+        placeholder: &str,
+        p: Prompt,
+    ) {
+        let mut req = self.bot.send_message(ChatId(chat_id), text).reply_markup(
+            ForceReply::new()
+                .selective()
+                .input_field_placeholder(placeholder.to_string()),
+        );
         if let Some(t) = thread {
             req = req.message_thread_id(ThreadId(MessageId(t)));
         }
@@ -175,7 +211,9 @@ impl Bridge {
         let r = match cb.verb {
             Verb::Option(n) => {
                 let Some(opt) = question.options.get(n as usize) else {
-                    return self.toast(q, "That option no longer exists — see the updated message.").await;
+                    return self
+                        .toast(q, "That option no longer exists — see the updated message.")
+                        .await;
                 };
                 reply(opt.label.clone(), ReplyKind::Answer)
             }
@@ -183,23 +221,48 @@ impl Bridge {
             Verb::Clarify => {
                 if question.revision != cb.revision {
                     self.redraw_quiet("question", &cb.id).await;
-                    return self.toast(q, "The question changed — see the updated message.").await;
+                    return self
+                        .toast(q, "The question changed — see the updated message.")
+                        .await;
                 }
                 self.toast(q, "Send your correction as a reply.").await;
-                let text = format!("✏️ Clarify #{}: reply to this message with your correction.", short_id(&cb.id));
-                self.prompt(chat_id, thread, &text, "your correction", Prompt::Clarify { id: cb.id.clone(), revision: cb.revision })
-                    .await;
+                let text = format!(
+                    "✏️ Clarify #{}: reply to this message with your correction.",
+                    short_id(&cb.id)
+                );
+                self.prompt(
+                    chat_id,
+                    thread,
+                    &text,
+                    "your correction",
+                    Prompt::Clarify {
+                        id: cb.id.clone(),
+                        revision: cb.revision,
+                    },
+                )
+                .await;
                 return;
             }
-            _ => return self.toast(q, "That button doesn't apply to a question.").await,
+            _ => {
+                return self
+                    .toast(q, "That button doesn't apply to a question.")
+                    .await;
+            }
         };
         match self.store.reply_chat(&cb.id, &r).await {
             Ok(Ok(_)) => {
-                let what = if r.kind == ReplyKind::Decline { "Declined".to_string() } else { format!("Recorded: {}", r.text) };
+                let what = if r.kind == ReplyKind::Decline {
+                    "Declined".to_string()
+                } else {
+                    format!("Recorded: {}", r.text)
+                };
                 self.toast(q, &what).await;
                 self.redraw_quiet("question", &cb.id).await;
             }
-            Ok(Err(refusal)) => self.tell_refusal(Some(q), chat_id, thread, &cb.id, &refusal).await,
+            Ok(Err(refusal)) => {
+                self.tell_refusal(Some(q), chat_id, thread, &cb.id, &refusal)
+                    .await
+            }
             Err(e) => self.store_trouble(q, e).await,
         }
     }
@@ -215,8 +278,14 @@ impl Bridge {
         refusal: &Refusal,
     ) {
         let text = match refusal {
-            Refusal::UnreadAnswer { reply, source, by, .. } => {
-                let by = if by.is_empty() { String::new() } else { format!(" (by {by})") };
+            Refusal::UnreadAnswer {
+                reply, source, by, ..
+            } => {
+                let by = if by.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (by {by})")
+                };
                 let place = match source {
                     crate::store::questions::Source::Inbox => "An Inbox answer",
                     crate::store::questions::Source::Chat => "A chat answer",
@@ -249,7 +318,11 @@ impl Bridge {
 
     async fn store_trouble(&self, q: &CallbackQuery, e: crate::store::Error) {
         tracing::error!(error = %e, "store failed while handling a tap");
-        self.toast(q, "Something went wrong on the host; nothing was recorded. Try again.").await;
+        self.toast(
+            q,
+            "Something went wrong on the host; nothing was recorded. Try again.",
+        )
+        .await;
     }
 
     pub(crate) async fn redraw_quiet(&self, item: &str, id: &str) {
@@ -267,7 +340,8 @@ impl Bridge {
         }
         let Some(text) = m.text().map(str::to_string) else {
             if m.reply_to_message().is_some() {
-                self.say(chat_id, thread, "I can only take text answers.").await;
+                self.say(chat_id, thread, "I can only take text answers.")
+                    .await;
             }
             return;
         };
@@ -293,15 +367,40 @@ impl Bridge {
             let who = actor(&from);
             return match cmd.as_str() {
                 "list" => self.cmd_list(chat_id, thread).await,
-                "answer" => self.cmd_answer(chat_id, thread, args, &who, ReplyKind::Answer).await,
+                "answer" => {
+                    self.cmd_answer(chat_id, thread, args, &who, ReplyKind::Answer)
+                        .await
+                }
                 "clarify" => match m.reply_to_message() {
-                    Some(orig) if !args.is_empty() && self.item_of(chat_id, orig.id.0).await.is_some() => {
+                    Some(orig)
+                        if !args.is_empty() && self.item_of(chat_id, orig.id.0).await.is_some() =>
+                    {
                         let (kind, id) = self.item_of(chat_id, orig.id.0).await.unwrap_or_default();
-                        self.answer_item(chat_id, thread, &kind, &id, args, &who, ReplyKind::Clarify, None).await
+                        self.answer_item(
+                            chat_id,
+                            thread,
+                            &kind,
+                            &id,
+                            args,
+                            &who,
+                            ReplyKind::Clarify,
+                            None,
+                        )
+                        .await
                     }
-                    _ => self.cmd_answer(chat_id, thread, args, &who, ReplyKind::Clarify).await,
+                    _ => {
+                        self.cmd_answer(chat_id, thread, args, &who, ReplyKind::Clarify)
+                            .await
+                    }
                 },
-                _ => self.say(chat_id, thread, "I don't know that command. /help lists what I understand.").await,
+                _ => {
+                    self.say(
+                        chat_id,
+                        thread,
+                        "I don't know that command. /help lists what I understand.",
+                    )
+                    .await
+                }
             };
         }
         if !configured {
@@ -314,13 +413,24 @@ impl Bridge {
         };
         if !self.allowed(chat_id, from.id.0, Role::Answer).await {
             return self
-                .say(chat_id, thread, "Sorry, you're not allowed to answer here. Send /start to ask to be admitted.")
+                .say(
+                    chat_id,
+                    thread,
+                    "Sorry, you're not allowed to answer here. Send /start to ask to be admitted.",
+                )
                 .await;
         }
         let who = actor(&from);
-        let prompt = self.prompts.lock().expect("prompts lock poisoned").get(&(chat_id, orig.id.0)).cloned();
+        let prompt = self
+            .prompts
+            .lock()
+            .expect("prompts lock poisoned")
+            .get(&(chat_id, orig.id.0))
+            .cloned();
         if let Some(p) = prompt {
-            return self.on_prompt_reply(chat_id, thread, &from, &who, p, &text).await;
+            return self
+                .on_prompt_reply(chat_id, thread, &from, &who, p, &text)
+                .await;
         }
         match self.item_of(chat_id, orig.id.0).await {
             Some((kind, id)) => self.answer_item(chat_id, thread, &kind, &id, &text, &who, ReplyKind::Answer, None).await,
@@ -332,7 +442,11 @@ impl Bridge {
     }
 
     async fn item_of(&self, chat_id: i64, message_id: i32) -> Option<(String, String)> {
-        self.store.chat_item_of_message(chat_id, message_id).await.ok().flatten()
+        self.store
+            .chat_item_of_message(chat_id, message_id)
+            .await
+            .ok()
+            .flatten()
     }
 
     /// Write a text answer (or clarify) to an item through the chat channel
@@ -360,21 +474,44 @@ impl Bridge {
                 };
                 match self.store.reply_chat(id, &r).await {
                     Ok(Ok(_)) => {
-                        let what = if reply_kind == ReplyKind::Clarify { "Correction recorded" } else { "Recorded" };
-                        self.say(chat_id, thread, &format!("{what} for #{}.", short_id(id))).await;
+                        let what = if reply_kind == ReplyKind::Clarify {
+                            "Correction recorded"
+                        } else {
+                            "Recorded"
+                        };
+                        self.say(chat_id, thread, &format!("{what} for #{}.", short_id(id)))
+                            .await;
                         self.redraw_quiet("question", id).await;
                     }
-                    Ok(Err(refusal)) => self.tell_refusal(None, chat_id, thread, id, &refusal).await,
-                    Err(crate::store::Error::Invalid(msg)) => self.say(chat_id, thread, &format!("Not recorded: {msg}")).await,
+                    Ok(Err(refusal)) => {
+                        self.tell_refusal(None, chat_id, thread, id, &refusal).await
+                    }
+                    Err(crate::store::Error::Invalid(msg)) => {
+                        self.say(chat_id, thread, &format!("Not recorded: {msg}"))
+                            .await
+                    }
                     Err(e) => {
                         tracing::error!(error = %e, "store failed on a chat answer");
-                        self.say(chat_id, thread, "Something went wrong on the host; nothing was recorded. Try again.").await
+                        self.say(
+                            chat_id,
+                            thread,
+                            "Something went wrong on the host; nothing was recorded. Try again.",
+                        )
+                        .await
                     }
                 }
             }
-            "row" => self.answer_row(chat_id, thread, id, text, who, reply_kind).await,
+            "row" => {
+                self.answer_row(chat_id, thread, id, text, who, reply_kind)
+                    .await
+            }
             _ => {
-                self.say(chat_id, thread, "Actions are decided with the buttons (Approve / Reject / Edit).").await
+                self.say(
+                    chat_id,
+                    thread,
+                    "Actions are decided with the buttons (Approve / Reject / Edit).",
+                )
+                .await
             }
         }
     }
@@ -390,51 +527,116 @@ impl Bridge {
     ) {
         match p {
             Prompt::Clarify { id, revision } => {
-                self.answer_item(chat_id, thread, "question", &id, text, who, ReplyKind::Clarify, Some(revision)).await
+                self.answer_item(
+                    chat_id,
+                    thread,
+                    "question",
+                    &id,
+                    text,
+                    who,
+                    ReplyKind::Clarify,
+                    Some(revision),
+                )
+                .await
             }
-            Prompt::RowAnswer { id } => self.answer_row(chat_id, thread, &id, text, who, ReplyKind::Answer).await,
+            Prompt::RowAnswer { id } => {
+                self.answer_row(chat_id, thread, &id, text, who, ReplyKind::Answer)
+                    .await
+            }
             Prompt::ActionEdit { id } => {
                 if !self.allowed(chat_id, from.id.0, Role::Approve).await {
-                    return self.say(chat_id, thread, "Sorry, you're not allowed to decide actions here.").await;
+                    return self
+                        .say(
+                            chat_id,
+                            thread,
+                            "Sorry, you're not allowed to decide actions here.",
+                        )
+                        .await;
                 }
                 self.edit_action(chat_id, thread, &id, text, who).await
             }
         }
     }
 
-    async fn cmd_start(&self, chat_id: i64, thread: Option<i32>, from: &teloxide::types::User, configured: bool) {
+    async fn cmd_start(
+        &self,
+        chat_id: i64,
+        thread: Option<i32>,
+        from: &teloxide::types::User,
+        configured: bool,
+    ) {
         if configured && self.allowed(chat_id, from.id.0, Role::Answer).await {
             return self.say(chat_id, thread, HELP).await;
         }
         let name = from.username.clone().unwrap_or_default();
-        match self.store.pairing_create(from.id.0 as i64, chat_id, &name).await {
+        match self
+            .store
+            .pairing_create(from.id.0 as i64, chat_id, &name)
+            .await
+        {
             Ok(code) => {
                 let text = format!(
                     "Hi! Your Telegram id is {} and this chat's id is {chat_id}.\nTo be admitted, ask the operator to run on the host:\n\n    handoff pair {code} --role answer\n\n(or --role approve to also decide actions). The code works once, for one hour.{}",
                     from.id.0,
-                    if configured { "" } else { "\nThis chat is not in the config yet: add it as a [[telegram.chats]] entry first." }
+                    if configured {
+                        ""
+                    } else {
+                        "\nThis chat is not in the config yet: add it as a [[telegram.chats]] entry first."
+                    }
                 );
                 self.say(chat_id, thread, &text).await
             }
             Err(e) => {
                 tracing::error!(error = %e, "cannot create a pairing code");
-                self.say(chat_id, thread, "Something went wrong on the host; try /start again later.").await
+                self.say(
+                    chat_id,
+                    thread,
+                    "Something went wrong on the host; try /start again later.",
+                )
+                .await
             }
         }
     }
 
-    async fn cmd_answer(&self, chat_id: i64, thread: Option<i32>, args: &str, who: &str, kind: ReplyKind) {
-        let verb = if kind == ReplyKind::Clarify { "clarify" } else { "answer" };
+    async fn cmd_answer(
+        &self,
+        chat_id: i64,
+        thread: Option<i32>,
+        args: &str,
+        who: &str,
+        kind: ReplyKind,
+    ) {
+        let verb = if kind == ReplyKind::Clarify {
+            "clarify"
+        } else {
+            "answer"
+        };
         let (sid, text) = args.split_once(char::is_whitespace).unwrap_or((args, ""));
         let sid = sid.trim_start_matches('#');
         if sid.is_empty() || text.trim().is_empty() {
             return self
-                .say(chat_id, thread, &format!("Usage: /{verb} <id> <text> — the id is the #code on the item's message."))
+                .say(
+                    chat_id,
+                    thread,
+                    &format!(
+                        "Usage: /{verb} <id> <text> — the id is the #code on the item's message."
+                    ),
+                )
                 .await;
         }
         match self.find_item(sid).await {
-            Some((item, id)) => self.answer_item(chat_id, thread, &item, &id, text.trim(), who, kind, None).await,
-            None => self.say(chat_id, thread, &format!("No open item with id {sid}. /list shows open items.")).await,
+            Some((item, id)) => {
+                self.answer_item(chat_id, thread, &item, &id, text.trim(), who, kind, None)
+                    .await
+            }
+            None => {
+                self.say(
+                    chat_id,
+                    thread,
+                    &format!("No open item with id {sid}. /list shows open items."),
+                )
+                .await
+            }
         }
     }
 
@@ -456,13 +658,20 @@ impl Bridge {
         };
         if let Ok(qs) = self.store.list_questions(&filter).await {
             for q in qs {
-                let here = self.config.route(&q.project, &q.agent, None).is_some_and(|t| t.chat_id == chat_id);
+                let here = self
+                    .config
+                    .route(&q.project, &q.agent, None)
+                    .is_some_and(|t| t.chat_id == chat_id);
                 if here {
                     let state = match &q.reply {
                         Some(r) if r.seen_at.is_none() => " (answered, waiting for the agent)",
                         _ => "",
                     };
-                    lines.push(format!("❓ #{} {}{state}", short_id(&q.id), render::cut(&q.title, 80)));
+                    lines.push(format!(
+                        "❓ #{} {}{state}",
+                        short_id(&q.id),
+                        render::cut(&q.title, 80)
+                    ));
                 }
             }
         }

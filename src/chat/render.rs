@@ -25,7 +25,9 @@ pub(crate) struct Meta {
 
 /// Escape for Telegram HTML.
 pub(crate) fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// Cut to `n` characters, marking the cut.

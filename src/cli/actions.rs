@@ -36,7 +36,7 @@ pub(crate) enum Cmd {
     /// while it runs, records the outcome and exits with CMD's status.
     /// A verifier for interrupted runs follows as `--verify -- CHECK ARGS…`
     /// after the command. Rejected or expired: exit 3.
-    Propose(ProposeArgs),
+    Propose(Box<ProposeArgs>),
     /// Approve a pending action (optionally patching its arguments).
     Approve {
         /// Action id or short id.
@@ -294,7 +294,7 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
     let store = ctx.store().await?;
     let e = |err| map_err(ctx, err);
     match cmd {
-        Cmd::Propose(p) => propose(&store, ctx, p).await,
+        Cmd::Propose(p) => propose(&store, ctx, *p).await,
         Cmd::Approve {
             id,
             patch,
@@ -454,8 +454,10 @@ async fn propose(store: &Store, ctx: &Ctx, p: ProposeArgs) -> anyhow::Result<u8>
                 .map_err(|err| fail(exit::ERROR, format!("rules {}: {err}", path.display())))?
                 .rule
         }
-        None => Vec::new(),
+        // No --rules: the config file's [[rule]] entries (none without a config).
+        None => crate::config::Config::load(None)?.0.rules,
     };
+    let redact_keys = crate::config::Config::load(None)?.0.redact.keys;
     let args = read_json_arg("--args", &p.args)?;
     let new = NewAction {
         kind: p.kind,
@@ -471,7 +473,7 @@ async fn propose(store: &Store, ctx: &Ctx, p: ProposeArgs) -> anyhow::Result<u8>
         session: p.session,
         exec: exec_cmd.clone(),
         verify: verify_cmd,
-        redact_keys: None,
+        redact_keys: Some(redact_keys),
     };
     let proposed = store.propose(&new).await.map_err(e)?;
     let mut action = proposed.action.clone();

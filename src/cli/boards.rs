@@ -7,16 +7,17 @@
 
 use std::io::Read as _;
 
-use clap::Subcommand;
+use clap::{Args, Subcommand};
+
+mod render;
+
+use render::{board_line, full_text, pending_text, row_text};
 
 use super::{Ctx, exit, fail};
-use crate::clock::format_rfc3339;
 use crate::store::boards::{
-    Advance, Annotate, AnnotationKind, Board, BoardFull, BoardUpsert, Decided, Handled, NextStep,
-    OutcomeWrite, PendingRow, Refusal, Row, RowInput, RowOption, RowOwner, RowStatus, RowWrite,
-    Source,
+    Advance, Annotate, AnnotationKind, BoardUpsert, Decided, Handled, NextStep, OutcomeWrite,
+    Refusal, RowInput, RowOption, RowOwner, RowStatus, RowWrite, Source,
 };
-use crate::store::short_id;
 
 /// Board subcommands.
 #[derive(Debug, Subcommand)]
@@ -45,88 +46,11 @@ pub(crate) enum Cmd {
         session: String,
     },
     /// Write one row (create it, or change it with --revision).
-    Row {
-        /// Board id, short id or title.
-        board: String,
-        /// Row label.
-        label: String,
-        /// Project, to find the board by title.
-        #[arg(long)]
-        project: Option<String>,
-        /// The row revision you read (required for an existing row).
-        #[arg(long)]
-        revision: Option<i64>,
-        /// The board_version you read (optional here).
-        #[arg(long)]
-        version: Option<i64>,
-        /// tracked, partial, missing, na, done or blocked.
-        #[arg(long)]
-        status: Option<RowStatus>,
-        /// Note.
-        #[arg(long)]
-        note: Option<String>,
-        /// What is asked next.
-        #[arg(long)]
-        next_step: Option<String>,
-        /// decision, task or approval.
-        #[arg(long)]
-        owner: Option<RowOwner>,
-        /// What depends on it.
-        #[arg(long)]
-        impact: Option<String>,
-        /// Options as JSON: [{"label":"Postgres","recommended":true},…].
-        #[arg(long)]
-        options: Option<String>,
-        /// Long context.
-        #[arg(long)]
-        context: Option<String>,
-        /// Outcome of the current step.
-        #[arg(long)]
-        outcome: Option<String>,
-        /// Who writes.
-        #[arg(long, default_value = "cli")]
-        by: String,
-    },
+    /// Write one row (create it, or change it with --revision).
+    Row(Box<RowArgs>),
     /// Archive a row's current step (with its response and outcome) and install the next, blocked.
-    Advance {
-        /// Board id, short id or title.
-        board: String,
-        /// Row label.
-        label: String,
-        /// Project, to find the board by title.
-        #[arg(long)]
-        project: Option<String>,
-        /// The row revision you read.
-        #[arg(long)]
-        revision: i64,
-        /// The board_version you read.
-        #[arg(long)]
-        version: i64,
-        /// What is asked of the human now.
-        #[arg(long)]
-        next_step: String,
-        /// Note.
-        #[arg(long, default_value = "")]
-        note: String,
-        /// decision, task or approval.
-        #[arg(long, default_value = "")]
-        owner: RowOwner,
-        /// What depends on it.
-        #[arg(long, default_value = "")]
-        impact: String,
-        /// Options as JSON.
-        #[arg(long)]
-        options: Option<String>,
-        /// Long context.
-        #[arg(long, default_value = "")]
-        context: String,
-        /// Outcome of the finished step.
-        #[arg(long)]
-        outcome: Option<String>,
-        /// Who advances.
-        #[arg(long, default_value = "cli")]
-        by: String,
-    },
+    /// Archive a row's current step (with its response and outcome) and install the next, blocked.
+    Advance(Box<AdvanceArgs>),
     /// Show boards (a summary), or one board in full.
     Get {
         /// Board id, short id or title; omit for a summary of all boards.
@@ -245,6 +169,93 @@ pub(crate) enum Cmd {
     },
 }
 
+/// Arguments of `board row`.
+#[derive(Debug, Args)]
+pub(crate) struct RowArgs {
+    /// Board id, short id or title.
+    board: String,
+    /// Row label.
+    label: String,
+    /// Project, to find the board by title.
+    #[arg(long)]
+    project: Option<String>,
+    /// The row revision you read (required for an existing row).
+    #[arg(long)]
+    revision: Option<i64>,
+    /// The board_version you read (optional here).
+    #[arg(long)]
+    version: Option<i64>,
+    /// tracked, partial, missing, na, done or blocked.
+    #[arg(long)]
+    status: Option<RowStatus>,
+    /// Note.
+    #[arg(long)]
+    note: Option<String>,
+    /// What is asked next.
+    #[arg(long)]
+    next_step: Option<String>,
+    /// decision, task or approval.
+    #[arg(long)]
+    owner: Option<RowOwner>,
+    /// What depends on it.
+    #[arg(long)]
+    impact: Option<String>,
+    /// Options as JSON: [{"label":"Postgres","recommended":true},…].
+    #[arg(long)]
+    options: Option<String>,
+    /// Long context.
+    #[arg(long)]
+    context: Option<String>,
+    /// Outcome of the current step.
+    #[arg(long)]
+    outcome: Option<String>,
+    /// Who writes.
+    #[arg(long, default_value = "cli")]
+    by: String,
+}
+
+/// Arguments of `board advance`.
+#[derive(Debug, Args)]
+pub(crate) struct AdvanceArgs {
+    /// Board id, short id or title.
+    board: String,
+    /// Row label.
+    label: String,
+    /// Project, to find the board by title.
+    #[arg(long)]
+    project: Option<String>,
+    /// The row revision you read.
+    #[arg(long)]
+    revision: i64,
+    /// The board_version you read.
+    #[arg(long)]
+    version: i64,
+    /// What is asked of the human now.
+    #[arg(long)]
+    next_step: String,
+    /// Note.
+    #[arg(long, default_value = "")]
+    note: String,
+    /// decision, task or approval.
+    #[arg(long, default_value = "")]
+    owner: RowOwner,
+    /// What depends on it.
+    #[arg(long, default_value = "")]
+    impact: String,
+    /// Options as JSON.
+    #[arg(long)]
+    options: Option<String>,
+    /// Long context.
+    #[arg(long, default_value = "")]
+    context: String,
+    /// Outcome of the finished step.
+    #[arg(long)]
+    outcome: Option<String>,
+    /// Who advances.
+    #[arg(long, default_value = "cli")]
+    by: String,
+}
+
 /// Read `--rows`: inline JSON, `@file`, or `-` for stdin.
 fn read_rows(arg: &str) -> anyhow::Result<Vec<RowInput>> {
     let text = if arg == "-" {
@@ -300,117 +311,6 @@ fn decided<T>(ctx: &Ctx, d: Decided<T>) -> anyhow::Result<T> {
     })
 }
 
-fn progress_text(b: &Board) -> String {
-    let p = &b.progress;
-    let pct = p
-        .percent
-        .map_or_else(|| "–".to_owned(), |v| format!("{v:.0}%"));
-    format!(
-        "{pct} ({}/{} counted, {} rows, {} blocked)",
-        p.score, p.counted, p.rows, p.blocked
-    )
-}
-
-fn board_line(b: &Board) -> String {
-    format!(
-        "{}  {} / {}  version {}  {}{}\n",
-        short_id(&b.id),
-        b.project,
-        b.title,
-        b.board_version,
-        progress_text(b),
-        match (b.archived_at, b.auto_archived) {
-            (Some(_), true) => "  [archived: complete]",
-            (Some(_), false) => "  [archived]",
-            _ => "",
-        }
-    )
-}
-
-fn row_text(r: &Row) -> String {
-    let mut s = format!(
-        "  [{:<7}] {}  rev {}  step {}",
-        r.status.as_str(),
-        r.label,
-        r.revision,
-        r.action_version
-    );
-    if !r.note.is_empty() {
-        s += &format!("  — {}", r.note);
-    }
-    s.push('\n');
-    if !r.next_step.is_empty() {
-        s += &format!("      next: {}", r.next_step);
-        if r.owner != RowOwner::None {
-            s += &format!(" ({})", r.owner.as_str());
-        }
-        s.push('\n');
-    }
-    for o in &r.options {
-        s += &format!(
-            "      option: {}{}\n",
-            o.label,
-            if o.recommended { " (recommended)" } else { "" }
-        );
-    }
-    if let Some(a) = &r.annotation {
-        s += &format!(
-            "      {} via {} by {}{}: {a}\n",
-            r.annotation_kind.map_or("answer", |k| k.as_str()),
-            r.annotation_source.map_or("inbox", |k| k.as_str()),
-            r.annotated_by.as_deref().unwrap_or("?"),
-            if r.annotation_seen_at.is_some() {
-                ", delivered"
-            } else {
-                ", not yet delivered"
-            }
-        );
-    }
-    if let Some(at) = r.handled_at {
-        s += &format!(
-            "      handled by {} at {}{}\n",
-            r.handled_by.as_deref().unwrap_or("?"),
-            format_rfc3339(at),
-            if r.handled_seen_at.is_some() {
-                ", delivered"
-            } else {
-                ", not yet delivered"
-            }
-        );
-    }
-    if !r.outcome.is_empty() {
-        s += &format!("      outcome: {}\n", r.outcome);
-    }
-    s
-}
-
-fn full_text(f: &BoardFull) -> String {
-    let mut s = board_line(&f.board);
-    for r in &f.rows {
-        s += &row_text(r);
-    }
-    s
-}
-
-fn pending_text(rows: &[PendingRow]) -> String {
-    if rows.is_empty() {
-        return "nothing waiting\n".into();
-    }
-    rows.iter()
-        .map(|p| {
-            format!(
-                "{} / {} (board {}, version {}){}\n{}",
-                p.project,
-                p.board_title,
-                short_id(&p.board_id),
-                p.board_version,
-                if p.new { "" } else { "  [again]" },
-                row_text(&p.row)
-            )
-        })
-        .collect()
-}
-
 pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
     match cmd {
         Cmd::Upsert {
@@ -434,22 +334,23 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             let full = decided(ctx, store.board_upsert(&up).await?)?;
             ctx.print(&full, || full_text(&full));
         }
-        Cmd::Row {
-            board,
-            label,
-            project,
-            revision,
-            version,
-            status,
-            note,
-            next_step,
-            owner,
-            impact,
-            options,
-            context,
-            outcome,
-            by,
-        } => {
+        Cmd::Row(args) => {
+            let RowArgs {
+                board,
+                label,
+                project,
+                revision,
+                version,
+                status,
+                note,
+                next_step,
+                owner,
+                impact,
+                options,
+                context,
+                outcome,
+                by,
+            } = *args;
             let options = read_options(options.as_deref())?;
             let store = ctx.store().await?;
             let w = RowWrite {
@@ -473,21 +374,22 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             let full = decided(ctx, store.board_row(&w).await?)?;
             ctx.print(&full, || full_text(&full));
         }
-        Cmd::Advance {
-            board,
-            label,
-            project,
-            revision,
-            version,
-            next_step,
-            note,
-            owner,
-            impact,
-            options,
-            context,
-            outcome,
-            by,
-        } => {
+        Cmd::Advance(args) => {
+            let AdvanceArgs {
+                board,
+                label,
+                project,
+                revision,
+                version,
+                next_step,
+                note,
+                owner,
+                impact,
+                options,
+                context,
+                outcome,
+                by,
+            } = *args;
             let options = read_options(options.as_deref())?.unwrap_or_default();
             let store = ctx.store().await?;
             let a = Advance {

@@ -16,7 +16,9 @@
 //! - this file: the model ([`Action`], [`Status`]), the module error, reads
 //!   (get, list, audit) and the audit/event writer every transition uses;
 //! - [`codec`]: strict JSON, canonical form, fingerprint, patches, redaction;
-//! - `transitions`: propose, approve, reject, claim, extend, complete, waits;
+//! - `outcomes`: the proposal and the typed outcome of each transition;
+//! - `transitions`: propose, approve, reject;
+//! - `execution`: claim, lease renewal, complete, waits;
 //! - `recovery`: expiry sweeps, crash recovery, resolve-unknown, purge;
 //! - [`rules`]: auto-decision rules and the external deciders/verifiers.
 //!
@@ -25,6 +27,8 @@
 //! cadence (the daemon, `handoff expire`).
 
 pub mod codec;
+mod execution;
+mod outcomes;
 mod recovery;
 pub mod rules;
 mod transitions;
@@ -36,11 +40,11 @@ use sqlx::{Row, SqliteConnection};
 use super::{NewEvent, Store, events};
 
 pub use codec::Redactor;
-pub use recovery::{PurgeReport, RecoverReport, Resolution};
-pub use rules::{Condition, Rule, RuleApplied, RuleDecision, RulesFile};
-pub use transitions::{
+pub use outcomes::{
     ApproveOutcome, ClaimOutcome, CompleteOutcome, NewAction, Proposed, RejectOutcome, Settled,
 };
+pub use recovery::{PurgeReport, RecoverReport, Resolution};
+pub use rules::{Condition, Rule, RuleApplied, RuleDecision, RulesFile};
 
 /// Errors from the actions engine. Lost races, expired or already-decided
 /// actions are *not* errors: they come back as typed outcomes.
@@ -267,6 +271,7 @@ impl Action {
             args: r.redact(&self.args),
             effective_args: r.redact(&self.effective_args),
             patch: self.patch.as_ref().map(|p| r.redact(p)),
+            result: self.result.as_ref().map(|v| r.redact(v)),
             ..self.clone()
         }
     }

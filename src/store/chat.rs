@@ -160,7 +160,11 @@ impl Store {
     }
 
     /// Every message record of an item.
-    pub async fn chat_messages_of(&self, item_kind: &str, item_id: &str) -> Result<Vec<ChatMessage>> {
+    pub async fn chat_messages_of(
+        &self,
+        item_kind: &str,
+        item_id: &str,
+    ) -> Result<Vec<ChatMessage>> {
         let rows = sqlx::query("SELECT * FROM chat_messages WHERE item_kind = ? AND item_id = ?")
             .bind(item_kind)
             .bind(item_id)
@@ -190,14 +194,20 @@ impl Store {
 
     /// Pushes interrupted between `sending` and `sent` (to resend at start-up).
     pub async fn chat_unsent(&self) -> Result<Vec<ChatMessage>> {
-        let rows = sqlx::query("SELECT * FROM chat_messages WHERE status = 'sending' ORDER BY created_at")
-            .fetch_all(self.pool())
-            .await?;
+        let rows =
+            sqlx::query("SELECT * FROM chat_messages WHERE status = 'sending' ORDER BY created_at")
+                .fetch_all(self.pool())
+                .await?;
         rows.iter().map(from_row).collect()
     }
 
     /// Record a `/start` from an unknown user; returns the one-time code.
-    pub async fn pairing_create(&self, user_id: i64, chat_id: i64, username: &str) -> Result<String> {
+    pub async fn pairing_create(
+        &self,
+        user_id: i64,
+        chat_id: i64,
+        username: &str,
+    ) -> Result<String> {
         let code = super::new_id()[24..].to_uppercase();
         let now = self.now();
         self.retry(|| async {
@@ -312,5 +322,49 @@ impl Store {
             Ok(())
         })
         .await
+    }
+}
+
+impl Store {
+    /// The board id and label of the row `id` (for chat rendering and taps).
+    pub async fn row_locator(&self, id: &str) -> Result<Option<(String, String)>> {
+        let row = sqlx::query("SELECT board_id, label FROM board_rows WHERE id = ?")
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?;
+        Ok(match row {
+            Some(r) => Some((r.try_get(0)?, r.try_get(1)?)),
+            None => None,
+        })
+    }
+
+    /// A row id from its full id or a unique short id (suffix); `None` when
+    /// nothing (or more than one row) matches.
+    pub async fn find_row_id(&self, id_or_short: &str) -> Result<Option<String>> {
+        let s = id_or_short.trim().to_lowercase();
+        if s.len() < 4 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Ok(None);
+        }
+        let ids: Vec<String> = sqlx::query_scalar(
+            "SELECT id FROM board_rows WHERE id = ?1 OR id LIKE '%' || ?1 LIMIT 2",
+        )
+        .bind(&s)
+        .fetch_all(self.pool())
+        .await?;
+        Ok(if ids.len() == 1 {
+            ids.into_iter().next()
+        } else {
+            None
+        })
+    }
+
+    /// Ids of blocked rows on active boards (for `/list`).
+    pub async fn blocked_row_ids(&self) -> Result<Vec<String>> {
+        Ok(sqlx::query_scalar(
+            "SELECT r.id FROM board_rows r JOIN boards b ON b.id = r.board_id
+             WHERE r.status = 'blocked' AND b.archived_at IS NULL ORDER BY r.updated_at DESC LIMIT 200",
+        )
+        .fetch_all(self.pool())
+        .await?)
     }
 }

@@ -84,7 +84,12 @@ impl Drop for Daemon {
 
 /// A chat config for tests: chats given as (name, chat_id, answer ids,
 /// approve ids), generous limits, short polls.
-pub fn write_config(dir: &Path, api_url: &str, chats: &[(&str, i64, &[i64], &[i64])], extra: &str) -> PathBuf {
+pub fn write_config(
+    dir: &Path,
+    api_url: &str,
+    chats: &[(&str, i64, &[i64], &[i64])],
+    extra: &str,
+) -> PathBuf {
     let mut s = format!(
         "[telegram]\ntoken = \"123:TEST\"\napi_url = \"{api_url}\"\npoll_timeout_secs = 1\ndigest_threshold = 50\n\n[telegram.limits]\nper_chat_per_sec = 100\nper_chat_per_min = 6000\nper_group_per_min = 6000\noverall_per_sec = 100\n"
     );

@@ -230,14 +230,22 @@ impl FakeTelegram {
     }
 
     /// Poll `f` every 20 ms until it returns Some, or panic after `secs`.
-    pub async fn until<T>(&self, secs: u64, what: &str, mut f: impl FnMut(&Self) -> Option<T>) -> T {
+    pub async fn until<T>(
+        &self,
+        secs: u64,
+        what: &str,
+        mut f: impl FnMut(&Self) -> Option<T>,
+    ) -> T {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
         loop {
             if let Some(v) = f(self) {
                 return v;
             }
             if tokio::time::Instant::now() > deadline {
-                panic!("timed out waiting for {what}; calls: {:#?}", self.all_calls());
+                panic!(
+                    "timed out waiting for {what}; calls: {:#?}",
+                    self.all_calls()
+                );
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -271,7 +279,9 @@ fn message_json(chat_id: i64, id: i64, text: &str, from: Option<i64>) -> Value {
     });
     m["from"] = match from {
         Some(u) => user_json(u),
-        None => json!({"id": BOT_ID, "is_bot": true, "first_name": "handoff", "username": "handoff_bot"}),
+        None => {
+            json!({"id": BOT_ID, "is_bot": true, "first_name": "handoff", "username": "handoff_bot"})
+        }
     };
     m
 }
@@ -315,7 +325,9 @@ async fn handle(
             "can_join_groups": true, "can_read_all_group_messages": true,
             "supports_inline_queries": false, "has_main_web_app": false
         })),
-        "getwebhookinfo" => ok(json!({"url": "", "has_custom_certificate": false, "pending_update_count": 0})),
+        "getwebhookinfo" => {
+            ok(json!({"url": "", "has_custom_certificate": false, "pending_update_count": 0}))
+        }
         "setwebhook" | "deletewebhook" | "setmycommands" => ok(json!(true)),
         "answercallbackquery" => ok(json!(true)),
         "getupdates" => {
@@ -326,7 +338,8 @@ async fn handle(
                 let notified = fake.updated.notified();
                 let ready: Vec<Value> = {
                     let mut g = fake.inner.lock().unwrap();
-                    g.updates.retain(|u| u["update_id"].as_i64().unwrap_or(0) >= offset);
+                    g.updates
+                        .retain(|u| u["update_id"].as_i64().unwrap_or(0) >= offset);
                     g.updates.clone()
                 };
                 if !ready.is_empty() || tokio::time::Instant::now() >= deadline {
@@ -375,8 +388,10 @@ async fn handle(
             let (t, c) = (m.text.clone(), m.chat_id);
             ok(message_json(c, id, &t, None))
         }
-        _ => Json(json!({"ok": false, "error_code": 404, "description": "Not Found: method not found"}))
-            .into_response(),
+        _ => Json(
+            json!({"ok": false, "error_code": 404, "description": "Not Found: method not found"}),
+        )
+        .into_response(),
     }
 }
 

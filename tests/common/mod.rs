@@ -108,6 +108,14 @@ pub fn reply_of(kind: ReplyKind, text: &str, by: &str) -> NewReply {
         text: text.into(),
         kind,
         by: by.into(),
+        ..Default::default()
+    }
+}
+
+/// A plain answer with `text`.
+pub fn answer(text: &str) -> NewReply {
+    reply_of(ReplyKind::Answer, text, "")
+}
 
 // ---------------------------------------------------------------------------
 // Actions helpers (branch `actions`).
@@ -125,14 +133,13 @@ pub fn new_action(kind: &str, args: &str) -> handoff::store::actions::NewAction 
     }
 }
 
-/// A plain answer with `text`.
-pub fn answer(text: &str) -> NewReply {
-    reply_of(ReplyKind::Answer, text, "")
 /// A raw connection pool on the database file, for poking at tables the
 /// store API does not expose (append-only checks).
 pub async fn raw_pool(path: &Path) -> sqlx::SqlitePool {
     let opts = sqlx::sqlite::SqliteConnectOptions::new()
         .filename(path)
         .busy_timeout(std::time::Duration::from_secs(5));
-    sqlx::SqlitePool::connect_with(opts).await.expect("raw pool")
+    sqlx::SqlitePool::connect_with(opts)
+        .await
+        .expect("raw pool")
 }

@@ -1,0 +1,222 @@
+//! The values the actions engine takes and gives back: a proposal and the
+//! typed outcomes of each transition. Losing a race is an outcome, not an
+//! error: every loser gets the action as it stands (the winner's decision).
+
+use serde::Serialize;
+
+use super::{Action, OnExpire, Status};
+
+/// A proposal. `args` is JSON text, parsed strictly by [`Store::propose`].
+#[derive(Debug, Clone)]
+pub struct NewAction {
+    /// What sort of action (`email.send`, `deploy`, …).
+    pub kind: String,
+    /// One line for the person deciding.
+    pub summary: String,
+    /// The arguments: a JSON object, as text.
+    pub args: String,
+    /// Live actions with the same key are the same action.
+    pub dedup_key: Option<String>,
+    /// Decisions are refused this many ms after proposal (None = never).
+    pub ttl_ms: Option<i64>,
+    /// Distinct approvals needed (≥ 1).
+    pub approvals_required: i64,
+    /// What expiry turns it into.
+    pub on_expire: OnExpire,
+    /// Who proposes (an agent name, a script).
+    pub proposer: String,
+    /// Through which door (`agent`, `cli`, …).
+    pub channel: String,
+    /// Project of the proposer.
+    pub project: String,
+    /// Agent session of the proposer (woken on decisions).
+    pub session: String,
+    /// Executor argv to record with the action.
+    pub exec: Option<Vec<String>>,
+    /// Verifier argv recovery runs for an interrupted execution.
+    pub verify: Option<Vec<String>>,
+    /// Secret key patterns (None = the defaults).
+    pub redact_keys: Option<Vec<String>>,
+}
+
+impl Default for NewAction {
+    fn default() -> Self {
+        NewAction {
+            kind: String::new(),
+            summary: String::new(),
+            args: "{}".into(),
+            dedup_key: None,
+            ttl_ms: None,
+            approvals_required: 1,
+            on_expire: OnExpire::Expire,
+            proposer: String::new(),
+            channel: "cli".into(),
+            project: String::new(),
+            session: String::new(),
+            exec: None,
+            verify: None,
+            redact_keys: None,
+        }
+    }
+}
+
+/// The result of [`Store::propose`].
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Proposed {
+    /// The new action, or the live one with the same dedup key and payload.
+    pub action: Action,
+    /// False when an existing action was returned (dedup).
+    pub created: bool,
+}
+
+/// The result of [`Store::approve`]. Only `Approved` and `ApprovalAdded`
+/// changed anything; the others report what already stands.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum ApproveOutcome {
+    /// This approval completed the quorum: the action is approved.
+    Approved {
+        /// The action after the change.
+        action: Action,
+    },
+    /// Counted; more distinct approvals are needed.
+    ApprovalAdded {
+        /// The action after the change.
+        action: Action,
+    },
+    /// This approver was already counted; nothing changed.
+    AlreadyApprovedBy {
+        /// The action as it stands.
+        action: Action,
+    },
+    /// Someone decided first: here is the winner's decision.
+    AlreadyDecided {
+        /// The winning status.
+        status: Status,
+        /// Who decided.
+        decided_by: Option<String>,
+        /// When.
+        #[serde(with = "crate::clock::rfc3339::option")]
+        decided_at: Option<i64>,
+        /// The action as it stands.
+        action: Action,
+    },
+    /// Nobody decided before `expires_at`; now settled as expired (or rejected).
+    Expired {
+        /// The settled action.
+        action: Action,
+    },
+    /// The patch was valid but the arguments already carry approvals (or
+    /// changed meanwhile): patching now would change what others approved.
+    PatchRefused {
+        /// Why, in words.
+        reason: String,
+        /// The action as it stands (untouched).
+        action: Action,
+    },
+}
+
+impl ApproveOutcome {
+    /// The action this outcome carries.
+    pub fn action(&self) -> &Action {
+        match self {
+            ApproveOutcome::Approved { action }
+            | ApproveOutcome::ApprovalAdded { action }
+            | ApproveOutcome::AlreadyApprovedBy { action }
+            | ApproveOutcome::AlreadyDecided { action, .. }
+            | ApproveOutcome::Expired { action }
+            | ApproveOutcome::PatchRefused { action, .. } => action,
+        }
+    }
+}
+
+/// The result of [`Store::reject`].
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum RejectOutcome {
+    /// This call rejected it.
+    Rejected {
+        /// The action after the change.
+        action: Action,
+    },
+    /// Someone decided first.
+    AlreadyDecided {
+        /// The action as it stands.
+        action: Action,
+    },
+    /// It expired before the rejection.
+    Expired {
+        /// The settled action.
+        action: Action,
+    },
+}
+
+impl RejectOutcome {
+    /// The action this outcome carries.
+    pub fn action(&self) -> &Action {
+        match self {
+            RejectOutcome::Rejected { action }
+            | RejectOutcome::AlreadyDecided { action }
+            | RejectOutcome::Expired { action } => action,
+        }
+    }
+}
+
+/// The result of [`Store::claim`].
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum ClaimOutcome {
+    /// The caller owns the execution until the lease runs out.
+    Claimed {
+        /// The action after the change.
+        action: Action,
+    },
+    /// Not approved (anymore): someone else claimed it, or it was never approved.
+    NotClaimable {
+        /// The action as it stands.
+        action: Action,
+    },
+}
+
+/// The result of [`Store::complete`].
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum CompleteOutcome {
+    /// Recorded as executed or failed.
+    Completed {
+        /// The action after the change.
+        action: Action,
+    },
+    /// The caller does not hold the claim (or it is no longer executing,
+    /// e.g. recovery marked it unknown after the lease lapsed).
+    NotOwner {
+        /// The action as it stands.
+        action: Action,
+    },
+}
+
+/// The result of a wait.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Settled {
+    /// The awaited state was reached.
+    Done {
+        /// The action.
+        action: Action,
+    },
+    /// The timeout passed first: the action is still in progress
+    /// (pending, approved or executing). A status, not an error.
+    StillRunning {
+        /// The action as it stands.
+        action: Action,
+    },
+}
+
+impl Settled {
+    /// The action this outcome carries.
+    pub fn action(&self) -> &Action {
+        match self {
+            Settled::Done { action } | Settled::StillRunning { action } => action,
+        }
+    }
+}

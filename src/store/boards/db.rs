@@ -1,0 +1,400 @@
+//! Shared plumbing of the boards store: input validation, row and board
+//! decoding, id/title/label resolution, version bumps, auto-archive and
+//! event helpers. Used only by the sibling modules; no public API here.
+
+use serde_json::Value;
+use sqlx::{Row as _, SqliteConnection};
+
+use super::{
+    Board, BoardFull, Decided, MAX_OPTIONS, MAX_TEXT, MAX_TITLE, Progress, Row, RowOption,
+    not_found,
+};
+use crate::store::{Error, Result};
+
+// ---------------------------------------------------------------------------
+// Validation.
+
+pub(super) fn check_len(what: &str, s: &str, max: usize) -> Result<()> {
+    let n = s.chars().count();
+    if n > max {
+        return Err(Error::Invalid(format!(
+            "{what} is {n} characters long; the limit is {max}"
+        )));
+    }
+    Ok(())
+}
+
+pub(super) fn check_name(what: &str, s: &str) -> Result<()> {
+    if s.trim().is_empty() {
+        return Err(Error::Invalid(format!("{what} must not be empty")));
+    }
+    check_len(what, s, MAX_TITLE)
+}
+
+pub(super) fn check_options(options: &[RowOption]) -> Result<()> {
+    if options.len() > MAX_OPTIONS {
+        return Err(Error::Invalid(format!(
+            "{} options given; a row offers at most {MAX_OPTIONS}",
+            options.len()
+        )));
+    }
+    for o in options {
+        check_name("an option label", &o.label)?;
+        check_len("an option detail", &o.detail, MAX_TEXT)?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Row decoding and lookups shared by the submodules.
+
+pub(super) fn parse_opt<T: std::str::FromStr<Err = Error>>(s: Option<String>) -> Result<Option<T>> {
+    s.map(|s| s.parse().map_err(|e: Error| Error::Corrupt(e.to_string())))
+        .transpose()
+}
+
+pub(super) fn row_from(r: &sqlx::sqlite::SqliteRow) -> Result<Row> {
+    let corrupt = |e: Error| Error::Corrupt(e.to_string());
+    let options: String = r.try_get("options")?;
+    let history: String = r.try_get("history")?;
+    Ok(Row {
+        id: r.try_get("id")?,
+        board_id: r.try_get("board_id")?,
+        label: r.try_get("label")?,
+        status: r.try_get::<String, _>("status")?.parse().map_err(corrupt)?,
+        note: r.try_get("note")?,
+        next_step: r.try_get("next_step")?,
+        owner: r.try_get::<String, _>("owner")?.parse().map_err(corrupt)?,
+        impact: r.try_get("impact")?,
+        options: serde_json::from_str(&options)
+            .map_err(|e| Error::Corrupt(format!("row options: {e}")))?,
+        context: r.try_get("context")?,
+        outcome: r.try_get("outcome")?,
+        outcome_at: r.try_get("outcome_at")?,
+        revision: r.try_get("revision")?,
+        action_version: r.try_get("action_version")?,
+        action_started_at: r.try_get("action_started_at")?,
+        history: serde_json::from_str(&history)
+            .map_err(|e| Error::Corrupt(format!("row history: {e}")))?,
+        annotation: r.try_get("annotation")?,
+        annotation_kind: parse_opt(r.try_get("annotation_kind")?)?,
+        annotation_source: parse_opt(r.try_get("annotation_source")?)?,
+        annotated_by: r.try_get("annotated_by")?,
+        annotated_at: r.try_get("annotated_at")?,
+        annotation_seen_at: r.try_get("annotation_seen_at")?,
+        handled_at: r.try_get("handled_at")?,
+        handled_by: r.try_get("handled_by")?,
+        handled_seen_at: r.try_get("handled_seen_at")?,
+        position: r.try_get("position")?,
+        created_at: r.try_get("created_at")?,
+        updated_at: r.try_get("updated_at")?,
+    })
+}
+
+/// The board columns plus progress aggregated over its rows.
+pub(super) const BOARD_SELECT: &str = "SELECT b.*,
+    (SELECT COUNT(*) FROM board_rows r WHERE r.board_id = b.id) AS n_rows,
+    (SELECT COUNT(*) FROM board_rows r WHERE r.board_id = b.id AND r.status <> 'na') AS n_counted,
+    (SELECT COALESCE(SUM(CASE r.status WHEN 'done' THEN 2 WHEN 'partial' THEN 1 ELSE 0 END), 0)
+       FROM board_rows r WHERE r.board_id = b.id) AS halves,
+    (SELECT COUNT(*) FROM board_rows r WHERE r.board_id = b.id AND r.status = 'blocked') AS n_blocked
+  FROM boards b";
+
+pub(super) fn board_from(r: &sqlx::sqlite::SqliteRow) -> Result<Board> {
+    let rows: i64 = r.try_get("n_rows")?;
+    let counted: i64 = r.try_get("n_counted")?;
+    let halves: i64 = r.try_get("halves")?;
+    let score = halves as f64 / 2.0;
+    Ok(Board {
+        id: r.try_get("id")?,
+        project: r.try_get("project")?,
+        title: r.try_get("title")?,
+        board_version: r.try_get("revision")?,
+        archived_at: r.try_get("archived_at")?,
+        auto_archived: r.try_get::<i64, _>("auto_archived")? != 0,
+        agent: r.try_get("agent")?,
+        session: r.try_get("session")?,
+        progress: Progress {
+            rows,
+            counted,
+            score,
+            blocked: r.try_get("n_blocked")?,
+            percent: (counted > 0).then(|| score * 100.0 / counted as f64),
+        },
+        created_at: r.try_get("created_at")?,
+        updated_at: r.try_get("updated_at")?,
+    })
+}
+
+pub(super) async fn load_board(conn: &mut SqliteConnection, id: &str) -> Result<Option<Board>> {
+    let sql = format!("{BOARD_SELECT} WHERE b.id = ?");
+    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(id)
+        .fetch_optional(conn)
+        .await?;
+    row.as_ref().map(board_from).transpose()
+}
+
+pub(super) async fn load_rows(conn: &mut SqliteConnection, board_id: &str) -> Result<Vec<Row>> {
+    let rows = sqlx::query("SELECT * FROM board_rows WHERE board_id = ? ORDER BY position, id")
+        .bind(board_id)
+        .fetch_all(conn)
+        .await?;
+    rows.iter().map(row_from).collect()
+}
+
+pub(super) async fn load_full(conn: &mut SqliteConnection, id: &str) -> Result<Option<BoardFull>> {
+    let Some(board) = load_board(conn, id).await? else {
+        return Ok(None);
+    };
+    let rows = load_rows(conn, id).await?;
+    Ok(Some(BoardFull { board, rows }))
+}
+
+pub(super) async fn load_row(conn: &mut SqliteConnection, row_id: &str) -> Result<Option<Row>> {
+    let row = sqlx::query("SELECT * FROM board_rows WHERE id = ?")
+        .bind(row_id)
+        .fetch_optional(conn)
+        .await?;
+    row.as_ref().map(row_from).transpose()
+}
+
+/// Find a board by full id, by title in `project`, by a unique id suffix
+/// (the short id), or by a title unique across projects.
+pub(super) async fn resolve_board(
+    conn: &mut SqliteConnection,
+    reference: &str,
+    project: Option<&str>,
+) -> Result<Decided<String>> {
+    let reference = reference.trim();
+    if reference.is_empty() {
+        return Err(Error::Invalid(
+            "no board given: pass its id, short id or title".into(),
+        ));
+    }
+    if let Some(id) = sqlx::query_scalar::<_, String>("SELECT id FROM boards WHERE id = ?")
+        .bind(reference)
+        .fetch_optional(&mut *conn)
+        .await?
+    {
+        return Ok(Ok(id));
+    }
+    if let Some(p) = project
+        && let Some(id) =
+            sqlx::query_scalar::<_, String>("SELECT id FROM boards WHERE project = ? AND title = ?")
+                .bind(p)
+                .bind(reference)
+                .fetch_optional(&mut *conn)
+                .await?
+    {
+        return Ok(Ok(id));
+    }
+    let by_suffix: Vec<String> =
+        if reference.len() >= 4 && reference.bytes().all(|b| b.is_ascii_hexdigit()) {
+            sqlx::query_scalar(
+                "SELECT id FROM boards WHERE id LIKE '%' || ? AND (? IS NULL OR project = ?)",
+            )
+            .bind(reference.to_ascii_lowercase())
+            .bind(project)
+            .bind(project)
+            .fetch_all(&mut *conn)
+            .await?
+        } else {
+            Vec::new()
+        };
+    let found = if by_suffix.is_empty() && project.is_none() {
+        sqlx::query_scalar("SELECT id FROM boards WHERE title = ?")
+            .bind(reference)
+            .fetch_all(&mut *conn)
+            .await?
+    } else {
+        by_suffix
+    };
+    match found.len() {
+        0 => Ok(Err(not_found(match project {
+            Some(p) => format!("board `{reference}` in project `{p}`"),
+            None => format!("board `{reference}`"),
+        }))),
+        1 => Ok(Ok(found.into_iter().next().unwrap_or_default())),
+        n => Err(Error::Invalid(format!(
+            "`{reference}` matches {n} boards: use the full id, or the title with --project"
+        ))),
+    }
+}
+
+/// Find a row of `board_id` by label, else by full id or unique id suffix.
+pub(super) async fn resolve_row(
+    conn: &mut SqliteConnection,
+    board_id: &str,
+    reference: &str,
+) -> Result<Decided<String>> {
+    if let Some(id) = sqlx::query_scalar::<_, String>(
+        "SELECT id FROM board_rows WHERE board_id = ? AND label = ?",
+    )
+    .bind(board_id)
+    .bind(reference)
+    .fetch_optional(&mut *conn)
+    .await?
+    {
+        return Ok(Ok(id));
+    }
+    let found: Vec<String> =
+        if reference.len() >= 4 && reference.bytes().all(|b| b.is_ascii_hexdigit()) {
+            sqlx::query_scalar("SELECT id FROM board_rows WHERE board_id = ? AND id LIKE '%' || ?")
+                .bind(board_id)
+                .bind(reference.to_ascii_lowercase())
+                .fetch_all(&mut *conn)
+                .await?
+        } else {
+            Vec::new()
+        };
+    match found.len() {
+        0 => Ok(Err(not_found(format!("row `{reference}`")))),
+        1 => Ok(Ok(found.into_iter().next().unwrap_or_default())),
+        n => Err(Error::Invalid(format!(
+            "`{reference}` matches {n} rows: use the label or the full id"
+        ))),
+    }
+}
+
+/// Resolve board and row together.
+pub(super) async fn resolve(
+    conn: &mut SqliteConnection,
+    board: &str,
+    project: Option<&str>,
+    label: &str,
+) -> Result<Decided<(String, String)>> {
+    let board_id = match resolve_board(conn, board, project).await? {
+        Ok(id) => id,
+        Err(r) => return Ok(Err(r)),
+    };
+    Ok(resolve_row(conn, &board_id, label)
+        .await?
+        .map(|row_id| (board_id, row_id)))
+}
+
+/// Event payload common to row events.
+pub(super) fn row_payload(board: &Board, row: &Row, extra: Value) -> Value {
+    let mut v = serde_json::json!({
+        "board_id": board.id,
+        "board_title": board.title,
+        "board_version": board.board_version,
+        "label": row.label,
+        "status": row.status,
+        "revision": row.revision,
+        "action_version": row.action_version,
+    });
+    if let (Some(obj), Value::Object(extra)) = (v.as_object_mut(), extra) {
+        obj.extend(extra);
+    }
+    v
+}
+
+/// Who caused a change and through which door, for events.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Who<'a> {
+    pub(super) actor: &'a str,
+    pub(super) channel: &'a str,
+}
+
+/// Record that the board changed: bump its version. Called inside the
+/// transaction that already decided the write.
+pub(super) async fn bump_version(
+    conn: &mut SqliteConnection,
+    now: i64,
+    board_id: &str,
+) -> Result<Board> {
+    sqlx::query("UPDATE boards SET revision = revision + 1, updated_at = ? WHERE id = ?")
+        .bind(now)
+        .bind(board_id)
+        .execute(&mut *conn)
+        .await?;
+    load_board(conn, board_id)
+        .await?
+        .ok_or_else(|| Error::Corrupt(format!("board {board_id} vanished mid-transaction")))
+}
+
+/// After an agent's write: auto-archive the board at 100 % or reactivate an
+/// archived board that is no longer complete, appending `board.archived` /
+/// `board.reactivated`. A board archived by hand is reactivated too: the
+/// agent wrote to it again. Empty and all-`na` boards never complete.
+pub(super) async fn settle(
+    conn: &mut SqliteConnection,
+    now: i64,
+    board: Board,
+    who: Who<'_>,
+) -> Result<Board> {
+    let complete = board.progress.complete();
+    let kind = if complete && board.archived_at.is_none() {
+        // Why guarded: only an active board auto-archives.
+        sqlx::query(
+            "UPDATE boards SET archived_at = ?, auto_archived = 1 WHERE id = ? AND archived_at IS NULL",
+        )
+        .bind(now)
+        .bind(&board.id)
+        .execute(&mut *conn)
+        .await?;
+        "board.archived"
+    } else if !complete && board.archived_at.is_some() {
+        // Why guarded: reactivate only what is archived now.
+        sqlx::query(
+            "UPDATE boards SET archived_at = NULL, auto_archived = 0 WHERE id = ? AND archived_at IS NOT NULL",
+        )
+        .bind(&board.id)
+        .execute(&mut *conn)
+        .await?;
+        "board.reactivated"
+    } else {
+        return Ok(board);
+    };
+    crate::store::events::append(
+        conn,
+        now,
+        &crate::store::NewEvent {
+            kind,
+            entity_kind: "board",
+            entity_id: &board.id,
+            actor: who.actor,
+            channel: who.channel,
+            project: &board.project,
+            session: &board.session,
+            payload: serde_json::json!({
+                "title": board.title,
+                "board_version": board.board_version,
+                "auto": true,
+                "progress": board.progress.percent,
+            }),
+        },
+    )
+    .await?;
+    load_board(conn, &board.id)
+        .await?
+        .ok_or_else(|| Error::Corrupt(format!("board {} vanished mid-transaction", board.id)))
+}
+
+/// Append an event about `row` of `board`.
+pub(super) async fn row_event(
+    conn: &mut SqliteConnection,
+    now: i64,
+    kind: &str,
+    board: &Board,
+    row: &Row,
+    who: Who<'_>,
+    extra: Value,
+) -> Result<i64> {
+    crate::store::events::append(
+        conn,
+        now,
+        &crate::store::NewEvent {
+            kind,
+            entity_kind: "row",
+            entity_id: &row.id,
+            actor: who.actor,
+            channel: who.channel,
+            project: &board.project,
+            session: &board.session,
+            payload: row_payload(board, row, extra),
+        },
+    )
+    .await
+}

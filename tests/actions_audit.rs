@@ -1,0 +1,253 @@
+//! Audit family: the exact trail of a full lifecycle, an engine-enforced
+//! append-only table, and secrets that never reach the audit, the events or
+//! any rendering — while the executor gets the real values.
+
+mod common;
+
+use common::{TempDb, new_action, raw_pool};
+use handoff::store::actions::{Actor, Status};
+use serde_json::json;
+
+const T0: i64 = 1_800_000_000_000;
+
+#[tokio::test]
+async fn exact_audit_trail_for_a_full_lifecycle() {
+    let db = TempDb::new();
+    let (s, clock) = db.open_manual(T0).await;
+    let mut n = new_action(
+        "email.send",
+        r#"{"to":"bob","subject":"hi","api_token":"s3cr3t"}"#,
+    );
+    n.approvals_required = 2;
+    n.ttl_ms = Some(60_000);
+    n.dedup_key = Some("m1".into());
+    let a = s.propose(&n).await.unwrap().action;
+    clock.advance(1);
+    s.approve(&a.id, Actor::cli("alice"), None).await.unwrap();
+    clock.advance(1);
+    // A second approver may not patch arguments the first already approved…
+    let refused = s
+        .approve(&a.id, Actor::cli("bob"), Some(r#"{"subject":"hello"}"#))
+        .await
+        .unwrap();
+    assert!(matches!(
+        refused,
+        handoff::store::actions::ApproveOutcome::PatchRefused { .. }
+    ));
+    s.approve(&a.id, Actor::cli("bob"), None).await.unwrap();
+    clock.advance(1);
+    s.claim(&a.id, "exec-1", 5000).await.unwrap();
+    clock.advance(1);
+    s.complete(
+        &a.id,
+        "exec-1",
+        true,
+        json!({"message_id": "42", "token": "t0k"}),
+        None,
+    )
+    .await
+    .unwrap();
+
+    let trail: Vec<_> = s
+        .action_audit(&a.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.at - T0, e.event, e.actor, e.details))
+        .collect();
+    let fp = a.fingerprint.clone();
+    assert_eq!(
+        trail,
+        vec![
+            (
+                0,
+                "proposed".into(),
+                "agent".into(),
+                json!({
+                "kind": "email.send", "summary": "do email.send",
+                "args": {"to": "bob", "subject": "hi", "api_token": "[redacted]"},
+                "fingerprint": fp, "dedup_key": "m1",
+                "expires_at": handoff::clock::format_rfc3339(T0 + 60_000), "on_expire": "expire",
+                "approvals_required": 2, "proposer": "agent"})
+            ),
+            (
+                1,
+                "approval_added".into(),
+                "alice".into(),
+                json!({"approver": "alice", "approvals": 1, "required": 2})
+            ),
+            (
+                2,
+                "approved".into(),
+                "bob".into(),
+                json!({"approver": "bob", "approvals": 2, "required": 2})
+            ),
+            (
+                3,
+                "claimed".into(),
+                "exec-1".into(),
+                json!({
+                "owner": "exec-1", "lease_until": handoff::clock::format_rfc3339(T0 + 3 + 5000), "attempt": 1})
+            ),
+            (
+                4,
+                "executed".into(),
+                "exec-1".into(),
+                json!({
+                "owner": "exec-1", "result": {"message_id": "42", "token": "[redacted]"}, "error": null})
+            ),
+        ]
+    );
+    // Every transition has its event, with the proposer's session and project.
+    let events = s.events_for("action", &a.id).await.unwrap();
+    let kinds: Vec<_> = events.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "action.proposed",
+            "action.approval_added",
+            "action.approved",
+            "action.claimed",
+            "action.executed"
+        ]
+    );
+    assert!(
+        events
+            .iter()
+            .all(|e| e.session == "sess-1" && e.project == "proj")
+    );
+    assert_eq!(s.get_action(&a.id).await.unwrap().status, Status::Executed);
+}
+
+#[tokio::test]
+async fn a_patch_is_audited_with_proposed_patch_and_effective_arguments() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    let a = s
+        .propose(&new_action("email.send", r#"{"to":"bob","password":"pw"}"#))
+        .await
+        .unwrap()
+        .action;
+    let out = s
+        .approve(
+            &a.id,
+            Actor::cli("alice"),
+            Some(r#"{"to":"carol","password":"pw2"}"#),
+        )
+        .await
+        .unwrap();
+    let act = out.action();
+    assert_eq!(
+        act.effective_args,
+        json!({"to": "carol", "password": "pw2"}),
+        "the executor gets real values"
+    );
+    assert_eq!(act.args, json!({"to": "bob", "password": "pw"}));
+    let trail = s.action_audit(&a.id).await.unwrap();
+    assert_eq!(trail[1].event, "patched");
+    assert_eq!(trail[1].actor, "alice");
+    assert_eq!(
+        trail[1].details,
+        json!({
+            "proposed": {"to": "bob", "password": "[redacted]"},
+            "before": {"to": "bob", "password": "[redacted]"},
+            "patch": {"to": "carol", "password": "[redacted]"},
+            "effective": {"to": "carol", "password": "[redacted]"},
+        })
+    );
+    assert_eq!(trail[2].event, "approved");
+}
+
+#[tokio::test]
+async fn update_and_delete_on_the_audit_table_fail() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    let a = s.propose(&new_action("k", "{}")).await.unwrap().action;
+    s.reject(&a.id, Actor::cli("r"), "no").await.unwrap();
+    let pool = raw_pool(&db.path).await;
+    for sql in [
+        "UPDATE action_audit SET actor = 'mallory'",
+        "DELETE FROM action_audit",
+        "DELETE FROM action_audit WHERE event = 'rejected'",
+    ] {
+        let err = sqlx::query(sql).execute(&pool).await.unwrap_err();
+        assert!(
+            err.to_string().contains("audit log is append-only"),
+            "{sql}: {err}"
+        );
+    }
+    assert_eq!(s.action_audit(&a.id).await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn secrets_never_appear_in_the_audit_events_or_renderings() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    let args = r#"{"to":"bob","Authorization":"Bearer SEKRIT-1","nested":{"db_password":"SEKRIT-2",
+                   "list":[{"GitHub_Token":"SEKRIT-3"}]},"API_KEY":"SEKRIT-4","client_secret":"SEKRIT-5"}"#;
+    let a = s
+        .propose(&new_action("call.api", args))
+        .await
+        .unwrap()
+        .action;
+    s.approve(
+        &a.id,
+        Actor::cli("alice"),
+        Some(r#"{"client_secret":"SEKRIT-6"}"#),
+    )
+    .await
+    .unwrap();
+    s.claim(&a.id, "o", 1000).await.unwrap();
+    s.complete(&a.id, "o", true, json!({"session_token": "SEKRIT-7"}), None)
+        .await
+        .unwrap();
+
+    let audit = serde_json::to_string(&s.action_audit(&a.id).await.unwrap()).unwrap();
+    let events = serde_json::to_string(&s.events_after(0, 1000).await.unwrap()).unwrap();
+    let got = s.get_action(&a.id).await.unwrap();
+    let shown = serde_json::to_string(&got.redacted()).unwrap() + &got.display_args().to_string();
+    let mut cli = String::new();
+    for cmd in [vec!["action", &a.id], vec!["audit", &a.id], vec!["actions"]] {
+        for json_flag in [false, true] {
+            let mut argv = cmd.clone();
+            if json_flag {
+                argv.insert(0, "--json");
+            }
+            let out = db.cli(&argv);
+            assert!(out.status.success());
+            cli += &common::stdout(&out);
+        }
+    }
+    for n in 1..=7 {
+        let secret = format!("SEKRIT-{n}");
+        for (what, text) in [
+            ("audit", &audit),
+            ("events", &events),
+            ("display", &shown),
+            ("cli", &cli),
+        ] {
+            assert!(!text.contains(&secret), "{secret} leaked into {what}");
+        }
+    }
+    assert!(audit.contains("[redacted]") && cli.contains("[redacted]"));
+    // The executor's view keeps the real values.
+    assert_eq!(got.effective_args["client_secret"], "SEKRIT-6");
+    assert_eq!(got.effective_args["nested"]["db_password"], "SEKRIT-2");
+}
+
+#[tokio::test]
+async fn redaction_patterns_are_configurable_per_action() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    let mut n = new_action("k", r#"{"pin":"1234","token":"visible"}"#);
+    n.redact_keys = Some(vec!["PIN".into()]);
+    let a = s.propose(&n).await.unwrap().action;
+    assert_eq!(
+        a.display_args(),
+        json!({"pin": "[redacted]", "token": "visible"})
+    );
+    assert_eq!(
+        s.action_audit(&a.id).await.unwrap()[0].details["args"],
+        json!({"pin": "[redacted]", "token": "visible"})
+    );
+}

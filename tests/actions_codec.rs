@@ -1,0 +1,295 @@
+//! Codec and misuse family: broken patches leave the action untouched,
+//! bad arguments are refused before any write, dedup conflicts are loud,
+//! only the owner completes, and terminal states refuse everything.
+
+mod common;
+
+use common::{TempDb, count, new_action};
+use handoff::store::Store;
+use handoff::store::actions::{
+    Actor, ApproveOutcome, ClaimOutcome, CompleteOutcome, Error, RejectOutcome, Resolution, Status,
+};
+
+async fn snapshot(s: &Store, id: &str) -> (handoff::store::actions::Action, usize, i64) {
+    (
+        s.get_action(id).await.unwrap(),
+        s.action_audit(id).await.unwrap().len(),
+        s.last_event_seq().await.unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn broken_patches_leave_the_action_pending_and_untouched() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    let id = s
+        .propose(&new_action(
+            "email.send",
+            r#"{"to":"bob","n":1,"tags":["a"]}"#,
+        ))
+        .await
+        .unwrap()
+        .action
+        .id;
+    let before = snapshot(&s, &id).await;
+    for (patch, needle) in [
+        (r#"{"cc":"x"}"#, "does not have"),
+        (r#"{"n":"1"}"#, "same JSON type"),
+        (r#"{"tags":{"a":1}}"#, "same JSON type"),
+        (r#"{"to":NaN}"#, "not valid JSON"),
+        ("[1]", "object"),
+        ("{}", "empty"),
+    ] {
+        match s.approve(&id, Actor::cli("alice"), Some(patch)).await {
+            Err(Error::Store(handoff::store::Error::Invalid(m))) => {
+                assert!(m.contains(needle), "{patch}: {m}")
+            }
+            other => panic!("{patch}: {other:?}"),
+        }
+        assert_eq!(snapshot(&s, &id).await, before, "{patch} changed something");
+    }
+    assert_eq!(count(&s, "action_approvals").await, 0);
+    // Through the CLI: exit 1, one clear line, nothing written.
+    let out = db.cli(&[
+        "approve",
+        &id[24..],
+        "--patch",
+        r#"{"cc":"x"}"#,
+        "--as",
+        "alice",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        common::stderr(&out).contains("known keys: n, tags, to"),
+        "{}",
+        common::stderr(&out)
+    );
+    assert_eq!(snapshot(&s, &id).await, before);
+}
+
+#[tokio::test]
+async fn oversized_or_non_json_args_are_refused_before_any_write() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    let big = format!(r#"{{"body":"{}"}}"#, "x".repeat(1024 * 1024));
+    for bad in [
+        big.as_str(),
+        "not json",
+        r#"{"a":NaN}"#,
+        r#"{"a":Infinity}"#,
+        r#"{"a":"\ud800"}"#,
+        "[1]",
+        "42",
+    ] {
+        let r = s.propose(&new_action("k", bad)).await;
+        assert!(
+            matches!(r, Err(Error::Store(handoff::store::Error::Invalid(_)))),
+            "{:?}",
+            r.map(|p| p.action.id)
+        );
+    }
+    assert_eq!(count(&s, "actions").await, 0);
+    assert_eq!(count(&s, "events").await, 0);
+    let out = db.cli(&[
+        "propose",
+        "--kind",
+        "k",
+        "--summary",
+        "s",
+        "--args",
+        "{nope",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(common::stderr(&out).contains("not valid JSON"));
+    let out = db.cli(&[
+        "propose",
+        "--kind",
+        "k",
+        "--summary",
+        "s",
+        "--args",
+        "@/no/such/file",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(count(&s, "actions").await, 0);
+}
+
+#[tokio::test]
+async fn same_key_different_payload_is_a_loud_dedup_conflict() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    let mut a = new_action("email.send", r#"{"to":"bob"}"#);
+    a.dedup_key = Some("mail-1".into());
+    let first = s.propose(&a).await.unwrap();
+    assert!(first.created);
+    // Same payload, other spelling: the existing action comes back.
+    let mut same = a.clone();
+    same.args = r#"{ "to" : "bob" }"#.into();
+    let again = s.propose(&same).await.unwrap();
+    assert!(!again.created);
+    assert_eq!(again.action.id, first.action.id);
+    let mut other = a.clone();
+    other.args = r#"{"to":"eve"}"#.into();
+    match s.propose(&other).await {
+        Err(Error::DedupConflict {
+            key,
+            existing_id,
+            existing_fingerprint,
+            new_fingerprint,
+        }) => {
+            assert_eq!(key, "mail-1");
+            assert_eq!(existing_id, first.action.id);
+            assert_eq!(existing_fingerprint, first.action.fingerprint);
+            assert_ne!(new_fingerprint, existing_fingerprint);
+        }
+        r => panic!("{r:?}"),
+    }
+    let out = db.cli(&[
+        "--json",
+        "propose",
+        "--kind",
+        "email.send",
+        "--summary",
+        "do email.send",
+        "--args",
+        r#"{"to":"eve"}"#,
+        "--dedup-key",
+        "mail-1",
+    ]);
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(common::json(&out)["existing_id"], first.action.id.as_str());
+    assert!(common::stderr(&out).contains(&first.action.id));
+    assert_eq!(count(&s, "actions").await, 1);
+    // Once the holder settles, the key is free again.
+    s.reject(&first.action.id, Actor::cli("x"), "no")
+        .await
+        .unwrap();
+    assert!(s.propose(&other).await.unwrap().created);
+}
+
+#[tokio::test]
+async fn only_the_owner_completes_and_extends() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    let id = s.propose(&new_action("k", "{}")).await.unwrap().action.id;
+    assert!(
+        matches!(
+            s.claim(&id, "me", 60_000).await.unwrap(),
+            ClaimOutcome::NotClaimable { .. }
+        ),
+        "pending is not claimable"
+    );
+    s.approve(&id, Actor::cli("alice"), None).await.unwrap();
+    assert!(matches!(
+        s.claim(&id, "me", 60_000).await.unwrap(),
+        ClaimOutcome::Claimed { .. }
+    ));
+    assert!(matches!(
+        s.claim(&id, "you", 60_000).await.unwrap(),
+        ClaimOutcome::NotClaimable { .. }
+    ));
+    let before = snapshot(&s, &id).await;
+    assert!(!s.extend_lease(&id, "you", 60_000).await.unwrap());
+    let out = s
+        .complete(&id, "you", true, serde_json::json!(1), None)
+        .await
+        .unwrap();
+    assert!(matches!(out, CompleteOutcome::NotOwner { .. }));
+    assert_eq!(snapshot(&s, &id).await, before);
+    assert!(s.extend_lease(&id, "me", 60_000).await.unwrap());
+    let out = s
+        .complete(
+            &id,
+            "me",
+            false,
+            serde_json::json!({"code": 2}),
+            Some("boom"),
+        )
+        .await
+        .unwrap();
+    let CompleteOutcome::Completed { action } = out else {
+        panic!()
+    };
+    assert_eq!(
+        (action.status, action.error.as_deref()),
+        (Status::Failed, Some("boom"))
+    );
+}
+
+#[tokio::test]
+async fn every_terminal_state_refuses_every_further_transition() {
+    let db = TempDb::new();
+    let (s, clock) = db.open_manual(1_800_000_000_000).await;
+    let mk = async |args: &str| s.propose(&new_action("k", args)).await.unwrap().action.id;
+    let executed = mk(r#"{"t":"executed"}"#).await;
+    let failed = mk(r#"{"t":"failed"}"#).await;
+    let rejected = mk(r#"{"t":"rejected"}"#).await;
+    let mut n = new_action("k", r#"{"t":"expired"}"#);
+    n.ttl_ms = Some(10);
+    let expired = s.propose(&n).await.unwrap().action.id;
+    for (id, ok) in [(&executed, true), (&failed, false)] {
+        s.approve(id, Actor::cli("a"), None).await.unwrap();
+        s.claim(id, "o", 1000).await.unwrap();
+        s.complete(id, "o", ok, serde_json::json!(null), None)
+            .await
+            .unwrap();
+    }
+    s.reject(&rejected, Actor::cli("r"), "no").await.unwrap();
+    clock.advance(10);
+    s.expire_due().await.unwrap();
+
+    for id in [&executed, &failed, &rejected, &expired] {
+        let before = snapshot(&s, id).await;
+        assert!(before.0.status.is_settled());
+        let ap = s.approve(id, Actor::cli("late"), None).await.unwrap();
+        assert!(!matches!(
+            ap,
+            ApproveOutcome::Approved { .. } | ApproveOutcome::ApprovalAdded { .. }
+        ));
+        let rj = s.reject(id, Actor::cli("late"), "late").await.unwrap();
+        assert!(!matches!(rj, RejectOutcome::Rejected { .. }));
+        assert!(matches!(
+            s.claim(id, "o2", 1000).await.unwrap(),
+            ClaimOutcome::NotClaimable { .. }
+        ));
+        assert!(matches!(
+            s.complete(id, "o", true, serde_json::json!(1), None)
+                .await
+                .unwrap(),
+            CompleteOutcome::NotOwner { .. }
+        ));
+        assert!(!s.extend_lease(id, "o", 1000).await.unwrap());
+        for r in [Resolution::Executed, Resolution::Failed, Resolution::Retry] {
+            assert!(
+                s.resolve_unknown(id, Actor::cli("h"), r)
+                    .await
+                    .unwrap()
+                    .is_err()
+            );
+        }
+        clock.advance(1_000_000);
+        assert!(s.expire_due().await.unwrap().is_empty());
+        assert!(s.recover().await.unwrap().unknown.is_empty());
+        assert_eq!(snapshot(&s, id).await, before, "{}", before.0.status);
+    }
+}
+
+#[tokio::test]
+async fn short_ids_and_unknown_ids() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    let id = s.propose(&new_action("k", "{}")).await.unwrap().action.id;
+    assert_eq!(s.get_action(&id[24..]).await.unwrap().id, id);
+    assert!(matches!(
+        s.get_action("deadbeef").await,
+        Err(Error::NotFound(_))
+    ));
+    assert!(matches!(
+        s.get_action("x'; drop").await,
+        Err(Error::NotFound(_))
+    ));
+    let out = db.cli(&["action", "deadbeef"]);
+    assert_eq!(out.status.code(), Some(4));
+    let out = db.cli(&["--json", "action", &id[24..]]);
+    assert_eq!(common::json(&out)["id"], id.as_str());
+}

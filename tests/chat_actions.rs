@@ -1,0 +1,287 @@
+//! The daemon and the Telegram bridge on actions and blocked rows: approvers
+//! in a group chat, quorum, double taps, strangers, `propose --exec`, and
+//! row answers / handled marks.
+
+mod common;
+
+use std::process::{Command, Stdio};
+
+use common::daemon::{Daemon, write_config};
+use common::fake_telegram::{FakeTelegram, Msg};
+use common::{TempDb, json};
+
+const TEAM: i64 = -100_500;
+const ALICE: i64 = 1;
+const BOB: i64 = 2;
+const CAROL: i64 = 3; // may answer, may not approve
+
+async fn setup() -> (TempDb, FakeTelegram, Daemon) {
+    let db = TempDb::new();
+    db.open().await.close().await;
+    let fake = FakeTelegram::start().await;
+    let cfg = write_config(
+        db.dir.path(),
+        &fake.url,
+        &[("ops", TEAM, &[ALICE, BOB, CAROL], &[ALICE, BOB])],
+        "",
+    );
+    let d = Daemon::start(&db.path, &cfg);
+    (db, fake, d)
+}
+
+fn propose(db: &TempDb, args: &[&str]) -> String {
+    let mut a = vec!["--json", "propose"];
+    a.extend_from_slice(args);
+    let out = db.cli(&a);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let v = json(&out);
+    v["action"]["id"].as_str().expect("action id").to_string()
+}
+
+async fn message_of(fake: &FakeTelegram, id: &str) -> Msg {
+    let short = id[id.len() - 8..].to_string();
+    fake.until(15, "the item's message", |f| {
+        f.messages(TEAM)
+            .into_iter()
+            .find(|m| m.text.contains(&short))
+    })
+    .await
+}
+
+fn action(db: &TempDb, id: &str) -> serde_json::Value {
+    let v = json(&db.cli(&["--json", "action", id]));
+    if v.get("action").is_some() {
+        v["action"].clone()
+    } else {
+        v
+    }
+}
+
+#[tokio::test]
+async fn quorum_strangers_and_double_taps_in_a_group() {
+    let (db, fake, _d) = setup().await;
+    let id = propose(
+        &db,
+        &[
+            "--kind",
+            "deploy",
+            "--summary",
+            "Deploy v1.2",
+            "--args",
+            r#"{"version":"1.2","api_token":"s3cret"}"#,
+            "--approvals",
+            "2",
+        ],
+    );
+    let msg = message_of(&fake, &id).await;
+    assert!(
+        msg.text.contains("deploy") && msg.text.contains("1.2"),
+        "{}",
+        msg.text
+    );
+    assert!(
+        !msg.text.contains("s3cret"),
+        "secrets are redacted in chat: {}",
+        msg.text
+    );
+    let approve = msg.button("Approve");
+
+    fake.tap(TEAM, CAROL, msg.message_id, &approve);
+    fake.until(15, "carol refused", |f| {
+        f.toasts()
+            .into_iter()
+            .find(|t| t.contains("not allowed to decide"))
+    })
+    .await;
+    fake.tap(TEAM, ALICE, msg.message_id, &approve);
+    fake.tap(TEAM, ALICE, msg.message_id, &approve);
+    fake.until(15, "alice's double tap told", |f| {
+        f.toasts()
+            .into_iter()
+            .find(|t| t.contains("already approved"))
+    })
+    .await;
+    assert!(
+        fake.toasts().iter().any(|t| t.contains("1 of 2")),
+        "{:?}",
+        fake.toasts()
+    );
+    assert_eq!(
+        action(&db, &id)["status"],
+        "pending",
+        "one approver is not a quorum of 2"
+    );
+    fake.until(15, "progress shown", |f| {
+        f.message(TEAM, msg.message_id)
+            .filter(|m| m.text.contains("1 of 2"))
+            .map(|_| ())
+    })
+    .await;
+
+    fake.tap(TEAM, BOB, msg.message_id, &approve);
+    fake.until(15, "bob completes the quorum", |f| {
+        f.toasts().into_iter().find(|t| t.contains("Approved ✅"))
+    })
+    .await;
+    let a = action(&db, &id);
+    assert_eq!(a["status"], "approved");
+    assert_eq!(a["approvals"], 2);
+    fake.until(15, "buttons removed and who shown", |f| {
+        f.message(TEAM, msg.message_id)
+            .filter(|m| m.buttons().is_empty() && m.text.contains("Approved by"))
+            .map(|_| ())
+    })
+    .await;
+    // Carol's refused tap is audited.
+    let events = json(&db.cli(&["--json", "events", "--limit", "1000"])).to_string();
+    assert!(events.contains("chat.refused"), "{events}");
+}
+
+#[tokio::test]
+async fn two_approvers_at_once_give_one_decision_and_both_are_told() {
+    let (db, fake, _d) = setup().await;
+    let id = propose(
+        &db,
+        &[
+            "--kind",
+            "email.send",
+            "--summary",
+            "Send the invoice",
+            "--args",
+            r#"{"to":"a@b.c"}"#,
+        ],
+    );
+    let msg = message_of(&fake, &id).await;
+    let approve = msg.button("Approve");
+    let reject = msg.button("Reject");
+    fake.tap(TEAM, ALICE, msg.message_id, &approve);
+    fake.tap(TEAM, BOB, msg.message_id, &reject);
+    let toasts = fake
+        .until(15, "both told", |f| {
+            let t = f.toasts();
+            (t.len() >= 2).then_some(t)
+        })
+        .await;
+    assert!(
+        toasts.iter().any(|t| t.contains("Approved ✅")),
+        "{toasts:?}"
+    );
+    assert!(
+        toasts
+            .iter()
+            .any(|t| t.contains("Already approved by @user1")),
+        "{toasts:?}"
+    );
+    let audit = json(&db.cli(&["--json", "audit", &id])).to_string();
+    assert_eq!(audit.matches("\"approved\"").count(), 1, "{audit}");
+    assert!(!audit.contains("\"rejected\""), "{audit}");
+}
+
+#[tokio::test]
+async fn an_action_approved_in_chat_runs_once_and_the_message_shows_the_result() {
+    let (db, fake, _d) = setup().await;
+    let side = db.dir.path().join("side-effects.txt");
+    let script = format!("echo ran >> '{}'; echo sent-ok", side.display());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_handoff"))
+        .args([
+            "propose",
+            "--kind",
+            "email.send",
+            "--summary",
+            "Mail the report",
+            "--args",
+            r#"{"to":"x@y.z"}"#,
+            "--timeout",
+            "60s",
+            "--exec",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .env("HANDOFF_DB", &db.path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let msg = fake
+        .until(20, "the action's message", |f| {
+            f.messages(TEAM)
+                .into_iter()
+                .find(|m| m.text.contains("Mail the report"))
+        })
+        .await;
+    let approve = msg.button("Approve");
+    fake.tap(TEAM, ALICE, msg.message_id, &approve);
+    fake.tap(TEAM, BOB, msg.message_id, &approve); // a racing second approver
+    let status = tokio::task::spawn_blocking(move || child.wait().unwrap())
+        .await
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    assert_eq!(
+        std::fs::read_to_string(&side).unwrap(),
+        "ran\n",
+        "executed exactly once"
+    );
+    fake.until(15, "the message ends with the result", |f| {
+        f.message(TEAM, msg.message_id)
+            .filter(|m| m.text.contains("Executed") && m.text.contains("sent-ok"))
+            .map(|_| ())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_blocked_row_takes_a_chat_answer_and_a_handled_mark() {
+    let (db, fake, _d) = setup().await;
+    let rows = r#"[{"label":"dns","status":"blocked","next_step":"Create the CNAME for api.example.com","owner":"task"}]"#;
+    let out = db.cli(&[
+        "--json", "board", "upsert", "infra", "Launch", "--rows", rows,
+    ]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let msg = fake
+        .until(15, "the row's message", |f| {
+            f.messages(TEAM)
+                .into_iter()
+                .find(|m| m.text.contains("Create the CNAME"))
+        })
+        .await;
+    assert!(
+        msg.text.contains("Launch") && msg.text.contains("dns"),
+        "{}",
+        msg.text
+    );
+
+    fake.send_text(TEAM, CAROL, "done, TTL 300", Some(msg.message_id));
+    fake.until(15, "the answer recorded", |f| {
+        f.sent_texts(TEAM)
+            .into_iter()
+            .find(|t| t.starts_with("Recorded"))
+    })
+    .await;
+    let msg = fake.message(TEAM, msg.message_id).unwrap();
+    fake.tap(TEAM, CAROL, msg.message_id, &msg.button("Mark handled"));
+    fake.until(15, "handled toast", |f| {
+        f.toasts()
+            .into_iter()
+            .find(|t| t.contains("Marked handled"))
+    })
+    .await;
+
+    let v = json(&db.cli(&[
+        "--json",
+        "board",
+        "get",
+        "Launch",
+        "--project",
+        "infra",
+        "--full",
+    ]))
+    .to_string();
+    assert!(v.contains("done, TTL 300") && v.contains("\"chat\""), "{v}");
+    assert!(
+        v.contains("\"blocked\""),
+        "handled keeps the row blocked until an outcome: {v}"
+    );
+    assert!(v.contains("@user3"), "{v}");
+}
