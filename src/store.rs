@@ -65,12 +65,32 @@ pub enum Error {
     /// Applying the schema failed.
     #[error("cannot prepare the database schema: {0}")]
     Migrate(String),
-    /// Any other database failure.
-    #[error("database error: {0}")]
-    Db(#[from] sqlx::Error),
+    /// Any other database failure. Deliberately not a `#[source]`: the
+    /// message already carries sqlx's text (and sqlx chains its own source),
+    /// so `{:#}` of the chain would print it two or three times.
+    #[error("database error: {}", db_message(.0))]
+    Db(sqlx::Error),
     /// Stored JSON that does not parse (a bug or a hand-edited file).
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
+}
+
+impl From<sqlx::Error> for Error {
+    fn from(e: sqlx::Error) -> Self {
+        Error::Db(e)
+    }
+}
+
+/// sqlx's error in one line: for a database error just SQLite's message
+/// and code, without sqlx's "error returned from database" wrapper.
+fn db_message(e: &sqlx::Error) -> String {
+    match e {
+        sqlx::Error::Database(db) => match db.code() {
+            Some(code) => format!("{} (code {code})", db.message()),
+            None => db.message().to_string(),
+        },
+        other => other.to_string(),
+    }
 }
 
 /// Shorthand for store results.
