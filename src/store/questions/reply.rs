@@ -294,27 +294,31 @@ impl Store {
         // Two spellings so SQLite can use the `questions_pending` index on
         // the session when one is given (an `?2 IS NULL OR …` filter can't).
         let rows = match session {
-            Some(session) => sqlx::query(
-                "SELECT * FROM questions
+            Some(session) => {
+                sqlx::query(
+                    "SELECT * FROM questions
                  WHERE status = 'open' AND reply IS NOT NULL AND session = ?2
                    AND (?1 IS NULL OR project = ?1) AND (?3 OR reply_seen_at IS NULL)
                  ORDER BY replied_at, id",
-            )
-            .bind(project)
-            .bind(session)
-            .bind(include_seen)
-            .fetch_all(self.pool())
-            .await?,
-            None => sqlx::query(
-                "SELECT * FROM questions
+                )
+                .bind(project)
+                .bind(session)
+                .bind(include_seen)
+                .fetch_all(self.pool())
+                .await?
+            }
+            None => {
+                sqlx::query(
+                    "SELECT * FROM questions
                  WHERE status = 'open' AND reply IS NOT NULL
                    AND (?1 IS NULL OR project = ?1) AND (?2 OR reply_seen_at IS NULL)
                  ORDER BY replied_at, id",
-            )
-            .bind(project)
-            .bind(include_seen)
-            .fetch_all(self.pool())
-            .await?,
+                )
+                .bind(project)
+                .bind(include_seen)
+                .fetch_all(self.pool())
+                .await?
+            }
         };
         rows.iter().map(from_row).collect()
     }
