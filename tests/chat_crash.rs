@@ -73,13 +73,32 @@ async fn decisions_taken_before_a_kill_9_are_applied_once_after_restart() {
     let db = TempDb::new();
     let store = db.open().await;
     let fake = FakeTelegram::start().await;
-    let cfg = common::daemon::write_config(db.dir.path(), &fake.url, &[("me", ME, &[ME], &[ME])], "");
+    let cfg =
+        common::daemon::write_config(db.dir.path(), &fake.url, &[("me", ME, &[ME], &[ME])], "");
     let mut d = Daemon::start(&db.path, &cfg);
-    let out = db.cli(&["--json", "propose", "--kind", "deploy", "--summary", "crash-safe deploy", "--args", "{}", "--approvals", "1"]);
+    let out = db.cli(&[
+        "--json",
+        "propose",
+        "--kind",
+        "deploy",
+        "--summary",
+        "crash-safe deploy",
+        "--args",
+        "{}",
+        "--approvals",
+        "1",
+    ]);
     assert!(out.status.success(), "{}", common::stderr(&out));
-    let id = common::json(&out)["action"]["id"].as_str().unwrap().to_string();
+    let id = common::json(&out)["action"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let msg = fake
-        .until(15, "the action", |f| f.messages(ME).into_iter().find(|m| m.text.contains("crash-safe deploy")))
+        .until(15, "the action", |f| {
+            f.messages(ME)
+                .into_iter()
+                .find(|m| m.text.contains("crash-safe deploy"))
+        })
         .await;
     // Tap, and kill the daemon the moment the decision is committed: the
     // update may not be confirmed to Telegram yet, so it can come again.
@@ -95,7 +114,12 @@ async fn decisions_taken_before_a_kill_9_are_applied_once_after_restart() {
     let _d2 = Daemon::start(&db.path, &cfg);
     // A second tap after the restart (a user retrying) is told, not applied.
     fake.tap(ME, ME, msg.message_id, &msg.button("Approve"));
-    fake.until(15, "the retry told", |f| f.toasts().into_iter().find(|t| t.contains("Already approved"))).await;
+    fake.until(15, "the retry told", |f| {
+        f.toasts()
+            .into_iter()
+            .find(|t| t.contains("Already approved"))
+    })
+    .await;
     let audit = store.action_audit(&id).await.unwrap();
     let approvals = audit.iter().filter(|e| e.event == "approved").count();
     assert_eq!(approvals, 1, "{audit:#?}");

@@ -81,7 +81,8 @@ impl Bridge {
         }
     }
 
-    async fn toast(&self, q: &CallbackQuery, text: &str) {
+    /// Answer a tap with a short toast (Telegram allows 200 characters).
+    pub(crate) async fn toast(&self, q: &CallbackQuery, text: &str) {
         let text = render::cut(text, 190);
         if let Err(e) = self
             .bot
