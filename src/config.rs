@@ -484,7 +484,10 @@ mod tests {
         let c = parse("").unwrap();
         assert!(c.telegram.token.is_empty());
         assert_eq!(c.http.listen.port(), 8642);
-        assert!(!c.http.open, "the API needs tokens unless opened explicitly");
+        assert!(
+            !c.http.open,
+            "the API needs tokens unless opened explicitly"
+        );
         assert_eq!(c.telegram.digest_threshold, 5);
         assert_eq!(c.route("p", "a", None), None);
     }

@@ -136,7 +136,9 @@ async fn agent_tokens_cannot_answer_as_a_human_and_humans_cannot_pick_up() {
         ("POST", format!("/v1/questions/{}/reply", fx.question)),
         ("POST", format!("/v1/actions/{}/approve", fx.pending_action)),
     ] {
-        let (st, v) = api.call(m, &u, Some(&agent), Some(serde_json::json!({"text": "x"}))).await;
+        let (st, v) = api
+            .call(m, &u, Some(&agent), Some(serde_json::json!({"text": "x"})))
+            .await;
         assert_eq!(st, StatusCode::FORBIDDEN, "{u}: {v}");
     }
     let (st, _) = api.call("GET", "/v1/pending", Some(&human), None).await;
@@ -164,7 +166,10 @@ async fn agent_tokens_cannot_answer_as_a_human_and_humans_cannot_pick_up() {
         .await;
     assert_eq!(st, StatusCode::OK, "{v}");
     assert_eq!(v["action"]["decided_by"], "h");
-    assert_eq!(v["action"]["args"]["token"], "[redacted]", "humans see secrets redacted: {v}");
+    assert_eq!(
+        v["action"]["args"]["token"], "[redacted]",
+        "humans see secrets redacted: {v}"
+    );
 }
 
 #[tokio::test]
@@ -199,7 +204,17 @@ async fn open_mode_serves_without_a_token_but_still_checks_presented_ones() {
 #[tokio::test]
 async fn token_cli_prints_the_secret_once_and_stores_only_its_hash() {
     let db = common::TempDb::new();
-    let out = db.cli(&["--json", "token", "create", "--name", "ci", "--role", "agent", "--project", "web"]);
+    let out = db.cli(&[
+        "--json",
+        "token",
+        "create",
+        "--name",
+        "ci",
+        "--role",
+        "agent",
+        "--project",
+        "web",
+    ]);
     assert!(out.status.success(), "{}", common::stderr(&out));
     let created = common::json(&out);
     let secret = created["secret"].as_str().unwrap().to_string();
@@ -213,7 +228,10 @@ async fn token_cli_prints_the_secret_once_and_stores_only_its_hash() {
     assert!(!text.contains(&secret[4..]), "list must not show secrets");
     let raw = std::fs::read(&db.path).unwrap();
     let hay = String::from_utf8_lossy(&raw);
-    assert!(!hay.contains(&secret[4..]), "the database must not hold the secret");
+    assert!(
+        !hay.contains(&secret[4..]),
+        "the database must not hold the secret"
+    );
 
     let store = db.open().await;
     let t = store.token_verify(&secret).await.unwrap().unwrap();
@@ -251,7 +269,10 @@ async fn serve_refuses_a_public_address_without_tokens() {
     let out = run("0.0.0.0:0");
     assert_eq!(out.status.code(), Some(1));
     let err = common::stderr(&out);
-    assert!(err.contains("refusing to listen") && err.contains("token create"), "{err}");
+    assert!(
+        err.contains("refusing to listen") && err.contains("token create"),
+        "{err}"
+    );
 
     // open = true is refused off loopback even with tokens.
     std::fs::write(&cfg, "[http]\nopen = true\n").unwrap();
@@ -259,5 +280,9 @@ async fn serve_refuses_a_public_address_without_tokens() {
     store.token_create("t", Role::Admin, None).await.unwrap();
     let out = run("0.0.0.0:0");
     assert_eq!(out.status.code(), Some(1));
-    assert!(common::stderr(&out).contains("loopback"), "{}", common::stderr(&out));
+    assert!(
+        common::stderr(&out).contains("loopback"),
+        "{}",
+        common::stderr(&out)
+    );
 }

@@ -33,7 +33,12 @@ async fn long_poll_returns_the_reply_written_by_another_store_handle() {
     api.follow();
     let agent = api.token("agent", Role::Agent, None).await;
     let (_, v) = api
-        .call("POST", "/v1/questions", Some(&agent), Some(json!({"project": "p", "title": "Go?"})))
+        .call(
+            "POST",
+            "/v1/questions",
+            Some(&agent),
+            Some(json!({"project": "p", "title": "Go?"})),
+        )
         .await;
     let id = v["question"]["id"].as_str().unwrap().to_string();
 
@@ -51,13 +56,20 @@ async fn long_poll_returns_the_reply_written_by_another_store_handle() {
         serde_json::from_slice::<Value>(&bytes).unwrap()
     });
     let w = api.shared.waiters.clone();
-    until(async || w.len() >= 1).await;
+    until(async || !w.is_empty()).await;
 
     // Another connection pool on the same file: the follower sees the event
     // through the log, not through an in-process hand-off.
     let other = api.db.open().await;
     other
-        .reply_inbox(&id, &NewReply { text: "yes".into(), by: "bob".into(), ..Default::default() })
+        .reply_inbox(
+            &id,
+            &NewReply {
+                text: "yes".into(),
+                by: "bob".into(),
+                ..Default::default()
+            },
+        )
         .await
         .unwrap()
         .unwrap();
@@ -67,9 +79,18 @@ async fn long_poll_returns_the_reply_written_by_another_store_handle() {
 
     // Nothing new: a short wait times out, as a status.
     let (st, v) = api
-        .call("GET", &format!("/v1/questions/{id}?wait=change&timeout=150ms"), Some(&agent), None)
+        .call(
+            "GET",
+            &format!("/v1/questions/{id}?wait=change&timeout=150ms"),
+            Some(&agent),
+            None,
+        )
         .await;
-    assert_eq!((st, v["outcome"].as_str()), (StatusCode::OK, Some("timeout")), "{v}");
+    assert_eq!(
+        (st, v["outcome"].as_str()),
+        (StatusCode::OK, Some("timeout")),
+        "{v}"
+    );
 }
 
 #[tokio::test]
@@ -79,7 +100,12 @@ async fn action_long_poll_sees_the_approval() {
     let agent = api.token("agent", Role::Agent, None).await;
     let human = api.token("alice", Role::Human, None).await;
     let (_, v) = api
-        .call("POST", "/v1/actions", Some(&agent), Some(json!({"kind": "deploy", "summary": "v2"})))
+        .call(
+            "POST",
+            "/v1/actions",
+            Some(&agent),
+            Some(json!({"kind": "deploy", "summary": "v2"})),
+        )
         .await;
     let id = v["action"]["id"].as_str().unwrap().to_string();
     let app = api.app.clone();
@@ -91,17 +117,34 @@ async fn action_long_poll_sees_the_approval() {
             .header("authorization", format!("Bearer {tok}"))
             .body(Body::empty())
             .unwrap();
-        let bytes = app.oneshot(req).await.unwrap().into_body().collect().await.unwrap().to_bytes();
+        let bytes = app
+            .oneshot(req)
+            .await
+            .unwrap()
+            .into_body()
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes();
         serde_json::from_slice::<Value>(&bytes).unwrap()
     });
     let w = api.shared.waiters.clone();
-    until(async || w.len() >= 1).await;
+    until(async || !w.is_empty()).await;
     let (st, _) = api
-        .call("POST", &format!("/v1/actions/{id}/approve"), Some(&human), Some(json!({})))
+        .call(
+            "POST",
+            &format!("/v1/actions/{id}/approve"),
+            Some(&human),
+            Some(json!({})),
+        )
         .await;
     assert_eq!(st, StatusCode::OK);
     let v = poll.await.unwrap();
-    assert_eq!((v["outcome"].as_str(), v["action"]["status"].as_str()), (Some("done"), Some("approved")), "{v}");
+    assert_eq!(
+        (v["outcome"].as_str(), v["action"]["status"].as_str()),
+        (Some("done"), Some("approved")),
+        "{v}"
+    );
 }
 
 /// Read SSE frames from `body` until `n` events arrived; returns their
@@ -156,7 +199,12 @@ async fn sse_delivers_every_event_in_seq_order_and_resumes_from_last_event_id() 
         .unwrap();
     let resp = api.app.clone().oneshot(req).await.unwrap();
     assert_eq!(resp.status(), StatusCode::OK);
-    assert!(resp.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+    assert!(
+        resp.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
     let mut body = resp.into_body();
     let first = read_sse(&mut body, 7).await; // two token.created + five flags
     // Then live events written by another store handle, while streaming.
@@ -164,7 +212,11 @@ async fn sse_delivers_every_event_in_seq_order_and_resumes_from_last_event_id() 
     let writer = tokio::spawn(async move {
         for i in 0..20 {
             other
-                .flag(&NewQuestion { project: "p".into(), title: format!("live {i}"), ..Default::default() })
+                .flag(&NewQuestion {
+                    project: "p".into(),
+                    title: format!("live {i}"),
+                    ..Default::default()
+                })
                 .await
                 .unwrap();
         }
@@ -172,7 +224,11 @@ async fn sse_delivers_every_event_in_seq_order_and_resumes_from_last_event_id() 
     let live = read_sse(&mut body, 20).await;
     writer.await.unwrap();
     let all: Vec<i64> = first.iter().chain(&live).map(|(i, _)| *i).collect();
-    assert_eq!(all, (1..=27).collect::<Vec<_>>(), "every event, in seq order, no gaps");
+    assert_eq!(
+        all,
+        (1..=27).collect::<Vec<_>>(),
+        "every event, in seq order, no gaps"
+    );
     for (id, data) in first.iter().chain(&live) {
         assert_eq!(data["seq"].as_i64(), Some(*id));
     }
@@ -187,7 +243,10 @@ async fn sse_delivers_every_event_in_seq_order_and_resumes_from_last_event_id() 
     let mut body = api.app.clone().oneshot(req).await.unwrap().into_body();
     let got = read_sse(&mut body, 12).await;
     let ids: Vec<i64> = got.iter().map(|(i, _)| *i).collect();
-    assert_eq!(ids[0], 5, "after 3 the next event of project p is 5: {ids:?}");
+    assert_eq!(
+        ids[0], 5,
+        "after 3 the next event of project p is 5: {ids:?}"
+    );
     assert!(ids.windows(2).all(|w| w[0] < w[1]));
     assert!(got.iter().all(|(_, d)| d["project"] == "p"));
 }
@@ -259,7 +318,10 @@ mod real_daemon {
         let out = db.cli(&["reply", &id, "yes, ship it", "--by", "alice"]);
         assert!(out.status.success(), "{}", common::stderr(&out));
         let v = poll.await.unwrap();
-        assert_eq!(v["outcome"], "done", "returned the answer, not a timeout: {v}");
+        assert_eq!(
+            v["outcome"], "done",
+            "returned the answer, not a timeout: {v}"
+        );
         assert_eq!(v["question"]["reply"]["text"], "yes, ship it");
         assert_eq!(v["question"]["reply"]["by"], "alice");
 
@@ -274,12 +336,22 @@ mod real_daemon {
             })
         };
         until(async || {
-            let m = http.get(format!("{base}/metrics")).bearer_auth(&admin).send().await.unwrap().text().await.unwrap();
+            let m = http
+                .get(format!("{base}/metrics"))
+                .bearer_auth(&admin)
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
             !m.contains("handoff_waiters 0")
         })
         .await;
         let started = std::time::Instant::now();
-        let status = tokio::task::spawn_blocking(move || d.terminate()).await.unwrap();
+        let status = tokio::task::spawn_blocking(move || d.terminate())
+            .await
+            .unwrap();
         assert!(status.success(), "daemon exit: {status:?}");
         assert!(
             started.elapsed() < handoff::daemon::SHUTDOWN_GRACE,

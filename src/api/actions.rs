@@ -57,7 +57,8 @@ fn shown<T: Serialize>(c: &Caller, v: &T, a: &Action) -> Value {
 }
 
 fn duration(what: &str, text: &str) -> ApiResult<i64> {
-    let ms = crate::clock::parse_duration_ms(text).map_err(|e| ApiError::invalid(format!("{what}: {e}")))?;
+    let ms = crate::clock::parse_duration_ms(text)
+        .map_err(|e| ApiError::invalid(format!("{what}: {e}")))?;
     if ms <= 0 {
         return Err(ApiError::invalid(format!("{what} must be positive")));
     }
@@ -177,7 +178,9 @@ pub(crate) async fn get(
     let first = visible(&s, &c, &id).await?;
     let Some(wait) = q.wait.as_deref() else {
         if q.timeout.is_some() {
-            return Err(ApiError::invalid("timeout needs wait=approved or wait=settled"));
+            return Err(ApiError::invalid(
+                "timeout needs wait=approved or wait=settled",
+            ));
         }
         let mut a = first;
         a.status = a.effective_status(s.store.now());
@@ -268,7 +271,9 @@ pub(crate) async fn extend(
         .with_detail(show(&c, &now)));
     }
     let now = s.store.get_action(&a.id).await?;
-    Ok(axum::Json(json!({"extended": true, "action": show(&c, &now)})))
+    Ok(axum::Json(
+        json!({"extended": true, "action": show(&c, &now)}),
+    ))
 }
 
 #[derive(Debug, Deserialize)]
@@ -333,7 +338,9 @@ pub(crate) async fn approve(
     let out = s.store.approve(&a.id, actor, patch.as_deref()).await?;
     wrote(&s);
     if let crate::store::actions::ApproveOutcome::PatchRefused { reason, action } = &out {
-        return Err(ApiError::conflict("patch_refused", reason.clone()).with_detail(show(&c, action)));
+        return Err(
+            ApiError::conflict("patch_refused", reason.clone()).with_detail(show(&c, action))
+        );
     }
     Ok(axum::Json(shown(&c, &out, out.action())))
 }
@@ -400,11 +407,16 @@ pub(crate) async fn resolve_unknown(
     match s.store.resolve_unknown(&a.id, actor, resolution).await? {
         Ok(action) => {
             wrote(&s);
-            Ok(axum::Json(json!({"resolved": true, "action": show(&c, &action)})))
+            Ok(axum::Json(
+                json!({"resolved": true, "action": show(&c, &action)}),
+            ))
         }
         Err(action) => Err(ApiError::conflict(
             "not_unknown",
-            format!("the action is {}, not unknown: nothing to resolve", action.status),
+            format!(
+                "the action is {}, not unknown: nothing to resolve",
+                action.status
+            ),
         )
         .with_detail(show(&c, &action))),
     }

@@ -63,11 +63,13 @@ pub(crate) struct Caller {
 
 impl Caller {
     fn may(&self, access: Access) -> bool {
-        match (access, self.role) {
-            (Access::Public | Access::Read, _) | (_, Role::Admin) => true,
-            (Access::Agent, Role::Agent) | (Access::Human, Role::Human) => true,
-            _ => false,
-        }
+        matches!(
+            (access, self.role),
+            (Access::Public | Access::Read, _)
+                | (_, Role::Admin)
+                | (Access::Agent, Role::Agent)
+                | (Access::Human, Role::Human)
+        )
     }
 
     /// Whether an item of `project` is visible to this caller.

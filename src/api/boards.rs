@@ -17,16 +17,23 @@ use super::input::{Body, Params};
 use super::questions::wrote;
 use crate::daemon::Shared;
 use crate::store::boards::{
-    Advance, AnnotationKind, Annotate, Board, BoardFull, BoardUpsert, Handled, NextStep,
+    Advance, Annotate, AnnotationKind, Board, BoardFull, BoardUpsert, Handled, NextStep,
     OutcomeWrite, RowChange, RowInput, RowStatus, RowWrite, Source,
 };
 
 /// The board `board` if the caller may see it.
-async fn visible(s: &Shared, c: &Caller, board: &str, project: Option<String>) -> ApiResult<BoardFull> {
+async fn visible(
+    s: &Shared,
+    c: &Caller,
+    board: &str,
+    project: Option<String>,
+) -> ApiResult<BoardFull> {
     let project = c.filter(project)?;
     let full = s.store.board_get(board, project.as_deref()).await??;
     if !c.sees(&full.board.project) {
-        return Err(super::error::ApiError::not_found(format!("board `{board}`")));
+        return Err(super::error::ApiError::not_found(format!(
+            "board `{board}`"
+        )));
     }
     Ok(full)
 }

@@ -119,11 +119,9 @@ impl From<actions::Error> for ApiError {
         match e {
             actions::Error::Store(s) => s.into(),
             actions::Error::NotFound(id) => ApiError::not_found(format!("action `{id}`")),
-            actions::Error::Ambiguous(_) => ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "ambiguous",
-                e.to_string(),
-            ),
+            actions::Error::Ambiguous(_) => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "ambiguous", e.to_string())
+            }
             actions::Error::DedupConflict {
                 ref key,
                 ref existing_id,
@@ -197,7 +195,11 @@ mod tests {
         let e: ApiError = store::Error::Invalid("title too long".into()).into();
         assert_eq!(
             (e.status, e.reason.as_str(), e.message.as_str()),
-            (StatusCode::UNPROCESSABLE_ENTITY, "invalid", "title too long")
+            (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid",
+                "title too long"
+            )
         );
     }
 }

@@ -86,14 +86,14 @@ pub(crate) async fn page(
 ) -> ApiResult<axum::Json<Value>> {
     let limit = q.limit.unwrap_or(100);
     if !(1..=MAX_PAGE).contains(&limit) {
-        return Err(ApiError::invalid(format!(
-            "limit must be 1 to {MAX_PAGE}"
-        )));
+        return Err(ApiError::invalid(format!("limit must be 1 to {MAX_PAGE}")));
     }
     let events = s.store.events_after(q.after, limit).await?;
     let next_after = events.last().map_or(q.after, |e| e.seq);
     let events: Vec<Event> = events.into_iter().filter(|e| c.sees(&e.project)).collect();
-    Ok(axum::Json(json!({"events": events, "next_after": next_after})))
+    Ok(axum::Json(
+        json!({"events": events, "next_after": next_after}),
+    ))
 }
 
 #[derive(Debug, Deserialize)]

@@ -78,7 +78,10 @@ pub(crate) async fn metrics(State(s): State<Shared>) -> ApiResult<Response> {
         );
     }
     Ok((
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
         out,
     )
         .into_response())

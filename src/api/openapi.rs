@@ -25,7 +25,10 @@ fn operation_id(method: &str, path: &str) -> String {
     for seg in path.split('/').filter(|s| !s.is_empty() && *s != "v1") {
         let seg = seg.trim_start_matches('{').trim_end_matches('}');
         id.push('_');
-        id.extend(seg.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }));
+        id.extend(
+            seg.chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }),
+        );
     }
     id
 }
@@ -59,10 +62,7 @@ pub(crate) fn document() -> Value {
                 "content": {"application/json": {"schema": {"type": "object"}}},
             });
         }
-        if let Value::Object(ops) = paths
-            .entry(r.path.to_string())
-            .or_insert_with(|| json!({}))
-        {
+        if let Value::Object(ops) = paths.entry(r.path.to_string()).or_insert_with(|| json!({})) {
             ops.insert(r.method.to_ascii_lowercase(), op);
         }
     }
@@ -100,7 +100,13 @@ mod tests {
 
     #[test]
     fn path_params_and_operation_ids() {
-        assert_eq!(path_params("/v1/boards/{board}/rows/{label}/annotate"), ["board", "label"]);
-        assert_eq!(operation_id("POST", "/v1/actions/{id}/resolve-unknown"), "post_actions_id_resolve_unknown");
+        assert_eq!(
+            path_params("/v1/boards/{board}/rows/{label}/annotate"),
+            ["board", "label"]
+        );
+        assert_eq!(
+            operation_id("POST", "/v1/actions/{id}/resolve-unknown"),
+            "post_actions_id_resolve_unknown"
+        );
     }
 }

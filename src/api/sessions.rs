@@ -71,7 +71,11 @@ pub(crate) async fn register(
         .store
         .register_session(&NewSession {
             session_id: b.session_id,
-            agent: if b.agent.is_empty() { c.name.clone() } else { b.agent },
+            agent: if b.agent.is_empty() {
+                c.name.clone()
+            } else {
+                b.agent
+            },
             project,
             cwd: b.cwd,
             wake_target: b.wake_target,

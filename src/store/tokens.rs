@@ -252,10 +252,9 @@ impl Store {
     /// Whether any live token exists (the daemon refuses a non-loopback
     /// listener without one).
     pub async fn tokens_exist(&self) -> Result<bool> {
-        let n: i64 =
-            sqlx::query_scalar("SELECT COUNT(*) FROM api_tokens WHERE revoked_at IS NULL")
-                .fetch_one(self.pool())
-                .await?;
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM api_tokens WHERE revoked_at IS NULL")
+            .fetch_one(self.pool())
+            .await?;
         Ok(n > 0)
     }
 }

@@ -201,7 +201,10 @@ pub async fn fixture(api: &Api) -> Fixture {
 pub fn sample(method: &str, path: &str, fx: &Fixture) -> (String, Option<Value>) {
     let id = if path.starts_with("/v1/questions/") {
         fx.question.as_str()
-    } else if path.starts_with("/v1/actions/{id}/claim") || path.starts_with("/v1/actions/{id}/extend") || path.starts_with("/v1/actions/{id}/complete") {
+    } else if path.starts_with("/v1/actions/{id}/claim")
+        || path.starts_with("/v1/actions/{id}/extend")
+        || path.starts_with("/v1/actions/{id}/complete")
+    {
         fx.approved_action.as_str()
     } else if path.starts_with("/v1/actions/") {
         fx.pending_action.as_str()
@@ -220,12 +223,18 @@ pub fn sample(method: &str, path: &str, fx: &Fixture) -> (String, Option<Value>)
         ("POST", p) if p.ends_with("/dismiss") => json!({"reason": "no longer needed"}),
         ("PUT", "/v1/boards") => json!({"project": "p", "title": "Other board"}),
         ("POST", p) if p.ends_with("/rows") => json!({"row": {"label": "r2"}}),
-        ("POST", p) if p.ends_with("/advance") => json!({"label": "r1", "expected_revision": 1, "board_version": 1, "next": {"next_step": "then this"}}),
-        ("POST", p) if p.ends_with("/outcome") => json!({"label": "r1", "expected_revision": 1, "outcome": "done"}),
+        ("POST", p) if p.ends_with("/advance") => {
+            json!({"label": "r1", "expected_revision": 1, "board_version": 1, "next": {"next_step": "then this"}})
+        }
+        ("POST", p) if p.ends_with("/outcome") => {
+            json!({"label": "r1", "expected_revision": 1, "outcome": "done"})
+        }
         ("POST", p) if p.ends_with("/annotate") => json!({"text": "use the team account"}),
         ("POST", p) if p.ends_with("/handled") => json!({}),
         ("POST", "/v1/actions") => json!({"kind": "x", "summary": "y", "project": "p"}),
-        ("POST", p) if p.ends_with("/claim") || p.ends_with("/extend") => json!({"owner": "exec-1"}),
+        ("POST", p) if p.ends_with("/claim") || p.ends_with("/extend") => {
+            json!({"owner": "exec-1"})
+        }
         ("POST", p) if p.ends_with("/complete") => json!({"owner": "exec-1", "success": true}),
         ("POST", p) if p.ends_with("/approve") => json!({}),
         ("POST", p) if p.ends_with("/reject") => json!({"reason": "no"}),
