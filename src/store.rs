@@ -16,6 +16,7 @@ pub mod chat;
 pub mod events;
 pub mod questions;
 pub mod sessions;
+pub mod tokens;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
