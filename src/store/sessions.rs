@@ -11,6 +11,21 @@ use sqlx::Row;
 
 use super::{Error, NewEvent, Result, Store, events};
 
+mod wake;
+
+pub use wake::WakeRecorded;
+
+/// The trimmed session id, or a clear refusal when it is empty or too long.
+pub(crate) fn check_id(id: &str) -> Result<&str> {
+    let id = id.trim();
+    if id.is_empty() || id.len() > 200 {
+        return Err(Error::Invalid(
+            "a session id is 1 to 200 characters (pass --session ID or set HANDOFF_SESSION)".into(),
+        ));
+    }
+    Ok(id)
+}
+
 /// How to wake a session. Stored as JSON with a `type` tag.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
@@ -130,10 +145,7 @@ impl Store {
     /// Register a session, or update its agent/project/cwd/wake target if it
     /// exists (the checkpoint and revision are kept). One statement.
     pub async fn register_session(&self, s: &NewSession) -> Result<Session> {
-        let id = s.session_id.trim();
-        if id.is_empty() || id.len() > 200 {
-            return Err(Error::Invalid("a session id is 1 to 200 characters".into()));
-        }
+        let id = check_id(&s.session_id)?;
         if let Some(w) = &s.wake_target {
             w.check()?;
         }
