@@ -11,8 +11,16 @@ use sqlx::Row;
 
 use super::{Error, NewEvent, Result, Store, events};
 
+mod ledger;
+mod lifecycle;
+mod resume;
+mod wait;
 mod wake;
 
+pub use ledger::{Begin, Complete, LedgerEntry, NewCall};
+pub use lifecycle::{Checkpointed, Ended};
+pub use resume::{DEFAULT_LEDGER_TAIL, Interrupted, Resume};
+pub use wait::{Arrival, DECISION_EVENTS};
 pub use wake::WakeRecorded;
 
 /// The trimmed session id, or a clear refusal when it is empty or too long.
@@ -99,6 +107,11 @@ pub struct Session {
     pub status: String,
     /// Checkpoint CAS token.
     pub revision: i64,
+    /// The event `seq` up to which `wait` has picked up decisions and wakes.
+    pub last_wait_seq: i64,
+    /// When it was ended, if it was.
+    #[serde(with = "crate::clock::rfc3339::option")]
+    pub ended_at: Option<i64>,
     /// Registered.
     #[serde(with = "crate::clock::rfc3339")]
     pub created_at: i64,
@@ -136,6 +149,8 @@ pub(crate) fn session_from(r: &sqlx::sqlite::SqliteRow) -> Result<Session> {
         state_blob: r.try_get("state_blob")?,
         status: r.try_get("status")?,
         revision: r.try_get("revision")?,
+        last_wait_seq: r.try_get("last_wait_seq")?,
+        ended_at: r.try_get("ended_at")?,
         created_at: r.try_get("created_at")?,
         updated_at: r.try_get("updated_at")?,
     })
@@ -162,7 +177,7 @@ impl Store {
                  ON CONFLICT(session_id) DO UPDATE SET
                     agent = excluded.agent, project = excluded.project, cwd = excluded.cwd,
                     wake_target = COALESCE(excluded.wake_target, agent_sessions.wake_target),
-                    status = 'active', updated_at = excluded.updated_at
+                    status = 'active', ended_at = NULL, updated_at = excluded.updated_at
                  RETURNING *",
             )
             .bind(id)
