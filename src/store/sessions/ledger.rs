@@ -164,10 +164,11 @@ pub(crate) fn entry_from(r: &sqlx::sqlite::SqliteRow) -> Result<LedgerEntry> {
 }
 
 async fn started_row(conn: &mut SqliteConnection, event_id: &str) -> Result<Option<LedgerEntry>> {
-    let row = sqlx::query("SELECT * FROM execution_ledger WHERE event_id = ? AND status = 'started'")
-        .bind(event_id)
-        .fetch_optional(conn)
-        .await?;
+    let row =
+        sqlx::query("SELECT * FROM execution_ledger WHERE event_id = ? AND status = 'started'")
+            .bind(event_id)
+            .fetch_optional(conn)
+            .await?;
     row.as_ref().map(entry_from).transpose()
 }
 
@@ -285,7 +286,12 @@ impl Store {
     /// with `result`. The same outcome with the same result again is a no-op;
     /// another outcome or result is a typed [`Complete::Conflict`]. Appends
     /// `ledger.completed` / `ledger.failed` in the same transaction.
-    pub async fn ledger_complete(&self, event_id: &str, ok: bool, result: &Value) -> Result<Complete> {
+    pub async fn ledger_complete(
+        &self,
+        event_id: &str,
+        ok: bool,
+        result: &Value,
+    ) -> Result<Complete> {
         check_name("an event id", event_id)?;
         let text = canonical_checked("result", result)?;
         let hash = sha256_hex(&text);
@@ -344,7 +350,11 @@ impl Store {
 
     /// Ledger rows of a session, oldest first; with `last`, only the newest
     /// `last` rows (still oldest first).
-    pub async fn ledger_list(&self, session_id: &str, last: Option<i64>) -> Result<Vec<LedgerEntry>> {
+    pub async fn ledger_list(
+        &self,
+        session_id: &str,
+        last: Option<i64>,
+    ) -> Result<Vec<LedgerEntry>> {
         let rows = sqlx::query(
             "SELECT * FROM (
                  SELECT * FROM execution_ledger WHERE session_id = ?1

@@ -74,16 +74,23 @@ impl Store {
     pub async fn resume(&self, session_id: &str, ledger_tail: i64) -> Result<Resume> {
         let id = super::check_id(session_id)?;
         let session = self.get_session(id).await?;
-        let state = session.as_ref().and_then(|s| s.state_blob.as_deref()).map(|b| {
-            serde_json::from_str::<Value>(b).unwrap_or_else(|_| Value::String(b.to_string()))
-        });
+        let state = session
+            .as_ref()
+            .and_then(|s| s.state_blob.as_deref())
+            .map(|b| {
+                serde_json::from_str::<Value>(b).unwrap_or_else(|_| Value::String(b.to_string()))
+            });
         let interrupted = self
             .ledger_interrupted(id)
             .await?
             .into_iter()
             .map(|entry| Interrupted {
                 replay: entry.replay_safe,
-                disposition: if entry.replay_safe { "replay" } else { "unknown" },
+                disposition: if entry.replay_safe {
+                    "replay"
+                } else {
+                    "unknown"
+                },
                 entry,
             })
             .collect();

@@ -96,7 +96,10 @@ impl Store {
         .bind(cursor)
         .fetch_all(&mut *conn)
         .await?;
-        let evs = rows.iter().map(events::from_row).collect::<Result<Vec<_>>>()?;
+        let evs = rows
+            .iter()
+            .map(events::from_row)
+            .collect::<Result<Vec<_>>>()?;
         Ok((cursor, evs))
     }
 
@@ -134,12 +137,11 @@ impl Store {
             if !done {
                 return Ok(false);
             }
-            let project: String = sqlx::query_scalar(
-                "SELECT project FROM agent_sessions WHERE session_id = ?",
-            )
-            .bind(id)
-            .fetch_one(&mut *tx)
-            .await?;
+            let project: String =
+                sqlx::query_scalar("SELECT project FROM agent_sessions WHERE session_id = ?")
+                    .bind(id)
+                    .fetch_one(&mut *tx)
+                    .await?;
             events::append(
                 &mut tx,
                 now,
@@ -191,7 +193,9 @@ impl Store {
         }
         let (cursor, evs) = self.unclaimed_events(session_id).await?;
         if let Some(last) = evs.last().map(|e| e.seq)
-            && self.advance_wait_cursor(session_id, cursor, last, by).await?
+            && self
+                .advance_wait_cursor(session_id, cursor, last, by)
+                .await?
         {
             out.extend(evs.into_iter().map(Arrival::from_event));
         }
