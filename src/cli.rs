@@ -7,6 +7,7 @@
 
 mod actions;
 mod boards;
+mod mcp;
 mod questions;
 mod sessions;
 
@@ -92,6 +93,8 @@ enum Command {
     Actions(actions::Cmd),
     #[command(flatten)]
     Sessions(sessions::Cmd),
+    /// Serve the agent-side tools over MCP on stdin/stdout (for Claude Code, Codex, …).
+    Mcp(mcp::McpArgs),
     /// Print the event log (every state change, in order).
     Events {
         /// Only events after this sequence number.
@@ -204,6 +207,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Board { cmd } => boards::run(cmd, &ctx).await,
         Command::Actions(cmd) => actions::run(cmd, &ctx).await,
         Command::Sessions(cmd) => sessions::run(cmd, &ctx).await,
+        Command::Mcp(args) => mcp::run(args, &ctx).await,
         Command::Serve { config, listen } => serve(&ctx, config, listen).await,
         Command::Pair { code, role } => {
             let store = ctx.store().await?;
