@@ -340,7 +340,7 @@ pub struct CompleteRequest {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckpointRequest {
-    /// The session's current revision (from resume; 0 for a new session).
+    /// The session's current revision (from resume; 0 for a session never checkpointed or registered).
     pub revision: i64,
     /// The state to keep (any JSON, ≤ 1 MiB).
     pub state: Value,

@@ -39,7 +39,10 @@ impl Local {
                 wake_target: None,
             };
             self.store.register_session(&new).await?;
-            out = self.store.checkpoint(&id, r.revision, &state).await?;
+            // A fresh session stands at revision 1; `0` is how a caller that
+            // never saw the session (resume gave no revision) says "new".
+            let expected = if r.revision == 0 { 1 } else { r.revision };
+            out = self.store.checkpoint(&id, expected, &state).await?;
         }
         match out {
             Checkpointed::Saved { session } => Ok(session),
