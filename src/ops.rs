@@ -206,3 +206,63 @@ impl Ops {
         resume(ResumeRequest) -> Resume
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_cross_the_wire_and_keep_their_reason() {
+        let cases = [
+            Error::invalid("title too long"),
+            Error::not_found("no question `x`"),
+            Error::refused("stale", "re-read", serde_json::json!({"board_version": 3})),
+            Error::Busy {
+                message: "busy".into(),
+            },
+        ];
+        for e in cases {
+            let wire = serde_json::to_string(&e).unwrap();
+            let back: Error = serde_json::from_str(&wire).unwrap();
+            assert_eq!(back, e, "{wire}");
+            assert_eq!(e.to_json()["reason"], e.reason());
+            assert_eq!(e.to_json()["message"], e.to_string());
+        }
+        let stale = Error::refused("stale", "m", serde_json::json!({"board_version": 3}));
+        assert_eq!(stale.to_json()["detail"]["board_version"], 3);
+        assert!(Error::invalid("x").to_json().get("detail").is_none());
+    }
+
+    #[test]
+    fn waits_are_bounded() {
+        use std::time::Duration;
+        assert_eq!(local::wait_for(None).unwrap(), None);
+        assert_eq!(local::wait_for(Some(0)).unwrap(), None);
+        assert_eq!(
+            local::wait_for(Some(600)).unwrap(),
+            Some(Duration::from_secs(600))
+        );
+        assert!(matches!(
+            local::wait_for(Some(601)),
+            Err(Error::Invalid { .. })
+        ));
+    }
+
+    #[test]
+    fn requests_refuse_unknown_fields() {
+        let e =
+            serde_json::from_value::<AskRequest>(serde_json::json!({"title": "t", "titel": "x"}))
+                .unwrap_err();
+        assert!(e.to_string().contains("unknown field `titel`"));
+        let r: BoardAdvanceRequest = serde_json::from_value(serde_json::json!({
+            "board": "b", "label": "l", "revision": 2, "board_version": 5, "next_step": "n"
+        }))
+        .unwrap();
+        let back: BoardAdvanceRequest =
+            serde_json::from_value(serde_json::to_value(&r).unwrap()).unwrap();
+        assert_eq!(
+            back, r,
+            "requests round-trip, so an HTTP client can send them"
+        );
+    }
+}
