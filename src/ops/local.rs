@@ -28,14 +28,16 @@ impl Policy {
     pub fn load(
         config: Option<&std::path::Path>,
         rules_file: Option<&std::path::Path>,
-    ) -> anyhow::Result<Policy> {
-        let (cfg, _) = crate::config::Config::load(config)?;
+    ) -> Result<Policy, Error> {
+        let (cfg, _) =
+            crate::config::Config::load(config).map_err(|e| Error::invalid(e.to_string()))?;
         let rules = match rules_file {
             Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| anyhow::anyhow!("cannot read rules {}: {e}", path.display()))?;
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    Error::invalid(format!("cannot read rules {}: {e}", path.display()))
+                })?;
                 actions::RulesFile::parse(&text)
-                    .map_err(|e| anyhow::anyhow!("rules {}: {e}", path.display()))?
+                    .map_err(|e| Error::invalid(format!("rules {}: {e}", path.display())))?
                     .rule
             }
             None => cfg.rules,
