@@ -7,6 +7,7 @@
 
 mod actions;
 mod boards;
+mod mcp;
 mod questions;
 mod sessions;
 mod tokens;
@@ -98,6 +99,8 @@ enum Command {
         #[command(subcommand)]
         cmd: tokens::Cmd,
     },
+    /// Serve the agent-side tools over MCP on stdin/stdout (for Claude Code, Codex, …).
+    Mcp(mcp::McpArgs),
     /// Print the event log (every state change, in order).
     Events {
         /// Only events after this sequence number.
@@ -211,6 +214,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Actions(cmd) => actions::run(cmd, &ctx).await,
         Command::Sessions(cmd) => sessions::run(cmd, &ctx).await,
         Command::Token { cmd } => tokens::run(cmd, &ctx).await,
+        Command::Mcp(args) => mcp::run(args, &ctx).await,
         Command::Serve { config, listen } => serve(&ctx, config, listen).await,
         Command::Pair { code, role } => {
             let store = ctx.store().await?;

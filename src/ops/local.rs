@@ -1,0 +1,183 @@
+//! The local implementation of [`super::Ops`]: a store handle plus the
+//! action policy from the config (auto-decision rules, redaction keys).
+//! Store errors and typed refusals are mapped to [`super::Error`] here, once.
+
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::Error;
+use super::requests::MAX_WAIT_SECONDS;
+use crate::store::actions::Rule;
+use crate::store::{self, Store, actions, boards, questions};
+
+/// How `propose_action` treats new actions: the config's `[[rule]]`
+/// auto-decisions and `[redact] keys`.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    /// First matching rule decides a freshly proposed action.
+    pub rules: Vec<Rule>,
+    /// Secret key patterns (None: the store's defaults).
+    pub redact_keys: Option<Vec<String>>,
+}
+
+impl Policy {
+    /// The policy the config file gives (`[[rule]]`, `[redact]`), or the
+    /// rules of `rules_file` (TOML with `[[rule]]` entries) when given.
+    pub fn load(
+        config: Option<&std::path::Path>,
+        rules_file: Option<&std::path::Path>,
+    ) -> Result<Policy, Error> {
+        let (cfg, _) =
+            crate::config::Config::load(config).map_err(|e| Error::invalid(e.to_string()))?;
+        let rules = match rules_file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    Error::invalid(format!("cannot read rules {}: {e}", path.display()))
+                })?;
+                actions::RulesFile::parse(&text)
+                    .map_err(|e| Error::invalid(format!("rules {}: {e}", path.display())))?
+                    .rule
+            }
+            None => cfg.rules,
+        };
+        Ok(Policy {
+            rules,
+            redact_keys: Some(cfg.redact.keys),
+        })
+    }
+}
+
+/// Operations against a store on this machine.
+#[derive(Clone)]
+pub struct Local {
+    pub(super) store: Store,
+    pub(super) policy: Policy,
+}
+
+impl Local {
+    /// Operations on `store` with `policy` for proposed actions.
+    pub fn new(store: Store, policy: Policy) -> Local {
+        Local { store, policy }
+    }
+
+    /// The store underneath (for tests and the daemon).
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+}
+
+/// A bounded wait: `None` for no wait, else at most [`MAX_WAIT_SECONDS`].
+pub(super) fn wait_for(seconds: Option<u64>) -> Result<Option<Duration>, Error> {
+    match seconds {
+        None | Some(0) => Ok(None),
+        Some(s) if s > MAX_WAIT_SECONDS => Err(Error::invalid(format!(
+            "wait_seconds is at most {MAX_WAIT_SECONDS} (10 minutes); wait again with another call"
+        ))),
+        Some(s) => Ok(Some(Duration::from_secs(s))),
+    }
+}
+
+/// Serialize a refusal or outcome for the `detail` of an error.
+pub(super) fn detail<T: Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+/// A string field that must not be blank.
+pub(super) fn required(what: &str, v: &str) -> Result<(), Error> {
+    if v.trim().is_empty() {
+        return Err(Error::invalid(format!("`{what}` is required")));
+    }
+    Ok(())
+}
+
+impl From<store::Error> for Error {
+    fn from(e: store::Error) -> Self {
+        match e {
+            store::Error::Invalid(m) => Error::invalid(m),
+            store::Error::Busy => Error::Busy {
+                message: e.to_string(),
+            },
+            other => {
+                tracing::error!(error = %other, "operation failed");
+                Error::Internal {
+                    message: other.to_string(),
+                }
+            }
+        }
+    }
+}
+
+impl From<actions::Error> for Error {
+    fn from(e: actions::Error) -> Self {
+        match e {
+            actions::Error::Store(s) => s.into(),
+            actions::Error::NotFound(_) | actions::Error::Ambiguous(_) => {
+                Error::not_found(e.to_string())
+            }
+            actions::Error::DedupConflict {
+                ref key,
+                ref existing_id,
+                ref existing_fingerprint,
+                ref new_fingerprint,
+            } => {
+                let d = serde_json::json!({
+                    "dedup_key": key,
+                    "existing_id": existing_id,
+                    "existing_fingerprint": existing_fingerprint,
+                    "new_fingerprint": new_fingerprint,
+                });
+                Error::refused("dedup_conflict", e.to_string(), d)
+            }
+        }
+    }
+}
+
+impl From<questions::Refusal> for Error {
+    fn from(r: questions::Refusal) -> Self {
+        use questions::Refusal as R;
+        let reason = match &r {
+            R::NotFound => return Error::not_found("no such question; list yours with `pending`"),
+            R::Empty => return Error::invalid(r.to_string()),
+            R::NotOpen { .. } => "not_open",
+            R::UnreadAnswer { .. } => "unread_answer",
+            R::Stale { .. } => "stale",
+            R::AlreadyPickedUp { .. } => "already_picked_up",
+        };
+        Error::refused(reason, r.to_string(), detail(&r))
+    }
+}
+
+impl From<boards::Refusal> for Error {
+    fn from(r: boards::Refusal) -> Self {
+        use boards::Refusal as R;
+        let reason = match &r {
+            R::NotFound { what } => return Error::not_found(format!("{what} not found")),
+            R::Empty => return Error::invalid(r.to_string()),
+            R::Stale { .. } => "stale",
+            R::UnreadAnswer { .. } => "unread_answer",
+            R::NotBlocked { .. } => "not_blocked",
+            R::Archived => "archived",
+            R::AlreadyDelivered => "already_delivered",
+            R::OutcomeRequired { .. } => "outcome_required",
+        };
+        let message = match &r {
+            // The store's text names the CLI; an agent re-reads with board_get.
+            R::Stale { .. } => r.to_string().replace("`handoff board get`", "board_get"),
+            _ => r.to_string(),
+        };
+        Error::refused(reason, message, detail(&r))
+    }
+}
+
+/// Parse a store enum spelled as a string, mapping its error to `Invalid`.
+pub(super) fn parse<T>(what: &str, v: &str) -> Result<T, Error>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    v.trim()
+        .parse()
+        .map_err(|e: T::Err| Error::invalid(format!("{what}: {e}")))
+}
