@@ -1,5 +1,8 @@
 //! The daemon's HTTP surface (`fn router(state) -> Router`): health for now;
-//! the authenticated `/v1` API, web Inbox and inbound wakes grow here.
+//! inbound wakes (`POST /v1/sessions/{id}/wake`, in [`wake`]); the
+//! authenticated `/v1` API and web Inbox grow here.
+
+pub mod wake;
 
 use axum::Router;
 use axum::routing::get;
@@ -10,6 +13,7 @@ use crate::daemon::Shared;
 pub fn router(shared: Shared) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
+        .merge(wake::routes())
         .with_state(shared)
 }
 

@@ -13,4 +13,5 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod daemon;
+pub mod notify;
 pub mod store;

@@ -1,0 +1,41 @@
+-- Wake-up deliveries (DESIGN §6-7): one row per (event, target) with a
+-- durable status, so a wake-up survives retries and daemon restarts and a
+-- replayed event never enqueues twice.
+CREATE TABLE deliveries (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    event_seq       INTEGER NOT NULL,               -- the event being delivered
+    target_key      TEXT    NOT NULL,               -- <kind>:<hash of the target>
+    origin          TEXT    NOT NULL,               -- session | rule:<name>
+    target          TEXT    NOT NULL,               -- JSON WakeTarget, as resolved at enqueue
+    status          TEXT    NOT NULL DEFAULT 'pending'
+                    CHECK (status IN ('pending', 'delivering', 'delivered', 'dead')),
+    attempts        INTEGER NOT NULL DEFAULT 0,     -- claims so far; also the claim token
+    next_attempt_at INTEGER NOT NULL,               -- ms; due when <= now
+    lease_ms        INTEGER NOT NULL,               -- how long one attempt may hold the row
+    lease_until     INTEGER,                        -- set while delivering
+    last_error      TEXT,
+    created_at      INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL,
+    UNIQUE (event_seq, target_key)
+);
+CREATE INDEX deliveries_due ON deliveries(status, next_attempt_at)
+    WHERE status IN ('pending', 'delivering');
+
+-- Targets that told us to stop (a webhook answering 410 Gone): later
+-- events skip them.
+CREATE TABLE disabled_targets (
+    target_key  TEXT PRIMARY KEY,
+    reason      TEXT    NOT NULL,
+    disabled_at INTEGER NOT NULL
+);
+
+-- Inbound wakes already recorded, by (source, delivery id), so a replayed
+-- webhook (`webhook-id`, `X-GitHub-Delivery`) wakes the session once.
+CREATE TABLE inbound_wakes (
+    source      TEXT    NOT NULL,
+    delivery_id TEXT    NOT NULL,
+    session_id  TEXT    NOT NULL,
+    event_seq   INTEGER NOT NULL,
+    created_at  INTEGER NOT NULL,
+    PRIMARY KEY (source, delivery_id)
+);
