@@ -143,3 +143,44 @@ pub async fn raw_pool(path: &Path) -> sqlx::SqlitePool {
         .await
         .expect("raw pool")
 }
+
+// ---------------------------------------------------------------------------
+// Notify helpers (branch `notify`).
+
+/// Poll `check` every 20 ms until it returns Some, or panic after `secs`
+/// saying what was awaited.
+pub async fn wait_for<T, F, Fut>(secs: u64, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out after {secs}s waiting for {what}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// Register session `id` (agent `agent-1`, project `p`) with `target`.
+pub async fn session_with(
+    store: &Store,
+    id: &str,
+    target: Option<handoff::store::sessions::WakeTarget>,
+) {
+    store
+        .register_session(&handoff::store::sessions::NewSession {
+            session_id: id.into(),
+            agent: "agent-1".into(),
+            project: "p".into(),
+            cwd: "/tmp".into(),
+            wake_target: target,
+        })
+        .await
+        .expect("register session");
+}
