@@ -5,59 +5,14 @@
 
 mod common;
 
-use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
-use common::{TempDb, answer, ask, session_with, wait_for};
-use handoff::config::Config;
-use handoff::notify::Options;
+use common::{TempDb, Worker, answer, ask, session_with, wait_for};
 use handoff::store::Store;
 use handoff::store::deliveries::Delivery;
 use handoff::store::sessions::WakeTarget;
-use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 const T0: i64 = 1_800_000_000_000;
-
-struct Worker {
-    tracker: TaskTracker,
-    cancel: CancellationToken,
-}
-
-impl Worker {
-    async fn start(store: &Store, config: &str, schedule_ms: &[u64]) -> Worker {
-        let config = Config::parse(config, Path::new("test.toml")).expect("config");
-        let tracker = TaskTracker::new();
-        let cancel = CancellationToken::new();
-        let opts = Options {
-            schedule: schedule_ms
-                .iter()
-                .map(|m| Duration::from_millis(*m))
-                .collect(),
-            tick: Duration::from_millis(20),
-            concurrency: 4,
-        };
-        handoff::notify::spawn(
-            store.clone(),
-            Arc::new(config),
-            opts,
-            Arc::new(Notify::new()),
-            &tracker,
-            cancel.clone(),
-        )
-        .await
-        .expect("spawn notify worker");
-        Worker { tracker, cancel }
-    }
-
-    async fn stop(self) {
-        self.cancel.cancel();
-        self.tracker.close();
-        self.tracker.wait().await;
-    }
-}
 
 fn sh(script: &str) -> WakeTarget {
     WakeTarget::Exec {
@@ -69,7 +24,7 @@ fn sh(script: &str) -> WakeTarget {
 /// The only delivery, once `pred` holds for it.
 async fn delivery_when(store: &Store, what: &str, pred: impl Fn(&Delivery) -> bool) -> Delivery {
     wait_for(15, what, || async {
-        let all = store.all_deliveries().await.unwrap().expect("accepted");
+        let all = store.all_deliveries().await.unwrap();
         assert!(all.len() <= 1, "{all:#?}");
         all.into_iter().find(|d| pred(d))
     })

@@ -184,3 +184,45 @@ pub async fn session_with(
         .await
         .expect("register session");
 }
+
+/// The notify worker running in this process.
+pub struct Worker {
+    tracker: tokio_util::task::TaskTracker,
+    cancel: tokio_util::sync::CancellationToken,
+}
+
+impl Worker {
+    /// Start it on `store` with config text and a schedule in ms.
+    pub async fn start(store: &Store, config: &str, schedule_ms: &[u64]) -> Worker {
+        let config = handoff::config::Config::parse(config, Path::new("test.toml")).expect("config");
+        let tracker = tokio_util::task::TaskTracker::new();
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let opts = handoff::notify::Options {
+            schedule: schedule_ms
+                .iter()
+                .map(|m| std::time::Duration::from_millis(*m))
+                .collect(),
+            tick: std::time::Duration::from_millis(20),
+            concurrency: 4,
+        };
+        handoff::notify::spawn(
+            store.clone(),
+            Arc::new(config),
+            opts,
+            Arc::new(tokio::sync::Notify::new()),
+            &tracker,
+            cancel.clone(),
+        )
+        .await
+        .expect("spawn notify worker");
+        Worker { tracker, cancel }
+    }
+
+    /// Cancel and wait for it.
+    pub async fn stop(self) {
+        self.cancel.cancel();
+        self.tracker.close();
+        self.tracker.wait().await;
+    }
+}
+
