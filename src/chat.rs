@@ -431,7 +431,11 @@ impl Bridge {
     /// A wake-up for an item could not be delivered: say so, as a reply to
     /// the item's message, in every chat that shows it.
     async fn tell_wake_dead(&self, ev: &Event) -> bool {
-        let records = match self.store.chat_messages_of(&ev.entity_kind, &ev.entity_id).await {
+        let records = match self
+            .store
+            .chat_messages_of(&ev.entity_kind, &ev.entity_id)
+            .await
+        {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot find the item's chat messages");

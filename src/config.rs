@@ -161,7 +161,9 @@ impl NotifyRule {
         }
         match (&self.exec, &self.webhook) {
             (Some(_), Some(_)) => return Err("give either `exec` or `webhook`, not both".into()),
-            (None, None) => return Err("give a target: `exec = [..]` or `webhook = \"https://…\"`".into()),
+            (None, None) => {
+                return Err("give a target: `exec = [..]` or `webhook = \"https://…\"`".into());
+            }
             (None, Some(_)) if self.timeout_secs.is_some() => {
                 return Err("`timeout_secs` applies to `exec` targets only".into());
             }
@@ -557,8 +559,15 @@ impl Config {
                 ));
             }
         }
-        if self.wake.retry_schedule_ms.as_ref().is_some_and(|s| s.is_empty()) {
-            return Err("wake.retry_schedule_ms needs at least one delay (the first attempt's)".into());
+        if self
+            .wake
+            .retry_schedule_ms
+            .as_ref()
+            .is_some_and(|s| s.is_empty())
+        {
+            return Err(
+                "wake.retry_schedule_ms needs at least one delay (the first attempt's)".into(),
+            );
         }
         let mut sources = HashSet::new();
         for s in &self.wake.sources {
@@ -733,5 +742,28 @@ mod example {
         assert_eq!(c.telegram.chats.len(), 2);
         assert_eq!(c.rules.len(), 2);
         assert_eq!(c.route("infra", "x", Some("deploy")).unwrap().chat, "ops");
+    }
+}
+
+#[cfg(test)]
+mod wake_example {
+    /// The commented wake-up examples in the example file parse once uncommented.
+    #[test]
+    fn the_commented_wake_examples_parse() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/handoff.example.toml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let tail = &text[text.find("# Wake-ups:").expect("wake section")..];
+        let uncommented: String = tail
+            .lines()
+            .filter_map(|l| l.strip_prefix("# "))
+            .filter(|l| l.starts_with('[') || l.contains(" = "))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let c = super::Config::parse(&uncommented, &path).unwrap();
+        assert_eq!(c.notify.len(), 2);
+        assert_eq!(c.wake.sources.len(), 3);
+        assert!(c.wake.webhook_allowed("https://ci.example.com/x"));
+        assert!(!c.wake.webhook_allowed("https://ci.example.com.evil/x"));
     }
 }

@@ -21,9 +21,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::config::Config;
+use crate::store::Event;
 use crate::store::deliveries::NewDelivery;
 use crate::store::sessions::{Session, WakeTarget, target_kind};
-use crate::store::Event;
 
 pub use worker::{Options, spawn};
 
@@ -192,9 +192,7 @@ pub fn targets_for(ev: &Event, session: Option<&Session>, config: &Config) -> Ve
 pub fn schedule(config: &Config) -> Vec<Duration> {
     match &config.wake.retry_schedule_ms {
         Some(ms) => ms.iter().map(|m| Duration::from_millis(*m)).collect(),
-        None => [0, 1, 5, 30, 120, 600]
-            .map(Duration::from_secs)
-            .to_vec(),
+        None => [0, 1, 5, 30, 120, 600].map(Duration::from_secs).to_vec(),
     }
 }
 
@@ -223,7 +221,10 @@ mod tests {
 
     #[test]
     fn which_events_wake() {
-        assert!(wakes(&ev("question.answered", json!({"kind": "answer", "source": "chat"}))));
+        assert!(wakes(&ev(
+            "question.answered",
+            json!({"kind": "answer", "source": "chat"})
+        )));
         assert!(!wakes(&ev("question.answered", json!({"source": "agent"}))));
         assert!(!wakes(&ev("question.flagged", json!({}))));
         assert!(!wakes(&ev("row.annotated", json!({"cleared": true}))));
@@ -282,19 +283,28 @@ mod tests {
     fn bad_rules_are_refused() {
         for (bad, want) in [
             ("[[notify]]\nevents = []\nexec = [\"x\"]", "event types"),
-            ("[[notify]]\nevents = [\"question.flagged\"]\nexec = [\"x\"]", "not a wake-up event"),
+            (
+                "[[notify]]\nevents = [\"question.flagged\"]\nexec = [\"x\"]",
+                "not a wake-up event",
+            ),
             ("[[notify]]\nevents = [\"row.handled\"]", "give a target"),
             (
                 "[[notify]]\nevents = [\"row.handled\"]\nwebhook = \"https://x\"\nsecret = \"nope\"",
                 "whsec_",
             ),
-            ("[[notify]]\nevents = [\"row.handled\"]\nexec = [\"x\"]\ncolour = 1", "unknown field"),
+            (
+                "[[notify]]\nevents = [\"row.handled\"]\nexec = [\"x\"]\ncolour = 1",
+                "unknown field",
+            ),
             ("[wake]\nallowed_webhook_urls = [\"ftp://x\"]", "http(s)"),
             (
                 "[[wake.sources]]\nname = \"ci\"\nkind = \"standard\"\nsecret = \"not-a-whsec-secret\"",
                 "whsec_",
             ),
-            ("[[wake.sources]]\nname = \"ci\"\nkind = \"bearer\"\nsecret = \"short\"", "16"),
+            (
+                "[[wake.sources]]\nname = \"ci\"\nkind = \"bearer\"\nsecret = \"short\"",
+                "16",
+            ),
         ] {
             let e = Config::parse(bad, std::path::Path::new("t.toml"))
                 .unwrap_err()

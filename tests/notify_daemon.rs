@@ -66,7 +66,9 @@ async fn kill_9_mid_delivery_then_restart_completes_with_the_same_event_id() {
     let seq = answered_seq(&store, &q.id).await;
     let log = db.dir.path().join("log");
     wait_for(15, "the first attempt to start", || async {
-        std::fs::read_to_string(&log).ok().filter(|t| t.contains("start"))
+        std::fs::read_to_string(&log)
+            .ok()
+            .filter(|t| t.contains("start"))
     })
     .await;
     daemon.kill9();
@@ -83,7 +85,10 @@ async fn kill_9_mid_delivery_then_restart_completes_with_the_same_event_id() {
     assert_eq!(d[0].status, "delivering", "killed mid-delivery");
 
     let _daemon = Daemon::start(&db.path, &cfg);
-    let d = the_delivery(&store, "delivered after restart", |d| d.status == "delivered").await;
+    let d = the_delivery(&store, "delivered after restart", |d| {
+        d.status == "delivered"
+    })
+    .await;
     assert_eq!(d.attempts, 2);
     assert_eq!(d.event_seq, seq);
     let lines = std::fs::read_to_string(&log).unwrap();
@@ -99,7 +104,11 @@ async fn a_dead_delivery_is_reported_in_the_items_chat() {
     let db = TempDb::new();
     let store = db.open().await;
     let target = WakeTarget::Exec {
-        argv: vec!["/bin/sh".into(), "-c".into(), "echo no agent here >&2; exit 1".into()],
+        argv: vec![
+            "/bin/sh".into(),
+            "-c".into(),
+            "echo no agent here >&2; exit 1".into(),
+        ],
         timeout_secs: Some(5),
     };
     session_with(&store, "s", Some(target)).await;
@@ -133,6 +142,9 @@ async fn a_dead_delivery_is_reported_in_the_items_chat() {
         })
         .await;
     assert!(notice.contains(&short), "{notice}");
-    assert!(notice.contains("question.answered") && notice.contains("exec"), "{notice}");
+    assert!(
+        notice.contains("question.answered") && notice.contains("exec"),
+        "{notice}"
+    );
     assert!(notice.contains("no agent here"), "{notice}");
 }

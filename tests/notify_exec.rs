@@ -53,7 +53,11 @@ async fn an_exec_target_receives_the_exact_json_and_environment() {
     let w = Worker::start(&store, "", &[0, 1000]).await;
 
     let q = ask(&store, "Which database?").await;
-    store.reply_inbox(&q.id, &answer("SQLite")).await.unwrap().expect("accepted");
+    store
+        .reply_inbox(&q.id, &answer("SQLite"))
+        .await
+        .unwrap()
+        .expect("accepted");
     let d = delivery_when(&store, "delivered", |d| d.status == "delivered").await;
     w.stop().await;
 
@@ -95,7 +99,11 @@ async fn a_failing_target_is_retried_on_schedule_then_dead_with_an_event() {
     let w = Worker::start(&store, "", &[0, 1000, 5000]).await;
 
     let q = ask(&store, "Deploy?").await;
-    store.reply_inbox(&q.id, &answer("yes")).await.unwrap().expect("accepted");
+    store
+        .reply_inbox(&q.id, &answer("yes"))
+        .await
+        .unwrap()
+        .expect("accepted");
     let d = delivery_when(&store, "first failure", |d| {
         d.status == "pending" && d.attempts == 1
     })
@@ -114,19 +122,30 @@ async fn a_failing_target_is_retried_on_schedule_then_dead_with_an_event() {
         d.status == "pending" && d.attempts == 2
     })
     .await;
-    assert_eq!(d.next_attempt_at, T0 + 1000 + 5000, "third attempt 5 s later");
+    assert_eq!(
+        d.next_attempt_at,
+        T0 + 1000 + 5000,
+        "third attempt 5 s later"
+    );
 
     clock.advance(5000);
     let d = delivery_when(&store, "dead", |d| d.status == "dead").await;
     w.stop().await;
     assert_eq!(d.attempts, 3);
     assert!(
-        d.last_error.as_deref().unwrap().contains("gave up after 3 attempts"),
+        d.last_error
+            .as_deref()
+            .unwrap()
+            .contains("gave up after 3 attempts"),
         "{d:?}"
     );
     let seq = answered_seq(&store, &q.id).await;
     let lines = std::fs::read_to_string(&log).unwrap();
-    assert_eq!(lines, format!("evt_{seq}\nevt_{seq}\nevt_{seq}\n"), "same id each time");
+    assert_eq!(
+        lines,
+        format!("evt_{seq}\nevt_{seq}\nevt_{seq}\n"),
+        "same id each time"
+    );
     let dead: Vec<_> = store
         .events_for("question", &q.id)
         .await
@@ -155,8 +174,7 @@ async fn a_hanging_target_and_its_children_are_killed_at_the_timeout() {
     let db = TempDb::new();
     let (store, _clock) = db.open_manual(T0).await;
     let dir = db.dir.path().display().to_string();
-    let script =
-        format!("sleep 300 & echo $! > {dir}/child.pid; echo $$ > {dir}/parent.pid; wait");
+    let script = format!("sleep 300 & echo $! > {dir}/child.pid; echo $$ > {dir}/parent.pid; wait");
     let target = WakeTarget::Exec {
         argv: vec!["/bin/sh".into(), "-c".into(), script],
         timeout_secs: Some(1),
@@ -165,7 +183,11 @@ async fn a_hanging_target_and_its_children_are_killed_at_the_timeout() {
     let w = Worker::start(&store, "", &[0, 3_600_000]).await;
 
     let q = ask(&store, "Hang?").await;
-    store.reply_inbox(&q.id, &answer("ok")).await.unwrap().expect("accepted");
+    store
+        .reply_inbox(&q.id, &answer("ok"))
+        .await
+        .unwrap()
+        .expect("accepted");
     let d = delivery_when(&store, "the timeout", |d| {
         d.status == "pending" && d.attempts == 1
     })
@@ -216,7 +238,11 @@ async fn events_reach_only_the_targets_they_match() {
     );
     let w = Worker::start(&store, &config, &[0]).await;
     let q = ask(&store, "Colour?").await; // question.flagged wakes nobody
-    store.reply_inbox(&q.id, &answer("blue")).await.unwrap().expect("accepted");
+    store
+        .reply_inbox(&q.id, &answer("blue"))
+        .await
+        .unwrap()
+        .expect("accepted");
     let d = delivery_when(&store, "delivered", |d| d.status == "delivered").await;
     w.stop().await;
     assert_eq!(d.origin, "rule:answers-here");

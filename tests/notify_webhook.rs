@@ -69,8 +69,7 @@ async fn hook(State(r): State<Receiver>, h: HeaderMap, body: Bytes) -> Response 
         Some((code, retry_after)) => {
             let mut res = StatusCode::from_u16(code).unwrap().into_response();
             if let Some(ra) = retry_after {
-                res.headers_mut()
-                    .insert("retry-after", ra.parse().unwrap());
+                res.headers_mut().insert("retry-after", ra.parse().unwrap());
             }
             res
         }
@@ -161,15 +160,25 @@ async fn retry_after_is_honoured_and_the_retry_keeps_the_event_id() {
     // The schedule alone would retry after 10 ms.
     let w = Worker::start(&store, &allow(&url), &[0, 10, 10]).await;
     let (_qid, seq) = answer_one(&store, "Merge?").await;
-    let d = only_delivery(&store, "the 429", |d| d.attempts == 1 && d.status == "pending").await;
-    assert_eq!(d.next_attempt_at, T0 + 7000, "Retry-After: 7 wins over 10 ms");
+    let d = only_delivery(&store, "the 429", |d| {
+        d.attempts == 1 && d.status == "pending"
+    })
+    .await;
+    assert_eq!(
+        d.next_attempt_at,
+        T0 + 7000,
+        "Retry-After: 7 wins over 10 ms"
+    );
     assert!(d.last_error.as_deref().unwrap().contains("429"), "{d:?}");
     clock.advance(7000);
     only_delivery(&store, "delivered", |d| d.status == "delivered").await;
     w.stop().await;
     let got = recv.got.lock().unwrap().clone();
     assert_eq!(got.len(), 2);
-    assert!(got.iter().all(|g| g.id == format!("evt_{seq}") && g.signature_ok));
+    assert!(
+        got.iter()
+            .all(|g| g.id == format!("evt_{seq}") && g.signature_ok)
+    );
     assert_eq!(got[1].timestamp, ((T0 + 7000) / 1000).to_string());
 }
 
@@ -184,15 +193,26 @@ async fn a_410_disables_the_target_for_later_events() {
     let (qid, _) = answer_one(&store, "First?").await;
     let d = only_delivery(&store, "dead", |d| d.status == "dead").await;
     assert_eq!(d.attempts, 1, "410 is not retried");
-    assert!(store.target_disabled(&d.target_key).await.unwrap().is_some());
+    assert!(
+        store
+            .target_disabled(&d.target_key)
+            .await
+            .unwrap()
+            .is_some()
+    );
     let dead = store.events_for("question", &qid).await.unwrap();
-    assert!(dead.iter().any(|e| e.kind == "delivery.dead" && e.payload["disabled"] == true));
+    assert!(
+        dead.iter()
+            .any(|e| e.kind == "delivery.dead" && e.payload["disabled"] == true)
+    );
 
     // A later event for the same target is not even enqueued.
     let (_q2, seq2) = answer_one(&store, "Second?").await;
-    wait_for(15, "the notify cursor to pass the second answer", || async {
-        (store.cursor("notify").await.unwrap() >= seq2).then_some(())
-    })
+    wait_for(
+        15,
+        "the notify cursor to pass the second answer",
+        || async { (store.cursor("notify").await.unwrap() >= seq2).then_some(()) },
+    )
     .await;
     w.stop().await;
     assert!(store.deliveries_of_event(seq2).await.unwrap().is_empty());
@@ -215,7 +235,10 @@ async fn a_session_webhook_outside_the_allowed_urls_is_dead_with_a_clear_error()
     let d = only_delivery(&store, "dead", |d| d.status == "dead").await;
     w.stop().await;
     let err = d.last_error.unwrap();
-    assert!(err.contains("not allowed") && err.contains("allowed_webhook_urls"), "{err}");
+    assert!(
+        err.contains("not allowed") && err.contains("allowed_webhook_urls"),
+        "{err}"
+    );
     assert!(recv.got.lock().unwrap().is_empty(), "nothing was posted");
 }
 

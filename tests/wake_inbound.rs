@@ -79,7 +79,12 @@ secret = "{GH}"
         format!("http://{}/v1/sessions/{session}/wake", self.daemon.addr)
     }
 
-    async fn post(&self, session: &str, headers: &[(&str, String)], body: &str) -> (u16, serde_json::Value) {
+    async fn post(
+        &self,
+        session: &str,
+        headers: &[(&str, String)],
+        body: &str,
+    ) -> (u16, serde_json::Value) {
         let mut req = self.http.post(self.url(session)).body(body.to_string());
         for (k, v) in headers {
             req = req.header(*k, v);
@@ -142,7 +147,9 @@ async fn a_bearer_wake_reaches_the_target_once_per_delivery_id() {
     let s = Setup::new().await;
     let auth = ("authorization", format!("Bearer {TOKEN}"));
     let key = ("idempotency-key", "build-42".to_string());
-    let (code, v) = s.post("s", &[auth.clone(), key.clone()], r#"{"ci":"green"}"#).await;
+    let (code, v) = s
+        .post("s", &[auth.clone(), key.clone()], r#"{"ci":"green"}"#)
+        .await;
     assert_eq!(code, 202, "{v}");
     assert_eq!(v["new"], true);
     let (code, again) = s.post("s", &[auth, key], r#"{"ci":"green"}"#).await;
@@ -153,12 +160,20 @@ async fn a_bearer_wake_reaches_the_target_once_per_delivery_id() {
 
     let log = s.db.dir.path().join("woken");
     let line = wait_for(15, "the exec target to run", || async {
-        std::fs::read_to_string(&log).ok().filter(|t| t.ends_with('\n'))
+        std::fs::read_to_string(&log)
+            .ok()
+            .filter(|t| t.ends_with('\n'))
     })
     .await;
     let seq = v["seq"].as_i64().unwrap();
-    assert!(line.starts_with(&format!("session.wake evt_{seq} ")), "{line}");
-    assert!(line.contains(r#""ci":"green""#) && line.contains(r#""source":"ci""#), "{line}");
+    assert!(
+        line.starts_with(&format!("session.wake evt_{seq} ")),
+        "{line}"
+    );
+    assert!(
+        line.contains(r#""ci":"green""#) && line.contains(r#""source":"ci""#),
+        "{line}"
+    );
 }
 
 #[tokio::test]
@@ -170,19 +185,34 @@ async fn bad_credentials_are_401_and_store_nothing() {
     bad_sig[2].1 = "v1,AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=".into();
     let cases: Vec<(&str, Vec<(&str, String)>)> = vec![
         ("no credentials", vec![]),
-        ("wrong token", vec![("authorization", "Bearer nope-nope-nope-nope".into())]),
+        (
+            "wrong token",
+            vec![("authorization", "Bearer nope-nope-nope-nope".into())],
+        ),
         ("bad standard signature", bad_sig),
-        ("other key", standard("msg_2", now, body, "whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAA")),
+        (
+            "other key",
+            standard("msg_2", now, body, "whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAA"),
+        ),
         ("stale timestamp", standard("msg_3", now - 301, body, WHSEC)),
-        ("future timestamp", standard("msg_4", now + 301, body, WHSEC)),
+        (
+            "future timestamp",
+            standard("msg_4", now + 301, body, WHSEC),
+        ),
         ("signed other body", standard("msg_5", now, "{}", WHSEC)),
         ("bad github signature", github("gh-1", "{}", GH)),
-        ("github wrong secret", github("gh-2", body, "wrong-secret-000000")),
+        (
+            "github wrong secret",
+            github("gh-2", body, "wrong-secret-000000"),
+        ),
     ];
     for (what, headers) in cases {
         let (code, v) = s.post("s", &headers, body).await;
         assert_eq!(code, 401, "{what}: {v}");
-        assert!(v["error"].as_str().is_some_and(|e| !e.is_empty()), "{what}: {v}");
+        assert!(
+            v["error"].as_str().is_some_and(|e| !e.is_empty()),
+            "{what}: {v}"
+        );
     }
     // Even for an unknown session, bad credentials are 401 (no probing).
     let (code, _) = s.post("nobody", &[], body).await;

@@ -53,7 +53,11 @@ impl IntoResponse for WakeError {
                 StatusCode::SERVICE_UNAVAILABLE
             }
         };
-        (status, axum::Json(json!({"ok": false, "error": self.to_string()}))).into_response()
+        (
+            status,
+            axum::Json(json!({"ok": false, "error": self.to_string()})),
+        )
+            .into_response()
     }
 }
 

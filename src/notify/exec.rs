@@ -60,7 +60,10 @@ pub(crate) async fn run(argv: &[String], timeout: Duration, wake: &Wake<'_>) -> 
     let stderr = child.stderr.take().map(|mut e| {
         tokio::spawn(async move {
             let mut buf = Vec::new();
-            let _ = (&mut e).take(STDERR_KEEP as u64 * 2).read_to_end(&mut buf).await;
+            let _ = (&mut e)
+                .take(STDERR_KEEP as u64 * 2)
+                .read_to_end(&mut buf)
+                .await;
             buf
         })
     });

@@ -103,7 +103,10 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     // differing byte shows in the timing.
     use sha2::Digest;
     let (x, y) = (Sha256::digest(a), Sha256::digest(b));
-    x.iter().zip(y.iter()).fold(0u8, |acc, (p, q)| acc | (p ^ q)) == 0
+    x.iter()
+        .zip(y.iter())
+        .fold(0u8, |acc, (p, q)| acc | (p ^ q))
+        == 0
 }
 
 fn decode_hex(s: &str) -> Option<Vec<u8>> {

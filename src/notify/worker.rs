@@ -301,7 +301,9 @@ impl Ctx {
                 delivery = d.id,
                 "the attempt's lease lapsed before it settled; another attempt owns it"
             ),
-            Err(e) => tracing::warn!(error = %e, delivery = d.id, "cannot record a wake-up outcome"),
+            Err(e) => {
+                tracing::warn!(error = %e, delivery = d.id, "cannot record a wake-up outcome")
+            }
         }
     }
 }

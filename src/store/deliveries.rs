@@ -427,12 +427,14 @@ impl Store {
                 },
             )
             .await?;
-            sqlx::query("UPDATE inbound_wakes SET event_seq = ? WHERE source = ? AND delivery_id = ?")
-                .bind(seq)
-                .bind(source)
-                .bind(delivery_id)
-                .execute(&mut *tx)
-                .await?;
+            sqlx::query(
+                "UPDATE inbound_wakes SET event_seq = ? WHERE source = ? AND delivery_id = ?",
+            )
+            .bind(seq)
+            .bind(source)
+            .bind(delivery_id)
+            .execute(&mut *tx)
+            .await?;
             tx.commit().await?;
             Ok(WakeRecorded { new: true, seq })
         })

@@ -194,7 +194,8 @@ pub struct Worker {
 impl Worker {
     /// Start it on `store` with config text and a schedule in ms.
     pub async fn start(store: &Store, config: &str, schedule_ms: &[u64]) -> Worker {
-        let config = handoff::config::Config::parse(config, Path::new("test.toml")).expect("config");
+        let config =
+            handoff::config::Config::parse(config, Path::new("test.toml")).expect("config");
         let tracker = tokio_util::task::TaskTracker::new();
         let cancel = tokio_util::sync::CancellationToken::new();
         let opts = handoff::notify::Options {
@@ -225,4 +226,3 @@ impl Worker {
         self.tracker.wait().await;
     }
 }
-
