@@ -176,7 +176,7 @@ pub fn targets_for(ev: &Event, session: Option<&Session>, config: &Config) -> Ve
     }
     let agent = session.map(|s| s.agent.as_str()).unwrap_or("");
     for (i, rule) in config.notify.iter().enumerate() {
-        let ok = rule.events.iter().any(|e| *e == ev.kind)
+        let ok = rule.events.contains(&ev.kind)
             && rule.project.as_deref().is_none_or(|p| p == ev.project)
             && rule.agent.as_deref().is_none_or(|a| a == agent);
         if ok {

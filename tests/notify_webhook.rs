@@ -34,11 +34,14 @@ struct Got {
     signature_ok: bool,
 }
 
+/// A scripted reply: status and optional `Retry-After`.
+type Reply = (u16, Option<&'static str>);
+
 #[derive(Clone, Default)]
 struct Receiver {
     got: Arc<Mutex<Vec<Got>>>,
     /// Responses to give, in order; then 200.
-    script: Arc<Mutex<VecDeque<(u16, Option<&'static str>)>>>,
+    script: Arc<Mutex<VecDeque<Reply>>>,
 }
 
 /// An independent Standard Webhooks check: HMAC-SHA256 over

@@ -98,9 +98,9 @@ pub(crate) async fn run(argv: &[String], timeout: Duration, wake: &Wake<'_>) -> 
 fn kill_group(pgid: Option<u32>) {
     use nix::sys::signal::{Signal, killpg};
     use nix::unistd::Pid;
-    if let Some(id) = pgid.and_then(|p| i32::try_from(p).ok()) {
-        if let Err(e) = killpg(Pid::from_raw(id), Signal::SIGKILL) {
-            tracing::debug!(error = %e, pgid = id, "cannot kill the exec target's group");
-        }
+    if let Some(id) = pgid.and_then(|p| i32::try_from(p).ok())
+        && let Err(e) = killpg(Pid::from_raw(id), Signal::SIGKILL)
+    {
+        tracing::debug!(error = %e, pgid = id, "cannot kill the exec target's group");
     }
 }
