@@ -39,3 +39,12 @@ CREATE TABLE inbound_wakes (
     created_at  INTEGER NOT NULL,
     PRIMARY KEY (source, delivery_id)
 );
+
+-- The notify worker's cursor starts at the log's end as of this migration:
+-- a store upgraded with history does not wake sessions for answers handled
+-- long ago, and every event written after it is delivered (set here, not
+-- at the daemon's first start, so nothing written in between is skipped).
+-- updated_at 0: a migration has no clock.
+INSERT INTO cursors (name, seq, updated_at)
+SELECT 'notify', COALESCE(MAX(seq), 0), 0 FROM events WHERE true
+ON CONFLICT (name) DO NOTHING;

@@ -71,13 +71,10 @@ pub async fn spawn(
     tracker: &TaskTracker,
     cancel: CancellationToken,
 ) -> crate::store::Result<()> {
-    // First start on this file: begin at the log's end, so upgrading a
-    // store with history does not wake sessions for answers long handled.
-    let mut start = store.cursor(CURSOR).await?;
-    if start == 0 {
-        start = store.last_event_seq().await?;
-        store.set_cursor(CURSOR, start).await?;
-    }
+    // The migration that created the deliveries table set this cursor to
+    // the log's end at that moment, so history from before wake-ups existed
+    // is not replayed, and nothing written since is skipped.
+    let start = store.cursor(CURSOR).await?;
     let ctx = Arc::new(Ctx {
         store: store.clone(),
         config,
