@@ -42,7 +42,7 @@ pub(crate) enum Cmd {
         #[arg(long, default_value = "")]
         agent: String,
         /// Owning session (woken when a human responds).
-        #[arg(long, default_value = "")]
+        #[arg(long, default_value = "", env = "HANDOFF_SESSION")]
         session: String,
     },
     /// Write one row (create it, or change it with --revision).

@@ -1,5 +1,18 @@
-//! CLI commands for sessions, the execution ledger and `wait` (placeholder
-//! until the sessions work lands).
+//! CLI commands for agent sessions, the execution ledger and `wait`.
+//!
+//! `handoff session …` registers a session (with its wake target),
+//! checkpoints its state with CAS, ends it and prints `resume`;
+//! `handoff ledger …` records tool calls before and after they run;
+//! `handoff wait` blocks until something arrives for a session. No SQL here:
+//! everything goes through [`crate::store`].
+//!
+//! Layout: `session` (session subcommands), `ledger`, `wait`, `render`
+//! (human text).
+
+mod ledger;
+mod render;
+mod session;
+mod wait;
 
 use clap::Subcommand;
 
@@ -7,10 +20,75 @@ use super::Ctx;
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Cmd {
-    #[command(hide = true, name = "__sessions_placeholder")]
-    Placeholder,
+    /// Agent sessions: register (with a wake target), checkpoint, resume, end.
+    Session {
+        #[command(subcommand)]
+        cmd: session::Cmd,
+    },
+    /// The execution ledger: record a tool call before and after it runs.
+    Ledger {
+        #[command(subcommand)]
+        cmd: ledger::Cmd,
+    },
+    /// Block until something arrives for a session (an answer, a row
+    /// response, an action decision, an inbound wake), print it, mark it
+    /// picked up and exit with --exit-code. Timeout: exit 5, nothing printed.
+    Wait(wait::Args),
 }
 
-pub(crate) async fn run(_cmd: Cmd, _ctx: &Ctx) -> anyhow::Result<u8> {
-    Err(super::fail(super::exit::ERROR, "not built yet"))
+pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
+    match cmd {
+        Cmd::Session { cmd } => session::run(cmd, ctx).await,
+        Cmd::Ledger { cmd } => ledger::run(cmd, ctx).await,
+        Cmd::Wait(args) => wait::run(args, ctx).await,
+    }
+}
+
+/// Read a JSON argument: inline text, `@file`, or `-` / `@-` for stdin,
+/// parsed and checked to be JSON.
+fn read_json(what: &str, arg: &str) -> anyhow::Result<serde_json::Value> {
+    let text = match arg.strip_prefix('@').or((arg == "-").then_some("-")) {
+        Some("-") => {
+            let mut s = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut s).map_err(|e| {
+                super::fail(
+                    super::exit::ERROR,
+                    format!("cannot read {what} from stdin: {e}"),
+                )
+            })?;
+            s
+        }
+        Some(path) => std::fs::read_to_string(path).map_err(|e| {
+            super::fail(
+                super::exit::ERROR,
+                format!("cannot read {what} from {path}: {e}"),
+            )
+        })?,
+        None => arg.to_string(),
+    };
+    serde_json::from_str(&text).map_err(|e| {
+        super::fail(
+            super::exit::ERROR,
+            format!("{what} is not valid JSON ({e}); pass JSON text, @file, or - for stdin"),
+        )
+    })
+}
+
+/// The full id of a registered session named by `id` or a unique suffix;
+/// `None` if no registered session matches.
+async fn resolve(store: &crate::store::Store, id: &str) -> anyhow::Result<Option<String>> {
+    Ok(store.resolve_session_id(id).await?)
+}
+
+/// Like [`resolve`], but a missing session is a not-found failure.
+async fn resolve_existing(store: &crate::store::Store, id: &str) -> anyhow::Result<String> {
+    resolve(store, id).await?.ok_or_else(|| {
+        super::fail(
+            super::exit::NOT_FOUND,
+            format!(
+                "no session `{}` is registered; register it with `handoff session register --session ID`",
+                id.trim()
+            ),
+        )
+    })
 }

@@ -80,7 +80,7 @@ pub(crate) async fn append(conn: &mut SqliteConnection, at: i64, ev: &NewEvent<'
     Ok(seq)
 }
 
-fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<Event> {
+pub(crate) fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<Event> {
     let payload: String = r.try_get("payload")?;
     Ok(Event {
         seq: r.try_get("seq")?,

@@ -11,6 +11,29 @@ use sqlx::Row;
 
 use super::{Error, NewEvent, Result, Store, events};
 
+mod ledger;
+mod lifecycle;
+mod resume;
+mod wait;
+mod wake;
+
+pub use ledger::{Begin, Complete, LedgerEntry, NewCall};
+pub use lifecycle::{Checkpointed, Ended};
+pub use resume::{DEFAULT_LEDGER_TAIL, Interrupted, Resume};
+pub use wait::{Arrival, DECISION_EVENTS};
+pub use wake::WakeRecorded;
+
+/// The trimmed session id, or a clear refusal when it is empty or too long.
+pub(crate) fn check_id(id: &str) -> Result<&str> {
+    let id = id.trim();
+    if id.is_empty() || id.len() > 200 {
+        return Err(Error::Invalid(
+            "a session id is 1 to 200 characters (pass --session ID or set HANDOFF_SESSION)".into(),
+        ));
+    }
+    Ok(id)
+}
+
 /// How to wake a session. Stored as JSON with a `type` tag.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
@@ -84,6 +107,11 @@ pub struct Session {
     pub status: String,
     /// Checkpoint CAS token.
     pub revision: i64,
+    /// The event `seq` up to which `wait` has picked up decisions and wakes.
+    pub last_wait_seq: i64,
+    /// When it was ended, if it was.
+    #[serde(with = "crate::clock::rfc3339::option")]
+    pub ended_at: Option<i64>,
     /// Registered.
     #[serde(with = "crate::clock::rfc3339")]
     pub created_at: i64,
@@ -121,6 +149,8 @@ pub(crate) fn session_from(r: &sqlx::sqlite::SqliteRow) -> Result<Session> {
         state_blob: r.try_get("state_blob")?,
         status: r.try_get("status")?,
         revision: r.try_get("revision")?,
+        last_wait_seq: r.try_get("last_wait_seq")?,
+        ended_at: r.try_get("ended_at")?,
         created_at: r.try_get("created_at")?,
         updated_at: r.try_get("updated_at")?,
     })
@@ -130,10 +160,7 @@ impl Store {
     /// Register a session, or update its agent/project/cwd/wake target if it
     /// exists (the checkpoint and revision are kept). One statement.
     pub async fn register_session(&self, s: &NewSession) -> Result<Session> {
-        let id = s.session_id.trim();
-        if id.is_empty() || id.len() > 200 {
-            return Err(Error::Invalid("a session id is 1 to 200 characters".into()));
-        }
+        let id = check_id(&s.session_id)?;
         if let Some(w) = &s.wake_target {
             w.check()?;
         }
@@ -150,7 +177,7 @@ impl Store {
                  ON CONFLICT(session_id) DO UPDATE SET
                     agent = excluded.agent, project = excluded.project, cwd = excluded.cwd,
                     wake_target = COALESCE(excluded.wake_target, agent_sessions.wake_target),
-                    status = 'active', updated_at = excluded.updated_at
+                    status = 'active', ended_at = NULL, updated_at = excluded.updated_at
                  RETURNING *",
             )
             .bind(id)

@@ -1,0 +1,165 @@
+//! `handoff ledger begin|complete|list`: record a tool call before it runs
+//! and its result after, so a resumed agent knows what already happened.
+
+use clap::Subcommand;
+
+use super::{read_json, render};
+use crate::cli::{Ctx, exit};
+use crate::store::sessions::{Begin, Complete, NewCall};
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Cmd {
+    /// Record that a call is about to run (same --event-id + same payload: no-op).
+    Begin {
+        /// Session making the call.
+        #[arg(long, env = "HANDOFF_SESSION")]
+        session: String,
+        /// Your idempotency key for this call (stable across retries).
+        #[arg(long)]
+        event_id: String,
+        /// Tool name.
+        #[arg(long)]
+        tool: String,
+        /// The call's input: JSON text, @file, or - for stdin.
+        #[arg(long, default_value = "{}")]
+        payload: String,
+        /// The tool may safely run again if this call is interrupted.
+        #[arg(long)]
+        replay_safe: bool,
+    },
+    /// Record a begun call's outcome (same outcome + same result: no-op).
+    Complete {
+        /// The call's idempotency key.
+        #[arg(long)]
+        event_id: String,
+        /// It succeeded.
+        #[arg(long, conflicts_with = "failed", required_unless_present = "failed")]
+        ok: bool,
+        /// It failed.
+        #[arg(long)]
+        failed: bool,
+        /// The result (or error): JSON text, @file, or - for stdin.
+        #[arg(long, default_value = "null")]
+        result: String,
+    },
+    /// A session's ledger, oldest first.
+    List {
+        /// Session id.
+        #[arg(long, env = "HANDOFF_SESSION")]
+        session: String,
+        /// Only the newest N rows.
+        #[arg(long)]
+        last: Option<i64>,
+    },
+}
+
+pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
+    match cmd {
+        Cmd::Begin {
+            session,
+            event_id,
+            tool,
+            payload,
+            replay_safe,
+        } => {
+            let payload = read_json("--payload", &payload)?;
+            let store = ctx.store().await?;
+            let id = super::resolve(&store, &session)
+                .await?
+                .unwrap_or_else(|| session.trim().to_string());
+            let out = store
+                .ledger_begin(&NewCall {
+                    event_id: &event_id,
+                    session_id: &id,
+                    tool: &tool,
+                    payload: &payload,
+                    replay_safe,
+                })
+                .await?;
+            match &out {
+                Begin::Started { entry } => {
+                    ctx.print(&out, || format!("started {}", render::ledger_line(entry)));
+                    Ok(exit::OK)
+                }
+                Begin::Existing { entry, finished } => {
+                    ctx.print(&out, || match finished {
+                        Some(f) => format!(
+                            "already begun and finished: {}\ndo not run it again",
+                            render::ledger_line(f)
+                        ),
+                        None => format!(
+                            "already begun (not finished): {}",
+                            render::ledger_line(entry)
+                        ),
+                    });
+                    Ok(exit::OK)
+                }
+                Begin::Conflict { existing, differs } => Err(ctx.refuse(
+                    exit::REFUSED,
+                    &out,
+                    format!(
+                        "event id {event_id} was already begun with a different {} ({}); \
+                         use a new event id for a different call",
+                        differs.join(", "),
+                        render::ledger_line(existing)
+                    ),
+                )),
+            }
+        }
+        Cmd::Complete {
+            event_id,
+            ok,
+            failed: _,
+            result,
+        } => {
+            let result = read_json("--result", &result)?;
+            let store = ctx.store().await?;
+            let out = store.ledger_complete(&event_id, ok, &result).await?;
+            match &out {
+                Complete::Completed { entry } => {
+                    ctx.print(&out, || format!("recorded {}", render::ledger_line(entry)));
+                    Ok(exit::OK)
+                }
+                Complete::Existing { entry } => {
+                    ctx.print(&out, || {
+                        format!("already recorded: {}", render::ledger_line(entry))
+                    });
+                    Ok(exit::OK)
+                }
+                Complete::Conflict { existing, differs } => Err(ctx.refuse(
+                    exit::REFUSED,
+                    &out,
+                    format!(
+                        "event id {event_id} already has a different {} recorded ({}); the ledger never changes a recorded outcome",
+                        differs.join(", "),
+                        render::ledger_line(existing)
+                    ),
+                )),
+                Complete::NotStarted => Err(ctx.refuse(
+                    exit::NOT_FOUND,
+                    &out,
+                    format!(
+                        "no call was begun with event id {event_id}; run `handoff ledger begin` first"
+                    ),
+                )),
+            }
+        }
+        Cmd::List { session, last } => {
+            let store = ctx.store().await?;
+            let id = super::resolve(&store, &session)
+                .await?
+                .unwrap_or_else(|| session.trim().to_string());
+            let rows = store.ledger_list(&id, last).await?;
+            ctx.print(&rows, || {
+                if rows.is_empty() {
+                    format!("no ledger rows for session {id}")
+                } else {
+                    rows.iter()
+                        .map(|e| format!("{}\n", render::ledger_line(e)))
+                        .collect()
+                }
+            });
+            Ok(exit::OK)
+        }
+    }
+}

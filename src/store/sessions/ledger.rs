@@ -1,0 +1,386 @@
+//! The execution ledger: an append-only record of an agent's tool calls.
+//!
+//! A call's intent is recorded before it runs ([`Store::ledger_begin`], a
+//! `started` row) and its result after ([`Store::ledger_complete`], a
+//! `completed` or `failed` row with the same client-chosen `event_id`).
+//! Rows are never changed (triggers refuse UPDATE and DELETE), so the state
+//! of a call is the set of its rows, and UNIQUE indexes — not the
+//! application — guarantee one start and at most one outcome per call.
+//! Recording the same step twice with the same content is a no-op; with
+//! different content it is a typed conflict. This module records; it never
+//! runs a tool.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use sqlx::{Row, SqliteConnection};
+
+use crate::store::actions::codec::canonical;
+use crate::store::{Error, NewEvent, Result, Store, events};
+
+/// The largest payload or result accepted, in canonical JSON bytes (1 MiB).
+pub const MAX_LEDGER_BYTES: usize = 1024 * 1024;
+
+/// One ledger row.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LedgerEntry {
+    /// Position in the ledger.
+    pub seq: i64,
+    /// The client-chosen idempotency key of the call.
+    pub event_id: String,
+    /// The session that made the call.
+    pub session_id: String,
+    /// Tool name.
+    pub tool: String,
+    /// The call's input (canonical JSON).
+    pub payload: Value,
+    /// SHA-256 hex of the canonical payload.
+    pub payload_hash: String,
+    /// `started`, `completed` or `failed`.
+    pub status: String,
+    /// The result, on `completed` / `failed` rows.
+    pub result: Option<Value>,
+    /// Whether the tool was declared safe to run again after a crash.
+    pub replay_safe: bool,
+    /// When the row was written.
+    #[serde(with = "crate::clock::rfc3339")]
+    pub at: i64,
+}
+
+/// A call about to start.
+#[derive(Debug, Clone)]
+pub struct NewCall<'a> {
+    /// Client-chosen idempotency key (1 to 200 characters).
+    pub event_id: &'a str,
+    /// The session making the call.
+    pub session_id: &'a str,
+    /// Tool name (1 to 200 characters).
+    pub tool: &'a str,
+    /// The call's input.
+    pub payload: &'a Value,
+    /// Safe to run again if it was interrupted (idempotent or read-only).
+    pub replay_safe: bool,
+}
+
+/// What [`Store::ledger_begin`] did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Begin {
+    /// A `started` row was written.
+    Started {
+        /// The new row.
+        entry: LedgerEntry,
+    },
+    /// The same call was begun before: nothing written. `finished` is its
+    /// `completed`/`failed` row if it finished (then do not run it again).
+    Existing {
+        /// The first `started` row.
+        entry: LedgerEntry,
+        /// Its outcome, if recorded.
+        finished: Option<LedgerEntry>,
+    },
+    /// This `event_id` was begun with another session, tool, payload or
+    /// replay flag. Nothing written.
+    Conflict {
+        /// The row already recorded under this id.
+        existing: LedgerEntry,
+        /// Which fields differ.
+        differs: Vec<&'static str>,
+    },
+}
+
+/// What [`Store::ledger_complete`] did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Complete {
+    /// The outcome row was written.
+    Completed {
+        /// The new row.
+        entry: LedgerEntry,
+    },
+    /// The same outcome with the same result was recorded before: nothing written.
+    Existing {
+        /// The recorded outcome.
+        entry: LedgerEntry,
+    },
+    /// Another outcome or another result was recorded under this id.
+    Conflict {
+        /// The recorded outcome.
+        existing: LedgerEntry,
+        /// Which fields differ (`status`, `result`).
+        differs: Vec<&'static str>,
+    },
+    /// No call was begun under this `event_id`.
+    NotStarted,
+}
+
+fn sha256_hex(text: &str) -> String {
+    let mut hex = String::with_capacity(64);
+    for byte in Sha256::digest(text.as_bytes()) {
+        let _ = write!(hex, "{byte:02x}");
+    }
+    hex
+}
+
+fn check_name(what: &str, v: &str) -> Result<()> {
+    if v.trim().is_empty() || v.len() > 200 {
+        return Err(Error::Invalid(format!("{what} is 1 to 200 characters")));
+    }
+    Ok(())
+}
+
+fn canonical_checked(what: &str, v: &Value) -> Result<String> {
+    let text = canonical(v);
+    if text.len() > MAX_LEDGER_BYTES {
+        return Err(Error::Invalid(format!(
+            "the {what} is {} bytes; the ledger holds at most {MAX_LEDGER_BYTES} (1 MiB)",
+            text.len()
+        )));
+    }
+    Ok(text)
+}
+
+fn parse_json(what: &str, text: &str) -> Result<Value> {
+    serde_json::from_str(text).map_err(|e| Error::Corrupt(format!("ledger {what}: {e}")))
+}
+
+pub(crate) fn entry_from(r: &sqlx::sqlite::SqliteRow) -> Result<LedgerEntry> {
+    let payload: String = r.try_get("payload")?;
+    let result: Option<String> = r.try_get("result")?;
+    Ok(LedgerEntry {
+        seq: r.try_get("seq")?,
+        event_id: r.try_get("event_id")?,
+        session_id: r.try_get("session_id")?,
+        tool: r.try_get("tool")?,
+        payload: parse_json("payload", &payload)?,
+        payload_hash: r.try_get("payload_hash")?,
+        status: r.try_get("status")?,
+        result: result.map(|t| parse_json("result", &t)).transpose()?,
+        replay_safe: r.try_get("replay_safe")?,
+        at: r.try_get("at")?,
+    })
+}
+
+async fn started_row(conn: &mut SqliteConnection, event_id: &str) -> Result<Option<LedgerEntry>> {
+    let row =
+        sqlx::query("SELECT * FROM execution_ledger WHERE event_id = ? AND status = 'started'")
+            .bind(event_id)
+            .fetch_optional(conn)
+            .await?;
+    row.as_ref().map(entry_from).transpose()
+}
+
+async fn outcome_row(conn: &mut SqliteConnection, event_id: &str) -> Result<Option<LedgerEntry>> {
+    let row =
+        sqlx::query("SELECT * FROM execution_ledger WHERE event_id = ? AND status <> 'started'")
+            .bind(event_id)
+            .fetch_optional(conn)
+            .await?;
+    row.as_ref().map(entry_from).transpose()
+}
+
+async fn ledger_event(
+    conn: &mut SqliteConnection,
+    now: i64,
+    kind: &str,
+    e: &LedgerEntry,
+) -> Result<()> {
+    let project: String = sqlx::query_scalar(
+        "SELECT COALESCE((SELECT project FROM agent_sessions WHERE session_id = ?), '')",
+    )
+    .bind(&e.session_id)
+    .fetch_one(&mut *conn)
+    .await?;
+    events::append(
+        conn,
+        now,
+        &NewEvent {
+            kind,
+            entity_kind: "session",
+            entity_id: &e.session_id,
+            actor: &e.session_id,
+            channel: "agent",
+            project: &project,
+            session: &e.session_id,
+            payload: json!({
+                "event_id": e.event_id,
+                "tool": e.tool,
+                "ledger_seq": e.seq,
+                "replay_safe": e.replay_safe,
+            }),
+        },
+    )
+    .await?;
+    Ok(())
+}
+
+impl Store {
+    /// Record that a call is about to run. The same `event_id` with the same
+    /// session, tool, payload and replay flag is a no-op returning the first
+    /// row (and its outcome, if any); anything different is a typed
+    /// [`Begin::Conflict`]. Appends `ledger.started` in the same transaction.
+    pub async fn ledger_begin(&self, call: &NewCall<'_>) -> Result<Begin> {
+        check_name("an event id", call.event_id)?;
+        check_name("a tool name", call.tool)?;
+        let session_id = super::check_id(call.session_id)?;
+        let payload = canonical_checked("payload", call.payload)?;
+        let hash = sha256_hex(&payload);
+        self.retry(|| async {
+            let now = self.now();
+            let mut tx = self.begin_write().await?;
+            // Why ON CONFLICT DO NOTHING: UNIQUE(event_id, status) decides
+            // whether this is the first start; a retry inserts nothing and
+            // is compared with the stored row below.
+            let row = sqlx::query(
+                "INSERT INTO execution_ledger
+                     (event_id, session_id, tool, payload, payload_hash, status, replay_safe, at)
+                 VALUES (?, ?, ?, ?, ?, 'started', ?, ?)
+                 ON CONFLICT DO NOTHING RETURNING *",
+            )
+            .bind(call.event_id)
+            .bind(session_id)
+            .bind(call.tool)
+            .bind(&payload)
+            .bind(&hash)
+            .bind(call.replay_safe)
+            .bind(now)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if let Some(row) = row {
+                let entry = entry_from(&row)?;
+                ledger_event(&mut tx, now, "ledger.started", &entry).await?;
+                tx.commit().await?;
+                return Ok(Begin::Started { entry });
+            }
+            let existing = started_row(&mut tx, call.event_id)
+                .await?
+                .ok_or_else(|| Error::Corrupt("ledger start vanished".into()))?;
+            let mut differs = Vec::new();
+            if existing.session_id != session_id {
+                differs.push("session");
+            }
+            if existing.tool != call.tool {
+                differs.push("tool");
+            }
+            if existing.payload_hash != hash {
+                differs.push("payload");
+            }
+            if existing.replay_safe != call.replay_safe {
+                differs.push("replay_safe");
+            }
+            if !differs.is_empty() {
+                return Ok(Begin::Conflict { existing, differs });
+            }
+            let finished = outcome_row(&mut tx, call.event_id).await?;
+            Ok(Begin::Existing {
+                entry: existing,
+                finished,
+            })
+        })
+        .await
+    }
+
+    /// Record a begun call's outcome: `ok` → `completed`, else `failed`,
+    /// with `result`. The same outcome with the same result again is a no-op;
+    /// another outcome or result is a typed [`Complete::Conflict`]. Appends
+    /// `ledger.completed` / `ledger.failed` in the same transaction.
+    pub async fn ledger_complete(
+        &self,
+        event_id: &str,
+        ok: bool,
+        result: &Value,
+    ) -> Result<Complete> {
+        check_name("an event id", event_id)?;
+        let text = canonical_checked("result", result)?;
+        let hash = sha256_hex(&text);
+        let status = if ok { "completed" } else { "failed" };
+        self.retry(|| async {
+            let now = self.now();
+            let mut tx = self.begin_write().await?;
+            // Why INSERT … SELECT with ON CONFLICT DO NOTHING: the outcome
+            // copies the started row (so it exists only if the call was
+            // begun), and the UNIQUE indexes let exactly one outcome in —
+            // a racing `completed` and `failed` cannot both land.
+            let row = sqlx::query(
+                "INSERT INTO execution_ledger
+                     (event_id, session_id, tool, payload, payload_hash, status, result, result_hash, replay_safe, at)
+                 SELECT event_id, session_id, tool, payload, payload_hash, ?1, ?2, ?3, replay_safe, ?4
+                 FROM execution_ledger WHERE event_id = ?5 AND status = 'started'
+                 ON CONFLICT DO NOTHING RETURNING *",
+            )
+            .bind(status)
+            .bind(&text)
+            .bind(&hash)
+            .bind(now)
+            .bind(event_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if let Some(row) = row {
+                let entry = entry_from(&row)?;
+                ledger_event(&mut tx, now, &format!("ledger.{status}"), &entry).await?;
+                tx.commit().await?;
+                return Ok(Complete::Completed { entry });
+            }
+            let Some(existing) = outcome_row(&mut tx, event_id).await? else {
+                return Ok(Complete::NotStarted);
+            };
+            let stored_hash: Option<String> = sqlx::query_scalar(
+                "SELECT result_hash FROM execution_ledger WHERE seq = ?",
+            )
+            .bind(existing.seq)
+            .fetch_one(&mut *tx)
+            .await?;
+            let mut differs = Vec::new();
+            if existing.status != status {
+                differs.push("status");
+            }
+            if stored_hash.as_deref() != Some(hash.as_str()) {
+                differs.push("result");
+            }
+            Ok(if differs.is_empty() {
+                Complete::Existing { entry: existing }
+            } else {
+                Complete::Conflict { existing, differs }
+            })
+        })
+        .await
+    }
+
+    /// Ledger rows of a session, oldest first; with `last`, only the newest
+    /// `last` rows (still oldest first).
+    pub async fn ledger_list(
+        &self,
+        session_id: &str,
+        last: Option<i64>,
+    ) -> Result<Vec<LedgerEntry>> {
+        let rows = sqlx::query(
+            "SELECT * FROM (
+                 SELECT * FROM execution_ledger WHERE session_id = ?1
+                 ORDER BY seq DESC LIMIT COALESCE(?2, -1)
+             ) ORDER BY seq",
+        )
+        .bind(session_id)
+        .bind(last)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(entry_from).collect()
+    }
+
+    /// Calls of a session that were begun and never completed nor failed
+    /// (interrupted by a crash, or still running), oldest first.
+    pub async fn ledger_interrupted(&self, session_id: &str) -> Result<Vec<LedgerEntry>> {
+        let rows = sqlx::query(
+            "SELECT s.* FROM execution_ledger s
+             WHERE s.session_id = ? AND s.status = 'started'
+               AND NOT EXISTS (SELECT 1 FROM execution_ledger o
+                               WHERE o.event_id = s.event_id AND o.status <> 'started')
+             ORDER BY s.seq",
+        )
+        .bind(session_id)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(entry_from).collect()
+    }
+}

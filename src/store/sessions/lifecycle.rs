@@ -1,0 +1,212 @@
+//! A session's life after registration: listing, checkpoints (CAS on
+//! `revision`) and ending. Registration itself is in the parent module.
+
+use serde::Serialize;
+use serde_json::json;
+
+use super::{Session, session_from};
+use crate::store::{Error, NewEvent, Result, Store, events};
+
+/// The largest checkpoint blob accepted (1 MiB).
+pub const MAX_STATE_BYTES: usize = 1024 * 1024;
+
+/// What [`Store::checkpoint`] did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Checkpointed {
+    /// Stored; the session now carries `revision + 1`.
+    Saved {
+        /// The session after the write.
+        session: Session,
+    },
+    /// Refused: the session is at another revision (someone checkpointed in
+    /// between). Nothing was written; re-read and retry with `current`.
+    Stale {
+        /// The revision you passed.
+        expected: i64,
+        /// The session's revision now.
+        current: i64,
+    },
+    /// Refused: the session was ended (register it again to reopen it).
+    Ended {
+        /// The session as it stands.
+        session: Session,
+    },
+    /// No such session.
+    NotFound,
+}
+
+/// What [`Store::end_session`] did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Ended {
+    /// Ended now.
+    Ended {
+        /// The session after the write.
+        session: Session,
+    },
+    /// It was already ended; nothing changed.
+    AlreadyEnded {
+        /// The session as it stands.
+        session: Session,
+    },
+    /// No such session.
+    NotFound,
+}
+
+impl Store {
+    /// The full id of a registered session: `id` itself if registered, else
+    /// the one session whose id ends with `id` (at least 4 characters).
+    /// `None` when nothing matches; an ambiguous suffix is an error.
+    pub async fn resolve_session_id(&self, id: &str) -> Result<Option<String>> {
+        let id = super::check_id(id)?;
+        let ids: Vec<String> = sqlx::query_scalar(
+            "SELECT session_id FROM agent_sessions
+             WHERE session_id = ?1
+                OR (length(?1) >= 4 AND substr(session_id, -length(?1)) = ?1
+                    AND NOT EXISTS (SELECT 1 FROM agent_sessions WHERE session_id = ?1))
+             LIMIT 2",
+        )
+        .bind(id)
+        .fetch_all(self.pool())
+        .await?;
+        match ids.as_slice() {
+            [] => Ok(None),
+            [one] => Ok(Some(one.clone())),
+            _ => Err(Error::Invalid(format!(
+                "`{id}` matches several sessions; give the full session id"
+            ))),
+        }
+    }
+
+    /// Sessions, most recently changed first, optionally only those with
+    /// `status` and/or of `project`.
+    pub async fn list_sessions(
+        &self,
+        status: Option<&str>,
+        project: Option<&str>,
+    ) -> Result<Vec<Session>> {
+        let rows = sqlx::query(
+            "SELECT * FROM agent_sessions
+             WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR project = ?2)
+             ORDER BY updated_at DESC, session_id",
+        )
+        .bind(status)
+        .bind(project)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(session_from).collect()
+    }
+
+    /// Store `state` as the session's checkpoint if its revision is still
+    /// `expected_revision`, bumping the revision. A stale revision is a typed
+    /// refusal carrying the current one; nothing is written.
+    pub async fn checkpoint(
+        &self,
+        session_id: &str,
+        expected_revision: i64,
+        state: &str,
+    ) -> Result<Checkpointed> {
+        if state.len() > MAX_STATE_BYTES {
+            return Err(Error::Invalid(format!(
+                "the state is {} bytes; a checkpoint holds at most {MAX_STATE_BYTES} (1 MiB)",
+                state.len()
+            )));
+        }
+        let id = super::check_id(session_id)?;
+        self.retry(|| async {
+            let now = self.now();
+            let mut tx = self.begin_write().await?;
+            // Why guarded on revision: two writers holding the same revision
+            // (a resumed agent and a stale twin) must not both win; the
+            // first bumps it and the second is refused with the current one.
+            let row = sqlx::query(
+                "UPDATE agent_sessions SET state_blob = ?1, revision = revision + 1, updated_at = ?2
+                 WHERE session_id = ?3 AND revision = ?4 AND status <> 'ended'
+                 RETURNING *",
+            )
+            .bind(state)
+            .bind(now)
+            .bind(id)
+            .bind(expected_revision)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let Some(row) = row else {
+                drop(tx);
+                return Ok(match self.get_session(id).await? {
+                    None => Checkpointed::NotFound,
+                    Some(s) if s.status == "ended" => Checkpointed::Ended { session: s },
+                    Some(s) => Checkpointed::Stale {
+                        expected: expected_revision,
+                        current: s.revision,
+                    },
+                });
+            };
+            let session = session_from(&row)?;
+            events::append(
+                &mut tx,
+                now,
+                &NewEvent {
+                    kind: "session.checkpointed",
+                    entity_kind: "session",
+                    entity_id: id,
+                    actor: &session.agent,
+                    channel: "agent",
+                    project: &session.project,
+                    session: id,
+                    payload: json!({"revision": session.revision, "bytes": state.len()}),
+                },
+            )
+            .await?;
+            tx.commit().await?;
+            Ok(Checkpointed::Saved { session })
+        })
+        .await
+    }
+
+    /// Mark the session ended. Its checkpoint, ledger and history stay;
+    /// registering it again reopens it.
+    pub async fn end_session(&self, session_id: &str) -> Result<Ended> {
+        let id = super::check_id(session_id)?;
+        self.retry(|| async {
+            let now = self.now();
+            let mut tx = self.begin_write().await?;
+            // Why guarded: ending twice is a no-op that says so, not a
+            // second `session.ended` event.
+            let row = sqlx::query(
+                "UPDATE agent_sessions SET status = 'ended', ended_at = ?1, updated_at = ?1
+                 WHERE session_id = ?2 AND status <> 'ended' RETURNING *",
+            )
+            .bind(now)
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let Some(row) = row else {
+                drop(tx);
+                return Ok(match self.get_session(id).await? {
+                    None => Ended::NotFound,
+                    Some(session) => Ended::AlreadyEnded { session },
+                });
+            };
+            let session = session_from(&row)?;
+            events::append(
+                &mut tx,
+                now,
+                &NewEvent {
+                    kind: "session.ended",
+                    entity_kind: "session",
+                    entity_id: id,
+                    actor: &session.agent,
+                    channel: "agent",
+                    project: &session.project,
+                    session: id,
+                    payload: json!({}),
+                },
+            )
+            .await?;
+            tx.commit().await?;
+            Ok(Ended::Ended { session })
+        })
+        .await
+    }
+}

@@ -1,0 +1,204 @@
+//! What `handoff wait` and `resume` hand a session: unseen replies on its
+//! questions, responses on its boards' rows, decisions on its actions and
+//! inbound wakes.
+//!
+//! Replies and row responses carry their own delivery marks (the questions
+//! and boards stores stamp only the exact response read). Action decisions
+//! and wakes are events; the session's `last_wait_seq` cursor says how far
+//! in the log they were picked up, and it only moves forward by
+//! compare-and-set, so two waiters on one session never both claim the same
+//! event. This module reads and marks; it does not block or print (the CLI
+//! polls it).
+
+use serde::Serialize;
+use serde_json::json;
+
+use crate::store::boards::PendingRow;
+use crate::store::questions::Question;
+use crate::store::{Event, NewEvent, Result, Store, events};
+
+/// Action events that tell the proposing session its action was decided or
+/// finished.
+pub const DECISION_EVENTS: [&str; 6] = [
+    "action.approved",
+    "action.rejected",
+    "action.expired",
+    "action.executed",
+    "action.failed",
+    "action.unknown",
+];
+
+/// One thing that arrived for a session.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Arrival {
+    /// A reply (answer, clarify or decline) on one of its questions.
+    Reply {
+        /// The question with its reply.
+        question: Box<Question>,
+    },
+    /// An annotation or handled mark on a row of one of its boards.
+    Row {
+        /// The row and its board.
+        row: Box<PendingRow>,
+    },
+    /// A decision or result on one of its actions (`action.approved`, …).
+    Decision {
+        /// The event.
+        event: Event,
+    },
+    /// An inbound wake (`session.wake`) from CI, GitHub or a script.
+    Wake {
+        /// The event; its payload carries the webhook body.
+        event: Event,
+    },
+}
+
+impl Arrival {
+    fn from_event(event: Event) -> Arrival {
+        if event.kind == "session.wake" {
+            Arrival::Wake { event }
+        } else {
+            Arrival::Decision { event }
+        }
+    }
+}
+
+impl Store {
+    /// The newest event `seq` that concerns `session_id` (0 if none): a
+    /// cheap change detector for pollers — nothing new can have arrived for
+    /// the session while it stays the same.
+    pub async fn session_event_mark(&self, session_id: &str) -> Result<i64> {
+        let seq: Option<i64> = sqlx::query_scalar("SELECT MAX(seq) FROM events WHERE session = ?")
+            .bind(session_id)
+            .fetch_one(self.pool())
+            .await?;
+        Ok(seq.unwrap_or(0))
+    }
+
+    /// The session's wait cursor and the decision and wake events after it,
+    /// oldest first. A read: nothing is marked.
+    pub async fn unclaimed_events(&self, session_id: &str) -> Result<(i64, Vec<Event>)> {
+        let mut conn = self.pool().acquire().await?;
+        let cursor: i64 = sqlx::query_scalar(
+            "SELECT COALESCE((SELECT last_wait_seq FROM agent_sessions WHERE session_id = ?), 0)",
+        )
+        .bind(session_id)
+        .fetch_one(&mut *conn)
+        .await?;
+        let rows = sqlx::query(
+            "SELECT * FROM events WHERE session = ?1 AND seq > ?2
+               AND type IN ('session.wake', 'action.approved', 'action.rejected', 'action.expired',
+                            'action.executed', 'action.failed', 'action.unknown')
+             ORDER BY seq",
+        )
+        .bind(session_id)
+        .bind(cursor)
+        .fetch_all(&mut *conn)
+        .await?;
+        let evs = rows
+            .iter()
+            .map(events::from_row)
+            .collect::<Result<Vec<_>>>()?;
+        Ok((cursor, evs))
+    }
+
+    /// Move the session's wait cursor from `from` to `to` (creating a bare
+    /// session row if it was never registered). False when another waiter
+    /// moved it first: the events between belong to that waiter.
+    pub async fn advance_wait_cursor(
+        &self,
+        session_id: &str,
+        from: i64,
+        to: i64,
+        by: &str,
+    ) -> Result<bool> {
+        let id = super::check_id(session_id)?;
+        self.retry(|| async {
+            let now = self.now();
+            let mut tx = self.begin_write().await?;
+            // Why guarded on the old value: this is the claim. Two waiters
+            // that read the same cursor race here and exactly one moves it;
+            // the loser hands nothing out, so each event is picked up once.
+            let done = sqlx::query(
+                "INSERT INTO agent_sessions (session_id, created_at, updated_at, last_wait_seq)
+                 VALUES (?1, ?2, ?2, ?4)
+                 ON CONFLICT(session_id) DO UPDATE SET last_wait_seq = excluded.last_wait_seq
+                 WHERE agent_sessions.last_wait_seq = ?3",
+            )
+            .bind(id)
+            .bind(now)
+            .bind(from)
+            .bind(to)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected()
+                == 1;
+            if !done {
+                return Ok(false);
+            }
+            let project: String =
+                sqlx::query_scalar("SELECT project FROM agent_sessions WHERE session_id = ?")
+                    .bind(id)
+                    .fetch_one(&mut *tx)
+                    .await?;
+            events::append(
+                &mut tx,
+                now,
+                &NewEvent {
+                    kind: "session.picked_up",
+                    entity_kind: "session",
+                    entity_id: id,
+                    actor: by,
+                    channel: "agent",
+                    project: &project,
+                    session: id,
+                    payload: json!({"from": from, "to": to}),
+                },
+            )
+            .await?;
+            tx.commit().await?;
+            Ok(true)
+        })
+        .await
+    }
+
+    /// Claim everything that arrived for `session_id` and was not picked up
+    /// yet: unseen question replies (marked seen, exact reply only), new row
+    /// responses (marked delivered), and decision/wake events after the
+    /// cursor (claimed by moving it). Returns only what this call claimed;
+    /// empty when nothing is waiting or another waiter won.
+    pub async fn claim_arrivals(&self, session_id: &str, by: &str) -> Result<Vec<Arrival>> {
+        let mut out = Vec::new();
+        for d in self.pending(None, Some(session_id), false, by).await? {
+            if d.new {
+                out.push(Arrival::Reply {
+                    question: Box::new(d.question),
+                });
+            }
+        }
+        let rows: Vec<PendingRow> = self
+            .pending_rows_peek(None, Some(session_id))
+            .await?
+            .into_iter()
+            .filter(|r| r.new)
+            .collect();
+        if !rows.is_empty() {
+            let current = self.mark_rows_delivered(&rows, by).await?;
+            for (r, ok) in rows.into_iter().zip(current) {
+                if ok {
+                    out.push(Arrival::Row { row: Box::new(r) });
+                }
+            }
+        }
+        let (cursor, evs) = self.unclaimed_events(session_id).await?;
+        if let Some(last) = evs.last().map(|e| e.seq)
+            && self
+                .advance_wait_cursor(session_id, cursor, last, by)
+                .await?
+        {
+            out.extend(evs.into_iter().map(Arrival::from_event));
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,435 @@
+//! Sessions and the execution ledger through the store and the real binary:
+//! checkpoint CAS, end, ledger idempotency and conflicts, and the ledger's
+//! append-only triggers.
+
+mod common;
+
+use common::{TempDb, count, json, raw_pool, stderr};
+use handoff::store::Store;
+use handoff::store::sessions::{Begin, Checkpointed, Complete, Ended, NewCall, NewSession};
+use serde_json::{Value, json};
+
+async fn register(store: &Store, id: &str) {
+    store
+        .register_session(&NewSession {
+            session_id: id.into(),
+            agent: "claude".into(),
+            project: "proj".into(),
+            ..NewSession::default()
+        })
+        .await
+        .unwrap();
+}
+
+fn call<'a>(
+    event_id: &'a str,
+    tool: &'a str,
+    payload: &'a Value,
+    replay_safe: bool,
+) -> NewCall<'a> {
+    NewCall {
+        event_id,
+        session_id: "s1",
+        tool,
+        payload,
+        replay_safe,
+    }
+}
+
+#[tokio::test]
+async fn checkpoint_cas_refuses_a_stale_revision_and_writes_nothing() {
+    let db = TempDb::new();
+    let store = db.open().await;
+    register(&store, "s1").await;
+    let saved = store.checkpoint("s1", 1, r#"{"step":1}"#).await.unwrap();
+    let Checkpointed::Saved { session } = saved else {
+        panic!("first checkpoint must be saved: {saved:?}");
+    };
+    assert_eq!(session.revision, 2);
+    // A twin still holding revision 1 loses, and is told the current one.
+    let events_before = count(&store, "events").await;
+    let stale = store
+        .checkpoint("s1", 1, r#"{"step":"twin"}"#)
+        .await
+        .unwrap();
+    assert_eq!(
+        stale,
+        Checkpointed::Stale {
+            expected: 1,
+            current: 2
+        }
+    );
+    let s = store.get_session("s1").await.unwrap().unwrap();
+    assert_eq!(s.state_blob.as_deref(), Some(r#"{"step":1}"#));
+    assert_eq!(s.revision, 2);
+    assert_eq!(count(&store, "events").await, events_before);
+    assert_eq!(
+        store.checkpoint("nobody", 1, "{}").await.unwrap(),
+        Checkpointed::NotFound
+    );
+}
+
+#[tokio::test]
+async fn two_handles_racing_on_one_revision_have_exactly_one_winner() {
+    let db = TempDb::new();
+    let a = db.open().await;
+    let b = db.open().await;
+    register(&a, "s1").await;
+    let (ra, rb) = tokio::join!(
+        a.checkpoint("s1", 1, r#""a""#),
+        b.checkpoint("s1", 1, r#""b""#)
+    );
+    let saved = [ra.unwrap(), rb.unwrap()]
+        .into_iter()
+        .filter(|r| matches!(r, Checkpointed::Saved { .. }))
+        .count();
+    assert_eq!(saved, 1);
+    assert_eq!(a.get_session("s1").await.unwrap().unwrap().revision, 2);
+}
+
+#[tokio::test]
+async fn an_ended_session_refuses_checkpoints_until_registered_again() {
+    let db = TempDb::new();
+    let store = db.open().await;
+    register(&store, "s1").await;
+    assert!(matches!(
+        store.end_session("s1").await.unwrap(),
+        Ended::Ended { .. }
+    ));
+    assert!(matches!(
+        store.end_session("s1").await.unwrap(),
+        Ended::AlreadyEnded { .. }
+    ));
+    assert!(matches!(
+        store.checkpoint("s1", 1, "{}").await.unwrap(),
+        Checkpointed::Ended { .. }
+    ));
+    register(&store, "s1").await;
+    let s = store.get_session("s1").await.unwrap().unwrap();
+    assert_eq!((s.status.as_str(), s.ended_at), ("active", None));
+    assert!(matches!(
+        store.checkpoint("s1", 1, "{}").await.unwrap(),
+        Checkpointed::Saved { .. }
+    ));
+    let kinds: Vec<String> = store
+        .events_for("session", "s1")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "session.registered",
+            "session.ended",
+            "session.registered",
+            "session.checkpointed"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn ledger_begin_twice_with_the_same_payload_is_a_no_op() {
+    let db = TempDb::new();
+    let store = db.open().await;
+    let p = json!({"to": "a@example.com", "n": [1, 2]});
+    let Begin::Started { entry } = store
+        .ledger_begin(&call("e1", "send", &p, false))
+        .await
+        .unwrap()
+    else {
+        panic!("first begin starts");
+    };
+    // Same content, keys in another order: the canonical payload is equal.
+    let same = json!({"n": [1, 2], "to": "a@example.com"});
+    let again = store
+        .ledger_begin(&call("e1", "send", &same, false))
+        .await
+        .unwrap();
+    assert_eq!(
+        again,
+        Begin::Existing {
+            entry: entry.clone(),
+            finished: None
+        }
+    );
+    assert_eq!(count(&store, "execution_ledger").await, 1);
+    let started_events = store
+        .events_after(0, 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.kind == "ledger.started")
+        .count();
+    assert_eq!(started_events, 1, "a no-op appends no event");
+
+    // Completed: a later begin tells the caller not to run it again.
+    let done = store
+        .ledger_complete("e1", true, &json!({"id": 7}))
+        .await
+        .unwrap();
+    let Complete::Completed { entry: outcome } = done else {
+        panic!("first complete records: {done:?}");
+    };
+    assert_eq!(
+        store
+            .ledger_begin(&call("e1", "send", &p, false))
+            .await
+            .unwrap(),
+        Begin::Existing {
+            entry,
+            finished: Some(outcome.clone())
+        }
+    );
+    assert_eq!(
+        store
+            .ledger_complete("e1", true, &json!({"id": 7}))
+            .await
+            .unwrap(),
+        Complete::Existing { entry: outcome }
+    );
+    assert_eq!(count(&store, "execution_ledger").await, 2);
+}
+
+#[tokio::test]
+async fn ledger_conflicts_are_typed_and_write_nothing() {
+    let db = TempDb::new();
+    let store = db.open().await;
+    let p = json!({"to": "a"});
+    store
+        .ledger_begin(&call("e1", "send", &p, false))
+        .await
+        .unwrap();
+    let rows = count(&store, "execution_ledger").await;
+    let events = count(&store, "events").await;
+
+    let other = json!({"to": "b"});
+    match store
+        .ledger_begin(&call("e1", "send", &other, false))
+        .await
+        .unwrap()
+    {
+        Begin::Conflict { existing, differs } => {
+            assert_eq!(differs, ["payload"]);
+            assert_eq!(existing.payload, p);
+        }
+        r => panic!("expected a conflict, got {r:?}"),
+    }
+    match store
+        .ledger_begin(&call("e1", "mail", &p, true))
+        .await
+        .unwrap()
+    {
+        Begin::Conflict { differs, .. } => assert_eq!(differs, ["tool", "replay_safe"]),
+        r => panic!("expected a conflict, got {r:?}"),
+    }
+    // Completing twice with another result or status: a conflict.
+    store
+        .ledger_complete("e1", true, &json!("ok"))
+        .await
+        .unwrap();
+    match store
+        .ledger_complete("e1", true, &json!("other"))
+        .await
+        .unwrap()
+    {
+        Complete::Conflict { differs, .. } => assert_eq!(differs, ["result"]),
+        r => panic!("expected a conflict, got {r:?}"),
+    }
+    match store
+        .ledger_complete("e1", false, &json!("ok"))
+        .await
+        .unwrap()
+    {
+        Complete::Conflict { differs, existing } => {
+            assert_eq!(differs, ["status"]);
+            assert_eq!(existing.status, "completed");
+        }
+        r => panic!("expected a conflict, got {r:?}"),
+    }
+    assert_eq!(
+        store
+            .ledger_complete("never", true, &json!(null))
+            .await
+            .unwrap(),
+        Complete::NotStarted
+    );
+    assert_eq!(count(&store, "execution_ledger").await, rows + 1);
+    assert_eq!(count(&store, "events").await, events + 1);
+}
+
+#[tokio::test]
+async fn racing_completed_and_failed_record_exactly_one_outcome() {
+    let db = TempDb::new();
+    let a = db.open().await;
+    let b = db.open().await;
+    a.ledger_begin(&call("e1", "deploy", &json!({}), false))
+        .await
+        .unwrap();
+    let (done, boom) = (json!("done"), json!("boom"));
+    let (ra, rb) = tokio::join!(
+        a.ledger_complete("e1", true, &done),
+        b.ledger_complete("e1", false, &boom)
+    );
+    let outcomes = [ra.unwrap(), rb.unwrap()];
+    let won = outcomes
+        .iter()
+        .filter(|o| matches!(o, Complete::Completed { .. }))
+        .count();
+    let lost = outcomes
+        .iter()
+        .filter(|o| matches!(o, Complete::Conflict { .. }))
+        .count();
+    assert_eq!((won, lost), (1, 1));
+    assert_eq!(count(&a, "execution_ledger").await, 2);
+}
+
+#[tokio::test]
+async fn the_ledger_refuses_update_and_delete() {
+    let db = TempDb::new();
+    let store = db.open().await;
+    store
+        .ledger_begin(&call("e1", "send", &json!({}), false))
+        .await
+        .unwrap();
+    let pool = raw_pool(&db.path).await;
+    let upd = sqlx::query("UPDATE execution_ledger SET status = 'completed'")
+        .execute(&pool)
+        .await
+        .unwrap_err();
+    assert!(upd.to_string().contains("append-only"), "{upd}");
+    let del = sqlx::query("DELETE FROM execution_ledger")
+        .execute(&pool)
+        .await
+        .unwrap_err();
+    assert!(del.to_string().contains("append-only"), "{del}");
+    assert_eq!(count(&store, "execution_ledger").await, 1);
+}
+
+#[tokio::test]
+async fn cli_checkpoint_and_ledger_exit_codes() {
+    let db = TempDb::new();
+    let out = db.cli(&[
+        "--json",
+        "session",
+        "register",
+        "--session",
+        "cli-session-1",
+        "--agent",
+        "codex",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(json(&out)["revision"], 1);
+
+    // A short suffix names the session; a stale revision exits 3 with the current one.
+    let ok = db.cli(&[
+        "--json",
+        "session",
+        "checkpoint",
+        "--session",
+        "ion-1",
+        "--revision",
+        "1",
+        "--state",
+        r#"{"at":"step 1"}"#,
+    ]);
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    assert_eq!(json(&ok)["session"]["revision"], 2);
+    let stale = db.cli(&[
+        "--json",
+        "session",
+        "checkpoint",
+        "--session",
+        "cli-session-1",
+        "--revision",
+        "1",
+        "--state",
+        "{}",
+    ]);
+    assert_eq!(stale.status.code(), Some(3));
+    assert_eq!(
+        json(&stale),
+        json!({"outcome": "stale", "expected": 1, "current": 2})
+    );
+    assert!(
+        stderr(&stale).contains("--revision 2"),
+        "{}",
+        stderr(&stale)
+    );
+    let bad = db.cli(&[
+        "session",
+        "checkpoint",
+        "--session",
+        "cli-session-1",
+        "--revision",
+        "2",
+        "--state",
+        "{nope",
+    ]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(stderr(&bad).contains("not valid JSON"), "{}", stderr(&bad));
+    let missing = db.cli(&[
+        "session",
+        "checkpoint",
+        "--session",
+        "ghost",
+        "--revision",
+        "1",
+        "--state",
+        "{}",
+    ]);
+    assert_eq!(missing.status.code(), Some(4));
+
+    let begin = [
+        "--json",
+        "ledger",
+        "begin",
+        "--session",
+        "cli-session-1",
+        "--event-id",
+        "ev-1",
+        "--tool",
+        "http.post",
+        "--payload",
+        r#"{"url":"x"}"#,
+    ];
+    assert_eq!(json(&db.cli(&begin))["outcome"], "started");
+    assert_eq!(json(&db.cli(&begin))["outcome"], "existing");
+    let mut conflict = begin.to_vec();
+    conflict[10] = r#"{"url":"y"}"#;
+    let c = db.cli(&conflict);
+    assert_eq!(c.status.code(), Some(3));
+    assert_eq!(json(&c)["outcome"], "conflict");
+    let done = db.cli(&[
+        "--json",
+        "ledger",
+        "complete",
+        "--event-id",
+        "ev-1",
+        "--ok",
+        "--result",
+        r#"{"status":200}"#,
+    ]);
+    assert_eq!(json(&done)["outcome"], "completed");
+    let twice = db.cli(&[
+        "ledger",
+        "complete",
+        "--event-id",
+        "ev-1",
+        "--failed",
+        "--result",
+        "{}",
+    ]);
+    assert_eq!(twice.status.code(), Some(3));
+    let none = db.cli(&["ledger", "complete", "--event-id", "ev-404", "--ok"]);
+    assert_eq!(none.status.code(), Some(4));
+    let list = json(&db.cli(&["--json", "ledger", "list", "--session", "cli-session-1"]));
+    let statuses: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["started", "completed"]);
+}
