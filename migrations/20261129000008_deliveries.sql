@@ -29,17 +29,6 @@ CREATE TABLE disabled_targets (
     disabled_at INTEGER NOT NULL
 );
 
--- Inbound wakes already recorded, by (source, delivery id), so a replayed
--- webhook (`webhook-id`, `X-GitHub-Delivery`) wakes the session once.
-CREATE TABLE inbound_wakes (
-    source      TEXT    NOT NULL,
-    delivery_id TEXT    NOT NULL,
-    session_id  TEXT    NOT NULL,
-    event_seq   INTEGER NOT NULL,
-    created_at  INTEGER NOT NULL,
-    PRIMARY KEY (source, delivery_id)
-);
-
 -- The notify worker's cursor starts at the log's end as of this migration:
 -- a store upgraded with history does not wake sessions for answers handled
 -- long ago, and every event written after it is delivered (set here, not

@@ -73,16 +73,10 @@ async fn wake(
         return Err(WakeError::NotFound(id));
     }
     let delivery_id = delivery_id.unwrap_or_else(crate::store::new_id);
-    let parsed: Value = serde_json::from_slice(&body)
+    // The body as JSON (text if it is not JSON); record_wake adds the
+    // source and delivery id around it.
+    let payload: Value = serde_json::from_slice(&body)
         .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
-    let mut payload = json!({
-        "source": source.name,
-        "delivery_id": delivery_id,
-        "body": parsed,
-    });
-    if let Some(ev) = header(&headers, "x-github-event") {
-        payload["github_event"] = json!(ev);
-    }
     let rec = match s
         .store
         .record_wake(&id, &source.name, &delivery_id, payload)

@@ -1,15 +1,15 @@
 //! Durable wake-up deliveries: one row per (event, target) with a status
-//! `pending → delivering → delivered | dead`, plus disabled targets and the
-//! dedupe record of inbound wakes.
+//! `pending → delivering → delivered | dead`, plus disabled targets.
 //!
 //! The notify worker enqueues rows as it follows the event log (a replayed
 //! event is a no-op thanks to `UNIQUE(event_seq, target_key)`), claims due
 //! rows with a guarded UPDATE that takes a lease, runs the target outside any
 //! transaction, then records the outcome guarded by the claim's attempt
-//! number. This module records; it never runs a target.
+//! number. This module records; it never runs a target. Inbound wakes are
+//! recorded by [`Store::record_wake`] (in `sessions::wake`).
 
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::json;
 use sqlx::Row;
 
 use super::sessions::WakeTarget;
@@ -61,15 +61,6 @@ pub struct NewDelivery {
     pub target: WakeTarget,
     /// How long one attempt may hold the row.
     pub lease_ms: i64,
-}
-
-/// What [`Store::record_wake`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct WakeRecorded {
-    /// False when this delivery id was recorded before (nothing new written).
-    pub new: bool,
-    /// The `session.wake` event's seq (the earlier one for a duplicate).
-    pub seq: i64,
 }
 
 fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<Delivery> {
@@ -365,79 +356,5 @@ impl Store {
             .await?
             .into_iter()
             .find(|e| e.seq == seq))
-    }
-
-    /// Wake `session_id` from outside: append a `session.wake` event with
-    /// `payload`, once per (`source`, `delivery_id`). A replay returns the
-    /// first event's seq with `new: false` and writes nothing. An unknown
-    /// session is [`Error::Invalid`].
-    pub async fn record_wake(
-        &self,
-        session_id: &str,
-        source: &str,
-        delivery_id: &str,
-        payload: Value,
-    ) -> Result<WakeRecorded> {
-        self.retry(|| async {
-            let now = self.now();
-            let mut tx = self.begin_write().await?;
-            let project: Option<String> =
-                sqlx::query_scalar("SELECT project FROM agent_sessions WHERE session_id = ?")
-                    .bind(session_id)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-            let Some(project) = project else {
-                return Err(Error::Invalid(format!("no session `{session_id}`")));
-            };
-            // Why INSERT-first: the primary key decides which of two racing
-            // deliveries of the same id is the first; the loser reads the winner.
-            let n = sqlx::query(
-                "INSERT INTO inbound_wakes (source, delivery_id, session_id, event_seq, created_at)
-                 VALUES (?, ?, ?, 0, ?) ON CONFLICT (source, delivery_id) DO NOTHING",
-            )
-            .bind(source)
-            .bind(delivery_id)
-            .bind(session_id)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-            if n == 0 {
-                let seq: i64 = sqlx::query_scalar(
-                    "SELECT event_seq FROM inbound_wakes WHERE source = ? AND delivery_id = ?",
-                )
-                .bind(source)
-                .bind(delivery_id)
-                .fetch_one(&mut *tx)
-                .await?;
-                return Ok(WakeRecorded { new: false, seq });
-            }
-            let seq = events::append(
-                &mut tx,
-                now,
-                &NewEvent {
-                    kind: "session.wake",
-                    entity_kind: "session",
-                    entity_id: session_id,
-                    actor: source,
-                    channel: "webhook",
-                    project: &project,
-                    session: session_id,
-                    payload: payload.clone(),
-                },
-            )
-            .await?;
-            sqlx::query(
-                "UPDATE inbound_wakes SET event_seq = ? WHERE source = ? AND delivery_id = ?",
-            )
-            .bind(seq)
-            .bind(source)
-            .bind(delivery_id)
-            .execute(&mut *tx)
-            .await?;
-            tx.commit().await?;
-            Ok(WakeRecorded { new: true, seq })
-        })
-        .await
     }
 }
