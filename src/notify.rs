@@ -171,7 +171,9 @@ pub fn targets_for(ev: &Event, session: Option<&Session>, config: &Config) -> Ve
             });
         }
     };
-    if let Some(t) = session.and_then(|s| s.wake_target.clone()) {
+    // An ended session is not woken through its own target (rules still apply).
+    let live = session.filter(|s| s.status != "ended");
+    if let Some(t) = live.and_then(|s| s.wake_target.clone()) {
         add("session".into(), t);
     }
     let agent = session.map(|s| s.agent.as_str()).unwrap_or("");
@@ -271,6 +273,8 @@ mod tests {
             revision: 1,
             created_at: 0,
             updated_at: 0,
+            ended_at: None,
+            last_wait_seq: 0,
         };
         let got = targets_for(&e, Some(&s), &c);
         let origins: Vec<&str> = got.iter().map(|d| d.origin.as_str()).collect();
