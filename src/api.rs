@@ -1,32 +1,166 @@
-//! The daemon's HTTP surface (`fn router(state) -> Router`): health for now;
-//! inbound wakes (`POST /v1/sessions/{id}/wake`, in [`wake`]); the
-//! authenticated `/v1` API and web Inbox grow here.
+//! The daemon's HTTP surface (`fn router(state) -> Router`): `/healthz`,
+//! `/metrics` and the authenticated `/v1` API over the store, for agents
+//! (flag, pending, answer, resolve, boards, propose, claim, complete) and
+//! humans (reply, dismiss, annotate, handled, approve, reject,
+//! resolve-unknown), with long polls and an SSE stream of events.
+//!
+//! Layout: [`ROUTES`] is the one table of every route (method, path, who may
+//! call it, summary, handler); the router and the OpenAPI document are both
+//! built from it, so they cannot disagree. `auth` (tokens, roles, project
+//! scopes, listen policy), `error` (one `ApiError`), `input` (strict JSON and
+//! query extractors), `questions`, `boards`, `actions`, `sessions`,
+//! `events` (page, SSE, long-poll helper), `metrics`, `openapi`.
+//!
+//! No SQL here: handlers call the store, map refusals, and nudge the event
+//! followers after every write. The inbound wake route lives in [`wake`],
+//! outside the token table: it authenticates per `[[wake.sources]]`. The
+//! web Inbox is not here.
 
+mod actions;
+mod auth;
+mod boards;
+mod error;
+mod events;
+mod input;
+mod metrics;
+mod openapi;
+mod questions;
+mod sessions;
 pub mod wake;
 
 use axum::Router;
-use axum::routing::get;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodRouter, get, post, put};
+
+pub use auth::listen_refusal;
 
 use crate::daemon::Shared;
+use auth::Access;
+use error::ApiError;
+
+/// One route: the single source of truth for the router and the OpenAPI document.
+pub(crate) struct Route {
+    /// HTTP method, upper case.
+    pub method: &'static str,
+    /// axum path (`{param}` segments).
+    pub path: &'static str,
+    /// Who may call it.
+    pub access: Access,
+    /// One line for the OpenAPI document.
+    pub summary: &'static str,
+    make: fn() -> MethodRouter<Shared>,
+}
+
+macro_rules! routes {
+    ($($m:ident $verb:literal $path:literal $access:ident $summary:literal => $h:path;)+) => {
+        /// Every route of the API.
+        pub(crate) const ROUTES: &[Route] = &[$(Route {
+            method: $verb,
+            path: $path,
+            access: Access::$access,
+            summary: $summary,
+            make: || $m($h),
+        }),+];
+    };
+}
+
+routes! {
+    get "GET" "/healthz" Public "Liveness: the store answers; the log's last seq." => healthz;
+    get "GET" "/v1/openapi.json" Public "This document." => openapi::serve;
+    get "GET" "/metrics" Read "Prometheus metrics." => metrics::metrics;
+    post "POST" "/v1/questions" Agent "Flag a question (with `key`: update the open one in place)." => questions::flag;
+    get "GET" "/v1/questions" Read "List questions (status, project, session, limit)." => questions::list;
+    get "GET" "/v1/questions/{id}" Read "One question; `wait=reply|change&timeout=30s` long-polls." => questions::get;
+    get "GET" "/v1/pending" Agent "Pick up replies and row responses (project, session, new)." => questions::pending;
+    post "POST" "/v1/questions/{id}/answer" Agent "Record an answer given in the agent's terminal (agent channel)." => questions::answer;
+    post "POST" "/v1/questions/{id}/resolve" Agent "Close a question with an outcome." => questions::resolve;
+    post "POST" "/v1/questions/{id}/reply" Human "Reply as a human (Inbox channel: always wins)." => questions::reply;
+    post "POST" "/v1/questions/{id}/dismiss" Human "Close a question without answering." => questions::dismiss;
+    put "PUT" "/v1/boards" Agent "Create or update a board and rows, all or nothing (CAS)." => boards::upsert;
+    get "GET" "/v1/boards" Read "List boards with progress (project, archived)." => boards::list;
+    get "GET" "/v1/boards/{board}" Read "One board with its rows." => boards::get;
+    post "POST" "/v1/boards/{board}/rows" Agent "Write one row (CAS on its revision)." => boards::row;
+    post "POST" "/v1/boards/{board}/advance" Agent "Archive a row's step and install the next, blocked." => boards::advance;
+    post "POST" "/v1/boards/{board}/outcome" Agent "Store a step's outcome and leave blocked." => boards::outcome;
+    post "POST" "/v1/boards/{board}/rows/{label}/annotate" Human "Answer on a row (Inbox channel)." => boards::annotate;
+    post "POST" "/v1/boards/{board}/rows/{label}/handled" Human "Mark a row handled (or clear the mark)." => boards::handled;
+    post "POST" "/v1/actions" Agent "Propose an action (config rules apply)." => actions::propose;
+    get "GET" "/v1/actions" Read "List actions (status, project), newest first." => actions::list;
+    get "GET" "/v1/actions/{id}" Read "One action; `wait=approved|settled&timeout=30s` long-polls." => actions::get;
+    post "POST" "/v1/actions/{id}/claim" Agent "Claim an approved action for execution." => actions::claim;
+    post "POST" "/v1/actions/{id}/extend" Agent "Extend the lease of a claim." => actions::extend;
+    post "POST" "/v1/actions/{id}/complete" Agent "Record executed or failed." => actions::complete;
+    post "POST" "/v1/actions/{id}/approve" Human "Approve, optionally patching the arguments." => actions::approve;
+    post "POST" "/v1/actions/{id}/reject" Human "Reject with a reason." => actions::reject;
+    post "POST" "/v1/actions/{id}/resolve-unknown" Human "Settle an unknown outcome: executed, failed or retry." => actions::resolve_unknown;
+    post "POST" "/v1/sessions" Agent "Register a session (webhook wake target or none)." => sessions::register;
+    get "GET" "/v1/sessions/{id}" Read "One session (secrets hidden)." => sessions::get;
+    get "GET" "/v1/events" Read "A page of the event log after a seq." => events::page;
+    get "GET" "/v1/events/stream" Read "Server-sent events from Last-Event-ID (or after, or now)." => events::stream;
+}
 
 /// The daemon's routes.
 pub fn router(shared: Shared) -> Router {
-    Router::new()
-        .route("/healthz", get(healthz))
-        .merge(wake::routes())
+    let mut r: Router<Shared> = Router::new();
+    for route in ROUTES {
+        let access = route.access;
+        let layer = axum::middleware::from_fn_with_state(
+            shared.clone(),
+            move |State(s): State<Shared>, req: Request, next: Next| {
+                auth::authorize(s, access, req, next)
+            },
+        );
+        r = r.route(route.path, (route.make)().route_layer(layer));
+    }
+    // Inbound wakes carry their own authentication (source secrets and
+    // signatures), so they are merged outside the token-checked table.
+    r.merge(wake::routes())
+        .fallback(no_route)
+        .method_not_allowed_fallback(wrong_method)
+        .layer(DefaultBodyLimit::max(input::BODY_LIMIT))
+        .layer(axum::middleware::from_fn(metrics::count))
         .with_state(shared)
 }
 
-async fn healthz(
-    axum::extract::State(s): axum::extract::State<Shared>,
-) -> axum::response::Response {
-    use axum::response::IntoResponse;
+/// Every route as `(method, path, access)`, for tests and tooling.
+pub fn routes() -> Vec<(&'static str, &'static str, &'static str)> {
+    ROUTES
+        .iter()
+        .map(|r| (r.method, r.path, r.access.as_str()))
+        .collect()
+}
+
+/// The OpenAPI 3 document served at `/v1/openapi.json`.
+pub fn openapi_document() -> serde_json::Value {
+    openapi::document()
+}
+
+async fn no_route() -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "no_route",
+        "no such route: see /v1/openapi.json",
+    )
+}
+
+async fn wrong_method() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this route does not take that method: see /v1/openapi.json",
+    )
+}
+
+async fn healthz(State(s): State<Shared>) -> Response {
     match s.store.last_event_seq().await {
         Ok(seq) => axum::Json(serde_json::json!({"ok": true, "last_seq": seq})).into_response(),
         Err(e) => {
             tracing::error!(error = %e, "health check cannot read the store");
             (
-                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                StatusCode::SERVICE_UNAVAILABLE,
                 axum::Json(serde_json::json!({"ok": false, "error": "store unavailable"})),
             )
                 .into_response()

@@ -15,7 +15,7 @@ mod render_more;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::Router;
 use futures_util::StreamExt;
@@ -106,7 +106,7 @@ pub(crate) struct Bridge {
     pub bot: TgBot,
     /// Recent pushes per chat, for burst detection (a std Mutex: never held
     /// across an await).
-    recent: Mutex<HashMap<i64, VecDeque<Instant>>>,
+    recent: Mutex<HashMap<i64, VecDeque<i64>>>,
     /// Items waiting to go out in the next digest, per chat.
     digest: Mutex<HashMap<i64, Vec<(String, String)>>>,
     /// Prompts waiting for a text reply: (chat, prompt message id) → what the reply means.
@@ -251,7 +251,7 @@ impl Bridge {
             "question.flagged" | "row.blocked" | "action.proposed"
         );
         let result = if is_new {
-            self.push(item, &ev.entity_id).await
+            self.push(item, &ev.entity_id, ev.at).await
         } else {
             self.redraw(item, &ev.entity_id).await
         };
@@ -266,7 +266,7 @@ impl Bridge {
 
     /// Push an item to its routed chat (once per chat: the durable record
     /// makes a replayed event a no-op).
-    async fn push(&self, item: &str, id: &str) -> Result<(), PushError> {
+    async fn push(&self, item: &str, id: &str, at: i64) -> Result<(), PushError> {
         let Some(meta) = render::meta(&self.store, item, id).await? else {
             return Ok(()); // gone (purged) or nothing to show
         };
@@ -288,7 +288,7 @@ impl Bridge {
         {
             return Ok(()); // already pushed (or in flight) in that chat
         }
-        if self.burst(target.chat_id) {
+        if self.burst(target.chat_id, at) {
             // Part of a burst: goes out in one digest after this batch.
             let mut d = self.digest.lock().expect("digest lock poisoned");
             d.entry(target.chat_id)
@@ -361,17 +361,18 @@ impl Bridge {
         Ok(())
     }
 
-    /// Whether a new push to `chat_id` is part of a burst (more than the
-    /// digest threshold within the window).
-    fn burst(&self, chat_id: i64) -> bool {
-        let window = Duration::from_secs(self.config.telegram.digest_window_secs);
-        let now = Instant::now();
+    /// Whether a new item for `chat_id`, created at `at` (ms), is part of a
+    /// burst: more than the digest threshold created within the window.
+    /// Counted by creation time, not send time, so a burst is seen as one
+    /// even when flood control makes the sends slow.
+    fn burst(&self, chat_id: i64, at: i64) -> bool {
+        let window = (self.config.telegram.digest_window_secs * 1000) as i64;
         let mut recent = self.recent.lock().expect("recent lock poisoned");
         let q = recent.entry(chat_id).or_default();
-        while q.front().is_some_and(|t| now.duration_since(*t) > window) {
+        while q.front().is_some_and(|t| at - *t > window) {
             q.pop_front();
         }
-        q.push_back(now);
+        q.push_back(at);
         q.len() > self.config.telegram.digest_threshold
     }
 

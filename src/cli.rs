@@ -9,6 +9,7 @@ mod actions;
 mod boards;
 mod questions;
 mod sessions;
+mod tokens;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -92,6 +93,11 @@ enum Command {
     Actions(actions::Cmd),
     #[command(flatten)]
     Sessions(sessions::Cmd),
+    /// API tokens: create (printed once), list, revoke.
+    Token {
+        #[command(subcommand)]
+        cmd: tokens::Cmd,
+    },
     /// Print the event log (every state change, in order).
     Events {
         /// Only events after this sequence number.
@@ -204,6 +210,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Board { cmd } => boards::run(cmd, &ctx).await,
         Command::Actions(cmd) => actions::run(cmd, &ctx).await,
         Command::Sessions(cmd) => sessions::run(cmd, &ctx).await,
+        Command::Token { cmd } => tokens::run(cmd, &ctx).await,
         Command::Serve { config, listen } => serve(&ctx, config, listen).await,
         Command::Pair { code, role } => {
             let store = ctx.store().await?;
@@ -278,11 +285,19 @@ async fn serve(
         )
     })?;
     let local = listener.local_addr()?;
+    if let Some(why) = crate::api::listen_refusal(&store, cfg.http.open, local).await? {
+        return Err(fail(exit::ERROR, why));
+    }
     // One plain line on stderr, whatever the log level: scripts and tests
     // read the bound address from it.
     eprintln!(
-        "handoff: serving on http://{local} (database {}, config {})",
+        "handoff: serving on http://{local} (database {}, API {}, config {})",
         db.display(),
+        if cfg.http.open {
+            "open on loopback"
+        } else {
+            "needs a token"
+        },
         cfg_path.map_or("none: defaults".into(), |p| p.display().to_string())
     );
     let shutdown = tokio_util::sync::CancellationToken::new();

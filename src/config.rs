@@ -244,12 +244,18 @@ pub struct HttpConfig {
     /// Address to listen on.
     #[serde(default = "default_listen")]
     pub listen: SocketAddr,
+    /// Serve the `/v1` API without tokens. Only honoured on a loopback
+    /// address, and only when set explicitly; by default every `/v1` route
+    /// needs `Authorization: Bearer hnd_…` (see `handoff token create`).
+    #[serde(default)]
+    pub open: bool,
 }
 
 impl Default for HttpConfig {
     fn default() -> Self {
         HttpConfig {
             listen: default_listen(),
+            open: false,
         }
     }
 }
@@ -598,6 +604,12 @@ impl Config {
         if self.telegram.poll_timeout_secs > 15 {
             return Err("telegram.poll_timeout_secs must be at most 15".into());
         }
+        if self.http.open && !self.http.listen.ip().is_loopback() {
+            return Err(format!(
+                "http.open = true serves the API without tokens, which is allowed only on a loopback address, not {}",
+                self.http.listen
+            ));
+        }
         if self.telegram.mode == TelegramMode::Webhook && self.telegram.webhook_url.is_none() {
             return Err("telegram.mode = \"webhook\" needs telegram.webhook_url".into());
         }
@@ -654,6 +666,10 @@ mod tests {
         let c = parse("").unwrap();
         assert!(c.telegram.token.is_empty());
         assert_eq!(c.http.listen.port(), 8642);
+        assert!(
+            !c.http.open,
+            "the API needs tokens unless opened explicitly"
+        );
         assert_eq!(c.telegram.digest_threshold, 5);
         assert_eq!(c.route("p", "a", None), None);
     }

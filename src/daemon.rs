@@ -55,6 +55,9 @@ pub struct Shared {
     pub waiters: Waiters,
     /// Nudged after a write made in this process, so followers look at once.
     pub nudge: Arc<Notify>,
+    /// Cancelled at shutdown: long polls and event streams end on it, so a
+    /// graceful shutdown does not wait for them.
+    pub shutdown: CancellationToken,
 }
 
 /// Run the daemon on an already-bound `listener` until `shutdown` fires.
@@ -69,6 +72,7 @@ pub async fn run(
         config: Arc::new(config),
         waiters: Waiters::default(),
         nudge: Arc::new(Notify::new()),
+        shutdown: shutdown.clone(),
     };
     let tracker = TaskTracker::new();
 

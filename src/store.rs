@@ -17,6 +17,7 @@ pub mod deliveries;
 pub mod events;
 pub mod questions;
 pub mod sessions;
+pub mod tokens;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -66,12 +67,32 @@ pub enum Error {
     /// Applying the schema failed.
     #[error("cannot prepare the database schema: {0}")]
     Migrate(String),
-    /// Any other database failure.
-    #[error("database error: {0}")]
-    Db(#[from] sqlx::Error),
+    /// Any other database failure. Deliberately not a `#[source]`: the
+    /// message already carries sqlx's text (and sqlx chains its own source),
+    /// so `{:#}` of the chain would print it two or three times.
+    #[error("database error: {}", db_message(.0))]
+    Db(sqlx::Error),
     /// Stored JSON that does not parse (a bug or a hand-edited file).
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
+}
+
+impl From<sqlx::Error> for Error {
+    fn from(e: sqlx::Error) -> Self {
+        Error::Db(e)
+    }
+}
+
+/// sqlx's error in one line: for a database error just SQLite's message
+/// and code, without sqlx's "error returned from database" wrapper.
+fn db_message(e: &sqlx::Error) -> String {
+    match e {
+        sqlx::Error::Database(db) => match db.code() {
+            Some(code) => format!("{} (code {code})", db.message()),
+            None => db.message().to_string(),
+        },
+        other => other.to_string(),
+    }
 }
 
 /// Shorthand for store results.
@@ -88,6 +109,11 @@ const BUSY_RETRIES: u32 = 8;
 pub struct Store {
     pool: SqlitePool,
     clock: Arc<dyn Clock>,
+    /// Serialises this process's writers before they ask SQLite for the
+    /// write lock: queued on a fair async mutex instead of spinning in
+    /// SQLite's busy handler (which sleeps up to tens of ms per round).
+    /// Writers in other processes still meet at SQLite's lock.
+    write_lock: Arc<tokio::sync::Mutex<()>>,
     path: PathBuf,
 }
 
@@ -134,6 +160,7 @@ impl Store {
         let store = Store {
             pool,
             clock,
+            write_lock: Arc::new(tokio::sync::Mutex::new(())),
             path: path.to_path_buf(),
         };
         store.migrate().await?;
@@ -222,8 +249,12 @@ impl Store {
     /// (`BEGIN IMMEDIATE`), so it can never fail later with
     /// `SQLITE_BUSY_SNAPSHOT` when a read upgrades to a write. Dropping the
     /// transaction without commit rolls it back.
-    pub(crate) async fn begin_write(&self) -> Result<Transaction<'static, Sqlite>> {
-        Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
+    pub(crate) async fn begin_write(&self) -> Result<WriteTx> {
+        // The guard is taken before a pooled connection, so queued writers
+        // don't sit on connections readers need.
+        let guard = self.write_lock.clone().lock_owned().await;
+        let tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        Ok(WriteTx { tx, _guard: guard })
     }
 
     /// Run `op` (one guarded statement or one whole transaction) and retry it
@@ -267,6 +298,33 @@ impl Store {
     /// Close the pool, checkpointing the WAL.
     pub async fn close(&self) {
         self.pool.close().await;
+    }
+}
+
+/// A write transaction holding this process's write turn. Derefs to the
+/// connection; dropping it without [`commit`](WriteTx::commit) rolls back.
+pub(crate) struct WriteTx {
+    tx: Transaction<'static, Sqlite>,
+    _guard: tokio::sync::OwnedMutexGuard<()>,
+}
+
+impl WriteTx {
+    /// Commit, then give the write turn to the next writer.
+    pub(crate) async fn commit(self) -> Result<()> {
+        Ok(self.tx.commit().await?)
+    }
+}
+
+impl std::ops::Deref for WriteTx {
+    type Target = sqlx::SqliteConnection;
+    fn deref(&self) -> &Self::Target {
+        &self.tx
+    }
+}
+
+impl std::ops::DerefMut for WriteTx {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.tx
     }
 }
 

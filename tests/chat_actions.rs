@@ -132,9 +132,12 @@ async fn quorum_strangers_and_double_taps_in_a_group() {
             .map(|_| ())
     })
     .await;
-    // Carol's refused tap is audited.
-    let events = json(&db.cli(&["--json", "events", "--limit", "1000"])).to_string();
-    assert!(events.contains("chat.refused"), "{events}");
+    // Carol's refused tap is in the action's audit, and counted nothing.
+    let audit = json(&db.cli(&["--json", "audit", &id])).to_string();
+    assert!(
+        audit.contains("refused_attempt") && audit.contains("@user3"),
+        "{audit}"
+    );
 }
 
 #[tokio::test]

@@ -67,3 +67,61 @@ async fn kill_9_mid_burst_then_restart_leaves_no_item_without_a_message() {
     );
     assert!(distinct.len() >= 20);
 }
+
+#[tokio::test]
+async fn decisions_taken_before_a_kill_9_are_applied_once_after_restart() {
+    let db = TempDb::new();
+    let store = db.open().await;
+    let fake = FakeTelegram::start().await;
+    let cfg =
+        common::daemon::write_config(db.dir.path(), &fake.url, &[("me", ME, &[ME], &[ME])], "");
+    let mut d = Daemon::start(&db.path, &cfg);
+    let out = db.cli(&[
+        "--json",
+        "propose",
+        "--kind",
+        "deploy",
+        "--summary",
+        "crash-safe deploy",
+        "--args",
+        "{}",
+        "--approvals",
+        "1",
+    ]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let id = common::json(&out)["action"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let msg = fake
+        .until(15, "the action", |f| {
+            f.messages(ME)
+                .into_iter()
+                .find(|m| m.text.contains("crash-safe deploy"))
+        })
+        .await;
+    // Tap, and kill the daemon the moment the decision is committed: the
+    // update may not be confirmed to Telegram yet, so it can come again.
+    fake.tap(ME, ME, msg.message_id, &msg.button("Approve"));
+    loop {
+        let a = store.get_action(&id).await.unwrap();
+        if a.status.as_str() == "approved" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    d.kill9();
+    let _d2 = Daemon::start(&db.path, &cfg);
+    // A second tap after the restart (a user retrying) is told, not applied.
+    fake.tap(ME, ME, msg.message_id, &msg.button("Approve"));
+    fake.until(15, "the retry told", |f| {
+        f.toasts()
+            .into_iter()
+            .find(|t| t.contains("Already approved"))
+    })
+    .await;
+    let audit = store.action_audit(&id).await.unwrap();
+    let approvals = audit.iter().filter(|e| e.event == "approved").count();
+    assert_eq!(approvals, 1, "{audit:#?}");
+    assert_eq!(store.get_action(&id).await.unwrap().approvals, 1);
+}

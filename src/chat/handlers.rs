@@ -81,7 +81,8 @@ impl Bridge {
         }
     }
 
-    async fn toast(&self, q: &CallbackQuery, text: &str) {
+    /// Answer a tap with a short toast (Telegram allows 200 characters).
+    pub(crate) async fn toast(&self, q: &CallbackQuery, text: &str) {
         let text = render::cut(text, 190);
         if let Err(e) = self
             .bot
@@ -150,11 +151,24 @@ impl Bridge {
             Item::Row => "row",
             Item::Action => "action",
         };
-        if let Err(e) = self
-            .store
-            .chat_refused(chat_id, user.id.0 as i64, &actor(user), kind, &cb.id)
-            .await
-        {
+        let who = actor(user);
+        let res = if cb.item == Item::Action {
+            // Actions have their own append-only audit: the attempt goes there.
+            let a = crate::store::actions::Actor {
+                name: &who,
+                channel: "chat",
+            };
+            self.store
+                .audit_refused_attempt(&cb.id, a, &format!("not an approver in chat {chat_id}"))
+                .await
+                .map_err(|e| e.to_string())
+        } else {
+            self.store
+                .chat_refused(chat_id, user.id.0 as i64, &who, kind, &cb.id)
+                .await
+                .map_err(|e| e.to_string())
+        };
+        if let Err(e) = res {
             tracing::warn!(error = %e, "cannot audit a refused tap");
         }
     }

@@ -16,18 +16,6 @@ use crate::store::questions::ReplyKind;
 use crate::store::short_id;
 
 impl Bridge {
-    async fn tap_toast(&self, q: &CallbackQuery, text: &str) {
-        let text = cut(text, 190);
-        if let Err(e) = self
-            .bot
-            .answer_callback_query(q.id.clone())
-            .text(text)
-            .await
-        {
-            tracing::debug!(error = %e, "cannot answer a callback query");
-        }
-    }
-
     pub(crate) async fn tap_row(
         &self,
         q: &CallbackQuery,
@@ -39,23 +27,23 @@ impl Bridge {
     ) {
         let row = match row_of(&self.store, &cb.id).await {
             Ok(Some((_, r))) => r,
-            Ok(None) => return self.tap_toast(q, "That row no longer exists.").await,
+            Ok(None) => return self.toast(q, "That row no longer exists.").await,
             Err(e) => {
                 tracing::error!(error = %e, "store failed on a row tap");
                 return self
-                    .tap_toast(q, "Something went wrong on the host; try again.")
+                    .toast(q, "Something went wrong on the host; try again.")
                     .await;
             }
         };
         if row.action_version != cb.revision {
             self.redraw_quiet("row", &cb.id).await;
             return self
-                .tap_toast(q, "The step changed — see the updated message.")
+                .toast(q, "The step changed — see the updated message.")
                 .await;
         }
         match cb.verb {
             Verb::Answer => {
-                self.tap_toast(q, "Send your answer as a reply.").await;
+                self.toast(q, "Send your answer as a reply.").await;
                 let text = format!("💬 Answer #{}: reply to this message.", short_id(&cb.id));
                 self.prompt(
                     chat_id,
@@ -76,11 +64,11 @@ impl Bridge {
                         Some(cb.revision),
                     )
                     .await;
-                self.tap_toast(q, &text).await;
+                self.toast(q, &text).await;
             }
             Verb::Handled => {
                 let Ok(Some((board, r))) = row_of(&self.store, &cb.id).await else {
-                    return self.tap_toast(q, "That row no longer exists.").await;
+                    return self.toast(q, "That row no longer exists.").await;
                 };
                 let h = Handled {
                     board: board.id.clone(),
@@ -103,12 +91,9 @@ impl Bridge {
                         "Something went wrong on the host; try again.".to_string()
                     }
                 };
-                self.tap_toast(q, &text).await;
+                self.toast(q, &text).await;
             }
-            _ => {
-                self.tap_toast(q, "That button doesn't apply to a row.")
-                    .await
-            }
+            _ => self.toast(q, "That button doesn't apply to a row.").await,
         }
         self.redraw_quiet("row", &cb.id).await;
     }
@@ -181,11 +166,11 @@ impl Bridge {
     ) {
         let action = match action_of(&self.store, &cb.id).await {
             Ok(Some(a)) => a,
-            Ok(None) => return self.tap_toast(q, "That action no longer exists.").await,
+            Ok(None) => return self.toast(q, "That action no longer exists.").await,
             Err(e) => {
                 tracing::error!(error = %e, "store failed on an action tap");
                 return self
-                    .tap_toast(q, "Something went wrong on the host; try again.")
+                    .toast(q, "Something went wrong on the host; try again.")
                     .await;
             }
         };
@@ -249,7 +234,7 @@ impl Bridge {
             }
             _ => "That button doesn't apply to an action.".to_string(),
         };
-        self.tap_toast(q, &text).await;
+        self.toast(q, &text).await;
         self.redraw_quiet("action", &cb.id).await;
     }
 

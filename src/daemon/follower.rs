@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use crate::store::{Event, Store};
 
 /// How often the log is polled for events written by other processes.
-pub const POLL: Duration = Duration::from_millis(100);
+pub const POLL: Duration = Duration::from_millis(25);
 
 /// Events fetched per read.
 const BATCH: i64 = 256;

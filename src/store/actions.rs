@@ -26,6 +26,7 @@
 //! thread: expiry is lazy, and `expire_due()` is called by whoever owns a
 //! cadence (the daemon, `handoff expire`).
 
+mod attempts;
 pub mod codec;
 mod execution;
 mod outcomes;

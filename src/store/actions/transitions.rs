@@ -336,7 +336,7 @@ impl Store {
     /// settle an action whose expiry has passed so it cannot come back.
     async fn explain_refused_approval(
         &self,
-        mut tx: sqlx::Transaction<'static, sqlx::Sqlite>,
+        mut tx: crate::store::WriteTx,
         now: i64,
         id: &str,
         actor: Actor<'_>,

@@ -10,23 +10,17 @@
 //!   `reply_seq` (two replies in one millisecond share `replied_at`).
 
 use serde_json::json;
-use sqlx::{Sqlite, Transaction};
 
 use super::read::get_on;
 use super::write::{event, explain_closed};
 use super::{
     Delivery, NewReply, Outcome, Question, Refusal, ReplyKind, Source, Status, from_row, validate,
 };
-use crate::store::{Result, Store};
+use crate::store::{Result, Store, WriteTx};
 
 /// Append a history row and the `question.answered` event for the reply
 /// `q` now carries.
-async fn record_reply(
-    tx: &mut Transaction<'static, Sqlite>,
-    now: i64,
-    q: &Question,
-    channel: &str,
-) -> Result<()> {
+async fn record_reply(tx: &mut WriteTx, now: i64, q: &Question, channel: &str) -> Result<()> {
     let r = q
         .reply
         .as_ref()
@@ -253,7 +247,7 @@ impl Store {
     /// none of these — the caller refines it).
     async fn explain(
         &self,
-        tx: &mut Transaction<'static, Sqlite>,
+        tx: &mut WriteTx,
         id: &str,
         expected_revision: Option<i64>,
     ) -> Result<Refusal> {
@@ -291,18 +285,35 @@ impl Store {
         session: Option<&str>,
         include_seen: bool,
     ) -> Result<Vec<Question>> {
-        let rows = sqlx::query(
-            "SELECT * FROM questions
-             WHERE status = 'open' AND reply IS NOT NULL
-               AND (?1 IS NULL OR project = ?1) AND (?2 IS NULL OR session = ?2)
-               AND (?3 OR reply_seen_at IS NULL)
-             ORDER BY replied_at, id",
-        )
-        .bind(project)
-        .bind(session)
-        .bind(include_seen)
-        .fetch_all(self.pool())
-        .await?;
+        // Two spellings so SQLite can use the `questions_pending` index on
+        // the session when one is given (an `?2 IS NULL OR …` filter can't).
+        let rows = match session {
+            Some(session) => {
+                sqlx::query(
+                    "SELECT * FROM questions
+                 WHERE status = 'open' AND reply IS NOT NULL AND session = ?2
+                   AND (?1 IS NULL OR project = ?1) AND (?3 OR reply_seen_at IS NULL)
+                 ORDER BY replied_at, id",
+                )
+                .bind(project)
+                .bind(session)
+                .bind(include_seen)
+                .fetch_all(self.pool())
+                .await?
+            }
+            None => {
+                sqlx::query(
+                    "SELECT * FROM questions
+                 WHERE status = 'open' AND reply IS NOT NULL
+                   AND (?1 IS NULL OR project = ?1) AND (?2 OR reply_seen_at IS NULL)
+                 ORDER BY replied_at, id",
+                )
+                .bind(project)
+                .bind(include_seen)
+                .fetch_all(self.pool())
+                .await?
+            }
+        };
         rows.iter().map(from_row).collect()
     }
 
@@ -321,13 +332,7 @@ impl Store {
         .await
     }
 
-    async fn mark_on(
-        &self,
-        tx: &mut Transaction<'static, Sqlite>,
-        now: i64,
-        q: &Question,
-        by: &str,
-    ) -> Result<bool> {
+    async fn mark_on(&self, tx: &mut WriteTx, now: i64, q: &Question, by: &str) -> Result<bool> {
         // Why `reply_seq = ?`: mark only the reply that was read. If a human
         // re-replied between read and mark — even within the same
         // millisecond — the counter moved, the mark fails and the newer

@@ -1,0 +1,239 @@
+//! HTTP API measurements over real TCP against the real router and a real
+//! SQLite file:
+//!
+//! - `POST /v1/questions` requests per second (8 concurrent clients);
+//! - answer → long-poll wake-up latency with 100 concurrent waiting agents
+//!   (`GET /v1/questions/{id}?wait=reply`), p50 / p99, for an answer made
+//!   through the API (`POST …/reply`: an in-process write, which nudges the
+//!   follower) and for one written by another store handle (as another
+//!   process would: seen by the follower's 100 ms poll);
+//! - the idle RSS of a real `handoff serve` process (VmRSS from /proc).
+//!
+//! Run: `cargo bench --bench api` (quick smoke: `HANDOFF_BENCH_QUICK=1`).
+//! A measurement, not a test: nothing here asserts a speed.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use handoff::config::Config;
+use handoff::daemon::{Shared, Waiters};
+use handoff::store::Store;
+use handoff::store::questions::NewReply;
+use handoff::store::tokens::Role;
+use serde_json::{Value, json};
+
+const WAITERS: usize = 100;
+const CLIENTS: usize = 8;
+
+fn pct(sorted: &[Duration], p: f64) -> Duration {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i]
+}
+
+async fn serve(store: Store) -> (String, Shared) {
+    let shared = Shared {
+        store: store.clone(),
+        config: Arc::new(Config::default()),
+        waiters: Waiters::default(),
+        nudge: Arc::new(tokio::sync::Notify::new()),
+        shutdown: tokio_util::sync::CancellationToken::new(),
+    };
+    let s = shared.clone();
+    let start = store.last_event_seq().await.unwrap();
+    tokio::spawn(async move {
+        handoff::daemon::follower::follow(
+            s.store.clone(),
+            start,
+            &s.nudge,
+            s.shutdown.clone(),
+            s.waiters.clone(),
+        )
+        .await;
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = handoff::api::router(shared.clone());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{addr}"), shared)
+}
+
+async fn flag_rate(base: &str, token: &str, n: usize) {
+    let http = reqwest::Client::new();
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..CLIENTS {
+        let (http, base, token) = (http.clone(), base.to_string(), token.to_string());
+        tasks.push(tokio::spawn(async move {
+            for i in 0..n / CLIENTS {
+                let r = http
+                    .post(format!("{base}/v1/questions"))
+                    .bearer_auth(&token)
+                    .json(&json!({"project": "bench", "title": format!("q {c}-{i}")}))
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(r.status(), 201);
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let el = started.elapsed();
+    let done = (n / CLIENTS) * CLIENTS;
+    println!(
+        "POST /v1/questions: {done} requests, {CLIENTS} clients: {:.0} req/s",
+        done as f64 / el.as_secs_f64()
+    );
+}
+
+/// 100 waiters; answer each question in turn and time answer → response.
+async fn wake_latency(base: &str, agent: &str, human: &str, other: Option<&Store>, label: &str) {
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(WAITERS + 8)
+        .build()
+        .unwrap();
+    let mut ids = Vec::new();
+    for i in 0..WAITERS {
+        let v: Value = http
+            .post(format!("{base}/v1/questions"))
+            .bearer_auth(agent)
+            .json(&json!({"project": "bench", "title": format!("wait {i}")}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        ids.push(v["question"]["id"].as_str().unwrap().to_string());
+    }
+    let mut polls = Vec::new();
+    for id in &ids {
+        let (http, url, agent) = (
+            http.clone(),
+            format!("{base}/v1/questions/{id}?wait=reply&timeout=120s"),
+            agent.to_string(),
+        );
+        polls.push(tokio::spawn(async move {
+            let v: Value = http
+                .get(url)
+                .bearer_auth(agent)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            assert_eq!(v["outcome"], "done");
+            Instant::now()
+        }));
+    }
+    // Let every poll reach the daemon and register.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut sent = Vec::new();
+    for id in &ids {
+        let t0 = Instant::now();
+        match other {
+            Some(store) => {
+                store
+                    .reply_inbox(
+                        id,
+                        &NewReply {
+                            text: "ok".into(),
+                            by: "bench".into(),
+                            ..Default::default()
+                        },
+                    )
+                    .await
+                    .unwrap()
+                    .unwrap();
+            }
+            None => {
+                let r = http
+                    .post(format!("{base}/v1/questions/{id}/reply"))
+                    .bearer_auth(human)
+                    .json(&json!({"text": "ok"}))
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(r.status(), 200);
+            }
+        }
+        sent.push(t0);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let mut lat = Vec::new();
+    for (p, t0) in polls.into_iter().zip(sent) {
+        let t1 = p.await.unwrap();
+        lat.push(t1.saturating_duration_since(t0));
+    }
+    lat.sort();
+    println!(
+        "answer -> long-poll wake ({label}), {WAITERS} waiters: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        pct(&lat, 0.5).as_secs_f64() * 1e3,
+        pct(&lat, 0.99).as_secs_f64() * 1e3,
+        lat.last().unwrap().as_secs_f64() * 1e3
+    );
+}
+
+fn idle_rss() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("handoff.toml");
+    std::fs::write(&cfg, "").unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_handoff"))
+        .args(["serve", "--config"])
+        .arg(&cfg)
+        .args(["--listen", "127.0.0.1:0"])
+        .env("HANDOFF_DB", dir.path().join("h.db"))
+        .env_remove("HANDOFF_TELEGRAM_TOKEN")
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    let status =
+        std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
+    let rss = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS"))
+        .unwrap_or("VmRSS: ?")
+        .to_string();
+    println!(
+        "idle `handoff serve` (no chat configured), after 3 s: {}",
+        rss.split_whitespace().skip(1).collect::<Vec<_>>().join(" ")
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[tokio::main]
+async fn main() {
+    let quick = std::env::var_os("HANDOFF_BENCH_QUICK").is_some()
+        || std::env::args().any(|a| a == "--quick");
+    let n = if quick { 200 } else { 4000 };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bench.db");
+    let store = Store::open(&path).await.unwrap();
+    let agent = store
+        .token_create("bench-agent", Role::Agent, None)
+        .await
+        .unwrap()
+        .secret;
+    let human = store
+        .token_create("bench-human", Role::Human, None)
+        .await
+        .unwrap()
+        .secret;
+    let (base, _shared) = serve(store).await;
+    flag_rate(&base, &agent, n).await;
+    wake_latency(&base, &agent, &human, None, "reply via the API").await;
+    let other = Store::open(&path).await.unwrap();
+    wake_latency(
+        &base,
+        &agent,
+        &human,
+        Some(&other),
+        "reply by another store handle",
+    )
+    .await;
+    idle_rss();
+}

@@ -1,0 +1,423 @@
+//! Pending-action routes. Agent side: propose (the config's `[[rule]]`s and
+//! `[redact]` keys apply, as on the CLI), status with a long poll, claim,
+//! extend the lease, complete. Human side: approve (optionally patching the
+//! arguments), reject, resolve an `unknown` outcome.
+//!
+//! Losers don't fail: a second approver or a double tap gets `200` with the
+//! winner's decision in `outcome` (`already_decided`, `already_approved_by`,
+//! `expired`); only a refused patch, a refused claim or completion, and a
+//! resolve on an action that is not `unknown` are 409. Human-role callers
+//! see arguments redacted; agents (who execute them) see the real values.
+//! Executor and verifier argv cannot be set over HTTP: the daemon would
+//! run them.
+
+use axum::Extension;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::auth::Caller;
+use super::error::{ApiError, ApiResult};
+use super::events::wait_until;
+use super::input::{Body, Params, wait_timeout};
+use super::questions::wrote;
+use crate::daemon::Shared;
+use crate::store::actions::{
+    Action, Actor, ClaimOutcome, CompleteOutcome, NewAction, OnExpire, Resolution, Settled, Status,
+};
+
+/// The action `id` (full or short) if the caller may see it.
+async fn visible(s: &Shared, c: &Caller, id: &str) -> ApiResult<Action> {
+    let a = s.store.get_action(id).await?;
+    if !c.sees(&a.project) {
+        return Err(ApiError::not_found(format!("action `{id}`")));
+    }
+    Ok(a)
+}
+
+/// The action as this caller may see it.
+fn show(c: &Caller, a: &Action) -> Value {
+    let a = if c.sees_secrets() {
+        a.clone()
+    } else {
+        a.redacted()
+    };
+    serde_json::to_value(a).unwrap_or(Value::Null)
+}
+
+/// A serialized outcome with its `action` shown as this caller may see it.
+fn shown<T: Serialize>(c: &Caller, v: &T, a: &Action) -> Value {
+    let mut j = serde_json::to_value(v).unwrap_or(Value::Null);
+    if let Value::Object(m) = &mut j {
+        m.insert("action".into(), show(c, a));
+    }
+    j
+}
+
+fn duration(what: &str, text: &str) -> ApiResult<i64> {
+    let ms = crate::clock::parse_duration_ms(text)
+        .map_err(|e| ApiError::invalid(format!("{what}: {e}")))?;
+    if ms <= 0 {
+        return Err(ApiError::invalid(format!("{what} must be positive")));
+    }
+    Ok(ms)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ProposeBody {
+    kind: String,
+    summary: String,
+    #[serde(default)]
+    args: Map<String, Value>,
+    dedup_key: Option<String>,
+    /// `30m`, `24h`, …
+    ttl: Option<String>,
+    approvals_required: Option<i64>,
+    #[serde(default)]
+    on_expire: OnExpire,
+    #[serde(default)]
+    project: String,
+    #[serde(default)]
+    session: String,
+}
+
+/// `POST /v1/actions`: propose (201 created, 200 the live action with the
+/// same dedup key and payload, 409 `dedup_conflict` for a different payload).
+pub(crate) async fn propose(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Body(b): Body<ProposeBody>,
+) -> ApiResult<Response> {
+    let ttl_ms = b.ttl.as_deref().map(|t| duration("ttl", t)).transpose()?;
+    let new = NewAction {
+        kind: b.kind,
+        summary: b.summary,
+        args: Value::Object(b.args).to_string(),
+        dedup_key: b.dedup_key,
+        ttl_ms,
+        approvals_required: b.approvals_required.unwrap_or(1),
+        on_expire: b.on_expire,
+        proposer: c.name.clone(),
+        channel: "agent".into(),
+        project: c.write_project(&b.project)?,
+        session: b.session,
+        exec: None,
+        verify: None,
+        redact_keys: Some(s.config.redact.keys.clone()),
+    };
+    let proposed = s.store.propose(&new).await?;
+    wrote(&s);
+    let mut action = proposed.action.clone();
+    let mut rule = None;
+    if proposed.created
+        && let Some(applied) = s.store.apply_rules(&action, &s.config.rules).await?
+    {
+        wrote(&s);
+        rule = Some(json!({"rule": applied.rule, "decision": applied.decision}));
+        action = applied.action;
+    }
+    let status = if proposed.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    let body = json!({"created": proposed.created, "rule": rule, "action": show(&c, &action)});
+    Ok((status, axum::Json(body)).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ListQuery {
+    status: Option<String>,
+    project: Option<String>,
+}
+
+/// `GET /v1/actions?status&project`: newest first, lazy expiry applied.
+pub(crate) async fn list(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Params(q): Params<ListQuery>,
+) -> ApiResult<axum::Json<Vec<Value>>> {
+    let status = match q.status.as_deref() {
+        Some(st) => Some(Status::parse(st).ok_or_else(|| {
+            ApiError::invalid(format!(
+                "`{st}` is not an action status: use pending, approved, executing, executed, failed, unknown, rejected or expired"
+            ))
+        })?),
+        None => None,
+    };
+    let project = c.filter(q.project)?;
+    let list = s.store.list_actions(status).await?;
+    Ok(axum::Json(
+        list.iter()
+            .filter(|a| project.as_deref().is_none_or(|p| p == a.project))
+            .map(|a| show(&c, a))
+            .collect(),
+    ))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct GetQuery {
+    wait: Option<String>,
+    timeout: Option<String>,
+}
+
+/// `GET /v1/actions/{id}`; with `?wait=approved` a long poll until it is
+/// decided (no longer pending), with `?wait=settled` until it is final or
+/// `unknown`; answers `{"outcome": "done"|"still_running", "action": …}`.
+pub(crate) async fn get(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path(id): Path<String>,
+    Params(q): Params<GetQuery>,
+) -> ApiResult<Response> {
+    let first = visible(&s, &c, &id).await?;
+    let Some(wait) = q.wait.as_deref() else {
+        if q.timeout.is_some() {
+            return Err(ApiError::invalid(
+                "timeout needs wait=approved or wait=settled",
+            ));
+        }
+        let mut a = first;
+        a.status = a.effective_status(s.store.now());
+        return Ok(axum::Json(show(&c, &a)).into_response());
+    };
+    let done: fn(Status) -> bool = match wait {
+        "approved" | "decided" => |st| st != Status::Pending,
+        "settled" => |st| st.is_settled() || st == Status::Unknown,
+        other => {
+            return Err(ApiError::invalid(format!(
+                "wait=`{other}`: use wait=approved or wait=settled"
+            )));
+        }
+    };
+    let timeout = wait_timeout(q.timeout.as_deref())?;
+    let key = format!("action:{}", first.id);
+    let full = first.id.clone();
+    let (action, ok) = wait_until(&s, &key, timeout, || {
+        let (s, full) = (s.clone(), full.clone());
+        async move {
+            let mut a = s.store.get_action(&full).await?;
+            // Lazy expiry: show (and decide on) the effective status; the
+            // daemon's sweep writes it.
+            a.status = a.effective_status(s.store.now());
+            let d = done(a.status);
+            Ok((a, d))
+        }
+    })
+    .await?;
+    let settled = if ok {
+        Settled::Done { action }
+    } else {
+        Settled::StillRunning { action }
+    };
+    Ok(axum::Json(shown(&c, &settled, settled.action())).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ClaimBody {
+    owner: String,
+    /// How long the claim holds unless extended (default `5m`).
+    lease: Option<String>,
+}
+
+/// `POST /v1/actions/{id}/claim`: `approved → executing` for `owner`.
+pub(crate) async fn claim(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path(id): Path<String>,
+    Body(b): Body<ClaimBody>,
+) -> ApiResult<axum::Json<Value>> {
+    let a = visible(&s, &c, &id).await?;
+    let lease = duration("lease", b.lease.as_deref().unwrap_or("5m"))?;
+    let out = s.store.claim(&a.id, &b.owner, lease).await?;
+    wrote(&s);
+    match &out {
+        ClaimOutcome::Claimed { action } => Ok(axum::Json(shown(&c, &out, action))),
+        ClaimOutcome::NotClaimable { action } => Err(ApiError::conflict(
+            "not_claimable",
+            format!(
+                "the action is {}, not approved: nothing to claim",
+                action.status
+            ),
+        )
+        .with_detail(show(&c, action))),
+    }
+}
+
+/// `POST /v1/actions/{id}/extend`: push the lease of the caller's claim.
+pub(crate) async fn extend(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path(id): Path<String>,
+    Body(b): Body<ClaimBody>,
+) -> ApiResult<axum::Json<Value>> {
+    let a = visible(&s, &c, &id).await?;
+    let lease = duration("lease", b.lease.as_deref().unwrap_or("5m"))?;
+    if !s.store.extend_lease(&a.id, &b.owner, lease).await? {
+        let now = s.store.get_action(&a.id).await?;
+        return Err(ApiError::conflict(
+            "not_owner",
+            format!(
+                "`{}` does not hold an executing claim on this action (it is {})",
+                b.owner, now.status
+            ),
+        )
+        .with_detail(show(&c, &now)));
+    }
+    let now = s.store.get_action(&a.id).await?;
+    Ok(axum::Json(
+        json!({"extended": true, "action": show(&c, &now)}),
+    ))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CompleteBody {
+    owner: String,
+    success: bool,
+    #[serde(default)]
+    result: Value,
+    error: Option<String>,
+}
+
+/// `POST /v1/actions/{id}/complete`: the owner records `executed` or `failed`.
+pub(crate) async fn complete(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path(id): Path<String>,
+    Body(b): Body<CompleteBody>,
+) -> ApiResult<axum::Json<Value>> {
+    let a = visible(&s, &c, &id).await?;
+    let out = s
+        .store
+        .complete(&a.id, &b.owner, b.success, b.result, b.error.as_deref())
+        .await?;
+    wrote(&s);
+    match &out {
+        CompleteOutcome::Completed { action } => Ok(axum::Json(shown(&c, &out, action))),
+        CompleteOutcome::NotOwner { action } => Err(ApiError::conflict(
+            "not_owner",
+            format!(
+                "`{}` does not hold an executing claim on this action (it is {})",
+                b.owner, action.status
+            ),
+        )
+        .with_detail(show(&c, action))),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ApproveBody {
+    /// Changes to the arguments: known keys, same JSON types.
+    patch: Option<Map<String, Value>>,
+    by: Option<String>,
+}
+
+/// `POST /v1/actions/{id}/approve`: add the caller's approval, optionally
+/// patching the arguments (validated before anything changes: 422).
+pub(crate) async fn approve(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path(id): Path<String>,
+    Body(b): Body<ApproveBody>,
+) -> ApiResult<axum::Json<Value>> {
+    let a = visible(&s, &c, &id).await?;
+    let by = c.actor(b.by.as_deref())?;
+    let patch = b.patch.map(|p| Value::Object(p).to_string());
+    let actor = Actor {
+        name: &by,
+        channel: "inbox",
+    };
+    let out = s.store.approve(&a.id, actor, patch.as_deref()).await?;
+    wrote(&s);
+    if let crate::store::actions::ApproveOutcome::PatchRefused { reason, action } = &out {
+        return Err(
+            ApiError::conflict("patch_refused", reason.clone()).with_detail(show(&c, action))
+        );
+    }
+    Ok(axum::Json(shown(&c, &out, out.action())))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RejectBody {
+    reason: String,
+    by: Option<String>,
+}
+
+/// `POST /v1/actions/{id}/reject`: one rejection rejects.
+pub(crate) async fn reject(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path(id): Path<String>,
+    Body(b): Body<RejectBody>,
+) -> ApiResult<axum::Json<Value>> {
+    let a = visible(&s, &c, &id).await?;
+    let by = c.actor(b.by.as_deref())?;
+    let actor = Actor {
+        name: &by,
+        channel: "inbox",
+    };
+    let out = s.store.reject(&a.id, actor, &b.reason).await?;
+    wrote(&s);
+    Ok(axum::Json(shown(&c, &out, out.action())))
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum ResolutionBody {
+    Executed,
+    Failed,
+    Retry,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ResolveUnknownBody {
+    resolution: ResolutionBody,
+    by: Option<String>,
+}
+
+/// `POST /v1/actions/{id}/resolve-unknown`: a person settles an `unknown`
+/// outcome (it happened, it did not, or run it again).
+pub(crate) async fn resolve_unknown(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path(id): Path<String>,
+    Body(b): Body<ResolveUnknownBody>,
+) -> ApiResult<axum::Json<Value>> {
+    let a = visible(&s, &c, &id).await?;
+    let by = c.actor(b.by.as_deref())?;
+    let resolution = match b.resolution {
+        ResolutionBody::Executed => Resolution::Executed,
+        ResolutionBody::Failed => Resolution::Failed,
+        ResolutionBody::Retry => Resolution::Retry,
+    };
+    let actor = Actor {
+        name: &by,
+        channel: "inbox",
+    };
+    match s.store.resolve_unknown(&a.id, actor, resolution).await? {
+        Ok(action) => {
+            wrote(&s);
+            Ok(axum::Json(
+                json!({"resolved": true, "action": show(&c, &action)}),
+            ))
+        }
+        Err(action) => Err(ApiError::conflict(
+            "not_unknown",
+            format!(
+                "the action is {}, not unknown: nothing to resolve",
+                action.status
+            ),
+        )
+        .with_detail(show(&c, &action))),
+    }
+}

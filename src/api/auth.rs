@@ -1,0 +1,232 @@
+//! Who is calling: bearer tokens, roles, project scopes, and the listen
+//! policy of the daemon.
+//!
+//! Every `/v1` route declares an [`Access`]; a per-route middleware checks
+//! the `Authorization: Bearer hnd_…` header against the store (hash lookup,
+//! constant-time compare), refuses a missing, unknown or revoked token with
+//! 401 and a role that may not use the route with 403, and hands the handler
+//! a [`Caller`]. Handlers apply the project scope: a project-scoped token
+//! sees only its project (lists are filtered, a foreign item is 404 as if it
+//! did not exist) and naming another project in a request is 403.
+//!
+//! With `[http] open = true` (loopback only) a request without a token acts
+//! as a local admin; a request that does present a token is still checked.
+
+use std::net::SocketAddr;
+
+use axum::extract::Request;
+use axum::http::header;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::error::{ApiError, ApiResult};
+use crate::daemon::Shared;
+use crate::store::tokens::Role;
+
+/// Who may use a route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Anyone, no token (health, the OpenAPI document).
+    Public,
+    /// Any valid token (reads).
+    Read,
+    /// Agent or admin tokens (the agent side).
+    Agent,
+    /// Human or admin tokens (the human side: the Inbox door).
+    Human,
+}
+
+impl Access {
+    /// The name used in the OpenAPI document and tests.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Access::Public => "public",
+            Access::Read => "read",
+            Access::Agent => "agent",
+            Access::Human => "human",
+        }
+    }
+}
+
+/// The authenticated caller, put in the request's extensions.
+#[derive(Debug, Clone)]
+pub(crate) struct Caller {
+    /// The token's name (the actor of its writes); `local` when open.
+    pub name: String,
+    /// Its role.
+    pub role: Role,
+    /// The one project it may touch; `None` = all.
+    pub project: Option<String>,
+    /// False for an unauthenticated request on an open loopback daemon.
+    pub token: bool,
+}
+
+impl Caller {
+    fn may(&self, access: Access) -> bool {
+        matches!(
+            (access, self.role),
+            (Access::Public | Access::Read, _)
+                | (_, Role::Admin)
+                | (Access::Agent, Role::Agent)
+                | (Access::Human, Role::Human)
+        )
+    }
+
+    /// Whether an item of `project` is visible to this caller.
+    pub fn sees(&self, project: &str) -> bool {
+        self.project.as_deref().is_none_or(|p| p == project)
+    }
+
+    /// The project filter for a list or pickup: a scoped token always gets
+    /// its own project; asking for another is 403.
+    pub fn filter(&self, requested: Option<String>) -> ApiResult<Option<String>> {
+        match (&self.project, requested) {
+            (None, r) => Ok(r),
+            (Some(mine), None) => Ok(Some(mine.clone())),
+            (Some(mine), Some(r)) if &r == mine => Ok(Some(r)),
+            (Some(mine), Some(r)) => Err(wrong_project(mine, &r)),
+        }
+    }
+
+    /// The project a write lands in: `given` (empty = the token's own), which
+    /// a scoped token may only set to its own project.
+    pub fn write_project(&self, given: &str) -> ApiResult<String> {
+        match &self.project {
+            None => Ok(given.to_string()),
+            Some(mine) if given.is_empty() || given == mine => Ok(mine.clone()),
+            Some(mine) => Err(wrong_project(mine, given)),
+        }
+    }
+
+    /// The actor name of a write. With a token it is the token's name (a
+    /// `by` naming someone else is refused: one token cannot count as two
+    /// approvers); on an open daemon the request may name itself.
+    pub fn actor(&self, by: Option<&str>) -> ApiResult<String> {
+        let by = by.map(str::trim).filter(|b| !b.is_empty());
+        match by {
+            None => Ok(self.name.clone()),
+            Some(b) if !self.token || b == self.name => Ok(b.to_string()),
+            Some(b) => Err(ApiError::invalid(format!(
+                "this token acts as `{}`, not `{b}`: leave `by` out",
+                self.name
+            ))),
+        }
+    }
+
+    /// Whether real action arguments may be shown (agents execute them;
+    /// humans see them redacted).
+    pub fn sees_secrets(&self) -> bool {
+        self.role != Role::Human
+    }
+}
+
+fn wrong_project(mine: &str, other: &str) -> ApiError {
+    ApiError::forbidden(
+        "wrong_project",
+        format!("this token is limited to project `{mine}`, not `{other}`"),
+    )
+}
+
+/// The bearer token of a request: `Ok(None)` without an Authorization
+/// header, `Err` for one that is not `Bearer <token>`.
+fn bearer(req: &Request) -> ApiResult<Option<String>> {
+    let Some(v) = req.headers().get(header::AUTHORIZATION) else {
+        return Ok(None);
+    };
+    let v = v
+        .to_str()
+        .map_err(|_| ApiError::unauthorized("the Authorization header is not readable text"))?;
+    match v.split_once(' ') {
+        Some((scheme, tok)) if scheme.eq_ignore_ascii_case("bearer") && !tok.trim().is_empty() => {
+            Ok(Some(tok.trim().to_string()))
+        }
+        _ => Err(ApiError::unauthorized(
+            "use `Authorization: Bearer hnd_…` (create a token with `handoff token create`)",
+        )),
+    }
+}
+
+/// Resolve the caller of `req`, or the refusal.
+async fn caller(s: &Shared, presented: Option<String>) -> ApiResult<Caller> {
+    match presented {
+        Some(tok) => match s.store.token_verify(&tok).await? {
+            Some(t) => Ok(Caller {
+                name: t.name,
+                role: t.role,
+                project: t.project,
+                token: true,
+            }),
+            None => Err(ApiError::unauthorized(
+                "the token is unknown or revoked: create one with `handoff token create`",
+            )),
+        },
+        None if s.config.http.open => Ok(Caller {
+            name: "local".into(),
+            role: Role::Admin,
+            project: None,
+            token: false,
+        }),
+        None => Err(ApiError::unauthorized(
+            "this route needs `Authorization: Bearer hnd_…`: create a token with `handoff token create` \
+             (or set [http] open = true on a loopback-only daemon)",
+        )),
+    }
+}
+
+/// The per-route middleware: authenticate, check the role, hand over a [`Caller`].
+pub(crate) async fn authorize(s: Shared, access: Access, mut req: Request, next: Next) -> Response {
+    if access == Access::Public {
+        return next.run(req).await;
+    }
+    // The header is copied out first: a request body is not `Sync`, so the
+    // request itself must not be borrowed across the store lookup.
+    let c = match bearer(&req) {
+        Ok(presented) => caller(&s, presented).await,
+        Err(e) => Err(e),
+    };
+    let c = match c {
+        Ok(c) => c,
+        Err(e) => return e.into_response(),
+    };
+    if !c.may(access) {
+        let what = match access {
+            Access::Agent => "the agent side (an agent or admin token)",
+            _ => "the human side (a human or admin token)",
+        };
+        return ApiError::forbidden(
+            "wrong_role",
+            format!(
+                "a {} token may not do this: it is for {what}",
+                c.role.as_str()
+            ),
+        )
+        .into_response();
+    }
+    req.extensions_mut().insert(c);
+    next.run(req).await
+}
+
+/// Why the daemon may not listen on `addr`, if it may not: a non-loopback
+/// address needs at least one live token, and `[http] open` is honoured only
+/// on loopback.
+pub async fn listen_refusal(
+    store: &crate::store::Store,
+    open: bool,
+    addr: SocketAddr,
+) -> crate::store::Result<Option<String>> {
+    if addr.ip().is_loopback() {
+        return Ok(None);
+    }
+    if open {
+        return Ok(Some(format!(
+            "refusing to serve the API without tokens on {addr}: [http] open = true is allowed only on a loopback address"
+        )));
+    }
+    if !store.tokens_exist().await? {
+        return Ok(Some(format!(
+            "refusing to listen on {addr} (not loopback) with no API token: create one first with \
+             `handoff token create --name NAME --role agent|human|admin`, or listen on 127.0.0.1"
+        )));
+    }
+    Ok(None)
+}

@@ -1,0 +1,284 @@
+//! Board routes. Agent side: upsert a board, write one row, advance a row
+//! to its next step, store a step's outcome; reads for everyone. Human
+//! side: annotate a row (the Inbox channel) and mark it handled.
+//!
+//! `{board}` is a board id, short id or title (a title needs `project`, or
+//! a project-scoped token). The board is looked up first to apply the
+//! token's scope (a foreign board is 404), then the write names it by id;
+//! the store's version checks decide every race.
+
+use axum::Extension;
+use axum::extract::{Path, State};
+use serde::Deserialize;
+
+use super::auth::Caller;
+use super::error::ApiResult;
+use super::input::{Body, Params};
+use super::questions::wrote;
+use crate::daemon::Shared;
+use crate::store::boards::{
+    Advance, Annotate, AnnotationKind, Board, BoardFull, BoardUpsert, Handled, NextStep,
+    OutcomeWrite, RowChange, RowInput, RowStatus, RowWrite, Source,
+};
+
+/// The board `board` if the caller may see it.
+async fn visible(
+    s: &Shared,
+    c: &Caller,
+    board: &str,
+    project: Option<String>,
+) -> ApiResult<BoardFull> {
+    let project = c.filter(project)?;
+    let full = s.store.board_get(board, project.as_deref()).await??;
+    if !c.sees(&full.board.project) {
+        return Err(super::error::ApiError::not_found(format!(
+            "board `{board}`"
+        )));
+    }
+    Ok(full)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct UpsertBody {
+    #[serde(default)]
+    project: String,
+    title: String,
+    board_version: Option<i64>,
+    #[serde(default)]
+    agent: String,
+    #[serde(default)]
+    session: String,
+    #[serde(default)]
+    rows: Vec<RowInput>,
+}
+
+/// `PUT /v1/boards`: create or update a board and some rows, all or nothing
+/// (409 `stale` carries the current versions).
+pub(crate) async fn upsert(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Body(b): Body<UpsertBody>,
+) -> ApiResult<axum::Json<BoardFull>> {
+    let up = BoardUpsert {
+        project: c.write_project(&b.project)?,
+        title: b.title,
+        board_version: b.board_version,
+        agent: if b.agent.is_empty() {
+            c.name.clone()
+        } else {
+            b.agent
+        },
+        session: b.session,
+        rows: b.rows,
+    };
+    let out = s.store.board_upsert(&up).await?;
+    wrote(&s);
+    Ok(axum::Json(out?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ListQuery {
+    project: Option<String>,
+    #[serde(default)]
+    archived: bool,
+}
+
+/// `GET /v1/boards?project&archived`: boards with progress, newest first.
+pub(crate) async fn list(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Params(q): Params<ListQuery>,
+) -> ApiResult<axum::Json<Vec<Board>>> {
+    let project = c.filter(q.project)?;
+    Ok(axum::Json(
+        s.store.board_list(project.as_deref(), q.archived).await?,
+    ))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct GetQuery {
+    project: Option<String>,
+}
+
+/// `GET /v1/boards/{board}?project`: one board with all its rows.
+pub(crate) async fn get(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path(board): Path<String>,
+    Params(q): Params<GetQuery>,
+) -> ApiResult<axum::Json<BoardFull>> {
+    Ok(axum::Json(visible(&s, &c, &board, q.project).await?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RowBody {
+    project: Option<String>,
+    board_version: Option<i64>,
+    row: RowInput,
+}
+
+/// `POST /v1/boards/{board}/rows`: create one row, or change it with its `revision`.
+pub(crate) async fn row(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path(board): Path<String>,
+    Body(b): Body<RowBody>,
+) -> ApiResult<axum::Json<BoardFull>> {
+    let full = visible(&s, &c, &board, b.project).await?;
+    let w = RowWrite {
+        board: full.board.id,
+        project: None,
+        board_version: b.board_version,
+        row: b.row,
+        by: c.name.clone(),
+    };
+    let out = s.store.board_row(&w).await?;
+    wrote(&s);
+    Ok(axum::Json(out?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AdvanceBody {
+    project: Option<String>,
+    label: String,
+    expected_revision: i64,
+    board_version: i64,
+    outcome: Option<String>,
+    next: NextStep,
+}
+
+/// `POST /v1/boards/{board}/advance`: archive a row's step, install the next (blocked).
+pub(crate) async fn advance(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path(board): Path<String>,
+    Body(b): Body<AdvanceBody>,
+) -> ApiResult<axum::Json<BoardFull>> {
+    let full = visible(&s, &c, &board, b.project).await?;
+    let a = Advance {
+        board: full.board.id,
+        project: None,
+        label: b.label,
+        expected_revision: b.expected_revision,
+        board_version: b.board_version,
+        outcome: b.outcome,
+        next: b.next,
+        by: c.name.clone(),
+    };
+    let out = s.store.board_advance(&a).await?;
+    wrote(&s);
+    Ok(axum::Json(out?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct OutcomeBody {
+    project: Option<String>,
+    label: String,
+    expected_revision: i64,
+    outcome: String,
+    status: Option<RowStatus>,
+}
+
+/// `POST /v1/boards/{board}/outcome`: store a step's result and leave `blocked`.
+pub(crate) async fn outcome(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path(board): Path<String>,
+    Body(b): Body<OutcomeBody>,
+) -> ApiResult<axum::Json<BoardFull>> {
+    let full = visible(&s, &c, &board, b.project).await?;
+    let w = OutcomeWrite {
+        board: full.board.id,
+        project: None,
+        label: b.label,
+        expected_revision: b.expected_revision,
+        outcome: b.outcome,
+        status: b.status,
+        by: c.name.clone(),
+    };
+    let out = s.store.board_outcome(&w).await?;
+    wrote(&s);
+    Ok(axum::Json(out?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AnnotateBody {
+    project: Option<String>,
+    #[serde(default)]
+    text: String,
+    #[serde(default)]
+    kind: AnnotationKind,
+    expected_revision: Option<i64>,
+    action_version: Option<i64>,
+    by: Option<String>,
+}
+
+/// `POST /v1/boards/{board}/rows/{label}/annotate`: a human's answer on a
+/// row through the Inbox channel (always wins; blank clears an unpicked one).
+pub(crate) async fn annotate(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path((board, label)): Path<(String, String)>,
+    Body(b): Body<AnnotateBody>,
+) -> ApiResult<axum::Json<RowChange>> {
+    let full = visible(&s, &c, &board, b.project).await?;
+    let a = Annotate {
+        board: full.board.id,
+        project: None,
+        label,
+        text: b.text,
+        kind: b.kind,
+        source: Source::Inbox,
+        by: c.actor(b.by.as_deref())?,
+        expected_revision: b.expected_revision,
+        action_version: b.action_version,
+    };
+    let out = s.store.annotate(&a).await?;
+    wrote(&s);
+    Ok(axum::Json(out?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct HandledBody {
+    project: Option<String>,
+    expected_revision: Option<i64>,
+    /// Take the mark back instead (only while no agent received it).
+    #[serde(default)]
+    clear: bool,
+    by: Option<String>,
+}
+
+/// `POST /v1/boards/{board}/rows/{label}/handled`: "I did my part" (or,
+/// with `clear`, take it back). The row stays blocked until the agent
+/// stores an outcome.
+pub(crate) async fn handled(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path((board, label)): Path<(String, String)>,
+    Body(b): Body<HandledBody>,
+) -> ApiResult<axum::Json<RowChange>> {
+    let full = visible(&s, &c, &board, b.project).await?;
+    let h = Handled {
+        board: full.board.id,
+        project: None,
+        label,
+        source: Source::Inbox,
+        by: c.actor(b.by.as_deref())?,
+        expected_revision: b.expected_revision,
+    };
+    let out = if b.clear {
+        s.store.clear_handled(&h).await?
+    } else {
+        s.store.mark_handled(&h).await?
+    };
+    wrote(&s);
+    Ok(axum::Json(out?))
+}

@@ -1,0 +1,172 @@
+//! The event log over HTTP: a JSON page (`GET /v1/events?after=SEQ`), a
+//! server-sent-events stream (`GET /v1/events/stream`, `id:` = seq, resumes
+//! from `Last-Event-ID`), and the long-poll helper the item routes use.
+//!
+//! Both the stream and long polls are driven by the daemon's in-process
+//! waiters (woken when the waiter follower applies an event) and always
+//! re-read the store: a wake is a hint, the store is the truth. They end at
+//! shutdown. Project-scoped tokens see only their project's events.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::Extension;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use futures_util::Stream;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::auth::Caller;
+use super::error::{ApiError, ApiResult};
+use super::input::Params;
+use crate::daemon::Shared;
+use crate::store::Event;
+
+/// Most events one page returns.
+const MAX_PAGE: i64 = 1000;
+
+/// Events read per store query by the stream.
+const STREAM_BATCH: i64 = 256;
+
+/// A waiter re-reads the store at least this often, even without a wake
+/// (covers writes whose event the follower has not applied yet, and lazy
+/// expiry that no event announces).
+const RECHECK: Duration = Duration::from_secs(1);
+
+/// Wait until `check` says done (`(value, true)`), the `timeout` passes, or
+/// the daemon shuts down; returns the last value read and whether it was
+/// done. Wakes on the waiter key `key` (`question:<id>`, `action:<id>`, …).
+pub(crate) async fn wait_until<T, F, Fut>(
+    s: &Shared,
+    key: &str,
+    timeout: Duration,
+    mut check: F,
+) -> ApiResult<(T, bool)>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = ApiResult<(T, bool)>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let notify = s.waiters.watch(key);
+        // Take the notification *before* reading, so an event applied
+        // between the read and the await still wakes us.
+        let notified = notify.notified();
+        let (v, done) = check().await?;
+        let now = tokio::time::Instant::now();
+        if done || now >= deadline || s.shutdown.is_cancelled() {
+            return Ok((v, done));
+        }
+        tokio::select! {
+            _ = notified => {}
+            _ = tokio::time::sleep_until(deadline.min(now + RECHECK)) => {}
+            _ = s.shutdown.cancelled() => {}
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PageQuery {
+    #[serde(default)]
+    after: i64,
+    limit: Option<i64>,
+}
+
+/// `GET /v1/events?after=SEQ&limit=N`: events after `SEQ`, oldest first.
+/// `next_after` is where to continue (it moves past events a scoped token
+/// may not see, so paging never stalls).
+pub(crate) async fn page(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Params(q): Params<PageQuery>,
+) -> ApiResult<axum::Json<Value>> {
+    let limit = q.limit.unwrap_or(100);
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(ApiError::invalid(format!("limit must be 1 to {MAX_PAGE}")));
+    }
+    let events = s.store.events_after(q.after, limit).await?;
+    let next_after = events.last().map_or(q.after, |e| e.seq);
+    let events: Vec<Event> = events.into_iter().filter(|e| c.sees(&e.project)).collect();
+    Ok(axum::Json(
+        json!({"events": events, "next_after": next_after}),
+    ))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct StreamQuery {
+    after: Option<i64>,
+}
+
+struct Cursor {
+    s: Shared,
+    caller: Caller,
+    after: i64,
+    buf: VecDeque<Event>,
+}
+
+/// `GET /v1/events/stream`: every event after `Last-Event-ID` (or
+/// `?after=`, or from now), in `seq` order, as SSE with `id:` = seq and the
+/// event as JSON data; a keep-alive comment every 15 s.
+pub(crate) async fn stream(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    headers: HeaderMap,
+    Params(q): Params<StreamQuery>,
+) -> ApiResult<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>> {
+    let from_header = match headers.get("last-event-id") {
+        Some(v) => Some(
+            v.to_str()
+                .ok()
+                .and_then(|v| v.trim().parse::<i64>().ok())
+                .ok_or_else(|| ApiError::invalid("Last-Event-ID must be an event seq number"))?,
+        ),
+        None => None,
+    };
+    let after = match from_header.or(q.after) {
+        Some(a) => a,
+        None => s.store.last_event_seq().await?,
+    };
+    let cursor = Cursor {
+        s,
+        caller: c,
+        after,
+        buf: VecDeque::new(),
+    };
+    let events = futures_util::stream::unfold(cursor, |mut cur| async move {
+        loop {
+            if let Some(ev) = cur.buf.pop_front() {
+                let data = serde_json::to_string(&ev).unwrap_or_else(|_| "{}".into());
+                let sse = SseEvent::default().id(ev.seq.to_string()).data(data);
+                return Some((Ok(sse), cur));
+            }
+            if cur.s.shutdown.is_cancelled() {
+                return None;
+            }
+            let notify = cur.s.waiters.watch("any");
+            // Before the read, as in `wait_until`: no event slips between.
+            let notified = notify.notified();
+            match cur.s.store.events_after(cur.after, STREAM_BATCH).await {
+                Ok(evs) if !evs.is_empty() => {
+                    cur.after = evs.last().map_or(cur.after, |e| e.seq);
+                    let caller = &cur.caller;
+                    cur.buf
+                        .extend(evs.into_iter().filter(|e| caller.sees(&e.project)));
+                    continue;
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "event stream cannot read the log; retrying"),
+            }
+            tokio::select! {
+                _ = notified => {}
+                _ = tokio::time::sleep(RECHECK) => {}
+                _ = cur.s.shutdown.cancelled() => return None,
+            }
+        }
+    });
+    Ok(Sse::new(events).keep_alive(KeepAlive::default()))
+}

@@ -1,0 +1,88 @@
+//! `GET /metrics` in the Prometheus text format, and the request counter
+//! middleware that feeds it.
+//!
+//! Gauges are read from the store on each scrape (the log's last `seq`,
+//! open questions, actions by status) plus the live waiter count; request
+//! counters are process-wide atomics by status class. Nothing here writes.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use axum::extract::{Request, State};
+use axum::http::header;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::error::ApiResult;
+use crate::daemon::Shared;
+use crate::store::actions::Status;
+use crate::store::questions::{ListFilter, Status as QStatus};
+
+/// Responses served, by status class (1xx … 5xx).
+static RESPONSES: [AtomicU64; 5] = [const { AtomicU64::new(0) }; 5];
+
+/// Middleware: count every response by status class.
+pub(crate) async fn count(req: Request, next: Next) -> Response {
+    let resp = next.run(req).await;
+    let class = (resp.status().as_u16() / 100).clamp(1, 5) as usize - 1;
+    // Relaxed: independent counters, read only for reporting.
+    RESPONSES[class].fetch_add(1, Ordering::Relaxed);
+    resp
+}
+
+/// `GET /metrics`.
+pub(crate) async fn metrics(State(s): State<Shared>) -> ApiResult<Response> {
+    let last = s.store.last_event_seq().await?;
+    let open = s
+        .store
+        .list_questions(&ListFilter {
+            status: Some(QStatus::Open),
+            ..ListFilter::default()
+        })
+        .await?
+        .len();
+    let actions = s.store.list_actions(None).await?;
+    let mut out = String::new();
+    // Writing to a String cannot fail.
+    let _ = writeln!(
+        out,
+        "# HELP handoff_events_total Events appended to the log (the last seq).\n# TYPE handoff_events_total counter\nhandoff_events_total {last}"
+    );
+    let _ = writeln!(
+        out,
+        "# HELP handoff_questions_open Open questions.\n# TYPE handoff_questions_open gauge\nhandoff_questions_open {open}"
+    );
+    let _ = writeln!(
+        out,
+        "# HELP handoff_actions Actions by effective status.\n# TYPE handoff_actions gauge"
+    );
+    for st in Status::ALL {
+        let n = actions.iter().filter(|a| a.status == st).count();
+        let _ = writeln!(out, "handoff_actions{{status=\"{}\"}} {n}", st.as_str());
+    }
+    let _ = writeln!(
+        out,
+        "# HELP handoff_waiters Entities with in-process waiters (long polls, streams).\n# TYPE handoff_waiters gauge\nhandoff_waiters {}",
+        s.waiters.len()
+    );
+    let _ = writeln!(
+        out,
+        "# HELP handoff_http_responses_total HTTP responses served, by status class.\n# TYPE handoff_http_responses_total counter"
+    );
+    for (i, c) in RESPONSES.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "handoff_http_responses_total{{class=\"{}xx\"}} {}",
+            i + 1,
+            c.load(Ordering::Relaxed)
+        );
+    }
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        out,
+    )
+        .into_response())
+}

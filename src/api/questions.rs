@@ -1,0 +1,341 @@
+//! Question routes. Agent side: flag, list, get (with a long poll for the
+//! reply), pending pickup (questions and board rows), answer (the agent
+//! channel), resolve. Human side: reply (the Inbox channel, which always
+//! wins) and dismiss. Each handler is a thin layer over the questions store:
+//! scope, call, map the refusal, nudge the followers.
+
+use axum::Extension;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::auth::Caller;
+use super::error::{ApiError, ApiResult};
+use super::events::wait_until;
+use super::input::{Body, Params, wait_timeout};
+use crate::daemon::Shared;
+use crate::store::questions::{
+    ListFilter, NewQuestion, NewReply, Question, QuestionOption, ReplyKind, Source, Status,
+};
+
+/// Wake the event followers at once after a write made here.
+pub(crate) fn wrote(s: &Shared) {
+    s.nudge.notify_waiters();
+}
+
+/// The question `id` (full or short) if it exists and the caller may see
+/// it; a foreign project's question is "not found", as if absent.
+async fn visible(s: &Shared, c: &Caller, id: &str) -> ApiResult<Question> {
+    let missing = || ApiError::not_found(format!("question `{id}`"));
+    let full = s.store.resolve_question_id(id).await?.ok_or_else(missing)?;
+    let q = s.store.get_question(&full).await?.ok_or_else(missing)?;
+    if !c.sees(&q.project) {
+        return Err(missing());
+    }
+    Ok(q)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct OptionBody {
+    label: String,
+    #[serde(default)]
+    recommended: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FlagBody {
+    #[serde(default)]
+    project: String,
+    #[serde(default)]
+    agent: String,
+    #[serde(default)]
+    session: String,
+    key: Option<String>,
+    title: String,
+    #[serde(default)]
+    detail: String,
+    #[serde(default)]
+    context: String,
+    #[serde(default)]
+    options: Vec<OptionBody>,
+}
+
+/// `POST /v1/questions`: flag (201 created, 200 updated in place by key).
+pub(crate) async fn flag(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Body(b): Body<FlagBody>,
+) -> ApiResult<Response> {
+    let project = c.write_project(&b.project)?;
+    let q = NewQuestion {
+        project,
+        agent: if b.agent.is_empty() {
+            c.name.clone()
+        } else {
+            b.agent
+        },
+        session: b.session,
+        key: b.key,
+        title: b.title,
+        detail: b.detail,
+        context: b.context,
+        options: b
+            .options
+            .into_iter()
+            .map(|o| QuestionOption {
+                label: o.label,
+                recommended: o.recommended,
+            })
+            .collect(),
+    };
+    let flagged = s.store.flag(&q).await?;
+    wrote(&s);
+    let status = if flagged.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, axum::Json(flagged)).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ListQuery {
+    status: Option<String>,
+    project: Option<String>,
+    session: Option<String>,
+    limit: Option<i64>,
+}
+
+/// `GET /v1/questions?status&project&session&limit`, oldest first.
+pub(crate) async fn list(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Params(q): Params<ListQuery>,
+) -> ApiResult<axum::Json<Vec<Question>>> {
+    let status = q
+        .status
+        .as_deref()
+        .map(str::parse::<Status>)
+        .transpose()
+        .map_err(ApiError::invalid)?;
+    if q.limit.is_some_and(|l| l < 1) {
+        return Err(ApiError::invalid("limit must be at least 1"));
+    }
+    let filter = ListFilter {
+        status,
+        project: c.filter(q.project)?,
+        session: q.session,
+        awake_only: false,
+        limit: q.limit,
+    };
+    Ok(axum::Json(s.store.list_questions(&filter).await?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct GetQuery {
+    wait: Option<String>,
+    timeout: Option<String>,
+}
+
+/// What a question looks like for "did it change?".
+fn mark(q: &Question) -> (Status, i64, i64, Option<i64>, Option<i64>) {
+    (
+        q.status,
+        q.reply_seq,
+        q.revision,
+        q.reply.as_ref().and_then(|r| r.seen_at),
+        q.snoozed_until,
+    )
+}
+
+/// `GET /v1/questions/{id}`; with `?wait=reply` a long poll until a reply
+/// waits unseen or the question closes, with `?wait=change` until anything
+/// about it changes; `timeout` (default 30s, at most 300s). The long poll
+/// answers `{"outcome": "done"|"timeout", "question": …}`.
+pub(crate) async fn get(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path(id): Path<String>,
+    Params(q): Params<GetQuery>,
+) -> ApiResult<Response> {
+    let first = visible(&s, &c, &id).await?;
+    let Some(wait) = q.wait.as_deref() else {
+        if q.timeout.is_some() {
+            return Err(ApiError::invalid("timeout needs wait=reply or wait=change"));
+        }
+        return Ok(axum::Json(first).into_response());
+    };
+    let timeout = wait_timeout(q.timeout.as_deref())?;
+    let baseline = mark(&first);
+    let reply = match wait {
+        "reply" => true,
+        "change" => false,
+        other => {
+            return Err(ApiError::invalid(format!(
+                "wait=`{other}`: use wait=reply or wait=change"
+            )));
+        }
+    };
+    let key = format!("question:{}", first.id);
+    let full = first.id.clone();
+    let (question, done) = wait_until(&s, &key, timeout, || {
+        let (s, full) = (s.clone(), full.clone());
+        async move {
+            let q = s
+                .store
+                .get_question(&full)
+                .await?
+                .ok_or_else(|| ApiError::not_found("question"))?;
+            let done = if reply {
+                q.has_unseen_reply() || q.status != Status::Open
+            } else {
+                mark(&q) != baseline
+            };
+            Ok((q, done))
+        }
+    })
+    .await?;
+    let outcome = if done { "done" } else { "timeout" };
+    Ok(axum::Json(json!({"outcome": outcome, "question": question})).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PendingQuery {
+    project: Option<String>,
+    session: Option<String>,
+    #[serde(default)]
+    new: bool,
+}
+
+/// `GET /v1/pending?project&session&new`: the agent's pickup. Replies on
+/// open questions (each unseen one marked picked up, exactly the reply
+/// read) and board rows waiting for the agent (marked delivered).
+pub(crate) async fn pending(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Params(q): Params<PendingQuery>,
+) -> ApiResult<axum::Json<Value>> {
+    let project = c.filter(q.project)?;
+    let by = c.name.clone();
+    let questions = s
+        .store
+        .pending(project.as_deref(), q.session.as_deref(), !q.new, &by)
+        .await?;
+    let rows = s
+        .store
+        .pending_rows(project.as_deref(), q.session.as_deref(), &by)
+        .await?;
+    let rows: Vec<_> = if q.new {
+        rows.into_iter().filter(|r| r.new).collect()
+    } else {
+        rows
+    };
+    wrote(&s);
+    Ok(axum::Json(json!({"questions": questions, "rows": rows})))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ReplyBody {
+    #[serde(default)]
+    text: String,
+    #[serde(default)]
+    kind: ReplyKind,
+    context: Option<String>,
+    expected_revision: Option<i64>,
+    by: Option<String>,
+}
+
+impl ReplyBody {
+    fn into_reply(self, c: &Caller) -> ApiResult<NewReply> {
+        Ok(NewReply {
+            by: c.actor(self.by.as_deref())?,
+            text: self.text,
+            kind: self.kind,
+            context: self.context,
+            expected_revision: self.expected_revision,
+        })
+    }
+}
+
+/// `POST /v1/questions/{id}/answer`: the agent records an answer the human
+/// gave in its own terminal. 409 `unread_answer` hands back a waiting reply.
+pub(crate) async fn answer(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path(id): Path<String>,
+    Body(b): Body<ReplyBody>,
+) -> ApiResult<axum::Json<Question>> {
+    let q = visible(&s, &c, &id).await?;
+    let r = b.into_reply(&c)?;
+    let out = s.store.answer_agent(&q.id, &r).await?;
+    wrote(&s);
+    Ok(axum::Json(out?))
+}
+
+/// `POST /v1/questions/{id}/reply`: a human replies through the Inbox
+/// channel (always wins; blank text clears an unpicked reply).
+pub(crate) async fn reply(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path(id): Path<String>,
+    Body(b): Body<ReplyBody>,
+) -> ApiResult<axum::Json<Question>> {
+    let q = visible(&s, &c, &id).await?;
+    let r = b.into_reply(&c)?;
+    let out = s.store.reply_inbox(&q.id, &r).await?;
+    wrote(&s);
+    Ok(axum::Json(out?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ResolveBody {
+    outcome: String,
+    by: Option<String>,
+}
+
+/// `POST /v1/questions/{id}/resolve`: the agent closes it with an outcome.
+pub(crate) async fn resolve(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path(id): Path<String>,
+    Body(b): Body<ResolveBody>,
+) -> ApiResult<axum::Json<Question>> {
+    let q = visible(&s, &c, &id).await?;
+    let by = c.actor(b.by.as_deref())?;
+    let out = s.store.resolve_question(&q.id, &b.outcome, &by).await?;
+    wrote(&s);
+    Ok(axum::Json(out?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct DismissBody {
+    reason: Option<String>,
+    by: Option<String>,
+}
+
+/// `POST /v1/questions/{id}/dismiss`: a human closes it without answering.
+pub(crate) async fn dismiss(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path(id): Path<String>,
+    Body(b): Body<DismissBody>,
+) -> ApiResult<axum::Json<Question>> {
+    let q = visible(&s, &c, &id).await?;
+    let by = c.actor(b.by.as_deref())?;
+    let out = s
+        .store
+        .dismiss_question(&q.id, b.reason.as_deref(), &by, Source::Inbox)
+        .await?;
+    wrote(&s);
+    Ok(axum::Json(out?))
+}

@@ -1,0 +1,306 @@
+//! API bearer tokens: who may call the HTTP API, in which role, for which
+//! project.
+//!
+//! A token is `hnd_` followed by 64 hex digits (32 random bytes from the OS).
+//! It is shown once, at creation; the store keeps only its SHA-256. Checking
+//! a presented token hashes it, looks the hash up, and compares the stored
+//! hash with the computed one in constant time. Revocation is a guarded
+//! UPDATE; a revoked token never works again. This module does not decide
+//! what a role may do — the API does.
+
+use serde::Serialize;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use sqlx::Row;
+
+use super::{Error, NewEvent, Result, Store, events, new_id};
+
+/// What a token may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The agent side: flag, pending, answer, resolve, boards, propose, claim, complete, reads.
+    Agent,
+    /// The human side: reply, dismiss, annotate, handled, approve, reject, resolve-unknown, reads.
+    Human,
+    /// Everything.
+    Admin,
+}
+
+impl Role {
+    /// The stored spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Agent => "agent",
+            Role::Human => "human",
+            Role::Admin => "admin",
+        }
+    }
+}
+
+impl std::str::FromStr for Role {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim() {
+            "agent" => Ok(Role::Agent),
+            "human" => Ok(Role::Human),
+            "admin" => Ok(Role::Admin),
+            _ => Err(Error::Invalid(format!(
+                "`{s}` is not a role: use agent, human or admin"
+            ))),
+        }
+    }
+}
+
+/// A stored token, without its secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Token {
+    /// Full id.
+    pub id: String,
+    /// Who the token acts as (recorded as the actor of its writes).
+    pub name: String,
+    /// What it may do.
+    pub role: Role,
+    /// The one project it may see and write; `None` = every project.
+    pub project: Option<String>,
+    /// Created.
+    #[serde(with = "crate::clock::rfc3339")]
+    pub created_at: i64,
+    /// Revoked; `None` while valid.
+    #[serde(with = "crate::clock::rfc3339::option")]
+    pub revoked_at: Option<i64>,
+}
+
+/// A freshly created token: the only time its secret exists outside the caller.
+#[derive(Debug, Clone, Serialize)]
+pub struct Created {
+    /// The stored record.
+    pub token: Token,
+    /// `hnd_…`: give it to the client; it cannot be shown again.
+    pub secret: String,
+}
+
+/// The prefix every token starts with (lets secret scanners spot leaks).
+pub const PREFIX: &str = "hnd_";
+
+/// Longest token name.
+const MAX_NAME: usize = 64;
+
+/// Hex SHA-256 of a presented token.
+fn hash(secret: &str) -> String {
+    let digest = Sha256::digest(secret.as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Equality whose running time does not depend on where the inputs differ.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn token_from(r: &sqlx::sqlite::SqliteRow) -> Result<Token> {
+    let role: String = r.try_get("role")?;
+    Ok(Token {
+        id: r.try_get("id")?,
+        name: r.try_get("name")?,
+        role: role
+            .parse()
+            .map_err(|_| Error::Corrupt(format!("token role `{role}`")))?,
+        project: r.try_get("project")?,
+        created_at: r.try_get("created_at")?,
+        revoked_at: r.try_get("revoked_at")?,
+    })
+}
+
+fn new_secret() -> Result<String> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes)
+        .map_err(|e| Error::Invalid(format!("the OS gave no randomness for a token: {e}")))?;
+    Ok(format!(
+        "{PREFIX}{}",
+        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    ))
+}
+
+impl Store {
+    /// Create a token acting as `name` with `role`, limited to `project`
+    /// when given. Returns the secret once; only its hash is stored. A live
+    /// token with the same name is refused (revoke it first).
+    pub async fn token_create(
+        &self,
+        name: &str,
+        role: Role,
+        project: Option<&str>,
+    ) -> Result<Created> {
+        let name = name.trim();
+        if name.is_empty() || name.chars().count() > MAX_NAME {
+            return Err(Error::Invalid(format!(
+                "a token name is 1 to {MAX_NAME} characters"
+            )));
+        }
+        let project = project.map(str::trim);
+        if project.is_some_and(str::is_empty) {
+            return Err(Error::Invalid(
+                "--project is empty: name a project or leave it out".into(),
+            ));
+        }
+        let secret = new_secret()?;
+        let digest = hash(&secret);
+        let token = self
+            .retry(|| async {
+                let now = self.now();
+                let id = new_id();
+                let mut tx = self.begin_write().await?;
+                // Why ON CONFLICT DO NOTHING: the partial unique index on live
+                // names decides a race between two creators of one name.
+                let row = sqlx::query(
+                    "INSERT INTO api_tokens (id, name, role, project, hash, created_at)
+                     VALUES (?, ?, ?, ?, ?, ?)
+                     ON CONFLICT DO NOTHING RETURNING *",
+                )
+                .bind(&id)
+                .bind(name)
+                .bind(role.as_str())
+                .bind(project)
+                .bind(&digest)
+                .bind(now)
+                .fetch_optional(&mut *tx)
+                .await?;
+                let Some(row) = row else {
+                    return Err(Error::Invalid(format!(
+                        "a live token named `{name}` exists: revoke it first or pick another name"
+                    )));
+                };
+                let token = token_from(&row)?;
+                append_event(&mut tx, now, "token.created", &token).await?;
+                tx.commit().await?;
+                Ok(token)
+            })
+            .await?;
+        Ok(Created { token, secret })
+    }
+
+    /// Every token, live and revoked, oldest first. No secrets.
+    pub async fn token_list(&self) -> Result<Vec<Token>> {
+        let rows = sqlx::query("SELECT * FROM api_tokens ORDER BY created_at, id")
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter().map(token_from).collect()
+    }
+
+    /// Revoke the live token named `name_or_id` (a name, a full id or its
+    /// short id). `None` when no live token matches.
+    pub async fn token_revoke(&self, name_or_id: &str) -> Result<Option<Token>> {
+        let key = name_or_id.trim();
+        if key.is_empty() {
+            return Err(Error::Invalid("name the token to revoke".into()));
+        }
+        self.retry(|| async {
+            let now = self.now();
+            let mut tx = self.begin_write().await?;
+            // Why guarded on revoked_at IS NULL: revoking twice changes
+            // nothing and appends no second event.
+            let rows = sqlx::query(
+                "UPDATE api_tokens SET revoked_at = ?1
+                 WHERE revoked_at IS NULL
+                   AND (name = ?2 OR id = ?2 OR (length(?2) >= 8 AND substr(id, -length(?2)) = ?2))
+                 RETURNING *",
+            )
+            .bind(now)
+            .bind(key)
+            .fetch_all(&mut *tx)
+            .await?;
+            match rows.as_slice() {
+                [] => Ok(None),
+                [one] => {
+                    let token = token_from(one)?;
+                    append_event(&mut tx, now, "token.revoked", &token).await?;
+                    tx.commit().await?;
+                    Ok(Some(token))
+                }
+                // Dropping the transaction rolls the revocations back.
+                _ => Err(Error::Invalid(format!(
+                    "`{key}` matches several tokens: give the full id"
+                ))),
+            }
+        })
+        .await
+    }
+
+    /// The live token whose secret is `presented`, if any.
+    pub async fn token_verify(&self, presented: &str) -> Result<Option<Token>> {
+        if !presented.starts_with(PREFIX) || presented.len() > 200 {
+            return Ok(None);
+        }
+        let digest = hash(presented);
+        let row = sqlx::query("SELECT * FROM api_tokens WHERE hash = ? AND revoked_at IS NULL")
+            .bind(&digest)
+            .fetch_optional(self.pool())
+            .await?;
+        let Some(row) = row else { return Ok(None) };
+        let stored: String = row.try_get("hash")?;
+        // The index lookup found it; compare again without an early exit so
+        // the decision itself takes the same time for every stored hash.
+        if !constant_time_eq(stored.as_bytes(), digest.as_bytes()) {
+            return Ok(None);
+        }
+        token_from(&row).map(Some)
+    }
+
+    /// Whether any live token exists (the daemon refuses a non-loopback
+    /// listener without one).
+    pub async fn tokens_exist(&self) -> Result<bool> {
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM api_tokens WHERE revoked_at IS NULL")
+            .fetch_one(self.pool())
+            .await?;
+        Ok(n > 0)
+    }
+}
+
+async fn append_event(
+    conn: &mut sqlx::SqliteConnection,
+    now: i64,
+    kind: &str,
+    t: &Token,
+) -> Result<i64> {
+    events::append(
+        conn,
+        now,
+        &NewEvent {
+            kind,
+            entity_kind: "token",
+            entity_id: &t.id,
+            actor: "cli",
+            channel: "cli",
+            project: t.project.as_deref().unwrap_or(""),
+            session: "",
+            payload: json!({"name": t.name, "role": t.role, "project": t.project}),
+        },
+    )
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constant_time_eq_compares_whole_inputs() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"ab"));
+        assert!(constant_time_eq(b"", b""));
+    }
+
+    #[test]
+    fn secrets_are_prefixed_random_hex() {
+        let a = new_secret().unwrap();
+        let b = new_secret().unwrap();
+        assert_ne!(a, b);
+        assert!(a.starts_with(PREFIX));
+        assert_eq!(a.len(), PREFIX.len() + 64);
+        assert_eq!(hash(&a).len(), 64);
+    }
+}
