@@ -8,7 +8,7 @@
 //! Answers go one at a time (each waits for its wake-up), so this measures
 //! latency, not throughput. Two rows:
 //! - `polled`: nobody nudges the follower; it sees the event on its next
-//!   poll (every 100 ms) — a write from another process, or from the chat
+//!   poll (`daemon::follower::POLL`, 25 ms) — a write from another process, or from the chat
 //!   bridge today, which does not nudge.
 //! - `nudged`: the writer notifies the daemon's nudge after committing, as
 //!   an in-process writer can.
