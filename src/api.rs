@@ -12,8 +12,9 @@
 //! `events` (page, SSE, long-poll helper), `metrics`, `openapi`.
 //!
 //! No SQL here: handlers call the store, map refusals, and nudge the event
-//! followers after every write. The web Inbox and the inbound wake route are
-//! not here.
+//! followers after every write. The inbound wake route lives in [`wake`],
+//! outside the token table: it authenticates per `[[wake.sources]]`. The
+//! web Inbox is not here.
 
 mod actions;
 mod auth;
@@ -25,6 +26,7 @@ mod metrics;
 mod openapi;
 mod questions;
 mod sessions;
+pub mod wake;
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request, State};
@@ -113,7 +115,10 @@ pub fn router(shared: Shared) -> Router {
         );
         r = r.route(route.path, (route.make)().route_layer(layer));
     }
-    r.fallback(no_route)
+    // Inbound wakes carry their own authentication (source secrets and
+    // signatures), so they are merged outside the token-checked table.
+    r.merge(wake::routes())
+        .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
         .layer(DefaultBodyLimit::max(input::BODY_LIMIT))
         .layer(axum::middleware::from_fn(metrics::count))

@@ -239,6 +239,9 @@ impl Bridge {
     /// Apply one event: push new items, redraw changed ones. Returns false
     /// when Telegram could not be reached, so the follower retries it.
     async fn on_event(&self, ev: &Event) -> bool {
+        if ev.kind == "delivery.dead" {
+            return self.tell_wake_dead(ev).await;
+        }
         let item = match ev.entity_kind.as_str() {
             "question" | "row" | "action" => ev.entity_kind.as_str(),
             _ => return true,
@@ -424,6 +427,35 @@ impl Bridge {
                 tracing::warn!(error = %e, item = %rec.item_id, "resend failed");
             }
         }
+    }
+
+    /// A wake-up for an item could not be delivered: say so, as a reply to
+    /// the item's message, in every chat that shows it.
+    async fn tell_wake_dead(&self, ev: &Event) -> bool {
+        let records = match self
+            .store
+            .chat_messages_of(&ev.entity_kind, &ev.entity_id)
+            .await
+        {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot find the item's chat messages");
+                return false;
+            }
+        };
+        let p = &ev.payload;
+        let text = format!(
+            "⚠️ Could not wake the agent about {} {} ({} via {}): {}",
+            ev.entity_kind,
+            crate::store::short_id(&ev.entity_id),
+            p["event_type"].as_str().unwrap_or("?"),
+            p["target"].as_str().unwrap_or("?"),
+            p["error"].as_str().unwrap_or("unknown error"),
+        );
+        for rec in records.iter().filter(|r| r.message_id.is_some()) {
+            self.say(rec.chat_id, rec.thread_id, &text).await;
+        }
+        true
     }
 
     /// Send a plain text message (command answers, notices).

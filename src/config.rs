@@ -89,6 +89,144 @@ pub struct Config {
     /// Auto-decision rules for proposed actions; first match wins.
     #[serde(default, rename = "rule")]
     pub rules: Vec<crate::store::actions::Rule>,
+    /// Global wake-up rules: every matching rule's target is woken.
+    #[serde(default, rename = "notify")]
+    pub notify: Vec<NotifyRule>,
+    /// Wake-up settings: allowed webhook URLs, retries, inbound sources.
+    #[serde(default)]
+    pub wake: WakeConfig,
+}
+
+/// `[[notify]]`: wake `exec` or `webhook` on events matching every filter.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotifyRule {
+    /// A name for logs and delivery records (default `#<index>`).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Event types that fire the rule (see `notify::WAKE_EVENTS`).
+    pub events: Vec<String>,
+    /// Only events of this project.
+    #[serde(default)]
+    pub project: Option<String>,
+    /// Only events of sessions of this agent.
+    #[serde(default)]
+    pub agent: Option<String>,
+    /// Run this program (argv, no shell).
+    #[serde(default)]
+    pub exec: Option<Vec<String>>,
+    /// Kill the exec target's process group after this many seconds.
+    #[serde(default)]
+    pub timeout_secs: Option<u64>,
+    /// POST to this URL, signed per the Standard Webhooks spec.
+    #[serde(default)]
+    pub webhook: Option<String>,
+    /// The webhook's `whsec_…` signing secret.
+    #[serde(default)]
+    pub secret: Secret,
+}
+
+impl NotifyRule {
+    /// The rule's target (validated: exactly one of exec / webhook).
+    pub fn target(&self) -> crate::store::sessions::WakeTarget {
+        use crate::store::sessions::WakeTarget;
+        match (&self.exec, &self.webhook) {
+            (Some(argv), _) => WakeTarget::Exec {
+                argv: argv.clone(),
+                timeout_secs: self.timeout_secs,
+            },
+            (None, Some(url)) => WakeTarget::Webhook {
+                url: url.clone(),
+                secret: self.secret.expose().to_string(),
+            },
+            // validate() refuses a rule with neither.
+            (None, None) => WakeTarget::Exec {
+                argv: Vec::new(),
+                timeout_secs: None,
+            },
+        }
+    }
+
+    fn check(&self) -> Result<(), String> {
+        if self.events.is_empty() {
+            return Err("list the event types that fire it in `events`".into());
+        }
+        for e in &self.events {
+            if !crate::notify::WAKE_EVENTS.contains(&e.as_str()) {
+                return Err(format!(
+                    "`{e}` is not a wake-up event; use one of {}",
+                    crate::notify::WAKE_EVENTS.join(", ")
+                ));
+            }
+        }
+        match (&self.exec, &self.webhook) {
+            (Some(_), Some(_)) => return Err("give either `exec` or `webhook`, not both".into()),
+            (None, None) => {
+                return Err("give a target: `exec = [..]` or `webhook = \"https://…\"`".into());
+            }
+            (None, Some(_)) if self.timeout_secs.is_some() => {
+                return Err("`timeout_secs` applies to `exec` targets only".into());
+            }
+            (Some(_), None) if !self.secret.is_empty() => {
+                return Err("`secret` applies to `webhook` targets only".into());
+            }
+            _ => {}
+        }
+        if self.timeout_secs == Some(0) {
+            return Err("`timeout_secs` must be at least 1".into());
+        }
+        self.target().check().map_err(|e| e.to_string())
+    }
+}
+
+/// `[wake]`: wake-up delivery and inbound wake settings.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WakeConfig {
+    /// URL prefixes a *session's* webhook target may post to (rule URLs are
+    /// allowed by definition). Empty: sessions' webhook targets are refused.
+    #[serde(default)]
+    pub allowed_webhook_urls: Vec<String>,
+    /// Delay before each attempt, in ms (default 0, 1 s, 5 s, 30 s, 2 min,
+    /// 10 min); after the last one the delivery is dead.
+    #[serde(default)]
+    pub retry_schedule_ms: Option<Vec<u64>>,
+    /// Who may wake a session through `POST /v1/sessions/{id}/wake`.
+    #[serde(default)]
+    pub sources: Vec<WakeSource>,
+}
+
+impl WakeConfig {
+    /// Whether a session's webhook target may post to `url`.
+    pub fn webhook_allowed(&self, url: &str) -> bool {
+        self.allowed_webhook_urls
+            .iter()
+            .any(|p| url.starts_with(p.as_str()))
+    }
+}
+
+/// How an inbound wake source authenticates.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum WakeSourceKind {
+    /// `Authorization: Bearer <secret>`.
+    Bearer,
+    /// A Standard Webhooks signature (`webhook-id`, `-timestamp`, `-signature`).
+    Standard,
+    /// GitHub's `X-Hub-Signature-256: sha256=<hex HMAC>`.
+    Github,
+}
+
+/// `[[wake.sources]]`: one system allowed to wake sessions.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WakeSource {
+    /// Name recorded as the wake's actor (and its dedupe namespace).
+    pub name: String,
+    /// How it authenticates.
+    pub kind: WakeSourceKind,
+    /// The token or signing secret (`whsec_…` for `standard`).
+    pub secret: Secret,
 }
 
 /// `[store]`
@@ -416,6 +554,50 @@ impl Config {
             r.check()
                 .map_err(|e| format!("[[rule]] `{}`: {e}", r.name))?;
         }
+        for (i, n) in self.notify.iter().enumerate() {
+            let name = n.name.clone().unwrap_or_else(|| format!("#{}", i + 1));
+            n.check().map_err(|e| format!("[[notify]] `{name}`: {e}"))?;
+        }
+        for p in &self.wake.allowed_webhook_urls {
+            if !(p.starts_with("http://") || p.starts_with("https://")) {
+                return Err(format!(
+                    "wake.allowed_webhook_urls: `{p}` is not an http(s) URL prefix"
+                ));
+            }
+        }
+        if self
+            .wake
+            .retry_schedule_ms
+            .as_ref()
+            .is_some_and(|s| s.is_empty())
+        {
+            return Err(
+                "wake.retry_schedule_ms needs at least one delay (the first attempt's)".into(),
+            );
+        }
+        let mut sources = HashSet::new();
+        for s in &self.wake.sources {
+            if s.name.trim().is_empty() {
+                return Err("a [[wake.sources]] entry has an empty name".into());
+            }
+            if !sources.insert(s.name.as_str()) {
+                return Err(format!("two [[wake.sources]] are named `{}`", s.name));
+            }
+            if s.secret.expose().len() < 16 {
+                return Err(format!(
+                    "[[wake.sources]] `{}`: the secret must be at least 16 characters",
+                    s.name
+                ));
+            }
+            if s.kind == WakeSourceKind::Standard
+                && crate::notify::sign::decode_whsec(s.secret.expose()).is_none()
+            {
+                return Err(format!(
+                    "[[wake.sources]] `{}`: a standard source needs a `whsec_<base64>` secret",
+                    s.name
+                ));
+            }
+        }
         if self.telegram.digest_threshold == 0 {
             return Err("telegram.digest_threshold must be at least 1".into());
         }
@@ -576,5 +758,28 @@ mod example {
         assert_eq!(c.telegram.chats.len(), 2);
         assert_eq!(c.rules.len(), 2);
         assert_eq!(c.route("infra", "x", Some("deploy")).unwrap().chat, "ops");
+    }
+}
+
+#[cfg(test)]
+mod wake_example {
+    /// The commented wake-up examples in the example file parse once uncommented.
+    #[test]
+    fn the_commented_wake_examples_parse() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/handoff.example.toml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let tail = &text[text.find("# Wake-ups:").expect("wake section")..];
+        let uncommented: String = tail
+            .lines()
+            .filter_map(|l| l.strip_prefix("# "))
+            .filter(|l| l.starts_with('[') || l.contains(" = "))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let c = super::Config::parse(&uncommented, &path).unwrap();
+        assert_eq!(c.notify.len(), 2);
+        assert_eq!(c.wake.sources.len(), 3);
+        assert!(c.wake.webhook_allowed("https://ci.example.com/x"));
+        assert!(!c.wake.webhook_allowed("https://ci.example.com.evil/x"));
     }
 }

@@ -4,8 +4,9 @@
 //! At start it opens the store, runs action recovery, then starts its
 //! workers under one [`CancellationToken`] and [`TaskTracker`]: the HTTP
 //! listener, the waiter follower (wakes in-process waiters), the chat
-//! follower (pushes items to Telegram, with a durable cursor) and the
-//! Telegram update loop, plus housekeeping (expiry sweeps, lease recovery).
+//! follower (pushes items to Telegram, with a durable cursor), the notify
+//! worker (wake-ups, with a durable cursor) and the Telegram update loop,
+//! plus housekeeping (expiry sweeps, lease recovery).
 //! Shutdown cancels the token and waits for the tracker, bounded.
 
 pub mod follower;
@@ -118,6 +119,18 @@ pub async fn run(
             follower::follow(s.store.clone(), start, &s.nudge, cancel, waiters).await;
         });
     }
+
+    // Wake-ups: another follower with a durable cursor (`notify`), plus the
+    // delivery loop that runs targets outside any transaction.
+    crate::notify::spawn(
+        store.clone(),
+        shared.config.clone(),
+        crate::notify::Options::from_config(&shared.config),
+        shared.nudge.clone(),
+        &tracker,
+        shutdown.clone(),
+    )
+    .await?;
 
     let chat = crate::chat::start(&shared, &tracker, shutdown.clone()).await?;
 

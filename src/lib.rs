@@ -4,10 +4,16 @@
 //! # Layout
 //!
 //! - [`clock`]: the injectable wall clock; RFC 3339 and duration parsing.
-//! - [`store`]: the SQLite store — questions, boards, actions, events. All SQL lives here.
-//! - [`cli`]: the `handoff` command line (argument parsing, output, exit codes).
+//! - [`config`]: the TOML configuration (chats, routes, rules, notify, wake sources).
+//! - [`store`]: the SQLite store — questions, boards, actions, sessions, ledger,
+//!   events, chat records, deliveries, tokens. All SQL lives here.
+//! - [`daemon`]: `handoff serve`; wires the followers, chat, notify and HTTP together.
+//! - [`chat`]: the Telegram bridge (teloxide lives only here).
+//! - [`notify`]: wake-ups: exec / webhook / tmux targets and durable deliveries.
+//! - [`api`]: the HTTP API (`/v1`, auth tokens, long polls, SSE, metrics, inbound wakes).
 //! - [`ops`]: the agent-side operations, one interface over the local store (and later HTTP).
 //! - [`mcp`]: `handoff mcp`, the stdio MCP server over [`ops`].
+//! - [`cli`]: the `handoff` command line (argument parsing, output, exit codes).
 
 pub mod api;
 pub mod chat;
@@ -16,5 +22,6 @@ pub mod clock;
 pub mod config;
 pub mod daemon;
 pub mod mcp;
+pub mod notify;
 pub mod ops;
 pub mod store;

@@ -13,6 +13,7 @@
 pub mod actions;
 pub mod boards;
 pub mod chat;
+pub mod deliveries;
 pub mod events;
 pub mod questions;
 pub mod sessions;

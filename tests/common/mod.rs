@@ -143,3 +143,86 @@ pub async fn raw_pool(path: &Path) -> sqlx::SqlitePool {
         .await
         .expect("raw pool")
 }
+
+// ---------------------------------------------------------------------------
+// Notify helpers (branch `notify`).
+
+/// Poll `check` every 20 ms until it returns Some, or panic after `secs`
+/// saying what was awaited.
+pub async fn wait_for<T, F, Fut>(secs: u64, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out after {secs}s waiting for {what}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// Register session `id` (agent `agent-1`, project `p`) with `target`.
+pub async fn session_with(
+    store: &Store,
+    id: &str,
+    target: Option<handoff::store::sessions::WakeTarget>,
+) {
+    store
+        .register_session(&handoff::store::sessions::NewSession {
+            session_id: id.into(),
+            agent: "agent-1".into(),
+            project: "p".into(),
+            cwd: "/tmp".into(),
+            wake_target: target,
+        })
+        .await
+        .expect("register session");
+}
+
+/// The notify worker running in this process.
+pub struct Worker {
+    tracker: tokio_util::task::TaskTracker,
+    cancel: tokio_util::sync::CancellationToken,
+}
+
+impl Worker {
+    /// Start it on `store` with config text and a schedule in ms.
+    pub async fn start(store: &Store, config: &str, schedule_ms: &[u64]) -> Worker {
+        let config =
+            handoff::config::Config::parse(config, Path::new("test.toml")).expect("config");
+        let tracker = tokio_util::task::TaskTracker::new();
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let opts = handoff::notify::Options {
+            schedule: schedule_ms
+                .iter()
+                .map(|m| std::time::Duration::from_millis(*m))
+                .collect(),
+            tick: std::time::Duration::from_millis(20),
+            concurrency: 4,
+        };
+        handoff::notify::spawn(
+            store.clone(),
+            Arc::new(config),
+            opts,
+            Arc::new(tokio::sync::Notify::new()),
+            &tracker,
+            cancel.clone(),
+        )
+        .await
+        .expect("spawn notify worker");
+        Worker { tracker, cancel }
+    }
+
+    /// Cancel and wait for it.
+    pub async fn stop(self) {
+        self.cancel.cancel();
+        self.tracker.close();
+        self.tracker.wait().await;
+    }
+}

@@ -1,0 +1,156 @@
+//! Inbound wakes: `POST /v1/sessions/{id}/wake` lets an outside system (CI,
+//! GitHub) wake a session. Authenticated per `[[wake.sources]]` by a bearer
+//! token, a Standard Webhooks signature, or GitHub's `X-Hub-Signature-256`;
+//! deduplicated by `webhook-id` / `X-GitHub-Delivery`; recorded as a
+//! `session.wake` event, which the notify worker delivers to the session's
+//! wake target. Checks run in this order: size (413), authentication (401,
+//! nothing stored), session (404). It does not run any target itself.
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::{Value, json};
+
+use crate::config::{WakeSource, WakeSourceKind};
+use crate::daemon::Shared;
+use crate::notify::sign;
+
+/// The largest body accepted.
+pub const MAX_BODY: usize = 1024 * 1024;
+
+/// The inbound wake route.
+pub(crate) fn routes() -> Router<Shared> {
+    Router::new().route(
+        "/v1/sessions/{id}/wake",
+        post(wake).layer(DefaultBodyLimit::max(MAX_BODY)),
+    )
+}
+
+/// Why a wake was refused.
+#[derive(Debug, thiserror::Error)]
+enum WakeError {
+    /// No configured source accepts these credentials.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// No such session.
+    #[error("no session `{0}`")]
+    NotFound(String),
+    /// The store failed.
+    #[error("store unavailable")]
+    Store(#[from] crate::store::Error),
+}
+
+impl IntoResponse for WakeError {
+    fn into_response(self) -> Response {
+        let status = match &self {
+            WakeError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            WakeError::NotFound(_) => StatusCode::NOT_FOUND,
+            WakeError::Store(e) => {
+                tracing::error!(error = %e, "inbound wake cannot reach the store");
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+        };
+        (
+            status,
+            axum::Json(json!({"ok": false, "error": self.to_string()})),
+        )
+            .into_response()
+    }
+}
+
+async fn wake(
+    State(s): State<Shared>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, WakeError> {
+    let now_secs = s.store.now().div_euclid(1000);
+    let (source, delivery_id) = authenticate(&s.config.wake.sources, &headers, &body, now_secs)?;
+    if s.store.get_session(&id).await?.is_none() {
+        return Err(WakeError::NotFound(id));
+    }
+    let delivery_id = delivery_id.unwrap_or_else(crate::store::new_id);
+    // The body as JSON (text if it is not JSON); record_wake adds the
+    // source and delivery id around it.
+    let payload: Value = serde_json::from_slice(&body)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
+    let rec = match s
+        .store
+        .record_wake(&id, &source.name, &delivery_id, payload)
+        .await
+    {
+        Ok(r) => r,
+        // The session vanished between the check and the write.
+        Err(crate::store::Error::Invalid(_)) => return Err(WakeError::NotFound(id)),
+        Err(e) => return Err(e.into()),
+    };
+    if rec.new {
+        s.nudge.notify_waiters();
+        tracing::info!(session = %id, source = %source.name, seq = rec.seq, "inbound wake recorded");
+    }
+    let status = if rec.new {
+        StatusCode::ACCEPTED
+    } else {
+        StatusCode::OK
+    };
+    let out = json!({"ok": true, "new": rec.new, "duplicate": !rec.new, "seq": rec.seq, "delivery_id": delivery_id});
+    Ok((status, axum::Json(out)).into_response())
+}
+
+fn header<'h>(h: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    h.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// The source whose credentials the request carries, and the delivery id
+/// to dedupe by (None: the caller gave none, every post is new).
+fn authenticate<'c>(
+    sources: &'c [WakeSource],
+    h: &HeaderMap,
+    body: &[u8],
+    now_secs: i64,
+) -> Result<(&'c WakeSource, Option<String>), WakeError> {
+    let of = |k: WakeSourceKind| sources.iter().filter(move |s| s.kind == k);
+    if sources.is_empty() {
+        return Err(WakeError::Unauthorized(
+            "inbound wakes are off: no [[wake.sources]] configured".into(),
+        ));
+    }
+    if let Some(sig) = header(h, "x-hub-signature-256") {
+        let src = of(WakeSourceKind::Github)
+            .find(|s| sign::verify_github(s.secret.expose().as_bytes(), sig, body).is_ok())
+            .ok_or_else(|| WakeError::Unauthorized("X-Hub-Signature-256 does not match".into()))?;
+        return Ok((src, header(h, "x-github-delivery").map(String::from)));
+    }
+    if let Some(sig) = header(h, "webhook-signature") {
+        let (Some(id), Some(ts)) = (header(h, "webhook-id"), header(h, "webhook-timestamp")) else {
+            return Err(WakeError::Unauthorized(
+                "webhook-id and webhook-timestamp are required with webhook-signature".into(),
+            ));
+        };
+        let mut why = sign::Refused::BadSignature;
+        for s in of(WakeSourceKind::Standard) {
+            let Some(key) = sign::decode_whsec(s.secret.expose()) else {
+                continue;
+            };
+            match sign::verify_standard(&key, id, ts, sig, body, now_secs) {
+                Ok(()) => return Ok((s, Some(id.to_string()))),
+                Err(e) => why = e,
+            }
+        }
+        return Err(WakeError::Unauthorized(why.to_string()));
+    }
+    if let Some(token) = header(h, "authorization").and_then(|a| a.strip_prefix("Bearer ")) {
+        let src = of(WakeSourceKind::Bearer)
+            .find(|s| sign::constant_time_eq(s.secret.expose().as_bytes(), token.trim().as_bytes()))
+            .ok_or_else(|| WakeError::Unauthorized("wrong bearer token".into()))?;
+        let id = header(h, "idempotency-key").or(header(h, "webhook-id"));
+        return Ok((src, id.map(String::from)));
+    }
+    Err(WakeError::Unauthorized(
+        "missing credentials: send a bearer token, a webhook-signature or X-Hub-Signature-256"
+            .into(),
+    ))
+}

@@ -1,0 +1,360 @@
+//! Durable wake-up deliveries: one row per (event, target) with a status
+//! `pending → delivering → delivered | dead`, plus disabled targets.
+//!
+//! The notify worker enqueues rows as it follows the event log (a replayed
+//! event is a no-op thanks to `UNIQUE(event_seq, target_key)`), claims due
+//! rows with a guarded UPDATE that takes a lease, runs the target outside any
+//! transaction, then records the outcome guarded by the claim's attempt
+//! number. This module records; it never runs a target. Inbound wakes are
+//! recorded by [`Store::record_wake`] (in `sessions::wake`).
+
+use serde::Serialize;
+use serde_json::json;
+use sqlx::Row;
+
+use super::sessions::WakeTarget;
+use super::{Error, Event, NewEvent, Result, Store, events};
+
+/// A delivery of one event to one target.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Delivery {
+    /// Row id.
+    pub id: i64,
+    /// The event being delivered.
+    pub event_seq: i64,
+    /// Identity of the target (`<kind>:<hash>`), shared by every event sent to it.
+    pub target_key: String,
+    /// Where the target came from: `session` or `rule:<name>`.
+    pub origin: String,
+    /// The target as resolved when the event was enqueued.
+    pub target: WakeTarget,
+    /// `pending`, `delivering`, `delivered` or `dead`.
+    pub status: String,
+    /// Attempts started so far (also the claim token of the current attempt).
+    pub attempts: i64,
+    /// When the next attempt is due.
+    #[serde(with = "crate::clock::rfc3339")]
+    pub next_attempt_at: i64,
+    /// How long one attempt may hold the row before it counts as crashed.
+    pub lease_ms: i64,
+    /// While delivering: when the lease lapses.
+    #[serde(with = "crate::clock::rfc3339::option")]
+    pub lease_until: Option<i64>,
+    /// Why the last attempt failed.
+    pub last_error: Option<String>,
+    /// Enqueued.
+    #[serde(with = "crate::clock::rfc3339")]
+    pub created_at: i64,
+    /// Last changed.
+    #[serde(with = "crate::clock::rfc3339")]
+    pub updated_at: i64,
+}
+
+/// A delivery about to be enqueued.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewDelivery {
+    /// Identity of the target (`<kind>:<hash>`).
+    pub target_key: String,
+    /// `session` or `rule:<name>`.
+    pub origin: String,
+    /// The target.
+    pub target: WakeTarget,
+    /// How long one attempt may hold the row.
+    pub lease_ms: i64,
+}
+
+fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<Delivery> {
+    let target: String = r.try_get("target")?;
+    Ok(Delivery {
+        id: r.try_get("id")?,
+        event_seq: r.try_get("event_seq")?,
+        target_key: r.try_get("target_key")?,
+        origin: r.try_get("origin")?,
+        target: serde_json::from_str(&target)
+            .map_err(|e| Error::Corrupt(format!("delivery target: {e}")))?,
+        status: r.try_get("status")?,
+        attempts: r.try_get("attempts")?,
+        next_attempt_at: r.try_get("next_attempt_at")?,
+        lease_ms: r.try_get("lease_ms")?,
+        lease_until: r.try_get("lease_until")?,
+        last_error: r.try_get("last_error")?,
+        created_at: r.try_get("created_at")?,
+        updated_at: r.try_get("updated_at")?,
+    })
+}
+
+impl Store {
+    /// Enqueue `event_seq` for each target, first attempt due at
+    /// `now + first_delay_ms`. Targets already enqueued for this event, and
+    /// disabled targets, are skipped, so replaying an event is a no-op.
+    /// Returns how many rows were inserted.
+    pub async fn enqueue_deliveries(
+        &self,
+        event_seq: i64,
+        targets: &[NewDelivery],
+        first_delay_ms: i64,
+    ) -> Result<u64> {
+        if targets.is_empty() {
+            return Ok(0);
+        }
+        self.retry(|| async {
+            let now = self.now();
+            let mut tx = self.begin_write().await?;
+            let mut inserted = 0;
+            for t in targets {
+                let target = serde_json::to_string(&t.target)
+                    .map_err(|e| Error::Invalid(format!("wake target: {e}")))?;
+                inserted += sqlx::query(
+                    "INSERT INTO deliveries
+                        (event_seq, target_key, origin, target, next_attempt_at, lease_ms, created_at, updated_at)
+                     SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7
+                     WHERE NOT EXISTS (SELECT 1 FROM disabled_targets WHERE target_key = ?2)
+                     ON CONFLICT (event_seq, target_key) DO NOTHING",
+                )
+                .bind(event_seq)
+                .bind(&t.target_key)
+                .bind(&t.origin)
+                .bind(&target)
+                .bind(now + first_delay_ms)
+                .bind(t.lease_ms)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+            }
+            tx.commit().await?;
+            Ok(inserted)
+        })
+        .await
+    }
+
+    /// Claim up to `limit` due deliveries: `pending` and due → `delivering`
+    /// with a lease, `attempts + 1`. The returned rows carry the new attempt
+    /// number, which guards the outcome write.
+    pub async fn claim_deliveries(&self, limit: i64) -> Result<Vec<Delivery>> {
+        self.retry(|| async {
+            let now = self.now();
+            // Why guarded: two workers (two daemons on one file) may pick the
+            // same ids in the subquery; `status = 'pending'` in the outer
+            // predicate lets exactly one of them flip each row.
+            let rows = sqlx::query(
+                "UPDATE deliveries
+                    SET status = 'delivering', attempts = attempts + 1,
+                        lease_until = ?1 + lease_ms, updated_at = ?1
+                  WHERE status = 'pending' AND next_attempt_at <= ?1
+                    AND id IN (SELECT id FROM deliveries
+                                WHERE status = 'pending' AND next_attempt_at <= ?1
+                                ORDER BY next_attempt_at, id LIMIT ?2)
+                  RETURNING *",
+            )
+            .bind(now)
+            .bind(limit)
+            .fetch_all(self.pool())
+            .await?;
+            rows.iter().map(from_row).collect()
+        })
+        .await
+    }
+
+    /// Record that the claimed attempt delivered. False when the claim was
+    /// lost (the lease lapsed and another attempt took the row).
+    pub async fn delivery_delivered(&self, d: &Delivery) -> Result<bool> {
+        self.retry(|| async {
+            let now = self.now();
+            // Why guarded by attempts: only the attempt that holds the claim
+            // may settle the row.
+            let n = sqlx::query(
+                "UPDATE deliveries SET status = 'delivered', lease_until = NULL, last_error = NULL,
+                        updated_at = ?
+                  WHERE id = ? AND status = 'delivering' AND attempts = ?",
+            )
+            .bind(now)
+            .bind(d.id)
+            .bind(d.attempts)
+            .execute(self.pool())
+            .await?
+            .rows_affected();
+            Ok(n == 1)
+        })
+        .await
+    }
+
+    /// Put the claimed attempt back to `pending`, due at `next_at`, with
+    /// the error that made it fail. False when the claim was lost.
+    pub async fn delivery_retry(&self, d: &Delivery, next_at: i64, error: &str) -> Result<bool> {
+        self.retry(|| async {
+            let now = self.now();
+            // Why guarded by attempts: a stale attempt must not reschedule a
+            // row another attempt now holds.
+            let n = sqlx::query(
+                "UPDATE deliveries SET status = 'pending', next_attempt_at = ?, lease_until = NULL,
+                        last_error = ?, updated_at = ?
+                  WHERE id = ? AND status = 'delivering' AND attempts = ?",
+            )
+            .bind(next_at)
+            .bind(error)
+            .bind(now)
+            .bind(d.id)
+            .bind(d.attempts)
+            .execute(self.pool())
+            .await?
+            .rows_affected();
+            Ok(n == 1)
+        })
+        .await
+    }
+
+    /// Give up on the claimed attempt's delivery: `dead` with `error`, and a
+    /// `delivery.dead` event about the item of `ev` (so the chat that showed
+    /// the item tells the human). With `disable`, the target is recorded as
+    /// disabled and its other pending deliveries die too. False when the
+    /// claim was lost.
+    pub async fn delivery_dead(
+        &self,
+        d: &Delivery,
+        ev: &Event,
+        error: &str,
+        disable: bool,
+    ) -> Result<bool> {
+        self.retry(|| async {
+            let now = self.now();
+            let mut tx = self.begin_write().await?;
+            // Why guarded by attempts: as for the other outcomes.
+            let n = sqlx::query(
+                "UPDATE deliveries SET status = 'dead', lease_until = NULL, last_error = ?,
+                        updated_at = ?
+                  WHERE id = ? AND status = 'delivering' AND attempts = ?",
+            )
+            .bind(error)
+            .bind(now)
+            .bind(d.id)
+            .bind(d.attempts)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if n == 0 {
+                return Ok(false);
+            }
+            if disable {
+                sqlx::query(
+                    "INSERT INTO disabled_targets (target_key, reason, disabled_at) VALUES (?, ?, ?)
+                     ON CONFLICT (target_key) DO NOTHING",
+                )
+                .bind(&d.target_key)
+                .bind(error)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+                // Why only pending rows: a row another attempt holds settles
+                // through its own guarded write.
+                sqlx::query(
+                    "UPDATE deliveries SET status = 'dead', last_error = ?, updated_at = ?
+                      WHERE target_key = ? AND status = 'pending'",
+                )
+                .bind(format!("target disabled: {error}"))
+                .bind(now)
+                .bind(&d.target_key)
+                .execute(&mut *tx)
+                .await?;
+            }
+            events::append(
+                &mut tx,
+                now,
+                &NewEvent {
+                    kind: "delivery.dead",
+                    entity_kind: &ev.entity_kind,
+                    entity_id: &ev.entity_id,
+                    actor: "notify",
+                    channel: "daemon",
+                    project: &ev.project,
+                    session: &ev.session,
+                    payload: json!({
+                        "delivery_id": d.id,
+                        "event_seq": d.event_seq,
+                        "event_type": ev.kind,
+                        "target": crate::store::sessions::target_kind(&d.target),
+                        "origin": d.origin,
+                        "attempts": d.attempts,
+                        "error": error,
+                        "disabled": disable,
+                    }),
+                },
+            )
+            .await?;
+            tx.commit().await?;
+            Ok(true)
+        })
+        .await
+    }
+
+    /// Deliveries whose attempt crashed (lease lapsed while `delivering`)
+    /// go back to `pending`, due now: at-least-once, with the same event id.
+    /// Returns how many were recovered.
+    pub async fn recover_deliveries(&self) -> Result<u64> {
+        self.retry(|| async {
+            let now = self.now();
+            // Why guarded by the lease: a live attempt keeps its row; only a
+            // lapsed one (its worker died) is handed out again.
+            let n = sqlx::query(
+                "UPDATE deliveries SET status = 'pending', next_attempt_at = ?1, lease_until = NULL,
+                        last_error = COALESCE(last_error, 'interrupted (the daemon stopped mid-delivery)'),
+                        updated_at = ?1
+                  WHERE status = 'delivering' AND lease_until <= ?1",
+            )
+            .bind(now)
+            .execute(self.pool())
+            .await?
+            .rows_affected();
+            Ok(n)
+        })
+        .await
+    }
+
+    /// The earliest time the delivery worker has something to do: a pending
+    /// delivery falling due or a lease lapsing. A read, so an idle worker
+    /// polls without taking the write lock.
+    pub async fn next_delivery_work(&self) -> Result<Option<i64>> {
+        Ok(sqlx::query_scalar(
+            "SELECT MIN(CASE status WHEN 'pending' THEN next_attempt_at ELSE lease_until END)
+               FROM deliveries WHERE status IN ('pending', 'delivering')",
+        )
+        .fetch_one(self.pool())
+        .await?)
+    }
+
+    /// Every delivery of one event, oldest first.
+    pub async fn deliveries_of_event(&self, event_seq: i64) -> Result<Vec<Delivery>> {
+        let rows = sqlx::query("SELECT * FROM deliveries WHERE event_seq = ? ORDER BY id")
+            .bind(event_seq)
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter().map(from_row).collect()
+    }
+
+    /// Every delivery, oldest first (diagnostics and tests).
+    pub async fn all_deliveries(&self) -> Result<Vec<Delivery>> {
+        let rows = sqlx::query("SELECT * FROM deliveries ORDER BY id")
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter().map(from_row).collect()
+    }
+
+    /// Why `target_key` is disabled, if it is.
+    pub async fn target_disabled(&self, target_key: &str) -> Result<Option<String>> {
+        Ok(
+            sqlx::query_scalar("SELECT reason FROM disabled_targets WHERE target_key = ?")
+                .bind(target_key)
+                .fetch_optional(self.pool())
+                .await?,
+        )
+    }
+
+    /// The event with this `seq`.
+    pub async fn event_at(&self, seq: i64) -> Result<Option<Event>> {
+        Ok(self
+            .events_after(seq - 1, 1)
+            .await?
+            .into_iter()
+            .find(|e| e.seq == seq))
+    }
+}
