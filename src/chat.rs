@@ -111,6 +111,9 @@ pub(crate) struct Bridge {
     digest: Mutex<HashMap<i64, Vec<(String, String)>>>,
     /// Prompts waiting for a text reply: (chat, prompt message id) → what the reply means.
     pub prompts: Mutex<HashMap<(i64, i32), handlers::Prompt>>,
+    /// Nudges the daemon's followers after a write, so waiters and wake-ups
+    /// see a chat answer at once instead of at the next poll.
+    nudge: Arc<tokio::sync::Notify>,
 }
 
 /// Start the bridge: nothing at all without a token (one clear log line),
@@ -150,6 +153,7 @@ pub async fn start(
         recent: Mutex::new(HashMap::new()),
         digest: Mutex::new(HashMap::new()),
         prompts: Mutex::new(HashMap::new()),
+        nudge: shared.nudge.clone(),
     });
 
     // The chat follower: durable cursor, so nothing is skipped across restarts.
@@ -222,7 +226,11 @@ where
             u = stream.next() => u,
         };
         match next {
-            Some(Ok(update)) => bridge.on_update(update).await,
+            Some(Ok(update)) => {
+                bridge.on_update(update).await;
+                // Whatever the update wrote, the followers look now.
+                bridge.nudge.notify_waiters();
+            }
             Some(Err(e)) => {
                 tracing::warn!(error = ?e, "cannot fetch Telegram updates; retrying");
                 tokio::select! {

@@ -40,7 +40,7 @@ fn propose(db: &TempDb, args: &[&str]) -> String {
 
 async fn message_of(fake: &FakeTelegram, id: &str) -> Msg {
     let short = id[id.len() - 8..].to_string();
-    fake.until(15, "the item's message", |f| {
+    fake.until(30, "the item's message", |f| {
         f.messages(TEAM)
             .into_iter()
             .find(|m| m.text.contains(&short))
@@ -87,7 +87,7 @@ async fn quorum_strangers_and_double_taps_in_a_group() {
     let approve = msg.button("Approve");
 
     fake.tap(TEAM, CAROL, msg.message_id, &approve);
-    fake.until(15, "carol refused", |f| {
+    fake.until(30, "carol refused", |f| {
         f.toasts()
             .into_iter()
             .find(|t| t.contains("not allowed to decide"))
@@ -95,7 +95,7 @@ async fn quorum_strangers_and_double_taps_in_a_group() {
     .await;
     fake.tap(TEAM, ALICE, msg.message_id, &approve);
     fake.tap(TEAM, ALICE, msg.message_id, &approve);
-    fake.until(15, "alice's double tap told", |f| {
+    fake.until(30, "alice's double tap told", |f| {
         f.toasts()
             .into_iter()
             .find(|t| t.contains("already approved"))
@@ -111,7 +111,7 @@ async fn quorum_strangers_and_double_taps_in_a_group() {
         "pending",
         "one approver is not a quorum of 2"
     );
-    fake.until(15, "progress shown", |f| {
+    fake.until(30, "progress shown", |f| {
         f.message(TEAM, msg.message_id)
             .filter(|m| m.text.contains("1 of 2"))
             .map(|_| ())
@@ -119,14 +119,14 @@ async fn quorum_strangers_and_double_taps_in_a_group() {
     .await;
 
     fake.tap(TEAM, BOB, msg.message_id, &approve);
-    fake.until(15, "bob completes the quorum", |f| {
+    fake.until(30, "bob completes the quorum", |f| {
         f.toasts().into_iter().find(|t| t.contains("Approved ✅"))
     })
     .await;
     let a = action(&db, &id);
     assert_eq!(a["status"], "approved");
     assert_eq!(a["approvals"], 2);
-    fake.until(15, "buttons removed and who shown", |f| {
+    fake.until(30, "buttons removed and who shown", |f| {
         f.message(TEAM, msg.message_id)
             .filter(|m| m.buttons().is_empty() && m.text.contains("Approved by"))
             .map(|_| ())
@@ -160,7 +160,7 @@ async fn two_approvers_at_once_give_one_decision_and_both_are_told() {
     fake.tap(TEAM, ALICE, msg.message_id, &approve);
     fake.tap(TEAM, BOB, msg.message_id, &reject);
     let toasts = fake
-        .until(15, "both told", |f| {
+        .until(30, "both told", |f| {
             let t = f.toasts();
             (t.len() >= 2).then_some(t)
         })
@@ -208,7 +208,7 @@ async fn an_action_approved_in_chat_runs_once_and_the_message_shows_the_result()
         .spawn()
         .unwrap();
     let msg = fake
-        .until(20, "the action's message", |f| {
+        .until(30, "the action's message", |f| {
             f.messages(TEAM)
                 .into_iter()
                 .find(|m| m.text.contains("Mail the report"))
@@ -226,7 +226,7 @@ async fn an_action_approved_in_chat_runs_once_and_the_message_shows_the_result()
         "ran\n",
         "executed exactly once"
     );
-    fake.until(15, "the message ends with the result", |f| {
+    fake.until(30, "the message ends with the result", |f| {
         f.message(TEAM, msg.message_id)
             .filter(|m| m.text.contains("Executed") && m.text.contains("sent-ok"))
             .map(|_| ())
@@ -243,7 +243,7 @@ async fn a_blocked_row_takes_a_chat_answer_and_a_handled_mark() {
     ]);
     assert!(out.status.success(), "{}", common::stderr(&out));
     let msg = fake
-        .until(15, "the row's message", |f| {
+        .until(30, "the row's message", |f| {
             f.messages(TEAM)
                 .into_iter()
                 .find(|m| m.text.contains("Create the CNAME"))
@@ -256,7 +256,7 @@ async fn a_blocked_row_takes_a_chat_answer_and_a_handled_mark() {
     );
 
     fake.send_text(TEAM, CAROL, "done, TTL 300", Some(msg.message_id));
-    fake.until(15, "the answer recorded", |f| {
+    fake.until(30, "the answer recorded", |f| {
         f.sent_texts(TEAM)
             .into_iter()
             .find(|t| t.starts_with("Recorded"))
@@ -264,7 +264,7 @@ async fn a_blocked_row_takes_a_chat_answer_and_a_handled_mark() {
     .await;
     let msg = fake.message(TEAM, msg.message_id).unwrap();
     fake.tap(TEAM, CAROL, msg.message_id, &msg.button("Mark handled"));
-    fake.until(15, "handled toast", |f| {
+    fake.until(30, "handled toast", |f| {
         f.toasts()
             .into_iter()
             .find(|t| t.contains("Marked handled"))

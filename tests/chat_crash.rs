@@ -35,7 +35,7 @@ async fn kill_9_mid_burst_then_restart_leaves_no_item_without_a_message() {
         ids.push(q.id);
     }
     let mut d = Daemon::start(&db.path, &cfg);
-    fake.until(15, "the first messages", |f| {
+    fake.until(30, "the first messages", |f| {
         (f.sent_texts(ME).len() >= 3).then_some(())
     })
     .await;
@@ -94,7 +94,7 @@ async fn decisions_taken_before_a_kill_9_are_applied_once_after_restart() {
         .unwrap()
         .to_string();
     let msg = fake
-        .until(15, "the action", |f| {
+        .until(30, "the action", |f| {
             f.messages(ME)
                 .into_iter()
                 .find(|m| m.text.contains("crash-safe deploy"))
@@ -114,7 +114,7 @@ async fn decisions_taken_before_a_kill_9_are_applied_once_after_restart() {
     let _d2 = Daemon::start(&db.path, &cfg);
     // A second tap after the restart (a user retrying) is told, not applied.
     fake.tap(ME, ME, msg.message_id, &msg.button("Approve"));
-    fake.until(15, "the retry told", |f| {
+    fake.until(30, "the retry told", |f| {
         f.toasts()
             .into_iter()
             .find(|t| t.contains("Already approved"))

@@ -36,7 +36,7 @@ async fn webhook_mode_checks_the_secret_token() {
         "mode = \"webhook\"\nwebhook_url = \"https://bot.example.invalid/telegram\"\nwebhook_secret = \"right-secret\"",
     );
     let d = Daemon::start(&db.path, &cfg);
-    fake.until(15, "setWebhook", |f| f.calls("setwebhook").first().cloned())
+    fake.until(30, "setWebhook", |f| f.calls("setwebhook").first().cloned())
         .await;
     assert!(
         fake.calls("getupdates").is_empty(),
@@ -56,7 +56,7 @@ async fn webhook_mode_checks_the_secret_token() {
         json(&out)["question"]["id"].as_str().unwrap().to_string()
     };
     let msg = fake
-        .until(15, "the question's message", |f| {
+        .until(30, "the question's message", |f| {
             f.messages(ME)
                 .into_iter()
                 .find(|m| m.text.contains("Webhook question"))
@@ -95,7 +95,7 @@ async fn webhook_mode_checks_the_secret_token() {
         .await
         .unwrap();
     assert!(res.status().is_success(), "{}", res.status());
-    fake.until(15, "the tap processed", |f| {
+    fake.until(30, "the tap processed", |f| {
         f.toasts().into_iter().find(|t| t.contains("Recorded: a"))
     })
     .await;
@@ -114,7 +114,7 @@ async fn a_burst_becomes_one_digest_and_every_item_is_covered() {
     let cfg = telegram_config(&db, &fake, "digest_threshold = 3\ndigest_window_secs = 30");
     let _d = Daemon::start(&db.path, &cfg);
     let digest = fake
-        .until(15, "a digest message", |f| {
+        .until(30, "a digest message", |f| {
             f.sent_texts(ME)
                 .into_iter()
                 .find(|t| t.contains("new items"))
@@ -134,10 +134,18 @@ async fn a_burst_becomes_one_digest_and_every_item_is_covered() {
     let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", db.path.display()))
         .await
         .unwrap();
-    let states: Vec<String> = sqlx::query_scalar("SELECT status FROM chat_messages")
-        .fetch_all(&pool)
-        .await
-        .unwrap();
+    // The digest is recorded right after Telegram confirms it: wait for the records.
+    let mut states: Vec<String> = Vec::new();
+    for _ in 0..300 {
+        states = sqlx::query_scalar("SELECT status FROM chat_messages")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+        if states.iter().filter(|s| *s == "digest").count() == 9 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     assert_eq!(states.len(), 12);
     assert_eq!(
         states.iter().filter(|s| *s == "digest").count(),
@@ -156,7 +164,7 @@ async fn start_pairing_admits_a_new_user_from_the_host() {
     const NEWBIE: i64 = 777;
     fake.send_text(ME, NEWBIE, "/start", None);
     let hello = fake
-        .until(15, "the pairing code", |f| {
+        .until(30, "the pairing code", |f| {
             f.sent_texts(ME)
                 .into_iter()
                 .find(|t| t.contains("handoff pair"))
@@ -180,14 +188,14 @@ async fn start_pairing_admits_a_new_user_from_the_host() {
     let out = db.cli(&["--json", "ask", "Paired?"]);
     let id = json(&out)["question"]["id"].as_str().unwrap().to_string();
     let msg = fake
-        .until(15, "the question", |f| {
+        .until(30, "the question", |f| {
             f.messages(ME)
                 .into_iter()
                 .find(|m| m.text.contains("Paired?"))
         })
         .await;
     fake.send_text(ME, NEWBIE, "yes, paired", Some(msg.message_id));
-    fake.until(15, "the newcomer's answer recorded", |f| {
+    fake.until(30, "the newcomer's answer recorded", |f| {
         f.sent_texts(ME)
             .into_iter()
             .find(|t| t.starts_with("Recorded"))
@@ -220,7 +228,7 @@ async fn long_texts_stay_within_telegrams_limit() {
     ]);
     assert!(out.status.success(), "{}", common::stderr(&out));
     let msg = fake
-        .until(15, "the long question", |f| {
+        .until(30, "the long question", |f| {
             f.messages(ME).into_iter().find(|m| m.text.contains("TTTT"))
         })
         .await;
@@ -245,7 +253,7 @@ async fn long_texts_stay_within_telegrams_limit() {
     ]);
     assert!(out.status.success(), "{}", common::stderr(&out));
     let a = fake
-        .until(15, "the big action", |f| {
+        .until(30, "the big action", |f| {
             f.messages(ME)
                 .into_iter()
                 .find(|m| m.text.contains("big args"))

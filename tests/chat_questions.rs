@@ -38,7 +38,7 @@ fn qid(v: &serde_json::Value) -> String {
 /// The message showing question `id`.
 async fn message_of(fake: &FakeTelegram, id: &str) -> common::fake_telegram::Msg {
     let short = &id[id.len() - 8..];
-    fake.until(15, "the question's message", |f| {
+    fake.until(30, "the question's message", |f| {
         f.messages(ME)
             .into_iter()
             .find(|m| m.text.contains(short) && !m.buttons().is_empty())
@@ -76,7 +76,7 @@ async fn a_question_from_another_process_appears_and_a_tap_answers_it() {
     }
 
     fake.tap(ME, ME, msg.message_id, &msg.button("SQLite"));
-    fake.until(15, "a 'Recorded' toast", |f| {
+    fake.until(30, "a 'Recorded' toast", |f| {
         f.toasts().into_iter().find(|t| t.contains("Recorded"))
     })
     .await;
@@ -89,7 +89,7 @@ async fn a_question_from_another_process_appears_and_a_tap_answers_it() {
         "{text}"
     );
     // The message is edited to say who answered where.
-    fake.until(15, "the message to show the answer", |f| {
+    fake.until(30, "the message to show the answer", |f| {
         f.message(ME, msg.message_id)
             .filter(|m| m.text.contains("in Telegram"))
             .map(|_| ())
@@ -109,7 +109,7 @@ async fn an_unread_inbox_answer_beats_a_chat_tap_until_picked_up() {
     let out = db.cli(&["reply", &id, "wait until Monday"]);
     assert!(out.status.success(), "{}", common::stderr(&out));
     fake.tap(ME, ME, msg.message_id, &msg.button("yes"));
-    fake.until(15, "the refusal naming the Inbox text", |f| {
+    fake.until(30, "the refusal naming the Inbox text", |f| {
         f.sent_texts(ME)
             .into_iter()
             .find(|t| t.contains("Inbox answer") && t.contains("wait until Monday"))
@@ -123,7 +123,7 @@ async fn an_unread_inbox_answer_beats_a_chat_tap_until_picked_up() {
     assert!(db.cli(&["pending"]).status.success());
     let msg = message_of(&fake, &id).await;
     fake.tap(ME, ME, msg.message_id, &msg.button("yes"));
-    fake.until(15, "the chat answer to be recorded", |f| {
+    fake.until(30, "the chat answer to be recorded", |f| {
         f.toasts().into_iter().find(|t| t.contains("Recorded: yes"))
     })
     .await;
@@ -140,14 +140,14 @@ async fn clarify_corrects_a_chat_answer_but_never_an_inbox_answer() {
     let short = id[id.len() - 8..].to_string();
 
     fake.send_text(ME, ME, "v1.2", Some(msg.message_id));
-    fake.until(15, "the reply to be recorded", |f| {
+    fake.until(30, "the reply to be recorded", |f| {
         f.sent_texts(ME)
             .into_iter()
             .find(|t| t.starts_with("Recorded"))
     })
     .await;
     fake.send_text(ME, ME, &format!("/clarify {short} v1.3 actually"), None);
-    fake.until(15, "the correction", |f| {
+    fake.until(30, "the correction", |f| {
         f.sent_texts(ME)
             .into_iter()
             .find(|t| t.starts_with("Correction recorded"))
@@ -160,7 +160,7 @@ async fn clarify_corrects_a_chat_answer_but_never_an_inbox_answer() {
     // An Inbox answer now stands unclaimed: a clarify from chat must not replace it.
     assert!(db.cli(&["reply", &id, "from the inbox"]).status.success());
     fake.send_text(ME, ME, "/clarify v9", Some(msg.message_id));
-    fake.until(15, "the refusal", |f| {
+    fake.until(30, "the refusal", |f| {
         f.sent_texts(ME)
             .into_iter()
             .find(|t| t.contains("from the inbox") && t.contains("already waiting"))
@@ -202,14 +202,14 @@ async fn a_stale_revision_tap_is_refused_and_the_message_redrawn() {
         ],
     );
     assert_eq!(qid(&again), id);
-    fake.until(15, "the redraw with new options", |f| {
+    fake.until(30, "the redraw with new options", |f| {
         f.message(ME, msg.message_id)
             .filter(|m| m.text.is_empty() || m.buttons().iter().any(|b| b.0.contains("7070")))
             .map(|_| ())
     })
     .await;
     fake.tap(ME, ME, msg.message_id, &old);
-    fake.until(15, "the stale toast", |f| {
+    fake.until(30, "the stale toast", |f| {
         f.toasts().into_iter().find(|t| t.contains("changed"))
     })
     .await;
@@ -231,40 +231,40 @@ async fn strangers_foreign_buttons_and_stray_messages_get_clear_answers() {
     let msg = message_of(&fake, &id).await;
 
     fake.tap(ME, STRANGER, msg.message_id, &msg.button("yes"));
-    fake.until(15, "the stranger's refusal", |f| {
+    fake.until(30, "the stranger's refusal", |f| {
         f.toasts().into_iter().find(|t| t.contains("not allowed"))
     })
     .await;
     fake.tap(ME, ME, msg.message_id, "totally|foreign|data");
-    fake.until(15, "the foreign-button toast", |f| {
+    fake.until(30, "the foreign-button toast", |f| {
         f.toasts()
             .into_iter()
             .find(|t| t.contains("isn't one of mine"))
     })
     .await;
     fake.send_text(ME, ME, "/frobnicate", None);
-    fake.until(15, "unknown command", |f| {
+    fake.until(30, "unknown command", |f| {
         f.sent_texts(ME)
             .into_iter()
             .find(|t| t.contains("don't know that command"))
     })
     .await;
     fake.send_text(ME, ME, "hello?", None);
-    fake.until(15, "stray text", |f| {
+    fake.until(30, "stray text", |f| {
         f.sent_texts(ME)
             .into_iter()
             .find(|t| t.contains("reply to the item's message"))
     })
     .await;
     fake.send_text(ME, ME, "an answer", Some(1)); // a reply to a message that isn't ours
-    fake.until(15, "unrelated reply", |f| {
+    fake.until(30, "unrelated reply", |f| {
         f.sent_texts(ME)
             .into_iter()
             .find(|t| t.contains("isn't one of my items"))
     })
     .await;
     fake.send_text(ME, ME, &"x".repeat(5000), Some(msg.message_id));
-    fake.until(15, "over-long answer refused", |f| {
+    fake.until(30, "over-long answer refused", |f| {
         f.sent_texts(ME)
             .into_iter()
             .find(|t| t.starts_with("Not recorded") || t.starts_with("Recorded"))

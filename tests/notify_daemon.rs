@@ -123,7 +123,7 @@ async fn a_dead_delivery_is_reported_in_the_items_chat() {
 
     let q = ask(&store, "Which region?").await;
     let short = handoff::store::short_id(&q.id).to_string();
-    fake.until(15, "the question's message", |f| {
+    fake.until(30, "the question's message", |f| {
         f.sent_texts(ME).into_iter().find(|t| t.contains(&short))
     })
     .await;
@@ -135,7 +135,7 @@ async fn a_dead_delivery_is_reported_in_the_items_chat() {
     let d = the_delivery(&store, "dead", |d| d.status == "dead").await;
     assert_eq!(d.attempts, 3);
     let notice = fake
-        .until(15, "the dead-delivery notice", |f| {
+        .until(30, "the dead-delivery notice", |f| {
             f.sent_texts(ME)
                 .into_iter()
                 .find(|t| t.contains("Could not wake"))
