@@ -127,10 +127,12 @@ pub fn router(shared: Shared) -> Router {
 
 /// Every route as `(method, path, access)`, for tests and tooling.
 pub fn routes() -> Vec<(&'static str, &'static str, &'static str)> {
-    ROUTES
+    let mut all: Vec<_> = ROUTES
         .iter()
         .map(|r| (r.method, r.path, r.access.as_str()))
-        .collect()
+        .collect();
+    all.push(("POST", wake::PATH, "wake-source"));
+    all
 }
 
 /// The OpenAPI 3 document served at `/v1/openapi.json`.

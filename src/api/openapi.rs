@@ -66,6 +66,24 @@ pub(crate) fn document() -> Value {
             ops.insert(r.method.to_ascii_lowercase(), op);
         }
     }
+    // Inbound wakes are outside the token table: each source authenticates
+    // with its own secret (bearer, Standard Webhooks or GitHub signature).
+    paths.insert(
+        super::wake::PATH.to_string(),
+        json!({"post": {
+            "operationId": operation_id("POST", super::wake::PATH),
+            "summary": "Wake a session from outside (CI, GitHub): authenticated per [[wake.sources]] by a bearer secret, a Standard Webhooks signature or X-Hub-Signature-256; deduplicated by delivery id",
+            "x-handoff-access": "wake-source",
+            "security": [],
+            "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
+            "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object"}}}},
+            "responses": {
+                "202": {"description": "Recorded"},
+                "200": {"description": "Duplicate delivery"},
+                "4XX": {"description": "Refused: see `reason`", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+            },
+        }}),
+    );
     json!({
         "openapi": "3.0.3",
         "info": {

@@ -21,12 +21,12 @@ use crate::notify::sign;
 /// The largest body accepted.
 pub const MAX_BODY: usize = 1024 * 1024;
 
+/// Where inbound wakes are posted.
+pub(crate) const PATH: &str = "/v1/sessions/{id}/wake";
+
 /// The inbound wake route.
 pub(crate) fn routes() -> Router<Shared> {
-    Router::new().route(
-        "/v1/sessions/{id}/wake",
-        post(wake).layer(DefaultBodyLimit::max(MAX_BODY)),
-    )
+    Router::new().route(PATH, post(wake).layer(DefaultBodyLimit::max(MAX_BODY)))
 }
 
 /// Why a wake was refused.
