@@ -6,6 +6,7 @@
 //! - [`clock`]: the injectable wall clock; RFC 3339 and duration parsing.
 //! - [`store`]: the SQLite store — questions, boards, actions, events. All SQL lives here.
 //! - [`cli`]: the `handoff` command line (argument parsing, output, exit codes).
+//! - [`inbox`]: the web Inbox page and its login links and session cookies.
 
 pub mod api;
 pub mod chat;
@@ -13,4 +14,5 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod daemon;
+pub mod inbox;
 pub mod store;
