@@ -12,8 +12,8 @@
 //! `events` (page, SSE, long-poll helper), `metrics`, `openapi`.
 //!
 //! No SQL here: handlers call the store, map refusals, and nudge the event
-//! followers after every write. The web Inbox and the inbound wake route are
-//! not here.
+//! followers after every write. The web Inbox page lives in `crate::inbox`
+//! (merged into this router); the inbound wake route is not here.
 
 mod actions;
 mod auth;
@@ -113,7 +113,10 @@ pub fn router(shared: Shared) -> Router {
         );
         r = r.route(route.path, (route.make)().route_layer(layer));
     }
-    r.fallback(no_route)
+    // The web Inbox (`/`, `/inbox/…`): before the fallback, outside ROUTES
+    // (it is not part of the /v1 API or its OpenAPI document).
+    r.merge(crate::inbox::routes())
+        .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
         .layer(DefaultBodyLimit::max(input::BODY_LIMIT))
         .layer(axum::middleware::from_fn(metrics::count))

@@ -7,6 +7,7 @@
 
 mod actions;
 mod boards;
+mod inbox;
 mod questions;
 mod sessions;
 mod tokens;
@@ -97,6 +98,18 @@ enum Command {
     Token {
         #[command(subcommand)]
         cmd: tokens::Cmd,
+    },
+    /// Print a one-time login link to the web Inbox (works once, for --ttl).
+    InboxLink {
+        /// The daemon's address as the browser reaches it.
+        #[arg(long, default_value = "http://127.0.0.1:8642")]
+        url: String,
+        /// How long the link works (the session it opens lasts 7 days).
+        #[arg(long, default_value = "10m")]
+        ttl: String,
+        /// Who the session acts as (recorded as `by` of its answers and decisions).
+        #[arg(long = "as", value_name = "NAME", default_value = "inbox")]
+        name: String,
     },
     /// Print the event log (every state change, in order).
     Events {
@@ -212,6 +225,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Sessions(cmd) => sessions::run(cmd, &ctx).await,
         Command::Token { cmd } => tokens::run(cmd, &ctx).await,
         Command::Serve { config, listen } => serve(&ctx, config, listen).await,
+        Command::InboxLink { url, ttl, name } => inbox::run(&url, &ttl, &name, &ctx).await,
         Command::Pair { code, role } => {
             let store = ctx.store().await?;
             match store.pairing_use(&code, &role).await? {
