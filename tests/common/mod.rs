@@ -143,3 +143,8 @@ pub async fn raw_pool(path: &Path) -> sqlx::SqlitePool {
         .await
         .expect("raw pool")
 }
+
+// ---------------------------------------------------------------------------
+// Web Inbox helpers (branch `inbox`).
+
+pub mod webdriver;
