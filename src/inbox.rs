@@ -168,7 +168,11 @@ async fn login(State(s): State<Shared>, Query(q): Query<LoginQuery>) -> Response
         Ok(Login::Opened { session, secret }) => {
             s.nudge.notify_waiters();
             tracing::info!(session = %session.id, name = %session.name, "Inbox login");
-            let mut resp = document(StatusCode::SEE_OTHER, "text/plain; charset=utf-8", String::new());
+            let mut resp = document(
+                StatusCode::SEE_OTHER,
+                "text/plain; charset=utf-8",
+                String::new(),
+            );
             resp.headers_mut()
                 .insert(header::LOCATION, HeaderValue::from_static("/"));
             set_cookie(&mut resp, &secret, SESSION_TTL_MS / 1000);
@@ -208,7 +212,11 @@ async fn logout(State(s): State<Shared>, headers: HeaderMap) -> Response {
             Err(e) => tracing::warn!(error = %e, "Inbox logout failed"),
         }
     }
-    let mut resp = document(StatusCode::SEE_OTHER, "text/plain; charset=utf-8", String::new());
+    let mut resp = document(
+        StatusCode::SEE_OTHER,
+        "text/plain; charset=utf-8",
+        String::new(),
+    );
     resp.headers_mut()
         .insert(header::LOCATION, HeaderValue::from_static("/"));
     set_cookie(&mut resp, "", 0);
@@ -218,7 +226,9 @@ async fn logout(State(s): State<Shared>, headers: HeaderMap) -> Response {
 /// `GET /inbox/me`: who this browser's session acts as.
 async fn me(State(s): State<Shared>, headers: HeaderMap) -> Response {
     match session_of(&s, &headers).await {
-        Some(session) => axum::Json(json!({"name": session.name, "session": session})).into_response(),
+        Some(session) => {
+            axum::Json(json!({"name": session.name, "session": session})).into_response()
+        }
         None => (
             StatusCode::UNAUTHORIZED,
             axum::Json(json!({
@@ -242,7 +252,11 @@ async fn app_js() -> Response {
 }
 
 async fn app_css() -> Response {
-    let mut r = document(StatusCode::OK, "text/css; charset=utf-8", APP_CSS.to_string());
+    let mut r = document(
+        StatusCode::OK,
+        "text/css; charset=utf-8",
+        APP_CSS.to_string(),
+    );
     r.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     r
@@ -266,19 +280,34 @@ mod tests {
         assert_eq!(cookie_secret(&h).as_deref(), Some("abc"));
         let h = headers(&[("cookie", "a=1"), ("cookie", "handoff_inbox=x")]);
         assert_eq!(cookie_secret(&h).as_deref(), Some("x"));
-        assert_eq!(cookie_secret(&headers(&[("cookie", "xhandoff_inbox=1")])), None);
+        assert_eq!(
+            cookie_secret(&headers(&[("cookie", "xhandoff_inbox=1")])),
+            None
+        );
         assert_eq!(cookie_secret(&HeaderMap::new()), None);
     }
 
     #[test]
     fn same_origin_needs_an_origin_matching_the_host() {
-        let ok = [("host", "127.0.0.1:8642"), ("origin", "http://127.0.0.1:8642")];
+        let ok = [
+            ("host", "127.0.0.1:8642"),
+            ("origin", "http://127.0.0.1:8642"),
+        ];
         assert!(same_origin(&headers(&ok)));
-        let tls = [("host", "inbox.example"), ("origin", "https://inbox.example")];
+        let tls = [
+            ("host", "inbox.example"),
+            ("origin", "https://inbox.example"),
+        ];
         assert!(same_origin(&headers(&tls)));
         for bad in [
-            vec![("host", "127.0.0.1:8642"), ("origin", "https://evil.example")],
-            vec![("host", "127.0.0.1:8642"), ("origin", "http://127.0.0.1:9999")],
+            vec![
+                ("host", "127.0.0.1:8642"),
+                ("origin", "https://evil.example"),
+            ],
+            vec![
+                ("host", "127.0.0.1:8642"),
+                ("origin", "http://127.0.0.1:9999"),
+            ],
             vec![("host", "127.0.0.1:8642"), ("origin", "null")],
             vec![("host", "127.0.0.1:8642")],
         ] {

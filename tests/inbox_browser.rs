@@ -78,33 +78,41 @@ async fn inbox_in_chromium_answers_a_question_and_approves_an_edited_action() {
 
     let link = cli_json(
         &db,
-        &[
-            "--json",
-            "inbox-link",
-            "--url",
-            &base,
-            "--as",
-            "alice",
-        ],
+        &["--json", "inbox-link", "--url", &base, "--as", "alice"],
     );
     let url = link["url"].as_str().unwrap().to_string();
 
     // A phone-sized window.
     let b = Browser::start(375, 812).await;
     b.goto(&url).await;
-    assert_eq!(b.url().await, format!("{base}/"), "the login link redirects to /");
+    assert_eq!(
+        b.url().await,
+        format!("{base}/"),
+        "the login link redirects to /"
+    );
     let qcard = format!("q:{qid}");
     let acard = format!("a:{aid}");
-    b.wait_for("the question is listed", CARD_HAS, json!([qcard, "Which database?"]))
-        .await;
-    b.wait_for("the action is listed", CARD_HAS, json!([acard, "Send the launch mail"]))
-        .await;
+    b.wait_for(
+        "the question is listed",
+        CARD_HAS,
+        json!([qcard, "Which database?"]),
+    )
+    .await;
+    b.wait_for(
+        "the action is listed",
+        CARD_HAS,
+        json!([acard, "Send the launch mail"]),
+    )
+    .await;
 
     // User text is text: the would-be tag shows literally, no element made.
     let title = b.text(&format!("article[data-key=\"{qcard}\"] h3")).await;
     assert!(title.starts_with("<img src=x"), "{title}");
     let imgs = b
-        .exec("return document.querySelectorAll('main img').length", json!([]))
+        .exec(
+            "return document.querySelectorAll('main img').length",
+            json!([]),
+        )
         .await;
     assert_eq!(imgs, 0);
     // Readable at 375 px: nothing wider than the screen.
@@ -118,8 +126,11 @@ async fn inbox_in_chromium_answers_a_question_and_approves_an_edited_action() {
 
     // Answer the question in the page.
     let qsel = format!("article[data-key=\"{qcard}\"]");
-    b.type_into(&format!("{qsel} textarea[data-draft=text]"), "postgres, version 16")
-        .await;
+    b.type_into(
+        &format!("{qsel} textarea[data-draft=text]"),
+        "postgres, version 16",
+    )
+    .await;
     b.click(&format!("{qsel} button[data-act=answer]")).await;
     b.wait_for(
         "the page says who answered where",
@@ -190,8 +201,12 @@ async fn inbox_in_chromium_answers_a_question_and_approves_an_edited_action() {
     .await;
     b.click(&format!("{asel} button[data-act=approve-edited]"))
         .await;
-    b.wait_for("the approved action leaves the list", CARD_GONE, json!([acard]))
-        .await;
+    b.wait_for(
+        "the approved action leaves the list",
+        CARD_GONE,
+        json!([acard]),
+    )
+    .await;
     let done = cli_json(&db, &["--json", "action", &aid]);
     assert_eq!(done["status"], "approved", "{done}");
     assert_eq!(done["effective_args"]["subject"], "Launch v2");

@@ -95,7 +95,10 @@ fn random_hex() -> Result<String> {
 /// A presented code or cookie is 64 lowercase hex digits; anything else
 /// is not looked up at all.
 fn plausible(secret: &str) -> bool {
-    secret.len() == 64 && secret.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    secret.len() == 64
+        && secret
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 fn session_from(r: &sqlx::sqlite::SqliteRow) -> Result<InboxSession> {

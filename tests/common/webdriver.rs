@@ -140,7 +140,12 @@ impl Browser {
         }
     }
 
-    async fn try_raw(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value, String> {
+    async fn try_raw(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Value, String> {
         let url = format!("http://127.0.0.1:{}{path}", self.port);
         let req = match method {
             "GET" => self.http.get(url),
@@ -201,7 +206,10 @@ impl Browser {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        panic!("no element matches `{css}`; page text:\n{}", self.body_text().await);
+        panic!(
+            "no element matches `{css}`; page text:\n{}",
+            self.body_text().await
+        );
     }
 
     /// Click `css` (found afresh, so a re-rendered element is no problem).
@@ -238,7 +246,8 @@ impl Browser {
     /// Run `script` (a function body; `arguments` holds `args`) and return its result.
     pub async fn exec(&self, script: &str, args: Value) -> Value {
         let body = json!({"script": script, "args": args});
-        self.raw("POST", &self.at("/execute/sync"), Some(body)).await
+        self.raw("POST", &self.at("/execute/sync"), Some(body))
+            .await
     }
 
     /// The whole page's text (for failure messages).
@@ -258,14 +267,19 @@ impl Browser {
     pub async fn wait_for(&self, what: &str, script: &str, args: Value) {
         for _ in 0..WAIT_ROUNDS {
             let body = json!({"script": script, "args": args});
-            if let Ok(v) = self.try_raw("POST", &self.at("/execute/sync"), Some(body)).await
+            if let Ok(v) = self
+                .try_raw("POST", &self.at("/execute/sync"), Some(body))
+                .await
                 && v == Value::Bool(true)
             {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        panic!("never happened: {what}; page text:\n{}", self.body_text().await);
+        panic!(
+            "never happened: {what}; page text:\n{}",
+            self.body_text().await
+        );
     }
 
     /// Save a PNG screenshot of the viewport to `path`.
