@@ -139,6 +139,14 @@ async fn inbox_in_chromium_answers_a_question_and_approves_an_edited_action() {
     )
     .await;
 
+    let left = b
+        .exec(
+            "return document.querySelector(`article[data-key=\"${arguments[0]}\"] textarea`).value",
+            json!([qcard]),
+        )
+        .await;
+    assert_eq!(left, "", "a sent answer leaves no draft behind");
+
     // The store changed: an Inbox reply by the session's name.
     let shown = cli_json(&db, &["--json", "show", &qid]);
     let reply = &shown["question"]["reply"];

@@ -217,6 +217,8 @@
         buttons.forEach((b) => { b.disabled = true; });
         try {
           await fn(card);
+          // Sent: the drafts are spent, so the rebuilt card starts empty.
+          card.querySelectorAll('[data-draft]').forEach((f) => { f.value = f.defaultValue; });
           card.dataset.done = name;
           refresh();
         } catch (e) {
