@@ -14,7 +14,7 @@
 //! No SQL here: handlers call the store, map refusals, and nudge the event
 //! followers after every write. The inbound wake route lives in [`wake`],
 //! outside the token table: it authenticates per `[[wake.sources]]`. The
-//! web Inbox is not here.
+//! web Inbox page lives in `crate::inbox` (merged into this router).
 
 mod actions;
 mod auth;
@@ -117,7 +117,9 @@ pub fn router(shared: Shared) -> Router {
     }
     // Inbound wakes carry their own authentication (source secrets and
     // signatures), so they are merged outside the token-checked table.
+    // The web Inbox (`/`, `/inbox/…`) is not part of the /v1 API either.
     r.merge(wake::routes())
+        .merge(crate::inbox::routes())
         .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
         .layer(DefaultBodyLimit::max(input::BODY_LIMIT))

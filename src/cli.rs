@@ -7,6 +7,7 @@
 
 mod actions;
 mod boards;
+mod inbox;
 mod mcp;
 mod questions;
 mod sessions;
@@ -101,6 +102,18 @@ enum Command {
     },
     /// Serve the agent-side tools over MCP on stdin/stdout (for Claude Code, Codex, …).
     Mcp(mcp::McpArgs),
+    /// Print a one-time login link to the web Inbox (works once, for --ttl).
+    InboxLink {
+        /// The daemon's address as the browser reaches it.
+        #[arg(long, default_value = "http://127.0.0.1:8642")]
+        url: String,
+        /// How long the link works (the session it opens lasts 7 days).
+        #[arg(long, default_value = "10m")]
+        ttl: String,
+        /// Who the session acts as (recorded as `by` of its answers and decisions).
+        #[arg(long = "as", value_name = "NAME", default_value = "inbox")]
+        name: String,
+    },
     /// Print the event log (every state change, in order).
     Events {
         /// Only events after this sequence number.
@@ -216,6 +229,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Token { cmd } => tokens::run(cmd, &ctx).await,
         Command::Mcp(args) => mcp::run(args, &ctx).await,
         Command::Serve { config, listen } => serve(&ctx, config, listen).await,
+        Command::InboxLink { url, ttl, name } => inbox::run(&url, &ttl, &name, &ctx).await,
         Command::Pair { code, role } => {
             let store = ctx.store().await?;
             match store.pairing_use(&code, &role).await? {

@@ -14,6 +14,7 @@
 //! - [`ops`]: the agent-side operations, one interface over the local store (and later HTTP).
 //! - [`mcp`]: `handoff mcp`, the stdio MCP server over [`ops`].
 //! - [`cli`]: the `handoff` command line (argument parsing, output, exit codes).
+//! - [`inbox`]: the web Inbox page and its login links and session cookies.
 
 pub mod api;
 pub mod chat;
@@ -21,6 +22,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod daemon;
+pub mod inbox;
 pub mod mcp;
 pub mod notify;
 pub mod ops;

@@ -15,6 +15,7 @@ pub mod boards;
 pub mod chat;
 pub mod deliveries;
 pub mod events;
+pub mod inbox_sessions;
 pub mod questions;
 pub mod sessions;
 pub mod tokens;

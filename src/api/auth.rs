@@ -11,11 +11,16 @@
 //!
 //! With `[http] open = true` (loopback only) a request without a token acts
 //! as a local admin; a request that does present a token is still checked.
+//!
+//! Without a bearer token, the web Inbox's session cookie is accepted as a
+//! human-role credential acting as the session's name (so agent routes are
+//! 403 for it); a cookie-authenticated write (any method but GET/HEAD/OPTIONS)
+//! must carry an `Origin` equal to the daemon's own, else 403 `cross_site`.
 
 use std::net::SocketAddr;
 
 use axum::extract::Request;
-use axum::http::header;
+use axum::http::{Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -173,6 +178,33 @@ async fn caller(s: &Shared, presented: Option<String>) -> ApiResult<Caller> {
     }
 }
 
+/// A web Inbox session cookie: a human-role caller acting as the session's
+/// name. A state change must come from the daemon's own origin (the
+/// cookie is ambient, so a cross-site page could otherwise use it).
+async fn cookie_caller(s: &Shared, secret: &str, cross_site: bool) -> ApiResult<Caller> {
+    if cross_site {
+        return Err(refuse_cross_site());
+    }
+    match s.store.inbox_session_verify(secret).await? {
+        Some(session) => Ok(Caller {
+            name: session.name,
+            role: Role::Human,
+            project: None,
+            token: true,
+        }),
+        None => Err(ApiError::unauthorized(
+            "the Inbox session ended or is unknown: run `handoff inbox-link` and open the link it prints",
+        )),
+    }
+}
+
+fn refuse_cross_site() -> ApiError {
+    ApiError::forbidden(
+        "cross_site",
+        "cross-site request refused: a browser write must come from this daemon's own page (the Origin header does not match)",
+    )
+}
+
 /// The per-route middleware: authenticate, check the role, hand over a [`Caller`].
 pub(crate) async fn authorize(s: Shared, access: Access, mut req: Request, next: Next) -> Response {
     if access == Access::Public {
@@ -180,8 +212,18 @@ pub(crate) async fn authorize(s: Shared, access: Access, mut req: Request, next:
     }
     // The header is copied out first: a request body is not `Sync`, so the
     // request itself must not be borrowed across the store lookup.
+    let changes = !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
+    let cross_site = changes && !crate::inbox::same_origin(req.headers());
+    let has_origin = req.headers().contains_key(header::ORIGIN);
     let c = match bearer(&req) {
-        Ok(presented) => caller(&s, presented).await,
+        Ok(Some(tok)) => caller(&s, Some(tok)).await,
+        Ok(None) => match crate::inbox::cookie_secret(req.headers()) {
+            Some(secret) => cookie_caller(&s, &secret, cross_site).await,
+            // An open daemon trusts requests without credentials; a
+            // browser's cross-site POST is not one of them.
+            None if s.config.http.open && cross_site && has_origin => Err(refuse_cross_site()),
+            None => caller(&s, None).await,
+        },
         Err(e) => Err(e),
     };
     let c = match c {

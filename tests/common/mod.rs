@@ -226,3 +226,8 @@ impl Worker {
         self.tracker.wait().await;
     }
 }
+
+// ---------------------------------------------------------------------------
+// Web Inbox helpers (branch `inbox`).
+
+pub mod webdriver;

@@ -1,0 +1,77 @@
+//! `handoff inbox-link`: a one-time login link to the web Inbox.
+//!
+//! The link carries a random code (only its hash is stored) that works once,
+//! until `--ttl` passes; opening it in a browser starts a 7-day session
+//! acting as `--as`. The daemon serves the page; this command only writes
+//! the code.
+
+use super::{Ctx, exit, fail};
+
+/// Build the login URL for `base` (the daemon's address) and `code`.
+fn login_url(base: &str, code: &str) -> anyhow::Result<String> {
+    let bad = |why: &str| {
+        fail(
+            exit::USAGE,
+            format!("--url `{base}` {why}: give the daemon's address, e.g. http://127.0.0.1:8642"),
+        )
+    };
+    let mut url = url::Url::parse(base.trim()).map_err(|_| bad("is not a URL"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+        return Err(bad("is not an http(s) address"));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(bad("has a query or fragment"));
+    }
+    // Keep a path prefix (a reverse proxy may serve the daemon under one).
+    let path = format!("{}/inbox/login", url.path().trim_end_matches('/'));
+    url.set_path(&path);
+    url.query_pairs_mut().append_pair("code", code);
+    Ok(url.to_string())
+}
+
+/// Create the code and print the link.
+pub(crate) async fn run(url: &str, ttl: &str, name: &str, ctx: &Ctx) -> anyhow::Result<u8> {
+    let ttl_ms = crate::clock::parse_duration_ms(ttl)
+        .map_err(|e| fail(exit::USAGE, format!("--ttl: {e}")))?;
+    // Validate the URL before writing anything.
+    login_url(url, &"0".repeat(64))?;
+    let store = ctx.store().await?;
+    let link = store
+        .inbox_link_create(name, ttl_ms)
+        .await
+        .map_err(|e| fail(exit::ERROR, e.to_string()))?;
+    let full = login_url(url, &link.code)?;
+    let v = serde_json::json!({
+        "url": full,
+        "name": link.name,
+        "expires_at": crate::clock::format_rfc3339(link.expires_at),
+    });
+    ctx.print(&v, || {
+        format!(
+            "{full}\n\nOpen it in a browser to log in to the Inbox as `{}`. It works once, until {}.",
+            link.name,
+            crate::clock::format_rfc3339(link.expires_at)
+        )
+    });
+    Ok(exit::OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_keep_host_and_prefix_and_refuse_junk() {
+        assert_eq!(
+            login_url("http://127.0.0.1:8642", "ab").unwrap(),
+            "http://127.0.0.1:8642/inbox/login?code=ab"
+        );
+        assert_eq!(
+            login_url("https://box.example/handoff/", "ab").unwrap(),
+            "https://box.example/handoff/inbox/login?code=ab"
+        );
+        for bad in ["127.0.0.1:8642", "ftp://x", "http://x/?a=1", "not a url"] {
+            assert!(login_url(bad, "ab").is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,317 @@
+//! The web Inbox: a page served by the daemon at `/` where a person answers
+//! questions, responds on blocked rows and decides actions, from a laptop
+//! or a phone.
+//!
+//! Login: `handoff inbox-link` prints a one-time link to `/inbox/login?code=…`;
+//! visiting it opens a browser session (an `HttpOnly`, `SameSite=Strict`
+//! cookie) and redirects to `/`. The page is static HTML, CSS and vanilla JS
+//! embedded in the binary (`inbox/assets/`, nothing fetched from the
+//! internet); it reads and writes through the `/v1` API with the cookie,
+//! which the API accepts as a human-role credential (see `api::auth`), and
+//! re-reads its lists on every event of `/v1/events/stream`.
+//!
+//! This module owns the cookie's name and the same-origin rule that every
+//! cookie-authenticated state change must pass. It has no SQL (sessions are
+//! in `store::inbox_sessions`) and no API handlers of its own beyond login,
+//! logout and "who am I".
+
+use axum::Router;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::daemon::Shared;
+use crate::store::inbox_sessions::{InboxSession, Login, SESSION_TTL_MS};
+
+/// The session cookie's name.
+pub(crate) const COOKIE: &str = "handoff_inbox";
+
+const INDEX_HTML: &str = include_str!("inbox/assets/index.html");
+const LOGIN_HTML: &str = include_str!("inbox/assets/login.html");
+const APP_JS: &str = include_str!("inbox/assets/app.js");
+const APP_CSS: &str = include_str!("inbox/assets/app.css");
+
+/// Scripts, styles and connections from this origin only; no frames, no
+/// inline script. The page builds its DOM with `textContent`, never HTML.
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
+                   img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/// The Inbox's routes (merged into the API router before its fallback).
+pub(crate) fn routes() -> Router<Shared> {
+    Router::new()
+        .route("/", get(index))
+        .route("/inbox/login", get(login))
+        .route("/inbox/logout", post(logout))
+        .route("/inbox/me", get(me))
+        .route("/inbox/app.js", get(app_js))
+        .route("/inbox/app.css", get(app_css))
+}
+
+/// The value of the session cookie in `headers`, if the request carries one.
+pub(crate) fn cookie_secret(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == COOKIE)
+        .map(|(_, value)| value.trim().to_string())
+}
+
+/// Whether the request's `Origin` is this daemon's own origin (the scheme
+/// and the `Host` the browser addressed). A browser always sends `Origin`
+/// on a POST; a cross-site page cannot forge it. Missing = not same-origin.
+pub(crate) fn same_origin(headers: &HeaderMap) -> bool {
+    let text = |h| headers.get(h).and_then(|v: &HeaderValue| v.to_str().ok());
+    let (Some(origin), Some(host)) = (text(header::ORIGIN), text(header::HOST)) else {
+        return false;
+    };
+    let origin = origin.trim();
+    ["http://", "https://"]
+        .iter()
+        .any(|scheme| origin.eq_ignore_ascii_case(&format!("{scheme}{host}")))
+}
+
+/// The live session of this request's cookie, if any.
+async fn session_of(s: &Shared, headers: &HeaderMap) -> Option<InboxSession> {
+    let secret = cookie_secret(headers)?;
+    match s.store.inbox_session_verify(&secret).await {
+        Ok(found) => found,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot check an Inbox session");
+            None
+        }
+    }
+}
+
+/// A response carrying the page headers every Inbox document gets.
+fn document(status: StatusCode, content_type: &'static str, body: String) -> Response {
+    let mut resp = (status, body).into_response();
+    let h = resp.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    // The login URL carries the code: never leak it in a Referer.
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    resp
+}
+
+/// The "how to log in" page with `message` (static text, never user input).
+fn login_page(status: StatusCode, message: &'static str) -> Response {
+    document(
+        status,
+        "text/html; charset=utf-8",
+        LOGIN_HTML.replace("{{message}}", message),
+    )
+}
+
+fn set_cookie(resp: &mut Response, value: &str, max_age_secs: i64) {
+    let cookie =
+        format!("{COOKIE}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age_secs}");
+    match HeaderValue::from_str(&cookie) {
+        Ok(v) => {
+            resp.headers_mut().append(header::SET_COOKIE, v);
+        }
+        // The value is hex we generated; a failure here is a bug, logged.
+        Err(e) => tracing::error!(error = %e, "cannot build the Inbox cookie"),
+    }
+}
+
+/// `GET /`: the Inbox with a live session, else how to get one.
+async fn index(State(s): State<Shared>, headers: HeaderMap) -> Response {
+    if session_of(&s, &headers).await.is_some() {
+        return document(
+            StatusCode::OK,
+            "text/html; charset=utf-8",
+            INDEX_HTML.to_string(),
+        );
+    }
+    let mut resp = login_page(
+        StatusCode::OK,
+        "You are not logged in to this Inbox (or your session ended).",
+    );
+    if cookie_secret(&headers).is_some() {
+        set_cookie(&mut resp, "", 0);
+    }
+    resp
+}
+
+#[derive(Debug, Deserialize)]
+struct LoginQuery {
+    code: Option<String>,
+}
+
+/// `GET /inbox/login?code=…`: trade a one-time code for a session cookie.
+async fn login(State(s): State<Shared>, Query(q): Query<LoginQuery>) -> Response {
+    let Some(code) = q.code.filter(|c| !c.trim().is_empty()) else {
+        return login_page(
+            StatusCode::BAD_REQUEST,
+            "This login link has no code in it.",
+        );
+    };
+    match s.store.inbox_login(&code, SESSION_TTL_MS).await {
+        Ok(Login::Opened { session, secret }) => {
+            s.nudge.notify_waiters();
+            tracing::info!(session = %session.id, name = %session.name, "Inbox login");
+            let mut resp = document(
+                StatusCode::SEE_OTHER,
+                "text/plain; charset=utf-8",
+                String::new(),
+            );
+            resp.headers_mut()
+                .insert(header::LOCATION, HeaderValue::from_static("/"));
+            set_cookie(&mut resp, &secret, SESSION_TTL_MS / 1000);
+            resp
+        }
+        Ok(Login::Used) => login_page(
+            StatusCode::GONE,
+            "This login link was used already: each link works once.",
+        ),
+        Ok(Login::Expired) => login_page(StatusCode::GONE, "This login link has expired."),
+        Ok(Login::Unknown) => login_page(
+            StatusCode::NOT_FOUND,
+            "This login link is not one this Inbox issued.",
+        ),
+        Err(e) => {
+            tracing::error!(error = %e, "Inbox login failed");
+            login_page(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "The Inbox could not check this link (the database failed); try again.",
+            )
+        }
+    }
+}
+
+/// `POST /inbox/logout`: end this browser's session (same-origin only).
+async fn logout(State(s): State<Shared>, headers: HeaderMap) -> Response {
+    if !same_origin(&headers) {
+        return (
+            StatusCode::FORBIDDEN,
+            axum::Json(json!({"reason": "cross_site", "message": "cross-site request refused"})),
+        )
+            .into_response();
+    }
+    if let Some(secret) = cookie_secret(&headers) {
+        match s.store.inbox_logout(&secret).await {
+            Ok(_) => s.nudge.notify_waiters(),
+            Err(e) => tracing::warn!(error = %e, "Inbox logout failed"),
+        }
+    }
+    let mut resp = document(
+        StatusCode::SEE_OTHER,
+        "text/plain; charset=utf-8",
+        String::new(),
+    );
+    resp.headers_mut()
+        .insert(header::LOCATION, HeaderValue::from_static("/"));
+    set_cookie(&mut resp, "", 0);
+    resp
+}
+
+/// `GET /inbox/me`: who this browser's session acts as.
+async fn me(State(s): State<Shared>, headers: HeaderMap) -> Response {
+    match session_of(&s, &headers).await {
+        Some(session) => {
+            axum::Json(json!({"name": session.name, "session": session})).into_response()
+        }
+        None => (
+            StatusCode::UNAUTHORIZED,
+            axum::Json(json!({
+                "reason": "unauthorized",
+                "message": "no Inbox session: run `handoff inbox-link` and open the link it prints"
+            })),
+        )
+            .into_response(),
+    }
+}
+
+async fn app_js() -> Response {
+    let mut r = document(
+        StatusCode::OK,
+        "text/javascript; charset=utf-8",
+        APP_JS.to_string(),
+    );
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    r
+}
+
+async fn app_css() -> Response {
+    let mut r = document(
+        StatusCode::OK,
+        "text/css; charset=utf-8",
+        APP_CSS.to_string(),
+    );
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(*k, HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn the_cookie_is_found_among_others() {
+        let h = headers(&[("cookie", "a=1; handoff_inbox=abc ; b=2")]);
+        assert_eq!(cookie_secret(&h).as_deref(), Some("abc"));
+        let h = headers(&[("cookie", "a=1"), ("cookie", "handoff_inbox=x")]);
+        assert_eq!(cookie_secret(&h).as_deref(), Some("x"));
+        assert_eq!(
+            cookie_secret(&headers(&[("cookie", "xhandoff_inbox=1")])),
+            None
+        );
+        assert_eq!(cookie_secret(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn same_origin_needs_an_origin_matching_the_host() {
+        let ok = [
+            ("host", "127.0.0.1:8642"),
+            ("origin", "http://127.0.0.1:8642"),
+        ];
+        assert!(same_origin(&headers(&ok)));
+        let tls = [
+            ("host", "inbox.example"),
+            ("origin", "https://inbox.example"),
+        ];
+        assert!(same_origin(&headers(&tls)));
+        for bad in [
+            vec![
+                ("host", "127.0.0.1:8642"),
+                ("origin", "https://evil.example"),
+            ],
+            vec![
+                ("host", "127.0.0.1:8642"),
+                ("origin", "http://127.0.0.1:9999"),
+            ],
+            vec![("host", "127.0.0.1:8642"), ("origin", "null")],
+            vec![("host", "127.0.0.1:8642")],
+        ] {
+            assert!(!same_origin(&headers(&bad)), "{bad:?}");
+        }
+    }
+}

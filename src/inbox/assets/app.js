@@ -1,0 +1,399 @@
+// handoff Inbox: reads and writes through the /v1 API with the session
+// cookie, re-reads its lists on every event of /v1/events/stream.
+// Every piece of data reaches the page as text (textContent / text nodes);
+// nothing built from data is ever parsed as HTML.
+'use strict';
+(() => {
+  const $ = (sel, root) => (root || document).querySelector(sel);
+
+  // --- DOM helpers -------------------------------------------------------
+
+  /** An element with attributes and children; strings become text nodes. */
+  function el(tag, attrs, ...kids) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === null || v === undefined || v === false) continue;
+      if (k === 'class') e.className = v;
+      else if (k === 'text') e.textContent = v;
+      else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+      else if (k === 'data') Object.assign(e.dataset, v);
+      else e.setAttribute(k, v === true ? '' : String(v));
+    }
+    for (const kid of kids.flat()) {
+      if (kid === null || kid === undefined || kid === false) continue;
+      e.append(kid instanceof Node ? kid : String(kid));
+    }
+    return e;
+  }
+
+  function ago(iso) {
+    const t = Date.parse(iso);
+    if (!iso || Number.isNaN(t)) return '';
+    const s = Math.round((Date.now() - t) / 1000);
+    if (s < 45) return s >= -45 ? 'just now' : 'in ' + until(-s);
+    if (s < 90 * 60) return Math.round(s / 60) + ' min ago';
+    if (s < 36 * 3600) return Math.round(s / 3600) + ' h ago';
+    return Math.round(s / 86400) + ' d ago';
+  }
+  function until(s) {
+    if (s < 90 * 60) return Math.max(1, Math.round(s / 60)) + ' min';
+    if (s < 36 * 3600) return Math.round(s / 3600) + ' h';
+    return Math.round(s / 86400) + ' d';
+  }
+  function time(iso) {
+    if (!iso) return null;
+    return el('time', { datetime: iso, title: new Date(iso).toLocaleString(), data: { rel: '1' } }, ago(iso));
+  }
+
+  // --- API -----------------------------------------------------------------
+
+  async function api(method, path, body) {
+    const opt = { method, credentials: 'same-origin', headers: { Accept: 'application/json' } };
+    if (body !== undefined) {
+      opt.headers['Content-Type'] = 'application/json';
+      opt.body = JSON.stringify(body);
+    }
+    const r = await fetch(path, opt);
+    const text = await r.text();
+    let data = null;
+    if (text) {
+      try { data = JSON.parse(text); } catch (_) { data = { message: text }; }
+    }
+    if (r.status === 401) sessionEnded();
+    if (!r.ok) {
+      const e = new Error((data && data.message) || ('HTTP ' + r.status));
+      e.status = r.status;
+      e.data = data;
+      throw e;
+    }
+    return data;
+  }
+
+  // --- state ---------------------------------------------------------------
+
+  const state = { questions: [], rows: [], pending: [], unknown: [], loads: 0 };
+  let project = decodeURIComponent((location.hash.match(/project=([^&]*)/) || [])[1] || '');
+
+  async function load() {
+    const [questions, pending, unknown, boards] = await Promise.all([
+      api('GET', '/v1/questions?status=open'),
+      api('GET', '/v1/actions?status=pending'),
+      api('GET', '/v1/actions?status=unknown'),
+      api('GET', '/v1/boards'),
+    ]);
+    const blocked = boards.filter((b) => b.progress && b.progress.blocked > 0);
+    const fulls = await Promise.all(blocked.map((b) => api('GET', '/v1/boards/' + encodeURIComponent(b.id))));
+    const newest = (f) => (a, b) => (f(b) || '').localeCompare(f(a) || '');
+    state.questions = questions.sort(newest((q) => q.created_at));
+    state.rows = fulls
+      .flatMap((f) => f.rows.filter((r) => r.status === 'blocked').map((row) => ({ board: f, row })))
+      .sort(newest((x) => x.row.action_started_at));
+    state.pending = pending.filter((a) => a.status === 'pending').sort(newest((a) => a.created_at));
+    state.unknown = unknown.sort(newest((a) => a.updated_at));
+  }
+
+  let loading = false;
+  let again = false;
+  async function refresh() {
+    if (loading) { again = true; return; }
+    loading = true;
+    try {
+      await load();
+      render();
+      state.loads += 1;
+      document.body.dataset.loads = String(state.loads);
+      if (!ended) notice('');
+    } catch (e) {
+      if (e.status !== 401) notice('Could not load the Inbox: ' + e.message);
+    } finally {
+      loading = false;
+      if (again) { again = false; refresh(); }
+    }
+  }
+
+  let timer = null;
+  function soon() {
+    clearTimeout(timer);
+    timer = setTimeout(refresh, 120);
+  }
+
+  let ended = false;
+  function sessionEnded() {
+    ended = true;
+    notice('Your Inbox session ended. Run `handoff inbox-link` and open the new link to log in again.');
+  }
+  function notice(text) {
+    const n = $('#notice');
+    n.textContent = text;
+    n.hidden = !text;
+  }
+
+  // --- rendering -----------------------------------------------------------
+
+  const WHERE = { inbox: 'in the Inbox', chat: 'in Telegram', agent: "in the agent's terminal" };
+  const VERB = { answer: 'answered', clarify: 'clarified', decline: 'declined' };
+
+  /** "answered in Telegram by @bob, not yet picked up". */
+  function whoWhere(kind, source, by, seenAt) {
+    let s = (VERB[kind] || 'answered') + ' ' + (WHERE[source] || ('via ' + (source || 'unknown')));
+    if (by) s += ' by ' + by;
+    s += seenAt ? ', picked up by the agent ' + ago(seenAt) : ', not yet picked up';
+    return s;
+  }
+
+  function visible(p) { return !project || p === project; }
+
+  function render() {
+    const projects = new Set();
+    for (const q of state.questions) projects.add(q.project);
+    for (const x of state.rows) projects.add(x.board.project);
+    for (const a of state.pending.concat(state.unknown)) projects.add(a.project);
+    if (project) projects.add(project);
+    const sel = $('#project');
+    const want = ['', ...[...projects].sort()];
+    const have = [...sel.options].map((o) => o.value);
+    if (want.join('\u0000') !== have.join('\u0000')) {
+      sel.replaceChildren(...want.map((p) => el('option', { value: p }, p ? p : 'All projects')));
+    }
+    sel.value = project;
+
+    const shown = [
+      section('questions', state.questions.filter((q) => visible(q.project)), (q) => 'q:' + q.id, questionCard),
+      section('rows', state.rows.filter((x) => visible(x.board.project)), (x) => 'r:' + x.row.id, rowCard),
+      section('pending', state.pending.filter((a) => visible(a.project)), (a) => 'a:' + a.id, actionCard),
+      section('unknown', state.unknown.filter((a) => visible(a.project)), (a) => 'u:' + a.id, unknownCard),
+    ].reduce((n, k) => n + k, 0);
+    $('#empty').hidden = shown > 0;
+    document.title = shown ? '(' + shown + ') handoff Inbox' : 'handoff Inbox';
+  }
+
+  /** Keyed update: an unchanged item keeps its card (and whatever the
+   *  person is typing in it); a changed one is rebuilt with its drafts. */
+  function section(id, items, keyOf, build) {
+    const sec = document.getElementById(id);
+    const list = $('.list', sec);
+    $('.count', sec).textContent = '(' + items.length + ')';
+    sec.hidden = items.length === 0;
+    const old = new Map([...list.children].map((c) => [c.dataset.key, c]));
+    const next = items.map((it) => {
+      const key = keyOf(it);
+      const ver = JSON.stringify(it);
+      let node = old.get(key);
+      if (!node || node.dataset.ver !== ver) {
+        const fresh = build(it);
+        fresh.dataset.key = key;
+        fresh.dataset.ver = ver;
+        if (node) carryDrafts(node, fresh);
+        node = fresh;
+      }
+      return node;
+    });
+    const same = next.length === list.children.length && next.every((n, i) => list.children[i] === n);
+    if (!same) list.replaceChildren(...next);
+    return items.length;
+  }
+
+  function carryDrafts(from, to) {
+    for (const f of from.querySelectorAll('[data-draft]')) {
+      const t = to.querySelector('[data-draft="' + f.dataset.draft + '"]');
+      if (t && f.value && f.value !== f.defaultValue) t.value = f.value;
+      if (t && f.closest('[data-panel]') && !f.closest('[data-panel]').hidden) {
+        const panel = t.closest('[data-panel]');
+        if (panel) panel.hidden = false;
+      }
+    }
+  }
+
+  /** A button that runs `fn` with the card's error line cleared first and
+   *  filled with the API's message if it fails; nothing else changes then. */
+  function act(label, name, fn, cls) {
+    return el('button', {
+      type: 'button', class: cls || null, data: { act: name },
+      onclick: async (ev) => {
+        const card = ev.currentTarget.closest('.card');
+        const err = $('.err', card);
+        err.textContent = '';
+        const buttons = card.querySelectorAll('button');
+        buttons.forEach((b) => { b.disabled = true; });
+        try {
+          await fn(card);
+          // Sent: the drafts are spent, so the rebuilt card starts empty.
+          card.querySelectorAll('[data-draft]').forEach((f) => { f.value = f.defaultValue; });
+          card.dataset.done = name;
+          refresh();
+        } catch (e) {
+          err.textContent = e.message;
+        } finally {
+          buttons.forEach((b) => { b.disabled = false; });
+        }
+      },
+    }, label);
+  }
+
+  function draft(card, name) { return $('[data-draft="' + name + '"]', card).value; }
+
+  function meta(...parts) { return el('div', { class: 'meta' }, parts.filter(Boolean).map((p) => el('span', {}, p))); }
+
+  function questionCard(q) {
+    const path = '/v1/questions/' + encodeURIComponent(q.id);
+    const reply = (kind, text) => (card) => api('POST', path + '/reply', {
+      text: text === undefined ? draft(card, 'text') : text, kind, expected_revision: q.revision,
+    });
+    const r = q.reply;
+    return el('article', { class: 'card question' },
+      meta(el('span', { class: 'badge' }, 'question'), q.project, q.agent, time(q.created_at), '#' + q.short_id),
+      el('h3', {}, q.title),
+      q.detail ? el('p', { class: 'detail' }, q.detail) : null,
+      q.context ? el('details', {}, el('summary', {}, 'context'), el('pre', {}, q.context)) : null,
+      r ? el('p', { class: 'status' + (r.seen_at ? '' : ' waiting'), data: { status: 'reply' } },
+        '“' + r.text + '” — ' + whoWhere(r.kind, r.source, r.by, r.seen_at)) : null,
+      q.options.length ? el('div', { class: 'buttons options' }, q.options.map((o) =>
+        act(o.label + (o.recommended ? ' ★' : ''), 'option', reply('answer', o.label),
+          'option' + (o.recommended ? ' recommended' : '')))) : null,
+      el('textarea', { 'aria-label': 'Your answer', placeholder: 'Your answer…', data: { draft: 'text' } }),
+      el('div', { class: 'buttons' },
+        act('Answer', 'answer', reply('answer'), 'primary'),
+        act('Clarify', 'clarify', reply('clarify')),
+        act('Decline', 'decline', reply('decline')),
+        act('Dismiss', 'dismiss', (card) => api('POST', path + '/dismiss', {
+          reason: draft(card, 'text') || null,
+        }), 'danger')),
+      el('p', { class: 'err', role: 'alert' }));
+  }
+
+  function rowCard(x) {
+    const { board, row } = x;
+    const path = '/v1/boards/' + encodeURIComponent(board.id) + '/rows/' + encodeURIComponent(row.label);
+    const annotate = (kind, text) => (card) => api('POST', path + '/annotate', {
+      text: text === undefined ? draft(card, 'text') : text, kind, expected_revision: row.revision,
+    });
+    const lines = [];
+    if (row.annotation !== null && row.annotation !== undefined) {
+      lines.push(el('p', { class: 'status' + (row.annotation_seen_at ? '' : ' waiting'), data: { status: 'annotation' } },
+        '“' + row.annotation + '” — ' + whoWhere(row.annotation_kind, row.annotation_source, row.annotated_by, row.annotation_seen_at)));
+    }
+    if (row.handled_at) {
+      lines.push(el('p', { class: 'status' + (row.handled_seen_at ? '' : ' waiting'), data: { status: 'handled' } },
+        'marked handled' + (row.handled_by ? ' by ' + row.handled_by : '') + ' ' + ago(row.handled_at) +
+        (row.handled_seen_at ? ', the agent has it' : ', not yet picked up')));
+    }
+    return el('article', { class: 'card row' },
+      meta(el('span', { class: 'badge' }, 'blocked row'), board.project, board.title, time(row.action_started_at)),
+      el('h3', {}, row.label + (row.next_step ? ': ' + row.next_step : '')),
+      row.note ? el('p', { class: 'note' }, row.note) : null,
+      row.impact ? el('p', { class: 'note' }, 'Impact: ' + row.impact) : null,
+      row.context ? el('details', {}, el('summary', {}, 'context'), el('pre', {}, row.context)) : null,
+      lines,
+      row.options.length ? el('div', { class: 'buttons options' }, row.options.map((o) =>
+        act(o.label + (o.recommended ? ' ★' : ''), 'option', annotate('answer', o.label), 'option'))) : null,
+      el('textarea', { 'aria-label': 'Your answer', placeholder: 'Your answer…', data: { draft: 'text' } }),
+      el('div', { class: 'buttons' },
+        act('Answer', 'annotate', annotate('answer'), 'primary'),
+        act('Clarify', 'clarify', annotate('clarify')),
+        act('Decline', 'decline', annotate('decline')),
+        row.handled_at && !row.handled_seen_at
+          ? act('Undo handled', 'unhandle', () => api('POST', path + '/handled', { clear: true, expected_revision: row.revision }))
+          : act('Mark handled', 'handled', () => api('POST', path + '/handled', { expected_revision: row.revision }))),
+      el('p', { class: 'err', role: 'alert' }));
+  }
+
+  function args(a) { return a.effective_args !== undefined ? a.effective_args : a.args; }
+
+  /** The keys of `edited` that differ from `shown`: only real changes are
+   *  sent, so redacted values the person did not touch stay as they are. */
+  function patchOf(shown, edited) {
+    if (!edited || typeof edited !== 'object' || Array.isArray(edited)) {
+      throw new Error('The arguments must be a JSON object.');
+    }
+    const gone = Object.keys(shown || {}).filter((k) => !(k in edited));
+    if (gone.length) throw new Error('Arguments can be changed, not removed: put back ' + gone.join(', ') + '.');
+    const patch = {};
+    for (const [k, v] of Object.entries(edited)) {
+      if (!(k in shown) || JSON.stringify(shown[k]) !== JSON.stringify(v)) patch[k] = v;
+    }
+    return patch;
+  }
+
+  function actionCard(a) {
+    const path = '/v1/actions/' + encodeURIComponent(a.id);
+    const text = JSON.stringify(args(a), null, 2);
+    const toggle = (name) => (ev) => {
+      const card = ev.currentTarget.closest('.card');
+      for (const p of card.querySelectorAll('[data-panel]')) p.hidden = p.dataset.panel !== name ? true : !p.hidden;
+    };
+    return el('article', { class: 'card action' },
+      meta(el('span', { class: 'badge' }, 'action'), a.project, a.kind, a.proposer ? 'by ' + a.proposer : null,
+        time(a.created_at), a.expires_at ? 'expires ' + ago(a.expires_at) : null),
+      el('h3', {}, a.summary),
+      a.approvals_required > 1 ? el('p', { class: 'status' }, a.approvals + ' of ' + a.approvals_required + ' approvals') : null,
+      el('pre', { class: 'args' }, text),
+      el('div', { class: 'buttons' },
+        act('Approve', 'approve', () => api('POST', path + '/approve', {}), 'primary'),
+        el('button', { type: 'button', data: { act: 'edit' }, onclick: toggle('edit') }, 'Edit arguments'),
+        el('button', { type: 'button', class: 'danger', data: { act: 'reject-open' }, onclick: toggle('reject') }, 'Reject…')),
+      el('div', { data: { panel: 'edit' }, hidden: true },
+        el('textarea', { class: 'json', 'aria-label': 'Arguments (JSON)', spellcheck: 'false', data: { draft: 'args' } }, text),
+        el('div', { class: 'buttons' },
+          act('Approve with these arguments', 'approve-edited', async (card) => {
+            let edited;
+            try { edited = JSON.parse(draft(card, 'args')); } catch (e) { throw new Error('Not valid JSON: ' + e.message); }
+            const patch = patchOf(args(a), edited);
+            return api('POST', path + '/approve', Object.keys(patch).length ? { patch } : {});
+          }, 'primary'))),
+      el('div', { data: { panel: 'reject' }, hidden: true },
+        el('input', { type: 'text', 'aria-label': 'Reason', placeholder: 'Why not?', data: { draft: 'reason' } }),
+        el('div', { class: 'buttons' },
+          act('Reject', 'reject', (card) => api('POST', path + '/reject', { reason: draft(card, 'reason') }), 'danger'))),
+      el('p', { class: 'err', role: 'alert' }));
+  }
+
+  function unknownCard(a) {
+    const path = '/v1/actions/' + encodeURIComponent(a.id) + '/resolve-unknown';
+    const settle = (resolution) => () => api('POST', path, { resolution });
+    return el('article', { class: 'card unknown' },
+      meta(el('span', { class: 'badge' }, 'unknown outcome'), a.project, a.kind, time(a.updated_at)),
+      el('h3', {}, a.summary),
+      el('p', { class: 'note' }, 'The run was interrupted' + (a.owner ? ' (executor ' + a.owner + ')' : '') +
+        ': nobody knows whether it happened. Check, then say what you found, or run it again.'),
+      el('pre', { class: 'args' }, JSON.stringify(args(a), null, 2)),
+      el('div', { class: 'buttons' },
+        act('It ran: mark executed', 'executed', settle('executed')),
+        act('It did not: mark failed', 'failed', settle('failed')),
+        act('Run it again', 'retry', settle('retry'), 'danger')),
+      el('p', { class: 'err', role: 'alert' }));
+  }
+
+  // --- live updates ----------------------------------------------------------
+
+  function connect() {
+    const live = $('#live');
+    const es = new EventSource('/v1/events/stream');
+    es.onopen = () => { live.textContent = 'live'; live.classList.add('on'); soon(); };
+    es.onmessage = () => soon();
+    es.onerror = () => {
+      live.textContent = 'reconnecting…';
+      live.classList.remove('on');
+      if (es.readyState === EventSource.CLOSED) {
+        // Refused outright (e.g. the session ended): check, then retry later.
+        api('GET', '/inbox/me').then(() => setTimeout(connect, 3000), () => {});
+      }
+    };
+  }
+
+  function start() {
+    $('#project').addEventListener('change', (ev) => {
+      project = ev.target.value;
+      history.replaceState(null, '', project ? '#project=' + encodeURIComponent(project) : '#');
+      render();
+    });
+    api('GET', '/inbox/me').then((m) => { $('#me').textContent = 'as ' + m.name; }, () => {});
+    setInterval(() => {
+      for (const t of document.querySelectorAll('time[data-rel]')) t.textContent = ago(t.getAttribute('datetime'));
+    }, 30000);
+    refresh();
+    connect();
+  }
+
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
+  else start();
+})();
