@@ -85,8 +85,7 @@ impl Model {
     }
 
     fn approve(&mut self, who: usize) -> &'static str {
-        if self.status == Status::Pending && !self.expired_now() && !self.approvers.contains(&who)
-        {
+        if self.status == Status::Pending && !self.expired_now() && !self.approvers.contains(&who) {
             self.approvers.insert(who);
             if self.approvers.len() as i64 >= self.required {
                 self.status = Status::Approved;
@@ -301,7 +300,11 @@ async fn run(required: i64, ttl: Option<i64>, on_expire: OnExpire, ops: Vec<Op>)
         assert_eq!(a.status, m.status, "status: {c}\nstored {a:#?}");
         assert_eq!(a.approvals, m.approvers.len() as i64, "approvals: {c}");
         assert_eq!(a.attempts, m.attempts, "attempts: {c}");
-        assert_eq!(a.lease_until.is_some(), m.lease_until.is_some(), "lease: {c}");
+        assert_eq!(
+            a.lease_until.is_some(),
+            m.lease_until.is_some(),
+            "lease: {c}"
+        );
         if a.status == Status::Executing {
             assert_eq!(a.owner.as_deref(), m.owner.map(|o| OWNERS[o]), "owner: {c}");
             assert_eq!(a.lease_until, m.lease_until, "lease: {c}");

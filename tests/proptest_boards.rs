@@ -11,7 +11,7 @@ mod common;
 use common::TempDb;
 use handoff::store::Store;
 use handoff::store::boards::{
-    Advance, AnnotationKind, Annotate, BoardUpsert, Handled, NextStep, OutcomeWrite, Refusal, Row,
+    Advance, Annotate, AnnotationKind, BoardUpsert, Handled, NextStep, OutcomeWrite, Refusal, Row,
     RowInput, RowStatus, RowWrite, Source,
 };
 use proptest::prelude::*;
@@ -131,7 +131,13 @@ impl Model {
         Expect::Changed
     }
 
-    fn annotate(&mut self, source: Source, text: &str, kind: AnnotationKind, stale: bool) -> Expect {
+    fn annotate(
+        &mut self,
+        source: Source,
+        text: &str,
+        kind: AnnotationKind,
+        stale: bool,
+    ) -> Expect {
         let text = text.trim();
         if source == Source::Chat && text.is_empty() {
             return Expect::Refused("empty");
@@ -154,9 +160,7 @@ impl Model {
         let allowed = source == Source::Inbox
             || match &self.annotation {
                 None => true,
-                Some(a) => {
-                    a.seen || (kind == AnnotationKind::Clarify && a.source == Source::Chat)
-                }
+                Some(a) => a.seen || (kind == AnnotationKind::Clarify && a.source == Source::Chat),
             };
         if !allowed {
             return Expect::Refused("unread_answer");
@@ -276,7 +280,10 @@ fn check(step: usize, op: &Op, m: &Model, row: &Row, board_version: i64) {
     let ctx = format!("step {step} after {op:?}\nmodel {m:#?}\nstored {row:#?}");
     assert_eq!(row.status, m.status, "status: {ctx}");
     assert_eq!(row.revision, m.revision, "revision: {ctx}");
-    assert_eq!(row.action_version, m.action_version, "action_version: {ctx}");
+    assert_eq!(
+        row.action_version, m.action_version,
+        "action_version: {ctx}"
+    );
     assert_eq!(board_version, m.board_version, "board_version: {ctx}");
     assert_eq!(row.outcome, m.outcome, "outcome: {ctx}");
     let ann = row.annotation.as_ref().map(|t| MAnnotation {
@@ -291,8 +298,15 @@ fn check(step: usize, op: &Op, m: &Model, row: &Row, board_version: i64) {
 }
 
 async fn current(store: &Store) -> (Row, i64) {
-    let full = store.board_get("b", Some("p")).await.unwrap().expect("board");
-    (full.row("r").expect("row r").clone(), full.board.board_version)
+    let full = store
+        .board_get("b", Some("p"))
+        .await
+        .unwrap()
+        .expect("board");
+    (
+        full.row("r").expect("row r").clone(),
+        full.board.board_version,
+    )
 }
 
 async fn run(ops: Vec<Op>) {
@@ -373,7 +387,10 @@ async fn run(ops: Vec<Op>) {
                 let (res, want) = if matches!(op, Op::Handled { .. }) {
                     (store.mark_handled(&h).await.unwrap(), m.handled(*stale))
                 } else {
-                    (store.clear_handled(&h).await.unwrap(), m.clear_handled(*stale))
+                    (
+                        store.clear_handled(&h).await.unwrap(),
+                        m.clear_handled(*stale),
+                    )
                 };
                 let got = match res {
                     Ok(c) if c.changed => Expect::Changed,
@@ -383,7 +400,10 @@ async fn run(ops: Vec<Op>) {
                 (got, want)
             }
             Op::Pickup => {
-                let got = store.pending_rows(Some("p"), Some("s"), "agent-1").await.unwrap();
+                let got = store
+                    .pending_rows(Some("p"), Some("s"), "agent-1")
+                    .await
+                    .unwrap();
                 let want = m.pickup();
                 assert_eq!(got.len(), want, "step {step} {op:?}: {got:#?}");
                 (Expect::Unchanged, Expect::Unchanged)
@@ -414,7 +434,11 @@ async fn run(ops: Vec<Op>) {
                     project: Some("p".into()),
                     label: "r".into(),
                     expected_revision: rev(*stale_row),
-                    board_version: if *stale_board { m.board_version - 1 } else { m.board_version },
+                    board_version: if *stale_board {
+                        m.board_version - 1
+                    } else {
+                        m.board_version
+                    },
                     outcome: outcome.map(str::to_string),
                     next: NextStep {
                         next_step: "and now the next thing".into(),
@@ -455,7 +479,10 @@ async fn run(ops: Vec<Op>) {
             Expect::Changed if bv == bv_before => Expect::Unchanged,
             other => other,
         };
-        assert_eq!(got, want, "step {step} {op:?}\nmodel {m:#?}\nstored {row:#?}");
+        assert_eq!(
+            got, want,
+            "step {step} {op:?}\nmodel {m:#?}\nstored {row:#?}"
+        );
         check(step, op, &m, &row, bv);
     }
 }

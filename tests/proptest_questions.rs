@@ -16,9 +16,18 @@ use proptest::prelude::*;
 /// One step an agent or a human may take.
 #[derive(Debug, Clone)]
 enum Op {
-    Inbox { text: &'static str, kind: ReplyKind },
-    Chat { text: &'static str, kind: ReplyKind, stale: bool },
-    Agent { text: &'static str },
+    Inbox {
+        text: &'static str,
+        kind: ReplyKind,
+    },
+    Chat {
+        text: &'static str,
+        kind: ReplyKind,
+        stale: bool,
+    },
+    Agent {
+        text: &'static str,
+    },
     Pickup,
     Reflag,
     Resolve,
@@ -144,7 +153,10 @@ impl Model {
             return Expect::Refused("stale");
         }
         let clarify_over_chat = kind == ReplyKind::Clarify
-            && self.reply.as_ref().is_some_and(|r| r.source == Source::Chat);
+            && self
+                .reply
+                .as_ref()
+                .is_some_and(|r| r.source == Source::Chat);
         if self.unread() && !clarify_over_chat {
             return Expect::Refused("unread_answer");
         }
@@ -283,7 +295,10 @@ async fn run(ops: Vec<Op>) {
                 assert_eq!(got, m.agent(text), "step {step} {op:?}");
             }
             Op::Pickup => {
-                let got = store.pending(None, Some("s"), false, "agent-1").await.unwrap();
+                let got = store
+                    .pending(None, Some("s"), false, "agent-1")
+                    .await
+                    .unwrap();
                 assert_eq!(got.len(), m.pickup(), "step {step} {op:?}: {got:#?}");
                 assert!(got.iter().all(|d| d.new && d.question.id == id));
             }
@@ -298,7 +313,12 @@ async fn run(ops: Vec<Op>) {
                 m.revision += 1;
             }
             Op::Resolve => {
-                let got = outcome(store.resolve_question(&id, "done", "agent-1").await.unwrap());
+                let got = outcome(
+                    store
+                        .resolve_question(&id, "done", "agent-1")
+                        .await
+                        .unwrap(),
+                );
                 assert_eq!(got, m.close(Status::Resolved), "step {step} {op:?}");
             }
             Op::Dismiss => {
