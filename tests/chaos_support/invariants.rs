@@ -317,7 +317,9 @@ pub async fn check(
         kills.len(),
         kills.iter().filter(|(_, g)| *g).count()
     );
-    if !kills.is_empty() {
+    // Most kills land mid-command: with five or more, none ending `unknown`
+    // would mean the path was not exercised.
+    if kills.len() >= 5 {
         t.check(unknown > 0, || {
             "executors were killed, yet no action is unknown".into()
         });
