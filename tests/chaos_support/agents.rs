@@ -93,7 +93,7 @@ pub async fn proposer(ctx: Ctx, k: usize, mut rng: Rng) {
     let mut n = 0u64;
     while !ctx.stopped() {
         n += 1;
-        let quorum = if n % 3 == 0 { "2" } else { "1" };
+        let quorum = if n.is_multiple_of(3) { "2" } else { "1" };
         let mut child = handoff(&ctx)
             .args(["--json", "propose", "--kind", "chaos.run"])
             .args(["--summary", &format!("act a{k} n{n}")])

@@ -119,7 +119,7 @@ pub async fn inbox(ctx: Ctx, store: Store, mut rng: Rng) {
                 }
             }
         }
-        if n % 4 == 0 {
+        if n.is_multiple_of(4) {
             let pending = store
                 .list_actions(Some(ActionStatus::Pending))
                 .await
