@@ -278,9 +278,11 @@ impl Bridge {
         let Some(meta) = render::meta(&self.store, item, id).await? else {
             return Ok(()); // gone (purged) or nothing to show
         };
-        if !meta.live {
-            // Settled before we got to it (e.g. auto-approved by a rule):
-            // an edit-only item, nothing to push.
+        if !meta.live && item == "row" {
+            // A row no longer blocked asks nothing of anyone: nothing to push.
+            // Questions and actions are pushed even when they settled before
+            // we got to them (during a daemon outage, or decided by a rule):
+            // every one of them reaches the chat, drawn in its final state.
             return Ok(());
         }
         let Some(target) =

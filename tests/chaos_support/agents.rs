@@ -1,0 +1,173 @@
+//! The harness's agents: loops of real `handoff` processes against the
+//! database (no daemon in their path): `ask --wait`, `propose --exec`
+//! (some killed with -9 mid-command) and `wait --session`.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::unistd::Pid;
+use tokio::process::Command;
+
+use super::{Ctx, Rng};
+
+fn handoff(ctx: &Ctx) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_handoff"));
+    cmd.env("HANDOFF_DB", &ctx.db)
+        .env("HANDOFF_LOG", "warn")
+        .env_remove("HANDOFF_URL")
+        .env_remove("HANDOFF_TOKEN")
+        .env_remove("HANDOFF_SESSION")
+        .env_remove("HANDOFF_PROJECT")
+        .current_dir(&ctx.dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Its own process group: a kill of the group takes the command with it.
+        .process_group(0)
+        .kill_on_drop(true);
+    cmd
+}
+
+fn unexpected(ctx: &Ctx, what: &str, out: &std::process::Output) {
+    ctx.log().unexpected.push(format!(
+        "{what}: {:?}\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    ));
+}
+
+/// Agent `k`: ask a question with two options and wait for the reply; pick
+/// it up; resolve every other answered question.
+pub async fn asker(ctx: Ctx, k: usize, mut rng: Rng) {
+    let mut n = 0u64;
+    while !ctx.stopped() {
+        n += 1;
+        let title = format!("ask a{k} n{n}");
+        let (yes, no) = (format!("y-a{k}-{n}"), format!("n-a{k}-{n}"));
+        let out = handoff(&ctx)
+            .args(["--json", "ask", &title, "--option", &yes, "--option", &no])
+            .args(["--project", "chaos", "--agent", &format!("a{k}")])
+            .args(["--session", &format!("s{k}"), "--wait", "--timeout", "4s"])
+            .output()
+            .await
+            .expect("run handoff ask");
+        ctx.log().asks += 1;
+        match out.status.code() {
+            Some(0) => {
+                let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+                let (Some(id), Some(seq)) = (v["id"].as_str(), v["reply_seq"].as_i64()) else {
+                    unexpected(&ctx, "ask printed no question", &out);
+                    continue;
+                };
+                let text = v["reply"]["text"].as_str().unwrap_or_default().to_string();
+                ctx.log().agent_got.push((id.to_string(), seq, text));
+                if rng.chance(0.5) {
+                    let out = handoff(&ctx)
+                        .args(["resolve", id, "--outcome", "done", "--by", &format!("a{k}")])
+                        .output()
+                        .await
+                        .expect("run handoff resolve");
+                    // 3: someone dismissed it meanwhile.
+                    if !matches!(out.status.code(), Some(0 | 3)) {
+                        unexpected(&ctx, "resolve", &out);
+                    }
+                }
+            }
+            // 5: nobody answered in time; 3: dismissed while waiting.
+            Some(3 | 5) => {}
+            _ => unexpected(&ctx, "ask", &out),
+        }
+    }
+}
+
+/// Agent `k`: propose an action whose command appends its id to the
+/// side-effects file, wait for the decision and run it. About one run in
+/// four is killed with -9 once its action is executing — the process
+/// alone (the command finishes as an orphan) or its whole group.
+pub async fn proposer(ctx: Ctx, k: usize, mut rng: Rng) {
+    let pool = crate::common::raw_pool(&ctx.db).await;
+    let side = ctx.side_effects().display().to_string();
+    let script = format!("sleep 0.3; echo \"$HANDOFF_ACTION_ID\" >> '{side}'");
+    let mut n = 0u64;
+    while !ctx.stopped() {
+        n += 1;
+        let quorum = if n.is_multiple_of(3) { "2" } else { "1" };
+        let mut child = handoff(&ctx)
+            .args(["--json", "propose", "--kind", "chaos.run"])
+            .args(["--summary", &format!("act a{k} n{n}")])
+            .args(["--args", &format!(r#"{{"n":{n},"agent":{k}}}"#)])
+            .args(["--project", "chaos", "--session", &format!("s{k}")])
+            .args(["--ttl", "6s", "--approvals", quorum, "--lease", "2s"])
+            .args(["--timeout", "8s", "--exec", "--", "sh", "-c", &script])
+            .spawn()
+            .expect("spawn handoff propose");
+        ctx.log().proposals += 1;
+        let pid = child.id().expect("pid") as i32;
+        let mut killed = false;
+        if rng.chance(0.25) {
+            let owner = format!("exec:{pid}:%");
+            loop {
+                if child.try_wait().ok().flatten().is_some() {
+                    break;
+                }
+                let executing: Option<String> = sqlx::query_scalar(
+                    "SELECT id FROM actions WHERE status = 'executing' AND owner LIKE ?",
+                )
+                .bind(&owner)
+                .fetch_optional(&pool)
+                .await
+                .unwrap_or(None);
+                if let Some(id) = executing {
+                    tokio::time::sleep(rng.ms(0, 250)).await;
+                    let group = rng.chance(0.5);
+                    let r = if group {
+                        killpg(Pid::from_raw(pid), Signal::SIGKILL)
+                    } else {
+                        kill(Pid::from_raw(pid), Signal::SIGKILL)
+                    };
+                    if r.is_ok() {
+                        killed = true;
+                        ctx.log().executor_kills.push((id, group));
+                    }
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+        }
+        let out = child.wait_with_output().await.expect("wait for propose");
+        if killed {
+            continue;
+        }
+        // 0 executed; 3 rejected or expired; 5 no decision in time.
+        if !matches!(out.status.code(), Some(0 | 3 | 5)) {
+            unexpected(&ctx, "propose --exec", &out);
+        }
+    }
+}
+
+/// Agent `k`: block on `handoff wait` for one of two sessions in turn.
+pub async fn waiter(ctx: Ctx, k: usize, sessions: [usize; 2]) {
+    let mut n = 0usize;
+    while !ctx.stopped() {
+        let s = format!("s{}", sessions[n % 2]);
+        n += 1;
+        let out = handoff(&ctx)
+            .args(["--json", "wait", "--session", &s, "--timeout", "3s"])
+            .args(["--by", &format!("waiter-{k}")])
+            .output()
+            .await
+            .expect("run handoff wait");
+        ctx.log().waits += 1;
+        match out.status.code() {
+            Some(0) => {
+                let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+                let n = v["arrivals"].as_array().map_or(0, Vec::len) as u64;
+                ctx.log().arrivals += n;
+            }
+            Some(5) => {}
+            _ => unexpected(&ctx, "wait", &out),
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! The crash harness's parts: a seeded RNG, what the harness saw (the
+//! record the invariants are checked against), the daemon's config, and
+//! the agents, humans and invariant checks in the submodules.
+#![allow(dead_code)]
+
+pub mod agents;
+pub mod humans;
+pub mod invariants;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The chat the daemon talks to (a group: two approvers race in it).
+pub const CHAT: i64 = -1001;
+/// Two humans allowed to answer and approve.
+pub const ALICE: i64 = 111;
+pub const BOB: i64 = 222;
+
+/// Event types the harness's `[[notify]]` rule fires on.
+pub const RULE_EVENTS: &[&str] = &[
+    "question.answered",
+    "question.dismissed",
+    "action.approved",
+    "action.rejected",
+    "action.expired",
+    "action.executed",
+    "action.failed",
+    "action.unknown",
+];
+
+/// A small seeded xorshift RNG (no extra crate; runs are reproducible from
+/// the printed seed as far as timing allows).
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+
+    /// Uniform in `lo..hi`.
+    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next() % (hi - lo).max(1)
+    }
+
+    /// True with probability `p`.
+    pub fn chance(&mut self, p: f64) -> bool {
+        (self.next() % 10_000) as f64 / 10_000.0 < p
+    }
+
+    pub fn ms(&mut self, lo: u64, hi: u64) -> Duration {
+        Duration::from_millis(self.range(lo, hi))
+    }
+
+    /// A child RNG for another task.
+    pub fn fork(&mut self) -> Rng {
+        Rng::new(self.next())
+    }
+}
+
+/// What the harness was told while it ran: the commitments the invariants
+/// hold the store to.
+#[derive(Debug, Default)]
+pub struct Log {
+    /// Inbox replies the store accepted: (question id, text).
+    pub inbox_committed: Vec<(String, String)>,
+    /// Replies `ask --wait` printed: (question id, reply_seq, text).
+    pub agent_got: Vec<(String, i64, String)>,
+    /// Executors killed with -9 while their action was executing:
+    /// (action id, whole process group).
+    pub executor_kills: Vec<(String, bool)>,
+    /// Agent processes that ended in a way no run should (an error exit).
+    pub unexpected: Vec<String>,
+    pub asks: u64,
+    pub proposals: u64,
+    pub waits: u64,
+    pub arrivals: u64,
+    pub taps: u64,
+    pub inbox_approvals: u64,
+}
+
+/// Everything the harness's tasks share.
+#[derive(Clone)]
+pub struct Ctx {
+    pub db: PathBuf,
+    pub dir: PathBuf,
+    pub log: Arc<Mutex<Log>>,
+    pub stop: Arc<AtomicBool>,
+}
+
+impl Ctx {
+    pub fn new(db: &Path, dir: &Path) -> Ctx {
+        Ctx {
+            db: db.to_path_buf(),
+            dir: dir.to_path_buf(),
+            log: Arc::new(Mutex::new(Log::default())),
+            stop: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    pub fn log(&self) -> std::sync::MutexGuard<'_, Log> {
+        self.log.lock().unwrap()
+    }
+
+    /// The file `propose --exec` commands append action ids to.
+    pub fn side_effects(&self) -> PathBuf {
+        self.dir.join("side-effects.txt")
+    }
+
+    /// The file the `[[notify]]` rule appends event ids to.
+    pub fn wakes(&self) -> PathBuf {
+        self.dir.join("wakes.txt")
+    }
+}
+
+/// The daemon's config: one group chat with two answerers/approvers,
+/// generous Telegram limits, no digests, short polls, a fast retry
+/// schedule and an exec `[[notify]]` rule writing event ids to a file.
+pub fn write_config(ctx: &Ctx, api_url: &str) -> PathBuf {
+    let events: Vec<String> = RULE_EVENTS.iter().map(|e| format!("\"{e}\"")).collect();
+    let text = format!(
+        r#"[telegram]
+token = "123:TEST"
+api_url = "{api_url}"
+poll_timeout_secs = 1
+digest_threshold = 100000
+
+[telegram.limits]
+per_chat_per_sec = 1000
+per_chat_per_min = 60000
+per_group_per_min = 60000
+overall_per_sec = 1000
+
+[[telegram.chats]]
+name = "team"
+chat_id = {CHAT}
+answer = [{ALICE}, {BOB}]
+approve = [{ALICE}, {BOB}]
+
+[wake]
+retry_schedule_ms = [0, 100, 250, 500, 1000, 1000, 2000, 2000, 3000, 3000, 5000, 5000, 5000, 5000]
+
+[[notify]]
+name = "chaos"
+events = [{events}]
+exec = ["/bin/sh", "-c", "echo \"$HANDOFF_EVENT_ID\" >> '{wakes}'"]
+timeout_secs = 2
+"#,
+        events = events.join(", "),
+        wakes = ctx.wakes().display(),
+    );
+    let p = ctx.dir.join("handoff.toml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
