@@ -33,7 +33,7 @@ pub struct RecoverReport {
 }
 
 /// A person's verdict on an `unknown` action.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Resolution {
     /// The side effect happened.
