@@ -348,6 +348,16 @@ impl Store {
         .await
     }
 
+    /// The session that began the call `event_id`, if one did.
+    pub async fn ledger_session(&self, event_id: &str) -> Result<Option<String>> {
+        Ok(sqlx::query_scalar(
+            "SELECT session_id FROM execution_ledger WHERE event_id = ? AND status = 'started'",
+        )
+        .bind(event_id)
+        .fetch_optional(self.pool())
+        .await?)
+    }
+
     /// Ledger rows of a session, oldest first; with `last`, only the newest
     /// `last` rows (still oldest first).
     pub async fn ledger_list(
