@@ -98,7 +98,7 @@ routes! {
     get "GET" "/v1/actions" Read "List actions (status, project), newest first." => actions::list;
     get "GET" "/v1/actions/{id}" Read "One action; `wait=approved|settled&timeout=30s` long-polls." => actions::get;
     get "GET" "/v1/actions/{id}/audit" Read "An action's append-only audit trail." => actions::audit;
-    post "POST" "/v1/actions/expire" Human "Settle every pending action past its expiry (unscoped tokens)." => actions::expire;
+    post "POST" "/v1/actions/expire" Human "Settle every pending action past its expiry (project)." => actions::expire;
     post "POST" "/v1/actions/{id}/claim" Agent "Claim an approved action for execution." => actions::claim;
     post "POST" "/v1/actions/{id}/extend" Agent "Extend the lease of a claim." => actions::extend;
     post "POST" "/v1/actions/{id}/complete" Agent "Record executed or failed." => actions::complete;

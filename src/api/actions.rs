@@ -459,22 +459,23 @@ pub(crate) async fn audit(
     Ok(axum::Json(s.store.action_audit(&a.id).await?))
 }
 
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ExpireBody {
+    /// Only this project's actions (a scoped token: its own, always).
+    project: Option<String>,
+}
+
 /// `POST /v1/actions/expire`: settle every pending action whose expiry has
-/// passed (the daemon also does this on its own cadence). It touches every
-/// project, so a project-scoped token may not call it.
+/// passed (the daemon also does this on its own cadence), of `project` or
+/// of the token's project, else of every project.
 pub(crate) async fn expire(
     State(s): State<Shared>,
     Extension(c): Extension<Caller>,
+    Body(b): Body<ExpireBody>,
 ) -> ApiResult<axum::Json<Vec<Value>>> {
-    if let Some(p) = &c.project {
-        return Err(ApiError::forbidden(
-            "wrong_project",
-            format!(
-                "expiring settles actions of every project; this token is limited to project `{p}`"
-            ),
-        ));
-    }
-    let done = s.store.expire_due().await?;
+    let project = c.filter(b.project)?;
+    let done = s.store.expire_due_in(project.as_deref()).await?;
     if !done.is_empty() {
         wrote(&s);
     }

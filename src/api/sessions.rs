@@ -308,8 +308,8 @@ pub(crate) struct CompleteBody {
 }
 
 /// `POST /v1/ledger/{id}/complete`: record the outcome of the call begun
-/// under event id `{id}` (409 `conflict` for another outcome, 404
-/// `not_started` if it was never begun).
+/// under event id `{id}` (409 `conflict` for another outcome, 404 with
+/// `detail.outcome = not_started` if it was never begun).
 pub(crate) async fn ledger_complete(
     State(s): State<Shared>,
     Extension(c): Extension<Caller>,
@@ -319,7 +319,7 @@ pub(crate) async fn ledger_complete(
     let not_started = || {
         ApiError::new(
             StatusCode::NOT_FOUND,
-            "not_started",
+            "not_found",
             format!("no call was begun with event id `{event_id}`"),
         )
         .with_detail(json!(Complete::NotStarted))
