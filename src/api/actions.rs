@@ -96,10 +96,7 @@ fn door(channel: Option<&str>, allowed: &[&'static str]) -> ApiResult<&'static s
     match channel.map(str::trim).filter(|c| !c.is_empty()) {
         None => Ok(allowed[0]),
         Some(c) => allowed.iter().find(|a| **a == c).copied().ok_or_else(|| {
-            ApiError::invalid(format!(
-                "channel `{c}`: use {}",
-                allowed.join(" or ")
-            ))
+            ApiError::invalid(format!("channel `{c}`: use {}", allowed.join(" or ")))
         }),
     }
 }

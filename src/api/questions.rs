@@ -259,9 +259,13 @@ pub(crate) async fn pending(
     }
     if want_rows {
         let rows = if q.peek {
-            s.store.pending_rows_peek(project.as_deref(), session).await?
+            s.store
+                .pending_rows_peek(project.as_deref(), session)
+                .await?
         } else {
-            s.store.pending_rows(project.as_deref(), session, &by).await?
+            s.store
+                .pending_rows(project.as_deref(), session, &by)
+                .await?
         };
         let rows: Vec<_> = if q.new {
             rows.into_iter().filter(|r| r.new).collect()

@@ -15,11 +15,11 @@ mod render;
 
 use super::{Ctx, exit, fail};
 use crate::clock::{format_rfc3339, parse_duration_ms};
+use crate::ops::Ops;
+use crate::store;
 use crate::store::questions::{
     ListFilter, NewReply, Outcome, Question, Refusal, ReplyKind, ReplyRecord, Source, Status,
 };
-use crate::ops::Ops;
-use crate::store;
 use render::{human_refusal, indent, render};
 
 #[derive(Debug, Subcommand)]

@@ -135,10 +135,7 @@ impl Ops {
         if lease == 0 || lease > 86_400 {
             return Err(Error::invalid("lease_seconds is 1 to 86400"));
         }
-        match self
-            .claim(&r.id, &owner, (lease * 1000) as i64)
-            .await?
-        {
+        match self.claim(&r.id, &owner, (lease * 1000) as i64).await? {
             ClaimOutcome::Claimed { action } => Ok(action),
             ClaimOutcome::NotClaimable { action } => {
                 let status = action.effective_status(self.now());

@@ -5,7 +5,9 @@
 use std::time::Duration;
 
 use super::local::{parse, required};
-use super::requests::{AnswerRequest, AskRequest, MAX_WAIT_SECONDS, PendingRequest, ResolveRequest};
+use super::requests::{
+    AnswerRequest, AskRequest, MAX_WAIT_SECONDS, PendingRequest, ResolveRequest,
+};
 use super::results::{Asked, Pending};
 use super::{Awaited, Error, Ops, Result};
 use crate::store::questions::{NewQuestion, NewReply, Question, QuestionOption, ReplyKind};
@@ -25,13 +27,11 @@ impl Ops {
     /// The full id of question `id` (full or short).
     async fn question_id(&self, id: &str) -> Result<String> {
         required("id", id)?;
-        self.resolve_question_id(id.trim())
-            .await?
-            .ok_or_else(|| {
-                Error::not_found(format!(
-                    "no question `{id}`; `pending` lists the ones with replies"
-                ))
-            })
+        self.resolve_question_id(id.trim()).await?.ok_or_else(|| {
+            Error::not_found(format!(
+                "no question `{id}`; `pending` lists the ones with replies"
+            ))
+        })
     }
 
     pub async fn ask(&self, r: AskRequest) -> Result<Asked> {

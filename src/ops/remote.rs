@@ -129,7 +129,9 @@ impl Remote {
             let p = format!("{}/", base.path());
             base.set_path(&p);
         }
-        let token = token.map(|t| t.trim().to_string()).filter(|t| !t.is_empty());
+        let token = token
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty());
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .build()
@@ -179,11 +181,7 @@ impl Remote {
         let resp = req.send().await.map_err(|e| {
             Failure::local(
                 "unreachable",
-                format!(
-                    "cannot reach the daemon at {}: {}",
-                    self.base,
-                    one_line(&e)
-                ),
+                format!("cannot reach the daemon at {}: {}", self.base, one_line(&e)),
             )
         })?;
         let status = resp.status();
@@ -209,9 +207,8 @@ impl Remote {
         Err(Failure {
             status: status.as_u16(),
             reason: text("reason").unwrap_or_else(|| "http_error".into()),
-            message: text("message").unwrap_or_else(|| {
-                format!("the daemon answered {status} for {}", url.path())
-            }),
+            message: text("message")
+                .unwrap_or_else(|| format!("the daemon answered {status} for {}", url.path())),
             detail: body.get("detail").cloned(),
         })
     }
@@ -226,7 +223,11 @@ impl Remote {
     }
 
     /// `POST` a JSON body.
-    pub(super) async fn post<T: DeserializeOwned>(&self, segments: &[&str], body: Value) -> Answer<T> {
+    pub(super) async fn post<T: DeserializeOwned>(
+        &self,
+        segments: &[&str],
+        body: Value,
+    ) -> Answer<T> {
         self.call(Method::POST, segments, &[], Some(body), None)
             .await
     }

@@ -127,6 +127,6 @@ impl Ops {
         if !(0..=1000).contains(&tail) {
             return Err(Error::invalid("ledger_tail is 0 to 1000"));
         }
-        Ok(self.read_resume(&id, tail).await?)
+        self.read_resume(&id, tail).await
     }
 }

@@ -96,14 +96,14 @@ pub(crate) async fn run_claimed(
         Err(err) => {
             let msg = format!("cannot run {prog}: {err}");
             ops.complete(
-                    &action.id,
-                    &owner,
-                    false,
-                    json!({"spawn_error": msg}),
-                    Some(&msg),
-                )
-                .await
-                .map_err(e)?;
+                &action.id,
+                &owner,
+                false,
+                json!({"spawn_error": msg}),
+                Some(&msg),
+            )
+            .await
+            .map_err(e)?;
             return Err(fail(exit::ERROR, msg));
         }
     };
@@ -226,9 +226,7 @@ pub(crate) async fn run_or_follow(
         let report = run_claimed(ops, ctx, action, argv, lease).await?;
         if report.claimed {
             let a = ops.get_action(&action.id).await.map_err(e)?;
-            ctx.print(&shown(&report, &a), || {
-                super::render::action(&a, ops.now())
-            });
+            ctx.print(&shown(&report, &a), || super::render::action(&a, ops.now()));
             return Ok(match report.exit_code {
                 Some(c) => u8::try_from(c).unwrap_or(exit::ERROR),
                 None if report.status == Status::Executed => exit::OK,

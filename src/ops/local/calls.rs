@@ -196,7 +196,11 @@ impl Local {
         Ok(self.store.annotate(a).await?)
     }
 
-    pub(crate) async fn mark_handled(&self, h: &Handled, clear: bool) -> Result<Decided<RowChange>> {
+    pub(crate) async fn mark_handled(
+        &self,
+        h: &Handled,
+        clear: bool,
+    ) -> Result<Decided<RowChange>> {
         Ok(if clear {
             self.store.clear_handled(h).await?
         } else {
@@ -275,7 +279,12 @@ impl Local {
         Ok(self.store.get_action(id).await?)
     }
 
-    pub(crate) async fn wait_action(&self, id: &str, wait: Duration, until: Until) -> Result<Settled> {
+    pub(crate) async fn wait_action(
+        &self,
+        id: &str,
+        wait: Duration,
+        until: Until,
+    ) -> Result<Settled> {
         Ok(self
             .store
             .wait_action(id, wait, move |s| until.holds(s))

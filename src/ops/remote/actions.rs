@@ -97,7 +97,8 @@ impl Remote {
         let patch = patch
             .map(|p| codec::parse_object("patch", p).map_err(Error::invalid))
             .transpose()?;
-        let body = json!({"patch": patch, "by": named(actor.name), "channel": named(actor.channel)});
+        let body =
+            json!({"patch": patch, "by": named(actor.name), "channel": named(actor.channel)});
         match self.post::<Value>(&["actions", id, "approve"], body).await {
             Ok(v) => decode(v),
             Err(f) if f.status == 409 && f.reason == "patch_refused" => match detail_action(&f) {
@@ -157,8 +158,7 @@ impl Remote {
                 .await
                 .map_err(|f| failed(id, f))?;
             let settled: Settled = decode(v)?;
-            if matches!(settled, Settled::Done { .. }) || tokio::time::Instant::now() >= deadline
-            {
+            if matches!(settled, Settled::Done { .. }) || tokio::time::Instant::now() >= deadline {
                 return Ok(settled);
             }
         }
@@ -218,7 +218,8 @@ impl Remote {
         actor: Actor<'_>,
         how: Resolution,
     ) -> Result<std::result::Result<Action, Action>> {
-        let body = json!({"resolution": how, "by": named(actor.name), "channel": named(actor.channel)});
+        let body =
+            json!({"resolution": how, "by": named(actor.name), "channel": named(actor.channel)});
         match self
             .post::<Value>(&["actions", id, "resolve-unknown"], body)
             .await

@@ -148,9 +148,15 @@ impl Remote {
             .await
     }
 
-    pub(crate) async fn mark_handled(&self, h: &Handled, clear: bool) -> Result<Decided<RowChange>> {
+    pub(crate) async fn mark_handled(
+        &self,
+        h: &Handled,
+        clear: bool,
+    ) -> Result<Decided<RowChange>> {
         if h.source == Source::Chat {
-            return Err(host_only("marking handled through the chat door (--via chat)"));
+            return Err(host_only(
+                "marking handled through the chat door (--via chat)",
+            ));
         }
         let body = json!({
             "project": h.project,

@@ -137,9 +137,9 @@ impl Remote {
         let mut poll = Duration::ZERO;
         loop {
             let q = if poll.is_zero() {
-                self.get_question(&asked.id).await?.ok_or_else(|| {
-                    Error::not_found("the question disappeared while waiting")
-                })?
+                self.get_question(&asked.id)
+                    .await?
+                    .ok_or_else(|| Error::not_found("the question disappeared while waiting"))?
             } else {
                 let params = [
                     ("wait", "reply".to_string()),
@@ -162,9 +162,7 @@ impl Remote {
             if let Some(r) = &q.reply {
                 if r.seen_at.is_none() {
                     let body = json!({"reply_seq": q.reply_seq, "by": named(by)});
-                    let p: Picked = self
-                        .post(&["questions", &asked.id, "pickup"], body)
-                        .await?;
+                    let p: Picked = self.post(&["questions", &asked.id, "pickup"], body).await?;
                     if p.picked {
                         return Ok(Awaited::Reply(p.question));
                     }
@@ -179,7 +177,9 @@ impl Remote {
             if now >= deadline {
                 return Ok(Awaited::TimedOut(q));
             }
-            poll = (deadline - now).min(REPLY_POLL).max(Duration::from_millis(1));
+            poll = (deadline - now)
+                .min(REPLY_POLL)
+                .max(Duration::from_millis(1));
         }
     }
 
@@ -221,4 +221,3 @@ impl Remote {
         outcome(self.post(&["questions", id, "snooze"], body).await)
     }
 }
-
