@@ -268,3 +268,77 @@ pub(super) fn host_only(what: &str) -> Error {
         "{what} must run on the daemon's host (unset HANDOFF_URL there)"
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_checked_and_segments_encoded() {
+        let r = Remote::new("http://127.0.0.1:8642", Some(" hnd_x ".into())).unwrap();
+        assert_eq!(r.token.as_deref(), Some("hnd_x"));
+        assert_eq!(
+            r.route(&["boards", "Launch plan", "rows", "a/b"]).as_str(),
+            "http://127.0.0.1:8642/v1/boards/Launch%20plan/rows/a%2Fb"
+        );
+        let under = Remote::new("https://example.com/handoff", None).unwrap();
+        assert_eq!(
+            under.route(&["pending"]).as_str(),
+            "https://example.com/handoff/v1/pending"
+        );
+        assert!(Remote::new("127.0.0.1:8642", None).is_err());
+        assert!(Remote::new("ftp://x", None).is_err());
+        let e = Remote::new("nope", None).unwrap_err().to_string();
+        assert!(e.contains("HANDOFF_URL"), "{e}");
+        assert!(
+            !format!("{r:?}").contains("hnd_x"),
+            "the token never prints"
+        );
+    }
+
+    #[test]
+    fn failures_map_to_the_local_error_variants() {
+        let f = |status: u16, reason: &str| Failure {
+            status,
+            reason: reason.into(),
+            message: "m".into(),
+            detail: Some(serde_json::json!({"x": 1})),
+        };
+        assert!(matches!(
+            Error::from(f(401, "unauthorized")),
+            Error::Denied { .. }
+        ));
+        assert!(matches!(
+            Error::from(f(403, "wrong_role")),
+            Error::Denied { .. }
+        ));
+        assert!(matches!(
+            Error::from(f(404, "not_found")),
+            Error::NotFound { .. }
+        ));
+        assert!(matches!(
+            Error::from(f(422, "ambiguous")),
+            Error::NotFound { .. }
+        ));
+        assert!(matches!(
+            Error::from(f(422, "invalid")),
+            Error::Invalid { .. }
+        ));
+        assert!(matches!(Error::from(f(503, "busy")), Error::Busy { .. }));
+        assert!(matches!(
+            Error::from(f(0, "unreachable")),
+            Error::Internal { .. }
+        ));
+        match Error::from(f(409, "stale")) {
+            Error::Refused { reason, detail, .. } => {
+                assert_eq!(reason, "stale");
+                assert_eq!(detail["x"], 1);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            Error::from(f(403, "wrong_project")).reason(),
+            "wrong_project"
+        );
+    }
+}
