@@ -107,7 +107,14 @@ async fn reach(s: &Shared, c: &Caller, id: &str) -> ApiResult<(String, Option<Se
     let session = s.store.get_session(&full).await?;
     match &session {
         Some(x) if !c.sees(&x.project) => Err(ApiError::not_found(format!("session `{id}`"))),
-        None if c.project.is_some() => Err(ApiError::not_found(format!("session `{id}`"))),
+        None if c.project.is_some() => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!(
+                "session `{id}` is not registered: a project-scoped token reaches only its project's \
+                 registered sessions; register it first (POST /v1/sessions)"
+            ),
+        )),
         _ => Ok((full, session)),
     }
 }
