@@ -1,8 +1,10 @@
 //! The daemon's HTTP surface (`fn router(state) -> Router`): `/healthz`,
 //! `/metrics` and the authenticated `/v1` API over the store, for agents
-//! (flag, pending, answer, resolve, boards, propose, claim, complete) and
-//! humans (reply, dismiss, annotate, handled, approve, reject,
-//! resolve-unknown), with long polls and an SSE stream of events.
+//! (flag, pending, answer, resolve, boards, propose, claim, complete,
+//! sessions, checkpoint, ledger, resume, wait) and humans (reply, dismiss,
+//! snooze, annotate, handled, approve, reject, resolve-unknown, expire),
+//! with long polls and an SSE stream of events. The remote CLI
+//! ([`crate::ops::Remote`]) speaks exactly these routes.
 //!
 //! Layout: [`ROUTES`] is the one table of every route (method, path, who may
 //! call it, summary, handler); the router and the OpenAPI document are both
@@ -74,22 +76,29 @@ routes! {
     post "POST" "/v1/questions" Agent "Flag a question (with `key`: update the open one in place)." => questions::flag;
     get "GET" "/v1/questions" Read "List questions (status, project, session, limit)." => questions::list;
     get "GET" "/v1/questions/{id}" Read "One question; `wait=reply|change&timeout=30s` long-polls." => questions::get;
-    get "GET" "/v1/pending" Agent "Pick up replies and row responses (project, session, new)." => questions::pending;
+    get "GET" "/v1/pending" Agent "Pick up replies and row responses (project, session, new, only, peek, by)." => questions::pending;
+    post "POST" "/v1/questions/{id}/pickup" Agent "Mark exactly the reply read (by reply_seq) as picked up." => questions::pickup;
+    get "GET" "/v1/questions/{id}/replies" Read "A question's append-only reply history." => questions::replies;
     post "POST" "/v1/questions/{id}/answer" Agent "Record an answer given in the agent's terminal (agent channel)." => questions::answer;
     post "POST" "/v1/questions/{id}/resolve" Agent "Close a question with an outcome." => questions::resolve;
     post "POST" "/v1/questions/{id}/reply" Human "Reply as a human (Inbox channel: always wins)." => questions::reply;
     post "POST" "/v1/questions/{id}/dismiss" Human "Close a question without answering." => questions::dismiss;
+    post "POST" "/v1/questions/{id}/snooze" Human "Hide a question from the chat list for a while (`for`)." => questions::snooze;
     put "PUT" "/v1/boards" Agent "Create or update a board and rows, all or nothing (CAS)." => boards::upsert;
     get "GET" "/v1/boards" Read "List boards with progress (project, archived)." => boards::list;
     get "GET" "/v1/boards/{board}" Read "One board with its rows." => boards::get;
     post "POST" "/v1/boards/{board}/rows" Agent "Write one row (CAS on its revision)." => boards::row;
     post "POST" "/v1/boards/{board}/advance" Agent "Archive a row's step and install the next, blocked." => boards::advance;
     post "POST" "/v1/boards/{board}/outcome" Agent "Store a step's outcome and leave blocked." => boards::outcome;
+    post "POST" "/v1/boards/{board}/archive" Agent "Archive a board (CAS on board_version)." => boards::archive;
+    get "GET" "/v1/handoffs" Read "Rows marked handled whose outcome no agent stored yet (project)." => boards::handoffs;
     post "POST" "/v1/boards/{board}/rows/{label}/annotate" Human "Answer on a row (Inbox channel)." => boards::annotate;
     post "POST" "/v1/boards/{board}/rows/{label}/handled" Human "Mark a row handled (or clear the mark)." => boards::handled;
     post "POST" "/v1/actions" Agent "Propose an action (config rules apply)." => actions::propose;
     get "GET" "/v1/actions" Read "List actions (status, project), newest first." => actions::list;
     get "GET" "/v1/actions/{id}" Read "One action; `wait=approved|settled&timeout=30s` long-polls." => actions::get;
+    get "GET" "/v1/actions/{id}/audit" Read "An action's append-only audit trail." => actions::audit;
+    post "POST" "/v1/actions/expire" Human "Settle every pending action past its expiry (project)." => actions::expire;
     post "POST" "/v1/actions/{id}/claim" Agent "Claim an approved action for execution." => actions::claim;
     post "POST" "/v1/actions/{id}/extend" Agent "Extend the lease of a claim." => actions::extend;
     post "POST" "/v1/actions/{id}/complete" Agent "Record executed or failed." => actions::complete;
@@ -97,7 +106,15 @@ routes! {
     post "POST" "/v1/actions/{id}/reject" Human "Reject with a reason." => actions::reject;
     post "POST" "/v1/actions/{id}/resolve-unknown" Human "Settle an unknown outcome: executed, failed or retry." => actions::resolve_unknown;
     post "POST" "/v1/sessions" Agent "Register a session (webhook wake target or none)." => sessions::register;
+    get "GET" "/v1/sessions" Read "List sessions (status, project), most recently changed first." => sessions::list;
     get "GET" "/v1/sessions/{id}" Read "One session (secrets hidden)." => sessions::get;
+    post "POST" "/v1/sessions/{id}/checkpoint" Agent "Store the session's state (CAS on revision)." => sessions::checkpoint;
+    get "GET" "/v1/sessions/{id}/resume" Read "Everything a woken session needs (tail); marks nothing." => sessions::resume;
+    post "POST" "/v1/sessions/{id}/end" Agent "Mark a session ended." => sessions::end;
+    post "POST" "/v1/sessions/{id}/ledger" Agent "Record that a call is about to run (idempotent by event_id)." => sessions::ledger_begin;
+    get "GET" "/v1/sessions/{id}/ledger" Read "A session's execution ledger (last)." => sessions::ledger_list;
+    post "POST" "/v1/ledger/{id}/complete" Agent "Record a begun call's outcome (ok, result)." => sessions::ledger_complete;
+    get "GET" "/v1/sessions/{id}/wait" Agent "Long poll: claim what arrives for the session (timeout, by)." => sessions::wait;
     get "GET" "/v1/events" Read "A page of the event log after a seq." => events::page;
     get "GET" "/v1/events/stream" Read "Server-sent events from Last-Event-ID (or after, or now)." => events::stream;
 }

@@ -3,7 +3,10 @@
 //! Each area has its own file (`cli/questions.rs`, `cli/boards.rs`,
 //! `cli/actions.rs`) with a clap `Cmd` enum and a `run` function; this file
 //! glues them together. Commands print human-readable text by default and
-//! JSON with `--json`. No SQL here: everything goes through [`crate::store`].
+//! JSON with `--json`. No SQL here: commands go through [`crate::ops::Ops`]
+//! (`ctx.ops()`), which is the local store, or the daemon at `HANDOFF_URL`
+//! — the same command either way. Host-only commands (serve, pair, token,
+//! recover, purge) open the store directly (`ctx.host_store()`).
 
 mod actions;
 mod boards;
@@ -19,6 +22,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use serde::Serialize;
 
+use crate::ops::{self, Local, Ops, Policy, Remote};
 use crate::store::{self, Store};
 
 /// Exit codes, documented in `--help` and the README.
@@ -49,7 +53,10 @@ Exit codes:
   5  timed out waiting (--wait, wait)
 
 Environment:
-  HANDOFF_DB   database file (default ~/.local/share/handoff/handoff.db)";
+  HANDOFF_DB     database file (default ~/.local/share/handoff/handoff.db)
+  HANDOFF_URL    a daemon's address (http://host:8642): every command except
+                 serve, pair, token, recover and purge runs against it
+  HANDOFF_TOKEN  the API token for HANDOFF_URL (`handoff token create`)";
 
 /// Hand questions, blocked steps and risky actions to humans.
 #[derive(Debug, Parser)]
@@ -149,13 +156,62 @@ pub(crate) fn fail(code: u8, message: impl Into<String>) -> anyhow::Error {
     .into()
 }
 
-/// What every command gets: where the store is and how to print.
+/// What every command gets: where the store (or the daemon) is and how to print.
 pub(crate) struct Ctx {
     db: Option<PathBuf>,
     pub json: bool,
+    /// `HANDOFF_URL`: run operations against this daemon.
+    url: Option<String>,
+    /// `HANDOFF_TOKEN`: its bearer token.
+    token: Option<String>,
 }
 
 impl Ctx {
+    /// The operations: the daemon at `HANDOFF_URL` when set, else the
+    /// local store, with the default action policy.
+    pub async fn ops(&self) -> anyhow::Result<Ops> {
+        self.ops_with(Policy::default()).await
+    }
+
+    /// The operations with `policy` for proposed actions (local only: a
+    /// daemon applies its own rules).
+    pub async fn ops_with(&self, policy: Policy) -> anyhow::Result<Ops> {
+        match &self.url {
+            Some(url) => Ok(Ops::Remote(Remote::new(url, self.token.clone())?)),
+            None => Ok(Ops::Local(Local::new(self.store().await?, policy))),
+        }
+    }
+
+    /// True when commands run against a daemon (`HANDOFF_URL`).
+    pub fn remote(&self) -> bool {
+        self.url.is_some()
+    }
+
+    /// The store for a command that only runs on the daemon's host; a clear
+    /// refusal when `HANDOFF_URL` points elsewhere.
+    pub async fn host_store(&self, what: &str) -> anyhow::Result<Store> {
+        if self.remote() {
+            return Err(fail(
+                exit::ERROR,
+                format!(
+                    "`handoff {what}` must run on the daemon's host: it works on the database file there (unset HANDOFF_URL)"
+                ),
+            ));
+        }
+        self.store().await
+    }
+
+    /// The actor name for a write: `given`, else `default` locally. Against
+    /// a daemon with a token the token's own name is the actor, so an
+    /// unnamed write sends none (and a named one must match it).
+    pub fn actor(&self, given: Option<String>, default: impl FnOnce() -> String) -> String {
+        match given {
+            Some(g) => g,
+            None if self.remote() && self.token.is_some() => String::new(),
+            None => default(),
+        }
+    }
+
     /// Open the store (the `--db` flag, else the default path).
     pub async fn store(&self) -> anyhow::Result<Store> {
         let path = match &self.db {
@@ -208,7 +264,12 @@ pub async fn main() -> ExitCode {
     match run(cli).await {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            let code = e.downcast_ref::<Failure>().map_or(exit::ERROR, |f| f.code);
+            let code = match (e.downcast_ref::<Failure>(), e.downcast_ref::<ops::Error>()) {
+                (Some(f), _) => f.code,
+                (None, Some(ops::Error::NotFound { .. })) => exit::NOT_FOUND,
+                (None, Some(ops::Error::Refused { .. })) => exit::REFUSED,
+                _ => exit::ERROR,
+            };
             eprintln!("handoff: {e:#}");
             ExitCode::from(code)
         }
@@ -217,9 +278,17 @@ pub async fn main() -> ExitCode {
 
 /// Run one parsed command; returns the exit code on success paths.
 pub async fn run(cli: Cli) -> anyhow::Result<u8> {
+    let env = |k: &str| {
+        std::env::var(k)
+            .ok()
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
     let ctx = Ctx {
         db: cli.db,
         json: cli.json,
+        url: env("HANDOFF_URL"),
+        token: env("HANDOFF_TOKEN"),
     };
     match cli.cmd {
         Command::Questions(cmd) => questions::run(cmd, &ctx).await,
@@ -231,7 +300,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Serve { config, listen } => serve(&ctx, config, listen).await,
         Command::InboxLink { url, ttl, name } => inbox::run(&url, &ttl, &name, &ctx).await,
         Command::Pair { code, role } => {
-            let store = ctx.store().await?;
+            let store = ctx.host_store("pair").await?;
             match store.pairing_use(&code, &role).await? {
                 Some((user, chat, name)) => {
                     let v = serde_json::json!({"user_id": user, "chat_id": chat, "username": name, "role": role});
@@ -249,8 +318,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
             }
         }
         Command::Events { after, limit } => {
-            let store = ctx.store().await?;
-            let events = store.events_after(after, limit).await?;
+            let events = ctx.ops().await?.events_after(after, limit).await?;
             ctx.print(&events, || {
                 events
                     .iter()

@@ -32,6 +32,10 @@ pub struct Defaults {
     pub session: String,
     /// Executor id for claims: `HANDOFF_OWNER`, else the session, else the agent.
     pub owner: String,
+    /// The actor name writes are recorded under when a call names none:
+    /// the agent name, or empty against a remote daemon with a token (the
+    /// token's own name is the actor there, and naming another is refused).
+    pub actor: String,
 }
 
 impl Defaults {
@@ -60,6 +64,7 @@ impl Defaults {
         });
         Defaults {
             project,
+            actor: agent.clone(),
             agent,
             session,
             owner,

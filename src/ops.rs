@@ -1,24 +1,34 @@
-//! The agent-side operations, one interface for every door: the MCP server
-//! (and later the CLI) call [`Ops`] instead of the store directly, so that a
-//! remote implementation over HTTP can stand in for the local one.
+//! The operations every door uses, one interface: the CLI and the MCP
+//! server call [`Ops`] instead of the store directly, and `Ops` runs them
+//! either against a store on this machine ([`Local`]) or against a daemon's
+//! HTTP API ([`Remote`], when `HANDOFF_URL` is set). Nothing above this
+//! layer knows which.
 //!
-//! Each operation takes a request value from [`requests`] (JSON-friendly,
-//! `deny_unknown_fields`) and returns a serializable result (the store's own
-//! types, or the small wrappers in [`results`]). Refusals that are normal
-//! outcomes of the store (stale version, already answered, not claimable…)
-//! come back as [`Error::Refused`] with a machine-readable `reason`, a message
-//! for people and the store's refusal as `detail` (current values included),
-//! the same vocabulary as the HTTP API's error body.
+//! Two levels. The *primitives* (`prims`) mirror the store: they take the
+//! store's input values and return the store's own results, typed refusals
+//! included (`Outcome`, `Decided`, `ApproveOutcome`, …), so the CLI prints
+//! the same thing whichever backend ran them. The *agent operations* (ask,
+//! pending, answer, resolve, boards, actions, checkpoint, ledger, resume —
+//! the MCP tools) are written once on top of the primitives: each takes a
+//! request value from [`requests`] (JSON-friendly, `deny_unknown_fields`)
+//! and returns a serializable result; refusals come back as
+//! [`Error::Refused`] with a machine-readable `reason`, a message for people
+//! and the store's refusal as `detail`, the same vocabulary as the HTTP
+//! API's error body.
 //!
-//! Layout: `local` (the local-store implementation and its error mapping),
-//! `questions`, `boards`, `actions`, `sessions` (its operations by area),
+//! Layout: `prims` (the primitive table and its two small value types),
+//! `local` (the store-backed implementation and its error mapping),
+//! `remote` (the HTTP client and its error mapping), `questions`,
+//! `boards`, `actions`, `sessions` (the agent operations by area),
 //! [`requests`] and [`results`] (the values). This module does not parse
-//! command lines, speak MCP or HTTP, or print anything.
+//! command lines, speak MCP, serve HTTP or print anything.
 
 mod actions;
 mod boards;
 mod local;
+mod prims;
 mod questions;
+mod remote;
 pub mod requests;
 pub mod results;
 mod sessions;
@@ -26,14 +36,9 @@ mod sessions;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::store::actions::Action;
-use crate::store::boards::BoardFull;
-use crate::store::questions::Question;
-use crate::store::sessions::{Resume, Session};
-
 pub use local::{Local, Policy};
-use requests::*;
-use results::*;
+pub use prims::{Awaited, Until};
+pub use remote::Remote;
 
 /// Why an operation did not do what was asked. Serializable as
 /// `{"error": kind, "reason", "message", "detail"?}` so it can cross HTTP.
@@ -62,6 +67,15 @@ pub enum Error {
         /// The store's refusal: current versions, the waiting answer, the action…
         detail: Value,
     },
+    /// The daemon refused the caller: no or a bad token, the wrong role,
+    /// the wrong project (remote only).
+    #[error("{message}")]
+    Denied {
+        /// `unauthorized`, `wrong_role` or `wrong_project`.
+        reason: String,
+        /// What to do.
+        message: String,
+    },
     /// The database stayed locked by other processes; try again.
     #[error("{message}")]
     Busy {
@@ -83,7 +97,7 @@ impl Error {
         match self {
             Error::Invalid { .. } => "invalid",
             Error::NotFound { .. } => "not_found",
-            Error::Refused { reason, .. } => reason,
+            Error::Refused { reason, .. } | Error::Denied { reason, .. } => reason,
             Error::Busy { .. } => "busy",
             Error::Internal { .. } => "internal",
         }
@@ -122,93 +136,34 @@ impl Error {
 /// Results of operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// The agent-side operations. `Local` runs them against a store on this
-/// machine; a `Remote` variant (an HTTP client) comes later and takes the
-/// same requests and returns the same values.
+/// The operations, against a local store or a remote daemon. Cheap to clone.
 #[derive(Clone)]
 pub enum Ops {
-    /// Against a local SQLite store.
+    /// Against a SQLite store on this machine.
     Local(Local),
-}
-
-macro_rules! dispatch {
-    ($(#[$doc:meta])* $name:ident($req:ty) -> $out:ty) => {
-        $(#[$doc])*
-        pub async fn $name(&self, req: $req) -> Result<$out> {
-            match self {
-                Ops::Local(l) => l.$name(req).await,
-            }
-        }
-    };
+    /// Against a daemon's HTTP API (`HANDOFF_URL`).
+    Remote(Remote),
 }
 
 impl Ops {
-    dispatch!(
-        /// Flag a question (re-flagging the same `key` updates it in place);
-        /// optionally wait (bounded) for a reply and pick it up.
-        ask(AskRequest) -> Asked
-    );
-    dispatch!(
-        /// Replies on open questions and responses on board rows waiting for
-        /// the agent; new ones are marked picked up.
-        pending(PendingRequest) -> Pending
-    );
-    dispatch!(
-        /// Record an answer the human gave the agent directly.
-        answer(AnswerRequest) -> Question
-    );
-    dispatch!(
-        /// Close a question with its outcome.
-        resolve(ResolveRequest) -> Question
-    );
-    dispatch!(
-        /// Create or update a board and rows, CAS on versions.
-        board_upsert(BoardUpsertRequest) -> BoardFull
-    );
-    dispatch!(
-        /// Write one row, CAS on its revision.
-        board_row(BoardRowRequest) -> BoardFull
-    );
-    dispatch!(
-        /// Archive a row's step and install the next (blocked) one.
-        board_advance(BoardAdvanceRequest) -> BoardFull
-    );
-    dispatch!(
-        /// A board with its rows, from the source of truth.
-        board_get(BoardGetRequest) -> BoardFull
-    );
-    dispatch!(
-        /// Propose an action; configured rules may decide it at once.
-        propose_action(ProposeRequest) -> Proposal
-    );
-    dispatch!(
-        /// An action's status, optionally after a bounded wait.
-        action_status(ActionStatusRequest) -> ActionState
-    );
-    dispatch!(
-        /// Claim an approved action for execution (returns the real arguments).
-        claim_action(ClaimRequest) -> Action
-    );
-    dispatch!(
-        /// Record how a claimed action's run ended.
-        complete_action(CompleteRequest) -> Action
-    );
-    dispatch!(
-        /// Save the session's state, CAS on its revision.
-        checkpoint(CheckpointRequest) -> Session
-    );
-    dispatch!(
-        /// Append a tool call's start or end to the execution ledger.
-        ledger_record(LedgerRecordRequest) -> Ledgered
-    );
-    dispatch!(
-        /// Everything a woken session needs, in one read.
-        resume(ResumeRequest) -> Resume
-    );
+    /// The current time in ms: the store's clock locally, this machine's
+    /// clock remotely (for rendering "expired" and similar).
+    pub fn now(&self) -> i64 {
+        match self {
+            Ops::Local(l) => l.store.now(),
+            Ops::Remote(_) => crate::clock::Clock::now_ms(&crate::clock::SystemClock),
+        }
+    }
+
+    /// True when the operations go to a remote daemon.
+    pub fn is_remote(&self) -> bool {
+        matches!(self, Ops::Remote(_))
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::requests::*;
     use super::*;
 
     #[test]
@@ -236,14 +191,14 @@ mod tests {
     #[test]
     fn waits_are_bounded() {
         use std::time::Duration;
-        assert_eq!(local::wait_for(None).unwrap(), None);
-        assert_eq!(local::wait_for(Some(0)).unwrap(), None);
+        assert_eq!(questions::wait_for(None).unwrap(), None);
+        assert_eq!(questions::wait_for(Some(0)).unwrap(), None);
         assert_eq!(
-            local::wait_for(Some(600)).unwrap(),
+            questions::wait_for(Some(600)).unwrap(),
             Some(Duration::from_secs(600))
         );
         assert!(matches!(
-            local::wait_for(Some(601)),
+            questions::wait_for(Some(601)),
             Err(Error::Invalid { .. })
         ));
     }

@@ -162,7 +162,7 @@ async fn resume_reports_everything_unclaimed_and_marks_nothing() {
     let interrupted: Vec<(&str, bool, &str)> = r
         .interrupted
         .iter()
-        .map(|i| (i.entry.event_id.as_str(), i.replay, i.disposition))
+        .map(|i| (i.entry.event_id.as_str(), i.replay, i.disposition.as_str()))
         .collect();
     assert_eq!(
         interrupted,

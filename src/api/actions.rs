@@ -25,7 +25,8 @@ use super::input::{Body, Params, wait_timeout};
 use super::questions::wrote;
 use crate::daemon::Shared;
 use crate::store::actions::{
-    Action, Actor, ClaimOutcome, CompleteOutcome, NewAction, OnExpire, Resolution, Settled, Status,
+    Action, Actor, AuditEntry, ClaimOutcome, CompleteOutcome, NewAction, OnExpire, Resolution,
+    Settled, Status,
 };
 
 /// The action `id` (full or short) if the caller may see it.
@@ -82,6 +83,22 @@ pub(crate) struct ProposeBody {
     project: String,
     #[serde(default)]
     session: String,
+    /// Proposer name (with a token: its own name, or left out).
+    proposer: Option<String>,
+    /// `agent` (default) or `cli`: the door it came through.
+    channel: Option<String>,
+}
+
+/// The door a write names: one of `allowed`, the first by default. Only
+/// doors a remote caller really uses are accepted (never `chat` or
+/// `daemon`, which only the daemon itself writes).
+fn door(channel: Option<&str>, allowed: &[&'static str]) -> ApiResult<&'static str> {
+    match channel.map(str::trim).filter(|c| !c.is_empty()) {
+        None => Ok(allowed[0]),
+        Some(c) => allowed.iter().find(|a| **a == c).copied().ok_or_else(|| {
+            ApiError::invalid(format!("channel `{c}`: use {}", allowed.join(" or ")))
+        }),
+    }
 }
 
 /// `POST /v1/actions`: propose (201 created, 200 the live action with the
@@ -100,8 +117,8 @@ pub(crate) async fn propose(
         ttl_ms,
         approvals_required: b.approvals_required.unwrap_or(1),
         on_expire: b.on_expire,
-        proposer: c.name.clone(),
-        channel: "agent".into(),
+        proposer: c.actor(b.proposer.as_deref())?,
+        channel: door(b.channel.as_deref(), &["agent", "cli"])?.into(),
         project: c.write_project(&b.project)?,
         session: b.session,
         exec: None,
@@ -318,6 +335,8 @@ pub(crate) struct ApproveBody {
     /// Changes to the arguments: known keys, same JSON types.
     patch: Option<Map<String, Value>>,
     by: Option<String>,
+    /// `inbox` (default) or `cli`.
+    channel: Option<String>,
 }
 
 /// `POST /v1/actions/{id}/approve`: add the caller's approval, optionally
@@ -333,7 +352,7 @@ pub(crate) async fn approve(
     let patch = b.patch.map(|p| Value::Object(p).to_string());
     let actor = Actor {
         name: &by,
-        channel: "inbox",
+        channel: door(b.channel.as_deref(), &["inbox", "cli"])?,
     };
     let out = s.store.approve(&a.id, actor, patch.as_deref()).await?;
     wrote(&s);
@@ -350,6 +369,8 @@ pub(crate) async fn approve(
 pub(crate) struct RejectBody {
     reason: String,
     by: Option<String>,
+    /// `inbox` (default) or `cli`.
+    channel: Option<String>,
 }
 
 /// `POST /v1/actions/{id}/reject`: one rejection rejects.
@@ -363,7 +384,7 @@ pub(crate) async fn reject(
     let by = c.actor(b.by.as_deref())?;
     let actor = Actor {
         name: &by,
-        channel: "inbox",
+        channel: door(b.channel.as_deref(), &["inbox", "cli"])?,
     };
     let out = s.store.reject(&a.id, actor, &b.reason).await?;
     wrote(&s);
@@ -383,6 +404,8 @@ pub(crate) enum ResolutionBody {
 pub(crate) struct ResolveUnknownBody {
     resolution: ResolutionBody,
     by: Option<String>,
+    /// `inbox` (default) or `cli`.
+    channel: Option<String>,
 }
 
 /// `POST /v1/actions/{id}/resolve-unknown`: a person settles an `unknown`
@@ -402,7 +425,7 @@ pub(crate) async fn resolve_unknown(
     };
     let actor = Actor {
         name: &by,
-        channel: "inbox",
+        channel: door(b.channel.as_deref(), &["inbox", "cli"])?,
     };
     match s.store.resolve_unknown(&a.id, actor, resolution).await? {
         Ok(action) => {
@@ -420,4 +443,38 @@ pub(crate) async fn resolve_unknown(
         )
         .with_detail(show(&c, &action))),
     }
+}
+
+/// `GET /v1/actions/{id}/audit`: the action's append-only audit trail
+/// (secrets are redacted in the audit itself).
+pub(crate) async fn audit(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path(id): Path<String>,
+) -> ApiResult<axum::Json<Vec<AuditEntry>>> {
+    let a = visible(&s, &c, &id).await?;
+    Ok(axum::Json(s.store.action_audit(&a.id).await?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ExpireBody {
+    /// Only this project's actions (a scoped token: its own, always).
+    project: Option<String>,
+}
+
+/// `POST /v1/actions/expire`: settle every pending action whose expiry has
+/// passed (the daemon also does this on its own cadence), of `project` or
+/// of the token's project, else of every project.
+pub(crate) async fn expire(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Body(b): Body<ExpireBody>,
+) -> ApiResult<axum::Json<Vec<Value>>> {
+    let project = c.filter(b.project)?;
+    let done = s.store.expire_due_in(project.as_deref()).await?;
+    if !done.is_empty() {
+        wrote(&s);
+    }
+    Ok(axum::Json(done.iter().map(|a| show(&c, a)).collect()))
 }

@@ -18,7 +18,7 @@ use super::questions::wrote;
 use crate::daemon::Shared;
 use crate::store::boards::{
     Advance, Annotate, AnnotationKind, Board, BoardFull, BoardUpsert, Handled, NextStep,
-    OutcomeWrite, RowChange, RowInput, RowStatus, RowWrite, Source,
+    OutcomeWrite, PendingRow, RowChange, RowInput, RowStatus, RowWrite, Source,
 };
 
 /// The board `board` if the caller may see it.
@@ -119,6 +119,7 @@ pub(crate) struct RowBody {
     project: Option<String>,
     board_version: Option<i64>,
     row: RowInput,
+    by: Option<String>,
 }
 
 /// `POST /v1/boards/{board}/rows`: create one row, or change it with its `revision`.
@@ -134,7 +135,7 @@ pub(crate) async fn row(
         project: None,
         board_version: b.board_version,
         row: b.row,
-        by: c.name.clone(),
+        by: c.actor(b.by.as_deref())?,
     };
     let out = s.store.board_row(&w).await?;
     wrote(&s);
@@ -150,6 +151,7 @@ pub(crate) struct AdvanceBody {
     board_version: i64,
     outcome: Option<String>,
     next: NextStep,
+    by: Option<String>,
 }
 
 /// `POST /v1/boards/{board}/advance`: archive a row's step, install the next (blocked).
@@ -168,7 +170,7 @@ pub(crate) async fn advance(
         board_version: b.board_version,
         outcome: b.outcome,
         next: b.next,
-        by: c.name.clone(),
+        by: c.actor(b.by.as_deref())?,
     };
     let out = s.store.board_advance(&a).await?;
     wrote(&s);
@@ -183,6 +185,7 @@ pub(crate) struct OutcomeBody {
     expected_revision: i64,
     outcome: String,
     status: Option<RowStatus>,
+    by: Option<String>,
 }
 
 /// `POST /v1/boards/{board}/outcome`: store a step's result and leave `blocked`.
@@ -200,7 +203,7 @@ pub(crate) async fn outcome(
         expected_revision: b.expected_revision,
         outcome: b.outcome,
         status: b.status,
-        by: c.name.clone(),
+        by: c.actor(b.by.as_deref())?,
     };
     let out = s.store.board_outcome(&w).await?;
     wrote(&s);
@@ -281,4 +284,49 @@ pub(crate) async fn handled(
     };
     wrote(&s);
     Ok(axum::Json(out?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ArchiveBody {
+    project: Option<String>,
+    board_version: i64,
+    by: Option<String>,
+}
+
+/// `POST /v1/boards/{board}/archive`: archive a board at the version the
+/// caller read (a later agent write reactivates it).
+pub(crate) async fn archive(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path(board): Path<String>,
+    Body(b): Body<ArchiveBody>,
+) -> ApiResult<axum::Json<Board>> {
+    let full = visible(&s, &c, &board, b.project).await?;
+    let by = c.actor(b.by.as_deref())?;
+    let out = s
+        .store
+        .board_archive(&full.board.id, None, b.board_version, &by)
+        .await?;
+    wrote(&s);
+    Ok(axum::Json(out?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct HandoffsQuery {
+    project: Option<String>,
+}
+
+/// `GET /v1/handoffs?project`: rows a human marked handled whose outcome no
+/// agent has stored yet (reads only; nothing is marked).
+pub(crate) async fn handoffs(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Params(q): Params<HandoffsQuery>,
+) -> ApiResult<axum::Json<Vec<PendingRow>>> {
+    let project = c.filter(q.project)?;
+    Ok(axum::Json(
+        s.store.unprocessed_handoffs(project.as_deref()).await?,
+    ))
 }

@@ -125,9 +125,11 @@ impl From<actions::Error> for ApiError {
             actions::Error::DedupConflict {
                 ref key,
                 ref existing_id,
-                ..
+                ref existing_fingerprint,
+                ref new_fingerprint,
             } => {
-                let detail = json!({"dedup_key": key, "existing_id": existing_id});
+                let detail = json!({"dedup_key": key, "existing_id": existing_id,
+                    "existing_fingerprint": existing_fingerprint, "new_fingerprint": new_fingerprint});
                 ApiError::conflict("dedup_conflict", e.to_string()).with_detail(detail)
             }
         }
@@ -159,7 +161,9 @@ impl From<boards::Refusal> for ApiError {
         use boards::Refusal as R;
         let (status, reason) = match &r {
             R::Stale { .. } => (StatusCode::CONFLICT, "stale"),
-            R::NotFound { what } => return ApiError::not_found(what.clone()),
+            R::NotFound { what } => {
+                return ApiError::not_found(what.clone()).with_detail(detail_of(&r));
+            }
             R::Empty => (StatusCode::UNPROCESSABLE_ENTITY, "empty"),
             R::UnreadAnswer { .. } => (StatusCode::CONFLICT, "unread_answer"),
             R::NotBlocked { .. } => (StatusCode::CONFLICT, "not_blocked"),

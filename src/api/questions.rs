@@ -17,7 +17,8 @@ use super::events::wait_until;
 use super::input::{Body, Params, wait_timeout};
 use crate::daemon::Shared;
 use crate::store::questions::{
-    ListFilter, NewQuestion, NewReply, Question, QuestionOption, ReplyKind, Source, Status,
+    ListFilter, NewQuestion, NewReply, Question, QuestionOption, ReplyKind, ReplyRecord, Source,
+    Status,
 };
 
 /// Wake the event followers at once after a write made here.
@@ -212,33 +213,141 @@ pub(crate) struct PendingQuery {
     session: Option<String>,
     #[serde(default)]
     new: bool,
+    /// `questions` or `rows`: pick up only that half (default both).
+    only: Option<String>,
+    /// Rows only: read without marking anything delivered.
+    #[serde(default)]
+    peek: bool,
+    /// Who picks up (with a token: its own name, or left out).
+    by: Option<String>,
 }
 
-/// `GET /v1/pending?project&session&new`: the agent's pickup. Replies on
-/// open questions (each unseen one marked picked up, exactly the reply
-/// read) and board rows waiting for the agent (marked delivered).
+/// `GET /v1/pending?project&session&new&only&peek&by`: the agent's pickup.
+/// Replies on open questions (each unseen one marked picked up, exactly the
+/// reply read) and board rows waiting for the agent (marked delivered
+/// unless `peek`); `only=questions|rows` picks up one half.
 pub(crate) async fn pending(
     State(s): State<Shared>,
     Extension(c): Extension<Caller>,
     Params(q): Params<PendingQuery>,
 ) -> ApiResult<axum::Json<Value>> {
-    let project = c.filter(q.project)?;
-    let by = c.name.clone();
-    let questions = s
-        .store
-        .pending(project.as_deref(), q.session.as_deref(), !q.new, &by)
-        .await?;
-    let rows = s
-        .store
-        .pending_rows(project.as_deref(), q.session.as_deref(), &by)
-        .await?;
-    let rows: Vec<_> = if q.new {
-        rows.into_iter().filter(|r| r.new).collect()
-    } else {
-        rows
+    let (want_q, want_rows) = match q.only.as_deref() {
+        None => (true, true),
+        Some("questions") => (true, false),
+        Some("rows") => (false, true),
+        Some(other) => {
+            return Err(ApiError::invalid(format!(
+                "only=`{other}`: use only=questions or only=rows"
+            )));
+        }
     };
+    if q.peek && want_q {
+        return Err(ApiError::invalid(
+            "peek reads rows without marking them: use it with only=rows",
+        ));
+    }
+    let project = c.filter(q.project)?;
+    let by = c.actor(q.by.as_deref())?;
+    let session = q.session.as_deref();
+    let mut body = serde_json::Map::new();
+    if want_q {
+        let questions = s
+            .store
+            .pending(project.as_deref(), session, !q.new, &by)
+            .await?;
+        body.insert("questions".into(), json!(questions));
+    }
+    if want_rows {
+        let rows = if q.peek {
+            s.store
+                .pending_rows_peek(project.as_deref(), session)
+                .await?
+        } else {
+            s.store
+                .pending_rows(project.as_deref(), session, &by)
+                .await?
+        };
+        let rows: Vec<_> = if q.new {
+            rows.into_iter().filter(|r| r.new).collect()
+        } else {
+            rows
+        };
+        body.insert("rows".into(), json!(rows));
+    }
     wrote(&s);
-    Ok(axum::Json(json!({"questions": questions, "rows": rows})))
+    Ok(axum::Json(Value::Object(body)))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PickupBody {
+    /// The `reply_seq` of the reply the agent read.
+    reply_seq: i64,
+    by: Option<String>,
+}
+
+/// `POST /v1/questions/{id}/pickup`: mark exactly the reply the agent read
+/// (by its `reply_seq`) as picked up. `picked: false` when the reply
+/// changed meanwhile (read again and pick up the newer one), was already
+/// picked up, or the question closed.
+pub(crate) async fn pickup(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path(id): Path<String>,
+    Body(b): Body<PickupBody>,
+) -> ApiResult<axum::Json<Value>> {
+    let mut q = visible(&s, &c, &id).await?;
+    let by = c.actor(b.by.as_deref())?;
+    let mut picked = false;
+    if q.reply_seq == b.reply_seq
+        && let Some(at) = s.store.mark_reply_seen(&q, &by).await?
+    {
+        picked = true;
+        if let Some(r) = q.reply.as_mut() {
+            r.seen_at = Some(at);
+        }
+        wrote(&s);
+    }
+    Ok(axum::Json(json!({"picked": picked, "question": q})))
+}
+
+/// `GET /v1/questions/{id}/replies`: the append-only reply history.
+pub(crate) async fn replies(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path(id): Path<String>,
+) -> ApiResult<axum::Json<Vec<ReplyRecord>>> {
+    let q = visible(&s, &c, &id).await?;
+    Ok(axum::Json(s.store.question_replies(&q.id).await?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SnoozeBody {
+    /// How long: `30m`, `2h`, `1500ms`; `0s` wakes it now.
+    #[serde(rename = "for")]
+    duration: String,
+    by: Option<String>,
+}
+
+/// `POST /v1/questions/{id}/snooze`: hide it from the chat list for a while.
+pub(crate) async fn snooze(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path(id): Path<String>,
+    Body(b): Body<SnoozeBody>,
+) -> ApiResult<axum::Json<Question>> {
+    let q = visible(&s, &c, &id).await?;
+    let by = c.actor(b.by.as_deref())?;
+    let ms = crate::clock::parse_duration_ms(&b.duration)
+        .map_err(|e| ApiError::invalid(format!("for: {e}")))?;
+    let until = s.store.now().saturating_add(ms.max(0));
+    let out = s
+        .store
+        .snooze_question(&q.id, until, &by, Source::Inbox)
+        .await?;
+    wrote(&s);
+    Ok(axum::Json(out?))
 }
 
 #[derive(Debug, Deserialize)]

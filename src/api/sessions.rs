@@ -1,24 +1,34 @@
-//! Session routes that the store already supports: register a session and
-//! read it back. Checkpoint, ledger and resume routes come with their store
-//! functions; the inbound wake (`POST /v1/sessions/{id}/wake`) lives in its
-//! own module.
+//! Session routes: register, read, list, checkpoint (CAS on the revision),
+//! resume, end; the execution ledger (begin, complete, list); and the
+//! session's long-poll `wait`, which claims what arrived for it. The
+//! inbound wake (`POST /v1/sessions/{id}/wake`) lives in its own module.
+//!
+//! `{id}` is a session id or a unique suffix of a registered one. A
+//! project-scoped token reaches only registered sessions of its project.
 //!
 //! Over HTTP only a `webhook` wake target (or none) may be registered:
 //! `exec` and `tmux` targets run programs on the daemon's machine, which a
 //! remote token must not be able to arrange. Webhook secrets are never
 //! shown back.
 
+use std::sync::atomic::{AtomicI64, Ordering};
+
 use axum::Extension;
 use axum::extract::{Path, State};
+use axum::http::StatusCode;
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::auth::Caller;
 use super::error::{ApiError, ApiResult};
-use super::input::Body;
+use super::events::wait_until;
+use super::input::{Body, Params, wait_timeout};
 use super::questions::wrote;
 use crate::daemon::Shared;
-use crate::store::sessions::{NewSession, Session, WakeTarget};
+use crate::store::sessions::{
+    Begin, Checkpointed, Complete, DEFAULT_LEDGER_TAIL, Ended, LedgerEntry, NewCall, NewSession,
+    Session, WakeTarget,
+};
 
 /// A session as shown over HTTP: a webhook secret is replaced by `***`.
 fn show(s: &Session) -> Value {
@@ -85,14 +95,313 @@ pub(crate) async fn register(
     Ok(axum::Json(show(&session)))
 }
 
+/// The session `id` names (full id or unique suffix of a registered one,
+/// else `id` itself) and its record, if the caller may reach it. Scoped
+/// tokens reach only registered sessions of their project.
+async fn reach(s: &Shared, c: &Caller, id: &str) -> ApiResult<(String, Option<Session>)> {
+    let full = s
+        .store
+        .resolve_session_id(id)
+        .await?
+        .unwrap_or_else(|| id.trim().to_string());
+    let session = s.store.get_session(&full).await?;
+    match &session {
+        Some(x) if !c.sees(&x.project) => Err(ApiError::not_found(format!("session `{id}`"))),
+        None if c.project.is_some() => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!(
+                "session `{id}` is not registered: a project-scoped token reaches only its project's \
+                 registered sessions; register it first (POST /v1/sessions)"
+            ),
+        )),
+        _ => Ok((full, session)),
+    }
+}
+
+/// Like [`reach`], but the session must be registered.
+async fn registered(s: &Shared, c: &Caller, id: &str) -> ApiResult<Session> {
+    match reach(s, c, id).await? {
+        (_, Some(session)) => Ok(session),
+        _ => Err(ApiError::not_found(format!("session `{id}`"))),
+    }
+}
+
+/// A serialized outcome whose `session` (if any) hides its webhook secret.
+fn shown<T: serde::Serialize>(v: &T) -> Value {
+    let mut j = serde_json::to_value(v).unwrap_or(Value::Null);
+    if let Some(secret) = j.pointer_mut("/session/wake_target/secret") {
+        *secret = Value::String("***".into());
+    }
+    j
+}
+
 /// `GET /v1/sessions/{id}`.
 pub(crate) async fn get(
     State(s): State<Shared>,
     Extension(c): Extension<Caller>,
     Path(id): Path<String>,
 ) -> ApiResult<axum::Json<Value>> {
-    match s.store.get_session(&id).await? {
-        Some(session) if c.sees(&session.project) => Ok(axum::Json(show(&session))),
-        _ => Err(ApiError::not_found(format!("session `{id}`"))),
+    Ok(axum::Json(show(&registered(&s, &c, &id).await?)))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ListQuery {
+    status: Option<String>,
+    project: Option<String>,
+}
+
+/// `GET /v1/sessions?status&project`: most recently changed first.
+pub(crate) async fn list(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Params(q): Params<ListQuery>,
+) -> ApiResult<axum::Json<Vec<Value>>> {
+    if let Some(st) = q.status.as_deref()
+        && !matches!(st, "active" | "idle" | "ended")
+    {
+        return Err(ApiError::invalid(format!(
+            "status `{st}`: use active, idle or ended"
+        )));
     }
+    let project = c.filter(q.project)?;
+    let list = s
+        .store
+        .list_sessions(q.status.as_deref(), project.as_deref())
+        .await?;
+    Ok(axum::Json(list.iter().map(show).collect()))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CheckpointBody {
+    revision: i64,
+    /// The state blob, stored as given (the CLI sends JSON text).
+    state: String,
+}
+
+/// `POST /v1/sessions/{id}/checkpoint`: store the state if the revision is
+/// still `revision` (409 `stale` carries the current one; 409 `ended`).
+pub(crate) async fn checkpoint(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path(id): Path<String>,
+    Body(b): Body<CheckpointBody>,
+) -> ApiResult<axum::Json<Value>> {
+    let session = registered(&s, &c, &id).await?;
+    let out = s
+        .store
+        .checkpoint(&session.session_id, b.revision, &b.state)
+        .await?;
+    wrote(&s);
+    match &out {
+        Checkpointed::Saved { .. } => Ok(axum::Json(shown(&out))),
+        Checkpointed::Stale { expected, current } => Err(ApiError::conflict(
+            "stale",
+            format!("the session is at revision {current}, not {expected}"),
+        )
+        .with_detail(shown(&out))),
+        Checkpointed::Ended { .. } => Err(ApiError::conflict(
+            "ended",
+            "the session has ended; register it again to reopen it",
+        )
+        .with_detail(shown(&out))),
+        Checkpointed::NotFound => {
+            Err(ApiError::not_found(format!("session `{id}`")).with_detail(shown(&out)))
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ResumeQuery {
+    tail: Option<i64>,
+}
+
+/// `GET /v1/sessions/{id}/resume?tail`: everything a woken session needs
+/// (marks nothing). A session that never registered gets what carries its id.
+pub(crate) async fn resume(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path(id): Path<String>,
+    Params(q): Params<ResumeQuery>,
+) -> ApiResult<axum::Json<Value>> {
+    let (full, _) = reach(&s, &c, &id).await?;
+    let tail = q.tail.unwrap_or(DEFAULT_LEDGER_TAIL);
+    Ok(axum::Json(shown(&s.store.resume(&full, tail).await?)))
+}
+
+/// `POST /v1/sessions/{id}/end`: mark it ended (registering again reopens it).
+pub(crate) async fn end(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path(id): Path<String>,
+) -> ApiResult<axum::Json<Value>> {
+    let session = registered(&s, &c, &id).await?;
+    let out = s.store.end_session(&session.session_id).await?;
+    wrote(&s);
+    match out {
+        Ended::NotFound => Err(ApiError::not_found(format!("session `{id}`"))),
+        out => Ok(axum::Json(shown(&out))),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct BeginBody {
+    event_id: String,
+    tool: String,
+    #[serde(default)]
+    payload: Value,
+    #[serde(default)]
+    replay_safe: bool,
+}
+
+/// `POST /v1/sessions/{id}/ledger`: record that a call is about to run
+/// (same event id and payload again: `existing`; different: 409 `conflict`).
+pub(crate) async fn ledger_begin(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path(id): Path<String>,
+    Body(b): Body<BeginBody>,
+) -> ApiResult<axum::Json<Begin>> {
+    let (full, _) = reach(&s, &c, &id).await?;
+    let out = s
+        .store
+        .ledger_begin(&NewCall {
+            event_id: &b.event_id,
+            session_id: &full,
+            tool: &b.tool,
+            payload: &b.payload,
+            replay_safe: b.replay_safe,
+        })
+        .await?;
+    wrote(&s);
+    if let Begin::Conflict { differs, .. } = &out {
+        let message = format!(
+            "event id `{}` was already begun with a different {}",
+            b.event_id,
+            differs.join(", ")
+        );
+        return Err(ApiError::conflict("conflict", message).with_detail(json!(out)));
+    }
+    Ok(axum::Json(out))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LedgerQuery {
+    last: Option<i64>,
+}
+
+/// `GET /v1/sessions/{id}/ledger?last`: the session's ledger, oldest first.
+pub(crate) async fn ledger_list(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path(id): Path<String>,
+    Params(q): Params<LedgerQuery>,
+) -> ApiResult<axum::Json<Vec<LedgerEntry>>> {
+    let (full, _) = reach(&s, &c, &id).await?;
+    Ok(axum::Json(s.store.ledger_list(&full, q.last).await?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CompleteBody {
+    ok: bool,
+    #[serde(default)]
+    result: Value,
+}
+
+/// `POST /v1/ledger/{id}/complete`: record the outcome of the call begun
+/// under event id `{id}` (409 `conflict` for another outcome, 404 with
+/// `detail.outcome = not_started` if it was never begun).
+pub(crate) async fn ledger_complete(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path(event_id): Path<String>,
+    Body(b): Body<CompleteBody>,
+) -> ApiResult<axum::Json<Complete>> {
+    let not_started = || {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("no call was begun with event id `{event_id}`"),
+        )
+        .with_detail(json!(Complete::NotStarted))
+    };
+    // Scope: the call belongs to the session that began it.
+    let Some(session) = s.store.ledger_session(&event_id).await? else {
+        return Err(not_started());
+    };
+    if c.project.is_some() {
+        match s.store.get_session(&session).await? {
+            Some(x) if c.sees(&x.project) => {}
+            _ => return Err(not_started()),
+        }
+    }
+    let out = s.store.ledger_complete(&event_id, b.ok, &b.result).await?;
+    wrote(&s);
+    match &out {
+        Complete::Conflict { differs, .. } => Err(ApiError::conflict(
+            "conflict",
+            format!(
+                "event id `{event_id}` already has a different {} recorded",
+                differs.join(", ")
+            ),
+        )
+        .with_detail(json!(out))),
+        Complete::NotStarted => Err(not_started()),
+        _ => Ok(axum::Json(out)),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct WaitQuery {
+    timeout: Option<String>,
+    by: Option<String>,
+}
+
+/// `GET /v1/sessions/{id}/wait?timeout&by`: a long poll that claims what
+/// arrived for the session (unseen replies, row responses, decisions,
+/// inbound wakes) as soon as something does; `outcome` is `done` or
+/// `timeout` (then `arrivals` is empty and nothing was claimed).
+pub(crate) async fn wait(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path(id): Path<String>,
+    Params(q): Params<WaitQuery>,
+) -> ApiResult<axum::Json<Value>> {
+    let (full, _) = reach(&s, &c, &id).await?;
+    crate::store::sessions::check_id(&full).map_err(ApiError::from)?;
+    let by = c.actor(q.by.as_deref())?;
+    let timeout = wait_timeout(q.timeout.as_deref())?;
+    let key = format!("session:{full}");
+    // The newest event seq about the session seen so far (-1: none yet).
+    let seen = std::sync::Arc::new(AtomicI64::new(-1));
+    let (arrivals, done) = wait_until(&s, &key, timeout, || {
+        let (s, full, by, seen) = (s.clone(), full.clone(), by.clone(), seen.clone());
+        async move {
+            // Claim only when the newest event about the session moved. The
+            // mark is read before claiming, so an event committed during
+            // the claim moves it again and the next round claims that too.
+            let mark = s.store.session_event_mark(&full).await?;
+            if seen.swap(mark, Ordering::Relaxed) == mark {
+                return Ok((Vec::new(), false));
+            }
+            let arrivals = s.store.claim_arrivals(&full, &by).await?;
+            let done = !arrivals.is_empty();
+            Ok((arrivals, done))
+        }
+    })
+    .await?;
+    if done {
+        wrote(&s);
+    }
+    let outcome = if done { "done" } else { "timeout" };
+    Ok(axum::Json(
+        json!({"outcome": outcome, "session": full, "arrivals": arrivals}),
+    ))
 }

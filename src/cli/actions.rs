@@ -5,8 +5,13 @@
 //! Every rendering for people goes through [`Action::redacted`] /
 //! [`Action::display_args`]: secrets never reach the terminal, even with
 //! `--json`. Only the executor (see [`exec`]) receives the real values.
+//!
+//! Everything goes through [`Ops`] (the local store, or the daemon at
+//! `HANDOFF_URL`, whose own `[[rule]]`s then decide proposals); `recover`
+//! and `purge` work on the database file and run on the host only.
 
 mod exec;
+mod propose;
 mod render;
 
 use std::path::PathBuf;
@@ -17,10 +22,9 @@ use serde_json::{Value, json};
 
 use super::{Ctx, exit, fail};
 use crate::clock;
-use crate::store::Store;
+use crate::ops::{self, Local, Ops, Policy, Until};
 use crate::store::actions::{
-    self, Action, Actor, ApproveOutcome, NewAction, OnExpire, RejectOutcome, Resolution, RulesFile,
-    Settled, Status,
+    Action, Actor, ApproveOutcome, OnExpire, RejectOutcome, Resolution, Settled, Status,
 };
 
 /// Waiting "forever" (until the action's own expiry settles it).
@@ -210,12 +214,18 @@ fn parse_on_expire(s: &str) -> Result<OnExpire, String> {
     }
 }
 
-/// The acting person's name: `--as`, else $HANDOFF_USER, else $USER.
-fn who(as_: Option<String>) -> String {
-    as_.or_else(|| std::env::var("HANDOFF_USER").ok())
-        .or_else(|| std::env::var("USER").ok())
-        .filter(|s| !s.trim().is_empty())
-        .unwrap_or_else(|| "cli".into())
+/// The acting person's name: `--as`, else $HANDOFF_USER, else $USER
+/// (against a daemon with a token: `--as`, else the token's own name).
+fn who(ctx: &Ctx, as_: Option<String>) -> String {
+    let as_ = as_.filter(|s| !s.trim().is_empty());
+    ctx.actor(as_, || {
+        std::env::var("HANDOFF_USER")
+            .ok()
+            .filter(|s| !s.trim().is_empty())
+            .or_else(|| std::env::var("USER").ok())
+            .filter(|s| !s.trim().is_empty())
+            .unwrap_or_else(|| "cli".into())
+    })
 }
 
 /// JSON text from an argument: inline, `@file`, or `@-` (stdin).
@@ -257,24 +267,23 @@ fn split_commands(exec: bool, words: Vec<String>) -> (Option<Vec<String>>, Optio
     (some(exec_cmd), some(verify_cmd))
 }
 
-/// Map engine errors to exit codes with one clear line.
-pub(crate) fn map_err(ctx: &Ctx, e: actions::Error) -> anyhow::Error {
+/// Map an operation's error to an exit code with one clear line: a dedup
+/// conflict is a refusal (exit 3, its details as JSON with `--json`); the
+/// rest keeps its own code (not found 4, invalid 1).
+pub(crate) fn map_err(ctx: &Ctx, e: ops::Error) -> anyhow::Error {
     match e {
-        actions::Error::NotFound(_) | actions::Error::Ambiguous(_) => {
-            fail(exit::NOT_FOUND, e.to_string())
+        ops::Error::Refused {
+            ref reason,
+            ref message,
+            ref detail,
+        } if reason == "dedup_conflict" => {
+            let mut v = json!({"outcome": "dedup_conflict"});
+            if let (Value::Object(m), Value::Object(d)) = (&mut v, detail) {
+                m.extend(d.clone());
+            }
+            ctx.refuse(exit::REFUSED, &v, message.clone())
         }
-        actions::Error::DedupConflict {
-            ref key,
-            ref existing_id,
-            ref existing_fingerprint,
-            ref new_fingerprint,
-        } => {
-            let v = json!({"outcome": "dedup_conflict", "dedup_key": key, "existing_id": existing_id,
-                "existing_fingerprint": existing_fingerprint, "new_fingerprint": new_fingerprint});
-            ctx.refuse(exit::REFUSED, &v, e.to_string())
-        }
-        actions::Error::Store(crate::store::Error::Invalid(msg)) => fail(exit::ERROR, msg),
-        other => anyhow::Error::new(other),
+        other => other.into(),
     }
 }
 
@@ -291,10 +300,9 @@ fn shown<T: serde::Serialize>(v: &T, action: &Action) -> Value {
 }
 
 pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
-    let store = ctx.store().await?;
     let e = |err| map_err(ctx, err);
     match cmd {
-        Cmd::Propose(p) => propose(&store, ctx, *p).await,
+        Cmd::Propose(p) => propose::propose(ctx, *p).await,
         Cmd::Approve {
             id,
             patch,
@@ -303,8 +311,9 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             timeout,
         } => {
             let patch = patch.map(|p| read_json_arg("--patch", &p)).transpose()?;
-            let name = who(as_);
-            let out = store
+            let name = who(ctx, as_);
+            let ops = ctx.ops().await?;
+            let out = ops
                 .approve(&id, Actor::cli(&name), patch.as_deref())
                 .await
                 .map_err(e)?;
@@ -317,11 +326,17 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
                 ));
             }
             if wait && !matches!(out, ApproveOutcome::ApprovalAdded { .. }) {
-                let done = |s: Status| !matches!(s, Status::Approved | Status::Executing);
-                let settled = store
-                    .wait_action(&action.id, timeout, done)
-                    .await
-                    .map_err(e)?;
+                // Only an approved or executing action has a run to wait
+                // for; anything else is where it ends.
+                let settled = if matches!(action.status, Status::Approved | Status::Executing) {
+                    ops.wait_action(&action.id, timeout, Until::Settled)
+                        .await
+                        .map_err(e)?
+                } else {
+                    Settled::Done {
+                        action: action.clone(),
+                    }
+                };
                 ctx.print(&shown(&settled, settled.action()), || {
                     render::settled(&settled)
                 });
@@ -333,8 +348,9 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             })
         }
         Cmd::Reject { id, reason, as_ } => {
-            let name = who(as_);
-            let out = store
+            let name = who(ctx, as_);
+            let ops = ctx.ops().await?;
+            let out = ops
                 .reject(&id, Actor::cli(&name), &reason)
                 .await
                 .map_err(e)?;
@@ -346,36 +362,43 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             })
         }
         Cmd::Actions { status } => {
-            let list = store.list_actions(status).await.map_err(e)?;
+            let ops = ctx.ops().await?;
+            let list = ops.list_actions(status).await.map_err(e)?;
             let shown_list: Vec<Action> = list.iter().map(Action::redacted).collect();
-            ctx.print(&shown_list, || render::list(&list, store.now()));
+            ctx.print(&shown_list, || render::list(&list, ops.now()));
             Ok(exit::OK)
         }
         Cmd::Action { id } => {
-            let a = store.get_action(&id).await.map_err(e)?;
+            let ops = ctx.ops().await?;
+            let a = ops.get_action(&id).await.map_err(e)?;
+            let now = ops.now();
             let mut r = a.redacted();
-            r.status = a.effective_status(store.now());
-            ctx.print(&r, || render::action(&a, store.now()));
+            r.status = a.effective_status(now);
+            ctx.print(&r, || render::action(&a, now));
             Ok(exit::OK)
         }
         Cmd::Audit { id } => {
-            let trail = store.action_audit(&id).await.map_err(e)?;
+            let trail = ctx.ops().await?.action_audit(&id).await.map_err(e)?;
             ctx.print(&trail, || render::audit(&trail));
             Ok(exit::OK)
         }
         Cmd::Expire => {
-            let done = store.expire_due().await.map_err(e)?;
+            let ops = ctx.ops().await?;
+            let done = ops.expire_due().await.map_err(e)?;
             let shown_list: Vec<Action> = done.iter().map(Action::redacted).collect();
             ctx.print(&shown_list, || {
                 format!(
                     "{} action(s) settled by expiry\n{}",
                     done.len(),
-                    render::list(&done, store.now())
+                    render::list(&done, ops.now())
                 )
             });
             Ok(exit::OK)
         }
-        Cmd::Recover { no_run, lease } => recover(&store, ctx, no_run, lease).await,
+        Cmd::Recover { no_run, lease } => {
+            let store = ctx.host_store("recover").await?;
+            recover(&store, ctx, no_run, lease).await
+        }
         Cmd::ResolveUnknown { id, how, as_ } => {
             let res = if how.executed {
                 Resolution::Executed
@@ -384,8 +407,9 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             } else {
                 Resolution::Retry
             };
-            let name = who(as_);
-            match store
+            let name = who(ctx, as_);
+            let ops = ctx.ops().await?;
+            match ops
                 .resolve_unknown(&id, Actor::cli(&name), res)
                 .await
                 .map_err(e)?
@@ -411,7 +435,11 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             }
         }
         Cmd::Purge { before } => {
-            let rep = store.purge_actions(before).await.map_err(e)?;
+            let store = ctx.host_store("purge").await?;
+            let rep = store
+                .purge_actions(before)
+                .await
+                .map_err(|err| e(err.into()))?;
             ctx.print(&rep, || {
                 format!(
                     "purged {} settled action(s) and {} audit row(s) changed before {}; {} live or unknown action(s) kept",
@@ -426,119 +454,20 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
     }
 }
 
-async fn propose(store: &Store, ctx: &Ctx, p: ProposeArgs) -> anyhow::Result<u8> {
-    let e = |err| map_err(ctx, err);
-    if !p.exec && !p.verify && !p.command.is_empty() {
-        return Err(fail(
-            exit::USAGE,
-            "a command after `--` needs --exec (or --verify)",
-        ));
-    }
-    let (exec_cmd, verify_cmd) = split_commands(p.exec, p.command);
-    if p.exec && exec_cmd.is_none() {
-        return Err(fail(
-            exit::USAGE,
-            "--exec needs a command after `--`, e.g. --exec -- ./send.sh",
-        ));
-    }
-    // Read everything that can fail before writing anything.
-    let rules = match &p.rules {
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|err| {
-                fail(
-                    exit::ERROR,
-                    format!("cannot read rules {}: {err}", path.display()),
-                )
-            })?;
-            RulesFile::parse(&text)
-                .map_err(|err| fail(exit::ERROR, format!("rules {}: {err}", path.display())))?
-                .rule
-        }
-        // No --rules: the config file's [[rule]] entries (none without a config).
-        None => crate::config::Config::load(None)?.0.rules,
-    };
-    let redact_keys = crate::config::Config::load(None)?.0.redact.keys;
-    let args = read_json_arg("--args", &p.args)?;
-    let new = NewAction {
-        kind: p.kind,
-        summary: p.summary,
-        args,
-        dedup_key: p.dedup_key,
-        ttl_ms: p.ttl,
-        approvals_required: p.approvals,
-        on_expire: p.on_expire,
-        proposer: who(p.as_),
-        channel: "cli".into(),
-        project: p.project,
-        session: p.session,
-        exec: exec_cmd.clone(),
-        verify: verify_cmd,
-        redact_keys: Some(redact_keys),
-    };
-    let proposed = store.propose(&new).await.map_err(e)?;
-    let mut action = proposed.action.clone();
-    if proposed.created
-        && let Some(applied) = store.apply_rules(&action, &rules).await.map_err(e)?
-    {
-        action = applied.action;
-    }
-    let waiting = p.wait || exec_cmd.is_some();
-    if !waiting {
-        ctx.print(&shown(&proposed, &action), || {
-            render::proposed(&proposed, &action)
-        });
-        return Ok(exit::OK);
-    }
-    if !ctx.json {
-        eprintln!("{}", render::proposed(&proposed, &action).trim_end());
-    }
-    let timeout = p.timeout.unwrap_or(FOREVER);
-    let decided = store
-        .wait_action(&action.id, timeout, |s| s != Status::Pending)
-        .await
-        .map_err(e)?;
-    let action = match decided {
-        Settled::StillRunning { action } => {
-            let v = json!({"outcome": "still_pending", "action": action.redacted()});
-            return Err(ctx.refuse(
-                exit::TIMEOUT,
-                &v,
-                format!("{} is still pending after the timeout", action.short_id()),
-            ));
-        }
-        Settled::Done { action } => action,
-    };
-    if matches!(action.status, Status::Rejected | Status::Expired) {
-        let v = json!({"outcome": action.status, "action": action.redacted()});
-        let why = action.reason.clone().unwrap_or_default();
-        return Err(ctx.refuse(
-            exit::REFUSED,
-            &v,
-            format!(
-                "{} was {} by {}: {why}",
-                action.short_id(),
-                action.status,
-                action.decided_by.as_deref().unwrap_or("?")
-            ),
-        ));
-    }
-    match exec_cmd {
-        None => {
-            ctx.print(&action.redacted(), || render::action(&action, store.now()));
-            Ok(exit::OK)
-        }
-        Some(argv) => exec::run_or_follow(store, ctx, &action, &argv, p.lease).await,
-    }
-}
-
-async fn recover(store: &Store, ctx: &Ctx, no_run: bool, lease: Duration) -> anyhow::Result<u8> {
-    let e = |err| map_err(ctx, err);
+async fn recover(
+    store: &crate::store::Store,
+    ctx: &Ctx,
+    no_run: bool,
+    lease: Duration,
+) -> anyhow::Result<u8> {
+    let e = |err: crate::store::actions::Error| map_err(ctx, err.into());
     let rep = store.recover().await.map_err(e)?;
+    let ops = Ops::Local(Local::new(store.clone(), Policy::default()));
     let mut ran = Vec::new();
     if !no_run {
         for a in &rep.claimable {
             if let Some(argv) = &a.exec {
-                let report = exec::run_claimed(store, ctx, a, argv, lease).await?;
+                let report = exec::run_claimed(&ops, ctx, a, argv, lease).await?;
                 ran.push(report);
             }
         }

@@ -3,7 +3,8 @@
 //! Agent-side commands (upsert, row, advance, outcome, pending) and the
 //! human's Inbox channel (annotate, handled). Every write passes the versions
 //! it read; a stale one exits 3 with the current versions and nothing
-//! written. No SQL here: everything goes through [`crate::store`].
+//! written. Everything goes through [`crate::ops::Ops`] (the local store or
+//! the daemon at `HANDOFF_URL`).
 
 use std::io::Read as _;
 
@@ -75,9 +76,9 @@ pub(crate) enum Cmd {
         /// The board_version you read.
         #[arg(long)]
         version: i64,
-        /// Who archives.
-        #[arg(long, default_value = "cli")]
-        by: String,
+        /// Who archives [default: cli].
+        #[arg(long)]
+        by: Option<String>,
     },
     /// Answer a row as a human through the Inbox (always wins; blank clears an unpicked answer).
     Annotate {
@@ -93,9 +94,9 @@ pub(crate) enum Cmd {
         /// answer, clarify or decline.
         #[arg(long, default_value = "answer")]
         kind: AnnotationKind,
-        /// Who answers.
-        #[arg(long, env = "USER", default_value = "cli")]
-        by: String,
+        /// Who answers [default: $USER, else cli].
+        #[arg(long)]
+        by: Option<String>,
         /// The row revision you saw (refused if it moved).
         #[arg(long)]
         revision: Option<i64>,
@@ -115,9 +116,9 @@ pub(crate) enum Cmd {
         /// Take the mark back (only before an agent received it).
         #[arg(long)]
         clear: bool,
-        /// Who.
-        #[arg(long, env = "USER", default_value = "cli")]
-        by: String,
+        /// Who [default: $USER, else cli].
+        #[arg(long)]
+        by: Option<String>,
         /// The row revision you saw.
         #[arg(long)]
         revision: Option<i64>,
@@ -133,9 +134,9 @@ pub(crate) enum Cmd {
         /// Only boards of this session.
         #[arg(long)]
         session: Option<String>,
-        /// Who is reading (recorded with the delivery).
-        #[arg(long, default_value = "cli")]
-        reader: String,
+        /// Who is reading (recorded with the delivery) [default: cli].
+        #[arg(long)]
+        reader: Option<String>,
         /// Read without marking anything delivered.
         #[arg(long)]
         peek: bool,
@@ -157,9 +158,9 @@ pub(crate) enum Cmd {
         /// Status to move to (default done).
         #[arg(long)]
         status: Option<RowStatus>,
-        /// Who writes.
-        #[arg(long, default_value = "cli")]
-        by: String,
+        /// Who writes [default: cli].
+        #[arg(long)]
+        by: Option<String>,
     },
     /// Rows a human marked handled whose outcome no agent has stored yet.
     Handoffs {
@@ -209,9 +210,9 @@ pub(crate) struct RowArgs {
     /// Outcome of the current step.
     #[arg(long)]
     outcome: Option<String>,
-    /// Who writes.
-    #[arg(long, default_value = "cli")]
-    by: String,
+    /// Who writes [default: cli].
+    #[arg(long)]
+    by: Option<String>,
 }
 
 /// Arguments of `board advance`.
@@ -251,9 +252,9 @@ pub(crate) struct AdvanceArgs {
     /// Outcome of the finished step.
     #[arg(long)]
     outcome: Option<String>,
-    /// Who advances.
-    #[arg(long, default_value = "cli")]
-    by: String,
+    /// Who advances [default: cli].
+    #[arg(long)]
+    by: Option<String>,
 }
 
 /// Read `--rows`: inline JSON, `@file`, or `-` for stdin.
@@ -311,6 +312,19 @@ fn decided<T>(ctx: &Ctx, d: Decided<T>) -> anyhow::Result<T> {
     })
 }
 
+/// `cli`, the default actor of board commands.
+fn cli() -> String {
+    "cli".into()
+}
+
+/// $USER, else `cli`: the default person of the human commands.
+fn user() -> String {
+    std::env::var("USER")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(cli)
+}
+
 pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
     match cmd {
         Cmd::Upsert {
@@ -322,7 +336,7 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             session,
         } => {
             let rows = read_rows(&rows)?;
-            let store = ctx.store().await?;
+            let ops = ctx.ops().await?;
             let up = BoardUpsert {
                 project,
                 title,
@@ -331,7 +345,7 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
                 session,
                 rows,
             };
-            let full = decided(ctx, store.board_upsert(&up).await?)?;
+            let full = decided(ctx, ops.upsert_board(&up).await?)?;
             ctx.print(&full, || full_text(&full));
         }
         Cmd::Row(args) => {
@@ -352,7 +366,7 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
                 by,
             } = *args;
             let options = read_options(options.as_deref())?;
-            let store = ctx.store().await?;
+            let ops = ctx.ops().await?;
             let w = RowWrite {
                 board,
                 project,
@@ -369,9 +383,9 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
                     context,
                     outcome,
                 },
-                by,
+                by: ctx.actor(by, cli),
             };
-            let full = decided(ctx, store.board_row(&w).await?)?;
+            let full = decided(ctx, ops.write_row(&w).await?)?;
             ctx.print(&full, || full_text(&full));
         }
         Cmd::Advance(args) => {
@@ -391,7 +405,7 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
                 by,
             } = *args;
             let options = read_options(options.as_deref())?.unwrap_or_default();
-            let store = ctx.store().await?;
+            let ops = ctx.ops().await?;
             let a = Advance {
                 board,
                 project,
@@ -407,9 +421,9 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
                     options,
                     context,
                 },
-                by,
+                by: ctx.actor(by, cli),
             };
-            let full = decided(ctx, store.board_advance(&a).await?)?;
+            let full = decided(ctx, ops.advance_row(&a).await?)?;
             ctx.print(&full, || full_text(&full));
         }
         Cmd::Get {
@@ -418,18 +432,18 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             full,
             all,
         } => {
-            let store = ctx.store().await?;
+            let ops = ctx.ops().await?;
             if let Some(board) = board {
-                let f = decided(ctx, store.board_get(&board, project.as_deref()).await?)?;
+                let f = decided(ctx, ops.read_board(&board, project.as_deref()).await?)?;
                 ctx.print(&f, || full_text(&f));
             } else if full {
                 let mut out = Vec::new();
-                for b in store.board_list(project.as_deref(), all).await? {
-                    out.push(decided(ctx, store.board_get(&b.id, None).await?)?);
+                for b in ops.list_boards(project.as_deref(), all).await? {
+                    out.push(decided(ctx, ops.read_board(&b.id, None).await?)?);
                 }
                 ctx.print(&out, || out.iter().map(full_text).collect());
             } else {
-                let boards = store.board_list(project.as_deref(), all).await?;
+                let boards = ops.list_boards(project.as_deref(), all).await?;
                 ctx.print(&boards, || {
                     if boards.is_empty() {
                         "no boards\n".into()
@@ -445,11 +459,11 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             version,
             by,
         } => {
-            let store = ctx.store().await?;
+            let ops = ctx.ops().await?;
+            let by = ctx.actor(by, cli);
             let b = decided(
                 ctx,
-                store
-                    .board_archive(&board, project.as_deref(), version, &by)
+                ops.archive_board(&board, project.as_deref(), version, &by)
                     .await?,
             )?;
             ctx.print(&b, || format!("archived {}", board_line(&b)));
@@ -464,7 +478,7 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             revision,
             via,
         } => {
-            let store = ctx.store().await?;
+            let ops = ctx.ops().await?;
             let a = Annotate {
                 board,
                 project,
@@ -472,11 +486,11 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
                 text,
                 kind,
                 source: via,
-                by,
+                by: ctx.actor(by, user),
                 expected_revision: revision,
                 action_version: None,
             };
-            let c = decided(ctx, store.annotate(&a).await?)?;
+            let c = decided(ctx, ops.annotate_row(&a).await?)?;
             ctx.print(&c, || {
                 let what = if c.row.annotation.is_some() {
                     "annotated"
@@ -502,20 +516,16 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             revision,
             via,
         } => {
-            let store = ctx.store().await?;
+            let ops = ctx.ops().await?;
             let h = Handled {
                 board,
                 project,
                 label,
                 source: via,
-                by,
+                by: ctx.actor(by, user),
                 expected_revision: revision,
             };
-            let c = if clear {
-                decided(ctx, store.clear_handled(&h).await?)?
-            } else {
-                decided(ctx, store.mark_handled(&h).await?)?
-            };
+            let c = decided(ctx, ops.mark_handled(&h, clear).await?)?;
             ctx.print(&c, || {
                 format!(
                     "{} `{}` (board version {}; the row stays blocked until the agent stores an outcome)\n{}",
@@ -532,16 +542,11 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             reader,
             peek,
         } => {
-            let store = ctx.store().await?;
-            let rows = if peek {
-                store
-                    .pending_rows_peek(project.as_deref(), session.as_deref())
-                    .await?
-            } else {
-                store
-                    .pending_rows(project.as_deref(), session.as_deref(), &reader)
-                    .await?
-            };
+            let ops = ctx.ops().await?;
+            let reader = ctx.actor(reader, cli);
+            let rows = ops
+                .pending_rows(project.as_deref(), session.as_deref(), &reader, peek)
+                .await?;
             ctx.print(&rows, || pending_text(&rows));
         }
         Cmd::Outcome {
@@ -553,7 +558,7 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             status,
             by,
         } => {
-            let store = ctx.store().await?;
+            let ops = ctx.ops().await?;
             let w = OutcomeWrite {
                 board,
                 project,
@@ -561,14 +566,13 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
                 expected_revision: revision,
                 outcome: text,
                 status,
-                by,
+                by: ctx.actor(by, cli),
             };
-            let full = decided(ctx, store.board_outcome(&w).await?)?;
+            let full = decided(ctx, ops.store_outcome(&w).await?)?;
             ctx.print(&full, || full_text(&full));
         }
         Cmd::Handoffs { project } => {
-            let store = ctx.store().await?;
-            let rows = store.unprocessed_handoffs(project.as_deref()).await?;
+            let rows = ctx.ops().await?.handoffs(project.as_deref()).await?;
             ctx.print(&rows, || pending_text(&rows));
         }
     }

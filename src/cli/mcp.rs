@@ -1,10 +1,12 @@
 //! `handoff mcp`: run the stdio MCP server for an agent.
 //!
-//! Opens the store (HANDOFF_DB / --db like every command), loads the action
-//! policy (the config's `[[rule]]` and `[redact]`, or `--rules`), reads the
-//! caller's identity from `HANDOFF_PROJECT` / `HANDOFF_AGENT` /
-//! `HANDOFF_SESSION` and serves until the client disconnects. Prints nothing
-//! on stdout itself: stdout belongs to the protocol.
+//! Opens the store (HANDOFF_DB / --db like every command) with the action
+//! policy (the config's `[[rule]]` and `[redact]`, or `--rules`) — or, with
+//! `HANDOFF_URL` set, talks to that daemon instead (which applies its own
+//! rules). Reads the caller's identity from `HANDOFF_PROJECT` /
+//! `HANDOFF_AGENT` / `HANDOFF_SESSION` and serves until the client
+//! disconnects. Prints nothing on stdout itself: stdout belongs to the
+//! protocol.
 
 use std::path::PathBuf;
 
@@ -12,7 +14,7 @@ use clap::Args;
 
 use super::{Ctx, exit};
 use crate::mcp::{Defaults, serve_stdio};
-use crate::ops::{Local, Ops, Policy};
+use crate::ops::Policy;
 
 /// Arguments of `handoff mcp`.
 #[derive(Debug, Args)]
@@ -26,9 +28,21 @@ pub(crate) struct McpArgs {
 }
 
 pub(crate) async fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<u8> {
-    let policy = Policy::load(args.config.as_deref(), args.rules.as_deref())?;
-    let store = ctx.store().await?;
-    let ops = Ops::Local(Local::new(store, policy));
-    serve_stdio(ops, Defaults::from_env()).await?;
+    let mut defaults = Defaults::from_env();
+    let ops = if ctx.remote() {
+        if args.rules.is_some() {
+            return Err(super::fail(
+                exit::ERROR,
+                "--rules/HANDOFF_RULES apply on the host: against HANDOFF_URL the daemon's own [[rule]]s decide",
+            ));
+        }
+        // The token's name is the actor of writes that name none.
+        defaults.actor = ctx.actor(None, || defaults.agent.clone());
+        ctx.ops().await?
+    } else {
+        let policy = Policy::load(args.config.as_deref(), args.rules.as_deref())?;
+        ctx.ops_with(policy).await?
+    };
+    serve_stdio(ops, defaults).await?;
     Ok(exit::OK)
 }

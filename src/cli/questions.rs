@@ -3,10 +3,9 @@
 //!
 //! Agents use `ask`, `pending`, `answer` and `resolve`; humans use `reply`
 //! (the Inbox door), `dismiss`, `snooze`, `questions` and `show`. Each
-//! command is a thin layer over the questions store: parse, call, print,
-//! map refusals to exit code 3 with a message that says what to do.
-
-use std::time::Duration;
+//! command is a thin layer over [`Ops`] (the local store or the daemon at
+//! `HANDOFF_URL`): parse, call, print, map refusals to exit code 3 with a
+//! message that says what to do.
 
 use clap::{Args, Subcommand};
 use serde::Serialize;
@@ -16,14 +15,12 @@ mod render;
 
 use super::{Ctx, exit, fail};
 use crate::clock::{format_rfc3339, parse_duration_ms};
+use crate::ops::Ops;
+use crate::store;
 use crate::store::questions::{
     ListFilter, NewReply, Outcome, Question, Refusal, ReplyKind, ReplyRecord, Source, Status,
 };
-use crate::store::{self, Store};
 use render::{human_refusal, indent, render};
-
-/// How often `ask --wait` looks for a reply.
-const POLL: Duration = Duration::from_millis(200);
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Cmd {
@@ -46,8 +43,8 @@ pub(crate) enum Cmd {
         #[arg(long)]
         new: bool,
         /// Who picks up (recorded in the event log).
-        #[arg(long, default_value = "")]
-        by: String,
+        #[arg(long)]
+        by: Option<String>,
     },
     /// Reply to a question as a human (the Inbox door).
     ///
@@ -87,8 +84,8 @@ pub(crate) enum Cmd {
         #[arg(long, default_value = "answer", value_parser = parse_kind)]
         kind: ReplyKind,
         /// Who answered (recorded with the answer).
-        #[arg(long, default_value = "")]
-        by: String,
+        #[arg(long)]
+        by: Option<String>,
         /// Refuse unless the question is still at this revision.
         #[arg(long)]
         revision: Option<i64>,
@@ -101,8 +98,8 @@ pub(crate) enum Cmd {
         #[arg(long)]
         outcome: String,
         /// Who resolves (recorded in the event log).
-        #[arg(long, default_value = "")]
-        by: String,
+        #[arg(long)]
+        by: Option<String>,
     },
     /// Close a question as a human without answering it.
     Dismiss {
@@ -210,8 +207,8 @@ fn user() -> String {
 }
 
 /// Resolve a full or short id, or fail with exit code 4.
-async fn find(store: &Store, id: &str) -> anyhow::Result<String> {
-    store.resolve_question_id(id).await?.ok_or_else(|| {
+async fn find(ops: &Ops, id: &str) -> anyhow::Result<String> {
+    ops.resolve_question_id(id).await?.ok_or_else(|| {
         fail(
             exit::NOT_FOUND,
             format!("no question `{id}`: list them with `handoff questions --status all`"),
@@ -267,6 +264,7 @@ fn one_line(e: anyhow::Error) -> anyhow::Error {
 }
 
 async fn run_cmd(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
+    let none = String::new;
     match cmd {
         Cmd::Ask(args) => ask::ask(*args, ctx).await,
         Cmd::Pending {
@@ -275,9 +273,10 @@ async fn run_cmd(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             new,
             by,
         } => {
-            let store = ctx.store().await?;
-            let got = store
-                .pending(project.as_deref(), session.as_deref(), !new, &by)
+            let ops = ctx.ops().await?;
+            let by = ctx.actor(by, none);
+            let got = ops
+                .pending_replies(project.as_deref(), session.as_deref(), !new, &by)
                 .await?;
             ctx.print(&got, || {
                 if got.is_empty() {
@@ -302,18 +301,24 @@ async fn run_cmd(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             revision,
             via,
         } => {
-            let store = ctx.store().await?;
-            let id = find(&store, &id).await?;
+            if via == Source::Chat && ctx.remote() {
+                return Err(fail(
+                    exit::ERROR,
+                    "`reply --via chat` must run on the daemon's host (unset HANDOFF_URL); remotely a reply is an Inbox reply",
+                ));
+            }
+            let ops = ctx.ops().await?;
+            let id = find(&ops, &id).await?;
             let reply = NewReply {
                 text,
                 kind,
                 context,
-                by: by.unwrap_or_else(user),
+                by: ctx.actor(by, user),
                 expected_revision: revision,
             };
-            let out = match via {
-                Source::Chat => store.reply_chat(&id, &reply).await?,
-                _ => store.reply_inbox(&id, &reply).await?,
+            let out = match (via, &ops) {
+                (Source::Chat, Ops::Local(l)) => l.store().reply_chat(&id, &reply).await?,
+                _ => ops.reply_inbox(&id, &reply).await?,
             };
             let done = if reply.text.trim().is_empty() && kind != ReplyKind::Decline {
                 "cleared the reply on"
@@ -329,16 +334,16 @@ async fn run_cmd(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             by,
             revision,
         } => {
-            let store = ctx.store().await?;
-            let id = find(&store, &id).await?;
+            let ops = ctx.ops().await?;
+            let id = find(&ops, &id).await?;
             let reply = NewReply {
                 text,
                 kind,
                 context: None,
-                by,
+                by: ctx.actor(by, none),
                 expected_revision: revision,
             };
-            let out = store.answer_agent(&id, &reply).await?;
+            let out = ops.answer_agent(&id, &reply).await?;
             finish(ctx, out, "recorded the answer on", |r| match r {
                 Refusal::UnreadAnswer {
                     reply,
@@ -357,28 +362,25 @@ async fn run_cmd(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             })
         }
         Cmd::Resolve { id, outcome, by } => {
-            let store = ctx.store().await?;
-            let id = find(&store, &id).await?;
-            let out = store.resolve_question(&id, &outcome, &by).await?;
+            let ops = ctx.ops().await?;
+            let id = find(&ops, &id).await?;
+            let out = ops
+                .resolve_question(&id, &outcome, &ctx.actor(by, none))
+                .await?;
             finish(ctx, out, "resolved", |r| human_refusal(r, Source::Agent))
         }
         Cmd::Dismiss { id, reason, by } => {
-            let store = ctx.store().await?;
-            let id = find(&store, &id).await?;
-            let by = by.unwrap_or_else(user);
-            let out = store
-                .dismiss_question(&id, reason.as_deref(), &by, Source::Inbox)
-                .await?;
+            let ops = ctx.ops().await?;
+            let id = find(&ops, &id).await?;
+            let by = ctx.actor(by, user);
+            let out = ops.dismiss_question(&id, reason.as_deref(), &by).await?;
             finish(ctx, out, "dismissed", |r| human_refusal(r, Source::Inbox))
         }
         Cmd::Snooze { id, duration, by } => {
-            let store = ctx.store().await?;
-            let id = find(&store, &id).await?;
-            let until = store.now().saturating_add(duration);
-            let by = by.unwrap_or_else(user);
-            let out = store
-                .snooze_question(&id, until, &by, Source::Inbox)
-                .await?;
+            let ops = ctx.ops().await?;
+            let id = find(&ops, &id).await?;
+            let by = ctx.actor(by, user);
+            let out = ops.snooze_question(&id, duration, &by).await?;
             finish(ctx, out, "snoozed", |r| human_refusal(r, Source::Inbox))
         }
         Cmd::Questions {
@@ -386,8 +388,8 @@ async fn run_cmd(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             project,
             session,
         } => {
-            let store = ctx.store().await?;
-            let list = store
+            let ops = ctx.ops().await?;
+            let list = ops
                 .list_questions(&ListFilter {
                     status: status.0,
                     project,
@@ -404,13 +406,13 @@ async fn run_cmd(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             Ok(exit::OK)
         }
         Cmd::Show { id } => {
-            let store = ctx.store().await?;
-            let id = find(&store, &id).await?;
-            let question = store
+            let ops = ctx.ops().await?;
+            let id = find(&ops, &id).await?;
+            let question = ops
                 .get_question(&id)
                 .await?
                 .ok_or_else(|| fail(exit::NOT_FOUND, format!("no question `{id}`")))?;
-            let replies = store.question_replies(&id).await?;
+            let replies = ops.question_replies(&id).await?;
             #[derive(Serialize)]
             struct Shown<'a> {
                 question: &'a Question,

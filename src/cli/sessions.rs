@@ -3,8 +3,9 @@
 //! `handoff session …` registers a session (with its wake target),
 //! checkpoints its state with CAS, ends it and prints `resume`;
 //! `handoff ledger …` records tool calls before and after they run;
-//! `handoff wait` blocks until something arrives for a session. No SQL here:
-//! everything goes through [`crate::store`].
+//! `handoff wait` blocks until something arrives for a session. Everything
+//! goes through [`crate::ops::Ops`]: the local store, or the daemon at
+//! `HANDOFF_URL`.
 //!
 //! Layout: `session` (session subcommands), `ledger`, `wait`, `render`
 //! (human text).
@@ -76,13 +77,13 @@ fn read_json(what: &str, arg: &str) -> anyhow::Result<serde_json::Value> {
 
 /// The full id of a registered session named by `id` or a unique suffix;
 /// `None` if no registered session matches.
-async fn resolve(store: &crate::store::Store, id: &str) -> anyhow::Result<Option<String>> {
-    Ok(store.resolve_session_id(id).await?)
+async fn resolve(ops: &crate::ops::Ops, id: &str) -> anyhow::Result<Option<String>> {
+    Ok(ops.resolve_session_id(id).await?)
 }
 
 /// Like [`resolve`], but a missing session is a not-found failure.
-async fn resolve_existing(store: &crate::store::Store, id: &str) -> anyhow::Result<String> {
-    resolve(store, id).await?.ok_or_else(|| {
+async fn resolve_existing(ops: &crate::ops::Ops, id: &str) -> anyhow::Result<String> {
+    resolve(ops, id).await?.ok_or_else(|| {
         super::fail(
             super::exit::NOT_FOUND,
             format!(

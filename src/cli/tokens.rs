@@ -47,7 +47,7 @@ fn line(t: &Token) -> String {
 }
 
 pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
-    let store = ctx.store().await?;
+    let store = ctx.host_store("token").await?;
     match cmd {
         Cmd::Create {
             name,

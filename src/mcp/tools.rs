@@ -67,7 +67,12 @@ fn reply<T: Serialize>(r: ops::Result<T>) -> CallToolResult {
             let v = serde_json::to_value(&v).unwrap_or(Value::Null);
             CallToolResult::structured(v)
         }
-        Err(e) => error_result(e.to_json()),
+        Err(e) => {
+            if let ops::Error::Internal { message } = &e {
+                tracing::error!(error = %message, "tool call failed");
+            }
+            error_result(e.to_json())
+        }
     }
 }
 
@@ -104,19 +109,19 @@ impl Server {
     async fn pending(&self, Parameters(mut r): Parameters<PendingRequest>) -> CallToolResult {
         r.project = or(r.project, &self.d.project);
         r.session = or(r.session, &self.d.session);
-        r.by = or(r.by, &self.d.agent);
+        r.by = or(r.by, &self.d.actor);
         reply(self.ops.pending(r).await)
     }
 
     #[tool(description = docs::ANSWER)]
     async fn answer(&self, Parameters(mut r): Parameters<AnswerRequest>) -> CallToolResult {
-        r.by = or(r.by, &self.d.agent);
+        r.by = or(r.by, &self.d.actor);
         reply(self.ops.answer(r).await)
     }
 
     #[tool(description = docs::RESOLVE)]
     async fn resolve(&self, Parameters(mut r): Parameters<ResolveRequest>) -> CallToolResult {
-        r.by = or(r.by, &self.d.agent);
+        r.by = or(r.by, &self.d.actor);
         reply(self.ops.resolve(r).await)
     }
 
@@ -134,7 +139,7 @@ impl Server {
     #[tool(description = docs::BOARD_ROW)]
     async fn board_row(&self, Parameters(mut r): Parameters<BoardRowRequest>) -> CallToolResult {
         r.project = or(r.project, &self.d.project);
-        r.by = or(r.by, &self.d.agent);
+        r.by = or(r.by, &self.d.actor);
         reply(self.ops.board_row(r).await)
     }
 
@@ -144,7 +149,7 @@ impl Server {
         Parameters(mut r): Parameters<BoardAdvanceRequest>,
     ) -> CallToolResult {
         r.project = or(r.project, &self.d.project);
-        r.by = or(r.by, &self.d.agent);
+        r.by = or(r.by, &self.d.actor);
         reply(self.ops.board_advance(r).await)
     }
 
@@ -161,7 +166,7 @@ impl Server {
     ) -> CallToolResult {
         r.project = or(r.project, &self.d.project);
         r.session = or(r.session, &self.d.session);
-        r.proposer = or(r.proposer, &self.d.agent);
+        r.proposer = or(r.proposer, &self.d.actor);
         reply(self.ops.propose_action(r).await)
     }
 

@@ -5,10 +5,11 @@
 
 use serde_json::{Value, json};
 
-use super::local::{Local, detail, required, wait_for};
+use super::local::{detail, required};
+use super::questions::wait_for;
 use super::requests::{ActionStatusRequest, ClaimRequest, CompleteRequest, ProposeRequest};
 use super::results::{ActionState, Proposal};
-use super::{Error, Result};
+use super::{Error, Ops, Result, Until};
 use crate::store::actions::{Action, ClaimOutcome, CompleteOutcome, NewAction, OnExpire, Status};
 
 /// The default executor lease, in seconds.
@@ -44,8 +45,8 @@ fn not_claimable(a: &Action, status: Status) -> String {
     }
 }
 
-impl Local {
-    pub(super) async fn propose_action(&self, r: ProposeRequest) -> Result<Proposal> {
+impl Ops {
+    pub async fn propose_action(&self, r: ProposeRequest) -> Result<Proposal> {
         required("kind", &r.kind)?;
         required("summary", &r.summary)?;
         let args = match r.args {
@@ -88,29 +89,13 @@ impl Local {
             session: r.session.unwrap_or_default(),
             exec: None,
             verify: None,
-            redact_keys: self.policy.redact_keys.clone(),
+            // The policy's keys locally, the daemon's own remotely.
+            redact_keys: None,
         };
-        let proposed = self.store.propose(&new).await?;
-        let mut out = Proposal {
-            created: proposed.created,
-            action: proposed.action.redacted(),
-            rule: None,
-            decision: None,
-        };
-        if proposed.created
-            && let Some(applied) = self
-                .store
-                .apply_rules(&proposed.action, &self.policy.rules)
-                .await?
-        {
-            out.action = applied.action.redacted();
-            out.rule = Some(applied.rule);
-            out.decision = Some(applied.decision);
-        }
-        Ok(out)
+        self.propose(&new).await
     }
 
-    pub(super) async fn action_status(&self, r: ActionStatusRequest) -> Result<ActionState> {
+    pub async fn action_status(&self, r: ActionStatusRequest) -> Result<ActionState> {
         required("id", &r.id)?;
         let settled_only = match r.until.as_deref() {
             None | Some("") | Some("decided") => false,
@@ -122,29 +107,27 @@ impl Local {
             }
         };
         let (action, timed_out) = match wait_for(r.wait_seconds)? {
-            None => (self.store.get_action(&r.id).await?, false),
+            None => (self.get_action(&r.id).await?, false),
             Some(wait) => {
-                let done = move |s: Status| {
-                    if settled_only {
-                        s.is_settled() || s == Status::Unknown
-                    } else {
-                        s != Status::Pending
-                    }
+                let until = if settled_only {
+                    Until::Settled
+                } else {
+                    Until::Decided
                 };
-                let out = self.store.wait_action(&r.id, wait, done).await?;
+                let out = self.wait_action(&r.id, wait, until).await?;
                 let timed_out = matches!(out, crate::store::actions::Settled::StillRunning { .. });
                 (out.action().clone(), timed_out)
             }
         };
         let mut shown = action.redacted();
-        shown.status = action.effective_status(self.store.now());
+        shown.status = action.effective_status(self.now());
         Ok(ActionState {
             action: shown,
             timed_out,
         })
     }
 
-    pub(super) async fn claim_action(&self, r: ClaimRequest) -> Result<Action> {
+    pub async fn claim_action(&self, r: ClaimRequest) -> Result<Action> {
         required("id", &r.id)?;
         let owner = r.owner.unwrap_or_default();
         required("owner", &owner)?;
@@ -152,14 +135,10 @@ impl Local {
         if lease == 0 || lease > 86_400 {
             return Err(Error::invalid("lease_seconds is 1 to 86400"));
         }
-        match self
-            .store
-            .claim(&r.id, &owner, (lease * 1000) as i64)
-            .await?
-        {
+        match self.claim(&r.id, &owner, (lease * 1000) as i64).await? {
             ClaimOutcome::Claimed { action } => Ok(action),
             ClaimOutcome::NotClaimable { action } => {
-                let status = action.effective_status(self.store.now());
+                let status = action.effective_status(self.now());
                 let mut shown = action.redacted();
                 shown.status = status;
                 Err(Error::refused(
@@ -171,13 +150,12 @@ impl Local {
         }
     }
 
-    pub(super) async fn complete_action(&self, r: CompleteRequest) -> Result<Action> {
+    pub async fn complete_action(&self, r: CompleteRequest) -> Result<Action> {
         required("id", &r.id)?;
         let owner = r.owner.unwrap_or_default();
         required("owner", &owner)?;
         let result = r.result.unwrap_or(Value::Null);
         let out = self
-            .store
             .complete(&r.id, &owner, r.success, result, r.error.as_deref())
             .await?;
         match out {

@@ -2,11 +2,11 @@
 //! Every write carries the versions the agent read; a stale one comes back
 //! as `Refused { reason: "stale" }` with the current versions in `detail`.
 
-use super::local::{Local, parse, required};
+use super::local::{parse, required};
 use super::requests::{
     BoardAdvanceRequest, BoardGetRequest, BoardRowRequest, BoardUpsertRequest, RowChoice, RowSpec,
 };
-use super::{Error, Result};
+use super::{Error, Ops, Result};
 use crate::store::boards::{
     Advance, BoardFull, BoardUpsert, NextStep, RowInput, RowOption, RowOwner, RowWrite,
 };
@@ -51,8 +51,8 @@ fn project(p: Option<String>) -> Option<String> {
     p.filter(|p| !p.trim().is_empty())
 }
 
-impl Local {
-    pub(super) async fn board_upsert(&self, r: BoardUpsertRequest) -> Result<BoardFull> {
+impl Ops {
+    pub async fn board_upsert(&self, r: BoardUpsertRequest) -> Result<BoardFull> {
         required("title", &r.title)?;
         let up = BoardUpsert {
             project: r.project.unwrap_or_default(),
@@ -66,10 +66,10 @@ impl Local {
                 .map(row_input)
                 .collect::<Result<Vec<_>>>()?,
         };
-        Ok(self.store.board_upsert(&up).await??)
+        Ok(self.upsert_board(&up).await??)
     }
 
-    pub(super) async fn board_row(&self, r: BoardRowRequest) -> Result<BoardFull> {
+    pub async fn board_row(&self, r: BoardRowRequest) -> Result<BoardFull> {
         required("board", &r.board)?;
         let w = RowWrite {
             board: r.board,
@@ -78,10 +78,10 @@ impl Local {
             row: row_input(r.row)?,
             by: r.by.unwrap_or_default(),
         };
-        Ok(self.store.board_row(&w).await??)
+        Ok(self.write_row(&w).await??)
     }
 
-    pub(super) async fn board_advance(&self, r: BoardAdvanceRequest) -> Result<BoardFull> {
+    pub async fn board_advance(&self, r: BoardAdvanceRequest) -> Result<BoardFull> {
         required("board", &r.board)?;
         required("label", &r.label)?;
         if r.next_step.trim().is_empty() {
@@ -106,12 +106,12 @@ impl Local {
             },
             by: r.by.unwrap_or_default(),
         };
-        Ok(self.store.board_advance(&a).await??)
+        Ok(self.advance_row(&a).await??)
     }
 
-    pub(super) async fn board_get(&self, r: BoardGetRequest) -> Result<BoardFull> {
+    pub async fn board_get(&self, r: BoardGetRequest) -> Result<BoardFull> {
         required("board", &r.board)?;
         let p = project(r.project);
-        Ok(self.store.board_get(&r.board, p.as_deref()).await??)
+        Ok(self.read_board(&r.board, p.as_deref()).await??)
     }
 }

@@ -1,14 +1,14 @@
 //! The local implementation of [`super::Ops`]: a store handle plus the
 //! action policy from the config (auto-decision rules, redaction keys).
 //! Store errors and typed refusals are mapped to [`super::Error`] here, once.
+//! The primitives themselves are in `calls`.
 
-use std::time::Duration;
+mod calls;
 
 use serde::Serialize;
 use serde_json::Value;
 
 use super::Error;
-use super::requests::MAX_WAIT_SECONDS;
 use crate::store::actions::Rule;
 use crate::store::{self, Store, actions, boards, questions};
 
@@ -68,17 +68,6 @@ impl Local {
     }
 }
 
-/// A bounded wait: `None` for no wait, else at most [`MAX_WAIT_SECONDS`].
-pub(super) fn wait_for(seconds: Option<u64>) -> Result<Option<Duration>, Error> {
-    match seconds {
-        None | Some(0) => Ok(None),
-        Some(s) if s > MAX_WAIT_SECONDS => Err(Error::invalid(format!(
-            "wait_seconds is at most {MAX_WAIT_SECONDS} (10 minutes); wait again with another call"
-        ))),
-        Some(s) => Ok(Some(Duration::from_secs(s))),
-    }
-}
-
 /// Serialize a refusal or outcome for the `detail` of an error.
 pub(super) fn detail<T: Serialize>(v: &T) -> Value {
     serde_json::to_value(v).unwrap_or(Value::Null)
@@ -99,13 +88,26 @@ impl From<store::Error> for Error {
             store::Error::Busy => Error::Busy {
                 message: e.to_string(),
             },
-            other => {
-                tracing::error!(error = %other, "operation failed");
-                Error::Internal {
-                    message: other.to_string(),
-                }
-            }
+            // Not logged here: the CLI prints this one line and exits, and
+            // the MCP server logs internal errors at its own edge.
+            other => Error::Internal {
+                message: describe(&other),
+            },
         }
+    }
+}
+
+/// A store failure in one line: sqlx's error once (its source chain would
+/// repeat it), and what a read-only database means.
+fn describe(e: &store::Error) -> String {
+    match e {
+        store::Error::Db(sqlx::Error::Database(db))
+            if db.code().and_then(|c| c.parse::<i64>().ok()).map(|c| c & 0xff) == Some(8) =>
+        {
+            "the database is read-only: nothing was written; check the file's permissions or point HANDOFF_DB/--db elsewhere".to_string()
+        }
+        store::Error::Db(sqlx::Error::Database(db)) => format!("database error: {}", db.message()),
+        other => other.to_string(),
     }
 }
 

@@ -4,10 +4,10 @@
 
 use serde_json::{Value, json};
 
-use super::local::{Local, detail, required};
+use super::local::{detail, required};
 use super::requests::{CheckpointRequest, LedgerRecordRequest, ResumeRequest};
 use super::results::Ledgered;
-use super::{Error, Result};
+use super::{Error, Ops, Result};
 use crate::store::sessions::{
     Begin, Checkpointed, Complete, DEFAULT_LEDGER_TAIL, NewCall, NewSession, Resume, Session,
 };
@@ -22,11 +22,11 @@ fn session_of(s: Option<String>) -> Result<String> {
     }
 }
 
-impl Local {
-    pub(super) async fn checkpoint(&self, r: CheckpointRequest) -> Result<Session> {
+impl Ops {
+    pub async fn checkpoint(&self, r: CheckpointRequest) -> Result<Session> {
         let id = session_of(r.session)?;
         let state = r.state.to_string();
-        let mut out = self.store.checkpoint(&id, r.revision, &state).await?;
+        let mut out = self.save_checkpoint(&id, r.revision, &state).await?;
         if out == Checkpointed::NotFound {
             // A session the agent never registered: register it (an upsert
             // that keeps any wake target set meanwhile), then let the
@@ -38,11 +38,11 @@ impl Local {
                 cwd: String::new(),
                 wake_target: None,
             };
-            self.store.register_session(&new).await?;
+            self.register_session(&new).await?;
             // A fresh session stands at revision 1; `0` is how a caller that
             // never saw the session (resume gave no revision) says "new".
             let expected = if r.revision == 0 { 1 } else { r.revision };
-            out = self.store.checkpoint(&id, expected, &state).await?;
+            out = self.save_checkpoint(&id, expected, &state).await?;
         }
         match out {
             Checkpointed::Saved { session } => Ok(session),
@@ -65,7 +65,7 @@ impl Local {
         }
     }
 
-    pub(super) async fn ledger_record(&self, r: LedgerRecordRequest) -> Result<Ledgered> {
+    pub async fn ledger_record(&self, r: LedgerRecordRequest) -> Result<Ledgered> {
         let session = session_of(r.session)?;
         required("event_id", &r.event_id)?;
         match r.phase.as_str() {
@@ -80,7 +80,7 @@ impl Local {
                     payload: &payload,
                     replay_safe: r.replay_safe,
                 };
-                match self.store.ledger_begin(&call).await? {
+                match self.ledger_begin(&call).await? {
                     b @ Begin::Conflict { .. } => Err(Error::refused(
                         "conflict",
                         format!(
@@ -95,7 +95,7 @@ impl Local {
             "completed" | "failed" => {
                 let ok = r.phase == "completed";
                 let result = r.result.unwrap_or(Value::Null);
-                match self.store.ledger_complete(&r.event_id, ok, &result).await? {
+                match self.ledger_complete(&r.event_id, ok, &result).await? {
                     c @ Complete::Conflict { .. } => Err(Error::refused(
                         "conflict",
                         format!(
@@ -121,12 +121,12 @@ impl Local {
         }
     }
 
-    pub(super) async fn resume(&self, r: ResumeRequest) -> Result<Resume> {
+    pub async fn resume(&self, r: ResumeRequest) -> Result<Resume> {
         let id = session_of(r.session)?;
         let tail = r.ledger_tail.unwrap_or(DEFAULT_LEDGER_TAIL);
         if !(0..=1000).contains(&tail) {
             return Err(Error::invalid("ledger_tail is 0 to 1000"));
         }
-        Ok(self.store.resume(&id, tail).await?)
+        self.read_resume(&id, tail).await
     }
 }

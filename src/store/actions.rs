@@ -180,7 +180,7 @@ impl OnExpire {
 /// One action as stored. `args` and `effective_args` hold the *real* values
 /// (executors need them); render through [`Action::redacted`] or
 /// [`Action::display_args`] for people.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 pub struct Action {
     /// Full id (UUIDv7 hex).
     pub id: String,
@@ -289,7 +289,7 @@ impl Action {
 }
 
 /// One audit row.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 pub struct AuditEntry {
     /// Position in the audit log.
     pub seq: i64,

@@ -232,7 +232,7 @@ pub struct RowOption {
 }
 
 /// Progress of a board: done = 1, partial = 0.5, `na` left out.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize, Default)]
 pub struct Progress {
     /// All rows.
     pub rows: i64,
@@ -254,7 +254,7 @@ impl Progress {
 }
 
 /// A board without its rows.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Board {
     /// Full id.
     pub id: String,
@@ -284,7 +284,7 @@ pub struct Board {
 }
 
 /// A board with all its rows, read from the database.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct BoardFull {
     /// The board.
     #[serde(flatten)]
@@ -349,7 +349,7 @@ pub struct Step {
 }
 
 /// One row of a board, as stored.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Row {
     /// Full id.
     pub id: String,
@@ -418,7 +418,7 @@ pub struct Row {
 }
 
 /// The current revision of a row that did not match (`None`: no such row).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct StaleRow {
     /// Row label.
     pub label: String,
@@ -427,7 +427,7 @@ pub struct StaleRow {
 }
 
 /// Why a board write was refused. Nothing was changed.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[serde(tag = "refused", rename_all = "snake_case")]
 pub enum Refusal {
     /// A version did not match: re-read and retry. Carries the current values.

@@ -33,7 +33,7 @@ pub struct NewEvent<'a> {
 }
 
 /// A committed event.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 pub struct Event {
     /// Position in the log; strictly increasing, no gaps.
     pub seq: i64,

@@ -152,7 +152,7 @@ pub struct NewQuestion {
 }
 
 /// The reply currently standing on a question.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Reply {
     /// The text (empty for a decline without a reason).
     pub text: String,
@@ -174,7 +174,7 @@ pub struct Reply {
 }
 
 /// A stored question.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Question {
     /// Full id.
     pub id: String,
@@ -246,7 +246,7 @@ pub struct NewReply {
 }
 
 /// Why a write changed nothing. These are normal outcomes, not errors.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[serde(tag = "refused", rename_all = "snake_case")]
 pub enum Refusal {
     /// The reply text is blank (or a blank Inbox reply found nothing to clear).
@@ -323,7 +323,7 @@ impl fmt::Display for Refusal {
 pub type Outcome<T> = std::result::Result<T, Refusal>;
 
 /// What [`Store::flag`](super::Store::flag) did.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Flagged {
     /// True when a new question was created, false when an open one with
     /// the same key was updated in place.
@@ -333,7 +333,7 @@ pub struct Flagged {
 }
 
 /// One reply handed to an agent by [`Store::pending`](super::Store::pending).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Delivery {
     /// True when this call delivered the reply (it was unseen and this
     /// pickup marked it); false for a reply delivered before and still
@@ -359,7 +359,7 @@ pub struct ListFilter {
 }
 
 /// One entry of a question's append-only reply history.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct ReplyRecord {
     /// Position in the history table.
     pub seq: i64,

@@ -89,7 +89,7 @@ impl WakeTarget {
 }
 
 /// A registered session.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Session {
     /// Client-chosen id.
     pub session_id: String,

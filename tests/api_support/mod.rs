@@ -211,11 +211,16 @@ pub fn sample(method: &str, path: &str, fx: &Fixture) -> (String, Option<Value>)
     } else {
         fx.session.as_str()
     };
-    let uri = path
+    let mut uri = path
         .replace("{id}", id)
         .replace("{board}", &fx.board)
         .replace("{label}", "r1");
+    if path.ends_with("/wait") {
+        // A long poll: don't hold the matrix up.
+        uri.push_str("?timeout=1ms");
+    }
     let body = match (method, path) {
+        ("POST", p) if p.starts_with("/v1/ledger/") => json!({"ok": true}),
         ("POST", "/v1/questions") => json!({"project": "p", "title": "Another?"}),
         ("POST", p) if p.ends_with("/answer") => json!({"text": "from my terminal"}),
         ("POST", p) if p.ends_with("/resolve") => json!({"outcome": "done"}),
@@ -240,6 +245,15 @@ pub fn sample(method: &str, path: &str, fx: &Fixture) -> (String, Option<Value>)
         ("POST", p) if p.ends_with("/reject") => json!({"reason": "no"}),
         ("POST", p) if p.ends_with("/resolve-unknown") => json!({"resolution": "failed"}),
         ("POST", "/v1/sessions") => json!({"session_id": "s1", "project": "p"}),
+        ("POST", p) if p.ends_with("/pickup") => json!({"reply_seq": 1}),
+        ("POST", p) if p.ends_with("/snooze") => json!({"for": "1h"}),
+        ("POST", p) if p.ends_with("/archive") => json!({"board_version": 1}),
+        ("POST", "/v1/actions/expire") => json!({"project": "p"}),
+        ("POST", p) if p.ends_with("/checkpoint") => json!({"revision": 1, "state": "{}"}),
+        ("POST", p) if p.ends_with("/end") => json!({}),
+        ("POST", p) if p.ends_with("/ledger") => {
+            json!({"event_id": "e1", "tool": "t", "payload": {}})
+        }
         ("GET", _) => return (uri, None),
         other => panic!("no sample body for {other:?}: add one"),
     };

@@ -4,6 +4,8 @@
 //!
 //! If this process dies mid-run, the lease stops being renewed and
 //! `recover` later marks the action `unknown`; nothing here retries.
+//! Claim, renewals and completion go through [`Ops`], so against a daemon
+//! the command runs here and its outcome is recorded there.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -14,7 +16,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::{FOREVER, map_err, shown};
 use crate::cli::{Ctx, exit, fail};
-use crate::store::Store;
+use crate::ops::{Ops, Until};
 use crate::store::actions::{Action, ClaimOutcome, CompleteOutcome, Status};
 
 /// Bytes of stdout and stderr kept in the recorded result.
@@ -56,7 +58,7 @@ async fn tee(mut src: impl AsyncRead + Unpin, mut dst: impl AsyncWrite + Unpin) 
 
 /// Claim `action` and run `argv`; `claimed: false` if another executor won.
 pub(crate) async fn run_claimed(
-    store: &Store,
+    ops: &Ops,
     ctx: &Ctx,
     action: &Action,
     argv: &[String],
@@ -65,7 +67,7 @@ pub(crate) async fn run_claimed(
     let e = |err| map_err(ctx, err);
     let lease_ms = lease.as_millis() as i64;
     let owner = format!("exec:{}:{}", std::process::id(), crate::store::new_id());
-    let action = match store.claim(&action.id, &owner, lease_ms).await.map_err(e)? {
+    let action = match ops.claim(&action.id, &owner, lease_ms).await.map_err(e)? {
         ClaimOutcome::Claimed { action } => action,
         ClaimOutcome::NotClaimable { action } => {
             return Ok(ExecReport {
@@ -93,16 +95,15 @@ pub(crate) async fn run_claimed(
         Ok(c) => c,
         Err(err) => {
             let msg = format!("cannot run {prog}: {err}");
-            store
-                .complete(
-                    &action.id,
-                    &owner,
-                    false,
-                    json!({"spawn_error": msg}),
-                    Some(&msg),
-                )
-                .await
-                .map_err(e)?;
+            ops.complete(
+                &action.id,
+                &owner,
+                false,
+                json!({"spawn_error": msg}),
+                Some(&msg),
+            )
+            .await
+            .map_err(e)?;
             return Err(fail(exit::ERROR, msg));
         }
     };
@@ -124,14 +125,14 @@ pub(crate) async fn run_claimed(
     // Renew the lease at a third of its length while the command runs, so a
     // live executor is never mistaken for a dead one.
     let renew = {
-        let store = store.clone();
+        let ops = ops.clone();
         let (id, owner) = (action.id.clone(), owner.clone());
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(lease / 3);
             tick.tick().await;
             loop {
                 tick.tick().await;
-                match store.extend_lease(&id, &owner, lease_ms).await {
+                match ops.extend_lease(&id, &owner, lease_ms).await {
                     Ok(true) => {}
                     Ok(false) => {
                         tracing::warn!(action_id = %id, "lost the execution lease");
@@ -161,7 +162,7 @@ pub(crate) async fn run_claimed(
         "stdout_tail": String::from_utf8_lossy(&stdout_tail),
         "stderr_tail": String::from_utf8_lossy(&stderr_tail),
     });
-    let done = store
+    let done = ops
         .complete(&action.id, &owner, success, result, error.as_deref())
         .await
         .map_err(e)?;
@@ -214,7 +215,7 @@ fn describe_exit(s: &std::process::ExitStatus) -> String {
 /// otherwise follow whoever did and report their outcome. Returns the exit
 /// code: the command's own, or 0/1 for a followed run.
 pub(crate) async fn run_or_follow(
-    store: &Store,
+    ops: &Ops,
     ctx: &Ctx,
     action: &Action,
     argv: &[String],
@@ -222,12 +223,10 @@ pub(crate) async fn run_or_follow(
 ) -> anyhow::Result<u8> {
     let e = |err| map_err(ctx, err);
     if action.status == Status::Approved {
-        let report = run_claimed(store, ctx, action, argv, lease).await?;
+        let report = run_claimed(ops, ctx, action, argv, lease).await?;
         if report.claimed {
-            let a = store.get_action(&action.id).await.map_err(e)?;
-            ctx.print(&shown(&report, &a), || {
-                super::render::action(&a, store.now())
-            });
+            let a = ops.get_action(&action.id).await.map_err(e)?;
+            ctx.print(&shown(&report, &a), || super::render::action(&a, ops.now()));
             return Ok(match report.exit_code {
                 Some(c) => u8::try_from(c).unwrap_or(exit::ERROR),
                 None if report.status == Status::Executed => exit::OK,
@@ -241,13 +240,12 @@ pub(crate) async fn run_or_follow(
             crate::store::short_id(&action.id)
         );
     }
-    let done = |s: Status| !matches!(s, Status::Approved | Status::Executing);
-    let settled = store
-        .wait_action(&action.id, FOREVER, done)
+    let settled = ops
+        .wait_action(&action.id, FOREVER, Until::Settled)
         .await
         .map_err(e)?;
     let a = settled.action();
-    ctx.print(&a.redacted(), || super::render::action(a, store.now()));
+    ctx.print(&a.redacted(), || super::render::action(a, ops.now()));
     Ok(if a.status == Status::Executed {
         exit::OK
     } else {

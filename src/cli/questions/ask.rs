@@ -1,14 +1,15 @@
-//! `handoff ask`: flag a question and, with `--wait`, poll the store until
-//! a reply arrives, pick up exactly that reply and print it.
+//! `handoff ask`: flag a question and, with `--wait`, wait until a reply
+//! arrives (polling the local store, or a long poll on the daemon), pick up
+//! exactly that reply and print it.
 
 use std::io::Read;
 use std::time::Duration;
 
+use super::AskArgs;
 use super::render::render_reply;
-use super::{AskArgs, POLL};
 use crate::cli::{Ctx, exit, fail};
-use crate::store::Store;
-use crate::store::questions::{NewQuestion, Question, QuestionOption, Status};
+use crate::ops::Awaited;
+use crate::store::questions::{NewQuestion, QuestionOption};
 
 pub(super) async fn ask(a: AskArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let mut options: Vec<QuestionOption> = a
@@ -62,8 +63,8 @@ pub(super) async fn ask(a: AskArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         context,
         options,
     };
-    let store = ctx.store().await?;
-    let flagged = store.flag(&q).await?;
+    let ops = ctx.ops().await?;
+    let flagged = ops.flag(&q).await?;
     let fq = &flagged.question;
     if !a.wait {
         ctx.print(&flagged, || {
@@ -82,68 +83,34 @@ pub(super) async fn ask(a: AskArgs, ctx: &Ctx) -> anyhow::Result<u8> {
             fq.short_id, fq.revision
         );
     }
-    wait_reply(&store, fq, &q.agent, a.timeout, ctx).await
-}
-
-/// Poll until `asked` gets a reply it has not delivered before, pick it up
-/// and print it. A reply already waiting counts; an answer the agent
-/// recorded itself (born seen) counts when it is newer than the ask.
-async fn wait_reply(
-    store: &Store,
-    asked: &Question,
-    by: &str,
-    timeout_ms: i64,
-    ctx: &Ctx,
-) -> anyhow::Result<u8> {
-    let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms.max(0) as u64);
-    loop {
-        let q = store
-            .get_question(&asked.id)
-            .await?
-            .ok_or_else(|| fail(exit::NOT_FOUND, "the question disappeared"))?;
-        if q.status != Status::Open {
+    // A reply already waiting counts; an answer the agent recorded itself
+    // (born seen) counts when it is newer than the ask.
+    let wait = Duration::from_millis(a.timeout.max(0) as u64);
+    // The pickup is recorded under the agent's name (a token's own remotely).
+    let by = ctx.actor(None, || q.agent.clone());
+    match ops.await_reply(fq, &by, wait).await? {
+        Awaited::Reply(q) => {
+            ctx.print(&q, || render_reply(&q));
+            Ok(exit::OK)
+        }
+        Awaited::Closed(q) => {
             let why = q
                 .outcome
                 .as_deref()
                 .map(|o| format!(": {o}"))
                 .unwrap_or_default();
-            return Err(ctx.refuse(
+            Err(ctx.refuse(
                 exit::REFUSED,
                 &q,
                 format!("the question was {} while waiting{why}", q.status),
-            ));
+            ))
         }
-        let mut delivered = None;
-        if let Some(r) = &q.reply {
-            if r.seen_at.is_none() {
-                // Mark only this exact reply; if it changed meanwhile, loop
-                // and read the newer one.
-                if let Some(at) = store.mark_reply_seen(&q, by).await? {
-                    let mut q = q.clone();
-                    if let Some(r) = q.reply.as_mut() {
-                        r.seen_at = Some(at);
-                    }
-                    delivered = Some(q);
-                } else {
-                    continue;
-                }
-            } else if q.reply_seq > asked.reply_seq {
-                delivered = Some(q.clone());
-            }
-        }
-        if let Some(q) = delivered {
-            ctx.print(&q, || render_reply(&q));
-            return Ok(exit::OK);
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return Err(fail(
-                exit::TIMEOUT,
-                format!(
-                    "no reply to {} yet; it stays open: `handoff pending` will deliver the reply",
-                    q.short_id
-                ),
-            ));
-        }
-        tokio::time::sleep(POLL).await;
+        Awaited::TimedOut(q) => Err(fail(
+            exit::TIMEOUT,
+            format!(
+                "no reply to {} yet; it stays open: `handoff pending` will deliver the reply",
+                q.short_id
+            ),
+        )),
     }
 }

@@ -63,11 +63,11 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             replay_safe,
         } => {
             let payload = read_json("--payload", &payload)?;
-            let store = ctx.store().await?;
-            let id = super::resolve(&store, &session)
+            let ops = ctx.ops().await?;
+            let id = super::resolve(&ops, &session)
                 .await?
                 .unwrap_or_else(|| session.trim().to_string());
-            let out = store
+            let out = ops
                 .ledger_begin(&NewCall {
                     event_id: &event_id,
                     session_id: &id,
@@ -113,8 +113,8 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             result,
         } => {
             let result = read_json("--result", &result)?;
-            let store = ctx.store().await?;
-            let out = store.ledger_complete(&event_id, ok, &result).await?;
+            let ops = ctx.ops().await?;
+            let out = ops.ledger_complete(&event_id, ok, &result).await?;
             match &out {
                 Complete::Completed { entry } => {
                     ctx.print(&out, || format!("recorded {}", render::ledger_line(entry)));
@@ -145,11 +145,11 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             }
         }
         Cmd::List { session, last } => {
-            let store = ctx.store().await?;
-            let id = super::resolve(&store, &session)
+            let ops = ctx.ops().await?;
+            let id = super::resolve(&ops, &session)
                 .await?
                 .unwrap_or_else(|| session.trim().to_string());
-            let rows = store.ledger_list(&id, last).await?;
+            let rows = ops.ledger_list(&id, last).await?;
             ctx.print(&rows, || {
                 if rows.is_empty() {
                     format!("no ledger rows for session {id}")

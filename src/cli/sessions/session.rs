@@ -140,8 +140,8 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
                     .map(|p| p.display().to_string())
                     .unwrap_or_default()
             });
-            let store = ctx.store().await?;
-            let s = store
+            let ops = ctx.ops().await?;
+            let s = ops
                 .register_session(&NewSession {
                     session_id: a.session.clone(),
                     agent: a.agent.clone(),
@@ -159,9 +159,12 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             state,
         } => {
             let value = read_json("--state", &state)?;
-            let store = ctx.store().await?;
-            let id = resolve_existing(&store, &session).await?;
-            match store.checkpoint(&id, revision, &value.to_string()).await? {
+            let ops = ctx.ops().await?;
+            let id = resolve_existing(&ops, &session).await?;
+            match ops
+                .save_checkpoint(&id, revision, &value.to_string())
+                .await?
+            {
                 r @ Checkpointed::Saved { .. } => {
                     let rev = match &r {
                         Checkpointed::Saved { session: s } => s.revision,
@@ -192,18 +195,18 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             }
         }
         Cmd::Resume { session, tail } => {
-            let store = ctx.store().await?;
-            let id = super::resolve(&store, &session)
+            let ops = ctx.ops().await?;
+            let id = super::resolve(&ops, &session)
                 .await?
                 .unwrap_or_else(|| session.trim().to_string());
-            let r = store.resume(&id, tail).await?;
+            let r = ops.read_resume(&id, tail).await?;
             ctx.print(&r, || render::resume(&r));
             Ok(exit::OK)
         }
         Cmd::Show { session } => {
-            let store = ctx.store().await?;
-            let id = resolve_existing(&store, &session).await?;
-            let s = store
+            let ops = ctx.ops().await?;
+            let id = resolve_existing(&ops, &session).await?;
+            let s = ops
                 .get_session(&id)
                 .await?
                 .ok_or_else(|| fail(exit::NOT_FOUND, format!("no session `{id}`")))?;
@@ -211,8 +214,8 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             Ok(exit::OK)
         }
         Cmd::List { status, project } => {
-            let store = ctx.store().await?;
-            let list = store
+            let ops = ctx.ops().await?;
+            let list = ops
                 .list_sessions(status.as_deref(), project.as_deref())
                 .await?;
             ctx.print(&list, || {
@@ -225,9 +228,9 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             Ok(exit::OK)
         }
         Cmd::End { session } => {
-            let store = ctx.store().await?;
-            let id = resolve_existing(&store, &session).await?;
-            let out = store.end_session(&id).await?;
+            let ops = ctx.ops().await?;
+            let id = resolve_existing(&ops, &session).await?;
+            let out = ops.end_session(&id).await?;
             match &out {
                 Ended::NotFound => Err(fail(exit::NOT_FOUND, format!("no session `{id}`"))),
                 Ended::Ended { .. } | Ended::AlreadyEnded { .. } => {

@@ -61,7 +61,7 @@ impl Default for NewAction {
 }
 
 /// The result of [`Store::propose`].
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 pub struct Proposed {
     /// The new action, or the live one with the same dedup key and payload.
     pub action: Action,
@@ -71,7 +71,7 @@ pub struct Proposed {
 
 /// The result of [`Store::approve`]. Only `Approved` and `ApprovalAdded`
 /// changed anything; the others report what already stands.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum ApproveOutcome {
     /// This approval completed the quorum: the action is approved.
@@ -131,7 +131,7 @@ impl ApproveOutcome {
 }
 
 /// The result of [`Store::reject`].
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum RejectOutcome {
     /// This call rejected it.
@@ -163,7 +163,7 @@ impl RejectOutcome {
 }
 
 /// The result of [`Store::claim`].
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum ClaimOutcome {
     /// The caller owns the execution until the lease runs out.
@@ -179,7 +179,7 @@ pub enum ClaimOutcome {
 }
 
 /// The result of [`Store::complete`].
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum CompleteOutcome {
     /// Recorded as executed or failed.
@@ -196,7 +196,7 @@ pub enum CompleteOutcome {
 }
 
 /// The result of a wait.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum Settled {
     /// The awaited state was reached.

@@ -33,7 +33,7 @@ pub struct RecoverReport {
 }
 
 /// A person's verdict on an `unknown` action.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Resolution {
     /// The side effect happened.
@@ -64,6 +64,17 @@ pub(crate) async fn expire_in(
     id: Option<&str>,
     dedup_key: Option<&str>,
 ) -> Result<Vec<Action>> {
+    expire_matching(conn, now, id, dedup_key, None).await
+}
+
+/// [`expire_in`], optionally only for actions of `project`.
+async fn expire_matching(
+    conn: &mut SqliteConnection,
+    now: i64,
+    id: Option<&str>,
+    dedup_key: Option<&str>,
+    project: Option<&str>,
+) -> Result<Vec<Action>> {
     // Why guarded: `status = 'pending'` makes concurrent sweeps (and a sweep
     // racing an approval) settle each action exactly once; `expires_at <= now`
     // is the exact complement of the approval CAS's `expires_at > now`.
@@ -74,12 +85,14 @@ pub(crate) async fn expire_in(
              reason = 'expired: nobody decided in time', updated_at = ?1
          WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= ?1
            AND (?2 IS NULL OR id = ?2) AND (?3 IS NULL OR dedup_key = ?3)
+           AND (?4 IS NULL OR project = ?4)
          RETURNING {COLUMNS}"
     );
     let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(now)
         .bind(id)
         .bind(dedup_key)
+        .bind(project)
         .fetch_all(&mut *conn)
         .await?;
     let mut out = Vec::with_capacity(rows.len());
@@ -112,9 +125,15 @@ impl Store {
     /// (`expired`, or `rejected` with `on_expire = reject`). Concurrent
     /// sweeps settle each action once. Returns what this call settled.
     pub async fn expire_due(&self) -> Result<Vec<Action>> {
+        self.expire_due_in(None).await
+    }
+
+    /// [`expire_due`](Store::expire_due) for the actions of `project` only
+    /// (all when `None`).
+    pub async fn expire_due_in(&self, project: Option<&str>) -> Result<Vec<Action>> {
         self.retry_actions(|| async {
             let mut tx = self.begin_write().await?;
-            let done = expire_in(&mut tx, self.now(), None, None).await?;
+            let done = expire_matching(&mut tx, self.now(), None, None, project).await?;
             tx.commit().await?;
             Ok(done)
         })

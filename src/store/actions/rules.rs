@@ -100,7 +100,7 @@ pub enum RuleDecision {
 }
 
 /// A rule that decided an action.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 pub struct RuleApplied {
     /// The rule's name.
     pub rule: String,

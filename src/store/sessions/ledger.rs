@@ -24,7 +24,7 @@ use crate::store::{Error, NewEvent, Result, Store, events};
 pub const MAX_LEDGER_BYTES: usize = 1024 * 1024;
 
 /// One ledger row.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct LedgerEntry {
     /// Position in the ledger.
     pub seq: i64,
@@ -65,7 +65,7 @@ pub struct NewCall<'a> {
 }
 
 /// What [`Store::ledger_begin`] did.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum Begin {
     /// A `started` row was written.
@@ -87,12 +87,12 @@ pub enum Begin {
         /// The row already recorded under this id.
         existing: LedgerEntry,
         /// Which fields differ.
-        differs: Vec<&'static str>,
+        differs: Vec<String>,
     },
 }
 
 /// What [`Store::ledger_complete`] did.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum Complete {
     /// The outcome row was written.
@@ -110,7 +110,7 @@ pub enum Complete {
         /// The recorded outcome.
         existing: LedgerEntry,
         /// Which fields differ (`status`, `result`).
-        differs: Vec<&'static str>,
+        differs: Vec<String>,
     },
     /// No call was begun under this `event_id`.
     NotStarted,
@@ -259,16 +259,16 @@ impl Store {
                 .ok_or_else(|| Error::Corrupt("ledger start vanished".into()))?;
             let mut differs = Vec::new();
             if existing.session_id != session_id {
-                differs.push("session");
+                differs.push("session".to_string());
             }
             if existing.tool != call.tool {
-                differs.push("tool");
+                differs.push("tool".to_string());
             }
             if existing.payload_hash != hash {
-                differs.push("payload");
+                differs.push("payload".to_string());
             }
             if existing.replay_safe != call.replay_safe {
-                differs.push("replay_safe");
+                differs.push("replay_safe".to_string());
             }
             if !differs.is_empty() {
                 return Ok(Begin::Conflict { existing, differs });
@@ -334,10 +334,10 @@ impl Store {
             .await?;
             let mut differs = Vec::new();
             if existing.status != status {
-                differs.push("status");
+                differs.push("status".to_string());
             }
             if stored_hash.as_deref() != Some(hash.as_str()) {
-                differs.push("result");
+                differs.push("result".to_string());
             }
             Ok(if differs.is_empty() {
                 Complete::Existing { entry: existing }
@@ -346,6 +346,16 @@ impl Store {
             })
         })
         .await
+    }
+
+    /// The session that began the call `event_id`, if one did.
+    pub async fn ledger_session(&self, event_id: &str) -> Result<Option<String>> {
+        Ok(sqlx::query_scalar(
+            "SELECT session_id FROM execution_ledger WHERE event_id = ? AND status = 'started'",
+        )
+        .bind(event_id)
+        .fetch_optional(self.pool())
+        .await?)
     }
 
     /// Ledger rows of a session, oldest first; with `last`, only the newest

@@ -18,7 +18,7 @@ use crate::store::{Event, Result, Store};
 pub const DEFAULT_LEDGER_TAIL: i64 = 20;
 
 /// A call that was begun and never completed nor failed.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Interrupted {
     /// Its `started` row.
     #[serde(flatten)]
@@ -27,11 +27,11 @@ pub struct Interrupted {
     pub replay: bool,
     /// `replay` or `unknown` (it may or may not have taken effect: check
     /// before doing anything, or ask a person).
-    pub disposition: &'static str,
+    pub disposition: String,
 }
 
 /// What [`Store::resume`] returns.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Resume {
     /// The session id asked about.
     pub session_id: String,
@@ -90,7 +90,8 @@ impl Store {
                     "replay"
                 } else {
                     "unknown"
-                },
+                }
+                .to_string(),
                 entry,
             })
             .collect();

@@ -1,0 +1,137 @@
+//! `handoff propose`: the action policy (local `--rules` and config, or the
+//! daemon's own remotely), the proposal, the wait for a decision and, with
+//! `--exec`, the run (see [`super::exec`]).
+
+use serde_json::json;
+
+use super::{
+    FOREVER, ProposeArgs, exec, map_err, read_json_arg, render, shown, split_commands, who,
+};
+use crate::cli::{Ctx, exit, fail};
+use crate::ops::{Policy, Until};
+use crate::store::actions::{NewAction, Proposed, RulesFile, Settled, Status};
+
+/// The action policy for `propose`: `--rules`, else the config's
+/// `[[rule]]`s, and the config's `[redact]` keys. Remotely the daemon's
+/// own policy applies, and `--rules` is refused.
+fn policy(ctx: &Ctx, rules: Option<&std::path::Path>) -> anyhow::Result<Policy> {
+    if ctx.remote() {
+        if rules.is_some() {
+            return Err(fail(
+                exit::ERROR,
+                "--rules/HANDOFF_RULES apply on the daemon's host: against HANDOFF_URL the daemon's own [[rule]]s decide",
+            ));
+        }
+        return Ok(Policy::default());
+    }
+    let rules = match rules {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|err| {
+                fail(
+                    exit::ERROR,
+                    format!("cannot read rules {}: {err}", path.display()),
+                )
+            })?;
+            RulesFile::parse(&text)
+                .map_err(|err| fail(exit::ERROR, format!("rules {}: {err}", path.display())))?
+                .rule
+        }
+        // No --rules: the config file's [[rule]] entries (none without a config).
+        None => crate::config::Config::load(None)?.0.rules,
+    };
+    let redact_keys = crate::config::Config::load(None)?.0.redact.keys;
+    Ok(Policy {
+        rules,
+        redact_keys: Some(redact_keys),
+    })
+}
+
+pub(super) async fn propose(ctx: &Ctx, p: ProposeArgs) -> anyhow::Result<u8> {
+    let e = |err| map_err(ctx, err);
+    if !p.exec && !p.verify && !p.command.is_empty() {
+        return Err(fail(
+            exit::USAGE,
+            "a command after `--` needs --exec (or --verify)",
+        ));
+    }
+    let (exec_cmd, verify_cmd) = split_commands(p.exec, p.command);
+    if p.exec && exec_cmd.is_none() {
+        return Err(fail(
+            exit::USAGE,
+            "--exec needs a command after `--`, e.g. --exec -- ./send.sh",
+        ));
+    }
+    // Read everything that can fail before writing anything.
+    let policy = policy(ctx, p.rules.as_deref())?;
+    let args = read_json_arg("--args", &p.args)?;
+    let new = NewAction {
+        kind: p.kind,
+        summary: p.summary,
+        args,
+        dedup_key: p.dedup_key,
+        ttl_ms: p.ttl,
+        approvals_required: p.approvals,
+        on_expire: p.on_expire,
+        proposer: who(ctx, p.as_),
+        channel: "cli".into(),
+        project: p.project,
+        session: p.session,
+        exec: exec_cmd.clone(),
+        verify: verify_cmd,
+        redact_keys: policy.redact_keys.clone(),
+    };
+    let ops = ctx.ops_with(policy).await?;
+    let proposal = ops.propose(&new).await.map_err(e)?;
+    let action = proposal.action.clone();
+    let proposed = Proposed {
+        action: action.clone(),
+        created: proposal.created,
+    };
+    let waiting = p.wait || exec_cmd.is_some();
+    if !waiting {
+        ctx.print(&shown(&proposed, &action), || {
+            render::proposed(&proposed, &action)
+        });
+        return Ok(exit::OK);
+    }
+    if !ctx.json {
+        eprintln!("{}", render::proposed(&proposed, &action).trim_end());
+    }
+    let timeout = p.timeout.unwrap_or(FOREVER);
+    let decided = ops
+        .wait_action(&action.id, timeout, Until::Decided)
+        .await
+        .map_err(e)?;
+    let action = match decided {
+        Settled::StillRunning { action } => {
+            let v = json!({"outcome": "still_pending", "action": action.redacted()});
+            return Err(ctx.refuse(
+                exit::TIMEOUT,
+                &v,
+                format!("{} is still pending after the timeout", action.short_id()),
+            ));
+        }
+        Settled::Done { action } => action,
+    };
+    if matches!(action.status, Status::Rejected | Status::Expired) {
+        let v = json!({"outcome": action.status, "action": action.redacted()});
+        let why = action.reason.clone().unwrap_or_default();
+        return Err(ctx.refuse(
+            exit::REFUSED,
+            &v,
+            format!(
+                "{} was {} by {}: {why}",
+                action.short_id(),
+                action.status,
+                action.decided_by.as_deref().unwrap_or("?")
+            ),
+        ));
+    }
+    match exec_cmd {
+        None => {
+            ctx.print(&action.redacted(), || render::action(&action, ops.now()));
+            Ok(exit::OK)
+        }
+        Some(argv) => exec::run_or_follow(&ops, ctx, &action, &argv, p.lease).await,
+    }
+}

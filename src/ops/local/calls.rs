@@ -1,0 +1,429 @@
+//! The primitives against the local store: mostly one store call each, plus
+//! the two polling waits (a reply to one question, arrivals for a session)
+//! that need no daemon.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::Local;
+use crate::ops::results::Proposal;
+use crate::ops::{Awaited, Result, Until};
+use crate::store::Event;
+use crate::store::actions::{
+    Action, Actor, ApproveOutcome, AuditEntry, ClaimOutcome, CompleteOutcome, NewAction,
+    RejectOutcome, Resolution, Settled, Status,
+};
+use crate::store::boards::{
+    Advance, Annotate, Board, BoardFull, BoardUpsert, Decided, Handled, OutcomeWrite, PendingRow,
+    RowChange, RowWrite,
+};
+use crate::store::questions::{
+    self, Delivery, Flagged, ListFilter, NewQuestion, NewReply, Outcome, Question, ReplyRecord,
+};
+use crate::store::sessions::{
+    Arrival, Begin, Checkpointed, Complete, Ended, LedgerEntry, NewCall, NewSession, Resume,
+    Session,
+};
+
+/// How often the local waits look at the store.
+const POLL: Duration = Duration::from_millis(200);
+
+impl Local {
+    pub(crate) async fn resolve_question_id(&self, id: &str) -> Result<Option<String>> {
+        Ok(self.store.resolve_question_id(id).await?)
+    }
+
+    pub(crate) async fn flag(&self, q: &NewQuestion) -> Result<Flagged> {
+        Ok(self.store.flag(q).await?)
+    }
+
+    pub(crate) async fn get_question(&self, id: &str) -> Result<Option<Question>> {
+        Ok(self.store.get_question(id).await?)
+    }
+
+    pub(crate) async fn question_replies(&self, id: &str) -> Result<Vec<ReplyRecord>> {
+        Ok(self.store.question_replies(id).await?)
+    }
+
+    pub(crate) async fn list_questions(&self, filter: &ListFilter) -> Result<Vec<Question>> {
+        Ok(self.store.list_questions(filter).await?)
+    }
+
+    pub(crate) async fn pending_replies(
+        &self,
+        project: Option<&str>,
+        session: Option<&str>,
+        include_seen: bool,
+        by: &str,
+    ) -> Result<Vec<Delivery>> {
+        Ok(self
+            .store
+            .pending(project, session, include_seen, by)
+            .await?)
+    }
+
+    /// Poll until `asked` gets a reply not delivered before, pick up exactly
+    /// that reply and return the question. A reply already waiting counts;
+    /// an answer the agent recorded itself (born seen) counts when it is
+    /// newer than the ask.
+    pub(crate) async fn await_reply(
+        &self,
+        asked: &Question,
+        by: &str,
+        wait: Duration,
+    ) -> Result<Awaited> {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let q = self.store.get_question(&asked.id).await?.ok_or_else(|| {
+                crate::ops::Error::not_found("the question disappeared while waiting")
+            })?;
+            if q.status != questions::Status::Open {
+                return Ok(Awaited::Closed(q));
+            }
+            if let Some(r) = &q.reply {
+                if r.seen_at.is_none() {
+                    // Mark only this exact reply; if it changed meanwhile,
+                    // read again and take the newer one.
+                    if let Some(at) = self.store.mark_reply_seen(&q, by).await? {
+                        let mut q = q;
+                        if let Some(r) = q.reply.as_mut() {
+                            r.seen_at = Some(at);
+                        }
+                        return Ok(Awaited::Reply(q));
+                    }
+                    continue;
+                } else if q.reply_seq > asked.reply_seq {
+                    return Ok(Awaited::Reply(q));
+                }
+            }
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                return Ok(Awaited::TimedOut(q));
+            }
+            tokio::time::sleep(POLL.min(deadline - now)).await;
+        }
+    }
+
+    pub(crate) async fn reply_inbox(&self, id: &str, r: &NewReply) -> Result<Outcome<Question>> {
+        Ok(self.store.reply_inbox(id, r).await?)
+    }
+
+    pub(crate) async fn answer_agent(&self, id: &str, r: &NewReply) -> Result<Outcome<Question>> {
+        Ok(self.store.answer_agent(id, r).await?)
+    }
+
+    pub(crate) async fn resolve_question(
+        &self,
+        id: &str,
+        outcome: &str,
+        by: &str,
+    ) -> Result<Outcome<Question>> {
+        Ok(self.store.resolve_question(id, outcome, by).await?)
+    }
+
+    pub(crate) async fn dismiss_question(
+        &self,
+        id: &str,
+        reason: Option<&str>,
+        by: &str,
+    ) -> Result<Outcome<Question>> {
+        Ok(self
+            .store
+            .dismiss_question(id, reason, by, questions::Source::Inbox)
+            .await?)
+    }
+
+    pub(crate) async fn snooze_question(
+        &self,
+        id: &str,
+        for_ms: i64,
+        by: &str,
+    ) -> Result<Outcome<Question>> {
+        let until = self.store.now().saturating_add(for_ms);
+        Ok(self
+            .store
+            .snooze_question(id, until, by, questions::Source::Inbox)
+            .await?)
+    }
+
+    pub(crate) async fn upsert_board(&self, up: &BoardUpsert) -> Result<Decided<BoardFull>> {
+        Ok(self.store.board_upsert(up).await?)
+    }
+
+    pub(crate) async fn write_row(&self, w: &RowWrite) -> Result<Decided<BoardFull>> {
+        Ok(self.store.board_row(w).await?)
+    }
+
+    pub(crate) async fn advance_row(&self, a: &Advance) -> Result<Decided<BoardFull>> {
+        Ok(self.store.board_advance(a).await?)
+    }
+
+    pub(crate) async fn store_outcome(&self, w: &OutcomeWrite) -> Result<Decided<BoardFull>> {
+        Ok(self.store.board_outcome(w).await?)
+    }
+
+    pub(crate) async fn read_board(
+        &self,
+        board: &str,
+        project: Option<&str>,
+    ) -> Result<Decided<BoardFull>> {
+        Ok(self.store.board_get(board, project).await?)
+    }
+
+    pub(crate) async fn list_boards(
+        &self,
+        project: Option<&str>,
+        archived: bool,
+    ) -> Result<Vec<Board>> {
+        Ok(self.store.board_list(project, archived).await?)
+    }
+
+    pub(crate) async fn archive_board(
+        &self,
+        board: &str,
+        project: Option<&str>,
+        version: i64,
+        by: &str,
+    ) -> Result<Decided<Board>> {
+        Ok(self
+            .store
+            .board_archive(board, project, version, by)
+            .await?)
+    }
+
+    pub(crate) async fn annotate_row(&self, a: &Annotate) -> Result<Decided<RowChange>> {
+        Ok(self.store.annotate(a).await?)
+    }
+
+    pub(crate) async fn mark_handled(
+        &self,
+        h: &Handled,
+        clear: bool,
+    ) -> Result<Decided<RowChange>> {
+        Ok(if clear {
+            self.store.clear_handled(h).await?
+        } else {
+            self.store.mark_handled(h).await?
+        })
+    }
+
+    pub(crate) async fn pending_rows(
+        &self,
+        project: Option<&str>,
+        session: Option<&str>,
+        by: &str,
+        peek: bool,
+    ) -> Result<Vec<PendingRow>> {
+        Ok(if peek {
+            self.store.pending_rows_peek(project, session).await?
+        } else {
+            self.store.pending_rows(project, session, by).await?
+        })
+    }
+
+    pub(crate) async fn handoffs(&self, project: Option<&str>) -> Result<Vec<PendingRow>> {
+        Ok(self.store.unprocessed_handoffs(project).await?)
+    }
+
+    /// Propose, filling the redaction keys from the policy when the caller
+    /// left them out, then let the policy's first matching rule decide.
+    pub(crate) async fn propose(&self, new: &NewAction) -> Result<Proposal> {
+        let mut new = new.clone();
+        if new.redact_keys.is_none() {
+            new.redact_keys = self.policy.redact_keys.clone();
+        }
+        let proposed = self.store.propose(&new).await?;
+        let mut out = Proposal {
+            created: proposed.created,
+            action: proposed.action.redacted(),
+            rule: None,
+            decision: None,
+        };
+        if proposed.created
+            && let Some(applied) = self
+                .store
+                .apply_rules(&proposed.action, &self.policy.rules)
+                .await?
+        {
+            out.action = applied.action.redacted();
+            out.rule = Some(applied.rule);
+            out.decision = Some(applied.decision);
+        }
+        Ok(out)
+    }
+
+    pub(crate) async fn approve(
+        &self,
+        id: &str,
+        actor: Actor<'_>,
+        patch: Option<&str>,
+    ) -> Result<ApproveOutcome> {
+        Ok(self.store.approve(id, actor, patch).await?)
+    }
+
+    pub(crate) async fn reject(
+        &self,
+        id: &str,
+        actor: Actor<'_>,
+        reason: &str,
+    ) -> Result<RejectOutcome> {
+        Ok(self.store.reject(id, actor, reason).await?)
+    }
+
+    pub(crate) async fn list_actions(&self, status: Option<Status>) -> Result<Vec<Action>> {
+        Ok(self.store.list_actions(status).await?)
+    }
+
+    pub(crate) async fn get_action(&self, id: &str) -> Result<Action> {
+        Ok(self.store.get_action(id).await?)
+    }
+
+    pub(crate) async fn wait_action(
+        &self,
+        id: &str,
+        wait: Duration,
+        until: Until,
+    ) -> Result<Settled> {
+        Ok(self
+            .store
+            .wait_action(id, wait, move |s| until.holds(s))
+            .await?)
+    }
+
+    pub(crate) async fn action_audit(&self, id: &str) -> Result<Vec<AuditEntry>> {
+        Ok(self.store.action_audit(id).await?)
+    }
+
+    pub(crate) async fn expire_due(&self) -> Result<Vec<Action>> {
+        Ok(self.store.expire_due().await?)
+    }
+
+    pub(crate) async fn claim(&self, id: &str, owner: &str, lease_ms: i64) -> Result<ClaimOutcome> {
+        Ok(self.store.claim(id, owner, lease_ms).await?)
+    }
+
+    pub(crate) async fn extend_lease(&self, id: &str, owner: &str, lease_ms: i64) -> Result<bool> {
+        Ok(self.store.extend_lease(id, owner, lease_ms).await?)
+    }
+
+    pub(crate) async fn complete(
+        &self,
+        id: &str,
+        owner: &str,
+        success: bool,
+        result: Value,
+        error: Option<&str>,
+    ) -> Result<CompleteOutcome> {
+        Ok(self
+            .store
+            .complete(id, owner, success, result, error)
+            .await?)
+    }
+
+    pub(crate) async fn resolve_unknown(
+        &self,
+        id: &str,
+        actor: Actor<'_>,
+        how: Resolution,
+    ) -> Result<std::result::Result<Action, Action>> {
+        Ok(self.store.resolve_unknown(id, actor, how).await?)
+    }
+
+    pub(crate) async fn resolve_session_id(&self, id: &str) -> Result<Option<String>> {
+        Ok(self.store.resolve_session_id(id).await?)
+    }
+
+    pub(crate) async fn register_session(&self, s: &NewSession) -> Result<Session> {
+        Ok(self.store.register_session(s).await?)
+    }
+
+    pub(crate) async fn save_checkpoint(
+        &self,
+        id: &str,
+        revision: i64,
+        state: &str,
+    ) -> Result<Checkpointed> {
+        Ok(self.store.checkpoint(id, revision, state).await?)
+    }
+
+    pub(crate) async fn read_resume(&self, id: &str, tail: i64) -> Result<Resume> {
+        Ok(self.store.resume(id, tail).await?)
+    }
+
+    pub(crate) async fn get_session(&self, id: &str) -> Result<Option<Session>> {
+        Ok(self.store.get_session(id).await?)
+    }
+
+    pub(crate) async fn list_sessions(
+        &self,
+        status: Option<&str>,
+        project: Option<&str>,
+    ) -> Result<Vec<Session>> {
+        Ok(self.store.list_sessions(status, project).await?)
+    }
+
+    pub(crate) async fn end_session(&self, id: &str) -> Result<Ended> {
+        Ok(self.store.end_session(id).await?)
+    }
+
+    pub(crate) async fn ledger_begin(&self, call: &NewCall<'_>) -> Result<Begin> {
+        Ok(self.store.ledger_begin(call).await?)
+    }
+
+    pub(crate) async fn ledger_complete(
+        &self,
+        event_id: &str,
+        ok: bool,
+        result: &Value,
+    ) -> Result<Complete> {
+        Ok(self.store.ledger_complete(event_id, ok, result).await?)
+    }
+
+    pub(crate) async fn ledger_list(
+        &self,
+        session: &str,
+        last: Option<i64>,
+    ) -> Result<Vec<LedgerEntry>> {
+        Ok(self.store.ledger_list(session, last).await?)
+    }
+
+    /// Poll the store until something arrives for `session`, re-claiming
+    /// only when the newest event about it moved (one indexed `MAX(seq)`
+    /// read per tick). Needs no daemon.
+    pub(crate) async fn wait_arrivals(
+        &self,
+        session: &str,
+        by: &str,
+        wait: Option<Duration>,
+    ) -> Result<Vec<Arrival>> {
+        let deadline = wait.map(|w| tokio::time::Instant::now() + w);
+        let mut seen_mark = None;
+        loop {
+            // Read the change mark *before* claiming: an event committed
+            // during the claim moves the mark, so the next tick claims again.
+            let mark = self.store.session_event_mark(session).await?;
+            if seen_mark != Some(mark) {
+                seen_mark = Some(mark);
+                let arrivals = self.store.claim_arrivals(session, by).await?;
+                if !arrivals.is_empty() {
+                    return Ok(arrivals);
+                }
+            }
+            match deadline {
+                Some(d) => {
+                    let now = tokio::time::Instant::now();
+                    if now >= d {
+                        return Ok(Vec::new());
+                    }
+                    tokio::time::sleep(POLL.min(d - now)).await;
+                }
+                None => tokio::time::sleep(POLL).await,
+            }
+        }
+    }
+
+    pub(crate) async fn events_after(&self, after: i64, limit: i64) -> Result<Vec<Event>> {
+        Ok(self.store.events_after(after, limit).await?)
+    }
+}

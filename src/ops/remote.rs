@@ -1,0 +1,344 @@
+//! The remote implementation of [`super::Ops`]: an HTTP client (reqwest
+//! with rustls) for a daemon's `/v1` API, selected by `HANDOFF_URL` (and
+//! `HANDOFF_TOKEN`, sent as `Authorization: Bearer`).
+//!
+//! Every primitive maps to one route (waits loop over bounded long polls).
+//! The API's error body `{reason, message, detail}` comes back here as a
+//! [`Failure`]; a `detail` that is the store's own refusal is turned back
+//! into the typed refusal the local backend would return, everything else
+//! into the same [`Error`] variants (404 → `NotFound`, 409 → `Refused`,
+//! 401/403 → `Denied`, 422 → `Invalid`, 503 → `Busy`). The primitives
+//! themselves are in `questions`, `boards`, `actions` and `sessions`.
+//!
+//! What a remote caller cannot do (the daemon would run it or it touches
+//! the host's files) is refused with an `Invalid` that says so: exec and
+//! tmux wake targets, verifier commands, chat-door writes.
+
+mod actions;
+mod boards;
+mod questions;
+mod sessions;
+
+use std::time::Duration;
+
+use reqwest::Method;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use url::Url;
+
+use super::Error;
+
+/// Time allowed for an ordinary request (long polls get their wait on top).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Longest single long poll the API accepts; longer waits loop.
+pub(super) const MAX_POLL: Duration = Duration::from_secs(300);
+
+/// Operations against a daemon's HTTP API.
+#[derive(Clone)]
+pub struct Remote {
+    base: Url,
+    token: Option<String>,
+    http: reqwest::Client,
+}
+
+impl std::fmt::Debug for Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print the token.
+        f.debug_struct("Remote")
+            .field("base", &self.base.as_str())
+            .field("token", &self.token.as_ref().map(|_| "***"))
+            .finish()
+    }
+}
+
+/// A refused or failed request: the API's error body (or a transport failure).
+#[derive(Debug)]
+pub(super) struct Failure {
+    /// HTTP status; 0 when no answer came.
+    pub status: u16,
+    /// The API's machine-readable reason.
+    pub reason: String,
+    /// The API's message.
+    pub message: String,
+    /// The refusal's data, if any.
+    pub detail: Option<Value>,
+}
+
+impl Failure {
+    /// The `detail` as the typed refusal `T`, if it is one.
+    pub fn detail_as<T: DeserializeOwned>(&self) -> Option<T> {
+        self.detail
+            .as_ref()
+            .and_then(|d| serde_json::from_value(d.clone()).ok())
+    }
+
+    fn local(reason: &str, message: String) -> Failure {
+        Failure {
+            status: 0,
+            reason: reason.into(),
+            message,
+            detail: None,
+        }
+    }
+}
+
+impl From<Failure> for Error {
+    fn from(f: Failure) -> Self {
+        let Failure {
+            status,
+            reason,
+            message,
+            detail,
+        } = f;
+        match status {
+            401 | 403 => Error::Denied { reason, message },
+            404 => Error::NotFound { message },
+            409 => Error::Refused {
+                reason,
+                message,
+                detail: detail.unwrap_or(Value::Null),
+            },
+            // An ambiguous short id is "not found" locally too (exit 4).
+            422 if reason == "ambiguous" => Error::NotFound { message },
+            400 | 413 | 415 | 422 => Error::Invalid { message },
+            503 => Error::Busy { message },
+            _ => Error::Internal { message },
+        }
+    }
+}
+
+/// A request result: the decoded body, or the failure.
+pub(super) type Answer<T> = std::result::Result<T, Failure>;
+
+impl Remote {
+    /// A client for the daemon at `url` (`http://host:port`), sending
+    /// `token` as a bearer token when given (an `[http] open = true`
+    /// loopback daemon needs none).
+    pub fn new(url: &str, token: Option<String>) -> Result<Remote, Error> {
+        let bad = |why: String| {
+            Error::invalid(format!(
+                "HANDOFF_URL `{url}` {why}: set it to the daemon's address, e.g. http://127.0.0.1:8642"
+            ))
+        };
+        let mut base = Url::parse(url.trim()).map_err(|e| bad(format!("is not a URL ({e})")))?;
+        if !matches!(base.scheme(), "http" | "https") || base.cannot_be_a_base() {
+            return Err(bad("is not an http(s) URL".into()));
+        }
+        if !base.path().ends_with('/') {
+            let p = format!("{}/", base.path());
+            base.set_path(&p);
+        }
+        let token = token
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty());
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| Error::Internal {
+                message: format!("cannot set up the HTTP client: {e}"),
+            })?;
+        Ok(Remote { base, token, http })
+    }
+
+    /// The daemon's base URL.
+    pub fn url(&self) -> &Url {
+        &self.base
+    }
+
+    /// `base/v1/<segments…>`, each segment percent-encoded.
+    fn route(&self, segments: &[&str]) -> Url {
+        let mut u = self.base.clone();
+        if let Ok(mut p) = u.path_segments_mut() {
+            p.pop_if_empty().push("v1").extend(segments);
+        }
+        u
+    }
+
+    /// One request; `wait` is how long the server may hold it (long polls).
+    pub(super) async fn call<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        segments: &[&str],
+        query: &[(&str, String)],
+        body: Option<Value>,
+        wait: Option<Duration>,
+    ) -> Answer<T> {
+        let url = self.route(segments);
+        let mut req = self
+            .http
+            .request(method, url.clone())
+            .timeout(REQUEST_TIMEOUT + wait.unwrap_or_default());
+        if !query.is_empty() {
+            req = req.query(query);
+        }
+        if let Some(t) = &self.token {
+            req = req.bearer_auth(t);
+        }
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await.map_err(|e| {
+            Failure::local(
+                "unreachable",
+                format!("cannot reach the daemon at {}: {}", self.base, one_line(&e)),
+            )
+        })?;
+        let status = resp.status();
+        let bytes = resp.bytes().await.map_err(|e| {
+            Failure::local(
+                "unreachable",
+                format!("the daemon's answer broke off: {}", one_line(&e)),
+            )
+        })?;
+        if status.is_success() {
+            return serde_json::from_slice(&bytes).map_err(|e| {
+                Failure::local(
+                    "internal",
+                    format!(
+                        "the daemon at {} gave an answer this handoff does not understand ({e}); are both the same version?",
+                        self.base
+                    ),
+                )
+            });
+        }
+        let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        let text = |k: &str| body.get(k).and_then(Value::as_str).map(str::to_string);
+        Err(Failure {
+            status: status.as_u16(),
+            reason: text("reason").unwrap_or_else(|| "http_error".into()),
+            message: text("message")
+                .unwrap_or_else(|| format!("the daemon answered {status} for {}", url.path())),
+            detail: body.get("detail").cloned(),
+        })
+    }
+
+    /// `GET` with a query.
+    pub(super) async fn get<T: DeserializeOwned>(
+        &self,
+        segments: &[&str],
+        query: &[(&str, String)],
+    ) -> Answer<T> {
+        self.call(Method::GET, segments, query, None, None).await
+    }
+
+    /// `POST` a JSON body.
+    pub(super) async fn post<T: DeserializeOwned>(
+        &self,
+        segments: &[&str],
+        body: Value,
+    ) -> Answer<T> {
+        self.call(Method::POST, segments, &[], Some(body), None)
+            .await
+    }
+}
+
+/// A reqwest error with its causes in one line.
+fn one_line(e: &reqwest::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = std::error::Error::source(e);
+    while let Some(c) = src {
+        let t = c.to_string();
+        if !s.contains(&t) {
+            s.push_str(": ");
+            s.push_str(&t);
+        }
+        src = c.source();
+    }
+    s
+}
+
+/// A query list from optional pairs (absent values are left out).
+pub(super) fn query(pairs: &[(&'static str, Option<String>)]) -> Vec<(&'static str, String)> {
+    pairs
+        .iter()
+        .filter_map(|(k, v)| v.clone().map(|v| (*k, v)))
+        .collect()
+}
+
+/// `Some(s)` unless blank: an empty actor name means "the token's own".
+pub(super) fn named(s: &str) -> Option<String> {
+    let s = s.trim();
+    (!s.is_empty()).then(|| s.to_string())
+}
+
+/// The refusal a remote caller gets for something only the host can do.
+pub(super) fn host_only(what: &str) -> Error {
+    Error::invalid(format!(
+        "{what} must run on the daemon's host (unset HANDOFF_URL there)"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_checked_and_segments_encoded() {
+        let r = Remote::new("http://127.0.0.1:8642", Some(" hnd_x ".into())).unwrap();
+        assert_eq!(r.token.as_deref(), Some("hnd_x"));
+        assert_eq!(
+            r.route(&["boards", "Launch plan", "rows", "a/b"]).as_str(),
+            "http://127.0.0.1:8642/v1/boards/Launch%20plan/rows/a%2Fb"
+        );
+        let under = Remote::new("https://example.com/handoff", None).unwrap();
+        assert_eq!(
+            under.route(&["pending"]).as_str(),
+            "https://example.com/handoff/v1/pending"
+        );
+        assert!(Remote::new("127.0.0.1:8642", None).is_err());
+        assert!(Remote::new("ftp://x", None).is_err());
+        let e = Remote::new("nope", None).unwrap_err().to_string();
+        assert!(e.contains("HANDOFF_URL"), "{e}");
+        assert!(
+            !format!("{r:?}").contains("hnd_x"),
+            "the token never prints"
+        );
+    }
+
+    #[test]
+    fn failures_map_to_the_local_error_variants() {
+        let f = |status: u16, reason: &str| Failure {
+            status,
+            reason: reason.into(),
+            message: "m".into(),
+            detail: Some(serde_json::json!({"x": 1})),
+        };
+        assert!(matches!(
+            Error::from(f(401, "unauthorized")),
+            Error::Denied { .. }
+        ));
+        assert!(matches!(
+            Error::from(f(403, "wrong_role")),
+            Error::Denied { .. }
+        ));
+        assert!(matches!(
+            Error::from(f(404, "not_found")),
+            Error::NotFound { .. }
+        ));
+        assert!(matches!(
+            Error::from(f(422, "ambiguous")),
+            Error::NotFound { .. }
+        ));
+        assert!(matches!(
+            Error::from(f(422, "invalid")),
+            Error::Invalid { .. }
+        ));
+        assert!(matches!(Error::from(f(503, "busy")), Error::Busy { .. }));
+        assert!(matches!(
+            Error::from(f(0, "unreachable")),
+            Error::Internal { .. }
+        ));
+        match Error::from(f(409, "stale")) {
+            Error::Refused { reason, detail, .. } => {
+                assert_eq!(reason, "stale");
+                assert_eq!(detail["x"], 1);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            Error::from(f(403, "wrong_project")).reason(),
+            "wrong_project"
+        );
+    }
+}

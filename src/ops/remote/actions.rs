@@ -1,0 +1,235 @@
+//! Pending-action primitives over `/v1/actions`. A 404 reads like the
+//! local engine's "no action `x`" so messages match; refusals in `detail`
+//! become the engine's typed outcomes (`PatchRefused`, `NotClaimable`,
+//! `NotOwner`, not-unknown).
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{Answer, Failure, MAX_POLL, Remote, host_only, named, query};
+use crate::ops::results::Proposal;
+use crate::ops::{Error, Result, Until};
+use crate::store::actions::{
+    self, Action, Actor, ApproveOutcome, AuditEntry, ClaimOutcome, CompleteOutcome, NewAction,
+    RejectOutcome, Resolution, RuleDecision, Settled, Status, codec,
+};
+
+/// A failure on action `id`, with the local engine's words for "not found".
+fn failed(id: &str, f: Failure) -> Error {
+    if f.status == 404 && f.reason == "not_found" {
+        return Error::not_found(actions::Error::NotFound(id.trim().to_string()).to_string());
+    }
+    f.into()
+}
+
+/// The answer, or the failure in the local engine's words.
+fn on(id: &str, a: Answer<Value>) -> Result<Value> {
+    a.map_err(|f| failed(id, f))
+}
+
+fn decode<T: serde::de::DeserializeOwned>(v: Value) -> Result<T> {
+    serde_json::from_value(v).map_err(|e| Error::Internal {
+        message: format!("the daemon gave an action answer this handoff does not understand ({e})"),
+    })
+}
+
+/// The action in a refusal's `detail`, when there is one.
+fn detail_action(f: &Failure) -> Option<Action> {
+    f.detail_as::<Action>()
+}
+
+fn lease(ms: i64) -> String {
+    format!("{}ms", ms.max(1))
+}
+
+#[derive(Deserialize)]
+struct RuleBody {
+    rule: String,
+    decision: RuleDecision,
+}
+
+#[derive(Deserialize)]
+struct Proposed {
+    created: bool,
+    rule: Option<RuleBody>,
+    action: Action,
+}
+
+impl Remote {
+    /// Propose. The daemon applies its own `[[rule]]`s and `[redact]` keys;
+    /// a verifier command cannot be set remotely (the host would run it),
+    /// and an executor command is not recorded (the caller runs it).
+    pub(crate) async fn propose(&self, new: &NewAction) -> Result<Proposal> {
+        if new.verify.is_some() {
+            return Err(host_only("proposing with a verifier command (--verify)"));
+        }
+        let args = codec::parse_object("args", &new.args).map_err(Error::invalid)?;
+        let body = json!({
+            "kind": new.kind,
+            "summary": new.summary,
+            "args": args,
+            "dedup_key": new.dedup_key,
+            "ttl": new.ttl_ms.map(|ms| format!("{ms}ms")),
+            "approvals_required": new.approvals_required,
+            "on_expire": new.on_expire,
+            "project": new.project,
+            "session": new.session,
+            "proposer": named(&new.proposer),
+            "channel": named(&new.channel),
+        });
+        let p: Proposed = self.post(&["actions"], body).await?;
+        Ok(Proposal {
+            created: p.created,
+            action: p.action.redacted(),
+            rule: p.rule.as_ref().map(|r| r.rule.clone()),
+            decision: p.rule.map(|r| r.decision),
+        })
+    }
+
+    pub(crate) async fn approve(
+        &self,
+        id: &str,
+        actor: Actor<'_>,
+        patch: Option<&str>,
+    ) -> Result<ApproveOutcome> {
+        let patch = patch
+            .map(|p| codec::parse_object("patch", p).map_err(Error::invalid))
+            .transpose()?;
+        let body =
+            json!({"patch": patch, "by": named(actor.name), "channel": named(actor.channel)});
+        match self.post::<Value>(&["actions", id, "approve"], body).await {
+            Ok(v) => decode(v),
+            Err(f) if f.status == 409 && f.reason == "patch_refused" => match detail_action(&f) {
+                Some(action) => Ok(ApproveOutcome::PatchRefused {
+                    reason: f.message,
+                    action,
+                }),
+                None => Err(f.into()),
+            },
+            Err(f) => Err(failed(id, f)),
+        }
+    }
+
+    pub(crate) async fn reject(
+        &self,
+        id: &str,
+        actor: Actor<'_>,
+        reason: &str,
+    ) -> Result<RejectOutcome> {
+        let body =
+            json!({"reason": reason, "by": named(actor.name), "channel": named(actor.channel)});
+        decode(on(id, self.post(&["actions", id, "reject"], body).await)?)
+    }
+
+    pub(crate) async fn list_actions(&self, status: Option<Status>) -> Result<Vec<Action>> {
+        let q = query(&[("status", status.map(|s| s.as_str().to_string()))]);
+        Ok(self.get(&["actions"], &q).await?)
+    }
+
+    pub(crate) async fn get_action(&self, id: &str) -> Result<Action> {
+        decode(on(id, self.get(&["actions", id], &[]).await)?)
+    }
+
+    /// Long polls of at most the API's cap until `until` holds or `wait` passes.
+    pub(crate) async fn wait_action(
+        &self,
+        id: &str,
+        wait: Duration,
+        until: Until,
+    ) -> Result<Settled> {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let poll = left.min(MAX_POLL);
+            let params = [
+                ("wait", until.as_query().to_string()),
+                ("timeout", format!("{}ms", poll.as_millis())),
+            ];
+            let v = self
+                .call::<Value>(
+                    reqwest::Method::GET,
+                    &["actions", id],
+                    &params,
+                    None,
+                    Some(poll),
+                )
+                .await
+                .map_err(|f| failed(id, f))?;
+            let settled: Settled = decode(v)?;
+            if matches!(settled, Settled::Done { .. }) || tokio::time::Instant::now() >= deadline {
+                return Ok(settled);
+            }
+        }
+    }
+
+    pub(crate) async fn action_audit(&self, id: &str) -> Result<Vec<AuditEntry>> {
+        decode(on(id, self.get(&["actions", id, "audit"], &[]).await)?)
+    }
+
+    pub(crate) async fn expire_due(&self) -> Result<Vec<Action>> {
+        Ok(self.post(&["actions", "expire"], json!({})).await?)
+    }
+
+    pub(crate) async fn claim(&self, id: &str, owner: &str, lease_ms: i64) -> Result<ClaimOutcome> {
+        let body = json!({"owner": owner, "lease": lease(lease_ms)});
+        match self.post::<Value>(&["actions", id, "claim"], body).await {
+            Ok(v) => decode(v),
+            Err(f) if f.status == 409 && f.reason == "not_claimable" => match detail_action(&f) {
+                Some(action) => Ok(ClaimOutcome::NotClaimable { action }),
+                None => Err(f.into()),
+            },
+            Err(f) => Err(failed(id, f)),
+        }
+    }
+
+    pub(crate) async fn extend_lease(&self, id: &str, owner: &str, lease_ms: i64) -> Result<bool> {
+        let body = json!({"owner": owner, "lease": lease(lease_ms)});
+        match self.post::<Value>(&["actions", id, "extend"], body).await {
+            Ok(_) => Ok(true),
+            Err(f) if f.status == 409 && f.reason == "not_owner" => Ok(false),
+            Err(f) => Err(failed(id, f)),
+        }
+    }
+
+    pub(crate) async fn complete(
+        &self,
+        id: &str,
+        owner: &str,
+        success: bool,
+        result: Value,
+        error: Option<&str>,
+    ) -> Result<CompleteOutcome> {
+        let body = json!({"owner": owner, "success": success, "result": result, "error": error});
+        match self.post::<Value>(&["actions", id, "complete"], body).await {
+            Ok(v) => decode(v),
+            Err(f) if f.status == 409 && f.reason == "not_owner" => match detail_action(&f) {
+                Some(action) => Ok(CompleteOutcome::NotOwner { action }),
+                None => Err(f.into()),
+            },
+            Err(f) => Err(failed(id, f)),
+        }
+    }
+
+    pub(crate) async fn resolve_unknown(
+        &self,
+        id: &str,
+        actor: Actor<'_>,
+        how: Resolution,
+    ) -> Result<std::result::Result<Action, Action>> {
+        let body =
+            json!({"resolution": how, "by": named(actor.name), "channel": named(actor.channel)});
+        match self
+            .post::<Value>(&["actions", id, "resolve-unknown"], body)
+            .await
+        {
+            Ok(v) => Ok(Ok(decode(v["action"].clone())?)),
+            Err(f) if f.status == 409 && f.reason == "not_unknown" => match detail_action(&f) {
+                Some(action) => Ok(Err(action)),
+                None => Err(f.into()),
+            },
+            Err(f) => Err(failed(id, f)),
+        }
+    }
+}

@@ -1,0 +1,223 @@
+//! Question primitives over `/v1/questions` and `/v1/pending`.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{Answer, Remote, named, query};
+use crate::ops::{Awaited, Error, Result};
+use crate::store::questions::{
+    Delivery, Flagged, ListFilter, NewQuestion, NewReply, Outcome, Question, Refusal, ReplyRecord,
+    Status,
+};
+
+/// Longest single long poll of a reply wait. Shorter than the API's cap so
+/// an answer the agent recorded itself (which does not end a `wait=reply`
+/// poll) is noticed within this time.
+const REPLY_POLL: Duration = Duration::from_secs(25);
+
+/// A question write's answer as the store's `Outcome`: a refusal in the
+/// error's `detail` becomes the typed refusal; a 404 is `NotFound`.
+fn outcome(a: Answer<Question>) -> Result<Outcome<Question>> {
+    match a {
+        Ok(q) => Ok(Ok(q)),
+        Err(f) => match f.detail_as::<Refusal>() {
+            Some(r) => Ok(Err(r)),
+            None if f.status == 404 => Ok(Err(Refusal::NotFound)),
+            None => Err(f.into()),
+        },
+    }
+}
+
+/// A read of something that may be absent: 404 is `None`.
+fn optional<T>(a: Answer<T>) -> Result<Option<T>> {
+    match a {
+        Ok(v) => Ok(Some(v)),
+        Err(f) if f.status == 404 && f.reason == "not_found" => Ok(None),
+        Err(f) => Err(f.into()),
+    }
+}
+
+fn reply_body(r: &NewReply) -> Value {
+    json!({
+        "text": r.text,
+        "kind": r.kind,
+        "context": r.context,
+        "expected_revision": r.expected_revision,
+        "by": named(&r.by),
+    })
+}
+
+#[derive(Deserialize)]
+struct Polled {
+    question: Question,
+}
+
+#[derive(Deserialize)]
+struct Picked {
+    picked: bool,
+    question: Question,
+}
+
+#[derive(Deserialize)]
+struct PendingAnswer {
+    questions: Vec<Delivery>,
+}
+
+impl Remote {
+    pub(crate) async fn resolve_question_id(&self, id: &str) -> Result<Option<String>> {
+        if id.trim().is_empty() {
+            return Err(Error::invalid("the question id is empty"));
+        }
+        let q = optional(self.get::<Question>(&["questions", id.trim()], &[]).await)?;
+        Ok(q.map(|q| q.id))
+    }
+
+    pub(crate) async fn flag(&self, q: &NewQuestion) -> Result<Flagged> {
+        let body = json!({
+            "project": q.project,
+            "agent": q.agent,
+            "session": q.session,
+            "key": q.key,
+            "title": q.title,
+            "detail": q.detail,
+            "context": q.context,
+            "options": q.options,
+        });
+        Ok(self.post(&["questions"], body).await?)
+    }
+
+    pub(crate) async fn get_question(&self, id: &str) -> Result<Option<Question>> {
+        optional(self.get(&["questions", id], &[]).await)
+    }
+
+    pub(crate) async fn question_replies(&self, id: &str) -> Result<Vec<ReplyRecord>> {
+        Ok(self.get(&["questions", id, "replies"], &[]).await?)
+    }
+
+    pub(crate) async fn list_questions(&self, f: &ListFilter) -> Result<Vec<Question>> {
+        let q = query(&[
+            ("status", f.status.map(|s| s.as_str().to_string())),
+            ("project", f.project.clone()),
+            ("session", f.session.clone()),
+            ("limit", f.limit.map(|l| l.to_string())),
+        ]);
+        Ok(self.get(&["questions"], &q).await?)
+    }
+
+    pub(crate) async fn pending_replies(
+        &self,
+        project: Option<&str>,
+        session: Option<&str>,
+        include_seen: bool,
+        by: &str,
+    ) -> Result<Vec<Delivery>> {
+        let q = query(&[
+            ("only", Some("questions".into())),
+            ("project", project.map(str::to_string)),
+            ("session", session.map(str::to_string)),
+            ("new", Some((!include_seen).to_string())),
+            ("by", named(by)),
+        ]);
+        let a: PendingAnswer = self.get(&["pending"], &q).await?;
+        Ok(a.questions)
+    }
+
+    /// Long-poll the question (`wait=reply`) until a reply waits unseen or
+    /// it closes, then pick up exactly that reply (`pickup` by `reply_seq`);
+    /// a reply that changed meanwhile is read again.
+    pub(crate) async fn await_reply(
+        &self,
+        asked: &Question,
+        by: &str,
+        wait: Duration,
+    ) -> Result<Awaited> {
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut poll = Duration::ZERO;
+        loop {
+            let q = if poll.is_zero() {
+                self.get_question(&asked.id)
+                    .await?
+                    .ok_or_else(|| Error::not_found("the question disappeared while waiting"))?
+            } else {
+                let params = [
+                    ("wait", "reply".to_string()),
+                    ("timeout", format!("{}ms", poll.as_millis())),
+                ];
+                let p: Polled = self
+                    .call(
+                        reqwest::Method::GET,
+                        &["questions", &asked.id],
+                        &params,
+                        None,
+                        Some(poll),
+                    )
+                    .await?;
+                p.question
+            };
+            if q.status != Status::Open {
+                return Ok(Awaited::Closed(q));
+            }
+            if let Some(r) = &q.reply {
+                if r.seen_at.is_none() {
+                    let body = json!({"reply_seq": q.reply_seq, "by": named(by)});
+                    let p: Picked = self.post(&["questions", &asked.id, "pickup"], body).await?;
+                    if p.picked {
+                        return Ok(Awaited::Reply(p.question));
+                    }
+                    // Changed between read and mark: read the newer one.
+                    poll = Duration::ZERO;
+                    continue;
+                } else if q.reply_seq > asked.reply_seq {
+                    return Ok(Awaited::Reply(q));
+                }
+            }
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                return Ok(Awaited::TimedOut(q));
+            }
+            poll = (deadline - now)
+                .min(REPLY_POLL)
+                .max(Duration::from_millis(1));
+        }
+    }
+
+    pub(crate) async fn reply_inbox(&self, id: &str, r: &NewReply) -> Result<Outcome<Question>> {
+        outcome(self.post(&["questions", id, "reply"], reply_body(r)).await)
+    }
+
+    pub(crate) async fn answer_agent(&self, id: &str, r: &NewReply) -> Result<Outcome<Question>> {
+        outcome(self.post(&["questions", id, "answer"], reply_body(r)).await)
+    }
+
+    pub(crate) async fn resolve_question(
+        &self,
+        id: &str,
+        outcome_text: &str,
+        by: &str,
+    ) -> Result<Outcome<Question>> {
+        let body = json!({"outcome": outcome_text, "by": named(by)});
+        outcome(self.post(&["questions", id, "resolve"], body).await)
+    }
+
+    pub(crate) async fn dismiss_question(
+        &self,
+        id: &str,
+        reason: Option<&str>,
+        by: &str,
+    ) -> Result<Outcome<Question>> {
+        let body = json!({"reason": reason, "by": named(by)});
+        outcome(self.post(&["questions", id, "dismiss"], body).await)
+    }
+
+    pub(crate) async fn snooze_question(
+        &self,
+        id: &str,
+        for_ms: i64,
+        by: &str,
+    ) -> Result<Outcome<Question>> {
+        let body = json!({"for": format!("{}ms", for_ms.max(0)), "by": named(by)});
+        outcome(self.post(&["questions", id, "snooze"], body).await)
+    }
+}

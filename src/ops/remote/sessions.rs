@@ -1,0 +1,187 @@
+//! Session, ledger, wait and event primitives over `/v1/sessions`,
+//! `/v1/ledger` and `/v1/events`. Outcomes the API reports as 404/409 with
+//! the store's outcome in `detail` (stale or ended checkpoints, ledger
+//! conflicts, a call never begun) come back as those outcomes.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use super::{Answer, MAX_POLL, Remote, host_only, query};
+use crate::ops::Result;
+use crate::store::Event;
+use crate::store::sessions::{
+    Arrival, Begin, Checkpointed, Complete, Ended, LedgerEntry, NewCall, NewSession, Resume,
+    Session, WakeTarget,
+};
+
+/// The answer, or the outcome the API put in the failure's `detail`.
+fn or_detail<T: DeserializeOwned>(a: Answer<T>) -> Result<T> {
+    match a {
+        Ok(v) => Ok(v),
+        Err(f) => match f.detail_as::<T>() {
+            Some(v) => Ok(v),
+            None => Err(f.into()),
+        },
+    }
+}
+
+#[derive(Deserialize)]
+struct Waited {
+    arrivals: Vec<Arrival>,
+}
+
+#[derive(Deserialize)]
+struct Page {
+    events: Vec<Event>,
+}
+
+impl Remote {
+    pub(crate) async fn resolve_session_id(&self, id: &str) -> Result<Option<String>> {
+        Ok(self.get_session(id).await?.map(|s| s.session_id))
+    }
+
+    pub(crate) async fn register_session(&self, s: &NewSession) -> Result<Session> {
+        if matches!(
+            s.wake_target,
+            Some(WakeTarget::Exec { .. } | WakeTarget::Tmux { .. })
+        ) {
+            return Err(host_only(
+                "registering an exec or tmux wake target (it runs on the daemon's machine; use --wake-webhook remotely)",
+            ));
+        }
+        let body = json!({
+            "session_id": s.session_id,
+            "agent": s.agent,
+            "project": s.project,
+            "cwd": s.cwd,
+            "wake_target": s.wake_target,
+        });
+        Ok(self.post(&["sessions"], body).await?)
+    }
+
+    pub(crate) async fn save_checkpoint(
+        &self,
+        id: &str,
+        revision: i64,
+        state: &str,
+    ) -> Result<Checkpointed> {
+        let body = json!({"revision": revision, "state": state});
+        match self.post(&["sessions", id, "checkpoint"], body).await {
+            // Not registered (or not this token's): the store's NotFound.
+            Err(f) if f.status == 404 && f.detail.is_none() => Ok(Checkpointed::NotFound),
+            a => or_detail(a),
+        }
+    }
+
+    pub(crate) async fn read_resume(&self, id: &str, tail: i64) -> Result<Resume> {
+        let q = [("tail", tail.to_string())];
+        Ok(self.get(&["sessions", id, "resume"], &q).await?)
+    }
+
+    pub(crate) async fn get_session(&self, id: &str) -> Result<Option<Session>> {
+        match self.get(&["sessions", id.trim()], &[]).await {
+            Ok(s) => Ok(Some(s)),
+            Err(f) if f.status == 404 => Ok(None),
+            Err(f) => Err(f.into()),
+        }
+    }
+
+    pub(crate) async fn list_sessions(
+        &self,
+        status: Option<&str>,
+        project: Option<&str>,
+    ) -> Result<Vec<Session>> {
+        let q = query(&[
+            ("status", status.map(str::to_string)),
+            ("project", project.map(str::to_string)),
+        ]);
+        Ok(self.get(&["sessions"], &q).await?)
+    }
+
+    pub(crate) async fn end_session(&self, id: &str) -> Result<Ended> {
+        match self.post(&["sessions", id, "end"], json!({})).await {
+            Ok(e) => Ok(e),
+            Err(f) if f.status == 404 => Ok(Ended::NotFound),
+            Err(f) => Err(f.into()),
+        }
+    }
+
+    pub(crate) async fn ledger_begin(&self, call: &NewCall<'_>) -> Result<Begin> {
+        let body = json!({
+            "event_id": call.event_id,
+            "tool": call.tool,
+            "payload": call.payload,
+            "replay_safe": call.replay_safe,
+        });
+        or_detail(
+            self.post(&["sessions", call.session_id, "ledger"], body)
+                .await,
+        )
+    }
+
+    pub(crate) async fn ledger_complete(
+        &self,
+        event_id: &str,
+        ok: bool,
+        result: &Value,
+    ) -> Result<Complete> {
+        let body = json!({"ok": ok, "result": result});
+        or_detail(self.post(&["ledger", event_id, "complete"], body).await)
+    }
+
+    pub(crate) async fn ledger_list(
+        &self,
+        session: &str,
+        last: Option<i64>,
+    ) -> Result<Vec<LedgerEntry>> {
+        let q = query(&[("last", last.map(|l| l.to_string()))]);
+        Ok(self.get(&["sessions", session, "ledger"], &q).await?)
+    }
+
+    /// Long polls (the daemon's `session:<id>` waiter wakes them; no
+    /// polling here) until something arrives or `wait` passes.
+    pub(crate) async fn wait_arrivals(
+        &self,
+        session: &str,
+        by: &str,
+        wait: Option<Duration>,
+    ) -> Result<Vec<Arrival>> {
+        let deadline = wait.map(|w| tokio::time::Instant::now() + w);
+        loop {
+            let poll = match deadline {
+                Some(d) => d
+                    .saturating_duration_since(tokio::time::Instant::now())
+                    .min(MAX_POLL),
+                None => MAX_POLL,
+            };
+            let q = query(&[
+                ("timeout", Some(format!("{}ms", poll.as_millis()))),
+                ("by", super::named(by)),
+            ]);
+            let w: Waited = self
+                .call(
+                    reqwest::Method::GET,
+                    &["sessions", session, "wait"],
+                    &q,
+                    None,
+                    Some(poll),
+                )
+                .await?;
+            if !w.arrivals.is_empty() {
+                return Ok(w.arrivals);
+            }
+            if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
+                return Ok(Vec::new());
+            }
+        }
+    }
+
+    pub(crate) async fn events_after(&self, after: i64, limit: i64) -> Result<Vec<Event>> {
+        let q = [("after", after.to_string()), ("limit", limit.to_string())];
+        let p: Page = self.get(&["events"], &q).await?;
+        Ok(p.events)
+    }
+}
