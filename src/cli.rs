@@ -225,14 +225,14 @@ impl Ctx {
     pub fn print<T: Serialize>(&self, value: &T, human: impl FnOnce() -> String) {
         if self.json {
             match serde_json::to_string_pretty(value) {
-                Ok(s) => println!("{s}"),
+                Ok(s) => out(&s),
                 // Serializing our own plain structs cannot fail; say so if it does.
                 Err(e) => eprintln!("handoff: cannot print JSON: {e}"),
             }
         } else {
             let text = human();
             if !text.is_empty() {
-                println!("{}", text.trim_end());
+                out(text.trim_end());
             }
         }
     }
@@ -390,4 +390,17 @@ async fn serve(
     crate::daemon::cancel_on_signals(shutdown.clone());
     crate::daemon::run(cfg, store, listener, shutdown).await?;
     Ok(exit::OK)
+}
+
+/// Write one line of output. A reader that went away (`handoff … | head`)
+/// ends the command quietly instead of panicking like `println!` would.
+fn out(line: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = writeln!(stdout, "{line}").and_then(|()| stdout.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("handoff: cannot write output: {e}");
+    }
 }

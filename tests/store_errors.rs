@@ -29,3 +29,29 @@ async fn a_database_error_is_printed_once() {
     assert!(err.contains("database error"), "{err}");
     assert_eq!(count(&store, "boards").await, 0);
 }
+
+/// `handoff … | head`: a reader that goes away early is not a crash.
+#[test]
+fn a_closed_stdout_is_not_a_panic() {
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let out = Command::new(env!("CARGO_BIN_EXE_handoff"))
+        .args(["ask", "Something to list"])
+        .env("HANDOFF_DB", &db)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_handoff"))
+        .args(["--json", "events", "--limit", "1000"])
+        .env("HANDOFF_DB", &db)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // the reader goes away before anything is read
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+}
