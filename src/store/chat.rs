@@ -113,23 +113,13 @@ impl Store {
         status: &str,
         text_hash: &str,
     ) -> Result<()> {
-        let now = self.now();
-        self.retry(|| async {
-            sqlx::query(
-                "UPDATE chat_messages SET message_id = ?, status = ?, text_hash = ?, updated_at = ?
-                 WHERE item_kind = ? AND item_id = ? AND chat_id = ?",
-            )
-            .bind(message_id)
-            .bind(status)
-            .bind(text_hash)
-            .bind(now)
-            .bind(item_kind)
-            .bind(item_id)
-            .bind(chat_id)
-            .execute(self.pool())
-            .await?;
-            Ok(())
-        })
+        self.chat_record(
+            item_kind,
+            item_id,
+            chat_id,
+            Some((message_id, status)),
+            text_hash,
+        )
         .await
     }
 
@@ -141,12 +131,30 @@ impl Store {
         chat_id: i64,
         text_hash: &str,
     ) -> Result<()> {
+        self.chat_record(item_kind, item_id, chat_id, None, text_hash)
+            .await
+    }
+
+    /// Update a message record: the text drawn, and (once sent) its message
+    /// id and status; `None` keeps the stored ones.
+    async fn chat_record(
+        &self,
+        item_kind: &str,
+        item_id: &str,
+        chat_id: i64,
+        sent: Option<(i32, &str)>,
+        text_hash: &str,
+    ) -> Result<()> {
         let now = self.now();
+        let (message_id, status) = sent.unzip();
         self.retry(|| async {
             sqlx::query(
-                "UPDATE chat_messages SET text_hash = ?, updated_at = ?
+                "UPDATE chat_messages SET message_id = COALESCE(?, message_id),
+                    status = COALESCE(?, status), text_hash = ?, updated_at = ?
                  WHERE item_kind = ? AND item_id = ? AND chat_id = ?",
             )
+            .bind(message_id)
+            .bind(status)
             .bind(text_hash)
             .bind(now)
             .bind(item_kind)
