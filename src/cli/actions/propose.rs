@@ -9,7 +9,7 @@ use super::{
 };
 use crate::cli::{Ctx, exit, fail};
 use crate::ops::{Policy, Until};
-use crate::store::actions::{NewAction, Proposed, RulesFile, Settled, Status};
+use crate::store::actions::{NewAction, Proposed, Settled, Status};
 
 /// The action policy for `propose`: `--rules`, else the config's
 /// `[[rule]]`s, and the config's `[redact]` keys. Remotely the daemon's
@@ -24,26 +24,9 @@ fn policy(ctx: &Ctx, rules: Option<&std::path::Path>) -> anyhow::Result<Policy> 
         }
         return Ok(Policy::default());
     }
-    let rules = match rules {
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|err| {
-                fail(
-                    exit::ERROR,
-                    format!("cannot read rules {}: {err}", path.display()),
-                )
-            })?;
-            RulesFile::parse(&text)
-                .map_err(|err| fail(exit::ERROR, format!("rules {}: {err}", path.display())))?
-                .rule
-        }
-        // No --rules: the config file's [[rule]] entries (none without a config).
-        None => crate::config::Config::load(None)?.0.rules,
-    };
-    let redact_keys = crate::config::Config::load(None)?.0.redact.keys;
-    Ok(Policy {
-        rules,
-        redact_keys: Some(redact_keys),
-    })
+    // --rules, else the config file's [[rule]] entries; the config's
+    // [redact] keys either way (one reading, shared with `handoff mcp`).
+    Ok(Policy::load(None, rules)?)
 }
 
 pub(super) async fn propose(ctx: &Ctx, p: ProposeArgs) -> anyhow::Result<u8> {
