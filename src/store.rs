@@ -17,6 +17,8 @@ pub mod deliveries;
 pub mod events;
 pub mod inbox_sessions;
 pub mod questions;
+#[doc(hidden)]
+pub mod seed;
 pub mod sessions;
 pub mod tokens;
 

@@ -1,28 +1,19 @@
 //! Store throughput: operations per second on a real SQLite file (WAL,
 //! `synchronous = NORMAL`, exactly as [`Store::open`] sets it up).
 //!
-//! Each (operation, writers) cell gets a fresh database in a temp dir, so
-//! cells do not inherit each other's rows. With 4 writers, each writer is a
-//! separate [`Store`] handle — its own connection pool on the same file —
-//! driven by its own tokio task, which is how the daemon, CLI calls and MCP
-//! servers share the file. The total work of a cell is split between its
-//! writers, and the clock runs from the first operation to the last writer's
-//! end; setup (flagging the questions a reply needs, creating boards) is not
-//! timed.
+//! Each (operation, writers) cell gets a fresh database in a temp dir. With 4
+//! writers, each writer is a separate [`Store`] handle (its own connection
+//! pool on the same file) driven by its own task, which is how the daemon,
+//! CLI calls and MCP servers share the file. The work of a cell is split
+//! between its writers; the clock runs from the first operation to the last
+//! writer's end, and setup (flagging the questions a reply needs, creating
+//! boards) is not timed.
 //!
-//! Operations:
 //! - `flag`: a new question (no key).
-//! - `reply_chat`: the conditional chat reply on a fresh question (the
-//!   winning write; a refusal would abort the bench).
-//! - `pending+pickup`: `store.pending` for one agent session whose question
-//!   holds a fresh, unseen Inbox reply — the read plus the exact-reply mark;
-//!   every round must deliver exactly one new reply.
-//! - `board_advance`: archive a blocked row's step and install the next one
-//!   (boards of 10 rows, rows advanced in turn so history stays realistic).
-//!
-//! Run: `cargo bench --bench store`. Smoke run: `HANDOFF_BENCH_QUICK=1`
-//! (or `-- --quick`). `HANDOFF_BENCH_N=<ops per cell>` overrides the size.
-//! This is a measurement, not a test: nothing here asserts a speed.
+//! - `reply_chat`: the conditional chat reply on a fresh question.
+//! - `pending+pickup`: `pending` for an agent session whose question holds
+//!   a fresh Inbox reply: the read plus the exact-reply mark.
+//! - `board_advance`: archive a blocked row's step and install the next one.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -31,41 +22,49 @@ use handoff::store::Store;
 use handoff::store::boards::{Advance, BoardUpsert, NextStep, RowInput, RowStatus};
 use handoff::store::questions::{NewQuestion, NewReply};
 
+use crate::{Table, thousands};
+
 /// Operations per cell in a full run (split between the writers).
 const FULL_N: usize = 4000;
-/// Operations per cell with `HANDOFF_BENCH_QUICK=1`.
+/// Operations per cell in a quick run.
 const QUICK_N: usize = 80;
 /// Concurrent writers in the contended configuration.
 const WRITERS: usize = 4;
 /// Rows per benchmark board.
 const ROWS_PER_BOARD: usize = 10;
 
-/// One line of the result table.
-struct Cell {
-    op: &'static str,
-    writers: usize,
-    ops: usize,
-    elapsed: Duration,
-}
-
-#[tokio::main(flavor = "multi_thread")]
-async fn main() {
-    let quick = std::env::var_os("HANDOFF_BENCH_QUICK").is_some_and(|v| v != "0" && !v.is_empty())
-        || std::env::args().any(|a| a == "--quick");
-    let n = std::env::var("HANDOFF_BENCH_N")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(if quick { QUICK_N } else { FULL_N });
-    let n = n.max(WRITERS);
-    let started = Instant::now();
-    let mut cells = Vec::new();
+pub async fn run(quick: bool, t: &mut Table) {
+    let n = if quick { QUICK_N } else { FULL_N };
     for writers in [1, WRITERS] {
-        cells.push(run_cell("flag", writers, n, flag).await);
-        cells.push(run_cell("reply_chat", writers, n, reply_chat).await);
-        cells.push(run_cell("pending+pickup", writers, n, pending_pickup).await);
-        cells.push(run_cell("board_advance", writers, n, board_advance).await);
+        let cells: [(&str, Duration); 4] = [
+            ("flag (new question)", run_cell(writers, n, flag).await),
+            (
+                "chat reply (conditional write)",
+                run_cell(writers, n, reply_chat).await,
+            ),
+            (
+                "pending + pickup (agent reads its answer)",
+                run_cell(writers, n, pending_pickup).await,
+            ),
+            (
+                "board row advance",
+                run_cell(writers, n, board_advance).await,
+            ),
+        ];
+        let per = n / writers * writers;
+        for (op, elapsed) in cells {
+            let who = if writers == 1 {
+                "1 writer".to_string()
+            } else {
+                format!("{writers} writers, separate handles")
+            };
+            t.row(
+                "store",
+                format!("{op}, {who}"),
+                format!("{} ops/s", thousands(per as f64 / elapsed.as_secs_f64())),
+            );
+        }
     }
-    print_table(&cells, quick, started.elapsed());
 }
 
 /// A writer's prepared work: a store handle and the ops it will run.
@@ -74,7 +73,7 @@ type Job = (Store, usize, usize);
 /// Run one cell: a fresh database, `writers` separate handles, `n` ops split
 /// between them. `work(store, writer, ops)` does untimed setup and returns
 /// the timed part as a future.
-async fn run_cell<F, Fut>(op: &'static str, writers: usize, n: usize, work: F) -> Cell
+async fn run_cell<F, Fut>(writers: usize, n: usize, work: F) -> Duration
 where
     F: Fn(Job) -> Fut,
     Fut: Future<Output = Timed>,
@@ -92,13 +91,7 @@ where
     for t in tasks {
         t.await.expect("writer task panicked");
     }
-    let elapsed = start.elapsed();
-    Cell {
-        op,
-        writers,
-        ops: per * writers,
-        elapsed,
-    }
+    start.elapsed()
 }
 
 /// The timed half of a writer's work.
@@ -247,29 +240,4 @@ async fn board_advance((store, w, ops): Job) -> Timed {
             }
         }
     })
-}
-
-fn print_table(cells: &[Cell], quick: bool, total: Duration) {
-    let mode = if quick { " (quick mode)" } else { "" };
-    println!();
-    println!("handoff store throughput{mode}: file database, WAL, synchronous=NORMAL");
-    println!(
-        "{:<16} {:>7} {:>7} {:>9} {:>9}",
-        "operation", "writers", "ops", "seconds", "ops/s"
-    );
-    for c in cells {
-        let secs = c.elapsed.as_secs_f64();
-        println!(
-            "{:<16} {:>7} {:>7} {:>9.3} {:>9.0}",
-            c.op,
-            c.writers,
-            c.ops,
-            secs,
-            c.ops as f64 / secs
-        );
-    }
-    println!(
-        "(whole run including untimed setup: {:.1} s)",
-        total.as_secs_f64()
-    );
 }

@@ -1,20 +1,17 @@
-//! Chat bridge benchmark (issue 4): a 1,000-question burst against a fake
-//! Bot API that enforces Telegram's flood limits, and the latency from a
-//! button tap reaching the daemon to the answer committed.
-//!
-//! `cargo bench --bench chat` (HANDOFF_BENCH_QUICK=1 for a smoke run).
-
-#[path = "../tests/common/fake_telegram.rs"]
-mod fake_telegram;
+//! The chat bridge: a 1,000-question burst against a fake Bot API that
+//! enforces Telegram's flood limits, and the latency from a button tap
+//! reaching the daemon to the answer committed.
 
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use fake_telegram::FakeTelegram;
 use handoff::config::Config;
 use handoff::store::Store;
 use handoff::store::questions::{NewQuestion, QuestionOption};
 use tokio_util::sync::CancellationToken;
+
+use crate::fake_telegram::FakeTelegram;
+use crate::{Table, pct};
 
 const CHAT: i64 = 111;
 
@@ -36,11 +33,6 @@ async fn start(store: Store, cfg: Config) -> (CancellationToken, tokio::task::Jo
     (cancel, h)
 }
 
-fn pct(v: &mut [f64], p: f64) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[((v.len() as f64 - 1.0) * p).round() as usize]
-}
-
 fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -48,9 +40,7 @@ fn now_ms() -> i64 {
         .as_millis() as i64
 }
 
-#[tokio::main]
-async fn main() {
-    let quick = std::env::var_os("HANDOFF_BENCH_QUICK").is_some();
+pub async fn burst(quick: bool, t: &mut Table) {
     let burst = if quick { 100 } else { 1000 };
     let taps = if quick { 30 } else { 200 };
     let dir = tempfile::tempdir().unwrap();
@@ -60,7 +50,7 @@ async fn main() {
     let fake = FakeTelegram::start().await;
     fake.rate_limit_sends(Duration::from_millis(34));
     let store = Store::open(&dir.path().join("burst.db")).await.unwrap();
-    let t0 = Instant::now();
+
     for i in 0..burst {
         store
             .flag(&NewQuestion {
@@ -71,7 +61,7 @@ async fn main() {
             .await
             .unwrap();
     }
-    let flag_secs = t0.elapsed().as_secs_f64();
+
     let t1 = Instant::now();
     let (cancel, h) = start(store.clone(), config(&fake.url, "")).await;
     loop {
@@ -146,23 +136,21 @@ async fn main() {
     cancel2.cancel();
     let _ = h2.await;
 
-    println!(
-        "chat bridge benchmark ({} mode)",
-        if quick { "quick" } else { "full" }
+    lat.sort_by(f64::total_cmp);
+    t.row(
+        "chat",
+        format!("{burst}-question burst to one chat, fake Bot API answering 429 above 30 msg/s: every item visible"),
+        format!("{visible:.1} s"),
     );
-    println!("| measure | value |");
-    println!("|---|---|");
-    println!("| burst size | {burst} questions (flagged in {flag_secs:.2} s) |");
-    println!("| time until every item visible | {visible:.2} s |");
-    println!("| Bot API calls (excluding getUpdates) | {calls} ({sends} sendMessage) |");
-    println!("| 429s from the fake (all retried by the throttle) | {rejected} |");
-    println!(
-        "| tap → answer committed, p50 | {:.0} ms |",
-        pct(&mut lat, 0.5)
+    t.row(
+        "chat",
+        "the burst's Bot API calls (sendMessage; 429s answered by the fake, all retried)",
+        format!("{calls} ({sends}); {rejected} × 429"),
     );
-    println!(
-        "| tap → answer committed, p99 | {:.0} ms |",
-        pct(&mut lat, 0.99)
+    t.row(
+        "chat",
+        format!("callback → commit: button tap reaches the daemon → answer committed ({taps} taps), p50 / p99"),
+        format!("{:.0} / {:.0} ms", pct(&lat, 0.5), pct(&lat, 0.99)),
     );
 }
 

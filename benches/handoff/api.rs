@@ -1,16 +1,10 @@
-//! HTTP API measurements over real TCP against the real router and a real
-//! SQLite file:
-//!
-//! - `POST /v1/questions` requests per second (8 concurrent clients);
-//! - answer → long-poll wake-up latency with 100 concurrent waiting agents
-//!   (`GET /v1/questions/{id}?wait=reply`), p50 / p99, for an answer made
-//!   through the API (`POST …/reply`: an in-process write, which nudges the
-//!   follower) and for one written by another store handle (as another
-//!   process would: seen by the follower's 100 ms poll);
-//! - the idle RSS of a real `handoff serve` process (VmRSS from /proc).
-//!
-//! Run: `cargo bench --bench api` (quick smoke: `HANDOFF_BENCH_QUICK=1`).
-//! A measurement, not a test: nothing here asserts a speed.
+//! The HTTP API over real TCP against the real router and a real SQLite
+//! file: `POST /v1/questions` requests per second (8 concurrent clients);
+//! answer → long-poll wake-up latency with 100 agents waiting at once
+//! (`GET /v1/questions/{id}?wait=reply`), for an answer made through the
+//! API (an in-process write, which nudges the follower) and for one written
+//! by another store handle (as another process would: seen by the
+//! follower's poll); and the idle RSS of a real `handoff serve` process.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,13 +16,10 @@ use handoff::store::questions::NewReply;
 use handoff::store::tokens::Role;
 use serde_json::{Value, json};
 
+use crate::{Table, ms, pct, thousands};
+
 const WAITERS: usize = 100;
 const CLIENTS: usize = 8;
-
-fn pct(sorted: &[Duration], p: f64) -> Duration {
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i]
-}
 
 async fn serve(store: Store) -> (String, Shared) {
     let shared = Shared {
@@ -57,7 +48,7 @@ async fn serve(store: Store) -> (String, Shared) {
     (format!("http://{addr}"), shared)
 }
 
-async fn flag_rate(base: &str, token: &str, n: usize) {
+async fn flag_rate(base: &str, token: &str, n: usize, t: &mut Table) {
     let http = reqwest::Client::new();
     let started = Instant::now();
     let mut tasks = Vec::new();
@@ -81,14 +72,22 @@ async fn flag_rate(base: &str, token: &str, n: usize) {
     }
     let el = started.elapsed();
     let done = (n / CLIENTS) * CLIENTS;
-    println!(
-        "POST /v1/questions: {done} requests, {CLIENTS} clients: {:.0} req/s",
-        done as f64 / el.as_secs_f64()
+    t.row(
+        "api",
+        format!("POST /v1/questions over TCP, {CLIENTS} clients ({done} requests)"),
+        format!("{} req/s", thousands(done as f64 / el.as_secs_f64())),
     );
 }
 
 /// 100 waiters; answer each question in turn and time answer → response.
-async fn wake_latency(base: &str, agent: &str, human: &str, other: Option<&Store>, label: &str) {
+async fn wake_latency(
+    base: &str,
+    agent: &str,
+    human: &str,
+    other: Option<&Store>,
+    label: &str,
+    t: &mut Table,
+) {
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(WAITERS + 8)
         .build()
@@ -167,16 +166,16 @@ async fn wake_latency(base: &str, agent: &str, human: &str, other: Option<&Store
         let t1 = p.await.unwrap();
         lat.push(t1.saturating_duration_since(t0));
     }
-    lat.sort();
-    println!(
-        "answer -> long-poll wake ({label}), {WAITERS} waiters: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
-        pct(&lat, 0.5).as_secs_f64() * 1e3,
-        pct(&lat, 0.99).as_secs_f64() * 1e3,
-        lat.last().unwrap().as_secs_f64() * 1e3
+    let mut lat: Vec<f64> = lat.into_iter().map(ms).collect();
+    lat.sort_by(f64::total_cmp);
+    t.row(
+        "api",
+        format!("answer → long-poll wake-up, {WAITERS} agents waiting, {label}, p50 / p99"),
+        format!("{:.1} / {:.1} ms", pct(&lat, 0.5), pct(&lat, 0.99)),
     );
 }
 
-fn idle_rss() {
+pub async fn idle_rss(t: &mut Table) {
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("handoff.toml");
     std::fs::write(&cfg, "").unwrap();
@@ -189,7 +188,7 @@ fn idle_rss() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_secs(3));
+    tokio::time::sleep(Duration::from_secs(3)).await;
     let status =
         std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
     let rss = status
@@ -197,18 +196,21 @@ fn idle_rss() {
         .find(|l| l.starts_with("VmRSS"))
         .unwrap_or("VmRSS: ?")
         .to_string();
-    println!(
-        "idle `handoff serve` (no chat configured), after 3 s: {}",
-        rss.split_whitespace().skip(1).collect::<Vec<_>>().join(" ")
+    let kb: f64 = rss
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(f64::NAN);
+    t.row(
+        "daemon",
+        "idle RSS of `handoff serve` (no chat configured), 3 s after start",
+        format!("{:.1} MiB", kb / 1024.0),
     );
     let _ = child.kill();
     let _ = child.wait();
 }
 
-#[tokio::main]
-async fn main() {
-    let quick = std::env::var_os("HANDOFF_BENCH_QUICK").is_some()
-        || std::env::args().any(|a| a == "--quick");
+pub async fn run(quick: bool, t: &mut Table) {
     let n = if quick { 200 } else { 4000 };
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bench.db");
@@ -224,16 +226,16 @@ async fn main() {
         .unwrap()
         .secret;
     let (base, _shared) = serve(store).await;
-    flag_rate(&base, &agent, n).await;
-    wake_latency(&base, &agent, &human, None, "reply via the API").await;
+    flag_rate(&base, &agent, n, t).await;
+    wake_latency(&base, &agent, &human, None, "answered through the API", t).await;
     let other = Store::open(&path).await.unwrap();
     wake_latency(
         &base,
         &agent,
         &human,
         Some(&other),
-        "reply by another store handle",
+        "answered by another process's write",
+        t,
     )
     .await;
-    idle_rss();
 }

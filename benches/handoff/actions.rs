@@ -1,13 +1,35 @@
 //! propose → approve → claim → complete cycles per second on a file
-//! database: single-threaded, and with 8 concurrent approvers contending on
-//! the same actions. A plain main (no criterion); prints a table.
-//!
-//! Run: `cargo bench --bench actions` (optionally `-- CYCLES`, default 500).
+//! database: single-threaded, and contended, where 8 approvers tap the same
+//! action at once and then all try to claim it (exactly one may run it).
 
 use std::time::Instant;
 
 use handoff::store::Store;
 use handoff::store::actions::{Actor, ClaimOutcome, NewAction};
+
+use crate::{Table, thousands};
+
+pub async fn run(quick: bool, t: &mut Table) {
+    let n = if quick { 50 } else { 500 };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bench.db");
+    let mut stores = Vec::new();
+    for _ in 0..4 {
+        stores.push(Store::open(&path).await.unwrap());
+    }
+    let one = single(&stores[0], n).await;
+    t.row(
+        "actions",
+        format!("propose → approve → claim → complete, single-threaded ({n} cycles)"),
+        format!("{} cycles/s", thousands(one)),
+    );
+    let eight = contended(&stores, n, n).await;
+    t.row(
+        "actions",
+        format!("contended approve: 8 approvers + claimers per action on 4 handles ({n} actions, exactly one run each)"),
+        format!("{} actions/s", thousands(eight)),
+    );
+}
 
 fn proposal(i: usize) -> NewAction {
     NewAction {
@@ -70,26 +92,4 @@ async fn contended(stores: &[Store], n: usize, offset: usize) -> f64 {
         assert_eq!(runs, 1, "exactly one execution per action");
     }
     n as f64 / start.elapsed().as_secs_f64()
-}
-
-#[tokio::main(flavor = "multi_thread", worker_threads = 4)]
-async fn main() {
-    let n: usize = std::env::args()
-        .skip(1)
-        .find_map(|a| a.parse().ok())
-        .unwrap_or(500);
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("bench.db");
-    let stores = [
-        Store::open(&path).await.unwrap(),
-        Store::open(&path).await.unwrap(),
-        Store::open(&path).await.unwrap(),
-        Store::open(&path).await.unwrap(),
-    ];
-    let one = single(&stores[0], n).await;
-    let eight = contended(&stores, n, n).await;
-    println!("| scenario (file db, WAL, synchronous=NORMAL) | cycles | cycles/s |");
-    println!("|---|---:|---:|");
-    println!("| single-threaded propose→approve→claim→complete | {n} | {one:.0} |");
-    println!("| 8 concurrent approvers + claimers per action (4 handles) | {n} | {eight:.0} |");
 }
