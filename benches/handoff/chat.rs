@@ -11,7 +11,7 @@ use handoff::store::questions::{NewQuestion, QuestionOption};
 use tokio_util::sync::CancellationToken;
 
 use crate::fake_telegram::FakeTelegram;
-use crate::{Table, pct};
+use crate::{Table, pct, thousands};
 
 const CHAT: i64 = 111;
 
@@ -139,7 +139,7 @@ pub async fn burst(quick: bool, t: &mut Table) {
     lat.sort_by(f64::total_cmp);
     t.row(
         "chat",
-        format!("{burst}-question burst to one chat, fake Bot API answering 429 above 30 msg/s: every item visible"),
+        format!("{}-question burst to one chat, fake Bot API answering 429 above 30 msg/s: every item visible", thousands(burst as f64)),
         format!("{visible:.1} s"),
     );
     t.row(
