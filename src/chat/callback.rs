@@ -184,6 +184,7 @@ mod tests {
             "hello",
             "q|o|short|1|0",
             &format!("q|o|{ID}|1|9"),
+            &format!("q|o|{ID}|1|8"),
             &format!("q|o|{ID}|-1|0"),
             &format!("q|ap|{ID}|1|"),
             &format!("a|o|{ID}|1|0"),
@@ -194,5 +195,30 @@ mod tests {
         ] {
             assert_eq!(Callback::decode(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn option_indexes_stop_at_seven() {
+        let seventh = Callback::decode(&format!("q|o|{ID}|1|7")).expect("option 7 decodes");
+        assert_eq!(seventh.verb, Verb::Option(7));
+        assert_eq!(Callback::decode(&format!("q|o|{ID}|1|8")), None);
+    }
+
+    #[test]
+    fn the_length_guard_is_exactly_telegrams_64_bytes() {
+        // A revision padded with zeros still parses, so only the length
+        // guard tells 64 bytes (Telegram's limit: accepted) from 65.
+        let padded = |len: usize| {
+            let head = format!("q|c|{ID}|");
+            let rev = format!("{:0>width$}", 1, width = len - head.len() - 1);
+            format!("{head}{rev}|")
+        };
+        let at_limit = padded(MAX_LEN);
+        assert_eq!(at_limit.len(), MAX_LEN);
+        let cb = Callback::decode(&at_limit).expect("64 bytes is within the limit");
+        assert_eq!((cb.revision, cb.verb), (1, Verb::Clarify));
+        let over = padded(MAX_LEN + 1);
+        assert_eq!(over.len(), MAX_LEN + 1);
+        assert_eq!(Callback::decode(&over), None, "65 bytes is over the limit");
     }
 }
