@@ -7,7 +7,7 @@ use common::{TempDb, count};
 use handoff::store::Store;
 use handoff::store::boards::{
     Advance, Annotate, BoardFull, BoardUpsert, Handled, NextStep, OutcomeWrite, Refusal, RowInput,
-    RowStatus, RowWrite, StaleRow,
+    RowOwner, RowStatus, RowWrite, StaleRow,
 };
 use serde_json::json;
 
@@ -561,4 +561,48 @@ async fn every_change_writes_its_event_with_board_session_and_project() {
         let err = sqlx::query(sql).execute(&raw).await.unwrap_err();
         assert!(err.to_string().contains("append-only"), "{err}");
     }
+}
+
+#[tokio::test]
+async fn row_owner_is_stored_and_read_back_in_every_spelling() {
+    let db = TempDb::new();
+    let store = db.open().await;
+    let full = create(
+        &store,
+        json!([
+            {"label": "a", "status": "blocked", "next_step": "pick", "owner": "decision"},
+            {"label": "b", "status": "blocked", "next_step": "do", "owner": "task"},
+            {"label": "c", "status": "blocked", "next_step": "ok?", "owner": "approval"},
+            {"label": "d", "status": "blocked", "next_step": "?"}
+        ]),
+    )
+    .await;
+    let read = store
+        .board_get(&full.board.id, None)
+        .await
+        .unwrap()
+        .expect("board");
+    let owners: Vec<RowOwner> = ["a", "b", "c", "d"]
+        .iter()
+        .map(|l| read.row(l).unwrap().owner)
+        .collect();
+    assert_eq!(
+        owners,
+        [
+            RowOwner::Decision,
+            RowOwner::Task,
+            RowOwner::Approval,
+            RowOwner::None
+        ]
+    );
+    // The next step installed by an advance keeps its owner too.
+    let mut a = advance(&read, "d", "approve the spend");
+    a.next.owner = RowOwner::Approval;
+    let after = store.board_advance(&a).await.unwrap().expect("advanced");
+    let read = store
+        .board_get(&after.board.id, None)
+        .await
+        .unwrap()
+        .expect("board");
+    assert_eq!(read.row("d").unwrap().owner, RowOwner::Approval);
 }
