@@ -258,4 +258,48 @@ mod tests {
         assert!(outcome(" ").is_err());
         assert_eq!(outcome(" used sqlite ").unwrap(), "used sqlite");
     }
+
+    #[test]
+    fn names_stop_at_200_characters_of_plain_text() {
+        let r = |by: &str| NewReply {
+            text: "ok".into(),
+            by: by.into(),
+            ..NewReply::default()
+        };
+        assert!(reply(&r(&"n".repeat(MAX_NAME))).is_ok());
+        assert!(
+            reply(&r(&"я".repeat(MAX_NAME))).is_ok(),
+            "characters, not bytes"
+        );
+        let e = reply(&r(&"n".repeat(MAX_NAME + 1)))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("201 characters") && e.contains("limit is 200"),
+            "{e}"
+        );
+        let e = reply(&r("ann\tlee")).unwrap_err().to_string();
+        assert!(e.contains("control characters"), "{e}");
+        let mut n = q("t");
+        n.project = "p".repeat(MAX_NAME + 1);
+        assert!(question(&n).unwrap_err().to_string().contains("project"));
+    }
+
+    #[test]
+    fn reply_text_and_context_stop_at_64_kib() {
+        let mut r = NewReply {
+            text: "r".repeat(MAX_TEXT),
+            context: Some("c".repeat(MAX_TEXT)),
+            ..NewReply::default()
+        };
+        assert!(reply(&r).is_ok());
+        r.text.push('r');
+        let e = reply(&r).unwrap_err().to_string();
+        assert!(e.contains("65537 bytes") && e.contains("64 KiB"), "{e}");
+        r.text.pop();
+        r.context.as_mut().unwrap().push('c');
+        assert!(reply(&r).unwrap_err().to_string().contains("reply context"));
+        assert!(outcome(&"o".repeat(MAX_TEXT)).is_ok());
+        assert!(outcome(&"o".repeat(MAX_TEXT + 1)).is_err());
+    }
 }
