@@ -606,3 +606,87 @@ async fn row_owner_is_stored_and_read_back_in_every_spelling() {
         .expect("board");
     assert_eq!(read.row("d").unwrap().owner, RowOwner::Approval);
 }
+
+/// The error text of a board write refused as invalid input.
+async fn invalid(store: &Store, up: BoardUpsert) -> String {
+    match store.board_upsert(&up).await {
+        Err(handoff::store::Error::Invalid(msg)) => msg,
+        other => panic!("want an invalid-input error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn board_input_limits_hold_at_their_exact_edges() {
+    let db = TempDb::new();
+    let store = db.open().await;
+    let opt = |label: &str, detail: &str| json!({"label": label, "detail": detail});
+    let row = |options: serde_json::Value| json!([{"label": "pick", "status": "blocked", "next_step": "choose", "options": options}]);
+    // At the limits everything is accepted: a 120-character title and
+    // option label, 4 options, a 4,000-character option detail.
+    let at = upsert(
+        &"t".repeat(120),
+        None,
+        row(json!([
+            opt(&"l".repeat(120), &"d".repeat(4000)),
+            opt("b", ""),
+            opt("c", ""),
+            opt("d", "")
+        ])),
+    );
+    store
+        .board_upsert(&at)
+        .await
+        .unwrap()
+        .expect("created at the limits");
+
+    let e = invalid(&store, upsert(&"t".repeat(121), None, json!([]))).await;
+    assert!(
+        e.contains("board title is 121 characters") && e.contains("limit is 120"),
+        "{e}"
+    );
+    let e = invalid(&store, upsert("  ", None, json!([]))).await;
+    assert!(e.contains("board title must not be empty"), "{e}");
+    let mut up = upsert("Launch", None, json!([]));
+    up.project = String::new();
+    assert!(
+        invalid(&store, up)
+            .await
+            .contains("project must not be empty")
+    );
+    let five = json!([
+        opt("a", ""),
+        opt("b", ""),
+        opt("c", ""),
+        opt("d", ""),
+        opt("e", "")
+    ]);
+    let e = invalid(&store, upsert("Five", None, row(five))).await;
+    assert!(e.contains("5 options given; a row offers at most 4"), "{e}");
+    let e = invalid(
+        &store,
+        upsert(
+            "Long",
+            None,
+            row(json!([opt(&"l".repeat(121), ""), opt("b", "")])),
+        ),
+    )
+    .await;
+    assert!(e.contains("option label is 121 characters"), "{e}");
+    let e = invalid(
+        &store,
+        upsert("Blank", None, row(json!([opt(" ", ""), opt("b", "")]))),
+    )
+    .await;
+    assert!(e.contains("option label must not be empty"), "{e}");
+    let e = invalid(
+        &store,
+        upsert(
+            "Detail",
+            None,
+            row(json!([opt("a", &"d".repeat(4001)), opt("b", "")])),
+        ),
+    )
+    .await;
+    assert!(e.contains("option detail is 4001 characters"), "{e}");
+    assert_eq!(count(&store, "boards").await, 1, "nothing refused was written");
+}
