@@ -688,5 +688,9 @@ async fn board_input_limits_hold_at_their_exact_edges() {
     )
     .await;
     assert!(e.contains("option detail is 4001 characters"), "{e}");
-    assert_eq!(count(&store, "boards").await, 1, "nothing refused was written");
+    assert_eq!(
+        count(&store, "boards").await,
+        1,
+        "nothing refused was written"
+    );
 }

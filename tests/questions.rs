@@ -484,3 +484,26 @@ async fn validation_rejects_bad_questions_and_writes_nothing() {
     assert_eq!(count(&s, "questions").await, 0);
     assert_eq!(count(&s, "events").await, 0);
 }
+
+#[tokio::test]
+async fn a_dismissal_keeps_its_trimmed_reason_and_a_blank_one_is_none() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    let mut outcomes = Vec::new();
+    for reason in [Some("  not needed "), Some("   "), None] {
+        let q = ask(&s, &format!("Question {reason:?}")).await;
+        let closed = s
+            .dismiss_question(&q.id, reason, "alice", Source::Chat)
+            .await
+            .unwrap()
+            .expect("dismissed");
+        assert_eq!(closed.status, Status::Dismissed);
+        let read = s.get_question(&q.id).await.unwrap().expect("question");
+        assert_eq!(
+            read.outcome, closed.outcome,
+            "the stored reason is the returned one"
+        );
+        outcomes.push(read.outcome);
+    }
+    assert_eq!(outcomes, [Some("not needed".to_string()), None, None]);
+}

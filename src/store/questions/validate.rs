@@ -302,4 +302,19 @@ mod tests {
         assert!(outcome(&"o".repeat(MAX_TEXT)).is_ok());
         assert!(outcome(&"o".repeat(MAX_TEXT + 1)).is_err());
     }
+
+    #[test]
+    fn every_limit_admits_its_exact_edge() {
+        let four: Vec<_> = ["a", "b", "c", "d"].iter().map(|l| opt(l, false)).collect();
+        assert_eq!(
+            options(&four).unwrap().len(),
+            4,
+            "4 options, none recommended"
+        );
+        let longest = opt(&"l".repeat(MAX_LABEL), false);
+        assert!(options(&[opt("a", false), longest]).is_ok());
+        let mut n = q("t");
+        n.detail = "d".repeat(MAX_DETAIL);
+        assert!(question(&n).is_ok());
+    }
 }
