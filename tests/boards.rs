@@ -694,3 +694,34 @@ async fn board_input_limits_hold_at_their_exact_edges() {
         "nothing refused was written"
     );
 }
+
+#[tokio::test]
+async fn rows_resolve_by_a_unique_id_suffix_of_four_or_more_hex_digits() {
+    let db = TempDb::new();
+    let store = db.open().await;
+    let full = create(
+        &store,
+        json!([{"label": "only", "status": "blocked", "next_step": "pick"}]),
+    )
+    .await;
+    let id = full.row("only").unwrap().id.clone();
+    let by = |reference: &str| {
+        let mut a = inbox(&full.board.id, reference, "noted");
+        a.label = reference.into();
+        a
+    };
+    for suffix in [
+        &id[id.len() - 8..],
+        &id[id.len() - 4..],
+        &id.to_uppercase()[..],
+    ] {
+        let done = store.annotate(&by(suffix)).await.unwrap();
+        assert!(done.is_ok(), "`{suffix}` names the row: {done:?}");
+    }
+    // Three digits are too few to be an id: not found, even though they match.
+    let short = &id[id.len() - 3..];
+    match store.annotate(&by(short)).await.unwrap() {
+        Err(Refusal::NotFound { what }) => assert!(what.contains(short), "{what}"),
+        other => panic!("`{short}` must not resolve: {other:?}"),
+    }
+}

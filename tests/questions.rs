@@ -507,3 +507,33 @@ async fn a_dismissal_keeps_its_trimmed_reason_and_a_blank_one_is_none() {
     }
     assert_eq!(outcomes, [Some("not needed".to_string()), None, None]);
 }
+
+#[tokio::test]
+async fn snoozing_until_now_or_earlier_clears_the_snooze() {
+    let db = TempDb::new();
+    let (s, _clock) = db.open_manual(5_000_000).await;
+    let q = ask(&s, "Later?").await;
+    let snoozed = s
+        .snooze_question(&q.id, 5_000_001, "alice", Source::Inbox)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        snoozed.snoozed_until,
+        Some(5_000_001),
+        "a millisecond ahead is a snooze"
+    );
+    for until in [5_000_000, 1] {
+        let woken = s
+            .snooze_question(&q.id, until, "alice", Source::Inbox)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            woken.snoozed_until, None,
+            "until {until} is not in the future"
+        );
+        let read = s.get_question(&q.id).await.unwrap().unwrap();
+        assert_eq!(read.snoozed_until, None);
+    }
+}
