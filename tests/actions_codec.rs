@@ -293,3 +293,30 @@ async fn short_ids_and_unknown_ids() {
     let out = db.cli(&["--json", "action", &id[24..]]);
     assert_eq!(common::json(&out)["id"], id.as_str());
 }
+
+#[test]
+fn settled_means_final_and_unknown_still_waits_for_a_human() {
+    let table = [
+        (Status::Pending, false),
+        (Status::Approved, false),
+        (Status::Executing, false),
+        (Status::Executed, true),
+        (Status::Failed, true),
+        (Status::Unknown, false),
+        (Status::Rejected, true),
+        (Status::Expired, true),
+    ];
+    assert_eq!(
+        table.len(),
+        Status::ALL.len(),
+        "every status is in the table"
+    );
+    for (status, settled) in table {
+        assert_eq!(status.is_settled(), settled, "{status}");
+        assert_eq!(
+            Status::parse(status.as_str()),
+            Some(status),
+            "{status} round-trips"
+        );
+    }
+}
