@@ -320,3 +320,23 @@ fn settled_means_final_and_unknown_still_waits_for_a_human() {
         );
     }
 }
+
+#[tokio::test]
+async fn the_short_id_is_the_last_eight_characters_and_resolves() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    let a = s
+        .propose(&new_action("deploy", r#"{"to":"prod"}"#))
+        .await
+        .unwrap()
+        .action;
+    assert_eq!(a.short_id().len(), 8);
+    assert!(a.id.ends_with(a.short_id()), "{} / {}", a.id, a.short_id());
+    assert_eq!(s.get_action(a.short_id()).await.unwrap().id, a.id);
+    assert_eq!(
+        s.resolve_action_id(&a.short_id().to_uppercase())
+            .await
+            .unwrap(),
+        a.id
+    );
+}

@@ -725,3 +725,40 @@ async fn rows_resolve_by_a_unique_id_suffix_of_four_or_more_hex_digits() {
         other => panic!("`{short}` must not resolve: {other:?}"),
     }
 }
+
+#[tokio::test]
+async fn the_annotation_history_records_each_text_and_each_clear() {
+    let db = TempDb::new();
+    let store = db.open().await;
+    let full = create(
+        &store,
+        json!([{"label": "pick", "status": "blocked", "next_step": "choose"}]),
+    )
+    .await;
+    for text in ["Use Postgres.", "  "] {
+        store
+            .annotate(&inbox(&full.board.id, "pick", text))
+            .await
+            .unwrap()
+            .expect("an Inbox annotation, then its clear");
+    }
+    let raw = sqlx::SqlitePool::connect(&format!("sqlite://{}", db.path.display()))
+        .await
+        .unwrap();
+    let history: Vec<(Option<String>, Option<String>, String)> =
+        sqlx::query_as("SELECT annotation, kind, source FROM board_row_annotations ORDER BY seq")
+            .fetch_all(&raw)
+            .await
+            .unwrap();
+    assert_eq!(
+        history,
+        [
+            (
+                Some("Use Postgres.".to_string()),
+                Some("answer".to_string()),
+                "inbox".to_string()
+            ),
+            (None, None, "inbox".to_string())
+        ]
+    );
+}
