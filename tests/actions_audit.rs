@@ -251,3 +251,34 @@ async fn redaction_patterns_are_configurable_per_action() {
         json!({"pin": "[redacted]", "token": "visible"})
     );
 }
+
+#[tokio::test]
+async fn a_refused_attempt_is_audited_and_changes_nothing() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    let a = s
+        .propose(&new_action("deploy", r#"{"to":"prod"}"#))
+        .await
+        .unwrap()
+        .action;
+    let before = s.get_action(&a.id).await.unwrap();
+    let mallory = Actor {
+        name: "mallory",
+        channel: "chat",
+    };
+    s.audit_refused_attempt(&a.id, mallory, "not on the approvers' list")
+        .await
+        .unwrap();
+    let after = s.get_action(&a.id).await.unwrap();
+    assert_eq!(
+        (after.status, after.approvals, after.updated_at),
+        (before.status, before.approvals, before.updated_at)
+    );
+    let audit = s.action_audit(&a.id).await.unwrap();
+    let last = audit.last().expect("audit rows");
+    assert_eq!(
+        (last.event.as_str(), last.actor.as_str()),
+        ("refused_attempt", "mallory")
+    );
+    assert_eq!(last.details["reason"], "not on the approvers' list");
+}

@@ -340,3 +340,27 @@ async fn the_short_id_is_the_last_eight_characters_and_resolves() {
         a.id
     );
 }
+
+#[tokio::test]
+async fn arguments_stop_at_exactly_one_mebibyte() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    let args = |len: usize| format!(r#"{{"a":"{}"}}"#, "x".repeat(len - 8));
+    let at = args(1024 * 1024);
+    assert_eq!(at.len(), 1024 * 1024);
+    s.propose(&new_action("big", &at))
+        .await
+        .expect("1 MiB of arguments is accepted");
+    let over = args(1024 * 1024 + 1);
+    let e = s
+        .propose(&new_action("bigger", &over))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("1048577 bytes") && e.contains("1 MiB"), "{e}");
+    assert_eq!(
+        count(&s, "actions").await,
+        1,
+        "the refused one wrote nothing"
+    );
+}

@@ -762,3 +762,50 @@ async fn the_annotation_history_records_each_text_and_each_clear() {
         ]
     );
 }
+
+#[tokio::test]
+async fn board_list_filters_by_project_and_archive_newest_first() {
+    let db = TempDb::new();
+    let (store, clock) = db.open_manual(1_000_000).await;
+    let mut made = Vec::new();
+    for (project, title) in [
+        ("proj", "First"),
+        ("other", "Elsewhere"),
+        ("proj", "Second"),
+    ] {
+        let mut up = upsert(
+            title,
+            None,
+            json!([{"label": "a", "status": "blocked", "next_step": "x"}]),
+        );
+        up.project = project.into();
+        made.push(store.board_upsert(&up).await.unwrap().expect("created"));
+        clock.advance(1000);
+    }
+    let titles = |boards: Vec<handoff::store::boards::Board>| {
+        boards.into_iter().map(|b| b.title).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        titles(store.board_list(Some("proj"), false).await.unwrap()),
+        ["Second", "First"]
+    );
+    assert_eq!(
+        titles(store.board_list(None, false).await.unwrap()),
+        ["Second", "Elsewhere", "First"]
+    );
+    let first = &made[0].board;
+    store
+        .board_archive(&first.id, None, first.board_version, "ann")
+        .await
+        .unwrap()
+        .expect("archived");
+    assert_eq!(
+        titles(store.board_list(Some("proj"), false).await.unwrap()),
+        ["Second"]
+    );
+    assert_eq!(
+        titles(store.board_list(Some("proj"), true).await.unwrap()),
+        ["First", "Second"],
+        "with archived ones, the just-archived board is the newest"
+    );
+}
