@@ -509,3 +509,38 @@ async fn a_fresh_block_starts_from_nothing_but_keeps_an_undelivered_annotation()
         Some("undelivered aside")
     );
 }
+
+#[tokio::test]
+async fn the_handled_mark_is_delivered_only_as_read() {
+    let db = TempDb::new();
+    let (agent, clock) = db.open_manual(1_000_000).await;
+    let b = board(
+        &agent,
+        json!([{"label":"acct","status":"blocked","next_step":"create it"},
+               {"label":"card","status":"blocked","next_step":"add it"}]),
+    )
+    .await;
+    let mark = |label: &str| Handled {
+        board: b.board.id.clone(),
+        label: label.into(),
+        by: "ann".into(),
+        ..Handled::default()
+    };
+    agent.mark_handled(&mark("acct")).await.unwrap().unwrap();
+    agent.mark_handled(&mark("card")).await.unwrap().unwrap();
+    let read = agent.pending_rows_peek(None, None).await.unwrap();
+    assert_eq!(read.len(), 2);
+    // The human takes back and re-marks `card` after the agent read it: a
+    // new mark the agent has not seen.
+    clock.advance(1000);
+    agent.clear_handled(&mark("card")).await.unwrap().unwrap();
+    agent.mark_handled(&mark("card")).await.unwrap().unwrap();
+    assert_eq!(
+        agent.mark_rows_delivered(&read, "a").await.unwrap(),
+        [true, false],
+        "acct delivered as read; card's mark changed since"
+    );
+    let rows = agent.board_get(&b.board.id, None).await.unwrap().unwrap();
+    assert!(rows.row("acct").unwrap().handled_seen_at.is_some());
+    assert!(rows.row("card").unwrap().handled_seen_at.is_none());
+}
