@@ -809,3 +809,54 @@ async fn board_list_filters_by_project_and_archive_newest_first() {
         "with archived ones, the just-archived board is the newest"
     );
 }
+
+#[tokio::test]
+async fn an_advance_validates_every_part_of_the_next_step_before_writing() {
+    let db = TempDb::new();
+    let store = db.open().await;
+    let full = create(
+        &store,
+        json!([{"label": "a", "status": "blocked", "next_step": "first"}]),
+    )
+    .await;
+    let long = "n".repeat(4001);
+    let five: Vec<handoff::store::boards::RowOption> = serde_json::from_value(
+        json!([{"label":"1"},{"label":"2"},{"label":"3"},{"label":"4"},{"label":"5"}]),
+    )
+    .unwrap();
+    let cases: [(&str, Box<dyn Fn(&mut NextStep)>); 3] = [
+        ("note", Box::new(|n: &mut NextStep| n.note = long.clone())),
+        (
+            "impact",
+            Box::new(|n: &mut NextStep| n.impact = long.clone()),
+        ),
+        (
+            "options",
+            Box::new(|n: &mut NextStep| n.options = five.clone()),
+        ),
+    ];
+    for (what, spoil) in cases {
+        let mut a = advance(&full, "a", "second");
+        spoil(&mut a.next);
+        match store.board_advance(&a).await {
+            Err(handoff::store::Error::Invalid(msg)) => {
+                assert!(
+                    msg.contains("4001 characters") || msg.contains("5 options"),
+                    "{what}: {msg}"
+                )
+            }
+            other => panic!("{what}: want invalid input, got {other:?}"),
+        }
+    }
+    let read = store
+        .board_get(&full.board.id, None)
+        .await
+        .unwrap()
+        .expect("board");
+    assert_eq!(
+        read.row("a").unwrap().next_step,
+        "first",
+        "nothing was written"
+    );
+    assert_eq!(read.board.board_version, full.board.board_version);
+}
