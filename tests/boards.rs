@@ -824,7 +824,7 @@ async fn an_advance_validates_every_part_of_the_next_step_before_writing() {
         json!([{"label":"1"},{"label":"2"},{"label":"3"},{"label":"4"},{"label":"5"}]),
     )
     .unwrap();
-    let cases: [(&str, Box<dyn Fn(&mut NextStep)>); 3] = [
+    let cases: [(&str, Box<dyn Fn(&mut NextStep)>); 4] = [
         ("note", Box::new(|n: &mut NextStep| n.note = long.clone())),
         (
             "impact",
@@ -834,6 +834,10 @@ async fn an_advance_validates_every_part_of_the_next_step_before_writing() {
             "options",
             Box::new(|n: &mut NextStep| n.options = five.clone()),
         ),
+        (
+            "context",
+            Box::new(|n: &mut NextStep| n.context = "c".repeat(20_001)),
+        ),
     ];
     for (what, spoil) in cases {
         let mut a = advance(&full, "a", "second");
@@ -841,13 +845,20 @@ async fn an_advance_validates_every_part_of_the_next_step_before_writing() {
         match store.board_advance(&a).await {
             Err(handoff::store::Error::Invalid(msg)) => {
                 assert!(
-                    msg.contains("4001 characters") || msg.contains("5 options"),
+                    msg.contains("4001 characters")
+                        || msg.contains("20001 bytes")
+                        || msg.contains("20001 characters")
+                        || msg.contains("5 options"),
                     "{what}: {msg}"
                 )
             }
             other => panic!("{what}: want invalid input, got {other:?}"),
         }
     }
+    let mut a = advance(&full, "a", "second");
+    a.outcome = Some(long.clone());
+    let e = store.board_advance(&a).await.unwrap_err().to_string();
+    assert!(e.contains("4001 characters"), "outcome: {e}");
     let read = store
         .board_get(&full.board.id, None)
         .await
