@@ -871,3 +871,53 @@ async fn an_advance_validates_every_part_of_the_next_step_before_writing() {
     );
     assert_eq!(read.board.board_version, full.board.board_version);
 }
+
+#[tokio::test]
+async fn a_blocked_row_is_re_announced_only_when_its_step_changes() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    let mut full = create(
+        &s,
+        json!([{"label": "a", "status": "blocked", "next_step": "pick", "note": "n",
+                "impact": "i", "context": "c", "owner": "decision",
+                "options": [{"label": "x"}, {"label": "y"}]}]),
+    )
+    .await;
+    let changes = [
+        json!({"note": "n2"}),
+        json!({"next_step": "pick again"}),
+        json!({"owner": "task"}),
+        json!({"impact": "i2"}),
+        json!({"options": [{"label": "x"}, {"label": "z"}]}),
+        json!({"context": "c2"}),
+        json!({"outcome": "partly done"}),
+    ];
+    let mut announced = Vec::new();
+    for change in changes {
+        let mut row = json!({"label": "a", "revision": full.row("a").unwrap().revision});
+        row.as_object_mut()
+            .unwrap()
+            .extend(change.as_object().unwrap().clone());
+        let start = s.last_event_seq().await.unwrap();
+        full = s
+            .board_upsert(&upsert(
+                "Launch",
+                Some(full.board.board_version),
+                json!([row]),
+            ))
+            .await
+            .unwrap()
+            .expect("updated");
+        let kinds = kinds(&s, start).await;
+        assert!(
+            kinds.contains(&"row.updated".to_string()),
+            "{change}: {kinds:?}"
+        );
+        announced.push(kinds.contains(&"row.blocked".to_string()));
+    }
+    assert_eq!(
+        announced,
+        [true, true, true, true, true, true, false],
+        "every field a human reads re-announces the row; an outcome alone does not"
+    );
+}
