@@ -364,3 +364,27 @@ async fn arguments_stop_at_exactly_one_mebibyte() {
         "the refused one wrote nothing"
     );
 }
+
+#[tokio::test]
+async fn a_claim_needs_both_an_owner_and_a_positive_lease() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    let a = s
+        .propose(&new_action("deploy", r#"{"to":"prod"}"#))
+        .await
+        .unwrap()
+        .action;
+    s.approve(&a.id, Actor::cli("alice"), None).await.unwrap();
+    for (owner, lease) in [("  ", 60_000), ("exec-1", 0), ("exec-1", -5)] {
+        let e = s.claim(&a.id, owner, lease).await.unwrap_err().to_string();
+        assert!(
+            e.contains("owner id and a positive lease"),
+            "{owner:?}/{lease}: {e}"
+        );
+    }
+    assert_eq!(s.get_action(&a.id).await.unwrap().status, Status::Approved);
+    assert!(matches!(
+        s.claim(&a.id, "exec-1", 60_000).await.unwrap(),
+        ClaimOutcome::Claimed { .. }
+    ));
+}

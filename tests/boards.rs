@@ -921,3 +921,28 @@ async fn a_blocked_row_is_re_announced_only_when_its_step_changes() {
         "every field a human reads re-announces the row; an outcome alone does not"
     );
 }
+
+#[tokio::test]
+async fn boards_resolve_by_a_unique_id_suffix_of_four_or_more_hex_digits() {
+    let db = TempDb::new();
+    let store = db.open().await;
+    let full = create(&store, json!([])).await;
+    let id = full.board.id.clone();
+    for reference in [
+        &id[..],
+        &id[id.len() - 4..],
+        &id.to_uppercase()[id.len() - 8..],
+    ] {
+        let got = store.board_get(reference, None).await.unwrap();
+        assert_eq!(
+            got.map(|b| b.board.id).ok(),
+            Some(id.clone()),
+            "`{reference}`"
+        );
+    }
+    let short = &id[id.len() - 3..];
+    match store.board_get(short, None).await.unwrap() {
+        Err(Refusal::NotFound { what }) => assert!(what.contains(short), "{what}"),
+        other => panic!("`{short}` must not resolve: {other:?}"),
+    }
+}
