@@ -154,3 +154,25 @@ async fn an_expired_holder_does_not_answer_for_its_dedup_key() {
     assert_ne!(again.action.id, first);
     assert_eq!(s.get_action(&first).await.unwrap().status, Status::Expired);
 }
+
+#[tokio::test]
+async fn waiting_on_a_lapsed_action_settles_it_as_expired() {
+    let db = TempDb::new();
+    let (s, clock) = db.open_manual(T0).await;
+    let id = propose_ttl(&s, 1000, OnExpire::Expire).await;
+    clock.set(T0 + 5000);
+    // Nobody expired it yet: the stored status is still pending.
+    let out = s
+        .wait_action(&id, std::time::Duration::from_secs(2), |st| st.is_settled())
+        .await
+        .unwrap();
+    match out {
+        handoff::store::actions::Settled::Done { action } => {
+            assert_eq!(action.status, Status::Expired)
+        }
+        other => panic!("the wait must settle it as expired: {other:?}"),
+    }
+    assert_eq!(s.get_action(&id).await.unwrap().status, Status::Expired);
+    let audit = s.action_audit(&id).await.unwrap();
+    assert_eq!(audit.last().unwrap().event, "expired");
+}
