@@ -331,3 +331,40 @@ async fn purge_deletes_settled_actions_with_their_audit_and_refuses_live_ones() 
     let out = db.cli(&["purge", "--before", "not-a-date"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[tokio::test]
+async fn a_running_verifier_holds_a_two_minute_lease_that_a_second_recovery_respects() {
+    let db = TempDb::new();
+    let (s, clock) = db.open_manual(1_800_000_000_000).await;
+    let id = interrupted(&s, &clock, "sleep 1; echo executed").await;
+    let now = handoff::clock::Clock::now_ms(&*clock);
+    let first = {
+        let s = s.clone();
+        tokio::spawn(async move { s.recover().await.unwrap() })
+    };
+    // Wait until the recoverer has taken the action over for its verifier.
+    let held = loop {
+        let a = s.get_action(&id).await.unwrap();
+        if a.owner
+            .as_deref()
+            .is_some_and(|o| o.starts_with("recovery:"))
+        {
+            break a;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    };
+    assert_eq!(
+        held.lease_until,
+        Some(now + 120_000),
+        "a 2-minute verifier lease"
+    );
+    // Another recovery meanwhile (the same clock) leaves it alone.
+    let second = s.recover().await.unwrap();
+    assert!(
+        second.unknown.is_empty() && second.verified_executed.is_empty() && second.rerun.is_empty(),
+        "{second:?}"
+    );
+    let rep = first.await.unwrap();
+    assert_eq!(rep.verified_executed.len(), 1);
+    assert_eq!(s.get_action(&id).await.unwrap().status, Status::Executed);
+}

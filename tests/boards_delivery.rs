@@ -535,11 +535,20 @@ async fn the_handled_mark_is_delivered_only_as_read() {
     clock.advance(1000);
     agent.clear_handled(&mark("card")).await.unwrap().unwrap();
     agent.mark_handled(&mark("card")).await.unwrap().unwrap();
+    let start = agent.last_event_seq().await.unwrap();
     assert_eq!(
         agent.mark_rows_delivered(&read, "a").await.unwrap(),
         [true, false],
         "acct delivered as read; card's mark changed since"
     );
+    // One row.delivered event, for acct, naming what was delivered.
+    let events = agent.events_after(start, 100).await.unwrap();
+    let delivered: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind == "row.delivered")
+        .map(|e| (e.payload["label"].clone(), e.payload["delivered"].clone()))
+        .collect();
+    assert_eq!(delivered, [(json!("acct"), json!(["handled"]))]);
     let rows = agent.board_get(&b.board.id, None).await.unwrap().unwrap();
     assert!(rows.row("acct").unwrap().handled_seen_at.is_some());
     assert!(rows.row("card").unwrap().handled_seen_at.is_none());
