@@ -946,3 +946,35 @@ async fn boards_resolve_by_a_unique_id_suffix_of_four_or_more_hex_digits() {
         other => panic!("`{short}` must not resolve: {other:?}"),
     }
 }
+
+#[tokio::test]
+async fn rows_keep_positions_from_one_and_new_rows_go_last() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    let full = create(&s, json!([{"label": "a"}, {"label": "b"}])).await;
+    let positions = |f: &BoardFull| {
+        f.rows
+            .iter()
+            .map(|r| (r.label.clone(), r.position))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(positions(&full), [("a".into(), 1), ("b".into(), 2)]);
+    let more = s
+        .board_upsert(&upsert(
+            "Launch",
+            Some(full.board.board_version),
+            json!([{"label": "c"}, {"label": "d"}]),
+        ))
+        .await
+        .unwrap()
+        .expect("rows added");
+    assert_eq!(
+        positions(&more),
+        [
+            ("a".into(), 1),
+            ("b".into(), 2),
+            ("c".into(), 3),
+            ("d".into(), 4)
+        ]
+    );
+}
