@@ -388,3 +388,50 @@ async fn a_claim_needs_both_an_owner_and_a_positive_lease() {
         ClaimOutcome::Claimed { .. }
     ));
 }
+
+#[tokio::test]
+async fn proposal_limits_hold_at_their_exact_edges() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    let base = || new_action("deploy", r#"{"to":"prod"}"#);
+    let mut n = 0;
+    let mut ok = |f: &dyn Fn(&mut handoff::store::actions::NewAction)| {
+        let mut a = base();
+        n += 1;
+        a.dedup_key = Some(format!("edge-{n}"));
+        f(&mut a);
+        a
+    };
+    let accepted = [
+        ok(&|a| a.kind = "k".repeat(100)),
+        ok(&|a| a.summary = "s".repeat(500)),
+        ok(&|a| a.approvals_required = 100),
+        ok(&|a| a.approvals_required = 1),
+        ok(&|a| a.ttl_ms = Some(1)),
+        ok(&|a| a.dedup_key = Some("d".repeat(200))),
+    ];
+    for a in &accepted {
+        s.propose(a).await.expect("at the limit");
+    }
+    let refused: [(&str, Box<dyn Fn(&mut handoff::store::actions::NewAction)>); 9] = [
+        ("--kind", Box::new(|a| a.kind = "k".repeat(101))),
+        ("--kind", Box::new(|a| a.kind = "  ".into())),
+        ("--summary", Box::new(|a| a.summary = "s".repeat(501))),
+        ("--summary", Box::new(|a| a.summary = " ".into())),
+        ("--approvals", Box::new(|a| a.approvals_required = 0)),
+        ("--approvals", Box::new(|a| a.approvals_required = 101)),
+        ("--ttl", Box::new(|a| a.ttl_ms = Some(0))),
+        (
+            "--dedup-key",
+            Box::new(|a| a.dedup_key = Some("d".repeat(201))),
+        ),
+        ("--exec", Box::new(|a| a.exec = Some(Vec::new()))),
+    ];
+    for (flag, spoil) in refused {
+        let mut a = base();
+        spoil(&mut a);
+        let e = s.propose(&a).await.unwrap_err().to_string();
+        assert!(e.contains(flag), "{flag}: {e}");
+    }
+    assert_eq!(count(&s, "actions").await, accepted.len() as i64);
+}

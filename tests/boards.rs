@@ -978,3 +978,48 @@ async fn rows_keep_positions_from_one_and_new_rows_go_last() {
         ]
     );
 }
+
+#[tokio::test]
+async fn only_a_handled_row_needs_an_outcome_to_leave_blocked() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    let full = create(
+        &s,
+        json!([{"label": "plain", "status": "blocked", "next_step": "x"},
+               {"label": "marked", "status": "blocked", "next_step": "y"}]),
+    )
+    .await;
+    s.mark_handled(&handled(&full.board.id, "marked"))
+        .await
+        .unwrap()
+        .unwrap();
+    let full = s.board_get(&full.board.id, None).await.unwrap().unwrap();
+    let rev = |f: &BoardFull, l: &str| f.row(l).unwrap().revision;
+    // A row nobody marked leaves blocked without an outcome; a marked row
+    // may change while it stays blocked.
+    let full = s
+        .board_upsert(&upsert(
+            "Launch",
+            Some(full.board.board_version),
+            json!([{"label": "plain", "revision": rev(&full, "plain"), "status": "done"},
+                   {"label": "marked", "revision": rev(&full, "marked"), "note": "still on it"}]),
+        ))
+        .await
+        .unwrap()
+        .expect("no outcome needed for either");
+    // The marked row leaving blocked without an outcome is refused.
+    let refused = s
+        .board_upsert(&upsert(
+            "Launch",
+            Some(full.board.board_version),
+            json!([{"label": "marked", "revision": rev(&full, "marked"), "status": "done"}]),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        refused.unwrap_err(),
+        Refusal::OutcomeRequired {
+            label: "marked".into()
+        }
+    );
+}
