@@ -1023,3 +1023,20 @@ async fn only_a_handled_row_needs_an_outcome_to_leave_blocked() {
         }
     );
 }
+
+#[tokio::test]
+async fn a_new_row_with_an_outcome_is_stamped_with_its_time() {
+    let db = TempDb::new();
+    let (s, _clock) = db.open_manual(1_700_000_000_000).await;
+    let full = create(
+        &s,
+        json!([{"label": "done", "status": "done", "outcome": "shipped"},
+               {"label": "open", "status": "tracked"}]),
+    )
+    .await;
+    assert_eq!(
+        full.row("done").unwrap().outcome_at,
+        Some(1_700_000_000_000)
+    );
+    assert_eq!(full.row("open").unwrap().outcome_at, None);
+}
