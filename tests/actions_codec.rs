@@ -413,7 +413,8 @@ async fn proposal_limits_hold_at_their_exact_edges() {
     for a in &accepted {
         s.propose(a).await.expect("at the limit");
     }
-    let refused: [(&str, Box<dyn Fn(&mut handoff::store::actions::NewAction)>); 9] = [
+    type Spoil = Box<dyn Fn(&mut handoff::store::actions::NewAction)>;
+    let refused: [(&str, Spoil); 9] = [
         ("--kind", Box::new(|a| a.kind = "k".repeat(101))),
         ("--kind", Box::new(|a| a.kind = "  ".into())),
         ("--summary", Box::new(|a| a.summary = "s".repeat(501))),

@@ -824,7 +824,8 @@ async fn an_advance_validates_every_part_of_the_next_step_before_writing() {
         json!([{"label":"1"},{"label":"2"},{"label":"3"},{"label":"4"},{"label":"5"}]),
     )
     .unwrap();
-    let cases: [(&str, Box<dyn Fn(&mut NextStep)>); 4] = [
+    type Spoil<'a> = Box<dyn Fn(&mut NextStep) + 'a>;
+    let cases: [(&str, Spoil); 4] = [
         ("note", Box::new(|n: &mut NextStep| n.note = long.clone())),
         (
             "impact",
