@@ -1041,3 +1041,74 @@ async fn a_new_row_with_an_outcome_is_stamped_with_its_time() {
     );
     assert_eq!(full.row("open").unwrap().outcome_at, None);
 }
+
+#[tokio::test]
+async fn an_outcome_event_is_written_once_per_new_outcome() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    let mut full = create(&s, json!([{"label": "a", "status": "tracked"}])).await;
+    let mut got = Vec::new();
+    for change in [
+        json!({"outcome": "half done"}),
+        json!({"outcome": "half done", "note": "same outcome, other field"}),
+        json!({"outcome": "all done"}),
+        json!({"outcome": ""}),
+    ] {
+        let mut row = json!({"label": "a", "revision": full.row("a").unwrap().revision});
+        row.as_object_mut()
+            .unwrap()
+            .extend(change.as_object().unwrap().clone());
+        let start = s.last_event_seq().await.unwrap();
+        full = s
+            .board_upsert(&upsert(
+                "Launch",
+                Some(full.board.board_version),
+                json!([row]),
+            ))
+            .await
+            .unwrap()
+            .expect("updated");
+        let outcomes: Vec<_> = s
+            .events_after(start, 100)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.kind == "row.outcome")
+            .map(|e| e.payload["outcome"].clone())
+            .collect();
+        got.push(outcomes);
+    }
+    assert_eq!(
+        got,
+        [
+            vec![json!("half done")],
+            vec![],
+            vec![json!("all done")],
+            vec![]
+        ]
+    );
+}
+
+#[tokio::test]
+async fn one_write_takes_at_most_500_rows() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    let rows = |n: usize| {
+        json!(
+            (0..n)
+                .map(|i| json!({"label": format!("r{i}")}))
+                .collect::<Vec<_>>()
+        )
+    };
+    let e = invalid(&s, upsert("Too many", None, rows(501))).await;
+    assert!(
+        e.contains("501 rows given; one write takes at most 500"),
+        "{e}"
+    );
+    let full = s
+        .board_upsert(&upsert("Just enough", None, rows(500)))
+        .await
+        .unwrap()
+        .expect("500 rows are accepted");
+    assert_eq!(full.rows.len(), 500);
+}
