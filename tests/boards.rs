@@ -1112,3 +1112,39 @@ async fn one_write_takes_at_most_500_rows() {
         .expect("500 rows are accepted");
     assert_eq!(full.rows.len(), 500);
 }
+
+#[tokio::test]
+async fn a_later_upsert_moves_the_board_to_its_agent_and_session() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    let mut full = create(&s, json!([{"label": "a"}])).await;
+    assert_eq!(
+        (full.board.agent.as_str(), full.board.session.as_str()),
+        ("claude", "s1")
+    );
+    let mut seen = Vec::new();
+    for (i, (agent, session)) in [("codex", ""), ("", "s2"), ("", "")]
+        .into_iter()
+        .enumerate()
+    {
+        let mut up = upsert(
+            "Launch",
+            Some(full.board.board_version),
+            json!([{"label": "a", "revision": full.row("a").unwrap().revision, "note": format!("round {i}")}]),
+        );
+        up.agent = agent.into();
+        up.session = session.into();
+        full = s.board_upsert(&up).await.unwrap().expect("updated");
+        let read = s.board_get(&full.board.id, None).await.unwrap().unwrap();
+        seen.push((read.board.agent, read.board.session));
+    }
+    assert_eq!(
+        seen,
+        [
+            ("codex".to_string(), "s1".to_string()),
+            ("codex".to_string(), "s2".to_string()),
+            ("codex".to_string(), "s2".to_string())
+        ],
+        "a blank agent or session keeps the one on the board"
+    );
+}
