@@ -414,7 +414,7 @@ async fn proposal_limits_hold_at_their_exact_edges() {
         s.propose(a).await.expect("at the limit");
     }
     type Spoil = Box<dyn Fn(&mut handoff::store::actions::NewAction)>;
-    let refused: [(&str, Spoil); 9] = [
+    let refused: [(&str, Spoil); 10] = [
         ("--kind", Box::new(|a| a.kind = "k".repeat(101))),
         ("--kind", Box::new(|a| a.kind = "  ".into())),
         ("--summary", Box::new(|a| a.summary = "s".repeat(501))),
@@ -426,6 +426,7 @@ async fn proposal_limits_hold_at_their_exact_edges() {
             "--dedup-key",
             Box::new(|a| a.dedup_key = Some("d".repeat(201))),
         ),
+        ("--dedup-key", Box::new(|a| a.dedup_key = Some("  ".into()))),
         ("--exec", Box::new(|a| a.exec = Some(Vec::new()))),
     ];
     for (flag, spoil) in refused {
@@ -435,4 +436,23 @@ async fn proposal_limits_hold_at_their_exact_edges() {
         assert!(e.contains(flag), "{flag}: {e}");
     }
     assert_eq!(count(&s, "actions").await, accepted.len() as i64);
+}
+
+#[tokio::test]
+async fn a_failed_insert_reports_its_own_cause_not_a_dedup_conflict() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    // The database refuses the write for a reason of its own (a full disk,
+    // here a trigger standing in for it).
+    let raw = common::raw_pool(&db.path).await;
+    sqlx::query(
+        "CREATE TRIGGER refuse BEFORE INSERT ON actions BEGIN SELECT RAISE(ABORT, 'the disk is full'); END",
+    )
+    .execute(&raw)
+    .await
+    .unwrap();
+    let mut a = new_action("deploy", r#"{"to":"prod"}"#);
+    a.dedup_key = Some("deploy-prod".into());
+    let e = s.propose(&a).await.unwrap_err().to_string();
+    assert!(e.contains("the disk is full"), "{e}");
 }

@@ -117,7 +117,8 @@ async fn a_login_link_works_once_and_sets_a_strict_http_only_cookie() {
         "HttpOnly",
         "SameSite=Strict",
         "Path=/",
-        &format!("Max-Age={}", SESSION_TTL_MS / 1000),
+        // A browser session lasts 7 days.
+        "Max-Age=604800",
     ] {
         assert!(
             cookie.split("; ").any(|f| f == flag),
@@ -554,4 +555,19 @@ async fn a_real_daemon_takes_the_cookie_from_its_own_login_link() {
     assert_eq!(shown["question"]["reply"]["source"], "inbox");
     assert_eq!(shown["question"]["reply"]["by"], "carol");
     drop(daemon);
+}
+
+#[tokio::test]
+async fn a_login_link_may_last_at_most_seven_days() {
+    let db = common::TempDb::new();
+    let store = db.open().await;
+    let week = 7 * 24 * 3600 * 1000;
+    store
+        .inbox_link_create("alice", week)
+        .await
+        .expect("7 days is allowed");
+    for bad in [week + 1, 0, -1] {
+        let e = store.inbox_link_create("alice", bad).await.unwrap_err();
+        assert!(e.to_string().contains("at most 7 days"), "{bad}: {e}");
+    }
 }
