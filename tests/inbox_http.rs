@@ -571,3 +571,27 @@ async fn a_login_link_may_last_at_most_seven_days() {
         assert!(e.to_string().contains("at most 7 days"), "{bad}: {e}");
     }
 }
+
+#[tokio::test]
+async fn a_login_link_names_one_to_64_printable_characters() {
+    let db = common::TempDb::new();
+    let store = db.open().await;
+    for good in ["a".repeat(64), "я".repeat(64)] {
+        store
+            .inbox_link_create(&good, 600_000)
+            .await
+            .expect("64 characters is allowed");
+    }
+    for bad in [
+        "a".repeat(65),
+        "  ".into(),
+        "ann\nlee".into(),
+        "tab\there".into(),
+    ] {
+        let e = store.inbox_link_create(&bad, 600_000).await.unwrap_err();
+        assert!(
+            e.to_string().contains("1 to 64 printable characters"),
+            "{bad:?}: {e}"
+        );
+    }
+}
