@@ -562,10 +562,11 @@ async fn a_login_link_may_last_at_most_seven_days() {
     let db = common::TempDb::new();
     let store = db.open().await;
     let week = 7 * 24 * 3600 * 1000;
-    store
+    let link = store
         .inbox_link_create("alice", week)
         .await
         .expect("7 days is allowed");
+    assert_eq!(link.expires_at, link.created_at + week);
     for bad in [week + 1, 0, -1] {
         let e = store.inbox_link_create("alice", bad).await.unwrap_err();
         assert!(e.to_string().contains("at most 7 days"), "{bad}: {e}");
