@@ -292,6 +292,9 @@ mod tests {
         assert!(!constant_time_eq(b"abc", b"abd"));
         assert!(!constant_time_eq(b"abc", b"ab"));
         assert!(constant_time_eq(b"", b""));
+        // Two differences whose XORs cancel must still be a difference.
+        assert!(!constant_time_eq(b"ab", b"`c"));
+        assert!(!constant_time_eq(b"\x01\x01", b"\x00\x00"));
     }
 
     #[test]
