@@ -288,3 +288,22 @@ async fn serve_refuses_a_public_address_without_tokens() {
         common::stderr(&out)
     );
 }
+
+#[tokio::test]
+async fn a_token_name_is_1_to_64_characters() {
+    let db = common::TempDb::new();
+    let store = db.open().await;
+    for good in ["a".repeat(64), "я".repeat(64)] {
+        store
+            .token_create(&good, Role::Agent, None)
+            .await
+            .expect("64 characters is allowed");
+    }
+    for bad in ["a".repeat(65), "   ".into()] {
+        let e = store
+            .token_create(&bad, Role::Agent, None)
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("1 to 64 characters"), "{bad:?}: {e}");
+    }
+}
