@@ -281,6 +281,12 @@ mod tests {
         ] {
             assert!(parse_object("args", bad).is_err(), "{bad}");
         }
+        // A high surrogate followed by another escape, or by text that only
+        // looks like a low surrogate, is alone: the message names it.
+        for alone in [r#"{"a":"\ud800\n"}"#, r#"{"a":"\ud800abdc00"}"#] {
+            let e = parse_object("args", alone).unwrap_err();
+            assert!(e.contains("lone surrogate \\ud800"), "{alone}: {e}");
+        }
         let big = format!(r#"{{"a":"{}"}}"#, "x".repeat(MAX_ARGS_BYTES));
         assert!(parse_object("args", &big).unwrap_err().contains("limit"));
     }
