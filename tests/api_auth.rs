@@ -307,3 +307,37 @@ async fn a_token_name_is_1_to_64_characters() {
         assert!(e.to_string().contains("1 to 64 characters"), "{bad:?}: {e}");
     }
 }
+
+#[tokio::test]
+async fn token_lifecycle_is_in_the_event_log_and_tokens_exist_follows_it() {
+    let db = common::TempDb::new();
+    let store = db.open().await;
+    assert!(
+        !store.tokens_exist().await.unwrap(),
+        "a fresh store has none"
+    );
+    let start = store.last_event_seq().await.unwrap();
+    let created = store
+        .token_create("ci", Role::Agent, Some("proj"))
+        .await
+        .unwrap();
+    assert!(store.tokens_exist().await.unwrap());
+    store.token_revoke("ci").await.unwrap();
+    assert!(
+        !store.tokens_exist().await.unwrap(),
+        "a revoked token does not count"
+    );
+    let events = store.events_after(start, 100).await.unwrap();
+    let kinds: Vec<_> = events.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["token.created", "token.revoked"]);
+    for e in &events {
+        assert_eq!(
+            (e.payload["name"].as_str(), e.project.as_str()),
+            (Some("ci"), "proj")
+        );
+        assert!(
+            !e.payload.to_string().contains(&created.secret),
+            "no secret in the log"
+        );
+    }
+}
