@@ -287,6 +287,20 @@ mod tests {
             let e = parse_object("args", alone).unwrap_err();
             assert!(e.contains("lone surrogate \\ud800"), "{alone}: {e}");
         }
+        // Anything but an object is refused with its type in words.
+        for (json, words) in [
+            ("[1,2]", "not an array"),
+            ("\"s\"", "not a string"),
+            ("7", "not a number"),
+            ("true", "not a boolean"),
+            ("null", "not null"),
+        ] {
+            let e = parse_object("args", json).unwrap_err();
+            assert!(
+                e.contains("must be a JSON object") && e.contains(words),
+                "{json}: {e}"
+            );
+        }
         let big = format!(r#"{{"a":"{}"}}"#, "x".repeat(MAX_ARGS_BYTES));
         assert!(parse_object("args", &big).unwrap_err().contains("limit"));
     }
