@@ -68,6 +68,31 @@ fn handled(board: &str, label: &str) -> Handled {
     }
 }
 
+/// Apply `change` (row fields as JSON) to row `label` at its current
+/// revision; returns the board after and the events the write appended.
+async fn change_row(
+    store: &Store,
+    full: &BoardFull,
+    label: &str,
+    change: &serde_json::Value,
+) -> (BoardFull, Vec<handoff::store::events::Event>) {
+    let mut row = json!({"label": label, "revision": full.row(label).unwrap().revision});
+    row.as_object_mut()
+        .unwrap()
+        .extend(change.as_object().unwrap().clone());
+    let start = store.last_event_seq().await.unwrap();
+    let after = store
+        .board_upsert(&upsert(
+            "Launch",
+            Some(full.board.board_version),
+            json!([row]),
+        ))
+        .await
+        .unwrap()
+        .expect("updated");
+    (after, store.events_after(start, 100).await.unwrap())
+}
+
 async fn kinds(store: &Store, after: i64) -> Vec<String> {
     store
         .events_after(after, 1000)
@@ -895,21 +920,9 @@ async fn a_blocked_row_is_re_announced_only_when_its_step_changes() {
     ];
     let mut announced = Vec::new();
     for change in changes {
-        let mut row = json!({"label": "a", "revision": full.row("a").unwrap().revision});
-        row.as_object_mut()
-            .unwrap()
-            .extend(change.as_object().unwrap().clone());
-        let start = s.last_event_seq().await.unwrap();
-        full = s
-            .board_upsert(&upsert(
-                "Launch",
-                Some(full.board.board_version),
-                json!([row]),
-            ))
-            .await
-            .unwrap()
-            .expect("updated");
-        let kinds = kinds(&s, start).await;
+        let (after, events) = change_row(&s, &full, "a", &change).await;
+        full = after;
+        let kinds: Vec<String> = events.into_iter().map(|e| e.kind).collect();
         assert!(
             kinds.contains(&"row.updated".to_string()),
             "{change}: {kinds:?}"
@@ -1054,24 +1067,9 @@ async fn an_outcome_event_is_written_once_per_new_outcome() {
         json!({"outcome": "all done"}),
         json!({"outcome": ""}),
     ] {
-        let mut row = json!({"label": "a", "revision": full.row("a").unwrap().revision});
-        row.as_object_mut()
-            .unwrap()
-            .extend(change.as_object().unwrap().clone());
-        let start = s.last_event_seq().await.unwrap();
-        full = s
-            .board_upsert(&upsert(
-                "Launch",
-                Some(full.board.board_version),
-                json!([row]),
-            ))
-            .await
-            .unwrap()
-            .expect("updated");
-        let outcomes: Vec<_> = s
-            .events_after(start, 100)
-            .await
-            .unwrap()
+        let (after, events) = change_row(&s, &full, "a", &change).await;
+        full = after;
+        let outcomes: Vec<_> = events
             .into_iter()
             .filter(|e| e.kind == "row.outcome")
             .map(|e| e.payload["outcome"].clone())
