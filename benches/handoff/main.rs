@@ -52,7 +52,7 @@ impl Table {
     }
 }
 
-/// The sections in the order they run: name, what it needs to know.
+/// The section names, in the order they run.
 const SECTIONS: [&str; 8] = [
     "store", "actions", "chat", "wake", "wait", "api", "rss", "startup",
 ];

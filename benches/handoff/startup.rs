@@ -122,6 +122,7 @@ async fn start_once(db: &Path, dir: &Path) -> Duration {
 
 fn stop(child: &mut Child) {
     // SIGTERM, as an operator would; the daemon shuts down cleanly.
-    let _ = Command::new("kill").arg(child.id().to_string()).status();
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
     let _ = child.wait();
 }
