@@ -255,6 +255,7 @@ async fn a_blocked_row_takes_a_chat_answer_and_a_handled_mark() {
         msg.text
     );
 
+    common::until_recorded(&db, TEAM, msg.message_id).await;
     fake.send_text(TEAM, CAROL, "done, TTL 300", Some(msg.message_id));
     fake.until(30, "the answer recorded", |f| {
         f.sent_texts(TEAM)

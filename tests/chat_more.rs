@@ -194,6 +194,7 @@ async fn start_pairing_admits_a_new_user_from_the_host() {
                 .find(|m| m.text.contains("Paired?"))
         })
         .await;
+    common::until_recorded(&db, ME, msg.message_id).await;
     fake.send_text(ME, NEWBIE, "yes, paired", Some(msg.message_id));
     fake.until(30, "the newcomer's answer recorded", |f| {
         f.sent_texts(ME)

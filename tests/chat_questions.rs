@@ -139,6 +139,7 @@ async fn clarify_corrects_a_chat_answer_but_never_an_inbox_answer() {
     let msg = message_of(&fake, &id).await;
     let short = id[id.len() - 8..].to_string();
 
+    common::until_recorded(&db, ME, msg.message_id).await;
     fake.send_text(ME, ME, "v1.2", Some(msg.message_id));
     fake.until(30, "the reply to be recorded", |f| {
         f.sent_texts(ME)
@@ -263,6 +264,7 @@ async fn strangers_foreign_buttons_and_stray_messages_get_clear_answers() {
             .find(|t| t.contains("isn't one of my items"))
     })
     .await;
+    common::until_recorded(&db, ME, msg.message_id).await;
     fake.send_text(ME, ME, &"x".repeat(5000), Some(msg.message_id));
     fake.until(30, "over-long answer refused", |f| {
         f.sent_texts(ME)

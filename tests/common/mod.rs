@@ -144,6 +144,25 @@ pub async fn raw_pool(path: &Path) -> sqlx::SqlitePool {
         .expect("raw pool")
 }
 
+/// Wait until the daemon has recorded `message_id` in `chat_id` as one of its
+/// items' messages. The fake shows a message the moment `sendMessage` arrives,
+/// before the daemon has read the id from the response and written it down; a
+/// reply sent in that gap (a race no human wins) would be "not one of my items".
+pub async fn until_recorded(db: &TempDb, chat_id: i64, message_id: i64) {
+    let store = db.open().await;
+    let message_id = i32::try_from(message_id).expect("message id fits i32");
+    wait_for(30, "the daemon to record its message", || {
+        let store = &store;
+        async move {
+            store
+                .chat_item_of_message(chat_id, message_id)
+                .await
+                .expect("read chat_messages")
+        }
+    })
+    .await;
+}
+
 // ---------------------------------------------------------------------------
 // Notify helpers (branch `notify`).
 
