@@ -2,9 +2,11 @@
 //! questions, responds on blocked rows and decides actions, from a laptop
 //! or a phone.
 //!
-//! Login: `handoff inbox-link` prints a one-time link to `/inbox/login?code=…`;
-//! visiting it opens a browser session (an `HttpOnly`, `SameSite=Strict`
-//! cookie) and redirects to `/`. The page is static HTML, CSS and vanilla JS
+//! Login: `handoff inbox-link` prints a one-time link to `/inbox/login?code=…`.
+//! Opening it shows a "Open the Inbox" button; pressing it (a `POST`) spends
+//! the code, opens a browser session (an `HttpOnly`, `SameSite=Strict`
+//! cookie) and redirects to `/`. The `GET` changes nothing, so a chat app or
+//! mail client that fetches the link for a preview cannot use it up. The page is static HTML, CSS and vanilla JS
 //! embedded in the binary (`inbox/assets/`, nothing fetched from the
 //! internet); it reads and writes through the `/v1` API with the cookie,
 //! which the API accepts as a human-role credential (see `api::auth`), and
@@ -16,7 +18,7 @@
 //! logout and "who am I".
 
 use axum::Router;
-use axum::extract::{Query, State};
+use axum::extract::{Form, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -31,6 +33,7 @@ pub(crate) const COOKIE: &str = "handoff_inbox";
 
 const INDEX_HTML: &str = include_str!("inbox/assets/index.html");
 const LOGIN_HTML: &str = include_str!("inbox/assets/login.html");
+const CONFIRM_HTML: &str = include_str!("inbox/assets/confirm.html");
 const APP_JS: &str = include_str!("inbox/assets/app.js");
 const APP_CSS: &str = include_str!("inbox/assets/app.css");
 
@@ -43,7 +46,7 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; conn
 pub(crate) fn routes() -> Router<Shared> {
     Router::new()
         .route("/", get(index))
-        .route("/inbox/login", get(login))
+        .route("/inbox/login", get(login_page_for_link).post(login))
         .route("/inbox/logout", post(logout))
         .route("/inbox/me", get(me))
         .route("/inbox/app.js", get(app_js))
@@ -156,13 +159,55 @@ struct LoginQuery {
     code: Option<String>,
 }
 
-/// `GET /inbox/login?code=…`: trade a one-time code for a session cookie.
-async fn login(State(s): State<Shared>, Query(q): Query<LoginQuery>) -> Response {
-    let Some(code) = q.code.filter(|c| !c.trim().is_empty()) else {
-        return login_page(
+/// The code of a login request, or the page saying it has none.
+fn code_of(q: LoginQuery) -> Result<String, Response> {
+    q.code.filter(|c| !c.trim().is_empty()).ok_or_else(|| {
+        login_page(
             StatusCode::BAD_REQUEST,
             "This login link has no code in it.",
+        )
+    })
+}
+
+/// `GET /inbox/login?code=…`: a page with one button that spends the code.
+/// Nothing is written: link previews fetch with `GET` and must not log in.
+async fn login_page_for_link(Query(q): Query<LoginQuery>) -> Response {
+    let code = match code_of(q) {
+        Ok(code) => code,
+        Err(page) => return page,
+    };
+    // Codes are hex; anything else is no code of ours (and this check keeps
+    // the value safe to put into the page's HTML as it is).
+    if !code.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        return login_page(
+            StatusCode::NOT_FOUND,
+            "This login link is not one this Inbox issued.",
         );
+    }
+    document(
+        StatusCode::OK,
+        "text/html; charset=utf-8",
+        CONFIRM_HTML.replace("{{code}}", &code),
+    )
+}
+
+/// `POST /inbox/login` (form field `code`): trade a one-time code for a
+/// session cookie. A form posted from another site is refused; the login
+/// page's own form may arrive with `Origin: null` (it is served with
+/// `Referrer-Policy: no-referrer`) or none at all.
+async fn login(State(s): State<Shared>, headers: HeaderMap, Form(q): Form<LoginQuery>) -> Response {
+    let foreign = headers
+        .get(header::ORIGIN)
+        .is_some_and(|o| o.as_bytes() != b"null" && !same_origin(&headers));
+    if foreign {
+        return login_page(
+            StatusCode::FORBIDDEN,
+            "This login came from another site and was refused: open the link yourself.",
+        );
+    }
+    let code = match code_of(q) {
+        Ok(code) => code,
+        Err(page) => return page,
     };
     match s.store.inbox_login(&code, SESSION_TTL_MS).await {
         Ok(Login::Opened { session, secret }) => {

@@ -85,6 +85,14 @@ async fn inbox_in_chromium_answers_a_question_and_approves_an_edited_action() {
     // A phone-sized window.
     let b = Browser::start(375, 812).await;
     b.goto(&url).await;
+    // Opening the link shows a button; pressing it logs in.
+    b.click("#open-inbox").await;
+    b.wait_for(
+        "the login button to open the Inbox",
+        "return location.pathname === '/'",
+        json!([]),
+    )
+    .await;
     assert_eq!(
         b.url().await,
         format!("{base}/"),

@@ -65,6 +65,17 @@ async fn post(api: &Api, uri: &str, cookie: &str, origin: Option<&str>, body: Va
     send(api, r.body(Body::from(body.to_string())).unwrap()).await
 }
 
+/// The login page's form, posted: `code=…`, with `origin` when given.
+async fn post_login(api: &Api, code: &str, origin: Option<&str>) -> Raw {
+    let mut r = Request::post("/inbox/login")
+        .header(header::HOST, HOST)
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+    if let Some(o) = origin {
+        r = r.header(header::ORIGIN, o);
+    }
+    send(api, r.body(Body::from(format!("code={code}"))).unwrap()).await
+}
+
 /// The `handoff_inbox` Set-Cookie header of a response.
 fn set_cookie(r: &Raw) -> Option<String> {
     r.headers
@@ -78,7 +89,7 @@ fn set_cookie(r: &Raw) -> Option<String> {
 /// Log in as `name` through the login route; returns the cookie value.
 async fn login(api: &Api, name: &str) -> String {
     let link = api.store.inbox_link_create(name, 600_000).await.unwrap();
-    let r = get(api, &format!("/inbox/login?code={}", link.code), None).await;
+    let r = post_login(api, &link.code, Some(ORIGIN)).await;
     assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
     let c = set_cookie(&r).expect("a session cookie");
     c["handoff_inbox=".len()..]
@@ -109,8 +120,33 @@ async fn question(api: &Api) -> String {
 async fn a_login_link_works_once_and_sets_a_strict_http_only_cookie() {
     let api = Api::new().await;
     let link = api.store.inbox_link_create("alice", 600_000).await.unwrap();
-    let r = get(&api, &format!("/inbox/login?code={}", link.code), None).await;
-    assert_eq!(r.status, StatusCode::SEE_OTHER);
+    // Opening the link (as a chat app's preview would) shows one button and
+    // spends nothing: no cookie, no session, no event.
+    let events = api.events().await;
+    for _ in 0..2 {
+        let page = get(&api, &format!("/inbox/login?code={}", link.code), None).await;
+        assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+        assert!(
+            page.body.contains(r#"action="login""#)
+                && page.body.contains(&format!(r#"value="{}""#, link.code)),
+            "{}",
+            page.body
+        );
+        assert!(set_cookie(&page).is_none());
+    }
+    assert_eq!(common::count(&api.store, "inbox_sessions").await, 0);
+    assert_eq!(api.events().await, events);
+    // A form posted from another site is refused and spends nothing either.
+    let foreign = post_login(&api, &link.code, Some("https://evil.example")).await;
+    assert_eq!(foreign.status, StatusCode::FORBIDDEN, "{}", foreign.body);
+    assert!(foreign.body.contains("another site"), "{}", foreign.body);
+    assert!(set_cookie(&foreign).is_none());
+    assert_eq!(common::count(&api.store, "inbox_sessions").await, 0);
+
+    // The button: the page is served with no-referrer, so its own form
+    // arrives with `Origin: null`.
+    let r = post_login(&api, &link.code, Some("null")).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
     assert_eq!(r.headers[header::LOCATION], "/");
     let cookie = set_cookie(&r).expect("Set-Cookie");
     for flag in [
@@ -143,20 +179,30 @@ async fn a_login_link_works_once_and_sets_a_strict_http_only_cookie() {
 
     // Second visit: refused, no cookie, no new session.
     let events = api.events().await;
-    let again = get(&api, &format!("/inbox/login?code={}", link.code), None).await;
+    let again = post_login(&api, &link.code, None).await;
     assert_eq!(again.status, StatusCode::GONE);
     assert!(again.body.contains("used already"), "{}", again.body);
     assert!(set_cookie(&again).is_none());
     assert_eq!(common::count(&api.store, "inbox_sessions").await, 1);
     assert_eq!(api.events().await, events);
 
-    let unknown = get(&api, &format!("/inbox/login?code={}", "0".repeat(64)), None).await;
+    let unknown = post_login(&api, &"0".repeat(64), Some(ORIGIN)).await;
     assert_eq!(unknown.status, StatusCode::NOT_FOUND);
-    let junk = get(&api, "/inbox/login?code=%27%20OR%201=1", None).await;
+    assert!(unknown.body.contains("not one this Inbox issued"));
+    // A code that is not hex never reaches the page's HTML, or the store.
+    let junk = get(&api, "/inbox/login?code=%22%3E%3Cscript%3E", None).await;
+    assert_eq!(junk.status, StatusCode::NOT_FOUND);
+    assert!(!junk.body.contains("<script>"), "{}", junk.body);
+    let junk = post_login(&api, "%27%20OR%201=1", Some(ORIGIN)).await;
     assert_eq!(junk.status, StatusCode::NOT_FOUND);
     let none = get(&api, "/inbox/login", None).await;
     assert_eq!(none.status, StatusCode::BAD_REQUEST);
-    assert!(set_cookie(&unknown).is_none() && set_cookie(&none).is_none());
+    let blank = post_login(&api, "", Some(ORIGIN)).await;
+    assert_eq!(blank.status, StatusCode::BAD_REQUEST);
+    assert!(blank.body.contains("no code in it"), "{}", blank.body);
+    for r in [&unknown, &junk, &none, &blank] {
+        assert!(set_cookie(r).is_none());
+    }
 }
 
 #[tokio::test]
@@ -525,8 +571,15 @@ async fn a_real_daemon_takes_the_cookie_from_its_own_login_link() {
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
+    let url = link["url"].as_str().unwrap();
+    let page = http.get(url).send().await.unwrap();
+    assert_eq!(page.status(), reqwest::StatusCode::OK);
+    assert!(page.headers().get("set-cookie").is_none());
+    let code = url.split_once("code=").unwrap().1;
     let r = http
-        .get(link["url"].as_str().unwrap())
+        .post(format!("{base}/inbox/login"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("code={code}"))
         .send()
         .await
         .unwrap();
