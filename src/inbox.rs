@@ -159,22 +159,24 @@ struct LoginQuery {
     code: Option<String>,
 }
 
-/// The code of a login request, or the page saying it has none.
-fn code_of(q: LoginQuery) -> Result<String, Response> {
-    q.code.filter(|c| !c.trim().is_empty()).ok_or_else(|| {
-        login_page(
-            StatusCode::BAD_REQUEST,
-            "This login link has no code in it.",
-        )
-    })
+/// The code of a login request, if it has one.
+fn code_of(q: LoginQuery) -> Option<String> {
+    q.code.filter(|c| !c.trim().is_empty())
+}
+
+/// The page for a login request without a code.
+fn no_code() -> Response {
+    login_page(
+        StatusCode::BAD_REQUEST,
+        "This login link has no code in it.",
+    )
 }
 
 /// `GET /inbox/login?code=…`: a page with one button that spends the code.
 /// Nothing is written: link previews fetch with `GET` and must not log in.
 async fn login_page_for_link(Query(q): Query<LoginQuery>) -> Response {
-    let code = match code_of(q) {
-        Ok(code) => code,
-        Err(page) => return page,
+    let Some(code) = code_of(q) else {
+        return no_code();
     };
     // Codes are hex; anything else is no code of ours (and this check keeps
     // the value safe to put into the page's HTML as it is).
@@ -205,9 +207,8 @@ async fn login(State(s): State<Shared>, headers: HeaderMap, Form(q): Form<LoginQ
             "This login came from another site and was refused: open the link yourself.",
         );
     }
-    let code = match code_of(q) {
-        Ok(code) => code,
-        Err(page) => return page,
+    let Some(code) = code_of(q) else {
+        return no_code();
     };
     match s.store.inbox_login(&code, SESSION_TTL_MS).await {
         Ok(Login::Opened { session, secret }) => {
