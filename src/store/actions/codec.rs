@@ -263,6 +263,21 @@ mod tests {
     }
 
     #[test]
+    fn a_patch_may_grow_the_arguments_to_exactly_one_mebibyte() {
+        // `{"a":"…","b":""}` is 15 bytes around the filler; the patch text
+        // itself stays under the limit, so only the patched size decides.
+        let current = json!({"a": "", "b": ""});
+        let fill = |n: usize| format!(r#"{{"a":"{}"}}"#, "x".repeat(n));
+        let (_, out) = apply_patch(&current, &fill(MAX_ARGS_BYTES - 15)).unwrap();
+        assert_eq!(canonical(&out).len(), MAX_ARGS_BYTES);
+        let e = apply_patch(&current, &fill(MAX_ARGS_BYTES - 14)).unwrap_err();
+        assert!(
+            e.contains(&format!("would be {} bytes", MAX_ARGS_BYTES + 1)),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn canonical_sorts_and_fingerprints_ignore_spelling() {
         let a: Value = serde_json::from_str(r#"{"b":[1,{"z":1,"y":2}],"a":"x"}"#).unwrap();
         assert_eq!(canonical(&a), r#"{"a":"x","b":[1,{"y":2,"z":1}]}"#);
