@@ -15,6 +15,14 @@ async fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default)),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(colour_logs())
         .init();
     handoff::cli::main().await
+}
+
+/// Colour the logs only for a person at a terminal: not into a file, a pipe
+/// or journald, and not when `NO_COLOR` is set (<https://no-color.org>).
+fn colour_logs() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }

@@ -202,4 +202,8 @@ async fn stdout_has_only_frames_and_bad_input_is_a_clear_error() {
         logs.contains("MCP server starting"),
         "logs went to stderr: {logs}"
     );
+    assert!(
+        !logs.contains('\u{1b}'),
+        "no terminal colour codes in logs written to a pipe: {logs:?}"
+    );
 }
