@@ -120,7 +120,7 @@ pub(crate) enum Verdict {
 
 fn json_eq(a: &Value, b: &Value) -> bool {
     match (a.as_f64(), b.as_f64()) {
-        (Some(x), Some(y)) if a.is_number() && b.is_number() => x == y,
+        (Some(x), Some(y)) => x == y, // only numbers have an f64: 1 equals 1.0
         _ => a == b,
     }
 }
@@ -374,5 +374,11 @@ mod tests {
         assert!(c(json!({"pointer": "/to/0", "equals": "a"})).holds(&args));
         assert!(!c(json!({"pointer": "/missing", "equals": null})).holds(&args));
         assert!(!c(json!({"pointer": "/currency", "less_than": 5})).holds(&args));
+        // Each operator also says no, at its exact edge.
+        assert!(!c(json!({"pointer": "/amount", "greater_than": 50})).holds(&args));
+        assert!(!c(json!({"pointer": "/amount", "equals": 51})).holds(&args));
+        assert!(!c(json!({"pointer": "/currency", "equals": "USD"})).holds(&args));
+        assert!(!c(json!({"pointer": "/amount", "equals": "50"})).holds(&args));
+        assert!(!c(json!({"pointer": "/currency", "one_of": ["USD", "GBP"]})).holds(&args));
     }
 }
