@@ -360,6 +360,12 @@ mod tests {
             RulesFile::parse("[[rule]]\nname=\"x\"\ndecide=\"approve\"\nwhen=[{pointer=\"/a\"}]")
                 .is_err()
         );
+        // An empty command names no program: refused like a missing one.
+        assert!(
+            RulesFile::parse("[[rule]]\nname=\"x\"\ncommand=[]")
+                .unwrap_err()
+                .contains("exactly one")
+        );
     }
 
     #[test]
