@@ -30,10 +30,13 @@ async fn exact_audit_trail_for_a_full_lifecycle() {
         .approve(&a.id, Actor::cli("bob"), Some(r#"{"subject":"hello"}"#))
         .await
         .unwrap();
-    assert!(matches!(
-        refused,
-        handoff::store::actions::ApproveOutcome::PatchRefused { .. }
-    ));
+    let handoff::store::actions::ApproveOutcome::PatchRefused { reason, .. } = refused else {
+        panic!("a patch after an approval is refused: {refused:?}");
+    };
+    assert!(
+        reason.starts_with("1 approval(s) were already given for the current arguments"),
+        "the refusal says why: {reason}"
+    );
     s.approve(&a.id, Actor::cli("bob"), None).await.unwrap();
     clock.advance(1);
     s.claim(&a.id, "exec-1", 5000).await.unwrap();
