@@ -433,3 +433,137 @@ async fn cli_checkpoint_and_ledger_exit_codes() {
         .collect();
     assert_eq!(statuses, ["started", "completed"]);
 }
+
+#[tokio::test]
+async fn wake_targets_are_checked_before_anything_is_stored() {
+    use handoff::store::sessions::{WakeTarget, target_kind};
+    let db = TempDb::new();
+    let store = db.open().await;
+    let with = |id: &str, t: &WakeTarget| NewSession {
+        session_id: id.into(),
+        agent: "claude".into(),
+        project: "proj".into(),
+        wake_target: Some(t.clone()),
+        ..NewSession::default()
+    };
+    let exec = |argv: &[&str]| WakeTarget::Exec {
+        argv: argv.iter().map(|s| s.to_string()).collect(),
+        timeout_secs: None,
+    };
+    let hook = |url: &str, secret: &str| WakeTarget::Webhook {
+        url: url.into(),
+        secret: secret.into(),
+    };
+    let tmux = |pane: &str| WakeTarget::Tmux {
+        pane: pane.into(),
+        agent: Some("claude".into()),
+    };
+    for (t, words) in [
+        (exec(&[]), "needs a program"),
+        (exec(&[" "]), "needs a program"),
+        (
+            hook("ftp://example.com/x", "whsec_abc"),
+            "not an http(s) URL",
+        ),
+        (hook("example.com/x", "whsec_abc"), "not an http(s) URL"),
+        (hook("https://example.com/x", "abc"), "`whsec_…` secret"),
+        (tmux(" "), "needs a pane"),
+    ] {
+        let e = store.register_session(&with("s1", &t)).await.unwrap_err();
+        assert!(
+            matches!(&e, handoff::store::Error::Invalid(m) if m.contains(words)),
+            "{t:?}: {e}"
+        );
+    }
+    assert_eq!(count(&store, "agent_sessions").await, 0);
+    assert_eq!(count(&store, "events").await, 0);
+
+    // Every good target is stored as given, and the registration event
+    // names its kind.
+    let pool = raw_pool(&db.path).await;
+    for (i, (t, kind)) in [
+        (exec(&["true"]), "exec"),
+        (hook("http://127.0.0.1:9/x", "whsec_abc"), "webhook"),
+        (hook("https://example.com/x", "whsec_abc"), "webhook"),
+        (tmux("%3"), "tmux"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let id = format!("good{i}");
+        let s = store.register_session(&with(&id, &t)).await.unwrap();
+        assert_eq!(s.wake_target.as_ref(), Some(&t));
+        assert_eq!(target_kind(&t), kind);
+        let payload: String = sqlx::query_scalar(
+            "SELECT payload FROM events WHERE type = 'session.registered' AND entity_id = ?",
+        )
+        .bind(&id)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(&payload).unwrap(),
+            json!({"wake": kind})
+        );
+    }
+}
+
+#[tokio::test]
+async fn ledger_names_and_sizes_stop_at_their_exact_limits() {
+    const MAX: usize = 1024 * 1024; // the ledger's 1 MiB
+    let db = TempDb::new();
+    let store = db.open().await;
+    fn invalid<T: std::fmt::Debug>(r: handoff::store::Result<T>, words: &str) {
+        match r {
+            Err(handoff::store::Error::Invalid(m)) => assert!(m.contains(words), "{m}"),
+            other => panic!("expected Invalid mentioning {words}, got {other:?}"),
+        }
+    }
+    let p = json!({});
+    let long = "x".repeat(201);
+    for id in ["", " ", long.as_str()] {
+        invalid(
+            store.ledger_begin(&call(id, "send", &p, false)).await,
+            "an event id is 1 to 200 characters",
+        );
+        invalid(
+            store.ledger_complete(id, true, &p).await,
+            "an event id is 1 to 200 characters",
+        );
+    }
+    for tool in ["", long.as_str()] {
+        invalid(
+            store.ledger_begin(&call("e1", tool, &p, false)).await,
+            "a tool name is 1 to 200 characters",
+        );
+    }
+    // `{"p":""}` is 8 bytes around the filler.
+    let sized = |n: usize| json!({ "p": "x".repeat(n - 8) });
+    invalid(
+        store
+            .ledger_begin(&call("e1", "send", &sized(MAX + 1), false))
+            .await,
+        "the payload is 1048577 bytes",
+    );
+    assert_eq!(count(&store, "execution_ledger").await, 0);
+    assert_eq!(count(&store, "events").await, 0);
+
+    let edge = "y".repeat(200);
+    let big = sized(MAX);
+    match store
+        .ledger_begin(&call(&edge, &edge, &big, false))
+        .await
+        .unwrap()
+    {
+        Begin::Started { entry } => assert_eq!(entry.payload, big),
+        r => panic!("200-character names and a 1 MiB payload are accepted: {r:?}"),
+    }
+    invalid(
+        store.ledger_complete(&edge, true, &sized(MAX + 1)).await,
+        "the result is 1048577 bytes",
+    );
+    assert!(matches!(
+        store.ledger_complete(&edge, true, &big).await.unwrap(),
+        Complete::Completed { .. }
+    ));
+}
