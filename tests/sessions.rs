@@ -567,3 +567,29 @@ async fn ledger_names_and_sizes_stop_at_their_exact_limits() {
         Complete::Completed { .. }
     ));
 }
+
+#[tokio::test]
+async fn a_session_id_is_1_to_200_characters_trimmed() {
+    let db = TempDb::new();
+    let store = db.open().await;
+    let new = |id: &str| NewSession {
+        session_id: id.into(),
+        agent: "claude".into(),
+        ..NewSession::default()
+    };
+    for bad in [String::new(), "  ".into(), "s".repeat(201)] {
+        match store.register_session(&new(&bad)).await {
+            Err(handoff::store::Error::Invalid(m)) => {
+                assert!(m.contains("a session id is 1 to 200 characters"), "{m}")
+            }
+            other => panic!("{} characters: {other:?}", bad.len()),
+        }
+    }
+    assert_eq!(count(&store, "agent_sessions").await, 0);
+    let edge = "s".repeat(200);
+    let s = store
+        .register_session(&new(&format!(" {edge} ")))
+        .await
+        .unwrap();
+    assert_eq!(s.session_id, edge, "stored trimmed");
+}
