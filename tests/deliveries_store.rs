@@ -1,0 +1,89 @@
+//! The wake-up delivery queue through the store: enqueue (once per event and
+//! target, due after the first delay), claim, outcomes that only the attempt
+//! holding the claim may write, and the worker's next-work time.
+
+mod common;
+
+use common::{TempDb, ask, raw_pool};
+use handoff::store::deliveries::NewDelivery;
+use handoff::store::sessions::WakeTarget;
+
+const T0: i64 = 1_800_000_000_000;
+const LEASE: i64 = 5_000;
+
+fn target(key: &str) -> NewDelivery {
+    NewDelivery {
+        target_key: format!("exec:{key}"),
+        origin: "session".into(),
+        target: WakeTarget::Exec {
+            argv: vec!["true".into(), key.into()],
+            timeout_secs: None,
+        },
+        lease_ms: LEASE,
+    }
+}
+
+#[tokio::test]
+async fn deliveries_are_enqueued_once_claimed_when_due_and_settled_only_by_their_attempt() {
+    let db = TempDb::new();
+    let (s, clock) = db.open_manual(T0).await;
+    assert_eq!(s.next_delivery_work().await.unwrap(), None, "nothing to do");
+    ask(&s, "Wake me").await;
+    let seq: i64 = sqlx::query_scalar("SELECT MAX(seq) FROM events")
+        .fetch_one(&raw_pool(&db.path).await)
+        .await
+        .unwrap();
+
+    let targets = [target("a"), target("b")];
+    assert_eq!(s.enqueue_deliveries(seq, &targets, 500).await.unwrap(), 2);
+    assert_eq!(
+        s.enqueue_deliveries(seq, &targets, 500).await.unwrap(),
+        0,
+        "replaying the event enqueues nothing"
+    );
+    let rows = s.deliveries_of_event(seq).await.unwrap();
+    assert_eq!(rows.len(), 2);
+    for (row, t) in rows.iter().zip(&targets) {
+        assert_eq!(row.event_seq, seq);
+        assert_eq!(row.target_key, t.target_key);
+        assert_eq!(row.target, t.target);
+        assert_eq!(row.status, "pending");
+        assert_eq!(row.next_attempt_at, T0 + 500, "due after the first delay");
+    }
+    assert_eq!(s.next_delivery_work().await.unwrap(), Some(T0 + 500));
+    assert!(s.claim_deliveries(10).await.unwrap().is_empty(), "not due");
+
+    clock.advance(500);
+    let claimed = s.claim_deliveries(10).await.unwrap();
+    assert_eq!(claimed.len(), 2);
+    assert!(claimed.iter().all(|d| d.attempts == 1));
+    assert_eq!(
+        s.next_delivery_work().await.unwrap(),
+        Some(T0 + 500 + LEASE),
+        "the leases lapse next"
+    );
+    let (a, b) = (&claimed[0], &claimed[1]);
+    assert!(s.delivery_delivered(a).await.unwrap());
+    assert!(!s.delivery_delivered(a).await.unwrap(), "settled already");
+    assert!(s.delivery_retry(b, T0 + 9_000, "boom").await.unwrap());
+    assert!(!s.delivery_retry(b, T0 + 9_500, "again").await.unwrap());
+    assert_eq!(s.next_delivery_work().await.unwrap(), Some(T0 + 9_000));
+    let retried = &s.deliveries_of_event(seq).await.unwrap()[1];
+    assert_eq!(
+        (retried.status.as_str(), retried.last_error.as_deref()),
+        ("pending", Some("boom"))
+    );
+
+    // The retry's attempt holds the row now: the first attempt's copy may
+    // neither deliver it nor reschedule it.
+    clock.set(T0 + 9_000);
+    let again = s.claim_deliveries(10).await.unwrap();
+    assert_eq!(again.len(), 1);
+    assert_eq!((again[0].id, again[0].attempts), (b.id, 2));
+    assert!(!s.delivery_delivered(b).await.unwrap(), "a stale attempt");
+    assert!(!s.delivery_retry(b, T0, "stale").await.unwrap());
+    assert!(s.delivery_delivered(&again[0]).await.unwrap());
+    assert_eq!(s.next_delivery_work().await.unwrap(), None);
+    let rows = s.deliveries_of_event(seq).await.unwrap();
+    assert!(rows.iter().all(|d| d.status == "delivered"), "{rows:?}");
+}
