@@ -87,3 +87,89 @@ async fn deliveries_are_enqueued_once_claimed_when_due_and_settled_only_by_their
     let rows = s.deliveries_of_event(seq).await.unwrap();
     assert!(rows.iter().all(|d| d.status == "delivered"), "{rows:?}");
 }
+
+#[tokio::test]
+async fn a_dead_delivery_can_disable_its_target_for_every_later_event() {
+    let db = TempDb::new();
+    let (s, clock) = db.open_manual(T0).await;
+    let pool = raw_pool(&db.path).await;
+    let last_seq = || async {
+        sqlx::query_scalar::<_, i64>("SELECT MAX(seq) FROM events")
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+    };
+    ask(&s, "first").await;
+    let first = last_seq().await;
+    s.enqueue_deliveries(first, &[target("a")], 0)
+        .await
+        .unwrap();
+    clock.advance(1);
+    ask(&s, "second").await;
+    let second = last_seq().await;
+    s.enqueue_deliveries(second, &[target("a"), target("b")], 0)
+        .await
+        .unwrap();
+
+    let d = s.claim_deliveries(1).await.unwrap().remove(0);
+    assert_eq!((d.event_seq, d.target_key.as_str()), (first, "exec:a"));
+    assert_eq!(s.target_disabled("exec:a").await.unwrap(), None);
+    let ev = s.event_at(first).await.unwrap().unwrap();
+    assert!(s.delivery_dead(&d, &ev, "HTTP 410", true).await.unwrap());
+    assert!(!s.delivery_dead(&d, &ev, "HTTP 410", true).await.unwrap());
+
+    assert_eq!(
+        s.target_disabled("exec:a").await.unwrap().as_deref(),
+        Some("HTTP 410")
+    );
+    assert_eq!(s.target_disabled("exec:b").await.unwrap(), None);
+    let later: Vec<_> = s
+        .deliveries_of_event(second)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|d| (d.target_key, d.status, d.last_error))
+        .collect();
+    assert_eq!(
+        later,
+        [
+            (
+                "exec:a".to_string(),
+                "dead".to_string(),
+                Some("target disabled: HTTP 410".to_string())
+            ),
+            ("exec:b".into(), "pending".into(), None),
+        ]
+    );
+    ask(&s, "third").await;
+    let third = last_seq().await;
+    assert_eq!(
+        s.enqueue_deliveries(third, &[target("a")], 0)
+            .await
+            .unwrap(),
+        0,
+        "a disabled target gets nothing new"
+    );
+    let payload: String = sqlx::query_scalar(
+        "SELECT payload FROM events WHERE type = 'delivery.dead' AND entity_id = ?",
+    )
+    .bind(&ev.entity_id)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    let payload: serde_json::Value = serde_json::from_str(&payload).unwrap();
+    assert_eq!(
+        (
+            &payload["target"],
+            &payload["disabled"],
+            &payload["error"],
+            &payload["event_seq"]
+        ),
+        (
+            &serde_json::json!("exec"),
+            &serde_json::json!(true),
+            &serde_json::json!("HTTP 410"),
+            &serde_json::json!(first)
+        )
+    );
+}
