@@ -593,3 +593,71 @@ async fn a_session_id_is_1_to_200_characters_trimmed() {
         .unwrap();
     assert_eq!(s.session_id, edge, "stored trimmed");
 }
+
+#[tokio::test]
+async fn a_checkpoint_holds_exactly_one_mebibyte() {
+    const MAX: usize = 1024 * 1024;
+    let db = TempDb::new();
+    let store = db.open().await;
+    register(&store, "s1").await;
+    match store.checkpoint("s1", 1, &"x".repeat(MAX + 1)).await {
+        Err(handoff::store::Error::Invalid(m)) => {
+            assert!(m.contains("the state is 1048577 bytes"), "{m}")
+        }
+        other => panic!("one byte over: {other:?}"),
+    }
+    let full = "x".repeat(MAX);
+    let saved = store.checkpoint("s1", 1, &full).await.unwrap();
+    assert!(
+        matches!(&saved, Checkpointed::Saved { session } if session.revision == 2),
+        "exactly 1 MiB is kept"
+    );
+}
+
+#[tokio::test]
+async fn sessions_list_newest_first_filtered_by_status_and_project() {
+    let db = TempDb::new();
+    let (store, clock) = db.open_manual(1_800_000_000_000).await;
+    for (id, project) in [("a", "p1"), ("b", "p2"), ("c", "p1")] {
+        store
+            .register_session(&NewSession {
+                session_id: id.into(),
+                agent: "claude".into(),
+                project: project.into(),
+                ..NewSession::default()
+            })
+            .await
+            .unwrap();
+        clock.advance(1);
+    }
+    store.end_session("c").await.unwrap();
+    let ids = |v: Vec<handoff::store::sessions::Session>| {
+        v.into_iter().map(|s| s.session_id).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        ids(store.list_sessions(None, None).await.unwrap()),
+        ["c", "b", "a"]
+    );
+    assert_eq!(
+        ids(store.list_sessions(Some("active"), None).await.unwrap()),
+        ["b", "a"]
+    );
+    assert_eq!(
+        ids(store.list_sessions(None, Some("p1")).await.unwrap()),
+        ["c", "a"]
+    );
+    assert_eq!(
+        ids(store
+            .list_sessions(Some("ended"), Some("p1"))
+            .await
+            .unwrap()),
+        ["c"]
+    );
+    assert!(
+        store
+            .list_sessions(Some("ended"), Some("p2"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}

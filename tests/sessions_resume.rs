@@ -241,3 +241,49 @@ async fn resume_of_an_unregistered_session_still_reports_its_answers() {
     assert!(cli.status.success(), "{}", common::stderr(&cli));
     assert_eq!(common::json(&cli)["answers"][0]["id"], id);
 }
+
+#[tokio::test]
+async fn a_resume_is_quiet_only_when_no_list_has_anything() {
+    let db = TempDb::new();
+    let store = db.open().await;
+    busy_session(&store).await;
+    let busy = store.resume("sess-1", 20).await.unwrap();
+    assert!(!busy.is_quiet());
+    let mut none = busy.clone();
+    none.interrupted.clear();
+    none.answers.clear();
+    none.rows.clear();
+    none.decisions.clear();
+    none.wakes.clear();
+    assert!(none.is_quiet(), "the ledger tail and state are not news");
+    // Any one list with something in it is enough to be worth a look.
+    for (list, only) in [
+        ("interrupted", {
+            let mut r = none.clone();
+            r.interrupted = busy.interrupted.clone();
+            r
+        }),
+        ("answers", {
+            let mut r = none.clone();
+            r.answers = busy.answers.clone();
+            r
+        }),
+        ("rows", {
+            let mut r = none.clone();
+            r.rows = busy.rows.clone();
+            r
+        }),
+        ("decisions", {
+            let mut r = none.clone();
+            r.decisions = busy.decisions.clone();
+            r
+        }),
+        ("wakes", {
+            let mut r = none.clone();
+            r.wakes = busy.wakes.clone();
+            r
+        }),
+    ] {
+        assert!(!only.is_quiet(), "{list} alone is not quiet");
+    }
+}
