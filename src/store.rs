@@ -409,3 +409,16 @@ pub(crate) fn new_id() -> String {
 pub fn short_id(id: &str) -> &str {
     &id[id.len().saturating_sub(8)..]
 }
+
+impl Error {
+    /// The error for a person, in one line: a read-only database says what
+    /// that means for the write; anything else is its message.
+    pub fn describe(&self) -> String {
+        match self {
+            Error::Db(e) if sqlite_code(e).map(|c| c & 0xff) == Some(8) => {
+                "the database is read-only: nothing was written; check the file's permissions or point HANDOFF_DB/--db elsewhere".into()
+            }
+            other => other.to_string(),
+        }
+    }
+}

@@ -661,3 +661,24 @@ async fn sessions_list_newest_first_filtered_by_status_and_project() {
             .is_empty()
     );
 }
+
+#[tokio::test]
+async fn a_ledger_call_names_the_session_that_began_it() {
+    let db = TempDb::new();
+    let store = db.open().await;
+    assert_eq!(store.ledger_session("e1").await.unwrap(), None);
+    store
+        .ledger_begin(&call("e1", "send", &json!({}), false))
+        .await
+        .unwrap();
+    store
+        .ledger_complete("e1", true, &json!("ok"))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.ledger_session("e1").await.unwrap().as_deref(),
+        Some("s1"),
+        "still after it finished"
+    );
+    assert_eq!(store.ledger_session("e2").await.unwrap(), None);
+}

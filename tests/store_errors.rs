@@ -26,7 +26,10 @@ async fn a_database_error_is_printed_once() {
     assert_eq!(out.status.code(), Some(1), "stderr: {err}");
     assert_eq!(err.matches("boards are switched off").count(), 1, "{err}");
     assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
-    assert!(err.contains("database error"), "{err}");
+    assert!(
+        err.contains("database error: boards are switched off (code 1811)"),
+        "SQLite's message and its extended code (SQLITE_CONSTRAINT_TRIGGER): {err}"
+    );
     assert_eq!(count(&store, "boards").await, 0);
 }
 

@@ -251,15 +251,7 @@ fn one_line(e: anyhow::Error) -> anyhow::Error {
     let Some(se) = e.downcast_ref::<store::Error>() else {
         return e;
     };
-    let msg = match se {
-        store::Error::Db(sqlx::Error::Database(db))
-            if db.code().and_then(|c| c.parse::<i64>().ok()).map(|c| c & 0xff) == Some(8) =>
-        {
-            "the database is read-only: nothing was written; check the file's permissions or point HANDOFF_DB/--db elsewhere".to_string()
-        }
-        store::Error::Db(sqlx::Error::Database(db)) => format!("database error: {}", db.message()),
-        other => other.to_string(),
-    };
+    let msg = se.describe();
     fail(exit::ERROR, msg)
 }
 

@@ -91,23 +91,9 @@ impl From<store::Error> for Error {
             // Not logged here: the CLI prints this one line and exits, and
             // the MCP server logs internal errors at its own edge.
             other => Error::Internal {
-                message: describe(&other),
+                message: other.describe(),
             },
         }
-    }
-}
-
-/// A store failure in one line: sqlx's error once (its source chain would
-/// repeat it), and what a read-only database means.
-fn describe(e: &store::Error) -> String {
-    match e {
-        store::Error::Db(sqlx::Error::Database(db))
-            if db.code().and_then(|c| c.parse::<i64>().ok()).map(|c| c & 0xff) == Some(8) =>
-        {
-            "the database is read-only: nothing was written; check the file's permissions or point HANDOFF_DB/--db elsewhere".to_string()
-        }
-        store::Error::Db(sqlx::Error::Database(db)) => format!("database error: {}", db.message()),
-        other => other.to_string(),
     }
 }
 
