@@ -58,3 +58,25 @@ fn a_closed_stdout_is_not_a_panic() {
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(out.status.code(), Some(0), "{err}");
 }
+
+/// A write lock held past one 5 s busy timeout (another process in a long
+/// transaction) is waited out by the store's bounded retry: the write lands
+/// once the lock goes, and no `SQLITE_BUSY` reaches the caller.
+#[tokio::test]
+async fn a_write_outlasts_a_lock_held_past_the_busy_timeout() {
+    let db = TempDb::new();
+    let store = db.open().await;
+    let raw = raw_pool(&db.path).await;
+    let mut conn = raw.acquire().await.unwrap();
+    sqlx::query("BEGIN IMMEDIATE")
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    let holder = tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(6_500)).await;
+        sqlx::query("COMMIT").execute(&mut *conn).await.unwrap();
+    });
+    common::ask(&store, "written after the lock").await;
+    holder.await.unwrap();
+    assert_eq!(count(&store, "questions").await, 1);
+}

@@ -93,3 +93,17 @@ async fn creates_parent_directories_private() {
         assert_eq!(mode & 0o777, 0o700);
     }
 }
+
+#[tokio::test]
+async fn close_checkpoints_the_wal_into_the_database_file() {
+    let db = TempDb::new();
+    let store = db.open().await;
+    common::ask(&store, "kept").await;
+    let wal = db.path.with_extension("db-wal");
+    let size = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    assert!(size(&wal) > 0, "the write sits in the WAL");
+    store.close().await;
+    assert_eq!(size(&wal), 0, "close moved it into {}", db.path.display());
+    let again = db.open().await;
+    assert_eq!(common::count(&again, "questions").await, 1);
+}
