@@ -297,3 +297,128 @@ async fn retry_after_is_waited_out_and_nothing_is_lost() {
     message_of(&fake, &id).await;
     assert_eq!(fake.rejected_429(), 1);
 }
+
+#[tokio::test]
+async fn the_decline_and_clarify_buttons() {
+    let (db, fake, _d) = setup().await;
+    // Decline: one tap, recorded as a decline from the chat.
+    let declined = qid(&ask(&db, &["Rotate the keys?"]));
+    let msg = message_of(&fake, &declined).await;
+    fake.tap(ME, ME, msg.message_id, &msg.button("Decline"));
+    fake.until(30, "the decline toast", |f| {
+        f.toasts().into_iter().find(|t| t == "Declined")
+    })
+    .await;
+    let v = json(&db.cli(&["--json", "show", &declined]));
+    assert_eq!(v["question"]["reply"]["kind"], "decline", "{v}");
+    assert_eq!(v["question"]["reply"]["source"], "chat", "{v}");
+
+    // Clarify: the bot asks for the correction in a message to reply to.
+    let id = qid(&ask(&db, &["Name the branch", "--key", "branch"]));
+    let short = id[id.len() - 8..].to_string();
+    let msg = message_of(&fake, &id).await;
+    let clarify = msg.button("Clarify");
+    fake.tap(ME, ME, msg.message_id, &clarify);
+    let prompt = fake
+        .until(30, "the clarify prompt", |f| {
+            f.messages(ME)
+                .into_iter()
+                .find(|m| m.text.starts_with(&format!("✏️ Clarify #{short}")))
+        })
+        .await;
+    assert!(
+        fake.toasts()
+            .contains(&"Send your correction as a reply.".to_string())
+    );
+    // The bot files the prompt once Telegram has answered its send: reply
+    // again if this reply beat that.
+    let mut recorded = false;
+    for _ in 0..50 {
+        let before = fake.sent_texts(ME).len();
+        fake.send_text(ME, ME, "feature/tidy", Some(prompt.message_id));
+        let said = fake
+            .until(30, "an answer to the correction", |f| {
+                f.sent_texts(ME).get(before..).and_then(|new| {
+                    new.iter()
+                        .find(|t| t.contains("recorded") || t.contains("isn't one of my items"))
+                        .cloned()
+                })
+            })
+            .await;
+        if said.contains("recorded") {
+            recorded = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(recorded, "the correction was recorded");
+    let v = json(&db.cli(&["--json", "show", &id]));
+    assert_eq!(v["question"]["reply"]["text"], "feature/tidy", "{v}");
+    assert_eq!(v["question"]["reply"]["kind"], "clarify", "{v}");
+
+    // A Clarify button from before the question changed: refused, pointing
+    // at the redrawn message, and no prompt.
+    let again = ask(
+        &db,
+        &[
+            "Name the branch",
+            "--key",
+            "branch",
+            "--option",
+            "main",
+            "--option",
+            "dev",
+        ],
+    );
+    assert_eq!(qid(&again), id);
+    fake.until(30, "the redraw of revision 2", |f| {
+        f.message(ME, msg.message_id)
+            .filter(|m| m.buttons().iter().any(|b| b.0.contains("main")))
+            .map(|_| ())
+    })
+    .await;
+    let prompts = fake.messages(ME).len();
+    fake.tap(ME, ME, msg.message_id, &clarify);
+    fake.until(30, "the stale clarify toast", |f| {
+        f.toasts()
+            .into_iter()
+            .find(|t| t == "The question changed — see the updated message.")
+    })
+    .await;
+    assert_eq!(
+        fake.messages(ME).len(),
+        prompts,
+        "no prompt for a stale tap"
+    );
+}
+
+#[tokio::test]
+async fn a_store_failure_during_a_tap_is_told_and_records_nothing() {
+    let (db, fake, _d) = setup().await;
+    let id = qid(&ask(
+        &db,
+        &["Ship it?", "--option", "yes", "--option", "no"],
+    ));
+    let msg = message_of(&fake, &id).await;
+    let raw = common::raw_pool(&db.path).await;
+    sqlx::query(
+        "CREATE TRIGGER refuse_replies BEFORE UPDATE ON questions
+         BEGIN SELECT RAISE(ABORT, 'replies are switched off'); END",
+    )
+    .execute(&raw)
+    .await
+    .unwrap();
+    fake.tap(ME, ME, msg.message_id, &msg.button("yes"));
+    fake.until(30, "the trouble toast", |f| {
+        f.toasts()
+            .into_iter()
+            .find(|t| t == "Something went wrong on the host; nothing was recorded. Try again.")
+    })
+    .await;
+    sqlx::query("DROP TRIGGER refuse_replies")
+        .execute(&raw)
+        .await
+        .unwrap();
+    let v = json(&db.cli(&["--json", "show", &id]));
+    assert!(v["question"]["reply"].is_null(), "{v}");
+}
