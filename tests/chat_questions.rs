@@ -422,3 +422,45 @@ async fn a_store_failure_during_a_tap_is_told_and_records_nothing() {
     let v = json(&db.cli(&["--json", "show", &id]));
     assert!(v["question"]["reply"].is_null(), "{v}");
 }
+
+#[tokio::test]
+async fn list_shows_this_chats_open_questions_and_which_wait_for_the_agent() {
+    let (db, fake, _d) = setup().await;
+    fake.send_text(ME, ME, "/list", None);
+    fake.until(30, "the empty list", |f| {
+        f.sent_texts(ME)
+            .into_iter()
+            .find(|t| t == "Nothing open here. 🎉")
+    })
+    .await;
+    let open = qid(&ask(&db, &["Pick a colour"]));
+    let answered = qid(&ask(&db, &["Name the cat"]));
+    message_of(&fake, &answered).await;
+    let out = db.cli(&["reply", &answered, "Ada"]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    fake.send_text(ME, ME, "/list", None);
+    let list = fake
+        .until(30, "the list", |f| {
+            f.sent_texts(ME)
+                .into_iter()
+                .find(|t| t.starts_with("Open items"))
+        })
+        .await;
+    let short = |id: &str| id[id.len() - 8..].to_string();
+    assert!(list.starts_with("Open items (2):\n"), "{list}");
+    assert!(
+        list.contains(&format!("❓ #{} Pick a colour", short(&open))),
+        "{list}"
+    );
+    assert!(
+        list.contains(&format!(
+            "❓ #{} Name the cat (answered, waiting for the agent)",
+            short(&answered)
+        )),
+        "{list}"
+    );
+    assert!(
+        !list.contains("Pick a colour (answered"),
+        "an unanswered question is just open: {list}"
+    );
+}

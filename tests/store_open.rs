@@ -107,3 +107,36 @@ async fn close_checkpoints_the_wal_into_the_database_file() {
     let again = db.open().await;
     assert_eq!(common::count(&again, "questions").await, 1);
 }
+
+/// `HANDOFF_DB`, then `$XDG_DATA_HOME/handoff/handoff.db`, then
+/// `~/.local/share/handoff/handoff.db`; a variable set but empty counts as unset.
+#[test]
+fn the_default_database_path_skips_empty_variables() {
+    let dir = tempfile::tempdir().unwrap();
+    let (xdg, home) = (dir.path().join("xdg"), dir.path().join("home"));
+    let pending = |db: &str, xdg_value: &std::path::Path| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_handoff"))
+            .arg("pending")
+            .env("HANDOFF_DB", db)
+            .env("XDG_DATA_HOME", xdg_value)
+            .env("HOME", &home)
+            .env_remove("HANDOFF_URL")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    pending("", &xdg);
+    assert!(xdg.join("handoff/handoff.db").exists(), "XDG_DATA_HOME");
+    pending("", std::path::Path::new(""));
+    assert!(
+        home.join(".local/share/handoff/handoff.db").exists(),
+        "HOME, when XDG_DATA_HOME is empty"
+    );
+    let named = dir.path().join("named.db");
+    pending(named.to_str().unwrap(), &xdg);
+    assert!(named.exists(), "HANDOFF_DB first");
+}
