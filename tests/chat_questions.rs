@@ -157,6 +157,24 @@ async fn clarify_corrects_a_chat_answer_but_never_an_inbox_answer() {
     let v = json(&db.cli(&["--json", "show", &id]));
     assert_eq!(v["question"]["reply"]["text"], "v1.3 actually", "{v}");
     assert_eq!(v["question"]["reply"]["kind"], "clarify", "{v}");
+    // A bare /clarify in reply to the item, or one in reply to a message
+    // that is not an item, takes its id from the text like /clarify <id> <text>.
+    fake.send_text(ME, ME, "/clarify", Some(msg.message_id));
+    fake.until(30, "the usage", |f| {
+        f.sent_texts(ME)
+            .into_iter()
+            .find(|t| t.starts_with("Usage: /clarify <id> <text>"))
+    })
+    .await;
+    fake.send_text(ME, ME, "/clarify feedbeef v1.4", Some(1));
+    fake.until(30, "the unknown id", |f| {
+        f.sent_texts(ME)
+            .into_iter()
+            .find(|t| t == "No open item with id feedbeef. /list shows open items.")
+    })
+    .await;
+    let v = json(&db.cli(&["--json", "show", &id]));
+    assert_eq!(v["question"]["reply"]["text"], "v1.3 actually", "{v}");
 
     // An Inbox answer now stands unclaimed: a clarify from chat must not replace it.
     assert!(db.cli(&["reply", &id, "from the inbox"]).status.success());

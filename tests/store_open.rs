@@ -140,3 +140,24 @@ fn the_default_database_path_skips_empty_variables() {
     pending(named.to_str().unwrap(), &xdg);
     assert!(named.exists(), "HANDOFF_DB first");
 }
+
+/// Another program's SQLite file whose tables clash with ours: the schema
+/// cannot be applied, and the error says so (not "read-only").
+#[tokio::test]
+async fn a_file_whose_tables_clash_is_refused_with_the_migration_error() {
+    let db = TempDb::new();
+    let opts = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(&db.path)
+        .create_if_missing(true);
+    let raw = sqlx::SqlitePool::connect_with(opts).await.unwrap();
+    sqlx::query("CREATE TABLE events (someone_else TEXT)")
+        .execute(&raw)
+        .await
+        .unwrap();
+    raw.close().await;
+    match Store::open(&db.path).await {
+        Err(Error::Migrate(m)) => assert!(m.contains("already exists"), "{m}"),
+        Err(e) => panic!("expected a migration error, got: {e}"),
+        Ok(_) => panic!("a clashing file must be refused"),
+    }
+}
