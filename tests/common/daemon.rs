@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 
+const SETPRIV: &str = "/usr/bin/setpriv";
+
 /// A running daemon process; killed on drop.
 pub struct Daemon {
     pub child: Child,
@@ -21,7 +23,18 @@ impl Daemon {
     }
 
     pub fn start_with(db: &Path, cfg: &Path, env: &[(&str, &str)]) -> Daemon {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_handoff"));
+        // A test killed from outside (a timeout in cargo-mutants or CI)
+        // never runs Drop: where util-linux's setpriv exists, the kernel
+        // kills the daemon when the thread that started it ends, so no
+        // daemon outlives its test.
+        let bin = env!("CARGO_BIN_EXE_handoff");
+        let mut cmd = if Path::new(SETPRIV).exists() {
+            let mut c = Command::new(SETPRIV);
+            c.args(["--pdeathsig", "KILL", "--", bin]);
+            c
+        } else {
+            Command::new(bin)
+        };
         cmd.args(["serve", "--config"])
             .arg(cfg)
             .args(["--listen", "127.0.0.1:0"])
