@@ -76,6 +76,77 @@ async fn unusable_paths_give_clear_errors() {
     std::fs::write(&junk, vec![b'x'; 4096]).unwrap();
     let err = Store::open(&junk).await.unwrap_err();
     assert!(err.to_string().contains("not a SQLite database"), "{err}");
+    // A path under that file: nothing can be opened there.
+    let err = Store::open(&junk.join("inner.db")).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("cannot be opened (check the path and permissions)"),
+        "{err}"
+    );
+}
+
+/// Undo `chattr +i` even if the test fails, or the temp dir cannot be removed.
+struct Immutable(std::path::PathBuf);
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("chattr")
+            .arg("-i")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+#[tokio::test]
+async fn a_new_file_that_cannot_be_written_is_refused_as_read_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let db = TempDb::new();
+    std::fs::write(&db.path, b"").unwrap();
+    std::fs::set_permissions(&db.path, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let _guard = Immutable(db.path.clone());
+    // Root ignores modes: make the file immutable instead.
+    if std::fs::OpenOptions::new()
+        .append(true)
+        .open(&db.path)
+        .is_ok()
+    {
+        let ok = std::process::Command::new("chattr")
+            .arg("+i")
+            .arg(&db.path)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!("skipped: running as root without chattr, cannot make the file read-only");
+            return;
+        }
+    }
+    match Store::open(&db.path).await {
+        Err(e) => assert!(e.to_string().contains("the file is read-only"), "{e}"),
+        Ok(_) => panic!("a file that cannot be written must be refused"),
+    }
+}
+
+#[tokio::test]
+async fn the_event_log_reads_in_order_after_a_cursor() {
+    let db = TempDb::new();
+    let store = db.open().await;
+    assert_eq!(store.last_event_seq().await.unwrap(), 0, "an empty log");
+    for title in ["one", "two", "three"] {
+        common::ask(&store, title).await;
+    }
+    let last = store.last_event_seq().await.unwrap();
+    let all = store.events_after(0, 100).await.unwrap();
+    assert_eq!(all.last().map(|e| e.seq), Some(last));
+    assert!(all.windows(2).all(|w| w[0].seq < w[1].seq), "oldest first");
+    let seqs = |v: Vec<handoff::store::Event>| v.into_iter().map(|e| e.seq).collect::<Vec<_>>();
+    assert_eq!(
+        seqs(store.events_after(0, 2).await.unwrap()),
+        seqs(all[..2].to_vec())
+    );
+    assert_eq!(
+        seqs(store.events_after(last - 1, 100).await.unwrap()),
+        [last]
+    );
+    assert!(store.events_after(last, 100).await.unwrap().is_empty());
 }
 
 #[tokio::test]
