@@ -368,3 +368,30 @@ async fn a_running_verifier_holds_a_two_minute_lease_that_a_second_recovery_resp
     assert_eq!(rep.verified_executed.len(), 1);
     assert_eq!(s.get_action(&id).await.unwrap().status, Status::Executed);
 }
+
+#[tokio::test]
+async fn a_rule_for_one_project_leaves_other_projects_to_people() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    let rules = RulesFile::parse(
+        "[[rule]]\nname = \"billing-refunds\"\nkind = \"refund\"\nproject = \"billing\"\ndecide = \"approve\"\n",
+    )
+    .unwrap()
+    .rule;
+    let mut n = new_action("refund", r#"{"amount":1}"#);
+    n.project = "billing".into();
+    let billing = s.propose(&n).await.unwrap().action;
+    let applied = s.apply_rules(&billing, &rules).await.unwrap();
+    assert_eq!(
+        applied.map(|a| a.action.status),
+        Some(Status::Approved),
+        "in its project"
+    );
+    n.project = "shop".into();
+    let shop = s.propose(&n).await.unwrap().action;
+    assert!(s.apply_rules(&shop, &rules).await.unwrap().is_none());
+    assert_eq!(
+        s.get_action(&shop.id).await.unwrap().status,
+        Status::Pending
+    );
+}
