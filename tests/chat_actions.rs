@@ -289,3 +289,94 @@ async fn a_blocked_row_takes_a_chat_answer_and_a_handled_mark() {
     );
     assert!(v.contains("@user3"), "{v}");
 }
+
+#[tokio::test]
+async fn the_edit_prompt_takes_a_patch_from_an_approver_only() {
+    let (db, fake, _d) = setup().await;
+    let id = propose(
+        &db,
+        &[
+            "--kind",
+            "email.send",
+            "--summary",
+            "Mail the report",
+            "--args",
+            r#"{"to":"a@example.com"}"#,
+        ],
+    );
+    let msg = message_of(&fake, &id).await;
+    let short = id[id.len() - 8..].to_string();
+    fake.tap(TEAM, ALICE, msg.message_id, &msg.button("Edit"));
+    let prompt = fake
+        .until(30, "the edit prompt", |f| {
+            f.messages(TEAM)
+                .into_iter()
+                .find(|m| m.text.starts_with(&format!("✏️ Edit #{short}")))
+        })
+        .await;
+    // Carol may answer questions here but not decide actions.
+    let said = fake
+        .reply_to_prompt(TEAM, CAROL, prompt.message_id, "to: c@example.com")
+        .await;
+    assert_eq!(said, "Sorry, you're not allowed to decide actions here.");
+    assert_eq!(action(&db, &id)["status"], "pending");
+    let said = fake
+        .reply_to_prompt(TEAM, ALICE, prompt.message_id, "to: b@example.com")
+        .await;
+    assert!(!said.starts_with("Not applied"), "{said}");
+    let a = action(&db, &id);
+    assert_eq!(a["status"], "approved", "{a}");
+    assert_eq!(a["effective_args"]["to"], "b@example.com", "{a}");
+}
+
+#[tokio::test]
+async fn a_blocked_row_takes_an_answer_through_its_button_or_a_decline() {
+    let (db, fake, _d) = setup().await;
+    let rows = r#"[{"label":"dns","status":"blocked","next_step":"Create the CNAME","owner":"task"},{"label":"tls","status":"blocked","next_step":"Upload the certificate","owner":"task"}]"#;
+    let out = db.cli(&[
+        "--json", "board", "upsert", "infra", "Launch", "--rows", rows,
+    ]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let row_msg = |text: &'static str| {
+        let fake = &fake;
+        async move {
+            fake.until(30, "the row's message", |f| {
+                f.messages(TEAM).into_iter().find(|m| m.text.contains(text))
+            })
+            .await
+        }
+    };
+    let dns = row_msg("Create the CNAME").await;
+    fake.tap(TEAM, CAROL, dns.message_id, &dns.button("Answer"));
+    let prompt = fake
+        .until(30, "the answer prompt", |f| {
+            f.messages(TEAM)
+                .into_iter()
+                .find(|m| m.text.starts_with("💬 Answer #"))
+        })
+        .await;
+    let said = fake
+        .reply_to_prompt(TEAM, CAROL, prompt.message_id, "CNAME created")
+        .await;
+    assert!(said.starts_with("Recorded for #"), "{said}");
+
+    let tls = row_msg("Upload the certificate").await;
+    fake.tap(TEAM, CAROL, tls.message_id, &tls.button("Decline"));
+    fake.until(30, "the decline toast", |f| {
+        f.toasts().into_iter().find(|t| t == "Declined.")
+    })
+    .await;
+
+    let v = json(&db.cli(&[
+        "--json",
+        "board",
+        "get",
+        "Launch",
+        "--project",
+        "infra",
+        "--full",
+    ]));
+    let text = v.to_string();
+    assert!(text.contains("CNAME created"), "{text}");
+    assert!(text.contains("declined in Telegram"), "{text}");
+}

@@ -229,6 +229,35 @@ impl FakeTelegram {
             .collect()
     }
 
+    /// Reply `text` to the bot's prompt message `prompt` as `user`, and
+    /// return what the bot said next. The bot files a prompt only once
+    /// Telegram has answered its send; a reply that beats that gets "isn't
+    /// one of my items" and is sent again.
+    pub async fn reply_to_prompt(
+        &self,
+        chat_id: i64,
+        user: i64,
+        prompt: i64,
+        text: &str,
+    ) -> String {
+        for _ in 0..50 {
+            let before = self.sent_texts(chat_id).len();
+            self.send_text(chat_id, user, text, Some(prompt));
+            let said = self
+                .until(30, "the bot's answer to a prompt reply", |f| {
+                    f.sent_texts(chat_id)
+                        .get(before..)
+                        .and_then(|new| new.first().cloned())
+                })
+                .await;
+            if !said.contains("isn't one of my items") {
+                return said;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("the bot never took a reply to its prompt {prompt}");
+    }
+
     /// Poll `f` every 20 ms until it returns Some, or panic after `secs`.
     pub async fn until<T>(
         &self,
