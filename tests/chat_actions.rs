@@ -380,3 +380,42 @@ async fn a_blocked_row_takes_an_answer_through_its_button_or_a_decline() {
     assert!(text.contains("CNAME created"), "{text}");
     assert!(text.contains("declined in Telegram"), "{text}");
 }
+
+#[tokio::test]
+async fn an_approve_button_drawn_before_a_patch_approves_nothing() {
+    let (db, fake, _d) = setup().await;
+    let id = propose(
+        &db,
+        &[
+            "--kind",
+            "email.send",
+            "--summary",
+            "Mail the report",
+            "--args",
+            r#"{"to":"a@example.com"}"#,
+            "--approvals",
+            "2",
+        ],
+    );
+    let msg = message_of(&fake, &id).await;
+    let old = msg.button("Approve");
+    let out = db.cli(&[
+        "approve",
+        &id,
+        "--patch",
+        r#"{"to":"b@example.com"}"#,
+        "--as",
+        "alice",
+    ]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    fake.tap(TEAM, BOB, msg.message_id, &old);
+    fake.until(30, "the stale refusal", |f| {
+        f.toasts().into_iter().find(|t| {
+            t == "The arguments changed since this message was drawn — see the updated message."
+        })
+    })
+    .await;
+    let a = action(&db, &id);
+    assert_eq!(a["status"], "pending", "Bob never saw b@example.com: {a}");
+    assert_eq!(a["approvals"], 1, "{a}");
+}
