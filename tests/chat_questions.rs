@@ -166,6 +166,14 @@ async fn clarify_corrects_a_chat_answer_but_never_an_inbox_answer() {
             .find(|t| t.starts_with("Usage: /clarify <id> <text>"))
     })
     .await;
+    // An id without text is not an answer either.
+    fake.send_text(ME, ME, "/answer feedbeef", None);
+    fake.until(30, "the usage of /answer", |f| {
+        f.sent_texts(ME)
+            .into_iter()
+            .find(|t| t.starts_with("Usage: /answer <id> <text>"))
+    })
+    .await;
     fake.send_text(ME, ME, "/clarify feedbeef v1.4", Some(1));
     fake.until(30, "the unknown id", |f| {
         f.sent_texts(ME)
