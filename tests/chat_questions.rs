@@ -446,6 +446,16 @@ async fn list_shows_this_chats_open_questions_and_which_wait_for_the_agent() {
     message_of(&fake, &answered).await;
     let out = db.cli(&["reply", &answered, "Ada"]);
     assert!(out.status.success(), "{}", common::stderr(&out));
+    // Closed and snoozed questions are not listed.
+    let closed = qid(&ask(&db, &["Closed already"]));
+    let snoozed = qid(&ask(&db, &["Snoozed for now"]));
+    for args in [
+        vec!["dismiss", closed.as_str()],
+        vec!["snooze", "--for", "1h", snoozed.as_str()],
+    ] {
+        let out = db.cli(&args);
+        assert!(out.status.success(), "{}", common::stderr(&out));
+    }
     fake.send_text(ME, ME, "/list", None);
     let list = fake
         .until(30, "the list", |f| {
@@ -465,6 +475,10 @@ async fn list_shows_this_chats_open_questions_and_which_wait_for_the_agent() {
             "❓ #{} Name the cat (answered, waiting for the agent)",
             short(&answered)
         )),
+        "{list}"
+    );
+    assert!(
+        !list.contains("Closed already") && !list.contains("Snoozed for now"),
         "{list}"
     );
     assert!(
