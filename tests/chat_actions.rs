@@ -419,3 +419,66 @@ async fn an_approve_button_drawn_before_a_patch_approves_nothing() {
     assert_eq!(a["status"], "pending", "Bob never saw b@example.com: {a}");
     assert_eq!(a["approvals"], 1, "{a}");
 }
+
+#[tokio::test]
+async fn an_unknown_outcome_is_settled_from_its_buttons() {
+    let (db, fake, _d) = setup().await;
+    let store = db.open().await;
+    let mut ids = Vec::new();
+    for n in 1..=3 {
+        let id = propose(
+            &db,
+            &[
+                "--kind",
+                "deploy",
+                "--summary",
+                &format!("Deploy {n}"),
+                "--args",
+                &format!(r#"{{"n":{n}}}"#),
+            ],
+        );
+        let out = db.cli(&["approve", &id, "--as", "alice"]);
+        assert!(out.status.success(), "{}", common::stderr(&out));
+        // An executor claims it and dies: its 1 ms lease lapses.
+        store.claim(&id, "exec-1", 1).await.unwrap();
+        ids.push(id);
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let out = db.cli(&["recover", "--no-run"]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    for (id, (button, toast, status)) in ids.iter().zip([
+        ("Mark executed", "Marked executed.", "executed"),
+        ("Mark failed", "Marked failed.", "failed"),
+        (
+            "Retry",
+            "Approved for one more run (at-least-once, your call).",
+            "approved",
+        ),
+    ]) {
+        assert_eq!(action(&db, id)["status"], "unknown");
+        let msg = fake
+            .until(30, "the unknown outcome's buttons", |f| {
+                let m = f.message(TEAM, message_of_sync(f, id)?)?;
+                m.buttons()
+                    .iter()
+                    .any(|b| b.0.contains(button))
+                    .then_some(m)
+            })
+            .await;
+        fake.tap(TEAM, BOB, msg.message_id, &msg.button(button));
+        fake.until(30, "the toast", |f| {
+            f.toasts().into_iter().find(|t| t == toast)
+        })
+        .await;
+        assert_eq!(action(&db, id)["status"], status, "{button}");
+    }
+}
+
+/// The message id of item `id`'s message in the team chat, if sent.
+fn message_of_sync(fake: &FakeTelegram, id: &str) -> Option<i64> {
+    let short = &id[id.len() - 8..];
+    fake.messages(TEAM)
+        .into_iter()
+        .find(|m| m.text.contains(short))
+        .map(|m| m.message_id)
+}
