@@ -444,6 +444,13 @@ async fn list_shows_this_chats_open_questions_and_which_wait_for_the_agent() {
     let open = qid(&ask(&db, &["Pick a colour"]));
     let answered = qid(&ask(&db, &["Name the cat"]));
     message_of(&fake, &answered).await;
+    // An answer the agent has picked up leaves the question open, and no
+    // longer waiting for the agent.
+    let seen = qid(&ask(&db, &["Seen already"]));
+    for args in [vec!["reply", seen.as_str(), "noted"], vec!["pending"]] {
+        let out = db.cli(&args);
+        assert!(out.status.success(), "{}", common::stderr(&out));
+    }
     let out = db.cli(&["reply", &answered, "Ada"]);
     assert!(out.status.success(), "{}", common::stderr(&out));
     // Closed and snoozed questions are not listed.
@@ -465,7 +472,12 @@ async fn list_shows_this_chats_open_questions_and_which_wait_for_the_agent() {
         })
         .await;
     let short = |id: &str| id[id.len() - 8..].to_string();
-    assert!(list.starts_with("Open items (2):\n"), "{list}");
+    assert!(list.starts_with("Open items (3):\n"), "{list}");
+    assert!(
+        list.lines()
+            .any(|l| l == format!("❓ #{} Seen already", short(&seen))),
+        "{list}"
+    );
     assert!(
         list.contains(&format!("❓ #{} Pick a colour", short(&open))),
         "{list}"
