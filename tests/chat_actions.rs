@@ -360,6 +360,23 @@ async fn a_blocked_row_takes_an_answer_through_its_button_or_a_decline() {
         .await;
     assert!(said.starts_with("Recorded for #"), "{said}");
 
+    // /answer finds a row by its short id too: this one already has an
+    // answer waiting, and says so.
+    let v = json(&out);
+    let row = v["rows"][0]["id"].as_str().unwrap();
+    fake.send_text(
+        TEAM,
+        CAROL,
+        &format!("/answer {} TTL is 300", &row[row.len() - 8..]),
+        None,
+    );
+    fake.until(30, "the row's refusal", |f| {
+        f.sent_texts(TEAM)
+            .into_iter()
+            .find(|t| t.starts_with("An answer is already waiting for the agent"))
+    })
+    .await;
+
     let tls = row_msg("Upload the certificate").await;
     fake.tap(TEAM, CAROL, tls.message_id, &tls.button("Decline"));
     fake.until(30, "the decline toast", |f| {
