@@ -206,7 +206,7 @@ impl Store {
                 Ok(()) => return Ok(()),
                 Err(e) => {
                     last = e.to_string();
-                    if let sqlx::migrate::MigrateError::Execute(ref inner) = e
+                    if let Some(inner) = migration_db_error(&e)
                         && is_readonly(inner)
                     {
                         return Err(Error::Open {
@@ -420,5 +420,16 @@ impl Error {
             }
             other => other.to_string(),
         }
+    }
+}
+
+/// The database error under a migration failure: sqlx reports a failing
+/// migration as `ExecuteMigration` and a failure around it (its bookkeeping
+/// table) as `Execute`.
+fn migration_db_error(e: &sqlx::migrate::MigrateError) -> Option<&sqlx::Error> {
+    match e {
+        sqlx::migrate::MigrateError::Execute(inner)
+        | sqlx::migrate::MigrateError::ExecuteMigration(inner, _) => Some(inner),
+        _ => None,
     }
 }

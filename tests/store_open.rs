@@ -123,6 +123,28 @@ async fn a_new_file_that_cannot_be_written_is_refused_as_read_only() {
         Err(e) => assert!(e.to_string().contains("the file is read-only"), "{e}"),
         Ok(_) => panic!("a file that cannot be written must be refused"),
     }
+    // A WAL-mode SQLite file with no tables opens, then fails to take the
+    // schema: that is read-only too, not a schema error.
+    let wal = db.dir.path().join("wal.db");
+    let opts = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(&wal)
+        .create_if_missing(true)
+        .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal);
+    sqlx::SqlitePool::connect_with(opts)
+        .await
+        .unwrap()
+        .close()
+        .await;
+    std::fs::set_permissions(&wal, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let _wal_guard = Immutable(wal.clone());
+    let _ = std::process::Command::new("chattr")
+        .arg("+i")
+        .arg(&wal)
+        .status();
+    match Store::open(&wal).await {
+        Err(e) => assert!(e.to_string().contains("the file is read-only"), "{e}"),
+        Ok(_) => panic!("a file that cannot be written must be refused"),
+    }
 }
 
 #[tokio::test]
