@@ -258,39 +258,14 @@ fn unusable_database_paths_give_one_clear_line() {
     );
 }
 
-/// Undo `chattr +i` even if the test fails, or the temp dir cannot be removed.
-struct Immutable(std::path::PathBuf);
-impl Drop for Immutable {
-    fn drop(&mut self) {
-        let _ = Command::new("chattr").arg("-i").arg(&self.0).status();
-    }
-}
-
 #[tokio::test]
 async fn a_read_only_database_gives_one_clear_line_and_stays_unchanged() {
     let db = TempDb::new();
     let id = ask_id(&db, &["Which DB?"]);
     let before = written(&db).await;
-    // Read-only for this user: chmod works for normal users; root ignores
-    // modes, so then make the file immutable instead.
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&db.path, std::fs::Permissions::from_mode(0o444)).unwrap();
-    let _guard = Immutable(db.path.clone());
-    if std::fs::OpenOptions::new()
-        .append(true)
-        .open(&db.path)
-        .is_ok()
-    {
-        let ok = Command::new("chattr")
-            .arg("+i")
-            .arg(&db.path)
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            eprintln!("skipped: running as root without chattr, cannot make the file read-only");
-            return;
-        }
-    }
+    let Some(guard) = common::make_read_only(&db.path) else {
+        return;
+    };
     for args in [
         vec!["ask", "Another?"],
         vec!["reply", id.as_str(), "sqlite"],
@@ -298,7 +273,8 @@ async fn a_read_only_database_gives_one_clear_line_and_stays_unchanged() {
         let out = db.cli(&args);
         assert_one_line_error(&out, 1, "read-only");
     }
-    drop(_guard);
+    drop(guard);
+    use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&db.path, std::fs::Permissions::from_mode(0o644)).unwrap();
     assert_eq!(written(&db).await, before);
 }

@@ -85,40 +85,13 @@ async fn unusable_paths_give_clear_errors() {
     );
 }
 
-/// Undo `chattr +i` even if the test fails, or the temp dir cannot be removed.
-struct Immutable(std::path::PathBuf);
-impl Drop for Immutable {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("chattr")
-            .arg("-i")
-            .arg(&self.0)
-            .status();
-    }
-}
-
 #[tokio::test]
 async fn a_new_file_that_cannot_be_written_is_refused_as_read_only() {
-    use std::os::unix::fs::PermissionsExt;
     let db = TempDb::new();
     std::fs::write(&db.path, b"").unwrap();
-    std::fs::set_permissions(&db.path, std::fs::Permissions::from_mode(0o444)).unwrap();
-    let _guard = Immutable(db.path.clone());
-    // Root ignores modes: make the file immutable instead.
-    if std::fs::OpenOptions::new()
-        .append(true)
-        .open(&db.path)
-        .is_ok()
-    {
-        let ok = std::process::Command::new("chattr")
-            .arg("+i")
-            .arg(&db.path)
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            eprintln!("skipped: running as root without chattr, cannot make the file read-only");
-            return;
-        }
-    }
+    let Some(_guard) = common::make_read_only(&db.path) else {
+        return;
+    };
     match Store::open(&db.path).await {
         Err(e) => assert!(e.to_string().contains("the file is read-only"), "{e}"),
         Ok(_) => panic!("a file that cannot be written must be refused"),
@@ -135,12 +108,9 @@ async fn a_new_file_that_cannot_be_written_is_refused_as_read_only() {
         .unwrap()
         .close()
         .await;
-    std::fs::set_permissions(&wal, std::fs::Permissions::from_mode(0o444)).unwrap();
-    let _wal_guard = Immutable(wal.clone());
-    let _ = std::process::Command::new("chattr")
-        .arg("+i")
-        .arg(&wal)
-        .status();
+    let Some(_wal_guard) = common::make_read_only(&wal) else {
+        return;
+    };
     match Store::open(&wal).await {
         Err(e) => assert!(e.to_string().contains("the file is read-only"), "{e}"),
         Ok(_) => panic!("a file that cannot be written must be refused"),

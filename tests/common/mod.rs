@@ -53,6 +53,37 @@ pub fn cli_at(db: &Path, args: &[&str]) -> Output {
         .expect("run handoff")
 }
 
+/// Undoes `chattr +i` on drop, even when the test fails, so the temp dir
+/// can be removed.
+pub struct Immutable(PathBuf);
+
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        let _ = Command::new("chattr").arg("-i").arg(&self.0).status();
+    }
+}
+
+/// Make `path` unwritable for this process: mode 0444, and, for root (which
+/// ignores modes), `chattr +i`. None when that cannot be done (root without
+/// chattr); the caller then skips its test.
+pub fn make_read_only(path: &Path) -> Option<Immutable> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let guard = Immutable(path.to_path_buf());
+    if std::fs::OpenOptions::new().append(true).open(path).is_ok() {
+        let ok = Command::new("chattr")
+            .arg("+i")
+            .arg(path)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!("skipped: running as root without chattr, cannot make a file read-only");
+            return None;
+        }
+    }
+    Some(guard)
+}
+
 /// stdout of a command as a string.
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
