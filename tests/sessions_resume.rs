@@ -257,32 +257,20 @@ async fn a_resume_is_quiet_only_when_no_list_has_anything() {
     none.wakes.clear();
     assert!(none.is_quiet(), "the ledger tail and state are not news");
     // Any one list with something in it is enough to be worth a look.
+    let only = |fill: &dyn Fn(&mut handoff::store::sessions::Resume)| {
+        let mut r = none.clone();
+        fill(&mut r);
+        r
+    };
     for (list, only) in [
-        ("interrupted", {
-            let mut r = none.clone();
-            r.interrupted = busy.interrupted.clone();
-            r
-        }),
-        ("answers", {
-            let mut r = none.clone();
-            r.answers = busy.answers.clone();
-            r
-        }),
-        ("rows", {
-            let mut r = none.clone();
-            r.rows = busy.rows.clone();
-            r
-        }),
-        ("decisions", {
-            let mut r = none.clone();
-            r.decisions = busy.decisions.clone();
-            r
-        }),
-        ("wakes", {
-            let mut r = none.clone();
-            r.wakes = busy.wakes.clone();
-            r
-        }),
+        (
+            "interrupted",
+            only(&|r| r.interrupted = busy.interrupted.clone()),
+        ),
+        ("answers", only(&|r| r.answers = busy.answers.clone())),
+        ("rows", only(&|r| r.rows = busy.rows.clone())),
+        ("decisions", only(&|r| r.decisions = busy.decisions.clone())),
+        ("wakes", only(&|r| r.wakes = busy.wakes.clone())),
     ] {
         assert!(!only.is_quiet(), "{list} alone is not quiet");
     }
