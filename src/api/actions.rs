@@ -141,7 +141,14 @@ pub(crate) async fn propose(
     } else {
         StatusCode::OK
     };
-    let body = json!({"created": proposed.created, "rule": rule, "action": show(&c, &action)});
+    let mut body = json!({"created": proposed.created, "rule": rule, "action": show(&c, &action)});
+    if !proposed.created && action.status == Status::Unknown {
+        // The retry of a proposal whose first run may have happened.
+        body["note"] = json!(
+            "nothing new was proposed: this action has the same dedup key and payload and its \
+             outcome is unknown (it may already have run); a person must settle it before it can run again"
+        );
+    }
     Ok((status, axum::Json(body)).into_response())
 }
 

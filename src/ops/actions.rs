@@ -92,7 +92,15 @@ impl Ops {
             // The policy's keys locally, the daemon's own remotely.
             redact_keys: None,
         };
-        self.propose(&new).await
+        let mut out = self.propose(&new).await?;
+        if !out.created && out.action.status == crate::store::actions::Status::Unknown {
+            out.note = Some(format!(
+                "nothing new was proposed: {} has the same dedup key and payload and its outcome \
+                 is unknown (it may already have run); a person must settle it before it can run again",
+                out.action.short_id()
+            ));
+        }
+        Ok(out)
     }
 
     pub async fn action_status(&self, r: ActionStatusRequest) -> Result<ActionState> {

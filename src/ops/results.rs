@@ -47,6 +47,10 @@ pub struct Proposal {
     /// That rule's decision.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decision: Option<RuleDecision>,
+    /// Set when the returned action's outcome is unknown: why nothing new
+    /// was proposed and what settles it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// What `action_status` read.

@@ -71,6 +71,15 @@ pub(super) async fn propose(ctx: &Ctx, p: ProposeArgs) -> anyhow::Result<u8> {
         created: proposal.created,
     };
     let waiting = p.wait || exec_cmd.is_some();
+    if waiting && !proposed.created && action.status == Status::Unknown {
+        // An unknown outcome may already have happened: never wait on it
+        // or run it again from a retried proposal; a person settles it.
+        return Err(ctx.refuse(
+            exit::REFUSED,
+            &shown(&proposed, &action),
+            render::unknown_duplicate(&action),
+        ));
+    }
     if !waiting {
         ctx.print(&shown(&proposed, &action), || {
             render::proposed(&proposed, &action)

@@ -3,7 +3,7 @@
 
 use crate::clock::format_rfc3339;
 use crate::store::actions::{
-    Action, ApproveOutcome, AuditEntry, Proposed, RecoverReport, RejectOutcome, Settled,
+    Action, ApproveOutcome, AuditEntry, Proposed, RecoverReport, RejectOutcome, Settled, Status,
 };
 
 use super::exec::ExecReport;
@@ -80,10 +80,23 @@ pub(crate) fn action(a: &Action, now: i64) -> String {
     s
 }
 
+/// Why a retried proposal gets an action whose outcome is unknown back
+/// instead of a new one, and how a person settles it.
+pub(crate) fn unknown_duplicate(a: &Action) -> String {
+    format!(
+        "already proposed: {id} has the same dedup key and payload, and its outcome is unknown \
+         (it may already have run); nothing new was proposed. A person settles it first: \
+         `handoff resolve-unknown {id} --executed|--failed|--retry`",
+        id = a.short_id()
+    )
+}
+
 /// The answer to `propose`.
 pub(crate) fn proposed(p: &Proposed, a: &Action) -> String {
     let head = if p.created {
         format!("proposed {} ({})", a.short_id(), a.status)
+    } else if a.status == Status::Unknown {
+        unknown_duplicate(a)
     } else {
         format!(
             "already proposed: {} ({}) has the same dedup key and payload",

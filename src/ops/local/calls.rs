@@ -239,6 +239,7 @@ impl Local {
             action: proposed.action.redacted(),
             rule: None,
             decision: None,
+            note: None,
         };
         if proposed.created
             && let Some(applied) = self

@@ -85,6 +85,7 @@ impl Remote {
             action: p.action.redacted(),
             rule: p.rule.as_ref().map(|r| r.rule.clone()),
             decision: p.rule.map(|r| r.decision),
+            note: None,
         })
     }
 

@@ -56,15 +56,18 @@ pub struct PurgeReport {
 }
 
 /// In the caller's transaction, settle pending actions whose expiry has
-/// passed (all, one `id`, or the holder of `dedup_key`), writing audit rows
-/// and events. Returns the settled actions.
+/// passed (all, one `id`, or the holder of `dedup_key` in `project`),
+/// writing audit rows and events. Returns the settled actions.
 pub(crate) async fn expire_in(
     conn: &mut SqliteConnection,
     now: i64,
     id: Option<&str>,
-    dedup_key: Option<&str>,
+    dedup_key: Option<(&str, &str)>,
 ) -> Result<Vec<Action>> {
-    expire_matching(conn, now, id, dedup_key, None).await
+    match dedup_key {
+        Some((project, key)) => expire_matching(conn, now, id, Some(key), Some(project)).await,
+        None => expire_matching(conn, now, id, None, None).await,
+    }
 }
 
 /// [`expire_in`], optionally only for actions of `project`.

@@ -117,7 +117,7 @@ impl Store {
         if let Some(key) = &new.dedup_key {
             // A holder past its expiry is dead even if no sweep wrote it yet:
             // settle it first so it neither blocks nor answers for the key.
-            super::recovery::expire_in(&mut tx, now, None, Some(key)).await?;
+            super::recovery::expire_in(&mut tx, now, None, Some((&new.project, key))).await?;
         }
         let inserted = sqlx::query(
             "INSERT INTO actions (id, kind, summary, args, fingerprint, dedup_key, status, expires_at,
@@ -150,12 +150,16 @@ impl Store {
             Ok(_) => {}
             Err(e) if is_unique_violation(&e) => {
                 // The partial unique index refused a second live action for
-                // this key. We hold the write lock, so the holder is stable.
+                // this key in this project (an `unknown` outcome counts as
+                // live: it may have happened). We hold the write lock, so
+                // the holder is stable.
                 let key = new.dedup_key.clone().unwrap_or_default();
                 let sql = format!(
-                    "SELECT {COLUMNS} FROM actions WHERE dedup_key = ? AND status IN ('pending','approved','executing')"
+                    "SELECT {COLUMNS} FROM actions WHERE project = ? AND dedup_key = ?
+                       AND status IN ('pending','approved','executing','unknown')"
                 );
                 let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(&new.project)
                     .bind(&key)
                     .fetch_one(&mut *tx)
                     .await?;
