@@ -355,6 +355,13 @@ async fn advance_archives_the_step_with_response_and_outcome() {
 
     let mut a = advance(&f, "db", "create the schema");
     a.outcome = Some("chose SQLite".into());
+    // The Inbox answer was never picked up: advancing would bury it unread.
+    assert_eq!(
+        s.board_advance(&a).await.unwrap(),
+        Err(Refusal::UnreadResponse { label: "db".into() })
+    );
+    assert_eq!(s.board_get(&id, None).await.unwrap().unwrap(), f);
+    assert_eq!(s.pending_rows(None, None, "agent").await.unwrap().len(), 1);
     let after = s.board_advance(&a).await.unwrap().unwrap();
     let row = after.row("db").unwrap();
     let before = f.row("db").unwrap();

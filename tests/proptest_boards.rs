@@ -100,6 +100,9 @@ struct Model {
     /// `Some(seen)` when marked handled.
     handled: Option<bool>,
     outcome: String,
+    /// A person responded and the agent has not resolved it yet: set by a
+    /// response, cleared by an agent write once nothing is undelivered.
+    open: bool,
 }
 
 #[derive(Debug, PartialEq)]
@@ -121,6 +124,7 @@ fn refusal_name(r: &Refusal) -> &'static str {
         Refusal::Archived => "archived",
         Refusal::AlreadyDelivered => "already_delivered",
         Refusal::OutcomeRequired { .. } => "outcome_required",
+        Refusal::UnreadResponse { .. } => "unread_response",
     }
 }
 
@@ -129,6 +133,22 @@ impl Model {
         self.revision += 1;
         self.board_version += 1;
         Expect::Changed
+    }
+
+    fn undelivered(&self) -> bool {
+        self.unread_annotation() || self.handled == Some(false)
+    }
+
+    fn unread_annotation(&self) -> bool {
+        self.annotation.as_ref().is_some_and(|a| !a.seen)
+    }
+
+    /// An agent's write resolves the response unless an annotation it never
+    /// received waits (a handled mark is resolved by the outcome).
+    fn agent_wrote(&mut self, undelivered_before: bool) {
+        if !undelivered_before {
+            self.open = false;
+        }
     }
 
     fn annotate(
@@ -171,6 +191,7 @@ impl Model {
             source,
             seen: false,
         });
+        self.open = true;
         self.bump()
     }
 
@@ -182,6 +203,7 @@ impl Model {
             return Expect::Refused("not_blocked");
         }
         self.handled = Some(false);
+        self.open = true;
         self.bump()
     }
 
@@ -197,14 +219,12 @@ impl Model {
         }
     }
 
-    /// Rows handed over: a blocked row with a response every time, an
-    /// undelivered response once.
+    /// Rows handed over: a blocked row with a response every time, any
+    /// other response until the agent resolved it.
     fn pickup(&mut self) -> usize {
-        let unseen_ann = self.annotation.as_ref().is_some_and(|a| !a.seen);
-        let unseen_handled = self.handled == Some(false);
-        let blocked_with_response = self.status == RowStatus::Blocked
-            && (self.annotation.is_some() || self.handled.is_some());
-        if !(blocked_with_response || unseen_ann || unseen_handled) {
+        let response = self.annotation.is_some() || self.handled.is_some();
+        let blocked_with_response = self.status == RowStatus::Blocked && response;
+        if !(blocked_with_response || self.undelivered() || (self.open && response)) {
             return 0;
         }
         if let Some(a) = self.annotation.as_mut() {
@@ -227,6 +247,11 @@ impl Model {
         if self.status == RowStatus::Done && self.outcome == text {
             return Expect::Unchanged;
         }
+        let undelivered = self.unread_annotation();
+        if self.status == RowStatus::Blocked && undelivered {
+            return Expect::Refused("unread_response");
+        }
+        self.agent_wrote(undelivered);
         self.status = RowStatus::Done;
         self.outcome = text.to_string();
         self.bump()
@@ -243,6 +268,10 @@ impl Model {
         if self.handled.is_some() && outcome.is_empty() {
             return Expect::Refused("outcome_required");
         }
+        if self.unread_annotation() {
+            return Expect::Refused("unread_response");
+        }
+        self.open = false;
         self.status = RowStatus::Blocked;
         self.annotation = None;
         self.handled = None;
@@ -262,6 +291,11 @@ impl Model {
         if leaving_block && self.handled.is_some() && self.outcome.is_empty() {
             return Expect::Refused("outcome_required");
         }
+        let undelivered = self.unread_annotation();
+        if leaving_block && undelivered {
+            return Expect::Refused("unread_response");
+        }
+        self.agent_wrote(undelivered);
         if to == RowStatus::Blocked {
             // A fresh block is a new ask: the mark and the old outcome die,
             // and so does an annotation an agent already received.
@@ -343,6 +377,7 @@ async fn run(ops: Vec<Op>) {
         annotation: None,
         handled: None,
         outcome: String::new(),
+        open: false,
     };
     for (step, op) in ops.iter().enumerate() {
         if step % 2 == 0 {

@@ -6,7 +6,11 @@
 mod common;
 
 use common::{TempDb, json, new_action, stderr};
+use handoff::store::Store;
 use handoff::store::actions::{Actor, Resolution, Status};
+use handoff::store::boards::{
+    Annotate, BoardFull, BoardUpsert, Decided, Refusal, RowStatus, RowWrite,
+};
 
 const T0: i64 = 1_800_000_000_000;
 
@@ -135,4 +139,171 @@ async fn dedup_keys_are_per_project() {
     let again = s.propose(&p2).await.unwrap();
     assert!(!again.created);
     assert_eq!(again.action.id, theirs.action.id);
+}
+
+fn board(rows: serde_json::Value) -> BoardUpsert {
+    BoardUpsert {
+        project: "proj".into(),
+        title: "Launch".into(),
+        agent: "claude".into(),
+        session: "s1".into(),
+        rows: serde_json::from_value(rows).unwrap(),
+        ..BoardUpsert::default()
+    }
+}
+
+fn inbox(board: &str, label: &str, text: &str) -> Annotate {
+    Annotate {
+        board: board.into(),
+        label: label.into(),
+        text: text.into(),
+        by: "ann".into(),
+        ..Annotate::default()
+    }
+}
+
+/// Write `change` (row fields) to row `label` at its current revision.
+async fn write_row(
+    s: &Store,
+    board: &str,
+    label: &str,
+    change: serde_json::Value,
+) -> Decided<BoardFull> {
+    let full = s.board_get(board, None).await.unwrap().unwrap();
+    let mut row =
+        serde_json::json!({"label": label, "revision": full.row(label).unwrap().revision});
+    row.as_object_mut()
+        .unwrap()
+        .extend(change.as_object().unwrap().clone());
+    s.board_row(&RowWrite {
+        board: board.into(),
+        row: serde_json::from_value(row).unwrap(),
+        by: "claude".into(),
+        ..RowWrite::default()
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn leaving_blocked_over_an_unread_answer_is_refused() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    let f = s
+        .board_upsert(&board(
+            serde_json::json!([{"label": "db", "status": "blocked", "next_step": "pick one"}]),
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    let id = f.board.id.clone();
+    s.annotate(&inbox(&id, "db", "use PostgreSQL"))
+        .await
+        .unwrap()
+        .unwrap();
+
+    // The agent sets the row done without reading the answer: refused, and
+    // nothing changes (the board does not reach 100 % and archive).
+    let refused = write_row(&s, &id, "db", serde_json::json!({"status": "done"})).await;
+    assert_eq!(refused, Err(Refusal::UnreadResponse { label: "db".into() }));
+    let after = s.board_get(&id, None).await.unwrap().unwrap();
+    assert_eq!(after.row("db").unwrap().status, RowStatus::Blocked);
+    assert!(after.board.archived_at.is_none());
+
+    // Picked up, it may leave blocked.
+    let got = s.pending_rows(None, Some("s1"), "claude").await.unwrap();
+    assert_eq!(got.len(), 1);
+    let done = write_row(&s, &id, "db", serde_json::json!({"status": "done"}))
+        .await
+        .unwrap();
+    assert!(
+        done.board.archived_at.is_some(),
+        "resolved: now it archives"
+    );
+}
+
+#[tokio::test]
+async fn an_open_answer_keeps_the_board_from_archiving_and_stays_pending() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    let f = s
+        .board_upsert(&board(serde_json::json!([
+            {"label": "api", "status": "partial"},
+            {"label": "docs", "status": "done"}
+        ])))
+        .await
+        .unwrap()
+        .unwrap();
+    let id = f.board.id.clone();
+    // A person comments on a row that is not blocked.
+    s.annotate(&inbox(&id, "api", "the rate limit must stay at 100/s"))
+        .await
+        .unwrap()
+        .unwrap();
+    // The agent, unaware, finishes the row: the board is at 100 %, but it
+    // must not archive over the unread answer.
+    let full = write_row(&s, &id, "api", serde_json::json!({"status": "done"}))
+        .await
+        .unwrap();
+    assert_eq!(full.board.progress.percent, Some(100.0));
+    assert!(
+        full.board.archived_at.is_none(),
+        "archiving would hide the answer"
+    );
+
+    // The answer reaches the agent, and again on the next call (it is not
+    // resolved yet), and in `resume` marked as delivered before.
+    let first = s.pending_rows(None, Some("s1"), "claude").await.unwrap();
+    assert_eq!((first.len(), first[0].new), (1, true));
+    let again = s.pending_rows(None, Some("s1"), "claude").await.unwrap();
+    assert_eq!(
+        (again.len(), again[0].new),
+        (1, false),
+        "at-least-once until resolved"
+    );
+    let r = s.resume("s1", 5).await.unwrap();
+    assert_eq!(r.rows.len(), 1);
+    assert!(!r.rows[0].new);
+
+    // The agent writes the row after reading it: resolved, and the board
+    // archives in that write.
+    let full = write_row(&s, &id, "api", serde_json::json!({"note": "kept 100/s"}))
+        .await
+        .unwrap();
+    assert!(full.board.archived_at.is_some());
+    assert!(
+        s.pending_rows(None, Some("s1"), "claude")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(s.resume("s1", 5).await.unwrap().rows.is_empty());
+}
+
+#[tokio::test]
+async fn resume_keeps_a_delivered_answer_until_the_agent_resolves_it() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    let q = common::ask(&s, "which region?").await;
+    let session = q.session.clone();
+    s.reply_inbox(&q.id, &common::answer("eu-west-1"))
+        .await
+        .unwrap();
+    // The agent picks it up and crashes before acting on it.
+    let picked = s
+        .pending(None, Some(&session), false, "agent")
+        .await
+        .unwrap();
+    assert_eq!(picked.len(), 1);
+
+    let r = s.resume(&session, 5).await.unwrap();
+    assert_eq!(
+        r.answers.len(),
+        1,
+        "the call meant for recovery finds it again"
+    );
+    let reply = r.answers[0].reply.as_ref().unwrap();
+    assert_eq!(reply.text, "eu-west-1");
+    assert!(reply.seen_at.is_some(), "marked as delivered before");
+    assert!(!r.is_quiet());
 }

@@ -170,6 +170,7 @@ impl From<boards::Refusal> for ApiError {
             R::Archived => (StatusCode::CONFLICT, "archived"),
             R::AlreadyDelivered => (StatusCode::CONFLICT, "already_delivered"),
             R::OutcomeRequired { .. } => (StatusCode::CONFLICT, "outcome_required"),
+            R::UnreadResponse { .. } => (StatusCode::CONFLICT, "unread_response"),
         };
         ApiError::new(status, reason, r.to_string()).with_detail(detail_of(&r))
     }

@@ -149,6 +149,7 @@ impl From<boards::Refusal> for Error {
             R::Archived => "archived",
             R::AlreadyDelivered => "already_delivered",
             R::OutcomeRequired { .. } => "outcome_required",
+            R::UnreadResponse { .. } => "unread_response",
         };
         let message = match &r {
             // The store's text names the CLI; an agent re-reads with board_get.

@@ -417,6 +417,22 @@ pub struct Row {
     pub updated_at: i64,
 }
 
+impl Row {
+    /// True when a person's annotation or handled mark waits that no agent
+    /// has received yet.
+    pub fn has_undelivered_response(&self) -> bool {
+        self.has_unread_annotation()
+            || (self.handled_at.is_some() && self.handled_seen_at.is_none())
+    }
+
+    /// True when a person's annotation waits that no agent has received
+    /// yet. (A handled mark is resolved by the outcome the agent must store
+    /// to leave `blocked`; an annotation's words would be lost unread.)
+    pub fn has_unread_annotation(&self) -> bool {
+        self.annotation.is_some() && self.annotation_seen_at.is_none()
+    }
+}
+
 /// The current revision of a row that did not match (`None`: no such row).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct StaleRow {
@@ -469,6 +485,13 @@ pub enum Refusal {
         /// The row.
         label: String,
     },
+    /// The write would take the row out of the human's queue (leave
+    /// `blocked`, or advance) while an annotation no agent has received
+    /// waits on it: pick it up first.
+    UnreadResponse {
+        /// The row.
+        label: String,
+    },
 }
 
 impl std::fmt::Display for Refusal {
@@ -507,6 +530,11 @@ impl std::fmt::Display for Refusal {
             Refusal::OutcomeRequired { label } => write!(
                 f,
                 "row `{label}` was marked handled: store a non-empty outcome to move it out of blocked"
+            ),
+            Refusal::UnreadResponse { label } => write!(
+                f,
+                "row `{label}` has a person's answer no agent has read yet: pick it up with \
+                 `handoff board pending` (or `handoff pending`), then retry"
             ),
         }
     }

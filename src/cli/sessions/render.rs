@@ -105,11 +105,16 @@ fn reply_text(q: &Question) -> String {
         ReplyKind::Decline => "declined",
     };
     let mut s = format!(
-        "{what} on question {} \"{}\" by {} via {}:\n  {}\n",
+        "{what} on question {} \"{}\" by {} via {}{}:\n  {}\n",
         q.short_id,
         q.title,
         if r.by.is_empty() { "a person" } else { &r.by },
         r.source,
+        if r.seen_at.is_some() {
+            " (delivered before; still open until you resolve it)"
+        } else {
+            ""
+        },
         if r.text.is_empty() {
             "(no text)"
         } else {
@@ -125,11 +130,16 @@ fn reply_text(q: &Question) -> String {
 fn row_text(p: &PendingRow) -> String {
     let r = &p.row;
     let mut s = format!(
-        "row \"{}\" on board \"{}\" (revision {}, status {}):\n",
+        "row \"{}\" on board \"{}\" (revision {}, status {}){}:\n",
         r.label,
         p.board_title,
         r.revision,
-        r.status.as_str()
+        r.status.as_str(),
+        if p.new {
+            ""
+        } else {
+            " (delivered before; still open until you write the row)"
+        }
     );
     if let Some(a) = &r.annotation {
         let _ = writeln!(

@@ -326,14 +326,22 @@ pub(super) async fn settle(
 ) -> Result<Board> {
     let complete = board.progress.complete();
     let kind = if complete && board.archived_at.is_none() {
-        // Why guarded: only an active board auto-archives.
-        sqlx::query(
-            "UPDATE boards SET archived_at = ?, auto_archived = 1 WHERE id = ? AND archived_at IS NULL",
+        // Why guarded: only an active board auto-archives, and not while a
+        // person's response on one of its rows is still open (undelivered,
+        // or delivered and not yet resolved): archiving would hide it.
+        let archived = sqlx::query(
+            "UPDATE boards SET archived_at = ?, auto_archived = 1
+             WHERE id = ? AND archived_at IS NULL AND NOT EXISTS (
+                 SELECT 1 FROM board_rows r WHERE r.board_id = boards.id AND r.response_open = 1
+                   AND (r.annotation IS NOT NULL OR r.handled_at IS NOT NULL))",
         )
         .bind(now)
         .bind(&board.id)
         .execute(&mut *conn)
         .await?;
+        if archived.rows_affected() == 0 {
+            return Ok(board);
+        }
         "board.archived"
     } else if !complete && board.archived_at.is_some() {
         // Why guarded: reactivate only what is archived now.

@@ -165,7 +165,7 @@ impl Store {
             sqlx::query(
                 "UPDATE board_rows SET annotation = ?, annotation_kind = ?, annotation_source = 'inbox',
                     annotated_by = ?, annotated_at = ?, annotation_seen_at = NULL,
-                    revision = revision + 1, updated_at = ?
+                    response_open = 1, revision = revision + 1, updated_at = ?
                  WHERE id = ? AND (? IS NULL OR revision = ?) AND (? IS NULL OR action_version = ?)",
             )
             .bind(text)
@@ -187,7 +187,7 @@ impl Store {
             sqlx::query(
                 "UPDATE board_rows SET annotation = ?, annotation_kind = ?, annotation_source = 'chat',
                     annotated_by = ?, annotated_at = ?, annotation_seen_at = NULL,
-                    revision = revision + 1, updated_at = ?
+                    response_open = 1, revision = revision + 1, updated_at = ?
                  WHERE id = ? AND (? IS NULL OR revision = ?) AND (? IS NULL OR action_version = ?)
                    AND (annotation IS NULL OR annotation_seen_at IS NOT NULL
                         OR (? = 'clarify' AND annotation_source = 'chat'))",
@@ -326,7 +326,7 @@ impl Store {
             // resets its delivery so the agent is told again.
             sqlx::query(
                 "UPDATE board_rows SET handled_at = ?, handled_by = ?, handled_seen_at = NULL,
-                    revision = revision + 1, updated_at = ?
+                    response_open = 1, revision = revision + 1, updated_at = ?
                  WHERE id = ? AND status = 'blocked' AND (? IS NULL OR revision = ?)",
             )
             .bind(now)

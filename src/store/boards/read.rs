@@ -3,9 +3,10 @@
 //! Every read goes to the database (there is no cache, so `full` is always
 //! the source of truth). [`Store::pending_rows`] is at-least-once: a blocked
 //! row with a response comes back on every call until the agent changes its
-//! status; a response on a row that is not blocked is an aside, handed over
-//! once. Delivery stamps only the exact response read, so a response the
-//! human rewrote between the read and the stamp stays queued.
+//! status; a response on a row that is not blocked comes back until the
+//! agent writes that row after receiving it (`response_open`), even once the
+//! board is archived. Delivery stamps only the exact response read, so a
+//! response the human rewrote between the read and the stamp stays queued.
 
 use serde::Serialize;
 use serde_json::json;
@@ -40,8 +41,7 @@ pub struct PendingRow {
 
 fn pending_from(r: &sqlx::sqlite::SqliteRow) -> Result<PendingRow> {
     let row = row_from(r)?;
-    let new = (row.annotation.is_some() && row.annotation_seen_at.is_none())
-        || (row.handled_at.is_some() && row.handled_seen_at.is_none());
+    let new = row.has_undelivered_response();
     Ok(PendingRow {
         board_id: row.board_id.clone(),
         board_title: r.try_get("board_title")?,
@@ -98,11 +98,12 @@ impl Store {
             "SELECT r.*, b.title AS board_title, b.revision AS board_version, b.project AS board_project,
                     b.session AS board_session, b.agent AS board_agent
              FROM board_rows r JOIN boards b ON b.id = r.board_id
-             WHERE b.archived_at IS NULL
+             WHERE (b.archived_at IS NULL OR r.response_open = 1)
                AND (? IS NULL OR b.project = ?) AND (? IS NULL OR b.session = ?)
-               AND ((r.status = 'blocked' AND (r.annotation IS NOT NULL OR r.handled_at IS NOT NULL))
-                    OR (r.annotation IS NOT NULL AND r.annotation_seen_at IS NULL)
-                    OR (r.handled_at IS NOT NULL AND r.handled_seen_at IS NULL))
+               AND (r.annotation IS NOT NULL OR r.handled_at IS NOT NULL)
+               AND (r.status = 'blocked' OR r.response_open = 1
+                    OR r.annotation_seen_at IS NULL AND r.annotation IS NOT NULL
+                    OR r.handled_seen_at IS NULL AND r.handled_at IS NOT NULL)
              ORDER BY COALESCE(r.annotated_at, r.handled_at), r.id",
         )
         .bind(project)

@@ -138,6 +138,9 @@ impl Store {
         if row.handled_at.is_some() && outcome.is_empty() {
             return Ok(Err(Refusal::OutcomeRequired { label: row.label }));
         }
+        if row.has_unread_annotation() {
+            return Ok(Err(Refusal::UnreadResponse { label: row.label }));
+        }
         let mut history = row.history.clone();
         history.push(Step {
             action_version: row.action_version,
@@ -170,7 +173,7 @@ impl Store {
                 options = ?, context = ?, outcome = '', outcome_at = NULL,
                 annotation = NULL, annotation_kind = NULL, annotation_source = NULL,
                 annotated_by = NULL, annotated_at = NULL, annotation_seen_at = NULL,
-                handled_at = NULL, handled_by = NULL, handled_seen_at = NULL,
+                handled_at = NULL, handled_by = NULL, handled_seen_at = NULL, response_open = 0,
                 history = ?, action_version = action_version + 1, action_started_at = ?,
                 revision = revision + 1, updated_at = ?
              WHERE id = ? AND revision = ?",

@@ -272,6 +272,11 @@ async fn apply_rows(
                 label: old.label.clone(),
             }));
         }
+        if leaving_block && old.has_unread_annotation() {
+            return Ok(Err(Refusal::UnreadResponse {
+                label: old.label.clone(),
+            }));
+        }
         let fresh_block = before.status != RowStatus::Blocked && after.status == RowStatus::Blocked;
         // A fresh block is a new ask: the human's mark and the old outcome
         // die, and so does an annotation an agent already received. An
@@ -296,6 +301,8 @@ async fn apply_rows(
                 annotated_by = CASE WHEN ? AND annotation_seen_at IS NOT NULL THEN NULL ELSE annotated_by END,
                 annotated_at = CASE WHEN ? AND annotation_seen_at IS NOT NULL THEN NULL ELSE annotated_at END,
                 annotation_seen_at = CASE WHEN ? THEN NULL ELSE annotation_seen_at END,
+                response_open = CASE WHEN annotation IS NOT NULL AND annotation_seen_at IS NULL
+                                     THEN response_open ELSE 0 END,
                 revision = revision + 1, updated_at = ?
              WHERE id = ? AND revision = ?",
         )

@@ -2,7 +2,8 @@
 //!
 //! The last checkpoint, the ledger tail, the calls begun and never finished
 //! (each marked replayable only if its tool was declared replay-safe, else
-//! `unknown`), and every answer, row response, decision and wake that was
+//! `unknown`), every answer and row response the agent has not resolved
+//! (delivered or not, marked which), and every decision and wake that was
 //! not picked up yet. A read: nothing is marked delivered — `handoff wait`
 //! and `pending` do that.
 
@@ -45,10 +46,11 @@ pub struct Resume {
     pub ledger_tail: Vec<LedgerEntry>,
     /// Calls begun and never finished.
     pub interrupted: Vec<Interrupted>,
-    /// Open questions of the session whose reply was not picked up.
+    /// Open questions of the session with a reply, until the agent resolves
+    /// them; `reply.seen_at` marks one delivered before.
     pub answers: Vec<Question>,
-    /// Rows of the session's boards waiting on the agent (blocked with a
-    /// response, or a response not yet delivered).
+    /// Rows of the session's boards with a person's response the agent has
+    /// not resolved (`new: false` marks one delivered before).
     pub rows: Vec<PendingRow>,
     /// Decisions on the session's actions after its wait cursor.
     pub decisions: Vec<Event>,
@@ -95,12 +97,10 @@ impl Store {
                 entry,
             })
             .collect();
-        let answers = self
-            .read_pending(None, Some(id), false)
-            .await?
-            .into_iter()
-            .filter(Question::has_unseen_reply)
-            .collect();
+        // Every reply on an open question, delivered or not: an agent that
+        // crashed right after pickup finds it here again (`reply.seen_at`
+        // says it was delivered before).
+        let answers = self.read_pending(None, Some(id), true).await?;
         let rows = self.pending_rows_peek(None, Some(id)).await?;
         let (_, evs) = self.unclaimed_events(id).await?;
         let (wakes, decisions) = evs.into_iter().partition(|e| e.kind == "session.wake");
