@@ -160,9 +160,30 @@ async fn boards_refuse_stale_versions_with_the_current_ones() {
         .call("GET", "/v1/boards/Launch?project=p", Some(&agent), None)
         .await;
     let rev = b["rows"][0]["revision"].as_i64().unwrap();
+    let advance = json!({"project": "p", "label": "domain",
+        "expected_revision": rev, "board_version": b["board_version"], "outcome": "bought", "next": {"next_step": "set DNS"}});
+    // The annotation was never picked up: advancing would bury it unread.
     let (st, v) = api
-        .call("POST", "/v1/boards/Launch/advance", Some(&agent), Some(json!({"project": "p", "label": "domain",
-            "expected_revision": rev, "board_version": b["board_version"], "outcome": "bought", "next": {"next_step": "set DNS"}})))
+        .call(
+            "POST",
+            "/v1/boards/Launch/advance",
+            Some(&agent),
+            Some(advance.clone()),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CONFLICT, "{v}");
+    assert_eq!(v["reason"], "unread_response");
+    let (st, v) = api
+        .call("GET", "/v1/pending?project=p", Some(&agent), None)
+        .await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    let (st, v) = api
+        .call(
+            "POST",
+            "/v1/boards/Launch/advance",
+            Some(&agent),
+            Some(advance),
+        )
         .await;
     assert_eq!(st, StatusCode::OK, "{v}");
     assert_eq!(v["rows"][0]["next_step"], "set DNS");

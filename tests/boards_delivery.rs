@@ -135,7 +135,7 @@ async fn a_blocked_row_with_a_response_is_redelivered_until_its_status_changes()
 }
 
 #[tokio::test]
-async fn a_non_blocked_rows_annotation_is_delivered_once() {
+async fn a_non_blocked_rows_annotation_comes_back_until_the_agent_writes_the_row() {
     let db = TempDb::new();
     let s = db.open().await;
     let b = board(&s, json!([{"label":"api","status":"partial"}])).await;
@@ -147,16 +147,23 @@ async fn a_non_blocked_rows_annotation_is_delivered_once() {
         pending_texts(&s).await,
         [("api".into(), Some("remember rate limits".into()), true)]
     );
-    assert!(
-        pending_texts(&s).await.is_empty(),
-        "an aside is handed over once"
+    // Delivered is not resolved: an agent that crashed after the pickup
+    // gets it again.
+    assert_eq!(
+        pending_texts(&s).await,
+        [("api".into(), Some("remember rate limits".into()), false)]
     );
-    // A new aside is delivered once again.
+    // The agent writes the row after reading it: resolved.
+    set_status(&s, &b, "api", RowStatus::Tracked).await;
+    assert!(pending_texts(&s).await.is_empty());
+    // A new aside is open again until the next write.
     s.annotate(&inbox(&b, "api", "and retries"))
         .await
         .unwrap()
         .unwrap();
     assert_eq!(pending_texts(&s).await.len(), 1);
+    assert_eq!(pending_texts(&s).await.len(), 1);
+    set_status(&s, &b, "api", RowStatus::Partial).await;
     assert!(pending_texts(&s).await.is_empty());
 }
 
@@ -213,10 +220,13 @@ async fn an_annotation_rewritten_between_read_and_mark_stays_queued() {
             ("db".into(), Some("new answer".into()), true)
         ]
     );
-    // And the aside, now delivered, is not handed over again.
+    // Both come back, delivered before, until the agent resolves them.
     assert_eq!(
         pending_texts(&agent).await,
-        [("db".into(), Some("new answer".into()), false)]
+        [
+            ("api".into(), Some("new aside".into()), false),
+            ("db".into(), Some("new answer".into()), false)
+        ]
     );
 }
 

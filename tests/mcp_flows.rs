@@ -316,3 +316,36 @@ async fn checkpoint_ledger_and_resume() {
     assert_eq!(r["ledger_tail"].as_array().unwrap().len(), 3);
     c.cancel().await.ok();
 }
+
+#[tokio::test]
+async fn a_first_checkpoint_with_revision_0_works_for_a_hook_registered_session() {
+    let db = TempDb::new();
+    // The SessionStart hook registered the session (revision 1, no state).
+    let out = db.cli(&[
+        "session",
+        "register",
+        "--session",
+        "sess-1",
+        "--agent",
+        "claude",
+    ]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let c = connect(&db).await;
+    // The tool's description says 0 the first time: that must hold.
+    let s = ok(
+        &c,
+        "checkpoint",
+        json!({"revision": 0, "state": {"step": 1}}),
+    )
+    .await;
+    assert_eq!(s["revision"], 2);
+    // Once a state exists, 0 is stale like any old revision.
+    let stale = refused(
+        &c,
+        "checkpoint",
+        json!({"revision": 0, "state": {"step": 2}}),
+    )
+    .await;
+    assert_eq!(stale["reason"], "stale");
+    assert_eq!(stale["detail"]["current"], 2);
+}

@@ -307,3 +307,62 @@ async fn resume_keeps_a_delivered_answer_until_the_agent_resolves_it() {
     assert!(reply.seen_at.is_some(), "marked as delivered before");
     assert!(!r.is_quiet());
 }
+
+#[tokio::test]
+async fn the_ledger_belongs_to_a_registered_session() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    let call = handoff::store::sessions::NewCall {
+        event_id: "e1",
+        session_id: "nobody",
+        tool: "send",
+        payload: &serde_json::json!({}),
+        replay_safe: false,
+    };
+    match s.ledger_begin(&call).await {
+        Err(handoff::store::Error::Invalid(m)) => {
+            assert!(
+                m.contains("not registered") && m.contains("session register"),
+                "{m}"
+            )
+        }
+        other => panic!("refused with words: {other:?}"),
+    }
+    assert_eq!(common::count(&s, "execution_ledger").await, 0);
+    // The engine refuses it too, whoever writes.
+    let pool = common::raw_pool(&db.path).await;
+    let raw = sqlx::query(
+        "INSERT INTO execution_ledger (event_id, session_id, tool, payload, payload_hash, status, at)
+         VALUES ('e2', 'nobody', 't', '{}', 'h', 'started', 1)",
+    )
+    .execute(&pool)
+    .await;
+    assert!(raw.unwrap_err().to_string().contains("registered session"));
+
+    // The real CLI says what to do and writes nothing.
+    let out = db.cli(&[
+        "ledger",
+        "begin",
+        "--session",
+        "nobody",
+        "--event-id",
+        "e3",
+        "--tool",
+        "t",
+    ]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("not registered"), "{}", stderr(&out));
+
+    common::session_with(&s, "somebody", None).await;
+    let ok = db.cli(&[
+        "ledger",
+        "begin",
+        "--session",
+        "somebody",
+        "--event-id",
+        "e3",
+        "--tool",
+        "t",
+    ]);
+    assert!(ok.status.success(), "{}", stderr(&ok));
+}

@@ -78,7 +78,7 @@ async fn busy_session(store: &Store) -> (String, String) {
         .await
         .unwrap();
 
-    // A reply the agent already picked up does not count.
+    // A reply the agent already picked up (and has not resolved).
     let picked = ask(store, "sess-1", "Already read").await;
     reply(store, &picked, "seen").await;
     store
@@ -172,8 +172,20 @@ async fn resume_reports_everything_unclaimed_and_marks_nothing() {
         ]
     );
 
-    let answers: Vec<&str> = r.answers.iter().map(|q| q.id.as_str()).collect();
-    assert_eq!(answers, [answered.as_str()]);
+    // Every reply the agent has not resolved, the one it already picked up
+    // marked as delivered.
+    let answers: Vec<(&str, bool)> = r
+        .answers
+        .iter()
+        .map(|q| {
+            (
+                q.title.as_str(),
+                q.reply.as_ref().unwrap().seen_at.is_some(),
+            )
+        })
+        .collect();
+    assert_eq!(answers, [("Already read", true), ("Which DB?", false)]);
+    assert_eq!(r.answers[1].id, answered);
     assert_eq!(r.rows.len(), 1);
     assert_eq!(
         r.rows[0].row.annotation.as_deref(),
@@ -209,7 +221,13 @@ async fn after_a_pickup_resume_no_longer_lists_the_claimed_items() {
     // answer + row + decision + wake
     assert_eq!(claimed.len(), 4, "{claimed:#?}");
     let r = store.resume("sess-1", 20).await.unwrap();
-    assert!(r.answers.is_empty());
+    // Answers stay until resolved, all delivered now.
+    assert_eq!(r.answers.len(), 2);
+    assert!(
+        r.answers
+            .iter()
+            .all(|q| q.reply.as_ref().unwrap().seen_at.is_some())
+    );
     assert!(r.decisions.is_empty());
     assert!(r.wakes.is_empty());
     // A blocked row with a response stays listed until its status changes

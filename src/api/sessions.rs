@@ -266,7 +266,8 @@ pub(crate) async fn ledger_begin(
     Path(id): Path<String>,
     Body(b): Body<BeginBody>,
 ) -> ApiResult<axum::Json<Begin>> {
-    let (full, _) = reach(&s, &c, &id).await?;
+    // The ledger belongs to a registered session.
+    let full = registered(&s, &c, &id).await?.session_id;
     let out = s
         .store
         .ledger_begin(&NewCall {

@@ -112,7 +112,8 @@ is never retried silently.";
 
 pub(crate) const CHECKPOINT: &str = "\
 Save your working state (any JSON, ≤ 1 MiB) for this session, so a restarted or woken agent can pick up with \
-`resume`. Pass the session's current `revision` (from resume; 0 the first time): a stale one is refused with \
+`resume`. Pass the session's current `revision` from resume, or 0 while the session has no checkpoint yet (a \
+session the SessionStart hook registered included): a stale one is refused with \
 the current revision (someone else checkpointed) — resume, merge, retry. The first checkpoint registers the \
 session if needed.";
 
@@ -121,10 +122,12 @@ Record a tool call in this session's execution ledger so a crash mid-call is vis
 `tool`, `payload` and `replay_safe` BEFORE the call runs, then phase `completed` or `failed` with its `result` \
 after, under the same `event_id` (your idempotency key). Recording the same thing twice is a no-op; a \
 different payload under the same event_id is refused. Calls started and never finished show up in resume: \
-replay only those declared replay_safe.";
+replay only those declared replay_safe. The session must be registered first (the SessionStart hook or your \
+first `checkpoint` registers it).";
 
 pub(crate) const RESUME: &str = "\
 Call first after a restart or a wake-up: returns this session's last checkpoint (`state`, `revision`), the \
 ledger tail, calls started and never finished (`interrupted`: replay only if `disposition` is `replay`, \
-otherwise check whether it took effect or ask a human), answers not picked up yet, board rows waiting on you, \
+otherwise check whether it took effect or ask a human), answers you have not resolved (a delivered one has \
+`reply.seen_at`), board rows waiting on you, \
 and action decisions. It marks nothing: use pending to pick answers up.";

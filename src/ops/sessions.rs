@@ -26,7 +26,17 @@ impl Ops {
     pub async fn checkpoint(&self, r: CheckpointRequest) -> Result<Session> {
         let id = session_of(r.session)?;
         let state = r.state.to_string();
-        let mut out = self.save_checkpoint(&id, r.revision, &state).await?;
+        // `0` says "my first checkpoint": a session a hook registered stands
+        // at its registration revision with no state yet, and that is the
+        // revision the CAS expects. Once a state exists, 0 is stale.
+        let mut expected = r.revision;
+        if expected == 0
+            && let Some(s) = self.get_session(&id).await?
+            && s.state_blob.is_none()
+        {
+            expected = s.revision;
+        }
+        let mut out = self.save_checkpoint(&id, expected, &state).await?;
         if out == Checkpointed::NotFound {
             // A session the agent never registered: register it (an upsert
             // that keeps any wake target set meanwhile), then let the

@@ -230,6 +230,20 @@ impl Store {
         self.retry(|| async {
             let now = self.now();
             let mut tx = self.begin_write().await?;
+            // The ledger belongs to a registered session (a trigger enforces
+            // it too); say so in words rather than as an engine abort.
+            let known: Option<i64> =
+                sqlx::query_scalar("SELECT 1 FROM agent_sessions WHERE session_id = ?")
+                    .bind(session_id)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+            if known.is_none() {
+                return Err(Error::Invalid(format!(
+                    "session `{session_id}` is not registered: register it first \
+                     (`handoff session register --session {session_id}`, POST /v1/sessions, \
+                     or the SessionStart hook), then record its calls"
+                )));
+            }
             // Why ON CONFLICT DO NOTHING: UNIQUE(event_id, status) decides
             // whether this is the first start; a retry inserts nothing and
             // is compared with the stored row below.
