@@ -366,3 +366,62 @@ async fn the_ledger_belongs_to_a_registered_session() {
     ]);
     assert!(ok.status.success(), "{}", stderr(&ok));
 }
+
+#[tokio::test]
+async fn secrets_never_reach_the_audit_through_free_text() {
+    let db = TempDb::new();
+    let (s, _clock) = db.open_manual(T0).await;
+    let n = new_action("email.send", r#"{"to":"bob","api_token":"s3cr3t-tok3n"}"#);
+    let id = s.propose(&n).await.unwrap().action.id;
+    s.approve(&id, Actor::cli("alice"), None).await.unwrap();
+    s.claim(&id, "exec-1", 60_000).await.unwrap();
+    // The command echoed its token, and a password it read elsewhere.
+    s.complete(
+        &id,
+        "exec-1",
+        false,
+        serde_json::json!({
+            "exit_code": 1,
+            "stdout_tail": "connecting with s3cr3t-tok3n\n",
+            "stderr_tail": "retry: PASSWORD=hunter2222 failed\n",
+        }),
+        Some("auth failed for s3cr3t-tok3n (Authorization: Bearer abc.def.ghi)"),
+    )
+    .await
+    .unwrap();
+
+    // Nowhere in the file: not the row, not the audit, not the events.
+    let pool = common::raw_pool(&db.path).await;
+    for (table, col) in [
+        ("actions", "COALESCE(result, '') || COALESCE(error, '')"),
+        ("action_audit", "details"),
+        ("events", "payload"),
+    ] {
+        let sql = format!("SELECT {col} FROM {table}");
+        let texts: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+        let all = texts.join("\n");
+        for secret in ["s3cr3t-tok3n", "hunter2222", "abc.def.ghi"] {
+            assert!(!all.contains(secret), "{secret} in {table}: {all}");
+        }
+    }
+    let a = s.get_action(&id).await.unwrap();
+    assert_eq!(
+        a.error.as_deref(),
+        Some("auth failed for [redacted] (Authorization: Bearer [redacted])")
+    );
+    assert_eq!(
+        a.result.unwrap()["stderr_tail"],
+        "retry: PASSWORD=[redacted] failed\n"
+    );
+    // The executor still got the real value: it is in the arguments.
+    assert_eq!(a.effective_args["api_token"], "s3cr3t-tok3n");
+    // And the CLI shows none of it.
+    let shown = common::stdout(&db.cli(&["audit", &id]));
+    assert!(
+        !shown.contains("s3cr3t-tok3n") && shown.contains("[redacted]"),
+        "{shown}"
+    );
+}

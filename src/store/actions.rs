@@ -32,6 +32,7 @@ mod execution;
 mod outcomes;
 mod recovery;
 pub mod rules;
+mod scrub;
 mod transitions;
 
 use serde::Serialize;
@@ -265,16 +266,52 @@ impl Action {
         self.redactor().redact(&self.effective_args)
     }
 
-    /// A copy safe to show a person: every argument field redacted.
+    /// A copy safe to show a person: every argument field redacted, and
+    /// secrets scrubbed from the free text (result strings, error, reason).
     pub fn redacted(&self) -> Action {
         let r = self.redactor();
+        let values = self.secret_values();
         Action {
             args: r.redact(&self.args),
             effective_args: r.redact(&self.effective_args),
             patch: self.patch.as_ref().map(|p| r.redact(p)),
-            result: self.result.as_ref().map(|v| r.redact(v)),
+            result: self.result.as_ref().map(|v| scrub::value(&r, &values, v)),
+            error: self.error.as_deref().map(|e| scrub::text(&r, &values, e)),
+            reason: self.reason.as_deref().map(|e| scrub::text(&r, &values, e)),
             ..self.clone()
         }
+    }
+
+    /// The real values of this action's secret arguments (as proposed, as
+    /// patched, and as the executor gets them).
+    fn secret_values(&self) -> Vec<String> {
+        let r = self.redactor();
+        let mut out = Vec::new();
+        for v in [
+            Some(&self.args),
+            Some(&self.effective_args),
+            self.patch.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            scrub::secret_values(&r, v, &mut out);
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// `text` with this action's secrets scrubbed: its secret argument
+    /// values, and any value written after a secret-looking key.
+    pub fn scrub_text(&self, text: &str) -> String {
+        scrub::text(&self.redactor(), &self.secret_values(), text)
+    }
+
+    /// `v` with secret keys redacted and every string scrubbed as
+    /// [`Action::scrub_text`] does.
+    pub fn scrub_value(&self, v: &Value) -> Value {
+        scrub::value(&self.redactor(), &self.secret_values(), v)
     }
 
     /// The redactor built from this action's own key patterns.

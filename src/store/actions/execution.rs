@@ -101,8 +101,14 @@ impl Store {
         error: Option<&str>,
     ) -> Result<CompleteOutcome> {
         let id = self.resolve_action_id(id).await?;
-        let result = codec::canonical(&result);
-        self.retry_actions(|| self.complete_once(&id, owner, success, &result, error))
+        // Free text never stores a secret: the output tails and the error
+        // are scrubbed of the action's secret values and `key=value`s
+        // before they reach the row, the audit or an event. The arguments
+        // are fixed once executing, so reading them first is stable.
+        let action = self.get_action(&id).await?;
+        let result = codec::canonical(&action.scrub_value(&result));
+        let error = error.map(|e| action.scrub_text(e));
+        self.retry_actions(|| self.complete_once(&id, owner, success, &result, error.as_deref()))
             .await
     }
 
@@ -139,10 +145,9 @@ impl Store {
         if res.rows_affected() == 0 {
             return Ok(CompleteOutcome::NotOwner { action });
         }
-        let r = action.redactor();
         let details = json!({
             "owner": owner,
-            "result": action.result.as_ref().map(|v| r.redact(v)),
+            "result": action.result,
             "error": error,
         });
         record(

@@ -266,6 +266,8 @@ impl Store {
         self.retry_actions(|| async {
             let now = self.now();
             let mut tx = self.begin_write().await?;
+            // `why` may carry a verifier's words: scrub them like any error.
+            let why = load(&mut tx, id).await?.scrub_text(why);
             // Why guarded: the executor may have renewed its lease or completed
             // since we looked; then it is alive and this must not fire.
             let res = sqlx::query(
@@ -275,7 +277,7 @@ impl Store {
             )
             .bind(id)
             .bind(owner)
-            .bind(why)
+            .bind(&why)
             .bind(now)
             .execute(&mut *tx)
             .await?;

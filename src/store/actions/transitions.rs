@@ -402,6 +402,8 @@ impl Store {
     async fn reject_once(&self, id: &str, actor: Actor<'_>, reason: &str) -> Result<RejectOutcome> {
         let now = self.now();
         let mut tx = self.begin_write().await?;
+        // A person's words may quote a secret: scrubbed before they are stored.
+        let reason = &load(&mut tx, id).await?.scrub_text(reason);
         // Why guarded: only a still-pending, unexpired action can be rejected;
         // a concurrent approval or expiry that won keeps its decision.
         let res = sqlx::query(
