@@ -155,6 +155,9 @@ async fn same_key_different_payload_is_a_loud_dedup_conflict() {
         r#"{"to":"eve"}"#,
         "--dedup-key",
         "mail-1",
+        // Keys are per project: the holder's project.
+        "--project",
+        "proj",
     ]);
     assert_eq!(out.status.code(), Some(3));
     assert_eq!(common::json(&out)["existing_id"], first.action.id.as_str());
