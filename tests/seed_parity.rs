@@ -425,3 +425,23 @@ async fn secrets_never_reach_the_audit_through_free_text() {
         "{shown}"
     );
 }
+
+#[tokio::test]
+async fn a_losing_approver_is_told_how_to_follow_the_run() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    let id = s
+        .propose(&new_action("deploy", "{}"))
+        .await
+        .unwrap()
+        .action
+        .id;
+    s.approve(&id, Actor::cli("alice"), None).await.unwrap();
+    let out = db.cli(&["approve", &id, "--as", "bob"]);
+    let said = common::stdout(&out);
+    assert!(
+        said.contains("already approved by alice") && said.contains("--wait"),
+        "{said}{}",
+        stderr(&out)
+    );
+}

@@ -138,12 +138,24 @@ pub(crate) fn approve(o: &ApproveOutcome) -> String {
             decided_by,
             decided_at,
             ..
-        } => format!(
-            "{}: already {status} by {} at {}",
-            a.short_id(),
-            decided_by.as_deref().unwrap_or("?"),
-            t(*decided_at)
-        ),
+        } => {
+            let mut s = format!(
+                "{}: already {status} by {} at {}",
+                a.short_id(),
+                decided_by.as_deref().unwrap_or("?"),
+                t(*decided_at)
+            );
+            // The loser learns the decision at once; the run may still be
+            // ahead, so say how to follow it.
+            if matches!(status, Status::Approved | Status::Executing) {
+                s += &format!(
+                    "\n  not run yet: follow it with `handoff approve {id} --wait` (waits for the result) \
+                     or `handoff action {id}`",
+                    id = a.short_id()
+                );
+            }
+            s
+        }
         ApproveOutcome::Expired { .. } => format!(
             "{}: expired before the decision; nothing to approve",
             a.short_id()
