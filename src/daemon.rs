@@ -79,12 +79,23 @@ pub async fn run(
     // Recovery before any worker: lapsed executions become `unknown` (shown
     // to a human, never silently re-run); approved-but-unclaimed stay claimable.
     match store.recover().await {
-        Ok(r) => tracing::info!(
-            unknown = r.unknown.len(),
-            claimable = r.claimable.len(),
-            rerun = r.rerun.len(),
-            "action recovery done"
-        ),
+        Ok(r) => {
+            tracing::info!(
+                unknown = r.unknown.len(),
+                claimable = r.claimable.len(),
+                rerun = r.rerun.len(),
+                "action recovery done"
+            );
+            // The daemon does not run agents' commands itself: name each
+            // stranded `--exec` action and the command that runs it.
+            for a in r.claimable.iter().filter(|a| a.exec.is_some()) {
+                tracing::warn!(
+                    action_id = %a.id,
+                    kind = %a.kind,
+                    "approved with --exec but never run (its proposer stopped?): `handoff recover` on this host runs it"
+                );
+            }
+        }
         Err(e) => tracing::warn!(error = %e, "action recovery failed; will retry"),
     }
 

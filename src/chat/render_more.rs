@@ -206,6 +206,10 @@ pub(crate) async fn action_view(store: &Store, _config: &Config, id: &str) -> Re
         .unwrap_or_default();
     let line = match status {
         ActionStatus::Pending => "⏸ Waiting for approval".to_string(),
+        ActionStatus::Approved if a.exec.is_some() => format!(
+            "✅ Approved{who} — waiting for its proposer to run it. If the proposer stopped, \
+             <code>handoff recover</code> on the host runs it."
+        ),
         ActionStatus::Approved => format!("✅ Approved{who} — waiting for the executor"),
         ActionStatus::Executing => format!("⏳ Approved{who} — executing"),
         ActionStatus::Executed => format!(
@@ -280,5 +284,46 @@ pub(crate) async fn title(store: &Store, item: &str, id: &str) -> Option<String>
             .flatten()
             .map(|a| format!("⚠️ {}: {}", esc(&a.kind), esc(&cut(&a.summary, 80)))),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::actions::{Actor, NewAction};
+
+    #[tokio::test]
+    async fn an_approved_exec_action_says_how_it_runs_if_its_proposer_stopped() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("h.db")).await.unwrap();
+        let mut ids = Vec::new();
+        for exec in [Some(vec!["./send.sh".to_string()]), None] {
+            let n = NewAction {
+                kind: "email.send".into(),
+                summary: "send".into(),
+                args: "{}".into(),
+                exec,
+                ..NewAction::default()
+            };
+            let id = store.propose(&n).await.unwrap().action.id;
+            store.approve(&id, Actor::cli("alice"), None).await.unwrap();
+            ids.push(id);
+        }
+        let config = Config::default();
+        let with = action_view(&store, &config, &ids[0])
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(with.text.contains("handoff recover"), "{}", with.text);
+        let without = action_view(&store, &config, &ids[1])
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(
+            without.text.contains("waiting for the executor"),
+            "{}",
+            without.text
+        );
+        assert!(!without.text.contains("handoff recover"));
     }
 }
