@@ -288,6 +288,7 @@ async fn resume_keeps_a_delivered_answer_until_the_agent_resolves_it() {
     let session = q.session.clone();
     s.reply_inbox(&q.id, &common::answer("eu-west-1"))
         .await
+        .unwrap()
         .unwrap();
     // The agent picks it up and crashes before acting on it.
     let picked = s
