@@ -4,14 +4,16 @@
 //!
 //! teloxide lives only here. The bridge never decides a race itself: every
 //! human input goes through the store's guarded chat-channel functions and
-//! the user is told the outcome in words. It does not run executors or wake
-//! agents.
+//! the user is told the outcome in words. It wakes no agents, and runs an
+//! executor only when an approver taps Run on an approved `--exec` action
+//! nobody claimed (`stranded`, through the claim CAS like any executor).
 
 mod callback;
 mod handlers;
 mod handlers_more;
 mod render;
 mod render_more;
+mod stranded;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};

@@ -20,7 +20,8 @@
 //! `local` (the store-backed implementation and its error mapping),
 //! `remote` (the HTTP client and its error mapping), `questions`,
 //! `boards`, `actions`, `sessions` (the agent operations by area),
-//! [`requests`] and [`results`] (the values). This module does not parse
+//! [`requests`] and [`results`] (the values), [`run`] (running an approved
+//! action's command). This module does not parse
 //! command lines, speak MCP, serve HTTP or print anything.
 
 mod actions;
@@ -31,6 +32,7 @@ mod questions;
 mod remote;
 pub mod requests;
 pub mod results;
+pub mod run;
 mod sessions;
 
 use serde::{Deserialize, Serialize};

@@ -499,3 +499,117 @@ fn message_of_sync(fake: &FakeTelegram, id: &str) -> Option<i64> {
         .find(|m| m.text.contains(short))
         .map(|m| m.message_id)
 }
+
+/// Propose `script` with `--exec` from a process that is then killed before
+/// anyone approves: the approved action is stranded.
+async fn stranded(db: &TempDb, fake: &FakeTelegram, summary: &str, script: &str) -> (String, Msg) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_handoff"))
+        .args([
+            "--json",
+            "propose",
+            "--kind",
+            "email.send",
+            "--summary",
+            summary,
+            "--args",
+            r#"{"to":"x@y.z"}"#,
+            "--exec",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ])
+        .env("HANDOFF_DB", &db.path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let msg = fake
+        .until(30, "the action's message", |f| {
+            f.messages(TEAM)
+                .into_iter()
+                .find(|m| m.text.contains(summary))
+        })
+        .await;
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let listed = json(&db.cli(&["--json", "actions"]));
+    let id = listed
+        .as_array()
+        .and_then(|a| a.iter().find(|x| x["summary"] == summary))
+        .and_then(|a| a["id"].as_str())
+        .expect("the action is listed")
+        .to_string();
+    common::until_recorded(db, TEAM, msg.message_id).await;
+    fake.tap(TEAM, ALICE, msg.message_id, &msg.button("Approve"));
+    let drawn = fake
+        .until(30, "the approved message offers a run", |f| {
+            f.message(TEAM, msg.message_id)
+                .filter(|m| m.buttons().iter().any(|(t, _)| t.contains("Run now")))
+        })
+        .await;
+    assert!(drawn.text.contains("handoff recover"), "{}", drawn.text);
+    assert_eq!(action(db, &id)["status"], "approved");
+    (id, drawn)
+}
+
+#[tokio::test]
+async fn a_stranded_exec_action_runs_once_from_chat() {
+    let (db, fake, _d) = setup().await;
+    let side = db.dir.path().join("side-effects.txt");
+    let script = format!("echo ran >> '{}'; echo sent-ok", side.display());
+    let (id, msg) = stranded(&db, &fake, "Mail the stranded report", &script).await;
+
+    // Carol may answer but not decide: her tap runs nothing.
+    let run = msg.button("Run now");
+    fake.tap(TEAM, CAROL, msg.message_id, &run);
+    fake.until(30, "Carol refused", |f| {
+        f.toasts().into_iter().find(|t| t.contains("not allowed"))
+    })
+    .await;
+    // Alice double-taps and Bob taps too: one run.
+    fake.tap(TEAM, ALICE, msg.message_id, &run);
+    fake.tap(TEAM, ALICE, msg.message_id, &run);
+    fake.tap(TEAM, BOB, msg.message_id, &run);
+    fake.until(30, "the message ends with the result", |f| {
+        f.message(TEAM, msg.message_id)
+            .filter(|m| {
+                m.text.contains("Executed") && m.text.contains("sent-ok") && m.buttons().is_empty()
+            })
+            .map(|_| ())
+    })
+    .await;
+    assert_eq!(action(&db, &id)["status"], "executed");
+    assert_eq!(
+        std::fs::read_to_string(&side).unwrap(),
+        "ran\n",
+        "executed exactly once"
+    );
+}
+
+#[tokio::test]
+async fn a_stranded_exec_action_can_be_settled_without_running_it() {
+    let (db, fake, _d) = setup().await;
+    let side = db.dir.path().join("never.txt");
+    let script = format!("echo ran >> '{}'", side.display());
+    let (id, msg) = stranded(&db, &fake, "Mail nobody", &script).await;
+    fake.tap(TEAM, BOB, msg.message_id, &msg.button("Won't run"));
+    fake.until(30, "the message says it failed, without buttons", |f| {
+        f.message(TEAM, msg.message_id)
+            .filter(|m| {
+                m.text.contains("Failed")
+                    && m.text.contains("will not run")
+                    && m.buttons().is_empty()
+            })
+            .map(|_| ())
+    })
+    .await;
+    let a = action(&db, &id);
+    assert_eq!(a["status"], "failed");
+    assert!(!side.exists(), "nothing ran");
+    let audit = common::stdout(&db.cli(&["audit", &id]));
+    assert!(
+        audit.contains("chat:"),
+        "the claim names the approver: {audit}"
+    );
+}

@@ -42,6 +42,12 @@ pub enum Verb {
     MarkFailed,
     /// Re-approve an unknown outcome for one more run.
     Retry,
+    /// Run an approved `--exec` action's command on the daemon's host now.
+    Run,
+    /// Record that an approved action was done by hand (handoff runs nothing).
+    DoneByHand,
+    /// Record that an approved action will not run (it ends failed).
+    NotRun,
 }
 
 /// A decoded button.
@@ -80,6 +86,9 @@ impl Callback {
             Verb::MarkExecuted => ("mx", String::new()),
             Verb::MarkFailed => ("mf", String::new()),
             Verb::Retry => ("rt", String::new()),
+            Verb::Run => ("rn", String::new()),
+            Verb::DoneByHand => ("dh", String::new()),
+            Verb::NotRun => ("nr", String::new()),
         };
         format!("{k}|{v}|{}|{}|{arg}", self.id, self.revision)
     }
@@ -123,6 +132,9 @@ impl Callback {
             "mx" => no_arg(Verb::MarkExecuted)?,
             "mf" => no_arg(Verb::MarkFailed)?,
             "rt" => no_arg(Verb::Retry)?,
+            "rn" => no_arg(Verb::Run)?,
+            "dh" => no_arg(Verb::DoneByHand)?,
+            "nr" => no_arg(Verb::NotRun)?,
             _ => return None,
         };
         // Verbs only make sense on their own kind of item.
@@ -163,6 +175,9 @@ mod tests {
             (Item::Action, Verb::MarkExecuted),
             (Item::Action, Verb::MarkFailed),
             (Item::Action, Verb::Retry),
+            (Item::Action, Verb::Run),
+            (Item::Action, Verb::DoneByHand),
+            (Item::Action, Verb::NotRun),
         ];
         for (item, verb) in cases {
             let cb = Callback {

@@ -232,6 +232,11 @@ impl Bridge {
                     Err(e) => format!("Not recorded: {e}"),
                 }
             }
+            Verb::Run => self.run_stranded(&action, who),
+            Verb::DoneByHand | Verb::NotRun => {
+                self.settle_by_hand(&action, who, cb.verb == Verb::DoneByHand)
+                    .await
+            }
             _ => "That button doesn't apply to an action.".to_string(),
         };
         self.toast(q, &text).await;

@@ -208,7 +208,8 @@ pub(crate) async fn action_view(store: &Store, _config: &Config, id: &str) -> Re
         ActionStatus::Pending => "⏸ Waiting for approval".to_string(),
         ActionStatus::Approved if a.exec.is_some() => format!(
             "✅ Approved{who} — waiting for its proposer to run it. If the proposer stopped, \
-             <code>handoff recover</code> on the host runs it."
+             an approver can run it on the host here (or <code>handoff recover</code> there), \
+             or record that it was done by hand or will not run."
         ),
         ActionStatus::Approved => format!("✅ Approved{who} — waiting for the executor"),
         ActionStatus::Executing => format!("⏳ Approved{who} — executing"),
@@ -256,6 +257,14 @@ pub(crate) async fn action_view(store: &Store, _config: &Config, id: &str) -> Re
             ("✔️ Mark executed".to_string(), cb(Verb::MarkExecuted)),
             ("❌ Mark failed".to_string(), cb(Verb::MarkFailed)),
             ("🔁 Retry".to_string(), cb(Verb::Retry)),
+        ]],
+        // Approved with a command nobody has claimed yet: if its proposer
+        // stopped, it would wait forever. A tap races the proposer only
+        // through the claim CAS, so at most one ever runs it.
+        ActionStatus::Approved if a.exec.is_some() => vec![vec![
+            ("▶️ Run now".to_string(), cb(Verb::Run)),
+            ("✔️ Done by hand".to_string(), cb(Verb::DoneByHand)),
+            ("⏹ Won't run".to_string(), cb(Verb::NotRun)),
         ]],
         _ => Vec::new(),
     };

@@ -6,7 +6,7 @@ use crate::store::actions::{
     Action, ApproveOutcome, AuditEntry, Proposed, RecoverReport, RejectOutcome, Settled, Status,
 };
 
-use super::exec::ExecReport;
+use crate::ops::run::ExecReport;
 
 fn t(ms: Option<i64>) -> String {
     ms.map(format_rfc3339).unwrap_or_else(|| "-".into())
