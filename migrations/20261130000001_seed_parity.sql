@@ -40,14 +40,51 @@ UPDATE board_rows SET response_open = 1
 WHERE (annotation IS NOT NULL AND annotation_seen_at IS NULL)
    OR (handled_at IS NOT NULL AND handled_seen_at IS NULL);
 
--- 3. The ledger belongs to registered sessions. Enforced by the engine: a
--- row for a session that was never registered is refused. Ledger rows
--- written before this rule for sessions that never registered get an ended
--- session of their own, so their calls can still be completed and resumed.
+-- 3. The ledger belongs to registered sessions, and a call's event id is
+-- unique within its session (not across the database: one project must
+-- neither see nor squat another's ids). Ledger rows written before this
+-- rule for sessions that never registered get an ended session of their
+-- own, so their calls can still be completed and resumed.
 INSERT INTO agent_sessions (session_id, status, created_at, updated_at, ended_at)
 SELECT session_id, 'ended', MIN(at), MAX(at), MAX(at) FROM execution_ledger
 WHERE session_id NOT IN (SELECT session_id FROM agent_sessions)
 GROUP BY session_id;
+
+-- The table is rebuilt for its new UNIQUE constraint (rows copied as they
+-- are; DROP TABLE fires no DELETE trigger).
+CREATE TABLE execution_ledger_new (
+    seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+    event_id     TEXT    NOT NULL,                -- client-chosen idempotency key, unique per session
+    session_id   TEXT    NOT NULL REFERENCES agent_sessions(session_id),
+    tool         TEXT    NOT NULL,
+    payload      TEXT    NOT NULL,                -- canonical JSON of the call's input
+    payload_hash TEXT    NOT NULL,                -- SHA-256 hex of the canonical payload
+    status       TEXT    NOT NULL CHECK (status IN ('started', 'completed', 'failed')),
+    result       TEXT,                            -- canonical JSON, on completed/failed rows
+    result_hash  TEXT,
+    replay_safe  INTEGER NOT NULL DEFAULT 0 CHECK (replay_safe IN (0, 1)),
+    at           INTEGER NOT NULL,
+    UNIQUE (session_id, event_id, status)
+);
+INSERT INTO execution_ledger_new
+    (seq, event_id, session_id, tool, payload, payload_hash, status, result, result_hash, replay_safe, at)
+SELECT seq, event_id, session_id, tool, payload, payload_hash, status, result, result_hash, replay_safe, at
+FROM execution_ledger;
+DROP TABLE execution_ledger;
+ALTER TABLE execution_ledger_new RENAME TO execution_ledger;
+
+-- At most one outcome per call: the database, not the application, forbids
+-- both a `completed` and a `failed` row for one call.
+CREATE UNIQUE INDEX execution_ledger_one_outcome ON execution_ledger(session_id, event_id)
+    WHERE status <> 'started';
+CREATE INDEX execution_ledger_session ON execution_ledger(session_id, seq);
+
+CREATE TRIGGER execution_ledger_no_update BEFORE UPDATE ON execution_ledger
+BEGIN SELECT RAISE(ABORT, 'the execution ledger is append-only'); END;
+CREATE TRIGGER execution_ledger_no_delete BEFORE DELETE ON execution_ledger
+BEGIN SELECT RAISE(ABORT, 'the execution ledger is append-only'); END;
+-- Enforced by the engine whoever writes: a row for a session that was never
+-- registered is refused (the foreign key holds only where foreign_keys=ON).
 CREATE TRIGGER execution_ledger_session_known BEFORE INSERT ON execution_ledger
 WHEN NOT EXISTS (SELECT 1 FROM agent_sessions WHERE session_id = NEW.session_id)
 BEGIN SELECT RAISE(ABORT, 'the ledger belongs to a registered session'); END;

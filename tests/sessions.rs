@@ -167,7 +167,7 @@ async fn ledger_begin_twice_with_the_same_payload_is_a_no_op() {
 
     // Completed: a later begin tells the caller not to run it again.
     let done = store
-        .ledger_complete("e1", true, &json!({"id": 7}))
+        .ledger_complete("s1", "e1", true, &json!({"id": 7}))
         .await
         .unwrap();
     let Complete::Completed { entry: outcome } = done else {
@@ -185,7 +185,7 @@ async fn ledger_begin_twice_with_the_same_payload_is_a_no_op() {
     );
     assert_eq!(
         store
-            .ledger_complete("e1", true, &json!({"id": 7}))
+            .ledger_complete("s1", "e1", true, &json!({"id": 7}))
             .await
             .unwrap(),
         Complete::Existing { entry: outcome }
@@ -228,11 +228,11 @@ async fn ledger_conflicts_are_typed_and_write_nothing() {
     }
     // Completing twice with another result or status: a conflict.
     store
-        .ledger_complete("e1", true, &json!("ok"))
+        .ledger_complete("s1", "e1", true, &json!("ok"))
         .await
         .unwrap();
     match store
-        .ledger_complete("e1", true, &json!("other"))
+        .ledger_complete("s1", "e1", true, &json!("other"))
         .await
         .unwrap()
     {
@@ -240,7 +240,7 @@ async fn ledger_conflicts_are_typed_and_write_nothing() {
         r => panic!("expected a conflict, got {r:?}"),
     }
     match store
-        .ledger_complete("e1", false, &json!("ok"))
+        .ledger_complete("s1", "e1", false, &json!("ok"))
         .await
         .unwrap()
     {
@@ -252,7 +252,7 @@ async fn ledger_conflicts_are_typed_and_write_nothing() {
     }
     assert_eq!(
         store
-            .ledger_complete("never", true, &json!(null))
+            .ledger_complete("s1", "never", true, &json!(null))
             .await
             .unwrap(),
         Complete::NotStarted
@@ -272,8 +272,8 @@ async fn racing_completed_and_failed_record_exactly_one_outcome() {
         .unwrap();
     let (done, boom) = (json!("done"), json!("boom"));
     let (ra, rb) = tokio::join!(
-        a.ledger_complete("e1", true, &done),
-        b.ledger_complete("e1", false, &boom)
+        a.ledger_complete("s1", "e1", true, &done),
+        b.ledger_complete("s1", "e1", false, &boom)
     );
     let outcomes = [ra.unwrap(), rb.unwrap()];
     let won = outcomes
@@ -409,6 +409,8 @@ async fn cli_checkpoint_and_ledger_exit_codes() {
         "--json",
         "ledger",
         "complete",
+        "--session",
+        "cli-session-1",
         "--event-id",
         "ev-1",
         "--ok",
@@ -419,6 +421,8 @@ async fn cli_checkpoint_and_ledger_exit_codes() {
     let twice = db.cli(&[
         "ledger",
         "complete",
+        "--session",
+        "cli-session-1",
         "--event-id",
         "ev-1",
         "--failed",
@@ -426,7 +430,15 @@ async fn cli_checkpoint_and_ledger_exit_codes() {
         "{}",
     ]);
     assert_eq!(twice.status.code(), Some(3));
-    let none = db.cli(&["ledger", "complete", "--event-id", "ev-404", "--ok"]);
+    let none = db.cli(&[
+        "ledger",
+        "complete",
+        "--session",
+        "cli-session-1",
+        "--event-id",
+        "ev-404",
+        "--ok",
+    ]);
     assert_eq!(none.status.code(), Some(4));
     let list = json(&db.cli(&["--json", "ledger", "list", "--session", "cli-session-1"]));
     let statuses: Vec<&str> = list
@@ -533,7 +545,7 @@ async fn ledger_names_and_sizes_stop_at_their_exact_limits() {
             "an event id is 1 to 200 characters",
         );
         invalid(
-            store.ledger_complete(id, true, &p).await,
+            store.ledger_complete("s1", id, true, &p).await,
             "an event id is 1 to 200 characters",
         );
     }
@@ -565,11 +577,16 @@ async fn ledger_names_and_sizes_stop_at_their_exact_limits() {
         r => panic!("200-character names and a 1 MiB payload are accepted: {r:?}"),
     }
     invalid(
-        store.ledger_complete(&edge, true, &sized(MAX + 1)).await,
+        store
+            .ledger_complete("s1", &edge, true, &sized(MAX + 1))
+            .await,
         "the result is 1048577 bytes",
     );
     assert!(matches!(
-        store.ledger_complete(&edge, true, &big).await.unwrap(),
+        store
+            .ledger_complete("s1", &edge, true, &big)
+            .await
+            .unwrap(),
         Complete::Completed { .. }
     ));
 }
@@ -669,23 +686,49 @@ async fn sessions_list_newest_first_filtered_by_status_and_project() {
 }
 
 #[tokio::test]
-async fn a_ledger_call_names_the_session_that_began_it() {
+async fn a_ledger_call_names_the_sessions_that_began_it() {
     let db = TempDb::new();
     let store = db.open().await;
     register(&store, "s1").await;
-    assert_eq!(store.ledger_session("e1").await.unwrap(), None);
+    let none: Vec<String> = Vec::new();
+    assert_eq!(store.ledger_sessions("e1", None, 5).await.unwrap(), none);
     store
         .ledger_begin(&call("e1", "send", &json!({}), false))
         .await
         .unwrap();
     store
-        .ledger_complete("e1", true, &json!("ok"))
+        .ledger_complete("s1", "e1", true, &json!("ok"))
         .await
         .unwrap();
     assert_eq!(
-        store.ledger_session("e1").await.unwrap().as_deref(),
-        Some("s1"),
+        store.ledger_sessions("e1", None, 5).await.unwrap(),
+        ["s1"],
         "still after it finished"
     );
-    assert_eq!(store.ledger_session("e2").await.unwrap(), None);
+    // Event ids are per session: another session may use e1 too, and a
+    // project filter sees only its own.
+    store
+        .register_session(&NewSession {
+            session_id: "s2".into(),
+            project: "other".into(),
+            ..NewSession::default()
+        })
+        .await
+        .unwrap();
+    let payload = json!({"x": 1});
+    let mut c = call("e1", "send", &payload, false);
+    c.session_id = "s2";
+    assert!(matches!(
+        store.ledger_begin(&c).await.unwrap(),
+        Begin::Started { .. }
+    ));
+    assert_eq!(
+        store.ledger_sessions("e1", None, 5).await.unwrap(),
+        ["s1", "s2"]
+    );
+    assert_eq!(
+        store.ledger_sessions("e1", Some("other"), 5).await.unwrap(),
+        ["s2"]
+    );
+    assert_eq!(store.ledger_sessions("e2", None, 5).await.unwrap(), none);
 }

@@ -74,7 +74,7 @@ async fn busy_session(store: &Store) -> (String, String) {
     begin(store, "read-file", true).await;
     begin(store, "finished", false).await;
     store
-        .ledger_complete("finished", true, &json!("ok"))
+        .ledger_complete("sess-1", "finished", true, &json!("ok"))
         .await
         .unwrap();
 

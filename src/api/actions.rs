@@ -31,7 +31,9 @@ use crate::store::actions::{
 
 /// The action `id` (full or short) if the caller may see it.
 async fn visible(s: &Shared, c: &Caller, id: &str) -> ApiResult<Action> {
-    let a = s.store.get_action(id).await?;
+    // Resolve within the caller's project: another project's ids must not
+    // match, nor make a short id ambiguous.
+    let a = s.store.get_action_in(id, c.project.as_deref()).await?;
     if !c.sees(&a.project) {
         return Err(ApiError::not_found(format!("action `{id}`")));
     }

@@ -313,6 +313,10 @@ pub(crate) struct CompleteBody {
     ok: bool,
     #[serde(default)]
     result: Value,
+    /// The session that began the call (event ids are unique per session);
+    /// may be left out when only one visible session began `{id}`.
+    #[serde(default)]
+    session: Option<String>,
 }
 
 /// `POST /v1/ledger/{id}/complete`: record the outcome of the call begun
@@ -332,17 +336,34 @@ pub(crate) async fn ledger_complete(
         )
         .with_detail(json!(Complete::NotStarted))
     };
-    // Scope: the call belongs to the session that began it.
-    let Some(session) = s.store.ledger_session(&event_id).await? else {
-        return Err(not_started());
-    };
-    if c.project.is_some() {
-        match s.store.get_session(&session).await? {
-            Some(x) if c.sees(&x.project) => {}
-            _ => return Err(not_started()),
+    // Scope: the call belongs to the session that began it, and a scoped
+    // caller sees only its project's sessions (another project's ids neither
+    // match nor make this one ambiguous).
+    let session = match b.session.as_deref().filter(|x| !x.trim().is_empty()) {
+        Some(id) => registered(&s, &c, id).await?.session_id,
+        None => {
+            let mut found = s
+                .store
+                .ledger_sessions(&event_id, c.project.as_deref(), 2)
+                .await?;
+            match found.len() {
+                0 => return Err(not_started()),
+                1 => found.remove(0),
+                _ => {
+                    return Err(ApiError::conflict(
+                        "ambiguous",
+                        format!(
+                            "event id `{event_id}` was begun by more than one session: pass `session` in the body"
+                        ),
+                    ));
+                }
+            }
         }
-    }
-    let out = s.store.ledger_complete(&event_id, b.ok, &b.result).await?;
+    };
+    let out = s
+        .store
+        .ledger_complete(&session, &event_id, b.ok, &b.result)
+        .await?;
     wrote(&s);
     match &out {
         Complete::Conflict { differs, .. } => Err(ApiError::conflict(

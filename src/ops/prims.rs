@@ -183,7 +183,7 @@ prims! {
     /// Record that a call is about to run.
     fn ledger_begin(call: &NewCall<'_>) -> Begin;
     /// Record a begun call's outcome.
-    fn ledger_complete(event_id: &str, ok: bool, result: &Value) -> Complete;
+    fn ledger_complete(session: &str, event_id: &str, ok: bool, result: &Value) -> Complete;
     /// A session's ledger, oldest first (the newest `last` rows).
     fn ledger_list(session: &str, last: Option<i64>) -> Vec<LedgerEntry>;
     /// Block until something arrives for the session (or `wait` passes:

@@ -105,7 +105,10 @@ impl Ops {
             "completed" | "failed" => {
                 let ok = r.phase == "completed";
                 let result = r.result.unwrap_or(Value::Null);
-                match self.ledger_complete(&r.event_id, ok, &result).await? {
+                match self
+                    .ledger_complete(&session, &r.event_id, ok, &result)
+                    .await?
+                {
                     c @ Complete::Conflict { .. } => Err(Error::refused(
                         "conflict",
                         format!(

@@ -481,14 +481,29 @@ impl Store {
     /// The full id of the action `id_or_short` names: an exact id, else a
     /// unique suffix (the 8-character short id shown in chat and the CLI).
     pub async fn resolve_action_id(&self, id_or_short: &str) -> Result<String> {
+        self.resolve_action_id_in(id_or_short, None).await
+    }
+
+    /// [`Store::resolve_action_id`] among the actions of `project` only (all
+    /// when `None`): another project's ids neither match nor make a short
+    /// id ambiguous.
+    pub async fn resolve_action_id_in(
+        &self,
+        id_or_short: &str,
+        project: Option<&str>,
+    ) -> Result<String> {
         let needle = id_or_short.trim().to_ascii_lowercase();
         if needle.is_empty() || !needle.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(Error::NotFound(id_or_short.to_string()));
         }
         let ids: Vec<String> = sqlx::query_scalar(
-            "SELECT id FROM actions WHERE id = ?1 OR (length(?1) < 32 AND substr(id, -length(?1)) = ?1) LIMIT 2",
+            "SELECT id FROM actions
+             WHERE (id = ?1 OR (length(?1) < 32 AND substr(id, -length(?1)) = ?1))
+               AND (?2 IS NULL OR project = ?2)
+             LIMIT 2",
         )
         .bind(&needle)
+        .bind(project)
         .fetch_all(self.pool())
         .await?;
         match ids.as_slice() {
@@ -500,7 +515,12 @@ impl Store {
 
     /// One action (full or short id), real argument values included.
     pub async fn get_action(&self, id: &str) -> Result<Action> {
-        let id = self.resolve_action_id(id).await?;
+        self.get_action_in(id, None).await
+    }
+
+    /// One action of `project` (all projects when `None`).
+    pub async fn get_action_in(&self, id: &str, project: Option<&str>) -> Result<Action> {
+        let id = self.resolve_action_id_in(id, project).await?;
         let mut conn = self.pool().acquire().await?;
         load(&mut conn, &id).await
     }

@@ -282,6 +282,8 @@ pub fn sessions(r: &mut Runner) {
         &[
             "ledger",
             "complete",
+            "--session",
+            "s-1",
             "--event-id",
             "call-1",
             "--ok",
@@ -291,7 +293,15 @@ pub fn sessions(r: &mut Runner) {
     );
     r.run(
         "ledger complete never begun",
-        &["ledger", "complete", "--event-id", "call-9", "--failed"],
+        &[
+            "ledger",
+            "complete",
+            "--session",
+            "s-1",
+            "--event-id",
+            "call-9",
+            "--failed",
+        ],
     );
     r.ok("ledger list", &["ledger", "list", "--session", "s-1"]);
     r.ok("session resume", &["session", "resume", "--session", "s-1"]);

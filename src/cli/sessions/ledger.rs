@@ -29,6 +29,9 @@ pub(crate) enum Cmd {
     },
     /// Record a begun call's outcome (same outcome + same result: no-op).
     Complete {
+        /// Session that began the call.
+        #[arg(long, env = "HANDOFF_SESSION")]
+        session: String,
         /// The call's idempotency key.
         #[arg(long)]
         event_id: String,
@@ -107,6 +110,7 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             }
         }
         Cmd::Complete {
+            session,
             event_id,
             ok,
             failed: _,
@@ -114,7 +118,10 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
         } => {
             let result = read_json("--result", &result)?;
             let ops = ctx.ops().await?;
-            let out = ops.ledger_complete(&event_id, ok, &result).await?;
+            let id = super::resolve(&ops, &session)
+                .await?
+                .unwrap_or_else(|| session.trim().to_string());
+            let out = ops.ledger_complete(&id, &event_id, ok, &result).await?;
             match &out {
                 Complete::Completed { entry } => {
                     ctx.print(&out, || format!("recorded {}", render::ledger_line(entry)));
@@ -139,7 +146,7 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
                     exit::NOT_FOUND,
                     &out,
                     format!(
-                        "no call was begun with event id {event_id}; run `handoff ledger begin` first"
+                        "no call was begun with event id {event_id} in session {id}; run `handoff ledger begin` first"
                     ),
                 )),
             }

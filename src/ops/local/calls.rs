@@ -374,11 +374,15 @@ impl Local {
 
     pub(crate) async fn ledger_complete(
         &self,
+        session: &str,
         event_id: &str,
         ok: bool,
         result: &Value,
     ) -> Result<Complete> {
-        Ok(self.store.ledger_complete(event_id, ok, result).await?)
+        Ok(self
+            .store
+            .ledger_complete(session, event_id, ok, result)
+            .await?)
     }
 
     pub(crate) async fn ledger_list(

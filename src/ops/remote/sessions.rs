@@ -124,11 +124,12 @@ impl Remote {
 
     pub(crate) async fn ledger_complete(
         &self,
+        session: &str,
         event_id: &str,
         ok: bool,
         result: &Value,
     ) -> Result<Complete> {
-        let body = json!({"ok": ok, "result": result});
+        let body = json!({"ok": ok, "result": result, "session": session});
         or_detail(self.post(&["ledger", event_id, "complete"], body).await)
     }
 

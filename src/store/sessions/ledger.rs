@@ -81,7 +81,7 @@ pub enum Begin {
         /// Its outcome, if recorded.
         finished: Option<LedgerEntry>,
     },
-    /// This `event_id` was begun with another session, tool, payload or
+    /// This `event_id` was begun in this session with another tool, payload or
     /// replay flag. Nothing written.
     Conflict {
         /// The row already recorded under this id.
@@ -163,21 +163,33 @@ pub(crate) fn entry_from(r: &sqlx::sqlite::SqliteRow) -> Result<LedgerEntry> {
     })
 }
 
-async fn started_row(conn: &mut SqliteConnection, event_id: &str) -> Result<Option<LedgerEntry>> {
-    let row =
-        sqlx::query("SELECT * FROM execution_ledger WHERE event_id = ? AND status = 'started'")
-            .bind(event_id)
-            .fetch_optional(conn)
-            .await?;
+async fn started_row(
+    conn: &mut SqliteConnection,
+    session_id: &str,
+    event_id: &str,
+) -> Result<Option<LedgerEntry>> {
+    let row = sqlx::query(
+        "SELECT * FROM execution_ledger WHERE session_id = ? AND event_id = ? AND status = 'started'",
+    )
+    .bind(session_id)
+    .bind(event_id)
+    .fetch_optional(conn)
+    .await?;
     row.as_ref().map(entry_from).transpose()
 }
 
-async fn outcome_row(conn: &mut SqliteConnection, event_id: &str) -> Result<Option<LedgerEntry>> {
-    let row =
-        sqlx::query("SELECT * FROM execution_ledger WHERE event_id = ? AND status <> 'started'")
-            .bind(event_id)
-            .fetch_optional(conn)
-            .await?;
+async fn outcome_row(
+    conn: &mut SqliteConnection,
+    session_id: &str,
+    event_id: &str,
+) -> Result<Option<LedgerEntry>> {
+    let row = sqlx::query(
+        "SELECT * FROM execution_ledger WHERE session_id = ? AND event_id = ? AND status <> 'started'",
+    )
+    .bind(session_id)
+    .bind(event_id)
+    .fetch_optional(conn)
+    .await?;
     row.as_ref().map(entry_from).transpose()
 }
 
@@ -244,7 +256,7 @@ impl Store {
                      or the SessionStart hook), then record its calls"
                 )));
             }
-            // Why ON CONFLICT DO NOTHING: UNIQUE(event_id, status) decides
+            // Why ON CONFLICT DO NOTHING: UNIQUE(session_id, event_id, status) decides
             // whether this is the first start; a retry inserts nothing and
             // is compared with the stored row below.
             let row = sqlx::query(
@@ -268,13 +280,10 @@ impl Store {
                 tx.commit().await?;
                 return Ok(Begin::Started { entry });
             }
-            let existing = started_row(&mut tx, call.event_id)
+            let existing = started_row(&mut tx, session_id, call.event_id)
                 .await?
                 .ok_or_else(|| Error::Corrupt("ledger start vanished".into()))?;
             let mut differs = Vec::new();
-            if existing.session_id != session_id {
-                differs.push("session".to_string());
-            }
             if existing.tool != call.tool {
                 differs.push("tool".to_string());
             }
@@ -287,7 +296,7 @@ impl Store {
             if !differs.is_empty() {
                 return Ok(Begin::Conflict { existing, differs });
             }
-            let finished = outcome_row(&mut tx, call.event_id).await?;
+            let finished = outcome_row(&mut tx, session_id, call.event_id).await?;
             Ok(Begin::Existing {
                 entry: existing,
                 finished,
@@ -302,11 +311,13 @@ impl Store {
     /// `ledger.completed` / `ledger.failed` in the same transaction.
     pub async fn ledger_complete(
         &self,
+        session_id: &str,
         event_id: &str,
         ok: bool,
         result: &Value,
     ) -> Result<Complete> {
         check_name("an event id", event_id)?;
+        let session_id = super::check_id(session_id)?;
         let text = canonical_checked("result", result)?;
         let hash = sha256_hex(&text);
         let status = if ok { "completed" } else { "failed" };
@@ -321,7 +332,7 @@ impl Store {
                 "INSERT INTO execution_ledger
                      (event_id, session_id, tool, payload, payload_hash, status, result, result_hash, replay_safe, at)
                  SELECT event_id, session_id, tool, payload, payload_hash, ?1, ?2, ?3, replay_safe, ?4
-                 FROM execution_ledger WHERE event_id = ?5 AND status = 'started'
+                 FROM execution_ledger WHERE session_id = ?6 AND event_id = ?5 AND status = 'started'
                  ON CONFLICT DO NOTHING RETURNING *",
             )
             .bind(status)
@@ -329,6 +340,7 @@ impl Store {
             .bind(&hash)
             .bind(now)
             .bind(event_id)
+            .bind(session_id)
             .fetch_optional(&mut *tx)
             .await?;
             if let Some(row) = row {
@@ -337,7 +349,7 @@ impl Store {
                 tx.commit().await?;
                 return Ok(Complete::Completed { entry });
             }
-            let Some(existing) = outcome_row(&mut tx, event_id).await? else {
+            let Some(existing) = outcome_row(&mut tx, session_id, event_id).await? else {
                 return Ok(Complete::NotStarted);
             };
             let stored_hash: Option<String> = sqlx::query_scalar(
@@ -362,13 +374,25 @@ impl Store {
         .await
     }
 
-    /// The session that began the call `event_id`, if one did.
-    pub async fn ledger_session(&self, event_id: &str) -> Result<Option<String>> {
+    /// The sessions of `project` (all when `None`) that began a call
+    /// `event_id` (event ids are unique per session, so there may be
+    /// several), at most `limit`.
+    pub async fn ledger_sessions(
+        &self,
+        event_id: &str,
+        project: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<String>> {
         Ok(sqlx::query_scalar(
-            "SELECT session_id FROM execution_ledger WHERE event_id = ? AND status = 'started'",
+            "SELECT l.session_id FROM execution_ledger l JOIN agent_sessions s ON s.session_id = l.session_id
+             WHERE l.event_id = ? AND l.status = 'started' AND (? IS NULL OR s.project = ?)
+             ORDER BY l.seq LIMIT ?",
         )
         .bind(event_id)
-        .fetch_optional(self.pool())
+        .bind(project)
+        .bind(project)
+        .bind(limit)
+        .fetch_all(self.pool())
         .await?)
     }
 
@@ -399,7 +423,8 @@ impl Store {
             "SELECT s.* FROM execution_ledger s
              WHERE s.session_id = ? AND s.status = 'started'
                AND NOT EXISTS (SELECT 1 FROM execution_ledger o
-                               WHERE o.event_id = s.event_id AND o.status <> 'started')
+                               WHERE o.session_id = s.session_id AND o.event_id = s.event_id
+                                 AND o.status <> 'started')
              ORDER BY s.seq",
         )
         .bind(session_id)

@@ -1,0 +1,181 @@
+//! Project isolation through the HTTP API (issue 15, finding 2): a
+//! project-scoped token learns nothing about another project's actions,
+//! dedup keys or ledger ids, and cannot squat them.
+
+mod api_support;
+mod common;
+
+use api_support::Api;
+use axum::http::StatusCode;
+use handoff::store::tokens::Role;
+use serde_json::{Value, json};
+
+/// Does the JSON text mention `needle` anywhere?
+fn mentions(v: &Value, needle: &str) -> bool {
+    v.to_string().contains(needle)
+}
+
+#[tokio::test]
+async fn a_dedup_key_held_in_another_project_is_invisible_and_cannot_be_squatted() {
+    let api = Api::new().await;
+    let p1 = api.token("a1", Role::Agent, Some("p1")).await;
+    let p2 = api.token("a2", Role::Agent, Some("p2")).await;
+    let body = |project: &str, to: &str| {
+        json!({"project": project, "kind": "email.send", "summary": "mail",
+               "args": {"to": to}, "dedup_key": "weekly-report"})
+    };
+    let (st, theirs) = api
+        .call("POST", "/v1/actions", Some(&p2), Some(body("p2", "bob")))
+        .await;
+    assert_eq!(st, StatusCode::CREATED, "{theirs}");
+    let their_id = theirs["action"]["id"].as_str().unwrap().to_string();
+
+    // Same payload and a different one: a new action of p1, then p1's own
+    // conflict, and no trace of p2's action in either answer.
+    for to in ["bob", "eve"] {
+        let (st, mine) = api
+            .call("POST", "/v1/actions", Some(&p1), Some(body("p1", to)))
+            .await;
+        if to == "bob" {
+            assert_eq!(st, StatusCode::CREATED, "{mine}");
+            assert_eq!(mine["action"]["project"], "p1");
+        } else {
+            // p1's own holder of the key conflicts loudly, naming p1's action.
+            assert_eq!(st, StatusCode::CONFLICT, "{mine}");
+        }
+        assert!(!mentions(&mine, &their_id), "p2's id leaked: {mine}");
+    }
+    // p2 keeps its key.
+    let (st, again) = api
+        .call("POST", "/v1/actions", Some(&p2), Some(body("p2", "bob")))
+        .await;
+    assert_eq!(st, StatusCode::OK, "{again}");
+    assert_eq!(again["action"]["id"], their_id.as_str());
+}
+
+#[tokio::test]
+async fn a_short_id_is_resolved_within_the_callers_project() {
+    let api = Api::new().await;
+    let p1 = api.token("a1", Role::Agent, Some("p1")).await;
+    let (st, mine) = api
+        .call(
+            "POST",
+            "/v1/actions",
+            Some(&p1),
+            Some(json!({"project": "p1", "kind": "deploy", "summary": "ship", "args": {}})),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CREATED, "{mine}");
+    let id = mine["action"]["id"].as_str().unwrap().to_string();
+    let short = &id[id.len() - 8..];
+    // Another project's action whose id ends the same way.
+    let twin = format!("{}{short}", "0".repeat(24));
+    let pool = common::raw_pool(&api.db.path).await;
+    sqlx::query(
+        "INSERT INTO actions (id, kind, summary, args, fingerprint, effective_args, redact_keys,
+             project, created_at, updated_at)
+         VALUES (?, 'deploy', 'theirs', '{}', 'f', '{}', '[]', 'p2', 1, 1)",
+    )
+    .bind(&twin)
+    .execute(&pool)
+    .await
+    .unwrap();
+
+    let (st, got) = api
+        .call("GET", &format!("/v1/actions/{short}"), Some(&p1), None)
+        .await;
+    assert_eq!(st, StatusCode::OK, "not ambiguous because of p2: {got}");
+    assert_eq!(got["id"], id.as_str());
+    // An admin sees both, so for it the short id is ambiguous.
+    let admin = api.token("root", Role::Admin, None).await;
+    let (st, amb) = api
+        .call("GET", &format!("/v1/actions/{short}"), Some(&admin), None)
+        .await;
+    assert_eq!(st, StatusCode::UNPROCESSABLE_ENTITY, "{amb}");
+    assert_eq!(amb["reason"], "ambiguous");
+}
+
+#[tokio::test]
+async fn ledger_event_ids_are_per_session_and_never_leak() {
+    let api = Api::new().await;
+    let p1 = api.token("a1", Role::Agent, Some("p1")).await;
+    let p2 = api.token("a2", Role::Agent, Some("p2")).await;
+    for (tok, project, session) in [(&p1, "p1", "s1"), (&p2, "p2", "s2")] {
+        let (st, v) = api
+            .call(
+                "POST",
+                "/v1/sessions",
+                Some(tok),
+                Some(json!({"session_id": session, "project": project, "agent": "claude"})),
+            )
+            .await;
+        assert!(st.is_success(), "{v}");
+    }
+    let begin = |payload: Value| json!({"event_id": "e1", "tool": "send", "payload": payload});
+    let (st, v) = api
+        .call(
+            "POST",
+            "/v1/sessions/s2/ledger",
+            Some(&p2),
+            Some(begin(json!({"secret_plan": "p2's"}))),
+        )
+        .await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    // p1 uses the same event id for its own call: its own start, no 409
+    // carrying p2's session, tool or payload.
+    let (st, v) = api
+        .call(
+            "POST",
+            "/v1/sessions/s1/ledger",
+            Some(&p1),
+            Some(begin(json!({"x": 1}))),
+        )
+        .await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    assert_eq!(v["outcome"], "started");
+    assert!(!mentions(&v, "secret_plan") && !mentions(&v, "s2"), "{v}");
+
+    // Completing by event id alone finds p1's own call.
+    let (st, v) = api
+        .call(
+            "POST",
+            "/v1/ledger/e1/complete",
+            Some(&p1),
+            Some(json!({"ok": true, "result": "done"})),
+        )
+        .await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    assert_eq!(v["entry"]["session_id"], "s1");
+    // An admin sees both sessions: it must say which.
+    let admin = api.token("root", Role::Admin, None).await;
+    let (st, v) = api
+        .call(
+            "POST",
+            "/v1/ledger/e1/complete",
+            Some(&admin),
+            Some(json!({"ok": false, "result": "no"})),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CONFLICT, "{v}");
+    assert_eq!(v["reason"], "ambiguous");
+    let (st, v) = api
+        .call(
+            "POST",
+            "/v1/ledger/e1/complete",
+            Some(&admin),
+            Some(json!({"ok": false, "result": "no", "session": "s2"})),
+        )
+        .await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    assert_eq!(v["entry"]["session_id"], "s2");
+    // p1 cannot name p2's session.
+    let (st, v) = api
+        .call(
+            "POST",
+            "/v1/ledger/e1/complete",
+            Some(&p1),
+            Some(json!({"ok": true, "session": "s2"})),
+        )
+        .await;
+    assert_eq!(st, StatusCode::NOT_FOUND, "{v}");
+}
