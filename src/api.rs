@@ -26,6 +26,7 @@ mod events;
 mod input;
 mod metrics;
 mod openapi;
+mod page;
 mod questions;
 mod sessions;
 pub mod wake;

@@ -22,6 +22,7 @@ use super::auth::Caller;
 use super::error::{ApiError, ApiResult};
 use super::events::wait_until;
 use super::input::{Body, Params, wait_timeout};
+use super::page::{PageQuery, Paged, page};
 use super::questions::wrote;
 use crate::daemon::Shared;
 use crate::store::actions::{
@@ -159,14 +160,19 @@ pub(crate) async fn propose(
 pub(crate) struct ListQuery {
     status: Option<String>,
     project: Option<String>,
+    limit: Option<i64>,
+    after: Option<String>,
 }
 
-/// `GET /v1/actions?status&project`: newest first, lazy expiry applied.
+/// `GET /v1/actions?status&project&limit&after`: newest first, lazy expiry
+/// applied, paged. Items leave out `args`, `effective_args`, `patch` and
+/// `result` (`null`; `GET /v1/actions/{id}` has them), so a list stays
+/// small whatever the actions carry.
 pub(crate) async fn list(
     State(s): State<Shared>,
     Extension(c): Extension<Caller>,
     Params(q): Params<ListQuery>,
-) -> ApiResult<axum::Json<Vec<Value>>> {
+) -> ApiResult<Paged<Value>> {
     let status = match q.status.as_deref() {
         Some(st) => Some(Status::parse(st).ok_or_else(|| {
             ApiError::invalid(format!(
@@ -176,13 +182,12 @@ pub(crate) async fn list(
         None => None,
     };
     let project = c.filter(q.project)?;
-    let list = s.store.list_actions(status).await?;
-    Ok(axum::Json(
-        list.iter()
-            .filter(|a| project.as_deref().is_none_or(|p| p == a.project))
-            .map(|a| show(&c, a))
-            .collect(),
-    ))
+    let list = s
+        .store
+        .list_action_summaries(status, project.as_deref())
+        .await?;
+    let Paged(items, next) = page(list, |a| a.id.clone(), q.after.as_deref(), q.limit)?;
+    Ok(Paged(items.iter().map(|a| show(&c, a)).collect(), next))
 }
 
 #[derive(Debug, Deserialize)]
@@ -454,15 +459,17 @@ pub(crate) async fn resolve_unknown(
     }
 }
 
-/// `GET /v1/actions/{id}/audit`: the action's append-only audit trail
-/// (secrets are redacted in the audit itself).
+/// `GET /v1/actions/{id}/audit?limit&after`: the action's append-only
+/// audit trail, oldest first, paged (secrets are redacted in the audit itself).
 pub(crate) async fn audit(
     State(s): State<Shared>,
     Extension(c): Extension<Caller>,
     Path(id): Path<String>,
-) -> ApiResult<axum::Json<Vec<AuditEntry>>> {
+    Params(q): Params<PageQuery>,
+) -> ApiResult<Paged<AuditEntry>> {
     let a = visible(&s, &c, &id).await?;
-    Ok(axum::Json(s.store.action_audit(&a.id).await?))
+    let trail = s.store.action_audit(&a.id).await?;
+    page(trail, |e| e.seq.to_string(), q.after.as_deref(), q.limit)
 }
 
 #[derive(Debug, Deserialize)]

@@ -14,6 +14,7 @@ use serde::Deserialize;
 use super::auth::Caller;
 use super::error::ApiResult;
 use super::input::{Body, Params};
+use super::page::{Paged, page};
 use super::questions::wrote;
 use crate::daemon::Shared;
 use crate::store::boards::{
@@ -83,18 +84,20 @@ pub(crate) struct ListQuery {
     project: Option<String>,
     #[serde(default)]
     archived: bool,
+    limit: Option<i64>,
+    after: Option<String>,
 }
 
-/// `GET /v1/boards?project&archived`: boards with progress, newest first.
+/// `GET /v1/boards?project&archived&limit&after`: boards with progress,
+/// newest first, paged.
 pub(crate) async fn list(
     State(s): State<Shared>,
     Extension(c): Extension<Caller>,
     Params(q): Params<ListQuery>,
-) -> ApiResult<axum::Json<Vec<Board>>> {
+) -> ApiResult<Paged<Board>> {
     let project = c.filter(q.project)?;
-    Ok(axum::Json(
-        s.store.board_list(project.as_deref(), q.archived).await?,
-    ))
+    let all = s.store.board_list(project.as_deref(), q.archived).await?;
+    page(all, |b| b.id.clone(), q.after.as_deref(), q.limit)
 }
 
 #[derive(Debug, Deserialize)]
@@ -316,17 +319,18 @@ pub(crate) async fn archive(
 #[serde(deny_unknown_fields)]
 pub(crate) struct HandoffsQuery {
     project: Option<String>,
+    limit: Option<i64>,
+    after: Option<String>,
 }
 
-/// `GET /v1/handoffs?project`: rows a human marked handled whose outcome no
-/// agent has stored yet (reads only; nothing is marked).
+/// `GET /v1/handoffs?project&limit&after`: rows a human marked handled
+/// whose outcome no agent has stored yet, paged (reads only; nothing is marked).
 pub(crate) async fn handoffs(
     State(s): State<Shared>,
     Extension(c): Extension<Caller>,
     Params(q): Params<HandoffsQuery>,
-) -> ApiResult<axum::Json<Vec<PendingRow>>> {
+) -> ApiResult<Paged<PendingRow>> {
     let project = c.filter(q.project)?;
-    Ok(axum::Json(
-        s.store.unprocessed_handoffs(project.as_deref()).await?,
-    ))
+    let all = s.store.unprocessed_handoffs(project.as_deref()).await?;
+    page(all, |p| p.row.id.clone(), q.after.as_deref(), q.limit)
 }

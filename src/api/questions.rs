@@ -15,6 +15,7 @@ use super::auth::Caller;
 use super::error::{ApiError, ApiResult};
 use super::events::wait_until;
 use super::input::{Body, Params, wait_timeout};
+use super::page::{PageQuery, Paged, page};
 use crate::daemon::Shared;
 use crate::store::questions::{
     ListFilter, NewQuestion, NewReply, Question, QuestionOption, ReplyKind, ReplyRecord, Source,
@@ -110,31 +111,30 @@ pub(crate) struct ListQuery {
     project: Option<String>,
     session: Option<String>,
     limit: Option<i64>,
+    after: Option<String>,
 }
 
-/// `GET /v1/questions?status&project&session&limit`, oldest first.
+/// `GET /v1/questions?status&project&session&limit&after`, oldest first, paged.
 pub(crate) async fn list(
     State(s): State<Shared>,
     Extension(c): Extension<Caller>,
     Params(q): Params<ListQuery>,
-) -> ApiResult<axum::Json<Vec<Question>>> {
+) -> ApiResult<Paged<Question>> {
     let status = q
         .status
         .as_deref()
         .map(str::parse::<Status>)
         .transpose()
         .map_err(ApiError::invalid)?;
-    if q.limit.is_some_and(|l| l < 1) {
-        return Err(ApiError::invalid("limit must be at least 1"));
-    }
     let filter = ListFilter {
         status,
         project: c.filter(q.project)?,
         session: q.session,
         awake_only: false,
-        limit: q.limit,
+        limit: None,
     };
-    Ok(axum::Json(s.store.list_questions(&filter).await?))
+    let all = s.store.list_questions(&filter).await?;
+    page(all, |x| x.id.clone(), q.after.as_deref(), q.limit)
 }
 
 #[derive(Debug, Deserialize)]
@@ -311,14 +311,17 @@ pub(crate) async fn pickup(
     Ok(axum::Json(json!({"picked": picked, "question": q})))
 }
 
-/// `GET /v1/questions/{id}/replies`: the append-only reply history.
+/// `GET /v1/questions/{id}/replies?limit&after`: the append-only reply
+/// history, oldest first, paged.
 pub(crate) async fn replies(
     State(s): State<Shared>,
     Extension(c): Extension<Caller>,
     Path(id): Path<String>,
-) -> ApiResult<axum::Json<Vec<ReplyRecord>>> {
+    Params(p): Params<PageQuery>,
+) -> ApiResult<Paged<ReplyRecord>> {
     let q = visible(&s, &c, &id).await?;
-    Ok(axum::Json(s.store.question_replies(&q.id).await?))
+    let all = s.store.question_replies(&q.id).await?;
+    page(all, |r| r.seq.to_string(), p.after.as_deref(), p.limit)
 }
 
 #[derive(Debug, Deserialize)]

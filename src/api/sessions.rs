@@ -23,6 +23,7 @@ use super::auth::Caller;
 use super::error::{ApiError, ApiResult};
 use super::events::wait_until;
 use super::input::{Body, Params, wait_timeout};
+use super::page::{Paged, page};
 use super::questions::wrote;
 use crate::daemon::Shared;
 use crate::store::sessions::{
@@ -150,14 +151,17 @@ pub(crate) async fn get(
 pub(crate) struct ListQuery {
     status: Option<String>,
     project: Option<String>,
+    limit: Option<i64>,
+    after: Option<String>,
 }
 
-/// `GET /v1/sessions?status&project`: most recently changed first.
+/// `GET /v1/sessions?status&project&limit&after`: most recently changed
+/// first, paged.
 pub(crate) async fn list(
     State(s): State<Shared>,
     Extension(c): Extension<Caller>,
     Params(q): Params<ListQuery>,
-) -> ApiResult<axum::Json<Vec<Value>>> {
+) -> ApiResult<Paged<Value>> {
     if let Some(st) = q.status.as_deref()
         && !matches!(st, "active" | "idle" | "ended")
     {
@@ -170,7 +174,8 @@ pub(crate) async fn list(
         .store
         .list_sessions(q.status.as_deref(), project.as_deref())
         .await?;
-    Ok(axum::Json(list.iter().map(show).collect()))
+    let Paged(items, next) = page(list, |x| x.session_id.clone(), q.after.as_deref(), q.limit)?;
+    Ok(Paged(items.iter().map(show).collect(), next))
 }
 
 #[derive(Debug, Deserialize)]
@@ -294,17 +299,21 @@ pub(crate) async fn ledger_begin(
 #[serde(deny_unknown_fields)]
 pub(crate) struct LedgerQuery {
     last: Option<i64>,
+    limit: Option<i64>,
+    after: Option<String>,
 }
 
-/// `GET /v1/sessions/{id}/ledger?last`: the session's ledger, oldest first.
+/// `GET /v1/sessions/{id}/ledger?last&limit&after`: the session's ledger
+/// (its newest `last` rows), oldest first, paged.
 pub(crate) async fn ledger_list(
     State(s): State<Shared>,
     Extension(c): Extension<Caller>,
     Path(id): Path<String>,
     Params(q): Params<LedgerQuery>,
-) -> ApiResult<axum::Json<Vec<LedgerEntry>>> {
+) -> ApiResult<Paged<LedgerEntry>> {
     let (full, _) = reach(&s, &c, &id).await?;
-    Ok(axum::Json(s.store.ledger_list(&full, q.last).await?))
+    let all = s.store.ledger_list(&full, q.last).await?;
+    page(all, |e| e.seq.to_string(), q.after.as_deref(), q.limit)
 }
 
 #[derive(Debug, Deserialize)]

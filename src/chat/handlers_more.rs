@@ -293,7 +293,12 @@ impl Bridge {
             }
         }
         let now = self.store.now();
-        for a in self.store.list_actions(None).await.unwrap_or_default() {
+        for a in self
+            .store
+            .list_action_summaries(None, None)
+            .await
+            .unwrap_or_default()
+        {
             let st = a.effective_status(now);
             let live = matches!(
                 st,

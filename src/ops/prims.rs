@@ -146,7 +146,8 @@ prims! {
     fn approve(id: &str, actor: Actor<'_>, patch: Option<&str>) -> ApproveOutcome;
     /// Reject with a reason.
     fn reject(id: &str, actor: Actor<'_>, reason: &str) -> RejectOutcome;
-    /// Actions, newest first (stored status).
+    /// Actions, newest first (effective status), as summaries: no
+    /// arguments, patch or result (`null`); `get_action` has them.
     fn list_actions(status: Option<Status>) -> Vec<Action>;
     /// One action (stored status; real arguments where the caller may see them).
     fn get_action(id: &str) -> Action;

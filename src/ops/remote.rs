@@ -164,6 +164,47 @@ impl Remote {
         body: Option<Value>,
         wait: Option<Duration>,
     ) -> Answer<T> {
+        Ok(self
+            .call_paged(method, segments, query, body, wait)
+            .await?
+            .0)
+    }
+
+    /// Every item of a paged list route, following `X-Next-Cursor` from
+    /// page to page.
+    pub(super) async fn get_all<T: DeserializeOwned>(
+        &self,
+        segments: &[&str],
+        query: &[(&str, String)],
+    ) -> Answer<Vec<T>> {
+        let mut all = Vec::new();
+        let mut after: Option<String> = None;
+        loop {
+            let mut q = query.to_vec();
+            q.push(("limit", "500".to_string()));
+            if let Some(a) = after.take() {
+                q.push(("after", a));
+            }
+            let (items, next): (Vec<T>, _) = self
+                .call_paged(Method::GET, segments, &q, None, None)
+                .await?;
+            all.extend(items);
+            match next {
+                Some(n) => after = Some(n),
+                None => return Ok(all),
+            }
+        }
+    }
+
+    /// [`Remote::call`], also returning the next page's cursor, if any.
+    async fn call_paged<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        segments: &[&str],
+        query: &[(&str, String)],
+        body: Option<Value>,
+        wait: Option<Duration>,
+    ) -> Answer<(T, Option<String>)> {
         let url = self.route(segments);
         let mut req = self
             .http
@@ -185,6 +226,11 @@ impl Remote {
             )
         })?;
         let status = resp.status();
+        let next = resp
+            .headers()
+            .get("x-next-cursor")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
         let bytes = resp.bytes().await.map_err(|e| {
             Failure::local(
                 "unreachable",
@@ -192,7 +238,7 @@ impl Remote {
             )
         })?;
         if status.is_success() {
-            return serde_json::from_slice(&bytes).map_err(|e| {
+            return serde_json::from_slice(&bytes).map(|v| (v, next)).map_err(|e| {
                 Failure::local(
                     "internal",
                     format!(

@@ -547,6 +547,43 @@ impl Store {
         Ok(out)
     }
 
+    /// Actions of `project` (all when `None`) for a list, newest first,
+    /// optionally only those whose effective status is `status` — without
+    /// their arguments, patch and result (`null`), which may be megabytes
+    /// each: a list reads and holds only what a list line shows.
+    pub async fn list_action_summaries(
+        &self,
+        status: Option<Status>,
+        project: Option<&str>,
+    ) -> Result<Vec<Action>> {
+        let now = self.now();
+        let light = COLUMNS
+            .replace("args, fingerprint", "'null' AS args, fingerprint")
+            .replace(
+                "reason, patch, effective_args",
+                "reason, NULL AS patch, 'null' AS effective_args",
+            )
+            .replace("lease_until, result,", "lease_until, NULL AS result,");
+        let sql = format!(
+            "SELECT {light} FROM actions WHERE (?1 IS NULL OR project = ?1)
+             ORDER BY created_at DESC, id DESC"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(project)
+            .fetch_all(self.pool())
+            .await?;
+        let mut out = Vec::new();
+        for r in &rows {
+            let mut a = from_row(r)?;
+            let eff = a.effective_status(now);
+            if status.is_none_or(|s| s == eff) {
+                a.status = eff;
+                out.push(a);
+            }
+        }
+        Ok(out)
+    }
+
     /// The audit trail of one action, oldest first.
     pub async fn action_audit(&self, id: &str) -> Result<Vec<AuditEntry>> {
         let id = self.resolve_action_id(id).await?;

@@ -97,12 +97,41 @@ pub(crate) fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<Event> {
     })
 }
 
+/// About how many bytes of event payload one read of the log returns.
+pub const PAGE_BYTES: i64 = 4 * 1024 * 1024;
+
 impl Store {
-    /// Events with `seq > after`, oldest first, at most `limit`.
+    /// Events with `seq > after`, oldest first, at most `limit` — and at
+    /// most about [`PAGE_BYTES`] of payload: a batch stops before the event
+    /// that would cross it (but always holds at least one), so a log of
+    /// megabyte payloads (an action's arguments) is read a few at a time
+    /// instead of hundreds of megabytes at once. Callers continue from the
+    /// last `seq` they got, as for `limit`.
     pub async fn events_after(&self, after: i64, limit: i64) -> Result<Vec<Event>> {
-        let rows = sqlx::query("SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?")
+        // First the sizes (octet_length reads the record headers, not the
+        // payloads), then only the rows that fit the budget.
+        let sizes: Vec<(i64, i64)> = sqlx::query_as(
+            "SELECT seq, octet_length(payload) FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
+        )
+        .bind(after)
+        .bind(limit)
+        .fetch_all(self.pool())
+        .await?;
+        let mut total = 0i64;
+        let mut last = None;
+        for (seq, bytes) in sizes {
+            if last.is_some() && total + bytes > PAGE_BYTES {
+                break;
+            }
+            total += bytes;
+            last = Some(seq);
+        }
+        let Some(last) = last else {
+            return Ok(Vec::new());
+        };
+        let rows = sqlx::query("SELECT * FROM events WHERE seq > ? AND seq <= ? ORDER BY seq")
             .bind(after)
-            .bind(limit)
+            .bind(last)
             .fetch_all(self.pool())
             .await?;
         rows.iter().map(from_row).collect()

@@ -75,11 +75,18 @@
   let project = decodeURIComponent((location.hash.match(/project=([^&]*)/) || [])[1] || '');
 
   async function load() {
-    const [questions, pending, unknown, boards] = await Promise.all([
-      api('GET', '/v1/questions?status=open'),
-      api('GET', '/v1/actions?status=pending'),
-      api('GET', '/v1/actions?status=unknown'),
-      api('GET', '/v1/boards'),
+    // Lists are pages (up to 500 here) of summaries: an action's arguments
+    // come with the action itself, read one by one.
+    const [questions, pendingList, unknownList, boards] = await Promise.all([
+      api('GET', '/v1/questions?status=open&limit=500'),
+      api('GET', '/v1/actions?status=pending&limit=500'),
+      api('GET', '/v1/actions?status=unknown&limit=500'),
+      api('GET', '/v1/boards?limit=500'),
+    ]);
+    const one = (a) => api('GET', '/v1/actions/' + encodeURIComponent(a.id));
+    const [pending, unknown] = await Promise.all([
+      Promise.all(pendingList.map(one)),
+      Promise.all(unknownList.map(one)),
     ]);
     const blocked = boards.filter((b) => b.progress && b.progress.blocked > 0);
     const fulls = await Promise.all(blocked.map((b) => api('GET', '/v1/boards/' + encodeURIComponent(b.id))));

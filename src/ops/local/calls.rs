@@ -273,7 +273,8 @@ impl Local {
     }
 
     pub(crate) async fn list_actions(&self, status: Option<Status>) -> Result<Vec<Action>> {
-        Ok(self.store.list_actions(status).await?)
+        // A list carries summaries (no arguments or result), as over HTTP.
+        Ok(self.store.list_action_summaries(status, None).await?)
     }
 
     pub(crate) async fn get_action(&self, id: &str) -> Result<Action> {

@@ -126,7 +126,7 @@ impl Remote {
 
     pub(crate) async fn list_actions(&self, status: Option<Status>) -> Result<Vec<Action>> {
         let q = query(&[("status", status.map(|s| s.as_str().to_string()))]);
-        Ok(self.get(&["actions"], &q).await?)
+        Ok(self.get_all(&["actions"], &q).await?)
     }
 
     pub(crate) async fn get_action(&self, id: &str) -> Result<Action> {
@@ -166,7 +166,9 @@ impl Remote {
     }
 
     pub(crate) async fn action_audit(&self, id: &str) -> Result<Vec<AuditEntry>> {
-        decode(on(id, self.get(&["actions", id, "audit"], &[]).await)?)
+        self.get_all(&["actions", id, "audit"], &[])
+            .await
+            .map_err(|f| failed(id, f))
     }
 
     pub(crate) async fn expire_due(&self) -> Result<Vec<Action>> {

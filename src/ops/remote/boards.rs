@@ -118,7 +118,7 @@ impl Remote {
             ("project", project.map(str::to_string)),
             ("archived", Some(archived.to_string())),
         ]);
-        Ok(self.get(&["boards"], &q).await?)
+        Ok(self.get_all(&["boards"], &q).await?)
     }
 
     pub(crate) async fn archive_board(
@@ -188,6 +188,6 @@ impl Remote {
 
     pub(crate) async fn handoffs(&self, project: Option<&str>) -> Result<Vec<PendingRow>> {
         let q = query(&[("project", project.map(str::to_string))]);
-        Ok(self.get(&["handoffs"], &q).await?)
+        Ok(self.get_all(&["handoffs"], &q).await?)
     }
 }

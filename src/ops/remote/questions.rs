@@ -93,7 +93,7 @@ impl Remote {
     }
 
     pub(crate) async fn question_replies(&self, id: &str) -> Result<Vec<ReplyRecord>> {
-        Ok(self.get(&["questions", id, "replies"], &[]).await?)
+        Ok(self.get_all(&["questions", id, "replies"], &[]).await?)
     }
 
     pub(crate) async fn list_questions(&self, f: &ListFilter) -> Result<Vec<Question>> {
@@ -101,9 +101,12 @@ impl Remote {
             ("status", f.status.map(|s| s.as_str().to_string())),
             ("project", f.project.clone()),
             ("session", f.session.clone()),
-            ("limit", f.limit.map(|l| l.to_string())),
         ]);
-        Ok(self.get(&["questions"], &q).await?)
+        let mut all: Vec<Question> = self.get_all(&["questions"], &q).await?;
+        if let Some(n) = f.limit {
+            all.truncate(usize::try_from(n).unwrap_or(0));
+        }
+        Ok(all)
     }
 
     pub(crate) async fn pending_replies(

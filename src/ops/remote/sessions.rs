@@ -98,7 +98,7 @@ impl Remote {
             ("status", status.map(str::to_string)),
             ("project", project.map(str::to_string)),
         ]);
-        Ok(self.get(&["sessions"], &q).await?)
+        Ok(self.get_all(&["sessions"], &q).await?)
     }
 
     pub(crate) async fn end_session(&self, id: &str) -> Result<Ended> {
@@ -139,7 +139,7 @@ impl Remote {
         last: Option<i64>,
     ) -> Result<Vec<LedgerEntry>> {
         let q = query(&[("last", last.map(|l| l.to_string()))]);
-        Ok(self.get(&["sessions", session, "ledger"], &q).await?)
+        Ok(self.get_all(&["sessions", session, "ledger"], &q).await?)
     }
 
     /// Long polls (the daemon's `session:<id>` waiter wakes them; no

@@ -13,7 +13,7 @@ use serde_json::json;
 use sqlx::SqliteConnection;
 
 use super::rules::{self, Verdict};
-use super::{Action, Actor, COLUMNS, Error, Result, Status, from_row, load, record};
+use super::{Action, Actor, COLUMNS, Error, Result, from_row, load, record};
 use crate::store::Store;
 
 /// How long recovery holds an interrupted action while its verifier runs.
@@ -172,7 +172,18 @@ impl Store {
                 Some(argv) => self.verify_one(&action, argv, &mut report).await?,
             }
         }
-        report.claimable = self.list_actions(Some(Status::Approved)).await?;
+        // Only the approved rows are read: recovery runs on the daemon's
+        // housekeeping cadence, and reading every action's arguments each
+        // time would cost the whole table.
+        let sql = format!(
+            "SELECT {COLUMNS} FROM actions WHERE status = 'approved' ORDER BY created_at DESC, id DESC"
+        );
+        report.claimable = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .fetch_all(self.pool())
+            .await?
+            .iter()
+            .map(from_row)
+            .collect::<Result<_>>()?;
         Ok(report)
     }
 
