@@ -484,6 +484,7 @@ impl Bridge {
 struct ChatFollower(Arc<Bridge>);
 
 impl crate::daemon::follower::Apply for ChatFollower {
+    const NAME: &'static str = "chat";
     async fn apply(&mut self, ev: &Event) -> bool {
         self.0.on_event(ev).await
     }

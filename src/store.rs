@@ -14,6 +14,7 @@ pub mod actions;
 pub mod boards;
 pub mod chat;
 pub mod deliveries;
+pub mod depth;
 pub mod events;
 pub mod inbox_sessions;
 pub mod questions;

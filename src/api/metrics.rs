@@ -77,6 +77,16 @@ pub(crate) async fn metrics(State(s): State<Shared>) -> ApiResult<Response> {
             c.load(Ordering::Relaxed)
         );
     }
+    let _ = writeln!(
+        out,
+        "# HELP handoff_events_skipped_total Stored events that could not be read, skipped by each follower.\n# TYPE handoff_events_skipped_total counter"
+    );
+    for (follower, n) in crate::daemon::follower::skipped() {
+        let _ = writeln!(
+            out,
+            "handoff_events_skipped_total{{follower=\"{follower}\"}} {n}"
+        );
+    }
     Ok((
         [(
             header::CONTENT_TYPE,
