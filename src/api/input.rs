@@ -87,23 +87,30 @@ fn check_shape(bytes: &[u8]) -> ApiResult<()> {
         ));
     }
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
-    if first != Some(&b'{') && serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok() {
-        let what = match first {
-            Some(b'[') => "an array",
-            Some(b'"') => "a string",
-            Some(b'n') => "null",
-            Some(b't' | b'f') => "a boolean",
-            _ => "a number",
-        };
+    if first == Some(&b'{') {
+        return Ok(());
+    }
+    if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
         return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "not_an_object",
-            format!(
-                "the body is {what}; send a JSON object with named fields, e.g. {{\"title\": \"…\"}}"
-            ),
+            StatusCode::BAD_REQUEST,
+            "malformed_json",
+            format!("the body is not valid JSON ({e}): send a JSON object"),
         ));
     }
-    Ok(())
+    let what = match first {
+        Some(b'[') => "an array",
+        Some(b'"') => "a string",
+        Some(b'n') => "null",
+        Some(b't' | b'f') => "a boolean",
+        _ => "a number",
+    };
+    Err(ApiError::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "not_an_object",
+        format!(
+            "the body is {what}; send a JSON object with named fields, e.g. {{\"title\": \"…\"}}"
+        ),
+    ))
 }
 
 fn too_large() -> ApiError {
