@@ -12,6 +12,7 @@ mod handlers;
 mod handlers_more;
 mod render;
 mod render_more;
+mod unparsed;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -32,6 +33,7 @@ use crate::daemon::Shared;
 use crate::store::{Event, Store};
 
 pub use callback::{Callback, Item, Verb};
+pub use unparsed::unparsed_updates;
 
 /// Errors starting the bridge.
 #[derive(Debug, thiserror::Error)]

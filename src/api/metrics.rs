@@ -87,6 +87,11 @@ pub(crate) async fn metrics(State(s): State<Shared>) -> ApiResult<Response> {
             "handoff_events_skipped_total{{follower=\"{follower}\"}} {n}"
         );
     }
+    let _ = writeln!(
+        out,
+        "# HELP handoff_telegram_updates_unparsed_total Telegram updates the bot could not parse, logged and skipped.\n# TYPE handoff_telegram_updates_unparsed_total counter\nhandoff_telegram_updates_unparsed_total {}",
+        crate::chat::unparsed_updates()
+    );
     Ok((
         [(
             header::CONTENT_TYPE,
