@@ -101,6 +101,9 @@ pub(crate) fn truncate(text: &str) -> String {
     s
 }
 
+/// One item's redraw turn.
+type Turn = Arc<tokio::sync::Mutex<()>>;
+
 /// The bridge's shared state.
 pub(crate) struct Bridge {
     pub store: Store,
@@ -116,7 +119,7 @@ pub(crate) struct Bridge {
     /// One redraw at a time per item (kind, id): a tap's handler and the
     /// follower both redraw after a change, and the second must see what
     /// the first drew, not race it into a duplicate (or out-of-order) edit.
-    redrawing: Mutex<HashMap<(String, String), Arc<tokio::sync::Mutex<()>>>>,
+    redrawing: Mutex<HashMap<(String, String), Turn>>,
     /// Nudges the daemon's followers after a write, so waiters and wake-ups
     /// see a chat answer at once instead of at the next poll.
     nudge: Arc<tokio::sync::Notify>,
