@@ -10,6 +10,7 @@
 //! Shutdown cancels the token and waits for the tracker, bounded.
 
 pub mod follower;
+pub mod http;
 pub mod waiters;
 
 use std::sync::Arc;
@@ -137,9 +138,14 @@ pub async fn run(
     let app = crate::api::router(shared.clone()).merge(chat.router);
     let addr = listener.local_addr().map_err(Error::Http)?;
     tracing::info!(%addr, "listening");
-    let server =
-        axum::serve(listener, app).with_graceful_shutdown(shutdown.clone().cancelled_owned());
-    let served = server.await;
+    let served = http::serve(
+        listener,
+        app,
+        &shared.config.http,
+        shutdown.clone(),
+        SHUTDOWN_GRACE,
+    )
+    .await;
     shutdown.cancel();
     tracker.close();
     if tokio::time::timeout(SHUTDOWN_GRACE, tracker.wait())
