@@ -3,7 +3,7 @@
 //!
 //! At start it opens the store, runs action recovery, then starts its
 //! workers under one [`CancellationToken`] and [`TaskTracker`]: the HTTP
-//! listener, the waiter follower (wakes in-process waiters), the chat
+//! listener ([`http`]: timeouts and a connection cap), the waiter follower (wakes in-process waiters), the chat
 //! follower (pushes items to Telegram, with a durable cursor), the notify
 //! worker (wake-ups, with a durable cursor) and the Telegram update loop,
 //! plus housekeeping (expiry sweeps, lease recovery).
