@@ -133,29 +133,42 @@ async fn an_unreadable_event_is_skipped_and_later_events_still_flow() {
     assert!(out.status.success(), "{}", common::stderr(&out));
 
     // Said so, loudly, and counted, by each follower that met them.
-    let log = d.log();
+    // The daemon's stderr is read by another thread: wait for the lines.
     for seq in &poison {
+        let line = wait_for(30, "a warning naming the seq", || async {
+            d.log()
+                .lines()
+                .find(|l| {
+                    l.contains("skipping an event that cannot be read")
+                        && l.contains(&format!("seq={seq}"))
+                })
+                .map(String::from)
+        })
+        .await;
         assert!(
-            log.lines()
-                .any(|l| l.contains("skipping an event that cannot be read")
-                    && l.contains(&format!("seq={seq}"))),
-            "no warning for seq {seq}: {log}"
+            line.contains("WARN") && line.contains("event payload"),
+            "{line}"
         );
     }
-    let metrics = http
-        .get(format!("{base}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    for follower in ["chat", "notify", "waiters"] {
-        assert!(
-            metrics.contains(&format!(
-                "handoff_events_skipped_total{{follower=\"{follower}\"}} 2"
-            )),
-            "{follower}: {metrics}"
-        );
-    }
+    // Each follower polls on its own: wait until all three have passed.
+    let metrics = wait_for(30, "every follower to count both skips", || async {
+        let m = http
+            .get(format!("{base}/metrics"))
+            .send()
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()?;
+        ["chat", "notify", "waiters"]
+            .iter()
+            .all(|f| {
+                m.contains(&format!(
+                    "handoff_events_skipped_total{{follower=\"{f}\"}} 2"
+                ))
+            })
+            .then_some(m)
+    })
+    .await;
+    assert!(metrics.contains("# TYPE handoff_events_skipped_total counter"));
 }
