@@ -141,6 +141,7 @@ pub fn router(shared: Shared) -> Router {
         .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
         .layer(DefaultBodyLimit::max(input::BODY_LIMIT))
+        .layer(axum::middleware::map_response(nosniff))
         .layer(axum::middleware::from_fn(metrics::count))
         .with_state(shared)
 }
@@ -158,6 +159,16 @@ pub fn routes() -> Vec<(&'static str, &'static str, &'static str)> {
 /// The OpenAPI 3 document served at `/v1/openapi.json`.
 pub fn openapi_document() -> serde_json::Value {
     openapi::document()
+}
+
+/// Every response says `X-Content-Type-Options: nosniff`: a browser must
+/// never read a JSON body (which may echo user text) as HTML or script.
+async fn nosniff(mut resp: Response) -> Response {
+    resp.headers_mut().insert(
+        axum::http::header::X_CONTENT_TYPE_OPTIONS,
+        axum::http::HeaderValue::from_static("nosniff"),
+    );
+    resp
 }
 
 async fn no_route() -> ApiError {

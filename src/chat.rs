@@ -14,6 +14,7 @@ mod handlers_more;
 mod render;
 mod render_more;
 mod stranded;
+mod unparsed;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -34,6 +35,7 @@ use crate::daemon::Shared;
 use crate::store::{Event, Store};
 
 pub use callback::{Callback, Item, Verb};
+pub use unparsed::unparsed_updates;
 
 /// Errors starting the bridge.
 #[derive(Debug, thiserror::Error)]
@@ -101,6 +103,9 @@ pub(crate) fn truncate(text: &str) -> String {
     s
 }
 
+/// One item's redraw turn.
+type Turn = Arc<tokio::sync::Mutex<()>>;
+
 /// The bridge's shared state.
 pub(crate) struct Bridge {
     pub store: Store,
@@ -113,6 +118,10 @@ pub(crate) struct Bridge {
     digest: Mutex<HashMap<i64, Vec<(String, String)>>>,
     /// Prompts waiting for a text reply: (chat, prompt message id) → what the reply means.
     pub prompts: Mutex<HashMap<(i64, i32), handlers::Prompt>>,
+    /// One redraw at a time per item (kind, id): a tap's handler and the
+    /// follower both redraw after a change, and the second must see what
+    /// the first drew, not race it into a duplicate (or out-of-order) edit.
+    redrawing: Mutex<HashMap<(String, String), Turn>>,
     /// Nudges the daemon's followers after a write, so waiters and wake-ups
     /// see a chat answer at once instead of at the next poll.
     nudge: Arc<tokio::sync::Notify>,
@@ -155,6 +164,7 @@ pub async fn start(
         recent: Mutex::new(HashMap::new()),
         digest: Mutex::new(HashMap::new()),
         prompts: Mutex::new(HashMap::new()),
+        redrawing: Mutex::new(HashMap::new()),
         nudge: shared.nudge.clone(),
     });
 
@@ -337,8 +347,29 @@ impl Bridge {
         Ok(())
     }
 
-    /// Redraw every message of an item whose rendering changed.
+    /// Redraw every message of an item whose rendering changed. Records
+    /// keep the hash of what each message last showed; an unchanged
+    /// rendering sends nothing.
     pub(crate) async fn redraw(&self, item: &str, id: &str) -> Result<(), PushError> {
+        let key = (item.to_string(), id.to_string());
+        let turn = {
+            let mut m = self.redrawing.lock().expect("redrawing lock poisoned");
+            m.entry(key.clone()).or_default().clone()
+        };
+        // Why an async Mutex: it is held across the Bot API calls, so the
+        // next redraw of this item reads the records after they are written.
+        let guard = turn.lock().await;
+        let res = self.redraw_now(item, id).await;
+        drop(guard);
+        let mut m = self.redrawing.lock().expect("redrawing lock poisoned");
+        // Only the map and this function hold it: nobody else waits.
+        if Arc::strong_count(&turn) == 2 {
+            m.remove(&key);
+        }
+        res
+    }
+
+    async fn redraw_now(&self, item: &str, id: &str) -> Result<(), PushError> {
         let records = self.store.chat_messages_of(item, id).await?;
         if records.is_empty() {
             return Ok(());
@@ -486,6 +517,7 @@ impl Bridge {
 struct ChatFollower(Arc<Bridge>);
 
 impl crate::daemon::follower::Apply for ChatFollower {
+    const NAME: &'static str = "chat";
     async fn apply(&mut self, ev: &Event) -> bool {
         self.0.on_event(ev).await
     }

@@ -249,6 +249,21 @@ pub struct HttpConfig {
     /// needs `Authorization: Bearer hnd_…` (see `handoff token create`).
     #[serde(default)]
     pub open: bool,
+    /// The URL people and proxies reach the daemon at (`https://…` behind a
+    /// TLS proxy). With `https`, the Inbox cookie is marked `Secure`.
+    #[serde(default)]
+    pub public_url: Option<String>,
+    /// Seconds a connection may take to send a request's headers, counted
+    /// from when it opens or finishes its previous request: also how long
+    /// an idle keep-alive connection is kept.
+    #[serde(default = "default_header_timeout")]
+    pub header_timeout_secs: u64,
+    /// Seconds a request's whole body may take to arrive.
+    #[serde(default = "default_body_timeout")]
+    pub body_timeout_secs: u64,
+    /// Connections served at once; one more is answered 503 and closed.
+    #[serde(default = "default_max_connections")]
+    pub max_connections: usize,
 }
 
 impl Default for HttpConfig {
@@ -256,8 +271,57 @@ impl Default for HttpConfig {
         HttpConfig {
             listen: default_listen(),
             open: false,
+            public_url: None,
+            header_timeout_secs: default_header_timeout(),
+            body_timeout_secs: default_body_timeout(),
+            max_connections: default_max_connections(),
         }
     }
+}
+
+impl HttpConfig {
+    /// Whether people reach the daemon over HTTPS (`public_url`).
+    pub fn is_https(&self) -> bool {
+        self.public_url
+            .as_deref()
+            .is_some_and(|u| u.trim().to_ascii_lowercase().starts_with("https://"))
+    }
+
+    fn check(&self) -> Result<(), String> {
+        if let Some(u) = &self.public_url {
+            let ok = url::Url::parse(u.trim())
+                .is_ok_and(|p| matches!(p.scheme(), "http" | "https") && p.host().is_some());
+            if !ok {
+                return Err(format!(
+                    "http.public_url `{u}` is not an http:// or https:// URL (e.g. \"https://handoff.example.com\")"
+                ));
+            }
+        }
+        for (key, v) in [
+            ("header_timeout_secs", self.header_timeout_secs),
+            ("body_timeout_secs", self.body_timeout_secs),
+        ] {
+            if !(1..=3600).contains(&v) {
+                return Err(format!("http.{key} must be 1 to 3600 seconds, not {v}"));
+            }
+        }
+        if self.max_connections == 0 {
+            return Err("http.max_connections must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+fn default_header_timeout() -> u64 {
+    10
+}
+
+fn default_body_timeout() -> u64 {
+    30
+}
+
+fn default_max_connections() -> usize {
+    512
 }
 
 fn default_listen() -> SocketAddr {
@@ -604,6 +668,7 @@ impl Config {
         if self.telegram.poll_timeout_secs > 15 {
             return Err("telegram.poll_timeout_secs must be at most 15".into());
         }
+        self.http.check()?;
         if self.http.open && !self.http.listen.ip().is_loopback() {
             return Err(format!(
                 "http.open = true serves the API without tokens, which is allowed only on a loopback address, not {}",

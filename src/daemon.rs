@@ -3,13 +3,14 @@
 //!
 //! At start it opens the store, runs action recovery, then starts its
 //! workers under one [`CancellationToken`] and [`TaskTracker`]: the HTTP
-//! listener, the waiter follower (wakes in-process waiters), the chat
+//! listener ([`http`]: timeouts and a connection cap), the waiter follower (wakes in-process waiters), the chat
 //! follower (pushes items to Telegram, with a durable cursor), the notify
 //! worker (wake-ups, with a durable cursor) and the Telegram update loop,
 //! plus housekeeping (expiry sweeps, lease recovery).
 //! Shutdown cancels the token and waits for the tracker, bounded.
 
 pub mod follower;
+pub mod http;
 pub mod waiters;
 
 use std::sync::Arc;
@@ -148,9 +149,14 @@ pub async fn run(
     let app = crate::api::router(shared.clone()).merge(chat.router);
     let addr = listener.local_addr().map_err(Error::Http)?;
     tracing::info!(%addr, "listening");
-    let server =
-        axum::serve(listener, app).with_graceful_shutdown(shutdown.clone().cancelled_owned());
-    let served = server.await;
+    let served = http::serve(
+        listener,
+        app,
+        &shared.config.http,
+        shutdown.clone(),
+        SHUTDOWN_GRACE,
+    )
+    .await;
     shutdown.cancel();
     tracker.close();
     if tokio::time::timeout(SHUTDOWN_GRACE, tracker.wait())

@@ -123,9 +123,17 @@ fn login_page(status: StatusCode, message: &'static str) -> Response {
     )
 }
 
-fn set_cookie(resp: &mut Response, value: &str, max_age_secs: i64) {
-    let cookie =
-        format!("{COOKIE}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age_secs}");
+/// Set (or, with an empty value and age 0, clear) the session cookie;
+/// `Secure` when the daemon is reached over HTTPS (`[http] public_url`).
+fn set_cookie(s: &Shared, resp: &mut Response, value: &str, max_age_secs: i64) {
+    let secure = if s.config.http.is_https() {
+        "; Secure"
+    } else {
+        ""
+    };
+    let cookie = format!(
+        "{COOKIE}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age_secs}{secure}"
+    );
     match HeaderValue::from_str(&cookie) {
         Ok(v) => {
             resp.headers_mut().append(header::SET_COOKIE, v);
@@ -149,7 +157,7 @@ async fn index(State(s): State<Shared>, headers: HeaderMap) -> Response {
         "You are not logged in to this Inbox (or your session ended).",
     );
     if cookie_secret(&headers).is_some() {
-        set_cookie(&mut resp, "", 0);
+        set_cookie(&s, &mut resp, "", 0);
     }
     resp
 }
@@ -221,7 +229,7 @@ async fn login(State(s): State<Shared>, headers: HeaderMap, Form(q): Form<LoginQ
             );
             resp.headers_mut()
                 .insert(header::LOCATION, HeaderValue::from_static("/"));
-            set_cookie(&mut resp, &secret, SESSION_TTL_MS / 1000);
+            set_cookie(&s, &mut resp, &secret, SESSION_TTL_MS / 1000);
             resp
         }
         Ok(Login::Used) => login_page(
@@ -265,7 +273,7 @@ async fn logout(State(s): State<Shared>, headers: HeaderMap) -> Response {
     );
     resp.headers_mut()
         .insert(header::LOCATION, HeaderValue::from_static("/"));
-    set_cookie(&mut resp, "", 0);
+    set_cookie(&s, &mut resp, "", 0);
     resp
 }
 

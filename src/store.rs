@@ -14,6 +14,7 @@ pub mod actions;
 pub mod boards;
 pub mod chat;
 pub mod deliveries;
+pub mod depth;
 pub mod events;
 pub mod inbox_sessions;
 pub mod questions;
@@ -154,10 +155,7 @@ impl Store {
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(Duration::from_millis(5000));
-        let pool = SqlitePoolOptions::new()
-            .max_connections(8)
-            .min_connections(0)
-            .connect_with(options)
+        let pool = connect(options)
             .await
             .map_err(|e| open_err(describe_open_error(&e)))?;
         let store = Store {
@@ -304,6 +302,30 @@ impl Store {
     }
 }
 
+/// Connect the pool, retrying while the file is busy or locked. Why: the
+/// first connection to a fresh file switches it to WAL, which needs an
+/// exclusive lock that SQLite's busy handler does not wait for; another
+/// process opening the same new file at that moment gets `SQLITE_BUSY` at
+/// once. Bounded like every write ([`BUSY_RETRIES`], jittered backoff).
+async fn connect(options: SqliteConnectOptions) -> std::result::Result<SqlitePool, sqlx::Error> {
+    let mut attempt = 0;
+    loop {
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .min_connections(0)
+            .connect_with(options.clone())
+            .await;
+        match pool {
+            Err(e) if is_busy(&e) && attempt < BUSY_RETRIES => {
+                tracing::debug!(attempt, "database locked while opening, retrying");
+                backoff(attempt).await;
+                attempt += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
 /// A write transaction holding this process's write turn. Derefs to the
 /// connection; dropping it without [`commit`](WriteTx::commit) rolls back.
 pub(crate) struct WriteTx {
@@ -387,6 +409,10 @@ fn describe_open_error(e: &sqlx::Error) -> String {
         Some(8) => "the file is read-only".into(),
         Some(26) => "the file is not a SQLite database".into(),
         Some(23) => "permission denied".into(),
+        Some(5 | 6) => {
+            "other handoff processes kept the file locked while it was being set up; try again"
+                .into()
+        }
         _ => e.to_string(),
     }
 }

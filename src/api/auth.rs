@@ -64,6 +64,30 @@ pub(crate) struct Caller {
     pub project: Option<String>,
     /// False for an unauthenticated request on an open loopback daemon.
     pub token: bool,
+    /// What authenticated it, kept so a long-lived response (an event
+    /// stream) can check it is still valid.
+    pub credential: Credential,
+}
+
+/// The credential a request presented.
+#[derive(Clone)]
+pub(crate) enum Credential {
+    /// None: an open loopback daemon.
+    Open,
+    /// A bearer token, as presented.
+    Token(String),
+    /// A web Inbox session cookie's secret.
+    Cookie(String),
+}
+
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Credential::Open => "Open",
+            Credential::Token(_) => "Token(***)",
+            Credential::Cookie(_) => "Cookie(***)",
+        })
+    }
 }
 
 impl Caller {
@@ -118,6 +142,30 @@ impl Caller {
         }
     }
 
+    /// Why this caller's credential no longer holds (a revoked token, an
+    /// Inbox session logged out or expired), or `None` while it does. A
+    /// store failure counts as still valid: it is retried at the next check.
+    pub async fn revoked(&self, s: &Shared) -> Option<&'static str> {
+        let still = match &self.credential {
+            Credential::Open => return None,
+            Credential::Token(t) => s.store.token_verify(t).await.map(|t| t.is_some()),
+            Credential::Cookie(c) => s.store.inbox_session_verify(c).await.map(|c| c.is_some()),
+        };
+        match (still, &self.credential) {
+            (Ok(true), _) => None,
+            (Err(e), _) => {
+                tracing::warn!(error = %e, "cannot re-check a stream's credential");
+                None
+            }
+            (Ok(false), Credential::Cookie(_)) => Some(
+                "the Inbox session ended (logged out or expired): run `handoff inbox-link` and open the link it prints",
+            ),
+            (Ok(false), _) => {
+                Some("the token was revoked: create a new one with `handoff token create`")
+            }
+        }
+    }
+
     /// Whether real action arguments may be shown (agents execute them;
     /// humans see them redacted).
     pub fn sees_secrets(&self) -> bool {
@@ -160,6 +208,7 @@ async fn caller(s: &Shared, presented: Option<String>) -> ApiResult<Caller> {
                 role: t.role,
                 project: t.project,
                 token: true,
+                credential: Credential::Token(tok),
             }),
             None => Err(ApiError::unauthorized(
                 "the token is unknown or revoked: create one with `handoff token create`",
@@ -170,6 +219,7 @@ async fn caller(s: &Shared, presented: Option<String>) -> ApiResult<Caller> {
             role: Role::Admin,
             project: None,
             token: false,
+            credential: Credential::Open,
         }),
         None => Err(ApiError::unauthorized(
             "this route needs `Authorization: Bearer hnd_…`: create a token with `handoff token create` \
@@ -191,6 +241,7 @@ async fn cookie_caller(s: &Shared, secret: &str, cross_site: bool) -> ApiResult<
             role: Role::Human,
             project: None,
             token: true,
+            credential: Credential::Cookie(secret.to_string()),
         }),
         None => Err(ApiError::unauthorized(
             "the Inbox session ended or is unknown: run `handoff inbox-link` and open the link it prints",

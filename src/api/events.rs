@@ -107,11 +107,22 @@ struct Cursor {
     caller: Caller,
     after: i64,
     buf: VecDeque<Event>,
+    /// The closing `end` event went out: the stream is over.
+    ended: bool,
+}
+
+/// The last event of a stream whose credential no longer holds.
+fn end_event(why: &str) -> SseEvent {
+    let data = json!({"reason": "credential_revoked", "message": why}).to_string();
+    SseEvent::default().event("end").data(data)
 }
 
 /// `GET /v1/events/stream`: every event after `Last-Event-ID` (or
 /// `?after=`, or from now), in `seq` order, as SSE with `id:` = seq and the
-/// event as JSON data; a keep-alive comment every 15 s.
+/// event as JSON data; a keep-alive comment every 15 s. The caller's
+/// credential is re-checked before each batch and at least every
+/// [`RECHECK`]: once revoked (or the Inbox session ends) the stream sends
+/// one `event: end` with `{reason, message}` and closes.
 pub(crate) async fn stream(
     State(s): State<Shared>,
     Extension(c): Extension<Caller>,
@@ -136,8 +147,12 @@ pub(crate) async fn stream(
         caller: c,
         after,
         buf: VecDeque::new(),
+        ended: false,
     };
     let events = futures_util::stream::unfold(cursor, |mut cur| async move {
+        if cur.ended {
+            return None;
+        }
         loop {
             if let Some(ev) = cur.buf.pop_front() {
                 let data = serde_json::to_string(&ev).unwrap_or_else(|_| "{}".into());
@@ -146,6 +161,14 @@ pub(crate) async fn stream(
             }
             if cur.s.shutdown.is_cancelled() {
                 return None;
+            }
+            // Why here: before every batch is handed out and after every
+            // idle RECHECK, so a revoked token or an ended Inbox session
+            // gets nothing more, at most RECHECK late.
+            if let Some(why) = cur.caller.revoked(&cur.s).await {
+                tracing::info!(caller = %cur.caller.name, "event stream ended: {why}");
+                cur.ended = true;
+                return Some((Ok(end_event(why)), cur));
             }
             let notify = cur.s.waiters.watch("any");
             // Before the read, as in `wait_until`: no event slips between.

@@ -3,11 +3,14 @@
 //! any other refusal), and the long-poll parameters.
 //!
 //! Bodies are parsed strictly: every request struct carries
-//! `#[serde(deny_unknown_fields)]`, and bodies over [`BODY_LIMIT`] are
-//! refused with 413 before they are parsed.
+//! `#[serde(deny_unknown_fields)]`, bodies over [`BODY_LIMIT`] are refused
+//! with 413 before they are parsed, and a body must be a JSON object nested
+//! at most [`MAX_BODY_DEPTH`](crate::store::depth::MAX_BODY_DEPTH) levels
+//! (422 `not_an_object` / `too_deep`).
 
 use std::time::Duration;
 
+use axum::body::Bytes;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::StatusCode;
@@ -25,33 +28,112 @@ pub(crate) const MAX_WAIT: Duration = Duration::from_secs(300);
 /// Long poll when `wait` is given without `timeout`.
 pub(crate) const DEFAULT_WAIT: Duration = Duration::from_secs(30);
 
-/// A JSON body parsed strictly.
+/// A JSON body parsed strictly: a JSON object (never an array read as a
+/// positional struct), nested at most
+/// [`MAX_BODY_DEPTH`](crate::store::depth::MAX_BODY_DEPTH) levels.
 pub(crate) struct Body<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match axum::Json::<T>::from_request(req, state).await {
+        if !json_content_type(req.headers()) {
+            return Err(not_json());
+        }
+        let bytes = match Bytes::from_request(req, state).await {
+            Ok(b) => b,
+            Err(r) if r.status() == StatusCode::PAYLOAD_TOO_LARGE => return Err(too_large()),
+            Err(r) => return Err(ApiError::new(r.status(), "bad_request", r.body_text())),
+        };
+        check_shape(&bytes)?;
+        match axum::Json::<T>::from_bytes(&bytes) {
             Ok(axum::Json(v)) => Ok(Body(v)),
             Err(r) => Err(json_rejection(r)),
         }
     }
 }
 
+/// `application/json` or any `application/…+json`, as axum's `Json` accepts.
+fn json_content_type(headers: &axum::http::HeaderMap) -> bool {
+    let Some(ct) = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let essence = ct
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// Refuse, before parsing into `T`, a body nested past the limit and a
+/// body that is valid JSON but not an object: serde reads a struct from an
+/// array by position, which would accept `["title", …]` silently.
+fn check_shape(bytes: &[u8]) -> ApiResult<()> {
+    use crate::store::depth::{MAX_BODY_DEPTH, text_depth};
+    let depth = text_depth(bytes);
+    if depth > MAX_BODY_DEPTH {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "too_deep",
+            format!(
+                "the body is nested {depth} levels deep; at most {MAX_BODY_DEPTH} are accepted: send a flatter body"
+            ),
+        ));
+    }
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if first == Some(&b'{') {
+        return Ok(());
+    }
+    if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "malformed_json",
+            format!("the body is not valid JSON ({e}): send a JSON object"),
+        ));
+    }
+    let what = match first {
+        Some(b'[') => "an array",
+        Some(b'"') => "a string",
+        Some(b'n') => "null",
+        Some(b't' | b'f') => "a boolean",
+        _ => "a number",
+    };
+    Err(ApiError::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "not_an_object",
+        format!(
+            "the body is {what}; send a JSON object with named fields, e.g. {{\"title\": \"…\"}}"
+        ),
+    ))
+}
+
+fn too_large() -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "too_large",
+        format!("the body is over {} bytes", BODY_LIMIT),
+    )
+}
+
+fn not_json() -> ApiError {
+    ApiError::new(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "unsupported_media_type",
+        "send the body as JSON with `Content-Type: application/json`",
+    )
+}
+
 fn json_rejection(r: JsonRejection) -> ApiError {
     let text = r.body_text();
     match r.status() {
-        StatusCode::PAYLOAD_TOO_LARGE => ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "too_large",
-            format!("the body is over {} bytes", BODY_LIMIT),
-        ),
-        StatusCode::UNSUPPORTED_MEDIA_TYPE => ApiError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "unsupported_media_type",
-            "send the body as JSON with `Content-Type: application/json`",
-        ),
+        StatusCode::PAYLOAD_TOO_LARGE => too_large(),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => not_json(),
         StatusCode::UNPROCESSABLE_ENTITY => ApiError::invalid(text),
         StatusCode::BAD_REQUEST if matches!(r, JsonRejection::JsonSyntaxError(_)) => {
             ApiError::new(StatusCode::BAD_REQUEST, "malformed_json", text)

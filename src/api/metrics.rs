@@ -77,6 +77,26 @@ pub(crate) async fn metrics(State(s): State<Shared>) -> ApiResult<Response> {
             c.load(Ordering::Relaxed)
         );
     }
+    let _ = writeln!(
+        out,
+        "# HELP handoff_events_skipped_total Stored events that could not be read, skipped by each follower.\n# TYPE handoff_events_skipped_total counter"
+    );
+    for (follower, n) in crate::daemon::follower::skipped() {
+        let _ = writeln!(
+            out,
+            "handoff_events_skipped_total{{follower=\"{follower}\"}} {n}"
+        );
+    }
+    let _ = writeln!(
+        out,
+        "# HELP handoff_telegram_updates_unparsed_total Telegram updates the bot could not parse, logged and skipped.\n# TYPE handoff_telegram_updates_unparsed_total counter\nhandoff_telegram_updates_unparsed_total {}",
+        crate::chat::unparsed_updates()
+    );
+    let (open_conns, refused) = crate::daemon::http::connection_counts();
+    let _ = writeln!(
+        out,
+        "# HELP handoff_http_connections Open HTTP connections.\n# TYPE handoff_http_connections gauge\nhandoff_http_connections {open_conns}\n# HELP handoff_http_connections_refused_total Connections refused with 503 because [http] max_connections were open.\n# TYPE handoff_http_connections_refused_total counter\nhandoff_http_connections_refused_total {refused}"
+    );
     Ok((
         [(
             header::CONTENT_TYPE,

@@ -4,7 +4,9 @@
 //! deduplicated by `webhook-id` / `X-GitHub-Delivery`; recorded as a
 //! `session.wake` event, which the notify worker delivers to the session's
 //! wake target. Checks run in this order: size (413), authentication (401,
-//! nothing stored), session (404). It does not run any target itself.
+//! nothing stored), session (404), nesting (422, deeper than
+//! [`MAX_BODY_DEPTH`](crate::store::depth::MAX_BODY_DEPTH)). It does not
+//! run any target itself.
 
 use axum::Router;
 use axum::body::Bytes;
@@ -38,6 +40,12 @@ enum WakeError {
     /// No such session.
     #[error("no session `{0}`")]
     NotFound(String),
+    /// The body nests deeper than handoff stores.
+    #[error(
+        "the body is nested {0} levels deep; at most {max} are accepted: send a flatter body",
+        max = crate::store::depth::MAX_BODY_DEPTH
+    )]
+    TooDeep(usize),
     /// The store failed.
     #[error("store unavailable")]
     Store(#[from] crate::store::Error),
@@ -48,6 +56,7 @@ impl IntoResponse for WakeError {
         let status = match &self {
             WakeError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             WakeError::NotFound(_) => StatusCode::NOT_FOUND,
+            WakeError::TooDeep(_) => StatusCode::UNPROCESSABLE_ENTITY,
             WakeError::Store(e) => {
                 tracing::error!(error = %e, "inbound wake cannot reach the store");
                 StatusCode::SERVICE_UNAVAILABLE
@@ -77,6 +86,12 @@ async fn wake(
     // source and delivery id around it.
     let payload: Value = serde_json::from_slice(&body)
         .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&body).into_owned()));
+    // Why: the body is stored one level deeper inside the event payload;
+    // past the reader's limit it would be an event nobody can read.
+    let depth = crate::store::depth::value_depth(&payload);
+    if depth > crate::store::depth::MAX_BODY_DEPTH {
+        return Err(WakeError::TooDeep(depth));
+    }
     let rec = match s
         .store
         .record_wake(&id, &source.name, &delivery_id, payload)

@@ -77,6 +77,7 @@ impl Bridge {
         match update.kind {
             UpdateKind::CallbackQuery(q) => self.on_tap(q).await,
             UpdateKind::Message(m) => self.on_message(m).await,
+            UpdateKind::Error(raw) => self.on_unparsed(update.id.0, &raw).await,
             _ => {}
         }
     }

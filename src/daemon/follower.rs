@@ -6,13 +6,31 @@
 //! write inside this process nudges it. The chat follower keeps a durable
 //! cursor; the waiter follower starts at the log's end (its waiters live
 //! only in memory).
+//!
+//! A stored event that does not decode arrives as
+//! [`UNREADABLE`](crate::store::events::UNREADABLE): it is skipped with a
+//! warning naming its seq and the error, and counted in
+//! [`skipped`] (`handoff_events_skipped_total` in `/metrics`), so one bad
+//! row never stops a follower.
 
+use std::collections::BTreeMap;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use crate::store::events::UNREADABLE;
 use crate::store::{Event, Store};
+
+/// Unreadable events skipped, per follower name. A std Mutex: no `.await`
+/// happens while it is held.
+static SKIPPED: Mutex<BTreeMap<&'static str, u64>> = Mutex::new(BTreeMap::new());
+
+/// Unreadable events skipped so far in this process, per follower.
+pub fn skipped() -> BTreeMap<&'static str, u64> {
+    SKIPPED.lock().map(|m| m.clone()).unwrap_or_default()
+}
 
 /// How often the log is polled for events written by other processes.
 pub const POLL: Duration = Duration::from_millis(25);
@@ -22,6 +40,8 @@ const BATCH: i64 = 256;
 
 /// A consumer of the event log.
 pub trait Apply: Send {
+    /// The follower's name in logs and metrics (`chat`, `notify`, `waiters`).
+    const NAME: &'static str;
     /// Apply one event. False means "not done, retry this event later"
     /// (e.g. Telegram unreachable); the cursor then stays put.
     fn apply(&mut self, ev: &Event) -> impl Future<Output = bool> + Send;
@@ -42,9 +62,17 @@ pub async fn follow<A: Apply>(
     let mut failures = 0u32;
     while !cancel.is_cancelled() {
         let batch = match store.events_after(cursor, BATCH).await {
-            Ok(b) => b,
+            Ok(b) => {
+                if b.is_empty() {
+                    failures = 0; // nothing waits to be retried
+                }
+                b
+            }
             Err(e) => {
-                tracing::warn!(error = %e, "cannot read the event log; retrying");
+                // Backed off like a failed apply: a store that keeps
+                // failing must not be asked (and logged) 40 times a second.
+                failures += 1;
+                tracing::warn!(error = %e, after = cursor, "cannot read the event log; retrying");
                 Vec::new()
             }
         };
@@ -52,6 +80,12 @@ pub async fn follow<A: Apply>(
         for ev in &batch {
             if cancel.is_cancelled() {
                 break;
+            }
+            if ev.kind == UNREADABLE {
+                skip(A::NAME, ev);
+                cursor = ev.seq;
+                moved = true;
+                continue;
             }
             if consumer.apply(ev).await {
                 cursor = ev.seq;
@@ -80,5 +114,19 @@ pub async fn follow<A: Apply>(
             _ = tokio::time::sleep(pause) => {}
             _ = nudge.notified() => {}
         }
+    }
+}
+
+/// Log and count an event that cannot be applied because it cannot be read.
+fn skip(follower: &'static str, ev: &Event) {
+    tracing::warn!(
+        follower,
+        seq = ev.seq,
+        stored_type = %ev.payload["type"].as_str().unwrap_or_default(),
+        error = %ev.payload["error"].as_str().unwrap_or_default(),
+        "skipping an event that cannot be read: nothing is delivered for it"
+    );
+    if let Ok(mut m) = SKIPPED.lock() {
+        *m.entry(follower).or_default() += 1;
     }
 }

@@ -57,6 +57,7 @@ impl Waiters {
 }
 
 impl crate::daemon::follower::Apply for Waiters {
+    const NAME: &'static str = "waiters";
     async fn apply(&mut self, ev: &Event) -> bool {
         self.wake(ev);
         true

@@ -103,6 +103,7 @@ struct Enqueuer {
 }
 
 impl follower::Apply for Enqueuer {
+    const NAME: &'static str = "notify";
     async fn apply(&mut self, ev: &Event) -> bool {
         if !super::wakes(ev) {
             return true;

@@ -4,12 +4,22 @@
 //! event exists exactly when its change committed. Triggers make the table
 //! refuse UPDATE and DELETE. `seq` is `AUTOINCREMENT`: a rolled-back
 //! transaction does not consume a number, so committed `seq`s have no gaps.
+//!
+//! No stored row may ever stop a reader: [`append`] refuses a payload nested
+//! deeper than [`MAX_PAYLOAD_DEPTH`] (so it can be read back), and a row that
+//! still does not decode (a hand-edited file, a bug) is read as an
+//! [`UNREADABLE`] event carrying the error, which followers skip loudly.
 
 use serde::Serialize;
 use serde_json::Value;
 use sqlx::{Row, SqliteConnection};
 
+use super::depth::{MAX_PAYLOAD_DEPTH, value_depth};
 use super::{Result, Store};
+
+/// The type given to a stored event whose payload does not decode. Its
+/// payload is `{"type": <the stored type>, "error": <why>}`.
+pub const UNREADABLE: &str = "event.unreadable";
 
 /// An event about to be appended.
 #[derive(Debug, Clone, Default)]
@@ -62,6 +72,14 @@ pub struct Event {
 /// Append `ev` at time `at` on `conn`, which must be inside the transaction
 /// of the change it describes. Returns the new `seq`.
 pub(crate) async fn append(conn: &mut SqliteConnection, at: i64, ev: &NewEvent<'_>) -> Result<i64> {
+    // Why here: every writer appends through this one function, so no door
+    // can store a payload the reader's recursion limit would refuse.
+    let depth = value_depth(&ev.payload);
+    if depth > MAX_PAYLOAD_DEPTH {
+        return Err(super::Error::Invalid(format!(
+            "the data is nested {depth} levels deep; at most {MAX_PAYLOAD_DEPTH} can be stored: flatten it"
+        )));
+    }
     let seq: i64 = sqlx::query_scalar(
         "INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
@@ -80,20 +98,33 @@ pub(crate) async fn append(conn: &mut SqliteConnection, at: i64, ev: &NewEvent<'
     Ok(seq)
 }
 
+/// A stored row as an event. A payload that does not decode yields an
+/// [`UNREADABLE`] event in its place rather than an error, so one bad row
+/// cannot stop a reader of the log.
 pub(crate) fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<Event> {
-    let payload: String = r.try_get("payload")?;
+    let mut kind: String = r.try_get("type")?;
+    let payload = match r
+        .try_get::<String, _>("payload")
+        .map_err(|e| e.to_string())
+        .and_then(|p| serde_json::from_str(&p).map_err(|e| e.to_string()))
+    {
+        Ok(v) => v,
+        Err(error) => {
+            let stored = std::mem::replace(&mut kind, UNREADABLE.to_string());
+            serde_json::json!({"type": stored, "error": format!("event payload: {error}")})
+        }
+    };
     Ok(Event {
         seq: r.try_get("seq")?,
         at: r.try_get("at")?,
-        kind: r.try_get("type")?,
+        kind,
         entity_kind: r.try_get("entity_kind")?,
         entity_id: r.try_get("entity_id")?,
         actor: r.try_get("actor")?,
         channel: r.try_get("channel")?,
         project: r.try_get("project")?,
         session: r.try_get("session")?,
-        payload: serde_json::from_str(&payload)
-            .map_err(|e| super::Error::Corrupt(format!("event payload: {e}")))?,
+        payload,
     })
 }
 

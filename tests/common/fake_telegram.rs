@@ -173,13 +173,28 @@ impl FakeTelegram {
         self.inner.lock().unwrap().rejected_429
     }
 
-    fn push_update(&self, mut update: Value) {
+    fn push_update(&self, update: Value) {
+        self.push_raw(update);
+    }
+
+    /// Inject `update` exactly as given (plus its `update_id`, returned),
+    /// even one the bot cannot parse.
+    pub fn push_raw(&self, mut update: Value) -> i64 {
         let mut g = self.inner.lock().unwrap();
-        update["update_id"] = json!(g.next_update_id);
+        let id = g.next_update_id;
+        update["update_id"] = json!(id);
         g.next_update_id += 1;
         g.updates.push(update);
         drop(g);
         self.updated.notify_waiters();
+        id
+    }
+
+    /// Whether the bot has confirmed update `id` (asked for updates past it).
+    pub fn confirmed(&self, id: i64) -> bool {
+        self.calls("getupdates")
+            .iter()
+            .any(|c| c.body["offset"].as_i64().is_some_and(|o| o > id))
     }
 
     /// Inject a button tap on `message_id` by `user`.
