@@ -13,6 +13,7 @@
 pub mod actions;
 pub mod boards;
 pub mod chat;
+pub mod counts;
 pub mod deliveries;
 pub mod depth;
 pub mod events;

@@ -78,6 +78,9 @@ async fn an_exec_target_receives_the_exact_json_and_environment() {
     });
     assert_eq!(got, want);
     assert_eq!(got["payload"]["kind"], "answer");
+    // The answer itself, so a receiver without API access can act on it.
+    assert_eq!(got["payload"]["text"], "SQLite");
+    assert_eq!(got["payload"]["source"], "inbox");
     let env = std::fs::read_to_string(db.dir.path().join("env.txt")).unwrap();
     let want_env = format!(
         "HANDOFF_EVENT=question.answered\nHANDOFF_EVENT_ID=evt_{seq}\nHANDOFF_ITEM=question:{}\nHANDOFF_SESSION=s\n",

@@ -151,6 +151,11 @@ async fn a_webhook_is_signed_per_the_spec_with_the_stable_event_id() {
     assert_eq!(g.body["type"], "question.answered");
     assert_eq!(g.body["item"]["id"], qid);
     assert_eq!(g.body["session"], "s");
+    assert_eq!(
+        g.body["payload"]["text"], "yes",
+        "the reply itself: {}",
+        g.body
+    );
 }
 
 #[tokio::test]

@@ -179,3 +179,117 @@ async fn ledger_event_ids_are_per_session_and_never_leak() {
         .await;
     assert_eq!(st, StatusCode::NOT_FOUND, "{v}");
 }
+
+#[tokio::test]
+async fn metrics_for_a_scoped_token_count_only_its_project() {
+    let api = Api::new().await;
+    let p1 = api.token("a1", Role::Agent, Some("p1")).await;
+    let admin = api.token("root", Role::Admin, None).await;
+    for (project, n) in [("p1", 1), ("p2", 3)] {
+        for i in 0..n {
+            let (st, v) = api
+                .call(
+                    "POST",
+                    "/v1/actions",
+                    Some(&admin),
+                    Some(json!({"project": project, "kind": "k", "summary": format!("s{i}"), "args": {}})),
+                )
+                .await;
+            assert_eq!(st, StatusCode::CREATED, "{v}");
+        }
+    }
+    // One of p2's expires (lazily: its row still says pending).
+    let (st, v) = api
+        .call(
+            "POST",
+            "/v1/actions",
+            Some(&admin),
+            Some(
+                json!({"project": "p2", "kind": "k", "summary": "short", "args": {}, "ttl": "1ms"}),
+            ),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CREATED, "{v}");
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+
+    let (st, mine) = api.call("GET", "/metrics", Some(&p1), None).await;
+    assert_eq!(st, StatusCode::OK);
+    let mine = mine.as_str().unwrap().to_string();
+    assert!(
+        mine.contains("handoff_actions{project=\"p1\",status=\"pending\"} 1"),
+        "{mine}"
+    );
+    assert!(!mine.contains("p2"), "{mine}");
+    assert!(
+        !mine.contains("handoff_events_total"),
+        "process-wide counts stay hidden: {mine}"
+    );
+
+    let (_, all) = api.call("GET", "/metrics", Some(&admin), None).await;
+    let all = all.as_str().unwrap().to_string();
+    assert!(
+        all.contains("handoff_actions{status=\"pending\"} 4"),
+        "{all}"
+    );
+    assert!(
+        all.contains("handoff_actions{status=\"expired\"} 1"),
+        "{all}"
+    );
+    assert!(all.contains("handoff_events_total"), "{all}");
+}
+
+/// The trigger-kept counts agree with a count of the rows themselves through
+/// every kind of change: propose, decide, claim, complete, expire, purge.
+#[tokio::test]
+async fn kept_counts_agree_with_the_rows_through_every_change() {
+    use handoff::store::actions::{Actor, Status};
+    let db = common::TempDb::new();
+    let (s, clock) = db.open_manual(1_800_000_000_000).await;
+    let check = async |s: &handoff::store::Store| {
+        for project in [None, Some("proj"), Some("other")] {
+            let kept = s.counts(project).await.unwrap().actions;
+            let rows = s.list_action_summaries(None, project).await.unwrap();
+            for (st, n) in kept {
+                let real = rows.iter().filter(|a| a.status == st).count() as i64;
+                assert_eq!(n, real, "{project:?} {st:?}");
+            }
+        }
+    };
+    let mut ids = Vec::new();
+    for i in 0..6 {
+        let mut n = common::new_action("k", "{}");
+        n.summary = format!("s{i}");
+        if i % 2 == 1 {
+            n.project = "other".into();
+        }
+        if i == 5 {
+            n.ttl_ms = Some(10);
+        }
+        ids.push(s.propose(&n).await.unwrap().action.id);
+    }
+    check(&s).await;
+    s.approve(&ids[0], Actor::cli("a"), None).await.unwrap();
+    s.reject(&ids[1], Actor::cli("a"), "no").await.unwrap();
+    s.approve(&ids[2], Actor::cli("a"), None).await.unwrap();
+    s.claim(&ids[2], "o", 60_000).await.unwrap();
+    check(&s).await;
+    s.complete(&ids[2], "o", true, json!({}), None)
+        .await
+        .unwrap();
+    clock.advance(1000);
+    check(&s).await; // ids[5] lazily expired
+    s.expire_due().await.unwrap();
+    check(&s).await;
+    let purged = s.purge_actions(s.now() + 1).await.unwrap();
+    assert!(purged.purged.len() >= 2, "{purged:?}");
+    check(&s).await;
+    assert_eq!(
+        s.counts(None)
+            .await
+            .unwrap()
+            .actions
+            .iter()
+            .find(|(st, _)| *st == Status::Executed),
+        Some(&(Status::Executed, 0))
+    );
+}

@@ -1,22 +1,24 @@
 //! `GET /metrics` in the Prometheus text format, and the request counter
 //! middleware that feeds it.
 //!
-//! Gauges are read from the store on each scrape (the log's last `seq`,
-//! open questions, actions by status) plus the live waiter count; request
-//! counters are process-wide atomics by status class. Nothing here writes.
+//! Gauges are read from the store on each scrape without scanning items
+//! (`Store::counts`: trigger-kept action counts, the open-question index,
+//! the log's last `seq`) plus the live waiter count; request counters are
+//! process-wide atomics by status class. A project-scoped token sees only
+//! its project's gauges. Nothing here writes.
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use axum::Extension;
 use axum::extract::{Request, State};
 use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use super::auth::Caller;
 use super::error::ApiResult;
 use crate::daemon::Shared;
-use crate::store::actions::Status;
-use crate::store::questions::{ListFilter, Status as QStatus};
 
 /// Responses served, by status class (1xx … 5xx).
 static RESPONSES: [AtomicU64; 5] = [const { AtomicU64::new(0) }; 5];
@@ -30,36 +32,56 @@ pub(crate) async fn count(req: Request, next: Next) -> Response {
     resp
 }
 
-/// `GET /metrics`.
-pub(crate) async fn metrics(State(s): State<Shared>) -> ApiResult<Response> {
-    let last = s.store.last_event_seq().await?;
-    let open = s
-        .store
-        .list_questions(&ListFilter {
-            status: Some(QStatus::Open),
-            ..ListFilter::default()
-        })
-        .await?
-        .len();
-    let actions = s.store.list_actions(None).await?;
+/// `GET /metrics`. A project-scoped token gets only its project's counts
+/// (labelled with the project): the process-wide counters would tell it
+/// about other projects' activity.
+pub(crate) async fn metrics(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+) -> ApiResult<Response> {
+    let counts = s.store.counts(c.project.as_deref()).await?;
     let mut out = String::new();
+    // The label value escaped as the exposition format wants.
+    let label = c
+        .project
+        .as_deref()
+        .map(|p| {
+            let v = p
+                .replace('\\', "\\\\")
+                .replace('"', "\\\"")
+                .replace('\n', "\\n");
+            format!("project=\"{v}\",")
+        })
+        .unwrap_or_default();
+    let open_labels = match label.trim_end_matches(',') {
+        "" => String::new(),
+        l => format!("{{{l}}}"),
+    };
     // Writing to a String cannot fail.
     let _ = writeln!(
         out,
-        "# HELP handoff_events_total Events appended to the log (the last seq).\n# TYPE handoff_events_total counter\nhandoff_events_total {last}"
-    );
-    let _ = writeln!(
-        out,
-        "# HELP handoff_questions_open Open questions.\n# TYPE handoff_questions_open gauge\nhandoff_questions_open {open}"
+        "# HELP handoff_questions_open Open questions.\n# TYPE handoff_questions_open gauge\nhandoff_questions_open{open_labels} {}",
+        counts.open_questions
     );
     let _ = writeln!(
         out,
         "# HELP handoff_actions Actions by effective status.\n# TYPE handoff_actions gauge"
     );
-    for st in Status::ALL {
-        let n = actions.iter().filter(|a| a.status == st).count();
-        let _ = writeln!(out, "handoff_actions{{status=\"{}\"}} {n}", st.as_str());
+    for (st, n) in &counts.actions {
+        let _ = writeln!(
+            out,
+            "handoff_actions{{{label}status=\"{}\"}} {n}",
+            st.as_str()
+        );
     }
+    if c.project.is_some() {
+        return Ok(text(out));
+    }
+    let last = s.store.last_event_seq().await?;
+    let _ = writeln!(
+        out,
+        "# HELP handoff_events_total Events appended to the log (the last seq).\n# TYPE handoff_events_total counter\nhandoff_events_total {last}"
+    );
     let _ = writeln!(
         out,
         "# HELP handoff_waiters Entities with in-process waiters (long polls, streams).\n# TYPE handoff_waiters gauge\nhandoff_waiters {}",
@@ -97,12 +119,16 @@ pub(crate) async fn metrics(State(s): State<Shared>) -> ApiResult<Response> {
         out,
         "# HELP handoff_http_connections Open HTTP connections.\n# TYPE handoff_http_connections gauge\nhandoff_http_connections {open_conns}\n# HELP handoff_http_connections_refused_total Connections refused with 503 because [http] max_connections were open.\n# TYPE handoff_http_connections_refused_total counter\nhandoff_http_connections_refused_total {refused}"
     );
-    Ok((
+    Ok(text(out))
+}
+
+fn text(out: String) -> Response {
+    (
         [(
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
         out,
     )
-        .into_response())
+        .into_response()
 }

@@ -259,8 +259,10 @@ impl Store {
             actor: &a.by,
             channel: a.source.as_str(),
         };
+        // The answer itself travels with the event (for wake-up receivers).
         let extra = json!({
             "kind": (!clear).then_some(a.kind),
+            "text": (!clear).then_some(text),
             "source": a.source,
             "by": a.by,
             "cleared": clear,

@@ -42,9 +42,14 @@ async fn record_reply(tx: &mut WriteTx, now: i64, q: &Question, channel: &str) -
     .execute(&mut **tx)
     .await?;
     let actor = if r.by.is_empty() { channel } else { &r.by };
+    // The reply itself travels with the event, so a wake-up's receiver
+    // can act on it without API access.
     let payload = json!({
         "kind": r.kind,
         "source": r.source,
+        "text": r.text,
+        "context": r.context,
+        "by": r.by,
         "revision": q.revision,
         "reply_seq": q.reply_seq,
     });
