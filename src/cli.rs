@@ -156,6 +156,30 @@ pub(crate) fn fail(code: u8, message: impl Into<String>) -> anyhow::Error {
     .into()
 }
 
+/// Whose replies a pickup (`pending`, `board pending`) hands over: the
+/// given `--session`, else the caller's own `$HANDOFF_SESSION`; without a
+/// session, the given `--project`, else `$HANDOFF_PROJECT`. `--all` drops
+/// the defaults from the environment (explicit flags still apply), so one
+/// agent never takes another's replies by accident.
+pub(crate) fn caller_scope(
+    project: Option<String>,
+    session: Option<String>,
+    all: bool,
+) -> (Option<String>, Option<String>) {
+    let env = |k: &str| {
+        std::env::var(k)
+            .ok()
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    let session = session.or_else(|| (!all).then(|| env("HANDOFF_SESSION")).flatten());
+    let project = match (&project, &session) {
+        (Some(_), _) | (None, Some(_)) => project,
+        (None, None) => (!all).then(|| env("HANDOFF_PROJECT")).flatten(),
+    };
+    (project, session)
+}
+
 /// What every command gets: where the store (or the daemon) is and how to print.
 pub(crate) struct Ctx {
     db: Option<PathBuf>,

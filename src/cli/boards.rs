@@ -128,12 +128,16 @@ pub(crate) enum Cmd {
     },
     /// Rows with a human response waiting for an agent (marks them delivered).
     Pending {
-        /// Only this project.
+        /// Only this project [default: $HANDOFF_PROJECT when no session is known].
         #[arg(long)]
         project: Option<String>,
-        /// Only boards of this session.
+        /// Only boards of this session [default: $HANDOFF_SESSION].
         #[arg(long)]
         session: Option<String>,
+        /// Every session's and project's rows, ignoring $HANDOFF_SESSION and
+        /// $HANDOFF_PROJECT.
+        #[arg(long)]
+        all: bool,
         /// Who is reading (recorded with the delivery) [default: cli].
         #[arg(long)]
         reader: Option<String>,
@@ -539,9 +543,11 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
         Cmd::Pending {
             project,
             session,
+            all,
             reader,
             peek,
         } => {
+            let (project, session) = crate::cli::caller_scope(project, session, all);
             let ops = ctx.ops().await?;
             let reader = ctx.actor(reader, cli);
             let rows = ops

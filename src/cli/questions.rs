@@ -33,12 +33,16 @@ pub(crate) enum Cmd {
     /// Each new reply is marked picked up. Replies already delivered come
     /// back until the question is resolved (use --new for only new ones).
     Pending {
-        /// Only this project.
+        /// Only this project [default: $HANDOFF_PROJECT when no session is known].
         #[arg(long)]
         project: Option<String>,
-        /// Only this agent session.
+        /// Only this agent session [default: $HANDOFF_SESSION].
         #[arg(long)]
         session: Option<String>,
+        /// Every session's and project's replies, ignoring $HANDOFF_SESSION
+        /// and $HANDOFF_PROJECT (for a person or a supervisor, not an agent).
+        #[arg(long)]
+        all: bool,
         /// Only replies not delivered before.
         #[arg(long)]
         new: bool,
@@ -262,9 +266,11 @@ async fn run_cmd(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
         Cmd::Pending {
             project,
             session,
+            all,
             new,
             by,
         } => {
+            let (project, session) = crate::cli::caller_scope(project, session, all);
             let ops = ctx.ops().await?;
             let by = ctx.actor(by, none);
             let got = ops
