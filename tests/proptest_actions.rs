@@ -327,7 +327,7 @@ async fn run(required: i64, ttl: Option<i64>, on_expire: OnExpire, ops: Vec<Op>)
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(ProptestConfig::with_cases(common::proptest_cases(64)))]
 
     #[test]
     fn action_transitions_follow_the_model(

@@ -523,7 +523,7 @@ async fn run(ops: Vec<Op>) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(ProptestConfig::with_cases(common::proptest_cases(64)))]
 
     #[test]
     fn row_writes_follow_the_model(ops in prop::collection::vec(op(), 1..24)) {

@@ -60,8 +60,17 @@ fn callback_like() -> impl Strategy<Value = String> {
         .prop_map(|(k, v, id, rev, arg)| format!("{k}|{v}|{id}|{rev}|{arg}"))
 }
 
+/// `$PROPTEST_CASES` when set (CI's long run), else 256.
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(256)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
 
     #[test]
     fn every_button_round_trips_within_64_bytes(cb in callback()) {
@@ -379,7 +388,7 @@ fn render(g: &GenConfig) -> String {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
 
     #[test]
     fn config_parse_never_panics(text in prop_oneof![any::<String>(), toml_ish()]) {

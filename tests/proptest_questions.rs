@@ -349,7 +349,7 @@ async fn run(ops: Vec<Op>) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(ProptestConfig::with_cases(common::proptest_cases(64)))]
 
     #[test]
     fn question_writers_follow_the_asymmetric_rule(ops in prop::collection::vec(op(), 1..24)) {

@@ -281,3 +281,13 @@ impl Worker {
 // Web Inbox helpers (branch `inbox`).
 
 pub mod webdriver;
+
+/// Property-test cases: `$PROPTEST_CASES` when set (CI's long run sets it
+/// higher), else `default`, so the fast run stays fast without pinning it.
+pub fn proptest_cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(default)
+}
