@@ -56,7 +56,13 @@ pub(crate) async fn run_or_follow(
         let report = run_claimed(ops, ctx, action, argv, lease).await?;
         if report.claimed {
             let a = ops.get_action(&action.id).await.map_err(e)?;
-            ctx.print(&shown(&report, &a), || super::render::action(&a, ops.now()));
+            // stdout is the command's own: handoff's summary goes to
+            // stderr, or to stdout as the one JSON document with --json.
+            if ctx.json {
+                ctx.print(&shown(&report, &a), String::new);
+            } else {
+                eprint!("{}", super::render::action(&a, ops.now()));
+            }
             return Ok(match report.exit_code {
                 Some(c) => u8::try_from(c).unwrap_or(exit::ERROR),
                 None if report.status == Status::Executed => exit::OK,

@@ -89,6 +89,17 @@ pub(super) async fn propose(ctx: &Ctx, p: ProposeArgs) -> anyhow::Result<u8> {
     if !ctx.json {
         eprintln!("{}", render::proposed(&proposed, &action).trim_end());
     }
+    // Say what happens now: the wait may be long, and silence looks hung.
+    let how_long = match (p.timeout, action.expires_at) {
+        (Some(t), _) => format!("for up to {}s", t.as_secs()),
+        (None, Some(_)) => "until it is decided or expires".to_string(),
+        (None, None) => "until someone decides (no --ttl: it never expires)".to_string(),
+    };
+    eprintln!(
+        "handoff: waiting for a decision on {id} {how_long}; it is in the chat and the Inbox \
+         (or `handoff approve {id}` / `handoff reject {id}`). Ctrl-C stops waiting; the proposal stays.",
+        id = action.short_id()
+    );
     let timeout = p.timeout.unwrap_or(FOREVER);
     let decided = ops
         .wait_action(&action.id, timeout, Until::Decided)
