@@ -528,23 +528,7 @@ impl Store {
     /// Actions, newest first, optionally only those whose *effective*
     /// status (lazy expiry applied) is `status`.
     pub async fn list_actions(&self, status: Option<Status>) -> Result<Vec<Action>> {
-        let now = self.now();
-        let sql = format!("SELECT {COLUMNS} FROM actions ORDER BY created_at DESC, id DESC");
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .fetch_all(self.pool())
-            .await?;
-        let mut out = Vec::with_capacity(rows.len());
-        for r in &rows {
-            let mut a = from_row(r)?;
-            let eff = a.effective_status(now);
-            if status.is_none_or(|s| s == eff) {
-                // Show the lazily-expired status; the stored row stays as it is
-                // until `expire_due()` or a refused decision settles it.
-                a.status = eff;
-                out.push(a);
-            }
-        }
-        Ok(out)
+        self.list_with(COLUMNS, status, None).await
     }
 
     /// Actions of `project` (all when `None`) for a list, newest first,
@@ -556,7 +540,6 @@ impl Store {
         status: Option<Status>,
         project: Option<&str>,
     ) -> Result<Vec<Action>> {
-        let now = self.now();
         let light = COLUMNS
             .replace("args, fingerprint", "'null' AS args, fingerprint")
             .replace(
@@ -564,19 +547,31 @@ impl Store {
                 "reason, NULL AS patch, 'null' AS effective_args",
             )
             .replace("lease_until, result,", "lease_until, NULL AS result,");
+        self.list_with(&light, status, project).await
+    }
+
+    async fn list_with(
+        &self,
+        columns: &str,
+        status: Option<Status>,
+        project: Option<&str>,
+    ) -> Result<Vec<Action>> {
+        let now = self.now();
         let sql = format!(
-            "SELECT {light} FROM actions WHERE (?1 IS NULL OR project = ?1)
+            "SELECT {columns} FROM actions WHERE (?1 IS NULL OR project = ?1)
              ORDER BY created_at DESC, id DESC"
         );
         let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(project)
             .fetch_all(self.pool())
             .await?;
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(rows.len());
         for r in &rows {
             let mut a = from_row(r)?;
             let eff = a.effective_status(now);
             if status.is_none_or(|s| s == eff) {
+                // Show the lazily-expired status; the stored row stays as it is
+                // until `expire_due()` or a refused decision settles it.
                 a.status = eff;
                 out.push(a);
             }
