@@ -460,3 +460,12 @@ fn migration_db_error(e: &sqlx::migrate::MigrateError) -> Option<&sqlx::Error> {
         _ => None,
     }
 }
+
+/// `n` and `word`, plural unless `n` is 1 ("1 option", "5 options").
+pub(crate) fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("{n} {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}

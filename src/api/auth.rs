@@ -289,7 +289,8 @@ pub(crate) async fn authorize(s: Shared, access: Access, mut req: Request, next:
         return ApiError::forbidden(
             "wrong_role",
             format!(
-                "a {} token may not do this: it is for {what}",
+                "{} {} token may not do this: it is for {what}",
+                if c.role == Role::Human { "a" } else { "an" },
                 c.role.as_str()
             ),
         )

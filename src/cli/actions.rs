@@ -153,8 +153,8 @@ pub(crate) struct ProposeArgs {
     /// What expiry turns it into: expire or reject.
     #[arg(long, default_value = "expire", value_parser = parse_on_expire)]
     on_expire: OnExpire,
-    /// Project of the proposer.
-    #[arg(long, default_value = "")]
+    /// Project of the proposer (routes and rules match on it).
+    #[arg(long, default_value = "", env = "HANDOFF_PROJECT")]
     project: String,
     /// Agent session of the proposer.
     #[arg(long, default_value = "", env = "HANDOFF_SESSION")]

@@ -25,12 +25,12 @@ pub const REDACTED: &str = "[redacted]";
 pub fn parse_object(what: &str, text: &str) -> Result<Map<String, Value>, String> {
     if text.len() > MAX_ARGS_BYTES {
         return Err(format!(
-            "{what} are {} bytes; the limit is {MAX_ARGS_BYTES} bytes (1 MiB)",
+            "{what}: {} bytes; the limit is {MAX_ARGS_BYTES} bytes (1 MiB)",
             text.len()
         ));
     }
     let value: Value = serde_json::from_str(text).map_err(|e| {
-        format!("{what} are not valid JSON ({e}); NaN, Infinity and comments are not JSON")
+        format!("{what}: not valid JSON ({e}); NaN, Infinity and comments are not JSON")
     })?;
     match value {
         Value::Object(m) => Ok(m),

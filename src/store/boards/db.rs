@@ -34,8 +34,8 @@ pub(super) fn check_name(what: &str, s: &str) -> Result<()> {
 pub(super) fn check_options(options: &[RowOption]) -> Result<()> {
     if options.len() > MAX_OPTIONS {
         return Err(Error::Invalid(format!(
-            "{} options given; a row offers at most {MAX_OPTIONS}",
-            options.len()
+            "{} given; a row offers at most {MAX_OPTIONS}",
+            crate::store::plural(options.len(), "option")
         )));
     }
     for o in options {

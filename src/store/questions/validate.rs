@@ -112,8 +112,8 @@ pub fn options(opts: &[QuestionOption]) -> Result<Vec<QuestionOption>> {
     }
     if opts.len() < MIN_OPTIONS || opts.len() > MAX_OPTIONS {
         return Err(invalid(format!(
-            "{} options given; offer between {MIN_OPTIONS} and {MAX_OPTIONS} (or none)",
-            opts.len()
+            "{} given; offer between {MIN_OPTIONS} and {MAX_OPTIONS} (or none)",
+            crate::store::plural(opts.len(), "option")
         )));
     }
     let mut out: Vec<QuestionOption> = Vec::with_capacity(opts.len());

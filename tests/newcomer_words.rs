@@ -1,0 +1,57 @@
+//! The small things a new user trips over (issue 16, finding 12): `propose`
+//! takes its project from `$HANDOFF_PROJECT` like `ask`, and messages speak
+//! English ("1 option", "patch: not valid JSON").
+
+mod common;
+
+use std::process::Command;
+
+use common::{TempDb, json, stderr};
+
+#[tokio::test]
+async fn propose_uses_handoff_project_like_ask() {
+    let db = TempDb::new();
+    let out = Command::new(env!("CARGO_BIN_EXE_handoff"))
+        .args([
+            "--json",
+            "propose",
+            "--kind",
+            "deploy",
+            "--summary",
+            "ship it",
+        ])
+        .env("HANDOFF_DB", &db.path)
+        .env("HANDOFF_PROJECT", "infra")
+        .env_remove("HANDOFF_URL")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(json(&out)["action"]["project"], "infra");
+}
+
+#[tokio::test]
+async fn messages_count_and_name_things_right() {
+    let db = TempDb::new();
+    let one = db.cli(&["ask", "Which?", "--option", "only one"]);
+    assert!(!one.status.success());
+    assert!(stderr(&one).contains("1 option given;"), "{}", stderr(&one));
+
+    let out = db.cli(&[
+        "--json",
+        "propose",
+        "--kind",
+        "k",
+        "--summary",
+        "s",
+        "--args",
+        r#"{"a":1}"#,
+    ]);
+    let id = json(&out)["action"]["id"].as_str().unwrap().to_string();
+    let bad = db.cli(&["approve", &id, "--patch", "{nope", "--as", "alice"]);
+    assert!(!bad.status.success());
+    assert!(
+        stderr(&bad).contains("patch: not valid JSON"),
+        "{}",
+        stderr(&bad)
+    );
+}
