@@ -38,6 +38,7 @@ mod sessions;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub(crate) use local::unknown_session;
 pub use local::{Local, Policy};
 pub use prims::{Awaited, Until};
 pub use remote::Remote;

@@ -56,6 +56,18 @@ async fn kill_9_the_daemon_under_load_and_every_invariant_holds() {
     let mut daemon = Daemon::start(&db.path, &cfg);
 
     // 8 agents: 3 askers (sessions s0-s2), 3 proposers (s3-s5), 2 waiters.
+    // Each session registers first, as a SessionStart hook does: `wait`
+    // refuses a session nothing ever happened under.
+    for k in 0..6 {
+        store
+            .register_session(&handoff::store::sessions::NewSession {
+                session_id: format!("s{k}"),
+                agent: format!("agent-{k}"),
+                ..Default::default()
+            })
+            .await
+            .expect("register session");
+    }
     let mut tasks = Vec::new();
     for k in 0..3 {
         tasks.push(tokio::spawn(agents::asker(ctx.clone(), k, rng.fork())));

@@ -112,6 +112,25 @@ async fn wait_times_out_with_exit_5_and_nothing_on_stdout() {
 }
 
 #[tokio::test]
+async fn wait_on_a_session_nothing_happened_under_exits_4_at_once() {
+    let db = TempDb::new();
+    ask_cli(&db, "sess-real", "Something");
+    let out = db.cli(&["wait", "--session", "sess-typo", "--timeout", "10m"]);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no session `sess-typo`"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(stdout(&out), "");
+    // Registered, it waits as usual (and times out here).
+    let reg = db.cli(&["session", "register", "--session", "sess-typo"]);
+    assert!(reg.status.success(), "{}", stderr(&reg));
+    let out = db.cli(&["wait", "--session", "sess-typo", "--timeout", "0s"]);
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+}
+
+#[tokio::test]
 async fn an_answer_given_before_wait_starts_is_returned_at_once() {
     let db = TempDb::new();
     let id = ask_cli(&db, "sess-early", "Go?");
@@ -157,6 +176,9 @@ async fn wait_returns_for_an_action_decision_exactly_once() {
 async fn wait_returns_for_an_inbound_wake_with_its_body() {
     let db = TempDb::new();
     let store = db.open().await;
+    // Registered first (a SessionStart hook does it): `wait` refuses a
+    // session nothing ever happened under.
+    common::session_with(&store, "sess-gh", None).await;
     let waiter = spawn_wait(
         &db,
         &[
@@ -241,6 +263,7 @@ async fn wait_returns_for_a_row_annotation_and_marks_it_delivered() {
 async fn two_waiters_never_both_claim_one_wake() {
     let db = TempDb::new();
     let store = db.open().await;
+    common::session_with(&store, "sess-2w", None).await;
     let a = spawn_wait(&db, &["--session", "sess-2w", "--timeout", "3s", "--json"]);
     let b = spawn_wait(&db, &["--session", "sess-2w", "--timeout", "3s", "--json"]);
     let_it_block().await;

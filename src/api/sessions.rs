@@ -407,6 +407,9 @@ pub(crate) async fn wait(
 ) -> ApiResult<axum::Json<Value>> {
     let (full, _) = reach(&s, &c, &id).await?;
     crate::store::sessions::check_id(&full).map_err(ApiError::from)?;
+    if !s.store.session_known(&full).await? {
+        return Err(ApiError::not_found(crate::ops::unknown_session(&full)));
+    }
     let by = c.actor(q.by.as_deref())?;
     let timeout = wait_timeout(q.timeout.as_deref())?;
     let key = format!("session:{full}");

@@ -5,6 +5,8 @@
 
 mod calls;
 
+pub(crate) use calls::unknown_session;
+
 use serde::Serialize;
 use serde_json::Value;
 

@@ -403,6 +403,9 @@ impl Local {
         by: &str,
         wait: Option<Duration>,
     ) -> Result<Vec<Arrival>> {
+        if !self.store.session_known(session).await? {
+            return Err(crate::ops::Error::not_found(unknown_session(session)));
+        }
         let deadline = wait.map(|w| tokio::time::Instant::now() + w);
         let mut seen_mark = None;
         loop {
@@ -432,4 +435,12 @@ impl Local {
     pub(crate) async fn events_after(&self, after: i64, limit: i64) -> Result<Vec<Event>> {
         Ok(self.store.events_after(after, limit).await?)
     }
+}
+
+/// Why `wait` refuses a session nothing ever happened under.
+pub(crate) fn unknown_session(id: &str) -> String {
+    format!(
+        "no session `{id}`: nothing was ever registered, asked or woken under that id; \
+         check it (`handoff session list`) or register it first (`handoff session register --session {id}`)"
+    )
 }

@@ -65,6 +65,18 @@ impl Arrival {
 }
 
 impl Store {
+    /// Whether anything ever happened under session `session_id`: it was
+    /// registered, or some item or wake carries it (one indexed read each).
+    pub async fn session_known(&self, session_id: &str) -> Result<bool> {
+        Ok(sqlx::query_scalar(
+            "SELECT EXISTS(SELECT 1 FROM agent_sessions WHERE session_id = ?1)
+                 OR EXISTS(SELECT 1 FROM events WHERE session = ?1)",
+        )
+        .bind(session_id)
+        .fetch_one(self.pool())
+        .await?)
+    }
+
     /// The newest event `seq` that concerns `session_id` (0 if none): a
     /// cheap change detector for pollers — nothing new can have arrived for
     /// the session while it stays the same.
