@@ -480,9 +480,15 @@ impl Bridge {
             p["target"].as_str().unwrap_or("?"),
             p["error"].as_str().unwrap_or("unknown error"),
         );
-        for rec in records.iter().filter(|r| r.message_id.is_some()) {
-            self.say(rec.chat_id, rec.thread_id, &text).await;
-        }
+        let Some(me) = self.me.upgrade() else {
+            return true;
+        };
+        // In a task of its own: a slow or failing notice delays no push.
+        self.tracker.spawn(async move {
+            for rec in records.iter().filter(|r| r.message_id.is_some()) {
+                me.say(rec.chat_id, rec.thread_id, &text).await;
+            }
+        });
         true
     }
 

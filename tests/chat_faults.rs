@@ -244,3 +244,27 @@ async fn not_modified_is_done() {
         "not modified is not an error: {m}"
     );
 }
+
+#[tokio::test]
+async fn a_slow_edit_does_not_hold_up_a_new_question() {
+    let (db, fake, _d) = setup().await;
+    let (id, msg) = propose(&db, &fake, "Deploy behind a slow API", "1").await;
+    // Slower than the client's own timeout: the edit never completes.
+    fake.fault_message(
+        "editMessageText",
+        ME,
+        msg.message_id,
+        Fault::Slow(std::time::Duration::from_secs(120)),
+    );
+    approve(&db, &id, "alice");
+    fake.until(30, "the slow edit under way", |f| {
+        (f.faulted("editmessagetext") >= 1).then_some(())
+    })
+    .await;
+    let q = ask(&db, "Asked while an edit hangs?");
+    let short = q[q.len() - 8..].to_string();
+    fake.until(30, "the new question in chat", |f| {
+        f.sent_texts(ME).into_iter().find(|t| t.contains(&short))
+    })
+    .await;
+}

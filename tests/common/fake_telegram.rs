@@ -235,7 +235,8 @@ impl FakeTelegram {
     }
 
     /// How many calls of `method` were answered with a fault (a slow
-    /// answer counts once it is sent).
+    /// answer counts from the moment it is held; the call itself is
+    /// recorded once it is done).
     pub fn faulted(&self, method: &str) -> u64 {
         let g = self.inner.lock().unwrap();
         g.faulted.get(&method.to_lowercase()).copied().unwrap_or(0)
@@ -432,6 +433,13 @@ async fn handle(
             .map(|r| r.fault.clone())
     };
     if let Some(fault) = fault {
+        *fake
+            .inner
+            .lock()
+            .unwrap()
+            .faulted
+            .entry(method.clone())
+            .or_default() += 1;
         let answer = match fault {
             Fault::Slow(d) => {
                 tokio::time::sleep(d).await;
@@ -457,9 +465,8 @@ async fn handle(
                 "message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message",
             )),
         };
-        let mut g = fake.inner.lock().unwrap();
-        *g.faulted.entry(method.clone()).or_default() += 1;
         if let Some(answer) = answer {
+            let mut g = fake.inner.lock().unwrap();
             g.calls.push(Call {
                 method: method.clone(),
                 body: body.clone(),
