@@ -439,7 +439,7 @@ impl Bridge {
                     for (item, id) in &items {
                         if let Err(e) = self
                             .store
-                            .chat_sent(item, id, chat_id, msg.id.0, "digest", "")
+                            .chat_sent(item, id, chat_id, msg.id.0, "digest", "", i64::MAX)
                             .await
                         {
                             tracing::warn!(error = %e, "cannot record a digest entry");

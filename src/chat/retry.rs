@@ -211,6 +211,7 @@ impl Bridge {
     /// Send the message of a `sending` record.
     pub(crate) async fn send_record(&self, rec: &ChatMessage) -> Result<Outcome, PushError> {
         let (item, id, chat_id) = (rec.item_kind.as_str(), rec.item_id.as_str(), rec.chat_id);
+        let since = self.store.now();
         let Some(view) = render::view(&self.store, &self.config, item, id).await? else {
             return Ok(Outcome::Done);
         };
@@ -225,7 +226,7 @@ impl Bridge {
         let err = match req.await {
             Ok(msg) => {
                 self.store
-                    .chat_sent(item, id, chat_id, msg.id.0, "sent", &view.hash())
+                    .chat_sent(item, id, chat_id, msg.id.0, "sent", &view.hash(), since)
                     .await?;
                 return Ok(Outcome::Done);
             }

@@ -107,7 +107,9 @@ impl Store {
         .await
     }
 
-    /// Record that the push of `item` to `chat_id` was sent as `message_id`.
+    /// Record that the push of `item` to `chat_id` was sent as `message_id`,
+    /// rendered from the state read at `since` (ms; see [`Self::chat_drawn`]).
+    #[allow(clippy::too_many_arguments)]
     pub async fn chat_sent(
         &self,
         item_kind: &str,
@@ -116,6 +118,7 @@ impl Store {
         message_id: i32,
         status: &str,
         text_hash: &str,
+        since: i64,
     ) -> Result<()> {
         self.chat_record(
             item_kind,
@@ -123,7 +126,7 @@ impl Store {
             chat_id,
             Some((message_id, status)),
             text_hash,
-            i64::MAX,
+            since,
         )
         .await
     }
@@ -251,10 +254,11 @@ impl Store {
         row.as_ref().map(from_row).transpose()
     }
 
-    /// Mark every sent message of an item as needing a redraw (the item
-    /// changed); returns the marked records. Durable before the chat
-    /// follower's cursor moves past the change, so a stop in between loses
-    /// no edit.
+    /// Mark every message of an item as needing a redraw (the item
+    /// changed), pushes still on their way too (they may carry the state
+    /// from before the change); returns the marked records. Durable before
+    /// the chat follower's cursor moves past the change, so a stop in
+    /// between loses no edit.
     pub async fn chat_mark_dirty(
         &self,
         item_kind: &str,
@@ -264,7 +268,8 @@ impl Store {
         self.retry(|| async {
             let rows = sqlx::query(
                 "UPDATE chat_messages SET dirty_at = ?
-                 WHERE item_kind = ? AND item_id = ? AND status = 'sent' AND message_id IS NOT NULL
+                 WHERE item_kind = ? AND item_id = ?
+                   AND (status = 'sending' OR (status = 'sent' AND message_id IS NOT NULL))
                  RETURNING *",
             )
             .bind(now)
