@@ -268,3 +268,25 @@ async fn a_slow_edit_does_not_hold_up_a_new_question() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn an_edit_owed_when_the_daemon_dies_is_made_after_a_restart() {
+    let (db, fake, mut d) = setup().await;
+    let (id, msg) = propose(&db, &fake, "Deploy across a crash", "1").await;
+    fake.fault_message("editMessageText", ME, msg.message_id, Fault::ServerError);
+    approve(&db, &id, "alice");
+    fake.until(30, "the failed edit", |f| {
+        (f.faulted("editmessagetext") >= 1).then_some(())
+    })
+    .await;
+    d.kill9();
+    fake.clear_faults();
+    let cfg = db.dir.path().join("handoff.toml");
+    let _d2 = Daemon::start(&db.path, &cfg);
+    fake.until(30, "the owed edit made by the restarted daemon", |f| {
+        f.message(ME, msg.message_id)
+            .filter(|m| m.text.contains("Approved"))
+            .map(|_| ())
+    })
+    .await;
+}
