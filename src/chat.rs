@@ -270,8 +270,9 @@ where
 }
 
 impl Bridge {
-    /// Apply one event: push new items, redraw changed ones. Returns false
-    /// when Telegram could not be reached, so the follower retries it.
+    /// Apply one event: claim pushes of new items and mark changed ones,
+    /// then kick each message's task (`retry`). Never waits for Telegram;
+    /// returns false only when the store failed, so the follower retries it.
     async fn on_event(&self, ev: &Event) -> bool {
         if ev.kind == "delivery.dead" {
             return self.tell_wake_dead(ev).await;
@@ -351,9 +352,9 @@ impl Bridge {
 
     /// Redraw every message of an item whose rendering changed. Records
     /// keep the hash of what each message last showed; an unchanged
-    /// rendering sends nothing.
-    /// A failed edit is handed to that message's task (`retry`), which
-    /// tries again on its own schedule.
+    /// rendering sends nothing. Used by tap and reply handlers, which show
+    /// the outcome at once; a failed edit is handed to that message's task
+    /// (`retry`), which tries again on its own schedule.
     pub(crate) async fn redraw(&self, item: &str, id: &str) -> Result<(), PushError> {
         let turn = self.turn(item, id);
         // Why an async Mutex: it is held across the Bot API calls, so the

@@ -2,8 +2,10 @@
 //! per (item, chat), pairing codes and paired members.
 //!
 //! The chat worker writes `sending` before a Bot API call and `sent` after,
-//! so a push interrupted by a crash is found and resent. Nothing here talks
-//! to Telegram.
+//! so a push interrupted by a crash is found and resent; a change not yet
+//! drawn on a message is marked `dirty_at` until its edit is made (or
+//! settled), so an edit survives a crash too. Nothing here talks to
+//! Telegram.
 
 use serde::Serialize;
 use sqlx::Row;
