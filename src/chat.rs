@@ -13,11 +13,12 @@ mod handlers;
 mod handlers_more;
 mod render;
 mod render_more;
+mod retry;
 mod stranded;
 mod unparsed;
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use axum::Router;
@@ -35,6 +36,7 @@ use crate::daemon::Shared;
 use crate::store::{Event, Store};
 
 pub use callback::{Callback, Item, Verb};
+pub use retry::permanent_errors;
 pub use unparsed::unparsed_updates;
 
 /// Errors starting the bridge.
@@ -125,6 +127,14 @@ pub(crate) struct Bridge {
     /// Nudges the daemon's followers after a write, so waiters and wake-ups
     /// see a chat answer at once instead of at the next poll.
     nudge: Arc<tokio::sync::Notify>,
+    /// This bridge, for the message tasks it spawns (`retry`).
+    me: Weak<Bridge>,
+    /// Messages with a running task → whether it was kicked again since its
+    /// pass began (a std Mutex: never held across an await).
+    slots: Mutex<HashMap<retry::Key, bool>>,
+    /// Where message tasks run, and their shutdown.
+    tracker: TaskTracker,
+    cancel: CancellationToken,
 }
 
 /// Start the bridge: nothing at all without a token (one clear log line),
@@ -157,7 +167,7 @@ pub async fn start(
     if cfg.chats.is_empty() {
         tracing::warn!("a Telegram token is set but no [[telegram.chats]]: nothing will be pushed");
     }
-    let bridge = Arc::new(Bridge {
+    let bridge = Arc::new_cyclic(|me| Bridge {
         store: shared.store.clone(),
         config: shared.config.clone(),
         bot: bot.clone(),
@@ -166,6 +176,10 @@ pub async fn start(
         prompts: Mutex::new(HashMap::new()),
         redrawing: Mutex::new(HashMap::new()),
         nudge: shared.nudge.clone(),
+        me: me.clone(),
+        slots: Mutex::new(HashMap::new()),
+        tracker: tracker.clone(),
+        cancel: cancel.clone(),
     });
 
     // The chat follower: durable cursor, so nothing is skipped across restarts.
@@ -174,7 +188,7 @@ pub async fn start(
         let nudge = shared.nudge.clone();
         let cancel = cancel.clone();
         tracker.spawn(async move {
-            b.resend_interrupted().await;
+            b.resume().await;
             let start = b.store.cursor("chat").await.unwrap_or(0);
             let store = b.store.clone();
             crate::daemon::follower::follow(store, start, &nudge, cancel, ChatFollower(b)).await;
@@ -256,8 +270,9 @@ where
 }
 
 impl Bridge {
-    /// Apply one event: push new items, redraw changed ones. Returns false
-    /// when Telegram could not be reached, so the follower retries it.
+    /// Apply one event: claim pushes of new items and mark changed ones,
+    /// then kick each message's task (`retry`). Never waits for Telegram;
+    /// returns false only when the store failed, so the follower retries it.
     async fn on_event(&self, ev: &Event) -> bool {
         if ev.kind == "delivery.dead" {
             return self.tell_wake_dead(ev).await;
@@ -273,15 +288,26 @@ impl Bridge {
         let result = if is_new {
             self.push(item, &ev.entity_id, ev.at).await
         } else {
-            self.redraw(item, &ev.entity_id).await
+            self.mark_changed(item, &ev.entity_id).await
         };
+        // Only the store can fail here (Telegram is called by each
+        // message's own task): then the event is applied again later.
         match result {
             Ok(()) => true,
             Err(e) => {
-                tracing::warn!(error = %e, seq = ev.seq, "chat push failed; will retry");
+                tracing::warn!(error = %e, seq = ev.seq, "cannot record a chat delivery; will retry");
                 false
             }
         }
+    }
+
+    /// The item changed: mark its messages durably as owed a redraw, and
+    /// kick each message's task.
+    async fn mark_changed(&self, item: &str, id: &str) -> Result<(), PushError> {
+        for rec in self.store.chat_mark_dirty(item, id).await? {
+            self.kick((rec.item_kind, rec.item_id, rec.chat_id));
+        }
+        Ok(())
     }
 
     /// Push an item to its routed chat (once per chat: the durable record
@@ -318,55 +344,43 @@ impl Bridge {
                 .push((item.to_string(), id.to_string()));
             return Ok(());
         }
-        self.send_item(item, id, target.chat_id, target.topic).await
-    }
-
-    /// Send the message of a claimed `sending` record.
-    async fn send_item(
-        &self,
-        item: &str,
-        id: &str,
-        chat_id: i64,
-        topic: Option<i32>,
-    ) -> Result<(), PushError> {
-        let Some(view) = render::view(&self.store, &self.config, item, id).await? else {
-            return Ok(());
-        };
-        let mut req = self
-            .bot
-            .send_message(ChatId(chat_id), truncate(&view.text))
-            .parse_mode(ParseMode::Html)
-            .reply_markup(view.markup());
-        if let Some(t) = topic {
-            req = req.message_thread_id(ThreadId(MessageId(t)));
-        }
-        let msg = req.await?;
-        self.store
-            .chat_sent(item, id, chat_id, msg.id.0, "sent", &view.hash())
-            .await?;
+        // Sent by the message's own task: a slow or failing send delays
+        // nothing else.
+        self.kick((item.to_string(), id.to_string(), target.chat_id));
         Ok(())
     }
 
     /// Redraw every message of an item whose rendering changed. Records
     /// keep the hash of what each message last showed; an unchanged
-    /// rendering sends nothing.
+    /// rendering sends nothing. Used by tap and reply handlers, which show
+    /// the outcome at once; a failed edit is handed to that message's task
+    /// (`retry`), which tries again on its own schedule.
     pub(crate) async fn redraw(&self, item: &str, id: &str) -> Result<(), PushError> {
-        let key = (item.to_string(), id.to_string());
-        let turn = {
-            let mut m = self.redrawing.lock().expect("redrawing lock poisoned");
-            m.entry(key.clone()).or_default().clone()
-        };
+        let turn = self.turn(item, id);
         // Why an async Mutex: it is held across the Bot API calls, so the
         // next redraw of this item reads the records after they are written.
         let guard = turn.lock().await;
         let res = self.redraw_now(item, id).await;
         drop(guard);
-        let mut m = self.redrawing.lock().expect("redrawing lock poisoned");
-        // Only the map and this function hold it: nobody else waits.
-        if Arc::strong_count(&turn) == 2 {
-            m.remove(&key);
-        }
+        self.end_turn(item, id, &turn);
         res
+    }
+
+    /// The redraw turn of an item (see `redrawing`).
+    fn turn(&self, item: &str, id: &str) -> Turn {
+        let mut m = self.redrawing.lock().expect("redrawing lock poisoned");
+        m.entry((item.to_string(), id.to_string()))
+            .or_default()
+            .clone()
+    }
+
+    /// Drop the item's turn from the map once nobody else holds or awaits it.
+    fn end_turn(&self, item: &str, id: &str, turn: &Turn) {
+        let mut m = self.redrawing.lock().expect("redrawing lock poisoned");
+        // The map and the caller hold it: nobody else waits.
+        if Arc::strong_count(turn) == 2 {
+            m.remove(&(item.to_string(), id.to_string()));
+        }
     }
 
     async fn redraw_now(&self, item: &str, id: &str) -> Result<(), PushError> {
@@ -374,32 +388,18 @@ impl Bridge {
         if records.is_empty() {
             return Ok(());
         }
+        let since = self.store.now();
         let Some(view) = render::view(&self.store, &self.config, item, id).await? else {
             return Ok(());
         };
-        let hash = view.hash();
         for rec in records {
-            let (Some(mid), "sent") = (rec.message_id, rec.status.as_str()) else {
-                continue;
-            };
-            if rec.text_hash == hash {
+            if rec.status != "sent" || rec.message_id.is_none() {
                 continue;
             }
-            let res = self
-                .bot
-                .edit_message_text(ChatId(rec.chat_id), MessageId(mid), truncate(&view.text))
-                .parse_mode(ParseMode::Html)
-                .reply_markup(view.markup())
-                .await;
-            match res {
-                Ok(_) => {}
-                // The message is gone or unchanged: nothing to retry.
-                Err(teloxide::RequestError::Api(e)) => {
-                    tracing::debug!(error = %e, "edit refused by Telegram");
-                }
-                Err(e) => return Err(e.into()),
+            if let retry::Outcome::Retry(e) = self.draw(&rec, &view, since).await? {
+                tracing::warn!(error = %e, item, id, chat_id = rec.chat_id, "edit failed; its message retries on its own");
+                self.kick((rec.item_kind, rec.item_id, rec.chat_id));
             }
-            self.store.chat_drawn(item, id, rec.chat_id, &hash).await?;
         }
         Ok(())
     }
@@ -440,34 +440,20 @@ impl Bridge {
                     for (item, id) in &items {
                         if let Err(e) = self
                             .store
-                            .chat_sent(item, id, chat_id, msg.id.0, "digest", "")
+                            .chat_sent(item, id, chat_id, msg.id.0, "digest", "", i64::MAX)
                             .await
                         {
                             tracing::warn!(error = %e, "cannot record a digest entry");
                         }
                     }
                 }
-                // The records stay `sending`: the next start resends them one by one.
-                Err(e) => tracing::warn!(error = %e, "digest not sent; will resend at restart"),
-            }
-        }
-    }
-
-    /// Resend pushes a crash interrupted between `sending` and `sent`.
-    async fn resend_interrupted(&self) {
-        let unsent = match self.store.chat_unsent().await {
-            Ok(u) => u,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot list interrupted pushes");
-                return;
-            }
-        };
-        for rec in unsent {
-            if let Err(e) = self
-                .send_item(&rec.item_kind, &rec.item_id, rec.chat_id, rec.thread_id)
-                .await
-            {
-                tracing::warn!(error = %e, item = %rec.item_id, "resend failed");
+                // The records stay `sending`: each item goes out on its own.
+                Err(e) => {
+                    tracing::warn!(error = %e, "digest not sent; sending its items one by one");
+                    for (item, id) in items {
+                        self.kick((item, id, chat_id));
+                    }
+                }
             }
         }
     }
@@ -495,9 +481,15 @@ impl Bridge {
             p["target"].as_str().unwrap_or("?"),
             p["error"].as_str().unwrap_or("unknown error"),
         );
-        for rec in records.iter().filter(|r| r.message_id.is_some()) {
-            self.say(rec.chat_id, rec.thread_id, &text).await;
-        }
+        let Some(me) = self.me.upgrade() else {
+            return true;
+        };
+        // In a task of its own: a slow or failing notice delays no push.
+        self.tracker.spawn(async move {
+            for rec in records.iter().filter(|r| r.message_id.is_some()) {
+                me.say(rec.chat_id, rec.thread_id, &text).await;
+            }
+        });
         true
     }
 

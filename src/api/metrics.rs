@@ -114,6 +114,11 @@ pub(crate) async fn metrics(
         "# HELP handoff_telegram_updates_unparsed_total Telegram updates the bot could not parse, logged and skipped.\n# TYPE handoff_telegram_updates_unparsed_total counter\nhandoff_telegram_updates_unparsed_total {}",
         crate::chat::unparsed_updates()
     );
+    let _ = writeln!(
+        out,
+        "# HELP handoff_chat_permanent_errors_total Chat sends and edits settled by a permanent Bot API error (message deleted, too old to edit, refused).\n# TYPE handoff_chat_permanent_errors_total counter\nhandoff_chat_permanent_errors_total {}",
+        crate::chat::permanent_errors()
+    );
     let (open_conns, refused) = crate::daemon::http::connection_counts();
     let _ = writeln!(
         out,

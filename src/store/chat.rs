@@ -2,8 +2,10 @@
 //! per (item, chat), pairing codes and paired members.
 //!
 //! The chat worker writes `sending` before a Bot API call and `sent` after,
-//! so a push interrupted by a crash is found and resent. Nothing here talks
-//! to Telegram.
+//! so a push interrupted by a crash is found and resent; a change not yet
+//! drawn on a message is marked `dirty_at` until its edit is made (or
+//! settled), so an edit survives a crash too. Nothing here talks to
+//! Telegram.
 
 use serde::Serialize;
 use sqlx::Row;
@@ -27,6 +29,9 @@ pub struct ChatMessage {
     pub status: String,
     /// Hash of the last text drawn (skip edits that change nothing).
     pub text_hash: String,
+    /// When the item last changed without this message being redrawn
+    /// since (ms); `None` when the message is up to date.
+    pub dirty_at: Option<i64>,
 }
 
 fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<ChatMessage> {
@@ -38,6 +43,7 @@ fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<ChatMessage> {
         message_id: r.try_get("message_id")?,
         status: r.try_get("status")?,
         text_hash: r.try_get("text_hash")?,
+        dirty_at: r.try_get("dirty_at")?,
     })
 }
 
@@ -103,7 +109,9 @@ impl Store {
         .await
     }
 
-    /// Record that the push of `item` to `chat_id` was sent as `message_id`.
+    /// Record that the push of `item` to `chat_id` was sent as `message_id`,
+    /// rendered from the state read at `since` (ms; see [`Self::chat_drawn`]).
+    #[allow(clippy::too_many_arguments)]
     pub async fn chat_sent(
         &self,
         item_kind: &str,
@@ -112,6 +120,7 @@ impl Store {
         message_id: i32,
         status: &str,
         text_hash: &str,
+        since: i64,
     ) -> Result<()> {
         self.chat_record(
             item_kind,
@@ -119,19 +128,23 @@ impl Store {
             chat_id,
             Some((message_id, status)),
             text_hash,
+            since,
         )
         .await
     }
 
-    /// Remember the text last drawn on a message (after an edit).
+    /// Remember the text last drawn on a message (after an edit, or an
+    /// edit settled for good), rendered from the state read at `since`
+    /// (ms): a change marked before then is shown, one marked since is not.
     pub async fn chat_drawn(
         &self,
         item_kind: &str,
         item_id: &str,
         chat_id: i64,
         text_hash: &str,
+        since: i64,
     ) -> Result<()> {
-        self.chat_record(item_kind, item_id, chat_id, None, text_hash)
+        self.chat_record(item_kind, item_id, chat_id, None, text_hash, since)
             .await
     }
 
@@ -144,19 +157,25 @@ impl Store {
         chat_id: i64,
         sent: Option<(i32, &str)>,
         text_hash: &str,
+        since: i64,
     ) -> Result<()> {
         let now = self.now();
         let (message_id, status) = sent.unzip();
         self.retry(|| async {
+            // Why the CASE: a change marked while this rendering was on its
+            // way is not shown by it, so its mark stays (redrawn at start-up
+            // if the daemon stops first). Same-millisecond marks stay too.
             sqlx::query(
                 "UPDATE chat_messages SET message_id = COALESCE(?, message_id),
-                    status = COALESCE(?, status), text_hash = ?, updated_at = ?
+                    status = COALESCE(?, status), text_hash = ?, updated_at = ?,
+                    dirty_at = CASE WHEN dirty_at >= ? THEN dirty_at ELSE NULL END
                  WHERE item_kind = ? AND item_id = ? AND chat_id = ?",
             )
             .bind(message_id)
             .bind(status)
             .bind(text_hash)
             .bind(now)
+            .bind(since)
             .bind(item_kind)
             .bind(item_id)
             .bind(chat_id)
@@ -207,6 +226,116 @@ impl Store {
                 .fetch_all(self.pool())
                 .await?;
         rows.iter().map(from_row).collect()
+    }
+
+    /// Messages whose item changed and that were not redrawn since (to
+    /// redraw at start-up).
+    pub async fn chat_dirty(&self) -> Result<Vec<ChatMessage>> {
+        let rows =
+            sqlx::query("SELECT * FROM chat_messages WHERE dirty_at IS NOT NULL ORDER BY dirty_at")
+                .fetch_all(self.pool())
+                .await?;
+        rows.iter().map(from_row).collect()
+    }
+
+    /// One message record of an item.
+    pub async fn chat_message(
+        &self,
+        item_kind: &str,
+        item_id: &str,
+        chat_id: i64,
+    ) -> Result<Option<ChatMessage>> {
+        let row = sqlx::query(
+            "SELECT * FROM chat_messages WHERE item_kind = ? AND item_id = ? AND chat_id = ?",
+        )
+        .bind(item_kind)
+        .bind(item_id)
+        .bind(chat_id)
+        .fetch_optional(self.pool())
+        .await?;
+        row.as_ref().map(from_row).transpose()
+    }
+
+    /// Mark every message of an item as needing a redraw (the item
+    /// changed), pushes still on their way too (they may carry the state
+    /// from before the change); returns the marked records. Durable before
+    /// the chat follower's cursor moves past the change, so a stop in
+    /// between loses no edit.
+    pub async fn chat_mark_dirty(
+        &self,
+        item_kind: &str,
+        item_id: &str,
+    ) -> Result<Vec<ChatMessage>> {
+        let now = self.now();
+        self.retry(|| async {
+            let rows = sqlx::query(
+                "UPDATE chat_messages SET dirty_at = ?
+                 WHERE item_kind = ? AND item_id = ?
+                   AND (status = 'sending' OR (status = 'sent' AND message_id IS NOT NULL))
+                 RETURNING *",
+            )
+            .bind(now)
+            .bind(item_kind)
+            .bind(item_id)
+            .fetch_all(self.pool())
+            .await?;
+            rows.iter().map(from_row).collect()
+        })
+        .await
+    }
+
+    /// The item's message in `chat_id` is gone (deleted, or too old to
+    /// edit) while the item still needs a human: back to `sending`, so a
+    /// fresh message is pushed (and, like any push, resent after a crash).
+    pub async fn chat_send_again(
+        &self,
+        item_kind: &str,
+        item_id: &str,
+        chat_id: i64,
+    ) -> Result<()> {
+        let now = self.now();
+        self.retry(|| async {
+            sqlx::query(
+                "UPDATE chat_messages SET status = 'sending', message_id = NULL, text_hash = '',
+                    dirty_at = NULL, updated_at = ?
+                 WHERE item_kind = ? AND item_id = ? AND chat_id = ?",
+            )
+            .bind(now)
+            .bind(item_kind)
+            .bind(item_id)
+            .bind(chat_id)
+            .execute(self.pool())
+            .await?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// A push Telegram accepted (`ok`) without a message we could read:
+    /// delivered, but with no message id to edit later.
+    pub async fn chat_sent_unconfirmed(
+        &self,
+        item_kind: &str,
+        item_id: &str,
+        chat_id: i64,
+        text_hash: &str,
+    ) -> Result<()> {
+        let now = self.now();
+        self.retry(|| async {
+            sqlx::query(
+                "UPDATE chat_messages SET status = 'sent', text_hash = ?, dirty_at = NULL, updated_at = ?
+                 WHERE item_kind = ? AND item_id = ? AND chat_id = ? AND status = 'sending'",
+            )
+            .bind(text_hash)
+            .bind(now)
+            .bind(item_kind)
+            .bind(item_id)
+            .bind(chat_id)
+            .execute(self.pool())
+            .await?;
+            Ok(())
+        })
+        .await
     }
 
     /// Record a `/start` from an unknown user; returns the one-time code.

@@ -1,7 +1,10 @@
 //! A fake Telegram Bot API in axum, bound to 127.0.0.1:0, for the real
 //! teloxide client to talk to. Records every call, serves injected updates
 //! through a held-open `getUpdates`, keeps the current text and buttons of
-//! every message, and can answer 429 with `retry_after`.
+//! every message, and can answer 429 with `retry_after`. Faults can be
+//! injected per method (optionally for one message): a 5xx, an `ok` reply
+//! whose body does not parse, "message to edit not found", "message is
+//! not modified", or a slow answer.
 #![allow(dead_code)]
 
 use std::collections::{HashMap, VecDeque};
@@ -61,8 +64,46 @@ impl Msg {
     }
 }
 
+/// A fault the fake answers with instead of doing the call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// HTTP 500 with `{"ok":false,"error_code":500,"description":"Internal Server Error"}`.
+    ServerError,
+    /// HTTP 502 with an HTML body (a proxy in front of the Bot API).
+    BadGateway,
+    /// `{"ok":true,"result":null}`: ok, but no message teloxide can parse.
+    UnparsableOk,
+    /// "Bad Request: message to edit not found".
+    NotFound,
+    /// "Bad Request: message is not modified" (the call changes nothing).
+    NotModified,
+    /// Do the call, but answer only after this long.
+    Slow(Duration),
+}
+
+/// Where a fault applies: a method, optionally one chat and message.
+#[derive(Debug, Clone)]
+struct FaultRule {
+    method: String,
+    target: Option<(i64, i64)>,
+    fault: Fault,
+}
+
+impl FaultRule {
+    fn applies(&self, method: &str, body: &Value) -> bool {
+        self.method == method
+            && self.target.is_none_or(|(c, m)| {
+                body["chat_id"].as_i64() == Some(c) && body["message_id"].as_i64() == Some(m)
+            })
+    }
+}
+
 #[derive(Default)]
 struct Inner {
+    /// Standing faults, until cleared.
+    faults: Vec<FaultRule>,
+    /// Calls answered with a fault, by lower-cased method.
+    faulted: HashMap<String, u64>,
     calls: Vec<Call>,
     updates: Vec<Value>,
     next_update_id: i64,
@@ -166,6 +207,49 @@ impl FakeTelegram {
     /// sooner get 429 with retry_after 1.
     pub fn rate_limit_sends(&self, spacing: Duration) {
         self.inner.lock().unwrap().send_spacing = Some(spacing);
+    }
+
+    /// Answer every call of `method` with `fault` from now on (until
+    /// [`clear_faults`](Self::clear_faults)).
+    pub fn fault(&self, method: &str, fault: Fault) {
+        self.add_fault(method, None, fault);
+    }
+
+    /// Answer calls of `method` about message `message_id` in `chat_id`
+    /// with `fault` from now on.
+    pub fn fault_message(&self, method: &str, chat_id: i64, message_id: i64, fault: Fault) {
+        self.add_fault(method, Some((chat_id, message_id)), fault);
+    }
+
+    fn add_fault(&self, method: &str, target: Option<(i64, i64)>, fault: Fault) {
+        self.inner.lock().unwrap().faults.push(FaultRule {
+            method: method.to_lowercase(),
+            target,
+            fault,
+        });
+    }
+
+    /// Lift every standing fault.
+    pub fn clear_faults(&self) {
+        self.inner.lock().unwrap().faults.clear();
+    }
+
+    /// How many calls of `method` were answered with a fault (a slow
+    /// answer counts from the moment it is held; the call itself is
+    /// recorded once it is done).
+    pub fn faulted(&self, method: &str) -> u64 {
+        let g = self.inner.lock().unwrap();
+        g.faulted.get(&method.to_lowercase()).copied().unwrap_or(0)
+    }
+
+    /// Delete a message, as a user in the chat would: later edits of it
+    /// get "message to edit not found".
+    pub fn delete(&self, chat_id: i64, message_id: i64) {
+        self.inner
+            .lock()
+            .unwrap()
+            .messages
+            .remove(&(chat_id, message_id));
     }
 
     /// How many calls were answered with 429.
@@ -341,6 +425,55 @@ async fn handle(
 ) -> axum::response::Response {
     let method = method.to_lowercase();
     let body: Value = serde_json::from_slice(&body).unwrap_or_else(|_| json!({}));
+    let fault = {
+        let g = fake.inner.lock().unwrap();
+        g.faults
+            .iter()
+            .find(|r| r.applies(&method, &body))
+            .map(|r| r.fault.clone())
+    };
+    if let Some(fault) = fault {
+        *fake
+            .inner
+            .lock()
+            .unwrap()
+            .faulted
+            .entry(method.clone())
+            .or_default() += 1;
+        let answer = match fault {
+            Fault::Slow(d) => {
+                tokio::time::sleep(d).await;
+                None
+            }
+            Fault::ServerError => Some(
+                (
+                    axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                    Json(json!({"ok": false, "error_code": 500, "description": "Internal Server Error"})),
+                )
+                    .into_response(),
+            ),
+            Fault::BadGateway => Some(
+                (
+                    axum::http::StatusCode::BAD_GATEWAY,
+                    "<html><body>502 Bad Gateway</body></html>",
+                )
+                    .into_response(),
+            ),
+            Fault::UnparsableOk => Some(ok(Value::Null)),
+            Fault::NotFound => Some(bad_request("message to edit not found")),
+            Fault::NotModified => Some(bad_request(
+                "message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message",
+            )),
+        };
+        if let Some(answer) = answer {
+            let mut g = fake.inner.lock().unwrap();
+            g.calls.push(Call {
+                method: method.clone(),
+                body: body.clone(),
+            });
+            return answer;
+        }
+    }
     {
         let mut g = fake.inner.lock().unwrap();
         g.calls.push(Call {
@@ -437,6 +570,16 @@ async fn handle(
         )
         .into_response(),
     }
+}
+
+fn bad_request(what: &str) -> axum::response::Response {
+    (
+        axum::http::StatusCode::BAD_REQUEST,
+        Json(
+            json!({"ok": false, "error_code": 400, "description": format!("Bad Request: {what}")}),
+        ),
+    )
+        .into_response()
 }
 
 fn too_many(after: u64) -> axum::response::Response {

@@ -1,0 +1,424 @@
+//! Delivery of each (item, chat) message on its own schedule.
+//!
+//! The chat follower does not call Telegram for an item: it records what
+//! is owed (a `sending` record for a push, a `dirty_at` mark for a change)
+//! and kicks that message's task, then moves on. Each task renders the
+//! item's *current* state, sends or edits, and on a retryable failure backs
+//! off and tries again — so one message failing (a 5xx, a slow answer)
+//! never delays any other item. Kicks that arrive while a task runs are
+//! coalesced into one more pass: only the latest state is ever drawn.
+//!
+//! Failures are classified ([`classify`]): "not modified" is success; an
+//! `ok` reply whose body does not parse is delivered-but-unconfirmed;
+//! a message deleted or too old to edit settles the record (and a fresh
+//! message is pushed while the item still needs a human); other refusals
+//! settle it with a warning; everything else is retried. Permanent errors
+//! are counted ([`permanent_errors`], `handoff_chat_permanent_errors_total`).
+//!
+//! What stays durable: a push interrupted by a stop is still `sending`, a
+//! change not yet drawn is still `dirty_at`; [`Bridge::resume`] kicks both at
+//! start-up. Nothing here decides what a message says (that is `render`).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use teloxide::prelude::*;
+use teloxide::types::{MessageId, ParseMode, ThreadId};
+use teloxide::{ApiError, RequestError};
+
+use super::{Bridge, PushError, render, truncate};
+use crate::store::chat::ChatMessage;
+
+/// Permanent Bot API errors settled so far in this process.
+static PERMANENT: AtomicU64 = AtomicU64::new(0);
+
+/// Whether an unparsable `ok` reply was already logged at warn.
+static UNCONFIRMED_LOGGED: AtomicBool = AtomicBool::new(false);
+
+/// How many chat sends and edits ended in a permanent error (message
+/// deleted, too old to edit, refused) since the process started.
+pub fn permanent_errors() -> u64 {
+    // Relaxed: an independent counter, read only for reporting.
+    PERMANENT.load(Ordering::Relaxed)
+}
+
+/// The longest wait between two attempts of one message.
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// Wait before retry number `n` (1-based): 1 s, 2 s, 4 s … up to a minute.
+pub(crate) fn backoff(n: u32) -> Duration {
+    Duration::from_secs(1u64 << n.saturating_sub(1).min(6)).min(MAX_BACKOFF)
+}
+
+/// One message: (item kind, item id, chat id).
+pub(crate) type Key = (String, String, i64);
+
+/// What a failed Bot API call means for the message.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Failure {
+    /// "message is not modified": it already shows this; done.
+    NotModified,
+    /// `ok: true` with a body we cannot parse: delivered, unconfirmed.
+    Unconfirmed,
+    /// The message was deleted or can no longer be edited.
+    Gone(String),
+    /// Telegram refused the request for good (bad request, forbidden).
+    Permanent(String),
+    /// Worth trying again (network, 5xx, flood control, garbled reply).
+    Retry(String),
+}
+
+/// Classify a failed send or edit.
+pub(crate) fn classify(e: &RequestError) -> Failure {
+    match e {
+        RequestError::Api(ApiError::MessageNotModified) => Failure::NotModified,
+        RequestError::Api(
+            ApiError::MessageToEditNotFound
+            | ApiError::MessageCantBeEdited
+            | ApiError::MessageIdInvalid,
+        ) => Failure::Gone(e.to_string()),
+        RequestError::Api(ApiError::Unknown(text)) => classify_text(text),
+        // Every named Telegram error is a refusal of this very request.
+        RequestError::Api(_) | RequestError::MigrateToChatId(_) => {
+            Failure::Permanent(e.to_string())
+        }
+        RequestError::InvalidJson { raw, .. } => {
+            let ok = serde_json::from_str::<serde_json::Value>(raw)
+                .is_ok_and(|v| v["ok"] == serde_json::Value::Bool(true));
+            if ok {
+                Failure::Unconfirmed
+            } else {
+                Failure::Retry(e.to_string())
+            }
+        }
+        _ => Failure::Retry(e.to_string()),
+    }
+}
+
+/// Classify an error description teloxide did not recognise.
+fn classify_text(text: &str) -> Failure {
+    let t = text.to_ascii_lowercase();
+    if t.contains("message is not modified") {
+        Failure::NotModified
+    } else if t.contains("message to edit not found") || t.contains("message can't be edited") {
+        Failure::Gone(text.to_string())
+    } else if t.starts_with("bad request") || t.starts_with("forbidden") {
+        Failure::Permanent(text.to_string())
+    } else {
+        Failure::Retry(text.to_string())
+    }
+}
+
+/// What one pass over a message achieved.
+pub(crate) enum Outcome {
+    /// The message shows the item (or settled for good).
+    Done,
+    /// Try again after a back-off.
+    Retry(String),
+}
+
+impl Bridge {
+    /// Make sure the message `key` gets (re)drawn from the item's current
+    /// state: starts its task, or asks the running one for one more pass.
+    pub(crate) fn kick(&self, key: Key) {
+        let Some(me) = self.me.upgrade() else { return };
+        {
+            let mut slots = self.slots.lock().expect("slots lock poisoned");
+            if let Some(again) = slots.get_mut(&key) {
+                *again = true;
+                return;
+            }
+            slots.insert(key.clone(), false);
+        }
+        self.tracker.spawn(async move { me.run(key).await });
+    }
+
+    /// A message's task: pass until done and not kicked again, backing off
+    /// between failed passes; ends (leaving the durable marks) on shutdown.
+    async fn run(&self, key: Key) {
+        let mut failures = 0u32;
+        loop {
+            if let Some(again) = self
+                .slots
+                .lock()
+                .expect("slots lock poisoned")
+                .get_mut(&key)
+            {
+                *again = false;
+            }
+            let outcome = tokio::select! {
+                _ = self.cancel.cancelled() => return,
+                o = self.pass(&key) => o,
+            };
+            match outcome {
+                Outcome::Done => {
+                    failures = 0;
+                    let mut slots = self.slots.lock().expect("slots lock poisoned");
+                    // Why under the lock: a kick either sees the slot (and
+                    // sets `again`, seen here) or finds it gone and starts
+                    // a new task; none is lost in between.
+                    if slots.get(&key).copied() != Some(true) {
+                        slots.remove(&key);
+                        return;
+                    }
+                }
+                Outcome::Retry(error) => {
+                    failures += 1;
+                    let wait = backoff(failures);
+                    tracing::warn!(
+                        item = %key.0, id = %key.1, chat_id = key.2, attempt = failures,
+                        retry_in_ms = wait.as_millis() as u64, error = %error,
+                        "chat message not delivered; will retry it (other messages go on)"
+                    );
+                    tokio::select! {
+                        _ = self.cancel.cancelled() => return,
+                        _ = tokio::time::sleep(wait) => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// One pass over a message, in the item's redraw turn.
+    async fn pass(&self, key: &Key) -> Outcome {
+        let (item, id, chat_id) = (key.0.as_str(), key.1.as_str(), key.2);
+        let turn = self.turn(item, id);
+        let guard = turn.lock().await;
+        let res = self.pass_now(item, id, chat_id).await;
+        drop(guard);
+        self.end_turn(item, id, &turn);
+        res.unwrap_or_else(|e| Outcome::Retry(e.to_string()))
+    }
+
+    async fn pass_now(&self, item: &str, id: &str, chat_id: i64) -> Result<Outcome, PushError> {
+        let Some(rec) = self.store.chat_message(item, id, chat_id).await? else {
+            return Ok(Outcome::Done);
+        };
+        match (rec.status.as_str(), rec.message_id) {
+            ("sending", _) => self.send_record(&rec).await,
+            ("sent", Some(_)) => {
+                let since = self.store.now();
+                let Some(view) = render::view(&self.store, &self.config, item, id).await? else {
+                    return Ok(Outcome::Done);
+                };
+                self.draw(&rec, &view, since).await
+            }
+            // A digest entry or an unconfirmed push: nothing to edit.
+            _ => Ok(Outcome::Done),
+        }
+    }
+
+    /// Send the message of a `sending` record.
+    pub(crate) async fn send_record(&self, rec: &ChatMessage) -> Result<Outcome, PushError> {
+        let (item, id, chat_id) = (rec.item_kind.as_str(), rec.item_id.as_str(), rec.chat_id);
+        let since = self.store.now();
+        let Some(view) = render::view(&self.store, &self.config, item, id).await? else {
+            return Ok(Outcome::Done);
+        };
+        let mut req = self
+            .bot
+            .send_message(ChatId(chat_id), truncate(&view.text))
+            .parse_mode(ParseMode::Html)
+            .reply_markup(view.markup());
+        if let Some(t) = rec.thread_id {
+            req = req.message_thread_id(ThreadId(MessageId(t)));
+        }
+        let err = match req.await {
+            Ok(msg) => {
+                self.store
+                    .chat_sent(item, id, chat_id, msg.id.0, "sent", &view.hash(), since)
+                    .await?;
+                return Ok(Outcome::Done);
+            }
+            Err(e) => e,
+        };
+        Ok(match classify(&err) {
+            Failure::Unconfirmed => {
+                unconfirmed(rec);
+                self.store
+                    .chat_sent_unconfirmed(item, id, chat_id, &view.hash())
+                    .await?;
+                Outcome::Done
+            }
+            Failure::Retry(e) => Outcome::Retry(e),
+            // The record stays `sending`: the next start tries once more.
+            Failure::NotModified | Failure::Gone(_) | Failure::Permanent(_) => {
+                permanent(
+                    rec,
+                    &err.to_string(),
+                    "push refused; not retried until restart",
+                );
+                Outcome::Done
+            }
+        })
+    }
+
+    /// Edit a sent message to show `view` (rendered at `since`), unless it
+    /// already does.
+    pub(crate) async fn draw(
+        &self,
+        rec: &ChatMessage,
+        view: &super::View,
+        since: i64,
+    ) -> Result<Outcome, PushError> {
+        let (item, id, chat_id) = (rec.item_kind.as_str(), rec.item_id.as_str(), rec.chat_id);
+        let hash = view.hash();
+        let Some(mid) = rec.message_id else {
+            return Ok(Outcome::Done);
+        };
+        if rec.text_hash == hash {
+            if rec.dirty_at.is_some() {
+                self.store
+                    .chat_drawn(item, id, chat_id, &hash, since)
+                    .await?;
+            }
+            return Ok(Outcome::Done);
+        }
+        let res = self
+            .bot
+            .edit_message_text(ChatId(chat_id), MessageId(mid), truncate(&view.text))
+            .parse_mode(ParseMode::Html)
+            .reply_markup(view.markup())
+            .await;
+        let err = match res {
+            Ok(_) => {
+                self.store
+                    .chat_drawn(item, id, chat_id, &hash, since)
+                    .await?;
+                return Ok(Outcome::Done);
+            }
+            Err(e) => e,
+        };
+        match classify(&err) {
+            Failure::NotModified => {}
+            Failure::Unconfirmed => unconfirmed(rec),
+            Failure::Retry(e) => return Ok(Outcome::Retry(e)),
+            Failure::Permanent(e) => permanent(rec, &e, "edit refused; settled"),
+            Failure::Gone(e) => {
+                let live = render::meta(&self.store, item, id)
+                    .await?
+                    .is_some_and(|m| m.live);
+                if live {
+                    permanent(rec, &e, "message gone; sending a fresh one");
+                    self.store.chat_send_again(item, id, chat_id).await?;
+                    let again = ChatMessage {
+                        status: "sending".into(),
+                        message_id: None,
+                        text_hash: String::new(),
+                        dirty_at: None,
+                        ..rec.clone()
+                    };
+                    return self.send_record(&again).await;
+                }
+                permanent(rec, &e, "message gone; the item needs nobody, settled");
+            }
+        }
+        self.store
+            .chat_drawn(item, id, chat_id, &hash, since)
+            .await?;
+        Ok(Outcome::Done)
+    }
+
+    /// At start-up: kick every push a stop interrupted and every change not
+    /// yet drawn.
+    pub(crate) async fn resume(&self) {
+        let mut owed = match self.store.chat_unsent().await {
+            Ok(u) => u,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot list interrupted pushes");
+                Vec::new()
+            }
+        };
+        match self.store.chat_dirty().await {
+            Ok(d) => owed.extend(d),
+            Err(e) => tracing::warn!(error = %e, "cannot list messages to redraw"),
+        }
+        for rec in owed {
+            self.kick((rec.item_kind, rec.item_id, rec.chat_id));
+        }
+    }
+}
+
+/// Log and count a permanent error that settled a record.
+fn permanent(rec: &ChatMessage, error: &str, what: &str) {
+    PERMANENT.fetch_add(1, Ordering::Relaxed);
+    tracing::warn!(
+        item = %rec.item_kind, id = %rec.item_id, chat_id = rec.chat_id,
+        message_id = ?rec.message_id, error = %error,
+        "chat {what}"
+    );
+}
+
+/// Log (once per process) an `ok` reply that did not parse.
+fn unconfirmed(rec: &ChatMessage) {
+    if !UNCONFIRMED_LOGGED.swap(true, Ordering::Relaxed) {
+        tracing::warn!(
+            item = %rec.item_kind, id = %rec.item_id, chat_id = rec.chat_id,
+            "Telegram answered ok with a body that does not parse; counted as delivered (logged once)"
+        );
+    } else {
+        tracing::debug!(item = %rec.item_kind, id = %rec.item_id, "unconfirmed delivery");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptions_are_classified() {
+        let cases = [
+            (
+                "Bad Request: message is not modified: x",
+                Failure::NotModified,
+            ),
+            (
+                "Bad Request: message to edit not found",
+                Failure::Gone("Bad Request: message to edit not found".into()),
+            ),
+            (
+                "Bad Request: chat not found",
+                Failure::Permanent("Bad Request: chat not found".into()),
+            ),
+            (
+                "Forbidden: bot was blocked",
+                Failure::Permanent("Forbidden: bot was blocked".into()),
+            ),
+            (
+                "Internal Server Error",
+                Failure::Retry("Internal Server Error".into()),
+            ),
+            ("Bad Gateway", Failure::Retry("Bad Gateway".into())),
+        ];
+        for (text, want) in cases {
+            assert_eq!(classify_text(text), want, "{text}");
+        }
+    }
+
+    #[test]
+    fn unparsable_ok_is_unconfirmed_and_garbage_is_retried() {
+        let bad = |raw: &str| RequestError::InvalidJson {
+            source: std::sync::Arc::new(serde_json::from_str::<u8>("x").unwrap_err()),
+            raw: raw.into(),
+        };
+        assert_eq!(
+            classify(&bad(r#"{"ok":true,"result":null}"#)),
+            Failure::Unconfirmed
+        );
+        assert!(matches!(
+            classify(&bad("<html>502 Bad Gateway</html>")),
+            Failure::Retry(_)
+        ));
+        assert_eq!(
+            classify(&RequestError::Api(ApiError::MessageNotModified)),
+            Failure::NotModified
+        );
+    }
+
+    #[test]
+    fn backoff_grows_to_a_minute() {
+        assert_eq!(backoff(1), Duration::from_secs(1));
+        assert_eq!(backoff(2), Duration::from_secs(2));
+        assert_eq!(backoff(20), MAX_BACKOFF);
+    }
+}
