@@ -109,6 +109,10 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 /// 5 s busy_timeout each attempt already waits).
 const BUSY_RETRIES: u32 = 8;
 
+/// How long opening a database waits out other processes setting the file
+/// up (its switch to WAL, its migrations) before saying so.
+const OPEN_PATIENCE: Duration = Duration::from_secs(10);
+
 /// A handle on the store. Cheap to clone: clones share one connection pool.
 #[derive(Clone, Debug)]
 pub struct Store {
@@ -307,8 +311,12 @@ impl Store {
 /// first connection to a fresh file switches it to WAL, which needs an
 /// exclusive lock that SQLite's busy handler does not wait for; another
 /// process opening the same new file at that moment gets `SQLITE_BUSY` at
-/// once. Bounded like every write ([`BUSY_RETRIES`], jittered backoff).
+/// once. Retried with jittered backoff for up to [`OPEN_PATIENCE`].
 async fn connect(options: SqliteConnectOptions) -> std::result::Result<SqlitePool, sqlx::Error> {
+    // Why a time bound, not a count: SQLite refuses the lock upgrade of a
+    // fresh file's WAL switch at once (no busy handler), so all the waiting
+    // is ours, and a count of quick retries runs out on a loaded machine.
+    let deadline = tokio::time::Instant::now() + OPEN_PATIENCE;
     let mut attempt = 0;
     loop {
         let pool = SqlitePoolOptions::new()
@@ -317,7 +325,7 @@ async fn connect(options: SqliteConnectOptions) -> std::result::Result<SqlitePoo
             .connect_with(options.clone())
             .await;
         match pool {
-            Err(e) if is_busy(&e) && attempt < BUSY_RETRIES => {
+            Err(e) if is_busy(&e) && tokio::time::Instant::now() < deadline => {
                 tracing::debug!(attempt, "database locked while opening, retrying");
                 backoff(attempt).await;
                 attempt += 1;
