@@ -27,7 +27,7 @@ use super::questions::wrote;
 use crate::daemon::Shared;
 use crate::store::actions::{
     Action, Actor, AuditEntry, ClaimOutcome, CompleteOutcome, NewAction, OnExpire, Resolution,
-    Settled, Status,
+    Settled, Status, unknown_duplicate_note,
 };
 
 /// The action `id` (full or short) if the caller may see it.
@@ -145,12 +145,9 @@ pub(crate) async fn propose(
         StatusCode::OK
     };
     let mut body = json!({"created": proposed.created, "rule": rule, "action": show(&c, &action)});
-    if !proposed.created && action.status == Status::Unknown {
+    if let Some(note) = unknown_duplicate_note(proposed.created, &action) {
         // The retry of a proposal whose first run may have happened.
-        body["note"] = json!(
-            "nothing new was proposed: this action has the same dedup key and payload and its \
-             outcome is unknown (it may already have run); a person must settle it before it can run again"
-        );
+        body["note"] = json!(note);
     }
     Ok((status, axum::Json(body)).into_response())
 }

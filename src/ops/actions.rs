@@ -93,13 +93,7 @@ impl Ops {
             redact_keys: None,
         };
         let mut out = self.propose(&new).await?;
-        if !out.created && out.action.status == crate::store::actions::Status::Unknown {
-            out.note = Some(format!(
-                "nothing new was proposed: {} has the same dedup key and payload and its outcome \
-                 is unknown (it may already have run); a person must settle it before it can run again",
-                out.action.short_id()
-            ));
-        }
+        out.note = crate::store::actions::unknown_duplicate_note(out.created, &out.action);
         Ok(out)
     }
 

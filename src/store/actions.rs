@@ -44,6 +44,7 @@ use super::{NewEvent, Store, events};
 pub use codec::Redactor;
 pub use outcomes::{
     ApproveOutcome, ClaimOutcome, CompleteOutcome, NewAction, Proposed, RejectOutcome, Settled,
+    unknown_duplicate_note,
 };
 pub use recovery::{PurgeReport, RecoverReport, Resolution};
 pub use rules::{Condition, Rule, RuleApplied, RuleDecision, RulesFile};

@@ -69,6 +69,19 @@ pub struct Proposed {
     pub created: bool,
 }
 
+/// Why nothing new was proposed, when the action a proposal returned
+/// (`created` false) has an unknown outcome: it may already have run.
+/// `None` otherwise.
+pub fn unknown_duplicate_note(created: bool, a: &Action) -> Option<String> {
+    (!created && a.status == super::Status::Unknown).then(|| {
+        format!(
+            "nothing new was proposed: {} has the same dedup key and payload and its outcome \
+             is unknown (it may already have run); a person must settle it before it can run again",
+            a.short_id()
+        )
+    })
+}
+
 /// The result of [`Store::approve`]. Only `Approved` and `ApprovalAdded`
 /// changed anything; the others report what already stands.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
