@@ -541,14 +541,18 @@ impl Store {
         status: Option<Status>,
         project: Option<&str>,
     ) -> Result<Vec<Action>> {
-        let light = COLUMNS
-            .replace("args, fingerprint", "'null' AS args, fingerprint")
-            .replace(
-                "reason, patch, effective_args",
-                "reason, NULL AS patch, 'null' AS effective_args",
-            )
-            .replace("lease_until, result,", "lease_until, NULL AS result,");
-        self.list_with(&light, status, project).await
+        // Column by column, so a change to COLUMNS cannot silently bring
+        // the heavy ones back.
+        let light: Vec<String> = COLUMNS
+            .split(',')
+            .map(str::trim)
+            .map(|c| match c {
+                "args" | "effective_args" => format!("'null' AS {c}"),
+                "patch" | "result" => format!("NULL AS {c}"),
+                other => other.to_string(),
+            })
+            .collect();
+        self.list_with(&light.join(", "), status, project).await
     }
 
     async fn list_with(
