@@ -84,9 +84,14 @@ async fn opens_retry_while_another_opener_holds_the_new_file() {
                 .expect("spawn handoff")
         })
         .collect();
-    // Hold the lock until every process has the file open (or gave up).
+    // Hold the lock until every process has the file open (or gave up),
+    // but never longer than a few seconds: on a loaded 2-core machine the
+    // last of 16 processes may take that long just to start, and the first
+    // ones are retrying all the while. A late one opens an unlocked file,
+    // which is fine; the early ones are the race this test is about.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(4);
     for c in &mut children {
-        wait_opened_or_exited(c, &db.path);
+        wait_opened_or_exited(c, &db.path, until);
     }
     sqlx::query("COMMIT").execute(&mut reader).await.unwrap();
     reader.close().await.unwrap();
@@ -100,12 +105,11 @@ async fn opens_retry_while_another_opener_holds_the_new_file() {
     }
 }
 
-/// Wait until `child` has `db` open, or has exited.
-fn wait_opened_or_exited(child: &mut Child, db: &Path) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+/// Wait until `child` has `db` open, has exited, or `until` passed.
+fn wait_opened_or_exited(child: &mut Child, db: &Path, until: std::time::Instant) {
     let db = db.canonicalize().unwrap();
     loop {
-        if child.try_wait().unwrap().is_some() {
+        if child.try_wait().unwrap().is_some() || std::time::Instant::now() >= until {
             return;
         }
         let fds = std::fs::read_dir(format!("/proc/{}/fd", child.id()));
@@ -117,11 +121,6 @@ fn wait_opened_or_exited(child: &mut Child, db: &Path) {
         if open {
             return;
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "process {} never opened the database",
-            child.id()
-        );
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
 }
