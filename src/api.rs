@@ -21,6 +21,7 @@
 mod actions;
 mod auth;
 mod boards;
+mod doc;
 mod error;
 mod events;
 mod input;
@@ -35,7 +36,7 @@ use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::{MethodRouter, get, post, put};
 
 pub use auth::listen_refusal;
@@ -55,6 +56,8 @@ pub(crate) struct Route {
     /// One line for the OpenAPI document.
     pub summary: &'static str,
     make: fn() -> MethodRouter<Shared>,
+    /// The handler's request and answers, read from its signature.
+    pub describe: fn(&mut doc::Gens) -> doc::Described,
 }
 
 macro_rules! routes {
@@ -66,6 +69,7 @@ macro_rules! routes {
             access: Access::$access,
             summary: $summary,
             make: || $m($h),
+            describe: |g| doc::describe(&$h, g),
         }),+];
     };
 }
@@ -187,16 +191,28 @@ async fn wrong_method() -> ApiError {
     )
 }
 
-async fn healthz(State(s): State<Shared>) -> Response {
+/// `GET /healthz`'s answer.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+struct Health {
+    /// Always true in a 200: the store answered.
+    ok: bool,
+    /// The newest event's sequence number.
+    last_seq: i64,
+}
+
+async fn healthz(State(s): State<Shared>) -> Result<axum::Json<Health>, ApiError> {
     match s.store.last_event_seq().await {
-        Ok(seq) => axum::Json(serde_json::json!({"ok": true, "last_seq": seq})).into_response(),
+        Ok(seq) => Ok(axum::Json(Health {
+            ok: true,
+            last_seq: seq,
+        })),
         Err(e) => {
             tracing::error!(error = %e, "health check cannot read the store");
-            (
+            Err(ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
-                axum::Json(serde_json::json!({"ok": false, "error": "store unavailable"})),
-            )
-                .into_response()
+                "store_unavailable",
+                "the daemon cannot read its database; its log says why",
+            ))
         }
     }
 }

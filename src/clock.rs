@@ -162,11 +162,15 @@ pub fn parse_rfc3339(s: &str) -> Result<i64, String> {
 /// number of seconds into milliseconds.
 pub fn parse_duration_ms(s: &str) -> Result<i64, String> {
     let bad = || format!("`{s}` is not a duration: use e.g. 30s, 15m, 24h or 7d");
-    let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (n, unit) = s.split_at(split);
+    // Exactly the grammar the API's schema states for durations: a number
+    // of at most 9 digits without leading zeros, then an optional unit.
+    if n.is_empty() || n.len() > 9 || (n.len() > 1 && n.starts_with('0')) {
+        return Err(bad());
+    }
     let n: i64 = n.parse().map_err(|_| bad())?;
-    let mult = match unit.trim() {
+    let mult = match unit {
         "" | "s" | "sec" | "secs" => 1000,
         "ms" => 1,
         "m" | "min" | "mins" => 60_000,
@@ -257,6 +261,9 @@ mod tests {
         assert_eq!(parse_duration_ms("7d").unwrap(), 604_800_000);
         assert!(parse_duration_ms("soon").is_err());
         assert!(parse_duration_ms("5 parsecs").is_err());
+        for off_grammar in ["", "30 s", " 30s", "030s", "1234567890s", "s"] {
+            assert!(parse_duration_ms(off_grammar).is_err(), "{off_grammar:?}");
+        }
     }
 
     #[test]
@@ -267,5 +274,24 @@ mod tests {
         assert_eq!(c.now_ms(), 15);
         c.set(3);
         assert_eq!(c.now_ms(), 3);
+    }
+}
+
+/// How a timestamp looks in JSON (RFC 3339 text), for the API's schema:
+/// fields kept as milliseconds and written with [`rfc3339`] are described
+/// with `#[schemars(with = "Timestamp")]`.
+pub struct Timestamp;
+
+impl schemars::JsonSchema for Timestamp {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Timestamp".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": "string", "description": "RFC 3339, UTC"})
     }
 }

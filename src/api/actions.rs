@@ -13,12 +13,11 @@
 
 use axum::Extension;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::auth::Caller;
+use super::doc::{Created, Shaped};
 use super::error::{ApiError, ApiResult};
 use super::events::wait_until;
 use super::input::{Body, Params, wait_timeout};
@@ -26,8 +25,8 @@ use super::page::{PageQuery, Paged, page};
 use super::questions::wrote;
 use crate::daemon::Shared;
 use crate::store::actions::{
-    Action, Actor, AuditEntry, ClaimOutcome, CompleteOutcome, NewAction, OnExpire, Resolution,
-    Settled, Status, unknown_duplicate_note,
+    Action, Actor, ApproveOutcome, AuditEntry, ClaimOutcome, CompleteOutcome, NewAction, OnExpire,
+    RejectOutcome, Resolution, RuleDecision, Settled, Status, unknown_duplicate_note,
 };
 
 /// The action `id` (full or short) if the caller may see it.
@@ -41,23 +40,28 @@ async fn visible(s: &Shared, c: &Caller, id: &str) -> ApiResult<Action> {
     Ok(a)
 }
 
+/// An action as one caller may see it (arguments redacted for people).
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[serde(transparent)]
+pub(crate) struct ActionView(#[schemars(with = "Action")] Value);
+
 /// The action as this caller may see it.
-fn show(c: &Caller, a: &Action) -> Value {
+fn show(c: &Caller, a: &Action) -> ActionView {
     let a = if c.sees_secrets() {
         a.clone()
     } else {
         a.redacted()
     };
-    serde_json::to_value(a).unwrap_or(Value::Null)
+    ActionView(serde_json::to_value(a).unwrap_or(Value::Null))
 }
 
 /// A serialized outcome with its `action` shown as this caller may see it.
-fn shown<T: Serialize>(c: &Caller, v: &T, a: &Action) -> Value {
+fn shown<T: Serialize>(c: &Caller, v: &T, a: &Action) -> Shaped<T> {
     let mut j = serde_json::to_value(v).unwrap_or(Value::Null);
     if let Value::Object(m) = &mut j {
-        m.insert("action".into(), show(c, a));
+        m.insert("action".into(), show(c, a).0);
     }
-    j
+    Shaped::new(j)
 }
 
 fn duration(what: &str, text: &str) -> ApiResult<i64> {
@@ -69,16 +73,20 @@ fn duration(what: &str, text: &str) -> ApiResult<i64> {
     Ok(ms)
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ProposeBody {
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     kind: String,
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     summary: String,
     #[serde(default)]
     args: Map<String, Value>,
     dedup_key: Option<String>,
     /// `30m`, `24h`, …
+    #[schemars(regex(pattern = r"^[1-9][0-9]{0,8}(ms|s|sec|secs|m|min|mins|h|hr|hrs|d|day|days)?$"))]
     ttl: Option<String>,
+    #[schemars(range(min = 1, max = 100))]
     approvals_required: Option<i64>,
     #[serde(default)]
     on_expire: OnExpire,
@@ -87,8 +95,10 @@ pub(crate) struct ProposeBody {
     #[serde(default)]
     session: String,
     /// Proposer name (with a token: its own name, or left out).
+    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
     proposer: Option<String>,
     /// `agent` (default) or `cli`: the door it came through.
+    #[schemars(extend("enum" = ["agent", "cli", null]))]
     channel: Option<String>,
 }
 
@@ -110,7 +120,7 @@ pub(crate) async fn propose(
     State(s): State<Shared>,
     Extension(c): Extension<Caller>,
     Body(b): Body<ProposeBody>,
-) -> ApiResult<Response> {
+) -> ApiResult<Created<axum::Json<Proposed>>> {
     let ttl_ms = b.ttl.as_deref().map(|t| duration("ttl", t)).transpose()?;
     let new = NewAction {
         kind: b.kind,
@@ -136,27 +146,55 @@ pub(crate) async fn propose(
         && let Some(applied) = s.store.apply_rules(&action, &s.config.rules).await?
     {
         wrote(&s);
-        rule = Some(json!({"rule": applied.rule, "decision": applied.decision}));
+        rule = Some(RuleView {
+            rule: applied.rule,
+            decision: applied.decision,
+        });
         action = applied.action;
     }
-    let status = if proposed.created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    let mut body = json!({"created": proposed.created, "rule": rule, "action": show(&c, &action)});
-    if let Some(note) = unknown_duplicate_note(proposed.created, &action) {
-        // The retry of a proposal whose first run may have happened.
-        body["note"] = json!(note);
-    }
-    Ok((status, axum::Json(body)).into_response())
+    let note = unknown_duplicate_note(proposed.created, &action);
+    Ok(Created {
+        created: proposed.created,
+        reply: axum::Json(Proposed {
+            created: proposed.created,
+            rule,
+            action: show(&c, &action),
+            note,
+        }),
+    })
 }
 
-#[derive(Debug, Deserialize)]
+/// `POST /v1/actions`' answer.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub(crate) struct Proposed {
+    /// False: an action with this dedup key and payload was live already.
+    created: bool,
+    /// The config rule that decided it at once, if one did.
+    rule: Option<RuleView>,
+    /// The action as it is now.
+    action: ActionView,
+    /// Said when the action found is `unknown` (the retry of a proposal
+    /// whose first run may have happened): nothing new was proposed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
+}
+
+/// A config rule's decision on a new action.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub(crate) struct RuleView {
+    /// The rule's name.
+    rule: String,
+    /// What it decided.
+    decision: RuleDecision,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ListQuery {
+    #[schemars(extend("enum" = ["pending", "approved", "executing", "executed", "failed", "unknown", "rejected", "expired", null]))]
     status: Option<String>,
     project: Option<String>,
+    #[schemars(range(min = 1, max = 500))]
     limit: Option<i64>,
     after: Option<String>,
 }
@@ -169,7 +207,7 @@ pub(crate) async fn list(
     State(s): State<Shared>,
     Extension(c): Extension<Caller>,
     Params(q): Params<ListQuery>,
-) -> ApiResult<Paged<Value>> {
+) -> ApiResult<Paged<ActionView>> {
     let status = match q.status.as_deref() {
         Some(st) => Some(Status::parse(st).ok_or_else(|| {
             ApiError::invalid(format!(
@@ -187,10 +225,12 @@ pub(crate) async fn list(
     Ok(Paged(items.iter().map(|a| show(&c, a)).collect(), next))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct GetQuery {
+    #[schemars(extend("enum" = ["approved", "decided", "settled", null]))]
     wait: Option<String>,
+    #[schemars(regex(pattern = r"^(0|[1-9][0-9]{0,8})(ms|s|sec|secs|m|min|mins|h|hr|hrs|d|day|days)?$"))]
     timeout: Option<String>,
 }
 
@@ -202,7 +242,7 @@ pub(crate) async fn get(
     Extension(c): Extension<Caller>,
     Path(id): Path<String>,
     Params(q): Params<GetQuery>,
-) -> ApiResult<Response> {
+) -> ApiResult<axum::Json<ActionGet>> {
     let first = visible(&s, &c, &id).await?;
     let Some(wait) = q.wait.as_deref() else {
         if q.timeout.is_some() {
@@ -212,7 +252,7 @@ pub(crate) async fn get(
         }
         let mut a = first;
         a.status = a.effective_status(s.store.now());
-        return Ok(axum::Json(show(&c, &a)).into_response());
+        return Ok(axum::Json(ActionGet::Now(show(&c, &a))));
     };
     let done: fn(Status) -> bool = match wait {
         "approved" | "decided" => |st| st != Status::Pending,
@@ -243,14 +283,29 @@ pub(crate) async fn get(
     } else {
         Settled::StillRunning { action }
     };
-    Ok(axum::Json(shown(&c, &settled, settled.action())).into_response())
+    Ok(axum::Json(ActionGet::Waited(
+        shown(&c, &settled, settled.action()).0,
+    )))
 }
 
-#[derive(Debug, Deserialize)]
+/// `GET /v1/actions/{id}`'s answer: the action, or with `wait` the long
+/// poll's outcome (`done` or `still_running`) and the action.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub(crate) enum ActionGet {
+    /// With `wait`.
+    Waited(#[schemars(with = "Settled")] Value),
+    /// Without `wait`.
+    Now(ActionView),
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ClaimBody {
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     owner: String,
     /// How long the claim holds unless extended (default `5m`).
+    #[schemars(regex(pattern = r"^[1-9][0-9]{0,8}(ms|s|sec|secs|m|min|mins|h|hr|hrs|d|day|days)?$"))]
     lease: Option<String>,
 }
 
@@ -260,13 +315,13 @@ pub(crate) async fn claim(
     Extension(c): Extension<Caller>,
     Path(id): Path<String>,
     Body(b): Body<ClaimBody>,
-) -> ApiResult<axum::Json<Value>> {
+) -> ApiResult<Shaped<ClaimOutcome>> {
     let a = visible(&s, &c, &id).await?;
     let lease = duration("lease", b.lease.as_deref().unwrap_or("5m"))?;
     let out = s.store.claim(&a.id, &b.owner, lease).await?;
     wrote(&s);
     match &out {
-        ClaimOutcome::Claimed { action } => Ok(axum::Json(shown(&c, &out, action))),
+        ClaimOutcome::Claimed { action } => Ok(shown(&c, &out, action)),
         ClaimOutcome::NotClaimable { action } => Err(ApiError::conflict(
             "not_claimable",
             format!(
@@ -274,7 +329,7 @@ pub(crate) async fn claim(
                 action.status
             ),
         )
-        .with_detail(show(&c, action))),
+        .with_detail(show(&c, action).0)),
     }
 }
 
@@ -284,7 +339,7 @@ pub(crate) async fn extend(
     Extension(c): Extension<Caller>,
     Path(id): Path<String>,
     Body(b): Body<ClaimBody>,
-) -> ApiResult<axum::Json<Value>> {
+) -> ApiResult<axum::Json<Changed>> {
     let a = visible(&s, &c, &id).await?;
     let lease = duration("lease", b.lease.as_deref().unwrap_or("5m"))?;
     if !s.store.extend_lease(&a.id, &b.owner, lease).await? {
@@ -296,17 +351,20 @@ pub(crate) async fn extend(
                 b.owner, now.status
             ),
         )
-        .with_detail(show(&c, &now)));
+        .with_detail(show(&c, &now).0));
     }
     let now = s.store.get_action(&a.id).await?;
-    Ok(axum::Json(
-        json!({"extended": true, "action": show(&c, &now)}),
-    ))
+    Ok(axum::Json(Changed {
+        extended: Some(true),
+        resolved: None,
+        action: show(&c, &now),
+    }))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct CompleteBody {
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     owner: String,
     success: bool,
     #[serde(default)]
@@ -320,7 +378,7 @@ pub(crate) async fn complete(
     Extension(c): Extension<Caller>,
     Path(id): Path<String>,
     Body(b): Body<CompleteBody>,
-) -> ApiResult<axum::Json<Value>> {
+) -> ApiResult<Shaped<CompleteOutcome>> {
     let a = visible(&s, &c, &id).await?;
     let out = s
         .store
@@ -328,7 +386,7 @@ pub(crate) async fn complete(
         .await?;
     wrote(&s);
     match &out {
-        CompleteOutcome::Completed { action } => Ok(axum::Json(shown(&c, &out, action))),
+        CompleteOutcome::Completed { action } => Ok(shown(&c, &out, action)),
         CompleteOutcome::NotOwner { action } => Err(ApiError::conflict(
             "not_owner",
             format!(
@@ -336,17 +394,20 @@ pub(crate) async fn complete(
                 b.owner, action.status
             ),
         )
-        .with_detail(show(&c, action))),
+        .with_detail(show(&c, action).0)),
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ApproveBody {
     /// Changes to the arguments: known keys, same JSON types.
+    #[schemars(extend("minProperties" = 1))]
     patch: Option<Map<String, Value>>,
+    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
     by: Option<String>,
     /// `inbox` (default) or `cli`.
+    #[schemars(extend("enum" = ["inbox", "cli", null]))]
     channel: Option<String>,
 }
 
@@ -357,7 +418,7 @@ pub(crate) async fn approve(
     Extension(c): Extension<Caller>,
     Path(id): Path<String>,
     Body(b): Body<ApproveBody>,
-) -> ApiResult<axum::Json<Value>> {
+) -> ApiResult<Shaped<ApproveOutcome>> {
     let a = visible(&s, &c, &id).await?;
     let by = c.actor(b.by.as_deref())?;
     let patch = b.patch.map(|p| Value::Object(p).to_string());
@@ -369,18 +430,21 @@ pub(crate) async fn approve(
     wrote(&s);
     if let crate::store::actions::ApproveOutcome::PatchRefused { reason, action } = &out {
         return Err(
-            ApiError::conflict("patch_refused", reason.clone()).with_detail(show(&c, action))
+            ApiError::conflict("patch_refused", reason.clone()).with_detail(show(&c, action).0)
         );
     }
-    Ok(axum::Json(shown(&c, &out, out.action())))
+    Ok(shown(&c, &out, out.action()))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RejectBody {
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     reason: String,
+    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
     by: Option<String>,
     /// `inbox` (default) or `cli`.
+    #[schemars(extend("enum" = ["inbox", "cli", null]))]
     channel: Option<String>,
 }
 
@@ -390,7 +454,7 @@ pub(crate) async fn reject(
     Extension(c): Extension<Caller>,
     Path(id): Path<String>,
     Body(b): Body<RejectBody>,
-) -> ApiResult<axum::Json<Value>> {
+) -> ApiResult<Shaped<RejectOutcome>> {
     let a = visible(&s, &c, &id).await?;
     let by = c.actor(b.by.as_deref())?;
     let actor = Actor {
@@ -399,10 +463,10 @@ pub(crate) async fn reject(
     };
     let out = s.store.reject(&a.id, actor, &b.reason).await?;
     wrote(&s);
-    Ok(axum::Json(shown(&c, &out, out.action())))
+    Ok(shown(&c, &out, out.action()))
 }
 
-#[derive(Debug, Clone, Copy, Deserialize)]
+#[derive(Debug, Clone, Copy, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum ResolutionBody {
     Executed,
@@ -410,12 +474,14 @@ pub(crate) enum ResolutionBody {
     Retry,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ResolveUnknownBody {
     resolution: ResolutionBody,
+    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
     by: Option<String>,
     /// `inbox` (default) or `cli`.
+    #[schemars(extend("enum" = ["inbox", "cli", null]))]
     channel: Option<String>,
 }
 
@@ -426,7 +492,7 @@ pub(crate) async fn resolve_unknown(
     Extension(c): Extension<Caller>,
     Path(id): Path<String>,
     Body(b): Body<ResolveUnknownBody>,
-) -> ApiResult<axum::Json<Value>> {
+) -> ApiResult<axum::Json<Changed>> {
     let a = visible(&s, &c, &id).await?;
     let by = c.actor(b.by.as_deref())?;
     let resolution = match b.resolution {
@@ -441,9 +507,11 @@ pub(crate) async fn resolve_unknown(
     match s.store.resolve_unknown(&a.id, actor, resolution).await? {
         Ok(action) => {
             wrote(&s);
-            Ok(axum::Json(
-                json!({"resolved": true, "action": show(&c, &action)}),
-            ))
+            Ok(axum::Json(Changed {
+                extended: None,
+                resolved: Some(true),
+                action: show(&c, &action),
+            }))
         }
         Err(action) => Err(ApiError::conflict(
             "not_unknown",
@@ -452,7 +520,7 @@ pub(crate) async fn resolve_unknown(
                 action.status
             ),
         )
-        .with_detail(show(&c, &action))),
+        .with_detail(show(&c, &action).0)),
     }
 }
 
@@ -469,7 +537,7 @@ pub(crate) async fn audit(
     page(trail, |e| e.seq.to_string(), q.after.as_deref(), q.limit)
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ExpireBody {
     /// Only this project's actions (a scoped token: its own, always).
@@ -483,11 +551,22 @@ pub(crate) async fn expire(
     State(s): State<Shared>,
     Extension(c): Extension<Caller>,
     Body(b): Body<ExpireBody>,
-) -> ApiResult<axum::Json<Vec<Value>>> {
+) -> ApiResult<axum::Json<Vec<ActionView>>> {
     let project = c.filter(b.project)?;
     let done = s.store.expire_due_in(project.as_deref()).await?;
     if !done.is_empty() {
         wrote(&s);
     }
     Ok(axum::Json(done.iter().map(|a| show(&c, a)).collect()))
+}
+
+/// The answer of `extend` (`extended: true`) and `resolve-unknown`
+/// (`resolved: true`): the action as it is now.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub(crate) struct Changed {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    extended: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resolved: Option<bool>,
+    action: ActionView,
 }

@@ -135,10 +135,13 @@ impl Caller {
         match by {
             None => Ok(self.name.clone()),
             Some(b) if !self.token || b == self.name => Ok(b.to_string()),
-            Some(b) => Err(ApiError::invalid(format!(
-                "this token acts as `{}`, not `{b}`: leave `by` out",
-                self.name
-            ))),
+            Some(b) => Err(ApiError::forbidden(
+                "wrong_actor",
+                format!(
+                    "this token acts as `{}`, not `{b}`: leave `by` out",
+                    self.name
+                ),
+            )),
         }
     }
 

@@ -39,16 +39,20 @@ async fn visible(
     Ok(full)
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct UpsertBody {
     #[serde(default)]
+    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
     project: String,
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     title: String,
     board_version: Option<i64>,
     #[serde(default)]
+    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
     agent: String,
     #[serde(default)]
+    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
     session: String,
     #[serde(default)]
     rows: Vec<RowInput>,
@@ -78,12 +82,13 @@ pub(crate) async fn upsert(
     Ok(axum::Json(out?))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ListQuery {
     project: Option<String>,
     #[serde(default)]
     archived: bool,
+    #[schemars(range(min = 1, max = 500))]
     limit: Option<i64>,
     after: Option<String>,
 }
@@ -100,7 +105,7 @@ pub(crate) async fn list(
     page(all, |b| b.id.clone(), q.after.as_deref(), q.limit)
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct GetQuery {
     project: Option<String>,
@@ -116,12 +121,13 @@ pub(crate) async fn get(
     Ok(axum::Json(visible(&s, &c, &board, q.project).await?))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RowBody {
     project: Option<String>,
     board_version: Option<i64>,
     row: RowInput,
+    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
     by: Option<String>,
 }
 
@@ -145,15 +151,17 @@ pub(crate) async fn row(
     Ok(axum::Json(out?))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct AdvanceBody {
     project: Option<String>,
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     label: String,
     expected_revision: i64,
     board_version: i64,
     outcome: Option<String>,
     next: NextStep,
+    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
     by: Option<String>,
 }
 
@@ -180,14 +188,17 @@ pub(crate) async fn advance(
     Ok(axum::Json(out?))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct OutcomeBody {
     project: Option<String>,
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     label: String,
     expected_revision: i64,
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     outcome: String,
     status: Option<RowStatus>,
+    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
     by: Option<String>,
 }
 
@@ -213,16 +224,18 @@ pub(crate) async fn outcome(
     Ok(axum::Json(out?))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct AnnotateBody {
     project: Option<String>,
     #[serde(default)]
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     text: String,
     #[serde(default)]
     kind: AnnotationKind,
     expected_revision: Option<i64>,
     action_version: Option<i64>,
+    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
     by: Option<String>,
 }
 
@@ -251,7 +264,7 @@ pub(crate) async fn annotate(
     Ok(axum::Json(out?))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct HandledBody {
     project: Option<String>,
@@ -259,6 +272,7 @@ pub(crate) struct HandledBody {
     /// Take the mark back instead (only while no agent received it).
     #[serde(default)]
     clear: bool,
+    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
     by: Option<String>,
 }
 
@@ -289,11 +303,12 @@ pub(crate) async fn handled(
     Ok(axum::Json(out?))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ArchiveBody {
     project: Option<String>,
     board_version: i64,
+    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
     by: Option<String>,
 }
 
@@ -315,10 +330,11 @@ pub(crate) async fn archive(
     Ok(axum::Json(out?))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct HandoffsQuery {
     project: Option<String>,
+    #[schemars(range(min = 1, max = 500))]
     limit: Option<i64>,
     after: Option<String>,
 }

@@ -120,7 +120,9 @@ impl From<actions::Error> for ApiError {
             actions::Error::Store(s) => s.into(),
             actions::Error::NotFound(id) => ApiError::not_found(format!("action `{id}`")),
             actions::Error::Ambiguous(_) => {
-                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "ambiguous", e.to_string())
+                // Which items a short id matches depends on what is stored
+                // now: a conflict with the state, like a stale revision.
+                ApiError::new(StatusCode::CONFLICT, "ambiguous", e.to_string())
             }
             actions::Error::DedupConflict {
                 ref key,

@@ -17,7 +17,7 @@ use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures_util::Stream;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::auth::Caller;
 use super::error::{ApiError, ApiResult};
@@ -68,12 +68,33 @@ where
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct PageQuery {
     #[serde(default)]
     after: i64,
+    #[schemars(range(min = 1, max = 1000))]
     limit: Option<i64>,
+}
+
+/// How a long poll ended.
+#[derive(Debug, Clone, Copy, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum WaitOutcome {
+    /// What was waited for happened.
+    Done,
+    /// The timeout passed first.
+    Timeout,
+}
+
+impl WaitOutcome {
+    pub(crate) fn of(done: bool) -> Self {
+        if done {
+            WaitOutcome::Done
+        } else {
+            WaitOutcome::Timeout
+        }
+    }
 }
 
 /// `GET /v1/events?after=SEQ&limit=N`: events after `SEQ`, oldest first.
@@ -83,7 +104,7 @@ pub(crate) async fn page(
     State(s): State<Shared>,
     Extension(c): Extension<Caller>,
     Params(q): Params<PageQuery>,
-) -> ApiResult<axum::Json<Value>> {
+) -> ApiResult<axum::Json<EventPage>> {
     let limit = q.limit.unwrap_or(100);
     if !(1..=MAX_PAGE).contains(&limit) {
         return Err(ApiError::invalid(format!("limit must be 1 to {MAX_PAGE}")));
@@ -91,12 +112,19 @@ pub(crate) async fn page(
     let events = s.store.events_after(q.after, limit).await?;
     let next_after = events.last().map_or(q.after, |e| e.seq);
     let events: Vec<Event> = events.into_iter().filter(|e| c.sees(&e.project)).collect();
-    Ok(axum::Json(
-        json!({"events": events, "next_after": next_after}),
-    ))
+    Ok(axum::Json(EventPage { events, next_after }))
 }
 
-#[derive(Debug, Deserialize)]
+/// `GET /v1/events`'s answer.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub(crate) struct EventPage {
+    /// The events the caller may see, oldest first.
+    events: Vec<Event>,
+    /// Where the next page starts (`after=`).
+    next_after: i64,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct StreamQuery {
     after: Option<i64>,

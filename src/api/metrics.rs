@@ -12,11 +12,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::Extension;
 use axum::extract::{Request, State};
-use axum::http::header;
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 
 use super::auth::Caller;
+use super::doc::Exposition;
 use super::error::ApiResult;
 use crate::daemon::Shared;
 
@@ -38,7 +38,7 @@ pub(crate) async fn count(req: Request, next: Next) -> Response {
 pub(crate) async fn metrics(
     State(s): State<Shared>,
     Extension(c): Extension<Caller>,
-) -> ApiResult<Response> {
+) -> ApiResult<Exposition> {
     let counts = s.store.counts(c.project.as_deref()).await?;
     let mut out = String::new();
     // The label value escaped as the exposition format wants.
@@ -75,7 +75,7 @@ pub(crate) async fn metrics(
         );
     }
     if c.project.is_some() {
-        return Ok(text(out));
+        return Ok(Exposition(out));
     }
     let last = s.store.last_event_seq().await?;
     let _ = writeln!(
@@ -124,16 +124,5 @@ pub(crate) async fn metrics(
         out,
         "# HELP handoff_http_connections Open HTTP connections.\n# TYPE handoff_http_connections gauge\nhandoff_http_connections {open_conns}\n# HELP handoff_http_connections_refused_total Connections refused with 503 because [http] max_connections were open.\n# TYPE handoff_http_connections_refused_total counter\nhandoff_http_connections_refused_total {refused}"
     );
-    Ok(text(out))
-}
-
-fn text(out: String) -> Response {
-    (
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
-        out,
-    )
-        .into_response()
+    Ok(Exposition(out))
 }

@@ -1,12 +1,16 @@
 //! The OpenAPI 3.0 document, built from the route table
 //! ([`super::ROUTES`]) so every route is documented and nothing documented
-//! is missing. Request and response bodies are described loosely (JSON
-//! objects); errors share one schema.
+//! is missing. Each route's query parameters, request body and success
+//! answers come from its handler's own types ([`super::doc`]); errors
+//! share one schema.
 
+use schemars::Schema;
 use serde_json::{Map, Value, json};
 
 use super::ROUTES;
 use super::auth::Access;
+use super::doc::{Answer, Gens};
+use super::page::NEXT_HEADER;
 
 /// `GET /v1/openapi.json`.
 pub(crate) async fn serve() -> axum::Json<Value> {
@@ -33,22 +37,88 @@ fn operation_id(method: &str, path: &str) -> String {
     id
 }
 
+/// The OpenAPI description of one success answer.
+fn answer(a: &Answer) -> Value {
+    let mut content = json!({});
+    content[a.media] = match &a.schema {
+        Some(schema) => json!({"schema": schema}),
+        None => json!({"schema": {"type": "string"}}),
+    };
+    let mut out = json!({"description": "OK", "content": content});
+    if a.paged {
+        out["description"] = json!("One page; follow `X-Next-Cursor` for the next");
+        out["headers"] = json!({NEXT_HEADER: {
+            "description": "The cursor of the next page (`after=`); absent on the last page",
+            "schema": {"type": "string"},
+        }});
+    }
+    out
+}
+
+/// The query parameters a query object's schema describes.
+fn query_parameters(query: &Schema) -> Vec<Value> {
+    let required: Vec<&str> = query
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(props) = query.get("properties").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    props
+        .iter()
+        .map(|(name, schema)| {
+            let mut schema = schema.clone();
+            // A query string has no null: an absent parameter is the null.
+            if let Value::Object(o) = &mut schema {
+                o.remove("nullable");
+            }
+            let mut p = json!({
+                "name": name,
+                "in": "query",
+                "required": required.contains(&name.as_str()),
+                "schema": schema,
+            });
+            if let Some(d) = p["schema"].get("description").cloned() {
+                p["description"] = d;
+            }
+            p
+        })
+        .collect()
+}
+
+/// The refusal every route may answer.
+fn refusals() -> Value {
+    let error = json!({"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}});
+    let mut client = error.clone();
+    client["description"] = json!("Refused: see `reason` and `message`");
+    let mut server = error;
+    server["description"] = json!("The daemon cannot serve it now (e.g. its database is unavailable)");
+    json!({"4XX": client, "5XX": server})
+}
+
 /// The whole document.
 pub(crate) fn document() -> Value {
+    let mut gens = Gens::new();
     let mut paths: Map<String, Value> = Map::new();
     for r in ROUTES {
-        let parameters: Vec<Value> = path_params(r.path)
+        let d = (r.describe)(&mut gens);
+        let mut parameters: Vec<Value> = path_params(r.path)
             .into_iter()
-            .map(|p| json!({"name": p, "in": "path", "required": true, "schema": {"type": "string"}}))
+            .map(|p| json!({"name": p, "in": "path", "required": true, "schema": {"type": "string", "minLength": 1, "pattern": "\\S"}}))
             .collect();
+        if let Some(q) = &d.query {
+            parameters.extend(query_parameters(q));
+        }
+        let mut responses = refusals();
+        for a in &d.answers {
+            responses[a.status.to_string()] = answer(a);
+        }
         let mut op = json!({
             "operationId": operation_id(r.method, r.path),
             "summary": r.summary,
             "x-handoff-access": r.access.as_str(),
-            "responses": {
-                "200": {"description": "OK", "content": {"application/json": {"schema": {"type": "object"}}}},
-                "4XX": {"description": "Refused: see `reason`", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
-            },
+            "responses": responses,
         });
         if !parameters.is_empty() {
             op["parameters"] = Value::Array(parameters);
@@ -56,10 +126,10 @@ pub(crate) fn document() -> Value {
         if r.access == Access::Public {
             op["security"] = json!([]);
         }
-        if matches!(r.method, "POST" | "PUT") {
+        if let Some(body) = d.body {
             op["requestBody"] = json!({
                 "required": true,
-                "content": {"application/json": {"schema": {"type": "object"}}},
+                "content": {"application/json": {"schema": body}},
             });
         }
         if let Value::Object(ops) = paths.entry(r.path.to_string()).or_insert_with(|| json!({})) {
@@ -68,6 +138,7 @@ pub(crate) fn document() -> Value {
     }
     // Inbound wakes are outside the token table: each source authenticates
     // with its own secret (bearer, Standard Webhooks or GitHub signature).
+    let woke = gens.answer_schema::<super::wake::Woke>();
     paths.insert(
         super::wake::PATH.to_string(),
         json!({"post": {
@@ -76,13 +147,31 @@ pub(crate) fn document() -> Value {
             "x-handoff-access": "wake-source",
             "security": [],
             "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
-            "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object"}}}},
+            "requestBody": {
+                "required": false,
+                "description": "Any payload (JSON or text), stored with the wake event",
+                "content": {"application/json": {"schema": {}}},
+            },
             "responses": {
-                "202": {"description": "Recorded"},
-                "200": {"description": "Duplicate delivery"},
-                "4XX": {"description": "Refused: see `reason`", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+                "202": {"description": "Recorded", "content": {"application/json": {"schema": woke.clone()}}},
+                "200": {"description": "A delivery already recorded: nothing new", "content": {"application/json": {"schema": woke}}},
+                "4XX": refusals()["4XX"],
+                "5XX": refusals()["5XX"],
             },
         }}),
+    );
+    let mut schemas = gens.answer.take_definitions(true);
+    schemas.insert(
+        "Error".into(),
+        json!({
+            "type": "object",
+            "required": ["reason", "message"],
+            "properties": {
+                "reason": {"type": "string", "description": "machine-readable, e.g. unread_answer, stale, not_open, dedup_conflict, invalid, unauthorized, wrong_role, wrong_project, not_found"},
+                "message": {"type": "string", "description": "what went wrong and what to do"},
+                "detail": {"description": "the refusal's data (e.g. the item as it is now)"},
+            },
+        }),
     );
     json!({
         "openapi": "3.0.3",
@@ -93,20 +182,13 @@ pub(crate) fn document() -> Value {
                 Every /v1 route needs `Authorization: Bearer hnd_…` (see `handoff token create`) \
                 unless the daemon runs with [http] open = true on loopback. \
                 `x-handoff-access` says which token roles may call a route: \
-                read = any, agent = agent or admin, human = human or admin.",
+                read = any, agent = agent or admin, human = human or admin. \
+                Lists answer a JSON array, one page at a time (`limit`, `after`, `X-Next-Cursor`).",
         },
         "security": [{"bearer": []}],
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-            "schemas": {"Error": {
-                "type": "object",
-                "required": ["reason", "message"],
-                "properties": {
-                    "reason": {"type": "string", "description": "machine-readable, e.g. unread_answer, stale, not_open, dedup_conflict, invalid, unauthorized, wrong_role, wrong_project, not_found"},
-                    "message": {"type": "string", "description": "what went wrong and what to do"},
-                    "detail": {"type": "object", "description": "the refusal's data"},
-                },
-            }},
+            "schemas": schemas,
         },
         "paths": paths,
     })

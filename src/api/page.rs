@@ -20,9 +20,10 @@ pub(crate) const MAX_LIMIT: u32 = 500;
 pub(crate) const NEXT_HEADER: &str = "x-next-cursor";
 
 /// The query of a list route that takes nothing but a page.
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct PageQuery {
+    #[schemars(range(min = 1, max = 500))]
     pub limit: Option<i64>,
     pub after: Option<String>,
 }
@@ -67,9 +68,14 @@ pub(crate) fn page<T>(
         Some(a) => match items.iter().position(|i| key(i) == a) {
             Some(at) => at + 1,
             None => {
-                return Err(ApiError::invalid(format!(
-                    "cursor `{a}` is not in this list (any more): start again without `after`"
-                )));
+                // Whether a cursor is in the list depends on what is stored
+                // now (its item may have gone): a conflict, like a stale revision.
+                return Err(ApiError::conflict(
+                    "cursor_gone",
+                    format!(
+                        "cursor `{a}` is not in this list (any more): start again without `after`"
+                    ),
+                ));
             }
         },
     };

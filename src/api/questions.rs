@@ -6,19 +6,18 @@
 
 use axum::Extension;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 
 use super::auth::Caller;
+use super::doc::Created;
 use super::error::{ApiError, ApiResult};
-use super::events::wait_until;
+use super::events::{WaitOutcome, wait_until};
 use super::input::{Body, Params, wait_timeout};
 use super::page::{PageQuery, Paged, page};
 use crate::daemon::Shared;
+use crate::store::boards::PendingRow;
 use crate::store::questions::{
-    ListFilter, NewQuestion, NewReply, Question, QuestionOption, ReplyKind, ReplyRecord, Source,
+    Delivery, Flagged, ListFilter, NewQuestion, NewReply, Question, QuestionOption, ReplyKind, ReplyRecord, Source,
     Status,
 };
 
@@ -39,24 +38,29 @@ async fn visible(s: &Shared, c: &Caller, id: &str) -> ApiResult<Question> {
     Ok(q)
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct OptionBody {
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     label: String,
     #[serde(default)]
     recommended: bool,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct FlagBody {
     #[serde(default)]
+    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
     project: String,
     #[serde(default)]
+    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
     agent: String,
     #[serde(default)]
+    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
     session: String,
     key: Option<String>,
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     title: String,
     #[serde(default)]
     detail: String,
@@ -71,7 +75,7 @@ pub(crate) async fn flag(
     State(s): State<Shared>,
     Extension(c): Extension<Caller>,
     Body(b): Body<FlagBody>,
-) -> ApiResult<Response> {
+) -> ApiResult<Created<axum::Json<Flagged>>> {
     let project = c.write_project(&b.project)?;
     let q = NewQuestion {
         project,
@@ -96,20 +100,20 @@ pub(crate) async fn flag(
     };
     let flagged = s.store.flag(&q).await?;
     wrote(&s);
-    let status = if flagged.created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    Ok((status, axum::Json(flagged)).into_response())
+    Ok(Created {
+        created: flagged.created,
+        reply: axum::Json(flagged),
+    })
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ListQuery {
+    #[schemars(extend("enum" = ["open", "resolved", "dismissed", null]))]
     status: Option<String>,
     project: Option<String>,
     session: Option<String>,
+    #[schemars(range(min = 1, max = 500))]
     limit: Option<i64>,
     after: Option<String>,
 }
@@ -137,10 +141,12 @@ pub(crate) async fn list(
     page(all, |x| x.id.clone(), q.after.as_deref(), q.limit)
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct GetQuery {
+    #[schemars(extend("enum" = ["reply", "change", null]))]
     wait: Option<String>,
+    #[schemars(regex(pattern = r"^(0|[1-9][0-9]{0,8})(ms|s|sec|secs|m|min|mins|h|hr|hrs|d|day|days)?$"))]
     timeout: Option<String>,
 }
 
@@ -164,13 +170,13 @@ pub(crate) async fn get(
     Extension(c): Extension<Caller>,
     Path(id): Path<String>,
     Params(q): Params<GetQuery>,
-) -> ApiResult<Response> {
+) -> ApiResult<axum::Json<QuestionView>> {
     let first = visible(&s, &c, &id).await?;
     let Some(wait) = q.wait.as_deref() else {
         if q.timeout.is_some() {
             return Err(ApiError::invalid("timeout needs wait=reply or wait=change"));
         }
-        return Ok(axum::Json(first).into_response());
+        return Ok(axum::Json(QuestionView::Now(first)));
     };
     let timeout = wait_timeout(q.timeout.as_deref())?;
     let baseline = mark(&first);
@@ -202,11 +208,27 @@ pub(crate) async fn get(
         }
     })
     .await?;
-    let outcome = if done { "done" } else { "timeout" };
-    Ok(axum::Json(json!({"outcome": outcome, "question": question})).into_response())
+    Ok(axum::Json(QuestionView::Waited {
+        outcome: WaitOutcome::of(done),
+        question,
+    }))
 }
 
-#[derive(Debug, Deserialize)]
+/// `GET /v1/questions/{id}`'s answer: the question, or with `wait` the
+/// long poll's outcome and the question as it is then.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub(crate) enum QuestionView {
+    /// With `wait`: `done` or `timeout`, and the question.
+    Waited {
+        outcome: WaitOutcome,
+        question: Question,
+    },
+    /// Without `wait`.
+    Now(Question),
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct PendingQuery {
     project: Option<String>,
@@ -214,11 +236,13 @@ pub(crate) struct PendingQuery {
     #[serde(default)]
     new: bool,
     /// `questions` or `rows`: pick up only that half (default both).
+    #[schemars(extend("enum" = ["questions", "rows", null]))]
     only: Option<String>,
     /// Rows only: read without marking anything delivered.
     #[serde(default)]
     peek: bool,
     /// Who picks up (with a token: its own name, or left out).
+    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
     by: Option<String>,
 }
 
@@ -230,7 +254,7 @@ pub(crate) async fn pending(
     State(s): State<Shared>,
     Extension(c): Extension<Caller>,
     Params(q): Params<PendingQuery>,
-) -> ApiResult<axum::Json<Value>> {
+) -> ApiResult<axum::Json<PendingView>> {
     let (want_q, want_rows) = match q.only.as_deref() {
         None => (true, true),
         Some("questions") => (true, false),
@@ -249,13 +273,13 @@ pub(crate) async fn pending(
     let project = c.filter(q.project)?;
     let by = c.actor(q.by.as_deref())?;
     let session = q.session.as_deref();
-    let mut body = serde_json::Map::new();
+    let mut body = PendingView::default();
     if want_q {
         let questions = s
             .store
             .pending(project.as_deref(), session, !q.new, &by)
             .await?;
-        body.insert("questions".into(), json!(questions));
+        body.questions = Some(questions);
     }
     if want_rows {
         let rows = if q.peek {
@@ -272,17 +296,29 @@ pub(crate) async fn pending(
         } else {
             rows
         };
-        body.insert("rows".into(), json!(rows));
+        body.rows = Some(rows);
     }
     wrote(&s);
-    Ok(axum::Json(Value::Object(body)))
+    Ok(axum::Json(body))
 }
 
-#[derive(Debug, Deserialize)]
+/// `GET /v1/pending`'s answer: each half asked for (`only` leaves one out).
+#[derive(Debug, Default, Serialize, schemars::JsonSchema)]
+pub(crate) struct PendingView {
+    /// Replies picked up.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    questions: Option<Vec<Delivery>>,
+    /// Board rows waiting for the agent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rows: Option<Vec<PendingRow>>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct PickupBody {
     /// The `reply_seq` of the reply the agent read.
     reply_seq: i64,
+    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
     by: Option<String>,
 }
 
@@ -295,7 +331,7 @@ pub(crate) async fn pickup(
     Extension(c): Extension<Caller>,
     Path(id): Path<String>,
     Body(b): Body<PickupBody>,
-) -> ApiResult<axum::Json<Value>> {
+) -> ApiResult<axum::Json<Pickup>> {
     let mut q = visible(&s, &c, &id).await?;
     let by = c.actor(b.by.as_deref())?;
     let mut picked = false;
@@ -308,7 +344,19 @@ pub(crate) async fn pickup(
         }
         wrote(&s);
     }
-    Ok(axum::Json(json!({"picked": picked, "question": q})))
+    Ok(axum::Json(Pickup {
+        picked,
+        question: q,
+    }))
+}
+
+/// `POST /v1/questions/{id}/pickup`'s answer.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub(crate) struct Pickup {
+    /// Whether this call marked the reply picked up.
+    picked: bool,
+    /// The question as it is now.
+    question: Question,
 }
 
 /// `GET /v1/questions/{id}/replies?limit&after`: the append-only reply
@@ -324,12 +372,14 @@ pub(crate) async fn replies(
     page(all, |r| r.seq.to_string(), p.after.as_deref(), p.limit)
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct SnoozeBody {
     /// How long: `30m`, `2h`, `1500ms`; `0s` wakes it now.
     #[serde(rename = "for")]
+    #[schemars(regex(pattern = r"^[1-9][0-9]{0,8}(ms|s|sec|secs|m|min|mins|h|hr|hrs|d|day|days)?$"))]
     duration: String,
+    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
     by: Option<String>,
 }
 
@@ -353,15 +403,17 @@ pub(crate) async fn snooze(
     Ok(axum::Json(out?))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ReplyBody {
     #[serde(default)]
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     text: String,
     #[serde(default)]
     kind: ReplyKind,
     context: Option<String>,
     expected_revision: Option<i64>,
+    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
     by: Option<String>,
 }
 
@@ -407,10 +459,12 @@ pub(crate) async fn reply(
     Ok(axum::Json(out?))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ResolveBody {
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     outcome: String,
+    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
     by: Option<String>,
 }
 
@@ -428,10 +482,11 @@ pub(crate) async fn resolve(
     Ok(axum::Json(out?))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct DismissBody {
     reason: Option<String>,
+    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
     by: Option<String>,
 }
 

@@ -20,33 +20,41 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::auth::Caller;
+use super::doc::Shaped;
 use super::error::{ApiError, ApiResult};
-use super::events::wait_until;
+use super::events::{WaitOutcome, wait_until};
 use super::input::{Body, Params, wait_timeout};
 use super::page::{Paged, page};
 use super::questions::wrote;
 use crate::daemon::Shared;
 use crate::store::sessions::{
-    Begin, Checkpointed, Complete, DEFAULT_LEDGER_TAIL, Ended, LedgerEntry, NewCall, NewSession,
-    Session, WakeTarget,
+    Arrival, Begin, Checkpointed, Complete, DEFAULT_LEDGER_TAIL, Ended, LedgerEntry, NewCall,
+    NewSession, Resume, Session, WakeTarget,
 };
 
 /// A session as shown over HTTP: a webhook secret is replaced by `***`.
-fn show(s: &Session) -> Value {
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+#[serde(transparent)]
+pub(crate) struct SessionView(#[schemars(with = "Session")] Value);
+
+fn show(s: &Session) -> SessionView {
     let mut v = serde_json::to_value(s).unwrap_or(Value::Null);
     if let Some(secret) = v.pointer_mut("/wake_target/secret") {
         *secret = Value::String("***".into());
     }
-    v
+    SessionView(v)
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RegisterBody {
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     session_id: String,
     #[serde(default)]
+    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
     agent: String,
     #[serde(default)]
+    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
     project: String,
     #[serde(default)]
     cwd: String,
@@ -58,7 +66,7 @@ pub(crate) async fn register(
     State(s): State<Shared>,
     Extension(c): Extension<Caller>,
     Body(b): Body<RegisterBody>,
-) -> ApiResult<axum::Json<Value>> {
+) -> ApiResult<axum::Json<SessionView>> {
     let project = c.write_project(&b.project)?;
     if matches!(
         b.wake_target,
@@ -129,12 +137,12 @@ async fn registered(s: &Shared, c: &Caller, id: &str) -> ApiResult<Session> {
 }
 
 /// A serialized outcome whose `session` (if any) hides its webhook secret.
-fn shown<T: serde::Serialize>(v: &T) -> Value {
+fn shown<T: serde::Serialize>(v: &T) -> Shaped<T> {
     let mut j = serde_json::to_value(v).unwrap_or(Value::Null);
     if let Some(secret) = j.pointer_mut("/session/wake_target/secret") {
         *secret = Value::String("***".into());
     }
-    j
+    Shaped::new(j)
 }
 
 /// `GET /v1/sessions/{id}`.
@@ -142,15 +150,17 @@ pub(crate) async fn get(
     State(s): State<Shared>,
     Extension(c): Extension<Caller>,
     Path(id): Path<String>,
-) -> ApiResult<axum::Json<Value>> {
+) -> ApiResult<axum::Json<SessionView>> {
     Ok(axum::Json(show(&registered(&s, &c, &id).await?)))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ListQuery {
+    #[schemars(extend("enum" = ["active", "idle", "ended", null]))]
     status: Option<String>,
     project: Option<String>,
+    #[schemars(range(min = 1, max = 500))]
     limit: Option<i64>,
     after: Option<String>,
 }
@@ -161,7 +171,7 @@ pub(crate) async fn list(
     State(s): State<Shared>,
     Extension(c): Extension<Caller>,
     Params(q): Params<ListQuery>,
-) -> ApiResult<Paged<Value>> {
+) -> ApiResult<Paged<SessionView>> {
     if let Some(st) = q.status.as_deref()
         && !matches!(st, "active" | "idle" | "ended")
     {
@@ -178,7 +188,7 @@ pub(crate) async fn list(
     Ok(Paged(items.iter().map(show).collect(), next))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct CheckpointBody {
     revision: i64,
@@ -193,7 +203,7 @@ pub(crate) async fn checkpoint(
     Extension(c): Extension<Caller>,
     Path(id): Path<String>,
     Body(b): Body<CheckpointBody>,
-) -> ApiResult<axum::Json<Value>> {
+) -> ApiResult<Shaped<Checkpointed>> {
     let session = registered(&s, &c, &id).await?;
     let out = s
         .store
@@ -201,24 +211,24 @@ pub(crate) async fn checkpoint(
         .await?;
     wrote(&s);
     match &out {
-        Checkpointed::Saved { .. } => Ok(axum::Json(shown(&out))),
+        Checkpointed::Saved { .. } => Ok(shown(&out)),
         Checkpointed::Stale { expected, current } => Err(ApiError::conflict(
             "stale",
             format!("the session is at revision {current}, not {expected}"),
         )
-        .with_detail(shown(&out))),
+        .with_detail(shown(&out).0)),
         Checkpointed::Ended { .. } => Err(ApiError::conflict(
             "ended",
             "the session has ended; register it again to reopen it",
         )
-        .with_detail(shown(&out))),
+        .with_detail(shown(&out).0)),
         Checkpointed::NotFound => {
-            Err(ApiError::not_found(format!("session `{id}`")).with_detail(shown(&out)))
+            Err(ApiError::not_found(format!("session `{id}`")).with_detail(shown(&out).0))
         }
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ResumeQuery {
     tail: Option<i64>,
@@ -231,10 +241,10 @@ pub(crate) async fn resume(
     Extension(c): Extension<Caller>,
     Path(id): Path<String>,
     Params(q): Params<ResumeQuery>,
-) -> ApiResult<axum::Json<Value>> {
+) -> ApiResult<Shaped<Resume>> {
     let (full, _) = reach(&s, &c, &id).await?;
     let tail = q.tail.unwrap_or(DEFAULT_LEDGER_TAIL);
-    Ok(axum::Json(shown(&s.store.resume(&full, tail).await?)))
+    Ok(shown(&s.store.resume(&full, tail).await?))
 }
 
 /// `POST /v1/sessions/{id}/end`: mark it ended (registering again reopens it).
@@ -242,20 +252,22 @@ pub(crate) async fn end(
     State(s): State<Shared>,
     Extension(c): Extension<Caller>,
     Path(id): Path<String>,
-) -> ApiResult<axum::Json<Value>> {
+) -> ApiResult<Shaped<Ended>> {
     let session = registered(&s, &c, &id).await?;
     let out = s.store.end_session(&session.session_id).await?;
     wrote(&s);
     match out {
         Ended::NotFound => Err(ApiError::not_found(format!("session `{id}`"))),
-        out => Ok(axum::Json(shown(&out))),
+        out => Ok(shown(&out)),
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct BeginBody {
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     event_id: String,
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     tool: String,
     #[serde(default)]
     payload: Value,
@@ -295,10 +307,11 @@ pub(crate) async fn ledger_begin(
     Ok(axum::Json(out))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct LedgerQuery {
     last: Option<i64>,
+    #[schemars(range(min = 1, max = 500))]
     limit: Option<i64>,
     after: Option<String>,
 }
@@ -316,7 +329,7 @@ pub(crate) async fn ledger_list(
     page(all, |e| e.seq.to_string(), q.after.as_deref(), q.limit)
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct CompleteBody {
     ok: bool,
@@ -388,10 +401,12 @@ pub(crate) async fn ledger_complete(
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct WaitQuery {
+    #[schemars(regex(pattern = r"^(0|[1-9][0-9]{0,8})(ms|s|sec|secs|m|min|mins|h|hr|hrs|d|day|days)?$"))]
     timeout: Option<String>,
+    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
     by: Option<String>,
 }
 
@@ -404,7 +419,7 @@ pub(crate) async fn wait(
     Extension(c): Extension<Caller>,
     Path(id): Path<String>,
     Params(q): Params<WaitQuery>,
-) -> ApiResult<axum::Json<Value>> {
+) -> ApiResult<axum::Json<Arrived>> {
     let (full, _) = reach(&s, &c, &id).await?;
     crate::store::sessions::check_id(&full).map_err(ApiError::from)?;
     if !s.store.session_known(&full).await? {
@@ -434,8 +449,20 @@ pub(crate) async fn wait(
     if done {
         wrote(&s);
     }
-    let outcome = if done { "done" } else { "timeout" };
-    Ok(axum::Json(
-        json!({"outcome": outcome, "session": full, "arrivals": arrivals}),
-    ))
+    Ok(axum::Json(Arrived {
+        outcome: WaitOutcome::of(done),
+        session: full,
+        arrivals,
+    }))
+}
+
+/// `GET /v1/sessions/{id}/wait`'s answer.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub(crate) struct Arrived {
+    /// `done`: something arrived and was claimed; `timeout`: nothing did.
+    outcome: WaitOutcome,
+    /// The session's full id.
+    session: String,
+    /// What arrived (empty on a timeout).
+    arrivals: Vec<Arrival>,
 }

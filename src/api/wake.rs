@@ -53,21 +53,36 @@ enum WakeError {
 
 impl IntoResponse for WakeError {
     fn into_response(self) -> Response {
-        let status = match &self {
-            WakeError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-            WakeError::NotFound(_) => StatusCode::NOT_FOUND,
-            WakeError::TooDeep(_) => StatusCode::UNPROCESSABLE_ENTITY,
+        let (status, reason) = match &self {
+            WakeError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            WakeError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            WakeError::TooDeep(_) => (StatusCode::UNPROCESSABLE_ENTITY, "too_deep"),
             WakeError::Store(e) => {
                 tracing::error!(error = %e, "inbound wake cannot reach the store");
-                StatusCode::SERVICE_UNAVAILABLE
+                (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable")
             }
         };
-        (
-            status,
-            axum::Json(json!({"ok": false, "error": self.to_string()})),
-        )
-            .into_response()
+        // The API's error shape (`reason`, `message`), plus `ok` and
+        // `error` as wake senders have read them since the first release.
+        let text = self.to_string();
+        let body = json!({"ok": false, "reason": reason, "message": text, "error": text});
+        (status, axum::Json(body)).into_response()
     }
+}
+
+/// The wake route's answer.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub(crate) struct Woke {
+    /// Always true in a 2xx.
+    ok: bool,
+    /// First delivery of this id: recorded now.
+    new: bool,
+    /// A delivery already recorded: nothing new.
+    duplicate: bool,
+    /// The wake event's sequence number.
+    seq: i64,
+    /// The delivery id it is deduplicated by.
+    delivery_id: String,
 }
 
 async fn wake(
@@ -111,7 +126,13 @@ async fn wake(
     } else {
         StatusCode::OK
     };
-    let out = json!({"ok": true, "new": rec.new, "duplicate": !rec.new, "seq": rec.seq, "delivery_id": delivery_id});
+    let out = Woke {
+        ok: true,
+        new: rec.new,
+        duplicate: !rec.new,
+        seq: rec.seq,
+        delivery_id,
+    };
     Ok((status, axum::Json(out)).into_response())
 }
 

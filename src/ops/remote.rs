@@ -94,13 +94,13 @@ impl From<Failure> for Error {
         match status {
             401 | 403 => Error::Denied { reason, message },
             404 => Error::NotFound { message },
+            // An ambiguous short id is "not found" locally too (exit 4).
+            409 if reason == "ambiguous" => Error::NotFound { message },
             409 => Error::Refused {
                 reason,
                 message,
                 detail: detail.unwrap_or(Value::Null),
             },
-            // An ambiguous short id is "not found" locally too (exit 4).
-            422 if reason == "ambiguous" => Error::NotFound { message },
             400 | 413 | 415 | 422 => Error::Invalid { message },
             503 => Error::Busy { message },
             _ => Error::Internal { message },
@@ -363,7 +363,7 @@ mod tests {
             Error::NotFound { .. }
         ));
         assert!(matches!(
-            Error::from(f(422, "ambiguous")),
+            Error::from(f(409, "ambiguous")),
             Error::NotFound { .. }
         ));
         assert!(matches!(

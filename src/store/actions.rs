@@ -90,7 +90,7 @@ impl From<sqlx::Error> for Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Where an action stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     /// Waiting for approvals.
@@ -159,7 +159,7 @@ impl std::fmt::Display for Status {
 }
 
 /// What happens when nobody decides in time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum OnExpire {
     /// Status becomes `expired`.
@@ -182,7 +182,7 @@ impl OnExpire {
 /// One action as stored. `args` and `effective_args` hold the *real* values
 /// (executors need them); render through [`Action::redacted`] or
 /// [`Action::display_args`] for people.
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Action {
     /// Full id (UUIDv7 hex).
     pub id: String,
@@ -200,6 +200,7 @@ pub struct Action {
     pub status: Status,
     /// Decisions at or after this instant are refused.
     #[serde(with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<crate::clock::Timestamp>")]
     pub expires_at: Option<i64>,
     /// What expiry turns it into.
     pub on_expire: OnExpire,
@@ -211,6 +212,7 @@ pub struct Action {
     pub decided_by: Option<String>,
     /// When it was decided.
     #[serde(with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<crate::clock::Timestamp>")]
     pub decided_at: Option<i64>,
     /// Why it was rejected, expired or resolved.
     pub reason: Option<String>,
@@ -228,6 +230,7 @@ pub struct Action {
     pub owner: Option<String>,
     /// The claim lapses at this instant unless extended.
     #[serde(with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<crate::clock::Timestamp>")]
     pub lease_until: Option<i64>,
     /// What the executor reported.
     pub result: Option<Value>,
@@ -243,9 +246,11 @@ pub struct Action {
     pub session: String,
     /// When it was proposed.
     #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "crate::clock::Timestamp")]
     pub created_at: i64,
     /// Last transition.
     #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "crate::clock::Timestamp")]
     pub updated_at: i64,
 }
 
@@ -327,7 +332,7 @@ impl Action {
 }
 
 /// One audit row.
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct AuditEntry {
     /// Position in the audit log.
     pub seq: i64,
@@ -335,6 +340,7 @@ pub struct AuditEntry {
     pub action_id: String,
     /// When.
     #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "crate::clock::Timestamp")]
     pub at: i64,
     /// Who (a person, `rule:<name>`, `expiry`, `recovery`, an executor id).
     pub actor: String,

@@ -47,7 +47,7 @@ pub const MAX_OPTIONS: usize = 4;
 pub const MAX_ROWS: usize = 500;
 
 /// A row's status. `blocked` means a human must act.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum RowStatus {
     /// Known and followed, nothing done yet.
@@ -99,7 +99,7 @@ impl std::str::FromStr for RowStatus {
 }
 
 /// Who must act on a blocked row: nobody named (`""`), a decision, a task, an approval.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum RowOwner {
     /// Not said.
@@ -144,7 +144,7 @@ impl std::str::FromStr for RowOwner {
 }
 
 /// What a human's annotation means.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum AnnotationKind {
     /// An answer to the step.
@@ -184,7 +184,7 @@ impl std::str::FromStr for AnnotationKind {
 }
 
 /// Through which door a human responded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
     /// The web Inbox or `handoff board annotate`: always wins.
@@ -218,7 +218,7 @@ impl std::str::FromStr for Source {
 }
 
 /// One labelled choice a blocked row offers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RowOption {
     /// The choice, short.
@@ -232,7 +232,7 @@ pub struct RowOption {
 }
 
 /// Progress of a board: done = 1, partial = 0.5, `na` left out.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize, Default, schemars::JsonSchema)]
 pub struct Progress {
     /// All rows.
     pub rows: i64,
@@ -254,7 +254,7 @@ impl Progress {
 }
 
 /// A board without its rows.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Board {
     /// Full id.
     pub id: String,
@@ -266,6 +266,7 @@ pub struct Board {
     pub board_version: i64,
     /// When it was archived; `None` while active.
     #[serde(with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<crate::clock::Timestamp>")]
     pub archived_at: Option<i64>,
     /// Archived because progress reached 100 % (a later lowering write reactivates it).
     pub auto_archived: bool,
@@ -277,14 +278,16 @@ pub struct Board {
     pub progress: Progress,
     /// Created.
     #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "crate::clock::Timestamp")]
     pub created_at: i64,
     /// Last changed.
     #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "crate::clock::Timestamp")]
     pub updated_at: i64,
 }
 
 /// A board with all its rows, read from the database.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct BoardFull {
     /// The board.
     #[serde(flatten)]
@@ -301,7 +304,7 @@ impl BoardFull {
 }
 
 /// One archived step of a row, kept in its `history` by `board_advance`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Step {
     /// Which step this was.
     pub action_version: i64,
@@ -329,12 +332,15 @@ pub struct Step {
     pub annotated_by: Option<String>,
     /// When.
     #[serde(with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<crate::clock::Timestamp>")]
     pub annotated_at: Option<i64>,
     /// When an agent first received it.
     #[serde(with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<crate::clock::Timestamp>")]
     pub annotation_seen_at: Option<i64>,
     /// When the human marked it handled.
     #[serde(with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<crate::clock::Timestamp>")]
     pub handled_at: Option<i64>,
     /// Who marked it handled.
     pub handled_by: Option<String>,
@@ -342,14 +348,16 @@ pub struct Step {
     pub outcome: String,
     /// When the step started.
     #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "crate::clock::Timestamp")]
     pub started_at: i64,
     /// When it was archived.
     #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "crate::clock::Timestamp")]
     pub ended_at: i64,
 }
 
 /// One row of a board, as stored.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Row {
     /// Full id.
     pub id: String,
@@ -375,6 +383,7 @@ pub struct Row {
     pub outcome: String,
     /// When the outcome was stored.
     #[serde(with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<crate::clock::Timestamp>")]
     pub outcome_at: Option<i64>,
     /// The row's CAS token.
     pub revision: i64,
@@ -382,6 +391,7 @@ pub struct Row {
     pub action_version: i64,
     /// When the current step started.
     #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "crate::clock::Timestamp")]
     pub action_started_at: i64,
     /// Archived steps, oldest first.
     pub history: Vec<Step>,
@@ -395,25 +405,31 @@ pub struct Row {
     pub annotated_by: Option<String>,
     /// When.
     #[serde(with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<crate::clock::Timestamp>")]
     pub annotated_at: Option<i64>,
     /// When an agent first received it (delivery, not acknowledgement).
     #[serde(with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<crate::clock::Timestamp>")]
     pub annotation_seen_at: Option<i64>,
     /// When the human marked their part done.
     #[serde(with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<crate::clock::Timestamp>")]
     pub handled_at: Option<i64>,
     /// Who did.
     pub handled_by: Option<String>,
     /// When an agent first received the mark.
     #[serde(with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<crate::clock::Timestamp>")]
     pub handled_seen_at: Option<i64>,
     /// Order in the board.
     pub position: i64,
     /// Created.
     #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "crate::clock::Timestamp")]
     pub created_at: i64,
     /// Last changed.
     #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "crate::clock::Timestamp")]
     pub updated_at: i64,
 }
 
@@ -434,7 +450,7 @@ impl Row {
 }
 
 /// The current revision of a row that did not match (`None`: no such row).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct StaleRow {
     /// Row label.
     pub label: String,
@@ -443,7 +459,7 @@ pub struct StaleRow {
 }
 
 /// Why a board write was refused. Nothing was changed.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(tag = "refused", rename_all = "snake_case")]
 pub enum Refusal {
     /// A version did not match: re-read and retry. Carries the current values.

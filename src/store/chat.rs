@@ -13,7 +13,7 @@ use sqlx::Row;
 use super::{Result, Store};
 
 /// One pushed (or being pushed) chat message for an item.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ChatMessage {
     /// `question`, `row` or `action`.
     pub item_kind: String,

@@ -16,7 +16,7 @@ use super::sessions::WakeTarget;
 use super::{Error, Event, NewEvent, Result, Store, events};
 
 /// A delivery of one event to one target.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Delivery {
     /// Row id.
     pub id: i64,
@@ -34,19 +34,23 @@ pub struct Delivery {
     pub attempts: i64,
     /// When the next attempt is due.
     #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "crate::clock::Timestamp")]
     pub next_attempt_at: i64,
     /// How long one attempt may hold the row before it counts as crashed.
     pub lease_ms: i64,
     /// While delivering: when the lease lapses.
     #[serde(with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<crate::clock::Timestamp>")]
     pub lease_until: Option<i64>,
     /// Why the last attempt failed.
     pub last_error: Option<String>,
     /// Enqueued.
     #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "crate::clock::Timestamp")]
     pub created_at: i64,
     /// Last changed.
     #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "crate::clock::Timestamp")]
     pub updated_at: i64,
 }
 

@@ -43,12 +43,13 @@ pub struct NewEvent<'a> {
 }
 
 /// A committed event.
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Event {
     /// Position in the log; strictly increasing, no gaps.
     pub seq: i64,
     /// When it was appended.
     #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "crate::clock::Timestamp")]
     pub at: i64,
     /// Event type, e.g. `question.answered`.
     #[serde(rename = "type")]

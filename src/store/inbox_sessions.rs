@@ -25,7 +25,7 @@ pub const MAX_LINK_TTL_MS: i64 = 7 * 24 * 3600 * 1000;
 const MAX_NAME: usize = 64;
 
 /// A freshly created login link: the only time its code exists outside the caller.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct LoginLink {
     /// Full id of the code.
     pub id: String,
@@ -35,14 +35,16 @@ pub struct LoginLink {
     pub code: String,
     /// Created.
     #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "crate::clock::Timestamp")]
     pub created_at: i64,
     /// The code is refused from this moment on.
     #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "crate::clock::Timestamp")]
     pub expires_at: i64,
 }
 
 /// A browser session, without its secret.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct InboxSession {
     /// Full id.
     pub id: String,
@@ -50,14 +52,16 @@ pub struct InboxSession {
     pub name: String,
     /// Opened.
     #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "crate::clock::Timestamp")]
     pub created_at: i64,
     /// Refused from this moment on.
     #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "crate::clock::Timestamp")]
     pub expires_at: i64,
 }
 
 /// What visiting a login link did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(tag = "login", rename_all = "snake_case")]
 pub enum Login {
     /// A session was opened; `secret` goes into the cookie and nowhere else.

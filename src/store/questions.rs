@@ -31,7 +31,7 @@ use sqlx::sqlite::SqliteRow;
 use super::{Error, Result};
 
 /// Where a question stands. Nothing reopens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     /// Waiting on a human (or on the agent to resolve it).
@@ -43,7 +43,7 @@ pub enum Status {
 }
 
 /// What a reply means to the agent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ReplyKind {
     /// An answer to the question.
@@ -57,7 +57,7 @@ pub enum ReplyKind {
 }
 
 /// Through which door a reply came.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
     /// The web Inbox or `handoff reply`: always wins.
@@ -120,7 +120,7 @@ str_enum!(
 );
 
 /// One labelled choice offered with a question.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct QuestionOption {
     /// What the button says (≤ 64 chars, unique within the question).
     pub label: String,
@@ -152,7 +152,7 @@ pub struct NewQuestion {
 }
 
 /// The reply currently standing on a question.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Reply {
     /// The text (empty for a decline without a reason).
     pub text: String,
@@ -167,14 +167,16 @@ pub struct Reply {
     pub by: String,
     /// When.
     #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "crate::clock::Timestamp")]
     pub at: i64,
     /// When an agent picked it up; `null` while it waits.
     #[serde(with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<crate::clock::Timestamp>")]
     pub seen_at: Option<i64>,
 }
 
 /// A stored question.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Question {
     /// Full id.
     pub id: String,
@@ -209,15 +211,19 @@ pub struct Question {
     pub revision: i64,
     /// Left out of the chat-facing list until then.
     #[serde(with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<crate::clock::Timestamp>")]
     pub snoozed_until: Option<i64>,
     /// Created.
     #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "crate::clock::Timestamp")]
     pub created_at: i64,
     /// Last changed.
     #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "crate::clock::Timestamp")]
     pub updated_at: i64,
     /// Resolved or dismissed.
     #[serde(with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<crate::clock::Timestamp>")]
     pub resolved_at: Option<i64>,
 }
 
@@ -246,7 +252,7 @@ pub struct NewReply {
 }
 
 /// Why a write changed nothing. These are normal outcomes, not errors.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(tag = "refused", rename_all = "snake_case")]
 pub enum Refusal {
     /// The reply text is blank (or a blank Inbox reply found nothing to clear).
@@ -323,7 +329,7 @@ impl fmt::Display for Refusal {
 pub type Outcome<T> = std::result::Result<T, Refusal>;
 
 /// What [`Store::flag`](super::Store::flag) did.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Flagged {
     /// True when a new question was created, false when an open one with
     /// the same key was updated in place.
@@ -333,7 +339,7 @@ pub struct Flagged {
 }
 
 /// One reply handed to an agent by [`Store::pending`](super::Store::pending).
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Delivery {
     /// True when this call delivered the reply (it was unseen and this
     /// pickup marked it); false for a reply delivered before and still
@@ -359,7 +365,7 @@ pub struct ListFilter {
 }
 
 /// One entry of a question's append-only reply history.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct ReplyRecord {
     /// Position in the history table.
     pub seq: i64,
@@ -381,6 +387,7 @@ pub struct ReplyRecord {
     pub revision: i64,
     /// When.
     #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "crate::clock::Timestamp")]
     pub at: i64,
 }
 

@@ -35,7 +35,7 @@ pub(crate) fn check_id(id: &str) -> Result<&str> {
 }
 
 /// How to wake a session. Stored as JSON with a `type` tag.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
 pub enum WakeTarget {
     /// Run a program (argv, no shell) with the event as JSON on stdin.
@@ -89,7 +89,7 @@ impl WakeTarget {
 }
 
 /// A registered session.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Session {
     /// Client-chosen id.
     pub session_id: String,
@@ -111,12 +111,15 @@ pub struct Session {
     pub last_wait_seq: i64,
     /// When it was ended, if it was.
     #[serde(with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<crate::clock::Timestamp>")]
     pub ended_at: Option<i64>,
     /// Registered.
     #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "crate::clock::Timestamp")]
     pub created_at: i64,
     /// Last changed.
     #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "crate::clock::Timestamp")]
     pub updated_at: i64,
 }
 

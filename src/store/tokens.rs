@@ -16,7 +16,7 @@ use sqlx::Row;
 use super::{Error, NewEvent, Result, Store, events, new_id};
 
 /// What a token may do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// The agent side: flag, pending, answer, resolve, boards, propose, claim, complete, reads.
@@ -53,7 +53,7 @@ impl std::str::FromStr for Role {
 }
 
 /// A stored token, without its secret.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Token {
     /// Full id.
     pub id: String,
@@ -65,14 +65,16 @@ pub struct Token {
     pub project: Option<String>,
     /// Created.
     #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "crate::clock::Timestamp")]
     pub created_at: i64,
     /// Revoked; `None` while valid.
     #[serde(with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<crate::clock::Timestamp>")]
     pub revoked_at: Option<i64>,
 }
 
 /// A freshly created token: the only time its secret exists outside the caller.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Created {
     /// The stored record.
     pub token: Token,

@@ -61,7 +61,7 @@ impl Default for NewAction {
 }
 
 /// The result of [`Store::propose`].
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Proposed {
     /// The new action, or the live one with the same dedup key and payload.
     pub action: Action,
@@ -84,7 +84,7 @@ pub fn unknown_duplicate_note(created: bool, a: &Action) -> Option<String> {
 
 /// The result of [`Store::approve`]. Only `Approved` and `ApprovalAdded`
 /// changed anything; the others report what already stands.
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum ApproveOutcome {
     /// This approval completed the quorum: the action is approved.
@@ -110,6 +110,7 @@ pub enum ApproveOutcome {
         decided_by: Option<String>,
         /// When.
         #[serde(with = "crate::clock::rfc3339::option")]
+        #[schemars(with = "Option<crate::clock::Timestamp>")]
         decided_at: Option<i64>,
         /// The action as it stands.
         action: Action,
@@ -144,7 +145,7 @@ impl ApproveOutcome {
 }
 
 /// The result of [`Store::reject`].
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum RejectOutcome {
     /// This call rejected it.
@@ -176,7 +177,7 @@ impl RejectOutcome {
 }
 
 /// The result of [`Store::claim`].
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum ClaimOutcome {
     /// The caller owns the execution until the lease runs out.
@@ -192,7 +193,7 @@ pub enum ClaimOutcome {
 }
 
 /// The result of [`Store::complete`].
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum CompleteOutcome {
     /// Recorded as executed or failed.
@@ -209,7 +210,7 @@ pub enum CompleteOutcome {
 }
 
 /// The result of a wait.
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum Settled {
     /// The awaited state was reached.

@@ -20,7 +20,7 @@ use crate::store::Store;
 const VERIFY_LEASE_MS: i64 = 120_000;
 
 /// What recovery found and did.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct RecoverReport {
     /// Executions whose lease ran out, now `unknown` (shown to a human).
     pub unknown: Vec<Action>,
@@ -33,7 +33,7 @@ pub struct RecoverReport {
 }
 
 /// A person's verdict on an `unknown` action.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Resolution {
     /// The side effect happened.
@@ -45,7 +45,7 @@ pub enum Resolution {
 }
 
 /// What a purge removed.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct PurgeReport {
     /// Settled actions deleted together with their audit rows.
     pub purged: Vec<String>,

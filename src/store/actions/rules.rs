@@ -23,7 +23,7 @@ use super::{Action, Actor, Result};
 use crate::store::Store;
 
 /// A rules file: `[[rule]]` entries (the shape the config file embeds).
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RulesFile {
     /// The rules, first match wins.
@@ -43,7 +43,7 @@ impl RulesFile {
 }
 
 /// One auto-decision rule.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Rule {
     /// Audited as `rule:<name>`.
@@ -70,7 +70,7 @@ pub struct Rule {
 
 /// A condition on one argument, addressed by a JSON pointer (`/amount`,
 /// `/to/0`). Exactly one operator per condition. A missing value never matches.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Condition {
     /// JSON pointer into the effective arguments.
@@ -90,7 +90,7 @@ pub struct Condition {
 }
 
 /// What a rule decides.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum RuleDecision {
     /// Approve outright.
@@ -100,7 +100,7 @@ pub enum RuleDecision {
 }
 
 /// A rule that decided an action.
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct RuleApplied {
     /// The rule's name.
     pub rule: String,

@@ -57,7 +57,7 @@ pub struct Handled {
 }
 
 /// The row after a human's write.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct RowChange {
     /// The board version after the write.
     pub board_version: i64,

@@ -18,7 +18,7 @@ use super::{
 use crate::store::{Error, Result, Store};
 
 /// A row waiting for an agent, with its board.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct PendingRow {
     /// Board id.
     pub board_id: String,

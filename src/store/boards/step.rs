@@ -16,7 +16,7 @@ use super::{
 use crate::store::{Error, Result, Store};
 
 /// The next step `board_advance` installs (always `blocked`).
-#[derive(Debug, Clone, Default, serde::Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NextStep {
     /// What is asked of the human now (required).

@@ -21,7 +21,7 @@ use crate::store::{Error, Result, Store, new_id};
 
 /// One row as an agent writes it. Omitted fields keep their stored value
 /// (a new row gets the default), so a partial write never erases anything.
-#[derive(Debug, Clone, Default, serde::Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RowInput {
     /// Label, unique in the board.

@@ -24,7 +24,7 @@ use crate::store::{Error, NewEvent, Result, Store, events};
 pub const MAX_LEDGER_BYTES: usize = 1024 * 1024;
 
 /// One ledger row.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct LedgerEntry {
     /// Position in the ledger.
     pub seq: i64,
@@ -46,6 +46,7 @@ pub struct LedgerEntry {
     pub replay_safe: bool,
     /// When the row was written.
     #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "crate::clock::Timestamp")]
     pub at: i64,
 }
 
@@ -65,7 +66,7 @@ pub struct NewCall<'a> {
 }
 
 /// What [`Store::ledger_begin`] did.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum Begin {
     /// A `started` row was written.
@@ -92,7 +93,7 @@ pub enum Begin {
 }
 
 /// What [`Store::ledger_complete`] did.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum Complete {
     /// The outcome row was written.

@@ -11,7 +11,7 @@ use crate::store::{Error, NewEvent, Result, Store, events};
 pub const MAX_STATE_BYTES: usize = 1024 * 1024;
 
 /// What [`Store::checkpoint`] did.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum Checkpointed {
     /// Stored; the session now carries `revision + 1`.
@@ -37,7 +37,7 @@ pub enum Checkpointed {
 }
 
 /// What [`Store::end_session`] did.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum Ended {
     /// Ended now.

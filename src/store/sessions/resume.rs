@@ -19,7 +19,7 @@ use crate::store::{Event, Result, Store};
 pub const DEFAULT_LEDGER_TAIL: i64 = 20;
 
 /// A call that was begun and never completed nor failed.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Interrupted {
     /// Its `started` row.
     #[serde(flatten)]
@@ -32,7 +32,7 @@ pub struct Interrupted {
 }
 
 /// What [`Store::resume`] returns.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Resume {
     /// The session id asked about.
     pub session_id: String,

@@ -29,7 +29,7 @@ pub const DECISION_EVENTS: [&str; 6] = [
 ];
 
 /// One thing that arrived for a session.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Arrival {
     /// A reply (answer, clarify or decline) on one of its questions.

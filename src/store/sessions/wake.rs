@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::store::{NewEvent, Result, Store, events, new_id};
 
 /// What [`Store::record_wake`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct WakeRecorded {
     /// False when this `(source, delivery_id)` was recorded before: nothing
     /// was written and `seq` is the event of the first delivery.
