@@ -762,3 +762,192 @@ async fn metrics_and_event_pages() {
     assert_eq!(v2["events"][0]["seq"].as_i64().unwrap(), seqs[2] + 1);
     let _: Value = v2;
 }
+
+/// Whether `v` fits `schema` (the OpenAPI 3.0 subset handoff's document
+/// uses: `$ref`, `type`, `nullable`, `enum`, `required`, `properties`,
+/// `additionalProperties: false`, `items`, `anyOf`, `oneOf`); the first
+/// misfit as a path and reason.
+fn misfit(doc: &Value, schema: &Value, v: &Value, at: &str) -> Option<String> {
+    if let Some(r) = schema["$ref"].as_str() {
+        let name = r.trim_start_matches("#/components/schemas/");
+        return misfit(doc, &doc["components"]["schemas"][name], v, at);
+    }
+    if v.is_null() && schema["nullable"] == true {
+        return None;
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(alts) = schema[key].as_array() {
+            let fits = alts
+                .iter()
+                .filter(|s| misfit(doc, s, v, at).is_none())
+                .count();
+            let ok = if key == "oneOf" { fits == 1 } else { fits >= 1 };
+            if !ok {
+                return Some(format!("{at}: fits {fits} of the {key} alternatives: {v}"));
+            }
+        }
+    }
+    if let Some(allowed) = schema["enum"].as_array()
+        && !allowed.contains(v)
+    {
+        return Some(format!("{at}: {v} is not one of {allowed:?}"));
+    }
+    let ty = schema["type"].as_str().unwrap_or("");
+    let type_ok = match ty {
+        "" => true,
+        "object" => v.is_object(),
+        "array" => v.is_array(),
+        "string" => v.is_string(),
+        "integer" => v.is_i64() || v.is_u64(),
+        "number" => v.is_number(),
+        "boolean" => v.is_boolean(),
+        "null" => v.is_null(),
+        other => return Some(format!("{at}: unknown type {other}")),
+    };
+    if !type_ok {
+        return Some(format!("{at}: {v} is not {ty}"));
+    }
+    if let Some(o) = v.as_object() {
+        for req in schema["required"].as_array().into_iter().flatten() {
+            if !o.contains_key(req.as_str().unwrap()) {
+                return Some(format!("{at}: `{req}` is missing"));
+            }
+        }
+        for (k, field) in o {
+            match schema["properties"].get(k) {
+                Some(s) => {
+                    if let Some(m) = misfit(doc, s, field, &format!("{at}.{k}")) {
+                        return Some(m);
+                    }
+                }
+                None if schema["additionalProperties"] == false => {
+                    return Some(format!("{at}: `{k}` is not documented"));
+                }
+                None => {}
+            }
+        }
+    }
+    if let Some(items) = v.as_array() {
+        for (i, item) in items.iter().enumerate() {
+            if let Some(m) = misfit(doc, &schema["items"], item, &format!("{at}[{i}]")) {
+                return Some(m);
+            }
+        }
+    }
+    None
+}
+
+/// The OpenAPI document tells the truth: every operation's real answer
+/// fits the schema it documents for that status; list answers are arrays;
+/// request bodies name their fields and required ones; query parameters
+/// (`wait`, `timeout`, `limit`, …) are declared; `/metrics` and the event
+/// stream are not JSON; a route that takes no body declares none; the wake
+/// route's refusal has the common error shape.
+#[tokio::test]
+async fn openapi_describes_what_each_route_takes_and_answers() {
+    let api = Api::new().await;
+    let fx = fixture(&api).await;
+    let admin = api.token("root", Role::Admin, None).await;
+    let doc = handoff::api::openapi_document();
+    let op = |m: &str, p: &str| doc["paths"][p][m].clone();
+
+    // Lists answer arrays, paged.
+    for p in [
+        "/v1/questions",
+        "/v1/actions",
+        "/v1/boards",
+        "/v1/sessions",
+        "/v1/handoffs",
+    ] {
+        let ok = &op("get", p)["responses"]["200"];
+        assert_eq!(
+            ok["content"]["application/json"]["schema"]["type"], "array",
+            "{p}"
+        );
+        assert!(ok["headers"]["x-next-cursor"].is_object(), "{p}");
+    }
+    // Bodies name their fields.
+    let flag = &op("post", "/v1/questions")["requestBody"]["content"]["application/json"]["schema"];
+    assert!(flag["properties"]["title"].is_object(), "{flag}");
+    assert_eq!(flag["required"], json!(["title"]));
+    assert_eq!(flag["additionalProperties"], false);
+    for (path, ops) in doc["paths"].as_object().unwrap() {
+        for (method, o) in ops.as_object().unwrap() {
+            let Some(body) = o["requestBody"]["content"]["application/json"]["schema"].as_object()
+            else {
+                continue;
+            };
+            if path.ends_with("/wake") {
+                continue; // any payload, by design
+            }
+            assert!(
+                body.contains_key("properties"),
+                "{method} {path}: a bare object body"
+            );
+        }
+    }
+    assert!(op("post", "/v1/sessions/{id}/end")["requestBody"].is_null());
+    // Query parameters are declared.
+    let names = |m: &str, p: &str| -> Vec<String> {
+        op(m, p)["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    for (p, want) in [
+        ("/v1/questions/{id}", ["wait", "timeout"]),
+        ("/v1/actions/{id}", ["wait", "timeout"]),
+        ("/v1/sessions/{id}/wait", ["timeout", "by"]),
+        ("/v1/questions", ["limit", "after"]),
+    ] {
+        let got = names("get", p);
+        for w in want {
+            assert!(got.contains(&w.to_string()), "{p}: {w} not in {got:?}");
+        }
+    }
+    // Not JSON.
+    let media = |p: &str| -> Vec<String> {
+        op("get", p)["responses"]["200"]["content"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect()
+    };
+    assert_eq!(media("/metrics"), ["text/plain"]);
+    assert_eq!(media("/v1/events/stream"), ["text/event-stream"]);
+
+    // Every operation's real answer fits what the document says of it.
+    let mut checked = 0;
+    for (method, path, _) in handoff::api::routes() {
+        if path.ends_with("/stream") || path == "/metrics" || path.ends_with("/wake") {
+            continue;
+        }
+        let (uri, body) = api_support::sample(method, path, &fx);
+        let (st, v) = api.call(method, &uri, Some(&admin), body).await;
+        let responses = &doc["paths"][path][method.to_lowercase()]["responses"];
+        let class = format!("{}XX", st.as_u16() / 100);
+        let answer = match responses.get(st.as_str()) {
+            Some(a) => a,
+            None => &responses[class.as_str()],
+        };
+        let Some(schema) = answer["content"]["application/json"].get("schema") else {
+            panic!("{method} {path}: answered {st}, which the document does not list: {v}");
+        };
+        if let Some(m) = misfit(&doc, schema, &v, "$") {
+            panic!("{method} {path} ({st}) does not fit its schema: {m}");
+        }
+        checked += st.is_success() as usize;
+    }
+    assert!(checked >= 35, "only {checked} operations answered 2xx");
+
+    // The wake route's refusal has the error shape every route uses.
+    let (st, v) = api
+        .call("POST", "/v1/sessions/s1/wake", None, Some(json!({"x": 1})))
+        .await;
+    assert_eq!(st, StatusCode::UNAUTHORIZED);
+    let error = json!({"$ref": "#/components/schemas/Error"});
+    assert_eq!(misfit(&doc, &error, &v, "$"), None, "{v}");
+}

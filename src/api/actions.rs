@@ -84,7 +84,9 @@ pub(crate) struct ProposeBody {
     args: Map<String, Value>,
     dedup_key: Option<String>,
     /// `30m`, `24h`, …
-    #[schemars(regex(pattern = r"^[1-9][0-9]{0,8}(ms|s|sec|secs|m|min|mins|h|hr|hrs|d|day|days)?$"))]
+    #[schemars(regex(
+        pattern = r"^[1-9][0-9]{0,8}(ms|s|sec|secs|m|min|mins|h|hr|hrs|d|day|days)?$"
+    ))]
     ttl: Option<String>,
     #[schemars(range(min = 1, max = 100))]
     approvals_required: Option<i64>,
@@ -230,7 +232,9 @@ pub(crate) async fn list(
 pub(crate) struct GetQuery {
     #[schemars(extend("enum" = ["approved", "decided", "settled", null]))]
     wait: Option<String>,
-    #[schemars(regex(pattern = r"^(0|[1-9][0-9]{0,8})(ms|s|sec|secs|m|min|mins|h|hr|hrs|d|day|days)?$"))]
+    #[schemars(regex(
+        pattern = r"^(0|[1-9][0-9]{0,8})(ms|s|sec|secs|m|min|mins|h|hr|hrs|d|day|days)?$"
+    ))]
     timeout: Option<String>,
 }
 
@@ -305,7 +309,9 @@ pub(crate) struct ClaimBody {
     #[schemars(length(min = 1), regex(pattern = r"\S"))]
     owner: String,
     /// How long the claim holds unless extended (default `5m`).
-    #[schemars(regex(pattern = r"^[1-9][0-9]{0,8}(ms|s|sec|secs|m|min|mins|h|hr|hrs|d|day|days)?$"))]
+    #[schemars(regex(
+        pattern = r"^[1-9][0-9]{0,8}(ms|s|sec|secs|m|min|mins|h|hr|hrs|d|day|days)?$"
+    ))]
     lease: Option<String>,
 }
 

@@ -11,8 +11,8 @@ use std::marker::PhantomData;
 use axum::Extension;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
 use axum::response::sse::Sse;
+use axum::response::{IntoResponse, Response};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::Value;
 

@@ -93,7 +93,8 @@ fn refusals() -> Value {
     let mut client = error.clone();
     client["description"] = json!("Refused: see `reason` and `message`");
     let mut server = error;
-    server["description"] = json!("The daemon cannot serve it now (e.g. its database is unavailable)");
+    server["description"] =
+        json!("The daemon cannot serve it now (e.g. its database is unavailable)");
     json!({"4XX": client, "5XX": server})
 }
 

@@ -17,8 +17,8 @@ use super::page::{PageQuery, Paged, page};
 use crate::daemon::Shared;
 use crate::store::boards::PendingRow;
 use crate::store::questions::{
-    Delivery, Flagged, ListFilter, NewQuestion, NewReply, Question, QuestionOption, ReplyKind, ReplyRecord, Source,
-    Status,
+    Delivery, Flagged, ListFilter, NewQuestion, NewReply, Question, QuestionOption, ReplyKind,
+    ReplyRecord, Source, Status,
 };
 
 /// Wake the event followers at once after a write made here.
@@ -146,7 +146,9 @@ pub(crate) async fn list(
 pub(crate) struct GetQuery {
     #[schemars(extend("enum" = ["reply", "change", null]))]
     wait: Option<String>,
-    #[schemars(regex(pattern = r"^(0|[1-9][0-9]{0,8})(ms|s|sec|secs|m|min|mins|h|hr|hrs|d|day|days)?$"))]
+    #[schemars(regex(
+        pattern = r"^(0|[1-9][0-9]{0,8})(ms|s|sec|secs|m|min|mins|h|hr|hrs|d|day|days)?$"
+    ))]
     timeout: Option<String>,
 }
 
@@ -377,7 +379,9 @@ pub(crate) async fn replies(
 pub(crate) struct SnoozeBody {
     /// How long: `30m`, `2h`, `1500ms`; `0s` wakes it now.
     #[serde(rename = "for")]
-    #[schemars(regex(pattern = r"^[1-9][0-9]{0,8}(ms|s|sec|secs|m|min|mins|h|hr|hrs|d|day|days)?$"))]
+    #[schemars(regex(
+        pattern = r"^[1-9][0-9]{0,8}(ms|s|sec|secs|m|min|mins|h|hr|hrs|d|day|days)?$"
+    ))]
     duration: String,
     #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
     by: Option<String>,

@@ -90,7 +90,9 @@ impl From<sqlx::Error> for Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Where an action stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     /// Waiting for approvals.
@@ -159,7 +161,9 @@ impl std::fmt::Display for Status {
 }
 
 /// What happens when nobody decides in time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum OnExpire {
     /// Status becomes `expired`.

@@ -47,7 +47,9 @@ pub const MAX_OPTIONS: usize = 4;
 pub const MAX_ROWS: usize = 500;
 
 /// A row's status. `blocked` means a human must act.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum RowStatus {
     /// Known and followed, nothing done yet.
@@ -99,7 +101,9 @@ impl std::str::FromStr for RowStatus {
 }
 
 /// Who must act on a blocked row: nobody named (`""`), a decision, a task, an approval.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum RowOwner {
     /// Not said.
@@ -144,7 +148,9 @@ impl std::str::FromStr for RowOwner {
 }
 
 /// What a human's annotation means.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum AnnotationKind {
     /// An answer to the step.
@@ -184,7 +190,9 @@ impl std::str::FromStr for AnnotationKind {
 }
 
 /// Through which door a human responded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
     /// The web Inbox or `handoff board annotate`: always wins.
@@ -232,7 +240,9 @@ pub struct RowOption {
 }
 
 /// Progress of a board: done = 1, partial = 0.5, `na` left out.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize, Default, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize, Default, schemars::JsonSchema,
+)]
 pub struct Progress {
     /// All rows.
     pub rows: i64,

@@ -16,7 +16,9 @@ use sqlx::Row;
 use super::{Error, NewEvent, Result, Store, events, new_id};
 
 /// What a token may do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// The agent side: flag, pending, answer, resolve, boards, propose, claim, complete, reads.

@@ -33,7 +33,9 @@ pub struct RecoverReport {
 }
 
 /// A person's verdict on an `unknown` action.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Resolution {
     /// The side effect happened.
