@@ -217,6 +217,25 @@ pub mod rfc3339 {
     }
 }
 
+/// How a timestamp looks in JSON (RFC 3339 text), for the API's schema:
+/// fields kept as milliseconds and written with [`rfc3339`] are described
+/// with `#[schemars(with = "Timestamp")]`.
+pub struct Timestamp;
+
+impl schemars::JsonSchema for Timestamp {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Timestamp".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": "string", "description": "RFC 3339, UTC"})
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,24 +293,5 @@ mod tests {
         assert_eq!(c.now_ms(), 15);
         c.set(3);
         assert_eq!(c.now_ms(), 3);
-    }
-}
-
-/// How a timestamp looks in JSON (RFC 3339 text), for the API's schema:
-/// fields kept as milliseconds and written with [`rfc3339`] are described
-/// with `#[schemars(with = "Timestamp")]`.
-pub struct Timestamp;
-
-impl schemars::JsonSchema for Timestamp {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "Timestamp".into()
-    }
-
-    fn inline_schema() -> bool {
-        true
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({"type": "string", "description": "RFC 3339, UTC"})
     }
 }
