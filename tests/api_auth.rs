@@ -156,7 +156,13 @@ async fn agent_tokens_cannot_answer_as_a_human_and_humans_cannot_pick_up() {
             Some(serde_json::json!({"by": "mallory"})),
         )
         .await;
-    assert_eq!(st, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    // Forbidden, not malformed: the body is well formed, the token may
+    // not act as anyone but itself.
+    assert_eq!(
+        (st, v["reason"].as_str()),
+        (StatusCode::FORBIDDEN, Some("wrong_actor")),
+        "{v}"
+    );
     assert_eq!(api.events().await, before);
     let (st, v) = api
         .call(

@@ -91,7 +91,7 @@ async fn a_short_id_is_resolved_within_the_callers_project() {
     let (st, amb) = api
         .call("GET", &format!("/v1/actions/{short}"), Some(&admin), None)
         .await;
-    assert_eq!(st, StatusCode::UNPROCESSABLE_ENTITY, "{amb}");
+    assert_eq!(st, StatusCode::CONFLICT, "{amb}");
     assert_eq!(amb["reason"], "ambiguous");
 }
 

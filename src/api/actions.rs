@@ -82,6 +82,7 @@ pub(crate) struct ProposeBody {
     summary: String,
     #[serde(default)]
     args: Map<String, Value>,
+    #[schemars(length(min = 1, max = 200), regex(pattern = r"\S"))]
     dedup_key: Option<String>,
     /// `30m`, `24h`, …
     #[schemars(regex(

@@ -36,7 +36,7 @@ fn check_new(new: &NewAction) -> Result<()> {
         return Err(invalid("--ttl must be positive, e.g. 24h"));
     }
     if let Some(k) = &new.dedup_key
-        && (k.trim().is_empty() || k.len() > 200)
+        && (k.trim().is_empty() || k.chars().count() > 200)
     {
         return Err(invalid("--dedup-key must be 1 to 200 characters"));
     }
