@@ -167,6 +167,37 @@ pub async fn start(
     if cfg.chats.is_empty() {
         tracing::warn!("a Telegram token is set but no [[telegram.chats]]: nothing will be pushed");
     }
+    // One start-up line saying chat is on and as which bot — or, for a
+    // token Telegram refuses, one error and chat stays off (retrying a
+    // refused token forever helps nobody).
+    let mode = match cfg.mode {
+        TelegramMode::Polling => "polling",
+        TelegramMode::Webhook => "webhook",
+    };
+    match tokio::time::timeout(GET_ME_PATIENCE, bot.get_me()).await {
+        Ok(Ok(me)) => tracing::info!(
+            "chat is on: bot @{}, {mode}, {} chat(s)",
+            me.username(),
+            cfg.chats.len()
+        ),
+        Ok(Err(e)) if e.token_refused() => {
+            tracing::error!(
+                "Telegram refuses the bot token ({}): chat is off; set a valid [telegram] token or HANDOFF_TELEGRAM_TOKEN and restart",
+                one_line(&e)
+            );
+            return Ok(Started {
+                router: Router::new(),
+            });
+        }
+        Ok(Err(e)) => tracing::warn!(
+            "chat is on ({mode}), but the Telegram Bot API cannot be reached yet: {}; retrying",
+            one_line(&e)
+        ),
+        Err(_) => tracing::warn!(
+            "chat is on ({mode}), but the Telegram Bot API did not answer within {}s; retrying",
+            GET_ME_PATIENCE.as_secs()
+        ),
+    }
     let bridge = Arc::new_cyclic(|me| Bridge {
         store: shared.store.clone(),
         config: shared.config.clone(),
@@ -241,7 +272,7 @@ pub async fn start(
 async fn run_updates<L>(bridge: Arc<Bridge>, listener: &mut L, cancel: CancellationToken)
 where
     L: UpdateListener,
-    L::Err: std::fmt::Debug,
+    L::Err: UpdateError,
 {
     let stream = listener.as_stream();
     tokio::pin!(stream);
@@ -257,8 +288,15 @@ where
                 // Whatever the update wrote, the followers look now.
                 bridge.nudge.notify_waiters();
             }
+            Some(Err(e)) if e.token_refused() => {
+                tracing::error!(
+                    "Telegram refuses the bot token ({}): chat stops taking answers; set a valid [telegram] token or HANDOFF_TELEGRAM_TOKEN and restart",
+                    one_line(&e)
+                );
+                break;
+            }
             Some(Err(e)) => {
-                tracing::warn!(error = ?e, "cannot fetch Telegram updates; retrying");
+                tracing::warn!("cannot fetch Telegram updates: {}; retrying", one_line(&e));
                 tokio::select! {
                     _ = cancel.cancelled() => break,
                     _ = tokio::time::sleep(Duration::from_secs(1)) => {}
@@ -267,6 +305,43 @@ where
             None => break,
         }
     }
+}
+
+/// How long start-up waits for `getMe` before going on without it.
+const GET_ME_PATIENCE: Duration = Duration::from_secs(5);
+
+/// An error of the update stream: readable on one line, and whether it
+/// means Telegram refuses the bot token (then retrying cannot help).
+pub(crate) trait UpdateError: std::error::Error {
+    fn token_refused(&self) -> bool {
+        false
+    }
+}
+
+impl UpdateError for teloxide::RequestError {
+    fn token_refused(&self) -> bool {
+        matches!(
+            self,
+            teloxide::RequestError::Api(teloxide::ApiError::InvalidToken)
+        )
+    }
+}
+
+impl UpdateError for std::convert::Infallible {}
+
+/// An error and its causes on one line (`a: b: c`), never a Debug dump.
+pub(crate) fn one_line(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        cause = c.source();
+    }
+    out
 }
 
 impl Bridge {

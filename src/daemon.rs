@@ -147,8 +147,8 @@ pub async fn run(
     let chat = crate::chat::start(&shared, &tracker, shutdown.clone()).await?;
 
     let app = crate::api::router(shared.clone()).merge(chat.router);
-    let addr = listener.local_addr().map_err(Error::Http)?;
-    tracing::info!(%addr, "listening");
+    // The address and database are on the one "serving on" line the CLI
+    // prints before this runs; no second line for the same address.
     let served = http::serve(
         listener,
         app,

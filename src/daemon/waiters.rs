@@ -59,6 +59,17 @@ impl Waiters {
 impl crate::daemon::follower::Apply for Waiters {
     const NAME: &'static str = "waiters";
     async fn apply(&mut self, ev: &Event) -> bool {
+        // One line per state change the daemon sees, whichever process
+        // (CLI, MCP, chat, Inbox) made it: the log tells what happened.
+        tracing::info!(
+            seq = ev.seq,
+            id = %ev.entity_id,
+            by = %ev.actor,
+            via = %ev.channel,
+            project = %ev.project,
+            "{}",
+            ev.kind
+        );
         self.wake(ev);
         true
     }

@@ -79,6 +79,8 @@ pub enum Fault {
     NotModified,
     /// Do the call, but answer only after this long.
     Slow(Duration),
+    /// HTTP 401 "Unauthorized": the Bot API refuses the token.
+    Unauthorized,
 }
 
 /// Where a fault applies: a method, optionally one chat and message.
@@ -460,6 +462,13 @@ async fn handle(
                     .into_response(),
             ),
             Fault::UnparsableOk => Some(ok(Value::Null)),
+            Fault::Unauthorized => Some(
+                (
+                    axum::http::StatusCode::UNAUTHORIZED,
+                    Json(json!({"ok": false, "error_code": 401, "description": "Unauthorized"})),
+                )
+                    .into_response(),
+            ),
             Fault::NotFound => Some(bad_request("message to edit not found")),
             Fault::NotModified => Some(bad_request(
                 "message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message",
