@@ -56,7 +56,8 @@ Environment:
   HANDOFF_DB     database file (default ~/.local/share/handoff/handoff.db)
   HANDOFF_URL    a daemon's address (http://host:8642): every command except
                  serve, pair, token, recover and purge runs against it
-  HANDOFF_TOKEN  the API token for HANDOFF_URL (`handoff token create`)";
+  HANDOFF_TOKEN  the API token for HANDOFF_URL (`handoff token create`)
+  HANDOFF_TIMEOUT  how long a call to HANDOFF_URL waits for an answer (default 10s)";
 
 /// Hand questions, blocked steps and risky actions to humans.
 #[derive(Debug, Parser)]

@@ -28,8 +28,13 @@ use url::Url;
 
 use super::Error;
 
-/// Time allowed for an ordinary request (long polls get their wait on top).
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// Time allowed for an ordinary request when `HANDOFF_TIMEOUT` is not set
+/// (long polls get their wait on top).
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a read (and every long poll of a wait) keeps retrying a daemon
+/// that cannot be reached or answers 503, e.g. while it restarts.
+const RETRY_WINDOW: Duration = Duration::from_secs(30);
 
 /// Longest single long poll the API accepts; longer waits loop.
 pub(super) const MAX_POLL: Duration = Duration::from_secs(300);
@@ -40,6 +45,8 @@ pub struct Remote {
     base: Url,
     token: Option<String>,
     http: reqwest::Client,
+    /// Time allowed for one request (`HANDOFF_TIMEOUT`).
+    timeout: Duration,
 }
 
 impl std::fmt::Debug for Remote {
@@ -132,13 +139,32 @@ impl Remote {
         let token = token
             .map(|t| t.trim().to_string())
             .filter(|t| !t.is_empty());
+        let timeout = match std::env::var("HANDOFF_TIMEOUT") {
+            Ok(t) if !t.trim().is_empty() => {
+                let ms = crate::clock::parse_duration_ms(t.trim())
+                    .ok()
+                    .filter(|ms| *ms > 0)
+                    .ok_or_else(|| {
+                        Error::invalid(format!(
+                            "HANDOFF_TIMEOUT `{t}` is not a duration: set it to e.g. 10s or 2m"
+                        ))
+                    })?;
+                Duration::from_millis(ms as u64)
+            }
+            _ => DEFAULT_TIMEOUT,
+        };
         let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
+            .connect_timeout(timeout.min(Duration::from_secs(5)))
             .build()
             .map_err(|e| Error::Internal {
                 message: format!("cannot set up the HTTP client: {e}"),
             })?;
-        Ok(Remote { base, token, http })
+        Ok(Remote {
+            base,
+            token,
+            http,
+            timeout,
+        })
     }
 
     /// The daemon's base URL.
@@ -197,6 +223,10 @@ impl Remote {
     }
 
     /// [`Remote::call`], also returning the next page's cursor, if any.
+    /// A read (`GET`: lists, shows, every long poll of a wait) that finds
+    /// the daemon unreachable or busy (503) is tried again with growing
+    /// pauses for up to [`RETRY_WINDOW`], so a restart of the daemon does
+    /// not end a wait; a write is sent once (a retry could apply it twice).
     async fn call_paged<T: DeserializeOwned>(
         &self,
         method: Method,
@@ -205,11 +235,41 @@ impl Remote {
         body: Option<Value>,
         wait: Option<Duration>,
     ) -> Answer<(T, Option<String>)> {
+        let give_up = tokio::time::Instant::now() + RETRY_WINDOW;
+        let mut pause = Duration::from_millis(100);
+        loop {
+            let tried = self
+                .call_once(method.clone(), segments, query, body.clone(), wait)
+                .await;
+            match tried {
+                Err(f)
+                    if method == Method::GET
+                        && (f.reason == "unreachable" || f.status == 503)
+                        && tokio::time::Instant::now() + pause < give_up =>
+                {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(2));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// One request, no retry.
+    async fn call_once<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        segments: &[&str],
+        query: &[(&str, String)],
+        body: Option<Value>,
+        wait: Option<Duration>,
+    ) -> Answer<(T, Option<String>)> {
         let url = self.route(segments);
+        let write = method != Method::GET;
         let mut req = self
             .http
             .request(method, url.clone())
-            .timeout(REQUEST_TIMEOUT + wait.unwrap_or_default());
+            .timeout(self.timeout + wait.unwrap_or_default());
         if !query.is_empty() {
             req = req.query(query);
         }
@@ -219,24 +279,14 @@ impl Remote {
         if let Some(b) = body {
             req = req.json(&b);
         }
-        let resp = req.send().await.map_err(|e| {
-            Failure::local(
-                "unreachable",
-                format!("cannot reach the daemon at {}: {}", self.base, one_line(&e)),
-            )
-        })?;
+        let resp = req.send().await.map_err(|e| self.transport(&e, write))?;
         let status = resp.status();
         let next = resp
             .headers()
             .get("x-next-cursor")
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
-        let bytes = resp.bytes().await.map_err(|e| {
-            Failure::local(
-                "unreachable",
-                format!("the daemon's answer broke off: {}", one_line(&e)),
-            )
-        })?;
+        let bytes = resp.bytes().await.map_err(|e| self.transport(&e, write))?;
         if status.is_success() {
             return serde_json::from_slice(&bytes).map(|v| (v, next)).map_err(|e| {
                 Failure::local(
@@ -257,6 +307,36 @@ impl Remote {
                 .unwrap_or_else(|| format!("the daemon answered {status} for {}", url.path())),
             detail: body.get("detail").cloned(),
         })
+    }
+
+    /// A request that got no (whole) answer, in words: a timeout says how
+    /// to wait longer, and a write says it may have been applied.
+    fn transport(&self, e: &reqwest::Error, write: bool) -> Failure {
+        let maybe = if write {
+            "; the change may or may not have been made: look before repeating it \
+             (e.g. `handoff questions`, `handoff actions`)"
+        } else {
+            ""
+        };
+        if e.is_timeout() {
+            return Failure::local(
+                "timeout",
+                format!(
+                    "no answer from the daemon at {} within {}s (set HANDOFF_TIMEOUT, e.g. 30s, to wait longer){maybe}",
+                    self.base,
+                    self.timeout.as_secs_f64()
+                ),
+            );
+        }
+        let what = if e.is_connect() {
+            "cannot reach the daemon at"
+        } else {
+            "the answer broke off from the daemon at"
+        };
+        Failure::local(
+            "unreachable",
+            format!("{what} {}: {}{maybe}", self.base, one_line(e)),
+        )
     }
 
     /// `GET` with a query.
