@@ -19,6 +19,7 @@ mod boards;
 mod questions;
 mod sessions;
 
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use reqwest::Method;
@@ -47,6 +48,9 @@ pub struct Remote {
     http: reqwest::Client,
     /// Time allowed for one request (`HANDOFF_TIMEOUT`).
     timeout: Duration,
+    /// The daemon has answered this client before: a later failure to
+    /// reach it is a restart worth waiting out, not a wrong address.
+    reached: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl std::fmt::Debug for Remote {
@@ -164,6 +168,7 @@ impl Remote {
             token,
             http,
             timeout,
+            reached: Default::default(),
         })
     }
 
@@ -223,10 +228,12 @@ impl Remote {
     }
 
     /// [`Remote::call`], also returning the next page's cursor, if any.
-    /// A read (`GET`: lists, shows, every long poll of a wait) that finds
-    /// the daemon unreachable or busy (503) is tried again with growing
-    /// pauses for up to [`RETRY_WINDOW`], so a restart of the daemon does
-    /// not end a wait; a write is sent once (a retry could apply it twice).
+    /// A long poll (each round of a wait), or a read (`GET`) to a daemon
+    /// that answered this client before, that finds the daemon unreachable
+    /// or busy (503) is tried again with growing pauses for up to
+    /// [`RETRY_WINDOW`], so a restart of the daemon does not end a wait; a
+    /// first call to a daemon that is not there fails at once (a wrong
+    /// address), and a write is sent once (a retry could apply it twice).
     async fn call_paged<T: DeserializeOwned>(
         &self,
         method: Method,
@@ -244,6 +251,7 @@ impl Remote {
             match tried {
                 Err(f)
                     if method == Method::GET
+                        && (wait.is_some() || self.reached.load(Ordering::Relaxed))
                         && (f.reason == "unreachable" || f.status == 503)
                         && tokio::time::Instant::now() + pause < give_up =>
                 {
@@ -280,6 +288,7 @@ impl Remote {
             req = req.json(&b);
         }
         let resp = req.send().await.map_err(|e| self.transport(&e, write))?;
+        self.reached.store(true, Ordering::Relaxed);
         let status = resp.status();
         let next = resp
             .headers()
