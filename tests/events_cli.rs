@@ -54,6 +54,20 @@ fn seqs(o: &Output) -> Vec<i64> {
 struct Follower {
     child: Child,
     lines: Receiver<String>,
+    errs: Receiver<String>,
+}
+
+/// Send each line of `r` to a channel, from a thread.
+fn lines_of(r: impl std::io::Read + Send + 'static) -> Receiver<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(r).lines().map_while(Result::ok) {
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    rx
 }
 
 impl Follower {
@@ -62,19 +76,23 @@ impl Follower {
             .args(["events", "--follow", "--json"])
             .args(args)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("spawn events --follow");
-        let out = child.stdout.take().unwrap();
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for l in BufReader::new(out).lines().map_while(Result::ok) {
-                if tx.send(l).is_err() {
-                    break;
-                }
+        let lines = lines_of(child.stdout.take().unwrap());
+        let errs = lines_of(child.stderr.take().unwrap());
+        Follower { child, lines, errs }
+    }
+
+    /// Wait for a stderr line containing `text`.
+    fn until_stderr(&self, text: &str) -> String {
+        loop {
+            match self.errs.recv_timeout(Duration::from_secs(60)) {
+                Ok(l) if l.contains(text) => return l,
+                Ok(_) => {}
+                Err(e) => panic!("no stderr line with {text:?}: {e}"),
             }
-        });
-        Follower { child, lines }
+        }
     }
 
     /// Read events until one matches `want`; every line must be one JSON
@@ -210,4 +228,39 @@ fn tail_and_follow_work_against_a_daemon() {
     assert!(o.status.success(), "{}", common::stderr(&o));
     f.until("the event written through the daemon", titled("remote one"));
     assert!(!nowhere.exists(), "nothing was opened locally");
+}
+
+#[test]
+fn follow_through_a_daemon_survives_its_restart() {
+    let db = TempDb::new();
+    ask_many(&db.path, "q", 1);
+    let cfg = db.dir.path().join("handoff.toml");
+    std::fs::write(&cfg, "[http]\nopen = true\n").unwrap();
+    let mut d = Daemon::start(&db.path, &cfg);
+    let url = format!("http://{}", d.addr);
+    let nowhere = db.dir.path().join("not-here.db");
+
+    let f = Follower::start(&nowhere, Some(&url), &["--tail", "1"]);
+    f.until("the tail", |_| true);
+    // Gone for a while: the follower keeps trying instead of exiting.
+    d.kill9();
+    let said = f.until_stderr("still following");
+    assert!(said.contains("cannot read the log"), "{said}");
+    ask_many(&db.path, "while down", 1);
+    let _d = Daemon::start_on(&db.path, &cfg, &d.addr, &[]);
+    f.until_stderr("reading the log again");
+    f.until(
+        "the event written while the daemon was down",
+        titled("while down 0"),
+    );
+    let o = run(
+        &nowhere,
+        Some(&url),
+        &["ask", "after restart", "--project", "p"],
+    );
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    f.until(
+        "an event written through the new daemon",
+        titled("after restart"),
+    );
 }

@@ -160,8 +160,28 @@ async fn events(
     } else {
         FOLLOW_LOCAL
     };
+    // A daemon restarting (or a busy file) interrupts following without
+    // ending it: say so once, keep trying, and say when it reads again.
+    let mut interrupted = false;
     loop {
-        let page = ops.events_page(cursor, MAX_EVENTS).await?;
+        let page = match ops.events_page(cursor, MAX_EVENTS).await {
+            Ok(page) => page,
+            Err(e @ (crate::ops::Error::Internal { .. } | crate::ops::Error::Busy { .. })) => {
+                if !interrupted {
+                    eprintln!(
+                        "handoff: cannot read the log: {e}; still following, trying again every {} ms",
+                        every.as_millis()
+                    );
+                    interrupted = true;
+                }
+                tokio::time::sleep(every).await;
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if std::mem::take(&mut interrupted) {
+            eprintln!("handoff: reading the log again, after seq {cursor}");
+        }
         print_stream(ctx, &page.events);
         // Read again at once while a read moves the cursor (a backlog),
         // else wait for more to be written.

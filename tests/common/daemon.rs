@@ -23,6 +23,12 @@ impl Daemon {
     }
 
     pub fn start_with(db: &Path, cfg: &Path, env: &[(&str, &str)]) -> Daemon {
+        Self::start_on(db, cfg, "127.0.0.1:0", env)
+    }
+
+    /// Start on `listen` (e.g. the address of a daemon just killed, to
+    /// restart it where its clients look).
+    pub fn start_on(db: &Path, cfg: &Path, listen: &str, env: &[(&str, &str)]) -> Daemon {
         // A test killed from outside (a timeout in cargo-mutants or CI)
         // never runs Drop: where util-linux's setpriv exists, the kernel
         // kills the daemon when the thread that started it ends, so no
@@ -37,7 +43,7 @@ impl Daemon {
         };
         cmd.args(["serve", "--config"])
             .arg(cfg)
-            .args(["--listen", "127.0.0.1:0"])
+            .args(["--listen", listen])
             .env("HANDOFF_DB", db)
             .env("HANDOFF_LOG", "handoff=debug,warn")
             .env_remove("HANDOFF_TELEGRAM_TOKEN")
