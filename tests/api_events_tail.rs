@@ -70,3 +70,41 @@ async fn tail_gives_the_newest_events_and_where_to_follow_from() {
         assert_eq!(v["reason"], "invalid", "{uri}: {v}");
     }
 }
+
+#[tokio::test]
+async fn tail_stays_within_the_payload_budget_counting_from_the_newest() {
+    let db = common::TempDb::new();
+    let store = db.open().await;
+    common::ask(&store, "small and old").await;
+    // Three events of 1.5 MB each, newest last: two fit the ~4 MiB budget.
+    let pool = common::raw_pool(&db.path).await;
+    for i in 0..3 {
+        sqlx::query(
+            "INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
+             VALUES (1, 'test.big', 'question', ?, '', '', 'p', '', '{\"x\":\"' || hex(zeroblob(750000)) || '\"}')",
+        )
+        .bind(format!("big{i}"))
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+    let newest = store.last_event_seq().await.unwrap();
+
+    let page = store.events_tail(10).await.unwrap();
+    let ids: Vec<&str> = page.events.iter().map(|e| e.entity_id.as_str()).collect();
+    assert_eq!(ids, ["big1", "big2"], "the newest that fit, oldest first");
+    assert_eq!(page.next_after, newest);
+    // A tail of one is exactly the newest.
+    let page = store.events_tail(1).await.unwrap();
+    assert_eq!(page.events.len(), 1);
+    assert_eq!(page.events[0].seq, newest);
+    // An empty log: nothing, and following starts at 0.
+    let empty = common::TempDb::new()
+        .open()
+        .await
+        .events_tail(5)
+        .await
+        .unwrap();
+    assert!(empty.events.is_empty());
+    assert_eq!(empty.next_after, 0);
+}
