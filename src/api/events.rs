@@ -1,7 +1,7 @@
 //! The event log over HTTP: a JSON page (`GET /v1/events?after=SEQ`, or
-//! `?tail=N` for the newest), a
-//! server-sent-events stream (`GET /v1/events/stream`, `id:` = seq, resumes
-//! from `Last-Event-ID`), and the long-poll helper the item routes use.
+//! `?tail=N` for the newest), a server-sent-events stream
+//! (`GET /v1/events/stream`, `id:` = seq, resumes from `Last-Event-ID`), and
+//! the long-poll helper the item routes use.
 //!
 //! Both the stream and long polls are driven by the daemon's in-process
 //! waiters (woken when the waiter follower applies an event) and always
