@@ -120,7 +120,7 @@ routes! {
     get "GET" "/v1/sessions/{id}/ledger" Read "A session's execution ledger (last)." => sessions::ledger_list;
     post "POST" "/v1/ledger/{id}/complete" Agent "Record a begun call's outcome (ok, result)." => sessions::ledger_complete;
     get "GET" "/v1/sessions/{id}/wait" Agent "Long poll: claim what arrives for the session (timeout, by)." => sessions::wait;
-    get "GET" "/v1/events" Read "A page of the event log after a seq." => events::page;
+    get "GET" "/v1/events" Read "A page of the event log after a seq, or the newest `tail`." => events::page;
     get "GET" "/v1/events/stream" Read "Server-sent events from Last-Event-ID (or after, or now)." => events::stream;
 }
 

@@ -1,17 +1,19 @@
 //! The `handoff` command line: argument parsing, output and exit codes.
 //!
 //! Each area has its own file (`cli/questions.rs`, `cli/boards.rs`,
-//! `cli/actions.rs`) with a clap `Cmd` enum and a `run` function; this file
+//! `cli/actions.rs`, `cli/ops_kit.rs` for events, backup, completions and
+//! man pages) with a clap `Cmd` enum and a `run` function; this file
 //! glues them together. Commands print human-readable text by default and
 //! JSON with `--json`. No SQL here: commands go through [`crate::ops::Ops`]
 //! (`ctx.ops()`), which is the local store, or the daemon at `HANDOFF_URL`
 //! — the same command either way. Host-only commands (serve, pair, token,
-//! recover, purge) open the store directly (`ctx.host_store()`).
+//! recover, purge, backup) open the store directly (`ctx.host_store()`).
 
 mod actions;
 mod boards;
 mod inbox;
 mod mcp;
+mod ops_kit;
 mod questions;
 mod sessions;
 mod tokens;
@@ -55,7 +57,7 @@ Exit codes:
 Environment:
   HANDOFF_DB     database file (default ~/.local/share/handoff/handoff.db)
   HANDOFF_URL    a daemon's address (http://host:8642): every command except
-                 serve, pair, token, recover and purge runs against it
+                 serve, pair, token, recover, purge and backup runs against it
   HANDOFF_TOKEN  the API token for HANDOFF_URL (`handoff token create`)
   HANDOFF_TIMEOUT  how long a call to HANDOFF_URL waits for an answer (default 10s)";
 
@@ -122,15 +124,8 @@ enum Command {
         #[arg(long = "as", value_name = "NAME", default_value = "inbox")]
         name: String,
     },
-    /// Print the event log (every state change, in order).
-    Events {
-        /// Only events after this sequence number.
-        #[arg(long, default_value_t = 0)]
-        after: i64,
-        /// At most this many events.
-        #[arg(long, default_value_t = 100)]
-        limit: i64,
-    },
+    #[command(flatten)]
+    OpsKit(ops_kit::Cmd),
 }
 
 /// A failure with its own exit code and a message for the user.
@@ -342,31 +337,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
                 )),
             }
         }
-        Command::Events { after, limit } => {
-            let events = ctx.ops().await?.events_after(after, limit).await?;
-            ctx.print(&events, || {
-                events
-                    .iter()
-                    .map(|e| {
-                        format!(
-                            "{:>6}  {}  {:<22} {}:{}  {}{}\n",
-                            e.seq,
-                            crate::clock::format_rfc3339(e.at),
-                            e.kind,
-                            e.entity_kind,
-                            store::short_id(&e.entity_id),
-                            e.actor,
-                            if e.channel.is_empty() {
-                                String::new()
-                            } else {
-                                format!(" via {}", e.channel)
-                            }
-                        )
-                    })
-                    .collect()
-            });
-            Ok(exit::OK)
-        }
+        Command::OpsKit(cmd) => ops_kit::run(cmd, &ctx).await,
     }
 }
 

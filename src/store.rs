@@ -11,6 +11,7 @@
 //! event log.
 
 pub mod actions;
+pub mod backup;
 pub mod boards;
 pub mod chat;
 pub mod counts;

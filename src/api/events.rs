@@ -1,6 +1,7 @@
-//! The event log over HTTP: a JSON page (`GET /v1/events?after=SEQ`), a
-//! server-sent-events stream (`GET /v1/events/stream`, `id:` = seq, resumes
-//! from `Last-Event-ID`), and the long-poll helper the item routes use.
+//! The event log over HTTP: a JSON page (`GET /v1/events?after=SEQ`, or
+//! `?tail=N` for the newest), a server-sent-events stream
+//! (`GET /v1/events/stream`, `id:` = seq, resumes from `Last-Event-ID`), and
+//! the long-poll helper the item routes use.
 //!
 //! Both the stream and long polls are driven by the daemon's in-process
 //! waiters (woken when the waiter follower applies an event) and always
@@ -71,10 +72,12 @@ where
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct PageQuery {
-    #[serde(default)]
-    after: i64,
+    after: Option<i64>,
     #[schemars(range(min = 1, max = 1000))]
     limit: Option<i64>,
+    /// The newest N events instead of a page after a seq.
+    #[schemars(range(min = 0, max = 1000))]
+    tail: Option<i64>,
 }
 
 /// How a long poll ended.
@@ -97,22 +100,44 @@ impl WaitOutcome {
     }
 }
 
-/// `GET /v1/events?after=SEQ&limit=N`: events after `SEQ`, oldest first.
-/// `next_after` is where to continue (it moves past events a scoped token
-/// may not see, so paging never stalls).
+/// `GET /v1/events?after=SEQ&limit=N`: events after `SEQ`, oldest first;
+/// or `?tail=N`: the newest N. `next_after` is where to continue (it moves
+/// past events a scoped token may not see, so paging never stalls; after a
+/// tail it is the newest seq, where following the log starts).
 pub(crate) async fn page(
     State(s): State<Shared>,
     Extension(c): Extension<Caller>,
     Params(q): Params<PageQuery>,
 ) -> ApiResult<axum::Json<EventPage>> {
-    let limit = q.limit.unwrap_or(100);
-    if !(1..=MAX_PAGE).contains(&limit) {
-        return Err(ApiError::invalid(format!("limit must be 1 to {MAX_PAGE}")));
-    }
-    let events = s.store.events_after(q.after, limit).await?;
-    let next_after = events.last().map_or(q.after, |e| e.seq);
-    let events: Vec<Event> = events.into_iter().filter(|e| c.sees(&e.project)).collect();
-    Ok(axum::Json(EventPage { events, next_after }))
+    let page = match (q.tail, q.after, q.limit) {
+        (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
+            return Err(ApiError::invalid(
+                "tail cannot be combined with after or limit: ask for one or the other",
+            ));
+        }
+        (Some(n), None, None) => {
+            if !(0..=MAX_PAGE).contains(&n) {
+                return Err(ApiError::invalid(format!("tail must be 0 to {MAX_PAGE}")));
+            }
+            s.store.events_tail(n).await?
+        }
+        (None, after, limit) => {
+            let limit = limit.unwrap_or(100);
+            if !(1..=MAX_PAGE).contains(&limit) {
+                return Err(ApiError::invalid(format!("limit must be 1 to {MAX_PAGE}")));
+            }
+            s.store.events_page(after.unwrap_or(0), limit).await?
+        }
+    };
+    let events: Vec<Event> = page
+        .events
+        .into_iter()
+        .filter(|e| c.sees(&e.project))
+        .collect();
+    Ok(axum::Json(EventPage {
+        events,
+        next_after: page.next_after,
+    }))
 }
 
 /// `GET /v1/events`'s answer.

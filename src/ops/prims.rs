@@ -15,7 +15,6 @@ use serde_json::Value;
 
 use super::results::Proposal;
 use super::{Ops, Result};
-use crate::store::Event;
 use crate::store::actions::{
     Action, Actor, ApproveOutcome, AuditEntry, ClaimOutcome, CompleteOutcome, NewAction,
     RejectOutcome, Resolution, Settled, Status,
@@ -24,6 +23,7 @@ use crate::store::boards::{
     Advance, Annotate, Board, BoardFull, BoardUpsert, Decided, Handled, OutcomeWrite, PendingRow,
     RowChange, RowWrite,
 };
+use crate::store::events::EventPage;
 use crate::store::questions::{
     Delivery, Flagged, ListFilter, NewQuestion, NewReply, Outcome, Question, ReplyRecord,
 };
@@ -192,6 +192,8 @@ prims! {
     fn wait_arrivals(session: &str, by: &str, wait: Option<Duration>) -> Vec<Arrival>;
 
     // ---- events ----
-    /// Events after `after`, oldest first, at most `limit`.
-    fn events_after(after: i64, limit: i64) -> Vec<Event>;
+    /// Events after `after`, oldest first, at most `limit`, and where to continue.
+    fn events_page(after: i64, limit: i64) -> EventPage;
+    /// The newest `n` events, oldest first, and where to follow the log from.
+    fn events_tail(n: i64) -> EventPage;
 }

@@ -70,6 +70,17 @@ pub struct Event {
     pub payload: Value,
 }
 
+/// A slice of the event log and where to continue reading it.
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize, PartialEq)]
+pub struct EventPage {
+    /// The events, oldest first.
+    pub events: Vec<Event>,
+    /// The `after` for the next read: past every event this read covered,
+    /// including any the reader was not shown (another project's, for a
+    /// project-scoped token), so paging and following never stall.
+    pub next_after: i64,
+}
+
 /// Append `ev` at time `at` on `conn`, which must be inside the transaction
 /// of the change it describes. Returns the new `seq`.
 pub(crate) async fn append(conn: &mut SqliteConnection, at: i64, ev: &NewEvent<'_>) -> Result<i64> {
@@ -167,6 +178,63 @@ impl Store {
             .fetch_all(self.pool())
             .await?;
         rows.iter().map(from_row).collect()
+    }
+
+    /// The newest `n` events (0 to any number), oldest first, within the
+    /// same payload budget as [`Store::events_after`] counted from the
+    /// newest end, so a few huge payloads make it return fewer. The page's
+    /// `next_after` is the newest `seq` when it was read (0 for an empty
+    /// log): following the log from there misses nothing and repeats
+    /// nothing.
+    pub async fn events_tail(&self, n: i64) -> Result<EventPage> {
+        // One read transaction, so the sizes and the rows come from the
+        // same snapshot even while other processes append.
+        let mut tx = self.pool().begin().await?;
+        let newest: Option<i64> = sqlx::query_scalar("SELECT MAX(seq) FROM events")
+            .fetch_one(&mut *tx)
+            .await?;
+        let newest = newest.unwrap_or(0);
+        let sizes: Vec<(i64, i64)> = sqlx::query_as(
+            "SELECT seq, octet_length(payload) FROM events WHERE seq <= ? ORDER BY seq DESC LIMIT ?",
+        )
+        .bind(newest)
+        .bind(n.max(0))
+        .fetch_all(&mut *tx)
+        .await?;
+        let mut total = 0i64;
+        let mut first = None;
+        for (seq, bytes) in sizes {
+            if first.is_some() && total + bytes > PAGE_BYTES {
+                break;
+            }
+            total += bytes;
+            first = Some(seq);
+        }
+        let events = match first {
+            None => Vec::new(),
+            Some(first) => {
+                let rows =
+                    sqlx::query("SELECT * FROM events WHERE seq >= ? AND seq <= ? ORDER BY seq")
+                        .bind(first)
+                        .bind(newest)
+                        .fetch_all(&mut *tx)
+                        .await?;
+                rows.iter().map(from_row).collect::<Result<Vec<_>>>()?
+            }
+        };
+        tx.commit().await?;
+        Ok(EventPage {
+            events,
+            next_after: newest,
+        })
+    }
+
+    /// Like [`Store::events_after`], with where to continue: the last
+    /// `seq` returned, else `after`.
+    pub async fn events_page(&self, after: i64, limit: i64) -> Result<EventPage> {
+        let events = self.events_after(after, limit).await?;
+        let next_after = events.last().map_or(after, |e| e.seq);
+        Ok(EventPage { events, next_after })
     }
 
     /// Events about one entity, oldest first.

@@ -9,7 +9,6 @@ use serde_json::Value;
 use super::Local;
 use crate::ops::results::Proposal;
 use crate::ops::{Awaited, Result, Until};
-use crate::store::Event;
 use crate::store::actions::{
     Action, Actor, ApproveOutcome, AuditEntry, ClaimOutcome, CompleteOutcome, NewAction,
     RejectOutcome, Resolution, Settled, Status,
@@ -18,6 +17,7 @@ use crate::store::boards::{
     Advance, Annotate, Board, BoardFull, BoardUpsert, Decided, Handled, OutcomeWrite, PendingRow,
     RowChange, RowWrite,
 };
+use crate::store::events::EventPage;
 use crate::store::questions::{
     self, Delivery, Flagged, ListFilter, NewQuestion, NewReply, Outcome, Question, ReplyRecord,
 };
@@ -432,8 +432,12 @@ impl Local {
         }
     }
 
-    pub(crate) async fn events_after(&self, after: i64, limit: i64) -> Result<Vec<Event>> {
-        Ok(self.store.events_after(after, limit).await?)
+    pub(crate) async fn events_page(&self, after: i64, limit: i64) -> Result<EventPage> {
+        Ok(self.store.events_page(after, limit).await?)
+    }
+
+    pub(crate) async fn events_tail(&self, n: i64) -> Result<EventPage> {
+        Ok(self.store.events_tail(n).await?)
     }
 }
 

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::{Answer, MAX_POLL, Remote, host_only, query};
 use crate::ops::Result;
-use crate::store::Event;
+use crate::store::events::EventPage;
 use crate::store::sessions::{
     Arrival, Begin, Checkpointed, Complete, Ended, LedgerEntry, NewCall, NewSession, Resume,
     Session, WakeTarget,
@@ -31,11 +31,6 @@ fn or_detail<T: DeserializeOwned>(a: Answer<T>) -> Result<T> {
 #[derive(Deserialize)]
 struct Waited {
     arrivals: Vec<Arrival>,
-}
-
-#[derive(Deserialize)]
-struct Page {
-    events: Vec<Event>,
 }
 
 impl Remote {
@@ -180,9 +175,12 @@ impl Remote {
         }
     }
 
-    pub(crate) async fn events_after(&self, after: i64, limit: i64) -> Result<Vec<Event>> {
+    pub(crate) async fn events_page(&self, after: i64, limit: i64) -> Result<EventPage> {
         let q = [("after", after.to_string()), ("limit", limit.to_string())];
-        let p: Page = self.get(&["events"], &q).await?;
-        Ok(p.events)
+        Ok(self.get(&["events"], &q).await?)
+    }
+
+    pub(crate) async fn events_tail(&self, n: i64) -> Result<EventPage> {
+        Ok(self.get(&["events"], &[("tail", n.to_string())]).await?)
     }
 }
