@@ -378,7 +378,7 @@ impl Bridge {
 
     /// The item changed: mark its messages durably as owed a redraw, and
     /// kick each message's task.
-    async fn mark_changed(&self, item: &str, id: &str) -> Result<(), PushError> {
+    pub(crate) async fn mark_changed(&self, item: &str, id: &str) -> Result<(), PushError> {
         for rec in self.store.chat_mark_dirty(item, id).await? {
             self.kick((rec.item_kind, rec.item_id, rec.chat_id));
         }
@@ -425,22 +425,6 @@ impl Bridge {
         Ok(())
     }
 
-    /// Redraw every message of an item whose rendering changed. Records
-    /// keep the hash of what each message last showed; an unchanged
-    /// rendering sends nothing. Used by tap and reply handlers, which show
-    /// the outcome at once; a failed edit is handed to that message's task
-    /// (`retry`), which tries again on its own schedule.
-    pub(crate) async fn redraw(&self, item: &str, id: &str) -> Result<(), PushError> {
-        let turn = self.turn(item, id);
-        // Why an async Mutex: it is held across the Bot API calls, so the
-        // next redraw of this item reads the records after they are written.
-        let guard = turn.lock().await;
-        let res = self.redraw_now(item, id).await;
-        drop(guard);
-        self.end_turn(item, id, &turn);
-        res
-    }
-
     /// The redraw turn of an item (see `redrawing`).
     fn turn(&self, item: &str, id: &str) -> Turn {
         let mut m = self.redrawing.lock().expect("redrawing lock poisoned");
@@ -456,27 +440,6 @@ impl Bridge {
         if Arc::strong_count(turn) == 2 {
             m.remove(&(item.to_string(), id.to_string()));
         }
-    }
-
-    async fn redraw_now(&self, item: &str, id: &str) -> Result<(), PushError> {
-        let records = self.store.chat_messages_of(item, id).await?;
-        if records.is_empty() {
-            return Ok(());
-        }
-        let since = self.store.now();
-        let Some(view) = render::view(&self.store, &self.config, item, id).await? else {
-            return Ok(());
-        };
-        for rec in records {
-            if rec.status != "sent" || rec.message_id.is_none() {
-                continue;
-            }
-            if let retry::Outcome::Retry(e) = self.draw(&rec, &view, since).await? {
-                tracing::warn!(error = %e, item, id, chat_id = rec.chat_id, "edit failed; its message retries on its own");
-                self.kick((rec.item_kind, rec.item_id, rec.chat_id));
-            }
-        }
-        Ok(())
     }
 
     /// Whether a new item for `chat_id`, created at `at` (ms), is part of a

@@ -290,3 +290,50 @@ async fn an_edit_owed_when_the_daemon_dies_is_made_after_a_restart() {
     })
     .await;
 }
+
+/// A tap's outcome is drawn by the message's own task: an edit the Bot API
+/// sits on for a minute holds up neither the next tap (another person's,
+/// on another question) nor that question's redraw.
+#[tokio::test]
+async fn a_hanging_edit_holds_up_no_other_tap() {
+    let (db, fake, _d) = setup().await;
+    let asked = |title: &str| {
+        let out = db.cli(&["--json", "ask", title, "--option", "yes", "--option", "no"]);
+        assert!(out.status.success(), "{}", common::stderr(&out));
+        json(&out)["question"]["id"].as_str().unwrap().to_string()
+    };
+    let q1 = asked("First?");
+    let q2 = asked("Second?");
+    let m1 = shown(&fake, &q1).await;
+    let m2 = shown(&fake, &q2).await;
+    common::until_recorded(&db, ME, m1.message_id).await;
+    common::until_recorded(&db, ME, m2.message_id).await;
+    fake.fault_message(
+        "editMessageText",
+        ME,
+        m1.message_id,
+        Fault::Slow(std::time::Duration::from_secs(60)),
+    );
+
+    fake.tap(ME, ME, m1.message_id, &m1.button("yes"));
+    fake.until(10, "the first tap's edit to hang", |f| {
+        (f.faulted("editmessagetext") >= 1).then_some(())
+    })
+    .await;
+    fake.tap(ME, ME, m2.message_id, &m2.button("no"));
+    // Well inside the hanging minute: the second tap is recorded and drawn.
+    fake.until(10, "the second tap's toast", |f| {
+        (f.toasts().iter().filter(|t| t.contains("Recorded")).count() >= 2).then_some(())
+    })
+    .await;
+    fake.until(
+        10,
+        "the second question's message to show its answer",
+        |f| {
+            f.message(ME, m2.message_id)
+                .filter(|m| m.text.contains("in Telegram"))
+                .map(|_| ())
+        },
+    )
+    .await;
+}

@@ -340,9 +340,13 @@ impl Bridge {
         .await;
     }
 
+    /// Show a tap's or reply's outcome: the item's messages are marked as
+    /// owed a redraw and each message's own task edits it at once. The
+    /// update loop never waits on an edit, so a slow or failing Bot API
+    /// call for one message holds up no other tap.
     pub(crate) async fn redraw_quiet(&self, item: &str, id: &str) {
-        if let Err(e) = self.redraw(item, id).await {
-            tracing::warn!(error = %e, "cannot redraw a message");
+        if let Err(e) = self.mark_changed(item, id).await {
+            tracing::warn!(error = %e, "cannot mark a message for redraw");
         }
     }
 
