@@ -400,3 +400,15 @@ fn out(line: &str) {
         eprintln!("handoff: cannot write output: {e}");
     }
 }
+
+/// The person a human command acts as when none is named: $HANDOFF_USER,
+/// else $USER, else `cli` — the same for every command (reply, dismiss,
+/// annotate, approve, reject, …).
+pub(crate) fn person() -> String {
+    ["HANDOFF_USER", "USER"]
+        .iter()
+        .filter_map(|k| std::env::var(k).ok())
+        .map(|v| v.trim().to_string())
+        .find(|v| !v.is_empty())
+        .unwrap_or_else(|| "cli".into())
+}

@@ -55,3 +55,40 @@ async fn messages_count_and_name_things_right() {
         stderr(&bad)
     );
 }
+
+/// Every human command names its person the same way: $HANDOFF_USER, else
+/// $USER, else `cli` — a reply with neither set is not recorded as "".
+#[tokio::test]
+async fn every_human_command_names_its_person_the_same_way() {
+    let db = TempDb::new();
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_handoff"));
+        c.args(args)
+            .env("HANDOFF_DB", &db.path)
+            .env_remove("HANDOFF_URL")
+            .env_remove("HANDOFF_USER")
+            .env_remove("USER");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let out = c.output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        json(&out)
+    };
+    let q = run(&["--json", "ask", "Who replies?"], &[]);
+    let id = q["question"]["id"].as_str().unwrap().to_string();
+    let replied = run(&["--json", "reply", &id, "me"], &[]);
+    assert_eq!(replied["reply"]["by"], "cli", "{replied}");
+
+    let q = run(&["--json", "ask", "And now?"], &[]);
+    let id = q["question"]["id"].as_str().unwrap().to_string();
+    let replied = run(
+        &["--json", "reply", &id, "me"],
+        &[("HANDOFF_USER", "alice"), ("USER", "root")],
+    );
+    assert_eq!(replied["reply"]["by"], "alice", "{replied}");
+    let a = run(&["--json", "propose", "--kind", "k", "--summary", "s"], &[]);
+    let aid = a["action"]["id"].as_str().unwrap().to_string();
+    let approved = run(&["--json", "approve", &aid], &[("USER", "bob")]);
+    assert_eq!(approved["action"]["decided_by"], "bob", "{approved}");
+}

@@ -218,14 +218,7 @@ fn parse_on_expire(s: &str) -> Result<OnExpire, String> {
 /// (against a daemon with a token: `--as`, else the token's own name).
 fn who(ctx: &Ctx, as_: Option<String>) -> String {
     let as_ = as_.filter(|s| !s.trim().is_empty());
-    ctx.actor(as_, || {
-        std::env::var("HANDOFF_USER")
-            .ok()
-            .filter(|s| !s.trim().is_empty())
-            .or_else(|| std::env::var("USER").ok())
-            .filter(|s| !s.trim().is_empty())
-            .unwrap_or_else(|| "cli".into())
-    })
+    ctx.actor(as_, super::person)
 }
 
 /// JSON text from an argument: inline, `@file`, or `@-` (stdin).

@@ -321,14 +321,6 @@ fn cli() -> String {
     "cli".into()
 }
 
-/// $USER, else `cli`: the default person of the human commands.
-fn user() -> String {
-    std::env::var("USER")
-        .ok()
-        .filter(|u| !u.is_empty())
-        .unwrap_or_else(cli)
-}
-
 pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
     match cmd {
         Cmd::Upsert {
@@ -490,7 +482,7 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
                 text,
                 kind,
                 source: via,
-                by: ctx.actor(by, user),
+                by: ctx.actor(by, super::person),
                 expected_revision: revision,
                 action_version: None,
             };
@@ -526,7 +518,7 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
                 project,
                 label,
                 source: via,
-                by: ctx.actor(by, user),
+                by: ctx.actor(by, super::person),
                 expected_revision: revision,
             };
             let c = decided(ctx, ops.mark_handled(&h, clear).await?)?;

@@ -206,10 +206,6 @@ fn parse_status_filter(s: &str) -> Result<StatusFilter, String> {
         .map_err(|e: String| format!("{e}, all"))
 }
 
-fn user() -> String {
-    std::env::var("USER").unwrap_or_default()
-}
-
 /// Resolve a full or short id, or fail with exit code 4.
 async fn find(ops: &Ops, id: &str) -> anyhow::Result<String> {
     ops.resolve_question_id(id).await?.ok_or_else(|| {
@@ -311,7 +307,7 @@ async fn run_cmd(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
                 text,
                 kind,
                 context,
-                by: ctx.actor(by, user),
+                by: ctx.actor(by, super::person),
                 expected_revision: revision,
             };
             let out = match (via, &ops) {
@@ -370,14 +366,14 @@ async fn run_cmd(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
         Cmd::Dismiss { id, reason, by } => {
             let ops = ctx.ops().await?;
             let id = find(&ops, &id).await?;
-            let by = ctx.actor(by, user);
+            let by = ctx.actor(by, super::person);
             let out = ops.dismiss_question(&id, reason.as_deref(), &by).await?;
             finish(ctx, out, "dismissed", |r| human_refusal(r, Source::Inbox))
         }
         Cmd::Snooze { id, duration, by } => {
             let ops = ctx.ops().await?;
             let id = find(&ops, &id).await?;
-            let by = ctx.actor(by, user);
+            let by = ctx.actor(by, super::person);
             let out = ops.snooze_question(&id, duration, &by).await?;
             finish(ctx, out, "snoozed", |r| human_refusal(r, Source::Inbox))
         }
