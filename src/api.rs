@@ -71,7 +71,7 @@ macro_rules! routes {
 }
 
 routes! {
-    get "GET" "/healthz" Public "Liveness: the store answers; the log's last seq." => healthz;
+    get "GET" "/healthz" Public "Liveness: the store answers; the log's last seq; which database file (a fingerprint of its path, for `handoff status`)." => healthz;
     get "GET" "/v1/openapi.json" Public "This document." => openapi::serve;
     get "GET" "/metrics" Read "Prometheus metrics." => metrics::metrics;
     post "POST" "/v1/questions" Agent "Flag a question (with `key`: update the open one in place)." => questions::flag;
@@ -189,7 +189,12 @@ async fn wrong_method() -> ApiError {
 
 async fn healthz(State(s): State<Shared>) -> Response {
     match s.store.last_event_seq().await {
-        Ok(seq) => axum::Json(serde_json::json!({"ok": true, "last_seq": seq})).into_response(),
+        Ok(seq) => axum::Json(serde_json::json!({
+            "ok": true,
+            "last_seq": seq,
+            "database": crate::store::fingerprint(s.store.path()),
+        }))
+        .into_response(),
         Err(e) => {
             tracing::error!(error = %e, "health check cannot read the store");
             (
