@@ -25,7 +25,7 @@ async fn reopen_is_idempotent_and_uses_wal() {
 
 #[tokio::test]
 async fn concurrent_first_open_of_a_fresh_file() {
-    let db = TempDb::new();
+    let db = TempDb::fresh();
     let opens = (0..6).map(|_| {
         let p = db.path.clone();
         tokio::spawn(async move { Store::open(&p).await })
@@ -87,7 +87,7 @@ async fn unusable_paths_give_clear_errors() {
 
 #[tokio::test]
 async fn a_new_file_that_cannot_be_written_is_refused_as_read_only() {
-    let db = TempDb::new();
+    let db = TempDb::fresh();
     std::fs::write(&db.path, b"").unwrap();
     let Some(_guard) = common::make_read_only(&db.path) else {
         return;
@@ -208,7 +208,7 @@ fn the_default_database_path_skips_empty_variables() {
 /// cannot be applied, and the error says so (not "read-only").
 #[tokio::test]
 async fn a_file_whose_tables_clash_is_refused_with_the_migration_error() {
-    let db = TempDb::new();
+    let db = TempDb::fresh();
     let opts = sqlx::sqlite::SqliteConnectOptions::new()
         .filename(&db.path)
         .create_if_missing(true);

@@ -23,6 +23,20 @@ impl Daemon {
     }
 
     pub fn start_with(db: &Path, cfg: &Path, env: &[(&str, &str)]) -> Daemon {
+        let cfg = cfg.to_str().expect("a UTF-8 config path");
+        let db = db.to_str().expect("a UTF-8 database path");
+        let mut all = vec![("HANDOFF_DB", db)];
+        all.extend_from_slice(env);
+        Self::spawn(
+            None,
+            &["serve", "--config", cfg, "--listen", "127.0.0.1:0"],
+            &all,
+        )
+    }
+
+    /// Start `handoff ARGS` (a `serve`) in `cwd` with `env` added, and wait
+    /// for its "serving on" line.
+    pub fn spawn(cwd: Option<&Path>, args: &[&str], env: &[(&str, &str)]) -> Daemon {
         // A test killed from outside (a timeout in cargo-mutants or CI)
         // never runs Drop: where util-linux's setpriv exists, the kernel
         // kills the daemon when the thread that started it ends, so no
@@ -35,10 +49,11 @@ impl Daemon {
         } else {
             Command::new(bin)
         };
-        cmd.args(["serve", "--config"])
-            .arg(cfg)
-            .args(["--listen", "127.0.0.1:0"])
-            .env("HANDOFF_DB", db)
+        if let Some(dir) = cwd {
+            cmd.current_dir(dir);
+        }
+        cmd.args(args)
+            .env_remove("HANDOFF_URL")
             .env("HANDOFF_LOG", "handoff=debug,warn")
             .env_remove("HANDOFF_TELEGRAM_TOKEN")
             .stdout(Stdio::null())
