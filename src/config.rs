@@ -993,6 +993,61 @@ mod tests {
     }
 
     #[test]
+    fn errors_found_after_parsing_name_their_line() {
+        for (text, line) in [
+            (
+                "[[rule]]\nname = 'a'\nkind = 'x'\ndecide = 'approve'\n\n[[rule]]\nname = 'b'\nkind = 'x'\ndecide = 'approve'\nwhen = [{ pointer = 'nope', equals = 1 }]\n",
+                6,
+            ),
+            (
+                "[telegram]\ndigest_threshold = 5\npoll_timeout_secs = 60\n",
+                3,
+            ),
+            ("\n[http]\nheader_timeout_secs = 0\n", 3),
+            (
+                "[[telegram.chats]]\nname = 'a'\nchat_id = 1\n\n[[route]]\nchat = 'b'\n",
+                5,
+            ),
+            ("# wake\n[[notify]]\nevents = ['nope']\nexec = ['x']\n", 2),
+            ("[telegram]\nmode = 'webhook'\n", 2),
+        ] {
+            match parse(text) {
+                Err(Error::Invalid { line: Some(n), .. }) => assert_eq!(n, line, "{text}"),
+                other => panic!("{text}: expected an error with a line, got {other:?}"),
+            }
+        }
+        let e = parse("[http]\nmax_connections = 0\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "config test.toml line 2: http.max_connections must be at least 1"
+        );
+        // A rule's message names it once.
+        let e = parse("[[rule]]\nname = 'r'\nkind = 'x'\ndecide = 'approve'\nwhen = [{ pointer = 'p', equals = 1 }]\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e.matches("`r`").count(), 1, "{e}");
+    }
+
+    #[test]
+    fn listen_takes_an_address_or_a_host_name() {
+        let c = parse("[http]\nlisten = 'localhost:8642'").unwrap();
+        assert_eq!(c.http.listen, SocketAddr::from(([127, 0, 0, 1], 8642)));
+        let c = parse("[http]\nlisten = '[::1]:9'").unwrap();
+        assert_eq!(c.http.listen.port(), 9);
+        for bad in ["localhost", "127.0.0.1", ":8642"] {
+            let e = parse(&format!("[http]\nlisten = '{bad}'"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("line 2") && e.contains("localhost:8642"),
+                "{bad}: {e}"
+            );
+        }
+    }
+
+    #[test]
     fn secrets_do_not_leak_through_debug() {
         let c = parse("[telegram]\ntoken = \"123:abc\"").unwrap();
         let shown = format!("{c:?}");
