@@ -70,6 +70,9 @@ struct Status {
 struct Database {
     path: String,
     named_by: String,
+    /// Named by `--db`, `HANDOFF_DB` or the config (so it must exist), not
+    /// the default location (created by the first command that needs it).
+    named: bool,
     exists: bool,
     counts: Option<Overview>,
 }
@@ -160,6 +163,7 @@ pub(crate) async fn run(ctx: &Ctx) -> anyhow::Result<u8> {
         status.database = Some(Database {
             path: path.display().to_string(),
             named_by: source.to_string(),
+            named: source.is_named(),
             exists,
             counts,
         });
@@ -236,7 +240,8 @@ fn text(s: &Status) -> String {
                     c.last_seq
                 );
             }
-            None => out += ": does not exist yet (`handoff init` creates it)\n",
+            None if d.named => out += ": does not exist (`handoff init` creates it)\n",
+            None => out += ": does not exist yet (the first command or `handoff init` creates it)\n",
         }
     }
     if let Some(d) = &s.daemon {
