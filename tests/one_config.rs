@@ -178,6 +178,13 @@ async fn the_cli_and_the_daemon_use_the_configs_database_and_address() {
     assert_eq!(s["database"]["named_by"], "--db");
     assert_eq!(s["daemon"]["running"], true);
     assert_eq!(s["daemon"]["serves_this_database"], false, "{s}");
+    // Remote mode: status probes HANDOFF_URL instead of a local database.
+    let base = format!("http://127.0.0.1:{port}");
+    let o = f.run(&["--json", "status"], &[("HANDOFF_URL", &base)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = json(&o);
+    assert_eq!(s["remote"]["running"], true, "{s}");
+    assert!(s["database"].is_null(), "{s}");
     drop(daemon);
     // No daemon: said so, and still exit 0 (the CLI works without one).
     let o = f.run(&["status"], &[]);

@@ -241,7 +241,9 @@ fn text(s: &Status) -> String {
                 );
             }
             None if d.named => out += ": does not exist (`handoff init` creates it)\n",
-            None => out += ": does not exist yet (the first command or `handoff init` creates it)\n",
+            None => {
+                out += ": does not exist yet (the first command or `handoff init` creates it)\n"
+            }
         }
     }
     if let Some(d) = &s.daemon {
