@@ -75,7 +75,7 @@ macro_rules! routes {
 }
 
 routes! {
-    get "GET" "/healthz" Public "Liveness: the store answers; the log's last seq." => healthz;
+    get "GET" "/healthz" Public "Liveness: the store answers; the log's last seq; which database file (a fingerprint of its path, for `handoff status`)." => healthz;
     get "GET" "/v1/openapi.json" Public "This document." => openapi::serve;
     get "GET" "/metrics" Read "Prometheus metrics." => metrics::metrics;
     post "POST" "/v1/questions" Agent "Flag a question (with `key`: update the open one in place)." => questions::flag;
@@ -198,6 +198,9 @@ struct Health {
     ok: bool,
     /// The newest event's sequence number.
     last_seq: i64,
+    /// A fingerprint of the database file's path (`handoff status` tells
+    /// whether this daemon serves the file it names; the path is not shown).
+    database: String,
 }
 
 async fn healthz(State(s): State<Shared>) -> Result<axum::Json<Health>, ApiError> {
@@ -205,6 +208,7 @@ async fn healthz(State(s): State<Shared>) -> Result<axum::Json<Health>, ApiError
         Ok(seq) => Ok(axum::Json(Health {
             ok: true,
             last_seq: seq,
+            database: crate::store::fingerprint(s.store.path()),
         })),
         Err(e) => {
             tracing::error!(error = %e, "health check cannot read the store");

@@ -6,8 +6,13 @@
 //! glues them together. Commands print human-readable text by default and
 //! JSON with `--json`. No SQL here: commands go through [`crate::ops::Ops`]
 //! (`ctx.ops()`), which is the local store, or the daemon at `HANDOFF_URL`
-//! — the same command either way. Host-only commands (serve, pair, token,
-//! recover, purge, backup) open the store directly (`ctx.host_store()`).
+//! — the same command either way. Host-only commands (serve, init, pair,
+//! token, recover, purge, backup) open the store directly (`ctx.host_store()`).
+//!
+//! Every command finds the same config file and database the same way
+//! ([`crate::config::Config::locate`], [`crate::config::database`]); a
+//! database someone named (`--db`, `HANDOFF_DB`, `[store] path`) must exist,
+//! except for `serve` and `init`, which create it.
 
 mod actions;
 mod boards;
@@ -16,6 +21,7 @@ mod mcp;
 mod ops_kit;
 mod questions;
 mod sessions;
+mod status;
 mod tokens;
 
 use std::path::PathBuf;
@@ -24,8 +30,9 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use serde::Serialize;
 
+use crate::config::{Config, DbSource};
 use crate::ops::{self, Local, Ops, Policy, Remote};
-use crate::store::{self, Store};
+use crate::store::Store;
 
 /// Exit codes, documented in `--help` and the README.
 pub mod exit {
@@ -55,19 +62,31 @@ Exit codes:
   5  timed out waiting (--wait, wait)
 
 Environment:
-  HANDOFF_DB     database file (default ~/.local/share/handoff/handoff.db)
-  HANDOFF_URL    a daemon's address (http://host:8642): every command except
-                 serve, pair, token, recover, purge and backup runs against it
-  HANDOFF_TOKEN  the API token for HANDOFF_URL (`handoff token create`)
-  HANDOFF_TIMEOUT  how long a call to HANDOFF_URL waits for an answer (default 10s)";
+  HANDOFF_CONFIG  config file (else config/handoff.toml, else
+                  ~/.config/handoff/handoff.toml); --config wins
+  HANDOFF_DB      database file; --db wins, and it wins over the config's
+                  [store] path (default ~/.local/share/handoff/handoff.db).
+                  A named file must exist: `handoff init` creates it
+  HANDOFF_URL     a daemon's address (http://host:8642): every command except
+                  serve, init, pair, token, recover, purge, backup and
+                  inbox-link runs against it
+  HANDOFF_TOKEN   the API token for HANDOFF_URL (`handoff token create`)
+  HANDOFF_USER    your name for human commands: reply, dismiss, approve,
+                  reject, resolve-unknown, … (--as wins; else $USER, else cli)
+  HANDOFF_PROJECT, HANDOFF_AGENT, HANDOFF_SESSION  who an agent is (ask,
+                  propose, pending, wait, mcp)
+  HANDOFF_TIMEOUT how long a call to HANDOFF_URL waits for an answer (default 10s)";
 
 /// Hand questions, blocked steps and risky actions to humans.
 #[derive(Debug, Parser)]
 #[command(name = "handoff", version, after_help = EXIT_CODES)]
 pub struct Cli {
-    /// Database file [default: $HANDOFF_DB, else ~/.local/share/handoff/handoff.db]
+    /// Database file [default: $HANDOFF_DB, else the config's [store] path, else ~/.local/share/handoff/handoff.db]
     #[arg(long, global = true, value_name = "FILE")]
     db: Option<PathBuf>,
+    /// Config file [default: $HANDOFF_CONFIG, else config/handoff.toml, else ~/.config/handoff/handoff.toml]
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
     /// Print JSON instead of text.
     #[arg(long, global = true)]
     json: bool,
@@ -79,13 +98,14 @@ pub struct Cli {
 enum Command {
     /// Run the daemon: push items to Telegram, take answers back, serve HTTP.
     Serve {
-        /// Config file [default: config/handoff.toml, else ~/.config/handoff/handoff.toml]
-        #[arg(long, value_name = "FILE")]
-        config: Option<PathBuf>,
         /// Listen address, overriding [http] listen (port 0 picks a free port).
-        #[arg(long, value_name = "ADDR")]
+        #[arg(long, value_name = "ADDR", value_parser = crate::config::resolve_listen)]
         listen: Option<std::net::SocketAddr>,
     },
+    /// Create the database (and its folder) where the other commands will look for it.
+    Init,
+    /// Show which config and database the commands use, and whether a daemon serves it.
+    Status,
     /// Admit a Telegram user who sent /start, with the code the bot gave them.
     Pair {
         /// The one-time code.
@@ -114,9 +134,9 @@ enum Command {
     Mcp(mcp::McpArgs),
     /// Print a one-time login link to the web Inbox (works once, for --ttl).
     InboxLink {
-        /// The daemon's address as the browser reaches it.
-        #[arg(long, default_value = "http://127.0.0.1:8642")]
-        url: String,
+        /// The daemon's address as the browser reaches it [default: the config's [http] public_url, else its listen address].
+        #[arg(long)]
+        url: Option<String>,
         /// How long the link works (the session it opens lasts 7 days).
         #[arg(long, default_value = "10m")]
         ttl: String,
@@ -178,7 +198,12 @@ pub(crate) fn caller_scope(
 
 /// What every command gets: where the store (or the daemon) is and how to print.
 pub(crate) struct Ctx {
+    /// `--db`.
     db: Option<PathBuf>,
+    /// `--config`.
+    config: Option<PathBuf>,
+    /// The config, read once on first use (remote commands never read it).
+    loaded: std::sync::OnceLock<(Config, Option<PathBuf>)>,
     pub json: bool,
     /// `HANDOFF_URL`: run operations against this daemon.
     url: Option<String>,
@@ -232,13 +257,41 @@ impl Ctx {
         }
     }
 
-    /// Open the store (the `--db` flag, else the default path).
+    /// The config file every command reads (see [`Config::locate`]) and
+    /// where it was found (`None`: no file, the defaults).
+    pub fn config(&self) -> anyhow::Result<(&Config, Option<&std::path::Path>)> {
+        if self.loaded.get().is_none() {
+            let loaded = Config::load(self.config.as_deref())?;
+            // Only this thread fills it; a lost race would hold the same value.
+            let _ = self.loaded.set(loaded);
+        }
+        let (cfg, path) = self.loaded.get().expect("filled just above");
+        Ok((cfg, path.as_deref()))
+    }
+
+    /// The database file and who named it: `--db`, else `HANDOFF_DB`, else
+    /// the config's `[store] path`, else the default location.
+    pub fn database(&self) -> anyhow::Result<(PathBuf, DbSource)> {
+        let (cfg, cfg_path) = self.config()?;
+        Ok(crate::config::database(self.db.as_deref(), cfg, cfg_path)?)
+    }
+
+    /// Open the store. Only the default location is created when missing:
+    /// a file someone named that does not exist is a typo until `handoff
+    /// init` says otherwise, so it is refused with its path.
     pub async fn store(&self) -> anyhow::Result<Store> {
-        let path = match &self.db {
-            Some(p) => p.clone(),
-            None => store::default_path()?,
-        };
+        let (path, source) = self.database()?;
+        if source.is_named() && !path.exists() {
+            return Err(fail(exit::ERROR, missing_database(&path, &source)));
+        }
         Ok(Store::open(&path).await?)
+    }
+
+    /// The action policy from the config (`[[rule]]`, `[redact]`), or the
+    /// rules of `rules_file` when given.
+    pub fn policy(&self, rules_file: Option<&std::path::Path>) -> anyhow::Result<Policy> {
+        let (cfg, _) = self.config()?;
+        Ok(Policy::from_config(cfg, rules_file)?)
     }
 
     /// Print `value` as JSON with `--json`, else the text `human` builds.
@@ -306,6 +359,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
     };
     let ctx = Ctx {
         db: cli.db,
+        config: cli.config,
+        loaded: std::sync::OnceLock::new(),
         json: cli.json,
         url: env("HANDOFF_URL"),
         token: env("HANDOFF_TOKEN"),
@@ -317,8 +372,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Sessions(cmd) => sessions::run(cmd, &ctx).await,
         Command::Token { cmd } => tokens::run(cmd, &ctx).await,
         Command::Mcp(args) => mcp::run(args, &ctx).await,
-        Command::Serve { config, listen } => serve(&ctx, config, listen).await,
-        Command::InboxLink { url, ttl, name } => inbox::run(&url, &ttl, &name, &ctx).await,
+        Command::Serve { listen } => serve(&ctx, listen).await,
+        Command::Init => status::init(&ctx).await,
+        Command::Status => status::run(&ctx).await,
+        Command::InboxLink { url, ttl, name } => inbox::run(url, &ttl, &name, &ctx).await,
         Command::Pair { code, role } => {
             let store = ctx.host_store("pair").await?;
             match store.pairing_use(&code, &role).await? {
@@ -341,16 +398,26 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
     }
 }
 
-async fn serve(
-    ctx: &Ctx,
-    config: Option<PathBuf>,
-    listen: Option<std::net::SocketAddr>,
-) -> anyhow::Result<u8> {
-    let (cfg, cfg_path) = crate::config::Config::load(config.as_deref())?;
-    let db = match &ctx.db {
-        Some(p) => p.clone(),
-        None => cfg.db_path()?,
-    };
+/// The one-line error for a named database file that does not exist.
+pub(crate) fn missing_database(path: &std::path::Path, source: &DbSource) -> String {
+    format!(
+        "the database {} (named by {source}) does not exist: create it with `handoff init`, or fix the path",
+        path.display()
+    )
+}
+
+async fn serve(ctx: &Ctx, listen: Option<std::net::SocketAddr>) -> anyhow::Result<u8> {
+    if ctx.remote() {
+        return Err(fail(
+            exit::ERROR,
+            "HANDOFF_URL is set: `handoff serve` runs the daemon here, on a local database; unset HANDOFF_URL to start it",
+        ));
+    }
+    let (cfg, cfg_path) = ctx.config()?;
+    let (cfg, cfg_path) = (cfg.clone(), cfg_path.map(std::path::Path::to_path_buf));
+    // The daemon may create a database someone named: it is where the
+    // file is meant to live, and `serve` says which file it serves.
+    let (db, _) = ctx.database()?;
     let store = Store::open(&db).await?;
     let addr = listen.unwrap_or(cfg.http.listen);
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {

@@ -1,9 +1,13 @@
-//! The configuration file: `handoff serve --config FILE`.
+//! The configuration file, found the same way by every command (`serve`,
+//! `mcp` and the CLI): `--config FILE`, else `$HANDOFF_CONFIG`, else
+//! `config/handoff.toml`, else `~/.config/handoff/handoff.toml`.
 //!
 //! TOML, parsed with `deny_unknown_fields` everywhere so a typo is an error,
-//! not a silently ignored setting. Secrets may come from the environment
-//! (`HANDOFF_TELEGRAM_TOKEN`, `HANDOFF_TELEGRAM_WEBHOOK_SECRET`), which wins
-//! over the file. This module only parses and validates; it starts nothing.
+//! not a silently ignored setting; an error names the file and line. Secrets
+//! may come from the environment (`HANDOFF_TELEGRAM_TOKEN`,
+//! `HANDOFF_TELEGRAM_WEBHOOK_SECRET`), which wins over the file. Also here:
+//! which database a command uses ([`database`]). This module only parses and
+//! validates; it opens nothing and starts nothing.
 
 use std::collections::HashSet;
 use std::fmt;
@@ -15,13 +19,14 @@ use serde::Deserialize;
 /// Errors reading the configuration.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The file cannot be read.
-    #[error("cannot read config {path}: {source}")]
+    /// The file cannot be read. Deliberately not a `#[source]`: the message
+    /// carries the reason, and a source would print it a second time.
+    #[error("cannot read config {path}: {reason}")]
     Read {
         /// The file.
         path: String,
-        /// Why.
-        source: std::io::Error,
+        /// Why, in words.
+        reason: String,
     },
     /// The file is not valid TOML or has unknown or mistyped keys.
     #[error("config {path} is invalid: {message}")]
@@ -31,11 +36,13 @@ pub enum Error {
         /// toml's message, which names the key and line.
         message: String,
     },
-    /// The values parse but do not make sense together.
-    #[error("config {path}: {message}")]
+    /// The values parse but do not make sense (together).
+    #[error("config {path}{}: {message}", line.map(|n| format!(" line {n}")).unwrap_or_default())]
     Invalid {
         /// The file.
         path: String,
+        /// The line of the offending entry, when it can be found.
+        line: Option<usize>,
         /// What to fix.
         message: String,
     },
@@ -241,8 +248,9 @@ pub struct StoreConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HttpConfig {
-    /// Address to listen on.
-    #[serde(default = "default_listen")]
+    /// Address to listen on: an IP and port, or a host name and port
+    /// resolved when the config is read (`localhost:8642`).
+    #[serde(default = "default_listen", deserialize_with = "de_listen")]
     pub listen: SocketAddr,
     /// Serve the `/v1` API without tokens. Only honoured on a loopback
     /// address, and only when set explicitly; by default every `/v1` route
@@ -287,13 +295,17 @@ impl HttpConfig {
             .is_some_and(|u| u.trim().to_ascii_lowercase().starts_with("https://"))
     }
 
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), Bad> {
+        let at = |key| vec![Seg::Key("http"), Seg::Key(key)];
         if let Some(u) = &self.public_url {
             let ok = url::Url::parse(u.trim())
                 .is_ok_and(|p| matches!(p.scheme(), "http" | "https") && p.host().is_some());
             if !ok {
-                return Err(format!(
-                    "http.public_url `{u}` is not an http:// or https:// URL (e.g. \"https://handoff.example.com\")"
+                return Err(Bad::at(
+                    at("public_url"),
+                    format!(
+                        "http.public_url `{u}` is not an http:// or https:// URL (e.g. \"https://handoff.example.com\")"
+                    ),
                 ));
             }
         }
@@ -302,11 +314,17 @@ impl HttpConfig {
             ("body_timeout_secs", self.body_timeout_secs),
         ] {
             if !(1..=3600).contains(&v) {
-                return Err(format!("http.{key} must be 1 to 3600 seconds, not {v}"));
+                return Err(Bad::at(
+                    at(key),
+                    format!("http.{key} must be 1 to 3600 seconds, not {v}"),
+                ));
             }
         }
         if self.max_connections == 0 {
-            return Err("http.max_connections must be at least 1".into());
+            return Err(Bad::at(
+                at("max_connections"),
+                "http.max_connections must be at least 1",
+            ));
         }
         Ok(())
     }
@@ -326,6 +344,32 @@ fn default_max_connections() -> usize {
 
 fn default_listen() -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], 8642))
+}
+
+fn de_listen<'de, D: serde::Deserializer<'de>>(d: D) -> Result<SocketAddr, D::Error> {
+    let text = String::deserialize(d)?;
+    resolve_listen(&text).map_err(serde::de::Error::custom)
+}
+
+/// A listen address: `IP:port`, or `host:port` with the host resolved now
+/// (its first IPv4 address, so `localhost` is 127.0.0.1, else its first).
+pub fn resolve_listen(text: &str) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    let text = text.trim();
+    if let Ok(a) = text.parse() {
+        return Ok(a);
+    }
+    let shape = "give an address and port like 127.0.0.1:8642 or localhost:8642";
+    let addrs: Vec<SocketAddr> = text
+        .to_socket_addrs()
+        .map_err(|e| format!("`{text}` is not a listen address ({e}): {shape}"))?
+        .collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .copied()
+        .ok_or_else(|| format!("`{text}` resolves to no address: {shape}"))
 }
 
 /// How the bot receives updates.
@@ -528,42 +572,52 @@ impl Config {
             path: shown.clone(),
             message: e.to_string(),
         })?;
-        cfg.validate().map_err(|message| Error::Invalid {
+        cfg.validate().map_err(|bad| Error::Invalid {
             path: shown,
-            message,
+            line: line_of(text, &bad.at),
+            message: bad.message,
         })?;
         Ok(cfg)
     }
 
-    /// Load the config: `explicit` if given (must exist), else
-    /// `config/handoff.toml` in the working directory, else
-    /// `~/.config/handoff/handoff.toml`, else defaults. Then apply the
-    /// environment overrides.
-    pub fn load(explicit: Option<&Path>) -> Result<(Config, Option<PathBuf>), Error> {
-        let candidates: Vec<PathBuf> = match explicit {
-            Some(p) => vec![p.to_path_buf()],
-            None => {
-                let mut v = vec![PathBuf::from("config/handoff.toml")];
-                if let Some(home) = std::env::var_os("HOME") {
-                    v.push(PathBuf::from(home).join(".config/handoff/handoff.toml"));
-                }
-                v
-            }
-        };
-        let mut found = None;
-        for p in candidates {
-            if explicit.is_some() || p.exists() {
-                let text = std::fs::read_to_string(&p).map_err(|source| Error::Read {
-                    path: p.display().to_string(),
-                    source,
-                })?;
-                found = Some((Config::parse(&text, &p)?, p));
-                break;
-            }
+    /// Find the config file: `explicit` if given (it must exist), else
+    /// `$HANDOFF_CONFIG` (likewise), else `config/handoff.toml` in the
+    /// working directory, else `~/.config/handoff/handoff.toml`; `None`
+    /// when none of the optional ones exists.
+    pub fn locate(explicit: Option<&Path>) -> Option<PathBuf> {
+        if let Some(p) = explicit {
+            return Some(p.to_path_buf());
         }
-        let (mut cfg, path) = match found {
-            Some((c, p)) => (c, Some(p)),
-            None => (Config::default(), None),
+        if let Some(p) = std::env::var_os("HANDOFF_CONFIG").filter(|p| !p.is_empty()) {
+            return Some(PathBuf::from(p));
+        }
+        let local = PathBuf::from("config/handoff.toml");
+        if local.exists() {
+            return Some(local);
+        }
+        std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(|home| PathBuf::from(home).join(".config/handoff/handoff.toml"))
+            .filter(|p| p.exists())
+    }
+
+    /// Load the config [`locate`](Config::locate) finds, else the defaults,
+    /// then apply the environment overrides.
+    pub fn load(explicit: Option<&Path>) -> Result<(Config, Option<PathBuf>), Error> {
+        let path = Config::locate(explicit);
+        let mut cfg = match &path {
+            Some(p) => {
+                let text = std::fs::read_to_string(p).map_err(|e| Error::Read {
+                    path: p.display().to_string(),
+                    reason: if e.kind() == std::io::ErrorKind::NotFound {
+                        "no such file (check --config / HANDOFF_CONFIG)".into()
+                    } else {
+                        e.to_string()
+                    },
+                })?;
+                Config::parse(&text, p)?
+            }
+            None => Config::default(),
         };
         cfg.apply_env();
         Ok((cfg, path))
@@ -585,47 +639,56 @@ impl Config {
         }
     }
 
-    /// The database path: `$HANDOFF_DB`, else `[store] path`, else the default.
-    pub fn db_path(&self) -> Result<PathBuf, crate::store::Error> {
-        if std::env::var_os("HANDOFF_DB").is_some_and(|p| !p.is_empty()) {
-            return crate::store::default_path();
-        }
-        match &self.store.path {
-            Some(p) => Ok(expand_home(p)),
-            None => crate::store::default_path(),
-        }
-    }
-
-    fn validate(&self) -> Result<(), String> {
+    /// Check what parsing cannot: names that must match, limits. An error
+    /// says where (`at`, a path of keys and indexes) so it can name a line.
+    fn validate(&self) -> Result<(), Bad> {
         let mut names = HashSet::new();
-        for c in &self.telegram.chats {
+        for (i, c) in self.telegram.chats.iter().enumerate() {
+            let at = || vec![Seg::Key("telegram"), Seg::Key("chats"), Seg::Index(i)];
             if c.name.trim().is_empty() {
-                return Err("a [[telegram.chats]] entry has an empty name".into());
+                return Err(Bad::at(
+                    at(),
+                    "a [[telegram.chats]] entry has an empty name",
+                ));
             }
             if !names.insert(c.name.as_str()) {
-                return Err(format!("two [[telegram.chats]] are named `{}`", c.name));
-            }
-        }
-        for r in &self.routes {
-            if !names.contains(r.chat.as_str()) {
-                return Err(format!(
-                    "[[route]] names chat `{}`, but no [[telegram.chats]] has that name",
-                    r.chat
+                return Err(Bad::at(
+                    at(),
+                    format!("two [[telegram.chats]] are named `{}`", c.name),
                 ));
             }
         }
-        for r in &self.rules {
+        for (i, r) in self.routes.iter().enumerate() {
+            if !names.contains(r.chat.as_str()) {
+                return Err(Bad::at(
+                    vec![Seg::Key("route"), Seg::Index(i)],
+                    format!(
+                        "[[route]] names chat `{}`, but no [[telegram.chats]] has that name",
+                        r.chat
+                    ),
+                ));
+            }
+        }
+        for (i, r) in self.rules.iter().enumerate() {
+            // The rule's own message names it ("rule `x`: …").
             r.check()
-                .map_err(|e| format!("[[rule]] `{}`: {e}", r.name))?;
+                .map_err(|e| Bad::at(vec![Seg::Key("rule"), Seg::Index(i)], e))?;
         }
         for (i, n) in self.notify.iter().enumerate() {
             let name = n.name.clone().unwrap_or_else(|| format!("#{}", i + 1));
-            n.check().map_err(|e| format!("[[notify]] `{name}`: {e}"))?;
+            n.check().map_err(|e| {
+                Bad::at(
+                    vec![Seg::Key("notify"), Seg::Index(i)],
+                    format!("[[notify]] `{name}`: {e}"),
+                )
+            })?;
         }
+        let wake = |key| vec![Seg::Key("wake"), Seg::Key(key)];
         for p in &self.wake.allowed_webhook_urls {
             if !(p.starts_with("http://") || p.starts_with("https://")) {
-                return Err(format!(
-                    "wake.allowed_webhook_urls: `{p}` is not an http(s) URL prefix"
+                return Err(Bad::at(
+                    wake("allowed_webhook_urls"),
+                    format!("wake.allowed_webhook_urls: `{p}` is not an http(s) URL prefix"),
                 ));
             }
         }
@@ -635,48 +698,72 @@ impl Config {
             .as_ref()
             .is_some_and(|s| s.is_empty())
         {
-            return Err(
-                "wake.retry_schedule_ms needs at least one delay (the first attempt's)".into(),
-            );
+            return Err(Bad::at(
+                wake("retry_schedule_ms"),
+                "wake.retry_schedule_ms needs at least one delay (the first attempt's)",
+            ));
         }
         let mut sources = HashSet::new();
-        for s in &self.wake.sources {
+        for (i, s) in self.wake.sources.iter().enumerate() {
+            let at = || vec![Seg::Key("wake"), Seg::Key("sources"), Seg::Index(i)];
             if s.name.trim().is_empty() {
-                return Err("a [[wake.sources]] entry has an empty name".into());
+                return Err(Bad::at(at(), "a [[wake.sources]] entry has an empty name"));
             }
             if !sources.insert(s.name.as_str()) {
-                return Err(format!("two [[wake.sources]] are named `{}`", s.name));
+                return Err(Bad::at(
+                    at(),
+                    format!("two [[wake.sources]] are named `{}`", s.name),
+                ));
             }
             if s.secret.expose().len() < 16 {
-                return Err(format!(
-                    "[[wake.sources]] `{}`: the secret must be at least 16 characters",
-                    s.name
+                return Err(Bad::at(
+                    at(),
+                    format!(
+                        "[[wake.sources]] `{}`: the secret must be at least 16 characters",
+                        s.name
+                    ),
                 ));
             }
             if s.kind == WakeSourceKind::Standard
                 && crate::notify::sign::decode_whsec(s.secret.expose()).is_none()
             {
-                return Err(format!(
-                    "[[wake.sources]] `{}`: a standard source needs a `whsec_<base64>` secret",
-                    s.name
+                return Err(Bad::at(
+                    at(),
+                    format!(
+                        "[[wake.sources]] `{}`: a standard source needs a `whsec_<base64>` secret",
+                        s.name
+                    ),
                 ));
             }
         }
+        let telegram = |key| vec![Seg::Key("telegram"), Seg::Key(key)];
         if self.telegram.digest_threshold == 0 {
-            return Err("telegram.digest_threshold must be at least 1".into());
+            return Err(Bad::at(
+                telegram("digest_threshold"),
+                "telegram.digest_threshold must be at least 1",
+            ));
         }
         if self.telegram.poll_timeout_secs > 15 {
-            return Err("telegram.poll_timeout_secs must be at most 15".into());
+            return Err(Bad::at(
+                telegram("poll_timeout_secs"),
+                "telegram.poll_timeout_secs must be at most 15",
+            ));
         }
         self.http.check()?;
         if self.http.open && !self.http.listen.ip().is_loopback() {
-            return Err(format!(
-                "http.open = true serves the API without tokens, which is allowed only on a loopback address, not {}",
-                self.http.listen
+            return Err(Bad::at(
+                vec![Seg::Key("http"), Seg::Key("open")],
+                format!(
+                    "http.open = true serves the API without tokens, which is allowed only on a loopback address, not {}",
+                    self.http.listen
+                ),
             ));
         }
         if self.telegram.mode == TelegramMode::Webhook && self.telegram.webhook_url.is_none() {
-            return Err("telegram.mode = \"webhook\" needs telegram.webhook_url".into());
+            return Err(Bad::at(
+                telegram("mode"),
+                "telegram.mode = \"webhook\" needs telegram.webhook_url",
+            ));
         }
         Ok(())
     }
@@ -709,6 +796,109 @@ impl Config {
     pub fn chat_by_id(&self, chat_id: i64) -> Option<&ChatConfig> {
         self.telegram.chats.iter().find(|c| c.chat_id == chat_id)
     }
+}
+
+/// One step of a path into the config: a table key or an array index.
+#[derive(Debug, Clone, Copy)]
+enum Seg {
+    Key(&'static str),
+    Index(usize),
+}
+
+/// A validation failure and where in the file it is.
+#[derive(Debug)]
+struct Bad {
+    at: Vec<Seg>,
+    message: String,
+}
+
+impl Bad {
+    fn at(at: Vec<Seg>, message: impl Into<String>) -> Bad {
+        Bad {
+            at,
+            message: message.into(),
+        }
+    }
+}
+
+/// The 1-based line where the entry `at` starts in `text` (the deepest part
+/// of the path that the file spells out: a default value has no line).
+fn line_of(text: &str, at: &[Seg]) -> Option<usize> {
+    use toml::de::{DeTable, DeValue};
+    let root = DeTable::parse(text).ok()?;
+    let mut span = None;
+    let mut table = Some(root.get_ref());
+    let mut value: Option<&toml::Spanned<DeValue<'_>>> = None;
+    for seg in at {
+        let next = match (seg, table, value.map(|v| v.get_ref())) {
+            (Seg::Key(k), Some(t), _) => {
+                t.iter().find(|(key, _)| key.get_ref() == k).map(|(_, v)| v)
+            }
+            (Seg::Index(i), _, Some(DeValue::Array(a))) => a.get(*i),
+            _ => None,
+        };
+        let Some(v) = next else { break };
+        span = Some(v.span().start);
+        table = match v.get_ref() {
+            DeValue::Table(t) => Some(t),
+            _ => None,
+        };
+        value = Some(v);
+    }
+    span.map(|at| text[..at.min(text.len())].matches('\n').count() + 1)
+}
+
+/// Where a command's database path came from, for messages and `status`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DbSource {
+    /// `--db FILE`.
+    Flag,
+    /// `$HANDOFF_DB`.
+    Env,
+    /// `[store] path` of this config file.
+    Config(PathBuf),
+    /// Nothing named one: the default location.
+    Default,
+}
+
+impl DbSource {
+    /// Whether someone named the file (anything but the default location).
+    /// A named file that does not exist is an error, never created quietly.
+    pub fn is_named(&self) -> bool {
+        !matches!(self, DbSource::Default)
+    }
+}
+
+impl fmt::Display for DbSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DbSource::Flag => f.write_str("--db"),
+            DbSource::Env => f.write_str("HANDOFF_DB"),
+            DbSource::Config(p) => write!(f, "[store] path in {}", p.display()),
+            DbSource::Default => f.write_str("the default location"),
+        }
+    }
+}
+
+/// The database a command uses: `flag` (`--db`), else `$HANDOFF_DB`, else
+/// the config's `[store] path` (`config_path` is the file it came from),
+/// else the default location. Every command resolves it this way.
+pub fn database(
+    flag: Option<&Path>,
+    cfg: &Config,
+    config_path: Option<&Path>,
+) -> Result<(PathBuf, DbSource), crate::store::Error> {
+    if let Some(p) = flag {
+        return Ok((p.to_path_buf(), DbSource::Flag));
+    }
+    if let Some(p) = std::env::var_os("HANDOFF_DB").filter(|p| !p.is_empty()) {
+        return Ok((PathBuf::from(p), DbSource::Env));
+    }
+    if let Some(p) = cfg.store.path.as_deref().filter(|p| !p.trim().is_empty()) {
+        let from = config_path.map_or_else(|| PathBuf::from("the config"), Path::to_path_buf);
+        return Ok((expand_home(p), DbSource::Config(from)));
+    }
+    Ok((crate::store::default_location()?, DbSource::Default))
 }
 
 fn expand_home(p: &str) -> PathBuf {
@@ -800,6 +990,61 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("webhook_url"), "{e}");
+    }
+
+    #[test]
+    fn errors_found_after_parsing_name_their_line() {
+        for (text, line) in [
+            (
+                "[[rule]]\nname = 'a'\nkind = 'x'\ndecide = 'approve'\n\n[[rule]]\nname = 'b'\nkind = 'x'\ndecide = 'approve'\nwhen = [{ pointer = 'nope', equals = 1 }]\n",
+                6,
+            ),
+            (
+                "[telegram]\ndigest_threshold = 5\npoll_timeout_secs = 60\n",
+                3,
+            ),
+            ("\n[http]\nheader_timeout_secs = 0\n", 3),
+            (
+                "[[telegram.chats]]\nname = 'a'\nchat_id = 1\n\n[[route]]\nchat = 'b'\n",
+                5,
+            ),
+            ("# wake\n[[notify]]\nevents = ['nope']\nexec = ['x']\n", 2),
+            ("[telegram]\nmode = 'webhook'\n", 2),
+        ] {
+            match parse(text) {
+                Err(Error::Invalid { line: Some(n), .. }) => assert_eq!(n, line, "{text}"),
+                other => panic!("{text}: expected an error with a line, got {other:?}"),
+            }
+        }
+        let e = parse("[http]\nmax_connections = 0\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "config test.toml line 2: http.max_connections must be at least 1"
+        );
+        // A rule's message names it once.
+        let e = parse("[[rule]]\nname = 'r'\nkind = 'x'\ndecide = 'approve'\nwhen = [{ pointer = 'p', equals = 1 }]\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e.matches("`r`").count(), 1, "{e}");
+    }
+
+    #[test]
+    fn listen_takes_an_address_or_a_host_name() {
+        let c = parse("[http]\nlisten = 'localhost:8642'").unwrap();
+        assert_eq!(c.http.listen, SocketAddr::from(([127, 0, 0, 1], 8642)));
+        let c = parse("[http]\nlisten = '[::1]:9'").unwrap();
+        assert_eq!(c.http.listen.port(), 9);
+        for bad in ["localhost", "127.0.0.1", ":8642"] {
+            let e = parse(&format!("[http]\nlisten = '{bad}'"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("line 2") && e.contains("localhost:8642"),
+                "{bad}: {e}"
+            );
+        }
     }
 
     #[test]

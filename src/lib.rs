@@ -4,7 +4,8 @@
 //! # Layout
 //!
 //! - [`clock`]: the injectable wall clock; RFC 3339 and duration parsing.
-//! - [`config`]: the TOML configuration (chats, routes, rules, notify, wake sources).
+//! - [`config`]: the TOML configuration (chats, routes, rules, notify, wake sources),
+//!   where every command finds it, and which database a command uses.
 //! - [`store`]: the SQLite store — questions, boards, actions, sessions, ledger,
 //!   events, chat records, deliveries, tokens. All SQL lives here.
 //! - [`daemon`]: `handoff serve`; wires the followers, chat, notify and HTTP together.

@@ -363,21 +363,31 @@ impl std::ops::DerefMut for WriteTx {
     }
 }
 
-/// The default database path: `$HANDOFF_DB`, else
+/// The default database location, used when nothing names a file:
 /// `$XDG_DATA_HOME/handoff/handoff.db`, else `~/.local/share/handoff/handoff.db`.
-pub fn default_path() -> Result<PathBuf> {
-    if let Some(p) = std::env::var_os("HANDOFF_DB").filter(|p| !p.is_empty()) {
-        return Ok(PathBuf::from(p));
-    }
+/// (`--db`, `$HANDOFF_DB` and the config's `[store] path` come first: see
+/// [`crate::config::database`].)
+pub fn default_location() -> Result<PathBuf> {
     if let Some(d) = std::env::var_os("XDG_DATA_HOME").filter(|p| !p.is_empty()) {
         return Ok(PathBuf::from(d).join("handoff").join("handoff.db"));
     }
     match std::env::var_os("HOME").filter(|p| !p.is_empty()) {
         Some(h) => Ok(PathBuf::from(h).join(".local/share/handoff/handoff.db")),
         None => Err(Error::Invalid(
-            "cannot find a place for the database: set HANDOFF_DB or HOME".into(),
+            "cannot find a place for the database: set HANDOFF_DB, --db or HOME".into(),
         )),
     }
+}
+
+/// A short name for a database file that does not reveal its path: the
+/// first 16 hex digits of the SHA-256 of its canonical path. `/healthz`
+/// reports the daemon's, so `handoff status` can tell whether the daemon it
+/// reaches serves the same file it would use.
+pub fn fingerprint(path: &Path) -> String {
+    use sha2::{Digest, Sha256};
+    let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let digest = Sha256::digest(canonical.as_os_str().as_encoded_bytes());
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn create_private_dir(dir: &Path) -> std::io::Result<()> {

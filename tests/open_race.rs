@@ -1,6 +1,8 @@
 //! Concurrent first opens: many processes of the real binary opening one
 //! fresh database file at the same moment all succeed (switching a new
 //! file to WAL takes an exclusive lock; the open path must retry it).
+//! Only the default location is created by any command, so the racers find
+//! their file there (`XDG_DATA_HOME` points into the test's temp dir).
 
 mod common;
 
@@ -15,7 +17,9 @@ const N: usize = 16;
 #[test]
 fn sixteen_processes_open_one_fresh_file_at_once() {
     for round in 0..3 {
-        let db = common::TempDb::new();
+        let db = common::TempDb::fresh();
+        let data = db.dir.path().join("data");
+        let file = data.join("handoff/handoff.db");
         // The barrier: every process waits on a shared flock of `gate`
         // while this test holds it exclusively, then all start together.
         let gate_path = db.dir.path().join("gate");
@@ -28,7 +32,10 @@ fn sixteen_processes_open_one_fresh_file_at_once() {
                     .arg(&gate_path)
                     .arg(env!("CARGO_BIN_EXE_handoff"))
                     .args(["--json", "questions"])
-                    .env("HANDOFF_DB", &db.path)
+                    .env_remove("HANDOFF_DB")
+                    .env_remove("HANDOFF_CONFIG")
+                    .env("XDG_DATA_HOME", &data)
+                    .env("HOME", db.dir.path())
                     .env_remove("HANDOFF_URL")
                     .env_remove("HANDOFF_TOKEN")
                     .stdout(Stdio::piped())
@@ -40,7 +47,7 @@ fn sixteen_processes_open_one_fresh_file_at_once() {
         for c in &children {
             wait_blocked_on_gate(c.id());
         }
-        assert!(!db.path.exists(), "nobody opened the file before the gate");
+        assert!(!file.exists(), "nobody opened the file before the gate");
         gate.unlock().unwrap();
         for c in children {
             let out = c.wait_with_output().unwrap();
@@ -51,6 +58,7 @@ fn sixteen_processes_open_one_fresh_file_at_once() {
             );
             assert_eq!(common::json(&out), serde_json::json!([]));
         }
+        assert!(file.exists(), "the racers shared the default location");
     }
 }
 
@@ -62,7 +70,7 @@ fn sixteen_processes_open_one_fresh_file_at_once() {
 /// so every process must retry until the other opener is done.
 #[tokio::test]
 async fn opens_retry_while_another_opener_holds_the_new_file() {
-    let db = common::TempDb::new();
+    let db = common::TempDb::fresh();
     let opts = sqlx::sqlite::SqliteConnectOptions::new()
         .filename(&db.path)
         .create_if_missing(true);

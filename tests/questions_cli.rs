@@ -243,7 +243,9 @@ fn unusable_database_paths_give_one_clear_line() {
     let file = db.dir.path().join("plain-file");
     std::fs::write(&file, b"not a directory").unwrap();
     let cases = [
-        (file.join("handoff.db"), "cannot open the database"),
+        // Under a plain file: a named path that cannot exist is refused
+        // before anything tries to create it.
+        (file.join("handoff.db"), "does not exist"),
         (db.dir.path().to_path_buf(), "it is a directory"),
         (file.clone(), "not a SQLite database"),
     ];

@@ -39,6 +39,7 @@ fn a_closed_stdout_is_not_a_panic() {
     use std::process::{Command, Stdio};
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("h.db");
+    common::create_db(&db);
     let out = Command::new(env!("CARGO_BIN_EXE_handoff"))
         .args(["ask", "Something to list"])
         .env("HANDOFF_DB", &db)

@@ -25,7 +25,7 @@ async fn reopen_is_idempotent_and_uses_wal() {
 
 #[tokio::test]
 async fn concurrent_first_open_of_a_fresh_file() {
-    let db = TempDb::new();
+    let db = TempDb::fresh();
     let opens = (0..6).map(|_| {
         let p = db.path.clone();
         tokio::spawn(async move { Store::open(&p).await })
@@ -87,7 +87,7 @@ async fn unusable_paths_give_clear_errors() {
 
 #[tokio::test]
 async fn a_new_file_that_cannot_be_written_is_refused_as_read_only() {
-    let db = TempDb::new();
+    let db = TempDb::fresh();
     std::fs::write(&db.path, b"").unwrap();
     let Some(_guard) = common::make_read_only(&db.path) else {
         return;
@@ -172,20 +172,26 @@ async fn close_checkpoints_the_wal_into_the_database_file() {
 }
 
 /// `HANDOFF_DB`, then `$XDG_DATA_HOME/handoff/handoff.db`, then
-/// `~/.local/share/handoff/handoff.db`; a variable set but empty counts as unset.
+/// `~/.local/share/handoff/handoff.db`; a variable set but empty counts as
+/// unset. Only the default location is created on first use: a file
+/// `HANDOFF_DB` names must exist (`handoff init` creates it).
 #[test]
 fn the_default_database_path_skips_empty_variables() {
     let dir = tempfile::tempdir().unwrap();
     let (xdg, home) = (dir.path().join("xdg"), dir.path().join("home"));
-    let pending = |db: &str, xdg_value: &std::path::Path| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_handoff"))
-            .arg("pending")
+    let run = |cmd: &str, db: &str, xdg_value: &std::path::Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_handoff"))
+            .arg(cmd)
             .env("HANDOFF_DB", db)
             .env("XDG_DATA_HOME", xdg_value)
             .env("HOME", &home)
             .env_remove("HANDOFF_URL")
+            .env_remove("HANDOFF_CONFIG")
             .output()
-            .unwrap();
+            .unwrap()
+    };
+    let pending = |db: &str, xdg_value: &std::path::Path| {
+        let out = run("pending", db, xdg_value);
         assert!(
             out.status.success(),
             "{}",
@@ -200,6 +206,15 @@ fn the_default_database_path_skips_empty_variables() {
         "HOME, when XDG_DATA_HOME is empty"
     );
     let named = dir.path().join("named.db");
+    let out = run("pending", named.to_str().unwrap(), &xdg);
+    assert_eq!(out.status.code(), Some(1), "a named file that is missing");
+    assert!(!named.exists(), "is not created by a command");
+    let out = run("init", named.to_str().unwrap(), &xdg);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     pending(named.to_str().unwrap(), &xdg);
     assert!(named.exists(), "HANDOFF_DB first");
 }
@@ -208,7 +223,7 @@ fn the_default_database_path_skips_empty_variables() {
 /// cannot be applied, and the error says so (not "read-only").
 #[tokio::test]
 async fn a_file_whose_tables_clash_is_refused_with_the_migration_error() {
-    let db = TempDb::new();
+    let db = TempDb::fresh();
     let opts = sqlx::sqlite::SqliteConnectOptions::new()
         .filename(&db.path)
         .create_if_missing(true);

@@ -3,7 +3,10 @@
 //! The link carries a random code (only its hash is stored) that works once,
 //! until `--ttl` passes; opening it in a browser starts a 7-day session
 //! acting as `--as`. The daemon serves the page; this command only writes
-//! the code.
+//! the code, into the database the daemon of the same config serves, and
+//! builds the link from that config's `[http] public_url` or listen address.
+//! Host-only: against `HANDOFF_URL` it refuses (the code must be written
+//! into the daemon's own database).
 
 use super::{Ctx, exit, fail};
 
@@ -29,10 +32,47 @@ fn login_url(base: &str, code: &str) -> anyhow::Result<String> {
     Ok(url.to_string())
 }
 
+/// The address a browser reaches the daemon of `http` at: its public URL,
+/// else its listen address (a wildcard address is reached over loopback).
+pub(crate) fn daemon_url(http: &crate::config::HttpConfig) -> String {
+    if let Some(u) = http.public_url.as_deref().map(str::trim) {
+        return u.to_string();
+    }
+    format!("http://{}", loopback_of(http.listen))
+}
+
+/// The address to reach a daemon listening on `addr` at (a wildcard
+/// address is reached over loopback).
+pub(crate) fn loopback_of(mut addr: std::net::SocketAddr) -> std::net::SocketAddr {
+    if addr.ip().is_unspecified() {
+        addr.set_ip(match addr {
+            std::net::SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+            std::net::SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        });
+    }
+    addr
+}
+
 /// Create the code and print the link.
-pub(crate) async fn run(url: &str, ttl: &str, name: &str, ctx: &Ctx) -> anyhow::Result<u8> {
+pub(crate) async fn run(
+    url: Option<String>,
+    ttl: &str,
+    name: &str,
+    ctx: &Ctx,
+) -> anyhow::Result<u8> {
+    if ctx.remote() {
+        return Err(fail(
+            exit::ERROR,
+            "`handoff inbox-link` must run on the daemon's host: it writes the login code into the database there (unset HANDOFF_URL, or run it on that host)",
+        ));
+    }
     let ttl_ms = crate::clock::parse_duration_ms(ttl)
         .map_err(|e| fail(exit::USAGE, format!("--ttl: {e}")))?;
+    let url = match url {
+        Some(u) => u,
+        None => daemon_url(&ctx.config()?.0.http),
+    };
+    let url = url.as_str();
     // Validate the URL before writing anything.
     login_url(url, &"0".repeat(64))?;
     let store = ctx.store().await?;

@@ -1,7 +1,8 @@
 //! `handoff mcp`: run the stdio MCP server for an agent.
 //!
-//! Opens the store (HANDOFF_DB / --db like every command) with the action
-//! policy (the config's `[[rule]]` and `[redact]`, or `--rules`) — or, with
+//! Opens the store (`--db`, `HANDOFF_DB`, the config's `[store] path`, like
+//! every command) with the action policy (the same config's `[[rule]]` and
+//! `[redact]`, or `--rules`) — or, with
 //! `HANDOFF_URL` set, talks to that daemon instead (which applies its own
 //! rules). Reads the caller's identity from `HANDOFF_PROJECT` /
 //! `HANDOFF_AGENT` / `HANDOFF_SESSION` and serves until the client
@@ -14,14 +15,10 @@ use clap::Args;
 
 use super::{Ctx, exit};
 use crate::mcp::{Defaults, serve_stdio};
-use crate::ops::Policy;
 
-/// Arguments of `handoff mcp`.
+/// Arguments of `handoff mcp` (the config file is the global `--config`).
 #[derive(Debug, Args)]
 pub(crate) struct McpArgs {
-    /// Config file for action rules and redaction [default: config/handoff.toml, else ~/.config/handoff/handoff.toml].
-    #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
     /// Auto-decision rules for proposed actions (TOML with [[rule]] entries), instead of the config's.
     #[arg(long, env = "HANDOFF_RULES", value_name = "FILE")]
     rules: Option<PathBuf>,
@@ -40,7 +37,7 @@ pub(crate) async fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         defaults.actor = ctx.actor(None, || defaults.agent.clone());
         ctx.ops().await?
     } else {
-        let policy = Policy::load(args.config.as_deref(), args.rules.as_deref())?;
+        let policy = ctx.policy(args.rules.as_deref())?;
         ctx.ops_with(policy).await?
     };
     serve_stdio(ops, defaults).await?;

@@ -199,10 +199,7 @@ async fn backup(ctx: &Ctx, file: PathBuf, force: bool) -> anyhow::Result<u8> {
             "`handoff backup` must run on the daemon's host: it copies the database file there (unset HANDOFF_URL)",
         ));
     }
-    let db = match &ctx.db {
-        Some(p) => p.clone(),
-        None => store::default_path()?,
-    };
+    let (db, _) = ctx.database()?;
     // Opening would create an empty database; a backup of nothing is a mistake.
     if !db.exists() {
         return Err(fail(

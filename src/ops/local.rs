@@ -25,14 +25,12 @@ pub struct Policy {
 }
 
 impl Policy {
-    /// The policy the config file gives (`[[rule]]`, `[redact]`), or the
-    /// rules of `rules_file` (TOML with `[[rule]]` entries) when given.
-    pub fn load(
-        config: Option<&std::path::Path>,
+    /// The policy `cfg` gives (`[[rule]]`, `[redact]`), or the rules of
+    /// `rules_file` (TOML with `[[rule]]` entries) when given.
+    pub fn from_config(
+        cfg: &crate::config::Config,
         rules_file: Option<&std::path::Path>,
     ) -> Result<Policy, Error> {
-        let (cfg, _) =
-            crate::config::Config::load(config).map_err(|e| Error::invalid(e.to_string()))?;
         let rules = match rules_file {
             Some(path) => {
                 let text = std::fs::read_to_string(path).map_err(|e| {
@@ -42,11 +40,11 @@ impl Policy {
                     .map_err(|e| Error::invalid(format!("rules {}: {e}", path.display())))?
                     .rule
             }
-            None => cfg.rules,
+            None => cfg.rules.clone(),
         };
         Ok(Policy {
             rules,
-            redact_keys: Some(cfg.redact.keys),
+            redact_keys: Some(cfg.redact.keys.clone()),
         })
     }
 }

@@ -64,3 +64,52 @@ impl Store {
         })
     }
 }
+
+/// What `handoff status` shows of a database: what waits on people and agents.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Overview {
+    /// Open questions.
+    pub open_questions: i64,
+    /// Actions waiting for a decision.
+    pub pending_actions: i64,
+    /// Actions whose outcome is unknown (a person must settle them).
+    pub unknown_actions: i64,
+    /// Blocked rows of boards not archived.
+    pub blocked_rows: i64,
+    /// Sessions not ended.
+    pub live_sessions: i64,
+    /// The event log's last sequence number.
+    pub last_seq: i64,
+}
+
+impl Store {
+    /// The [`Overview`] of every project.
+    pub async fn overview(&self) -> Result<Overview> {
+        let counts = self.counts(None).await?;
+        let of = |s: Status| {
+            counts
+                .actions
+                .iter()
+                .find(|(st, _)| *st == s)
+                .map_or(0, |(_, n)| *n)
+        };
+        let blocked_rows: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM board_rows r JOIN boards b ON b.id = r.board_id
+             WHERE r.status = 'blocked' AND b.archived_at IS NULL",
+        )
+        .fetch_one(self.pool())
+        .await?;
+        let live_sessions: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM agent_sessions WHERE status <> 'ended'")
+                .fetch_one(self.pool())
+                .await?;
+        Ok(Overview {
+            open_questions: counts.open_questions,
+            pending_actions: of(Status::Pending),
+            unknown_actions: of(Status::Unknown),
+            blocked_rows,
+            live_sessions,
+            last_seq: self.last_event_seq().await?,
+        })
+    }
+}

@@ -29,6 +29,16 @@ impl Daemon {
     /// Start on `listen` (e.g. the address of a daemon that was killed, to
     /// restart it where its clients look).
     pub fn start_on(db: &Path, cfg: &Path, listen: &str, env: &[(&str, &str)]) -> Daemon {
+        let cfg = cfg.to_str().expect("a UTF-8 config path");
+        let db = db.to_str().expect("a UTF-8 database path");
+        let mut all = vec![("HANDOFF_DB", db)];
+        all.extend_from_slice(env);
+        Self::spawn(None, &["serve", "--config", cfg, "--listen", listen], &all)
+    }
+
+    /// Start `handoff ARGS` (a `serve`) in `cwd` with `env` added, and wait
+    /// for its "serving on" line.
+    pub fn spawn(cwd: Option<&Path>, args: &[&str], env: &[(&str, &str)]) -> Daemon {
         // A test killed from outside (a timeout in cargo-mutants or CI)
         // never runs Drop: where util-linux's setpriv exists, the kernel
         // kills the daemon when the thread that started it ends, so no
@@ -41,10 +51,11 @@ impl Daemon {
         } else {
             Command::new(bin)
         };
-        cmd.args(["serve", "--config"])
-            .arg(cfg)
-            .args(["--listen", listen])
-            .env("HANDOFF_DB", db)
+        if let Some(dir) = cwd {
+            cmd.current_dir(dir);
+        }
+        cmd.args(args)
+            .env_remove("HANDOFF_URL")
             .env("HANDOFF_LOG", "handoff=debug,warn")
             .env_remove("HANDOFF_TELEGRAM_TOKEN")
             .stdout(Stdio::null())

@@ -16,7 +16,18 @@ pub struct TempDb {
 }
 
 impl TempDb {
+    /// A temp dir with a created database file in it, as `handoff init`
+    /// leaves it: commands refuse a named database (`--db`, `HANDOFF_DB`)
+    /// that does not exist, so a test's file must exist before it runs one.
     pub fn new() -> Self {
+        let db = TempDb::fresh();
+        create_db(&db.path);
+        db
+    }
+
+    /// A temp dir and the path of a database file not created yet, for
+    /// tests of creating and opening files.
+    pub fn fresh() -> Self {
         let dir = tempfile::tempdir().expect("create temp dir");
         let path = dir.path().join("handoff.db");
         TempDb { dir, path }
@@ -40,6 +51,27 @@ impl TempDb {
     pub fn cli(&self, args: &[&str]) -> Output {
         cli_at(&self.path, args)
     }
+}
+
+/// Create the database at `path` (schema applied, pool closed). On its own
+/// thread and runtime, so sync and async tests alike can call it.
+pub fn create_db(path: &Path) {
+    let path = path.to_path_buf();
+    std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+            .block_on(async {
+                Store::open(&path)
+                    .await
+                    .expect("create database")
+                    .close()
+                    .await;
+            });
+    })
+    .join()
+    .expect("create database");
 }
 
 /// Run the real `handoff` binary with `HANDOFF_DB=db`.

@@ -26,7 +26,7 @@ fn policy(ctx: &Ctx, rules: Option<&std::path::Path>) -> anyhow::Result<Policy> 
     }
     // --rules, else the config file's [[rule]] entries; the config's
     // [redact] keys either way (one reading, shared with `handoff mcp`).
-    Ok(Policy::load(None, rules)?)
+    ctx.policy(rules)
 }
 
 pub(super) async fn propose(ctx: &Ctx, p: ProposeArgs) -> anyhow::Result<u8> {

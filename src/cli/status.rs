@@ -1,0 +1,267 @@
+//! `handoff init` and `handoff status`: where the commands' database is.
+//!
+//! `init` creates the database every other command will use (the same
+//! resolution: `--db`, `HANDOFF_DB`, the config's `[store] path`, the
+//! default), folder included; running it again only says so. `status` says
+//! which config file and database the commands use, what waits in it, whether
+//! a daemon at the configured address serves that same file (its `/healthz`
+//! names the file by [`crate::store::fingerprint`]), whether chat is on, and,
+//! with `HANDOFF_URL` set, whether that daemon answers. Neither calls Telegram,
+//! and `status` creates nothing.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::{Ctx, exit, fail};
+use crate::store::{Store, counts::Overview};
+
+/// How long `status` waits for a daemon's `/healthz`.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// `handoff init`: create the database at the resolved path.
+pub(crate) async fn init(ctx: &Ctx) -> anyhow::Result<u8> {
+    if ctx.remote() {
+        return Err(fail(
+            exit::ERROR,
+            "`handoff init` creates a database on this machine, and HANDOFF_URL says the commands use a daemon's: unset HANDOFF_URL to create a local one",
+        ));
+    }
+    let (path, source) = ctx.database()?;
+    let existed = path.exists();
+    // Opening creates the folder and the file and applies the schema; on an
+    // existing file it only brings the schema up to date.
+    let store = Store::open(&path).await?;
+    store.close().await;
+    let v = serde_json::json!({
+        "path": path,
+        "named_by": source.to_string(),
+        "created": !existed,
+    });
+    ctx.print(&v, || {
+        if existed {
+            format!(
+                "the database {} ({source}) already exists; its schema is up to date",
+                path.display()
+            )
+        } else {
+            format!("created the database {} ({source})", path.display())
+        }
+    });
+    Ok(exit::OK)
+}
+
+/// What `handoff status` reports.
+#[derive(Debug, Serialize)]
+struct Status {
+    /// The config file read, or `None` (the defaults).
+    config: Option<String>,
+    /// The local database (not in remote mode).
+    database: Option<Database>,
+    /// The daemon at the config's listen address (not in remote mode).
+    daemon: Option<Daemon>,
+    /// Chat as the config sets it up.
+    chat: Chat,
+    /// The daemon at `HANDOFF_URL`, when set.
+    remote: Option<Daemon>,
+}
+
+#[derive(Debug, Serialize)]
+struct Database {
+    path: String,
+    named_by: String,
+    /// Named by `--db`, `HANDOFF_DB` or the config (so it must exist), not
+    /// the default location (created by the first command that needs it).
+    named: bool,
+    exists: bool,
+    counts: Option<Overview>,
+}
+
+#[derive(Debug, Serialize)]
+struct Daemon {
+    url: String,
+    /// `/healthz` answered.
+    running: bool,
+    /// It serves the database above (`None`: unknown, e.g. remote mode or
+    /// a daemon too old to say).
+    serves_this_database: Option<bool>,
+    /// Why it is not running, or what it answered.
+    note: String,
+}
+
+#[derive(Debug, Serialize)]
+struct Chat {
+    on: bool,
+    /// The bot's numeric id, the part of the token before `:`.
+    bot_id: Option<String>,
+    mode: &'static str,
+    chats: Vec<String>,
+}
+
+/// `handoff status`.
+pub(crate) async fn run(ctx: &Ctx) -> anyhow::Result<u8> {
+    let (cfg, cfg_path) = ctx.config()?;
+    let token = cfg.telegram.token.expose();
+    let chat = Chat {
+        on: !token.is_empty(),
+        bot_id: token
+            .split_once(':')
+            .map(|(id, _)| id.to_string())
+            .filter(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit())),
+        mode: match cfg.telegram.mode {
+            crate::config::TelegramMode::Polling => "polling",
+            crate::config::TelegramMode::Webhook => "webhook",
+        },
+        chats: cfg.telegram.chats.iter().map(|c| c.name.clone()).collect(),
+    };
+    let mut status = Status {
+        config: cfg_path.map(|p| p.display().to_string()),
+        database: None,
+        daemon: None,
+        chat,
+        remote: None,
+    };
+    // The one-line error `status` ends with, after the report: a named
+    // database that does not exist, or a remote daemon that does not answer
+    // (every command would fail the same way).
+    let mut missing = None;
+    if let Some(url) = &ctx.url {
+        let remote = probe(url.trim_end_matches('/'), None).await;
+        if !remote.running {
+            missing = Some(format!(
+                "the daemon at HANDOFF_URL={} does not answer: {}; start it there, or fix or unset HANDOFF_URL",
+                remote.url, remote.note
+            ));
+        }
+        status.remote = Some(remote);
+    } else {
+        let (path, source) = ctx.database()?;
+        let exists = path.exists();
+        let counts = match exists {
+            true => Some(Store::open(&path).await?.overview().await?),
+            false => None,
+        };
+        if !exists && source.is_named() {
+            missing = Some(super::missing_database(&path, &source));
+        }
+        let mine = exists.then(|| crate::store::fingerprint(&path));
+        let url = super::inbox::daemon_url(&cfg.http);
+        status.daemon = Some(if cfg.http.listen.port() == 0 {
+            Daemon {
+                url,
+                running: false,
+                serves_this_database: None,
+                note: "[http] listen has port 0 (any free port): cannot tell where a daemon is"
+                    .into(),
+            }
+        } else {
+            let base = format!("http://{}", super::inbox::loopback_of(cfg.http.listen));
+            let mut d = probe(&base, mine.as_deref()).await;
+            d.url = url;
+            d
+        });
+        status.database = Some(Database {
+            path: path.display().to_string(),
+            named_by: source.to_string(),
+            named: source.is_named(),
+            exists,
+            counts,
+        });
+    }
+    ctx.print(&status, || text(&status));
+    match missing {
+        Some(m) => Err(fail(exit::ERROR, m)),
+        None => Ok(exit::OK),
+    }
+}
+
+/// Ask `base/healthz`; `mine` is the local database's fingerprint.
+async fn probe(base: &str, mine: Option<&str>) -> Daemon {
+    let down = |note: String| Daemon {
+        url: base.to_string(),
+        running: false,
+        serves_this_database: None,
+        note,
+    };
+    let client = match reqwest::Client::builder().timeout(PROBE_TIMEOUT).build() {
+        Ok(c) => c,
+        Err(e) => return down(format!("cannot make an HTTP client: {e}")),
+    };
+    let resp = match client.get(format!("{base}/healthz")).send().await {
+        Ok(r) => r,
+        Err(e) if e.is_connect() => return down("not running (nothing answers there)".into()),
+        Err(e) if e.is_timeout() => return down("no answer within 3 s".into()),
+        Err(e) => return down(format!("unreachable: {e}")),
+    };
+    let code = resp.status();
+    let body: serde_json::Value = resp.json().await.unwrap_or_default();
+    if !code.is_success() || body["ok"] != true {
+        return down(format!("answers {code}, not healthy: {body}"));
+    }
+    let theirs = body["database"].as_str();
+    let serves = match (mine, theirs) {
+        (Some(m), Some(t)) => Some(m == t),
+        (None, Some(_)) => Some(false),
+        _ => None,
+    };
+    Daemon {
+        url: base.to_string(),
+        running: true,
+        serves_this_database: serves,
+        note: match serves {
+            Some(true) => "running, serving this database".into(),
+            Some(false) => "running, but serving another database file".into(),
+            None => "running".into(),
+        },
+    }
+}
+
+fn text(s: &Status) -> String {
+    let mut out = format!(
+        "config:   {}\n",
+        s.config
+            .as_deref()
+            .unwrap_or("none (defaults; looked for --config, HANDOFF_CONFIG, config/handoff.toml, ~/.config/handoff/handoff.toml)")
+    );
+    if let Some(r) = &s.remote {
+        out += &format!("remote:   HANDOFF_URL={} ({})\n", r.url, r.note);
+    }
+    if let Some(d) = &s.database {
+        out += &format!("database: {} ({})", d.path, d.named_by);
+        match &d.counts {
+            Some(c) => {
+                out += &format!(
+                    "\n          {} open questions, {} pending actions, {} unknown outcomes, {} blocked rows, {} live sessions, {} events\n",
+                    c.open_questions,
+                    c.pending_actions,
+                    c.unknown_actions,
+                    c.blocked_rows,
+                    c.live_sessions,
+                    c.last_seq
+                );
+            }
+            None if d.named => out += ": does not exist (`handoff init` creates it)\n",
+            None => {
+                out += ": does not exist yet (the first command or `handoff init` creates it)\n"
+            }
+        }
+    }
+    if let Some(d) = &s.daemon {
+        out += &format!("daemon:   {}: {}\n", d.url, d.note);
+    }
+    out += &match (&s.chat.on, &s.chat.bot_id) {
+        (false, _) => "chat:     off (no Telegram token)\n".to_string(),
+        (true, bot) => format!(
+            "chat:     on, {}, {} mode, chats: {}\n",
+            bot.as_ref()
+                .map_or("bot id unknown".to_string(), |b| format!("bot {b}")),
+            s.chat.mode,
+            if s.chat.chats.is_empty() {
+                "none configured".to_string()
+            } else {
+                s.chat.chats.join(", ")
+            }
+        ),
+    };
+    out
+}
