@@ -1,6 +1,8 @@
 //! The harness's agents: loops of real `handoff` processes against the
 //! database (no daemon in their path): `ask --wait`, `propose --exec`
-//! (some killed with -9 mid-command) and `wait --session`.
+//! (some killed with -9 mid-command, a third with a verifier),
+//! `wait --session`, and claim racers looping `handoff recover`, which
+//! runs every approved action it finds.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -9,7 +11,7 @@ use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 use tokio::process::Command;
 
-use super::{Ctx, Rng};
+use super::{Ctx, Proposed, Rng};
 
 fn handoff(ctx: &Ctx) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_handoff"));
@@ -26,6 +28,7 @@ fn handoff(ctx: &Ctx) -> Command {
         // Its own process group: a kill of the group takes the command with it.
         .process_group(0)
         .kill_on_drop(true);
+    cmd.envs(ctx.env());
     cmd
 }
 
@@ -89,24 +92,37 @@ pub async fn asker(ctx: Ctx, k: usize, mut rng: Rng) {
 pub async fn proposer(ctx: Ctx, k: usize, mut rng: Rng) {
     let pool = crate::common::raw_pool(&ctx.db).await;
     let side = ctx.side_effects().display().to_string();
-    let script = format!("sleep 0.3; echo \"$HANDOFF_ACTION_ID\" >> '{side}'");
+    // The side effect names the action and the process that ran it (the
+    // command's parent: `propose`, `recover` or the daemon).
+    let script = format!("sleep 0.3; echo \"$HANDOFF_ACTION_ID $PPID\" >> '{side}'");
+    // A verifier that looks: executed if the side effect is there, else
+    // run it again.
+    let verifier = format!(
+        "if grep -q \"^$HANDOFF_ACTION_ID \" '{side}'; then echo executed; else echo rerun; fi"
+    );
     let mut n = 0u64;
     while !ctx.stopped() {
         n += 1;
         let quorum = if n.is_multiple_of(3) { "2" } else { "1" };
-        let mut child = handoff(&ctx)
-            .args(["--json", "propose", "--kind", "chaos.run"])
+        let mut cmd = handoff(&ctx);
+        cmd.args(["--json", "propose", "--kind", "chaos.run"])
             .args(["--summary", &format!("act a{k} n{n}")])
             .args(["--args", &format!(r#"{{"n":{n},"agent":{k}}}"#)])
             .args(["--project", "chaos", "--session", &format!("s{k}")])
             .args(["--ttl", "6s", "--approvals", quorum, "--lease", "2s"])
-            .args(["--timeout", "8s", "--exec", "--", "sh", "-c", &script])
-            .spawn()
-            .expect("spawn handoff propose");
+            .args(["--timeout", "8s", "--exec", "--", "sh", "-c", &script]);
+        let verified = n % 3 == 1;
+        if verified {
+            cmd.args(["--verify", "--", "sh", "-c", &verifier]);
+        }
+        let mut child = cmd.spawn().expect("spawn handoff propose");
         ctx.log().proposals += 1;
+        if verified {
+            ctx.log().verified_proposals += 1;
+        }
         let pid = child.id().expect("pid") as i32;
         let mut killed = false;
-        if rng.chance(0.25) {
+        if rng.chance(ctx.exec_kill_chance) {
             let owner = format!("exec:{pid}:%");
             loop {
                 if child.try_wait().ok().flatten().is_some() {
@@ -129,7 +145,7 @@ pub async fn proposer(ctx: Ctx, k: usize, mut rng: Rng) {
                     };
                     if r.is_ok() {
                         killed = true;
-                        ctx.log().executor_kills.push((id, group));
+                        ctx.log().executor_kills.push((id, pid as u32, group));
                     }
                     break;
                 }
@@ -140,9 +156,60 @@ pub async fn proposer(ctx: Ctx, k: usize, mut rng: Rng) {
         if killed {
             continue;
         }
-        // 0 executed; 3 rejected or expired; 5 no decision in time.
-        if !matches!(out.status.code(), Some(0 | 3 | 5)) {
+        // 0 executed (by this process or, followed, by another); 1 the
+        // followed run did not execute; 3 rejected or expired; 5 no
+        // decision in time.
+        let code = out.status.code();
+        if !matches!(code, Some(0 | 1 | 3 | 5)) {
             unexpected(&ctx, "propose --exec", &out);
+            continue;
+        }
+        if code == Some(5) {
+            continue;
+        }
+        // --json prints one document: the run's report with its action, or
+        // (followed, refused) the action itself.
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        let action = if v["action"].is_object() { &v["action"] } else { &v };
+        let (Some(id), Some(status)) = (action["id"].as_str(), action["status"].as_str()) else {
+            unexpected(&ctx, "propose --exec printed no action", &out);
+            continue;
+        };
+        ctx.log().proposed.push(Proposed {
+            pid: pid as u32,
+            exit: code,
+            id: id.to_string(),
+            claimed: v["claimed"].as_bool().unwrap_or(false),
+            status: status.to_string(),
+        });
+    }
+}
+
+/// A claim racer: `handoff recover` in a loop, which marks lapsed runs
+/// unknown (or asks their verifier) and runs every approved action with a
+/// command it finds — racing the proposers, each other and the chat's Run
+/// button for the claim.
+pub async fn recoverer(ctx: Ctx, mut rng: Rng) {
+    while !ctx.stopped() {
+        tokio::time::sleep(rng.ms(50, 300)).await;
+        let child = handoff(&ctx)
+            .args(["--json", "recover", "--lease", "2s"])
+            .spawn()
+            .expect("spawn handoff recover");
+        let pid = child.id().expect("pid");
+        let out = child.wait_with_output().await.expect("wait for recover");
+        ctx.log().recovers += 1;
+        // A command run by recover exits with its own code; recover itself
+        // exits 0.
+        if out.status.code() != Some(0) {
+            unexpected(&ctx, "recover", &out);
+            continue;
+        }
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        for r in v["ran"].as_array().into_iter().flatten() {
+            let id = r["action_id"].as_str().unwrap_or_default().to_string();
+            let claimed = r["claimed"].as_bool().unwrap_or(false);
+            ctx.log().recover_ran.push((pid, id, claimed));
         }
     }
 }
