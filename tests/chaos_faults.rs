@@ -22,12 +22,13 @@ async fn round_with(fault: &'static str, invariant: &str) {
         .as_nanos() as u64;
     println!("chaos with {fault}: seed {seed}");
     let found = round::run(Plan {
-        kills: 6,
+        kills: 8,
         seed,
         fault: Some(fault),
         settle_secs: 25,
         floors: false,
         exec_kill_chance: 0.5,
+        quorum_two_every: 2,
     })
     .await;
     let hit = &found.by_invariant[invariant];

@@ -276,7 +276,9 @@ impl Bridge {
         }
         if crate::fault::on("drop-edit") {
             // FAULT(drop-edit): recorded as drawn, never sent.
-            self.store.chat_drawn(item, id, chat_id, &hash, since).await?;
+            self.store
+                .chat_drawn(item, id, chat_id, &hash, since)
+                .await?;
             return Ok(Outcome::Done);
         }
         let res = self

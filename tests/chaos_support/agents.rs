@@ -85,6 +85,47 @@ pub async fn asker(ctx: Ctx, k: usize, mut rng: Rng) {
     }
 }
 
+/// Once the process `child` is executing an action (its claim's owner is
+/// `exec:<pid>:…`), kill it with -9 after a random moment — the process
+/// alone (its command finishes as an orphan) or its whole group. Returns
+/// whether it was killed mid-command.
+async fn kill_when_executing(
+    ctx: &Ctx,
+    pool: &sqlx::SqlitePool,
+    child: &mut tokio::process::Child,
+    rng: &mut Rng,
+) -> bool {
+    let Some(pid) = child.id() else { return false };
+    let owner = format!("exec:{pid}:%");
+    loop {
+        if child.try_wait().ok().flatten().is_some() {
+            return false;
+        }
+        let executing: Option<String> = sqlx::query_scalar(
+            "SELECT id FROM actions WHERE status = 'executing' AND owner LIKE ?",
+        )
+        .bind(&owner)
+        .fetch_optional(pool)
+        .await
+        .unwrap_or(None);
+        if let Some(id) = executing {
+            tokio::time::sleep(rng.ms(0, 250)).await;
+            let group = rng.chance(0.5);
+            let target = Pid::from_raw(pid as i32);
+            let r = if group {
+                killpg(target, Signal::SIGKILL)
+            } else {
+                kill(target, Signal::SIGKILL)
+            };
+            if r.is_ok() {
+                ctx.log().executor_kills.push((id, pid, group));
+            }
+            return r.is_ok();
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
 /// Agent `k`: propose an action whose command appends its id to the
 /// side-effects file, wait for the decision and run it. About one run in
 /// four is killed with -9 once its action is executing — the process
@@ -103,7 +144,11 @@ pub async fn proposer(ctx: Ctx, k: usize, mut rng: Rng) {
     let mut n = 0u64;
     while !ctx.stopped() {
         n += 1;
-        let quorum = if n.is_multiple_of(3) { "2" } else { "1" };
+        let quorum = if n.is_multiple_of(ctx.quorum_two_every) {
+            "2"
+        } else {
+            "1"
+        };
         let mut cmd = handoff(&ctx);
         cmd.args(["--json", "propose", "--kind", "chaos.run"])
             .args(["--summary", &format!("act a{k} n{n}")])
@@ -120,38 +165,9 @@ pub async fn proposer(ctx: Ctx, k: usize, mut rng: Rng) {
         if verified {
             ctx.log().verified_proposals += 1;
         }
-        let pid = child.id().expect("pid") as i32;
-        let mut killed = false;
-        if rng.chance(ctx.exec_kill_chance) {
-            let owner = format!("exec:{pid}:%");
-            loop {
-                if child.try_wait().ok().flatten().is_some() {
-                    break;
-                }
-                let executing: Option<String> = sqlx::query_scalar(
-                    "SELECT id FROM actions WHERE status = 'executing' AND owner LIKE ?",
-                )
-                .bind(&owner)
-                .fetch_optional(&pool)
-                .await
-                .unwrap_or(None);
-                if let Some(id) = executing {
-                    tokio::time::sleep(rng.ms(0, 250)).await;
-                    let group = rng.chance(0.5);
-                    let r = if group {
-                        killpg(Pid::from_raw(pid), Signal::SIGKILL)
-                    } else {
-                        kill(Pid::from_raw(pid), Signal::SIGKILL)
-                    };
-                    if r.is_ok() {
-                        killed = true;
-                        ctx.log().executor_kills.push((id, pid as u32, group));
-                    }
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(25)).await;
-            }
-        }
+        let pid = child.id().expect("pid");
+        let killed = rng.chance(ctx.exec_kill_chance)
+            && kill_when_executing(&ctx, &pool, &mut child, &mut rng).await;
         let out = child.wait_with_output().await.expect("wait for propose");
         if killed {
             continue;
@@ -170,13 +186,17 @@ pub async fn proposer(ctx: Ctx, k: usize, mut rng: Rng) {
         // --json prints one document: the run's report with its action, or
         // (followed, refused) the action itself.
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-        let action = if v["action"].is_object() { &v["action"] } else { &v };
+        let action = if v["action"].is_object() {
+            &v["action"]
+        } else {
+            &v
+        };
         let (Some(id), Some(status)) = (action["id"].as_str(), action["status"].as_str()) else {
             unexpected(&ctx, "propose --exec printed no action", &out);
             continue;
         };
         ctx.log().proposed.push(Proposed {
-            pid: pid as u32,
+            pid,
             exit: code,
             id: id.to_string(),
             claimed: v["claimed"].as_bool().unwrap_or(false),
@@ -190,15 +210,23 @@ pub async fn proposer(ctx: Ctx, k: usize, mut rng: Rng) {
 /// command it finds — racing the proposers, each other and the chat's Run
 /// button for the claim.
 pub async fn recoverer(ctx: Ctx, mut rng: Rng) {
+    let pool = crate::common::raw_pool(&ctx.db).await;
     while !ctx.stopped() {
         tokio::time::sleep(rng.ms(50, 300)).await;
-        let child = handoff(&ctx)
+        let mut child = handoff(&ctx)
             .args(["--json", "recover", "--lease", "2s"])
             .spawn()
             .expect("spawn handoff recover");
         let pid = child.id().expect("pid");
+        // Racers die mid-command too (less often than proposers: most of
+        // their runs find nothing to do).
+        let killed = rng.chance(ctx.exec_kill_chance / 2.0)
+            && kill_when_executing(&ctx, &pool, &mut child, &mut rng).await;
         let out = child.wait_with_output().await.expect("wait for recover");
         ctx.log().recovers += 1;
+        if killed {
+            continue;
+        }
         // A command run by recover exits with its own code; recover itself
         // exits 0.
         if out.status.code() != Some(0) {

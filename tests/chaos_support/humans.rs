@@ -14,7 +14,7 @@ use handoff::store::actions::{Actor, Status as ActionStatus};
 use handoff::store::questions::{ListFilter, NewReply, Source, Status};
 
 use super::{ALICE, BOB, CHAT, Ctx, Rng, Tap};
-use crate::common::fake_telegram::{Fault, FakeTelegram};
+use crate::common::fake_telegram::{FakeTelegram, Fault};
 
 /// Tap buttons on every message the chat shows, once per drawn button set
 /// (sometimes twice: a double tap; sometimes by both users at once).

@@ -125,6 +125,13 @@ async fn undelivered_wakes(store: &Store, pool: &SqlitePool, ctx: &Ctx) -> (usiz
     (want.len(), missing)
 }
 
+/// Actions a settled round may not have: pending or executing, or
+/// approved other than by a verifier's "rerun" (an approved `--exec`
+/// action waits for a runner; when the racers have stopped after a
+/// verifier sent it back, it rightly waits).
+const LIVE_ACTIONS: &str = "SELECT COUNT(*) FROM actions a WHERE status IN ('pending', 'executing')
+     OR (status = 'approved' AND (SELECT event FROM action_audit u WHERE u.action_id = a.id ORDER BY seq DESC LIMIT 1) <> 'retry')";
+
 /// Wait until the last daemon has done everything it owes: leases lapsed
 /// into `unknown`, pending actions expired, every tap taken from
 /// Telegram, every item in chat, every wake-up delivered. Not getting
@@ -139,11 +146,7 @@ pub async fn settle(
     let deadline = Instant::now() + Duration::from_secs(secs);
     let updates: Vec<i64> = ctx.log().taps.iter().map(|t| t.update).collect();
     loop {
-        let live = scalar(
-            pool,
-            "SELECT COUNT(*) FROM actions WHERE status IN ('pending', 'approved', 'executing')",
-        )
-        .await;
+        let live = scalar(pool, LIVE_ACTIONS).await;
         let no_msg = items_without_message(pool, fake).await;
         let (_, no_wake) = undelivered_wakes(store, pool, ctx).await;
         let untaken = updates.iter().filter(|u| !fake.confirmed(**u)).count();
@@ -272,14 +275,19 @@ fn expected_view(kind: &str, status: &str, reply: Option<&str>, m: &Msg) -> Resu
     };
     match (kind, status) {
         ("question", "open") => {
-            want(buttons.iter().any(|b| b.contains("Decline")), "has no buttons")?;
+            want(
+                buttons.iter().any(|b| b.contains("Decline")),
+                "has no buttons",
+            )?;
             match reply {
                 Some("") => Ok(()),
                 Some(r) => want(has(&format!("«{r}»")), "does not show the reply"),
                 None => want(!has("✅ "), "shows a reply"),
             }
         }
-        ("question", "resolved") => want(has("☑️ Resolved") && buttons.is_empty(), "is not resolved"),
+        ("question", "resolved") => {
+            want(has("☑️ Resolved") && buttons.is_empty(), "is not resolved")
+        }
         ("question", "dismissed") => {
             want(has("🗑 Dismissed") && buttons.is_empty(), "is not dismissed")
         }
@@ -287,6 +295,11 @@ fn expected_view(kind: &str, status: &str, reply: Option<&str>, m: &Msg) -> Resu
         ("action", "failed") => want(has("❌ Failed") && buttons.is_empty(), "is not failed"),
         ("action", "rejected") => want(has("🚫 Rejected") && buttons.is_empty(), "is not rejected"),
         ("action", "expired") => want(has("⌛ Expired") && buttons.is_empty(), "is not expired"),
+        ("action", "approved") => want(
+            has("waiting for its proposer to run it")
+                && buttons.iter().any(|b| b.contains("Run now")),
+            "does not offer to run it",
+        ),
         ("action", "unknown") => want(
             has("❓ Outcome unknown") && buttons.iter().any(|b| b.contains("Mark executed")),
             "does not ask to resolve the unknown outcome",
@@ -376,7 +389,10 @@ pub async fn check(
             replayed += 1;
         }
         t.check(served >= 1, || {
-            format!("tap {} (update {}) never reached the bot", tap.callback, tap.update)
+            format!(
+                "tap {} (update {}) never reached the bot",
+                tap.callback, tap.update
+            )
         });
         t.check(answers.len() <= served.max(1), || {
             format!(
@@ -415,7 +431,12 @@ pub async fn check(
             let Some(text) = &r.reply else { continue };
             t.check(
                 tapped.contains(&(id.clone(), r.by.clone(), text.clone())),
-                || format!("question {id}: chat answer {text:?} by {} matches no tap", r.by),
+                || {
+                    format!(
+                        "question {id}: chat answer {text:?} by {} matches no tap",
+                        r.by
+                    )
+                },
             );
         }
     }
@@ -495,18 +516,34 @@ pub async fn check(
         t.check(p.exit != Some(0) || p.status == "executed", || {
             format!("propose of {} exited 0 but printed {}", p.id, p.status)
         });
-        t.check(p.status == now || !matches!(p.status.as_str(), "executed" | "failed" | "rejected" | "expired"), || {
-            format!("propose of {} printed {}, the store says {now}", p.id, p.status)
-        });
+        t.check(
+            p.status == now
+                || !matches!(
+                    p.status.as_str(),
+                    "executed" | "failed" | "rejected" | "expired"
+                ),
+            || {
+                format!(
+                    "propose of {} printed {}, the store says {now}",
+                    p.id, p.status
+                )
+            },
+        );
         if p.status == "executed" {
             if p.claimed {
                 by_proposer += 1;
                 t.check(pids == [p.pid], || {
-                    format!("propose {} says it ran {}, the side effects say {pids:?}", p.pid, p.id)
+                    format!(
+                        "propose {} says it ran {}, the side effects say {pids:?}",
+                        p.pid, p.id
+                    )
                 });
             } else {
                 t.check(pids.len() == 1 && pids[0] != p.pid, || {
-                    format!("propose {} followed another run of {}, the side effects say {pids:?}", p.pid, p.id)
+                    format!(
+                        "propose {} followed another run of {}, the side effects say {pids:?}",
+                        p.pid, p.id
+                    )
                 });
             }
         }
@@ -548,7 +585,13 @@ pub async fn check(
         let finished = after
             .iter()
             .any(|e| matches!(e.event.as_str(), "executed" | "failed"));
-        if !finished {
+        if after.iter().any(|e| e.event == "retry") {
+            // Its verifier found nothing done and sent it back for a re-run.
+            interrupted += 1;
+            t.check(status == "approved", || {
+                format!("action {id} claimed, sent back by its verifier, is {status}")
+            });
+        } else if !finished {
             interrupted += 1;
             t.check(status == "unknown", || {
                 format!("action {id} claimed, never finished, is {status}")
@@ -563,7 +606,9 @@ pub async fn check(
             .iter()
             .position(|e| e.event == "claimed" && e.actor.starts_with(&owner))
         else {
-            t.check(false, || format!("killed executor {pid} never claimed {id}"));
+            t.check(false, || {
+                format!("killed executor {pid} never claimed {id}")
+            });
             continue;
         };
         let next = audit[claim + 1..].first().map(|e| e.event.as_str());
@@ -593,7 +638,7 @@ pub async fn check(
     floors.at_least("executors killed mid-command", kills.len(), 1);
     floors.at_least("kills recovered as unknown or verified", caught, 1);
     t.note = format!(
-        "({interrupted} interrupted, {unknown} unknown, {verifying} sent to their verifier; {} executors killed -9 mid-command ({} with their whole group), {caught} of them recovered by the daemon or a racer; 0 executing)",
+        "({interrupted} interrupted, {unknown} unknown, {verifying} sent to their verifier; {} executors killed -9 mid-command ({} with their whole group), {caught} of them recovered by the daemon or a racer; {executing} executing)",
         kills.len(),
         kills.iter().filter(|(.., g)| *g).count()
     );
@@ -648,10 +693,15 @@ pub async fn check(
         let n = epochs.len();
         epochs.dedup();
         t.check(epochs.len() == n, || {
-            format!("{kind} {id}: one daemon sent it more than once ({n} messages, epochs {epochs:?})")
+            format!(
+                "{kind} {id}: one daemon sent it more than once ({n} messages, epochs {epochs:?})"
+            )
         });
         orphans += msgs.len().saturating_sub(1);
-        if let Some(m) = recs.first().and_then(|r| msgs.iter().find(|m| m.message_id == *r)) {
+        if let Some(m) = recs
+            .first()
+            .and_then(|r| msgs.iter().find(|m| m.message_id == *r))
+        {
             let reply = reply_of.get(id).cloned().flatten();
             let res = expected_view(kind, status, reply.as_deref(), m);
             t.check(res.is_ok(), || res.unwrap_err());
@@ -662,7 +712,9 @@ pub async fn check(
         .filter(|m| m.text.starts_with("❓ <b>") || m.text.starts_with("⚠️ <b>Approve action"))
         .filter(|m| tagged_item(m, &by_short).is_none())
         .count();
-    t.check(unowned == 0, || format!("{unowned} item messages name no item"));
+    t.check(unowned == 0, || {
+        format!("{unowned} item messages name no item")
+    });
     floors.at_least("items in chat", ids.len(), 1);
     t.note = format!(
         "({} items, {} item messages in the chat ({orphans} extra, each from a daemon killed before it saw the send answered), {} messages in all; the last daemon was epoch {last_epoch})",
@@ -679,10 +731,16 @@ pub async fn check(
     let evs = events(pool).await;
     let mut events_of: HashMap<&str, Vec<&str>> = HashMap::new();
     for (_, kind, entity, _) in &evs {
-        events_of.entry(entity.as_str()).or_default().push(kind.as_str());
+        events_of
+            .entry(entity.as_str())
+            .or_default()
+            .push(kind.as_str());
     }
     for (id, ..) in &actions {
-        let mut want: Vec<String> = audits[id].iter().map(|e| format!("action.{}", e.event)).collect();
+        let mut want: Vec<String> = audits[id]
+            .iter()
+            .map(|e| format!("action.{}", e.event))
+            .collect();
         let mut got: Vec<String> = events_of
             .get(id.as_str())
             .into_iter()
@@ -692,7 +750,9 @@ pub async fn check(
             .collect();
         want.sort();
         got.sort();
-        t.check(want == got, || format!("action {id}: audit {want:?}, events {got:?}"));
+        t.check(want == got, || {
+            format!("action {id}: audit {want:?}, events {got:?}")
+        });
     }
     for (id, status) in &questions {
         let got = events_of.get(id.as_str()).cloned().unwrap_or_default();
@@ -710,7 +770,12 @@ pub async fn check(
                 && count("question.answered") == replies
                 && count("question.reply_cleared") == cleared
                 && closed,
-            || format!("question {id} ({status}): {} history rows ({replies} replies), events {got:?}", h.len()),
+            || {
+                format!(
+                    "question {id} ({status}): {} history rows ({replies} replies), events {got:?}",
+                    h.len()
+                )
+            },
         );
     }
     floors.at_least("events", evs.len(), 1);
@@ -727,8 +792,9 @@ pub async fn check(
             replayed.as_ref().is_ok_and(|s| s.as_str() == status),
             || format!("action {id}: status {status}, audit replays to {replayed:?}"),
         );
+        let rerun = audits[id].last().is_some_and(|e| e.event == "retry");
         t.check(
-            !matches!(status.as_str(), "pending" | "approved" | "executing"),
+            !matches!(status.as_str(), "pending" | "executing") && (status != "approved" || rerun),
             || format!("action {id} left {status}"),
         );
         if *required == 2 && audits[id].iter().any(|e| e.event == "approved") {
@@ -771,7 +837,9 @@ pub async fn check(
     let ran = pairs(&ctx.wakes());
     let mut runs: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
     for (ev, pid) in &ran {
-        t.check(wanted.contains(ev), || format!("wake {ev} ran but its event wakes nobody"));
+        t.check(wanted.contains(ev), || {
+            format!("wake {ev} ran but its event wakes nobody")
+        });
         runs.entry(ev.as_str()).or_default().push(*pid);
     }
     let mut dups = 0;
@@ -781,7 +849,10 @@ pub async fn check(
         distinct.dedup();
         dups += pids.len() - 1;
         t.check(distinct.len() == pids.len(), || {
-            format!("wake {ev} ran {} times by daemons {pids:?}: one daemon ran it twice", pids.len())
+            format!(
+                "wake {ev} ran {} times by daemons {pids:?}: one daemon ran it twice",
+                pids.len()
+            )
         });
     }
     floors.at_least("wake-ups delivered", total - missing.len(), 1);

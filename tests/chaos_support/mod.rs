@@ -139,8 +139,11 @@ pub struct Plan {
     pub fault: Option<&'static str>,
     pub settle_secs: u64,
     pub floors: bool,
-    /// Chance that a `propose --exec` is killed -9 mid-command.
+    /// Chance that a `propose --exec` is killed -9 mid-command (half of
+    /// it for a `recover` racer).
     pub exec_kill_chance: f64,
+    /// Every how many proposals one needs 2 approvals.
+    pub quorum_two_every: u64,
 }
 
 /// Everything the harness's tasks share.
@@ -150,6 +153,7 @@ pub struct Ctx {
     /// The fault switch every process the harness starts gets (`HANDOFF_FAULT`).
     pub fault: Option<&'static str>,
     pub exec_kill_chance: f64,
+    pub quorum_two_every: u64,
     pub dir: PathBuf,
     pub log: Arc<Mutex<Log>>,
     pub stop: Arc<AtomicBool>,
@@ -161,6 +165,7 @@ impl Ctx {
             db: db.to_path_buf(),
             fault: plan.fault,
             exec_kill_chance: plan.exec_kill_chance,
+            quorum_two_every: plan.quorum_two_every,
             dir: dir.to_path_buf(),
             log: Arc::new(Mutex::new(Log::default())),
             stop: Arc::new(AtomicBool::new(false)),
@@ -177,7 +182,10 @@ impl Ctx {
 
     /// The environment every process the harness starts gets.
     pub fn env(&self) -> Vec<(&'static str, &'static str)> {
-        self.fault.map(|f| ("HANDOFF_FAULT", f)).into_iter().collect()
+        self.fault
+            .map(|f| ("HANDOFF_FAULT", f))
+            .into_iter()
+            .collect()
     }
 
     /// The file `propose --exec` commands append "action-id executor-pid" to.

@@ -110,9 +110,24 @@ pub async fn run(plan: Plan) -> Found {
 
     // Stop the agents and humans (each finishes the process it runs), kill
     // the daemon one last time and let a fresh one settle everything.
+    // An agent still running `settle_secs` later waits on something nobody
+    // will ever settle (a `propose` following a run left executing): a
+    // violation, and its process is killed.
     ctx.stop.store(true, Ordering::Relaxed);
+    let mut found = Found::default();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(plan.settle_secs);
     for t in tasks {
-        t.await.expect("a harness task panicked");
+        let abort = t.abort_handle();
+        match tokio::time::timeout_at(deadline, t).await {
+            Ok(r) => r.expect("a harness task panicked"),
+            Err(_) => {
+                abort.abort();
+                found.other.push(format!(
+                    "an agent process was still waiting {} s after the storm",
+                    plan.settle_secs
+                ));
+            }
+        }
     }
     fake.clear_faults();
     daemon.kill9();
@@ -120,10 +135,14 @@ pub async fn run(plan: Plan) -> Found {
     fake.set_epoch(epoch);
     let last = start(&db, &cfg, &ctx);
     let last_pid = last.child.id();
-    let mut found = Found::default();
+    let settling = Instant::now();
     if let Err(why) = invariants::settle(&store, &pool, &fake, &ctx, plan.settle_secs).await {
         found.other.push(format!("settle: {why}"));
     }
+    println!(
+        "chaos: the last daemon settled in {:.1}s",
+        settling.elapsed().as_secs_f64()
+    );
 
     let checked = invariants::check(&store, &pool, &fake, &ctx, epoch, last_pid, plan.floors).await;
     found.by_invariant = checked.by_invariant;

@@ -569,7 +569,9 @@ async fn handle(
                 if !ready.is_empty() || tokio::time::Instant::now() >= deadline {
                     let mut g = fake.inner.lock().unwrap();
                     for u in &ready {
-                        *g.served.entry(u["update_id"].as_i64().unwrap_or(0)).or_default() += 1;
+                        *g.served
+                            .entry(u["update_id"].as_i64().unwrap_or(0))
+                            .or_default() += 1;
                     }
                     return ok(Value::Array(ready));
                 }
