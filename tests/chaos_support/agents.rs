@@ -13,6 +13,16 @@ use tokio::process::Command;
 
 use super::{Ctx, Proposed, Rng};
 
+/// The `handoff` binary as the Inbox user, against the running daemon
+/// (`HANDOFF_URL`, a `human` token): None while the daemon is down.
+pub fn inbox_cli(ctx: &Ctx) -> Option<Command> {
+    let url = ctx.daemon.lock().unwrap().clone()?;
+    let mut cmd = handoff(ctx);
+    cmd.env("HANDOFF_URL", url)
+        .env("HANDOFF_TOKEN", ctx.token.lock().unwrap().clone());
+    Some(cmd)
+}
+
 fn handoff(ctx: &Ctx) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_handoff"));
     cmd.env("HANDOFF_DB", &ctx.db)
@@ -258,8 +268,14 @@ pub async fn waiter(ctx: Ctx, k: usize, sessions: [usize; 2]) {
         match out.status.code() {
             Some(0) => {
                 let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-                let n = v["arrivals"].as_array().map_or(0, Vec::len) as u64;
-                ctx.log().arrivals += n;
+                let Some(arrivals) = v["arrivals"].as_array() else {
+                    unexpected(&ctx, "wait printed no arrivals", &out);
+                    continue;
+                };
+                let mut log = ctx.log();
+                for a in arrivals {
+                    log.arrived.push((s.clone(), a.clone()));
+                }
             }
             Some(5) => {}
             _ => unexpected(&ctx, "wait", &out),

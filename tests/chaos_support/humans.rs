@@ -11,7 +11,7 @@ use std::time::Duration;
 use handoff::chat::{Callback, Verb};
 use handoff::store::Store;
 use handoff::store::actions::{Actor, Status as ActionStatus};
-use handoff::store::questions::{ListFilter, NewReply, Source, Status};
+use handoff::store::questions::{ListFilter, Status};
 
 use super::{ALICE, BOB, CHAT, Ctx, Rng, Tap};
 use crate::common::fake_telegram::{FakeTelegram, Fault};
@@ -110,8 +110,9 @@ pub async fn tapper(ctx: Ctx, fake: FakeTelegram, mut rng: Rng) {
 }
 
 /// The Inbox user: reply to a random open question (the Inbox always
-/// wins), sometimes clear an unpicked reply or dismiss, and now and then
-/// approve a pending action as `carol`.
+/// wins), sometimes clear an unpicked reply or dismiss — each a
+/// `handoff` process against the daemon's HTTP API as `alice` — and now
+/// and then approve a pending action as `carol` through the store.
 pub async fn inbox(ctx: Ctx, store: Store, mut rng: Rng) {
     let mut n = 0u64;
     while !ctx.stopped() {
@@ -128,25 +129,28 @@ pub async fn inbox(ctx: Ctx, store: Store, mut rng: Rng) {
         if !open.is_empty() {
             let q = &open[rng.range(0, open.len() as u64) as usize];
             let roll = rng.range(0, 100);
+            // Through the daemon's HTTP API, which is killed -9 under it:
+            // only a reply the daemon answered as accepted is a commitment.
+            let Some(mut cmd) = super::agents::inbox_cli(&ctx) else {
+                continue;
+            };
             if roll < 8 {
-                store
-                    .dismiss_question(&q.id, Some("not needed"), "alice", Source::Inbox)
-                    .await
-                    .expect("dismiss")
-                    .ok();
+                cmd.args(["dismiss", &q.id, "--reason", "not needed"]);
+                let _ = cmd.output().await.expect("run handoff dismiss");
             } else {
                 let text = if roll < 14 {
                     String::new()
                 } else {
                     format!("inbox-{n}")
                 };
-                let r = NewReply {
-                    text: text.clone(),
-                    by: "alice".into(),
-                    ..Default::default()
-                };
-                if store.reply_inbox(&q.id, &r).await.expect("reply").is_ok() && !text.is_empty() {
-                    ctx.log().inbox_committed.push((q.id.clone(), text));
+                cmd.args(["--json", "reply", &q.id, &text]);
+                let out = cmd.output().await.expect("run handoff reply");
+                let mut log = ctx.log();
+                match out.status.code() {
+                    Some(0) if !text.is_empty() => log.inbox_committed.push((q.id.clone(), text)),
+                    Some(0) => {}
+                    Some(3) => log.inbox_refused += 1,
+                    _ => log.inbox_uncertain += 1,
                 }
             }
         }

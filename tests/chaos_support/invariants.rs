@@ -451,15 +451,32 @@ pub async fn check(
             format!("ask --wait got {text:?} (seq {seq}) on {id}, not in history")
         });
     }
+    // What `wait --session` handed out as replies: the session's own
+    // questions, with a reply their history holds.
+    let mut replies_arrived = 0;
+    for (session, a) in log.arrived.iter().filter(|(_, a)| a["type"] == "reply") {
+        replies_arrived += 1;
+        let q = &a["question"];
+        let id = q["id"].as_str().unwrap_or_default();
+        let text = q["reply"]["text"].as_str().unwrap_or_default();
+        t.check(
+            q["session"].as_str() == Some(session.as_str())
+                && in_history(id, q["reply"]["source"].as_str().unwrap_or_default(), None, text),
+            || format!("wait --session {session} got reply {text:?} on {id} (session {}), not in its history", q["session"]),
+        );
+    }
+    floors.at_least("replies handed out by wait --session", replies_arrived, 1);
     floors.at_least("questions", questions.len(), 1);
     floors.at_least("option taps", option_taps, 1);
     floors.at_least("taps toasted \"Recorded\"", recorded, 1);
-    floors.at_least("inbox replies", inbox, 1);
+    floors.at_least("inbox replies the daemon accepted", inbox, 1);
     floors.at_least("replies picked up by ask --wait", picked, 1);
     t.note = format!(
-        "({} questions consistent with their history; {} taps, {option_taps} on options: {recorded} toasted \"Recorded\" and found in history, {refused} refused, {unanswered} unanswered (daemon killed first), {replayed} replayed after a restart; {inbox} inbox replies found; {picked} picked up by ask --wait)",
+        "({} questions consistent with their history; {} taps, {option_taps} on options: {recorded} toasted \"Recorded\" and found in history, {refused} refused, {unanswered} unanswered (daemon killed first), {replayed} replayed after a restart; {inbox} inbox replies the daemon accepted found ({} refused, {} unanswered: the daemon was killed under them); {picked} picked up by ask --wait, {replies_arrived} handed out by wait --session)",
         questions.len(),
-        log.taps.len()
+        log.taps.len(),
+        log.inbox_refused,
+        log.inbox_uncertain
     );
     tallies.push(t);
 
@@ -855,10 +872,42 @@ pub async fn check(
             )
         });
     }
+    // What `wait --session` handed out as decisions: events of the
+    // session's own actions, each exactly as the log holds it, none twice.
+    const DECISIONS: &[&str] = &[
+        "action.approved",
+        "action.rejected",
+        "action.expired",
+        "action.executed",
+        "action.failed",
+        "action.unknown",
+    ];
+    let by_seq: HashMap<i64, (&str, &str)> = evs
+        .iter()
+        .map(|(s, k, e, _)| (*s, (k.as_str(), e.as_str())))
+        .collect();
+    let mut handed: HashSet<i64> = HashSet::new();
+    for (session, a) in log.arrived.iter().filter(|(_, a)| a["type"] == "decision") {
+        let ev = &a["event"];
+        let seq = ev["seq"].as_i64().unwrap_or(-1);
+        let kind = ev["type"].as_str().unwrap_or_default();
+        let entity = ev["entity_id"].as_str().unwrap_or_default();
+        t.check(
+            by_seq.get(&seq) == Some(&(kind, entity))
+                && DECISIONS.contains(&kind)
+                && ev["session"].as_str() == Some(session.as_str()),
+            || format!("wait --session {session} got {ev}, which is not one of its decisions in the log"),
+        );
+        t.check(handed.insert(seq), || {
+            format!("decision evt_{seq} handed out twice")
+        });
+    }
+    floors.at_least("decisions handed out by wait --session", handed.len(), 1);
     floors.at_least("wake-ups delivered", total - missing.len(), 1);
     t.note = format!(
-        "({} runs of the exec target, {dups} repeated by a later daemon after a kill)",
-        ran.len()
+        "({} runs of the exec target, {dups} repeated by a later daemon after a kill; {} decisions handed out by wait --session)",
+        ran.len(),
+        handed.len()
     );
     tallies.push(t);
 
@@ -869,7 +918,7 @@ pub async fn check(
         log.verified_proposals,
         log.recovers,
         log.waits,
-        log.arrivals,
+        log.arrived.len(),
         log.taps.len(),
         log.inbox_committed.len(),
         log.inbox_approvals,

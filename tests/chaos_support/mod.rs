@@ -103,8 +103,15 @@ pub struct Proposed {
 /// hold the store to.
 #[derive(Debug, Default)]
 pub struct Log {
-    /// Inbox replies the store accepted: (question id, text).
+    /// Inbox replies the daemon answered as accepted: (question id, text).
     pub inbox_committed: Vec<(String, String)>,
+    /// Inbox replies whose answer never came (the daemon was down or
+    /// killed mid-request): they may or may not have landed.
+    pub inbox_uncertain: u64,
+    /// Inbox replies the daemon refused (the question closed meanwhile).
+    pub inbox_refused: u64,
+    /// What `wait --session` printed: (session, each arrival).
+    pub arrived: Vec<(String, serde_json::Value)>,
     /// Replies `ask --wait` printed: (question id, reply_seq, text).
     pub agent_got: Vec<(String, i64, String)>,
     /// Executors killed with -9 while their action was executing:
@@ -122,7 +129,6 @@ pub struct Log {
     pub proposals: u64,
     pub verified_proposals: u64,
     pub waits: u64,
-    pub arrivals: u64,
     pub recovers: u64,
     pub inbox_approvals: u64,
     /// Telegram misbehaviours the weather task injected.
@@ -157,6 +163,10 @@ pub struct Ctx {
     pub dir: PathBuf,
     pub log: Arc<Mutex<Log>>,
     pub stop: Arc<AtomicBool>,
+    /// The running daemon's base URL (None while it is down).
+    pub daemon: Arc<Mutex<Option<String>>>,
+    /// A `human` API token named `alice`, for the Inbox user.
+    pub token: Arc<Mutex<String>>,
 }
 
 impl Ctx {
@@ -169,6 +179,8 @@ impl Ctx {
             dir: dir.to_path_buf(),
             log: Arc::new(Mutex::new(Log::default())),
             stop: Arc::new(AtomicBool::new(false)),
+            daemon: Arc::new(Mutex::new(None)),
+            token: Arc::new(Mutex::new(String::new())),
         }
     }
 

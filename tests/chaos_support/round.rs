@@ -35,7 +35,14 @@ impl Found {
 }
 
 fn start(db: &TempDb, cfg: &std::path::Path, ctx: &Ctx) -> Daemon {
-    Daemon::start_with(&db.path, cfg, &ctx.env())
+    let d = Daemon::start_with(&db.path, cfg, &ctx.env());
+    *ctx.daemon.lock().unwrap() = Some(format!("http://{}", d.addr));
+    d
+}
+
+fn kill9(d: &mut Daemon, ctx: &Ctx) {
+    *ctx.daemon.lock().unwrap() = None;
+    d.kill9();
 }
 
 /// Run one round under `plan`.
@@ -66,6 +73,17 @@ pub async fn run(plan: Plan) -> Found {
             .await
             .expect("register session");
     }
+    let minted = crate::common::cli_at(
+        &db.path,
+        &[
+            "--json", "token", "create", "--name", "alice", "--role", "human",
+        ],
+    );
+    let token = crate::common::json(&minted)["secret"]
+        .as_str()
+        .expect("token create prints the token")
+        .to_string();
+    *ctx.token.lock().unwrap() = token;
     let mut tasks = Vec::new();
     for k in 0..3 {
         tasks.push(tokio::spawn(agents::asker(ctx.clone(), k, rng.fork())));
@@ -97,7 +115,7 @@ pub async fn run(plan: Plan) -> Found {
     // The storm: kill -9 the daemon at a random moment, restart it.
     for _ in 0..plan.kills {
         tokio::time::sleep(rng.ms(200, 1500)).await;
-        daemon.kill9();
+        kill9(&mut daemon, &ctx);
         epoch += 1;
         fake.set_epoch(epoch);
         if rng.chance(0.3) {
@@ -130,7 +148,7 @@ pub async fn run(plan: Plan) -> Found {
         }
     }
     fake.clear_faults();
-    daemon.kill9();
+    kill9(&mut daemon, &ctx);
     epoch += 1;
     fake.set_epoch(epoch);
     let last = start(&db, &cfg, &ctx);
