@@ -6,8 +6,9 @@
 //! replies and approves. Then everything stops, the daemon restarts one
 //! last time and settles, and the invariants are checked and printed:
 //! no committed answer lost, no action executed twice, every interrupted
-//! execution `unknown`, every item in chat, no gap in the event log,
-//! audit and status agreeing, every wake-up delivered. Two more agents
+//! execution `unknown`, every item in chat once and in its final state,
+//! every change with its event, audit and status agreeing (quorum
+//! counted), every wake-up delivered once per daemon. Two more agents
 //! race the proposers for every claim (`handoff recover` in a loop), a
 //! third of the proposals carry a verifier, and the fake Bot API answers
 //! with 429 bursts, 5xx and slow answers now and then. The harness never
