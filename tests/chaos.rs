@@ -51,7 +51,7 @@ async fn kill_9_the_daemon_under_load_and_every_invariant_holds() {
         fault: None,
         settle_secs: 120,
         floors: true,
-        exec_kill_chance: 0.25,
+        exec_kill_chance: 0.35,
         quorum_two_every: 3,
     })
     .await;
