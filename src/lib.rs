@@ -16,6 +16,7 @@
 //! - [`mcp`]: `handoff mcp`, the stdio MCP server over [`ops`].
 //! - [`cli`]: the `handoff` command line (argument parsing, output, exit codes).
 //! - [`inbox`]: the web Inbox page and its login links and session cookies.
+//! - [`fault`]: test-only fault switches for the crash harness (off in release builds).
 
 pub mod api;
 pub mod chat;
@@ -23,6 +24,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod daemon;
+pub mod fault;
 pub mod inbox;
 pub mod mcp;
 pub mod notify;

@@ -2,9 +2,11 @@
 //!
 //! 1. 64 concurrent deciders — 56 tokio tasks over four Store handles (four
 //!    connection pools) plus 8 OS processes of `handoff approve` — over 500
-//!    actions, with quorum 1 and with quorum 2 (distinct approver names):
-//!    exactly one `approved` transition per action, approvals == required,
-//!    and the audit trail agrees.
+//!    actions, with quorum 1 and with quorum 2: exactly one `approved`
+//!    transition per action, approvals == required, and the audit trail
+//!    agrees. The tasks of a group walk their actions in the same order, so
+//!    they hit each action at once, and tasks come in pairs under one
+//!    approver name, so one name races itself: it must count once.
 //! 2. 1,000 agents flagging, replying through all three doors and picking up
 //!    at once over eight Store handles: no error escapes (no SQLITE_BUSY, no
 //!    "database is locked", no pool timeout), and no lost update — each
@@ -29,6 +31,10 @@ const PROCS: usize = 8;
 const HANDLES: usize = 4;
 /// Each action is decided by TASKS / SPREAD tasks (and one process).
 const SPREAD: usize = 7;
+
+/// Tasks `t` and `t + TASKS / 2` approve under the same name (and, as
+/// TASKS / 2 is a multiple of SPREAD, decide the same actions).
+const SAME_NAME: usize = TASKS / 2;
 
 /// A small deterministic shuffle (xorshift), so runs are reproducible.
 fn shuffled(mut v: Vec<usize>, seed: u64) -> Vec<usize> {
@@ -66,23 +72,24 @@ async fn deciders_over_500_actions(quorum: i64) {
     let errors = Arc::new(AtomicUsize::new(0));
 
     // Tasks: task t decides every action a with a % SPREAD == t % SPREAD,
-    // in its own shuffled order, as approver `task-t`.
+    // all of a group in the same order (so they collide on each action),
+    // as approver `task-{t % SAME_NAME}` (so two tasks share each name).
     let mut tasks = Vec::new();
     for t in 0..TASKS {
         let store = stores[t % HANDLES].clone();
         let (ids, start, errors) = (ids.clone(), start.clone(), errors.clone());
         tasks.push(tokio::spawn(async move {
             let mine: Vec<usize> = (0..ACTIONS).filter(|a| a % SPREAD == t % SPREAD).collect();
-            let name = format!("task-{t}");
+            let name = format!("task-{}", t % SAME_NAME);
             let mut outcomes = Vec::new();
             start.wait().await;
-            for a in shuffled(mine, t as u64 + 1) {
+            for a in mine {
                 let actor = Actor {
                     name: &name,
                     channel: "chat",
                 };
                 match store.approve(&ids[a], actor, None).await {
-                    Ok(o) => outcomes.push((a, outcome_name(&o))),
+                    Ok(o) => outcomes.push((a, outcome_name(&o), true)),
                     Err(e) => {
                         eprintln!("task {t} on action {a}: {e}");
                         errors.fetch_add(1, Ordering::Relaxed);
@@ -107,7 +114,7 @@ async fn deciders_over_500_actions(quorum: i64) {
                     let out = common::cli_at(&path, &["--json", "approve", &ids[a], "--as", &name]);
                     let v: Option<serde_json::Value> = serde_json::from_slice(&out.stdout).ok();
                     match v.as_ref().and_then(|v| v["outcome"].as_str()) {
-                        Some(o) => outcomes.push((a, o.to_string())),
+                        Some(o) => outcomes.push((a, o.to_string(), false)),
                         None => {
                             eprintln!(
                                 "process {p} on action {a}: {:?} {}",
@@ -125,8 +132,16 @@ async fn deciders_over_500_actions(quorum: i64) {
         }));
     }
     let mut per_action: HashMap<usize, Vec<String>> = HashMap::new();
+    let (mut won_by_task, mut won_by_process) = (0, 0);
     for t in tasks {
-        for (a, o) in t.await.unwrap() {
+        for (a, o, by_task) in t.await.unwrap() {
+            if o == "approved" {
+                if by_task {
+                    won_by_task += 1;
+                } else {
+                    won_by_process += 1;
+                }
+            }
             per_action.entry(a).or_default().push(o);
         }
     }
@@ -134,6 +149,7 @@ async fn deciders_over_500_actions(quorum: i64) {
 
     let pool = common::raw_pool(&db.path).await;
     let mut approved_once = 0;
+    let mut same_name_refused = 0;
     for (a, id) in ids.iter().enumerate() {
         let outcomes = &per_action[&a];
         let count = |name: &str| outcomes.iter().filter(|o| *o == name).count();
@@ -147,10 +163,14 @@ async fn deciders_over_500_actions(quorum: i64) {
             quorum as usize - 1,
             "action {a}: {outcomes:?}"
         );
+        same_name_refused += count("already_approved_by");
         assert_eq!(
-            count("approved") + count("approval_added") + count("already_decided"),
+            count("approved")
+                + count("approval_added")
+                + count("already_decided")
+                + count("already_approved_by"),
             outcomes.len(),
-            "action {a}: every loser got the winner's decision: {outcomes:?}"
+            "action {a}: every loser got the winner's decision or was already counted: {outcomes:?}"
         );
         let action = stores[a % HANDLES].get_action(id).await.unwrap();
         assert_eq!(action.status, Status::Approved);
@@ -161,9 +181,17 @@ async fn deciders_over_500_actions(quorum: i64) {
                 .fetch_one(&pool)
                 .await
                 .unwrap();
+        let names: i64 = sqlx::query_scalar(
+            "SELECT COUNT(DISTINCT approver) FROM action_approvals WHERE action_id = ?",
+        )
+        .bind(id)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
         assert_eq!(
-            rows, quorum,
-            "action {a}: one approval row per counted approver"
+            (rows, names),
+            (quorum, quorum),
+            "action {a}: one approval row per counted approver, each a different name"
         );
         let audit = stores[0].action_audit(id).await.unwrap();
         let events: Vec<&str> = audit.iter().map(|e| e.event.as_str()).collect();
@@ -179,9 +207,15 @@ async fn deciders_over_500_actions(quorum: i64) {
         approved_once += 1;
     }
     println!(
-        "contention quorum {quorum}: {approved_once}/{ACTIONS} actions approved exactly once by {} deciders ({TASKS} tasks over {HANDLES} handles + {PROCS} processes)",
+        "contention quorum {quorum}: {approved_once}/{ACTIONS} actions approved exactly once by {} deciders ({TASKS} tasks over {HANDLES} handles + {PROCS} processes); won by tasks {won_by_task}, by processes {won_by_process}; {same_name_refused} second approvals under an already counted name refused",
         TASKS + PROCS
     );
+    assert_eq!(won_by_task + won_by_process, ACTIONS);
+    if quorum == 2 {
+        // The same-name pairs did race: some second approval under a name
+        // already counted was refused (not counted twice).
+        assert!(same_name_refused > 0, "no same-name approvals raced");
+    }
 }
 
 fn outcome_name(o: &ApproveOutcome) -> String {

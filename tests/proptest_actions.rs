@@ -5,11 +5,18 @@
 //! distinct approvers, one rejection rejects, claim/complete by the owner
 //! only, lapsed leases become `unknown`, only a person resolves `unknown`.
 //! After every step the audit trail replays, through the transition table,
-//! to the stored status.
+//! to the stored status. Over half the cases start with a scripted walk
+//! into `unknown` (approve, claim, let the lease lapse, recover, and
+//! perhaps a person's verdict), and the
+//! run as a whole must have reached the deep transitions — `unknown` →
+//! retry → claimed again, `unknown` → executed/failed — or it tested only
+//! the shallow end.
 
 mod common;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+
+use std::sync::{Arc, Mutex};
 
 use common::TempDb;
 use handoff::store::actions::{
@@ -17,6 +24,7 @@ use handoff::store::actions::{
     RejectOutcome, Resolution, Status,
 };
 use proptest::prelude::*;
+use proptest::test_runner::TestRunner;
 use serde_json::json;
 
 const T0: i64 = 1_700_000_000_000;
@@ -197,7 +205,34 @@ fn replay(audit: &[AuditEntry]) -> Status {
     s.expect("an audit trail starts with `proposed`")
 }
 
-async fn run(required: i64, ttl: Option<i64>, on_expire: OnExpire, ops: Vec<Op>) {
+/// A scripted start that reaches `unknown` whatever the quorum: three
+/// distinct approvals, a claim, the lease lapsing, a recovery.
+fn into_unknown() -> Vec<Op> {
+    vec![
+        Op::Approve(0),
+        Op::Approve(1),
+        Op::Approve(2),
+        Op::Claim(0),
+        Op::Tick(2_500),
+        Op::Recover,
+    ]
+}
+
+/// [`into_unknown`], then `op`.
+fn then(op: Op) -> Vec<Op> {
+    let mut v = into_unknown();
+    v.push(op);
+    v
+}
+
+/// Run `ops`; returns every status change the store made, in order.
+async fn run(
+    required: i64,
+    ttl: Option<i64>,
+    on_expire: OnExpire,
+    ops: Vec<Op>,
+) -> Vec<(Status, Status)> {
+    let mut changes = Vec::new();
     let db = TempDb::new();
     let (store, clock) = db.open_manual(T0).await;
     let new = NewAction {
@@ -225,6 +260,7 @@ async fn run(required: i64, ttl: Option<i64>, on_expire: OnExpire, ops: Vec<Op>)
     for (step, op) in ops.iter().enumerate() {
         // The model as it stood before this step, for failure messages.
         let c = format!("step {step} {op:?}\nmodel before {m:#?}");
+        let before = m.status;
         match op {
             Op::Approve(who) => {
                 let got = match store.approve(&id, person(*who), None).await.unwrap() {
@@ -323,21 +359,86 @@ async fn run(required: i64, ttl: Option<i64>, on_expire: OnExpire, ops: Vec<Op>)
         assert_eq!(replay(&audit), a.status, "audit vs status: {c}");
         let approved = audit.iter().filter(|e| e.event == "approved").count();
         assert!(approved <= 1, "approved at most once: {c}\n{audit:#?}");
+        if a.status != before {
+            changes.push((before, a.status));
+        }
     }
+    changes
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(common::proptest_cases(64)))]
-
-    #[test]
-    fn action_transitions_follow_the_model(
-        required in 1..=3i64,
-        ttl in prop::option::of(prop::sample::select(vec![1_000i64, 3_000])),
-        reject_on_expiry in any::<bool>(),
-        ops in prop::collection::vec(op(), 1..32),
-    ) {
-        let on_expire = if reject_on_expiry { OnExpire::Reject } else { OnExpire::Expire };
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        rt.block_on(run(required, ttl, on_expire, ops));
+#[test]
+fn action_transitions_follow_the_model() {
+    let cases = common::proptest_cases(64);
+    let mut runner = TestRunner::new(ProptestConfig::with_cases(cases));
+    let reached: Arc<Mutex<BTreeMap<String, usize>>> = Arc::default();
+    let strategy = (
+        1..=3i64,
+        prop::option::of(prop::sample::select(vec![1_000i64, 3_000])),
+        any::<bool>(),
+        // Scripted starts into the deep end; each then goes on at random.
+        prop_oneof![
+            4 => Just(Vec::new()),
+            1 => Just(into_unknown()),
+            1 => Just(then(Op::Resolve(Resolution::Retry))),
+            1 => Just([then(Op::Resolve(Resolution::Retry)), vec![Op::Claim(1)]].concat()),
+            1 => Just(then(Op::Resolve(Resolution::Executed))),
+            1 => Just(then(Op::Resolve(Resolution::Failed))),
+        ],
+        prop::collection::vec(op(), 1..32),
+    );
+    let seen = reached.clone();
+    runner
+        .run(
+            &strategy,
+            move |(required, ttl, reject_on_expiry, start, more)| {
+                let on_expire = if reject_on_expiry {
+                    OnExpire::Reject
+                } else {
+                    OnExpire::Expire
+                };
+                let ops: Vec<Op> = start.into_iter().chain(more).collect();
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                let changes = rt.block_on(run(required, ttl, on_expire, ops));
+                let mut seen = seen.lock().unwrap();
+                for (from, to) in &changes {
+                    *seen
+                        .entry(format!("{} -> {}", from.as_str(), to.as_str()))
+                        .or_default() += 1;
+                }
+                // A retry that was then claimed again, in one case.
+                let retry = changes
+                    .iter()
+                    .position(|c| *c == (Status::Unknown, Status::Approved));
+                if retry
+                    .is_some_and(|i| changes[i..].contains(&(Status::Approved, Status::Executing)))
+                {
+                    *seen
+                        .entry("retried, then claimed again".into())
+                        .or_default() += 1;
+                }
+                Ok(())
+            },
+        )
+        .unwrap();
+    let reached = reached.lock().unwrap();
+    println!("transitions reached over {cases} cases: {reached:?}");
+    // The deep end, which only a long enough walk gets to. With fewer than
+    // 32 cases (a quick local run) coverage is reported, not required.
+    if cases >= 32 {
+        for deep in [
+            "executing -> unknown",
+            "unknown -> approved",
+            "unknown -> executed",
+            "unknown -> failed",
+            "retried, then claimed again",
+        ] {
+            assert!(
+                reached.get(deep).is_some_and(|n| *n > 0),
+                "no case reached {deep}: {reached:?}"
+            );
+        }
     }
 }

@@ -23,7 +23,8 @@ enum Op {
     Chat {
         text: &'static str,
         kind: ReplyKind,
-        stale: bool,
+        /// How far the button's revision is from the question's (0: current).
+        stale: i64,
     },
     Agent {
         text: &'static str,
@@ -52,7 +53,7 @@ fn text() -> impl Strategy<Value = &'static str> {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         4 => (text(), kind()).prop_map(|(text, kind)| Op::Inbox { text, kind }),
-        5 => (text(), kind(), prop::bool::weighted(0.2))
+        5 => (text(), kind(), prop_oneof![8 => Just(0i64), 2 => prop::sample::select(vec![-1i64, -2, -3, -7, 1, 2])])
             .prop_map(|(text, kind, stale)| Op::Chat { text, kind, stale }),
         3 => text().prop_map(|text| Op::Agent { text }),
         4 => Just(Op::Pickup),
@@ -276,14 +277,16 @@ async fn run(ops: Vec<Op>) {
                 assert_eq!(got, m.inbox(text, *kind), "step {step} {op:?}");
             }
             Op::Chat { text, kind, stale } => {
-                let rev = if *stale { m.revision - 1 } else { m.revision };
+                // Any revision but the current one is stale: an old button
+                // (several edits back) or one from no drawing at all.
+                let rev = m.revision + stale;
                 let got = outcome(
                     store
                         .reply_chat(&id, &reply(text, *kind, "@bob", Some(rev)))
                         .await
                         .unwrap(),
                 );
-                assert_eq!(got, m.chat(text, *kind, *stale), "step {step} {op:?}");
+                assert_eq!(got, m.chat(text, *kind, *stale != 0), "step {step} {op:?}");
             }
             Op::Agent { text } => {
                 let got = outcome(

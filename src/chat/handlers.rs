@@ -264,6 +264,11 @@ impl Bridge {
                     .await;
             }
         };
+        if crate::fault::on("ack-before-write") && r.kind == ReplyKind::Answer {
+            // FAULT(ack-before-write): toasted as recorded, then (as if the
+            // daemon died in between) never written.
+            return self.toast(q, &format!("Recorded: {}", r.text)).await;
+        }
         match self.store.reply_chat(&cb.id, &r).await {
             Ok(Ok(_)) => {
                 let what = if r.kind == ReplyKind::Decline {

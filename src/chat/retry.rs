@@ -274,6 +274,13 @@ impl Bridge {
             }
             return Ok(Outcome::Done);
         }
+        if crate::fault::on("drop-edit") {
+            // FAULT(drop-edit): recorded as drawn, never sent.
+            self.store
+                .chat_drawn(item, id, chat_id, &hash, since)
+                .await?;
+            return Ok(Outcome::Done);
+        }
         let res = self
             .bot
             .edit_message_text(ChatId(chat_id), MessageId(mid), truncate(&view.text))

@@ -242,6 +242,9 @@ impl Ctx {
                 let t = timeout_secs
                     .map(Duration::from_secs)
                     .unwrap_or(exec::DEFAULT_TIMEOUT);
+                if crate::fault::on("duplicate-wake") {
+                    exec::run(argv, t, &wake).await; // FAULT(duplicate-wake)
+                }
                 exec::run(argv, t, &wake).await
             }
             WakeTarget::Webhook { url, secret } => {

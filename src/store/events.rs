@@ -92,6 +92,9 @@ pub(crate) async fn append(conn: &mut SqliteConnection, at: i64, ev: &NewEvent<'
             "the data is nested {depth} levels deep; at most {MAX_PAYLOAD_DEPTH} can be stored: flatten it"
         )));
     }
+    if ev.kind == "action.claimed" && crate::fault::on("skip-event") {
+        return Ok(0); // FAULT(skip-event)
+    }
     let seq: i64 = sqlx::query_scalar(
         "INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",

@@ -1,6 +1,8 @@
 //! The harness's agents: loops of real `handoff` processes against the
 //! database (no daemon in their path): `ask --wait`, `propose --exec`
-//! (some killed with -9 mid-command) and `wait --session`.
+//! (some killed with -9 mid-command, a third with a verifier),
+//! `wait --session`, and claim racers looping `handoff recover`, which
+//! runs every approved action it finds.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -9,7 +11,17 @@ use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 use tokio::process::Command;
 
-use super::{Ctx, Rng};
+use super::{Ctx, Proposed, Rng};
+
+/// The `handoff` binary as the Inbox user, against the running daemon
+/// (`HANDOFF_URL`, a `human` token): None while the daemon is down.
+pub fn inbox_cli(ctx: &Ctx) -> Option<Command> {
+    let url = ctx.daemon.lock().unwrap().clone()?;
+    let mut cmd = handoff(ctx);
+    cmd.env("HANDOFF_URL", url)
+        .env("HANDOFF_TOKEN", ctx.token.lock().unwrap().clone());
+    Some(cmd)
+}
 
 fn handoff(ctx: &Ctx) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_handoff"));
@@ -26,6 +38,7 @@ fn handoff(ctx: &Ctx) -> Command {
         // Its own process group: a kill of the group takes the command with it.
         .process_group(0)
         .kill_on_drop(true);
+    cmd.envs(ctx.env());
     cmd
 }
 
@@ -82,6 +95,47 @@ pub async fn asker(ctx: Ctx, k: usize, mut rng: Rng) {
     }
 }
 
+/// Once the process `child` is executing an action (its claim's owner is
+/// `exec:<pid>:…`), kill it with -9 after a random moment — the process
+/// alone (its command finishes as an orphan) or its whole group. Returns
+/// whether it was killed mid-command.
+async fn kill_when_executing(
+    ctx: &Ctx,
+    pool: &sqlx::SqlitePool,
+    child: &mut tokio::process::Child,
+    rng: &mut Rng,
+) -> bool {
+    let Some(pid) = child.id() else { return false };
+    let owner = format!("exec:{pid}:%");
+    loop {
+        if child.try_wait().ok().flatten().is_some() {
+            return false;
+        }
+        let executing: Option<String> = sqlx::query_scalar(
+            "SELECT id FROM actions WHERE status = 'executing' AND owner LIKE ?",
+        )
+        .bind(&owner)
+        .fetch_optional(pool)
+        .await
+        .unwrap_or(None);
+        if let Some(id) = executing {
+            tokio::time::sleep(rng.ms(0, 250)).await;
+            let group = rng.chance(0.5);
+            let target = Pid::from_raw(pid as i32);
+            let r = if group {
+                killpg(target, Signal::SIGKILL)
+            } else {
+                kill(target, Signal::SIGKILL)
+            };
+            if r.is_ok() {
+                ctx.log().executor_kills.push((id, pid, group));
+            }
+            return r.is_ok();
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
 /// Agent `k`: propose an action whose command appends its id to the
 /// side-effects file, wait for the decision and run it. About one run in
 /// four is killed with -9 once its action is executing — the process
@@ -89,60 +143,111 @@ pub async fn asker(ctx: Ctx, k: usize, mut rng: Rng) {
 pub async fn proposer(ctx: Ctx, k: usize, mut rng: Rng) {
     let pool = crate::common::raw_pool(&ctx.db).await;
     let side = ctx.side_effects().display().to_string();
-    let script = format!("sleep 0.3; echo \"$HANDOFF_ACTION_ID\" >> '{side}'");
+    // The side effect names the action and the process that ran it (the
+    // command's parent: `propose`, `recover` or the daemon).
+    let script = format!("sleep 0.3; echo \"$HANDOFF_ACTION_ID $PPID\" >> '{side}'");
+    // A verifier that looks: executed if the side effect is there, else
+    // run it again.
+    let verifier = format!(
+        "if grep -q \"^$HANDOFF_ACTION_ID \" '{side}'; then echo executed; else echo rerun; fi"
+    );
     let mut n = 0u64;
     while !ctx.stopped() {
         n += 1;
-        let quorum = if n.is_multiple_of(3) { "2" } else { "1" };
-        let mut child = handoff(&ctx)
-            .args(["--json", "propose", "--kind", "chaos.run"])
+        let quorum = if n.is_multiple_of(ctx.quorum_two_every) {
+            "2"
+        } else {
+            "1"
+        };
+        let mut cmd = handoff(&ctx);
+        cmd.args(["--json", "propose", "--kind", "chaos.run"])
             .args(["--summary", &format!("act a{k} n{n}")])
             .args(["--args", &format!(r#"{{"n":{n},"agent":{k}}}"#)])
             .args(["--project", "chaos", "--session", &format!("s{k}")])
             .args(["--ttl", "6s", "--approvals", quorum, "--lease", "2s"])
-            .args(["--timeout", "8s", "--exec", "--", "sh", "-c", &script])
-            .spawn()
-            .expect("spawn handoff propose");
-        ctx.log().proposals += 1;
-        let pid = child.id().expect("pid") as i32;
-        let mut killed = false;
-        if rng.chance(0.25) {
-            let owner = format!("exec:{pid}:%");
-            loop {
-                if child.try_wait().ok().flatten().is_some() {
-                    break;
-                }
-                let executing: Option<String> = sqlx::query_scalar(
-                    "SELECT id FROM actions WHERE status = 'executing' AND owner LIKE ?",
-                )
-                .bind(&owner)
-                .fetch_optional(&pool)
-                .await
-                .unwrap_or(None);
-                if let Some(id) = executing {
-                    tokio::time::sleep(rng.ms(0, 250)).await;
-                    let group = rng.chance(0.5);
-                    let r = if group {
-                        killpg(Pid::from_raw(pid), Signal::SIGKILL)
-                    } else {
-                        kill(Pid::from_raw(pid), Signal::SIGKILL)
-                    };
-                    if r.is_ok() {
-                        killed = true;
-                        ctx.log().executor_kills.push((id, group));
-                    }
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(25)).await;
-            }
+            .args(["--timeout", "8s", "--exec", "--", "sh", "-c", &script]);
+        let verified = n % 3 == 1;
+        if verified {
+            cmd.args(["--verify", "--", "sh", "-c", &verifier]);
         }
+        let mut child = cmd.spawn().expect("spawn handoff propose");
+        ctx.log().proposals += 1;
+        if verified {
+            ctx.log().verified_proposals += 1;
+        }
+        let pid = child.id().expect("pid");
+        let killed = rng.chance(ctx.exec_kill_chance)
+            && kill_when_executing(&ctx, &pool, &mut child, &mut rng).await;
         let out = child.wait_with_output().await.expect("wait for propose");
         if killed {
             continue;
         }
-        // 0 executed; 3 rejected or expired; 5 no decision in time.
-        if !matches!(out.status.code(), Some(0 | 3 | 5)) {
+        // 0 executed (by this process or, followed, by another); 1 the
+        // followed run did not execute; 3 rejected or expired; 5 no
+        // decision in time.
+        let code = out.status.code();
+        if !matches!(code, Some(0 | 1 | 3 | 5)) {
             unexpected(&ctx, "propose --exec", &out);
+            continue;
+        }
+        if code == Some(5) {
+            continue;
+        }
+        // --json prints one document: the run's report with its action, or
+        // (followed, refused) the action itself.
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        let action = if v["action"].is_object() {
+            &v["action"]
+        } else {
+            &v
+        };
+        let (Some(id), Some(status)) = (action["id"].as_str(), action["status"].as_str()) else {
+            unexpected(&ctx, "propose --exec printed no action", &out);
+            continue;
+        };
+        ctx.log().proposed.push(Proposed {
+            pid,
+            exit: code,
+            id: id.to_string(),
+            claimed: v["claimed"].as_bool().unwrap_or(false),
+            status: status.to_string(),
+        });
+    }
+}
+
+/// A claim racer: `handoff recover` in a loop, which marks lapsed runs
+/// unknown (or asks their verifier) and runs every approved action with a
+/// command it finds — racing the proposers, each other and the chat's Run
+/// button for the claim.
+pub async fn recoverer(ctx: Ctx, mut rng: Rng) {
+    let pool = crate::common::raw_pool(&ctx.db).await;
+    while !ctx.stopped() {
+        tokio::time::sleep(rng.ms(50, 300)).await;
+        let mut child = handoff(&ctx)
+            .args(["--json", "recover", "--lease", "2s"])
+            .spawn()
+            .expect("spawn handoff recover");
+        let pid = child.id().expect("pid");
+        // Racers die mid-command too (less often than proposers: most of
+        // their runs find nothing to do).
+        let killed = rng.chance(ctx.exec_kill_chance / 2.0)
+            && kill_when_executing(&ctx, &pool, &mut child, &mut rng).await;
+        let out = child.wait_with_output().await.expect("wait for recover");
+        ctx.log().recovers += 1;
+        if killed {
+            continue;
+        }
+        // A command run by recover exits with its own code; recover itself
+        // exits 0.
+        if out.status.code() != Some(0) {
+            unexpected(&ctx, "recover", &out);
+            continue;
+        }
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        for r in v["ran"].as_array().into_iter().flatten() {
+            let id = r["action_id"].as_str().unwrap_or_default().to_string();
+            let claimed = r["claimed"].as_bool().unwrap_or(false);
+            ctx.log().recover_ran.push((pid, id, claimed));
         }
     }
 }
@@ -163,8 +268,14 @@ pub async fn waiter(ctx: Ctx, k: usize, sessions: [usize; 2]) {
         match out.status.code() {
             Some(0) => {
                 let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-                let n = v["arrivals"].as_array().map_or(0, Vec::len) as u64;
-                ctx.log().arrivals += n;
+                let Some(arrivals) = v["arrivals"].as_array() else {
+                    unexpected(&ctx, "wait printed no arrivals", &out);
+                    continue;
+                };
+                let mut log = ctx.log();
+                for a in arrivals {
+                    log.arrived.push((s.clone(), a.clone()));
+                }
             }
             Some(5) => {}
             _ => unexpected(&ctx, "wait", &out),

@@ -1,7 +1,9 @@
 //! The harness's humans: two chat users tapping buttons on what the fake
 //! Bot API shows (options on questions, Approve or Reject on actions, with
-//! double taps and both racing on the same action), and one Inbox user
-//! replying, clearing, dismissing and approving through the store.
+//! double taps and both racing on the same action, Run now on an approved
+//! action its proposer has not claimed yet), one Inbox user replying,
+//! clearing, dismissing and approving through the store, and the weather:
+//! the fake Bot API's 429 bursts, 5xx answers and slow answers.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -9,10 +11,10 @@ use std::time::Duration;
 use handoff::chat::{Callback, Verb};
 use handoff::store::Store;
 use handoff::store::actions::{Actor, Status as ActionStatus};
-use handoff::store::questions::{ListFilter, NewReply, Source, Status};
+use handoff::store::questions::{ListFilter, Status};
 
-use super::{ALICE, BOB, CHAT, Ctx, Rng};
-use crate::common::fake_telegram::FakeTelegram;
+use super::{ALICE, BOB, CHAT, Ctx, Rng, Tap};
+use crate::common::fake_telegram::{FakeTelegram, Fault};
 
 /// Tap buttons on every message the chat shows, once per drawn button set
 /// (sometimes twice: a double tap; sometimes by both users at once).
@@ -33,6 +35,7 @@ pub async fn tapper(ctx: Ctx, fake: FakeTelegram, mut rng: Rng) {
                 .collect();
             let approve = buttons.iter().find(|(_, cb)| cb.verb == Verb::Approve);
             let reject = buttons.iter().find(|(_, cb)| cb.verb == Verb::Reject);
+            let run = buttons.iter().find(|(_, cb)| cb.verb == Verb::Run);
             let mut taps: Vec<(i64, String)> = Vec::new();
             if !options.is_empty() {
                 let key = format!("q:{}", m.message_id);
@@ -68,10 +71,38 @@ pub async fn tapper(ctx: Ctx, fake: FakeTelegram, mut rng: Rng) {
                         taps.push((ALICE, data.clone())); // a double tap
                     }
                 }
+            } else if let Some((data, _)) = run {
+                // Approved, not yet claimed: race the proposer and the
+                // recover loops for the claim, now and then.
+                let key = format!("r:{data}");
+                if done.contains_key(&key) {
+                    continue;
+                }
+                done.insert(key, 1);
+                if rng.chance(0.3) {
+                    taps.push((BOB, data.clone()));
+                }
             }
             for (user, data) in taps {
-                fake.tap(CHAT, user, m.message_id, &data);
-                ctx.log().taps += 1;
+                let item = Callback::decode(&data).map(|cb| cb.id).unwrap_or_default();
+                let label = m
+                    .buttons()
+                    .into_iter()
+                    .find(|(_, d)| *d == data)
+                    .map(|(l, _)| l)
+                    .filter(|_| {
+                        Callback::decode(&data).is_some_and(|cb| matches!(cb.verb, Verb::Option(_)))
+                    });
+                let (callback, update) = fake.tap_traced(CHAT, user, m.message_id, &data);
+                ctx.log().taps.push(Tap {
+                    callback,
+                    update,
+                    message: m.message_id,
+                    user,
+                    data,
+                    item,
+                    label,
+                });
             }
         }
         tokio::time::sleep(rng.ms(50, 200)).await;
@@ -79,8 +110,9 @@ pub async fn tapper(ctx: Ctx, fake: FakeTelegram, mut rng: Rng) {
 }
 
 /// The Inbox user: reply to a random open question (the Inbox always
-/// wins), sometimes clear an unpicked reply or dismiss, and now and then
-/// approve a pending action as `carol`.
+/// wins), sometimes clear an unpicked reply or dismiss — each a
+/// `handoff` process against the daemon's HTTP API as `alice` — and now
+/// and then approve a pending action as `carol` through the store.
 pub async fn inbox(ctx: Ctx, store: Store, mut rng: Rng) {
     let mut n = 0u64;
     while !ctx.stopped() {
@@ -97,25 +129,28 @@ pub async fn inbox(ctx: Ctx, store: Store, mut rng: Rng) {
         if !open.is_empty() {
             let q = &open[rng.range(0, open.len() as u64) as usize];
             let roll = rng.range(0, 100);
+            // Through the daemon's HTTP API, which is killed -9 under it:
+            // only a reply the daemon answered as accepted is a commitment.
+            let Some(mut cmd) = super::agents::inbox_cli(&ctx) else {
+                continue;
+            };
             if roll < 8 {
-                store
-                    .dismiss_question(&q.id, Some("not needed"), "alice", Source::Inbox)
-                    .await
-                    .expect("dismiss")
-                    .ok();
+                cmd.args(["dismiss", &q.id, "--reason", "not needed"]);
+                let _ = cmd.output().await.expect("run handoff dismiss");
             } else {
                 let text = if roll < 14 {
                     String::new()
                 } else {
                     format!("inbox-{n}")
                 };
-                let r = NewReply {
-                    text: text.clone(),
-                    by: "alice".into(),
-                    ..Default::default()
-                };
-                if store.reply_inbox(&q.id, &r).await.expect("reply").is_ok() && !text.is_empty() {
-                    ctx.log().inbox_committed.push((q.id.clone(), text));
+                cmd.args(["--json", "reply", &q.id, &text]);
+                let out = cmd.output().await.expect("run handoff reply");
+                let mut log = ctx.log();
+                match out.status.code() {
+                    Some(0) if !text.is_empty() => log.inbox_committed.push((q.id.clone(), text)),
+                    Some(0) => {}
+                    Some(3) => log.inbox_refused += 1,
+                    _ => log.inbox_uncertain += 1,
                 }
             }
         }
@@ -137,4 +172,36 @@ pub async fn inbox(ctx: Ctx, store: Store, mut rng: Rng) {
     }
     // Let the last taps land before the humans go quiet.
     tokio::time::sleep(Duration::from_millis(100)).await;
+}
+
+/// The weather: now and then the fake Bot API answers a burst of calls
+/// with 429 (retry after 1 s), answers everything with a 500 for a moment,
+/// or answers sends and edits slowly.
+pub async fn weather(ctx: Ctx, fake: FakeTelegram, mut rng: Rng) {
+    while !ctx.stopped() {
+        tokio::time::sleep(rng.ms(500, 2500)).await;
+        match rng.range(0, 3) {
+            0 => {
+                for _ in 0..rng.range(2, 6) {
+                    fake.fail_next("sendMessage", 1);
+                    fake.fail_next("editMessageText", 1);
+                }
+            }
+            1 => {
+                fake.fault("sendMessage", Fault::ServerError);
+                fake.fault("editMessageText", Fault::ServerError);
+                fake.fault("answerCallbackQuery", Fault::ServerError);
+                tokio::time::sleep(rng.ms(100, 600)).await;
+                fake.clear_faults();
+            }
+            _ => {
+                let d = rng.ms(300, 1500);
+                fake.fault("sendMessage", Fault::Slow(d));
+                fake.fault("editMessageText", Fault::Slow(d));
+                tokio::time::sleep(rng.ms(500, 2000)).await;
+                fake.clear_faults();
+            }
+        }
+        ctx.log().weather += 1;
+    }
 }

@@ -1,29 +1,32 @@
-//! After the storm: let the last daemon settle, then check every invariant
-//! of issue 7 against the database, the fake chat and the files the
-//! commands wrote, printing each as numbers. Returns the violations.
+//! After the storm: let the last daemon settle (without recovering
+//! anything from here: only the daemon and the agents' processes do), then
+//! check every invariant of issues 7 and 18 against the database, the fake
+//! chat, the harness's own record of what it did and the files the
+//! commands wrote, printing each as numbers. What a healthy run must show
+//! is written out here, not taken from the code under test.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use handoff::store::Store;
 use handoff::store::actions::{AuditEntry, Status};
+use handoff::store::questions::ReplyRecord;
+use serde_json::Value;
 use sqlx::SqlitePool;
 
-use super::{CHAT, Ctx, RULE_EVENTS};
-use crate::common::fake_telegram::FakeTelegram;
+use super::{CHAT, Ctx, Log, RULE_EVENTS};
+use crate::common::fake_telegram::{FakeTelegram, Msg};
 
-/// Event ids the `[[notify]]` rule must have delivered: every event of a
-/// rule type that wakes anyone.
-async fn expected_wakes(store: &Store) -> Vec<i64> {
-    store
-        .events_after(0, i64::MAX)
-        .await
-        .unwrap()
-        .iter()
-        .filter(|e| RULE_EVENTS.contains(&e.kind.as_str()) && handoff::notify::wakes(e))
-        .map(|e| e.seq)
-        .collect()
-}
+/// Every invariant, in the order they are printed.
+pub const INVARIANTS: &[&str] = &[
+    "no_lost_answer",
+    "no_double_execution",
+    "interrupted_are_unknown",
+    "chat_message_per_item",
+    "event_per_change",
+    "audit_status_agree",
+    "wake_delivered",
+];
 
 fn lines(path: &std::path::Path) -> Vec<String> {
     std::fs::read_to_string(path)
@@ -34,12 +37,43 @@ fn lines(path: &std::path::Path) -> Vec<String> {
         .collect()
 }
 
+/// "id pid" lines as pairs.
+fn pairs(path: &std::path::Path) -> Vec<(String, u32)> {
+    lines(path)
+        .iter()
+        .map(|l| {
+            let mut w = l.split_whitespace();
+            let id = w.next().unwrap_or_default().to_string();
+            let pid = w.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+            (id, pid)
+        })
+        .collect()
+}
+
 async fn scalar(pool: &SqlitePool, sql: &'static str) -> i64 {
     sqlx::query_scalar(sql).fetch_one(pool).await.unwrap()
 }
 
-/// Items (kind, id) without a chat message the fake holds.
-async fn items_without_message(pool: &SqlitePool, fake: &FakeTelegram) -> (usize, Vec<String>) {
+/// Whether an event of `kind` with `payload` must wake the `[[notify]]`
+/// rule: the rule's event types, except what the agent did itself.
+fn should_wake(kind: &str, payload: &Value) -> bool {
+    RULE_EVENTS.contains(&kind) && payload["source"].as_str() != Some("agent")
+}
+
+/// (seq, type, entity id, payload) of every event.
+async fn events(pool: &SqlitePool) -> Vec<(i64, String, String, Value)> {
+    let rows: Vec<(i64, String, String, String)> =
+        sqlx::query_as("SELECT seq, type, entity_id, payload FROM events ORDER BY seq")
+            .fetch_all(pool)
+            .await
+            .unwrap();
+    rows.into_iter()
+        .map(|(s, t, e, p)| (s, t, e, serde_json::from_str(&p).unwrap_or_default()))
+        .collect()
+}
+
+/// Items (kind, id) whose chat record names no message the fake holds.
+async fn items_without_message(pool: &SqlitePool, fake: &FakeTelegram) -> Vec<String> {
     let items: Vec<(String, String)> = sqlx::query_as(
         "SELECT 'question', id FROM questions UNION ALL SELECT 'action', id FROM actions",
     )
@@ -58,17 +92,23 @@ async fn items_without_message(pool: &SqlitePool, fake: &FakeTelegram) -> (usize
         .filter(|(_, _, m)| m.is_some_and(|m| fake.message(CHAT, m).is_some()))
         .map(|(k, i, _)| (k, i))
         .collect();
-    let missing = items
+    items
         .iter()
         .filter(|i| !shown.contains(*i))
         .map(|(k, i)| format!("{k} {i}"))
-        .collect();
-    (items.len(), missing)
+        .collect()
 }
 
-async fn undelivered_wakes(store: &Store, ctx: &Ctx) -> (usize, Vec<String>) {
-    let want = expected_wakes(store).await;
-    let file: HashSet<String> = lines(&ctx.wakes()).into_iter().collect();
+/// Expected wake-ups not yet delivered (no delivered row, or no line the
+/// target wrote).
+async fn undelivered_wakes(store: &Store, pool: &SqlitePool, ctx: &Ctx) -> (usize, Vec<String>) {
+    let want: Vec<i64> = events(pool)
+        .await
+        .into_iter()
+        .filter(|(_, t, _, p)| should_wake(t, p))
+        .map(|(s, ..)| s)
+        .collect();
+    let ran: HashSet<String> = pairs(&ctx.wakes()).into_iter().map(|(e, _)| e).collect();
     let delivered: HashSet<i64> = store
         .all_deliveries()
         .await
@@ -79,51 +119,83 @@ async fn undelivered_wakes(store: &Store, ctx: &Ctx) -> (usize, Vec<String>) {
         .collect();
     let missing = want
         .iter()
-        .filter(|s| !delivered.contains(s) || !file.contains(&handoff::notify::event_id(**s)))
+        .filter(|s| !delivered.contains(s) || !ran.contains(&format!("evt_{s}")))
         .map(|s| format!("evt_{s}"))
         .collect();
     (want.len(), missing)
 }
 
-/// Wait (bounded) until the last daemon has done everything it owes:
-/// leases lapsed into `unknown`, pending actions expired, every item in
-/// chat, every wake-up delivered.
-pub async fn settle(store: &Store, pool: &SqlitePool, fake: &FakeTelegram, ctx: &Ctx) {
-    let deadline = Instant::now() + Duration::from_secs(120);
+/// Actions a settled round may not have: pending or executing, or
+/// approved other than by a verifier's "rerun" (an approved `--exec`
+/// action waits for a runner; when the racers have stopped after a
+/// verifier sent it back, it rightly waits).
+const LIVE_ACTIONS: &str = "SELECT COUNT(*) FROM actions a WHERE status IN ('pending', 'executing')
+     OR (status = 'approved' AND (SELECT event FROM action_audit u WHERE u.action_id = a.id ORDER BY seq DESC LIMIT 1) <> 'retry')";
+
+/// Wait until the last daemon has done everything it owes: leases lapsed
+/// into `unknown`, pending actions expired, every tap taken from
+/// Telegram, every item in chat, every wake-up delivered. Not getting
+/// there within `secs` is a violation.
+pub async fn settle(
+    store: &Store,
+    pool: &SqlitePool,
+    fake: &FakeTelegram,
+    ctx: &Ctx,
+    secs: u64,
+) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    let updates: Vec<i64> = ctx.log().taps.iter().map(|t| t.update).collect();
     loop {
-        store.recover().await.unwrap();
-        let live = scalar(
-            pool,
-            "SELECT COUNT(*) FROM actions WHERE status IN ('pending', 'executing')",
-        )
-        .await;
-        let (_, no_msg) = items_without_message(pool, fake).await;
-        let (_, no_wake) = undelivered_wakes(store, ctx).await;
-        if live == 0 && no_msg.is_empty() && no_wake.is_empty() {
-            return;
+        let live = scalar(pool, LIVE_ACTIONS).await;
+        let no_msg = items_without_message(pool, fake).await;
+        let (_, no_wake) = undelivered_wakes(store, pool, ctx).await;
+        let untaken = updates.iter().filter(|u| !fake.confirmed(**u)).count();
+        if live == 0 && no_msg.is_empty() && no_wake.is_empty() && untaken == 0 {
+            return Ok(());
         }
         if Instant::now() > deadline {
-            println!(
-                "settle timed out: {live} live actions, {} items without a message, {} wakes undelivered",
+            return Err(format!(
+                "the last daemon did not settle in {secs} s: {live} actions pending, approved or executing, {} items without a message, {} wakes undelivered, {untaken} taps never taken",
                 no_msg.len(),
                 no_wake.len()
-            );
-            return;
+            ));
         }
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
 
-/// Replay an audit trail through DESIGN §4's transition table. `Err` names
-/// a transition that does not exist.
-fn replay(audit: &[AuditEntry]) -> Result<Status, String> {
+/// Replay an audit trail through DESIGN §4's transition table, counting
+/// distinct approvers against the quorum. `Err` names a transition that
+/// does not exist.
+fn replay(audit: &[AuditEntry], required: i64) -> Result<Status, String> {
     use Status::*;
     let mut s: Option<Status> = None;
+    let mut approvers: HashSet<&str> = HashSet::new();
     for e in audit {
+        let mut approve = |final_: bool| -> Result<(), String> {
+            if !approvers.insert(e.actor.as_str()) {
+                return Err(format!("{} approved twice", e.actor));
+            }
+            let n = approvers.len() as i64;
+            if final_ != (n >= required) {
+                return Err(format!(
+                    "{} with {n} distinct approval(s) of {required}",
+                    e.event
+                ));
+            }
+            Ok(())
+        };
         s = Some(match (s, e.event.as_str()) {
             (None, "proposed") => Pending,
-            (Some(Pending), "approval_added" | "patched") => Pending,
-            (Some(Pending), "approved") => Approved,
+            (Some(Pending), "approval_added") => {
+                approve(false)?;
+                Pending
+            }
+            (Some(Pending), "patched") => Pending,
+            (Some(Pending), "approved") => {
+                approve(true)?;
+                Approved
+            }
             (Some(Pending), "rejected") => Rejected,
             (Some(Pending), "expired") => Expired,
             (Some(Approved), "claimed") => Executing,
@@ -168,24 +240,109 @@ impl Tally {
     }
 }
 
-/// Check and print every invariant; return the violations (empty: all held).
+/// Floors: each count a round must exceed zero on, or it exercised nothing.
+struct Floors(Vec<String>);
+
+impl Floors {
+    fn at_least(&mut self, what: &str, n: usize, min: usize) {
+        if n < min {
+            self.0
+                .push(format!("floor: {what} was {n}, at least {min} required"));
+        }
+    }
+}
+
+/// What [`check`] found.
+pub struct Checked {
+    pub by_invariant: BTreeMap<&'static str, Vec<String>>,
+    pub other: Vec<String>,
+}
+
+/// What an item's one message must show, given its final state (the
+/// texts are the chat's, written out here).
+fn expected_view(kind: &str, status: &str, reply: Option<&str>, m: &Msg) -> Result<(), String> {
+    let has = |s: &str| m.text.contains(s);
+    let buttons: Vec<String> = m.buttons().into_iter().map(|(l, _)| l).collect();
+    let want = |ok: bool, what: &str| {
+        if ok {
+            Ok(())
+        } else {
+            Err(format!(
+                "{kind} is {status} but its message {} {what}: {:?} {buttons:?}",
+                m.message_id, m.text
+            ))
+        }
+    };
+    match (kind, status) {
+        ("question", "open") => {
+            want(
+                buttons.iter().any(|b| b.contains("Decline")),
+                "has no buttons",
+            )?;
+            match reply {
+                Some("") => Ok(()),
+                Some(r) => want(has(&format!("«{r}»")), "does not show the reply"),
+                None => want(!has("✅ "), "shows a reply"),
+            }
+        }
+        ("question", "resolved") => {
+            want(has("☑️ Resolved") && buttons.is_empty(), "is not resolved")
+        }
+        ("question", "dismissed") => {
+            want(has("🗑 Dismissed") && buttons.is_empty(), "is not dismissed")
+        }
+        ("action", "executed") => want(has("✔️ Executed") && buttons.is_empty(), "is not executed"),
+        ("action", "failed") => want(has("❌ Failed") && buttons.is_empty(), "is not failed"),
+        ("action", "rejected") => want(has("🚫 Rejected") && buttons.is_empty(), "is not rejected"),
+        ("action", "expired") => want(has("⌛ Expired") && buttons.is_empty(), "is not expired"),
+        ("action", "approved") => want(
+            has("waiting for its proposer to run it")
+                && buttons.iter().any(|b| b.contains("Run now")),
+            "does not offer to run it",
+        ),
+        ("action", "unknown") => want(
+            has("❓ Outcome unknown") && buttons.iter().any(|b| b.contains("Mark executed")),
+            "does not ask to resolve the unknown outcome",
+        ),
+        _ => want(false, "is in a state a settled round cannot end in"),
+    }
+}
+
+/// The item a chat message draws, by its `#shortid` tag.
+fn tagged_item<'a>(m: &Msg, by_short: &HashMap<&str, &'a str>) -> Option<&'a str> {
+    let is_item = m.text.starts_with("❓ <b>") || m.text.starts_with("⚠️ <b>Approve action");
+    if !is_item {
+        return None;
+    }
+    let i = m.text.find("<i>#")?;
+    let short: String = m.text[i + 4..].chars().take(8).collect();
+    by_short.get(short.as_str()).copied()
+}
+
+/// Check and print every invariant.
+#[allow(clippy::too_many_arguments)]
 pub async fn check(
     store: &Store,
     pool: &SqlitePool,
     fake: &FakeTelegram,
     ctx: &Ctx,
-) -> Vec<String> {
-    let log = std::mem::take(&mut *ctx.log());
+    last_epoch: u64,
+    _last_daemon: u32,
+    floors_apply: bool,
+) -> Checked {
+    let log: Log = std::mem::take(&mut *ctx.log());
+    let mut floors = Floors(Vec::new());
     let mut tallies = Vec::new();
 
     // 1. No committed answer lost.
     let mut t = Tally::new("no_lost_answer");
-    let qids: Vec<String> = sqlx::query_scalar("SELECT id FROM questions")
+    let questions: Vec<(String, String)> = sqlx::query_as("SELECT id, status FROM questions")
         .fetch_all(pool)
         .await
         .unwrap();
-    let mut history_of = HashMap::new();
-    for id in &qids {
+    let mut history_of: HashMap<String, Vec<ReplyRecord>> = HashMap::new();
+    let mut reply_of: HashMap<String, Option<String>> = HashMap::new();
+    for (id, _) in &questions {
         let q = store.get_question(id).await.unwrap().unwrap();
         let h = store.question_replies(id).await.unwrap();
         let seqs: Vec<i64> = h.iter().map(|r| r.reply_seq).collect();
@@ -200,32 +357,90 @@ pub async fn check(
                 )
             },
         );
+        reply_of.insert(id.clone(), q.reply.map(|r| r.text));
         history_of.insert(id.clone(), h);
     }
-    let in_history = |id: &str, source: &str, text: &str| {
+    let in_history = |id: &str, source: &str, by: Option<&str>, text: &str| {
         history_of.get(id).is_some_and(|h| {
-            h.iter()
-                .any(|r| r.source.as_str() == source && r.reply.as_deref() == Some(text))
+            h.iter().any(|r| {
+                r.source.as_str() == source
+                    && by.is_none_or(|b| r.by == b)
+                    && r.reply.as_deref() == Some(text)
+            })
         })
     };
-    let (mut inbox, mut chat, mut picked) = (0, 0, 0);
+    let mut inbox = 0;
     for (id, text) in &log.inbox_committed {
         inbox += 1;
-        t.check(in_history(id, "inbox", text), || {
+        t.check(in_history(id, "inbox", None, text), || {
             format!("inbox reply {text:?} on {id} lost")
         });
     }
-    for toast in fake.toasts() {
-        if let Some(label) = toast.strip_prefix("Recorded: ") {
-            chat += 1;
-            let found = history_of
-                .iter()
-                .any(|(id, _)| in_history(id, "chat", label));
-            t.check(found, || {
-                format!("chat tap recorded {label:?} but not in any history")
-            });
+    // Every tap: taken from Telegram, answered at most once per time it
+    // was delivered, and a "Recorded" answer backed by a history row of
+    // the tapped question, by the tapping user, with the tapped label.
+    let (mut option_taps, mut recorded, mut refused, mut unanswered, mut replayed) =
+        (0, 0, 0, 0, 0);
+    let mut tapped: HashSet<(String, String, String)> = HashSet::new();
+    for tap in &log.taps {
+        let served = fake.served(tap.update) as usize;
+        let answers = fake.answers_to(&tap.callback);
+        if served > 1 {
+            replayed += 1;
+        }
+        t.check(served >= 1, || {
+            format!(
+                "tap {} (update {}) never reached the bot",
+                tap.callback, tap.update
+            )
+        });
+        t.check(answers.len() <= served.max(1), || {
+            format!(
+                "tap {} delivered {served} time(s) got {} answers: {answers:?}",
+                tap.callback,
+                answers.len()
+            )
+        });
+        let Some(label) = &tap.label else { continue };
+        option_taps += 1;
+        let by = format!("@user{}", tap.user);
+        tapped.insert((tap.item.clone(), by.clone(), label.clone()));
+        if answers.is_empty() {
+            unanswered += 1;
+        }
+        for a in &answers {
+            if let Some(said) = a.strip_prefix("Recorded: ") {
+                recorded += 1;
+                t.check(said == label, || {
+                    format!("tap {} on {label:?} was toasted {a:?}", tap.callback)
+                });
+                t.check(in_history(&tap.item, "chat", Some(&by), label), || {
+                    format!(
+                        "tap {} by {by} on {label:?} (question {}) was toasted {a:?} but is in no history",
+                        tap.callback, tap.item
+                    )
+                });
+            } else {
+                refused += 1;
+            }
         }
     }
+    // And the other way: every chat answer in a history came from a tap.
+    for (id, h) in &history_of {
+        for r in h.iter().filter(|r| r.source.as_str() == "chat") {
+            let Some(text) = &r.reply else { continue };
+            t.check(
+                tapped.contains(&(id.clone(), r.by.clone(), text.clone())),
+                || {
+                    format!(
+                        "question {id}: chat answer {text:?} by {} matches no tap",
+                        r.by
+                    )
+                },
+            );
+        }
+    }
+    let mut picked = 0;
     for (id, seq, text) in &log.agent_got {
         picked += 1;
         let found = history_of.get(id).is_some_and(|h| {
@@ -236,71 +451,191 @@ pub async fn check(
             format!("ask --wait got {text:?} (seq {seq}) on {id}, not in history")
         });
     }
+    // What `wait --session` handed out as replies: the session's own
+    // questions, with a reply their history holds.
+    let mut replies_arrived = 0;
+    for (session, a) in log.arrived.iter().filter(|(_, a)| a["type"] == "reply") {
+        replies_arrived += 1;
+        let q = &a["question"];
+        let id = q["id"].as_str().unwrap_or_default();
+        let text = q["reply"]["text"].as_str().unwrap_or_default();
+        t.check(
+            q["session"].as_str() == Some(session.as_str())
+                && in_history(id, q["reply"]["source"].as_str().unwrap_or_default(), None, text),
+            || format!("wait --session {session} got reply {text:?} on {id} (session {}), not in its history", q["session"]),
+        );
+    }
+    floors.at_least("replies handed out by wait --session", replies_arrived, 1);
+    floors.at_least("questions", questions.len(), 1);
+    floors.at_least("option taps", option_taps, 1);
+    floors.at_least("taps toasted \"Recorded\"", recorded, 1);
+    floors.at_least("inbox replies the daemon accepted", inbox, 1);
+    floors.at_least("replies picked up by ask --wait", picked, 1);
     t.note = format!(
-        "({} questions consistent with their history; committed replies found: {inbox} inbox, {chat} chat taps toasted \"Recorded\", {picked} picked up by ask --wait)",
-        qids.len()
+        "({} questions consistent with their history; {} taps, {option_taps} on options: {recorded} toasted \"Recorded\" and found in history, {refused} refused, {unanswered} unanswered (daemon killed first), {replayed} replayed after a restart; {inbox} inbox replies the daemon accepted found ({} refused, {} unanswered: the daemon was killed under them); {picked} picked up by ask --wait, {replies_arrived} handed out by wait --session)",
+        questions.len(),
+        log.taps.len(),
+        log.inbox_refused,
+        log.inbox_uncertain
     );
     tallies.push(t);
 
-    // 2. No action executed twice; executed ones exactly once.
+    // 2. No action executed twice; executed ones exactly once, by the
+    // process that says it ran them.
     let mut t = Tally::new("no_double_execution");
-    let effects = lines(&ctx.side_effects());
-    let mut per_action: BTreeMap<String, usize> = BTreeMap::new();
-    for id in &effects {
-        *per_action.entry(id.clone()).or_default() += 1;
+    let effects = pairs(&ctx.side_effects());
+    let mut runs_of: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+    for (id, pid) in &effects {
+        runs_of.entry(id.clone()).or_default().push(*pid);
     }
-    let actions: Vec<(String, String)> = sqlx::query_as("SELECT id, status FROM actions")
-        .fetch_all(pool)
-        .await
-        .unwrap();
+    let actions: Vec<(String, String, i64)> =
+        sqlx::query_as("SELECT id, status, approvals_required FROM actions")
+            .fetch_all(pool)
+            .await
+            .unwrap();
+    let status_of: HashMap<&str, &str> = actions
+        .iter()
+        .map(|(id, s, _)| (id.as_str(), s.as_str()))
+        .collect();
     let mut audits = HashMap::new();
-    for (id, _) in &actions {
+    for (id, ..) in &actions {
         audits.insert(id.clone(), store.action_audit(id).await.unwrap());
     }
-    for (id, n) in &per_action {
+    for (id, pids) in &runs_of {
         let approved = audits
             .get(id)
             .is_some_and(|a| a.iter().any(|e| e.event == "approved"));
-        t.check(*n == 1 && approved, || {
-            format!("action {id}: {n} side effects, approved: {approved}")
+        t.check(pids.len() == 1 && approved, || {
+            format!(
+                "action {id}: run {} times (by pids {pids:?}), approved: {approved}",
+                pids.len()
+            )
         });
     }
-    let executed: Vec<&String> = actions
-        .iter()
-        .filter(|(_, s)| s == "executed")
-        .map(|(id, _)| id)
-        .collect();
-    for id in &executed {
-        let n = per_action.get(*id).copied().unwrap_or(0);
-        t.check(n == 1, || {
-            format!("executed action {id} has {n} side effects")
+    let mut executed = 0;
+    for (id, status, _) in &actions {
+        let n = runs_of.get(id).map_or(0, Vec::len);
+        match status.as_str() {
+            "executed" => {
+                executed += 1;
+                t.check(n == 1, || format!("executed action {id} ran {n} times"));
+            }
+            "rejected" | "expired" => {
+                t.check(n == 0, || format!("{status} action {id} ran {n} times"));
+            }
+            _ => {}
+        }
+    }
+    let (mut by_proposer, mut by_recover) = (0, 0);
+    for p in &log.proposed {
+        let pids = runs_of.get(&p.id).cloned().unwrap_or_default();
+        let now = status_of.get(p.id.as_str()).copied().unwrap_or("missing");
+        t.check(p.exit != Some(0) || p.status == "executed", || {
+            format!("propose of {} exited 0 but printed {}", p.id, p.status)
+        });
+        t.check(
+            p.status == now
+                || !matches!(
+                    p.status.as_str(),
+                    "executed" | "failed" | "rejected" | "expired"
+                ),
+            || {
+                format!(
+                    "propose of {} printed {}, the store says {now}",
+                    p.id, p.status
+                )
+            },
+        );
+        if p.status == "executed" {
+            if p.claimed {
+                by_proposer += 1;
+                t.check(pids == [p.pid], || {
+                    format!(
+                        "propose {} says it ran {}, the side effects say {pids:?}",
+                        p.pid, p.id
+                    )
+                });
+            } else {
+                t.check(pids.len() == 1 && pids[0] != p.pid, || {
+                    format!(
+                        "propose {} followed another run of {}, the side effects say {pids:?}",
+                        p.pid, p.id
+                    )
+                });
+            }
+        }
+    }
+    for (pid, id, claimed) in &log.recover_ran {
+        if !claimed {
+            continue;
+        }
+        by_recover += 1;
+        let pids = runs_of.get(id).cloned().unwrap_or_default();
+        t.check(pids == [*pid], || {
+            format!("recover {pid} says it ran {id}, the side effects say {pids:?}")
         });
     }
+    floors.at_least("side effects", effects.len(), 1);
+    floors.at_least("executed actions", executed, 1);
+    floors.at_least("runs by their proposer", by_proposer, 1);
+    floors.at_least("runs won by a recover racer", by_recover, 1);
     t.note = format!(
-        "({} side effects over {} actions, {} executed with exactly one)",
+        "({} side effects over {} actions, {executed} executed with exactly one; {by_proposer} run by their proposer, {by_recover} by a `handoff recover` racer, {} recover runs, {} proposals with a verifier)",
         effects.len(),
-        per_action.len(),
-        executed.len()
+        runs_of.len(),
+        log.recovers,
+        log.verified_proposals
     );
     tallies.push(t);
 
-    // 3. Every interrupted execution is `unknown`, none left executing.
+    // 3. Every interrupted execution is `unknown` (or went to its
+    // verifier), none left executing — as the daemon and the agents left
+    // it: nothing here recovers.
     let mut t = Tally::new("interrupted_are_unknown");
     let mut interrupted = 0;
-    for (id, status) in &actions {
+    for (id, status, _) in &actions {
         let audit = &audits[id];
         let Some(last_claim) = audit.iter().rposition(|e| e.event == "claimed") else {
             continue;
         };
-        let finished = audit[last_claim..]
+        let after = &audit[last_claim..];
+        let finished = after
             .iter()
             .any(|e| matches!(e.event.as_str(), "executed" | "failed"));
-        if !finished {
+        if after.iter().any(|e| e.event == "retry") {
+            // Its verifier found nothing done and sent it back for a re-run.
+            interrupted += 1;
+            t.check(status == "approved", || {
+                format!("action {id} claimed, sent back by its verifier, is {status}")
+            });
+        } else if !finished {
             interrupted += 1;
             t.check(status == "unknown", || {
                 format!("action {id} claimed, never finished, is {status}")
             });
         }
+    }
+    let mut caught = 0;
+    for (id, pid, _) in &log.executor_kills {
+        let audit = &audits[id];
+        let owner = format!("exec:{pid}:");
+        let Some(claim) = audit
+            .iter()
+            .position(|e| e.event == "claimed" && e.actor.starts_with(&owner))
+        else {
+            t.check(false, || {
+                format!("killed executor {pid} never claimed {id}")
+            });
+            continue;
+        };
+        let next = audit[claim + 1..].first().map(|e| e.event.as_str());
+        if matches!(next, Some("unknown" | "verifying")) {
+            caught += 1;
+        }
+        t.check(
+            matches!(next, Some("unknown" | "verifying" | "executed" | "failed")),
+            || format!("action {id}: its executor {pid} was killed and the claim was followed by {next:?}"),
+        );
     }
     let executing = scalar(
         pool,
@@ -308,98 +643,289 @@ pub async fn check(
     )
     .await;
     t.check(executing == 0, || {
-        format!("{executing} actions still executing after recover()")
+        format!("{executing} actions still executing")
     });
+    let unknown = actions.iter().filter(|(_, s, _)| s == "unknown").count();
+    let verifying = audits
+        .values()
+        .flatten()
+        .filter(|e| e.event == "verifying")
+        .count();
     let kills = &log.executor_kills;
-    let unknown = actions.iter().filter(|(_, s)| s == "unknown").count();
+    floors.at_least("executors killed mid-command", kills.len(), 1);
+    floors.at_least("kills recovered as unknown or verified", caught, 1);
     t.note = format!(
-        "({interrupted} interrupted, {unknown} unknown; {} executors killed -9 mid-command, {} with their whole group; 0 executing)",
+        "({interrupted} interrupted, {unknown} unknown, {verifying} sent to their verifier; {} executors killed -9 mid-command ({} with their whole group), {caught} of them recovered by the daemon or a racer; {executing} executing)",
         kills.len(),
-        kills.iter().filter(|(_, g)| *g).count()
+        kills.iter().filter(|(.., g)| *g).count()
     );
-    // Most kills land mid-command: with five or more, none ending `unknown`
-    // would mean the path was not exercised.
-    if kills.len() >= 5 {
-        t.check(unknown > 0, || {
-            "executors were killed, yet no action is unknown".into()
+    tallies.push(t);
+
+    // 4. Every question and action has exactly one live chat message, and
+    // it shows the item's final state. Extra messages for an item are
+    // allowed only across a daemon kill (a send the killed daemon never
+    // saw answered), never twice from one daemon.
+    let mut t = Tally::new("chat_message_per_item");
+    let missing = items_without_message(pool, fake).await;
+    for m in &missing {
+        t.check(false, || format!("{m} has no chat message"));
+    }
+    let records: Vec<(String, String, i64)> = sqlx::query_as(
+        "SELECT item_kind, item_id, message_id FROM chat_messages WHERE status = 'sent' AND chat_id = ? AND message_id IS NOT NULL",
+    )
+    .bind(CHAT)
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    let mut record_of: HashMap<String, Vec<i64>> = HashMap::new();
+    for (_, id, m) in &records {
+        record_of.entry(id.clone()).or_default().push(*m);
+    }
+    let chat = fake.messages(CHAT);
+    let ids: Vec<&str> = questions
+        .iter()
+        .map(|(id, _)| id.as_str())
+        .chain(actions.iter().map(|(id, ..)| id.as_str()))
+        .collect();
+    let by_short: HashMap<&str, &str> = ids.iter().map(|id| (&id[id.len() - 8..], *id)).collect();
+    let mut drawn: HashMap<&str, Vec<&Msg>> = HashMap::new();
+    for m in &chat {
+        if let Some(id) = tagged_item(m, &by_short) {
+            drawn.entry(id).or_default().push(m);
+        }
+    }
+    let mut orphans = 0;
+    let item_status = questions
+        .iter()
+        .map(|(id, s)| ("question", id, s))
+        .chain(actions.iter().map(|(id, s, _)| ("action", id, s)));
+    for (kind, id, status) in item_status {
+        let recs = record_of.get(id).cloned().unwrap_or_default();
+        t.check(recs.len() == 1, || {
+            format!("{kind} {id} has {} sent records: {recs:?}", recs.len())
+        });
+        let msgs = drawn.get(id.as_str()).cloned().unwrap_or_default();
+        let mut epochs: Vec<u64> = msgs.iter().map(|m| m.epoch).collect();
+        epochs.sort();
+        let n = epochs.len();
+        epochs.dedup();
+        t.check(epochs.len() == n, || {
+            format!(
+                "{kind} {id}: one daemon sent it more than once ({n} messages, epochs {epochs:?})"
+            )
+        });
+        orphans += msgs.len().saturating_sub(1);
+        if let Some(m) = recs
+            .first()
+            .and_then(|r| msgs.iter().find(|m| m.message_id == *r))
+        {
+            let reply = reply_of.get(id).cloned().flatten();
+            let res = expected_view(kind, status, reply.as_deref(), m);
+            t.check(res.is_ok(), || res.unwrap_err());
+        }
+    }
+    let unowned = chat
+        .iter()
+        .filter(|m| m.text.starts_with("❓ <b>") || m.text.starts_with("⚠️ <b>Approve action"))
+        .filter(|m| tagged_item(m, &by_short).is_none())
+        .count();
+    t.check(unowned == 0, || {
+        format!("{unowned} item messages name no item")
+    });
+    floors.at_least("items in chat", ids.len(), 1);
+    t.note = format!(
+        "({} items, {} item messages in the chat ({orphans} extra, each from a daemon killed before it saw the send answered), {} messages in all; the last daemon was epoch {last_epoch})",
+        ids.len(),
+        drawn.values().map(Vec::len).sum::<usize>(),
+        chat.len()
+    );
+    tallies.push(t);
+
+    // 5. Every change has its event: each action's audit rows match its
+    // `action.*` events one for one, each question has one
+    // `question.flagged` event and one answered/cleared event per reply.
+    let mut t = Tally::new("event_per_change");
+    let evs = events(pool).await;
+    let mut events_of: HashMap<&str, Vec<&str>> = HashMap::new();
+    for (_, kind, entity, _) in &evs {
+        events_of
+            .entry(entity.as_str())
+            .or_default()
+            .push(kind.as_str());
+    }
+    for (id, ..) in &actions {
+        let mut want: Vec<String> = audits[id]
+            .iter()
+            .map(|e| format!("action.{}", e.event))
+            .collect();
+        let mut got: Vec<String> = events_of
+            .get(id.as_str())
+            .into_iter()
+            .flatten()
+            .filter(|k| k.starts_with("action."))
+            .map(|k| k.to_string())
+            .collect();
+        want.sort();
+        got.sort();
+        t.check(want == got, || {
+            format!("action {id}: audit {want:?}, events {got:?}")
         });
     }
+    for (id, status) in &questions {
+        let got = events_of.get(id.as_str()).cloned().unwrap_or_default();
+        let count = |k: &str| got.iter().filter(|g| **g == k).count();
+        let h = &history_of[id];
+        let replies = h.iter().filter(|r| r.reply.is_some()).count();
+        let cleared = h.len() - replies;
+        let closed = match status.as_str() {
+            "resolved" => count("question.resolved") == 1,
+            "dismissed" => count("question.dismissed") == 1,
+            _ => true,
+        };
+        t.check(
+            count("question.flagged") == 1
+                && count("question.answered") == replies
+                && count("question.reply_cleared") == cleared
+                && closed,
+            || {
+                format!(
+                    "question {id} ({status}): {} history rows ({replies} replies), events {got:?}",
+                    h.len()
+                )
+            },
+        );
+    }
+    floors.at_least("events", evs.len(), 1);
+    t.note = format!("({} events over {} items)", evs.len(), ids.len());
     tallies.push(t);
 
-    // 4. Every question and action got at least one chat message.
-    let mut t = Tally::new("chat_message_per_item");
-    let (total, missing) = items_without_message(pool, fake).await;
-    t.total = total;
-    t.ok = total - missing.len();
-    t.violations = missing
-        .into_iter()
-        .map(|m| format!("{m} has no chat message"))
-        .collect();
-    t.note = format!("({} messages in the chat)", fake.messages(CHAT).len());
-    tallies.push(t);
-
-    // 5. Event seq has no gaps.
-    let mut t = Tally::new("event_seq_no_gaps");
-    let (n, lo, hi): (i64, Option<i64>, Option<i64>) =
-        sqlx::query_as("SELECT COUNT(*), MIN(seq), MAX(seq) FROM events")
-            .fetch_one(pool)
-            .await
-            .unwrap();
-    t.check(lo == Some(1) && hi == Some(n), || {
-        format!("{n} events, seq {lo:?}..={hi:?}")
-    });
-    t.note = format!("(seq 1..={} with {n} events)", hi.unwrap_or(0));
-    tallies.push(t);
-
-    // 6. Audit and status agree for every action.
+    // 6. Audit and status agree for every action, approvals counted
+    // against the quorum; nothing is left pending or approved.
     let mut t = Tally::new("audit_status_agree");
-    for (id, status) in &actions {
-        let replayed = replay(&audits[id]);
+    let mut quorum_two = 0;
+    for (id, status, required) in &actions {
+        let replayed = replay(&audits[id], *required);
         t.check(
             replayed.as_ref().is_ok_and(|s| s.as_str() == status),
             || format!("action {id}: status {status}, audit replays to {replayed:?}"),
         );
+        let rerun = audits[id].last().is_some_and(|e| e.event == "retry");
+        t.check(
+            !matches!(status.as_str(), "pending" | "executing") && (status != "approved" || rerun),
+            || format!("action {id} left {status}"),
+        );
+        if *required == 2 && audits[id].iter().any(|e| e.event == "approved") {
+            quorum_two += 1;
+        }
     }
-    let approvals_ok = sqlx::query_scalar::<_, i64>(
+    let approvals_off = sqlx::query_scalar::<_, i64>(
         "SELECT COUNT(*) FROM actions a WHERE approvals <> (SELECT COUNT(*) FROM action_approvals p WHERE p.action_id = a.id)",
     )
     .fetch_one(pool)
     .await
     .unwrap();
-    t.check(approvals_ok == 0, || {
-        format!("{approvals_ok} actions whose approvals disagree with their approval rows")
+    t.check(approvals_off == 0, || {
+        format!("{approvals_off} actions whose approvals disagree with their approval rows")
     });
-    let by_status = actions.iter().fold(BTreeMap::new(), |mut m, (_, s)| {
+    floors.at_least("actions", actions.len(), 1);
+    floors.at_least("quorum-2 actions approved", quorum_two, 1);
+    let by_status = actions.iter().fold(BTreeMap::new(), |mut m, (_, s, _)| {
         *m.entry(s.as_str()).or_insert(0) += 1;
         m
     });
-    t.note = format!("(statuses {by_status:?})");
+    t.note = format!("(statuses {by_status:?}; {quorum_two} approved at a quorum of 2)");
     tallies.push(t);
 
-    // 7. Every wake-up event reached its target at least once.
+    // 7. Every event the rule wakes on reached its target; nothing else
+    // did; and no daemon ran one wake-up twice (a second run is allowed
+    // only from a later daemon, after a kill).
     let mut t = Tally::new("wake_delivered");
-    let (total, missing) = undelivered_wakes(store, ctx).await;
-    t.total = total;
-    t.ok = total - missing.len();
-    t.violations = missing
-        .into_iter()
-        .map(|m| format!("wake {m} not delivered"))
+    let (total, missing) = undelivered_wakes(store, pool, ctx).await;
+    for m in &missing {
+        t.check(false, || format!("wake {m} not delivered"));
+    }
+    t.ok += total - missing.len();
+    t.total += total - missing.len();
+    let wanted: HashSet<String> = evs
+        .iter()
+        .filter(|(_, k, _, p)| should_wake(k, p))
+        .map(|(s, ..)| format!("evt_{s}"))
         .collect();
-    let lines_n = lines(&ctx.wakes()).len();
-    t.note = format!("({lines_n} runs of the exec target: duplicates after a crash are allowed)");
+    let ran = pairs(&ctx.wakes());
+    let mut runs: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
+    for (ev, pid) in &ran {
+        t.check(wanted.contains(ev), || {
+            format!("wake {ev} ran but its event wakes nobody")
+        });
+        runs.entry(ev.as_str()).or_default().push(*pid);
+    }
+    let mut dups = 0;
+    for (ev, pids) in &runs {
+        let mut distinct = pids.clone();
+        distinct.sort();
+        distinct.dedup();
+        dups += pids.len() - 1;
+        t.check(distinct.len() == pids.len(), || {
+            format!(
+                "wake {ev} ran {} times by daemons {pids:?}: one daemon ran it twice",
+                pids.len()
+            )
+        });
+    }
+    // What `wait --session` handed out as decisions: events of the
+    // session's own actions, each exactly as the log holds it, none twice.
+    const DECISIONS: &[&str] = &[
+        "action.approved",
+        "action.rejected",
+        "action.expired",
+        "action.executed",
+        "action.failed",
+        "action.unknown",
+    ];
+    let by_seq: HashMap<i64, (&str, &str)> = evs
+        .iter()
+        .map(|(s, k, e, _)| (*s, (k.as_str(), e.as_str())))
+        .collect();
+    let mut handed: HashSet<i64> = HashSet::new();
+    for (session, a) in log.arrived.iter().filter(|(_, a)| a["type"] == "decision") {
+        let ev = &a["event"];
+        let seq = ev["seq"].as_i64().unwrap_or(-1);
+        let kind = ev["type"].as_str().unwrap_or_default();
+        let entity = ev["entity_id"].as_str().unwrap_or_default();
+        t.check(
+            by_seq.get(&seq) == Some(&(kind, entity))
+                && DECISIONS.contains(&kind)
+                && ev["session"].as_str() == Some(session.as_str()),
+            || format!("wait --session {session} got {ev}, which is not one of its decisions in the log"),
+        );
+        t.check(handed.insert(seq), || {
+            format!("decision evt_{seq} handed out twice")
+        });
+    }
+    floors.at_least("decisions handed out by wait --session", handed.len(), 1);
+    floors.at_least("wake-ups delivered", total - missing.len(), 1);
+    t.note = format!(
+        "({} runs of the exec target, {dups} repeated by a later daemon after a kill; {} decisions handed out by wait --session)",
+        ran.len(),
+        handed.len()
+    );
     tallies.push(t);
 
     println!(
-        "chaos agents: {} asks, {} proposals, {} waits ({} arrivals); humans: {} taps, {} inbox replies, {} inbox approvals",
+        "chaos agents: {} asks, {} proposals ({} with a verifier), {} recovers, {} waits ({} arrivals); humans: {} taps, {} inbox replies, {} inbox approvals; weather: {} Telegram faults",
         log.asks,
         log.proposals,
+        log.verified_proposals,
+        log.recovers,
         log.waits,
-        log.arrivals,
-        log.taps,
+        log.arrived.len(),
+        log.taps.len(),
         log.inbox_committed.len(),
-        log.inbox_approvals
+        log.inbox_approvals,
+        log.weather
     );
-    let mut violations = Vec::new();
+    floors.at_least("Telegram faults injected", log.weather as usize, 1);
+    let mut by_invariant = BTreeMap::new();
     for t in tallies {
         let verdict = if t.violations.is_empty() {
             "ok"
@@ -410,12 +936,26 @@ pub async fn check(
             "invariant {}: {}/{} {verdict} {}",
             t.name, t.ok, t.total, t.note
         );
-        violations.extend(t.violations.into_iter().map(|v| format!("{}: {v}", t.name)));
+        for v in t.violations.iter().take(5) {
+            println!("  {v}");
+        }
+        by_invariant.insert(t.name, t.violations);
     }
-    for u in &log.unexpected {
-        violations.push(format!("agent process: {u}"));
+    let mut other: Vec<String> = log
+        .unexpected
+        .iter()
+        .map(|u| format!("agent process: {u}"))
+        .collect();
+    if floors_apply {
+        for f in &floors.0 {
+            println!("{f}");
+        }
+        other.extend(floors.0);
     }
-    violations
+    Checked {
+        by_invariant,
+        other,
+    }
 }
 
 /// Print what the database and the last daemon's log say about every item

@@ -6,6 +6,7 @@
 pub mod agents;
 pub mod humans;
 pub mod invariants;
+pub mod round;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -69,43 +70,117 @@ impl Rng {
     }
 }
 
+/// One chat tap the harness made, as Telegram would carry it.
+#[derive(Debug, Clone)]
+pub struct Tap {
+    /// The callback query id (what answerCallbackQuery names).
+    pub callback: String,
+    /// The update that carried it.
+    pub update: i64,
+    pub message: i64,
+    pub user: i64,
+    /// The callback data.
+    pub data: String,
+    /// The question or action it is about.
+    pub item: String,
+    /// For an option: its label (what a "Recorded" toast must name).
+    pub label: Option<String>,
+}
+
+/// What `propose --exec` printed and how it ended.
+#[derive(Debug, Clone)]
+pub struct Proposed {
+    /// The `handoff propose` process (the parent of a command it ran).
+    pub pid: u32,
+    pub exit: Option<i32>,
+    pub id: String,
+    /// Whether it says it won the claim and ran the command itself.
+    pub claimed: bool,
+    pub status: String,
+}
+
 /// What the harness was told while it ran: the commitments the invariants
 /// hold the store to.
 #[derive(Debug, Default)]
 pub struct Log {
-    /// Inbox replies the store accepted: (question id, text).
+    /// Inbox replies the daemon answered as accepted: (question id, text).
     pub inbox_committed: Vec<(String, String)>,
+    /// Inbox replies whose answer never came (the daemon was down or
+    /// killed mid-request): they may or may not have landed.
+    pub inbox_uncertain: u64,
+    /// Inbox replies the daemon refused (the question closed meanwhile).
+    pub inbox_refused: u64,
+    /// What `wait --session` printed: (session, each arrival).
+    pub arrived: Vec<(String, serde_json::Value)>,
     /// Replies `ask --wait` printed: (question id, reply_seq, text).
     pub agent_got: Vec<(String, i64, String)>,
     /// Executors killed with -9 while their action was executing:
-    /// (action id, whole process group).
-    pub executor_kills: Vec<(String, bool)>,
+    /// (action id, the killed process's pid, whole process group).
+    pub executor_kills: Vec<(String, u32, bool)>,
+    /// Every tap, in order.
+    pub taps: Vec<Tap>,
+    /// Every `propose --exec` that was not killed.
+    pub proposed: Vec<Proposed>,
+    /// Runs `handoff recover` reported: (recover's pid, action id, claimed).
+    pub recover_ran: Vec<(u32, String, bool)>,
     /// Agent processes that ended in a way no run should (an error exit).
     pub unexpected: Vec<String>,
     pub asks: u64,
     pub proposals: u64,
+    pub verified_proposals: u64,
     pub waits: u64,
-    pub arrivals: u64,
-    pub taps: u64,
+    pub recovers: u64,
     pub inbox_approvals: u64,
+    /// Telegram misbehaviours the weather task injected.
+    pub weather: u64,
+}
+
+/// How a round runs: how many daemon kills, which fault switch (if any)
+/// every process gets, how long the last daemon may take to settle, and
+/// whether the floors (every count above zero) apply.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub kills: u64,
+    pub seed: u64,
+    pub fault: Option<&'static str>,
+    pub settle_secs: u64,
+    pub floors: bool,
+    /// Chance that a `propose --exec` is killed -9 mid-command (half of
+    /// it for a `recover` racer).
+    pub exec_kill_chance: f64,
+    /// Every how many proposals one needs 2 approvals.
+    pub quorum_two_every: u64,
 }
 
 /// Everything the harness's tasks share.
 #[derive(Clone)]
 pub struct Ctx {
     pub db: PathBuf,
+    /// The fault switch every process the harness starts gets (`HANDOFF_FAULT`).
+    pub fault: Option<&'static str>,
+    pub exec_kill_chance: f64,
+    pub quorum_two_every: u64,
     pub dir: PathBuf,
     pub log: Arc<Mutex<Log>>,
     pub stop: Arc<AtomicBool>,
+    /// The running daemon's base URL (None while it is down).
+    pub daemon: Arc<Mutex<Option<String>>>,
+    /// A `human` API token named `alice`, for the Inbox user.
+    pub token: Arc<Mutex<String>>,
 }
 
 impl Ctx {
-    pub fn new(db: &Path, dir: &Path) -> Ctx {
+    pub fn new(db: &Path, dir: &Path, plan: &Plan) -> Ctx {
         Ctx {
             db: db.to_path_buf(),
+            fault: plan.fault,
+            exec_kill_chance: plan.exec_kill_chance,
+            quorum_two_every: plan.quorum_two_every,
             dir: dir.to_path_buf(),
             log: Arc::new(Mutex::new(Log::default())),
             stop: Arc::new(AtomicBool::new(false)),
+            daemon: Arc::new(Mutex::new(None)),
+            token: Arc::new(Mutex::new(String::new())),
         }
     }
 
@@ -117,12 +192,20 @@ impl Ctx {
         self.log.lock().unwrap()
     }
 
-    /// The file `propose --exec` commands append action ids to.
+    /// The environment every process the harness starts gets.
+    pub fn env(&self) -> Vec<(&'static str, &'static str)> {
+        self.fault
+            .map(|f| ("HANDOFF_FAULT", f))
+            .into_iter()
+            .collect()
+    }
+
+    /// The file `propose --exec` commands append "action-id executor-pid" to.
     pub fn side_effects(&self) -> PathBuf {
         self.dir.join("side-effects.txt")
     }
 
-    /// The file the `[[notify]]` rule appends event ids to.
+    /// The file the `[[notify]]` rule appends "event-id daemon-pid" to.
     pub fn wakes(&self) -> PathBuf {
         self.dir.join("wakes.txt")
     }
@@ -158,7 +241,7 @@ retry_schedule_ms = [0, 100, 250, 500, 1000, 1000, 2000, 2000, 3000, 3000, 5000,
 [[notify]]
 name = "chaos"
 events = [{events}]
-exec = ["/bin/sh", "-c", "echo \"$HANDOFF_EVENT_ID\" >> '{wakes}'"]
+exec = ["/bin/sh", "-c", "echo \"$HANDOFF_EVENT_ID $PPID\" >> '{wakes}'"]
 timeout_secs = 2
 "#,
         events = events.join(", "),

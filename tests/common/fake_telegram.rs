@@ -35,6 +35,9 @@ pub struct Msg {
     pub text: String,
     pub markup: Value,
     pub thread_id: Option<i64>,
+    /// The [`FakeTelegram::set_epoch`] value when it was sent (which
+    /// daemon process sent it, for the crash harness).
+    pub epoch: u64,
 }
 
 impl Msg {
@@ -117,6 +120,10 @@ struct Inner {
     send_spacing: Option<Duration>,
     last_send: Option<std::time::Instant>,
     rejected_429: u64,
+    /// How many `getUpdates` answers carried each update id.
+    served: HashMap<i64, u32>,
+    /// Stamped on every message sent (see [`FakeTelegram::set_epoch`]).
+    epoch: u64,
 }
 
 /// The running fake.
@@ -285,17 +292,57 @@ impl FakeTelegram {
 
     /// Inject a button tap on `message_id` by `user`.
     pub fn tap(&self, chat_id: i64, user: i64, message_id: i64, data: &str) {
+        self.tap_traced(chat_id, user, message_id, data);
+    }
+
+    /// [`tap`](Self::tap), returning the callback query id and update id.
+    pub fn tap_traced(
+        &self,
+        chat_id: i64,
+        user: i64,
+        message_id: i64,
+        data: &str,
+    ) -> (String, i64) {
         let msg = self.message(chat_id, message_id);
         let text = msg.map(|m| m.text).unwrap_or_default();
-        self.push_update(json!({
+        let cb = format!("cb{}", rand_id());
+        let update = self.push_raw(json!({
             "callback_query": {
-                "id": format!("cb{}", rand_id()),
+                "id": cb,
                 "from": user_json(user),
                 "chat_instance": "ci",
                 "data": data,
                 "message": message_json(chat_id, message_id, &text, None),
             }
         }));
+        (cb, update)
+    }
+
+    /// How many `getUpdates` answers carried update `id` (more than one:
+    /// the bot restarted before confirming it, and it was replayed).
+    pub fn served(&self, id: i64) -> u32 {
+        self.inner
+            .lock()
+            .unwrap()
+            .served
+            .get(&id)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// The texts of every answerCallbackQuery call for callback `id`.
+    pub fn answers_to(&self, id: &str) -> Vec<String> {
+        self.calls("answercallbackquery")
+            .iter()
+            .filter(|c| c.body["callback_query_id"].as_str() == Some(id))
+            .map(|c| c.body["text"].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+
+    /// Stamp messages sent from now on with `epoch` (the crash harness
+    /// bumps it at each daemon restart).
+    pub fn set_epoch(&self, epoch: u64) {
+        self.inner.lock().unwrap().epoch = epoch;
     }
 
     /// Inject a text message from `user`, optionally as a reply to `reply_to`.
@@ -529,6 +576,12 @@ async fn handle(
                     g.updates.clone()
                 };
                 if !ready.is_empty() || tokio::time::Instant::now() >= deadline {
+                    let mut g = fake.inner.lock().unwrap();
+                    for u in &ready {
+                        *g.served
+                            .entry(u["update_id"].as_i64().unwrap_or(0))
+                            .or_default() += 1;
+                    }
                     return ok(Value::Array(ready));
                 }
                 let _ = tokio::time::timeout_at(deadline, notified).await;
@@ -550,6 +603,7 @@ async fn handle(
                 text: text.clone(),
                 markup: body["reply_markup"].clone(),
                 thread_id: body["message_thread_id"].as_i64(),
+                epoch: g.epoch,
             };
             g.messages.insert((chat_id, id), msg);
             ok(message_json(chat_id, id, &text, None))

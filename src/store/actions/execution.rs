@@ -34,12 +34,13 @@ impl Store {
         // already executing.
         let res = sqlx::query(
             "UPDATE actions SET status = 'executing', owner = ?2, lease_until = ?3, attempts = attempts + 1, updated_at = ?4
-             WHERE id = ?1 AND status = 'approved'",
+             WHERE id = ?1 AND (status = 'approved' OR (?5 AND status = 'executing'))",
         )
         .bind(id)
         .bind(owner)
         .bind(now.saturating_add(lease_ms))
         .bind(now)
+        .bind(crate::fault::on("double-claim")) // FAULT(double-claim)
         .execute(&mut *tx)
         .await?;
         let action = load(&mut tx, id).await?;

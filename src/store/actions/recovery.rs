@@ -154,10 +154,13 @@ impl Store {
         let sql = format!(
             "SELECT {COLUMNS} FROM actions WHERE status = 'executing' AND lease_until <= ? ORDER BY created_at"
         );
-        let lapsed = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let mut lapsed = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(now)
             .fetch_all(self.pool())
             .await?;
+        if crate::fault::on("skip-recovery") {
+            lapsed.clear(); // FAULT(skip-recovery)
+        }
         let mut report = RecoverReport::default();
         for row in &lapsed {
             let action = from_row(row)?;

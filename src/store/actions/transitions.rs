@@ -275,9 +275,9 @@ impl Store {
         let res = sqlx::query(
             "UPDATE actions SET
                  approvals = approvals + 1,
-                 status = CASE WHEN ?5 OR approvals + 1 >= approvals_required THEN 'approved' ELSE 'pending' END,
-                 decided_by = CASE WHEN ?5 OR approvals + 1 >= approvals_required THEN ?2 ELSE decided_by END,
-                 decided_at = CASE WHEN ?5 OR approvals + 1 >= approvals_required THEN ?3 ELSE decided_at END,
+                 status = CASE WHEN ?5 OR approvals + 1 + ?8 >= approvals_required THEN 'approved' ELSE 'pending' END,
+                 decided_by = CASE WHEN ?5 OR approvals + 1 + ?8 >= approvals_required THEN ?2 ELSE decided_by END,
+                 decided_at = CASE WHEN ?5 OR approvals + 1 + ?8 >= approvals_required THEN ?3 ELSE decided_at END,
                  patch = COALESCE(?4, patch),
                  effective_args = COALESCE(?6, effective_args),
                  updated_at = ?3
@@ -292,6 +292,7 @@ impl Store {
         .bind(outright)
         .bind(&eff_json)
         .bind(expected)
+        .bind(i64::from(crate::fault::on("early-quorum"))) // FAULT(early-quorum)
         .execute(&mut *tx)
         .await?;
         if res.rows_affected() == 0 {

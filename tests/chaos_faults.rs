@@ -1,0 +1,89 @@
+//! Each crash-harness invariant shown to catch its bug (issue 18): a short
+//! chaos round (tests/chaos.rs's harness, a few daemon kills) with one
+//! test-only fault switch on (`HANDOFF_FAULT`, see `src/fault.rs`) in
+//! every process the round starts, which must make the matching invariant
+//! report a violation. The switches exist only in debug builds, so these
+//! tests do too (`.ci/chaos`'s release run skips them).
+#![cfg(debug_assertions)]
+
+mod chaos_support;
+mod common;
+
+use chaos_support::{Plan, round};
+
+/// One round at a time: each is 8 agents, 2 racers and a daemon.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+async fn round_with(fault: &'static str, invariant: &str) {
+    round_tuned(fault, invariant, 2).await;
+}
+
+/// Run short rounds with `fault` on until `invariant` reports it, at most
+/// three: a round can, by chance, never reach the seeded bug (no two
+/// claimants met, no quorum-2 action was approved); three rounds that all
+/// miss it fail the test.
+async fn round_tuned(fault: &'static str, invariant: &str, quorum_two_every: u64) {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    for attempt in 1..=3 {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64;
+        println!("chaos with {fault}, round {attempt}: seed {seed}");
+        let found = round::run(Plan {
+            kills: 8,
+            seed,
+            fault: Some(fault),
+            settle_secs: 20,
+            floors: false,
+            exec_kill_chance: 0.5,
+            quorum_two_every,
+        })
+        .await;
+        if let Some(first) = found.by_invariant[invariant].first() {
+            println!("{invariant} caught {fault}: {first}");
+            return;
+        }
+        println!(
+            "round {attempt} did not reach the {fault} fault: {:#?}",
+            found.all()
+        );
+    }
+    panic!("{invariant} did not report the {fault} fault in three rounds");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn skipped_recovery_is_caught_by_interrupted_are_unknown() {
+    round_with("skip-recovery", "interrupted_are_unknown").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_tap_acknowledged_before_it_is_written_is_caught_by_no_lost_answer() {
+    round_with("ack-before-write", "no_lost_answer").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_claimants_running_is_caught_by_no_double_execution() {
+    round_with("double-claim", "no_double_execution").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_dropped_edit_is_caught_by_chat_message_per_item() {
+    round_with("drop-edit", "chat_message_per_item").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_duplicate_wake_is_caught_by_wake_delivered() {
+    round_with("duplicate-wake", "wake_delivered").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_skipped_event_is_caught_by_event_per_change() {
+    round_with("skip-event", "event_per_change").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn approval_short_of_quorum_is_caught_by_audit_status_agree() {
+    // Every action needs two approvals: any approval at all shows the bug.
+    round_tuned("early-quorum", "audit_status_agree", 1).await;
+}
