@@ -183,7 +183,7 @@ pub async fn start(
         Ok(Err(e)) if e.token_refused() => {
             tracing::error!(
                 "Telegram refuses the bot token ({}): chat is off; set a valid [telegram] token or HANDOFF_TELEGRAM_TOKEN and restart",
-                one_line(&e)
+                crate::one_line(&e)
             );
             return Ok(Started {
                 router: Router::new(),
@@ -191,7 +191,7 @@ pub async fn start(
         }
         Ok(Err(e)) => tracing::warn!(
             "chat is on ({mode}), but the Telegram Bot API cannot be reached yet: {}; retrying",
-            one_line(&e)
+            crate::one_line(&e)
         ),
         Err(_) => tracing::warn!(
             "chat is on ({mode}), but the Telegram Bot API did not answer within {}s; retrying",
@@ -291,12 +291,15 @@ where
             Some(Err(e)) if e.token_refused() => {
                 tracing::error!(
                     "Telegram refuses the bot token ({}): chat stops taking answers; set a valid [telegram] token or HANDOFF_TELEGRAM_TOKEN and restart",
-                    one_line(&e)
+                    crate::one_line(&e)
                 );
                 break;
             }
             Some(Err(e)) => {
-                tracing::warn!("cannot fetch Telegram updates: {}; retrying", one_line(&e));
+                tracing::warn!(
+                    "cannot fetch Telegram updates: {}; retrying",
+                    crate::one_line(&e)
+                );
                 tokio::select! {
                     _ = cancel.cancelled() => break,
                     _ = tokio::time::sleep(Duration::from_secs(1)) => {}
@@ -328,21 +331,6 @@ impl UpdateError for teloxide::RequestError {
 }
 
 impl UpdateError for std::convert::Infallible {}
-
-/// An error and its causes on one line (`a: b: c`), never a Debug dump.
-pub(crate) fn one_line(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        let text = c.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        cause = c.source();
-    }
-    out
-}
 
 impl Bridge {
     /// Apply one event: claim pushes of new items and mark changed ones,

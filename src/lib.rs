@@ -30,3 +30,20 @@ pub mod mcp;
 pub mod notify;
 pub mod ops;
 pub mod store;
+
+/// An error and its causes on one line (`a: b: c`), each cause said once
+/// (many errors already repeat their source in their own text): for logs
+/// and messages, never a Debug dump.
+pub(crate) fn one_line(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        cause = c.source();
+    }
+    out
+}

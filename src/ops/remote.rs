@@ -344,7 +344,7 @@ impl Remote {
         };
         Failure::local(
             "unreachable",
-            format!("{what} {}: {}{maybe}", self.base, one_line(e)),
+            format!("{what} {}: {}{maybe}", self.base, crate::one_line(e)),
         )
     }
 
@@ -366,21 +366,6 @@ impl Remote {
         self.call(Method::POST, segments, &[], Some(body), None)
             .await
     }
-}
-
-/// A reqwest error with its causes in one line.
-fn one_line(e: &reqwest::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = std::error::Error::source(e);
-    while let Some(c) = src {
-        let t = c.to_string();
-        if !s.contains(&t) {
-            s.push_str(": ");
-            s.push_str(&t);
-        }
-        src = c.source();
-    }
-    s
 }
 
 /// A query list from optional pairs (absent values are left out).
