@@ -1153,3 +1153,41 @@ async fn a_later_upsert_moves_the_board_to_its_agent_and_session() {
         "a blank agent or session keeps the one on the board"
     );
 }
+
+/// A board created with every row done is not archived in the same breath
+/// (it would vanish from `board list` the moment it appears); a later write
+/// that leaves it complete archives it as usual.
+#[tokio::test]
+async fn a_board_created_complete_stays_listed_until_a_later_write() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    let made = s
+        .board_upsert(&upsert(
+            "Report",
+            None,
+            json!([{"label":"a","status":"done"},{"label":"b","status":"done"}]),
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(made.board.progress.percent, Some(100.0));
+    assert!(made.board.archived_at.is_none(), "{:?}", made.board);
+    assert!(
+        s.board_list(Some("proj"), false)
+            .await
+            .unwrap()
+            .iter()
+            .any(|b| b.title == "Report")
+    );
+    // A later write that leaves it complete archives it.
+    let later = s
+        .board_upsert(&upsert(
+            "Report",
+            Some(1),
+            json!([{"label":"a","revision":1,"status":"done","note":"checked"}]),
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(later.board.archived_at.is_some() && later.board.auto_archived);
+}

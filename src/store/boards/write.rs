@@ -361,7 +361,9 @@ async fn apply_rows(
 }
 
 /// Bump the board, append `board_event` (if any) and the row events, settle
-/// auto-archive, and read the board back.
+/// auto-archive (not for a board this write created: one created with every
+/// row done stays in the list until a later write leaves it complete, rather
+/// than vanishing into the archive the moment it appears), and read the board back.
 pub(super) async fn finish(
     conn: &mut SqliteConnection,
     now: i64,
@@ -371,6 +373,9 @@ pub(super) async fn finish(
     who: Who<'_>,
 ) -> Result<BoardFull> {
     let board = bump_version(conn, now, board_id).await?;
+    let created = board_event
+        .as_ref()
+        .is_some_and(|(_, p)| p["created"] == true);
     if let Some((kind, payload)) = board_event {
         crate::store::events::append(
             conn,
@@ -394,7 +399,9 @@ pub(super) async fn finish(
             .ok_or_else(|| Error::Corrupt(format!("row {} vanished", ev.row_id)))?;
         row_event(conn, now, ev.kind, &board, &row, who, ev.extra).await?;
     }
-    settle(conn, now, board, who).await?;
+    if !created {
+        settle(conn, now, board, who).await?;
+    }
     load_full(conn, board_id)
         .await?
         .ok_or_else(|| Error::Corrupt(format!("board {board_id} vanished mid-transaction")))
