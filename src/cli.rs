@@ -479,3 +479,24 @@ pub(crate) fn person() -> String {
         .find(|v| !v.is_empty())
         .unwrap_or_else(|| "cli".into())
 }
+
+/// The text of a JSON argument, spelled the same for every flag that takes
+/// one: inline text, `@FILE`, or `-` (also `@-`) for stdin.
+pub(crate) fn arg_text(what: &str, arg: &str) -> anyhow::Result<String> {
+    let source = if arg == "-" {
+        Some("-")
+    } else {
+        arg.strip_prefix('@')
+    };
+    match source {
+        Some("-") => {
+            let mut s = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
+                .map_err(|e| fail(exit::ERROR, format!("cannot read {what} from stdin: {e}")))?;
+            Ok(s)
+        }
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| fail(exit::ERROR, format!("cannot read {what} from {path}: {e}"))),
+        None => Ok(arg.to_string()),
+    }
+}

@@ -92,3 +92,71 @@ async fn every_human_command_names_its_person_the_same_way() {
     let approved = run(&["--json", "approve", &aid], &[("USER", "bob")]);
     assert_eq!(approved["action"]["decided_by"], "bob", "{approved}");
 }
+
+/// Every flag that takes JSON reads stdin the same way: `-` or `@-`
+/// (`board upsert --rows`, `propose --args`, `session checkpoint --state`);
+/// and no subcommand's help says its line twice.
+#[tokio::test]
+async fn stdin_is_spelled_the_same_for_every_json_flag() {
+    use std::io::Write;
+    let db = TempDb::new();
+    let piped = |args: &[&str], input: &str| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_handoff"))
+            .args(args)
+            .env("HANDOFF_DB", &db.path)
+            .env_remove("HANDOFF_URL")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        json(&out)
+    };
+    for (i, dash) in ["-", "@-"].into_iter().enumerate() {
+        let title = format!("Board {i}");
+        let b = piped(
+            &["--json", "board", "upsert", "p", &title, "--rows", dash],
+            r#"[{"label":"db","status":"blocked","next_step":"pick one"}]"#,
+        );
+        assert_eq!(b["rows"][0]["label"], "db", "{dash}: {b}");
+        let a = piped(
+            &[
+                "--json",
+                "propose",
+                "--kind",
+                "k",
+                "--summary",
+                &title,
+                "--args",
+                dash,
+            ],
+            r#"{"to":"staging"}"#,
+        );
+        assert_eq!(a["action"]["args"]["to"], "staging", "{dash}: {a}");
+    }
+    let help = Command::new(env!("CARGO_BIN_EXE_handoff"))
+        .args(["board", "--help"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&help.stdout);
+    for line in text.lines() {
+        let sentences: Vec<&str> = line
+            .split(". ")
+            .map(|s| s.trim().trim_end_matches('.'))
+            .collect();
+        assert!(
+            sentences
+                .windows(2)
+                .all(|w| w[1].is_empty() || !w[0].ends_with(w[1])),
+            "a help line says itself twice: {line}"
+        );
+    }
+}

@@ -138,7 +138,7 @@ pub(crate) struct ProposeArgs {
     /// One line for the person deciding.
     #[arg(long)]
     summary: String,
-    /// Arguments: a JSON object, @file, or @- for stdin.
+    /// Arguments: a JSON object, @FILE, or - (or @-) for stdin.
     #[arg(long, default_value = "{}")]
     args: String,
     /// Live actions with the same key are the same action.
@@ -221,19 +221,9 @@ fn who(ctx: &Ctx, as_: Option<String>) -> String {
     ctx.actor(as_, super::person)
 }
 
-/// JSON text from an argument: inline, `@file`, or `@-` (stdin).
+/// JSON text from an argument: inline, `@file`, or `-` / `@-` (stdin).
 fn read_json_arg(what: &str, v: &str) -> anyhow::Result<String> {
-    match v.strip_prefix('@') {
-        Some("-") => {
-            let mut s = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
-                .map_err(|e| fail(exit::ERROR, format!("cannot read {what} from stdin: {e}")))?;
-            Ok(s)
-        }
-        Some(path) => std::fs::read_to_string(path)
-            .map_err(|e| fail(exit::ERROR, format!("cannot read {what} from {path}: {e}"))),
-        None => Ok(v.to_string()),
-    }
+    super::arg_text(what, v)
 }
 
 /// Split the words after `--` into the executor and the verifier argv.

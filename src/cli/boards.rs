@@ -6,8 +6,6 @@
 //! written. Everything goes through [`crate::ops::Ops`] (the local store or
 //! the daemon at `HANDOFF_URL`).
 
-use std::io::Read as _;
-
 use clap::{Args, Subcommand};
 
 mod render;
@@ -33,7 +31,7 @@ pub(crate) enum Cmd {
         project: String,
         /// Board title (unique in the project).
         title: String,
-        /// Rows as JSON, @FILE, or - for stdin.
+        /// Rows as JSON, @FILE, or - (or @-) for stdin.
         #[arg(long, default_value = "[]")]
         rows: String,
         /// The board_version you read (omit only to create a new board).
@@ -47,9 +45,7 @@ pub(crate) enum Cmd {
         session: String,
     },
     /// Write one row (create it, or change it with --revision).
-    /// Write one row (create it, or change it with --revision).
     Row(Box<RowArgs>),
-    /// Archive a row's current step (with its response and outcome) and install the next, blocked.
     /// Archive a row's current step (with its response and outcome) and install the next, blocked.
     Advance(Box<AdvanceArgs>),
     /// Show boards (a summary), or one board in full.
@@ -261,20 +257,9 @@ pub(crate) struct AdvanceArgs {
     by: Option<String>,
 }
 
-/// Read `--rows`: inline JSON, `@file`, or `-` for stdin.
+/// Read `--rows`: inline JSON, `@file`, or `-` / `@-` for stdin.
 fn read_rows(arg: &str) -> anyhow::Result<Vec<RowInput>> {
-    let text = if arg == "-" {
-        let mut s = String::new();
-        std::io::stdin()
-            .read_to_string(&mut s)
-            .map_err(|e| fail(exit::ERROR, format!("cannot read rows from stdin: {e}")))?;
-        s
-    } else if let Some(path) = arg.strip_prefix('@') {
-        std::fs::read_to_string(path)
-            .map_err(|e| fail(exit::ERROR, format!("cannot read rows from {path}: {e}")))?
-    } else {
-        arg.to_owned()
-    };
+    let text = super::arg_text("rows", arg)?;
     serde_json::from_str(&text).map_err(|e| {
         fail(
             exit::ERROR,

@@ -48,25 +48,7 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
 /// Read a JSON argument: inline text, `@file`, or `-` / `@-` for stdin,
 /// parsed and checked to be JSON.
 fn read_json(what: &str, arg: &str) -> anyhow::Result<serde_json::Value> {
-    let text = match arg.strip_prefix('@').or((arg == "-").then_some("-")) {
-        Some("-") => {
-            let mut s = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin(), &mut s).map_err(|e| {
-                super::fail(
-                    super::exit::ERROR,
-                    format!("cannot read {what} from stdin: {e}"),
-                )
-            })?;
-            s
-        }
-        Some(path) => std::fs::read_to_string(path).map_err(|e| {
-            super::fail(
-                super::exit::ERROR,
-                format!("cannot read {what} from {path}: {e}"),
-            )
-        })?,
-        None => arg.to_string(),
-    };
+    let text = super::arg_text(what, arg)?;
     serde_json::from_str(&text).map_err(|e| {
         super::fail(
             super::exit::ERROR,
