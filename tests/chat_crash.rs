@@ -57,12 +57,14 @@ async fn kill_9_mid_burst_then_restart_leaves_no_item_without_a_message() {
     })
     .await;
     // Duplicates are allowed (a resend after a crash), losses are not; and
-    // the restarted daemon does not push everything twice.
+    // the restarted daemon does not push everything twice. Each message has
+    // its own task, so the sends in flight at the kill — at most one
+    // second's allowance of the throttle, 5 here — may each be sent again.
     let texts = fake.sent_texts(ME);
     let distinct: HashSet<&String> = texts.iter().collect();
     assert!(
-        texts.len() <= 20 + 2,
-        "at most a couple of resends: {} sends",
+        texts.len() <= 20 + 5,
+        "at most the sends in flight at the kill are sent again: {} sends",
         texts.len()
     );
     assert!(distinct.len() >= 20);
