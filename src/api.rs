@@ -25,6 +25,7 @@ mod doc;
 mod error;
 mod events;
 mod input;
+pub mod listener;
 mod metrics;
 mod openapi;
 mod page;
@@ -41,7 +42,7 @@ use axum::routing::{MethodRouter, get, post, put};
 
 pub use auth::listen_refusal;
 
-use crate::daemon::Shared;
+use crate::shared::Shared;
 use auth::Access;
 use error::ApiError;
 

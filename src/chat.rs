@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::{Config, TelegramMode};
-use crate::daemon::Shared;
+use crate::shared::Shared;
 use crate::store::{Event, Store};
 
 pub use callback::{Callback, Item, Verb};
@@ -222,7 +222,7 @@ pub async fn start(
             b.resume().await;
             let start = b.store.cursor("chat").await.unwrap_or(0);
             let store = b.store.clone();
-            crate::daemon::follower::follow(store, start, &nudge, cancel, ChatFollower(b)).await;
+            crate::follow::follow(store, start, &nudge, cancel, ChatFollower(b)).await;
         });
     }
 
@@ -534,7 +534,7 @@ impl Bridge {
 /// The chat worker as an event-log consumer.
 struct ChatFollower(Arc<Bridge>);
 
-impl crate::daemon::follower::Apply for ChatFollower {
+impl crate::follow::Apply for ChatFollower {
     const NAME: &'static str = "chat";
     async fn apply(&mut self, ev: &Event) -> bool {
         self.0.on_event(ev).await

@@ -3,27 +3,23 @@
 //!
 //! At start it opens the store, runs action recovery, then starts its
 //! workers under one [`CancellationToken`] and [`TaskTracker`]: the HTTP
-//! listener ([`http`]: timeouts and a connection cap), the waiter follower (wakes in-process waiters), the chat
+//! listener ([`listener`](crate::api::listener): timeouts and a connection cap), the waiter follower (wakes in-process waiters), the chat
 //! follower (pushes items to Telegram, with a durable cursor), the notify
 //! worker (wake-ups, with a durable cursor) and the Telegram update loop,
 //! plus housekeeping (expiry sweeps, lease recovery).
 //! Shutdown cancels the token and waits for the tracker, bounded.
 
-pub mod follower;
-pub mod http;
-pub mod waiters;
-
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::api::listener;
 use crate::config::Config;
+use crate::follow;
+use crate::shared::Shared;
 use crate::store::Store;
-pub use waiters::Waiters;
 
 /// How long shutdown waits for workers before giving up on them.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(8);
@@ -45,22 +41,6 @@ pub enum Error {
     Http(std::io::Error),
 }
 
-/// What request handlers and workers share.
-#[derive(Debug, Clone)]
-pub struct Shared {
-    /// The store.
-    pub store: Store,
-    /// The configuration.
-    pub config: Arc<Config>,
-    /// In-process waiters, woken by the waiter follower.
-    pub waiters: Waiters,
-    /// Nudged after a write made in this process, so followers look at once.
-    pub nudge: Arc<Notify>,
-    /// Cancelled at shutdown: long polls and event streams end on it, so a
-    /// graceful shutdown does not wait for them.
-    pub shutdown: CancellationToken,
-}
-
 /// Run the daemon on an already-bound `listener` until `shutdown` fires.
 pub async fn run(
     config: Config,
@@ -68,13 +48,7 @@ pub async fn run(
     listener: TcpListener,
     shutdown: CancellationToken,
 ) -> Result<(), Error> {
-    let shared = Shared {
-        store: store.clone(),
-        config: Arc::new(config),
-        waiters: Waiters::default(),
-        nudge: Arc::new(Notify::new()),
-        shutdown: shutdown.clone(),
-    };
+    let shared = Shared::new(store.clone(), config, shutdown.clone());
     let tracker = TaskTracker::new();
 
     // Recovery before any worker: lapsed executions become `unknown` (shown
@@ -128,7 +102,7 @@ pub async fn run(
         let start = store.last_event_seq().await?;
         tracker.spawn(async move {
             let waiters = s.waiters.clone();
-            follower::follow(s.store.clone(), start, &s.nudge, cancel, waiters).await;
+            follow::follow(s.store.clone(), start, &s.nudge, cancel, waiters).await;
         });
     }
 
@@ -149,7 +123,7 @@ pub async fn run(
     let app = crate::api::router(shared.clone()).merge(chat.router);
     // The address and database are on the one "serving on" line the CLI
     // prints before this runs; no second line for the same address.
-    let served = http::serve(
+    let served = listener::serve(
         listener,
         app,
         &shared.config.http,

@@ -25,7 +25,7 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::daemon::Shared;
+use crate::shared::Shared;
 use crate::store::inbox_sessions::{InboxSession, Login, SESSION_TTL_MS};
 
 /// The session cookie's name.
@@ -220,7 +220,7 @@ async fn login(State(s): State<Shared>, headers: HeaderMap, Form(q): Form<LoginQ
     };
     match s.store.inbox_login(&code, SESSION_TTL_MS).await {
         Ok(Login::Opened { session, secret }) => {
-            s.nudge.notify_waiters();
+            s.wrote();
             tracing::info!(session = %session.id, name = %session.name, "Inbox login");
             let mut resp = document(
                 StatusCode::SEE_OTHER,
@@ -262,7 +262,7 @@ async fn logout(State(s): State<Shared>, headers: HeaderMap) -> Response {
     }
     if let Some(secret) = cookie_secret(&headers) {
         match s.store.inbox_logout(&secret).await {
-            Ok(_) => s.nudge.notify_waiters(),
+            Ok(_) => s.wrote(),
             Err(e) => tracing::warn!(error = %e, "Inbox logout failed"),
         }
     }

@@ -25,10 +25,12 @@ pub mod clock;
 pub mod config;
 pub mod daemon;
 pub mod fault;
+pub mod follow;
 pub mod inbox;
 pub mod mcp;
 pub mod notify;
 pub mod ops;
+pub mod shared;
 pub mod store;
 
 /// An error and its causes on one line (`a: b: c`), each cause said once

@@ -6,11 +6,10 @@
 //! by another store handle (as another process would: seen by the
 //! follower's poll); and the idle RSS of a real `handoff serve` process.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use handoff::config::Config;
-use handoff::daemon::{Shared, Waiters};
+use handoff::shared::Shared;
 use handoff::store::Store;
 use handoff::store::questions::NewReply;
 use handoff::store::tokens::Role;
@@ -22,17 +21,15 @@ const WAITERS: usize = 100;
 const CLIENTS: usize = 8;
 
 async fn serve(store: Store) -> (String, Shared) {
-    let shared = Shared {
-        store: store.clone(),
-        config: Arc::new(Config::default()),
-        waiters: Waiters::default(),
-        nudge: Arc::new(tokio::sync::Notify::new()),
-        shutdown: tokio_util::sync::CancellationToken::new(),
-    };
+    let shared = Shared::new(
+        store.clone(),
+        Config::default(),
+        tokio_util::sync::CancellationToken::new(),
+    );
     let s = shared.clone();
     let start = store.last_event_seq().await.unwrap();
     tokio::spawn(async move {
-        handoff::daemon::follower::follow(
+        handoff::follow::follow(
             s.store.clone(),
             start,
             &s.nudge,

@@ -23,7 +23,7 @@ use super::events::wait_until;
 use super::input::{Body, Params, wait_timeout};
 use super::page::{PageQuery, Paged, page};
 use super::questions::wrote;
-use crate::daemon::Shared;
+use crate::shared::Shared;
 use crate::store::actions::{
     Action, Actor, ApproveOutcome, AuditEntry, ClaimOutcome, CompleteOutcome, NewAction, OnExpire,
     RejectOutcome, Resolution, RuleDecision, Settled, Status, unknown_duplicate_note,

@@ -25,7 +25,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::error::{ApiError, ApiResult};
-use crate::daemon::Shared;
+use crate::shared::Shared;
 use crate::store::tokens::Role;
 
 /// Who may use a route.

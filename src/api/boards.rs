@@ -16,7 +16,7 @@ use super::error::ApiResult;
 use super::input::{Body, Params};
 use super::page::{Paged, page};
 use super::questions::wrote;
-use crate::daemon::Shared;
+use crate::shared::Shared;
 use crate::store::boards::{
     Advance, Annotate, AnnotationKind, Board, BoardFull, BoardUpsert, Handled, NextStep,
     OutcomeWrite, PendingRow, RowChange, RowInput, RowStatus, RowWrite, Source,

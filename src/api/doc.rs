@@ -20,7 +20,7 @@ use super::auth::Caller;
 use super::error::ApiError;
 use super::input::{Body, Params};
 use super::page::Paged;
-use crate::daemon::Shared;
+use crate::shared::Shared;
 
 /// One success answer of a route.
 pub(crate) struct Answer {

@@ -23,7 +23,7 @@ use serde_json::json;
 use super::auth::Caller;
 use super::error::{ApiError, ApiResult};
 use super::input::Params;
-use crate::daemon::Shared;
+use crate::shared::Shared;
 use crate::store::Event;
 
 /// Most events one page returns.

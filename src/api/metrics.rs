@@ -18,7 +18,7 @@ use axum::response::Response;
 use super::auth::Caller;
 use super::doc::Exposition;
 use super::error::ApiResult;
-use crate::daemon::Shared;
+use crate::shared::Shared;
 
 /// Responses served, by status class (1xx … 5xx).
 static RESPONSES: [AtomicU64; 5] = [const { AtomicU64::new(0) }; 5];
@@ -103,7 +103,7 @@ pub(crate) async fn metrics(
         out,
         "# HELP handoff_events_skipped_total Stored events that could not be read, skipped by each follower.\n# TYPE handoff_events_skipped_total counter"
     );
-    for (follower, n) in crate::daemon::follower::skipped() {
+    for (follower, n) in crate::follow::skipped() {
         let _ = writeln!(
             out,
             "handoff_events_skipped_total{{follower=\"{follower}\"}} {n}"
@@ -119,7 +119,7 @@ pub(crate) async fn metrics(
         "# HELP handoff_chat_permanent_errors_total Chat sends and edits settled by a permanent Bot API error (message deleted, too old to edit, refused).\n# TYPE handoff_chat_permanent_errors_total counter\nhandoff_chat_permanent_errors_total {}",
         crate::chat::permanent_errors()
     );
-    let (open_conns, refused) = crate::daemon::http::connection_counts();
+    let (open_conns, refused) = crate::api::listener::connection_counts();
     let _ = writeln!(
         out,
         "# HELP handoff_http_connections Open HTTP connections.\n# TYPE handoff_http_connections gauge\nhandoff_http_connections {open_conns}\n# HELP handoff_http_connections_refused_total Connections refused with 503 because [http] max_connections were open.\n# TYPE handoff_http_connections_refused_total counter\nhandoff_http_connections_refused_total {refused}"

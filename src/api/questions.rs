@@ -14,7 +14,7 @@ use super::error::{ApiError, ApiResult};
 use super::events::{WaitOutcome, wait_until};
 use super::input::{Body, Params, wait_timeout};
 use super::page::{PageQuery, Paged, page};
-use crate::daemon::Shared;
+use crate::shared::Shared;
 use crate::store::boards::PendingRow;
 use crate::store::questions::{
     Delivery, Flagged, ListFilter, NewQuestion, NewReply, Question, QuestionOption, ReplyKind,
@@ -23,7 +23,7 @@ use crate::store::questions::{
 
 /// Wake the event followers at once after a write made here.
 pub(crate) fn wrote(s: &Shared) {
-    s.nudge.notify_waiters();
+    s.wrote();
 }
 
 /// The question `id` (full or short) if it exists and the caller may see

@@ -26,7 +26,7 @@ use super::events::{WaitOutcome, wait_until};
 use super::input::{Body, Params, wait_timeout};
 use super::page::{Paged, page};
 use super::questions::wrote;
-use crate::daemon::Shared;
+use crate::shared::Shared;
 use crate::store::sessions::{
     Arrival, Begin, Checkpointed, Complete, DEFAULT_LEDGER_TAIL, Ended, LedgerEntry, NewCall,
     NewSession, Resume, Session, WakeTarget,

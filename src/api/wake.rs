@@ -17,7 +17,7 @@ use axum::routing::post;
 use serde_json::{Value, json};
 
 use crate::config::{WakeSource, WakeSourceKind};
-use crate::daemon::Shared;
+use crate::shared::Shared;
 use crate::notify::sign;
 
 /// The largest body accepted.
@@ -118,7 +118,7 @@ async fn wake(
         Err(e) => return Err(e.into()),
     };
     if rec.new {
-        s.nudge.notify_waiters();
+        s.wrote();
         tracing::info!(session = %id, source = %source.name, seq = rec.seq, "inbound wake recorded");
     }
     let status = if rec.new {

@@ -20,7 +20,7 @@ use tokio_util::task::TaskTracker;
 
 use super::{Outcome, Wake, exec, targets_for, tmux, webhook};
 use crate::config::Config;
-use crate::daemon::follower;
+use crate::follow;
 use crate::store::deliveries::Delivery;
 use crate::store::sessions::WakeTarget;
 use crate::store::{Event, Store};
@@ -89,7 +89,7 @@ pub async fn spawn(
         };
         let cancel = cancel.clone();
         tracker.spawn(async move {
-            follower::follow(store, start, &nudge, cancel, enq).await;
+            follow::follow(store, start, &nudge, cancel, enq).await;
         });
     }
     tracker.spawn(deliver_loop(ctx, kick, cancel));
@@ -102,7 +102,7 @@ struct Enqueuer {
     kick: Arc<Notify>,
 }
 
-impl follower::Apply for Enqueuer {
+impl follow::Apply for Enqueuer {
     const NAME: &'static str = "notify";
     async fn apply(&mut self, ev: &Event) -> bool {
         if !super::wakes(ev) {

@@ -2,7 +2,6 @@
 //! store (`oneshot` requests, no socket), tokens, fixtures.
 #![allow(dead_code)]
 
-use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Body;
@@ -12,7 +11,7 @@ use serde_json::{Value, json};
 use tower::ServiceExt;
 
 use handoff::config::Config;
-use handoff::daemon::{Shared, Waiters};
+use handoff::shared::Shared;
 use handoff::store::Store;
 use handoff::store::tokens::Role;
 
@@ -34,13 +33,11 @@ impl Api {
     pub async fn with_config(cfg: Config) -> Api {
         let db = TempDb::new();
         let store = db.open().await;
-        let shared = Shared {
-            store: store.clone(),
-            config: Arc::new(cfg),
-            waiters: Waiters::default(),
-            nudge: Arc::new(tokio::sync::Notify::new()),
-            shutdown: tokio_util::sync::CancellationToken::new(),
-        };
+        let shared = Shared::new(
+            store.clone(),
+            cfg,
+            tokio_util::sync::CancellationToken::new(),
+        );
         let app = handoff::api::router(shared.clone());
         Api {
             db,
@@ -56,7 +53,7 @@ impl Api {
         let s = self.shared.clone();
         tokio::spawn(async move {
             let start = s.store.last_event_seq().await.unwrap();
-            handoff::daemon::follower::follow(
+            handoff::follow::follow(
                 s.store.clone(),
                 start,
                 &s.nudge,

@@ -56,7 +56,7 @@ impl Waiters {
     }
 }
 
-impl crate::daemon::follower::Apply for Waiters {
+impl crate::follow::Apply for Waiters {
     const NAME: &'static str = "waiters";
     async fn apply(&mut self, ev: &Event) -> bool {
         // One line per state change the daemon sees, whichever process

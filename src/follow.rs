@@ -13,6 +13,8 @@
 //! [`skipped`] (`handoff_events_skipped_total` in `/metrics`), so one bad
 //! row never stops a follower.
 
+pub mod waiters;
+
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -22,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::store::events::UNREADABLE;
 use crate::store::{Event, Store};
+pub use waiters::Waiters;
 
 /// Unreadable events skipped, per follower name. A std Mutex: no `.await`
 /// happens while it is held.
