@@ -16,7 +16,7 @@
 //! No SQL here: handlers call the store, map refusals, and nudge the event
 //! followers after every write. The inbound wake route lives in [`wake`],
 //! outside the token table: it authenticates per `[[wake.sources]]`. The
-//! web Inbox page lives in `crate::inbox` (merged into this router).
+//! web Inbox page lives in [`inbox`] (merged into this router).
 
 mod actions;
 mod auth;
@@ -24,6 +24,7 @@ mod boards;
 mod doc;
 mod error;
 mod events;
+pub mod inbox;
 mod input;
 pub mod listener;
 mod metrics;
@@ -142,7 +143,7 @@ pub fn router(shared: Shared) -> Router {
     // signatures), so they are merged outside the token-checked table.
     // The web Inbox (`/`, `/inbox/…`) is not part of the /v1 API either.
     r.merge(wake::routes())
-        .merge(crate::inbox::routes())
+        .merge(inbox::routes())
         .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
         .layer(DefaultBodyLimit::max(input::BODY_LIMIT))

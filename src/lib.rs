@@ -11,11 +11,11 @@
 //! - [`daemon`]: `handoff serve`; wires the followers, chat, notify and HTTP together.
 //! - [`chat`]: the Telegram bridge (teloxide lives only here).
 //! - [`notify`]: wake-ups: exec / webhook / tmux targets and durable deliveries.
-//! - [`api`]: the HTTP API (`/v1`, auth tokens, long polls, SSE, metrics, inbound wakes).
+//! - [`api`]: the HTTP API (`/v1`, auth tokens, long polls, SSE, metrics, inbound wakes),
+//!   and the web Inbox page with its login links and session cookies (`api::inbox`).
 //! - [`ops`]: the agent-side operations, one interface over the local store (and later HTTP).
 //! - [`mcp`]: `handoff mcp`, the stdio MCP server over [`ops`].
 //! - [`cli`]: the `handoff` command line (argument parsing, output, exit codes).
-//! - [`inbox`]: the web Inbox page and its login links and session cookies.
 //! - [`fault`]: test-only fault switches for the crash harness (off in release builds).
 
 pub mod api;
@@ -26,7 +26,6 @@ pub mod config;
 pub mod daemon;
 pub mod fault;
 pub mod follow;
-pub mod inbox;
 pub mod mcp;
 pub mod notify;
 pub mod ops;

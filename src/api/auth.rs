@@ -20,7 +20,7 @@
 use std::net::SocketAddr;
 
 use axum::extract::Request;
-use axum::http::{Method, header};
+use axum::http::{HeaderMap, HeaderValue, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -267,11 +267,11 @@ pub(crate) async fn authorize(s: Shared, access: Access, mut req: Request, next:
     // The header is copied out first: a request body is not `Sync`, so the
     // request itself must not be borrowed across the store lookup.
     let changes = !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
-    let cross_site = changes && !crate::inbox::same_origin(req.headers());
+    let cross_site = changes && !same_origin(req.headers());
     let has_origin = req.headers().contains_key(header::ORIGIN);
     let c = match bearer(&req) {
         Ok(Some(tok)) => caller(&s, Some(tok)).await,
-        Ok(None) => match crate::inbox::cookie_secret(req.headers()) {
+        Ok(None) => match cookie_secret(req.headers()) {
             Some(secret) => cookie_caller(&s, &secret, cross_site).await,
             // An open daemon trusts requests without credentials; a
             // browser's cross-site POST is not one of them.
@@ -326,4 +326,128 @@ pub async fn listen_refusal(
         )));
     }
     Ok(None)
+}
+
+/// The Inbox session cookie's name.
+pub(crate) const COOKIE: &str = "handoff_inbox";
+
+/// The value of the Inbox session cookie in `headers`, if the request
+/// carries one (browsers may send several `Cookie` headers).
+pub(crate) fn cookie_secret(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(cookie::Cookie::split_parse)
+        .filter_map(Result::ok)
+        .find(|c| c.name() == COOKIE)
+        .map(|c| c.value().trim().to_string())
+}
+
+/// The `Set-Cookie` value for the Inbox session: host-only, every path,
+/// `HttpOnly`, `SameSite=Strict`, `Secure` over HTTPS. An empty value with
+/// age 0 clears it.
+pub(crate) fn session_cookie(
+    value: &str,
+    max_age_secs: i64,
+    secure: bool,
+) -> Result<HeaderValue, axum::http::header::InvalidHeaderValue> {
+    let c = cookie::Cookie::build((COOKIE, value))
+        .path("/")
+        .http_only(true)
+        .same_site(cookie::SameSite::Strict)
+        .max_age(cookie::time::Duration::seconds(max_age_secs))
+        .secure(secure)
+        .build();
+    HeaderValue::from_str(&c.to_string())
+}
+
+/// Whether the request's `Origin` is this daemon's own origin (the scheme
+/// and the `Host` the browser addressed). A browser always sends `Origin`
+/// on a POST; a cross-site page cannot forge it. Missing = not same-origin.
+pub(crate) fn same_origin(headers: &HeaderMap) -> bool {
+    let text = |h| headers.get(h).and_then(|v: &HeaderValue| v.to_str().ok());
+    let (Some(origin), Some(host)) = (text(header::ORIGIN), text(header::HOST)) else {
+        return false;
+    };
+    let origin = origin.trim();
+    ["http://", "https://"]
+        .iter()
+        .any(|scheme| origin.eq_ignore_ascii_case(&format!("{scheme}{host}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(*k, HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn the_cookie_is_found_among_others() {
+        let h = headers(&[("cookie", "a=1; handoff_inbox=abc ; b=2")]);
+        assert_eq!(cookie_secret(&h).as_deref(), Some("abc"));
+        let h = headers(&[("cookie", "a=1"), ("cookie", "handoff_inbox=x")]);
+        assert_eq!(cookie_secret(&h).as_deref(), Some("x"));
+        assert_eq!(
+            cookie_secret(&headers(&[("cookie", "xhandoff_inbox=1")])),
+            None
+        );
+        assert_eq!(cookie_secret(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn the_session_cookie_is_strict_and_http_only() {
+        let v = session_cookie("abc", 60, false).unwrap();
+        let text = v.to_str().unwrap();
+        for part in [
+            "handoff_inbox=abc",
+            "HttpOnly",
+            "SameSite=Strict",
+            "Path=/",
+            "Max-Age=60",
+        ] {
+            assert!(text.contains(part), "{text} lacks {part}");
+        }
+        assert!(!text.contains("Secure"), "{text}");
+        let tls = session_cookie("", 0, true).unwrap();
+        let tls = tls.to_str().unwrap();
+        assert!(
+            tls.contains("Secure") && tls.contains("Max-Age=0"),
+            "{tls}"
+        );
+    }
+
+    #[test]
+    fn same_origin_needs_an_origin_matching_the_host() {
+        let ok = [
+            ("host", "127.0.0.1:8642"),
+            ("origin", "http://127.0.0.1:8642"),
+        ];
+        assert!(same_origin(&headers(&ok)));
+        let tls = [
+            ("host", "inbox.example"),
+            ("origin", "https://inbox.example"),
+        ];
+        assert!(same_origin(&headers(&tls)));
+        for bad in [
+            vec![
+                ("host", "127.0.0.1:8642"),
+                ("origin", "https://evil.example"),
+            ],
+            vec![
+                ("host", "127.0.0.1:8642"),
+                ("origin", "http://127.0.0.1:9999"),
+            ],
+            vec![("host", "127.0.0.1:8642"), ("origin", "null")],
+            vec![("host", "127.0.0.1:8642")],
+        ] {
+            assert!(!same_origin(&headers(&bad)), "{bad:?}");
+        }
+    }
 }

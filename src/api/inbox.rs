@@ -12,10 +12,10 @@
 //! which the API accepts as a human-role credential (see `api::auth`), and
 //! re-reads its lists on every event of `/v1/events/stream`.
 //!
-//! This module owns the cookie's name and the same-origin rule that every
-//! cookie-authenticated state change must pass. It has no SQL (sessions are
-//! in `store::inbox_sessions`) and no API handlers of its own beyond login,
-//! logout and "who am I".
+//! The cookie itself and the same-origin rule that every cookie-authenticated
+//! state change must pass live with the other credentials in [`super::auth`].
+//! This module has no SQL (sessions are in `store::inbox_sessions`) and no
+//! API handlers of its own beyond login, logout and "who am I".
 
 use axum::Router;
 use axum::extract::{Form, Query, State};
@@ -25,11 +25,9 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::json;
 
+use super::auth::{self, cookie_secret, same_origin};
 use crate::shared::Shared;
 use crate::store::inbox_sessions::{InboxSession, Login, SESSION_TTL_MS};
-
-/// The session cookie's name.
-pub(crate) const COOKIE: &str = "handoff_inbox";
 
 const INDEX_HTML: &str = include_str!("inbox/assets/index.html");
 const LOGIN_HTML: &str = include_str!("inbox/assets/login.html");
@@ -51,32 +49,6 @@ pub(crate) fn routes() -> Router<Shared> {
         .route("/inbox/me", get(me))
         .route("/inbox/app.js", get(app_js))
         .route("/inbox/app.css", get(app_css))
-}
-
-/// The value of the session cookie in `headers`, if the request carries one.
-pub(crate) fn cookie_secret(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE)
-        .map(|(_, value)| value.trim().to_string())
-}
-
-/// Whether the request's `Origin` is this daemon's own origin (the scheme
-/// and the `Host` the browser addressed). A browser always sends `Origin`
-/// on a POST; a cross-site page cannot forge it. Missing = not same-origin.
-pub(crate) fn same_origin(headers: &HeaderMap) -> bool {
-    let text = |h| headers.get(h).and_then(|v: &HeaderValue| v.to_str().ok());
-    let (Some(origin), Some(host)) = (text(header::ORIGIN), text(header::HOST)) else {
-        return false;
-    };
-    let origin = origin.trim();
-    ["http://", "https://"]
-        .iter()
-        .any(|scheme| origin.eq_ignore_ascii_case(&format!("{scheme}{host}")))
 }
 
 /// The live session of this request's cookie, if any.
@@ -126,15 +98,7 @@ fn login_page(status: StatusCode, message: &'static str) -> Response {
 /// Set (or, with an empty value and age 0, clear) the session cookie;
 /// `Secure` when the daemon is reached over HTTPS (`[http] public_url`).
 fn set_cookie(s: &Shared, resp: &mut Response, value: &str, max_age_secs: i64) {
-    let secure = if s.config.http.is_https() {
-        "; Secure"
-    } else {
-        ""
-    };
-    let cookie = format!(
-        "{COOKIE}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age_secs}{secure}"
-    );
-    match HeaderValue::from_str(&cookie) {
+    match auth::session_cookie(value, max_age_secs, s.config.http.is_https()) {
         Ok(v) => {
             resp.headers_mut().append(header::SET_COOKIE, v);
         }
@@ -314,58 +278,4 @@ async fn app_css() -> Response {
     r.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     r
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (k, v) in pairs {
-            h.append(*k, HeaderValue::from_str(v).unwrap());
-        }
-        h
-    }
-
-    #[test]
-    fn the_cookie_is_found_among_others() {
-        let h = headers(&[("cookie", "a=1; handoff_inbox=abc ; b=2")]);
-        assert_eq!(cookie_secret(&h).as_deref(), Some("abc"));
-        let h = headers(&[("cookie", "a=1"), ("cookie", "handoff_inbox=x")]);
-        assert_eq!(cookie_secret(&h).as_deref(), Some("x"));
-        assert_eq!(
-            cookie_secret(&headers(&[("cookie", "xhandoff_inbox=1")])),
-            None
-        );
-        assert_eq!(cookie_secret(&HeaderMap::new()), None);
-    }
-
-    #[test]
-    fn same_origin_needs_an_origin_matching_the_host() {
-        let ok = [
-            ("host", "127.0.0.1:8642"),
-            ("origin", "http://127.0.0.1:8642"),
-        ];
-        assert!(same_origin(&headers(&ok)));
-        let tls = [
-            ("host", "inbox.example"),
-            ("origin", "https://inbox.example"),
-        ];
-        assert!(same_origin(&headers(&tls)));
-        for bad in [
-            vec![
-                ("host", "127.0.0.1:8642"),
-                ("origin", "https://evil.example"),
-            ],
-            vec![
-                ("host", "127.0.0.1:8642"),
-                ("origin", "http://127.0.0.1:9999"),
-            ],
-            vec![("host", "127.0.0.1:8642"), ("origin", "null")],
-            vec![("host", "127.0.0.1:8642")],
-        ] {
-            assert!(!same_origin(&headers(&bad)), "{bad:?}");
-        }
-    }
 }
