@@ -7,14 +7,38 @@
 //! the user is told the outcome in words. It wakes no agents, and runs an
 //! executor only when an approver taps Run on an approved `--exec` action
 //! nobody claimed (`stranded`, through the claim CAS like any executor).
+//!
+//! # Layout
+//!
+//! This file starts the bridge (the bot, the follower, the update loop) and
+//! holds its shared state. The rest is cut by what it is about:
+//!
+//! - `dispatch`: every update enters here; the allow-list; a tap goes to its
+//!   item kind, a text reply to the item or prompt it answers.
+//! - `question`, `row`, `action`: one file per item kind, each with its
+//!   message (text and buttons), its taps and its text answers.
+//! - `commands`: /start, /help, /answer, /clarify, /list.
+//! - `push`: what the chat follower does with each event, digests, notices,
+//!   and the view of an item of any kind.
+//! - `retry`: one task per (item, chat) message sends or edits it.
+//! - `callback`: the 64-byte callback data; `text`: escaping and cutting;
+//!   `stranded`: Run now / Done by hand on an approved `--exec` action;
+//!   `unparsed`: updates teloxide cannot parse.
+//!
+//! A tap reads as a straight line: `dispatch::on_tap` → `row::tap_row` (the
+//! guarded store write, the toast) → `push::redraw_quiet` → the message's
+//! task in `retry` → `push::view` → `row::row_view`.
 
+mod action;
 mod callback;
-mod handlers;
-mod handlers_more;
-mod render;
-mod render_more;
+mod commands;
+mod dispatch;
+mod push;
+mod question;
 mod retry;
+mod row;
 mod stranded;
+mod text;
 mod unparsed;
 
 use std::collections::{HashMap, VecDeque};
@@ -26,16 +50,17 @@ use futures_util::StreamExt;
 use teloxide::adaptors::Throttle;
 use teloxide::adaptors::throttle::Limits;
 use teloxide::prelude::*;
-use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup, MessageId, ParseMode, ThreadId};
 use teloxide::update_listeners::{Polling, UpdateListener};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::{Config, TelegramMode};
 use crate::shared::Shared;
-use crate::store::{Event, Store};
+use crate::store::Store;
 
 pub use callback::{Callback, Item, Verb};
+use push::ChatFollower;
+pub use push::MAX_TEXT;
 pub use retry::permanent_errors;
 pub use unparsed::unparsed_updates;
 
@@ -60,51 +85,6 @@ pub struct Started {
     pub router: Router,
 }
 
-/// Telegram's message length limit, in characters.
-pub const MAX_TEXT: usize = 4096;
-
-/// One item's rendering: text and buttons.
-#[derive(Debug, Clone)]
-pub(crate) struct View {
-    pub text: String,
-    pub buttons: Vec<Vec<(String, Callback)>>,
-}
-
-impl View {
-    fn markup(&self) -> InlineKeyboardMarkup {
-        InlineKeyboardMarkup::new(self.buttons.iter().map(|row| {
-            row.iter()
-                .map(|(label, cb)| InlineKeyboardButton::callback(label.clone(), cb.encode()))
-                .collect::<Vec<_>>()
-        }))
-    }
-
-    fn hash(&self) -> String {
-        use sha2::{Digest, Sha256};
-        let mut h = Sha256::new();
-        h.update(self.text.as_bytes());
-        for row in &self.buttons {
-            for (l, cb) in row {
-                h.update(l.as_bytes());
-                h.update(cb.encode().as_bytes());
-            }
-        }
-        format!("{:x}", h.finalize())[..16].to_string()
-    }
-}
-
-/// Cut `text` to Telegram's limit on a character boundary, saying so.
-pub(crate) fn truncate(text: &str) -> String {
-    if text.chars().count() <= MAX_TEXT {
-        return text.to_string();
-    }
-    const MARK: &str = "\n… (truncated)";
-    let keep = MAX_TEXT - MARK.chars().count();
-    let mut s: String = text.chars().take(keep).collect();
-    s.push_str(MARK);
-    s
-}
-
 /// One item's redraw turn.
 type Turn = Arc<tokio::sync::Mutex<()>>;
 
@@ -119,7 +99,7 @@ pub(crate) struct Bridge {
     /// Items waiting to go out in the next digest, per chat.
     digest: Mutex<HashMap<i64, Vec<(String, String)>>>,
     /// Prompts waiting for a text reply: (chat, prompt message id) → what the reply means.
-    pub prompts: Mutex<HashMap<(i64, i32), handlers::Prompt>>,
+    pub prompts: Mutex<HashMap<(i64, i32), dispatch::Prompt>>,
     /// One redraw at a time per item (kind, id): a tap's handler and the
     /// follower both redraw after a change, and the second must see what
     /// the first drew, not race it into a duplicate (or out-of-order) edit.
@@ -332,229 +312,4 @@ impl UpdateError for teloxide::RequestError {
 
 impl UpdateError for std::convert::Infallible {}
 
-impl Bridge {
-    /// Apply one event: claim pushes of new items and mark changed ones,
-    /// then kick each message's task (`retry`). Never waits for Telegram;
-    /// returns false only when the store failed, so the follower retries it.
-    async fn on_event(&self, ev: &Event) -> bool {
-        if ev.kind == "delivery.dead" {
-            return self.tell_wake_dead(ev).await;
-        }
-        let item = match ev.entity_kind.as_str() {
-            "question" | "row" | "action" => ev.entity_kind.as_str(),
-            _ => return true,
-        };
-        let is_new = matches!(
-            ev.kind.as_str(),
-            "question.flagged" | "row.blocked" | "action.proposed"
-        );
-        let result = if is_new {
-            self.push(item, &ev.entity_id, ev.at).await
-        } else {
-            self.mark_changed(item, &ev.entity_id).await
-        };
-        // Only the store can fail here (Telegram is called by each
-        // message's own task): then the event is applied again later.
-        match result {
-            Ok(()) => true,
-            Err(e) => {
-                tracing::warn!(error = %e, seq = ev.seq, "cannot record a chat delivery; will retry");
-                false
-            }
-        }
-    }
-
-    /// The item changed: mark its messages durably as owed a redraw, and
-    /// kick each message's task.
-    pub(crate) async fn mark_changed(&self, item: &str, id: &str) -> Result<(), PushError> {
-        for rec in self.store.chat_mark_dirty(item, id).await? {
-            self.kick((rec.item_kind, rec.item_id, rec.chat_id));
-        }
-        Ok(())
-    }
-
-    /// Push an item to its routed chat (once per chat: the durable record
-    /// makes a replayed event a no-op).
-    async fn push(&self, item: &str, id: &str, at: i64) -> Result<(), PushError> {
-        let Some(meta) = render::meta(&self.store, item, id).await? else {
-            return Ok(()); // gone (purged) or nothing to show
-        };
-        if !meta.live && item == "row" {
-            // A row no longer blocked asks nothing of anyone: nothing to push.
-            // Questions and actions are pushed even when they settled before
-            // we got to them (during a daemon outage, or decided by a rule):
-            // every one of them reaches the chat, drawn in its final state.
-            return Ok(());
-        }
-        let Some(target) =
-            self.config
-                .route(&meta.project, &meta.agent, meta.action_kind.as_deref())
-        else {
-            return Ok(());
-        };
-        if !self
-            .store
-            .chat_begin_send(item, id, target.chat_id, target.topic, "sending")
-            .await?
-        {
-            return Ok(()); // already pushed (or in flight) in that chat
-        }
-        if self.burst(target.chat_id, at) {
-            // Part of a burst: goes out in one digest after this batch.
-            let mut d = self.digest.lock().expect("digest lock poisoned");
-            d.entry(target.chat_id)
-                .or_default()
-                .push((item.to_string(), id.to_string()));
-            return Ok(());
-        }
-        // Sent by the message's own task: a slow or failing send delays
-        // nothing else.
-        self.kick((item.to_string(), id.to_string(), target.chat_id));
-        Ok(())
-    }
-
-    /// The redraw turn of an item (see `redrawing`).
-    fn turn(&self, item: &str, id: &str) -> Turn {
-        let mut m = self.redrawing.lock().expect("redrawing lock poisoned");
-        m.entry((item.to_string(), id.to_string()))
-            .or_default()
-            .clone()
-    }
-
-    /// Drop the item's turn from the map once nobody else holds or awaits it.
-    fn end_turn(&self, item: &str, id: &str, turn: &Turn) {
-        let mut m = self.redrawing.lock().expect("redrawing lock poisoned");
-        // The map and the caller hold it: nobody else waits.
-        if Arc::strong_count(turn) == 2 {
-            m.remove(&(item.to_string(), id.to_string()));
-        }
-    }
-
-    /// Whether a new item for `chat_id`, created at `at` (ms), is part of a
-    /// burst: more than the digest threshold created within the window.
-    /// Counted by creation time, not send time, so a burst is seen as one
-    /// even when flood control makes the sends slow.
-    fn burst(&self, chat_id: i64, at: i64) -> bool {
-        let window = (self.config.telegram.digest_window_secs * 1000) as i64;
-        let mut recent = self.recent.lock().expect("recent lock poisoned");
-        let q = recent.entry(chat_id).or_default();
-        while q.front().is_some_and(|t| at - *t > window) {
-            q.pop_front();
-        }
-        q.push_back(at);
-        q.len() > self.config.telegram.digest_threshold
-    }
-
-    /// Send one digest message per chat for the items held back by a burst.
-    async fn flush_digests(&self) {
-        let pending: Vec<(i64, Vec<(String, String)>)> = {
-            let mut d = self.digest.lock().expect("digest lock poisoned");
-            d.drain().collect()
-        };
-        for (chat_id, items) in pending {
-            let topic = self.config.chat_by_id(chat_id).and_then(|c| c.topic);
-            let text = render::digest(&self.store, &items).await;
-            let mut req = self
-                .bot
-                .send_message(ChatId(chat_id), truncate(&text))
-                .parse_mode(ParseMode::Html);
-            if let Some(t) = topic {
-                req = req.message_thread_id(ThreadId(MessageId(t)));
-            }
-            match req.await {
-                Ok(msg) => {
-                    for (item, id) in &items {
-                        if let Err(e) = self
-                            .store
-                            .chat_sent(item, id, chat_id, msg.id.0, "digest", "", i64::MAX)
-                            .await
-                        {
-                            tracing::warn!(error = %e, "cannot record a digest entry");
-                        }
-                    }
-                }
-                // The records stay `sending`: each item goes out on its own.
-                Err(e) => {
-                    tracing::warn!(error = %e, "digest not sent; sending its items one by one");
-                    for (item, id) in items {
-                        self.kick((item, id, chat_id));
-                    }
-                }
-            }
-        }
-    }
-
-    /// A wake-up for an item could not be delivered: say so, as a reply to
-    /// the item's message, in every chat that shows it.
-    async fn tell_wake_dead(&self, ev: &Event) -> bool {
-        let records = match self
-            .store
-            .chat_messages_of(&ev.entity_kind, &ev.entity_id)
-            .await
-        {
-            Ok(r) => r,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot find the item's chat messages");
-                return false;
-            }
-        };
-        let p = &ev.payload;
-        let text = format!(
-            "⚠️ Could not wake the agent about {} {} ({} via {}): {}",
-            ev.entity_kind,
-            crate::store::short_id(&ev.entity_id),
-            p["event_type"].as_str().unwrap_or("?"),
-            p["target"].as_str().unwrap_or("?"),
-            p["error"].as_str().unwrap_or("unknown error"),
-        );
-        let Some(me) = self.me.upgrade() else {
-            return true;
-        };
-        // In a task of its own: a slow or failing notice delays no push.
-        self.tracker.spawn(async move {
-            for rec in records.iter().filter(|r| r.message_id.is_some()) {
-                me.say(rec.chat_id, rec.thread_id, &text).await;
-            }
-        });
-        true
-    }
-
-    /// Send a plain text message (command answers, notices).
-    pub(crate) async fn say(&self, chat_id: i64, topic: Option<i32>, text: &str) {
-        let mut req = self.bot.send_message(ChatId(chat_id), truncate(text));
-        if let Some(t) = topic {
-            req = req.message_thread_id(ThreadId(MessageId(t)));
-        }
-        if let Err(e) = req.await {
-            tracing::warn!(error = %e, chat_id, "cannot send a chat message");
-        }
-    }
-}
-
-/// The chat worker as an event-log consumer.
-struct ChatFollower(Arc<Bridge>);
-
-impl crate::follow::Apply for ChatFollower {
-    const NAME: &'static str = "chat";
-    async fn apply(&mut self, ev: &Event) -> bool {
-        self.0.on_event(ev).await
-    }
-    async fn save(&mut self, seq: i64) {
-        // Digests go out before the cursor moves past their items.
-        self.0.flush_digests().await;
-        if let Err(e) = self.0.store.set_cursor("chat", seq).await {
-            tracing::warn!(error = %e, "cannot save the chat cursor");
-        }
-    }
-}
-
-/// Why a push or redraw did not happen.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum PushError {
-    /// Telegram could not be reached or refused.
-    #[error("Telegram: {0}")]
-    Telegram(#[from] teloxide::RequestError),
-    /// The store failed.
-    #[error(transparent)]
-    Store(#[from] crate::store::Error),
-}
+impl Bridge {}

@@ -417,10 +417,7 @@ mod tests {
         assert!(!text.contains("Secure"), "{text}");
         let tls = session_cookie("", 0, true).unwrap();
         let tls = tls.to_str().unwrap();
-        assert!(
-            tls.contains("Secure") && tls.contains("Max-Age=0"),
-            "{tls}"
-        );
+        assert!(tls.contains("Secure") && tls.contains("Max-Age=0"), "{tls}");
     }
 
     #[test]

@@ -26,7 +26,8 @@ use teloxide::prelude::*;
 use teloxide::types::{MessageId, ParseMode, ThreadId};
 use teloxide::{ApiError, RequestError};
 
-use super::{Bridge, PushError, render, truncate};
+use super::Bridge;
+use super::push::{self, PushError, View, truncate};
 use crate::store::chat::ChatMessage;
 
 /// Permanent Bot API errors settled so far in this process.
@@ -198,7 +199,7 @@ impl Bridge {
             ("sending", _) => self.send_record(&rec).await,
             ("sent", Some(_)) => {
                 let since = self.store.now();
-                let Some(view) = render::view(&self.store, &self.config, item, id).await? else {
+                let Some(view) = push::view(&self.store, &self.config, item, id).await? else {
                     return Ok(Outcome::Done);
                 };
                 self.draw(&rec, &view, since).await
@@ -212,7 +213,7 @@ impl Bridge {
     pub(crate) async fn send_record(&self, rec: &ChatMessage) -> Result<Outcome, PushError> {
         let (item, id, chat_id) = (rec.item_kind.as_str(), rec.item_id.as_str(), rec.chat_id);
         let since = self.store.now();
-        let Some(view) = render::view(&self.store, &self.config, item, id).await? else {
+        let Some(view) = push::view(&self.store, &self.config, item, id).await? else {
             return Ok(Outcome::Done);
         };
         let mut req = self
@@ -258,7 +259,7 @@ impl Bridge {
     pub(crate) async fn draw(
         &self,
         rec: &ChatMessage,
-        view: &super::View,
+        view: &View,
         since: i64,
     ) -> Result<Outcome, PushError> {
         let (item, id, chat_id) = (rec.item_kind.as_str(), rec.item_id.as_str(), rec.chat_id);
@@ -302,7 +303,7 @@ impl Bridge {
             Failure::Retry(e) => return Ok(Outcome::Retry(e)),
             Failure::Permanent(e) => permanent(rec, &e, "edit refused; settled"),
             Failure::Gone(e) => {
-                let live = render::meta(&self.store, item, id)
+                let live = push::meta(&self.store, item, id)
                     .await?
                     .is_some_and(|m| m.live);
                 if live {

@@ -2,7 +2,6 @@
 //! store (`oneshot` requests, no socket), tokens, fixtures.
 #![allow(dead_code)]
 
-
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};

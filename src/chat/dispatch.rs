@@ -1,4 +1,6 @@
-//! Turning Telegram updates into store writes through the chat channel.
+//! Turning Telegram updates into store writes through the chat channel:
+//! one entry for every update, the allow-list check, taps dispatched to
+//! their item kind, text replies matched to the item or prompt they answer.
 //!
 //! Every input is checked against the chat's allow-list (config roles plus
 //! paired members), decided by the store's guarded chat functions, and
@@ -9,9 +11,11 @@
 use teloxide::prelude::*;
 use teloxide::types::{ForceReply, MessageId, ThreadId, Update, UpdateKind};
 
-use super::callback::{Callback, Item, Verb};
-use super::{Bridge, render};
-use crate::store::questions::{NewReply, Refusal, ReplyKind};
+use super::Bridge;
+use super::callback::{Callback, Item};
+use super::commands::HELP;
+use super::text::cut;
+use crate::store::questions::{NewReply, ReplyKind};
 use crate::store::short_id;
 
 /// What a reply to one of our prompts means.
@@ -39,14 +43,6 @@ pub(crate) enum Role {
     Answer,
     Approve,
 }
-
-const HELP: &str = "I pass your answers and decisions to the agents that asked.\n\n\
-• Tap a button under a question, row or action.\n\
-• Reply to a question's message to answer in your own words.\n\
-• /answer <id> <text> — answer by short id (the #code on each message).\n\
-• /clarify <id> <text> — correct your chat answer the agent hasn't picked up yet (or reply to the message with /clarify <text>).\n\
-• /list — open items of this chat.\n\
-• /help — this text.";
 
 impl Bridge {
     /// Whether `user` may act with `role` in `chat_id`.
@@ -84,7 +80,7 @@ impl Bridge {
 
     /// Answer a tap with a short toast (Telegram allows 200 characters).
     pub(crate) async fn toast(&self, q: &CallbackQuery, text: &str) {
-        let text = render::cut(text, 190);
+        let text = cut(text, 190);
         if let Err(e) = self
             .bot
             .answer_callback_query(q.id.clone())
@@ -95,7 +91,7 @@ impl Bridge {
         }
     }
 
-    async fn on_tap(&self, q: CallbackQuery) {
+    pub(super) async fn on_tap(&self, q: CallbackQuery) {
         let Some(msg) = q.regular_message() else {
             self.toast(&q, "This message is too old to act on; use /list.")
                 .await;
@@ -146,7 +142,7 @@ impl Bridge {
         }
     }
 
-    async fn record_refusal(&self, chat_id: i64, user: &teloxide::types::User, cb: &Callback) {
+    pub(super) async fn record_refusal(&self, chat_id: i64, user: &teloxide::types::User, cb: &Callback) {
         let kind = match cb.item {
             Item::Question => "question",
             Item::Row => "row",
@@ -202,141 +198,7 @@ impl Bridge {
         }
     }
 
-    async fn tap_question(
-        &self,
-        q: &CallbackQuery,
-        chat_id: i64,
-        thread: Option<i32>,
-        _message_id: i32,
-        cb: &Callback,
-        who: &str,
-    ) {
-        let question = match self.store.get_question(&cb.id).await {
-            Ok(Some(x)) => x,
-            Ok(None) => return self.toast(q, "That question no longer exists.").await,
-            Err(e) => return self.store_trouble(q, e).await,
-        };
-        let reply = |text: String, kind| NewReply {
-            text,
-            kind,
-            context: None,
-            by: who.to_string(),
-            expected_revision: Some(cb.revision),
-        };
-        let r = match cb.verb {
-            Verb::Option(n) => {
-                let Some(opt) = question.options.get(n as usize) else {
-                    return self
-                        .toast(q, "That option no longer exists — see the updated message.")
-                        .await;
-                };
-                reply(opt.label.clone(), ReplyKind::Answer)
-            }
-            Verb::Decline => reply(String::new(), ReplyKind::Decline),
-            Verb::Clarify => {
-                if question.revision != cb.revision {
-                    self.redraw_quiet("question", &cb.id).await;
-                    return self
-                        .toast(q, "The question changed — see the updated message.")
-                        .await;
-                }
-                self.toast(q, "Send your correction as a reply.").await;
-                let text = format!(
-                    "✏️ Clarify #{}: reply to this message with your correction.",
-                    short_id(&cb.id)
-                );
-                self.prompt(
-                    chat_id,
-                    thread,
-                    &text,
-                    "your correction",
-                    Prompt::Clarify {
-                        id: cb.id.clone(),
-                        revision: cb.revision,
-                    },
-                )
-                .await;
-                return;
-            }
-            _ => {
-                return self
-                    .toast(q, "That button doesn't apply to a question.")
-                    .await;
-            }
-        };
-        if crate::fault::on("ack-before-write") && r.kind == ReplyKind::Answer {
-            // FAULT(ack-before-write): toasted as recorded, then (as if the
-            // daemon died in between) never written.
-            return self.toast(q, &format!("Recorded: {}", r.text)).await;
-        }
-        match self.store.reply_chat(&cb.id, &r).await {
-            Ok(Ok(_)) => {
-                let what = if r.kind == ReplyKind::Decline {
-                    "Declined".to_string()
-                } else {
-                    format!("Recorded: {}", r.text)
-                };
-                self.toast(q, &what).await;
-                self.redraw_quiet("question", &cb.id).await;
-            }
-            Ok(Err(refusal)) => {
-                self.tell_refusal(Some(q), chat_id, thread, &cb.id, &refusal)
-                    .await
-            }
-            Err(e) => self.store_trouble(q, e).await,
-        }
-    }
-
-    /// Explain a refused question reply: toast (for taps) and, when there is
-    /// text worth reading, a message.
-    pub(crate) async fn tell_refusal(
-        &self,
-        q: Option<&CallbackQuery>,
-        chat_id: i64,
-        thread: Option<i32>,
-        id: &str,
-        refusal: &Refusal,
-    ) {
-        let text = match refusal {
-            Refusal::UnreadAnswer {
-                reply, source, by, ..
-            } => {
-                let by = if by.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (by {by})")
-                };
-                let place = match source {
-                    crate::store::questions::Source::Inbox => "An Inbox answer",
-                    crate::store::questions::Source::Chat => "A chat answer",
-                    crate::store::questions::Source::Agent => "An answer",
-                };
-                format!(
-                    "{place} is already waiting for the agent{by}: «{}». Yours was not recorded; once the agent picks that one up you can answer again.",
-                    render::cut(reply, 500)
-                )
-            }
-            Refusal::Stale { .. } => {
-                self.redraw_quiet("question", id).await;
-                "The question changed — see the updated message.".to_string()
-            }
-            Refusal::NotOpen { status } => format!("That question is already {status}."),
-            Refusal::NotFound => "That question no longer exists.".to_string(),
-            Refusal::Empty => "The answer is empty: write some text.".to_string(),
-            other => other.to_string(),
-        };
-        match q {
-            Some(q) => {
-                self.toast(q, &text).await;
-                if matches!(refusal, Refusal::UnreadAnswer { .. }) {
-                    self.say(chat_id, thread, &text).await;
-                }
-            }
-            None => self.say(chat_id, thread, &text).await,
-        }
-    }
-
-    async fn store_trouble(&self, q: &CallbackQuery, e: crate::store::Error) {
+    pub(super) async fn store_trouble(&self, q: &CallbackQuery, e: crate::store::Error) {
         tracing::error!(error = %e, "store failed while handling a tap");
         self.toast(
             q,
@@ -345,17 +207,7 @@ impl Bridge {
         .await;
     }
 
-    /// Show a tap's or reply's outcome: the item's messages are marked as
-    /// owed a redraw and each message's own task edits it at once. The
-    /// update loop never waits on an edit, so a slow or failing Bot API
-    /// call for one message holds up no other tap.
-    pub(crate) async fn redraw_quiet(&self, item: &str, id: &str) {
-        if let Err(e) = self.mark_changed(item, id).await {
-            tracing::warn!(error = %e, "cannot mark a message for redraw");
-        }
-    }
-
-    async fn on_message(&self, m: Message) {
+    pub(super) async fn on_message(&self, m: Message) {
         let chat_id = m.chat.id.0;
         let thread = m.thread_id.map(|t| t.0.0);
         let Some(from) = m.from.clone() else { return };
@@ -465,7 +317,7 @@ impl Bridge {
         }
     }
 
-    async fn item_of(&self, chat_id: i64, message_id: i32) -> Option<(String, String)> {
+    pub(super) async fn item_of(&self, chat_id: i64, message_id: i32) -> Option<(String, String)> {
         self.store
             .chat_item_of_message(chat_id, message_id)
             .await
@@ -540,7 +392,7 @@ impl Bridge {
         }
     }
 
-    async fn on_prompt_reply(
+    pub(super) async fn on_prompt_reply(
         &self,
         chat_id: i64,
         thread: Option<i32>,
@@ -580,131 +432,5 @@ impl Bridge {
                 self.edit_action(chat_id, thread, &id, text, who).await
             }
         }
-    }
-
-    async fn cmd_start(
-        &self,
-        chat_id: i64,
-        thread: Option<i32>,
-        from: &teloxide::types::User,
-        configured: bool,
-    ) {
-        if configured && self.allowed(chat_id, from.id.0, Role::Answer).await {
-            return self.say(chat_id, thread, HELP).await;
-        }
-        let name = from.username.clone().unwrap_or_default();
-        match self
-            .store
-            .pairing_create(from.id.0 as i64, chat_id, &name)
-            .await
-        {
-            Ok(code) => {
-                let text = format!(
-                    "Hi! Your Telegram id is {} and this chat's id is {chat_id}.\nTo be admitted, ask the operator to run on the host:\n\n    handoff pair {code} --role answer\n\n(or --role approve to also decide actions). The code works once, for one hour.{}",
-                    from.id.0,
-                    if configured {
-                        ""
-                    } else {
-                        "\nThis chat is not in the config yet: add it as a [[telegram.chats]] entry first."
-                    }
-                );
-                self.say(chat_id, thread, &text).await
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "cannot create a pairing code");
-                self.say(
-                    chat_id,
-                    thread,
-                    "Something went wrong on the host; try /start again later.",
-                )
-                .await
-            }
-        }
-    }
-
-    async fn cmd_answer(
-        &self,
-        chat_id: i64,
-        thread: Option<i32>,
-        args: &str,
-        who: &str,
-        kind: ReplyKind,
-    ) {
-        let verb = if kind == ReplyKind::Clarify {
-            "clarify"
-        } else {
-            "answer"
-        };
-        let (sid, text) = args.split_once(char::is_whitespace).unwrap_or((args, ""));
-        let sid = sid.trim_start_matches('#');
-        if sid.is_empty() || text.trim().is_empty() {
-            return self
-                .say(
-                    chat_id,
-                    thread,
-                    &format!(
-                        "Usage: /{verb} <id> <text> — the id is the #code on the item's message."
-                    ),
-                )
-                .await;
-        }
-        match self.find_item(sid).await {
-            Some((item, id)) => {
-                self.answer_item(chat_id, thread, &item, &id, text.trim(), who, kind, None)
-                    .await
-            }
-            None => {
-                self.say(
-                    chat_id,
-                    thread,
-                    &format!("No open item with id {sid}. /list shows open items."),
-                )
-                .await
-            }
-        }
-    }
-
-    /// Find a question or row by full or short id.
-    async fn find_item(&self, sid: &str) -> Option<(String, String)> {
-        if let Ok(Some(id)) = self.store.resolve_question_id(sid).await {
-            return Some(("question".into(), id));
-        }
-        self.find_row(sid).await.map(|id| ("row".to_string(), id))
-    }
-
-    async fn cmd_list(&self, chat_id: i64, thread: Option<i32>) {
-        let mut lines = Vec::new();
-        let filter = crate::store::questions::ListFilter {
-            status: Some(crate::store::questions::Status::Open),
-            awake_only: true,
-            limit: Some(200),
-            ..Default::default()
-        };
-        if let Ok(qs) = self.store.list_questions(&filter).await {
-            for q in qs {
-                let here = self
-                    .config
-                    .route(&q.project, &q.agent, None)
-                    .is_some_and(|t| t.chat_id == chat_id);
-                if here {
-                    let state = match &q.reply {
-                        Some(r) if r.seen_at.is_none() => " (answered, waiting for the agent)",
-                        _ => "",
-                    };
-                    lines.push(format!(
-                        "❓ #{} {}{state}",
-                        short_id(&q.id),
-                        render::cut(&q.title, 80)
-                    ));
-                }
-            }
-        }
-        lines.extend(self.list_more(chat_id).await);
-        let text = if lines.is_empty() {
-            "Nothing open here. 🎉".to_string()
-        } else {
-            format!("Open items ({}):\n{}", lines.len(), lines.join("\n"))
-        };
-        self.say(chat_id, thread, &text).await;
     }
 }

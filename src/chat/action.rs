@@ -1,0 +1,381 @@
+//! An action in chat: its message (kind, summary, arguments, status and
+//! outcome), its taps (Approve, Reject, Edit, and the stranded-run buttons),
+//! and edits of its arguments sent as a reply.
+
+use teloxide::prelude::*;
+
+use super::Bridge;
+use super::callback::{Callback, Item, Verb};
+use super::dispatch::Prompt;
+use super::push::{Meta, View};
+use super::text::{cut, esc};
+use crate::clock::format_rfc3339;
+use crate::config::Config;
+use crate::store::actions::{
+    Action, Actor, ApproveOutcome, RejectOutcome, Resolution, Status as ActionStatus,
+};
+use crate::store::{Result, Store, short_id};
+
+/// An action, or `None` when it is gone (purged).
+pub(crate) async fn action_of(store: &Store, id: &str) -> Result<Option<Action>> {
+    match store.get_action(id).await {
+        Ok(a) => Ok(Some(a)),
+        Err(crate::store::actions::Error::NotFound(_)) => Ok(None),
+        Err(crate::store::actions::Error::Store(e)) => Err(e),
+        Err(e) => Err(crate::store::Error::Invalid(e.to_string())),
+    }
+}
+
+/// The "revision" an action button carries: a short hash of the arguments
+/// it shows, so a tap on arguments that were edited since is refused.
+pub(crate) fn action_revision(a: &Action) -> i64 {
+    let fp = crate::store::actions::codec::fingerprint(&a.kind, &a.summary, &a.effective_args);
+    i64::from_str_radix(&fp[..8], 16).unwrap_or(0)
+}
+
+pub(crate) async fn action_meta(store: &Store, id: &str) -> Result<Option<Meta>> {
+    let now = store.now();
+    Ok(action_of(store, id).await?.map(|a| Meta {
+        live: matches!(
+            a.effective_status(now),
+            ActionStatus::Pending | ActionStatus::Unknown
+        ),
+        project: a.project.clone(),
+        agent: a.proposer.clone(),
+        action_kind: Some(a.kind.clone()),
+    }))
+}
+
+pub(crate) async fn action_view(store: &Store, _config: &Config, id: &str) -> Result<Option<View>> {
+    let Some(a) = action_of(store, id).await? else {
+        return Ok(None);
+    };
+    let now = store.now();
+    let status = a.effective_status(now);
+    let args = serde_json::to_string_pretty(&a.display_args()).unwrap_or_default();
+    let mut t = format!(
+        "⚠️ <b>Approve action: {}</b>\n{}\n<pre>{}</pre>",
+        esc(&cut(&a.kind, 100)),
+        esc(&cut(&a.summary, 500)),
+        esc(&cut(&args, 1800))
+    );
+    if let Some(exp) = a.expires_at {
+        t.push_str(&format!("\n⌛ Expires {}", format_rfc3339(exp)));
+    }
+    if a.approvals_required > 1 || a.approvals > 0 {
+        t.push_str(&format!(
+            "\n👥 {} of {} approvals",
+            a.approvals, a.approvals_required
+        ));
+    }
+    let mut tags = vec![format!("#{}", a.short_id())];
+    if !a.project.is_empty() {
+        tags.push(esc(&a.project));
+    }
+    if !a.proposer.is_empty() {
+        tags.push(esc(&a.proposer));
+    }
+    t.push_str(&format!("\n<i>{}</i>", tags.join(" · ")));
+    let who = a
+        .decided_by
+        .as_deref()
+        .map(|s| format!(" by {}", esc(s)))
+        .unwrap_or_default();
+    let line = match status {
+        ActionStatus::Pending => "⏸ Waiting for approval".to_string(),
+        ActionStatus::Approved if a.exec.is_some() => format!(
+            "✅ Approved{who} — waiting for its proposer to run it. If the proposer stopped, \
+             an approver can run it on the host here (or <code>handoff recover</code> there), \
+             or record that it was done by hand or will not run."
+        ),
+        ActionStatus::Approved => format!("✅ Approved{who} — waiting for the executor"),
+        ActionStatus::Executing => format!("⏳ Approved{who} — executing"),
+        ActionStatus::Executed => format!(
+            "✔️ Executed{}",
+            a.result
+                .as_ref()
+                .map(|r| format!(": {}", esc(&cut(&short_result(r), 300))))
+                .unwrap_or_default()
+        ),
+        ActionStatus::Failed => format!(
+            "❌ Failed{}",
+            a.error
+                .as_deref()
+                .map(|e| format!(": {}", esc(&cut(e, 300))))
+                .unwrap_or_default()
+        ),
+        ActionStatus::Unknown => {
+            "❓ Outcome unknown: the executor stopped mid-run. Check what happened, then mark it."
+                .to_string()
+        }
+        ActionStatus::Rejected => format!(
+            "🚫 Rejected{who}{}",
+            a.reason
+                .as_deref()
+                .map(|r| format!(": {}", esc(&cut(r, 300))))
+                .unwrap_or_default()
+        ),
+        ActionStatus::Expired => "⌛ Expired: nobody decided in time".to_string(),
+    };
+    t.push_str(&format!("\n\n{line}"));
+    let cb = |verb| Callback {
+        item: Item::Action,
+        id: a.id.clone(),
+        revision: action_revision(&a),
+        verb,
+    };
+    let buttons = match status {
+        ActionStatus::Pending => vec![vec![
+            ("✅ Approve".to_string(), cb(Verb::Approve)),
+            ("🚫 Reject".to_string(), cb(Verb::Reject)),
+            ("✏️ Edit".to_string(), cb(Verb::Edit)),
+        ]],
+        ActionStatus::Unknown => vec![vec![
+            ("✔️ Mark executed".to_string(), cb(Verb::MarkExecuted)),
+            ("❌ Mark failed".to_string(), cb(Verb::MarkFailed)),
+            ("🔁 Retry".to_string(), cb(Verb::Retry)),
+        ]],
+        // Approved with a command nobody has claimed yet: if its proposer
+        // stopped, it would wait forever. A tap races the proposer only
+        // through the claim CAS, so at most one ever runs it.
+        ActionStatus::Approved if a.exec.is_some() => vec![vec![
+            ("▶️ Run now".to_string(), cb(Verb::Run)),
+            ("✔️ Done by hand".to_string(), cb(Verb::DoneByHand)),
+            ("⏹ Won't run".to_string(), cb(Verb::NotRun)),
+        ]],
+        _ => Vec::new(),
+    };
+    Ok(Some(View { text: t, buttons }))
+}
+
+pub(super) fn short_result(r: &serde_json::Value) -> String {
+    match r {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+impl Bridge {
+    pub(crate) async fn tap_action(
+        &self,
+        q: &CallbackQuery,
+        chat_id: i64,
+        thread: Option<i32>,
+        _message_id: i32,
+        cb: &Callback,
+        who: &str,
+    ) {
+        let action = match action_of(&self.store, &cb.id).await {
+            Ok(Some(a)) => a,
+            Ok(None) => return self.toast(q, "That action no longer exists.").await,
+            Err(e) => {
+                tracing::error!(error = %e, "store failed on an action tap");
+                return self
+                    .toast(q, "Something went wrong on the host; try again.")
+                    .await;
+            }
+        };
+        let actor = Actor {
+            name: who,
+            channel: "chat",
+        };
+        let stale = action_revision(&action) != cb.revision;
+        let text = match cb.verb {
+            Verb::Approve if stale => {
+                "The arguments changed since this message was drawn — see the updated message."
+                    .to_string()
+            }
+            Verb::Approve => match self.store.approve(&cb.id, actor, None).await {
+                Ok(o) => approve_words(&o, who),
+                Err(e) => format!("Not approved: {e}"),
+            },
+            Verb::Reject => match self
+                .store
+                .reject(&cb.id, actor, &format!("rejected in Telegram by {who}"))
+                .await
+            {
+                Ok(RejectOutcome::Rejected { .. }) => "Rejected 🚫".to_string(),
+                Ok(RejectOutcome::AlreadyDecided { action }) => format!(
+                    "Already {} by {}.",
+                    action.status,
+                    action.decided_by.as_deref().unwrap_or("someone")
+                ),
+                Ok(RejectOutcome::Expired { .. }) => "It expired before your decision.".to_string(),
+                Err(e) => format!("Not rejected: {e}"),
+            },
+            Verb::Edit => {
+                let prompt = format!(
+                    "✏️ Edit #{}: reply with a JSON patch like {{\"to\": \"x@example.com\"}} or `key: value` lines. It is checked first, then counts as your approval.",
+                    short_id(&cb.id)
+                );
+                self.prompt(
+                    chat_id,
+                    thread,
+                    &prompt,
+                    "key: value",
+                    Prompt::ActionEdit { id: cb.id.clone() },
+                )
+                .await;
+                "Send the changes as a reply.".to_string()
+            }
+            Verb::MarkExecuted | Verb::MarkFailed | Verb::Retry => {
+                let (res, done) = match cb.verb {
+                    Verb::MarkExecuted => (Resolution::Executed, "Marked executed."),
+                    Verb::MarkFailed => (Resolution::Failed, "Marked failed."),
+                    _ => (
+                        Resolution::Retry,
+                        "Approved for one more run (at-least-once, your call).",
+                    ),
+                };
+                match self.store.resolve_unknown(&cb.id, actor, res).await {
+                    Ok(Ok(_)) => done.to_string(),
+                    Ok(Err(a)) => format!("Nothing to resolve: it is {} now.", a.status),
+                    Err(e) => format!("Not recorded: {e}"),
+                }
+            }
+            Verb::Run => self.run_stranded(&action, who),
+            Verb::DoneByHand | Verb::NotRun => {
+                self.settle_by_hand(&action, who, cb.verb == Verb::DoneByHand)
+                    .await
+            }
+            _ => "That button doesn't apply to an action.".to_string(),
+        };
+        self.toast(q, &text).await;
+        self.redraw_quiet("action", &cb.id).await;
+    }
+
+    pub(crate) async fn edit_action(
+        &self,
+        chat_id: i64,
+        thread: Option<i32>,
+        id: &str,
+        text: &str,
+        who: &str,
+    ) {
+        let patch = match patch_json(text) {
+            Ok(p) => p,
+            Err(msg) => {
+                return self
+                    .say(chat_id, thread, &format!("Not applied: {msg}"))
+                    .await;
+            }
+        };
+        let actor = Actor {
+            name: who,
+            channel: "chat",
+        };
+        let said = match self.store.approve(id, actor, Some(&patch)).await {
+            Ok(o) => approve_words(&o, who),
+            Err(e) => format!("Not applied, nothing changed: {e}"),
+        };
+        self.say(chat_id, thread, &said).await;
+        self.redraw_quiet("action", id).await;
+    }
+}
+
+pub(super) fn approve_words(o: &ApproveOutcome, who: &str) -> String {
+    match o {
+        ApproveOutcome::Approved { .. } => "Approved ✅".to_string(),
+        ApproveOutcome::ApprovalAdded { action } => format!(
+            "Approval recorded: {} of {}.",
+            action.approvals, action.approvals_required
+        ),
+        ApproveOutcome::AlreadyApprovedBy { action } => format!(
+            "You ({who}) already approved: {} of {}.",
+            action.approvals, action.approvals_required
+        ),
+        ApproveOutcome::AlreadyDecided {
+            status, decided_by, ..
+        } => format!(
+            "Already {status} by {}.",
+            decided_by.as_deref().unwrap_or("someone")
+        ),
+        ApproveOutcome::Expired { .. } => "It expired before your approval.".to_string(),
+        ApproveOutcome::PatchRefused { reason, .. } => {
+            format!("Edit refused, nothing changed: {reason}")
+        }
+    }
+}
+
+/// A patch from chat: a JSON object as is, or `key: value` lines (values
+/// parsed as JSON when they parse, else taken as strings).
+pub(crate) fn patch_json(text: &str) -> Result<String, String> {
+    let t = text.trim();
+    if t.starts_with('{') {
+        return serde_json::from_str::<serde_json::Value>(t)
+            .map(|_| t.to_string())
+            .map_err(|e| format!("that is not valid JSON ({e})"));
+    }
+    let mut map = serde_json::Map::new();
+    for line in t.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let Some((k, v)) = line.split_once(':') else {
+            return Err(format!("`{line}` is not `key: value`"));
+        };
+        let v = v.trim();
+        let value =
+            serde_json::from_str(v).unwrap_or_else(|_| serde_json::Value::String(v.to_string()));
+        map.insert(k.trim().to_string(), value);
+    }
+    if map.is_empty() {
+        return Err("the patch is empty".into());
+    }
+    Ok(serde_json::Value::Object(map).to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::actions::{Actor, NewAction};
+
+    #[tokio::test]
+    pub(super) async fn an_approved_exec_action_says_how_it_runs_if_its_proposer_stopped() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("h.db")).await.unwrap();
+        let mut ids = Vec::new();
+        for exec in [Some(vec!["./send.sh".to_string()]), None] {
+            let n = NewAction {
+                kind: "email.send".into(),
+                summary: "send".into(),
+                args: "{}".into(),
+                exec,
+                ..NewAction::default()
+            };
+            let id = store.propose(&n).await.unwrap().action.id;
+            store.approve(&id, Actor::cli("alice"), None).await.unwrap();
+            ids.push(id);
+        }
+        let config = Config::default();
+        let with = action_view(&store, &config, &ids[0])
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(with.text.contains("handoff recover"), "{}", with.text);
+        let without = action_view(&store, &config, &ids[1])
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(
+            without.text.contains("waiting for the executor"),
+            "{}",
+            without.text
+        );
+        assert!(!without.text.contains("handoff recover"));
+    }
+}
+
+#[cfg(test)]
+mod patch_tests {
+    use super::patch_json;
+
+    #[test]
+    pub(super) fn patches_from_json_or_lines() {
+        assert_eq!(patch_json("{\"a\": 1}").unwrap(), "{\"a\": 1}");
+        let p: serde_json::Value =
+            serde_json::from_str(&patch_json("to: x@y.z\ncount: 3").unwrap()).unwrap();
+        assert_eq!(p["to"], "x@y.z");
+        assert_eq!(p["count"], 3);
+        assert!(patch_json("no colon here").is_err());
+        assert!(patch_json("{broken").is_err());
+        assert!(patch_json("  ").is_err());
+    }
+}

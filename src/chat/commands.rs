@@ -1,0 +1,192 @@
+//! The chat commands: /start (pairing), /help, /answer and /clarify by
+//! id, and /list of the open items routed to this chat.
+
+
+use super::Bridge;
+use super::dispatch::Role;
+use super::row::row_of;
+use super::text::cut;
+use crate::store::questions::ReplyKind;
+use crate::store::short_id;
+
+pub(super) const HELP: &str = "I pass your answers and decisions to the agents that asked.\n\n\
+• Tap a button under a question, row or action.\n\
+• Reply to a question's message to answer in your own words.\n\
+• /answer <id> <text> — answer by short id (the #code on each message).\n\
+• /clarify <id> <text> — correct your chat answer the agent hasn't picked up yet (or reply to the message with /clarify <text>).\n\
+• /list — open items of this chat.\n\
+• /help — this text.";
+
+impl Bridge {
+    pub(super) async fn cmd_start(
+        &self,
+        chat_id: i64,
+        thread: Option<i32>,
+        from: &teloxide::types::User,
+        configured: bool,
+    ) {
+        if configured && self.allowed(chat_id, from.id.0, Role::Answer).await {
+            return self.say(chat_id, thread, HELP).await;
+        }
+        let name = from.username.clone().unwrap_or_default();
+        match self
+            .store
+            .pairing_create(from.id.0 as i64, chat_id, &name)
+            .await
+        {
+            Ok(code) => {
+                let text = format!(
+                    "Hi! Your Telegram id is {} and this chat's id is {chat_id}.\nTo be admitted, ask the operator to run on the host:\n\n    handoff pair {code} --role answer\n\n(or --role approve to also decide actions). The code works once, for one hour.{}",
+                    from.id.0,
+                    if configured {
+                        ""
+                    } else {
+                        "\nThis chat is not in the config yet: add it as a [[telegram.chats]] entry first."
+                    }
+                );
+                self.say(chat_id, thread, &text).await
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "cannot create a pairing code");
+                self.say(
+                    chat_id,
+                    thread,
+                    "Something went wrong on the host; try /start again later.",
+                )
+                .await
+            }
+        }
+    }
+
+    pub(super) async fn cmd_answer(
+        &self,
+        chat_id: i64,
+        thread: Option<i32>,
+        args: &str,
+        who: &str,
+        kind: ReplyKind,
+    ) {
+        let verb = if kind == ReplyKind::Clarify {
+            "clarify"
+        } else {
+            "answer"
+        };
+        let (sid, text) = args.split_once(char::is_whitespace).unwrap_or((args, ""));
+        let sid = sid.trim_start_matches('#');
+        if sid.is_empty() || text.trim().is_empty() {
+            return self
+                .say(
+                    chat_id,
+                    thread,
+                    &format!(
+                        "Usage: /{verb} <id> <text> — the id is the #code on the item's message."
+                    ),
+                )
+                .await;
+        }
+        match self.find_item(sid).await {
+            Some((item, id)) => {
+                self.answer_item(chat_id, thread, &item, &id, text.trim(), who, kind, None)
+                    .await
+            }
+            None => {
+                self.say(
+                    chat_id,
+                    thread,
+                    &format!("No open item with id {sid}. /list shows open items."),
+                )
+                .await
+            }
+        }
+    }
+
+    /// Find a question or row by full or short id.
+    pub(super) async fn find_item(&self, sid: &str) -> Option<(String, String)> {
+        if let Ok(Some(id)) = self.store.resolve_question_id(sid).await {
+            return Some(("question".into(), id));
+        }
+        self.find_row(sid).await.map(|id| ("row".to_string(), id))
+    }
+
+    pub(super) async fn cmd_list(&self, chat_id: i64, thread: Option<i32>) {
+        let mut lines = Vec::new();
+        let filter = crate::store::questions::ListFilter {
+            status: Some(crate::store::questions::Status::Open),
+            awake_only: true,
+            limit: Some(200),
+            ..Default::default()
+        };
+        if let Ok(qs) = self.store.list_questions(&filter).await {
+            for q in qs {
+                let here = self
+                    .config
+                    .route(&q.project, &q.agent, None)
+                    .is_some_and(|t| t.chat_id == chat_id);
+                if here {
+                    let state = match &q.reply {
+                        Some(r) if r.seen_at.is_none() => " (answered, waiting for the agent)",
+                        _ => "",
+                    };
+                    lines.push(format!(
+                        "❓ #{} {}{state}",
+                        short_id(&q.id),
+                        cut(&q.title, 80)
+                    ));
+                }
+            }
+        }
+        lines.extend(self.list_more(chat_id).await);
+        let text = if lines.is_empty() {
+            "Nothing open here. 🎉".to_string()
+        } else {
+            format!("Open items ({}):\n{}", lines.len(), lines.join("\n"))
+        };
+        self.say(chat_id, thread, &text).await;
+    }
+
+    pub(crate) async fn list_more(&self, chat_id: i64) -> Vec<String> {
+        let mut lines = Vec::new();
+        for id in self.store.blocked_row_ids().await.unwrap_or_default() {
+            if let Ok(Some((b, r))) = row_of(&self.store, &id).await
+                && self
+                    .config
+                    .route(&b.project, &b.agent, None)
+                    .is_some_and(|t| t.chat_id == chat_id)
+            {
+                lines.push(format!(
+                    "🧱 #{} {} — {}",
+                    short_id(&id),
+                    cut(&b.title, 40),
+                    cut(&r.label, 40)
+                ));
+            }
+        }
+        let now = self.store.now();
+        for a in self
+            .store
+            .list_action_summaries(None, None)
+            .await
+            .unwrap_or_default()
+        {
+            let st = a.effective_status(now);
+            let live = matches!(
+                st,
+                crate::store::actions::Status::Pending | crate::store::actions::Status::Unknown
+            );
+            if live
+                && self
+                    .config
+                    .route(&a.project, &a.proposer, Some(&a.kind))
+                    .is_some_and(|t| t.chat_id == chat_id)
+            {
+                lines.push(format!(
+                    "⚠️ #{} {}: {} ({st})",
+                    a.short_id(),
+                    a.kind,
+                    cut(&a.summary, 60)
+                ));
+            }
+        }
+        lines
+    }
+}

@@ -1,0 +1,386 @@
+//! Pushing items to chat and keeping their messages true: the chat
+//! follower's handling of each event (push a new item once per chat, mark a
+//! changed one owed a redraw), burst digests, the notices the bridge sends,
+//! and what a message shows for an item of any kind (dispatching to
+//! `question`, `row` and `action` for the drawing itself).
+//!
+//! The follower never calls Telegram for an item: it kicks the message's own
+//! task (`retry`), which sends or edits it from the current state.
+
+use std::sync::Arc;
+
+use teloxide::prelude::*;
+use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup, MessageId, ParseMode, ThreadId};
+
+use super::callback::Callback;
+use super::text::{cut, esc};
+use super::action::action_of;
+use super::row::row_of;
+use super::{Bridge, Turn, action, question, row};
+use crate::config::Config;
+use crate::store::questions::Status;
+use crate::store::{Event, Result, Store, short_id};
+
+/// Telegram's message length limit, in characters.
+pub const MAX_TEXT: usize = 4096;
+
+/// One item's rendering: text and buttons.
+#[derive(Debug, Clone)]
+pub(crate) struct View {
+    pub text: String,
+    pub buttons: Vec<Vec<(String, Callback)>>,
+}
+
+impl View {
+    pub(super) fn markup(&self) -> InlineKeyboardMarkup {
+        InlineKeyboardMarkup::new(self.buttons.iter().map(|row| {
+            row.iter()
+                .map(|(label, cb)| InlineKeyboardButton::callback(label.clone(), cb.encode()))
+                .collect::<Vec<_>>()
+        }))
+    }
+
+    pub(super) fn hash(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        h.update(self.text.as_bytes());
+        for row in &self.buttons {
+            for (l, cb) in row {
+                h.update(l.as_bytes());
+                h.update(cb.encode().as_bytes());
+            }
+        }
+        format!("{:x}", h.finalize())[..16].to_string()
+    }
+}
+
+/// Cut `text` to Telegram's limit on a character boundary, saying so.
+pub(crate) fn truncate(text: &str) -> String {
+    if text.chars().count() <= MAX_TEXT {
+        return text.to_string();
+    }
+    const MARK: &str = "\n… (truncated)";
+    let keep = MAX_TEXT - MARK.chars().count();
+    let mut s: String = text.chars().take(keep).collect();
+    s.push_str(MARK);
+    s
+}
+
+/// Routing facts about an item.
+#[derive(Debug, Clone)]
+pub(crate) struct Meta {
+    pub project: String,
+    pub agent: String,
+    pub action_kind: Option<String>,
+    /// Still waiting on a human (worth pushing).
+    pub live: bool,
+}
+
+pub(crate) async fn meta(store: &Store, item: &str, id: &str) -> Result<Option<Meta>> {
+    Ok(match item {
+        "question" => store.get_question(id).await?.map(|q| Meta {
+            live: q.status == Status::Open,
+            project: q.project,
+            agent: q.agent,
+            action_kind: None,
+        }),
+        "row" => row::row_meta(store, id).await?,
+        "action" => action::action_meta(store, id).await?,
+        _ => None,
+    })
+}
+
+pub(crate) async fn view(
+    store: &Store,
+    config: &Config,
+    item: &str,
+    id: &str,
+) -> Result<Option<View>> {
+    Ok(match item {
+        "question" => store.get_question(id).await?.map(|q| question::question(&q)),
+        "row" => row::row_view(store, id).await?,
+        "action" => action::action_view(store, config, id).await?,
+        _ => None,
+    })
+}
+
+/// One digest message for a burst of items.
+pub(crate) async fn digest(store: &Store, items: &[(String, String)]) -> String {
+    let mut t = format!(
+        "📬 <b>{} new items</b> arrived at once. Answer with /answer &lt;id&gt; text; /list shows them all.\n",
+        items.len()
+    );
+    for (item, id) in items.iter().take(60) {
+        let title = match item.as_str() {
+            "question" => store
+                .get_question(id)
+                .await
+                .ok()
+                .flatten()
+                .map(|q| format!("❓ {}", esc(&cut(&q.title, 80)))),
+            _ => title(store, item, id).await,
+        };
+        if let Some(title) = title {
+            t.push_str(&format!("\n<code>{}</code> {title}", short_id(id)));
+        }
+    }
+    if items.len() > 60 {
+        t.push_str(&format!("\n… and {} more", items.len() - 60));
+    }
+    t
+}
+
+pub(crate) async fn title(store: &Store, item: &str, id: &str) -> Option<String> {
+    match item {
+        "row" => row_of(store, id).await.ok().flatten().map(|(b, r)| {
+            format!(
+                "🧱 {} — {}",
+                esc(&cut(&b.title, 60)),
+                esc(&cut(&r.label, 60))
+            )
+        }),
+        "action" => action_of(store, id)
+            .await
+            .ok()
+            .flatten()
+            .map(|a| format!("⚠️ {}: {}", esc(&a.kind), esc(&cut(&a.summary, 80)))),
+        _ => None,
+    }
+}
+
+impl Bridge {
+    /// Apply one event: claim pushes of new items and mark changed ones,
+    /// then kick each message's task (`retry`). Never waits for Telegram;
+    /// returns false only when the store failed, so the follower retries it.
+    pub(super) async fn on_event(&self, ev: &Event) -> bool {
+        if ev.kind == "delivery.dead" {
+            return self.tell_wake_dead(ev).await;
+        }
+        let item = match ev.entity_kind.as_str() {
+            "question" | "row" | "action" => ev.entity_kind.as_str(),
+            _ => return true,
+        };
+        let is_new = matches!(
+            ev.kind.as_str(),
+            "question.flagged" | "row.blocked" | "action.proposed"
+        );
+        let result = if is_new {
+            self.push(item, &ev.entity_id, ev.at).await
+        } else {
+            self.mark_changed(item, &ev.entity_id).await
+        };
+        // Only the store can fail here (Telegram is called by each
+        // message's own task): then the event is applied again later.
+        match result {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(error = %e, seq = ev.seq, "cannot record a chat delivery; will retry");
+                false
+            }
+        }
+    }
+
+    /// The item changed: mark its messages durably as owed a redraw, and
+    /// kick each message's task.
+    pub(crate) async fn mark_changed(&self, item: &str, id: &str) -> Result<(), PushError> {
+        for rec in self.store.chat_mark_dirty(item, id).await? {
+            self.kick((rec.item_kind, rec.item_id, rec.chat_id));
+        }
+        Ok(())
+    }
+
+    /// Push an item to its routed chat (once per chat: the durable record
+    /// makes a replayed event a no-op).
+    pub(super) async fn push(&self, item: &str, id: &str, at: i64) -> Result<(), PushError> {
+        let Some(meta) = meta(&self.store, item, id).await? else {
+            return Ok(()); // gone (purged) or nothing to show
+        };
+        if !meta.live && item == "row" {
+            // A row no longer blocked asks nothing of anyone: nothing to push.
+            // Questions and actions are pushed even when they settled before
+            // we got to them (during a daemon outage, or decided by a rule):
+            // every one of them reaches the chat, drawn in its final state.
+            return Ok(());
+        }
+        let Some(target) =
+            self.config
+                .route(&meta.project, &meta.agent, meta.action_kind.as_deref())
+        else {
+            return Ok(());
+        };
+        if !self
+            .store
+            .chat_begin_send(item, id, target.chat_id, target.topic, "sending")
+            .await?
+        {
+            return Ok(()); // already pushed (or in flight) in that chat
+        }
+        if self.burst(target.chat_id, at) {
+            // Part of a burst: goes out in one digest after this batch.
+            let mut d = self.digest.lock().expect("digest lock poisoned");
+            d.entry(target.chat_id)
+                .or_default()
+                .push((item.to_string(), id.to_string()));
+            return Ok(());
+        }
+        // Sent by the message's own task: a slow or failing send delays
+        // nothing else.
+        self.kick((item.to_string(), id.to_string(), target.chat_id));
+        Ok(())
+    }
+
+    /// The redraw turn of an item (see `redrawing`).
+    pub(super) fn turn(&self, item: &str, id: &str) -> Turn {
+        let mut m = self.redrawing.lock().expect("redrawing lock poisoned");
+        m.entry((item.to_string(), id.to_string()))
+            .or_default()
+            .clone()
+    }
+
+    /// Drop the item's turn from the map once nobody else holds or awaits it.
+    pub(super) fn end_turn(&self, item: &str, id: &str, turn: &Turn) {
+        let mut m = self.redrawing.lock().expect("redrawing lock poisoned");
+        // The map and the caller hold it: nobody else waits.
+        if Arc::strong_count(turn) == 2 {
+            m.remove(&(item.to_string(), id.to_string()));
+        }
+    }
+
+    /// Whether a new item for `chat_id`, created at `at` (ms), is part of a
+    /// burst: more than the digest threshold created within the window.
+    /// Counted by creation time, not send time, so a burst is seen as one
+    /// even when flood control makes the sends slow.
+    pub(super) fn burst(&self, chat_id: i64, at: i64) -> bool {
+        let window = (self.config.telegram.digest_window_secs * 1000) as i64;
+        let mut recent = self.recent.lock().expect("recent lock poisoned");
+        let q = recent.entry(chat_id).or_default();
+        while q.front().is_some_and(|t| at - *t > window) {
+            q.pop_front();
+        }
+        q.push_back(at);
+        q.len() > self.config.telegram.digest_threshold
+    }
+
+    /// Send one digest message per chat for the items held back by a burst.
+    pub(super) async fn flush_digests(&self) {
+        let pending: Vec<(i64, Vec<(String, String)>)> = {
+            let mut d = self.digest.lock().expect("digest lock poisoned");
+            d.drain().collect()
+        };
+        for (chat_id, items) in pending {
+            let topic = self.config.chat_by_id(chat_id).and_then(|c| c.topic);
+            let text = digest(&self.store, &items).await;
+            let mut req = self
+                .bot
+                .send_message(ChatId(chat_id), truncate(&text))
+                .parse_mode(ParseMode::Html);
+            if let Some(t) = topic {
+                req = req.message_thread_id(ThreadId(MessageId(t)));
+            }
+            match req.await {
+                Ok(msg) => {
+                    for (item, id) in &items {
+                        if let Err(e) = self
+                            .store
+                            .chat_sent(item, id, chat_id, msg.id.0, "digest", "", i64::MAX)
+                            .await
+                        {
+                            tracing::warn!(error = %e, "cannot record a digest entry");
+                        }
+                    }
+                }
+                // The records stay `sending`: each item goes out on its own.
+                Err(e) => {
+                    tracing::warn!(error = %e, "digest not sent; sending its items one by one");
+                    for (item, id) in items {
+                        self.kick((item, id, chat_id));
+                    }
+                }
+            }
+        }
+    }
+
+    /// A wake-up for an item could not be delivered: say so, as a reply to
+    /// the item's message, in every chat that shows it.
+    pub(super) async fn tell_wake_dead(&self, ev: &Event) -> bool {
+        let records = match self
+            .store
+            .chat_messages_of(&ev.entity_kind, &ev.entity_id)
+            .await
+        {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot find the item's chat messages");
+                return false;
+            }
+        };
+        let p = &ev.payload;
+        let text = format!(
+            "⚠️ Could not wake the agent about {} {} ({} via {}): {}",
+            ev.entity_kind,
+            crate::store::short_id(&ev.entity_id),
+            p["event_type"].as_str().unwrap_or("?"),
+            p["target"].as_str().unwrap_or("?"),
+            p["error"].as_str().unwrap_or("unknown error"),
+        );
+        let Some(me) = self.me.upgrade() else {
+            return true;
+        };
+        // In a task of its own: a slow or failing notice delays no push.
+        self.tracker.spawn(async move {
+            for rec in records.iter().filter(|r| r.message_id.is_some()) {
+                me.say(rec.chat_id, rec.thread_id, &text).await;
+            }
+        });
+        true
+    }
+
+    /// Send a plain text message (command answers, notices).
+    pub(crate) async fn say(&self, chat_id: i64, topic: Option<i32>, text: &str) {
+        let mut req = self.bot.send_message(ChatId(chat_id), truncate(text));
+        if let Some(t) = topic {
+            req = req.message_thread_id(ThreadId(MessageId(t)));
+        }
+        if let Err(e) = req.await {
+            tracing::warn!(error = %e, chat_id, "cannot send a chat message");
+        }
+    }
+
+    /// Show a tap's or reply's outcome: the item's messages are marked as
+    /// owed a redraw and each message's own task edits it at once. The
+    /// update loop never waits on an edit, so a slow or failing Bot API
+    /// call for one message holds up no other tap.
+    pub(crate) async fn redraw_quiet(&self, item: &str, id: &str) {
+        if let Err(e) = self.mark_changed(item, id).await {
+            tracing::warn!(error = %e, "cannot mark a message for redraw");
+        }
+    }
+}
+
+/// The chat worker as an event-log consumer.
+pub(super) struct ChatFollower(pub(super) Arc<Bridge>);
+
+impl crate::follow::Apply for ChatFollower {
+    const NAME: &'static str = "chat";
+    async fn apply(&mut self, ev: &Event) -> bool {
+        self.0.on_event(ev).await
+    }
+    async fn save(&mut self, seq: i64) {
+        // Digests go out before the cursor moves past their items.
+        self.0.flush_digests().await;
+        if let Err(e) = self.0.store.set_cursor("chat", seq).await {
+            tracing::warn!(error = %e, "cannot save the chat cursor");
+        }
+    }
+}
+
+/// Why a push or redraw did not happen.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PushError {
+    /// Telegram could not be reached or refused.
+    #[error("Telegram: {0}")]
+    Telegram(#[from] teloxide::RequestError),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] crate::store::Error),
+}

@@ -1,0 +1,226 @@
+//! A question in chat: its message (title, detail, collapsed context, who
+//! answered where, buttons while open), its taps (an option, Clarify,
+//! Decline) and text answers, and how a refused answer is explained.
+
+use teloxide::prelude::*;
+
+use super::Bridge;
+use super::callback::{Callback, Item, Verb};
+use super::dispatch::Prompt;
+use super::push::View;
+use super::text::{by, cut, door, esc};
+use crate::store::questions::{NewReply, Question, Refusal, ReplyKind, Status};
+use crate::store::short_id;
+
+/// A question: title, detail, collapsed context, who answered where, and
+/// buttons while it is open.
+pub(crate) fn question(q: &Question) -> View {
+    let mut t = format!("❓ <b>{}</b>", esc(&cut(&q.title, 200)));
+    if !q.detail.is_empty() {
+        t.push_str(&format!("\n{}", esc(&cut(&q.detail, 600))));
+    }
+    if !q.context.is_empty() {
+        t.push_str(&format!(
+            "\n<blockquote expandable>{}</blockquote>",
+            esc(&cut(&q.context, 2000))
+        ));
+    }
+    let mut tags = vec![format!("#{}", short_id(&q.id))];
+    if !q.project.is_empty() {
+        tags.push(esc(&q.project));
+    }
+    if !q.agent.is_empty() {
+        tags.push(esc(&q.agent));
+    }
+    t.push_str(&format!("\n<i>{}</i>", tags.join(" · ")));
+    if let Some(r) = &q.reply {
+        let what = match r.kind {
+            crate::store::questions::ReplyKind::Answer => "Answered",
+            crate::store::questions::ReplyKind::Clarify => "Clarified",
+            crate::store::questions::ReplyKind::Decline => "Declined",
+        };
+        let state = if r.seen_at.is_some() {
+            "picked up by the agent"
+        } else {
+            "not yet picked up"
+        };
+        let text = if r.text.is_empty() {
+            String::new()
+        } else {
+            format!(": «{}»", esc(&cut(&r.text, 500)))
+        };
+        t.push_str(&format!(
+            "\n\n✅ {what} {}{} ({state}){text}",
+            door(r.source.as_str()),
+            by(&r.by)
+        ));
+    }
+    let mut buttons = Vec::new();
+    match q.status {
+        Status::Open => {
+            let cb = |verb| Callback {
+                item: Item::Question,
+                id: q.id.clone(),
+                revision: q.revision,
+                verb,
+            };
+            for (i, o) in q.options.iter().enumerate() {
+                let star = if o.recommended { " ⭐" } else { "" };
+                buttons.push(vec![(
+                    format!("{}{star}", cut(&o.label, 60)),
+                    cb(Verb::Option(i as u8)),
+                )]);
+            }
+            buttons.push(vec![
+                ("✏️ Clarify".to_string(), cb(Verb::Clarify)),
+                ("🚫 Decline".to_string(), cb(Verb::Decline)),
+            ]);
+            t.push_str("\n\n<i>Reply to this message to answer in your own words.</i>");
+        }
+        Status::Resolved => t.push_str(&format!(
+            "\n\n☑️ Resolved{}",
+            q.outcome
+                .as_deref()
+                .map(|o| format!(": {}", esc(&cut(o, 300))))
+                .unwrap_or_default()
+        )),
+        Status::Dismissed => t.push_str("\n\n🗑 Dismissed"),
+    }
+    View { text: t, buttons }
+}
+
+impl Bridge {
+    pub(super) async fn tap_question(
+        &self,
+        q: &CallbackQuery,
+        chat_id: i64,
+        thread: Option<i32>,
+        _message_id: i32,
+        cb: &Callback,
+        who: &str,
+    ) {
+        let question = match self.store.get_question(&cb.id).await {
+            Ok(Some(x)) => x,
+            Ok(None) => return self.toast(q, "That question no longer exists.").await,
+            Err(e) => return self.store_trouble(q, e).await,
+        };
+        let reply = |text: String, kind| NewReply {
+            text,
+            kind,
+            context: None,
+            by: who.to_string(),
+            expected_revision: Some(cb.revision),
+        };
+        let r = match cb.verb {
+            Verb::Option(n) => {
+                let Some(opt) = question.options.get(n as usize) else {
+                    return self
+                        .toast(q, "That option no longer exists — see the updated message.")
+                        .await;
+                };
+                reply(opt.label.clone(), ReplyKind::Answer)
+            }
+            Verb::Decline => reply(String::new(), ReplyKind::Decline),
+            Verb::Clarify => {
+                if question.revision != cb.revision {
+                    self.redraw_quiet("question", &cb.id).await;
+                    return self
+                        .toast(q, "The question changed — see the updated message.")
+                        .await;
+                }
+                self.toast(q, "Send your correction as a reply.").await;
+                let text = format!(
+                    "✏️ Clarify #{}: reply to this message with your correction.",
+                    short_id(&cb.id)
+                );
+                self.prompt(
+                    chat_id,
+                    thread,
+                    &text,
+                    "your correction",
+                    Prompt::Clarify {
+                        id: cb.id.clone(),
+                        revision: cb.revision,
+                    },
+                )
+                .await;
+                return;
+            }
+            _ => {
+                return self
+                    .toast(q, "That button doesn't apply to a question.")
+                    .await;
+            }
+        };
+        if crate::fault::on("ack-before-write") && r.kind == ReplyKind::Answer {
+            // FAULT(ack-before-write): toasted as recorded, then (as if the
+            // daemon died in between) never written.
+            return self.toast(q, &format!("Recorded: {}", r.text)).await;
+        }
+        match self.store.reply_chat(&cb.id, &r).await {
+            Ok(Ok(_)) => {
+                let what = if r.kind == ReplyKind::Decline {
+                    "Declined".to_string()
+                } else {
+                    format!("Recorded: {}", r.text)
+                };
+                self.toast(q, &what).await;
+                self.redraw_quiet("question", &cb.id).await;
+            }
+            Ok(Err(refusal)) => {
+                self.tell_refusal(Some(q), chat_id, thread, &cb.id, &refusal)
+                    .await
+            }
+            Err(e) => self.store_trouble(q, e).await,
+        }
+    }
+
+    /// Explain a refused question reply: toast (for taps) and, when there is
+    /// text worth reading, a message.
+    pub(crate) async fn tell_refusal(
+        &self,
+        q: Option<&CallbackQuery>,
+        chat_id: i64,
+        thread: Option<i32>,
+        id: &str,
+        refusal: &Refusal,
+    ) {
+        let text = match refusal {
+            Refusal::UnreadAnswer {
+                reply, source, by, ..
+            } => {
+                let by = if by.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (by {by})")
+                };
+                let place = match source {
+                    crate::store::questions::Source::Inbox => "An Inbox answer",
+                    crate::store::questions::Source::Chat => "A chat answer",
+                    crate::store::questions::Source::Agent => "An answer",
+                };
+                format!(
+                    "{place} is already waiting for the agent{by}: «{}». Yours was not recorded; once the agent picks that one up you can answer again.",
+                    cut(reply, 500)
+                )
+            }
+            Refusal::Stale { .. } => {
+                self.redraw_quiet("question", id).await;
+                "The question changed — see the updated message.".to_string()
+            }
+            Refusal::NotOpen { status } => format!("That question is already {status}."),
+            Refusal::NotFound => "That question no longer exists.".to_string(),
+            Refusal::Empty => "The answer is empty: write some text.".to_string(),
+            other => other.to_string(),
+        };
+        match q {
+            Some(q) => {
+                self.toast(q, &text).await;
+                if matches!(refusal, Refusal::UnreadAnswer { .. }) {
+                    self.say(chat_id, thread, &text).await;
+                }
+            }
+            None => self.say(chat_id, thread, &text).await,
+        }
+    }
+}

@@ -1,0 +1,316 @@
+//! A blocked board row in chat: its message, its taps (Answer, Decline,
+//! Handled), text answers written as annotations, and refusals in words.
+
+use teloxide::prelude::*;
+
+use super::Bridge;
+use super::callback::{Callback, Item, Verb};
+use super::dispatch::Prompt;
+use super::push::{Meta, View};
+use super::text::{cut, door, esc};
+use crate::store::boards::{
+    Annotate, AnnotationKind, Board, Handled, Refusal, Row, RowStatus, Source,
+};
+use crate::store::questions::ReplyKind;
+use crate::store::{Result, Store, short_id};
+
+/// The board and row behind a row id.
+pub(crate) async fn row_of(store: &Store, id: &str) -> Result<Option<(Board, Row)>> {
+    let Some((board_id, label)) = store.row_locator(id).await? else {
+        return Ok(None);
+    };
+    Ok(match store.board_get(&board_id, None).await? {
+        Ok(full) => full
+            .rows
+            .iter()
+            .find(|r| r.label == label)
+            .cloned()
+            .map(|r| (full.board, r)),
+        Err(_) => None,
+    })
+}
+
+pub(crate) async fn row_meta(store: &Store, id: &str) -> Result<Option<Meta>> {
+    Ok(row_of(store, id).await?.map(|(b, r)| Meta {
+        live: r.status == RowStatus::Blocked && b.archived_at.is_none(),
+        project: b.project,
+        agent: b.agent,
+        action_kind: None,
+    }))
+}
+
+pub(crate) async fn row_view(store: &Store, id: &str) -> Result<Option<View>> {
+    let Some((b, r)) = row_of(store, id).await? else {
+        return Ok(None);
+    };
+    let mut t = format!(
+        "🧱 <b>{}</b> — {}",
+        esc(&cut(&b.title, 120)),
+        esc(&cut(&r.label, 120))
+    );
+    if !r.next_step.is_empty() {
+        t.push_str(&format!("\n<b>Needs:</b> {}", esc(&cut(&r.next_step, 500))));
+    }
+    if !r.note.is_empty() {
+        t.push_str(&format!("\n{}", esc(&cut(&r.note, 500))));
+    }
+    if !r.impact.is_empty() {
+        t.push_str(&format!("\n<i>Impact:</i> {}", esc(&cut(&r.impact, 300))));
+    }
+    for o in r.options.iter().take(6) {
+        let star = if o.recommended { " ⭐" } else { "" };
+        t.push_str(&format!(
+            "\n• {}{star}{}",
+            esc(&cut(&o.label, 60)),
+            if o.detail.is_empty() {
+                String::new()
+            } else {
+                format!(" — {}", esc(&cut(&o.detail, 120)))
+            }
+        ));
+    }
+    if !r.context.is_empty() {
+        t.push_str(&format!(
+            "\n<blockquote expandable>{}</blockquote>",
+            esc(&cut(&r.context, 1500))
+        ));
+    }
+    let mut tags = vec![format!("#{}", short_id(&r.id))];
+    if !b.project.is_empty() {
+        tags.push(esc(&b.project));
+    }
+    t.push_str(&format!("\n<i>{}</i>", tags.join(" · ")));
+    if let (Some(text), Some(src)) = (&r.annotation, r.annotation_source) {
+        let what = match r.annotation_kind.unwrap_or_default() {
+            AnnotationKind::Answer => "Answered",
+            AnnotationKind::Clarify => "Clarified",
+            AnnotationKind::Decline => "Declined",
+        };
+        let state = if r.annotation_seen_at.is_some() {
+            "picked up by the agent"
+        } else {
+            "not yet picked up"
+        };
+        let by = r
+            .annotated_by
+            .as_deref()
+            .filter(|s| !s.is_empty())
+            .map(|s| format!(" by {}", esc(s)))
+            .unwrap_or_default();
+        t.push_str(&format!(
+            "\n\n✅ {what} {}{by} ({state}): «{}»",
+            door(src.as_str()),
+            esc(&cut(text, 500))
+        ));
+    }
+    if r.handled_at.is_some() {
+        let by = r
+            .handled_by
+            .as_deref()
+            .filter(|s| !s.is_empty())
+            .map(|s| format!(" by {}", esc(s)))
+            .unwrap_or_default();
+        t.push_str(&format!(
+            "\n👍 Marked handled{by} — waiting for the agent's outcome"
+        ));
+    }
+    let mut buttons = Vec::new();
+    if r.status == RowStatus::Blocked && b.archived_at.is_none() {
+        let cb = |verb| Callback {
+            item: Item::Row,
+            id: r.id.clone(),
+            revision: r.action_version,
+            verb,
+        };
+        buttons.push(vec![
+            ("💬 Answer".to_string(), cb(Verb::Answer)),
+            ("👍 Mark handled".to_string(), cb(Verb::Handled)),
+            ("🚫 Decline".to_string(), cb(Verb::Decline)),
+        ]);
+        t.push_str("\n\n<i>Reply to this message to answer in your own words.</i>");
+    } else {
+        t.push_str(&format!("\n\n☑️ Now {}", r.status.as_str()));
+        if !r.outcome.is_empty() {
+            t.push_str(&format!(": {}", esc(&cut(&r.outcome, 300))));
+        }
+    }
+    Ok(Some(View { text: t, buttons }))
+}
+
+impl Bridge {
+    pub(crate) async fn tap_row(
+        &self,
+        q: &CallbackQuery,
+        chat_id: i64,
+        thread: Option<i32>,
+        _message_id: i32,
+        cb: &Callback,
+        who: &str,
+    ) {
+        let row = match row_of(&self.store, &cb.id).await {
+            Ok(Some((_, r))) => r,
+            Ok(None) => return self.toast(q, "That row no longer exists.").await,
+            Err(e) => {
+                tracing::error!(error = %e, "store failed on a row tap");
+                return self
+                    .toast(q, "Something went wrong on the host; try again.")
+                    .await;
+            }
+        };
+        if row.action_version != cb.revision {
+            self.redraw_quiet("row", &cb.id).await;
+            return self
+                .toast(q, "The step changed — see the updated message.")
+                .await;
+        }
+        match cb.verb {
+            Verb::Answer => {
+                self.toast(q, "Send your answer as a reply.").await;
+                let text = format!("💬 Answer #{}: reply to this message.", short_id(&cb.id));
+                self.prompt(
+                    chat_id,
+                    thread,
+                    &text,
+                    "your answer",
+                    Prompt::RowAnswer { id: cb.id.clone() },
+                )
+                .await;
+            }
+            Verb::Decline => {
+                let text = self
+                    .annotate_row(
+                        &cb.id,
+                        "declined in Telegram",
+                        who,
+                        AnnotationKind::Decline,
+                        Some(cb.revision),
+                    )
+                    .await;
+                self.toast(q, &text).await;
+            }
+            Verb::Handled => {
+                let Ok(Some((board, r))) = row_of(&self.store, &cb.id).await else {
+                    return self.toast(q, "That row no longer exists.").await;
+                };
+                let h = Handled {
+                    board: board.id.clone(),
+                    project: None,
+                    label: r.label.clone(),
+                    source: Source::Chat,
+                    by: who.to_string(),
+                    expected_revision: None,
+                };
+                let text = match self.store.mark_handled(&h).await {
+                    Ok(Ok(_)) => {
+                        "Marked handled 👍 — the agent will record the outcome.".to_string()
+                    }
+                    Ok(Err(Refusal::NotBlocked { status })) => {
+                        format!("The row is no longer blocked (now {}).", status.as_str())
+                    }
+                    Ok(Err(r)) => format!("Not recorded: {}", row_refusal(&r)),
+                    Err(e) => {
+                        tracing::error!(error = %e, "store failed on mark handled");
+                        "Something went wrong on the host; try again.".to_string()
+                    }
+                };
+                self.toast(q, &text).await;
+            }
+            _ => self.toast(q, "That button doesn't apply to a row.").await,
+        }
+        self.redraw_quiet("row", &cb.id).await;
+    }
+
+    /// Annotate a row through the chat channel; returns what to tell the user.
+    pub(super) async fn annotate_row(
+        &self,
+        id: &str,
+        text: &str,
+        who: &str,
+        kind: AnnotationKind,
+        step: Option<i64>,
+    ) -> String {
+        let Ok(Some((board, r))) = row_of(&self.store, id).await else {
+            return "That row no longer exists.".to_string();
+        };
+        let a = Annotate {
+            board: board.id.clone(),
+            project: None,
+            label: r.label.clone(),
+            text: text.to_string(),
+            kind,
+            source: Source::Chat,
+            by: who.to_string(),
+            expected_revision: None,
+            action_version: step,
+        };
+        match self.store.annotate(&a).await {
+            Ok(Ok(_)) => match kind {
+                AnnotationKind::Clarify => format!("Correction recorded for #{}.", short_id(id)),
+                AnnotationKind::Decline => "Declined.".to_string(),
+                AnnotationKind::Answer => format!("Recorded for #{}.", short_id(id)),
+            },
+            Ok(Err(r)) => row_refusal(&r),
+            Err(crate::store::Error::Invalid(m)) => format!("Not recorded: {m}"),
+            Err(e) => {
+                tracing::error!(error = %e, "store failed on a row annotation");
+                "Something went wrong on the host; nothing was recorded. Try again.".to_string()
+            }
+        }
+    }
+
+    pub(crate) async fn answer_row(
+        &self,
+        chat_id: i64,
+        thread: Option<i32>,
+        id: &str,
+        text: &str,
+        who: &str,
+        kind: ReplyKind,
+    ) {
+        let kind = match kind {
+            ReplyKind::Answer => AnnotationKind::Answer,
+            ReplyKind::Clarify => AnnotationKind::Clarify,
+            ReplyKind::Decline => AnnotationKind::Decline,
+        };
+        let said = self.annotate_row(id, text, who, kind, None).await;
+        self.say(chat_id, thread, &said).await;
+        self.redraw_quiet("row", id).await;
+    }
+
+    pub(crate) async fn find_row(&self, sid: &str) -> Option<String> {
+        self.store.find_row_id(sid).await.ok().flatten()
+    }
+}
+
+pub(super) fn row_refusal(r: &Refusal) -> String {
+    match r {
+        Refusal::UnreadAnswer {
+            annotation,
+            source,
+            by,
+            ..
+        } => {
+            let place = match source {
+                Some(Source::Inbox) => "An Inbox answer",
+                _ => "An answer",
+            };
+            let by = by
+                .as_deref()
+                .filter(|b| !b.is_empty())
+                .map(|b| format!(" (by {b})"))
+                .unwrap_or_default();
+            format!(
+                "{place} is already waiting for the agent{by}: «{}». Yours was not recorded.",
+                cut(annotation, 400)
+            )
+        }
+        Refusal::Stale { .. } => "The step changed — see the updated message.".to_string(),
+        Refusal::NotBlocked { status } => {
+            format!("The row is no longer blocked (now {}).", status.as_str())
+        }
+        Refusal::Archived => "The board is archived.".to_string(),
+        Refusal::Empty => "The answer is empty: write some text.".to_string(),
+        Refusal::NotFound { .. } => "That row no longer exists.".to_string(),
+        other => format!("Not recorded ({other:?})."),
+    }
+}

@@ -1,0 +1,44 @@
+//! Text helpers for chat messages: Telegram-HTML escaping, cutting to a
+//! length, and how a door (Inbox, chat, agent) is said in words.
+//!
+//! Texts use Telegram's HTML parse mode (for the collapsed context), so
+//! every user-supplied string goes through [`esc`]. Parts are cut before
+//! escaping so a message stays under 4096 characters without ever cutting a
+//! tag in half.
+
+/// Escape for Telegram HTML.
+pub(crate) fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// Cut to `n` characters, marking the cut.
+pub(crate) fn cut(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(n.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
+}
+
+/// Where an answer came from, in words, by its stored channel name
+/// (`inbox`, `chat`, `agent`: questions' and rows' sources alike).
+pub(crate) fn door(channel: &str) -> &'static str {
+    match channel {
+        "inbox" => "in the Inbox",
+        "chat" => "in Telegram",
+        "agent" => "by the agent",
+        _ => "elsewhere",
+    }
+}
+
+pub(super) fn by(who: &str) -> String {
+    if who.is_empty() {
+        String::new()
+    } else {
+        format!(" by {}", esc(who))
+    }
+}
