@@ -97,13 +97,13 @@ pub(crate) struct Bridge {
     /// across an await).
     recent: Mutex<HashMap<i64, VecDeque<i64>>>,
     /// Items waiting to go out in the next digest, per chat.
-    digest: Mutex<HashMap<i64, Vec<(String, String)>>>,
+    digest: Mutex<HashMap<i64, Vec<(Item, String)>>>,
     /// Prompts waiting for a text reply: (chat, prompt message id) → what the reply means.
     pub prompts: Mutex<HashMap<(i64, i32), dispatch::Prompt>>,
     /// One redraw at a time per item (kind, id): a tap's handler and the
     /// follower both redraw after a change, and the second must see what
     /// the first drew, not race it into a duplicate (or out-of-order) edit.
-    redrawing: Mutex<HashMap<(String, String), Turn>>,
+    redrawing: Mutex<HashMap<(Item, String), Turn>>,
     /// Nudges the daemon's followers after a write, so waiters and wake-ups
     /// see a chat answer at once instead of at the next poll.
     nudge: Arc<tokio::sync::Notify>,

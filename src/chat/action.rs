@@ -241,7 +241,7 @@ impl Bridge {
             _ => "That button doesn't apply to an action.".to_string(),
         };
         self.toast(q, &text).await;
-        self.redraw_quiet("action", &cb.id).await;
+        self.redraw_quiet(Item::Action, &cb.id).await;
     }
 
     pub(crate) async fn edit_action(
@@ -269,7 +269,7 @@ impl Bridge {
             Err(e) => format!("Not applied, nothing changed: {e}"),
         };
         self.say(chat_id, thread, &said).await;
-        self.redraw_quiet("action", id).await;
+        self.redraw_quiet(Item::Action, id).await;
     }
 }
 

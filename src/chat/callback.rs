@@ -7,7 +7,7 @@
 //! clear toast, never a panic.
 
 /// What kind of item a button belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Item {
     /// A question.
     Question,
@@ -15,6 +15,35 @@ pub enum Item {
     Row,
     /// A pending action.
     Action,
+}
+
+impl Item {
+    /// The kind's stored name: the event log's `entity_kind` and the chat
+    /// message records' `item_kind`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Item::Question => "question",
+            Item::Row => "row",
+            Item::Action => "action",
+        }
+    }
+
+    /// The kind a stored name stands for; `None` for entities chat does not
+    /// show (boards, sessions, deliveries).
+    pub fn from_kind(kind: &str) -> Option<Item> {
+        match kind {
+            "question" => Some(Item::Question),
+            "row" => Some(Item::Row),
+            "action" => Some(Item::Action),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Item {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// What a tap asks for.
@@ -156,6 +185,16 @@ impl Callback {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_item_kind_reads_back_from_its_stored_name() {
+        for item in [Item::Question, Item::Row, Item::Action] {
+            assert_eq!(Item::from_kind(item.as_str()), Some(item));
+        }
+        assert_eq!(Item::from_kind("question"), Some(Item::Question));
+        assert_eq!(Item::from_kind("board"), None);
+        assert_eq!(Item::from_kind("Question"), None);
+    }
 
     const ID: &str = "019ac5f0a1b27c3d8e9f00112233aabb";
 

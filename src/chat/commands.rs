@@ -1,8 +1,8 @@
 //! The chat commands: /start (pairing), /help, /answer and /clarify by
 //! id, and /list of the open items routed to this chat.
 
-
 use super::Bridge;
+use super::callback::Item;
 use super::dispatch::Role;
 use super::row::row_of;
 use super::text::cut;
@@ -86,7 +86,7 @@ impl Bridge {
         }
         match self.find_item(sid).await {
             Some((item, id)) => {
-                self.answer_item(chat_id, thread, &item, &id, text.trim(), who, kind, None)
+                self.answer_item(chat_id, thread, item, &id, text.trim(), who, kind, None)
                     .await
             }
             None => {
@@ -101,11 +101,11 @@ impl Bridge {
     }
 
     /// Find a question or row by full or short id.
-    pub(super) async fn find_item(&self, sid: &str) -> Option<(String, String)> {
+    pub(super) async fn find_item(&self, sid: &str) -> Option<(Item, String)> {
         if let Ok(Some(id)) = self.store.resolve_question_id(sid).await {
-            return Some(("question".into(), id));
+            return Some((Item::Question, id));
         }
-        self.find_row(sid).await.map(|id| ("row".to_string(), id))
+        self.find_row(sid).await.map(|id| (Item::Row, id))
     }
 
     pub(super) async fn cmd_list(&self, chat_id: i64, thread: Option<i32>) {

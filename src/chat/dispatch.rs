@@ -142,12 +142,13 @@ impl Bridge {
         }
     }
 
-    pub(super) async fn record_refusal(&self, chat_id: i64, user: &teloxide::types::User, cb: &Callback) {
-        let kind = match cb.item {
-            Item::Question => "question",
-            Item::Row => "row",
-            Item::Action => "action",
-        };
+    pub(super) async fn record_refusal(
+        &self,
+        chat_id: i64,
+        user: &teloxide::types::User,
+        cb: &Callback,
+    ) {
+        let kind = cb.item.as_str();
         let who = actor(user);
         let res = if cb.item == Item::Action {
             // Actions have their own append-only audit: the attempt goes there.
@@ -247,28 +248,33 @@ impl Bridge {
                     self.cmd_answer(chat_id, thread, args, &who, ReplyKind::Answer)
                         .await
                 }
-                "clarify" => match m.reply_to_message() {
-                    Some(orig)
-                        if !args.is_empty() && self.item_of(chat_id, orig.id.0).await.is_some() =>
-                    {
-                        let (kind, id) = self.item_of(chat_id, orig.id.0).await.unwrap_or_default();
-                        self.answer_item(
-                            chat_id,
-                            thread,
-                            &kind,
-                            &id,
-                            args,
-                            &who,
-                            ReplyKind::Clarify,
-                            None,
-                        )
-                        .await
-                    }
-                    _ => {
-                        self.cmd_answer(chat_id, thread, args, &who, ReplyKind::Clarify)
+                "clarify" => {
+                    // A reply to an item's message clarifies that item;
+                    // otherwise the first word is the item's id.
+                    let replied = match m.reply_to_message() {
+                        Some(orig) if !args.is_empty() => self.item_of(chat_id, orig.id.0).await,
+                        _ => None,
+                    };
+                    match replied {
+                        Some((kind, id)) => {
+                            self.answer_item(
+                                chat_id,
+                                thread,
+                                kind,
+                                &id,
+                                args,
+                                &who,
+                                ReplyKind::Clarify,
+                                None,
+                            )
                             .await
+                        }
+                        None => {
+                            self.cmd_answer(chat_id, thread, args, &who, ReplyKind::Clarify)
+                                .await
+                        }
                     }
-                },
+                }
                 _ => {
                     self.say(
                         chat_id,
@@ -309,7 +315,7 @@ impl Bridge {
                 .await;
         }
         match self.item_of(chat_id, orig.id.0).await {
-            Some((kind, id)) => self.answer_item(chat_id, thread, &kind, &id, &text, &who, ReplyKind::Answer, None).await,
+            Some((kind, id)) => self.answer_item(chat_id, thread, kind, &id, &text, &who, ReplyKind::Answer, None).await,
             None => {
                 self.say(chat_id, thread, "That message isn't one of my items. Reply to a question's message, or use /answer <id> <text>.")
                     .await
@@ -317,12 +323,14 @@ impl Bridge {
         }
     }
 
-    pub(super) async fn item_of(&self, chat_id: i64, message_id: i32) -> Option<(String, String)> {
-        self.store
+    pub(super) async fn item_of(&self, chat_id: i64, message_id: i32) -> Option<(Item, String)> {
+        let (kind, id) = self
+            .store
             .chat_item_of_message(chat_id, message_id)
             .await
             .ok()
-            .flatten()
+            .flatten()?;
+        Some((Item::from_kind(&kind)?, id))
     }
 
     /// Write a text answer (or clarify) to an item through the chat channel
@@ -332,7 +340,7 @@ impl Bridge {
         &self,
         chat_id: i64,
         thread: Option<i32>,
-        kind: &str,
+        kind: Item,
         id: &str,
         text: &str,
         who: &str,
@@ -340,7 +348,7 @@ impl Bridge {
         expected_revision: Option<i64>,
     ) {
         match kind {
-            "question" => {
+            Item::Question => {
                 let r = NewReply {
                     text: text.to_string(),
                     kind: reply_kind,
@@ -357,7 +365,7 @@ impl Bridge {
                         };
                         self.say(chat_id, thread, &format!("{what} for #{}.", short_id(id)))
                             .await;
-                        self.redraw_quiet("question", id).await;
+                        self.redraw_quiet(Item::Question, id).await;
                     }
                     Ok(Err(refusal)) => {
                         self.tell_refusal(None, chat_id, thread, id, &refusal).await
@@ -377,11 +385,11 @@ impl Bridge {
                     }
                 }
             }
-            "row" => {
+            Item::Row => {
                 self.answer_row(chat_id, thread, id, text, who, reply_kind)
                     .await
             }
-            _ => {
+            Item::Action => {
                 self.say(
                     chat_id,
                     thread,
@@ -406,7 +414,7 @@ impl Bridge {
                 self.answer_item(
                     chat_id,
                     thread,
-                    "question",
+                    Item::Question,
                     &id,
                     text,
                     who,

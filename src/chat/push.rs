@@ -12,10 +12,10 @@ use std::sync::Arc;
 use teloxide::prelude::*;
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup, MessageId, ParseMode, ThreadId};
 
-use super::callback::Callback;
-use super::text::{cut, esc};
 use super::action::action_of;
+use super::callback::{Callback, Item};
 use super::row::row_of;
+use super::text::{cut, esc};
 use super::{Bridge, Turn, action, question, row};
 use crate::config::Config;
 use crate::store::questions::Status;
@@ -76,51 +76,44 @@ pub(crate) struct Meta {
     pub live: bool,
 }
 
-pub(crate) async fn meta(store: &Store, item: &str, id: &str) -> Result<Option<Meta>> {
+pub(crate) async fn meta(store: &Store, item: Item, id: &str) -> Result<Option<Meta>> {
     Ok(match item {
-        "question" => store.get_question(id).await?.map(|q| Meta {
+        Item::Question => store.get_question(id).await?.map(|q| Meta {
             live: q.status == Status::Open,
             project: q.project,
             agent: q.agent,
             action_kind: None,
         }),
-        "row" => row::row_meta(store, id).await?,
-        "action" => action::action_meta(store, id).await?,
-        _ => None,
+        Item::Row => row::row_meta(store, id).await?,
+        Item::Action => action::action_meta(store, id).await?,
     })
 }
 
+/// The message an item is drawn as now; `None` when it is gone (purged).
 pub(crate) async fn view(
     store: &Store,
     config: &Config,
-    item: &str,
+    item: Item,
     id: &str,
 ) -> Result<Option<View>> {
     Ok(match item {
-        "question" => store.get_question(id).await?.map(|q| question::question(&q)),
-        "row" => row::row_view(store, id).await?,
-        "action" => action::action_view(store, config, id).await?,
-        _ => None,
+        Item::Question => store
+            .get_question(id)
+            .await?
+            .map(|q| question::question(&q)),
+        Item::Row => row::row_view(store, id).await?,
+        Item::Action => action::action_view(store, config, id).await?,
     })
 }
 
 /// One digest message for a burst of items.
-pub(crate) async fn digest(store: &Store, items: &[(String, String)]) -> String {
+pub(crate) async fn digest(store: &Store, items: &[(Item, String)]) -> String {
     let mut t = format!(
         "📬 <b>{} new items</b> arrived at once. Answer with /answer &lt;id&gt; text; /list shows them all.\n",
         items.len()
     );
     for (item, id) in items.iter().take(60) {
-        let title = match item.as_str() {
-            "question" => store
-                .get_question(id)
-                .await
-                .ok()
-                .flatten()
-                .map(|q| format!("❓ {}", esc(&cut(&q.title, 80)))),
-            _ => title(store, item, id).await,
-        };
-        if let Some(title) = title {
+        if let Some(title) = title(store, *item, id).await {
             t.push_str(&format!("\n<code>{}</code> {title}", short_id(id)));
         }
     }
@@ -130,21 +123,27 @@ pub(crate) async fn digest(store: &Store, items: &[(String, String)]) -> String 
     t
 }
 
-pub(crate) async fn title(store: &Store, item: &str, id: &str) -> Option<String> {
+/// An item's one-line title for a digest; `None` when it is gone.
+pub(crate) async fn title(store: &Store, item: Item, id: &str) -> Option<String> {
     match item {
-        "row" => row_of(store, id).await.ok().flatten().map(|(b, r)| {
+        Item::Question => store
+            .get_question(id)
+            .await
+            .ok()
+            .flatten()
+            .map(|q| format!("❓ {}", esc(&cut(&q.title, 80)))),
+        Item::Row => row_of(store, id).await.ok().flatten().map(|(b, r)| {
             format!(
                 "🧱 {} — {}",
                 esc(&cut(&b.title, 60)),
                 esc(&cut(&r.label, 60))
             )
         }),
-        "action" => action_of(store, id)
+        Item::Action => action_of(store, id)
             .await
             .ok()
             .flatten()
             .map(|a| format!("⚠️ {}: {}", esc(&a.kind), esc(&cut(&a.summary, 80)))),
-        _ => None,
     }
 }
 
@@ -156,9 +155,8 @@ impl Bridge {
         if ev.kind == "delivery.dead" {
             return self.tell_wake_dead(ev).await;
         }
-        let item = match ev.entity_kind.as_str() {
-            "question" | "row" | "action" => ev.entity_kind.as_str(),
-            _ => return true,
+        let Some(item) = Item::from_kind(&ev.entity_kind) else {
+            return true;
         };
         let is_new = matches!(
             ev.kind.as_str(),
@@ -182,20 +180,20 @@ impl Bridge {
 
     /// The item changed: mark its messages durably as owed a redraw, and
     /// kick each message's task.
-    pub(crate) async fn mark_changed(&self, item: &str, id: &str) -> Result<(), PushError> {
-        for rec in self.store.chat_mark_dirty(item, id).await? {
-            self.kick((rec.item_kind, rec.item_id, rec.chat_id));
+    pub(crate) async fn mark_changed(&self, item: Item, id: &str) -> Result<(), PushError> {
+        for rec in self.store.chat_mark_dirty(item.as_str(), id).await? {
+            self.kick_record(rec);
         }
         Ok(())
     }
 
     /// Push an item to its routed chat (once per chat: the durable record
     /// makes a replayed event a no-op).
-    pub(super) async fn push(&self, item: &str, id: &str, at: i64) -> Result<(), PushError> {
+    pub(super) async fn push(&self, item: Item, id: &str, at: i64) -> Result<(), PushError> {
         let Some(meta) = meta(&self.store, item, id).await? else {
             return Ok(()); // gone (purged) or nothing to show
         };
-        if !meta.live && item == "row" {
+        if !meta.live && item == Item::Row {
             // A row no longer blocked asks nothing of anyone: nothing to push.
             // Questions and actions are pushed even when they settled before
             // we got to them (during a daemon outage, or decided by a rule):
@@ -210,7 +208,7 @@ impl Bridge {
         };
         if !self
             .store
-            .chat_begin_send(item, id, target.chat_id, target.topic, "sending")
+            .chat_begin_send(item.as_str(), id, target.chat_id, target.topic, "sending")
             .await?
         {
             return Ok(()); // already pushed (or in flight) in that chat
@@ -220,29 +218,27 @@ impl Bridge {
             let mut d = self.digest.lock().expect("digest lock poisoned");
             d.entry(target.chat_id)
                 .or_default()
-                .push((item.to_string(), id.to_string()));
+                .push((item, id.to_string()));
             return Ok(());
         }
         // Sent by the message's own task: a slow or failing send delays
         // nothing else.
-        self.kick((item.to_string(), id.to_string(), target.chat_id));
+        self.kick((item, id.to_string(), target.chat_id));
         Ok(())
     }
 
     /// The redraw turn of an item (see `redrawing`).
-    pub(super) fn turn(&self, item: &str, id: &str) -> Turn {
+    pub(super) fn turn(&self, item: Item, id: &str) -> Turn {
         let mut m = self.redrawing.lock().expect("redrawing lock poisoned");
-        m.entry((item.to_string(), id.to_string()))
-            .or_default()
-            .clone()
+        m.entry((item, id.to_string())).or_default().clone()
     }
 
     /// Drop the item's turn from the map once nobody else holds or awaits it.
-    pub(super) fn end_turn(&self, item: &str, id: &str, turn: &Turn) {
+    pub(super) fn end_turn(&self, item: Item, id: &str, turn: &Turn) {
         let mut m = self.redrawing.lock().expect("redrawing lock poisoned");
         // The map and the caller hold it: nobody else waits.
         if Arc::strong_count(turn) == 2 {
-            m.remove(&(item.to_string(), id.to_string()));
+            m.remove(&(item, id.to_string()));
         }
     }
 
@@ -263,7 +259,7 @@ impl Bridge {
 
     /// Send one digest message per chat for the items held back by a burst.
     pub(super) async fn flush_digests(&self) {
-        let pending: Vec<(i64, Vec<(String, String)>)> = {
+        let pending: Vec<(i64, Vec<(Item, String)>)> = {
             let mut d = self.digest.lock().expect("digest lock poisoned");
             d.drain().collect()
         };
@@ -282,7 +278,7 @@ impl Bridge {
                     for (item, id) in &items {
                         if let Err(e) = self
                             .store
-                            .chat_sent(item, id, chat_id, msg.id.0, "digest", "", i64::MAX)
+                            .chat_sent(item.as_str(), id, chat_id, msg.id.0, "digest", "", i64::MAX)
                             .await
                         {
                             tracing::warn!(error = %e, "cannot record a digest entry");
@@ -350,7 +346,7 @@ impl Bridge {
     /// owed a redraw and each message's own task edits it at once. The
     /// update loop never waits on an edit, so a slow or failing Bot API
     /// call for one message holds up no other tap.
-    pub(crate) async fn redraw_quiet(&self, item: &str, id: &str) {
+    pub(crate) async fn redraw_quiet(&self, item: Item, id: &str) {
         if let Err(e) = self.mark_changed(item, id).await {
             tracing::warn!(error = %e, "cannot mark a message for redraw");
         }

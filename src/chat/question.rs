@@ -123,7 +123,7 @@ impl Bridge {
             Verb::Decline => reply(String::new(), ReplyKind::Decline),
             Verb::Clarify => {
                 if question.revision != cb.revision {
-                    self.redraw_quiet("question", &cb.id).await;
+                    self.redraw_quiet(Item::Question, &cb.id).await;
                     return self
                         .toast(q, "The question changed — see the updated message.")
                         .await;
@@ -165,7 +165,7 @@ impl Bridge {
                     format!("Recorded: {}", r.text)
                 };
                 self.toast(q, &what).await;
-                self.redraw_quiet("question", &cb.id).await;
+                self.redraw_quiet(Item::Question, &cb.id).await;
             }
             Ok(Err(refusal)) => {
                 self.tell_refusal(Some(q), chat_id, thread, &cb.id, &refusal)
@@ -205,7 +205,7 @@ impl Bridge {
                 )
             }
             Refusal::Stale { .. } => {
-                self.redraw_quiet("question", id).await;
+                self.redraw_quiet(Item::Question, id).await;
                 "The question changed — see the updated message.".to_string()
             }
             Refusal::NotOpen { status } => format!("That question is already {status}."),

@@ -27,6 +27,7 @@ use teloxide::types::{MessageId, ParseMode, ThreadId};
 use teloxide::{ApiError, RequestError};
 
 use super::Bridge;
+use super::callback::Item;
 use super::push::{self, PushError, View, truncate};
 use crate::store::chat::ChatMessage;
 
@@ -52,7 +53,7 @@ pub(crate) fn backoff(n: u32) -> Duration {
 }
 
 /// One message: (item kind, item id, chat id).
-pub(crate) type Key = (String, String, i64);
+pub(crate) type Key = (Item, String, i64);
 
 /// What a failed Bot API call means for the message.
 #[derive(Debug, PartialEq, Eq)]
@@ -182,7 +183,7 @@ impl Bridge {
 
     /// One pass over a message, in the item's redraw turn.
     async fn pass(&self, key: &Key) -> Outcome {
-        let (item, id, chat_id) = (key.0.as_str(), key.1.as_str(), key.2);
+        let (item, id, chat_id) = (key.0, key.1.as_str(), key.2);
         let turn = self.turn(item, id);
         let guard = turn.lock().await;
         let res = self.pass_now(item, id, chat_id).await;
@@ -191,8 +192,8 @@ impl Bridge {
         res.unwrap_or_else(|e| Outcome::Retry(e.to_string()))
     }
 
-    async fn pass_now(&self, item: &str, id: &str, chat_id: i64) -> Result<Outcome, PushError> {
-        let Some(rec) = self.store.chat_message(item, id, chat_id).await? else {
+    async fn pass_now(&self, item: Item, id: &str, chat_id: i64) -> Result<Outcome, PushError> {
+        let Some(rec) = self.store.chat_message(item.as_str(), id, chat_id).await? else {
             return Ok(Outcome::Done);
         };
         match (rec.status.as_str(), rec.message_id) {
@@ -211,8 +212,11 @@ impl Bridge {
 
     /// Send the message of a `sending` record.
     pub(crate) async fn send_record(&self, rec: &ChatMessage) -> Result<Outcome, PushError> {
-        let (item, id, chat_id) = (rec.item_kind.as_str(), rec.item_id.as_str(), rec.chat_id);
+        let (kind, id, chat_id) = (rec.item_kind.as_str(), rec.item_id.as_str(), rec.chat_id);
         let since = self.store.now();
+        let Some(item) = Item::from_kind(kind) else {
+            return Ok(Outcome::Done);
+        };
         let Some(view) = push::view(&self.store, &self.config, item, id).await? else {
             return Ok(Outcome::Done);
         };
@@ -227,7 +231,7 @@ impl Bridge {
         let err = match req.await {
             Ok(msg) => {
                 self.store
-                    .chat_sent(item, id, chat_id, msg.id.0, "sent", &view.hash(), since)
+                    .chat_sent(kind, id, chat_id, msg.id.0, "sent", &view.hash(), since)
                     .await?;
                 return Ok(Outcome::Done);
             }
@@ -237,7 +241,7 @@ impl Bridge {
             Failure::Unconfirmed => {
                 unconfirmed(rec);
                 self.store
-                    .chat_sent_unconfirmed(item, id, chat_id, &view.hash())
+                    .chat_sent_unconfirmed(kind, id, chat_id, &view.hash())
                     .await?;
                 Outcome::Done
             }
@@ -262,7 +266,7 @@ impl Bridge {
         view: &View,
         since: i64,
     ) -> Result<Outcome, PushError> {
-        let (item, id, chat_id) = (rec.item_kind.as_str(), rec.item_id.as_str(), rec.chat_id);
+        let (kind, id, chat_id) = (rec.item_kind.as_str(), rec.item_id.as_str(), rec.chat_id);
         let hash = view.hash();
         let Some(mid) = rec.message_id else {
             return Ok(Outcome::Done);
@@ -270,7 +274,7 @@ impl Bridge {
         if rec.text_hash == hash {
             if rec.dirty_at.is_some() {
                 self.store
-                    .chat_drawn(item, id, chat_id, &hash, since)
+                    .chat_drawn(kind, id, chat_id, &hash, since)
                     .await?;
             }
             return Ok(Outcome::Done);
@@ -278,7 +282,7 @@ impl Bridge {
         if crate::fault::on("drop-edit") {
             // FAULT(drop-edit): recorded as drawn, never sent.
             self.store
-                .chat_drawn(item, id, chat_id, &hash, since)
+                .chat_drawn(kind, id, chat_id, &hash, since)
                 .await?;
             return Ok(Outcome::Done);
         }
@@ -291,7 +295,7 @@ impl Bridge {
         let err = match res {
             Ok(_) => {
                 self.store
-                    .chat_drawn(item, id, chat_id, &hash, since)
+                    .chat_drawn(kind, id, chat_id, &hash, since)
                     .await?;
                 return Ok(Outcome::Done);
             }
@@ -303,12 +307,15 @@ impl Bridge {
             Failure::Retry(e) => return Ok(Outcome::Retry(e)),
             Failure::Permanent(e) => permanent(rec, &e, "edit refused; settled"),
             Failure::Gone(e) => {
-                let live = push::meta(&self.store, item, id)
-                    .await?
-                    .is_some_and(|m| m.live);
+                let live = match Item::from_kind(kind) {
+                    Some(item) => push::meta(&self.store, item, id)
+                        .await?
+                        .is_some_and(|m| m.live),
+                    None => false,
+                };
                 if live {
                     permanent(rec, &e, "message gone; sending a fresh one");
-                    self.store.chat_send_again(item, id, chat_id).await?;
+                    self.store.chat_send_again(kind, id, chat_id).await?;
                     let again = ChatMessage {
                         status: "sending".into(),
                         message_id: None,
@@ -322,7 +329,7 @@ impl Bridge {
             }
         }
         self.store
-            .chat_drawn(item, id, chat_id, &hash, since)
+            .chat_drawn(kind, id, chat_id, &hash, since)
             .await?;
         Ok(Outcome::Done)
     }
@@ -342,7 +349,18 @@ impl Bridge {
             Err(e) => tracing::warn!(error = %e, "cannot list messages to redraw"),
         }
         for rec in owed {
-            self.kick((rec.item_kind, rec.item_id, rec.chat_id));
+            self.kick_record(rec);
+        }
+    }
+
+    /// Kick the message of a stored record.
+    pub(crate) fn kick_record(&self, rec: ChatMessage) {
+        match Item::from_kind(&rec.item_kind) {
+            Some(item) => self.kick((item, rec.item_id, rec.chat_id)),
+            // Only this bridge writes records, with one of its own kinds.
+            None => {
+                tracing::warn!(item = %rec.item_kind, id = %rec.item_id, "a chat message record of an unknown kind; skipped")
+            }
         }
     }
 }

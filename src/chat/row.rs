@@ -158,7 +158,7 @@ impl Bridge {
             }
         };
         if row.action_version != cb.revision {
-            self.redraw_quiet("row", &cb.id).await;
+            self.redraw_quiet(Item::Row, &cb.id).await;
             return self
                 .toast(q, "The step changed — see the updated message.")
                 .await;
@@ -217,7 +217,7 @@ impl Bridge {
             }
             _ => self.toast(q, "That button doesn't apply to a row.").await,
         }
-        self.redraw_quiet("row", &cb.id).await;
+        self.redraw_quiet(Item::Row, &cb.id).await;
     }
 
     /// Annotate a row through the chat channel; returns what to tell the user.
@@ -274,7 +274,7 @@ impl Bridge {
         };
         let said = self.annotate_row(id, text, who, kind, None).await;
         self.say(chat_id, thread, &said).await;
-        self.redraw_quiet("row", id).await;
+        self.redraw_quiet(Item::Row, id).await;
     }
 
     pub(crate) async fn find_row(&self, sid: &str) -> Option<String> {
