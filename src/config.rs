@@ -111,7 +111,7 @@ pub struct NotifyRule {
     /// A name for logs and delivery records (default `#<index>`).
     #[serde(default)]
     pub name: Option<String>,
-    /// Event types that fire the rule (see `notify::WAKE_EVENTS`).
+    /// Event types that fire the rule (see `store::events::WAKE_EVENTS`).
     pub events: Vec<String>,
     /// Only events of this project.
     #[serde(default)]
@@ -159,10 +159,10 @@ impl NotifyRule {
             return Err("list the event types that fire it in `events`".into());
         }
         for e in &self.events {
-            if !crate::notify::WAKE_EVENTS.contains(&e.as_str()) {
+            if !crate::store::events::WAKE_EVENTS.contains(&e.as_str()) {
                 return Err(format!(
                     "`{e}` is not a wake-up event; use one of {}",
-                    crate::notify::WAKE_EVENTS.join(", ")
+                    crate::store::events::WAKE_EVENTS.join(", ")
                 ));
             }
         }
@@ -725,7 +725,7 @@ impl Config {
                 ));
             }
             if s.kind == WakeSourceKind::Standard
-                && crate::notify::sign::decode_whsec(s.secret.expose()).is_none()
+                && crate::sign::decode_whsec(s.secret.expose()).is_none()
             {
                 return Err(Bad::at(
                     at(),

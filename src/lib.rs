@@ -16,6 +16,8 @@
 //! - [`ops`]: the agent-side operations, one interface over the local store (and later HTTP).
 //! - [`mcp`]: `handoff mcp`, the stdio MCP server over [`ops`].
 //! - [`cli`]: the `handoff` command line (argument parsing, output, exit codes).
+//! - [`sign`]: webhook signatures (Standard Webhooks, GitHub), pure functions; a leaf
+//!   used by `config` (secret checks), `notify` (outbound) and `api` (inbound wakes).
 //! - [`fault`]: test-only fault switches for the crash harness (off in release builds).
 
 pub mod api;
@@ -30,6 +32,7 @@ pub mod mcp;
 pub mod notify;
 pub mod ops;
 pub mod shared;
+pub mod sign;
 pub mod store;
 
 /// An error and its causes on one line (`a: b: c`), each cause said once

@@ -11,7 +11,6 @@
 //! module does not decide *what* happened; it only carries events out.
 
 pub mod exec;
-pub mod sign;
 pub mod tmux;
 pub mod webhook;
 pub mod worker;
@@ -23,24 +22,10 @@ use serde_json::{Value, json};
 use crate::config::Config;
 use crate::store::Event;
 use crate::store::deliveries::NewDelivery;
+pub use crate::store::events::WAKE_EVENTS;
 use crate::store::sessions::{Session, WakeTarget, target_kind};
 
 pub use worker::{Options, spawn};
-
-/// Event types that wake a session.
-pub const WAKE_EVENTS: &[&str] = &[
-    "question.answered",
-    "question.dismissed",
-    "row.annotated",
-    "row.handled",
-    "action.approved",
-    "action.rejected",
-    "action.expired",
-    "action.executed",
-    "action.failed",
-    "action.unknown",
-    "session.wake",
-];
 
 /// How much longer than its own timeout an attempt may hold its delivery
 /// before it counts as crashed.

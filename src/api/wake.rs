@@ -17,8 +17,8 @@ use axum::routing::post;
 use serde_json::{Value, json};
 
 use crate::config::{WakeSource, WakeSourceKind};
-use crate::notify::sign;
 use crate::shared::Shared;
+use crate::sign;
 
 /// The largest body accepted.
 pub const MAX_BODY: usize = 1024 * 1024;

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 
-use super::{Outcome, Wake, sign};
+use super::{Outcome, Wake};
+use crate::sign;
 
 /// How long one POST may take.
 pub const TIMEOUT: Duration = Duration::from_secs(10);

@@ -21,6 +21,22 @@ use super::{Result, Store};
 /// payload is `{"type": <the stored type>, "error": <why>}`.
 pub const UNREADABLE: &str = "event.unreadable";
 
+/// The event types that wake a session (a wake rule may name only these;
+/// `notify` delivers them).
+pub const WAKE_EVENTS: &[&str] = &[
+    "question.answered",
+    "question.dismissed",
+    "row.annotated",
+    "row.handled",
+    "action.approved",
+    "action.rejected",
+    "action.expired",
+    "action.executed",
+    "action.failed",
+    "action.unknown",
+    "session.wake",
+];
+
 /// An event about to be appended.
 #[derive(Debug, Clone, Default)]
 pub struct NewEvent<'a> {
