@@ -50,8 +50,9 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
 fn read_json(what: &str, arg: &str) -> anyhow::Result<serde_json::Value> {
     let text = super::arg_text(what, arg)?;
     serde_json::from_str(&text).map_err(|e| {
-        super::fail(
-            super::exit::ERROR,
+        super::fail_as(
+            super::exit::INVALID,
+            "malformed_json",
             format!("{what} is not valid JSON ({e}); pass JSON text, @file, or - for stdin"),
         )
     })
