@@ -80,7 +80,7 @@ async fn inbox_in_chromium_answers_a_question_and_approves_an_edited_action() {
         &db,
         &["--json", "inbox-link", "--url", &base, "--as", "alice"],
     );
-    let url = link["url"].as_str().unwrap().to_string();
+    let url = link["inbox_link"]["url"].as_str().unwrap().to_string();
 
     // A phone-sized window.
     let b = Browser::start(375, 812).await;

@@ -279,6 +279,17 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             timeout,
         } => {
             let patch = patch.map(|p| read_json_arg("--patch", &p)).transpose()?;
+            // Malformed JSON is bad input (exit 2), found before the store
+            // weighs the patch (a well-formed patch it refuses is exit 3).
+            if let Some(Err(e)) = patch.as_deref().map(serde_json::from_str::<Value>) {
+                return Err(super::fail_as(
+                    exit::INVALID,
+                    "malformed_json",
+                    format!(
+                        "--patch: not valid JSON ({e}); pass a JSON object, @FILE, or - for stdin"
+                    ),
+                ));
+            }
             let name = who(ctx, as_);
             let ops = ctx.ops().await?;
             let out = ops

@@ -297,11 +297,13 @@ fn row_change(c: &RowChange) -> serde_json::Value {
     )
 }
 
-/// Unwrap a store decision, or report the refusal (exit 4 for not found, 3 otherwise).
+/// Unwrap a store decision, or report the refusal (exit 4 for not found,
+/// 2 for a blank answer, 3 otherwise).
 fn decided<T>(d: Decided<T>) -> anyhow::Result<T> {
     d.map_err(|r| {
         let code = match r {
             Refusal::NotFound { .. } => exit::NOT_FOUND,
+            Refusal::Empty => exit::INVALID,
             _ => exit::REFUSED,
         };
         let message = match &r {

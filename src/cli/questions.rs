@@ -216,7 +216,7 @@ async fn find(ops: &Ops, id: &str) -> anyhow::Result<String> {
 }
 
 /// Print the question a write returned, or turn its refusal into exit 3
-/// (exit 4 for a missing question).
+/// (exit 4 for a missing question, 2 for a blank reply).
 fn finish(
     ctx: &Ctx,
     out: Outcome<Question>,
@@ -231,10 +231,11 @@ fn finish(
             Ok(exit::OK)
         }
         Err(r) => {
-            let code = if r == Refusal::NotFound {
-                exit::NOT_FOUND
-            } else {
-                exit::REFUSED
+            // A blank reply is bad input, as the API's 422 says.
+            let code = match r {
+                Refusal::NotFound => exit::NOT_FOUND,
+                Refusal::Empty => exit::INVALID,
+                _ => exit::REFUSED,
             };
             Err(refusal(code, &r, refused(&r)))
         }
