@@ -427,6 +427,8 @@ fn approve_or_reject_on_an_executed_action_exits_3() {
 
     let e = err(&run(&db, &["approve", &id]), 3, "already_decided");
     assert_eq!(e["detail"]["action"]["status"], "executed", "{e:#}");
+    let e = err(&run(&db, &["approve", &id, "--wait"]), 3, "already_decided");
+    assert_eq!(e["detail"]["action"]["status"], "executed", "{e:#}");
     err(
         &run(&db, &["reject", &id, "--reason", "late"]),
         3,
@@ -778,4 +780,48 @@ fn sessions_ledger_tokens_and_the_rest_print_one_object() {
         &run(&db, &["man", "--out", dir.to_str().unwrap()]),
         &["man_pages"],
     );
+}
+
+/// A second approver with `--wait` follows the run the first approval
+/// started (as the "already approved" message suggests) and still exits 3:
+/// its own approval changed nothing. The detail holds the action as the
+/// run left it.
+#[tokio::test]
+async fn a_losing_approve_wait_follows_the_run_and_exits_3() {
+    let db = TempDb::new();
+    let id = propose(&db, "a.follow");
+    ok(&run(&db, &["approve", &id]), &["action", "outcome"]);
+    let bob = std::process::Command::new(env!("CARGO_BIN_EXE_handoff"))
+        .args([
+            "--json",
+            "approve",
+            &id,
+            "--as",
+            "bob",
+            "--wait",
+            "--timeout",
+            "10m",
+        ])
+        .env("HANDOFF_DB", &db.path)
+        .env_remove("HANDOFF_URL")
+        .env_remove("HANDOFF_CONFIG")
+        .current_dir(db.dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // An executor runs it (whether bob is already waiting or not, he ends
+    // up seeing the executed action).
+    let store = db.open().await;
+    store.claim(&id, "exec-1", 60_000).await.unwrap();
+    store
+        .complete(&id, "exec-1", true, serde_json::json!({"ok": true}), None)
+        .await
+        .unwrap();
+    let out = tokio::task::spawn_blocking(move || bob.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    let e = err(&out, 3, "already_decided");
+    assert_eq!(e["detail"]["action"]["status"], "executed", "{e:#}");
+    entity(&e["detail"]["action"]);
 }

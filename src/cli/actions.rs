@@ -298,17 +298,22 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
                 .map_err(e)?;
             // Only a decision this call recorded is a success; already
             // decided (by anyone), expired or a refused patch is exit 3,
-            // like every other deciding command.
-            if !matches!(
+            // like every other deciding command. With --wait, an approval
+            // that lost to an earlier one still follows the run (as its
+            // message suggests) and then exits 3 with the result.
+            let recorded = matches!(
                 out,
                 ApproveOutcome::Approved { .. } | ApproveOutcome::ApprovalAdded { .. }
-            ) {
-                let message = render::approve(&out).replace("\n  ", "; ");
-                return Err(refusal(exit::REFUSED, &shown(&out, out.action()), message));
-            }
+            );
             let action = out.action();
             // Only an approved or executing action has a run to wait for.
-            if !wait || !matches!(action.status, Status::Approved | Status::Executing) {
+            let runs = matches!(action.status, Status::Approved | Status::Executing);
+            let follows = wait && runs && matches!(out, ApproveOutcome::AlreadyDecided { .. });
+            let message = render::approve(&out).replace("\n  ", "; ");
+            if !recorded && !follows {
+                return Err(refusal(exit::REFUSED, &shown(&out, action), message));
+            }
+            if !wait || !runs {
                 ctx.print(&shown(&out, action), || render::approve(&out));
                 return Ok(exit::OK);
             }
@@ -330,6 +335,19 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
                         action.short_id(),
                         action.status,
                         action.short_id()
+                    ),
+                ));
+            }
+            if !recorded {
+                let a = settled.action();
+                return Err(refusal(
+                    exit::REFUSED,
+                    &v,
+                    format!(
+                        "{} was already approved by {}; this approval changed nothing; its run ended {}",
+                        a.short_id(),
+                        a.decided_by.as_deref().unwrap_or("?"),
+                        a.status
                     ),
                 ));
             }

@@ -33,7 +33,7 @@ pub(crate) enum Cmd {
     },
     /// Block until something arrives for a session (an answer, a row
     /// response, an action decision, an inbound wake), print it, mark it
-    /// picked up and exit with --exit-code. Timeout: exit 5, nothing printed.
+    /// picked up and exit with --exit-code. Timeout: exit 5 (no arrivals printed).
     Wait(wait::Args),
 }
 

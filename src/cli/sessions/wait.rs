@@ -21,7 +21,7 @@ pub(crate) struct Args {
     /// The session to wait for.
     #[arg(long, env = "HANDOFF_SESSION")]
     session: String,
-    /// Give up after this long (`30s`, `30m`, `2h`; exit 5, nothing printed)
+    /// Give up after this long (`30s`, `30m`, `2h`; exit 5, no arrivals printed)
     /// [default: wait forever].
     #[arg(long, value_parser = parse_timeout)]
     timeout: Option<i64>,
