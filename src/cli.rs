@@ -4,7 +4,8 @@
 //! `cli/actions.rs`, `cli/ops_kit.rs` for events, backup, completions and
 //! man pages) with a clap `Cmd` enum and a `run` function; this file
 //! glues them together. Commands print human-readable text by default and
-//! JSON with `--json`. No SQL here: commands go through [`crate::ops::Ops`]
+//! one JSON object with `--json`; `cli/output.rs` holds that contract, the
+//! error object and the exit-code rule, applied once in [`main`]. No SQL here: commands go through [`crate::ops::Ops`]
 //! (`ctx.ops()`), which is the local store, or the daemon at `HANDOFF_URL`
 //! — the same command either way. Host-only commands (serve, init, pair,
 //! token, recover, purge, backup) open the store directly (`ctx.host_store()`).
