@@ -343,8 +343,16 @@ pub async fn main() -> ExitCode {
                     .find(|l| !l.trim().is_empty())
                     .unwrap_or("usage error");
                 let message = first.trim_start_matches("error: ").trim();
+                // A value clap's parser refused (a bad duration, a status
+                // that does not exist) is `invalid`, like any bad value;
+                // the rest (unknown flag, missing argument) is `usage`.
+                let reason = match e.kind() {
+                    clap::error::ErrorKind::ValueValidation
+                    | clap::error::ErrorKind::InvalidValue => "invalid",
+                    _ => "usage",
+                };
                 print_error(
-                    &serde_json::json!({"reason": "usage", "message": message, "detail": null}),
+                    &serde_json::json!({"reason": reason, "message": message, "detail": null}),
                 );
             }
             return ExitCode::from(exit::INVALID);

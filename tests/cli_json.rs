@@ -281,8 +281,9 @@ fn bad_input_exits_2_with_an_error_object() {
         ],
     );
     err(&o, 2, "malformed_json");
-    // A bad duration and an unknown flag: clap's usage errors.
-    err(&run(&db, &["snooze", "x", "--for", "soon"]), 2, "usage");
+    // A bad duration is a bad value; an unknown flag or command, usage.
+    err(&run(&db, &["snooze", "x", "--for", "soon"]), 2, "invalid");
+    err(&run(&db, &["questions", "--status", "later"]), 2, "invalid");
     err(&run(&db, &["questions", "--colour"]), 2, "usage");
     err(&run(&db, &["frobnicate"]), 2, "usage");
     // A named database that does not exist.
