@@ -4,7 +4,8 @@
 //! `cli/actions.rs`, `cli/ops_kit.rs` for events, backup, completions and
 //! man pages) with a clap `Cmd` enum and a `run` function; this file
 //! glues them together. Commands print human-readable text by default and
-//! JSON with `--json`. No SQL here: commands go through [`crate::ops::Ops`]
+//! one JSON object with `--json`; `cli/output.rs` holds that contract, the
+//! error object and the exit-code rule, applied once in [`main`]. No SQL here: commands go through [`crate::ops::Ops`]
 //! (`ctx.ops()`), which is the local store, or the daemon at `HANDOFF_URL`
 //! — the same command either way. Host-only commands (serve, init, pair,
 //! token, recover, purge, backup) open the store directly (`ctx.host_store()`).
@@ -19,6 +20,7 @@ mod boards;
 mod inbox;
 mod mcp;
 mod ops_kit;
+mod output;
 mod questions;
 mod sessions;
 mod status;
@@ -31,35 +33,56 @@ use clap::{Parser, Subcommand};
 use serde::Serialize;
 
 use crate::config::{Config, DbSource};
-use crate::ops::{self, Local, Ops, Policy, Remote};
+use crate::ops::{Local, Ops, Policy, Remote};
 use crate::store::Store;
+pub(crate) use output::{entity, fail, fail_as, list, one, refusal, store_failure};
 
-/// Exit codes, documented in `--help` and the README.
+/// Exit codes, one rule for every command, documented in `--help` and the
+/// README. With `--json`, any exit but 0 prints `{"error": {…}}` on stdout.
 pub mod exit {
-    /// Success.
+    /// Success: the command did what it was asked.
     pub const OK: u8 = 0;
-    /// An error: bad input, an unusable database, a failed command.
-    pub const ERROR: u8 = 1;
-    /// The command line itself is wrong (clap's usage errors).
-    pub const USAGE: u8 = 2;
-    /// The store refused the write: already answered, stale revision,
-    /// not open, dedup conflict, lost a race. Nothing was changed.
+    /// An internal failure, or a database or daemon that cannot be reached.
+    pub const INTERNAL: u8 = 1;
+    /// Bad input: a usage error (unknown flag, missing argument) or a bad
+    /// value (malformed JSON, too many options, a bad duration, a missing
+    /// named database, a command run in the wrong mode).
+    pub const INVALID: u8 = 2;
+    /// Refused: the store changed nothing (already answered or decided,
+    /// stale revision, not open, expired, dedup conflict, lost a race),
+    /// or the daemon refused the caller (token, role, project).
     pub const REFUSED: u8 = 3;
-    /// No such question, board, row or action.
+    /// No such question, board, row, action, session, token or pairing.
     pub const NOT_FOUND: u8 = 4;
     /// `--wait` or `wait` timed out before anything arrived.
     pub const TIMEOUT: u8 = 5;
+
+    /// The `reason` of an error object when nothing more precise is known.
+    pub(crate) fn reason(code: u8) -> &'static str {
+        match code {
+            INVALID => "invalid",
+            REFUSED => "refused",
+            NOT_FOUND => "not_found",
+            TIMEOUT => "timed_out",
+            _ => "internal",
+        }
+    }
 }
 
 const EXIT_CODES: &str = "\
-Exit codes:
+Exit codes (the same for every command):
   0  success
-  1  error (bad input, unusable database, failed command)
-  2  usage error
-  3  refused: the store refused the write and changed nothing
-     (already answered, stale revision, not open, conflict)
-  4  not found
+  1  internal error, or the database or daemon cannot be reached
+  2  bad input: a usage error or a bad value (malformed JSON, option
+     count, duration, a named database that does not exist, …)
+  3  refused: nothing changed (already answered or decided, stale
+     revision, not open, expired, conflict, token not allowed)
+  4  not found: no such id (question, action, board, row, session, …)
   5  timed out waiting (--wait, wait)
+  propose --exec exits with the command's own status once it ran.
+
+With --json every command prints one JSON object on stdout; on any
+failure it is {\"error\": {\"reason\", \"message\", \"detail\"}}.
 
 Environment:
   HANDOFF_CONFIG  config file (else config/handoff.toml, else
@@ -148,30 +171,6 @@ enum Command {
     OpsKit(ops_kit::Cmd),
 }
 
-/// A failure with its own exit code and a message for the user.
-#[derive(Debug)]
-pub(crate) struct Failure {
-    pub code: u8,
-    pub message: String,
-}
-
-impl std::fmt::Display for Failure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for Failure {}
-
-/// An error that exits with `code`.
-pub(crate) fn fail(code: u8, message: impl Into<String>) -> anyhow::Error {
-    Failure {
-        code,
-        message: message.into(),
-    }
-    .into()
-}
-
 /// Whose replies a pickup (`pending`, `board pending`) hands over: the
 /// given `--session`, else the caller's own `$HANDOFF_SESSION`; without a
 /// session, the given `--project`, else `$HANDOFF_PROJECT`. `--all` drops
@@ -237,7 +236,7 @@ impl Ctx {
     pub async fn host_store(&self, what: &str) -> anyhow::Result<Store> {
         if self.remote() {
             return Err(fail(
-                exit::ERROR,
+                exit::INVALID,
                 format!(
                     "`handoff {what}` must run on the daemon's host: it works on the database file there (unset HANDOFF_URL)"
                 ),
@@ -282,7 +281,7 @@ impl Ctx {
     pub async fn store(&self) -> anyhow::Result<Store> {
         let (path, source) = self.database()?;
         if source.is_named() && !path.exists() {
-            return Err(fail(exit::ERROR, missing_database(&path, &source)));
+            return Err(fail(exit::INVALID, missing_database(&path, &source)));
         }
         Ok(Store::open(&path).await?)
     }
@@ -294,12 +293,14 @@ impl Ctx {
         Ok(Policy::from_config(cfg, rules_file)?)
     }
 
-    /// Print `value` as JSON with `--json`, else the text `human` builds.
-    pub fn print<T: Serialize>(&self, value: &T, human: impl FnOnce() -> String) {
+    /// Print `value` (one object of the JSON contract, see [`output`])
+    /// with `--json`, else the text `human` builds.
+    pub fn print(&self, value: &serde_json::Value, human: impl FnOnce() -> String) {
+        debug_assert!(value.is_object(), "--json prints one object");
         if self.json {
             match serde_json::to_string_pretty(value) {
                 Ok(s) => out(&s),
-                // Serializing our own plain structs cannot fail; say so if it does.
+                // Serializing a serde_json::Value cannot fail; say so if it does.
                 Err(e) => eprintln!("handoff: cannot print JSON: {e}"),
             }
         } else {
@@ -310,42 +311,74 @@ impl Ctx {
         }
     }
 
-    /// Report a refusal: as JSON on stdout with `--json` (it is a result, not
-    /// a crash), and as an error either way, so the exit code is `code`.
-    pub fn refuse<T: Serialize>(&self, code: u8, value: &T, message: String) -> anyhow::Error {
-        if self.json {
-            self.print(value, String::new);
-        }
-        fail(code, message)
+    /// Print `{key: value}` (see [`one`]).
+    pub fn show<T: Serialize>(&self, key: &str, value: &T, human: impl FnOnce() -> String) {
+        self.print(&one(key, value, serde_json::Value::Null), human);
+    }
+
+    /// Print `{key: [items], "next": null}` (see [`list`]).
+    pub fn list<T: Serialize>(&self, key: &str, items: &[T], human: impl FnOnce() -> String) {
+        self.print(&list(key, items, None), human);
     }
 }
 
 /// Parse the arguments, run the command, and map the outcome to an exit code.
 pub async fn main() -> ExitCode {
+    let json = output::wants_json(std::env::args_os());
     let cli = match Cli::try_parse() {
         Ok(c) => c,
-        Err(e) => {
-            // clap prints help/version to stdout (exit 0) and usage errors to stderr (exit 2).
+        Err(e) if !e.use_stderr() => {
+            // Help and version go to stdout and exit 0.
             let _ = e.print();
-            return ExitCode::from(if e.use_stderr() {
-                exit::USAGE
-            } else {
-                exit::OK
-            });
+            return ExitCode::from(exit::OK);
+        }
+        Err(e) => {
+            // A usage error: clap's text on stderr, and with --json the
+            // error object on stdout like every other failure.
+            let _ = e.print();
+            if json {
+                let text = e.to_string();
+                let first = text
+                    .lines()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("usage error");
+                let message = first.trim_start_matches("error: ").trim();
+                // A value clap's parser refused (a bad duration, a status
+                // that does not exist) is `invalid`, like any bad value;
+                // the rest (unknown flag, missing argument) is `usage`.
+                let reason = match e.kind() {
+                    clap::error::ErrorKind::ValueValidation
+                    | clap::error::ErrorKind::InvalidValue => "invalid",
+                    _ => "usage",
+                };
+                print_error(
+                    &serde_json::json!({"reason": reason, "message": message, "detail": null}),
+                );
+            }
+            return ExitCode::from(exit::INVALID);
         }
     };
     match run(cli).await {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            let code = match (e.downcast_ref::<Failure>(), e.downcast_ref::<ops::Error>()) {
-                (Some(f), _) => f.code,
-                (None, Some(ops::Error::NotFound { .. })) => exit::NOT_FOUND,
-                (None, Some(ops::Error::Refused { .. })) => exit::REFUSED,
-                _ => exit::ERROR,
-            };
+            // The one place a failure becomes an exit code, a line on
+            // stderr and (with --json) the error object on stdout.
+            let (code, body) = output::error_object(&e);
             eprintln!("handoff: {e:#}");
+            if json {
+                print_error(&body);
+            }
             ExitCode::from(code)
         }
+    }
+}
+
+/// Print `{"error": body}` on stdout.
+fn print_error(body: &serde_json::Value) {
+    let v = serde_json::json!({ "error": body });
+    match serde_json::to_string_pretty(&v) {
+        Ok(s) => out(&s),
+        Err(e) => eprintln!("handoff: cannot print JSON: {e}"),
     }
 }
 
@@ -380,7 +413,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
             let store = ctx.host_store("pair").await?;
             match store.pairing_use(&code, &role).await? {
                 Some((user, chat, name)) => {
-                    let v = serde_json::json!({"user_id": user, "chat_id": chat, "username": name, "role": role});
+                    let v = serde_json::json!({"pairing": {"user_id": user, "chat_id": chat, "username": name, "role": role}});
                     ctx.print(&v, || {
                         format!("admitted Telegram user {user} (@{name}) to chat {chat} with role {role}")
                     });
@@ -409,7 +442,7 @@ pub(crate) fn missing_database(path: &std::path::Path, source: &DbSource) -> Str
 async fn serve(ctx: &Ctx, listen: Option<std::net::SocketAddr>) -> anyhow::Result<u8> {
     if ctx.remote() {
         return Err(fail(
-            exit::ERROR,
+            exit::INVALID,
             "HANDOFF_URL is set: `handoff serve` runs the daemon here, on a local database; unset HANDOFF_URL to start it",
         ));
     }
@@ -422,7 +455,7 @@ async fn serve(ctx: &Ctx, listen: Option<std::net::SocketAddr>) -> anyhow::Resul
     let addr = listen.unwrap_or(cfg.http.listen);
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
         fail(
-            exit::ERROR,
+            exit::INTERNAL,
             format!(
                 "cannot listen on {addr}: {e}{}",
                 if e.kind() == std::io::ErrorKind::AddrInUse {
@@ -435,7 +468,7 @@ async fn serve(ctx: &Ctx, listen: Option<std::net::SocketAddr>) -> anyhow::Resul
     })?;
     let local = listener.local_addr()?;
     if let Some(why) = crate::api::listen_refusal(&store, cfg.http.open, local).await? {
-        return Err(fail(exit::ERROR, why));
+        return Err(fail(exit::INVALID, why));
     }
     // One plain line on stderr, whatever the log level: scripts and tests
     // read the bound address from it.
@@ -492,11 +525,15 @@ pub(crate) fn arg_text(what: &str, arg: &str) -> anyhow::Result<String> {
         Some("-") => {
             let mut s = String::new();
             std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
-                .map_err(|e| fail(exit::ERROR, format!("cannot read {what} from stdin: {e}")))?;
+                .map_err(|e| fail(exit::INVALID, format!("cannot read {what} from stdin: {e}")))?;
             Ok(s)
         }
-        Some(path) => std::fs::read_to_string(path)
-            .map_err(|e| fail(exit::ERROR, format!("cannot read {what} from {path}: {e}"))),
+        Some(path) => std::fs::read_to_string(path).map_err(|e| {
+            fail(
+                exit::INVALID,
+                format!("cannot read {what} from {path}: {e}"),
+            )
+        }),
         None => Ok(arg.to_string()),
     }
 }

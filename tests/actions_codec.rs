@@ -58,7 +58,7 @@ async fn broken_patches_leave_the_action_pending_and_untouched() {
         "--as",
         "alice",
     ]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(
         common::stderr(&out).contains("known keys: n, tags, to"),
         "{}",
@@ -99,7 +99,7 @@ async fn oversized_or_non_json_args_are_refused_before_any_write() {
         "--args",
         "{nope",
     ]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(common::stderr(&out).contains("not valid JSON"));
     let out = db.cli(&[
         "propose",
@@ -110,7 +110,7 @@ async fn oversized_or_non_json_args_are_refused_before_any_write() {
         "--args",
         "@/no/such/file",
     ]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert_eq!(count(&s, "actions").await, 0);
 }
 
@@ -160,7 +160,10 @@ async fn same_key_different_payload_is_a_loud_dedup_conflict() {
         "proj",
     ]);
     assert_eq!(out.status.code(), Some(3));
-    assert_eq!(common::json(&out)["existing_id"], first.action.id.as_str());
+    assert_eq!(
+        common::json(&out)["error"]["detail"]["existing_id"],
+        first.action.id.as_str()
+    );
     assert!(common::stderr(&out).contains(&first.action.id));
     assert_eq!(count(&s, "actions").await, 1);
     // Once the holder settles, the key is free again.
@@ -294,7 +297,7 @@ async fn short_ids_and_unknown_ids() {
     let out = db.cli(&["action", "deadbeef"]);
     assert_eq!(out.status.code(), Some(4));
     let out = db.cli(&["--json", "action", &id[24..]]);
-    assert_eq!(common::json(&out)["id"], id.as_str());
+    assert_eq!(common::json(&out)["action"]["id"], id.as_str());
 }
 
 #[test]

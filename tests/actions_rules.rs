@@ -137,8 +137,11 @@ async fn the_cli_applies_a_rules_file_at_propose_time() {
         "--wait",
     ]);
     assert!(out.status.success(), "{}", common::stderr(&out));
-    assert_eq!(common::json(&out)["status"], "approved");
-    assert_eq!(common::json(&out)["decided_by"], "rule:small-refunds");
+    assert_eq!(common::json(&out)["action"]["status"], "approved");
+    assert_eq!(
+        common::json(&out)["action"]["decided_by"],
+        "rule:small-refunds"
+    );
     // A broken rules file is refused before anything is written.
     std::fs::write(
         &rules,
@@ -156,7 +159,7 @@ async fn the_cli_applies_a_rules_file_at_propose_time() {
         "--rules",
         rules.to_str().unwrap(),
     ]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(
         common::stderr(&out).contains("colour"),
         "{}",

@@ -246,7 +246,7 @@ async fn token_cli_prints_the_secret_once_and_stores_only_its_hash() {
     assert_eq!(t.name, "ci");
     // Same name twice: refused while live.
     let out = db.cli(&["token", "create", "--name", "ci", "--role", "human"]);
-    assert_eq!(out.status.code(), Some(1), "{}", common::stderr(&out));
+    assert_eq!(out.status.code(), Some(2), "{}", common::stderr(&out));
     assert!(common::stderr(&out).contains("revoke it first"));
     // Bad role: a usage error, nothing written.
     let out = db.cli(&["token", "create", "--name", "x", "--role", "root"]);
@@ -275,7 +275,7 @@ async fn serve_refuses_a_public_address_without_tokens() {
             .unwrap()
     };
     let out = run("0.0.0.0:0");
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     let err = common::stderr(&out);
     assert!(
         err.contains("refusing to listen") && err.contains("token create"),
@@ -287,7 +287,7 @@ async fn serve_refuses_a_public_address_without_tokens() {
     let store = db.open().await;
     store.token_create("t", Role::Admin, None).await.unwrap();
     let out = run("0.0.0.0:0");
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(
         common::stderr(&out).contains("loopback"),
         "{}",

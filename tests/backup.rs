@@ -95,7 +95,7 @@ async fn a_backup_taken_while_the_daemon_writes_is_consistent_and_complete() {
     let done_at = count();
     eprintln!(
         "backup of {} bytes; {} writes committed while it ran",
-        report["bytes"],
+        report["backup"]["bytes"],
         done_at - before.len()
     );
     // The daemon and the writer carry on after the copy.
@@ -116,7 +116,7 @@ async fn a_backup_taken_while_the_daemon_writes_is_consistent_and_complete() {
     let o = run(&dest, None, &["questions", "--json", "--status", "all"]);
     assert!(o.status.success(), "{}", common::stderr(&o));
     let qs = common::json(&o);
-    let qs = qs.as_array().unwrap();
+    let qs = qs["questions"].as_array().unwrap();
     let title_of = |q: &serde_json::Value| q["title"].as_str().unwrap().to_string();
     let titles: Vec<String> = qs.iter().map(title_of).collect();
     for t in &before {
@@ -140,7 +140,7 @@ async fn a_backup_taken_while_the_daemon_writes_is_consistent_and_complete() {
         );
         assert!(o.status.success(), "{}", common::stderr(&o));
         let page = common::json(&o);
-        let page = page.as_array().unwrap().clone();
+        let page = page["events"].as_array().unwrap().clone();
         let Some(last) = page.last() else { break };
         after = last["seq"].as_i64().unwrap();
         flagged.extend(
@@ -158,7 +158,7 @@ async fn a_backup_taken_while_the_daemon_writes_is_consistent_and_complete() {
     flagged.sort();
     assert_eq!(written_ids, flagged, "questions and their events agree");
     assert_eq!(
-        report["last_event_seq"].as_i64().unwrap(),
+        report["backup"]["last_event_seq"].as_i64().unwrap(),
         after,
         "the report names the copy's newest event"
     );
@@ -180,7 +180,7 @@ async fn backup_refuses_to_overwrite_or_copy_onto_the_live_file_and_says_what_to
     common::ask(&db.open().await, "second").await;
 
     let o = db.cli(&["backup", d]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     let err = common::stderr(&o);
     assert!(
         err.contains("already exists") && err.contains("--force"),
@@ -192,7 +192,7 @@ async fn backup_refuses_to_overwrite_or_copy_onto_the_live_file_and_says_what_to
     let o = db.cli(&["backup", d, "--force"]);
     assert!(o.status.success(), "{}", common::stderr(&o));
     let o = common::cli_at(&dest, &["questions", "--json"]);
-    let titles: Vec<String> = common::json(&o)
+    let titles: Vec<String> = common::json(&o)["questions"]
         .as_array()
         .unwrap()
         .iter()
@@ -203,7 +203,7 @@ async fn backup_refuses_to_overwrite_or_copy_onto_the_live_file_and_says_what_to
     // The live file itself, even with --force.
     let live = db.path.to_str().unwrap();
     let o = db.cli(&["backup", live, "--force"]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     assert!(
         common::stderr(&o).contains("live database"),
         "{}",
@@ -215,7 +215,7 @@ async fn backup_refuses_to_overwrite_or_copy_onto_the_live_file_and_says_what_to
     std::fs::write(&busy, b"").unwrap();
     std::fs::write(db.dir.path().join("busy.db-wal"), b"").unwrap();
     let o = db.cli(&["backup", busy.to_str().unwrap(), "--force"]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     assert!(
         common::stderr(&o).contains("-wal"),
         "{}",
@@ -226,7 +226,7 @@ async fn backup_refuses_to_overwrite_or_copy_onto_the_live_file_and_says_what_to
     let none = db.dir.path().join("none.db");
     let out = db.dir.path().join("out.db");
     let o = common::cli_at(&none, &["backup", out.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     assert!(common::stderr(&o).contains("nothing to back up"));
     assert!(!none.exists() && !out.exists());
 
@@ -236,7 +236,7 @@ async fn backup_refuses_to_overwrite_or_copy_onto_the_live_file_and_says_what_to
         Some("http://127.0.0.1:9"),
         &["backup", out.to_str().unwrap()],
     );
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     assert!(common::stderr(&o).contains("daemon's host"));
 
     // Nothing but the copies was left in the directory (no temporary files).

@@ -29,7 +29,7 @@ async fn happy_path_upsert_annotate_pending_handled_outcome() {
         "s1",
     ]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let b = json(&o);
+    let b = json(&o)["board"].clone();
     assert_eq!(b["board_version"], 1);
     assert_eq!(b["rows"][0]["status"], "blocked");
     let id = b["id"].as_str().unwrap().to_owned();
@@ -68,14 +68,14 @@ async fn happy_path_upsert_annotate_pending_handled_outcome() {
     assert!(stdout(&o).contains("stays blocked"));
 
     let o = db.cli(&["--json", "board", "pending", "--project", "shop"]);
-    let p = json(&o);
+    let p = json(&o)["rows"].clone();
     assert_eq!(p.as_array().unwrap().len(), 1);
     assert_eq!(p[0]["row"]["annotation"], "Done, key is in 1Password");
     assert_eq!(p[0]["new"], true);
     let rev = p[0]["row"]["revision"].as_i64().unwrap();
 
     let o = db.cli(&["--json", "board", "handoffs"]);
-    assert_eq!(json(&o).as_array().unwrap().len(), 1);
+    assert_eq!(json(&o)["rows"].as_array().unwrap().len(), 1);
 
     let rev_s = rev.to_string();
     let o = db.cli(&[
@@ -89,16 +89,16 @@ async fn happy_path_upsert_annotate_pending_handled_outcome() {
         &rev_s,
     ]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let f = json(&o);
+    let f = json(&o)["board"].clone();
     assert_eq!(f["rows"][0]["status"], "done");
     assert_eq!(f["rows"][0]["outcome"], "account live");
     assert!(f["archived_at"].is_string(), "100 % archives the board");
     assert_eq!(f["auto_archived"], true);
 
     let o = db.cli(&["--json", "board", "handoffs"]);
-    assert!(json(&o).as_array().unwrap().is_empty());
+    assert!(json(&o)["rows"].as_array().unwrap().is_empty());
     let o = db.cli(&["--json", "board", "get", short]);
-    assert_eq!(json(&o)["rows"][0]["outcome"], "account live");
+    assert_eq!(json(&o)["board"]["rows"][0]["outcome"], "account live");
 }
 
 #[tokio::test]
@@ -140,7 +140,7 @@ async fn advance_and_rows_from_a_file_and_stdin() {
         .unwrap();
     let o = child.wait_with_output().unwrap();
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    assert_eq!(json(&o)["rows"][0]["note"], "from stdin");
+    assert_eq!(json(&o)["board"]["rows"][0]["note"], "from stdin");
 
     let o = db.cli(&[
         "--json",
@@ -160,7 +160,7 @@ async fn advance_and_rows_from_a_file_and_stdin() {
         "chose SQLite",
     ]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let row = &json(&o)["rows"][0];
+    let row = &json(&o)["board"]["rows"][0];
     assert_eq!(row["action_version"], 2);
     assert_eq!(row["history"][0]["outcome"], "chose SQLite");
     assert_eq!(row["next_step"], "create the schema");
@@ -172,7 +172,7 @@ async fn bad_input_is_refused_with_a_clear_message_and_nothing_written() {
     let store = db.open().await;
 
     let o = db.cli(&["board", "upsert", "p", "B", "--rows", "[{\"label\":"]);
-    assert_eq!(code(&o), 1);
+    assert_eq!(code(&o), 2);
     assert!(
         stderr(&o).contains("--rows is not a valid JSON array"),
         "{}",
@@ -186,7 +186,7 @@ async fn bad_input_is_refused_with_a_clear_message_and_nothing_written() {
         "--rows",
         r#"[{"label":"a","colour":"red"}]"#,
     ]);
-    assert_eq!(code(&o), 1, "unknown fields are refused");
+    assert_eq!(code(&o), 2, "unknown fields are refused");
     let o = db.cli(&[
         "board",
         "upsert",
@@ -195,9 +195,9 @@ async fn bad_input_is_refused_with_a_clear_message_and_nothing_written() {
         "--rows",
         r#"[{"label":"a","status":"later"}]"#,
     ]);
-    assert_eq!(code(&o), 1);
+    assert_eq!(code(&o), 2);
     let o = db.cli(&["board", "upsert", "p", "", "--rows", "[]"]);
-    assert_eq!(code(&o), 1);
+    assert_eq!(code(&o), 2);
     assert!(
         stderr(&o).contains("title must not be empty"),
         "{}",
@@ -205,7 +205,7 @@ async fn bad_input_is_refused_with_a_clear_message_and_nothing_written() {
     );
     let long = "x".repeat(121);
     let o = db.cli(&["board", "upsert", "p", &long]);
-    assert_eq!(code(&o), 1);
+    assert_eq!(code(&o), 2);
     assert_eq!(count(&store, "boards").await, 0);
     assert_eq!(count(&store, "events").await, 0);
 
@@ -250,9 +250,10 @@ async fn bad_input_is_refused_with_a_clear_message_and_nothing_written() {
         "done",
     ]);
     assert_eq!(code(&o), 3);
-    let refusal = json(&o);
-    assert_eq!(refusal["refused"], "stale");
-    assert_eq!(refusal["rows"][0]["revision"], 1);
+    let refusal = json(&o)["error"].clone();
+    assert_eq!(refusal["reason"], "stale");
+    assert_eq!(refusal["detail"]["refused"], "stale");
+    assert_eq!(refusal["detail"]["rows"][0]["revision"], 1);
     let o = db.cli(&["board", "archive", "B", "--project", "p", "--version", "9"]);
     assert_eq!(code(&o), 3);
     let o = db.cli(&[
@@ -284,7 +285,7 @@ async fn bad_input_is_refused_with_a_clear_message_and_nothing_written() {
     assert_eq!(code(&o), 3);
     assert_eq!(count(&store, "events").await, events);
     let o = db.cli(&["--json", "board", "get", "B", "--project", "p"]);
-    assert_eq!(json(&o)["rows"][0]["status"], "tracked");
+    assert_eq!(json(&o)["board"]["rows"][0]["status"], "tracked");
 
     // Chat refusal through the hidden --via: an unread Inbox answer wins.
     assert_eq!(

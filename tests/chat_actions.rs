@@ -363,7 +363,7 @@ async fn a_blocked_row_takes_an_answer_through_its_button_or_a_decline() {
     // /answer finds a row by its short id too: this one already has an
     // answer waiting, and says so.
     let v = json(&out);
-    let row = v["rows"][0]["id"].as_str().unwrap();
+    let row = v["board"]["rows"][0]["id"].as_str().unwrap();
     fake.send_text(
         TEAM,
         CAROL,
@@ -534,7 +534,7 @@ async fn stranded(db: &TempDb, fake: &FakeTelegram, summary: &str, script: &str)
     child.kill().unwrap();
     child.wait().unwrap();
     let listed = json(&db.cli(&["--json", "actions"]));
-    let id = listed
+    let id = listed["actions"]
         .as_array()
         .and_then(|a| a.iter().find(|x| x["summary"] == summary))
         .and_then(|a| a["id"].as_str())

@@ -113,6 +113,13 @@ async fn deciders_over_500_actions(quorum: i64) {
                     let name = format!("proc-{p}");
                     let out = common::cli_at(&path, &["--json", "approve", &ids[a], "--as", &name]);
                     let v: Option<serde_json::Value> = serde_json::from_slice(&out.stdout).ok();
+                    // The winner exits 0 with the outcome; a loser exits 3
+                    // with the same outcome as its error's detail.
+                    let v = match out.status.code() {
+                        Some(0) => v,
+                        Some(3) => v.map(|v| v["error"]["detail"].clone()),
+                        _ => None,
+                    };
                     match v.as_ref().and_then(|v| v["outcome"].as_str()) {
                         Some(o) => outcomes.push((a, o.to_string(), false)),
                         None => {

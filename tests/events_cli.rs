@@ -42,7 +42,7 @@ fn ask_many(db: &Path, prefix: &str, n: usize) {
 
 fn seqs(o: &Output) -> Vec<i64> {
     assert!(o.status.success(), "{}", common::stderr(o));
-    common::json(o)
+    common::json(o)["events"]
         .as_array()
         .unwrap()
         .iter()
@@ -102,8 +102,11 @@ impl Follower {
         loop {
             match self.lines.recv_timeout(Duration::from_secs(60)) {
                 Ok(l) => {
-                    let v: Value = serde_json::from_str(&l)
+                    let line: Value = serde_json::from_str(&l)
                         .unwrap_or_else(|e| panic!("not one JSON event per line ({e}): {l}"));
+                    // Each line is `{"event": …}`.
+                    let v = line["event"].clone();
+                    assert!(v.is_object(), "not {{\"event\": …}}: {l}");
                     let hit = want(&v);
                     seen.push(v);
                     if hit {

@@ -18,7 +18,10 @@ fn daemon(db: &TempDb, http: &str) -> Daemon {
 async fn login_cookie(db: &TempDb, d: &Daemon) -> String {
     let out = db.cli(&["--json", "inbox-link", "--as", "alice"]);
     assert!(out.status.success(), "{}", common::stderr(&out));
-    let url = common::json(&out)["url"].as_str().unwrap().to_string();
+    let url = common::json(&out)["inbox_link"]["url"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let code = url.split("code=").nth(1).unwrap().to_string();
     let http = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())

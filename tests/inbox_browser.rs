@@ -80,7 +80,7 @@ async fn inbox_in_chromium_answers_a_question_and_approves_an_edited_action() {
         &db,
         &["--json", "inbox-link", "--url", &base, "--as", "alice"],
     );
-    let url = link["url"].as_str().unwrap().to_string();
+    let url = link["inbox_link"]["url"].as_str().unwrap().to_string();
 
     // A phone-sized window.
     let b = Browser::start(375, 812).await;
@@ -166,7 +166,7 @@ async fn inbox_in_chromium_answers_a_question_and_approves_an_edited_action() {
     // The agent side sees it, and the page follows live (SSE) that the
     // agent picked it up.
     let pending = cli_json(&db, &["--json", "pending", "--project", "web"]);
-    let got = pending
+    let got = pending["replies"]
         .as_array()
         .unwrap()
         .iter()
@@ -197,7 +197,7 @@ async fn inbox_in_chromium_answers_a_question_and_approves_an_edited_action() {
         json!([acard]),
     )
     .await;
-    let still = cli_json(&db, &["--json", "action", &aid]);
+    let still = cli_json(&db, &["--json", "action", &aid])["action"].clone();
     assert_eq!(still["status"], "pending", "{still}");
     assert_eq!(still["effective_args"]["subject"], "Launch");
     assert!(still["effective_args"].get("bcc").is_none());
@@ -223,7 +223,7 @@ async fn inbox_in_chromium_answers_a_question_and_approves_an_edited_action() {
         json!([acard]),
     )
     .await;
-    let done = cli_json(&db, &["--json", "action", &aid]);
+    let done = cli_json(&db, &["--json", "action", &aid])["action"].clone();
     assert_eq!(done["status"], "approved", "{done}");
     assert_eq!(done["effective_args"]["subject"], "Launch v2");
     assert_eq!(done["args"]["subject"], "Launch", "the proposal is kept");

@@ -78,7 +78,7 @@ async fn every_human_command_names_its_person_the_same_way() {
     let q = run(&["--json", "ask", "Who replies?"], &[]);
     let id = q["question"]["id"].as_str().unwrap().to_string();
     let replied = run(&["--json", "reply", &id, "me"], &[]);
-    assert_eq!(replied["reply"]["by"], "cli", "{replied}");
+    assert_eq!(replied["question"]["reply"]["by"], "cli", "{replied}");
 
     let q = run(&["--json", "ask", "And now?"], &[]);
     let id = q["question"]["id"].as_str().unwrap().to_string();
@@ -86,7 +86,7 @@ async fn every_human_command_names_its_person_the_same_way() {
         &["--json", "reply", &id, "me"],
         &[("HANDOFF_USER", "alice"), ("USER", "root")],
     );
-    assert_eq!(replied["reply"]["by"], "alice", "{replied}");
+    assert_eq!(replied["question"]["reply"]["by"], "alice", "{replied}");
     let a = run(&["--json", "propose", "--kind", "k", "--summary", "s"], &[]);
     let aid = a["action"]["id"].as_str().unwrap().to_string();
     let approved = run(&["--json", "approve", &aid], &[("USER", "bob")]);
@@ -126,7 +126,7 @@ async fn stdin_is_spelled_the_same_for_every_json_flag() {
             &["--json", "board", "upsert", "p", &title, "--rows", dash],
             r#"[{"label":"db","status":"blocked","next_step":"pick one"}]"#,
         );
-        assert_eq!(b["rows"][0]["label"], "db", "{dash}: {b}");
+        assert_eq!(b["board"]["rows"][0]["label"], "db", "{dash}: {b}");
         let a = piped(
             &[
                 "--json",

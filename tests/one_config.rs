@@ -127,7 +127,7 @@ async fn the_cli_and_the_daemon_use_the_configs_database_and_address() {
     let team = f.path().join("data/team.db");
     // Named by the config and not there yet: refused, nothing created.
     let o = f.run(&["ask", "Which database?"], &[]);
-    let err = one_line_error(&o, 1);
+    let err = one_line_error(&o, 2);
     assert!(
         err.contains("data/team.db") && err.contains("handoff init"),
         "{err}"
@@ -152,7 +152,7 @@ async fn the_cli_and_the_daemon_use_the_configs_database_and_address() {
     // The daemon sees it: its Inbox link is for the configured port.
     let o = f.run(&["--json", "inbox-link", "--as", "alice"], &[]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let url = json(&o)["url"].as_str().unwrap().to_string();
+    let url = json(&o)["inbox_link"]["url"].as_str().unwrap().to_string();
     assert!(
         url.starts_with(&format!("http://127.0.0.1:{port}/inbox/login?code=")),
         "{url}"
@@ -162,7 +162,7 @@ async fn the_cli_and_the_daemon_use_the_configs_database_and_address() {
     // status: which config, which database (with counts), the daemon serving it.
     let o = f.run(&["--json", "status"], &[]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let s = json(&o);
+    let s = json(&o)["status"].clone();
     assert_eq!(s["config"], "config/handoff.toml");
     assert_eq!(s["database"]["path"], "data/team.db");
     assert_eq!(s["database"]["exists"], true);
@@ -174,7 +174,7 @@ async fn the_cli_and_the_daemon_use_the_configs_database_and_address() {
     let other = f.path().join("other.db");
     common::create_db(&other);
     let o = f.run(&["--json", "--db", other.to_str().unwrap(), "status"], &[]);
-    let s = json(&o);
+    let s = json(&o)["status"].clone();
     assert_eq!(s["database"]["named_by"], "--db");
     assert_eq!(s["daemon"]["running"], true);
     assert_eq!(s["daemon"]["serves_this_database"], false, "{s}");
@@ -182,7 +182,7 @@ async fn the_cli_and_the_daemon_use_the_configs_database_and_address() {
     let base = format!("http://127.0.0.1:{port}");
     let o = f.run(&["--json", "status"], &[("HANDOFF_URL", &base)]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let s = json(&o);
+    let s = json(&o)["status"].clone();
     assert_eq!(s["remote"]["running"], true, "{s}");
     assert!(s["database"].is_null(), "{s}");
     drop(daemon);
@@ -252,7 +252,7 @@ fn a_named_database_that_does_not_exist_is_an_error_until_init() {
         (vec!["--db", t, "status"], vec![]),
     ] {
         let o = f.run(&args, &env);
-        let err = one_line_error(&o, 1);
+        let err = one_line_error(&o, 2);
         assert!(
             err.contains(t) && err.contains("does not exist") && err.contains("handoff init"),
             "{args:?}: {err}"
@@ -262,7 +262,7 @@ fn a_named_database_that_does_not_exist_is_an_error_until_init() {
     // init creates it (folder too), says so, and is idempotent.
     let o = f.run(&["--json", "init"], &[("HANDOFF_DB", t)]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(json(&o)["created"], true);
+    assert_eq!(json(&o)["database"]["created"], true);
     assert!(typo.exists());
     let o = f.run(&["init"], &[("HANDOFF_DB", t)]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -345,7 +345,7 @@ fn remote_mode_refuses_host_only_commands_in_one_line() {
         vec!["purge", "--before", "2020-01-01"],
     ] {
         let o = f.run(&args, &remote);
-        let err = one_line_error(&o, 1);
+        let err = one_line_error(&o, 2);
         assert!(err.contains("HANDOFF_URL"), "{args:?}: {err}");
         assert!(
             !f.default_db().exists(),
@@ -357,7 +357,8 @@ fn remote_mode_refuses_host_only_commands_in_one_line() {
     // status says which daemon, and that it does not answer.
     let o = f.run(&["--json", "status"], &remote);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    let s = json(&o);
+    // A failure: the error object, with the report as its detail.
+    let s = json(&o)["error"]["detail"]["status"].clone();
     assert_eq!(s["remote"]["url"], "http://127.0.0.1:9");
     assert_eq!(s["remote"]["running"], false);
     assert!(s["database"].is_null());
@@ -369,7 +370,7 @@ fn remote_mode_refuses_host_only_commands_in_one_line() {
 fn config_errors_name_the_line_and_print_once() {
     let f = Folder::new();
     let o = f.run(&["--config", "nope.toml", "pending"], &[]);
-    let err = one_line_error(&o, 1);
+    let err = one_line_error(&o, 2);
     assert!(err.contains("nope.toml"), "{err}");
     assert_eq!(
         err.matches("no such file").count() + err.matches("No such file").count(),
@@ -385,7 +386,7 @@ fn config_errors_name_the_line_and_print_once() {
         vec!["propose", "--kind", "a", "--summary", "s", "--args", "{}"],
     ] {
         let o = f.run(&args, &[]);
-        let err = one_line_error(&o, 1);
+        let err = one_line_error(&o, 2);
         assert!(
             err.contains("config/handoff.toml line 6"),
             "{args:?}: {err}"
@@ -394,7 +395,7 @@ fn config_errors_name_the_line_and_print_once() {
     }
     f.config("[telegram]\ndigest_threshold = 5\npoll_timeout_secs = 60\n");
     let o = f.run(&["serve"], &[]);
-    let err = one_line_error(&o, 1);
+    let err = one_line_error(&o, 2);
     assert!(
         err.contains("line 3") && err.contains("poll_timeout_secs"),
         "{err}"

@@ -30,7 +30,7 @@ fn agent(db: &TempDb, session: Option<&str>, project: Option<&str>, args: &[&str
 
 fn titles(out: &Output) -> Vec<String> {
     let v = json(out);
-    let mut t: Vec<String> = v
+    let mut t: Vec<String> = v["replies"]
         .as_array()
         .expect("a list of deliveries")
         .iter()
@@ -115,7 +115,7 @@ async fn board_pending_defaults_to_the_callers_session() {
     }
     let a = agent(&db, Some("sess-a"), None, &["--json", "board", "pending"]);
     let rows = json(&a);
-    let boards: Vec<&str> = rows
+    let boards: Vec<&str> = rows["rows"]
         .as_array()
         .unwrap()
         .iter()
@@ -128,5 +128,5 @@ async fn board_pending_defaults_to_the_callers_session() {
         None,
         &["--json", "board", "pending", "--all", "--peek"],
     );
-    assert_eq!(json(&all).as_array().unwrap().len(), 2);
+    assert_eq!(json(&all)["rows"].as_array().unwrap().len(), 2);
 }

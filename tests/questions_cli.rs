@@ -87,15 +87,19 @@ fn round_trip_ask_reply_pending_answer_resolve() {
     // --json refusals are typed on stdout.
     let out = db.cli(&["answer", short, "mine", "--json"]);
     assert_eq!(out.status.code(), Some(3));
-    let r = json(&out);
+    let r = &json(&out)["error"];
+    assert_eq!(r["reason"], "unread_answer");
     assert_eq!(
-        (r["refused"].as_str(), r["reply"].as_str()),
+        (
+            r["detail"]["refused"].as_str(),
+            r["detail"]["reply"].as_str()
+        ),
         (Some("unread_answer"), Some("sqlite"))
     );
     // The refused agent was handed the answer: pending has nothing new.
-    let p = json(&db.cli(&["pending", "--project", "p", "--new", "--json"]));
+    let p = json(&db.cli(&["pending", "--project", "p", "--new", "--json"]))["replies"].clone();
     assert_eq!(p.as_array().unwrap().len(), 0);
-    let p = json(&db.cli(&["pending", "--project", "p", "--json"]));
+    let p = json(&db.cli(&["pending", "--project", "p", "--json"]))["replies"].clone();
     assert_eq!(p[0]["new"], false);
     assert_eq!(p[0]["question"]["reply"]["text"], "sqlite");
 
@@ -106,9 +110,9 @@ fn round_trip_ask_reply_pending_answer_resolve() {
     assert_eq!(shown["replies"][0]["reply"], "sqlite");
     assert!(stdout(&db.cli(&["show", short])).contains("went with sqlite"));
     let listed = json(&db.cli(&["questions", "--status", "all", "--json"]));
-    assert_eq!(listed.as_array().unwrap().len(), 1);
+    assert_eq!(listed["questions"].as_array().unwrap().len(), 1);
     let open = json(&db.cli(&["questions", "--json"]));
-    assert_eq!(open.as_array().unwrap().len(), 0);
+    assert_eq!(open["questions"].as_array().unwrap().len(), 0);
     // Closed: replies are refused with exit 3.
     let out = db.cli(&["reply", short, "late"]);
     assert_one_line_error(&out, 3, "already resolved");
@@ -139,7 +143,7 @@ fn ask_wait_returns_the_reply_from_another_process() {
     // poll the state until it exists).
     let id = loop {
         let l = json(&db.cli(&["questions", "--json"]));
-        if let Some(q) = l.as_array().unwrap().first() {
+        if let Some(q) = l["questions"].as_array().unwrap().first() {
             break q["id"].as_str().unwrap().to_string();
         }
         std::thread::yield_now();
@@ -148,7 +152,7 @@ fn ask_wait_returns_the_reply_from_another_process() {
     assert!(out.status.success(), "{}", stderr(&out));
     let got = waiter.wait_with_output().unwrap();
     assert_eq!(got.status.code(), Some(0), "{}", stderr(&got));
-    let q = json(&got);
+    let q = json(&got)["question"].clone();
     assert_eq!(q["reply"]["text"], "yes, go");
     assert!(q["reply"]["seen_at"].is_string(), "picked up");
 }
@@ -166,7 +170,7 @@ fn ask_wait_times_out_with_exit_5() {
     );
     // The question stays open for a later pending.
     assert_eq!(
-        json(&db.cli(&["questions", "--json"]))
+        json(&db.cli(&["questions", "--json"]))["questions"]
             .as_array()
             .unwrap()
             .len(),
@@ -205,7 +209,7 @@ async fn bad_questions_are_refused_and_nothing_is_written() {
     ];
     for (args, needle) in cases {
         let out = db.cli(args);
-        assert_one_line_error(&out, 1, needle);
+        assert_one_line_error(&out, 2, needle);
     }
     assert_eq!(written(&db).await, (0, 0, 0));
 }
@@ -215,9 +219,9 @@ async fn empty_replies_and_unknown_ids_are_refused_and_nothing_is_written() {
     let db = TempDb::new();
     let id = ask_id(&db, &["Which DB?"]);
     let before = written(&db).await;
-    assert_one_line_error(&db.cli(&["reply", &id, ""]), 3, "empty");
-    assert_one_line_error(&db.cli(&["reply", &id, "  ", "--via", "chat"]), 3, "empty");
-    assert_one_line_error(&db.cli(&["answer", &id, ""]), 3, "empty");
+    assert_one_line_error(&db.cli(&["reply", &id, ""]), 2, "empty");
+    assert_one_line_error(&db.cli(&["reply", &id, "  ", "--via", "chat"]), 2, "empty");
+    assert_one_line_error(&db.cli(&["answer", &id, ""]), 2, "empty");
     assert_one_line_error(
         &db.cli(&["reply", "deadbeef", "x"]),
         4,
@@ -230,7 +234,7 @@ async fn empty_replies_and_unknown_ids_are_refused_and_nothing_is_written() {
     );
     assert_one_line_error(
         &db.cli(&["resolve", &id, "--outcome", " "]),
-        1,
+        2,
         "outcome is empty",
     );
     assert_one_line_error(&db.cli(&["show", "00000000"]), 4, "no question");
@@ -244,14 +248,15 @@ fn unusable_database_paths_give_one_clear_line() {
     std::fs::write(&file, b"not a directory").unwrap();
     let cases = [
         // Under a plain file: a named path that cannot exist is refused
-        // before anything tries to create it.
-        (file.join("handoff.db"), "does not exist"),
-        (db.dir.path().to_path_buf(), "it is a directory"),
-        (file.clone(), "not a SQLite database"),
+        // before anything tries to create it (bad input, 2); a file that
+        // is no database cannot be used (1).
+        (file.join("handoff.db"), 2, "does not exist"),
+        (db.dir.path().to_path_buf(), 1, "it is a directory"),
+        (file.clone(), 1, "not a SQLite database"),
     ];
-    for (path, needle) in cases {
+    for (path, code, needle) in cases {
         let out = cli_at(&path, &["ask", "Which DB?"]);
-        assert_one_line_error(&out, 1, needle);
+        assert_one_line_error(&out, code, needle);
     }
     assert_eq!(
         std::fs::read(&file).unwrap(),

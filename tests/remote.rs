@@ -112,7 +112,7 @@ fn host_only_commands_say_so_and_bad_tokens_are_clear() {
     ] {
         let out = r.output(&args);
         let err = stderr(&out);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(
             err.contains("must run on the daemon's host"),
             "{args:?}: {err}"
@@ -128,15 +128,15 @@ fn host_only_commands_say_so_and_bad_tokens_are_clear() {
         "--",
         "true",
     ]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("daemon's host"), "{}", stderr(&out));
     assert!(!unused.exists());
 
-    // A bad token: one clear line, exit 1, nothing written.
+    // A bad token: one clear line, exit 3 (refused), nothing written.
     let mut bad = r.command(&["ask", "Hello?"]);
     bad.env("HANDOFF_TOKEN", format!("hnd_{}", "0".repeat(64)));
     let out = bad.output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(3));
     assert!(stderr(&out).contains("token"), "{}", stderr(&out));
     // No daemon at all: says where it tried.
     let mut gone = r.command(&["questions"]);

@@ -439,7 +439,9 @@ async fn a_losing_approver_is_told_how_to_follow_the_run() {
         .id;
     s.approve(&id, Actor::cli("alice"), None).await.unwrap();
     let out = db.cli(&["approve", &id, "--as", "bob"]);
-    let said = common::stdout(&out);
+    // Already decided: refused (3), and the error line says how to follow.
+    assert_eq!(out.status.code(), Some(3));
+    let said = stderr(&out);
     assert!(
         said.contains("already approved by alice") && said.contains("--wait"),
         "{said}{}",

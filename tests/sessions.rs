@@ -324,7 +324,7 @@ async fn cli_checkpoint_and_ledger_exit_codes() {
         "codex",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(json(&out)["revision"], 1);
+    assert_eq!(json(&out)["session"]["revision"], 1);
 
     // A short suffix names the session; a stale revision exits 3 with the current one.
     let ok = db.cli(&[
@@ -353,9 +353,10 @@ async fn cli_checkpoint_and_ledger_exit_codes() {
     ]);
     assert_eq!(stale.status.code(), Some(3));
     assert_eq!(
-        json(&stale),
+        json(&stale)["error"]["detail"],
         json!({"outcome": "stale", "expected": 1, "current": 2})
     );
+    assert_eq!(json(&stale)["error"]["reason"], "stale");
     assert!(
         stderr(&stale).contains("--revision 2"),
         "{}",
@@ -371,7 +372,7 @@ async fn cli_checkpoint_and_ledger_exit_codes() {
         "--state",
         "{nope",
     ]);
-    assert_eq!(bad.status.code(), Some(1));
+    assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("not valid JSON"), "{}", stderr(&bad));
     let missing = db.cli(&[
         "session",
@@ -404,7 +405,8 @@ async fn cli_checkpoint_and_ledger_exit_codes() {
     conflict[10] = r#"{"url":"y"}"#;
     let c = db.cli(&conflict);
     assert_eq!(c.status.code(), Some(3));
-    assert_eq!(json(&c)["outcome"], "conflict");
+    assert_eq!(json(&c)["error"]["reason"], "conflict");
+    assert_eq!(json(&c)["error"]["detail"]["outcome"], "conflict");
     let done = db.cli(&[
         "--json",
         "ledger",
@@ -441,7 +443,7 @@ async fn cli_checkpoint_and_ledger_exit_codes() {
     ]);
     assert_eq!(none.status.code(), Some(4));
     let list = json(&db.cli(&["--json", "ledger", "list", "--session", "cli-session-1"]));
-    let statuses: Vec<&str> = list
+    let statuses: Vec<&str> = list["ledger_entries"]
         .as_array()
         .unwrap()
         .iter()

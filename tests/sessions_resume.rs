@@ -257,7 +257,7 @@ async fn resume_of_an_unregistered_session_still_reports_its_answers() {
     assert_eq!(r.answers.len(), 1);
     let cli = db.cli(&["--json", "session", "resume", "--session", "loose"]);
     assert!(cli.status.success(), "{}", common::stderr(&cli));
-    assert_eq!(common::json(&cli)["answers"][0]["id"], id);
+    assert_eq!(common::json(&cli)["resume"]["answers"][0]["id"], id);
 }
 
 #[tokio::test]

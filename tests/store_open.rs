@@ -207,7 +207,7 @@ fn the_default_database_path_skips_empty_variables() {
     );
     let named = dir.path().join("named.db");
     let out = run("pending", named.to_str().unwrap(), &xdg);
-    assert_eq!(out.status.code(), Some(1), "a named file that is missing");
+    assert_eq!(out.status.code(), Some(2), "a named file that is missing");
     assert!(!named.exists(), "is not created by a command");
     let out = run("init", named.to_str().unwrap(), &xdg);
     assert!(

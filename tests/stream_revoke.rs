@@ -103,7 +103,10 @@ async fn logging_out_of_the_inbox_ends_its_stream() {
     std::fs::write(&cfg, "").unwrap();
     let d = Daemon::start(&db.path, &cfg);
     let out = db.cli(&["--json", "inbox-link", "--as", "alice"]);
-    let url = common::json(&out)["url"].as_str().unwrap().to_string();
+    let url = common::json(&out)["inbox_link"]["url"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let code = url.split("code=").nth(1).unwrap().to_string();
     let http = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())

@@ -66,7 +66,7 @@ async fn wait_returns_when_another_process_answers_and_marks_the_reply_picked_up
     let out = finish(waiter).await;
     assert_eq!(out.status.code(), Some(2), "stderr: {}", stderr(&out));
     let v = json(&out);
-    assert_eq!(v["session"], "sess-w");
+    assert_eq!(v["session_id"], "sess-w");
     let arrivals = v["arrivals"].as_array().unwrap();
     assert_eq!(arrivals.len(), 1);
     assert_eq!(arrivals[0]["type"], "reply");
@@ -91,7 +91,7 @@ async fn wait_returns_when_another_process_answers_and_marks_the_reply_picked_up
 }
 
 #[tokio::test]
-async fn wait_times_out_with_exit_5_and_nothing_on_stdout() {
+async fn wait_times_out_with_exit_5_and_no_arrivals_on_stdout() {
     let db = TempDb::new();
     ask_cli(&db, "sess-t", "Unanswered");
     let out = db.cli(&[
@@ -108,7 +108,10 @@ async fn wait_times_out_with_exit_5_and_nothing_on_stdout() {
     assert!(stderr(&out).contains("timeout"), "{}", stderr(&out));
     let json_out = db.cli(&["--json", "wait", "--session", "sess-t", "--timeout", "0s"]);
     assert_eq!(json_out.status.code(), Some(5));
-    assert_eq!(stdout(&json_out), "");
+    // With --json a timeout is the error object, like every failure.
+    let v = json(&json_out);
+    assert_eq!(v["error"]["reason"], "timed_out", "{v}");
+    assert!(v.get("arrivals").is_none(), "{v}");
 }
 
 #[tokio::test]

@@ -20,7 +20,7 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
-use super::{Ctx, exit, fail};
+use super::{Ctx, exit, refusal};
 use crate::clock;
 use crate::ops::{self, Local, Ops, Policy, Until};
 use crate::store::actions::{
@@ -250,34 +250,19 @@ fn split_commands(exec: bool, words: Vec<String>) -> (Option<Vec<String>>, Optio
     (some(exec_cmd), some(verify_cmd))
 }
 
-/// Map an operation's error to an exit code with one clear line: a dedup
-/// conflict is a refusal (exit 3, its details as JSON with `--json`); the
-/// rest keeps its own code (not found 4, invalid 1).
-pub(crate) fn map_err(ctx: &Ctx, e: ops::Error) -> anyhow::Error {
-    match e {
-        ops::Error::Refused {
-            ref reason,
-            ref message,
-            ref detail,
-        } if reason == "dedup_conflict" => {
-            let mut v = json!({"outcome": "dedup_conflict"});
-            if let (Value::Object(m), Value::Object(d)) = (&mut v, detail) {
-                m.extend(d.clone());
-            }
-            ctx.refuse(exit::REFUSED, &v, message.clone())
-        }
-        other => other.into(),
-    }
+/// An operation's error as the command's failure: `cli::main` turns it
+/// into the exit code and (with `--json`) the error object, a dedup
+/// conflict's details included.
+pub(crate) fn map_err(_ctx: &Ctx, e: ops::Error) -> anyhow::Error {
+    e.into()
 }
 
-/// A serialized outcome whose `action` is redacted for people.
+/// A serialized outcome whose `action` is redacted for people and carries
+/// its `short_id`: `{"action": …, "outcome": …, …}`.
 fn shown<T: serde::Serialize>(v: &T, action: &Action) -> Value {
     let mut j = serde_json::to_value(v).unwrap_or(Value::Null);
     if let Value::Object(m) = &mut j {
-        m.insert(
-            "action".into(),
-            serde_json::to_value(action.redacted()).unwrap_or(Value::Null),
-        );
+        m.insert("action".into(), super::entity("action", &action.redacted()));
     }
     j
 }
@@ -294,41 +279,80 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             timeout,
         } => {
             let patch = patch.map(|p| read_json_arg("--patch", &p)).transpose()?;
+            // Malformed JSON is bad input (exit 2), found before the store
+            // weighs the patch (a well-formed patch it refuses is exit 3).
+            if let Some(Err(e)) = patch.as_deref().map(serde_json::from_str::<Value>) {
+                return Err(super::fail_as(
+                    exit::INVALID,
+                    "malformed_json",
+                    format!(
+                        "--patch: not valid JSON ({e}); pass a JSON object, @FILE, or - for stdin"
+                    ),
+                ));
+            }
             let name = who(ctx, as_);
             let ops = ctx.ops().await?;
             let out = ops
                 .approve(&id, Actor::cli(&name), patch.as_deref())
                 .await
                 .map_err(e)?;
-            ctx.print(&shown(&out, out.action()), || render::approve(&out));
-            let mut action = out.action().clone();
-            if matches!(out, ApproveOutcome::PatchRefused { .. }) {
-                return Err(fail(
-                    exit::REFUSED,
-                    "the patch was refused; nothing changed",
+            // Only a decision this call recorded is a success; already
+            // decided (by anyone), expired or a refused patch is exit 3,
+            // like every other deciding command. With --wait, an approval
+            // that lost to an earlier one still follows the run (as its
+            // message suggests) and then exits 3 with the result.
+            let recorded = matches!(
+                out,
+                ApproveOutcome::Approved { .. } | ApproveOutcome::ApprovalAdded { .. }
+            );
+            let action = out.action();
+            // Only an approved or executing action has a run to wait for.
+            let runs = matches!(action.status, Status::Approved | Status::Executing);
+            let follows = wait && runs && matches!(out, ApproveOutcome::AlreadyDecided { .. });
+            let message = render::approve(&out).replace("\n  ", "; ");
+            if !recorded && !follows {
+                return Err(refusal(exit::REFUSED, &shown(&out, action), message));
+            }
+            if !wait || !runs {
+                ctx.print(&shown(&out, action), || render::approve(&out));
+                return Ok(exit::OK);
+            }
+            if !ctx.json {
+                eprintln!("{}", render::approve(&out));
+            }
+            let settled = ops
+                .wait_action(&action.id, timeout, Until::Settled)
+                .await
+                .map_err(e)?;
+            // One document: the approval, with the action as it ended.
+            let v = shown(&out, settled.action());
+            if let Settled::StillRunning { action } = &settled {
+                return Err(refusal(
+                    exit::TIMEOUT,
+                    &v,
+                    format!(
+                        "{} is still {} after --timeout; check later with `handoff action {}`",
+                        action.short_id(),
+                        action.status,
+                        action.short_id()
+                    ),
                 ));
             }
-            if wait && !matches!(out, ApproveOutcome::ApprovalAdded { .. }) {
-                // Only an approved or executing action has a run to wait
-                // for; anything else is where it ends.
-                let settled = if matches!(action.status, Status::Approved | Status::Executing) {
-                    ops.wait_action(&action.id, timeout, Until::Settled)
-                        .await
-                        .map_err(e)?
-                } else {
-                    Settled::Done {
-                        action: action.clone(),
-                    }
-                };
-                ctx.print(&shown(&settled, settled.action()), || {
-                    render::settled(&settled)
-                });
-                action = settled.action().clone();
+            if !recorded {
+                let a = settled.action();
+                return Err(refusal(
+                    exit::REFUSED,
+                    &v,
+                    format!(
+                        "{} was already approved by {}; this approval changed nothing; its run ended {}",
+                        a.short_id(),
+                        a.decided_by.as_deref().unwrap_or("?"),
+                        a.status
+                    ),
+                ));
             }
-            Ok(match action.status {
-                Status::Rejected | Status::Expired => exit::REFUSED,
-                _ => exit::OK,
-            })
+            ctx.print(&v, || render::settled(&settled));
+            Ok(exit::OK)
         }
         Cmd::Reject { id, reason, as_ } => {
             let name = who(ctx, as_);
@@ -337,18 +361,21 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
                 .reject(&id, Actor::cli(&name), &reason)
                 .await
                 .map_err(e)?;
+            if !matches!(out, RejectOutcome::Rejected { .. }) {
+                return Err(refusal(
+                    exit::REFUSED,
+                    &shown(&out, out.action()),
+                    render::reject(&out),
+                ));
+            }
             ctx.print(&shown(&out, out.action()), || render::reject(&out));
-            Ok(match out {
-                RejectOutcome::Rejected { .. } => exit::OK,
-                _ if out.action().status == Status::Rejected => exit::OK,
-                _ => exit::REFUSED,
-            })
+            Ok(exit::OK)
         }
         Cmd::Actions { status } => {
             let ops = ctx.ops().await?;
             let list = ops.list_actions(status).await.map_err(e)?;
             let shown_list: Vec<Action> = list.iter().map(Action::redacted).collect();
-            ctx.print(&shown_list, || render::list(&list, ops.now()));
+            ctx.list("actions", &shown_list, || render::list(&list, ops.now()));
             Ok(exit::OK)
         }
         Cmd::Action { id } => {
@@ -357,19 +384,19 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             let now = ops.now();
             let mut r = a.redacted();
             r.status = a.effective_status(now);
-            ctx.print(&r, || render::action(&a, now));
+            ctx.show("action", &r, || render::action(&a, now));
             Ok(exit::OK)
         }
         Cmd::Audit { id } => {
             let trail = ctx.ops().await?.action_audit(&id).await.map_err(e)?;
-            ctx.print(&trail, || render::audit(&trail));
+            ctx.list("audit", &trail, || render::audit(&trail));
             Ok(exit::OK)
         }
         Cmd::Expire => {
             let ops = ctx.ops().await?;
             let done = ops.expire_due().await.map_err(e)?;
             let shown_list: Vec<Action> = done.iter().map(Action::redacted).collect();
-            ctx.print(&shown_list, || {
+            ctx.list("actions", &shown_list, || {
                 format!(
                     "{} action(s) settled by expiry\n{}",
                     done.len(),
@@ -398,14 +425,14 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
                 .map_err(e)?
             {
                 Ok(a) => {
-                    ctx.print(&a.redacted(), || {
+                    ctx.show("action", &a.redacted(), || {
                         format!("{}: unknown → {} (by {name})", a.short_id(), a.status)
                     });
                     Ok(exit::OK)
                 }
                 Err(a) => {
-                    let v = json!({"outcome": "not_unknown", "action": a.redacted()});
-                    Err(ctx.refuse(
+                    let v = super::one("action", &a.redacted(), json!({"outcome": "not_unknown"}));
+                    Err(refusal(
                         exit::REFUSED,
                         &v,
                         format!(
@@ -423,7 +450,7 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
                 .purge_actions(before)
                 .await
                 .map_err(|err| e(err.into()))?;
-            ctx.print(&rep, || {
+            ctx.show("purge", &rep, || {
                 format!(
                     "purged {} settled action(s) and {} audit row(s) changed before {}; {} live or unknown action(s) kept",
                     rep.purged.len(),
@@ -456,13 +483,19 @@ async fn recover(
         }
     }
     let red = |v: &[Action]| v.iter().map(Action::redacted).collect::<Vec<_>>();
-    let v = json!({
-        "unknown": red(&rep.unknown),
-        "verified_executed": red(&rep.verified_executed),
-        "rerun": red(&rep.rerun),
-        "claimable": red(&rep.claimable),
+    let listed = |v: &[Action]| {
+        red(v)
+            .iter()
+            .map(|a| super::entity("action", a))
+            .collect::<Vec<_>>()
+    };
+    let v = json!({"recovery": {
+        "unknown": listed(&rep.unknown),
+        "verified_executed": listed(&rep.verified_executed),
+        "rerun": listed(&rep.rerun),
+        "claimable": listed(&rep.claimable),
         "ran": ran,
-    });
+    }});
     ctx.print(&v, || render::recover(&rep, &ran));
     Ok(exit::OK)
 }

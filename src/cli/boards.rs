@@ -12,10 +12,10 @@ mod render;
 
 use render::{board_line, full_text, pending_text, row_text};
 
-use super::{Ctx, exit, fail};
+use super::{Ctx, exit, fail_as, refusal};
 use crate::store::boards::{
     Advance, Annotate, AnnotationKind, BoardUpsert, Decided, Handled, NextStep, OutcomeWrite,
-    Refusal, RowInput, RowOption, RowOwner, RowStatus, RowWrite, Source,
+    Refusal, RowChange, RowInput, RowOption, RowOwner, RowStatus, RowWrite, Source,
 };
 
 /// Board subcommands.
@@ -261,8 +261,9 @@ pub(crate) struct AdvanceArgs {
 fn read_rows(arg: &str) -> anyhow::Result<Vec<RowInput>> {
     let text = super::arg_text("rows", arg)?;
     serde_json::from_str(&text).map_err(|e| {
-        fail(
-            exit::ERROR,
+        fail_as(
+            exit::INVALID,
+            "malformed_json",
             format!(
                 "--rows is not a valid JSON array of rows ({e}); pass e.g. \
                  '[{{\"label\":\"db\",\"status\":\"blocked\",\"next_step\":\"pick one\"}}]'"
@@ -274,8 +275,9 @@ fn read_rows(arg: &str) -> anyhow::Result<Vec<RowInput>> {
 fn read_options(arg: Option<&str>) -> anyhow::Result<Option<Vec<RowOption>>> {
     arg.map(|s| {
         serde_json::from_str(s).map_err(|e| {
-            fail(
-                exit::ERROR,
+            fail_as(
+                exit::INVALID,
+                "malformed_json",
                 format!(
                     "--options is not a valid JSON array ({e}); pass e.g. \
                      '[{{\"label\":\"Postgres\",\"recommended\":true}},{{\"label\":\"SQLite\"}}]'"
@@ -286,18 +288,29 @@ fn read_options(arg: Option<&str>) -> anyhow::Result<Option<Vec<RowOption>>> {
     .transpose()
 }
 
-/// Unwrap a store decision, or report the refusal (exit 4 for not found, 3 otherwise).
-fn decided<T>(ctx: &Ctx, d: Decided<T>) -> anyhow::Result<T> {
+/// `{"row": …, "board_version", "changed"}`: a human's write to one row.
+fn row_change(c: &RowChange) -> serde_json::Value {
+    super::one(
+        "row",
+        &c.row,
+        serde_json::json!({"board_version": c.board_version, "changed": c.changed}),
+    )
+}
+
+/// Unwrap a store decision, or report the refusal (exit 4 for not found,
+/// 2 for a blank answer, 3 otherwise).
+fn decided<T>(d: Decided<T>) -> anyhow::Result<T> {
     d.map_err(|r| {
         let code = match r {
             Refusal::NotFound { .. } => exit::NOT_FOUND,
+            Refusal::Empty => exit::INVALID,
             _ => exit::REFUSED,
         };
         let message = match &r {
             Refusal::Stale { .. } | Refusal::NotFound { .. } => r.to_string(),
             _ => format!("refused: {r}"),
         };
-        ctx.refuse(code, &r, message)
+        refusal(code, &r, message)
     })
 }
 
@@ -326,8 +339,8 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
                 session,
                 rows,
             };
-            let full = decided(ctx, ops.upsert_board(&up).await?)?;
-            ctx.print(&full, || full_text(&full));
+            let full = decided(ops.upsert_board(&up).await?)?;
+            ctx.show("board", &full, || full_text(&full));
         }
         Cmd::Row(args) => {
             let RowArgs {
@@ -366,8 +379,8 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
                 },
                 by: ctx.actor(by, cli),
             };
-            let full = decided(ctx, ops.write_row(&w).await?)?;
-            ctx.print(&full, || full_text(&full));
+            let full = decided(ops.write_row(&w).await?)?;
+            ctx.show("board", &full, || full_text(&full));
         }
         Cmd::Advance(args) => {
             let AdvanceArgs {
@@ -404,8 +417,8 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
                 },
                 by: ctx.actor(by, cli),
             };
-            let full = decided(ctx, ops.advance_row(&a).await?)?;
-            ctx.print(&full, || full_text(&full));
+            let full = decided(ops.advance_row(&a).await?)?;
+            ctx.show("board", &full, || full_text(&full));
         }
         Cmd::Get {
             board,
@@ -415,17 +428,17 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
         } => {
             let ops = ctx.ops().await?;
             if let Some(board) = board {
-                let f = decided(ctx, ops.read_board(&board, project.as_deref()).await?)?;
-                ctx.print(&f, || full_text(&f));
+                let f = decided(ops.read_board(&board, project.as_deref()).await?)?;
+                ctx.show("board", &f, || full_text(&f));
             } else if full {
                 let mut out = Vec::new();
                 for b in ops.list_boards(project.as_deref(), all).await? {
-                    out.push(decided(ctx, ops.read_board(&b.id, None).await?)?);
+                    out.push(decided(ops.read_board(&b.id, None).await?)?);
                 }
-                ctx.print(&out, || out.iter().map(full_text).collect());
+                ctx.list("boards", &out, || out.iter().map(full_text).collect());
             } else {
                 let boards = ops.list_boards(project.as_deref(), all).await?;
-                ctx.print(&boards, || {
+                ctx.list("boards", &boards, || {
                     if boards.is_empty() {
                         "no boards\n".into()
                     } else {
@@ -443,11 +456,10 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             let ops = ctx.ops().await?;
             let by = ctx.actor(by, cli);
             let b = decided(
-                ctx,
                 ops.archive_board(&board, project.as_deref(), version, &by)
                     .await?,
             )?;
-            ctx.print(&b, || format!("archived {}", board_line(&b)));
+            ctx.show("board", &b, || format!("archived {}", board_line(&b)));
         }
         Cmd::Annotate {
             board,
@@ -471,8 +483,8 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
                 expected_revision: revision,
                 action_version: None,
             };
-            let c = decided(ctx, ops.annotate_row(&a).await?)?;
-            ctx.print(&c, || {
+            let c = decided(ops.annotate_row(&a).await?)?;
+            ctx.print(&row_change(&c), || {
                 let what = if c.row.annotation.is_some() {
                     "annotated"
                 } else if c.changed {
@@ -506,8 +518,8 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
                 by: ctx.actor(by, super::person),
                 expected_revision: revision,
             };
-            let c = decided(ctx, ops.mark_handled(&h, clear).await?)?;
-            ctx.print(&c, || {
+            let c = decided(ops.mark_handled(&h, clear).await?)?;
+            ctx.print(&row_change(&c), || {
                 format!(
                     "{} `{}` (board version {}; the row stays blocked until the agent stores an outcome)\n{}",
                     if clear { "unmarked" } else { "marked handled" },
@@ -530,7 +542,7 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             let rows = ops
                 .pending_rows(project.as_deref(), session.as_deref(), &reader, peek)
                 .await?;
-            ctx.print(&rows, || pending_text(&rows));
+            ctx.list("rows", &rows, || pending_text(&rows));
         }
         Cmd::Outcome {
             board,
@@ -551,12 +563,12 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
                 status,
                 by: ctx.actor(by, cli),
             };
-            let full = decided(ctx, ops.store_outcome(&w).await?)?;
-            ctx.print(&full, || full_text(&full));
+            let full = decided(ops.store_outcome(&w).await?)?;
+            ctx.show("board", &full, || full_text(&full));
         }
         Cmd::Handoffs { project } => {
             let rows = ctx.ops().await?.handoffs(project.as_deref()).await?;
-            ctx.print(&rows, || pending_text(&rows));
+            ctx.list("rows", &rows, || pending_text(&rows));
         }
     }
     Ok(exit::OK)

@@ -14,7 +14,7 @@ use super::{Ctx, exit, fail};
 fn login_url(base: &str, code: &str) -> anyhow::Result<String> {
     let bad = |why: &str| {
         fail(
-            exit::USAGE,
+            exit::INVALID,
             format!("--url `{base}` {why}: give the daemon's address, e.g. http://127.0.0.1:8642"),
         )
     };
@@ -62,12 +62,12 @@ pub(crate) async fn run(
 ) -> anyhow::Result<u8> {
     if ctx.remote() {
         return Err(fail(
-            exit::ERROR,
+            exit::INVALID,
             "`handoff inbox-link` must run on the daemon's host: it writes the login code into the database there (unset HANDOFF_URL, or run it on that host)",
         ));
     }
     let ttl_ms = crate::clock::parse_duration_ms(ttl)
-        .map_err(|e| fail(exit::USAGE, format!("--ttl: {e}")))?;
+        .map_err(|e| fail(exit::INVALID, format!("--ttl: {e}")))?;
     let url = match url {
         Some(u) => u,
         None => daemon_url(&ctx.config()?.0.http),
@@ -79,13 +79,13 @@ pub(crate) async fn run(
     let link = store
         .inbox_link_create(name, ttl_ms)
         .await
-        .map_err(|e| fail(exit::ERROR, e.to_string()))?;
+        .map_err(|e| crate::cli::store_failure(&e))?;
     let full = login_url(url, &link.code)?;
-    let v = serde_json::json!({
+    let v = serde_json::json!({"inbox_link": {
         "url": full,
         "name": link.name,
         "expires_at": crate::clock::format_rfc3339(link.expires_at),
-    });
+    }});
     ctx.print(&v, || {
         format!(
             "{full}\n\nOpen it in a browser to log in to the Inbox as `{}`. It works once, until {}.",

@@ -29,7 +29,7 @@ pub(crate) async fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let ops = if ctx.remote() {
         if args.rules.is_some() {
             return Err(super::fail(
-                exit::ERROR,
+                exit::INVALID,
                 "--rules/HANDOFF_RULES apply on the host: against HANDOFF_URL the daemon's own [[rule]]s decide",
             ));
         }

@@ -100,17 +100,20 @@ fn line(e: &Event) -> String {
     )
 }
 
-/// Print a batch of events as a list: JSON array or text lines.
-fn print_list(ctx: &Ctx, events: &[Event]) {
-    ctx.print(&events, || events.iter().map(|e| line(e) + "\n").collect());
+/// Print a batch of events as a list: `{"events": […], "next": SEQ}` (the
+/// `--after` that continues) or text lines.
+fn print_list(ctx: &Ctx, events: &[Event], next: i64) {
+    let v = super::list("events", events, Some(next));
+    ctx.print(&v, || events.iter().map(|e| line(e) + "\n").collect());
 }
 
 /// Print events one line each, as they come (`--follow`): text, or one
-/// JSON object per line with `--json`.
+/// JSON object per line with `--json`, `{"event": …}` (a stream has no
+/// single document).
 fn print_stream(ctx: &Ctx, events: &[Event]) {
     for e in events {
         if ctx.json {
-            match serde_json::to_string(e) {
+            match serde_json::to_string(&super::one("event", e, serde_json::Value::Null)) {
                 Ok(s) => super::out(&s),
                 Err(err) => eprintln!("handoff: cannot print JSON: {err}"),
             }
@@ -133,7 +136,7 @@ async fn events(
             Some(n) => ops.events_tail(n).await?,
             None => ops.events_page(after.unwrap_or(0), limit).await?,
         };
-        print_list(ctx, &page.events);
+        print_list(ctx, &page.events, page.next_after);
         // A page cut short (by --limit or the payload budget) says so on
         // stderr, where it does not disturb the list or the JSON.
         if tail.is_none() && !ops.events_page(page.next_after, 1).await?.events.is_empty() {
@@ -195,7 +198,7 @@ async fn events(
 async fn backup(ctx: &Ctx, file: PathBuf, force: bool) -> anyhow::Result<u8> {
     if ctx.remote() {
         return Err(fail(
-            exit::ERROR,
+            exit::INVALID,
             "`handoff backup` must run on the daemon's host: it copies the database file there (unset HANDOFF_URL)",
         ));
     }
@@ -203,7 +206,7 @@ async fn backup(ctx: &Ctx, file: PathBuf, force: bool) -> anyhow::Result<u8> {
     // Opening would create an empty database; a backup of nothing is a mistake.
     if !db.exists() {
         return Err(fail(
-            exit::ERROR,
+            exit::INVALID,
             format!(
                 "no database at {}: nothing to back up (pass --db FILE or set HANDOFF_DB to the daemon's database)",
                 db.display()
@@ -213,7 +216,7 @@ async fn backup(ctx: &Ctx, file: PathBuf, force: bool) -> anyhow::Result<u8> {
     let store = ctx.host_store("backup").await?;
     match store.backup_to(&file, force).await? {
         BackupOutcome::Written(b) => {
-            ctx.print(&b, || {
+            ctx.show("backup", &b, || {
                 format!(
                     "backed up {} to {} ({} bytes, events up to seq {})",
                     db.display(),
@@ -225,7 +228,7 @@ async fn backup(ctx: &Ctx, file: PathBuf, force: bool) -> anyhow::Result<u8> {
             Ok(exit::OK)
         }
         BackupOutcome::Exists => Err(fail(
-            exit::ERROR,
+            exit::INVALID,
             format!(
                 "{} already exists: pick a new file name, or pass --force to replace it",
                 file.display()
@@ -244,7 +247,7 @@ fn man(ctx: &Ctx, out: Option<PathBuf>) -> anyhow::Result<u8> {
     };
     let cannot = |e: std::io::Error| {
         fail(
-            exit::ERROR,
+            exit::INTERNAL,
             format!("cannot write man pages into {}: {e}", dir.display()),
         )
     };
@@ -257,7 +260,8 @@ fn man(ctx: &Ctx, out: Option<PathBuf>) -> anyhow::Result<u8> {
         .filter(|n| n.starts_with("handoff") && n.ends_with(".1"))
         .collect();
     pages.sort();
-    ctx.print(&pages, || {
+    let v = serde_json::json!({"man_pages": {"dir": dir, "pages": pages}});
+    ctx.print(&v, || {
         format!(
             "wrote {} man pages into {} (try `man {}/handoff.1`)",
             pages.len(),

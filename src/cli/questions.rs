@@ -8,17 +8,16 @@
 //! message that says what to do.
 
 use clap::{Args, Subcommand};
-use serde::Serialize;
 
 mod ask;
 mod render;
 
-use super::{Ctx, exit, fail};
+use super::{Ctx, exit, fail, refusal};
 use crate::clock::{format_rfc3339, parse_duration_ms};
 use crate::ops::Ops;
 use crate::store;
 use crate::store::questions::{
-    ListFilter, NewReply, Outcome, Question, Refusal, ReplyKind, ReplyRecord, Source, Status,
+    ListFilter, NewReply, Outcome, Question, Refusal, ReplyKind, Source, Status,
 };
 use render::{human_refusal, indent, render};
 
@@ -217,7 +216,7 @@ async fn find(ops: &Ops, id: &str) -> anyhow::Result<String> {
 }
 
 /// Print the question a write returned, or turn its refusal into exit 3
-/// (exit 4 for a missing question).
+/// (exit 4 for a missing question, 2 for a blank reply).
 fn finish(
     ctx: &Ctx,
     out: Outcome<Question>,
@@ -226,16 +225,19 @@ fn finish(
 ) -> anyhow::Result<u8> {
     match out {
         Ok(q) => {
-            ctx.print(&q, || format!("{done} {}\n{}", q.short_id, render(&q)));
+            ctx.show("question", &q, || {
+                format!("{done} {}\n{}", q.short_id, render(&q))
+            });
             Ok(exit::OK)
         }
         Err(r) => {
-            let code = if r == Refusal::NotFound {
-                exit::NOT_FOUND
-            } else {
-                exit::REFUSED
+            // A blank reply is bad input, as the API's 422 says.
+            let code = match r {
+                Refusal::NotFound => exit::NOT_FOUND,
+                Refusal::Empty => exit::INVALID,
+                _ => exit::REFUSED,
             };
-            Err(ctx.refuse(code, &r, refused(&r)))
+            Err(refusal(code, &r, refused(&r)))
         }
     }
 }
@@ -248,11 +250,10 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
 /// print two or three times over; say it once, and say what a read-only
 /// database means.
 fn one_line(e: anyhow::Error) -> anyhow::Error {
-    let Some(se) = e.downcast_ref::<store::Error>() else {
-        return e;
-    };
-    let msg = se.describe();
-    fail(exit::ERROR, msg)
+    match e.downcast_ref::<store::Error>() {
+        Some(se) => crate::cli::store_failure(se),
+        None => e,
+    }
 }
 
 async fn run_cmd(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
@@ -272,7 +273,7 @@ async fn run_cmd(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             let got = ops
                 .pending_replies(project.as_deref(), session.as_deref(), !new, &by)
                 .await?;
-            ctx.print(&got, || {
+            ctx.list("replies", &got, || {
                 if got.is_empty() {
                     return "no replies waiting".into();
                 }
@@ -297,7 +298,7 @@ async fn run_cmd(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
         } => {
             if via == Source::Chat && ctx.remote() {
                 return Err(fail(
-                    exit::ERROR,
+                    exit::INVALID,
                     "`reply --via chat` must run on the daemon's host (unset HANDOFF_URL); remotely a reply is an Inbox reply",
                 ));
             }
@@ -391,7 +392,7 @@ async fn run_cmd(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
                     ..Default::default()
                 })
                 .await?;
-            ctx.print(&list, || {
+            ctx.list("questions", &list, || {
                 if list.is_empty() {
                     return "no questions".into();
                 }
@@ -407,44 +408,38 @@ async fn run_cmd(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
                 .await?
                 .ok_or_else(|| fail(exit::NOT_FOUND, format!("no question `{id}`")))?;
             let replies = ops.question_replies(&id).await?;
-            #[derive(Serialize)]
-            struct Shown<'a> {
-                question: &'a Question,
-                replies: &'a [ReplyRecord],
-            }
-            ctx.print(
-                &Shown {
-                    question: &question,
-                    replies: &replies,
-                },
-                || {
-                    let mut s = render(&question);
-                    if !question.context.is_empty() {
-                        s.push_str(&format!("\n  context:\n{}", indent(&question.context)));
-                    }
-                    if !replies.is_empty() {
-                        s.push_str("\n  history:");
-                        for r in &replies {
-                            let what = match (&r.reply, r.kind) {
-                                (Some(t), Some(k)) => format!("{k}: {t}"),
-                                _ => "cleared".into(),
-                            };
-                            s.push_str(&format!(
-                                "\n    #{} {} via {}{}  {what}",
-                                r.reply_seq,
-                                format_rfc3339(r.at),
-                                r.source,
-                                if r.by.is_empty() {
-                                    String::new()
-                                } else {
-                                    format!(" by {}", r.by)
-                                },
-                            ));
-                        }
-                    }
-                    s
-                },
+            let shown = super::one(
+                "question",
+                &question,
+                serde_json::json!({ "replies": replies }),
             );
+            ctx.print(&shown, || {
+                let mut s = render(&question);
+                if !question.context.is_empty() {
+                    s.push_str(&format!("\n  context:\n{}", indent(&question.context)));
+                }
+                if !replies.is_empty() {
+                    s.push_str("\n  history:");
+                    for r in &replies {
+                        let what = match (&r.reply, r.kind) {
+                            (Some(t), Some(k)) => format!("{k}: {t}"),
+                            _ => "cleared".into(),
+                        };
+                        s.push_str(&format!(
+                            "\n    #{} {} via {}{}  {what}",
+                            r.reply_seq,
+                            format_rfc3339(r.at),
+                            r.source,
+                            if r.by.is_empty() {
+                                String::new()
+                            } else {
+                                format!(" by {}", r.by)
+                            },
+                        ));
+                    }
+                }
+                s
+            });
             Ok(exit::OK)
         }
     }

@@ -33,7 +33,7 @@ pub(crate) enum Cmd {
     },
     /// Block until something arrives for a session (an answer, a row
     /// response, an action decision, an inbound wake), print it, mark it
-    /// picked up and exit with --exit-code. Timeout: exit 5, nothing printed.
+    /// picked up and exit with --exit-code. Timeout: exit 5 (no arrivals printed).
     Wait(wait::Args),
 }
 
@@ -50,8 +50,9 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
 fn read_json(what: &str, arg: &str) -> anyhow::Result<serde_json::Value> {
     let text = super::arg_text(what, arg)?;
     serde_json::from_str(&text).map_err(|e| {
-        super::fail(
-            super::exit::ERROR,
+        super::fail_as(
+            super::exit::INVALID,
+            "malformed_json",
             format!("{what} is not valid JSON ({e}); pass JSON text, @file, or - for stdin"),
         )
     })

@@ -23,7 +23,7 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 pub(crate) async fn init(ctx: &Ctx) -> anyhow::Result<u8> {
     if ctx.remote() {
         return Err(fail(
-            exit::ERROR,
+            exit::INVALID,
             "`handoff init` creates a database on this machine, and HANDOFF_URL says the commands use a daemon's: unset HANDOFF_URL to create a local one",
         ));
     }
@@ -33,11 +33,11 @@ pub(crate) async fn init(ctx: &Ctx) -> anyhow::Result<u8> {
     // existing file it only brings the schema up to date.
     let store = Store::open(&path).await?;
     store.close().await;
-    let v = serde_json::json!({
+    let v = serde_json::json!({"database": {
         "path": path,
         "named_by": source.to_string(),
         "created": !existed,
-    });
+    }});
     ctx.print(&v, || {
         if existed {
             format!(
@@ -128,9 +128,12 @@ pub(crate) async fn run(ctx: &Ctx) -> anyhow::Result<u8> {
     if let Some(url) = &ctx.url {
         let remote = probe(url.trim_end_matches('/'), None).await;
         if !remote.running {
-            missing = Some(format!(
-                "the daemon at HANDOFF_URL={} does not answer: {}; start it there, or fix or unset HANDOFF_URL",
-                remote.url, remote.note
+            missing = Some((
+                exit::INTERNAL,
+                format!(
+                    "the daemon at HANDOFF_URL={} does not answer: {}; start it there, or fix or unset HANDOFF_URL",
+                    remote.url, remote.note
+                ),
             ));
         }
         status.remote = Some(remote);
@@ -142,7 +145,7 @@ pub(crate) async fn run(ctx: &Ctx) -> anyhow::Result<u8> {
             false => None,
         };
         if !exists && source.is_named() {
-            missing = Some(super::missing_database(&path, &source));
+            missing = Some((exit::INVALID, super::missing_database(&path, &source)));
         }
         let mine = exists.then(|| crate::store::fingerprint(&path));
         let url = super::inbox::daemon_url(&cfg.http);
@@ -168,10 +171,20 @@ pub(crate) async fn run(ctx: &Ctx) -> anyhow::Result<u8> {
             counts,
         });
     }
-    ctx.print(&status, || text(&status));
     match missing {
-        Some(m) => Err(fail(exit::ERROR, m)),
-        None => Ok(exit::OK),
+        None => {
+            ctx.show("status", &status, || text(&status));
+            Ok(exit::OK)
+        }
+        // The report still helps: as text before the error line, and with
+        // --json as the error's detail.
+        Some((code, m)) => {
+            if !ctx.json {
+                ctx.show("status", &status, || text(&status));
+            }
+            let detail = super::one("status", &status, serde_json::Value::Null);
+            Err(super::refusal(code, &detail, m))
+        }
     }
 }
 

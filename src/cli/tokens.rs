@@ -6,7 +6,7 @@
 
 use clap::Subcommand;
 
-use super::{Ctx, exit, fail};
+use super::{Ctx, exit, fail, store_failure};
 use crate::store::tokens::{Role, Token};
 
 #[derive(Debug, Subcommand)]
@@ -58,8 +58,13 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             let created = store
                 .token_create(&name, role, project.as_deref())
                 .await
-                .map_err(|e| fail(exit::ERROR, e.to_string()))?;
-            ctx.print(&created, || {
+                .map_err(|e| store_failure(&e))?;
+            let v = super::one(
+                "token",
+                &created.token,
+                serde_json::json!({"secret": created.secret}),
+            );
+            ctx.print(&v, || {
                 format!(
                     "{}\n\ntoken `{}` ({}, {}) created; this is the only time it is shown.\nUse it as `Authorization: Bearer <token>` or HANDOFF_TOKEN.",
                     created.secret,
@@ -76,7 +81,7 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
         }
         Cmd::List => {
             let list = store.token_list().await?;
-            ctx.print(&list, || {
+            ctx.list("tokens", &list, || {
                 if list.is_empty() {
                     "no tokens: create one with `handoff token create --name NAME --role agent|human|admin`".into()
                 } else {
@@ -88,10 +93,10 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
         Cmd::Revoke { name } => match store
             .token_revoke(&name)
             .await
-            .map_err(|e| fail(exit::ERROR, e.to_string()))?
+            .map_err(|e| store_failure(&e))?
         {
             Some(t) => {
-                ctx.print(&t, || format!("revoked token `{}`", t.name));
+                ctx.show("token", &t, || format!("revoked token `{}`", t.name));
                 Ok(exit::OK)
             }
             None => Err(fail(

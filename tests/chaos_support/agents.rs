@@ -70,6 +70,7 @@ pub async fn asker(ctx: Ctx, k: usize, mut rng: Rng) {
         match out.status.code() {
             Some(0) => {
                 let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+                let v = &v["question"];
                 let (Some(id), Some(seq)) = (v["id"].as_str(), v["reply_seq"].as_i64()) else {
                     unexpected(&ctx, "ask printed no question", &out);
                     continue;
@@ -193,14 +194,15 @@ pub async fn proposer(ctx: Ctx, k: usize, mut rng: Rng) {
         if code == Some(5) {
             continue;
         }
-        // --json prints one document: the run's report with its action, or
-        // (followed, refused) the action itself.
+        // --json prints one document: the run's report with its action,
+        // the followed action, or (refused) the error whose detail holds it.
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-        let action = if v["action"].is_object() {
-            &v["action"]
+        let v = if v["error"].is_object() {
+            v["error"]["detail"].clone()
         } else {
-            &v
+            v
         };
+        let action = &v["action"];
         let (Some(id), Some(status)) = (action["id"].as_str(), action["status"].as_str()) else {
             unexpected(&ctx, "propose --exec printed no action", &out);
             continue;
@@ -244,7 +246,7 @@ pub async fn recoverer(ctx: Ctx, mut rng: Rng) {
             continue;
         }
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-        for r in v["ran"].as_array().into_iter().flatten() {
+        for r in v["recovery"]["ran"].as_array().into_iter().flatten() {
             let id = r["action_id"].as_str().unwrap_or_default().to_string();
             let claimed = r["claimed"].as_bool().unwrap_or(false);
             ctx.log().recover_ran.push((pid, id, claimed));

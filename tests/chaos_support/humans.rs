@@ -149,7 +149,10 @@ pub async fn inbox(ctx: Ctx, store: Store, mut rng: Rng) {
                 match out.status.code() {
                     Some(0) if !text.is_empty() => log.inbox_committed.push((q.id.clone(), text)),
                     Some(0) => {}
+                    // 3: refused by the store; 2: a blank reply with
+                    // nothing to clear (bad input).
                     Some(3) => log.inbox_refused += 1,
+                    Some(2) if text.is_empty() => log.inbox_refused += 1,
                     _ => log.inbox_uncertain += 1,
                 }
             }

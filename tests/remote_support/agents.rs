@@ -69,7 +69,7 @@ pub fn actions(r: &mut Runner) {
         "approve with a patch",
         &["approve", &a1, "--patch", r#"{"n":2}"#, "--as", "tester"],
     );
-    r.ok("approve again", &["approve", &a1, "--as", "tester"]);
+    r.run("approve again", &["approve", &a1, "--as", "tester"]);
     r.ok("audit", &["audit", &a1]);
     r.text("action (text)", &["action", &a1]);
     let a2 = r.ok(
@@ -150,11 +150,12 @@ pub fn actions(r: &mut Runner) {
         "the exec action",
         &["actions", "--status", "pending"],
         |v| {
-            v.as_array()
+            v["actions"]
+                .as_array()
                 .is_some_and(|l| l.iter().any(|a| a["summary"] == "deploy v3"))
         },
     );
-    let a4 = pending
+    let a4 = pending["actions"]
         .as_array()
         .unwrap()
         .iter()
@@ -378,7 +379,7 @@ pub fn events(r: &mut Runner) {
     assert_eq!(code, Some(0));
     // Compare what happened, not where the log started: the daemon's
     // database also holds its token.
-    let kinds: Vec<Value> = events
+    let kinds: Vec<Value> = events["events"]
         .as_array()
         .unwrap()
         .iter()

@@ -139,11 +139,12 @@ pub fn questions(r: &mut Runner) {
         "the waiting question",
         &["questions", "--project", "demo"],
         |v| {
-            v.as_array()
+            v["questions"]
+                .as_array()
                 .is_some_and(|l| l.iter().any(|q| q["key"] == "deploy"))
         },
     );
-    let q3 = listed
+    let q3 = listed["questions"]
         .as_array()
         .unwrap()
         .iter()
@@ -175,8 +176,8 @@ pub fn boards(r: &mut Runner) {
             "s-1",
         ],
     );
-    let version = n(&b["board_version"]);
-    let db_rev = n(&b["rows"][0]["revision"]);
+    let version = n(&b["board"]["board_version"]);
+    let db_rev = n(&b["board"]["rows"][0]["revision"]);
     r.run(
         "board upsert stale",
         &[
@@ -207,7 +208,7 @@ pub fn boards(r: &mut Runner) {
             "tester",
         ],
     );
-    let db_rev = n(&b["rows"][0]["revision"]);
+    let db_rev = n(&b["board"]["rows"][0]["revision"]);
     r.run(
         "board row stale",
         &[
@@ -281,11 +282,11 @@ pub fn boards(r: &mut Runner) {
     );
     let db_rev = {
         let _ = db_rev;
-        n(&b["rows"][0]["revision"])
+        n(&b["board"]["rows"][0]["revision"])
     };
     let version = {
         let _ = version;
-        n(&b["board_version"])
+        n(&b["board"]["board_version"])
     };
     let b = r.ok(
         "board advance",
@@ -310,7 +311,7 @@ pub fn boards(r: &mut Runner) {
             "tester",
         ],
     );
-    let db_rev = n(&b["rows"][0]["revision"]);
+    let db_rev = n(&b["board"]["rows"][0]["revision"]);
     r.run(
         "board advance stale",
         &[
@@ -346,7 +347,7 @@ pub fn boards(r: &mut Runner) {
             "tester",
         ],
     );
-    let version = n(&b["board_version"]);
+    let version = n(&b["board"]["board_version"]);
     r.ok(
         "board get summary",
         &["board", "get", "--project", "demo", "--all"],
@@ -400,7 +401,7 @@ pub fn boards(r: &mut Runner) {
             "--project",
             "demo",
             "--version",
-            &n(&later["board_version"]),
+            &n(&later["board"]["board_version"]),
             "--by",
             "tester",
         ],

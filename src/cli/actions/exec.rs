@@ -29,7 +29,7 @@ pub(crate) async fn run_claimed(
         .await
         .map_err(|err| map_err(ctx, err))?;
     if let Some(msg) = &report.spawn_error {
-        return Err(fail(exit::ERROR, msg.clone()));
+        return Err(fail(exit::INTERNAL, msg.clone()));
     }
     if report.lost_claim {
         eprintln!(
@@ -64,9 +64,9 @@ pub(crate) async fn run_or_follow(
                 eprint!("{}", super::render::action(&a, ops.now()));
             }
             return Ok(match report.exit_code {
-                Some(c) => u8::try_from(c).unwrap_or(exit::ERROR),
+                Some(c) => u8::try_from(c).unwrap_or(exit::INTERNAL),
                 None if report.status == Status::Executed => exit::OK,
-                None => exit::ERROR,
+                None => exit::INTERNAL,
             });
         }
     }
@@ -81,10 +81,12 @@ pub(crate) async fn run_or_follow(
         .await
         .map_err(e)?;
     let a = settled.action();
-    ctx.print(&a.redacted(), || super::render::action(a, ops.now()));
+    ctx.show("action", &a.redacted(), || {
+        super::render::action(a, ops.now())
+    });
     Ok(if a.status == Status::Executed {
         exit::OK
     } else {
-        exit::ERROR
+        exit::INTERNAL
     })
 }

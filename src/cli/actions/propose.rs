@@ -7,7 +7,7 @@ use serde_json::json;
 use super::{
     FOREVER, ProposeArgs, exec, map_err, read_json_arg, render, shown, split_commands, who,
 };
-use crate::cli::{Ctx, exit, fail};
+use crate::cli::{Ctx, exit, fail, one, refusal};
 use crate::ops::{Policy, Until};
 use crate::store::actions::{NewAction, Proposed, Settled, Status};
 
@@ -18,7 +18,7 @@ fn policy(ctx: &Ctx, rules: Option<&std::path::Path>) -> anyhow::Result<Policy> 
     if ctx.remote() {
         if rules.is_some() {
             return Err(fail(
-                exit::ERROR,
+                exit::INVALID,
                 "--rules/HANDOFF_RULES apply on the daemon's host: against HANDOFF_URL the daemon's own [[rule]]s decide",
             ));
         }
@@ -33,14 +33,14 @@ pub(super) async fn propose(ctx: &Ctx, p: ProposeArgs) -> anyhow::Result<u8> {
     let e = |err| map_err(ctx, err);
     if !p.exec && !p.verify && !p.command.is_empty() {
         return Err(fail(
-            exit::USAGE,
+            exit::INVALID,
             "a command after `--` needs --exec (or --verify)",
         ));
     }
     let (exec_cmd, verify_cmd) = split_commands(p.exec, p.command);
     if p.exec && exec_cmd.is_none() {
         return Err(fail(
-            exit::USAGE,
+            exit::INVALID,
             "--exec needs a command after `--`, e.g. --exec -- ./send.sh",
         ));
     }
@@ -74,9 +74,11 @@ pub(super) async fn propose(ctx: &Ctx, p: ProposeArgs) -> anyhow::Result<u8> {
     if waiting && !proposed.created && action.status == Status::Unknown {
         // An unknown outcome may already have happened: never wait on it
         // or run it again from a retried proposal; a person settles it.
-        return Err(ctx.refuse(
+        let mut v = shown(&proposed, &action);
+        v["outcome"] = json!("unknown_duplicate");
+        return Err(refusal(
             exit::REFUSED,
-            &shown(&proposed, &action),
+            &v,
             render::unknown_duplicate(&action),
         ));
     }
@@ -107,8 +109,12 @@ pub(super) async fn propose(ctx: &Ctx, p: ProposeArgs) -> anyhow::Result<u8> {
         .map_err(e)?;
     let action = match decided {
         Settled::StillRunning { action } => {
-            let v = json!({"outcome": "still_pending", "action": action.redacted()});
-            return Err(ctx.refuse(
+            let v = one(
+                "action",
+                &action.redacted(),
+                json!({"outcome": "still_pending"}),
+            );
+            return Err(refusal(
                 exit::TIMEOUT,
                 &v,
                 format!("{} is still pending after the timeout", action.short_id()),
@@ -117,9 +123,13 @@ pub(super) async fn propose(ctx: &Ctx, p: ProposeArgs) -> anyhow::Result<u8> {
         Settled::Done { action } => action,
     };
     if matches!(action.status, Status::Rejected | Status::Expired) {
-        let v = json!({"outcome": action.status, "action": action.redacted()});
+        let v = one(
+            "action",
+            &action.redacted(),
+            json!({"outcome": action.status}),
+        );
         let why = action.reason.clone().unwrap_or_default();
-        return Err(ctx.refuse(
+        return Err(refusal(
             exit::REFUSED,
             &v,
             format!(
@@ -132,7 +142,9 @@ pub(super) async fn propose(ctx: &Ctx, p: ProposeArgs) -> anyhow::Result<u8> {
     }
     match exec_cmd {
         None => {
-            ctx.print(&action.redacted(), || render::action(&action, ops.now()));
+            ctx.show("action", &action.redacted(), || {
+                render::action(&action, ops.now())
+            });
             Ok(exit::OK)
         }
         Some(argv) => exec::run_or_follow(&ops, ctx, &action, &argv, p.lease).await,

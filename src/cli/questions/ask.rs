@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::AskArgs;
 use super::render::render_reply;
-use crate::cli::{Ctx, exit, fail};
+use crate::cli::{Ctx, exit, fail, one, refusal};
 use crate::ops::Awaited;
 use crate::store::questions::{NewQuestion, QuestionOption};
 
@@ -30,7 +30,7 @@ pub(super) async fn ask(a: AskArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         };
         let Some(i) = idx else {
             return Err(fail(
-                exit::ERROR,
+                exit::INVALID,
                 format!(
                     "--recommend {rec:?} names no option: give its number (1–{}) or its label",
                     options.len()
@@ -67,7 +67,12 @@ pub(super) async fn ask(a: AskArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let flagged = ops.flag(&q).await?;
     let fq = &flagged.question;
     if !a.wait {
-        ctx.print(&flagged, || {
+        let v = one(
+            "question",
+            fq,
+            serde_json::json!({"created": flagged.created}),
+        );
+        ctx.print(&v, || {
             let verb = if flagged.created { "asked" } else { "updated" };
             format!(
                 "{verb} {} (revision {})\nid {}",
@@ -90,7 +95,12 @@ pub(super) async fn ask(a: AskArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let by = ctx.actor(None, || q.agent.clone());
     match ops.await_reply(fq, &by, wait).await? {
         Awaited::Reply(q) => {
-            ctx.print(&q, || render_reply(&q));
+            let v = one(
+                "question",
+                &q,
+                serde_json::json!({"created": flagged.created, "answered": true}),
+            );
+            ctx.print(&v, || render_reply(&q));
             Ok(exit::OK)
         }
         Awaited::Closed(q) => {
@@ -99,14 +109,17 @@ pub(super) async fn ask(a: AskArgs, ctx: &Ctx) -> anyhow::Result<u8> {
                 .as_deref()
                 .map(|o| format!(": {o}"))
                 .unwrap_or_default();
-            Err(ctx.refuse(
+            Err(refusal(
                 exit::REFUSED,
-                &q,
+                &one("question", &q, serde_json::json!({"refused": "not_open"})),
                 format!("the question was {} while waiting{why}", q.status),
             ))
         }
-        Awaited::TimedOut(q) => Err(fail(
+        // The question exists and stays open: the error's detail carries
+        // it, so a script can tell it apart from a failed ask.
+        Awaited::TimedOut(q) => Err(refusal(
             exit::TIMEOUT,
+            &one("question", &q, serde_json::Value::Null),
             format!(
                 "no reply to {} yet; it stays open: `handoff pending` will deliver the reply",
                 q.short_id

@@ -2,9 +2,10 @@
 //! and its result after, so a resumed agent knows what already happened.
 
 use clap::Subcommand;
+use serde_json::json;
 
 use super::{read_json, render};
-use crate::cli::{Ctx, exit};
+use crate::cli::{Ctx, exit, one, refusal};
 use crate::store::sessions::{Begin, Complete, NewCall};
 
 #[derive(Debug, Subcommand)]
@@ -81,11 +82,19 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
                 .await?;
             match &out {
                 Begin::Started { entry } => {
-                    ctx.print(&out, || format!("started {}", render::ledger_line(entry)));
+                    let v = one("ledger_entry", entry, json!({"outcome": "started"}));
+                    ctx.print(&v, || format!("started {}", render::ledger_line(entry)));
                     Ok(exit::OK)
                 }
                 Begin::Existing { entry, finished } => {
-                    ctx.print(&out, || match finished {
+                    let v = one(
+                        "ledger_entry",
+                        entry,
+                        json!({"outcome": "existing", "finished": finished
+                            .as_ref()
+                            .map(|f| crate::cli::entity("ledger_entry", f))}),
+                    );
+                    ctx.print(&v, || match finished {
                         Some(f) => format!(
                             "already begun and finished: {}\ndo not run it again",
                             render::ledger_line(f)
@@ -97,7 +106,7 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
                     });
                     Ok(exit::OK)
                 }
-                Begin::Conflict { existing, differs } => Err(ctx.refuse(
+                Begin::Conflict { existing, differs } => Err(refusal(
                     exit::REFUSED,
                     &out,
                     format!(
@@ -124,16 +133,18 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             let out = ops.ledger_complete(&id, &event_id, ok, &result).await?;
             match &out {
                 Complete::Completed { entry } => {
-                    ctx.print(&out, || format!("recorded {}", render::ledger_line(entry)));
+                    let v = one("ledger_entry", entry, json!({"outcome": "completed"}));
+                    ctx.print(&v, || format!("recorded {}", render::ledger_line(entry)));
                     Ok(exit::OK)
                 }
                 Complete::Existing { entry } => {
-                    ctx.print(&out, || {
+                    let v = one("ledger_entry", entry, json!({"outcome": "existing"}));
+                    ctx.print(&v, || {
                         format!("already recorded: {}", render::ledger_line(entry))
                     });
                     Ok(exit::OK)
                 }
-                Complete::Conflict { existing, differs } => Err(ctx.refuse(
+                Complete::Conflict { existing, differs } => Err(refusal(
                     exit::REFUSED,
                     &out,
                     format!(
@@ -142,7 +153,7 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
                         render::ledger_line(existing)
                     ),
                 )),
-                Complete::NotStarted => Err(ctx.refuse(
+                Complete::NotStarted => Err(refusal(
                     exit::NOT_FOUND,
                     &out,
                     format!(
@@ -157,7 +168,7 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
                 .await?
                 .unwrap_or_else(|| session.trim().to_string());
             let rows = ops.ledger_list(&id, last).await?;
-            ctx.print(&rows, || {
+            ctx.list("ledger_entries", &rows, || {
                 if rows.is_empty() {
                     format!("no ledger rows for session {id}")
                 } else {

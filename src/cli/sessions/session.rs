@@ -3,7 +3,7 @@
 use clap::Subcommand;
 
 use super::{read_json, render, resolve_existing};
-use crate::cli::{Ctx, exit, fail};
+use crate::cli::{Ctx, exit, fail, refusal};
 use crate::store::sessions::{Checkpointed, DEFAULT_LEDGER_TAIL, Ended, NewSession, WakeTarget};
 
 #[derive(Debug, Subcommand)]
@@ -114,7 +114,7 @@ impl RegisterArgs {
         }
         if !self.command.is_empty() {
             return Err(fail(
-                exit::USAGE,
+                exit::INVALID,
                 "a command after `--` is the wake command: add --wake-exec before `--`",
             ));
         }
@@ -150,7 +150,9 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
                     wake_target,
                 })
                 .await?;
-            ctx.print(&s, || format!("registered\n{}", render::session(&s)));
+            ctx.show("session", &s, || {
+                format!("registered\n{}", render::session(&s))
+            });
             Ok(exit::OK)
         }
         Cmd::Checkpoint {
@@ -165,17 +167,14 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
                 .save_checkpoint(&id, revision, &value.to_string())
                 .await?
             {
-                r @ Checkpointed::Saved { .. } => {
-                    let rev = match &r {
-                        Checkpointed::Saved { session: s } => s.revision,
-                        _ => 0,
-                    };
-                    ctx.print(&r, || {
+                Checkpointed::Saved { session: s } => {
+                    let rev = s.revision;
+                    ctx.show("session", &s, || {
                         format!("checkpointed {id}: now revision {rev} (pass --revision {rev} next time)")
                     });
                     Ok(exit::OK)
                 }
-                r @ Checkpointed::Stale { expected, current } => Err(ctx.refuse(
+                r @ Checkpointed::Stale { expected, current } => Err(refusal(
                     exit::REFUSED,
                     &r,
                     format!(
@@ -183,7 +182,7 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
                          read it again (`handoff session resume`) and retry with --revision {current}"
                     ),
                 )),
-                r @ Checkpointed::Ended { .. } => Err(ctx.refuse(
+                r @ Checkpointed::Ended { .. } => Err(refusal(
                     exit::REFUSED,
                     &r,
                     format!("session {id} has ended; register it again to reopen it"),
@@ -200,7 +199,7 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
                 .await?
                 .unwrap_or_else(|| session.trim().to_string());
             let r = ops.read_resume(&id, tail).await?;
-            ctx.print(&r, || render::resume(&r));
+            ctx.show("resume", &r, || render::resume(&r));
             Ok(exit::OK)
         }
         Cmd::Show { session } => {
@@ -210,7 +209,7 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
                 .get_session(&id)
                 .await?
                 .ok_or_else(|| fail(exit::NOT_FOUND, format!("no session `{id}`")))?;
-            ctx.print(&s, || render::session(&s));
+            ctx.show("session", &s, || render::session(&s));
             Ok(exit::OK)
         }
         Cmd::List { status, project } => {
@@ -218,7 +217,7 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             let list = ops
                 .list_sessions(status.as_deref(), project.as_deref())
                 .await?;
-            ctx.print(&list, || {
+            ctx.list("sessions", &list, || {
                 if list.is_empty() {
                     "no sessions".into()
                 } else {
@@ -233,8 +232,13 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             let out = ops.end_session(&id).await?;
             match &out {
                 Ended::NotFound => Err(fail(exit::NOT_FOUND, format!("no session `{id}`"))),
-                Ended::Ended { .. } | Ended::AlreadyEnded { .. } => {
-                    ctx.print(&out, || match &out {
+                Ended::Ended { session: s } | Ended::AlreadyEnded { session: s } => {
+                    let outcome = match &out {
+                        Ended::AlreadyEnded { .. } => "already_ended",
+                        _ => "ended",
+                    };
+                    let v = crate::cli::one("session", s, serde_json::json!({"outcome": outcome}));
+                    ctx.print(&v, || match &out {
                         Ended::AlreadyEnded { .. } => format!("session {id} had already ended"),
                         _ => format!("ended session {id}"),
                     });

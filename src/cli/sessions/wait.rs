@@ -21,7 +21,7 @@ pub(crate) struct Args {
     /// The session to wait for.
     #[arg(long, env = "HANDOFF_SESSION")]
     session: String,
-    /// Give up after this long (`30s`, `30m`, `2h`; exit 5, nothing printed)
+    /// Give up after this long (`30s`, `30m`, `2h`; exit 5, no arrivals printed)
     /// [default: wait forever].
     #[arg(long, value_parser = parse_timeout)]
     timeout: Option<i64>,
@@ -51,7 +51,7 @@ pub(crate) async fn run(a: Args, ctx: &Ctx) -> anyhow::Result<u8> {
     let id = super::resolve(&ops, &a.session)
         .await?
         .unwrap_or_else(|| a.session.trim().to_string());
-    crate::store::sessions::check_id(&id).map_err(|e| fail(exit::USAGE, e.to_string()))?;
+    crate::store::sessions::check_id(&id).map_err(|e| fail(exit::INVALID, e.to_string()))?;
     let by = ctx.actor(a.by, || "handoff wait".into());
     let wait = a.timeout.map(|ms| Duration::from_millis(ms as u64));
     let arrivals = ops.wait_arrivals(&id, &by, wait).await?;
@@ -61,7 +61,8 @@ pub(crate) async fn run(a: Args, ctx: &Ctx) -> anyhow::Result<u8> {
             format!("nothing arrived for session {id} before the timeout"),
         ));
     }
-    let out = serde_json::json!({"session": id, "arrivals": arrivals});
+    let mut out = crate::cli::list("arrivals", &arrivals, None);
+    out["session_id"] = serde_json::json!(id);
     ctx.print(&out, || render::arrivals(&id, &arrivals));
     Ok(a.exit_code)
 }
