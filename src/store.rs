@@ -20,6 +20,7 @@ pub mod depth;
 pub mod events;
 pub mod inbox_sessions;
 pub mod questions;
+pub mod refusal;
 #[doc(hidden)]
 pub mod seed;
 pub mod sessions;

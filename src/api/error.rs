@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use crate::store;
+use crate::store::refusal::{Class, Refused};
 use crate::store::{actions, boards, questions};
 
 /// An API failure, rendered as `{"reason", "message", "detail"?}`.
@@ -138,43 +139,26 @@ impl From<actions::Error> for ApiError {
     }
 }
 
-/// The detail of a refusal: its own serialization.
-fn detail_of<T: serde::Serialize>(r: &T) -> Value {
-    serde_json::to_value(r).unwrap_or(Value::Null)
+/// A store refusal: its class sets the status, the store names the reason
+/// (the same name every door uses) and the refusal is the detail.
+fn refused<R: Refused>(r: &R) -> ApiError {
+    let status = match r.class() {
+        Class::NotFound => StatusCode::NOT_FOUND,
+        Class::Invalid => StatusCode::UNPROCESSABLE_ENTITY,
+        Class::Conflict => StatusCode::CONFLICT,
+    };
+    ApiError::new(status, r.reason(), r.to_string()).with_detail(r.detail())
 }
 
 impl From<questions::Refusal> for ApiError {
     fn from(r: questions::Refusal) -> Self {
-        use questions::Refusal as R;
-        let (status, reason) = match &r {
-            R::Empty => (StatusCode::UNPROCESSABLE_ENTITY, "empty"),
-            R::NotFound => return ApiError::not_found("question"),
-            R::NotOpen { .. } => (StatusCode::CONFLICT, "not_open"),
-            R::UnreadAnswer { .. } => (StatusCode::CONFLICT, "unread_answer"),
-            R::Stale { .. } => (StatusCode::CONFLICT, "stale"),
-            R::AlreadyPickedUp { .. } => (StatusCode::CONFLICT, "already_picked_up"),
-        };
-        ApiError::new(status, reason, r.to_string()).with_detail(detail_of(&r))
+        refused(&r)
     }
 }
 
 impl From<boards::Refusal> for ApiError {
     fn from(r: boards::Refusal) -> Self {
-        use boards::Refusal as R;
-        let (status, reason) = match &r {
-            R::Stale { .. } => (StatusCode::CONFLICT, "stale"),
-            R::NotFound { what } => {
-                return ApiError::not_found(what.clone()).with_detail(detail_of(&r));
-            }
-            R::Empty => (StatusCode::UNPROCESSABLE_ENTITY, "empty"),
-            R::UnreadAnswer { .. } => (StatusCode::CONFLICT, "unread_answer"),
-            R::NotBlocked { .. } => (StatusCode::CONFLICT, "not_blocked"),
-            R::Archived => (StatusCode::CONFLICT, "archived"),
-            R::AlreadyDelivered => (StatusCode::CONFLICT, "already_delivered"),
-            R::OutcomeRequired { .. } => (StatusCode::CONFLICT, "outcome_required"),
-            R::UnreadResponse { .. } => (StatusCode::CONFLICT, "unread_response"),
-        };
-        ApiError::new(status, reason, r.to_string()).with_detail(detail_of(&r))
+        refused(&r)
     }
 }
 

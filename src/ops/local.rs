@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::Error;
 use crate::store::actions::Rule;
+use crate::store::refusal::{Class, Refused};
 use crate::store::{self, Store, actions, boards, questions};
 
 /// How `propose_action` treats new actions: the config's `[[rule]]`
@@ -122,41 +123,37 @@ impl From<actions::Error> for Error {
     }
 }
 
+/// A store refusal: its class picks the kind of error, the store names the
+/// reason (the same name every door uses) and the refusal is the detail.
+fn refused<R: Refused>(r: &R, message: String) -> Error {
+    match r.class() {
+        Class::NotFound => Error::not_found(message),
+        Class::Invalid => Error::invalid(message),
+        Class::Conflict => Error::refused(r.reason(), message, r.detail()),
+    }
+}
+
 impl From<questions::Refusal> for Error {
     fn from(r: questions::Refusal) -> Self {
-        use questions::Refusal as R;
-        let reason = match &r {
-            R::NotFound => return Error::not_found("no such question; list yours with `pending`"),
-            R::Empty => return Error::invalid(r.to_string()),
-            R::NotOpen { .. } => "not_open",
-            R::UnreadAnswer { .. } => "unread_answer",
-            R::Stale { .. } => "stale",
-            R::AlreadyPickedUp { .. } => "already_picked_up",
+        let message = match r.class() {
+            // Name the listing command, as every not-found error does.
+            Class::NotFound => format!("{r}; list yours with `pending`"),
+            _ => r.to_string(),
         };
-        Error::refused(reason, r.to_string(), detail(&r))
+        refused(&r, message)
     }
 }
 
 impl From<boards::Refusal> for Error {
     fn from(r: boards::Refusal) -> Self {
-        use boards::Refusal as R;
-        let reason = match &r {
-            R::NotFound { what } => return Error::not_found(format!("{what} not found")),
-            R::Empty => return Error::invalid(r.to_string()),
-            R::Stale { .. } => "stale",
-            R::UnreadAnswer { .. } => "unread_answer",
-            R::NotBlocked { .. } => "not_blocked",
-            R::Archived => "archived",
-            R::AlreadyDelivered => "already_delivered",
-            R::OutcomeRequired { .. } => "outcome_required",
-            R::UnreadResponse { .. } => "unread_response",
-        };
         let message = match &r {
             // The store's text names the CLI; an agent re-reads with board_get.
-            R::Stale { .. } => r.to_string().replace("`handoff board get`", "board_get"),
+            boards::Refusal::Stale { .. } => {
+                r.to_string().replace("`handoff board get`", "board_get")
+            }
             _ => r.to_string(),
         };
-        Error::refused(reason, message, detail(&r))
+        refused(&r, message)
     }
 }
 

@@ -293,7 +293,7 @@ impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Refusal::Empty => f.write_str("the reply is empty: write some text"),
-            Refusal::NotFound => f.write_str("no such question"),
+            Refusal::NotFound => f.write_str("question not found"),
             Refusal::NotOpen { status } => {
                 write!(f, "the question is already {status}: nothing changed")
             }
