@@ -4,7 +4,7 @@
 //! HTTP API ([`Remote`], when `HANDOFF_URL` is set). Nothing above this
 //! layer knows which.
 //!
-//! Two levels. The *primitives* (`prims`) mirror the store: they take the
+//! Two levels. The *primitives* (`backend`) mirror the store: they take the
 //! store's input values and return the store's own results, typed refusals
 //! included (`Outcome`, `Decided`, `ApproveOutcome`, …), so the CLI prints
 //! the same thing whichever backend ran them. The *agent operations* (ask,
@@ -16,7 +16,7 @@
 //! and the store's refusal as `detail`, the same vocabulary as the HTTP
 //! API's error body.
 //!
-//! Layout: `prims` (the primitive table and its two small value types),
+//! Layout: `backend` (the primitive table and its two small value types),
 //! `local` (the store-backed implementation and its error mapping),
 //! `remote` (the HTTP client and its error mapping), `questions`,
 //! `boards`, `actions`, `sessions` (the agent operations by area),
@@ -27,7 +27,7 @@
 mod actions;
 mod boards;
 mod local;
-mod prims;
+mod backend;
 mod questions;
 mod remote;
 pub mod requests;
@@ -40,7 +40,7 @@ use serde_json::Value;
 
 pub(crate) use local::unknown_session;
 pub use local::{Local, Policy};
-pub use prims::{Awaited, Until};
+pub use backend::{Awaited, Until};
 pub use remote::Remote;
 
 /// Why an operation did not do what was asked. Serializable as

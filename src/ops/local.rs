@@ -1,11 +1,11 @@
 //! The local implementation of [`super::Ops`]: a store handle plus the
 //! action policy from the config (auto-decision rules, redaction keys).
 //! Store errors and typed refusals are mapped to [`super::Error`] here, once.
-//! The primitives themselves are in `calls`.
+//! The primitives themselves are in `operations`.
 
-mod calls;
+mod operations;
 
-pub(crate) use calls::unknown_session;
+pub(crate) use operations::unknown_session;
 
 use serde::Serialize;
 use serde_json::Value;

@@ -18,13 +18,17 @@
 //! pending, unprocessed handoffs). It does not push anything to chat: followers of the
 //! event log do.
 
-mod db;
 mod human;
+mod load;
 mod read;
+mod record;
 mod step;
+mod validate;
 mod write;
 
-use db::*;
+use load::*;
+use record::*;
+use validate::*;
 
 use serde::{Deserialize, Serialize};
 

@@ -71,7 +71,7 @@ impl Until {
     }
 }
 
-macro_rules! prims {
+macro_rules! primitives {
     ($($(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),*) -> $out:ty;)+) => {
         impl Ops {
             $(
@@ -88,7 +88,7 @@ macro_rules! prims {
     };
 }
 
-prims! {
+primitives! {
     // ---- questions ----
     /// The full id of question `id` (full or short); `None` if no question matches.
     fn resolve_question_id(id: &str) -> Option<String>;

@@ -1,0 +1,143 @@
+//! What every board write records with its change: the row payload of its
+//! event, the version bump, auto-archive of a settled board, the row event.
+
+use serde_json::Value;
+use sqlx::SqliteConnection;
+
+use super::load::load_board;
+use super::{Board, Row};
+use crate::store::{Error, Result};
+
+/// Event payload common to row events.
+pub(super) fn row_payload(board: &Board, row: &Row, extra: Value) -> Value {
+    let mut v = serde_json::json!({
+        "board_id": board.id,
+        "board_title": board.title,
+        "board_version": board.board_version,
+        "label": row.label,
+        "status": row.status,
+        "revision": row.revision,
+        "action_version": row.action_version,
+    });
+    if let (Some(obj), Value::Object(extra)) = (v.as_object_mut(), extra) {
+        obj.extend(extra);
+    }
+    v
+}
+
+/// Who caused a change and through which door, for events.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Who<'a> {
+    pub(super) actor: &'a str,
+    pub(super) channel: &'a str,
+}
+
+/// Record that the board changed: bump its version. Called inside the
+/// transaction that already decided the write.
+pub(super) async fn bump_version(
+    conn: &mut SqliteConnection,
+    now: i64,
+    board_id: &str,
+) -> Result<Board> {
+    sqlx::query("UPDATE boards SET revision = revision + 1, updated_at = ? WHERE id = ?")
+        .bind(now)
+        .bind(board_id)
+        .execute(&mut *conn)
+        .await?;
+    load_board(conn, board_id)
+        .await?
+        .ok_or_else(|| Error::Corrupt(format!("board {board_id} vanished mid-transaction")))
+}
+
+/// After an agent's write: auto-archive the board at 100 % or reactivate an
+/// archived board that is no longer complete, appending `board.archived` /
+/// `board.reactivated`. A board archived by hand is reactivated too: the
+/// agent wrote to it again. Empty and all-`na` boards never complete.
+pub(super) async fn settle(
+    conn: &mut SqliteConnection,
+    now: i64,
+    board: Board,
+    who: Who<'_>,
+) -> Result<Board> {
+    let complete = board.progress.complete();
+    let kind = if complete && board.archived_at.is_none() {
+        // Why guarded: only an active board auto-archives, and not while a
+        // person's response on one of its rows is still open (undelivered,
+        // or delivered and not yet resolved): archiving would hide it.
+        let archived = sqlx::query(
+            "UPDATE boards SET archived_at = ?, auto_archived = 1
+             WHERE id = ? AND archived_at IS NULL AND NOT EXISTS (
+                 SELECT 1 FROM board_rows r WHERE r.board_id = boards.id AND r.response_open = 1
+                   AND (r.annotation IS NOT NULL OR r.handled_at IS NOT NULL))",
+        )
+        .bind(now)
+        .bind(&board.id)
+        .execute(&mut *conn)
+        .await?;
+        if archived.rows_affected() == 0 {
+            return Ok(board);
+        }
+        "board.archived"
+    } else if !complete && board.archived_at.is_some() {
+        // Why guarded: reactivate only what is archived now.
+        sqlx::query(
+            "UPDATE boards SET archived_at = NULL, auto_archived = 0 WHERE id = ? AND archived_at IS NOT NULL",
+        )
+        .bind(&board.id)
+        .execute(&mut *conn)
+        .await?;
+        "board.reactivated"
+    } else {
+        return Ok(board);
+    };
+    crate::store::events::append(
+        conn,
+        now,
+        &crate::store::NewEvent {
+            kind,
+            entity_kind: "board",
+            entity_id: &board.id,
+            actor: who.actor,
+            channel: who.channel,
+            project: &board.project,
+            session: &board.session,
+            payload: serde_json::json!({
+                "title": board.title,
+                "board_version": board.board_version,
+                "auto": true,
+                "progress": board.progress.percent,
+            }),
+        },
+    )
+    .await?;
+    load_board(conn, &board.id)
+        .await?
+        .ok_or_else(|| Error::Corrupt(format!("board {} vanished mid-transaction", board.id)))
+}
+
+/// Append an event about `row` of `board`.
+pub(super) async fn row_event(
+    conn: &mut SqliteConnection,
+    now: i64,
+    kind: &str,
+    board: &Board,
+    row: &Row,
+    who: Who<'_>,
+    extra: Value,
+) -> Result<i64> {
+    crate::store::events::append(
+        conn,
+        now,
+        &crate::store::NewEvent {
+            kind,
+            entity_kind: "row",
+            entity_id: &row.id,
+            actor: who.actor,
+            channel: who.channel,
+            project: &board.project,
+            session: &board.session,
+            payload: row_payload(board, row, extra),
+        },
+    )
+    .await
+}
