@@ -72,7 +72,10 @@ async fn an_unknown_outcome_blocks_a_duplicate_until_a_person_settles_it() {
     assert_eq!(unknown_duplicate_note(fresh.created, &fresh.action), None);
     let pending = s.propose(&n).await.unwrap();
     assert!(!pending.created && pending.action.status == Status::Pending);
-    assert_eq!(unknown_duplicate_note(pending.created, &pending.action), None);
+    assert_eq!(
+        unknown_duplicate_note(pending.created, &pending.action),
+        None
+    );
 }
 
 #[tokio::test]
@@ -409,7 +412,10 @@ async fn free_text_stored_before_scrubbing_is_scrubbed_when_shown() {
         Some(serde_json::json!({"stdout_tail": "sent with [redacted]", "token": "[redacted]"}))
     );
     assert_eq!(shown.error.as_deref(), Some("failed for [redacted]"));
-    assert_eq!(shown.reason.as_deref(), Some("no: password=[redacted] is wrong"));
+    assert_eq!(
+        shown.reason.as_deref(),
+        Some("no: password=[redacted] is wrong")
+    );
     // The executor's arguments keep the real value.
     assert_eq!(stored.effective_args["api_token"], "s3cr3t-tok3n");
 }

@@ -206,7 +206,12 @@ async fn the_event_log_reads_at_most_four_mebibytes_of_payload_per_batch() {
         let batch = store.events_after(after, 100).await.unwrap();
         let Some(last) = batch.last() else { break };
         after = last.seq;
-        batches.push(batch.iter().map(|e| e.entity_id.clone()).collect::<Vec<_>>());
+        batches.push(
+            batch
+                .iter()
+                .map(|e| e.entity_id.clone())
+                .collect::<Vec<_>>(),
+        );
     }
     assert_eq!(
         batches,
