@@ -7,7 +7,7 @@ mod common;
 
 use common::{TempDb, json, new_action, stderr};
 use handoff::store::Store;
-use handoff::store::actions::{Actor, Resolution, Status};
+use handoff::store::actions::{Actor, Resolution, Status, unknown_duplicate_note};
 use handoff::store::boards::{
     Annotate, BoardFull, BoardUpsert, Decided, Refusal, RowStatus, RowWrite,
 };
@@ -43,6 +43,15 @@ async fn an_unknown_outcome_blocks_a_duplicate_until_a_person_settles_it() {
     assert!(!again.created, "no second Approve button for it");
     assert_eq!(again.action.id, id);
     assert_eq!(again.action.status, Status::Unknown);
+    // What every door tells the agent: nothing new, and why.
+    let note = unknown_duplicate_note(again.created, &again.action).expect("a note");
+    assert!(
+        note.starts_with(&format!(
+            "nothing new was proposed: {} has the same dedup key",
+            again.action.short_id()
+        )) && note.contains("its outcome is unknown"),
+        "{note}"
+    );
 
     // A different payload under the key is the loud conflict, as for a
     // pending holder.
@@ -59,6 +68,14 @@ async fn an_unknown_outcome_blocks_a_duplicate_until_a_person_settles_it() {
     let fresh = s.propose(&n).await.unwrap();
     assert!(fresh.created);
     assert_ne!(fresh.action.id, id);
+    // No note for a new action, nor for a duplicate of a pending one.
+    assert_eq!(unknown_duplicate_note(fresh.created, &fresh.action), None);
+    let pending = s.propose(&n).await.unwrap();
+    assert!(!pending.created && pending.action.status == Status::Pending);
+    assert_eq!(
+        unknown_duplicate_note(pending.created, &pending.action),
+        None
+    );
 }
 
 #[tokio::test]
@@ -366,6 +383,41 @@ async fn the_ledger_belongs_to_a_registered_session() {
         "t",
     ]);
     assert!(ok.status.success(), "{}", stderr(&ok));
+}
+
+/// A row written before free text was scrubbed on the way in (by an older
+/// handoff) still shows none of the action's secrets: `redacted` scrubs
+/// the result, the error and the reason again, with the action's own
+/// secret values as well as `key=value`s.
+#[tokio::test]
+async fn free_text_stored_before_scrubbing_is_scrubbed_when_shown() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    let n = new_action("email.send", r#"{"to":"bob","api_token":"s3cr3t-tok3n"}"#);
+    let id = s.propose(&n).await.unwrap().action.id;
+    let pool = common::raw_pool(&db.path).await;
+    sqlx::query("UPDATE actions SET result = ?, error = ?, reason = ? WHERE id = ?")
+        .bind(r#"{"stdout_tail":"sent with s3cr3t-tok3n","token":"t0k3n-2"}"#)
+        .bind("failed for s3cr3t-tok3n")
+        .bind("no: password=hunter2222 is wrong")
+        .bind(&id)
+        .execute(&pool)
+        .await
+        .unwrap();
+    let stored = s.get_action(&id).await.unwrap();
+    assert_eq!(stored.error.as_deref(), Some("failed for s3cr3t-tok3n"));
+    let shown = stored.redacted();
+    assert_eq!(
+        shown.result,
+        Some(serde_json::json!({"stdout_tail": "sent with [redacted]", "token": "[redacted]"}))
+    );
+    assert_eq!(shown.error.as_deref(), Some("failed for [redacted]"));
+    assert_eq!(
+        shown.reason.as_deref(),
+        Some("no: password=[redacted] is wrong")
+    );
+    // The executor's arguments keep the real value.
+    assert_eq!(stored.effective_args["api_token"], "s3cr3t-tok3n");
 }
 
 #[tokio::test]
