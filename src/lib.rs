@@ -8,8 +8,10 @@
 //!   where every command finds it, and which database a command uses.
 //! - [`store`]: the SQLite store — questions, boards, actions, sessions, ledger,
 //!   events, chat records, deliveries, tokens. All SQL lives here.
-//! - [`daemon`]: `handoff serve`; wires the followers, chat, notify and HTTP together.
-//! - [`chat`]: the Telegram bridge (teloxide lives only here).
+//! - [`daemon`]: `handoff serve`; wiring only (nothing but the CLI imports it).
+//! - [`shared`]: what the daemon's handlers and workers share, and `wrote()`.
+//! - [`follow`]: following the event log by `seq`; in-process waiters.
+//! - [`chat`]: the Telegram bridge (teloxide lives only here), a file per item kind.
 //! - [`notify`]: wake-ups: exec / webhook / tmux targets and durable deliveries.
 //! - [`api`]: the HTTP API (`/v1`, auth tokens, long polls, SSE, metrics, inbound wakes),
 //!   and the web Inbox page with its login links and session cookies (`api::inbox`).
@@ -19,6 +21,9 @@
 //! - [`sign`]: webhook signatures (Standard Webhooks, GitHub), pure functions; a leaf
 //!   used by `config` (secret checks), `notify` (outbound) and `api` (inbound wakes).
 //! - [`fault`]: test-only fault switches for the crash harness (off in release builds).
+//!
+//! The layering is checked by `tests/layering.rs`: the store imports nothing
+//! above it; the daemon's parts never import `daemon` or each other's insides.
 
 pub mod api;
 pub mod chat;

@@ -25,9 +25,9 @@
 //! command lines, speak MCP, serve HTTP or print anything.
 
 mod actions;
+mod backend;
 mod boards;
 mod local;
-mod backend;
 mod questions;
 mod remote;
 pub mod requests;
@@ -38,9 +38,9 @@ mod sessions;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use backend::{Awaited, Until};
 pub(crate) use local::unknown_session;
 pub use local::{Local, Policy};
-pub use backend::{Awaited, Until};
 pub use remote::Remote;
 
 /// Why an operation did not do what was asked. Serializable as

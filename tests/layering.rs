@@ -1,0 +1,173 @@
+//! The layering the README's architecture section states, checked on the
+//! source itself so a new import that breaks it fails the suite:
+//!
+//! - the store knows nothing above it (no chat, API, daemon, CLI, ops, …);
+//! - only the CLI starts the daemon; the daemon's parts (api, chat, notify,
+//!   follow, shared) never reach back into it or into each other's insides;
+//! - teloxide appears only under `chat`, sqlx only under `store`;
+//! - `sign` is a leaf;
+//! - no file is named by its size or by nothing (`_more`, `prims`, `calls`, `db`).
+//!
+//! Comment lines are ignored: a doc link to a module is not an import.
+
+use std::path::{Path, PathBuf};
+
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let p = entry.unwrap().path();
+        if p.is_dir() {
+            sources(&p, out);
+        } else if p.extension().is_some_and(|e| e == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// Every source file as (path relative to `src/`, its code lines).
+fn code() -> Vec<(String, Vec<String>)> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    files.sort();
+    files
+        .into_iter()
+        .map(|p| {
+            let rel = p
+                .strip_prefix(&src)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            let text = std::fs::read_to_string(&p).unwrap();
+            let lines = text
+                .lines()
+                .filter(|l| !l.trim_start().starts_with("//"))
+                .map(str::to_string)
+                .collect();
+            (rel, lines)
+        })
+        .collect()
+}
+
+/// Whether `rel` (a path under `src/`) belongs to module `m` (`m.rs` or `m/…`).
+fn in_module(rel: &str, m: &str) -> bool {
+    rel == format!("{m}.rs") || rel.starts_with(&format!("{m}/"))
+}
+
+/// The lines of files in `from` that mention one of `needles`, as
+/// `file: line` — what breaks the rule.
+fn offenders(from: &[&str], needles: &[&str]) -> Vec<String> {
+    let mut bad = Vec::new();
+    for (rel, lines) in code() {
+        if !from.iter().any(|m| in_module(&rel, m)) {
+            continue;
+        }
+        for l in &lines {
+            if needles.iter().any(|n| l.contains(n)) {
+                bad.push(format!("{rel}: {}", l.trim()));
+            }
+        }
+    }
+    bad
+}
+
+fn crate_paths(modules: &[&str]) -> Vec<String> {
+    modules
+        .iter()
+        .flat_map(|m| {
+            [
+                format!("crate::{m}::"),
+                format!("crate::{m};"),
+                format!("crate::{m}}}"),
+            ]
+        })
+        .collect()
+}
+
+fn refs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+#[test]
+fn the_store_imports_nothing_above_it() {
+    let above = crate_paths(&[
+        "chat", "api", "daemon", "cli", "ops", "notify", "mcp", "follow", "shared", "config",
+    ]);
+    let bad = offenders(&["store"], &refs(&above));
+    assert!(bad.is_empty(), "the store reaches up:\n{}", bad.join("\n"));
+}
+
+#[test]
+fn only_the_cli_starts_the_daemon() {
+    let needle = crate_paths(&["daemon"]);
+    let from = [
+        "api", "chat", "notify", "follow", "shared", "ops", "mcp", "config", "store", "sign",
+        "clock", "fault",
+    ];
+    let bad = offenders(&from, &refs(&needle));
+    assert!(
+        bad.is_empty(),
+        "imports of the daemon outside the CLI:\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn the_daemons_parts_do_not_reach_into_each_other() {
+    for (from, forbidden) in [
+        ("chat", &["api", "notify", "cli", "mcp"][..]),
+        ("notify", &["api", "chat", "cli", "mcp"][..]),
+        ("api", &["notify", "cli", "mcp"][..]),
+        ("follow", &["api", "chat", "notify", "cli", "shared"][..]),
+        ("shared", &["api", "chat", "notify", "cli"][..]),
+        ("config", &["api", "chat", "notify", "cli", "ops"][..]),
+    ] {
+        let needles = crate_paths(forbidden);
+        let bad = offenders(&[from], &refs(&needles));
+        assert!(
+            bad.is_empty(),
+            "{from} reaches into {forbidden:?}:\n{}",
+            bad.join("\n")
+        );
+    }
+}
+
+#[test]
+fn sign_is_a_leaf() {
+    let bad = offenders(&["sign"], &["crate::"]);
+    assert!(bad.is_empty(), "sign imports:\n{}", bad.join("\n"));
+}
+
+#[test]
+fn each_foreign_library_stays_in_its_module() {
+    for (lib, home) in [("teloxide", "chat"), ("sqlx", "store")] {
+        let elsewhere: Vec<String> = code()
+            .into_iter()
+            .filter(|(rel, _)| !in_module(rel, home))
+            .flat_map(|(rel, lines)| {
+                lines
+                    .into_iter()
+                    .filter(|l| l.contains(&format!("{lib}::")))
+                    .map(move |l| format!("{rel}: {}", l.trim()))
+            })
+            .collect();
+        assert!(
+            elsewhere.is_empty(),
+            "{lib} outside {home}:\n{}",
+            elsewhere.join("\n")
+        );
+    }
+}
+
+#[test]
+fn files_are_named_by_their_concept() {
+    let vague: Vec<String> = code()
+        .into_iter()
+        .map(|(rel, _)| rel)
+        .filter(|rel| {
+            let stem = rel.rsplit('/').next().unwrap().trim_end_matches(".rs");
+            stem.ends_with("_more")
+                || ["prims", "calls", "db", "misc", "util", "utils", "helpers"].contains(&stem)
+        })
+        .collect();
+    assert!(vague.is_empty(), "files named by nothing: {vague:?}");
+}
