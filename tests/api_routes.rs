@@ -952,3 +952,41 @@ async fn openapi_describes_what_each_route_takes_and_answers() {
     let error = json!({"$ref": "#/components/schemas/Error"});
     assert_eq!(misfit(&doc, &error, &v, "$"), None, "{v}");
 }
+
+/// A write's `channel` is one of the names the schema's enum lists, exactly:
+/// an empty or padded name is refused (it used to be read as "left out",
+/// which schemathesis caught as a schema-violating request accepted), while
+/// a left-out or `null` channel takes the default.
+#[tokio::test]
+async fn a_channel_outside_the_schemas_enum_is_refused() {
+    let api = Api::new().await;
+    let (agent, _) = tokens(&api).await;
+    for bad in ["", " cli", "chat"] {
+        let (st, v) = api
+            .call(
+                "POST",
+                "/v1/actions",
+                Some(&agent),
+                Some(json!({"kind": "k", "summary": "s", "channel": bad})),
+            )
+            .await;
+        assert_eq!(
+            (st, v["reason"].as_str()),
+            (StatusCode::UNPROCESSABLE_ENTITY, Some("invalid")),
+            "{bad:?}: {v}"
+        );
+    }
+    let before = api.events().await;
+    for ok in [json!(null), json!("cli"), json!("agent")] {
+        let (st, v) = api
+            .call(
+                "POST",
+                "/v1/actions",
+                Some(&agent),
+                Some(json!({"kind": "k", "summary": format!("s {ok}"), "channel": ok})),
+            )
+            .await;
+        assert_eq!(st, StatusCode::CREATED, "{ok}: {v}");
+    }
+    assert!(api.events().await > before);
+}

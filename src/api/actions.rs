@@ -105,11 +105,12 @@ pub(crate) struct ProposeBody {
     channel: Option<String>,
 }
 
-/// The door a write names: one of `allowed`, the first by default. Only
-/// doors a remote caller really uses are accepted (never `chat` or
-/// `daemon`, which only the daemon itself writes).
+/// The door a write names: one of `allowed` exactly (as the schema's enum
+/// says), the first when left out or `null`. Only doors a remote caller
+/// really uses are accepted (never `chat` or `daemon`, which only the daemon
+/// itself writes); an empty or padded name is refused like any other.
 fn door(channel: Option<&str>, allowed: &[&'static str]) -> ApiResult<&'static str> {
-    match channel.map(str::trim).filter(|c| !c.is_empty()) {
+    match channel {
         None => Ok(allowed[0]),
         Some(c) => allowed.iter().find(|a| **a == c).copied().ok_or_else(|| {
             ApiError::invalid(format!("channel `{c}`: use {}", allowed.join(" or ")))
