@@ -5,12 +5,14 @@
 //! same-millisecond ties and TTL edges. Durations and timeouts do *not* use
 //! this module: they use `tokio::time`, which tests can pause.
 //!
-//! Also here: RFC 3339 formatting and parsing of millisecond timestamps, the
-//! JSON representation of every time the store holds.
+//! Also here: RFC 3339 formatting and parsing of millisecond timestamps (by
+//! chrono), the JSON representation of every time the store holds.
 
 use std::fmt;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
 
 /// A source of "now", in milliseconds since the Unix epoch (UTC).
 pub trait Clock: Send + Sync + fmt::Debug {
@@ -57,105 +59,32 @@ impl Clock for ManualClock {
     }
 }
 
-/// Days since 1970-01-01 for a civil date (proleptic Gregorian).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// The civil date of a day count since 1970-01-01.
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
 /// Format milliseconds since the epoch as RFC 3339 UTC, e.g.
-/// `2026-11-29T11:03:41.123Z`.
+/// `2026-11-29T11:03:41.123Z`. (Beyond chrono's range, ±262,000 years, the
+/// nearest representable instant.)
 pub fn format_rfc3339(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let milli = ms.rem_euclid(1000);
-    let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
-    let sod = secs.rem_euclid(86_400);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{milli:03}Z",
-        sod / 3600,
-        (sod / 60) % 60,
-        sod % 60
-    )
+    let t = DateTime::<Utc>::from_timestamp_millis(ms).unwrap_or(if ms < 0 {
+        DateTime::<Utc>::MIN_UTC
+    } else {
+        DateTime::<Utc>::MAX_UTC
+    });
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
 /// Parse an RFC 3339 timestamp (`2026-11-29T11:03:41Z`, with optional
 /// fraction and `±hh:mm` offset) or a bare date (`2026-11-29`, midnight UTC)
-/// into milliseconds since the epoch.
+/// into milliseconds since the epoch. A date that does not exist
+/// (`2026-02-30`) is refused, not rolled over.
 pub fn parse_rfc3339(s: &str) -> Result<i64, String> {
-    let bad = || format!("`{s}` is not a date: use 2026-11-29 or 2026-11-29T10:00:00Z");
     let s = s.trim();
-    let num = |t: &str| -> Result<i64, String> {
-        if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(bad());
-        }
-        t.parse::<i64>().map_err(|_| bad())
-    };
-    let (date, rest) = match s.find(['T', 't', ' ']) {
-        Some(i) => (&s[..i], Some(&s[i + 1..])),
-        None => (s, None),
-    };
-    let mut parts = date.splitn(3, '-');
-    let (y, mo, d) = (
-        num(parts.next().ok_or_else(bad)?)?,
-        num(parts.next().ok_or_else(bad)?)?,
-        num(parts.next().ok_or_else(bad)?)?,
-    );
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) {
-        return Err(bad());
+    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
+        return Ok(t.timestamp_millis());
     }
-    let mut ms = days_from_civil(y, mo, d) * 86_400_000;
-    if let Some(rest) = rest {
-        let (time, offset_ms) = if let Some(t) = rest.strip_suffix(['Z', 'z']) {
-            (t, 0)
-        } else if let Some(i) = rest.rfind(['+', '-']) {
-            let (t, off) = rest.split_at(i);
-            let sign = if off.starts_with('-') { -1 } else { 1 };
-            let (oh, om) = off[1..].split_once(':').ok_or_else(bad)?;
-            (t, sign * (num(oh)? * 3_600_000 + num(om)? * 60_000))
-        } else {
-            return Err(bad());
-        };
-        let (hms, frac) = match time.split_once('.') {
-            Some((a, b)) => (a, Some(b)),
-            None => (time, None),
-        };
-        let mut f = hms.splitn(3, ':');
-        let (h, mi, sec) = (
-            num(f.next().ok_or_else(bad)?)?,
-            num(f.next().ok_or_else(bad)?)?,
-            num(f.next().ok_or_else(bad)?)?,
-        );
-        if h > 23 || mi > 59 || sec > 60 {
-            return Err(bad());
-        }
-        ms += h * 3_600_000 + mi * 60_000 + sec * 1000;
-        if let Some(frac) = frac {
-            let digits: String = frac.chars().take(3).collect();
-            num(frac)?;
-            ms += num(&format!("{digits:0<3}"))?;
-        }
-        ms -= offset_ms;
-    }
-    Ok(ms)
+    NaiveDate::parse_from_str(s, "%Y-%m-%d")
+        .ok()
+        .and_then(|d| d.and_hms_opt(0, 0, 0))
+        .map(|t| t.and_utc().timestamp_millis())
+        .ok_or_else(|| format!("`{s}` is not a date: use 2026-11-29 or 2026-11-29T10:00:00Z"))
 }
 
 /// Parse a duration such as `90s`, `15m`, `24h`, `7d`, `500ms` or a bare
@@ -261,12 +190,16 @@ mod tests {
         assert_eq!(parse_rfc3339("1970-01-02").unwrap(), 86_400_000);
         assert_eq!(parse_rfc3339("1970-01-01T01:00:00+01:00").unwrap(), 0);
         assert_eq!(parse_rfc3339("1970-01-01T00:00:00.5Z").unwrap(), 500);
+        assert_eq!(parse_rfc3339("1970-01-01 00:00:01z").unwrap(), 1000);
+        assert_eq!(parse_rfc3339(" 2026-11-29 ").unwrap(), 1_795_910_400_000);
         for junk in [
             "",
             "yesterday",
             "2026-13-01",
             "2026-11-29T25:00:00Z",
             "2026-11-29T10:00",
+            "2026-02-30",
+            "2026-02-29T10:00:00Z",
         ] {
             assert!(parse_rfc3339(junk).is_err(), "{junk}");
         }
