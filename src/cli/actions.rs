@@ -253,10 +253,6 @@ fn split_commands(exec: bool, words: Vec<String>) -> (Option<Vec<String>>, Optio
 /// An operation's error as the command's failure: `cli::main` turns it
 /// into the exit code and (with `--json`) the error object, a dedup
 /// conflict's details included.
-pub(crate) fn map_err(_ctx: &Ctx, e: ops::Error) -> anyhow::Error {
-    e.into()
-}
-
 /// A serialized outcome whose `action` is redacted for people and carries
 /// its `short_id`: `{"action": …, "outcome": …, …}`.
 fn shown<T: serde::Serialize>(v: &T, action: &Action) -> Value {
@@ -268,7 +264,6 @@ fn shown<T: serde::Serialize>(v: &T, action: &Action) -> Value {
 }
 
 pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
-    let e = |err| map_err(ctx, err);
     match cmd {
         Cmd::Propose(p) => propose::propose(ctx, *p).await,
         Cmd::Approve {
@@ -294,8 +289,7 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             let ops = ctx.ops().await?;
             let out = ops
                 .approve(&id, Actor::cli(&name), patch.as_deref())
-                .await
-                .map_err(e)?;
+                .await?;
             // Only a decision this call recorded is a success; already
             // decided (by anyone), expired or a refused patch is exit 3,
             // like every other deciding command. With --wait, an approval
@@ -320,10 +314,7 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             if !ctx.json {
                 eprintln!("{}", render::approve(&out));
             }
-            let settled = ops
-                .wait_action(&action.id, timeout, Until::Settled)
-                .await
-                .map_err(e)?;
+            let settled = ops.wait_action(&action.id, timeout, Until::Settled).await?;
             // One document: the approval, with the action as it ended.
             let v = shown(&out, settled.action());
             if let Settled::StillRunning { action } = &settled {
@@ -357,10 +348,7 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
         Cmd::Reject { id, reason, as_ } => {
             let name = who(ctx, as_);
             let ops = ctx.ops().await?;
-            let out = ops
-                .reject(&id, Actor::cli(&name), &reason)
-                .await
-                .map_err(e)?;
+            let out = ops.reject(&id, Actor::cli(&name), &reason).await?;
             if !matches!(out, RejectOutcome::Rejected { .. }) {
                 return Err(refusal(
                     exit::REFUSED,
@@ -373,14 +361,14 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
         }
         Cmd::Actions { status } => {
             let ops = ctx.ops().await?;
-            let list = ops.list_actions(status).await.map_err(e)?;
+            let list = ops.list_actions(status).await?;
             let shown_list: Vec<Action> = list.iter().map(Action::redacted).collect();
             ctx.list("actions", &shown_list, || render::list(&list, ops.now()));
             Ok(exit::OK)
         }
         Cmd::Action { id } => {
             let ops = ctx.ops().await?;
-            let a = ops.get_action(&id).await.map_err(e)?;
+            let a = ops.get_action(&id).await?;
             let now = ops.now();
             let mut r = a.redacted();
             r.status = a.effective_status(now);
@@ -388,13 +376,13 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             Ok(exit::OK)
         }
         Cmd::Audit { id } => {
-            let trail = ctx.ops().await?.action_audit(&id).await.map_err(e)?;
+            let trail = ctx.ops().await?.action_audit(&id).await?;
             ctx.list("audit", &trail, || render::audit(&trail));
             Ok(exit::OK)
         }
         Cmd::Expire => {
             let ops = ctx.ops().await?;
-            let done = ops.expire_due().await.map_err(e)?;
+            let done = ops.expire_due().await?;
             let shown_list: Vec<Action> = done.iter().map(Action::redacted).collect();
             ctx.list("actions", &shown_list, || {
                 format!(
@@ -419,11 +407,7 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             };
             let name = who(ctx, as_);
             let ops = ctx.ops().await?;
-            match ops
-                .resolve_unknown(&id, Actor::cli(&name), res)
-                .await
-                .map_err(e)?
-            {
+            match ops.resolve_unknown(&id, Actor::cli(&name), res).await? {
                 Ok(a) => {
                     ctx.show("action", &a.redacted(), || {
                         format!("{}: unknown → {} (by {name})", a.short_id(), a.status)
@@ -449,7 +433,7 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             let rep = store
                 .purge_actions(before)
                 .await
-                .map_err(|err| e(err.into()))?;
+                .map_err(ops::Error::from)?;
             ctx.show("purge", &rep, || {
                 format!(
                     "purged {} settled action(s) and {} audit row(s) changed before {}; {} live or unknown action(s) kept",
@@ -470,8 +454,7 @@ async fn recover(
     no_run: bool,
     lease: Duration,
 ) -> anyhow::Result<u8> {
-    let e = |err: crate::store::actions::Error| map_err(ctx, err.into());
-    let rep = store.recover().await.map_err(e)?;
+    let rep = store.recover().await.map_err(ops::Error::from)?;
     let ops = Ops::Local(Local::new(store.clone(), Policy::default()));
     let mut ran = Vec::new();
     if !no_run {

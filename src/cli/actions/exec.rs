@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::{FOREVER, map_err, shown};
+use super::{FOREVER, shown};
 use crate::cli::{Ctx, exit, fail};
 use crate::ops::run::{Echo, ExecReport};
 use crate::ops::{Ops, Until};
@@ -25,9 +25,7 @@ pub(crate) async fn run_claimed(
     } else {
         Echo::Terminal
     };
-    let report = crate::ops::run::run_claimed(ops, action, argv, lease, "exec", echo)
-        .await
-        .map_err(|err| map_err(ctx, err))?;
+    let report = crate::ops::run::run_claimed(ops, action, argv, lease, "exec", echo).await?;
     if let Some(msg) = &report.spawn_error {
         return Err(fail(exit::INTERNAL, msg.clone()));
     }
@@ -51,11 +49,10 @@ pub(crate) async fn run_or_follow(
     argv: &[String],
     lease: Duration,
 ) -> anyhow::Result<u8> {
-    let e = |err| map_err(ctx, err);
     if action.status == Status::Approved {
         let report = run_claimed(ops, ctx, action, argv, lease).await?;
         if report.claimed {
-            let a = ops.get_action(&action.id).await.map_err(e)?;
+            let a = ops.get_action(&action.id).await?;
             // stdout is the command's own: handoff's summary goes to
             // stderr, or to stdout as the one JSON document with --json.
             if ctx.json {
@@ -76,10 +73,7 @@ pub(crate) async fn run_or_follow(
             crate::store::short_id(&action.id)
         );
     }
-    let settled = ops
-        .wait_action(&action.id, FOREVER, Until::Settled)
-        .await
-        .map_err(e)?;
+    let settled = ops.wait_action(&action.id, FOREVER, Until::Settled).await?;
     let a = settled.action();
     ctx.show("action", &a.redacted(), || {
         super::render::action(a, ops.now())

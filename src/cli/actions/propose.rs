@@ -4,9 +4,7 @@
 
 use serde_json::json;
 
-use super::{
-    FOREVER, ProposeArgs, exec, map_err, read_json_arg, render, shown, split_commands, who,
-};
+use super::{FOREVER, ProposeArgs, exec, read_json_arg, render, shown, split_commands, who};
 use crate::cli::{Ctx, exit, fail, one, refusal};
 use crate::ops::{Policy, Until};
 use crate::store::actions::{NewAction, Proposed, Settled, Status};
@@ -30,7 +28,6 @@ fn policy(ctx: &Ctx, rules: Option<&std::path::Path>) -> anyhow::Result<Policy> 
 }
 
 pub(super) async fn propose(ctx: &Ctx, p: ProposeArgs) -> anyhow::Result<u8> {
-    let e = |err| map_err(ctx, err);
     if !p.exec && !p.verify && !p.command.is_empty() {
         return Err(fail(
             exit::INVALID,
@@ -64,7 +61,7 @@ pub(super) async fn propose(ctx: &Ctx, p: ProposeArgs) -> anyhow::Result<u8> {
         redact_keys: policy.redact_keys.clone(),
     };
     let ops = ctx.ops_with(policy).await?;
-    let proposal = ops.propose(&new).await.map_err(e)?;
+    let proposal = ops.propose(&new).await?;
     let action = proposal.action.clone();
     let proposed = Proposed {
         action: action.clone(),
@@ -103,10 +100,7 @@ pub(super) async fn propose(ctx: &Ctx, p: ProposeArgs) -> anyhow::Result<u8> {
         id = action.short_id()
     );
     let timeout = p.timeout.unwrap_or(FOREVER);
-    let decided = ops
-        .wait_action(&action.id, timeout, Until::Decided)
-        .await
-        .map_err(e)?;
+    let decided = ops.wait_action(&action.id, timeout, Until::Decided).await?;
     let action = match decided {
         Settled::StillRunning { action } => {
             let v = one(
