@@ -161,7 +161,6 @@ impl Bridge {
         q: &CallbackQuery,
         chat_id: i64,
         thread: Option<i32>,
-        _message_id: i32,
         cb: &Callback,
         who: &str,
     ) {

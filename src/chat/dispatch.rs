@@ -130,15 +130,9 @@ impl Bridge {
         let who = actor(&q.from);
         let thread = msg.thread_id.map(|t| t.0.0);
         match cb.item {
-            Item::Question => {
-                self.tap_question(&q, chat_id, thread, msg.id.0, &cb, &who)
-                    .await
-            }
-            Item::Row => self.tap_row(&q, chat_id, thread, msg.id.0, &cb, &who).await,
-            Item::Action => {
-                self.tap_action(&q, chat_id, thread, msg.id.0, &cb, &who)
-                    .await
-            }
+            Item::Question => self.tap_question(&q, chat_id, thread, &cb, &who).await,
+            Item::Row => self.tap_row(&q, chat_id, thread, &cb, &who).await,
+            Item::Action => self.tap_action(&q, chat_id, thread, &cb, &who).await,
         }
     }
 

@@ -8,7 +8,7 @@ use super::Bridge;
 use super::callback::{Callback, Item, Verb};
 use super::dispatch::Prompt;
 use super::push::View;
-use super::text::{by, cut, door, esc};
+use super::text::{by, cut, door, esc, quote};
 use crate::store::questions::{NewReply, Question, Refusal, ReplyKind, Status};
 use crate::store::short_id;
 
@@ -19,12 +19,7 @@ pub(crate) fn question(q: &Question) -> View {
     if !q.detail.is_empty() {
         t.push_str(&format!("\n{}", esc(&cut(&q.detail, 600))));
     }
-    if !q.context.is_empty() {
-        t.push_str(&format!(
-            "\n<blockquote expandable>{}</blockquote>",
-            esc(&cut(&q.context, 2000))
-        ));
-    }
+    t.push_str(&quote(&q.context, 2000));
     let mut tags = vec![format!("#{}", short_id(&q.id))];
     if !q.project.is_empty() {
         tags.push(esc(&q.project));
@@ -95,7 +90,6 @@ impl Bridge {
         q: &CallbackQuery,
         chat_id: i64,
         thread: Option<i32>,
-        _message_id: i32,
         cb: &Callback,
         who: &str,
     ) {

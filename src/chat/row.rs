@@ -7,7 +7,7 @@ use super::Bridge;
 use super::callback::{Callback, Item, Verb};
 use super::dispatch::Prompt;
 use super::push::{Meta, View};
-use super::text::{cut, door, esc};
+use super::text::{cut, door, esc, quote};
 use crate::store::boards::{
     Annotate, AnnotationKind, Board, Handled, Refusal, Row, RowStatus, Source,
 };
@@ -69,12 +69,7 @@ pub(crate) async fn row_view(store: &Store, id: &str) -> Result<Option<View>> {
             }
         ));
     }
-    if !r.context.is_empty() {
-        t.push_str(&format!(
-            "\n<blockquote expandable>{}</blockquote>",
-            esc(&cut(&r.context, 1500))
-        ));
-    }
+    t.push_str(&quote(&r.context, 1500));
     let mut tags = vec![format!("#{}", short_id(&r.id))];
     if !b.project.is_empty() {
         tags.push(esc(&b.project));
@@ -143,7 +138,6 @@ impl Bridge {
         q: &CallbackQuery,
         chat_id: i64,
         thread: Option<i32>,
-        _message_id: i32,
         cb: &Callback,
         who: &str,
     ) {

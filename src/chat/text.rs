@@ -42,3 +42,13 @@ pub(super) fn by(who: &str) -> String {
         format!(" by {}", esc(who))
     }
 }
+
+/// Collapsed context under an item's text: a newline and an expandable
+/// quote of `s` cut to `n` characters, or nothing when `s` is empty.
+pub(super) fn quote(s: &str, n: usize) -> String {
+    if s.is_empty() {
+        String::new()
+    } else {
+        format!("\n<blockquote expandable>{}</blockquote>", esc(&cut(s, n)))
+    }
+}
