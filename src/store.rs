@@ -13,6 +13,7 @@
 pub mod actions;
 pub mod backup;
 pub mod boards;
+pub mod channel;
 pub mod chat;
 pub mod counts;
 pub mod deliveries;
@@ -38,6 +39,7 @@ use sqlx::{Sqlite, Transaction};
 
 use crate::clock::{Clock, SystemClock};
 
+pub use channel::Channel;
 pub use events::{Event, NewEvent};
 
 /// Errors from the store. Refusals that are normal outcomes (lost a race,

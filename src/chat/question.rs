@@ -8,7 +8,7 @@ use super::Bridge;
 use super::callback::{Callback, Item, Verb};
 use super::dispatch::Prompt;
 use super::push::View;
-use super::text::{by, cut, door, esc, quote};
+use super::text::{by, cut, esc, quote};
 use crate::store::questions::{NewReply, Question, Refusal, ReplyKind, Status};
 use crate::store::short_id;
 
@@ -46,7 +46,7 @@ pub(crate) fn question(q: &Question) -> View {
         };
         t.push_str(&format!(
             "\n\n✅ {what} {}{} ({state}){text}",
-            door(r.source.as_str()),
+            r.source.door(),
             by(&r.by)
         ));
     }
@@ -191,7 +191,7 @@ impl Bridge {
                 let place = match source {
                     crate::store::questions::Source::Inbox => "An Inbox answer",
                     crate::store::questions::Source::Chat => "A chat answer",
-                    crate::store::questions::Source::Agent => "An answer",
+                    _ => "An answer",
                 };
                 format!(
                     "{place} is already waiting for the agent{by}: «{}». Yours was not recorded; once the agent picks that one up you can answer again.",

@@ -7,7 +7,7 @@ use super::Bridge;
 use super::callback::{Callback, Item, Verb};
 use super::dispatch::Prompt;
 use super::push::{Meta, View};
-use super::text::{cut, door, esc, quote};
+use super::text::{cut, esc, quote};
 use crate::store::boards::{
     Annotate, AnnotationKind, Board, Handled, Refusal, Row, RowStatus, Source,
 };
@@ -94,7 +94,7 @@ pub(crate) async fn row_view(store: &Store, id: &str) -> Result<Option<View>> {
             .unwrap_or_default();
         t.push_str(&format!(
             "\n\n✅ {what} {}{by} ({state}): «{}»",
-            door(src.as_str()),
+            src.door(),
             esc(&cut(text, 500))
         ));
     }

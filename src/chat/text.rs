@@ -1,5 +1,5 @@
 //! Text helpers for chat messages: Telegram-HTML escaping, cutting to a
-//! length, and how a door (Inbox, chat, agent) is said in words.
+//! length, quoting a context.
 //!
 //! Texts use Telegram's HTML parse mode (for the collapsed context), so
 //! every user-supplied string goes through [`esc`]. Parts are cut before
@@ -21,17 +21,6 @@ pub(crate) fn cut(s: &str, n: usize) -> String {
         let mut t: String = s.chars().take(n.saturating_sub(1)).collect();
         t.push('…');
         t
-    }
-}
-
-/// Where an answer came from, in words, by its stored channel name
-/// (`inbox`, `chat`, `agent`: questions' and rows' sources alike).
-pub(crate) fn door(channel: &str) -> &'static str {
-    match channel {
-        "inbox" => "in the Inbox",
-        "chat" => "in Telegram",
-        "agent" => "by the agent",
-        _ => "elsewhere",
     }
 }
 

@@ -97,7 +97,7 @@ pub(crate) enum Cmd {
         #[arg(long)]
         revision: Option<i64>,
         /// Channel (inbox or chat); chat is for tests and scripts.
-        #[arg(long, default_value = "inbox", hide = true)]
+        #[arg(long, default_value = "inbox", hide = true, value_parser = parse_via)]
         via: Source,
     },
     /// Mark your part of a blocked row done (the row stays blocked until the agent's outcome).
@@ -119,7 +119,7 @@ pub(crate) enum Cmd {
         #[arg(long)]
         revision: Option<i64>,
         /// Channel (inbox or chat).
-        #[arg(long, default_value = "inbox", hide = true)]
+        #[arg(long, default_value = "inbox", hide = true, value_parser = parse_via)]
         via: Source,
     },
     /// Rows with a human response waiting for an agent (marks them delivered).
@@ -312,6 +312,11 @@ fn decided<T>(d: Decided<T>) -> anyhow::Result<T> {
         };
         refusal(code, &r, message)
     })
+}
+
+/// `--via`: the two doors a human's board write comes through.
+fn parse_via(s: &str) -> Result<Source, String> {
+    Source::one_of(s, &[Source::Inbox, Source::Chat])
 }
 
 /// `cli`, the default actor of board commands.

@@ -190,10 +190,10 @@ fn parse_kind(s: &str) -> Result<ReplyKind, String> {
 }
 
 fn parse_via(s: &str) -> Result<Source, String> {
-    match s.parse()? {
-        Source::Agent => Err("use `handoff answer` for the agent's door".into()),
-        v => Ok(v),
+    if s == Source::Agent.as_str() {
+        return Err("use `handoff answer` for the agent's door".into());
     }
+    Source::one_of(s, &[Source::Inbox, Source::Chat])
 }
 
 fn parse_status_filter(s: &str) -> Result<StatusFilter, String> {

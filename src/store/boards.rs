@@ -193,41 +193,8 @@ impl std::str::FromStr for AnnotationKind {
     }
 }
 
-/// Through which door a human responded.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Source {
-    /// The web Inbox or `handoff board annotate`: always wins.
-    #[default]
-    Inbox,
-    /// Chat (Telegram): only while no unclaimed annotation waits.
-    Chat,
-}
-
-impl Source {
-    /// The stored spelling (also the event channel).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Source::Inbox => "inbox",
-            Source::Chat => "chat",
-        }
-    }
-}
-
-impl std::str::FromStr for Source {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "inbox" => Ok(Source::Inbox),
-            "chat" => Ok(Source::Chat),
-            _ => Err(Error::Invalid(format!(
-                "`{s}` is not a channel: use inbox or chat"
-            ))),
-        }
-    }
-}
+/// Through which door a human responded (the store's one [`Channel`]).
+pub use super::channel::Channel as Source;
 
 /// One labelled choice a blocked row offers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

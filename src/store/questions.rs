@@ -58,17 +58,8 @@ pub enum ReplyKind {
     Decline,
 }
 
-/// Through which door a reply came.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Source {
-    /// The web Inbox or `handoff reply`: always wins.
-    Inbox,
-    /// A chat (Telegram): never replaces an unclaimed reply.
-    Chat,
-    /// The agent, recording an answer given in its own terminal.
-    Agent,
-}
+/// Through which door a reply came (the store's one [`Channel`]).
+pub use super::channel::Channel as Source;
 
 macro_rules! str_enum {
     ($t:ty, $what:literal, $($v:ident = $s:literal),+) => {
@@ -112,13 +103,6 @@ str_enum!(
     Answer = "answer",
     Clarify = "clarify",
     Decline = "decline"
-);
-str_enum!(
-    Source,
-    "reply source",
-    Inbox = "inbox",
-    Chat = "chat",
-    Agent = "agent"
 );
 
 /// One labelled choice offered with a question.
@@ -303,7 +287,7 @@ impl fmt::Display for Refusal {
                 let place = match source {
                     Source::Inbox => "an Inbox answer",
                     Source::Chat => "a chat answer",
-                    Source::Agent => "an answer",
+                    _ => "an answer",
                 };
                 let by = if by.is_empty() {
                     String::new()

@@ -34,7 +34,11 @@ pub(super) fn check_options(options: &[RowOption]) -> Result<()> {
     Ok(())
 }
 
-pub(super) fn parse_opt<T: std::str::FromStr<Err = Error>>(s: Option<String>) -> Result<Option<T>> {
-    s.map(|s| s.parse().map_err(|e: Error| Error::Corrupt(e.to_string())))
+pub(super) fn parse_opt<T>(s: Option<String>) -> Result<Option<T>>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    s.map(|s| s.parse().map_err(|e: T::Err| Error::Corrupt(e.to_string())))
         .transpose()
 }
