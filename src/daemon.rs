@@ -53,7 +53,7 @@ pub async fn run(
 
     // Recovery before any worker: lapsed executions become `unknown` (shown
     // to a human, never silently re-run); approved-but-unclaimed stay claimable.
-    match store.recover().await {
+    match crate::programs::recover(&store).await {
         Ok(r) => {
             tracing::info!(
                 unknown = r.unknown.len(),
@@ -88,7 +88,7 @@ pub async fn run(
                 if let Err(e) = store.expire_due().await {
                     tracing::warn!(error = %e, "expiry sweep failed");
                 }
-                if let Err(e) = store.recover().await {
+                if let Err(e) = crate::programs::recover(&store).await {
                     tracing::warn!(error = %e, "lease recovery failed");
                 }
             }

@@ -16,6 +16,8 @@
 //! - [`api`]: the HTTP API (`/v1`, auth tokens, long polls, SSE, metrics, inbound wakes),
 //!   and the web Inbox page with its login links and session cookies (`api::inbox`).
 //! - [`ops`]: the agent-side operations, one interface over the local store (and later HTTP).
+//! - [`programs`]: the operator's programs (rule commands, verifiers), run outside the
+//!   store; the store records what they decide.
 //! - [`mcp`]: `handoff mcp`, the stdio MCP server over [`ops`].
 //! - [`cli`]: the `handoff` command line (argument parsing, output, exit codes).
 //! - [`sign`]: webhook signatures (Standard Webhooks, GitHub), pure functions; a leaf
@@ -36,6 +38,7 @@ pub mod follow;
 pub mod mcp;
 pub mod notify;
 pub mod ops;
+pub mod programs;
 pub mod shared;
 pub mod sign;
 pub mod store;

@@ -275,7 +275,13 @@ async fn every_terminal_state_refuses_every_further_transition() {
         }
         clock.advance(1_000_000);
         assert!(s.expire_due().await.unwrap().is_empty());
-        assert!(s.recover().await.unwrap().unknown.is_empty());
+        assert!(
+            handoff::programs::recover(&s)
+                .await
+                .unwrap()
+                .unknown
+                .is_empty()
+        );
         assert_eq!(snapshot(&s, id).await, before, "{}", before.0.status);
     }
 }

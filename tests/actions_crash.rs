@@ -107,7 +107,7 @@ async fn kill_9_during_execution_becomes_unknown_and_never_reruns() {
     kill_group(&mut child);
     // Until the lease lapses, recovery must leave a live-looking executor alone.
     until("recovery to mark it unknown", async || {
-        s.recover().await.unwrap();
+        handoff::programs::recover(&s).await.unwrap();
         s.get_action(&id).await.unwrap().status == Status::Unknown
     })
     .await;
@@ -119,7 +119,7 @@ async fn kill_9_during_execution_becomes_unknown_and_never_reruns() {
     // Nothing re-runs it: not recovery through the CLI, not a second sweep.
     let out = db.cli(&["recover"]);
     assert!(out.status.success(), "{}", common::stderr(&out));
-    s.recover().await.unwrap();
+    handoff::programs::recover(&s).await.unwrap();
     assert_eq!(lines(&side), 1);
     let a = s.get_action(&id).await.unwrap();
     assert_eq!((a.status, a.attempts), (Status::Unknown, 1));
@@ -162,7 +162,7 @@ async fn approved_but_unclaimed_survives_a_restart_and_executes_once() {
     };
     // "Restart": a fresh handle, then two recoverers racing.
     let s = db.open().await;
-    let rep = s.recover().await.unwrap();
+    let rep = handoff::programs::recover(&s).await.unwrap();
     assert_eq!(rep.claimable.len(), 1);
     let (a, b) = (
         std::thread::spawn({
@@ -187,7 +187,13 @@ async fn approved_but_unclaimed_survives_a_restart_and_executes_once() {
         events(&s, &id).await,
         ["proposed", "approved", "claimed", "executed"]
     );
-    assert!(s.recover().await.unwrap().claimable.is_empty());
+    assert!(
+        handoff::programs::recover(&s)
+            .await
+            .unwrap()
+            .claimable
+            .is_empty()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -45,8 +45,7 @@ async fn rules_approve_routine_actions_and_reject_others() {
     let mut n = new_action("refund", r#"{"amount":40,"currency":"EUR"}"#);
     n.approvals_required = 2; // a rule decides outright
     let a = s.propose(&n).await.unwrap().action;
-    let applied = s
-        .apply_rules(&a, &rules)
+    let applied = handoff::programs::apply_rules(&s, &a, &rules)
         .await
         .unwrap()
         .expect("a rule decides");
@@ -73,7 +72,10 @@ async fn rules_approve_routine_actions_and_reject_others() {
         .unwrap()
         .action;
     assert!(
-        s.apply_rules(&big, &rules).await.unwrap().is_none(),
+        handoff::programs::apply_rules(&s, &big, &rules)
+            .await
+            .unwrap()
+            .is_none(),
         "no rule matches: a person decides"
     );
     assert_eq!(s.get_action(&big.id).await.unwrap().status, Status::Pending);
@@ -83,7 +85,10 @@ async fn rules_approve_routine_actions_and_reject_others() {
         .await
         .unwrap()
         .action;
-    let applied = s.apply_rules(&drop, &rules).await.unwrap().unwrap();
+    let applied = handoff::programs::apply_rules(&s, &drop, &rules)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(applied.action.status, Status::Rejected);
     assert_eq!(
         applied.action.reason.as_deref(),
@@ -100,7 +105,10 @@ async fn rules_approve_routine_actions_and_reject_others() {
         .await
         .unwrap()
         .action;
-    let applied = s.apply_rules(&boss, &rules).await.unwrap().unwrap();
+    let applied = handoff::programs::apply_rules(&s, &boss, &rules)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         (applied.decision, applied.action.status),
         (RuleDecision::Reject, Status::Rejected)
@@ -111,7 +119,12 @@ async fn rules_approve_routine_actions_and_reject_others() {
         .await
         .unwrap()
         .action;
-    assert!(s.apply_rules(&friend, &rules).await.unwrap().is_none());
+    assert!(
+        handoff::programs::apply_rules(&s, &friend, &rules)
+            .await
+            .unwrap()
+            .is_none()
+    );
     assert_eq!(
         s.get_action(&friend.id).await.unwrap().status,
         Status::Pending
@@ -192,7 +205,7 @@ async fn a_verifier_turns_an_interruption_into_executed() {
         "grep -q \"$HANDOFF_ACTION_ID\" && echo executed",
     )
     .await;
-    let rep = s.recover().await.unwrap();
+    let rep = handoff::programs::recover(&s).await.unwrap();
     assert!(rep.unknown.is_empty());
     assert_eq!(rep.verified_executed.len(), 1);
     let a = s.get_action(&id).await.unwrap();
@@ -209,10 +222,10 @@ async fn a_verifier_turns_an_interruption_into_one_rerun() {
     let db = TempDb::new();
     let (s, clock) = db.open_manual(1_800_000_000_000).await;
     let id = interrupted(&s, &clock, "echo rerun").await;
-    let rep = s.recover().await.unwrap();
+    let rep = handoff::programs::recover(&s).await.unwrap();
     assert_eq!(rep.rerun.len(), 1);
     assert_eq!(rep.claimable.len(), 1);
-    let again = s.recover().await.unwrap();
+    let again = handoff::programs::recover(&s).await.unwrap();
     assert!(again.rerun.is_empty(), "the verifier ran once");
     assert!(matches!(
         s.claim(&id, "second", 1000).await.unwrap(),
@@ -243,7 +256,10 @@ async fn a_verifier_turns_an_interruption_into_one_rerun() {
 
     // A verifier that cannot tell leaves it unknown, for a person.
     let id = interrupted(&s, &clock, "echo unknown").await;
-    assert_eq!(s.recover().await.unwrap().unknown.len(), 1);
+    assert_eq!(
+        handoff::programs::recover(&s).await.unwrap().unknown.len(),
+        1
+    );
     assert_eq!(s.get_action(&id).await.unwrap().status, Status::Unknown);
 }
 
@@ -290,7 +306,7 @@ async fn purge_deletes_settled_actions_with_their_audit_and_refuses_live_ones() 
         .unwrap();
     s.claim(&old_unknown, "o", 10).await.unwrap();
     clock.advance(20);
-    s.recover().await.unwrap();
+    handoff::programs::recover(&s).await.unwrap();
     clock.advance(86_400_000);
     let recent = s
         .propose(&new_action("k", r#"{"i":5}"#))
@@ -343,7 +359,7 @@ async fn a_running_verifier_holds_a_two_minute_lease_that_a_second_recovery_resp
     let now = handoff::clock::Clock::now_ms(&*clock);
     let first = {
         let s = s.clone();
-        tokio::spawn(async move { s.recover().await.unwrap() })
+        tokio::spawn(async move { handoff::programs::recover(&s).await.unwrap() })
     };
     // Wait until the recoverer has taken the action over for its verifier.
     let held = loop {
@@ -362,7 +378,7 @@ async fn a_running_verifier_holds_a_two_minute_lease_that_a_second_recovery_resp
         "a 2-minute verifier lease"
     );
     // Another recovery meanwhile (the same clock) leaves it alone.
-    let second = s.recover().await.unwrap();
+    let second = handoff::programs::recover(&s).await.unwrap();
     assert!(
         second.unknown.is_empty() && second.verified_executed.is_empty() && second.rerun.is_empty(),
         "{second:?}"
@@ -384,7 +400,9 @@ async fn a_rule_for_one_project_leaves_other_projects_to_people() {
     let mut n = new_action("refund", r#"{"amount":1}"#);
     n.project = "billing".into();
     let billing = s.propose(&n).await.unwrap().action;
-    let applied = s.apply_rules(&billing, &rules).await.unwrap();
+    let applied = handoff::programs::apply_rules(&s, &billing, &rules)
+        .await
+        .unwrap();
     assert_eq!(
         applied.map(|a| a.action.status),
         Some(Status::Approved),
@@ -392,7 +410,12 @@ async fn a_rule_for_one_project_leaves_other_projects_to_people() {
     );
     n.project = "shop".into();
     let shop = s.propose(&n).await.unwrap().action;
-    assert!(s.apply_rules(&shop, &rules).await.unwrap().is_none());
+    assert!(
+        handoff::programs::apply_rules(&s, &shop, &rules)
+            .await
+            .unwrap()
+            .is_none()
+    );
     assert_eq!(
         s.get_action(&shop.id).await.unwrap().status,
         Status::Pending

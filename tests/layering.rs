@@ -6,6 +6,7 @@
 //!   follow, shared) never reach back into it or into each other's insides;
 //! - teloxide appears only under `chat`, sqlx only under `store`;
 //! - `sign` is a leaf;
+//! - the store runs no process (rule commands and verifiers run in `programs`);
 //! - no file is named by its size or by nothing (`_more`, `prims`, `calls`, `db`).
 //!
 //! Comment lines are ignored: a doc link to a module is not an import.
@@ -91,9 +92,22 @@ fn refs(v: &[String]) -> Vec<&str> {
 fn the_store_imports_nothing_above_it() {
     let above = crate_paths(&[
         "chat", "api", "daemon", "cli", "ops", "notify", "mcp", "follow", "shared", "config",
+        "programs",
     ]);
     let bad = offenders(&["store"], &refs(&above));
     assert!(bad.is_empty(), "the store reaches up:\n{}", bad.join("\n"));
+}
+
+/// Rule commands and verifiers run in `programs`; the store only records
+/// what they decided, so no transaction ever waits on a process.
+#[test]
+fn the_store_runs_no_process() {
+    let bad = offenders(&["store"], &["process::Command", "tokio::process"]);
+    assert!(
+        bad.is_empty(),
+        "the store spawns a process:\n{}",
+        bad.join("\n")
+    );
 }
 
 #[test]

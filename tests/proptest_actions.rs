@@ -318,7 +318,7 @@ async fn run(
                 assert_eq!(got, usize::from(m.settle_expiry()), "{c}");
             }
             Op::Recover => {
-                let report = store.recover().await.unwrap();
+                let report = handoff::programs::recover(&store).await.unwrap();
                 assert_eq!(report.unknown.len(), m.recover(), "{c}");
                 let claimable = report.claimable.iter().any(|a| a.id == id);
                 assert_eq!(claimable, m.status == Status::Approved, "{c}");

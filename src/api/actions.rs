@@ -147,7 +147,8 @@ pub(crate) async fn propose(
     let mut action = proposed.action.clone();
     let mut rule = None;
     if proposed.created
-        && let Some(applied) = s.store.apply_rules(&action, &s.config.rules).await?
+        && let Some(applied) =
+            crate::programs::apply_rules(&s.store, &action, &s.config.rules).await?
     {
         wrote(&s);
         rule = Some(RuleView {

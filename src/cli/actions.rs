@@ -454,7 +454,9 @@ async fn recover(
     no_run: bool,
     lease: Duration,
 ) -> anyhow::Result<u8> {
-    let rep = store.recover().await.map_err(ops::Error::from)?;
+    let rep = crate::programs::recover(store)
+        .await
+        .map_err(ops::Error::from)?;
     let ops = Ops::Local(Local::new(store.clone(), Policy::default()));
     let mut ran = Vec::new();
     if !no_run {

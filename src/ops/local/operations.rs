@@ -242,10 +242,9 @@ impl Local {
             note: None,
         };
         if proposed.created
-            && let Some(applied) = self
-                .store
-                .apply_rules(&proposed.action, &self.policy.rules)
-                .await?
+            && let Some(applied) =
+                crate::programs::apply_rules(&self.store, &proposed.action, &self.policy.rules)
+                    .await?
         {
             out.action = applied.action.redacted();
             out.rule = Some(applied.rule);

@@ -6,13 +6,11 @@
 //! a verifier, which is asked first (executed / re-run / unknown). Only a
 //! person ([`Store::resolve_unknown`]) or a verifier can choose a re-run.
 
-use std::time::Duration;
-
 use serde::Serialize;
 use serde_json::json;
 use sqlx::SqliteConnection;
 
-use super::rules::{self, Verdict};
+use super::rules::Verdict;
 use super::{Action, Actor, COLUMNS, Error, Result, from_row, load, record};
 use crate::store::Store;
 
@@ -145,59 +143,57 @@ impl Store {
         .await
     }
 
-    /// Recovery at startup (or on any cadence): `executing` actions whose
-    /// lease ran out become `unknown` — or, with a verifier, whatever it
-    /// answers — and approved-but-unclaimed actions are reported as
-    /// claimable. Verifiers run outside any transaction.
-    pub async fn recover(&self) -> Result<RecoverReport> {
-        let now = self.now();
+    /// `executing` actions whose lease ran out, oldest first: what recovery
+    /// ([`crate::programs::recover`]) settles.
+    pub async fn lapsed(&self) -> Result<Vec<Action>> {
         let sql = format!(
             "SELECT {COLUMNS} FROM actions WHERE status = 'executing' AND lease_until <= ? ORDER BY created_at"
         );
         let mut lapsed = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(now)
+            .bind(self.now())
             .fetch_all(self.pool())
             .await?;
         if crate::fault::on("skip-recovery") {
             lapsed.clear(); // FAULT(skip-recovery)
         }
-        let mut report = RecoverReport::default();
-        for row in &lapsed {
-            let action = from_row(row)?;
-            match &action.verify {
-                None => {
-                    let why = format!(
-                        "the executor {} stopped renewing its lease: the side effect may or may not have happened",
-                        action.owner.as_deref().unwrap_or("?")
-                    );
-                    if let Some(a) = self.mark_unknown(&action.id, None, &why).await? {
-                        report.unknown.push(a);
-                    }
-                }
-                Some(argv) => self.verify_one(&action, argv, &mut report).await?,
-            }
-        }
+        lapsed.iter().map(from_row).collect()
+    }
+
+    /// A lapsed execution without a verifier becomes `unknown`: the side
+    /// effect may or may not have happened, and a person must say. `None`
+    /// when it is no longer lapsed (its executor renewed or finished).
+    pub async fn lapse_to_unknown(&self, action: &Action) -> Result<Option<Action>> {
+        let why = format!(
+            "the executor {} stopped renewing its lease: the side effect may or may not have happened",
+            action.owner.as_deref().unwrap_or("?")
+        );
+        self.mark_unknown(&action.id, None, &why).await
+    }
+
+    /// Approved actions nobody has claimed: safe to execute.
+    pub async fn claimable(&self) -> Result<Vec<Action>> {
         // Only the approved rows are read: recovery runs on the daemon's
         // housekeeping cadence, and reading every action's arguments each
         // time would cost the whole table.
         let sql = format!(
             "SELECT {COLUMNS} FROM actions WHERE status = 'approved' ORDER BY created_at DESC, id DESC"
         );
-        report.claimable = sqlx::query(sqlx::AssertSqlSafe(sql))
+        sqlx::query(sqlx::AssertSqlSafe(sql))
             .fetch_all(self.pool())
             .await?
             .iter()
             .map(from_row)
-            .collect::<Result<_>>()?;
-        Ok(report)
+            .collect()
     }
 
-    async fn verify_one(
+    /// Take over a lapsed execution so that its verifier (`argv`) runs once.
+    /// Returns the recoverer's name (the new owner) when this call took it,
+    /// `None` when another recoverer did or the executor came back.
+    pub async fn take_for_verifier(
         &self,
         action: &Action,
         argv: &[String],
-        report: &mut RecoverReport,
-    ) -> Result<()> {
+    ) -> Result<Option<String>> {
         let me = format!("recovery:{}", crate::store::new_id());
         let id = action.id.clone();
         let took = self
@@ -237,38 +233,41 @@ impl Store {
                 Ok(true)
             })
             .await?;
-        if !took {
-            return Ok(());
-        }
-        let verdict = rules::run_verifier(argv, action, Duration::from_millis(60_000)).await;
+        Ok(took.then_some(me))
+    }
+
+    /// Record a verifier's answer for the action the recoverer `me` holds:
+    /// executed → completed, re-run → `approved`, unknown or no answer
+    /// (`Err`, the reason) → `unknown`. `None` when `me` no longer holds it.
+    pub async fn record_verdict(
+        &self,
+        id: &str,
+        me: &str,
+        verdict: &std::result::Result<Verdict, String>,
+    ) -> Result<Option<Action>> {
         match verdict {
             Ok(Verdict::Executed) => {
                 let out = self
-                    .complete(&id, &me, true, json!({"verified": "executed"}), None)
+                    .complete(id, me, true, json!({"verified": "executed"}), None)
                     .await?;
-                if let super::CompleteOutcome::Completed { action } = out {
-                    report.verified_executed.push(action);
-                }
+                Ok(match out {
+                    super::CompleteOutcome::Completed { action } => Some(action),
+                    _ => None,
+                })
             }
             Ok(Verdict::Rerun) => {
-                if let Some(a) = self
-                    .back_to_approved(&id, &me, "verifier: not executed, re-run")
-                    .await?
-                {
-                    report.rerun.push(a);
-                }
+                self.back_to_approved(id, me, "verifier: not executed, re-run")
+                    .await
             }
-            Ok(Verdict::Unknown) | Err(_) => {
-                let why = match verdict {
-                    Err(e) => format!("the verifier could not decide: {e}"),
-                    _ => "the verifier answered unknown".into(),
-                };
-                if let Some(a) = self.mark_unknown(&id, Some(&me), &why).await? {
-                    report.unknown.push(a);
-                }
+            Ok(Verdict::Unknown) => {
+                self.mark_unknown(id, Some(me), "the verifier answered unknown")
+                    .await
+            }
+            Err(e) => {
+                let why = format!("the verifier could not decide: {e}");
+                self.mark_unknown(id, Some(me), &why).await
             }
         }
-        Ok(())
     }
 
     /// `executing` → `unknown`, either because the lease lapsed (`owner`

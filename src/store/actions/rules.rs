@@ -8,19 +8,14 @@
 //! `rule:<name>`. The first matching rule decides; `ask` leaves the action
 //! to a person.
 //!
-//! Also here: the verifier runner recovery uses. These programs are
-//! configured by the operator and always run outside any transaction; this
-//! module never runs an action's executor.
-
-use std::process::Stdio;
-use std::time::Duration;
+//! This module holds the rules as data and their matching; the programs
+//! they name (and recovery's verifiers) run in [`crate::programs`], outside
+//! the store, which records what they decide.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio::io::AsyncWriteExt;
 
-use super::{Action, Actor, Result};
-use crate::store::Store;
+use super::Action;
 
 /// A rules file: `[[rule]]` entries (the shape the config file embeds).
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
@@ -112,9 +107,12 @@ pub struct RuleApplied {
 
 /// A verifier's answer about an interrupted execution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Verdict {
+pub enum Verdict {
+    /// The side effect happened: the action completes as executed.
     Executed,
+    /// It did not happen: back to `approved` for one re-run.
     Rerun,
+    /// The verifier cannot tell: `unknown`, for a person.
     Unknown,
 }
 
@@ -203,126 +201,6 @@ impl Rule {
         kind_ok
             && self.project.as_ref().is_none_or(|p| *p == action.project)
             && self.when.iter().all(|c| c.holds(&action.effective_args))
-    }
-}
-
-/// Run `argv` with `stdin` and the action's environment; return its trimmed,
-/// lower-cased first stdout line. Exit status must be 0.
-async fn run_program(
-    argv: &[String],
-    stdin: String,
-    action: &Action,
-    timeout: Duration,
-) -> std::result::Result<String, String> {
-    let (prog, rest) = argv.split_first().ok_or("empty command")?;
-    let mut child = tokio::process::Command::new(prog)
-        .args(rest)
-        .env("HANDOFF_ACTION_ID", &action.id)
-        .env("HANDOFF_ACTION_KIND", &action.kind)
-        .env("HANDOFF_ARGS", action.effective_args.to_string())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| format!("cannot run {prog}: {e}"))?;
-    if let Some(mut pipe) = child.stdin.take() {
-        // A program that does not read stdin closes the pipe early; that is fine.
-        let _ = pipe.write_all(stdin.as_bytes()).await;
-    }
-    let out = tokio::time::timeout(timeout, child.wait_with_output())
-        .await
-        .map_err(|_| format!("{prog} did not answer within {}s", timeout.as_secs()))?
-        .map_err(|e| format!("{prog}: {e}"))?;
-    if !out.status.success() {
-        return Err(format!("{prog} exited with {}", out.status));
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
-    Ok(text.lines().next().unwrap_or("").trim().to_lowercase())
-}
-
-/// Ask a verifier whether an interrupted execution happened.
-pub(crate) async fn run_verifier(
-    argv: &[String],
-    action: &Action,
-    timeout: Duration,
-) -> std::result::Result<Verdict, String> {
-    let stdin = serde_json::to_string(action).unwrap_or_default();
-    match run_program(argv, stdin, action, timeout).await?.as_str() {
-        "executed" => Ok(Verdict::Executed),
-        "rerun" | "re-run" => Ok(Verdict::Rerun),
-        "unknown" => Ok(Verdict::Unknown),
-        other => Err(format!(
-            "the verifier answered `{other}`; expected executed, rerun or unknown"
-        )),
-    }
-}
-
-impl Store {
-    /// Apply the first matching rule to a freshly proposed pending action.
-    /// Returns the decision made, or `None` when no rule matched or the
-    /// deciding command answered `ask` (or failed: then a person decides).
-    pub async fn apply_rules(
-        &self,
-        action: &Action,
-        rules: &[Rule],
-    ) -> Result<Option<RuleApplied>> {
-        for rule in rules {
-            if !rule.matches(action) {
-                continue;
-            }
-            let decision = match (&rule.decide, &rule.command) {
-                (Some(d), _) => *d,
-                (None, Some(argv)) => {
-                    let stdin = serde_json::to_string(action).unwrap_or_default();
-                    match run_program(argv, stdin, action, Duration::from_secs(30))
-                        .await
-                        .as_deref()
-                    {
-                        Ok("approve") => RuleDecision::Approve,
-                        Ok("reject") => RuleDecision::Reject,
-                        Ok("ask") => return Ok(None),
-                        Ok(other) => {
-                            tracing::warn!(rule = %rule.name, answer = other, "rule command gave no decision; leaving it to a person");
-                            return Ok(None);
-                        }
-                        Err(e) => {
-                            tracing::warn!(rule = %rule.name, error = %e, "rule command failed; leaving it to a person");
-                            return Ok(None);
-                        }
-                    }
-                }
-                (None, None) => continue,
-            };
-            let name = format!("rule:{}", rule.name);
-            let actor = Actor {
-                name: &name,
-                channel: "daemon",
-            };
-            let action = match decision {
-                RuleDecision::Approve => self
-                    .approve_as(&action.id, actor, None, true)
-                    .await?
-                    .action()
-                    .clone(),
-                RuleDecision::Reject => {
-                    let reason = rule
-                        .reason
-                        .clone()
-                        .unwrap_or_else(|| format!("rejected by rule {}", rule.name));
-                    self.reject(&action.id, actor, &reason)
-                        .await?
-                        .action()
-                        .clone()
-                }
-            };
-            return Ok(Some(RuleApplied {
-                rule: rule.name.clone(),
-                decision,
-                action,
-            }));
-        }
-        Ok(None)
     }
 }
 
