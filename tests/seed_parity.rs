@@ -25,7 +25,7 @@ async fn unknown_action(
     s.approve(&id, Actor::cli("alice"), None).await.unwrap();
     s.claim(&id, "exec-1", 1000).await.unwrap();
     clock.advance(5000);
-    handoff::programs::recover(&s).await.unwrap();
+    handoff::programs::recover(s).await.unwrap();
     assert_eq!(s.get_action(&id).await.unwrap().status, Status::Unknown);
     id
 }
