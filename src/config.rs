@@ -23,7 +23,7 @@ pub enum Error {
     /// carries the reason, and a source would print it a second time.
     #[error("cannot read config {path}: {reason}")]
     Read {
-        /// The file.
+        /// The config file that could not be read.
         path: String,
         /// Why, in words.
         reason: String,
@@ -31,7 +31,7 @@ pub enum Error {
     /// The file is not valid TOML or has unknown or mistyped keys.
     #[error("config {path} is invalid: {message}")]
     Parse {
-        /// The file.
+        /// The config file that is not valid TOML.
         path: String,
         /// toml's message, which names the key and line.
         message: String,
@@ -39,7 +39,7 @@ pub enum Error {
     /// The values parse but do not make sense (together).
     #[error("config {path}{}: {message}", line.map(|n| format!(" line {n}")).unwrap_or_default())]
     Invalid {
-        /// The file.
+        /// The config file holding the bad value.
         path: String,
         /// The line of the offending entry, when it can be found.
         line: Option<usize>,
@@ -84,7 +84,7 @@ pub struct Config {
     /// The daemon's HTTP listener.
     #[serde(default)]
     pub http: HttpConfig,
-    /// The Telegram bridge.
+    /// The Telegram bridge: bot token, chats, polling or webhook.
     #[serde(default)]
     pub telegram: TelegramConfig,
     /// Routes from project / agent / action kind to a chat; first match wins.

@@ -53,9 +53,9 @@ pub fn event_id(seq: i64) -> String {
 /// One wake-up being delivered.
 #[derive(Debug, Clone)]
 pub struct Wake<'a> {
-    /// The event.
+    /// The event being delivered.
     pub event: &'a Event,
-    /// Its stable id.
+    /// `evt_<seq>`: the same across retries and restarts, for the receiver to dedupe.
     pub event_id: String,
 }
 
@@ -106,12 +106,12 @@ pub enum Outcome {
     },
     /// Retrying cannot help.
     Dead {
-        /// Why.
+        /// Why the delivery failed for good (e.g. a 4xx answer, an exec that cannot start).
         error: String,
     },
     /// The target asked never to be called again (410 Gone).
     Disable {
-        /// Why.
+        /// What the target answered.
         error: String,
     },
 }

@@ -17,9 +17,9 @@ use crate::store::Store;
 /// What request handlers and workers share. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Shared {
-    /// The store.
+    /// The one store every handler and worker writes through.
     pub store: Store,
-    /// The configuration.
+    /// The configuration the daemon started with (routes, rules, notify).
     pub config: Arc<Config>,
     /// In-process waiters, woken by the waiter follower.
     pub waiters: Waiters,

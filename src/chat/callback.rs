@@ -82,7 +82,7 @@ pub enum Verb {
 /// A decoded button.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Callback {
-    /// Item kind.
+    /// Which kind of item the button belongs to.
     pub item: Item,
     /// Full item id.
     pub id: String,

@@ -340,9 +340,9 @@ impl Action {
 pub struct AuditEntry {
     /// Position in the audit log.
     pub seq: i64,
-    /// The action.
+    /// The audited action's id.
     pub action_id: String,
-    /// When.
+    /// When the transition was written.
     #[serde(with = "crate::clock::rfc3339")]
     #[schemars(with = "crate::clock::Timestamp")]
     pub at: i64,

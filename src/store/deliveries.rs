@@ -18,7 +18,7 @@ use super::{Error, Event, NewEvent, Result, Store, events};
 /// A delivery of one event to one target.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Delivery {
-    /// Row id.
+    /// The delivery's row id (its order of creation).
     pub id: i64,
     /// The event being delivered.
     pub event_seq: i64,
@@ -44,7 +44,7 @@ pub struct Delivery {
     pub lease_until: Option<i64>,
     /// Why the last attempt failed.
     pub last_error: Option<String>,
-    /// Enqueued.
+    /// When the event was enqueued for this target.
     #[serde(with = "crate::clock::rfc3339")]
     #[schemars(with = "crate::clock::Timestamp")]
     pub created_at: i64,
@@ -61,7 +61,7 @@ pub struct NewDelivery {
     pub target_key: String,
     /// `session` or `rule:<name>`.
     pub origin: String,
-    /// The target.
+    /// Where to deliver it: the session's wake target or a `[[notify]]` rule.
     pub target: WakeTarget,
     /// How long one attempt may hold the row.
     pub lease_ms: i64,

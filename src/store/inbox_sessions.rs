@@ -33,7 +33,7 @@ pub struct LoginLink {
     pub name: String,
     /// The one-time code (hex); only its hash is stored.
     pub code: String,
-    /// Created.
+    /// When the login link was made.
     #[serde(with = "crate::clock::rfc3339")]
     #[schemars(with = "crate::clock::Timestamp")]
     pub created_at: i64,
@@ -46,11 +46,11 @@ pub struct LoginLink {
 /// A browser session, without its secret.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct InboxSession {
-    /// Full id.
+    /// The session's id (its cookie carries the secret, not this).
     pub id: String,
     /// Who the session acts as (recorded as `by`).
     pub name: String,
-    /// Opened.
+    /// When the login link was redeemed.
     #[serde(with = "crate::clock::rfc3339")]
     #[schemars(with = "crate::clock::Timestamp")]
     pub created_at: i64,

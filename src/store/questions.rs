@@ -120,7 +120,7 @@ pub struct QuestionOption {
 pub struct NewQuestion {
     /// Project it belongs to (scopes `key` and filters).
     pub project: String,
-    /// Agent name.
+    /// The agent that flagged it (its configured name, or `agent`).
     pub agent: String,
     /// Agent session to wake when answered.
     pub session: String,
@@ -151,7 +151,7 @@ pub struct Reply {
     pub source: Source,
     /// Who replied.
     pub by: String,
-    /// When.
+    /// When the reply was written.
     #[serde(with = "crate::clock::rfc3339")]
     #[schemars(with = "crate::clock::Timestamp")]
     pub at: i64,
@@ -164,23 +164,23 @@ pub struct Reply {
 /// A stored question.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Question {
-    /// Full id.
+    /// The question's id (`q_…`, 26 characters after the prefix).
     pub id: String,
     /// Its last 8 characters, shown in chat and accepted by commands.
     pub short_id: String,
-    /// Project.
+    /// The project it belongs to (scopes `key` and the filters).
     pub project: String,
-    /// Agent name.
+    /// The agent that flagged it.
     pub agent: String,
-    /// Agent session.
+    /// The agent session woken when it is answered (empty: none).
     pub session: String,
     /// The "one place" key, if any.
     pub key: Option<String>,
-    /// Title.
+    /// The question in one line (≤ 120 characters).
     pub title: String,
     /// One-line detail.
     pub detail: String,
-    /// Long context.
+    /// Longer background, shown collapsed in chat.
     pub context: String,
     /// Offered choices.
     pub options: Vec<QuestionOption>,
@@ -199,7 +199,7 @@ pub struct Question {
     #[serde(with = "crate::clock::rfc3339::option")]
     #[schemars(with = "Option<crate::clock::Timestamp>")]
     pub snoozed_until: Option<i64>,
-    /// Created.
+    /// When it was first flagged.
     #[serde(with = "crate::clock::rfc3339")]
     #[schemars(with = "crate::clock::Timestamp")]
     pub created_at: i64,
@@ -228,7 +228,7 @@ pub struct NewReply {
     pub text: String,
     /// Answer (default), clarify or decline.
     pub kind: ReplyKind,
-    /// Extra context.
+    /// Background the human adds to the reply, shown to the agent with it.
     pub context: Option<String>,
     /// Who replies (a user name, a Telegram handle, the agent).
     pub by: String,
@@ -247,14 +247,14 @@ pub enum Refusal {
     NotFound,
     /// The question is already resolved or dismissed.
     NotOpen {
-        /// Its status.
+        /// `resolved` or `dismissed`: why nothing more can be written.
         status: Status,
     },
     /// A reply nobody has picked up yet stands; it wins over this write.
     UnreadAnswer {
-        /// Its text.
+        /// The reply that stands, as written.
         reply: String,
-        /// Its kind.
+        /// Whether it answers, asks to clarify or declines.
         kind: ReplyKind,
         /// Where it came from.
         source: Source,
@@ -340,9 +340,9 @@ pub struct Delivery {
 pub struct ListFilter {
     /// Only this status (None: all).
     pub status: Option<Status>,
-    /// Only this project.
+    /// Only questions of this project.
     pub project: Option<String>,
-    /// Only this session.
+    /// Only questions that wake this agent session.
     pub session: Option<String>,
     /// Leave out questions snoozed past now (the chat-facing list).
     pub awake_only: bool,
@@ -361,17 +361,17 @@ pub struct ReplyRecord {
     pub action: String,
     /// Text (None for a clear).
     pub reply: Option<String>,
-    /// Context.
+    /// The context written with the reply, if any.
     pub reply_context: Option<String>,
     /// Kind (None for a clear).
     pub kind: Option<ReplyKind>,
-    /// Door.
+    /// Where the reply came from: inbox, chat or agent.
     pub source: Source,
-    /// Who.
+    /// Who wrote it.
     pub by: String,
     /// Question revision it answered.
     pub revision: i64,
-    /// When.
+    /// When it was written.
     #[serde(with = "crate::clock::rfc3339")]
     #[schemars(with = "crate::clock::Timestamp")]
     pub at: i64,

@@ -93,9 +93,9 @@ impl WakeTarget {
 pub struct Session {
     /// Client-chosen id.
     pub session_id: String,
-    /// Agent name.
+    /// The agent running the session.
     pub agent: String,
-    /// Project.
+    /// The project it works on (its questions and boards are scoped to it).
     pub project: String,
     /// Working directory.
     pub cwd: String,
@@ -113,7 +113,7 @@ pub struct Session {
     #[serde(with = "crate::clock::rfc3339::option")]
     #[schemars(with = "Option<crate::clock::Timestamp>")]
     pub ended_at: Option<i64>,
-    /// Registered.
+    /// When it was first registered.
     #[serde(with = "crate::clock::rfc3339")]
     #[schemars(with = "crate::clock::Timestamp")]
     pub created_at: i64,
@@ -128,9 +128,9 @@ pub struct Session {
 pub struct NewSession {
     /// Client-chosen id (required).
     pub session_id: String,
-    /// Agent name.
+    /// The agent running the session.
     pub agent: String,
-    /// Project.
+    /// The project it works on.
     pub project: String,
     /// Working directory.
     pub cwd: String,

@@ -57,7 +57,7 @@ impl std::str::FromStr for Role {
 /// A stored token, without its secret.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Token {
-    /// Full id.
+    /// The token's id (never the secret).
     pub id: String,
     /// Who the token acts as (recorded as the actor of its writes).
     pub name: String,
@@ -65,7 +65,7 @@ pub struct Token {
     pub role: Role,
     /// The one project it may see and write; `None` = every project.
     pub project: Option<String>,
-    /// Created.
+    /// When it was minted.
     #[serde(with = "crate::clock::rfc3339")]
     #[schemars(with = "crate::clock::Timestamp")]
     pub created_at: i64,

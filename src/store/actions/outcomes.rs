@@ -104,11 +104,11 @@ pub enum ApproveOutcome {
     },
     /// Someone decided first: here is the winner's decision.
     AlreadyDecided {
-        /// The winning status.
+        /// The decision that won: approved or rejected.
         status: Status,
-        /// Who decided.
+        /// Who made the winning decision.
         decided_by: Option<String>,
-        /// When.
+        /// When the winning decision was made.
         #[serde(with = "crate::clock::rfc3339::option")]
         #[schemars(with = "Option<crate::clock::Timestamp>")]
         decided_at: Option<i64>,
@@ -117,7 +117,7 @@ pub enum ApproveOutcome {
     },
     /// Nobody decided before `expires_at`; now settled as expired (or rejected).
     Expired {
-        /// The settled action.
+        /// The action after the write, as every reader now sees it.
         action: Action,
     },
     /// The patch was valid but the arguments already carry approvals (or
@@ -160,7 +160,7 @@ pub enum RejectOutcome {
     },
     /// It expired before the rejection.
     Expired {
-        /// The settled action.
+        /// The action after the write, as every reader now sees it.
         action: Action,
     },
 }
@@ -215,7 +215,7 @@ pub enum CompleteOutcome {
 pub enum Settled {
     /// The awaited state was reached.
     Done {
-        /// The action.
+        /// The action as it stands (nothing changed).
         action: Action,
     },
     /// The timeout passed first: the action is still in progress

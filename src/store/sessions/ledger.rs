@@ -32,7 +32,7 @@ pub struct LedgerEntry {
     pub event_id: String,
     /// The session that made the call.
     pub session_id: String,
-    /// Tool name.
+    /// The tool the agent called (e.g. `Bash`), shown in `ledger list`.
     pub tool: String,
     /// The call's input (canonical JSON).
     pub payload: Value,

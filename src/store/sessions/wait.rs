@@ -44,7 +44,7 @@ pub enum Arrival {
     },
     /// A decision or result on one of its actions (`action.approved`, …).
     Decision {
-        /// The event.
+        /// The event that ended the wait (a decision or an inbound wake).
         event: Event,
     },
     /// An inbound wake (`session.wake`) from CI, GitHub or a script.
