@@ -124,59 +124,22 @@ pub async fn start(
     tracker: &TaskTracker,
     cancel: CancellationToken,
 ) -> Result<Started, Error> {
+    let off = Started {
+        router: Router::new(),
+    };
     let cfg = &shared.config.telegram;
     if cfg.token.is_empty() {
         tracing::info!(
             "chat is off: no Telegram token (set HANDOFF_TELEGRAM_TOKEN or [telegram] token to turn it on)"
         );
-        return Ok(Started {
-            router: Router::new(),
-        });
+        return Ok(off);
     }
-    let url = url::Url::parse(cfg.api_url.trim_end_matches('/'))
-        .map_err(|_| Error::ApiUrl(cfg.api_url.clone()))?;
-    let l = cfg.limits;
-    let bot = Bot::new(cfg.token.expose())
-        .set_api_url(url)
-        .throttle(Limits {
-            messages_per_sec_chat: l.per_chat_per_sec,
-            messages_per_min_chat: l.per_chat_per_min,
-            messages_per_min_channel_or_supergroup: l.per_group_per_min,
-            messages_per_sec_overall: l.overall_per_sec,
-        });
+    let bot = throttled_bot(cfg)?;
     if cfg.chats.is_empty() {
         tracing::warn!("a Telegram token is set but no [[telegram.chats]]: nothing will be pushed");
     }
-    // One start-up line saying chat is on and as which bot — or, for a
-    // token Telegram refuses, one error and chat stays off (retrying a
-    // refused token forever helps nobody).
-    let mode = match cfg.mode {
-        TelegramMode::Polling => "polling",
-        TelegramMode::Webhook => "webhook",
-    };
-    match tokio::time::timeout(GET_ME_PATIENCE, bot.get_me()).await {
-        Ok(Ok(me)) => tracing::info!(
-            "chat is on: bot @{}, {mode}, {} chat(s)",
-            me.username(),
-            cfg.chats.len()
-        ),
-        Ok(Err(e)) if e.token_refused() => {
-            tracing::error!(
-                "Telegram refuses the bot token ({}): chat is off; set a valid [telegram] token or HANDOFF_TELEGRAM_TOKEN and restart",
-                crate::one_line(&e)
-            );
-            return Ok(Started {
-                router: Router::new(),
-            });
-        }
-        Ok(Err(e)) => tracing::warn!(
-            "chat is on ({mode}), but the Telegram Bot API cannot be reached yet: {}; retrying",
-            crate::one_line(&e)
-        ),
-        Err(_) => tracing::warn!(
-            "chat is on ({mode}), but the Telegram Bot API did not answer within {}s; retrying",
-            GET_ME_PATIENCE.as_secs()
-        ),
+    if !greet(&bot, cfg).await {
+        return Ok(off);
     }
     let bridge = Arc::new_cyclic(|me| Bridge {
         store: shared.store.clone(),
@@ -205,45 +168,99 @@ pub async fn start(
             crate::follow::follow(store, start, &nudge, cancel, ChatFollower(b)).await;
         });
     }
-
     let router = match cfg.mode {
         TelegramMode::Polling => {
-            let b = bridge.clone();
-            let timeout = cfg.poll_timeout_secs;
+            let timeout = Duration::from_secs(u64::from(cfg.poll_timeout_secs));
             tracker.spawn(async move {
-                let mut listener = Polling::builder(b.bot.clone())
-                    .timeout(Duration::from_secs(u64::from(timeout)))
+                let mut listener = Polling::builder(bridge.bot.clone())
+                    .timeout(timeout)
                     .build();
                 let stop = listener.stop_token();
-                run_updates(b, &mut listener, cancel).await;
+                run_updates(bridge, &mut listener, cancel).await;
                 stop.stop();
             });
             Router::new()
         }
-        TelegramMode::Webhook => {
-            let hook = cfg.webhook_url.as_deref().unwrap_or_default();
-            let hook_url = url::Url::parse(hook)
-                .map_err(|_| Error::Webhook(format!("`{hook}` is not a URL")))?;
-            let mut options = teloxide::update_listeners::webhooks::Options::new(
-                shared.config.http.listen,
-                hook_url,
-            );
-            if !cfg.webhook_secret.is_empty() {
-                options = options.secret_token(cfg.webhook_secret.expose().to_string());
-            }
-            let (mut listener, stop_flag, router) =
-                teloxide::update_listeners::webhooks::axum_to_router(bot.clone(), options)
-                    .await
-                    .map_err(|e| Error::Webhook(e.to_string()))?;
-            let b = bridge.clone();
-            tracker.spawn(async move {
-                run_updates(b, &mut listener, cancel).await;
-                drop(stop_flag);
-            });
-            router
-        }
+        TelegramMode::Webhook => webhook(bridge, shared, tracker, cancel).await?,
     };
     Ok(Started { router })
+}
+
+/// The Bot API client: the configured API URL, under the configured send limits.
+fn throttled_bot(cfg: &crate::config::TelegramConfig) -> Result<TgBot, Error> {
+    let url = url::Url::parse(cfg.api_url.trim_end_matches('/'))
+        .map_err(|_| Error::ApiUrl(cfg.api_url.clone()))?;
+    let l = cfg.limits;
+    Ok(Bot::new(cfg.token.expose())
+        .set_api_url(url)
+        .throttle(Limits {
+            messages_per_sec_chat: l.per_chat_per_sec,
+            messages_per_min_chat: l.per_chat_per_min,
+            messages_per_min_channel_or_supergroup: l.per_group_per_min,
+            messages_per_sec_overall: l.overall_per_sec,
+        }))
+}
+
+/// One start-up line saying chat is on and as which bot. `false` for a
+/// token Telegram refuses: one error, and chat stays off (retrying a
+/// refused token forever helps nobody). An unreachable API is only a
+/// warning: the bridge retries.
+async fn greet(bot: &TgBot, cfg: &crate::config::TelegramConfig) -> bool {
+    let mode = match cfg.mode {
+        TelegramMode::Polling => "polling",
+        TelegramMode::Webhook => "webhook",
+    };
+    match tokio::time::timeout(GET_ME_PATIENCE, bot.get_me()).await {
+        Ok(Ok(me)) => tracing::info!(
+            "chat is on: bot @{}, {mode}, {} chat(s)",
+            me.username(),
+            cfg.chats.len()
+        ),
+        Ok(Err(e)) if e.token_refused() => {
+            tracing::error!(
+                "Telegram refuses the bot token ({}): chat is off; set a valid [telegram] token or HANDOFF_TELEGRAM_TOKEN and restart",
+                crate::one_line(&e)
+            );
+            return false;
+        }
+        Ok(Err(e)) => tracing::warn!(
+            "chat is on ({mode}), but the Telegram Bot API cannot be reached yet: {}; retrying",
+            crate::one_line(&e)
+        ),
+        Err(_) => tracing::warn!(
+            "chat is on ({mode}), but the Telegram Bot API did not answer within {}s; retrying",
+            GET_ME_PATIENCE.as_secs()
+        ),
+    }
+    true
+}
+
+/// Webhook mode: the route Telegram posts updates to (merged into the
+/// daemon's router) and the task that handles them.
+async fn webhook(
+    bridge: Arc<Bridge>,
+    shared: &Shared,
+    tracker: &TaskTracker,
+    cancel: CancellationToken,
+) -> Result<Router, Error> {
+    let cfg = &shared.config.telegram;
+    let hook = cfg.webhook_url.as_deref().unwrap_or_default();
+    let hook_url =
+        url::Url::parse(hook).map_err(|_| Error::Webhook(format!("`{hook}` is not a URL")))?;
+    let mut options =
+        teloxide::update_listeners::webhooks::Options::new(shared.config.http.listen, hook_url);
+    if !cfg.webhook_secret.is_empty() {
+        options = options.secret_token(cfg.webhook_secret.expose().to_string());
+    }
+    let (mut listener, stop_flag, router) =
+        teloxide::update_listeners::webhooks::axum_to_router(bridge.bot.clone(), options)
+            .await
+            .map_err(|e| Error::Webhook(e.to_string()))?;
+    tracker.spawn(async move {
+        run_updates(bridge, &mut listener, cancel).await;
+        drop(stop_flag);
+    });
+    Ok(router)
 }
 
 /// Handle updates one at a time until `cancel`. One at a time keeps a

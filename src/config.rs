@@ -642,6 +642,27 @@ impl Config {
     /// Check what parsing cannot: names that must match, limits. An error
     /// says where (`at`, a path of keys and indexes) so it can name a line.
     fn validate(&self) -> Result<(), Bad> {
+        self.check_chats()?;
+        for (i, r) in self.rules.iter().enumerate() {
+            // The rule's own message names it ("rule `x`: …").
+            r.check()
+                .map_err(|e| Bad::at(vec![Seg::Key("rule"), Seg::Index(i)], e))?;
+        }
+        for (i, n) in self.notify.iter().enumerate() {
+            let name = n.name.clone().unwrap_or_else(|| format!("#{}", i + 1));
+            n.check().map_err(|e| {
+                Bad::at(
+                    vec![Seg::Key("notify"), Seg::Index(i)],
+                    format!("[[notify]] `{name}`: {e}"),
+                )
+            })?;
+        }
+        self.check_wake()?;
+        self.check_telegram_and_http()
+    }
+
+    /// Chat names are unique and non-empty; every route names one of them.
+    fn check_chats(&self) -> Result<(), Bad> {
         let mut names = HashSet::new();
         for (i, c) in self.telegram.chats.iter().enumerate() {
             let at = || vec![Seg::Key("telegram"), Seg::Key("chats"), Seg::Index(i)];
@@ -669,20 +690,12 @@ impl Config {
                 ));
             }
         }
-        for (i, r) in self.rules.iter().enumerate() {
-            // The rule's own message names it ("rule `x`: …").
-            r.check()
-                .map_err(|e| Bad::at(vec![Seg::Key("rule"), Seg::Index(i)], e))?;
-        }
-        for (i, n) in self.notify.iter().enumerate() {
-            let name = n.name.clone().unwrap_or_else(|| format!("#{}", i + 1));
-            n.check().map_err(|e| {
-                Bad::at(
-                    vec![Seg::Key("notify"), Seg::Index(i)],
-                    format!("[[notify]] `{name}`: {e}"),
-                )
-            })?;
-        }
+        Ok(())
+    }
+
+    /// Wake URL prefixes, the retry schedule, and the inbound wake sources
+    /// (unique names, secrets long enough, `whsec_` for standard ones).
+    fn check_wake(&self) -> Result<(), Bad> {
         let wake = |key| vec![Seg::Key("wake"), Seg::Key(key)];
         for p in &self.wake.allowed_webhook_urls {
             if !(p.starts_with("http://") || p.starts_with("https://")) {
@@ -736,6 +749,11 @@ impl Config {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// Telegram's limits and mode, and the HTTP listener's.
+    fn check_telegram_and_http(&self) -> Result<(), Bad> {
         let telegram = |key| vec![Seg::Key("telegram"), Seg::Key(key)];
         if self.telegram.digest_threshold == 0 {
             return Err(Bad::at(

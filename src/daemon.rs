@@ -53,47 +53,8 @@ pub async fn run(
 
     // Recovery before any worker: lapsed executions become `unknown` (shown
     // to a human, never silently re-run); approved-but-unclaimed stay claimable.
-    match crate::programs::recover(&store).await {
-        Ok(r) => {
-            tracing::info!(
-                unknown = r.unknown.len(),
-                claimable = r.claimable.len(),
-                rerun = r.rerun.len(),
-                "action recovery done"
-            );
-            // The daemon does not run agents' commands itself: name each
-            // stranded `--exec` action and the command that runs it.
-            for a in r.claimable.iter().filter(|a| a.exec.is_some()) {
-                tracing::warn!(
-                    action_id = %a.id,
-                    kind = %a.kind,
-                    "approved with --exec but never run (its proposer stopped?): `handoff recover` on this host runs it"
-                );
-            }
-        }
-        Err(e) => tracing::warn!(error = %e, "action recovery failed; will retry"),
-    }
-
-    // Housekeeping: the library has no hidden background thread, so the
-    // daemon writes expiries and lapsed leases on its own cadence.
-    {
-        let store = store.clone();
-        let cancel = shutdown.clone();
-        tracker.spawn(async move {
-            loop {
-                tokio::select! {
-                    _ = cancel.cancelled() => break,
-                    _ = tokio::time::sleep(HOUSEKEEPING) => {}
-                }
-                if let Err(e) = store.expire_due().await {
-                    tracing::warn!(error = %e, "expiry sweep failed");
-                }
-                if let Err(e) = crate::programs::recover(&store).await {
-                    tracing::warn!(error = %e, "lease recovery failed");
-                }
-            }
-        });
-    }
+    recover_at_start(&store).await;
+    spawn_housekeeping(store.clone(), &tracker, shutdown.clone());
 
     // Waiter follower: from the end of the log (waiters live in memory only).
     {
@@ -141,6 +102,50 @@ pub async fn run(
     }
     store.close().await;
     served.map_err(Error::Http)
+}
+
+/// Run action recovery once, saying what it found; a failure is only a
+/// warning (housekeeping retries every second).
+async fn recover_at_start(store: &Store) {
+    match crate::programs::recover(store).await {
+        Ok(r) => {
+            tracing::info!(
+                unknown = r.unknown.len(),
+                claimable = r.claimable.len(),
+                rerun = r.rerun.len(),
+                "action recovery done"
+            );
+            // The daemon does not run agents' commands itself: name each
+            // stranded `--exec` action and the command that runs it.
+            for a in r.claimable.iter().filter(|a| a.exec.is_some()) {
+                tracing::warn!(
+                    action_id = %a.id,
+                    kind = %a.kind,
+                    "approved with --exec but never run (its proposer stopped?): `handoff recover` on this host runs it"
+                );
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "action recovery failed; will retry"),
+    }
+}
+
+/// Housekeeping: the library has no hidden background thread, so the
+/// daemon writes expiries and lapsed leases on its own cadence.
+fn spawn_housekeeping(store: Store, tracker: &TaskTracker, cancel: CancellationToken) {
+    tracker.spawn(async move {
+        loop {
+            tokio::select! {
+                _ = cancel.cancelled() => break,
+                _ = tokio::time::sleep(HOUSEKEEPING) => {}
+            }
+            if let Err(e) = store.expire_due().await {
+                tracing::warn!(error = %e, "expiry sweep failed");
+            }
+            if let Err(e) = crate::programs::recover(&store).await {
+                tracing::warn!(error = %e, "lease recovery failed");
+            }
+        }
+    });
 }
 
 /// Cancel `token` on SIGINT or SIGTERM.

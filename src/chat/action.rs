@@ -76,12 +76,20 @@ pub(crate) async fn action_view(store: &Store, _config: &Config, id: &str) -> Re
         tags.push(esc(&a.proposer));
     }
     t.push_str(&format!("\n<i>{}</i>", tags.join(" · ")));
+    let line = status_line(&a, status);
+    t.push_str(&format!("\n\n{line}"));
+    let buttons = buttons(&a, status);
+    Ok(Some(View { text: t, buttons }))
+}
+
+/// The line under an action's arguments: where it stands, and who decided.
+fn status_line(a: &Action, status: ActionStatus) -> String {
     let who = a
         .decided_by
         .as_deref()
         .map(|s| format!(" by {}", esc(s)))
         .unwrap_or_default();
-    let line = match status {
+    match status {
         ActionStatus::Pending => "⏸ Waiting for approval".to_string(),
         ActionStatus::Approved if a.exec.is_some() => format!(
             "✅ Approved{who} — waiting for its proposer to run it. If the proposer stopped, \
@@ -116,15 +124,18 @@ pub(crate) async fn action_view(store: &Store, _config: &Config, id: &str) -> Re
                 .unwrap_or_default()
         ),
         ActionStatus::Expired => "⌛ Expired: nobody decided in time".to_string(),
-    };
-    t.push_str(&format!("\n\n{line}"));
+    }
+}
+
+/// The buttons an action offers in `status` (none once settled).
+fn buttons(a: &Action, status: ActionStatus) -> Vec<Vec<(String, Callback)>> {
     let cb = |verb| Callback {
         item: Item::Action,
         id: a.id.clone(),
-        revision: action_revision(&a),
+        revision: action_revision(a),
         verb,
     };
-    let buttons = match status {
+    match status {
         ActionStatus::Pending => vec![vec![
             ("✅ Approve".to_string(), cb(Verb::Approve)),
             ("🚫 Reject".to_string(), cb(Verb::Reject)),
@@ -144,8 +155,7 @@ pub(crate) async fn action_view(store: &Store, _config: &Config, id: &str) -> Re
             ("⏹ Won't run".to_string(), cb(Verb::NotRun)),
         ]],
         _ => Vec::new(),
-    };
-    Ok(Some(View { text: t, buttons }))
+    }
 }
 
 pub(super) fn short_result(r: &serde_json::Value) -> String {
@@ -188,20 +198,7 @@ impl Bridge {
                 Ok(o) => approve_words(&o, who),
                 Err(e) => format!("Not approved: {e}"),
             },
-            Verb::Reject => match self
-                .store
-                .reject(&cb.id, actor, &format!("rejected in Telegram by {who}"))
-                .await
-            {
-                Ok(RejectOutcome::Rejected { .. }) => "Rejected 🚫".to_string(),
-                Ok(RejectOutcome::AlreadyDecided { action }) => format!(
-                    "Already {} by {}.",
-                    action.status,
-                    action.decided_by.as_deref().unwrap_or("someone")
-                ),
-                Ok(RejectOutcome::Expired { .. }) => "It expired before your decision.".to_string(),
-                Err(e) => format!("Not rejected: {e}"),
-            },
+            Verb::Reject => self.reject_words(&cb.id, actor).await,
             Verb::Edit => {
                 let prompt = format!(
                     "✏️ Edit #{}: reply with a JSON patch like {{\"to\": \"x@example.com\"}} or `key: value` lines. It is checked first, then counts as your approval.",
@@ -218,19 +215,7 @@ impl Bridge {
                 "Send the changes as a reply.".to_string()
             }
             Verb::MarkExecuted | Verb::MarkFailed | Verb::Retry => {
-                let (res, done) = match cb.verb {
-                    Verb::MarkExecuted => (Resolution::Executed, "Marked executed."),
-                    Verb::MarkFailed => (Resolution::Failed, "Marked failed."),
-                    _ => (
-                        Resolution::Retry,
-                        "Approved for one more run (at-least-once, your call).",
-                    ),
-                };
-                match self.store.resolve_unknown(&cb.id, actor, res).await {
-                    Ok(Ok(_)) => done.to_string(),
-                    Ok(Err(a)) => format!("Nothing to resolve: it is {} now.", a.status),
-                    Err(e) => format!("Not recorded: {e}"),
-                }
+                self.resolve_words(&cb.id, actor, cb.verb).await
             }
             Verb::Run => self.run_stranded(&action, who),
             Verb::DoneByHand | Verb::NotRun => {
@@ -241,6 +226,39 @@ impl Bridge {
         };
         self.toast(q, &text).await;
         self.redraw_quiet(Item::Action, &cb.id).await;
+    }
+
+    /// Reject from a tap; the toast that says what happened.
+    async fn reject_words(&self, id: &str, actor: Actor<'_>) -> String {
+        let reason = format!("rejected in Telegram by {}", actor.name);
+        match self.store.reject(id, actor, &reason).await {
+            Ok(RejectOutcome::Rejected { .. }) => "Rejected 🚫".to_string(),
+            Ok(RejectOutcome::AlreadyDecided { action }) => format!(
+                "Already {} by {}.",
+                action.status,
+                action.decided_by.as_deref().unwrap_or("someone")
+            ),
+            Ok(RejectOutcome::Expired { .. }) => "It expired before your decision.".to_string(),
+            Err(e) => format!("Not rejected: {e}"),
+        }
+    }
+
+    /// Settle an `unknown` action from a tap (Mark executed / Mark failed /
+    /// Retry); the toast that says what happened.
+    async fn resolve_words(&self, id: &str, actor: Actor<'_>, verb: Verb) -> String {
+        let (res, done) = match verb {
+            Verb::MarkExecuted => (Resolution::Executed, "Marked executed."),
+            Verb::MarkFailed => (Resolution::Failed, "Marked failed."),
+            _ => (
+                Resolution::Retry,
+                "Approved for one more run (at-least-once, your call).",
+            ),
+        };
+        match self.store.resolve_unknown(id, actor, res).await {
+            Ok(Ok(_)) => done.to_string(),
+            Ok(Err(a)) => format!("Nothing to resolve: it is {} now.", a.status),
+            Err(e) => format!("Not recorded: {e}"),
+        }
     }
 
     pub(crate) async fn edit_action(

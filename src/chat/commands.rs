@@ -3,7 +3,7 @@
 
 use super::Bridge;
 use super::callback::Item;
-use super::dispatch::Role;
+use super::dispatch::{NOT_ALLOWED, Role, actor};
 use super::row::row_of;
 use super::text::cut;
 use crate::store::questions::ReplyKind;
@@ -18,6 +18,86 @@ pub(super) const HELP: &str = "I pass your answers and decisions to the agents t
 • /help — this text.";
 
 impl Bridge {
+    /// A `/command` (`rest` is the text after the slash): /start from
+    /// anyone, /help in a configured chat, the rest from admitted users.
+    pub(super) async fn on_command(
+        &self,
+        m: &teloxide::types::Message,
+        thread: Option<i32>,
+        from: &teloxide::types::User,
+        rest: &str,
+        configured: bool,
+    ) {
+        let chat_id = m.chat.id.0;
+        let (cmd, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+        let cmd = cmd.split('@').next().unwrap_or(cmd).to_lowercase();
+        let args = args.trim();
+        if cmd == "start" {
+            return self.cmd_start(chat_id, thread, from, configured).await;
+        }
+        if !configured {
+            return;
+        }
+        if cmd == "help" {
+            return self.say(chat_id, thread, HELP).await;
+        }
+        if !self.allowed(chat_id, from.id.0, Role::Answer).await {
+            return self.say(chat_id, thread, NOT_ALLOWED).await;
+        }
+        let who = actor(from);
+        match cmd.as_str() {
+            "list" => self.cmd_list(chat_id, thread).await,
+            "answer" => {
+                self.cmd_answer(chat_id, thread, args, &who, ReplyKind::Answer)
+                    .await
+            }
+            "clarify" => self.cmd_clarify(m, thread, args, &who).await,
+            _ => {
+                self.say(
+                    chat_id,
+                    thread,
+                    "I don't know that command. /help lists what I understand.",
+                )
+                .await
+            }
+        }
+    }
+
+    /// `/clarify`: a reply to an item's message clarifies that item;
+    /// otherwise the first word is the item's id.
+    async fn cmd_clarify(
+        &self,
+        m: &teloxide::types::Message,
+        thread: Option<i32>,
+        args: &str,
+        who: &str,
+    ) {
+        let chat_id = m.chat.id.0;
+        let replied = match m.reply_to_message() {
+            Some(orig) if !args.is_empty() => self.item_of(chat_id, orig.id.0).await,
+            _ => None,
+        };
+        match replied {
+            Some((kind, id)) => {
+                self.answer_item(
+                    chat_id,
+                    thread,
+                    kind,
+                    &id,
+                    args,
+                    who,
+                    ReplyKind::Clarify,
+                    None,
+                )
+                .await
+            }
+            None => {
+                self.cmd_answer(chat_id, thread, args, who, ReplyKind::Clarify)
+                    .await
+            }
+        }
+    }
+
     pub(super) async fn cmd_start(
         &self,
         chat_id: i64,

@@ -13,7 +13,6 @@ use teloxide::types::{ForceReply, MessageId, ThreadId, Update, UpdateKind};
 
 use super::Bridge;
 use super::callback::{Callback, Item};
-use super::commands::HELP;
 use super::text::cut;
 use crate::store::questions::{NewReply, ReplyKind};
 use crate::store::short_id;
@@ -43,6 +42,10 @@ pub(crate) enum Role {
     Answer,
     Approve,
 }
+
+/// Said to a sender the allow-list does not admit.
+pub(super) const NOT_ALLOWED: &str =
+    "Sorry, you're not allowed to answer here. Send /start to ask to be admitted.";
 
 impl Bridge {
     /// Whether `user` may act with `role` in `chat_id`.
@@ -202,6 +205,8 @@ impl Bridge {
         .await;
     }
 
+    /// Every message: a command goes to [`Bridge::on_command`]; a reply to
+    /// one of our messages answers that item (or the prompt a tap opened).
     pub(super) async fn on_message(&self, m: Message) {
         let chat_id = m.chat.id.0;
         let thread = m.thread_id.map(|t| t.0.0);
@@ -218,66 +223,7 @@ impl Bridge {
         };
         let configured = self.config.chat_by_id(chat_id).is_some();
         if let Some(rest) = text.strip_prefix('/') {
-            let (cmd, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-            let cmd = cmd.split('@').next().unwrap_or(cmd).to_lowercase();
-            let args = args.trim();
-            if cmd == "start" {
-                return self.cmd_start(chat_id, thread, &from, configured).await;
-            }
-            if !configured {
-                return;
-            }
-            if cmd == "help" {
-                return self.say(chat_id, thread, HELP).await;
-            }
-            if !self.allowed(chat_id, from.id.0, Role::Answer).await {
-                return self
-                    .say(chat_id, thread, "Sorry, you're not allowed to answer here. Send /start to ask to be admitted.")
-                    .await;
-            }
-            let who = actor(&from);
-            return match cmd.as_str() {
-                "list" => self.cmd_list(chat_id, thread).await,
-                "answer" => {
-                    self.cmd_answer(chat_id, thread, args, &who, ReplyKind::Answer)
-                        .await
-                }
-                "clarify" => {
-                    // A reply to an item's message clarifies that item;
-                    // otherwise the first word is the item's id.
-                    let replied = match m.reply_to_message() {
-                        Some(orig) if !args.is_empty() => self.item_of(chat_id, orig.id.0).await,
-                        _ => None,
-                    };
-                    match replied {
-                        Some((kind, id)) => {
-                            self.answer_item(
-                                chat_id,
-                                thread,
-                                kind,
-                                &id,
-                                args,
-                                &who,
-                                ReplyKind::Clarify,
-                                None,
-                            )
-                            .await
-                        }
-                        None => {
-                            self.cmd_answer(chat_id, thread, args, &who, ReplyKind::Clarify)
-                                .await
-                        }
-                    }
-                }
-                _ => {
-                    self.say(
-                        chat_id,
-                        thread,
-                        "I don't know that command. /help lists what I understand.",
-                    )
-                    .await
-                }
-            };
+            return self.on_command(&m, thread, &from, rest, configured).await;
         }
         if !configured {
             return;
@@ -288,13 +234,7 @@ impl Bridge {
                 .await;
         };
         if !self.allowed(chat_id, from.id.0, Role::Answer).await {
-            return self
-                .say(
-                    chat_id,
-                    thread,
-                    "Sorry, you're not allowed to answer here. Send /start to ask to be admitted.",
-                )
-                .await;
+            return self.say(chat_id, thread, NOT_ALLOWED).await;
         }
         let who = actor(&from);
         let prompt = self
