@@ -7,6 +7,7 @@
 //! deciders) runs inside a transaction.
 
 use serde_json::{Value, json};
+use sqlx::SqliteConnection;
 
 use super::codec::{self, Redactor};
 use super::{
@@ -149,33 +150,7 @@ impl Store {
         match inserted {
             Ok(_) => {}
             Err(e) if is_unique_violation(&e) => {
-                // The partial unique index refused a second live action for
-                // this key in this project (an `unknown` outcome counts as
-                // live: it may have happened). We hold the write lock, so
-                // the holder is stable.
-                let key = new.dedup_key.clone().unwrap_or_default();
-                let sql = format!(
-                    "SELECT {COLUMNS} FROM actions WHERE project = ? AND dedup_key = ?
-                       AND status IN ('pending','approved','executing','unknown')"
-                );
-                let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-                    .bind(&new.project)
-                    .bind(&key)
-                    .fetch_one(&mut *tx)
-                    .await?;
-                let existing = super::from_row(&row)?;
-                if existing.fingerprint == fingerprint {
-                    return Ok(Proposed {
-                        action: existing,
-                        created: false,
-                    });
-                }
-                return Err(Error::DedupConflict {
-                    key,
-                    existing_id: existing.id,
-                    existing_fingerprint: existing.fingerprint,
-                    new_fingerprint: fingerprint.to_string(),
-                });
+                return dedup_holder(&mut tx, new, fingerprint).await;
             }
             Err(e) => return Err(e),
         }
@@ -435,4 +410,39 @@ impl Store {
         tx.commit().await?;
         Ok(RejectOutcome::Rejected { action })
     }
+}
+
+/// The live action holding `new`'s dedup key (the partial unique index
+/// refused a second): the same payload answers as that action, another
+/// payload is a loud [`Error::DedupConflict`].
+async fn dedup_holder(
+    conn: &mut SqliteConnection,
+    new: &NewAction,
+    fingerprint: &str,
+) -> Result<Proposed> {
+    // An `unknown` outcome counts as live: it may have happened. The
+    // caller holds the write lock, so the holder is stable.
+    let key = new.dedup_key.clone().unwrap_or_default();
+    let sql = format!(
+        "SELECT {COLUMNS} FROM actions WHERE project = ? AND dedup_key = ?
+           AND status IN ('pending','approved','executing','unknown')"
+    );
+    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(&new.project)
+        .bind(&key)
+        .fetch_one(&mut *conn)
+        .await?;
+    let existing = super::from_row(&row)?;
+    if existing.fingerprint == fingerprint {
+        return Ok(Proposed {
+            action: existing,
+            created: false,
+        });
+    }
+    Err(Error::DedupConflict {
+        key,
+        existing_id: existing.id,
+        existing_fingerprint: existing.fingerprint,
+        new_fingerprint: fingerprint.to_string(),
+    })
 }
