@@ -185,3 +185,99 @@ fn files_are_named_by_their_concept() {
         .collect();
     assert!(vague.is_empty(), "files named by nothing: {vague:?}");
 }
+
+/// The top-level module a file under `src/` belongs to (`api` for
+/// `api/auth.rs`), `None` for the crate root.
+fn top_module(rel: &str) -> Option<&str> {
+    let top = rel.split('/').next()?.trim_end_matches(".rs");
+    (!["lib", "main"].contains(&top)).then_some(top)
+}
+
+/// Which top-level modules each one names through `crate::m` (grouped
+/// `crate::{a, b}` imports included).
+fn module_graph() -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    let files = code();
+    let tops: std::collections::BTreeSet<String> = files
+        .iter()
+        .filter_map(|(rel, _)| top_module(rel).map(str::to_string))
+        .collect();
+    let mut graph = std::collections::BTreeMap::<String, std::collections::BTreeSet<String>>::new();
+    for (rel, lines) in &files {
+        let Some(from) = top_module(rel) else {
+            continue;
+        };
+        let text = lines.join("\n");
+        let mut named = Vec::new();
+        for (i, _) in text.match_indices("crate::") {
+            let rest = &text[i + "crate::".len()..];
+            if let Some(group) = rest.strip_prefix('{') {
+                let inner = &group[..group.find('}').unwrap_or(group.len())];
+                named.extend(
+                    inner
+                        .split(',')
+                        .map(|p| p.trim().split("::").next().unwrap_or("")),
+                );
+            } else {
+                named.push(
+                    rest.split(|c: char| !c.is_alphanumeric() && c != '_')
+                        .next()
+                        .unwrap_or(""),
+                );
+            }
+        }
+        for to in named {
+            if to != from && tops.contains(to) {
+                graph
+                    .entry(from.to_string())
+                    .or_default()
+                    .insert(to.to_string());
+            }
+        }
+    }
+    graph
+}
+
+/// "No import loop between top-level modules": the graph of `crate::`
+/// paths is acyclic, so each module can be read knowing only those below.
+#[test]
+fn top_level_modules_import_no_loop() {
+    let graph = module_graph();
+    assert!(
+        graph.get("daemon").is_some_and(|d| d.contains("store")),
+        "the scan sees daemon → store: {graph:?}"
+    );
+    // Depth-first search for a back edge; report the loop's path.
+    fn visit(
+        m: &str,
+        graph: &std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut std::collections::BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = path.iter().position(|p| p == m) {
+            let mut cycle = path[i..].to_vec();
+            cycle.push(m.to_string());
+            return Some(cycle);
+        }
+        if done.contains(m) {
+            return None;
+        }
+        path.push(m.to_string());
+        for to in graph.get(m).into_iter().flatten() {
+            if let Some(c) = visit(to, graph, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.insert(m.to_string());
+        None
+    }
+    let mut done = std::collections::BTreeSet::new();
+    for m in graph.keys() {
+        if let Some(cycle) = visit(m, &graph, &mut Vec::new(), &mut done) {
+            panic!(
+                "an import loop between top-level modules: {}",
+                cycle.join(" → ")
+            );
+        }
+    }
+}
