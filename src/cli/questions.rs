@@ -133,7 +133,7 @@ pub(crate) struct AskArgs {
     /// Project [default: $HANDOFF_PROJECT, else the current directory's name].
     #[arg(long, env = "HANDOFF_PROJECT")]
     project: Option<String>,
-    /// Agent name.
+    /// Agent asking (recorded with the question; --wait picks the reply up in its name).
     #[arg(long, env = "HANDOFF_AGENT", default_value = "")]
     agent: String,
     /// Agent session to wake when answered.
@@ -177,7 +177,7 @@ pub(crate) struct ReplyArgs {
 pub(crate) struct AnswerArgs {
     /// Question id or short id.
     id: String,
-    /// The answer.
+    /// What the human answered in the agent's terminal.
     text: String,
     /// answer, clarify or decline.
     #[arg(long, default_value = "answer", value_parser = parse_kind)]

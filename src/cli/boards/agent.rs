@@ -89,7 +89,7 @@ impl UpsertArgs {
 pub(crate) struct RowArgs {
     /// Board id, short id or title.
     board: String,
-    /// Row label.
+    /// Row label (unique within the board).
     label: String,
     /// Project, to find the board by title.
     #[arg(long)]
@@ -103,7 +103,7 @@ pub(crate) struct RowArgs {
     /// tracked, partial, missing, na, done or blocked.
     #[arg(long)]
     status: Option<RowStatus>,
-    /// Note.
+    /// A short note, shown after the row's label.
     #[arg(long)]
     note: Option<String>,
     /// What is asked next.
@@ -118,7 +118,7 @@ pub(crate) struct RowArgs {
     /// Options as JSON: [{"label":"Postgres","recommended":true},…].
     #[arg(long)]
     options: Option<String>,
-    /// Long context.
+    /// Longer background for the human (up to 20,000 characters).
     #[arg(long)]
     context: Option<String>,
     /// Outcome of the current step.
@@ -162,7 +162,7 @@ impl RowArgs {
 pub(crate) struct AdvanceArgs {
     /// Board id, short id or title.
     board: String,
-    /// Row label.
+    /// Row label (unique within the board).
     label: String,
     /// Project, to find the board by title.
     #[arg(long)]
@@ -176,7 +176,7 @@ pub(crate) struct AdvanceArgs {
     /// What is asked of the human now.
     #[arg(long)]
     next_step: String,
-    /// Note.
+    /// A short note, shown after the row's label.
     #[arg(long, default_value = "")]
     note: String,
     /// decision, task or approval.
@@ -185,10 +185,10 @@ pub(crate) struct AdvanceArgs {
     /// What depends on it.
     #[arg(long, default_value = "")]
     impact: String,
-    /// Options as JSON.
+    /// Options as JSON: [{"label":"Postgres","recommended":true},…].
     #[arg(long)]
     options: Option<String>,
-    /// Long context.
+    /// Longer background for the human (up to 20,000 characters).
     #[arg(long, default_value = "")]
     context: String,
     /// Outcome of the finished step.
@@ -231,7 +231,7 @@ impl AdvanceArgs {
 pub(crate) struct OutcomeArgs {
     /// Board id, short id or title.
     board: String,
-    /// Row label.
+    /// Row label (unique within the board).
     label: String,
     /// What happened.
     text: String,

@@ -24,7 +24,7 @@ fn row_change(c: &RowChange) -> serde_json::Value {
 pub(crate) struct AnnotateArgs {
     /// Board id, short id or title.
     board: String,
-    /// Row label.
+    /// Row label (unique within the board).
     label: String,
     /// The answer ('' clears an answer no agent has received yet).
     text: String,
@@ -84,7 +84,7 @@ impl AnnotateArgs {
 pub(crate) struct HandledArgs {
     /// Board id, short id or title.
     board: String,
-    /// Row label.
+    /// Row label (unique within the board).
     label: String,
     /// Project, to find the board by title.
     #[arg(long)]

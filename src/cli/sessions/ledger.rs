@@ -18,7 +18,7 @@ pub(crate) enum Cmd {
         /// Your idempotency key for this call (stable across retries).
         #[arg(long)]
         event_id: String,
-        /// Tool name.
+        /// Name of the tool the call runs.
         #[arg(long)]
         tool: String,
         /// The call's input: JSON text, @file, or - for stdin.
@@ -48,7 +48,7 @@ pub(crate) enum Cmd {
     },
     /// A session's ledger, oldest first.
     List {
-        /// Session id.
+        /// Session whose ledger to list (id, or a unique suffix of a registered one).
         #[arg(long, env = "HANDOFF_SESSION")]
         session: String,
         /// Only the newest N rows.

@@ -26,14 +26,14 @@ pub(crate) enum Cmd {
     /// checkpoint, ledger tail, interrupted calls, unclaimed answers,
     /// decisions and wakes. Marks nothing.
     Resume {
-        /// Session id.
+        /// Session to resume (id, or a unique suffix of a registered one).
         #[arg(long, env = "HANDOFF_SESSION")]
         session: String,
         /// How many ledger rows to show.
         #[arg(long, default_value_t = DEFAULT_LEDGER_TAIL)]
         tail: i64,
     },
-    /// One session.
+    /// Show one session: agent, project, status, revision, wake target.
     Show {
         /// Session id (or a unique suffix).
         #[arg(long, env = "HANDOFF_SESSION")]
@@ -65,7 +65,7 @@ pub(crate) struct RegisterArgs {
     /// Agent name (claude, codex, …).
     #[arg(long, env = "HANDOFF_AGENT", default_value = "")]
     agent: String,
-    /// Project.
+    /// Project the session works in (`session list --project` filters on it).
     #[arg(long, default_value = "")]
     project: String,
     /// Working directory [default: the current one].
