@@ -7,6 +7,7 @@
 //! - teloxide appears only under `chat`, sqlx only under `store`;
 //! - `sign` is a leaf;
 //! - the store runs no process (rule commands and verifiers run in `programs`);
+//! - the `--exec` runner (`ops/run.rs`) prints nothing: the CLI words its report;
 //! - no file is named by its size or by nothing (`_more`, `prims`, `calls`, `db`).
 //!
 //! Comment lines are ignored: a doc link to a module is not an import.
@@ -149,6 +150,25 @@ fn the_daemons_parts_do_not_reach_into_each_other() {
 fn sign_is_a_leaf() {
     let bad = offenders(&["sign"], &["crate::"]);
     assert!(bad.is_empty(), "sign imports:\n{}", bad.join("\n"));
+}
+
+/// The `--exec` runner returns a report that the CLI words: `ops/run.rs`
+/// writes to no terminal itself (the command's output goes to the writers
+/// its caller passes), and the CLI's wrapper of it never reaches for the
+/// renderer (one direction: the commands use both).
+#[test]
+fn the_exec_runner_returns_and_the_cli_prints() {
+    let bad = offenders(
+        &["ops/run"],
+        &["print!", "println!", "stdout()", "stderr()"],
+    );
+    assert!(bad.is_empty(), "ops/run.rs prints:\n{}", bad.join("\n"));
+    let bad = offenders(&["cli/actions/exec"], &["render"]);
+    assert!(
+        bad.is_empty(),
+        "the runner wrapper uses the renderer:\n{}",
+        bad.join("\n")
+    );
 }
 
 #[test]

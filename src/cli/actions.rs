@@ -250,9 +250,6 @@ fn split_commands(exec: bool, words: Vec<String>) -> (Option<Vec<String>>, Optio
     (some(exec_cmd), some(verify_cmd))
 }
 
-/// An operation's error as the command's failure: `cli::main` turns it
-/// into the exit code and (with `--json`) the error object, a dedup
-/// conflict's details included.
 /// A serialized outcome whose `action` is redacted for people and carries
 /// its `short_id`: `{"action": …, "outcome": …, …}`.
 fn shown<T: serde::Serialize>(v: &T, action: &Action) -> Value {
@@ -272,182 +269,234 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             as_,
             wait,
             timeout,
-        } => {
-            let patch = patch.map(|p| read_json_arg("--patch", &p)).transpose()?;
-            // Malformed JSON is bad input (exit 2), found before the store
-            // weighs the patch (a well-formed patch it refuses is exit 3).
-            if let Some(Err(e)) = patch.as_deref().map(serde_json::from_str::<Value>) {
-                return Err(super::fail_as(
-                    exit::INVALID,
-                    "malformed_json",
-                    format!(
-                        "--patch: not valid JSON ({e}); pass a JSON object, @FILE, or - for stdin"
-                    ),
-                ));
-            }
-            let name = who(ctx, as_);
-            let ops = ctx.ops().await?;
-            let out = ops
-                .approve(&id, Actor::cli(&name), patch.as_deref())
-                .await?;
-            // Only a decision this call recorded is a success; already
-            // decided (by anyone), expired or a refused patch is exit 3,
-            // like every other deciding command. With --wait, an approval
-            // that lost to an earlier one still follows the run (as its
-            // message suggests) and then exits 3 with the result.
-            let recorded = matches!(
-                out,
-                ApproveOutcome::Approved { .. } | ApproveOutcome::ApprovalAdded { .. }
-            );
-            let action = out.action();
-            // Only an approved or executing action has a run to wait for.
-            let runs = matches!(action.status, Status::Approved | Status::Executing);
-            let follows = wait && runs && matches!(out, ApproveOutcome::AlreadyDecided { .. });
-            let message = render::approve(&out).replace("\n  ", "; ");
-            if !recorded && !follows {
-                return Err(refusal(exit::REFUSED, &shown(&out, action), message));
-            }
-            if !wait || !runs {
-                ctx.print(&shown(&out, action), || render::approve(&out));
-                return Ok(exit::OK);
-            }
-            if !ctx.json {
-                eprintln!("{}", render::approve(&out));
-            }
-            let settled = ops.wait_action(&action.id, timeout, Until::Settled).await?;
-            // One document: the approval, with the action as it ended.
-            let v = shown(&out, settled.action());
-            if let Settled::StillRunning { action } = &settled {
-                return Err(refusal(
-                    exit::TIMEOUT,
-                    &v,
-                    format!(
-                        "{} is still {} after --timeout; check later with `handoff action {}`",
-                        action.short_id(),
-                        action.status,
-                        action.short_id()
-                    ),
-                ));
-            }
-            if !recorded {
-                let a = settled.action();
-                return Err(refusal(
-                    exit::REFUSED,
-                    &v,
-                    format!(
-                        "{} was already approved by {}; this approval changed nothing; its run ended {}",
-                        a.short_id(),
-                        a.decided_by.as_deref().unwrap_or("?"),
-                        a.status
-                    ),
-                ));
-            }
-            ctx.print(&v, || render::settled(&settled));
-            Ok(exit::OK)
-        }
-        Cmd::Reject { id, reason, as_ } => {
-            let name = who(ctx, as_);
-            let ops = ctx.ops().await?;
-            let out = ops.reject(&id, Actor::cli(&name), &reason).await?;
-            if !matches!(out, RejectOutcome::Rejected { .. }) {
-                return Err(refusal(
-                    exit::REFUSED,
-                    &shown(&out, out.action()),
-                    render::reject(&out),
-                ));
-            }
-            ctx.print(&shown(&out, out.action()), || render::reject(&out));
-            Ok(exit::OK)
-        }
-        Cmd::Actions { status } => {
-            let ops = ctx.ops().await?;
-            let list = ops.list_actions(status).await?;
-            let shown_list: Vec<Action> = list.iter().map(Action::redacted).collect();
-            ctx.list("actions", &shown_list, || render::list(&list, ops.now()));
-            Ok(exit::OK)
-        }
-        Cmd::Action { id } => {
-            let ops = ctx.ops().await?;
-            let a = ops.get_action(&id).await?;
-            let now = ops.now();
-            let mut r = a.redacted();
-            r.status = a.effective_status(now);
-            ctx.show("action", &r, || render::action(&a, now));
-            Ok(exit::OK)
-        }
-        Cmd::Audit { id } => {
-            let trail = ctx.ops().await?.action_audit(&id).await?;
-            ctx.list("audit", &trail, || render::audit(&trail));
-            Ok(exit::OK)
-        }
-        Cmd::Expire => {
-            let ops = ctx.ops().await?;
-            let done = ops.expire_due().await?;
-            let shown_list: Vec<Action> = done.iter().map(Action::redacted).collect();
-            ctx.list("actions", &shown_list, || {
-                format!(
-                    "{} action(s) settled by expiry\n{}",
-                    done.len(),
-                    render::list(&done, ops.now())
-                )
-            });
-            Ok(exit::OK)
-        }
+        } => approve(ctx, &id, patch, as_, wait.then_some(timeout)).await,
+        Cmd::Reject { id, reason, as_ } => reject(ctx, &id, &reason, as_).await,
+        Cmd::Actions { status } => list(ctx, status).await,
+        Cmd::Action { id } => show(ctx, &id).await,
+        Cmd::Audit { id } => audit(ctx, &id).await,
+        Cmd::Expire => expire(ctx).await,
         Cmd::Recover { no_run, lease } => {
             let store = ctx.host_store("recover").await?;
             recover(&store, ctx, no_run, lease).await
         }
-        Cmd::ResolveUnknown { id, how, as_ } => {
-            let res = if how.executed {
-                Resolution::Executed
-            } else if how.failed {
-                Resolution::Failed
-            } else {
-                Resolution::Retry
-            };
-            let name = who(ctx, as_);
-            let ops = ctx.ops().await?;
-            match ops.resolve_unknown(&id, Actor::cli(&name), res).await? {
-                Ok(a) => {
-                    ctx.show("action", &a.redacted(), || {
-                        format!("{}: unknown → {} (by {name})", a.short_id(), a.status)
-                    });
-                    Ok(exit::OK)
-                }
-                Err(a) => {
-                    let v = super::one("action", &a.redacted(), json!({"outcome": "not_unknown"}));
-                    Err(refusal(
-                        exit::REFUSED,
-                        &v,
-                        format!(
-                            "{} is {}, not unknown; nothing changed",
-                            a.short_id(),
-                            a.status
-                        ),
-                    ))
-                }
-            }
+        Cmd::ResolveUnknown { id, how, as_ } => resolve_unknown(ctx, &id, how, as_).await,
+        Cmd::Purge { before } => purge(ctx, before).await,
+    }
+}
+
+/// `handoff approve`, and with `--wait` (`wait` is its timeout) the run
+/// that follows.
+async fn approve(
+    ctx: &Ctx,
+    id: &str,
+    patch: Option<String>,
+    as_: Option<String>,
+    wait: Option<Duration>,
+) -> anyhow::Result<u8> {
+    let patch = patch.map(|p| read_json_arg("--patch", &p)).transpose()?;
+    // Malformed JSON is bad input (exit 2), found before the store
+    // weighs the patch (a well-formed patch it refuses is exit 3).
+    if let Some(Err(e)) = patch.as_deref().map(serde_json::from_str::<Value>) {
+        return Err(super::fail_as(
+            exit::INVALID,
+            "malformed_json",
+            format!("--patch: not valid JSON ({e}); pass a JSON object, @FILE, or - for stdin"),
+        ));
+    }
+    let name = who(ctx, as_);
+    let ops = ctx.ops().await?;
+    let out = ops.approve(id, Actor::cli(&name), patch.as_deref()).await?;
+    // Only a decision this call recorded is a success; already
+    // decided (by anyone), expired or a refused patch is exit 3,
+    // like every other deciding command. With --wait, an approval
+    // that lost to an earlier one still follows the run (as its
+    // message suggests) and then exits 3 with the result.
+    let recorded = matches!(
+        out,
+        ApproveOutcome::Approved { .. } | ApproveOutcome::ApprovalAdded { .. }
+    );
+    let action = out.action();
+    // Only an approved or executing action has a run to wait for.
+    let runs = matches!(action.status, Status::Approved | Status::Executing);
+    let follows = wait.is_some() && runs && matches!(out, ApproveOutcome::AlreadyDecided { .. });
+    let message = render::approve(&out).replace("\n  ", "; ");
+    if !recorded && !follows {
+        return Err(refusal(exit::REFUSED, &shown(&out, action), message));
+    }
+    match wait.filter(|_| runs) {
+        None => {
+            ctx.print(&shown(&out, action), || render::approve(&out));
+            Ok(exit::OK)
         }
-        Cmd::Purge { before } => {
-            let store = ctx.host_store("purge").await?;
-            let rep = store
-                .purge_actions(before)
-                .await
-                .map_err(ops::Error::from)?;
-            ctx.show("purge", &rep, || {
-                format!(
-                    "purged {} settled action(s) and {} audit row(s) changed before {}; {} live or unknown action(s) kept",
-                    rep.purged.len(),
-                    rep.audit_rows,
-                    clock::format_rfc3339(before),
-                    rep.kept_live
-                )
+        Some(timeout) => follow_approved(ctx, &ops, &out, recorded, timeout).await,
+    }
+}
+
+/// `approve --wait`: wait up to `timeout` for the run of the action `out`
+/// approved (or found approved) and report how it ended; exit 3 when this
+/// approval was not the one `recorded`.
+async fn follow_approved(
+    ctx: &Ctx,
+    ops: &Ops,
+    out: &ApproveOutcome,
+    recorded: bool,
+    timeout: Duration,
+) -> anyhow::Result<u8> {
+    if !ctx.json {
+        eprintln!("{}", render::approve(out));
+    }
+    let settled = ops
+        .wait_action(&out.action().id, timeout, Until::Settled)
+        .await?;
+    // One document: the approval, with the action as it ended.
+    let v = shown(out, settled.action());
+    if let Settled::StillRunning { action } = &settled {
+        return Err(refusal(
+            exit::TIMEOUT,
+            &v,
+            format!(
+                "{} is still {} after --timeout; check later with `handoff action {}`",
+                action.short_id(),
+                action.status,
+                action.short_id()
+            ),
+        ));
+    }
+    if !recorded {
+        let a = settled.action();
+        return Err(refusal(
+            exit::REFUSED,
+            &v,
+            format!(
+                "{} was already approved by {}; this approval changed nothing; its run ended {}",
+                a.short_id(),
+                a.decided_by.as_deref().unwrap_or("?"),
+                a.status
+            ),
+        ));
+    }
+    ctx.print(&v, || render::settled(&settled));
+    Ok(exit::OK)
+}
+
+/// `handoff reject`.
+async fn reject(ctx: &Ctx, id: &str, reason: &str, as_: Option<String>) -> anyhow::Result<u8> {
+    let name = who(ctx, as_);
+    let ops = ctx.ops().await?;
+    let out = ops.reject(id, Actor::cli(&name), reason).await?;
+    if !matches!(out, RejectOutcome::Rejected { .. }) {
+        return Err(refusal(
+            exit::REFUSED,
+            &shown(&out, out.action()),
+            render::reject(&out),
+        ));
+    }
+    ctx.print(&shown(&out, out.action()), || render::reject(&out));
+    Ok(exit::OK)
+}
+
+/// `handoff actions`.
+async fn list(ctx: &Ctx, status: Option<Status>) -> anyhow::Result<u8> {
+    let ops = ctx.ops().await?;
+    let list = ops.list_actions(status).await?;
+    let shown_list: Vec<Action> = list.iter().map(Action::redacted).collect();
+    ctx.list("actions", &shown_list, || render::list(&list, ops.now()));
+    Ok(exit::OK)
+}
+
+/// `handoff action`.
+async fn show(ctx: &Ctx, id: &str) -> anyhow::Result<u8> {
+    let ops = ctx.ops().await?;
+    let a = ops.get_action(id).await?;
+    let now = ops.now();
+    let mut r = a.redacted();
+    r.status = a.effective_status(now);
+    ctx.show("action", &r, || render::action(&a, now));
+    Ok(exit::OK)
+}
+
+/// `handoff audit`.
+async fn audit(ctx: &Ctx, id: &str) -> anyhow::Result<u8> {
+    let trail = ctx.ops().await?.action_audit(id).await?;
+    ctx.list("audit", &trail, || render::audit(&trail));
+    Ok(exit::OK)
+}
+
+/// `handoff expire`.
+async fn expire(ctx: &Ctx) -> anyhow::Result<u8> {
+    let ops = ctx.ops().await?;
+    let done = ops.expire_due().await?;
+    let shown_list: Vec<Action> = done.iter().map(Action::redacted).collect();
+    ctx.list("actions", &shown_list, || {
+        format!(
+            "{} action(s) settled by expiry\n{}",
+            done.len(),
+            render::list(&done, ops.now())
+        )
+    });
+    Ok(exit::OK)
+}
+
+/// `handoff resolve-unknown`.
+async fn resolve_unknown(
+    ctx: &Ctx,
+    id: &str,
+    how: ResolveHow,
+    as_: Option<String>,
+) -> anyhow::Result<u8> {
+    let res = if how.executed {
+        Resolution::Executed
+    } else if how.failed {
+        Resolution::Failed
+    } else {
+        Resolution::Retry
+    };
+    let name = who(ctx, as_);
+    let ops = ctx.ops().await?;
+    match ops.resolve_unknown(id, Actor::cli(&name), res).await? {
+        Ok(a) => {
+            ctx.show("action", &a.redacted(), || {
+                format!("{}: unknown → {} (by {name})", a.short_id(), a.status)
             });
             Ok(exit::OK)
+        }
+        Err(a) => {
+            let v = super::one("action", &a.redacted(), json!({"outcome": "not_unknown"}));
+            Err(refusal(
+                exit::REFUSED,
+                &v,
+                format!(
+                    "{} is {}, not unknown; nothing changed",
+                    a.short_id(),
+                    a.status
+                ),
+            ))
         }
     }
 }
 
+/// `handoff purge` (host only).
+async fn purge(ctx: &Ctx, before: i64) -> anyhow::Result<u8> {
+    let store = ctx.host_store("purge").await?;
+    let rep = store
+        .purge_actions(before)
+        .await
+        .map_err(ops::Error::from)?;
+    ctx.show("purge", &rep, || {
+        format!(
+            "purged {} settled action(s) and {} audit row(s) changed before {}; {} live or unknown action(s) kept",
+            rep.purged.len(),
+            rep.audit_rows,
+            clock::format_rfc3339(before),
+            rep.kept_live
+        )
+    });
+    Ok(exit::OK)
+}
+
+/// `handoff recover` (host only): recover the store, then run the approved
+/// `--exec` actions it found (unless `no_run`), each report worded as it
+/// ends and all of them in the summary.
 async fn recover(
     store: &crate::store::Store,
     ctx: &Ctx,
@@ -462,7 +511,10 @@ async fn recover(
     if !no_run {
         for a in &rep.claimable {
             if let Some(argv) = &a.exec {
-                let report = exec::run_claimed(&ops, ctx, a, argv, lease).await?;
+                let report = exec::run_claimed(&ops, ctx.json, a, argv, lease).await?;
+                if let Some(line) = render::lost_claim(&report) {
+                    eprintln!("{line}");
+                }
                 ran.push(report);
             }
         }

@@ -51,7 +51,7 @@ pub(crate) enum Cmd {
     },
     /// Print a shell completion script (e.g. `handoff completions bash > /etc/bash_completion.d/handoff`).
     Completions {
-        /// The shell.
+        /// Shell to print the completion script for.
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },

@@ -21,7 +21,7 @@ use crate::ops;
 /// A failure with its own exit code, reason, message and detail.
 #[derive(Debug)]
 pub(crate) struct Failure {
-    /// The exit code.
+    /// The process's exit code (one of [`exit`]'s).
     pub code: u8,
     /// Machine-readable reason, snake_case.
     pub reason: String,

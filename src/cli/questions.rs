@@ -13,13 +13,13 @@ mod ask;
 mod render;
 
 use super::{Ctx, exit, fail, refusal};
-use crate::clock::{format_rfc3339, parse_duration_ms};
+use crate::clock::parse_duration_ms;
 use crate::ops::Ops;
 use crate::store;
 use crate::store::questions::{
     ListFilter, NewReply, Outcome, Question, Refusal, ReplyKind, Source, Status,
 };
-use render::{human_refusal, indent, render};
+use render::{human_refusal, render};
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Cmd {
@@ -53,46 +53,11 @@ pub(crate) enum Cmd {
     ///
     /// Always wins while the question is open. An empty TEXT clears a reply
     /// nobody picked up yet.
-    Reply {
-        /// Question id or short id.
-        id: String,
-        /// The reply; "" clears an unpicked reply.
-        text: String,
-        /// answer, clarify (correct an earlier answer / ask to reword) or decline.
-        #[arg(long, default_value = "answer", value_parser = parse_kind)]
-        kind: ReplyKind,
-        /// Who replies [default: $USER].
-        #[arg(long)]
-        by: Option<String>,
-        /// Extra context for the agent.
-        #[arg(long)]
-        context: Option<String>,
-        /// Refuse unless the question is still at this revision.
-        #[arg(long)]
-        revision: Option<i64>,
-        /// Reply through another door: `chat` applies the chat rule (never
-        /// over an unclaimed reply). For tests and scripts that bridge a chat.
-        #[arg(long, hide = true, default_value = "inbox", value_parser = parse_via)]
-        via: Source,
-    },
+    Reply(ReplyArgs),
     /// Record an answer the human gave in the agent's terminal (agents).
     ///
     /// Refused if a human's reply is waiting: you get that reply instead.
-    Answer {
-        /// Question id or short id.
-        id: String,
-        /// The answer.
-        text: String,
-        /// answer, clarify or decline.
-        #[arg(long, default_value = "answer", value_parser = parse_kind)]
-        kind: ReplyKind,
-        /// Who answered (recorded with the answer).
-        #[arg(long)]
-        by: Option<String>,
-        /// Refuse unless the question is still at this revision.
-        #[arg(long)]
-        revision: Option<i64>,
-    },
+    Answer(AnswerArgs),
     /// Close a question as the agent, saying what came of it.
     Resolve {
         /// Question id or short id.
@@ -168,7 +133,7 @@ pub(crate) struct AskArgs {
     /// Project [default: $HANDOFF_PROJECT, else the current directory's name].
     #[arg(long, env = "HANDOFF_PROJECT")]
     project: Option<String>,
-    /// Agent name.
+    /// Agent asking (recorded with the question; --wait picks the reply up in its name).
     #[arg(long, env = "HANDOFF_AGENT", default_value = "")]
     agent: String,
     /// Agent session to wake when answered.
@@ -180,6 +145,49 @@ pub(crate) struct AskArgs {
     /// With --wait: give up after this long (exit code 5).
     #[arg(long, default_value = "10m", value_parser = parse_duration_ms, requires = "wait")]
     timeout: i64,
+}
+
+/// Arguments of `handoff reply`.
+#[derive(Debug, Args)]
+pub(crate) struct ReplyArgs {
+    /// Question id or short id.
+    id: String,
+    /// The reply; "" clears an unpicked reply.
+    text: String,
+    /// answer, clarify (correct an earlier answer / ask to reword) or decline.
+    #[arg(long, default_value = "answer", value_parser = parse_kind)]
+    kind: ReplyKind,
+    /// Who replies [default: $USER].
+    #[arg(long)]
+    by: Option<String>,
+    /// Extra context for the agent.
+    #[arg(long)]
+    context: Option<String>,
+    /// Refuse unless the question is still at this revision.
+    #[arg(long)]
+    revision: Option<i64>,
+    /// Reply through another door: `chat` applies the chat rule (never
+    /// over an unclaimed reply). For tests and scripts that bridge a chat.
+    #[arg(long, hide = true, default_value = "inbox", value_parser = parse_via)]
+    via: Source,
+}
+
+/// Arguments of `handoff answer`.
+#[derive(Debug, Args)]
+pub(crate) struct AnswerArgs {
+    /// Question id or short id.
+    id: String,
+    /// What the human answered in the agent's terminal.
+    text: String,
+    /// answer, clarify or decline.
+    #[arg(long, default_value = "answer", value_parser = parse_kind)]
+    kind: ReplyKind,
+    /// Who answered (recorded with the answer).
+    #[arg(long)]
+    by: Option<String>,
+    /// Refuse unless the question is still at this revision.
+    #[arg(long)]
+    revision: Option<i64>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -257,7 +265,6 @@ fn one_line(e: anyhow::Error) -> anyhow::Error {
 }
 
 async fn run_cmd(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
-    let none = String::new;
     match cmd {
         Cmd::Ask(args) => ask::ask(*args, ctx).await,
         Cmd::Pending {
@@ -268,179 +275,170 @@ async fn run_cmd(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             by,
         } => {
             let (project, session) = crate::cli::caller_scope(project, session, all);
-            let ops = ctx.ops().await?;
-            let by = ctx.actor(by, none);
-            let got = ops
-                .pending_replies(project.as_deref(), session.as_deref(), !new, &by)
-                .await?;
-            ctx.list("replies", &got, || {
-                if got.is_empty() {
-                    return "no replies waiting".into();
-                }
-                got.iter()
-                    .map(|d| {
-                        let tag = if d.new { "new" } else { "again" };
-                        format!("[{tag}] {}", render(&d.question))
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            });
-            Ok(exit::OK)
+            pending(ctx, project, session, new, by).await
         }
-        Cmd::Reply {
-            id,
-            text,
-            kind,
-            by,
-            context,
-            revision,
-            via,
-        } => {
-            if via == Source::Chat && ctx.remote() {
-                return Err(fail(
-                    exit::INVALID,
-                    "`reply --via chat` must run on the daemon's host (unset HANDOFF_URL); remotely a reply is an Inbox reply",
-                ));
-            }
-            let ops = ctx.ops().await?;
-            let id = find(&ops, &id).await?;
-            let reply = NewReply {
-                text,
-                kind,
-                context,
-                by: ctx.actor(by, super::person),
-                expected_revision: revision,
-            };
-            let out = match (via, &ops) {
-                (Source::Chat, Ops::Local(l)) => l.store().reply_chat(&id, &reply).await?,
-                _ => ops.reply_inbox(&id, &reply).await?,
-            };
-            let done = if reply.text.trim().is_empty() && kind != ReplyKind::Decline {
-                "cleared the reply on"
-            } else {
-                "replied to"
-            };
-            finish(ctx, out, done, |r| human_refusal(r, via))
-        }
-        Cmd::Answer {
-            id,
-            text,
-            kind,
-            by,
-            revision,
-        } => {
-            let ops = ctx.ops().await?;
-            let id = find(&ops, &id).await?;
-            let reply = NewReply {
-                text,
-                kind,
-                context: None,
-                by: ctx.actor(by, none),
-                expected_revision: revision,
-            };
-            let out = ops.answer_agent(&id, &reply).await?;
-            finish(ctx, out, "recorded the answer on", |r| match r {
-                Refusal::UnreadAnswer {
-                    reply,
-                    kind,
-                    source,
-                    by,
-                } => format!(
-                    "a human already replied ({kind} via {source}{}): {reply:?} — that reply is now delivered to you; act on it instead",
-                    if by.is_empty() {
-                        String::new()
-                    } else {
-                        format!(", by {by}")
-                    }
-                ),
-                other => human_refusal(other, Source::Agent),
-            })
-        }
-        Cmd::Resolve { id, outcome, by } => {
-            let ops = ctx.ops().await?;
-            let id = find(&ops, &id).await?;
-            let out = ops
-                .resolve_question(&id, &outcome, &ctx.actor(by, none))
-                .await?;
-            finish(ctx, out, "resolved", |r| human_refusal(r, Source::Agent))
-        }
-        Cmd::Dismiss { id, reason, by } => {
-            let ops = ctx.ops().await?;
-            let id = find(&ops, &id).await?;
-            let by = ctx.actor(by, super::person);
-            let out = ops.dismiss_question(&id, reason.as_deref(), &by).await?;
-            finish(ctx, out, "dismissed", |r| human_refusal(r, Source::Inbox))
-        }
-        Cmd::Snooze { id, duration, by } => {
-            let ops = ctx.ops().await?;
-            let id = find(&ops, &id).await?;
-            let by = ctx.actor(by, super::person);
-            let out = ops.snooze_question(&id, duration, &by).await?;
-            finish(ctx, out, "snoozed", |r| human_refusal(r, Source::Inbox))
-        }
+        Cmd::Reply(args) => args.run(ctx).await,
+        Cmd::Answer(args) => args.run(ctx).await,
+        Cmd::Resolve { id, outcome, by } => resolve(ctx, &id, &outcome, by).await,
+        Cmd::Dismiss { id, reason, by } => dismiss(ctx, &id, reason, by).await,
+        Cmd::Snooze { id, duration, by } => snooze(ctx, &id, duration, by).await,
         Cmd::Questions {
             status,
             project,
             session,
-        } => {
-            let ops = ctx.ops().await?;
-            let list = ops
-                .list_questions(&ListFilter {
-                    status: status.0,
-                    project,
-                    session,
-                    ..Default::default()
-                })
-                .await?;
-            ctx.list("questions", &list, || {
-                if list.is_empty() {
-                    return "no questions".into();
-                }
-                list.iter().map(render).collect::<Vec<_>>().join("\n")
-            });
-            Ok(exit::OK)
-        }
-        Cmd::Show { id } => {
-            let ops = ctx.ops().await?;
-            let id = find(&ops, &id).await?;
-            let question = ops
-                .get_question(&id)
-                .await?
-                .ok_or_else(|| fail(exit::NOT_FOUND, format!("no question `{id}`")))?;
-            let replies = ops.question_replies(&id).await?;
-            let shown = super::one(
-                "question",
-                &question,
-                serde_json::json!({ "replies": replies }),
-            );
-            ctx.print(&shown, || {
-                let mut s = render(&question);
-                if !question.context.is_empty() {
-                    s.push_str(&format!("\n  context:\n{}", indent(&question.context)));
-                }
-                if !replies.is_empty() {
-                    s.push_str("\n  history:");
-                    for r in &replies {
-                        let what = match (&r.reply, r.kind) {
-                            (Some(t), Some(k)) => format!("{k}: {t}"),
-                            _ => "cleared".into(),
-                        };
-                        s.push_str(&format!(
-                            "\n    #{} {} via {}{}  {what}",
-                            r.reply_seq,
-                            format_rfc3339(r.at),
-                            r.source,
-                            if r.by.is_empty() {
-                                String::new()
-                            } else {
-                                format!(" by {}", r.by)
-                            },
-                        ));
-                    }
-                }
-                s
-            });
-            Ok(exit::OK)
-        }
+        } => list(ctx, status, project, session).await,
+        Cmd::Show { id } => show(ctx, &id).await,
     }
+}
+
+/// `handoff pending`: hand over the replies in the caller's scope.
+async fn pending(
+    ctx: &Ctx,
+    project: Option<String>,
+    session: Option<String>,
+    new: bool,
+    by: Option<String>,
+) -> anyhow::Result<u8> {
+    let ops = ctx.ops().await?;
+    let by = ctx.actor(by, String::new);
+    let got = ops
+        .pending_replies(project.as_deref(), session.as_deref(), !new, &by)
+        .await?;
+    ctx.list("replies", &got, || render::deliveries(&got));
+    Ok(exit::OK)
+}
+
+impl ReplyArgs {
+    /// `handoff reply`: the Inbox door (or, on the host, the chat rule).
+    async fn run(self, ctx: &Ctx) -> anyhow::Result<u8> {
+        let via = self.via;
+        if via == Source::Chat && ctx.remote() {
+            return Err(fail(
+                exit::INVALID,
+                "`reply --via chat` must run on the daemon's host (unset HANDOFF_URL); remotely a reply is an Inbox reply",
+            ));
+        }
+        let ops = ctx.ops().await?;
+        let id = find(&ops, &self.id).await?;
+        let reply = NewReply {
+            text: self.text,
+            kind: self.kind,
+            context: self.context,
+            by: ctx.actor(self.by, super::person),
+            expected_revision: self.revision,
+        };
+        let out = match (via, &ops) {
+            (Source::Chat, Ops::Local(l)) => l.store().reply_chat(&id, &reply).await?,
+            _ => ops.reply_inbox(&id, &reply).await?,
+        };
+        let done = if reply.text.trim().is_empty() && reply.kind != ReplyKind::Decline {
+            "cleared the reply on"
+        } else {
+            "replied to"
+        };
+        finish(ctx, out, done, |r| human_refusal(r, via))
+    }
+}
+
+impl AnswerArgs {
+    /// `handoff answer`: the agent's door; a waiting human reply wins.
+    async fn run(self, ctx: &Ctx) -> anyhow::Result<u8> {
+        let ops = ctx.ops().await?;
+        let id = find(&ops, &self.id).await?;
+        let reply = NewReply {
+            text: self.text,
+            kind: self.kind,
+            context: None,
+            by: ctx.actor(self.by, String::new),
+            expected_revision: self.revision,
+        };
+        let out = ops.answer_agent(&id, &reply).await?;
+        finish(ctx, out, "recorded the answer on", |r| match r {
+            Refusal::UnreadAnswer {
+                reply,
+                kind,
+                source,
+                by,
+            } => format!(
+                "a human already replied ({kind} via {source}{}): {reply:?} — that reply is now delivered to you; act on it instead",
+                if by.is_empty() {
+                    String::new()
+                } else {
+                    format!(", by {by}")
+                }
+            ),
+            other => human_refusal(other, Source::Agent),
+        })
+    }
+}
+
+/// `handoff resolve`.
+async fn resolve(ctx: &Ctx, id: &str, outcome: &str, by: Option<String>) -> anyhow::Result<u8> {
+    let ops = ctx.ops().await?;
+    let id = find(&ops, id).await?;
+    let out = ops
+        .resolve_question(&id, outcome, &ctx.actor(by, String::new))
+        .await?;
+    finish(ctx, out, "resolved", |r| human_refusal(r, Source::Agent))
+}
+
+/// `handoff dismiss`.
+async fn dismiss(
+    ctx: &Ctx,
+    id: &str,
+    reason: Option<String>,
+    by: Option<String>,
+) -> anyhow::Result<u8> {
+    let ops = ctx.ops().await?;
+    let id = find(&ops, id).await?;
+    let by = ctx.actor(by, super::person);
+    let out = ops.dismiss_question(&id, reason.as_deref(), &by).await?;
+    finish(ctx, out, "dismissed", |r| human_refusal(r, Source::Inbox))
+}
+
+/// `handoff snooze`.
+async fn snooze(ctx: &Ctx, id: &str, duration: i64, by: Option<String>) -> anyhow::Result<u8> {
+    let ops = ctx.ops().await?;
+    let id = find(&ops, id).await?;
+    let by = ctx.actor(by, super::person);
+    let out = ops.snooze_question(&id, duration, &by).await?;
+    finish(ctx, out, "snoozed", |r| human_refusal(r, Source::Inbox))
+}
+
+/// `handoff questions`.
+async fn list(
+    ctx: &Ctx,
+    status: StatusFilter,
+    project: Option<String>,
+    session: Option<String>,
+) -> anyhow::Result<u8> {
+    let ops = ctx.ops().await?;
+    let list = ops
+        .list_questions(&ListFilter {
+            status: status.0,
+            project,
+            session,
+            ..Default::default()
+        })
+        .await?;
+    ctx.list("questions", &list, || render::list(&list));
+    Ok(exit::OK)
+}
+
+/// `handoff show`: one question with its reply history.
+async fn show(ctx: &Ctx, id: &str) -> anyhow::Result<u8> {
+    let ops = ctx.ops().await?;
+    let id = find(&ops, id).await?;
+    let question = ops
+        .get_question(&id)
+        .await?
+        .ok_or_else(|| fail(exit::NOT_FOUND, format!("no question `{id}`")))?;
+    let replies = ops.question_replies(&id).await?;
+    let shown = super::one(
+        "question",
+        &question,
+        serde_json::json!({ "replies": replies }),
+    );
+    ctx.print(&shown, || render::with_history(&question, &replies));
+    Ok(exit::OK)
 }

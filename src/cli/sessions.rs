@@ -64,6 +64,14 @@ async fn resolve(ops: &crate::ops::Ops, id: &str) -> anyhow::Result<Option<Strin
     Ok(ops.resolve_session_id(id).await?)
 }
 
+/// The full id of the registered session `id` names, else `id` itself
+/// (trimmed): the ledger and `resume` answer for sessions never registered.
+async fn resolve_or_given(ops: &crate::ops::Ops, id: &str) -> anyhow::Result<String> {
+    Ok(resolve(ops, id)
+        .await?
+        .unwrap_or_else(|| id.trim().to_string()))
+}
+
 /// Like [`resolve`], but a missing session is a not-found failure.
 async fn resolve_existing(ops: &crate::ops::Ops, id: &str) -> anyhow::Result<String> {
     resolve(ops, id).await?.ok_or_else(|| {

@@ -98,79 +98,27 @@ struct Chat {
     chats: Vec<String>,
 }
 
+/// A failure `status` ends with, after its report: the exit code and the
+/// one-line message.
+type Missing = Option<(u8, String)>;
+
 /// `handoff status`.
 pub(crate) async fn run(ctx: &Ctx) -> anyhow::Result<u8> {
     let (cfg, cfg_path) = ctx.config()?;
-    let token = cfg.telegram.token.expose();
-    let chat = Chat {
-        on: !token.is_empty(),
-        bot_id: token
-            .split_once(':')
-            .map(|(id, _)| id.to_string())
-            .filter(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit())),
-        mode: match cfg.telegram.mode {
-            crate::config::TelegramMode::Polling => "polling",
-            crate::config::TelegramMode::Webhook => "webhook",
-        },
-        chats: cfg.telegram.chats.iter().map(|c| c.name.clone()).collect(),
-    };
     let mut status = Status {
         config: cfg_path.map(|p| p.display().to_string()),
         database: None,
         daemon: None,
-        chat,
+        chat: chat(cfg),
         remote: None,
     };
     // The one-line error `status` ends with, after the report: a named
     // database that does not exist, or a remote daemon that does not answer
     // (every command would fail the same way).
-    let mut missing = None;
-    if let Some(url) = &ctx.url {
-        let remote = probe(url.trim_end_matches('/'), None).await;
-        if !remote.running {
-            missing = Some((
-                exit::INTERNAL,
-                format!(
-                    "the daemon at HANDOFF_URL={} does not answer: {}; start it there, or fix or unset HANDOFF_URL",
-                    remote.url, remote.note
-                ),
-            ));
-        }
-        status.remote = Some(remote);
-    } else {
-        let (path, source) = ctx.database()?;
-        let exists = path.exists();
-        let counts = match exists {
-            true => Some(Store::open(&path).await?.overview().await?),
-            false => None,
-        };
-        if !exists && source.is_named() {
-            missing = Some((exit::INVALID, super::missing_database(&path, &source)));
-        }
-        let mine = exists.then(|| crate::store::fingerprint(&path));
-        let url = super::inbox::daemon_url(&cfg.http);
-        status.daemon = Some(if cfg.http.listen.port() == 0 {
-            Daemon {
-                url,
-                running: false,
-                serves_this_database: None,
-                note: "[http] listen has port 0 (any free port): cannot tell where a daemon is"
-                    .into(),
-            }
-        } else {
-            let base = format!("http://{}", super::inbox::loopback_of(cfg.http.listen));
-            let mut d = probe(&base, mine.as_deref()).await;
-            d.url = url;
-            d
-        });
-        status.database = Some(Database {
-            path: path.display().to_string(),
-            named_by: source.to_string(),
-            named: source.is_named(),
-            exists,
-            counts,
-        });
-    }
+    let missing = match &ctx.url {
+        Some(url) => remote(&mut status, url).await,
+        None => local(&mut status, ctx, cfg).await?,
+    };
     match missing {
         None => {
             ctx.show("status", &status, || text(&status));
@@ -186,6 +134,79 @@ pub(crate) async fn run(ctx: &Ctx) -> anyhow::Result<u8> {
             Err(super::refusal(code, &detail, m))
         }
     }
+}
+
+/// Chat as the config sets it up (the token itself never shown).
+fn chat(cfg: &crate::config::Config) -> Chat {
+    let token = cfg.telegram.token.expose();
+    Chat {
+        on: !token.is_empty(),
+        bot_id: token
+            .split_once(':')
+            .map(|(id, _)| id.to_string())
+            .filter(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit())),
+        mode: match cfg.telegram.mode {
+            crate::config::TelegramMode::Polling => "polling",
+            crate::config::TelegramMode::Webhook => "webhook",
+        },
+        chats: cfg.telegram.chats.iter().map(|c| c.name.clone()).collect(),
+    }
+}
+
+/// With `HANDOFF_URL`: whether that daemon answers.
+async fn remote(status: &mut Status, url: &str) -> Missing {
+    let remote = probe(url.trim_end_matches('/'), None).await;
+    let missing = (!remote.running).then(|| {
+        (
+            exit::INTERNAL,
+            format!(
+                "the daemon at HANDOFF_URL={} does not answer: {}; start it there, or fix or unset HANDOFF_URL",
+                remote.url, remote.note
+            ),
+        )
+    });
+    status.remote = Some(remote);
+    missing
+}
+
+/// Without `HANDOFF_URL`: the local database, what waits in it, and
+/// whether a daemon at the config's listen address serves that same file.
+async fn local(
+    status: &mut Status,
+    ctx: &Ctx,
+    cfg: &crate::config::Config,
+) -> anyhow::Result<Missing> {
+    let (path, source) = ctx.database()?;
+    let exists = path.exists();
+    let counts = match exists {
+        true => Some(Store::open(&path).await?.overview().await?),
+        false => None,
+    };
+    let missing = (!exists && source.is_named())
+        .then(|| (exit::INVALID, super::missing_database(&path, &source)));
+    let mine = exists.then(|| crate::store::fingerprint(&path));
+    let url = super::inbox::daemon_url(&cfg.http);
+    status.daemon = Some(if cfg.http.listen.port() == 0 {
+        Daemon {
+            url,
+            running: false,
+            serves_this_database: None,
+            note: "[http] listen has port 0 (any free port): cannot tell where a daemon is".into(),
+        }
+    } else {
+        let base = format!("http://{}", super::inbox::loopback_of(cfg.http.listen));
+        let mut d = probe(&base, mine.as_deref()).await;
+        d.url = url;
+        d
+    });
+    status.database = Some(Database {
+        path: path.display().to_string(),
+        named_by: source.to_string(),
+        named: source.is_named(),
+        exists,
+        counts,
+    });
+    Ok(missing)
 }
 
 /// Ask `base/healthz`; `mine` is the local database's fingerprint.

@@ -8,28 +8,38 @@
 //! If the process dies mid-run, the lease stops being renewed and recovery
 //! later marks the action `unknown`; nothing here retries. Claim, renewals
 //! and completion go through [`Ops`], so against a daemon the command runs
-//! here and its outcome is recorded there. This module prints nothing but
-//! the command's own output, where the caller asks.
+//! here and its outcome is recorded there. This module prints nothing: the
+//! command's output goes to the writers the caller passes in [`Echo`] as it
+//! arrives, and what the run came to is the returned [`ExecReport`], which
+//! the caller words.
 
-use std::process::Stdio;
+use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::json;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::process::Child;
+use tokio::task::JoinHandle;
 
 use super::{Error, Ops, Result};
 use crate::store::actions::{Action, ClaimOutcome, CompleteOutcome, Status};
 
+/// A writer the command's output is copied to as it arrives.
+pub type Sink = Box<dyn AsyncWrite + Send + Unpin>;
+
 /// Where the command's output goes besides its recorded tail.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Echo {
-    /// stdout to stdout, stderr to stderr (a terminal run).
-    Terminal,
-    /// Both to stderr (stdout carries JSON).
-    Stderr,
     /// Nowhere: the daemon keeps only the tails.
     Quiet,
+    /// Copied as it arrives, each stream to its writer (the CLI passes its
+    /// terminal: stdout and stderr, or stderr twice when stdout carries JSON).
+    To {
+        /// Receives the command's stdout.
+        stdout: Sink,
+        /// Receives the command's stderr.
+        stderr: Sink,
+    },
 }
 
 /// Bytes of stdout and stderr kept in the recorded result.
@@ -38,13 +48,14 @@ const TAIL_BYTES: usize = 4096;
 /// What one run did.
 #[derive(Debug, Serialize)]
 pub struct ExecReport {
-    /// The action.
+    /// The action run (or found claimed by another executor).
     pub action_id: String,
     /// Whether this process won the claim and ran the command.
     pub claimed: bool,
     /// The command's exit code (None: not run, or killed by a signal).
     pub exit_code: Option<i32>,
-    /// The status afterwards.
+    /// The action's status once the run was recorded (or as found, when
+    /// not claimed).
     pub status: Status,
     /// Set when the command could not be started (recorded as failed).
     #[serde(skip)]
@@ -55,8 +66,206 @@ pub struct ExecReport {
     pub lost_claim: bool,
 }
 
+impl ExecReport {
+    /// Another executor holds the claim: nothing ran here.
+    fn not_claimed(action: Action) -> Self {
+        ExecReport {
+            action_id: action.id,
+            claimed: false,
+            exit_code: None,
+            status: action.status,
+            spawn_error: None,
+            lost_claim: false,
+        }
+    }
+
+    /// This process ran (or tried to run) the command and recorded `done`.
+    fn recorded(
+        action_id: &str,
+        exit_code: Option<i32>,
+        done: &CompleteOutcome,
+        spawn_error: Option<String>,
+    ) -> Self {
+        let (CompleteOutcome::Completed { action } | CompleteOutcome::NotOwner { action }) = done;
+        ExecReport {
+            action_id: action_id.to_string(),
+            claimed: true,
+            exit_code,
+            status: action.status,
+            spawn_error,
+            lost_claim: matches!(done, CompleteOutcome::NotOwner { .. }),
+        }
+    }
+}
+
+/// The claim this process holds while it runs an action.
+struct Claim<'a> {
+    ops: &'a Ops,
+    action_id: &'a str,
+    owner: &'a str,
+}
+
+/// Claim `action` as a new owner named after `who` and run `argv`;
+/// `claimed: false` if another executor won.
+pub async fn run_claimed(
+    ops: &Ops,
+    action: &Action,
+    argv: &[String],
+    lease: Duration,
+    who: &str,
+    echo: Echo,
+) -> Result<ExecReport> {
+    let (prog, rest) = argv
+        .split_first()
+        .ok_or_else(|| Error::invalid("--exec needs a command"))?;
+    let owner = format!("{who}:{}:{}", std::process::id(), crate::store::new_id());
+    let action = match ops.claim(&action.id, &owner, lease_ms(lease)).await? {
+        ClaimOutcome::Claimed { action } => action,
+        ClaimOutcome::NotClaimable { action } => return Ok(ExecReport::not_claimed(action)),
+    };
+    let claim = Claim {
+        ops,
+        action_id: &action.id,
+        owner: &owner,
+    };
+    let args_json = action.effective_args.to_string();
+    let mut child = match spawn(prog, rest, &action, &args_json) {
+        Ok(c) => c,
+        Err(err) => {
+            return claim
+                .spawn_failed(format!("cannot run {prog}: {err}"))
+                .await;
+        }
+    };
+    let io = Io::start(&mut child, args_json, echo);
+    let renew = claim.keep_lease(lease);
+    let status = child.wait().await;
+    renew.abort();
+    let (stdout_tail, stderr_tail) = io.finish().await;
+    let (success, code, error) = match &status {
+        Ok(s) if s.success() => (true, Some(0), None),
+        Ok(s) => (false, exit_code(s), Some(describe_exit(s))),
+        Err(err) => (
+            false,
+            None,
+            Some(format!("waiting for {prog} failed: {err}")),
+        ),
+    };
+    let result = json!({
+        "exit_code": code,
+        "stdout_tail": String::from_utf8_lossy(&stdout_tail),
+        "stderr_tail": String::from_utf8_lossy(&stderr_tail),
+    });
+    let done = claim.complete(success, result, error.as_deref()).await?;
+    Ok(ExecReport::recorded(&action.id, code, &done, None))
+}
+
+fn lease_ms(lease: Duration) -> i64 {
+    lease.as_millis() as i64
+}
+
+/// Start `prog` with the action's real arguments (`args_json`) in its
+/// environment and every stream piped.
+fn spawn(prog: &str, rest: &[String], action: &Action, args_json: &str) -> std::io::Result<Child> {
+    tokio::process::Command::new(prog)
+        .args(rest)
+        .env("HANDOFF_ARGS", args_json)
+        .env("HANDOFF_ACTION_ID", &action.id)
+        .env("HANDOFF_ACTION_KIND", &action.kind)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+}
+
+impl Claim<'_> {
+    /// Record the outcome of the run under this claim.
+    async fn complete(
+        &self,
+        success: bool,
+        result: serde_json::Value,
+        error: Option<&str>,
+    ) -> Result<CompleteOutcome> {
+        self.ops
+            .complete(self.action_id, self.owner, success, result, error)
+            .await
+    }
+
+    /// The command could not be started: record the action failed.
+    async fn spawn_failed(&self, msg: String) -> Result<ExecReport> {
+        let done = self
+            .complete(false, json!({"spawn_error": msg}), Some(&msg))
+            .await?;
+        Ok(ExecReport::recorded(self.action_id, None, &done, Some(msg)))
+    }
+
+    /// Renew the lease at a third of its length while the command runs, so
+    /// a live executor is never mistaken for a dead one. Abort the task
+    /// when the command ends.
+    fn keep_lease(&self, lease: Duration) -> JoinHandle<()> {
+        let ops = self.ops.clone();
+        let (id, owner) = (self.action_id.to_string(), self.owner.to_string());
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(lease / 3);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                match ops.extend_lease(&id, &owner, lease_ms(lease)).await {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        tracing::warn!(action_id = %id, "lost the execution lease");
+                        break;
+                    }
+                    Err(err) => tracing::warn!(action_id = %id, error = %err, "cannot renew lease"),
+                }
+            }
+        })
+    }
+}
+
+/// The tasks feeding a running command its stdin and copying its output.
+struct Io {
+    feed: JoinHandle<()>,
+    stdout: JoinHandle<Vec<u8>>,
+    stderr: JoinHandle<Vec<u8>>,
+}
+
+impl Io {
+    /// Write `args_json` to the child's stdin and tee its stdout and stderr
+    /// to `echo`, keeping their tails.
+    fn start(child: &mut Child, args_json: String, echo: Echo) -> Io {
+        let stdin = child.stdin.take();
+        let feed = tokio::spawn(async move {
+            if let Some(mut pipe) = stdin {
+                // A command that ignores stdin closes the pipe early: not an error.
+                let _ = pipe.write_all(args_json.as_bytes()).await;
+            }
+        });
+        let out = child.stdout.take().expect("stdout is piped");
+        let err = child.stderr.take().expect("stderr is piped");
+        let (to_out, to_err) = match echo {
+            Echo::Quiet => (None, None),
+            Echo::To { stdout, stderr } => (Some(stdout), Some(stderr)),
+        };
+        Io {
+            feed,
+            stdout: tokio::spawn(tee(out, to_out)),
+            stderr: tokio::spawn(tee(err, to_err)),
+        }
+    }
+
+    /// Once the command has exited: the tails of its stdout and stderr.
+    async fn finish(self) -> (Vec<u8>, Vec<u8>) {
+        let _ = self.feed.await;
+        (
+            self.stdout.await.unwrap_or_default(),
+            self.stderr.await.unwrap_or_default(),
+        )
+    }
+}
+
 /// Copy `src` to `dst` (if any) as it arrives and keep the last [`TAIL_BYTES`].
-async fn tee(mut src: impl AsyncRead + Unpin, mut dst: Option<impl AsyncWrite + Unpin>) -> Vec<u8> {
+async fn tee(mut src: impl AsyncRead + Unpin, mut dst: Option<Sink>) -> Vec<u8> {
     let mut tail = Vec::new();
     let mut buf = [0u8; 8192];
     loop {
@@ -78,153 +287,8 @@ async fn tee(mut src: impl AsyncRead + Unpin, mut dst: Option<impl AsyncWrite + 
     tail
 }
 
-/// Claim `action` as a new owner named after `who` and run `argv`;
-/// `claimed: false` if another executor won.
-pub async fn run_claimed(
-    ops: &Ops,
-    action: &Action,
-    argv: &[String],
-    lease: Duration,
-    who: &str,
-    echo: Echo,
-) -> Result<ExecReport> {
-    let (prog, rest) = argv
-        .split_first()
-        .ok_or_else(|| Error::invalid("--exec needs a command"))?;
-    let lease_ms = lease.as_millis() as i64;
-    let owner = format!("{who}:{}:{}", std::process::id(), crate::store::new_id());
-    let action = match ops.claim(&action.id, &owner, lease_ms).await? {
-        ClaimOutcome::Claimed { action } => action,
-        ClaimOutcome::NotClaimable { action } => {
-            return Ok(ExecReport {
-                action_id: action.id,
-                claimed: false,
-                exit_code: None,
-                status: action.status,
-                spawn_error: None,
-                lost_claim: false,
-            });
-        }
-    };
-    let args_json = action.effective_args.to_string();
-    let spawned = tokio::process::Command::new(prog)
-        .args(rest)
-        .env("HANDOFF_ARGS", &args_json)
-        .env("HANDOFF_ACTION_ID", &action.id)
-        .env("HANDOFF_ACTION_KIND", &action.kind)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn();
-    let mut child = match spawned {
-        Ok(c) => c,
-        Err(err) => {
-            let msg = format!("cannot run {prog}: {err}");
-            let done = ops
-                .complete(
-                    &action.id,
-                    &owner,
-                    false,
-                    json!({"spawn_error": msg}),
-                    Some(&msg),
-                )
-                .await?;
-            return Ok(ExecReport {
-                action_id: action.id,
-                claimed: true,
-                exit_code: None,
-                status: done_status(&done),
-                spawn_error: Some(msg),
-                lost_claim: matches!(done, CompleteOutcome::NotOwner { .. }),
-            });
-        }
-    };
-    let stdin = child.stdin.take();
-    let feed = tokio::spawn(async move {
-        if let Some(mut pipe) = stdin {
-            // A command that ignores stdin closes the pipe early: not an error.
-            let _ = pipe.write_all(args_json.as_bytes()).await;
-        }
-    });
-    let out = child.stdout.take().expect("stdout is piped");
-    let err = child.stderr.take().expect("stderr is piped");
-    let (out_task, err_task) = match echo {
-        Echo::Terminal => (
-            tokio::spawn(tee(out, Some(tokio::io::stdout()))),
-            tokio::spawn(tee(err, Some(tokio::io::stderr()))),
-        ),
-        Echo::Stderr => (
-            tokio::spawn(tee(out, Some(tokio::io::stderr()))),
-            tokio::spawn(tee(err, Some(tokio::io::stderr()))),
-        ),
-        Echo::Quiet => (
-            tokio::spawn(tee(out, None::<tokio::io::Stderr>)),
-            tokio::spawn(tee(err, None::<tokio::io::Stderr>)),
-        ),
-    };
-    // Renew the lease at a third of its length while the command runs, so a
-    // live executor is never mistaken for a dead one.
-    let renew = {
-        let ops = ops.clone();
-        let (id, owner) = (action.id.clone(), owner.clone());
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(lease / 3);
-            tick.tick().await;
-            loop {
-                tick.tick().await;
-                match ops.extend_lease(&id, &owner, lease_ms).await {
-                    Ok(true) => {}
-                    Ok(false) => {
-                        tracing::warn!(action_id = %id, "lost the execution lease");
-                        break;
-                    }
-                    Err(err) => tracing::warn!(action_id = %id, error = %err, "cannot renew lease"),
-                }
-            }
-        })
-    };
-    let status = child.wait().await;
-    renew.abort();
-    let _ = feed.await;
-    let stdout_tail = out_task.await.unwrap_or_default();
-    let stderr_tail = err_task.await.unwrap_or_default();
-    let (success, code, error) = match &status {
-        Ok(s) if s.success() => (true, Some(0), None),
-        Ok(s) => (false, exit_code(s), Some(describe_exit(s))),
-        Err(err) => (
-            false,
-            None,
-            Some(format!("waiting for {prog} failed: {err}")),
-        ),
-    };
-    let result = json!({
-        "exit_code": code,
-        "stdout_tail": String::from_utf8_lossy(&stdout_tail),
-        "stderr_tail": String::from_utf8_lossy(&stderr_tail),
-    });
-    let done = ops
-        .complete(&action.id, &owner, success, result, error.as_deref())
-        .await?;
-    Ok(ExecReport {
-        action_id: action.id,
-        claimed: true,
-        exit_code: code,
-        status: done_status(&done),
-        spawn_error: None,
-        lost_claim: matches!(done, CompleteOutcome::NotOwner { .. }),
-    })
-}
-
-fn done_status(done: &CompleteOutcome) -> Status {
-    match done {
-        CompleteOutcome::Completed { action } | CompleteOutcome::NotOwner { action } => {
-            action.status
-        }
-    }
-}
-
 /// The shell convention for a command's status: its code, or 128 + signal.
-fn exit_code(s: &std::process::ExitStatus) -> Option<i32> {
+fn exit_code(s: &ExitStatus) -> Option<i32> {
     #[cfg(unix)]
     {
         use std::os::unix::process::ExitStatusExt;
@@ -235,7 +299,7 @@ fn exit_code(s: &std::process::ExitStatus) -> Option<i32> {
     s.code()
 }
 
-fn describe_exit(s: &std::process::ExitStatus) -> String {
+fn describe_exit(s: &ExitStatus) -> String {
     #[cfg(unix)]
     {
         use std::os::unix::process::ExitStatusExt;

@@ -1,86 +1,65 @@
 //! The executor runner behind `propose --exec` and `recover`, as the CLI
-//! sees it: the run itself is [`crate::ops::run`]; this wraps it with the
-//! terminal's conventions (where output goes, exit codes, one-line errors)
-//! and follows a run another executor won.
+//! sees it: the run itself is [`crate::ops::run`]; this points the
+//! command's output at the terminal, turns a command that cannot start into
+//! a one-line failure, follows a run another executor won, and says which
+//! exit code each ending means. It prints nothing of its own: the commands
+//! word what it returns with [`super::render`].
 
 use std::time::Duration;
 
-use super::{FOREVER, shown};
-use crate::cli::{Ctx, exit, fail};
+use super::FOREVER;
+use crate::cli::{exit, fail};
 use crate::ops::run::{Echo, ExecReport};
 use crate::ops::{Ops, Until};
-use crate::store::actions::{Action, Status};
+use crate::store::actions::{Action, Settled, Status};
 
-/// Claim `action` and run `argv`, echoing its output to the terminal;
-/// `claimed: false` if another executor won.
-pub(crate) async fn run_claimed(
+/// Claim `action` and run `argv`, its output streamed to the terminal as
+/// it arrives (all of it to stderr with `--json`, whose stdout is the one
+/// JSON document); `claimed: false` if another executor won.
+pub(super) async fn run_claimed(
     ops: &Ops,
-    ctx: &Ctx,
+    json: bool,
     action: &Action,
     argv: &[String],
     lease: Duration,
 ) -> anyhow::Result<ExecReport> {
-    let echo = if ctx.json {
-        Echo::Stderr
-    } else {
-        Echo::Terminal
+    let echo = Echo::To {
+        stdout: if json {
+            Box::new(tokio::io::stderr())
+        } else {
+            Box::new(tokio::io::stdout())
+        },
+        stderr: Box::new(tokio::io::stderr()),
     };
     let report = crate::ops::run::run_claimed(ops, action, argv, lease, "exec", echo).await?;
     if let Some(msg) = &report.spawn_error {
         return Err(fail(exit::INTERNAL, msg.clone()));
     }
-    if report.lost_claim {
-        eprintln!(
-            "handoff: {} finished, but its claim was lost meanwhile (now {}); the result was not recorded",
-            crate::store::short_id(&report.action_id),
-            report.status
-        );
-    }
     Ok(report)
 }
 
-/// After approval: run the command if this process wins the claim,
-/// otherwise follow whoever did and report their outcome. Returns the exit
-/// code: the command's own, or 0/1 for a followed run.
-pub(crate) async fn run_or_follow(
-    ops: &Ops,
-    ctx: &Ctx,
-    action: &Action,
-    argv: &[String],
-    lease: Duration,
-) -> anyhow::Result<u8> {
-    if action.status == Status::Approved {
-        let report = run_claimed(ops, ctx, action, argv, lease).await?;
-        if report.claimed {
-            let a = ops.get_action(&action.id).await?;
-            // stdout is the command's own: handoff's summary goes to
-            // stderr, or to stdout as the one JSON document with --json.
-            if ctx.json {
-                ctx.print(&shown(&report, &a), String::new);
-            } else {
-                eprint!("{}", super::render::action(&a, ops.now()));
-            }
-            return Ok(match report.exit_code {
-                Some(c) => u8::try_from(c).unwrap_or(exit::INTERNAL),
-                None if report.status == Status::Executed => exit::OK,
-                None => exit::INTERNAL,
-            });
-        }
+/// Wait for the run another executor holds to settle; the action as it ended.
+pub(super) async fn follow(ops: &Ops, action: &Action) -> anyhow::Result<Action> {
+    let (Settled::Done { action } | Settled::StillRunning { action }) =
+        ops.wait_action(&action.id, FOREVER, Until::Settled).await?;
+    Ok(action)
+}
+
+/// The exit code of a run this process made: the command's own, else 0 if
+/// it was recorded executed, else 1.
+pub(super) fn ran_exit(report: &ExecReport) -> u8 {
+    match report.exit_code {
+        Some(c) => u8::try_from(c).unwrap_or(exit::INTERNAL),
+        None if report.status == Status::Executed => exit::OK,
+        None => exit::INTERNAL,
     }
-    if !ctx.json {
-        eprintln!(
-            "handoff: {} is being executed elsewhere; waiting for its result",
-            crate::store::short_id(&action.id)
-        );
-    }
-    let settled = ops.wait_action(&action.id, FOREVER, Until::Settled).await?;
-    let a = settled.action();
-    ctx.show("action", &a.redacted(), || {
-        super::render::action(a, ops.now())
-    });
-    Ok(if a.status == Status::Executed {
+}
+
+/// The exit code of a followed run: 0 if it executed, else 1.
+pub(super) fn followed_exit(a: &Action) -> u8 {
+    if a.status == Status::Executed {
         exit::OK
     } else {
         exit::INTERNAL
-    })
+    }
 }

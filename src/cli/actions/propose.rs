@@ -1,13 +1,16 @@
 //! `handoff propose`: the action policy (local `--rules` and config, or the
 //! daemon's own remotely), the proposal, the wait for a decision and, with
-//! `--exec`, the run (see [`super::exec`]).
+//! `--exec`, the run (see [`super::exec`]), whose report is worded here
+//! with [`super::render`].
+
+use std::time::Duration;
 
 use serde_json::json;
 
 use super::{FOREVER, ProposeArgs, exec, read_json_arg, render, shown, split_commands, who};
 use crate::cli::{Ctx, exit, fail, one, refusal};
-use crate::ops::{Policy, Until};
-use crate::store::actions::{NewAction, Proposed, Settled, Status};
+use crate::ops::{Ops, Policy, Until};
+use crate::store::actions::{Action, NewAction, Proposed, Settled, Status};
 
 /// The action policy for `propose`: `--rules`, else the config's
 /// `[[rule]]`s, and the config's `[redact]` keys. Remotely the daemon's
@@ -27,23 +30,31 @@ fn policy(ctx: &Ctx, rules: Option<&std::path::Path>) -> anyhow::Result<Policy> 
     ctx.policy(rules)
 }
 
-pub(super) async fn propose(ctx: &Ctx, p: ProposeArgs) -> anyhow::Result<u8> {
+/// The words after `--` as the executor and the verifier argv, or a
+/// usage failure when they do not fit `--exec` / `--verify`.
+fn commands(p: &mut ProposeArgs) -> anyhow::Result<(Option<Vec<String>>, Option<Vec<String>>)> {
     if !p.exec && !p.verify && !p.command.is_empty() {
         return Err(fail(
             exit::INVALID,
             "a command after `--` needs --exec (or --verify)",
         ));
     }
-    let (exec_cmd, verify_cmd) = split_commands(p.exec, p.command);
+    let (exec_cmd, verify_cmd) = split_commands(p.exec, std::mem::take(&mut p.command));
     if p.exec && exec_cmd.is_none() {
         return Err(fail(
             exit::INVALID,
             "--exec needs a command after `--`, e.g. --exec -- ./send.sh",
         ));
     }
+    Ok((exec_cmd, verify_cmd))
+}
+
+pub(super) async fn propose(ctx: &Ctx, mut p: ProposeArgs) -> anyhow::Result<u8> {
+    let (exec_cmd, verify_cmd) = commands(&mut p)?;
     // Read everything that can fail before writing anything.
     let policy = policy(ctx, p.rules.as_deref())?;
     let args = read_json_arg("--args", &p.args)?;
+    let (wait, timeout, lease) = (p.wait, p.timeout, p.lease);
     let new = NewAction {
         kind: p.kind,
         summary: p.summary,
@@ -62,34 +73,54 @@ pub(super) async fn propose(ctx: &Ctx, p: ProposeArgs) -> anyhow::Result<u8> {
     };
     let ops = ctx.ops_with(policy).await?;
     let proposal = ops.propose(&new).await?;
-    let action = proposal.action.clone();
     let proposed = Proposed {
-        action: action.clone(),
+        action: proposal.action,
         created: proposal.created,
     };
-    let waiting = p.wait || exec_cmd.is_some();
+    let action = &proposed.action;
+    let waiting = wait || exec_cmd.is_some();
     if waiting && !proposed.created && action.status == Status::Unknown {
         // An unknown outcome may already have happened: never wait on it
         // or run it again from a retried proposal; a person settles it.
-        let mut v = shown(&proposed, &action);
+        let mut v = shown(&proposed, action);
         v["outcome"] = json!("unknown_duplicate");
         return Err(refusal(
             exit::REFUSED,
             &v,
-            render::unknown_duplicate(&action),
+            render::unknown_duplicate(action),
         ));
     }
     if !waiting {
-        ctx.print(&shown(&proposed, &action), || {
-            render::proposed(&proposed, &action)
+        ctx.print(&shown(&proposed, action), || {
+            render::proposed(&proposed, action)
         });
         return Ok(exit::OK);
     }
     if !ctx.json {
-        eprintln!("{}", render::proposed(&proposed, &action).trim_end());
+        eprintln!("{}", render::proposed(&proposed, action).trim_end());
     }
-    // Say what happens now: the wait may be long, and silence looks hung.
-    let how_long = match (p.timeout, action.expires_at) {
+    let action = await_decision(&ops, action, timeout).await?;
+    match exec_cmd {
+        None => {
+            ctx.show("action", &action.redacted(), || {
+                render::action(&action, ops.now())
+            });
+            Ok(exit::OK)
+        }
+        Some(argv) => run_or_follow(&ops, ctx, &action, &argv, lease).await,
+    }
+}
+
+/// Say what is awaited (the wait may be long, and silence looks hung),
+/// then wait for the decision: the approved action, or the refusal that
+/// ends `propose` (still pending after `--timeout`: exit 5; rejected or
+/// expired: exit 3).
+async fn await_decision(
+    ops: &Ops,
+    action: &Action,
+    timeout: Option<Duration>,
+) -> anyhow::Result<Action> {
+    let how_long = match (timeout, action.expires_at) {
         (Some(t), _) => format!("for up to {}s", t.as_secs()),
         (None, Some(_)) => "until it is decided or expires".to_string(),
         (None, None) => "until someone decides (no --ttl: it never expires)".to_string(),
@@ -99,8 +130,9 @@ pub(super) async fn propose(ctx: &Ctx, p: ProposeArgs) -> anyhow::Result<u8> {
          (or `handoff approve {id}` / `handoff reject {id}`). Ctrl-C stops waiting; the proposal stays.",
         id = action.short_id()
     );
-    let timeout = p.timeout.unwrap_or(FOREVER);
-    let decided = ops.wait_action(&action.id, timeout, Until::Decided).await?;
+    let decided = ops
+        .wait_action(&action.id, timeout.unwrap_or(FOREVER), Until::Decided)
+        .await?;
     let action = match decided {
         Settled::StillRunning { action } => {
             let v = one(
@@ -134,13 +166,40 @@ pub(super) async fn propose(ctx: &Ctx, p: ProposeArgs) -> anyhow::Result<u8> {
             ),
         ));
     }
-    match exec_cmd {
-        None => {
-            ctx.show("action", &action.redacted(), || {
-                render::action(&action, ops.now())
-            });
-            Ok(exit::OK)
+    Ok(action)
+}
+
+/// After approval: run the command if this process wins the claim,
+/// otherwise follow whoever did and report their outcome. Returns the exit
+/// code: the command's own, or 0/1 for a followed run.
+async fn run_or_follow(
+    ops: &Ops,
+    ctx: &Ctx,
+    action: &Action,
+    argv: &[String],
+    lease: Duration,
+) -> anyhow::Result<u8> {
+    if action.status == Status::Approved {
+        let report = exec::run_claimed(ops, ctx.json, action, argv, lease).await?;
+        if let Some(line) = render::lost_claim(&report) {
+            eprintln!("{line}");
         }
-        Some(argv) => exec::run_or_follow(&ops, ctx, &action, &argv, p.lease).await,
+        if report.claimed {
+            let a = ops.get_action(&action.id).await?;
+            // stdout is the command's own: handoff's summary goes to
+            // stderr, or to stdout as the one JSON document with --json.
+            if ctx.json {
+                ctx.print(&shown(&report, &a), String::new);
+            } else {
+                eprint!("{}", render::action(&a, ops.now()));
+            }
+            return Ok(exec::ran_exit(&report));
+        }
     }
+    if !ctx.json {
+        eprintln!("{}", render::executing_elsewhere(action));
+    }
+    let a = exec::follow(ops, action).await?;
+    ctx.show("action", &a.redacted(), || render::action(&a, ops.now()));
+    Ok(exec::followed_exit(&a))
 }

@@ -220,6 +220,27 @@ pub(crate) fn audit(trail: &[AuditEntry]) -> String {
         .collect()
 }
 
+/// A run whose claim was lost while the command ran (recovery marked it
+/// unknown meanwhile), so its result was not recorded; `None` otherwise.
+pub(crate) fn lost_claim(r: &ExecReport) -> Option<String> {
+    r.lost_claim.then(|| {
+        format!(
+            "handoff: {} finished, but its claim was lost meanwhile (now {}); the result was not recorded",
+            crate::store::short_id(&r.action_id),
+            r.status
+        )
+    })
+}
+
+/// Why `propose --exec` waits instead of running: another executor holds
+/// the approved action.
+pub(crate) fn executing_elsewhere(a: &Action) -> String {
+    format!(
+        "handoff: {} is being executed elsewhere; waiting for its result",
+        a.short_id()
+    )
+}
+
 /// What recovery did.
 pub(crate) fn recover(r: &RecoverReport, ran: &[ExecReport]) -> String {
     let mut s = String::new();

@@ -11,16 +11,17 @@ use crate::cli::{Ctx, exit, fail, one, refusal};
 use crate::ops::Awaited;
 use crate::store::questions::{NewQuestion, QuestionOption};
 
-pub(super) async fn ask(a: AskArgs, ctx: &Ctx) -> anyhow::Result<u8> {
-    let mut options: Vec<QuestionOption> = a
-        .options
+/// The `--option`s, with the one `--recommend` names (by 1-based number
+/// or label) marked; a recommendation naming no option is bad input.
+fn options(labels: &[String], recommend: Option<&str>) -> anyhow::Result<Vec<QuestionOption>> {
+    let mut options: Vec<QuestionOption> = labels
         .iter()
         .map(|l| QuestionOption {
             label: l.clone(),
             recommended: false,
         })
         .collect();
-    if let Some(rec) = &a.recommend {
+    if let Some(rec) = recommend {
         let idx = match rec.trim().parse::<usize>() {
             Ok(n) if (1..=options.len()).contains(&n) => Some(n - 1),
             Ok(_) => None,
@@ -39,6 +40,13 @@ pub(super) async fn ask(a: AskArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         };
         options[i].recommended = true;
     }
+    Ok(options)
+}
+
+/// The question `ask` flags: `--context -` read from stdin, the project
+/// defaulting to the current directory's name.
+fn new_question(a: AskArgs) -> anyhow::Result<NewQuestion> {
+    let options = options(&a.options, a.recommend.as_deref())?;
     let context = if a.context == "-" {
         let mut s = String::new();
         std::io::stdin().read_to_string(&mut s)?;
@@ -53,7 +61,7 @@ pub(super) async fn ask(a: AskArgs, ctx: &Ctx) -> anyhow::Result<u8> {
             .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
             .unwrap_or_default(),
     };
-    let q = NewQuestion {
+    Ok(NewQuestion {
         project,
         agent: a.agent,
         session: a.session,
@@ -62,18 +70,23 @@ pub(super) async fn ask(a: AskArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         detail: a.detail,
         context,
         options,
-    };
+    })
+}
+
+pub(super) async fn ask(a: AskArgs, ctx: &Ctx) -> anyhow::Result<u8> {
+    let (wait, timeout) = (a.wait, a.timeout);
+    let q = new_question(a)?;
     let ops = ctx.ops().await?;
     let flagged = ops.flag(&q).await?;
     let fq = &flagged.question;
-    if !a.wait {
+    let verb = if flagged.created { "asked" } else { "updated" };
+    if !wait {
         let v = one(
             "question",
             fq,
             serde_json::json!({"created": flagged.created}),
         );
         ctx.print(&v, || {
-            let verb = if flagged.created { "asked" } else { "updated" };
             format!(
                 "{verb} {} (revision {})\nid {}",
                 fq.short_id, fq.revision, fq.id
@@ -82,7 +95,6 @@ pub(super) async fn ask(a: AskArgs, ctx: &Ctx) -> anyhow::Result<u8> {
         return Ok(exit::OK);
     }
     if !ctx.json {
-        let verb = if flagged.created { "asked" } else { "updated" };
         eprintln!(
             "{verb} {} (revision {}); waiting for a reply…",
             fq.short_id, fq.revision
@@ -90,15 +102,22 @@ pub(super) async fn ask(a: AskArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     }
     // A reply already waiting counts; an answer the agent recorded itself
     // (born seen) counts when it is newer than the ask.
-    let wait = Duration::from_millis(a.timeout.max(0) as u64);
+    let wait = Duration::from_millis(timeout.max(0) as u64);
     // The pickup is recorded under the agent's name (a token's own remotely).
     let by = ctx.actor(None, || q.agent.clone());
-    match ops.await_reply(fq, &by, wait).await? {
+    let awaited = ops.await_reply(fq, &by, wait).await?;
+    print_awaited(ctx, awaited, flagged.created)
+}
+
+/// The end of `ask --wait`: the reply, or the question closed or still
+/// open after the timeout (exit 3 or 5, the question in the error's detail).
+fn print_awaited(ctx: &Ctx, awaited: Awaited, created: bool) -> anyhow::Result<u8> {
+    match awaited {
         Awaited::Reply(q) => {
             let v = one(
                 "question",
                 &q,
-                serde_json::json!({"created": flagged.created, "answered": true}),
+                serde_json::json!({"created": created, "answered": true}),
             );
             ctx.print(&v, || render_reply(&q));
             Ok(exit::OK)

@@ -2,7 +2,7 @@
 //! reply in one, and what a refused writer is told. No store access here.
 
 use crate::clock::format_rfc3339;
-use crate::store::questions::{Question, Refusal, Source};
+use crate::store::questions::{Delivery, Question, Refusal, ReplyRecord, Source};
 
 /// What a human (or the agent) is told when a write is refused.
 pub(super) fn human_refusal(r: &Refusal, via: Source) -> String {
@@ -18,7 +18,8 @@ pub(super) fn human_refusal(r: &Refusal, via: Source) -> String {
     }
 }
 
-pub(super) fn indent(s: &str) -> String {
+/// Text indented by four spaces, line by line.
+fn indent(s: &str) -> String {
     s.lines()
         .map(|l| format!("    {l}"))
         .collect::<Vec<_>>()
@@ -83,6 +84,58 @@ pub(super) fn render(q: &Question) -> String {
     }
     if let Some(o) = &q.outcome {
         s.push_str(&format!("\n  outcome: {o}"));
+    }
+    s
+}
+
+/// What `pending` hands over: each question with its reply, tagged new or
+/// again (delivered before).
+pub(super) fn deliveries(got: &[Delivery]) -> String {
+    if got.is_empty() {
+        return "no replies waiting".into();
+    }
+    got.iter()
+        .map(|d| {
+            let tag = if d.new { "new" } else { "again" };
+            format!("[{tag}] {}", render(&d.question))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `questions`: each question in a few lines.
+pub(super) fn list(list: &[Question]) -> String {
+    if list.is_empty() {
+        return "no questions".into();
+    }
+    list.iter().map(render).collect::<Vec<_>>().join("\n")
+}
+
+/// `show`: the question, its long context and its reply history.
+pub(super) fn with_history(question: &Question, replies: &[ReplyRecord]) -> String {
+    let mut s = render(question);
+    if !question.context.is_empty() {
+        s.push_str(&format!("\n  context:\n{}", indent(&question.context)));
+    }
+    if !replies.is_empty() {
+        s.push_str("\n  history:");
+        for r in replies {
+            let what = match (&r.reply, r.kind) {
+                (Some(t), Some(k)) => format!("{k}: {t}"),
+                _ => "cleared".into(),
+            };
+            s.push_str(&format!(
+                "\n    #{} {} via {}{}  {what}",
+                r.reply_seq,
+                format_rfc3339(r.at),
+                r.source,
+                if r.by.is_empty() {
+                    String::new()
+                } else {
+                    format!(" by {}", r.by)
+                },
+            ));
+        }
     }
     s
 }

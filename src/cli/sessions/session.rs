@@ -2,7 +2,7 @@
 
 use clap::Subcommand;
 
-use super::{read_json, render, resolve_existing};
+use super::{read_json, render, resolve_existing, resolve_or_given};
 use crate::cli::{Ctx, exit, fail, refusal};
 use crate::store::sessions::{Checkpointed, DEFAULT_LEDGER_TAIL, Ended, NewSession, WakeTarget};
 
@@ -26,14 +26,14 @@ pub(crate) enum Cmd {
     /// checkpoint, ledger tail, interrupted calls, unclaimed answers,
     /// decisions and wakes. Marks nothing.
     Resume {
-        /// Session id.
+        /// Session to resume (id, or a unique suffix of a registered one).
         #[arg(long, env = "HANDOFF_SESSION")]
         session: String,
         /// How many ledger rows to show.
         #[arg(long, default_value_t = DEFAULT_LEDGER_TAIL)]
         tail: i64,
     },
-    /// One session.
+    /// Show one session: agent, project, status, revision, wake target.
     Show {
         /// Session id (or a unique suffix).
         #[arg(long, env = "HANDOFF_SESSION")]
@@ -65,7 +65,7 @@ pub(crate) struct RegisterArgs {
     /// Agent name (claude, codex, …).
     #[arg(long, env = "HANDOFF_AGENT", default_value = "")]
     agent: String,
-    /// Project.
+    /// Project the session works in (`session list --project` filters on it).
     #[arg(long, default_value = "")]
     project: String,
     /// Working directory [default: the current one].
@@ -133,118 +133,133 @@ impl RegisterArgs {
 
 pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
     match cmd {
-        Cmd::Register(a) => {
-            let wake_target = a.wake_target()?;
-            let cwd = a.cwd.clone().unwrap_or_else(|| {
-                std::env::current_dir()
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_default()
-            });
-            let ops = ctx.ops().await?;
-            let s = ops
-                .register_session(&NewSession {
-                    session_id: a.session.clone(),
-                    agent: a.agent.clone(),
-                    project: a.project.clone(),
-                    cwd,
-                    wake_target,
-                })
-                .await?;
-            ctx.show("session", &s, || {
-                format!("registered\n{}", render::session(&s))
-            });
-            Ok(exit::OK)
-        }
+        Cmd::Register(a) => a.run(ctx).await,
         Cmd::Checkpoint {
             session,
             revision,
             state,
-        } => {
-            let value = read_json("--state", &state)?;
-            let ops = ctx.ops().await?;
-            let id = resolve_existing(&ops, &session).await?;
-            match ops
-                .save_checkpoint(&id, revision, &value.to_string())
-                .await?
-            {
-                Checkpointed::Saved { session: s } => {
-                    let rev = s.revision;
-                    ctx.show("session", &s, || {
-                        format!("checkpointed {id}: now revision {rev} (pass --revision {rev} next time)")
-                    });
-                    Ok(exit::OK)
-                }
-                r @ Checkpointed::Stale { expected, current } => Err(refusal(
-                    exit::REFUSED,
-                    &r,
-                    format!(
-                        "session {id} is at revision {current}, not {expected}: someone checkpointed in between; \
-                         read it again (`handoff session resume`) and retry with --revision {current}"
-                    ),
-                )),
-                r @ Checkpointed::Ended { .. } => Err(refusal(
-                    exit::REFUSED,
-                    &r,
-                    format!("session {id} has ended; register it again to reopen it"),
-                )),
-                Checkpointed::NotFound => Err(fail(
-                    exit::NOT_FOUND,
-                    format!("no session `{id}` is registered"),
-                )),
-            }
-        }
+        } => checkpoint(ctx, &session, revision, &state).await,
         Cmd::Resume { session, tail } => {
             let ops = ctx.ops().await?;
-            let id = super::resolve(&ops, &session)
-                .await?
-                .unwrap_or_else(|| session.trim().to_string());
+            let id = resolve_or_given(&ops, &session).await?;
             let r = ops.read_resume(&id, tail).await?;
             ctx.show("resume", &r, || render::resume(&r));
             Ok(exit::OK)
         }
-        Cmd::Show { session } => {
-            let ops = ctx.ops().await?;
-            let id = resolve_existing(&ops, &session).await?;
-            let s = ops
-                .get_session(&id)
-                .await?
-                .ok_or_else(|| fail(exit::NOT_FOUND, format!("no session `{id}`")))?;
-            ctx.show("session", &s, || render::session(&s));
-            Ok(exit::OK)
-        }
-        Cmd::List { status, project } => {
-            let ops = ctx.ops().await?;
-            let list = ops
-                .list_sessions(status.as_deref(), project.as_deref())
-                .await?;
-            ctx.list("sessions", &list, || {
-                if list.is_empty() {
-                    "no sessions".into()
-                } else {
-                    list.iter().map(render::session_line).collect()
-                }
+        Cmd::Show { session } => show(ctx, &session).await,
+        Cmd::List { status, project } => list(ctx, status, project).await,
+        Cmd::End { session } => end(ctx, &session).await,
+    }
+}
+
+impl RegisterArgs {
+    /// `handoff session register`.
+    async fn run(self, ctx: &Ctx) -> anyhow::Result<u8> {
+        let wake_target = self.wake_target()?;
+        let cwd = self.cwd.unwrap_or_else(|| {
+            std::env::current_dir()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
+        });
+        let ops = ctx.ops().await?;
+        let s = ops
+            .register_session(&NewSession {
+                session_id: self.session,
+                agent: self.agent,
+                project: self.project,
+                cwd,
+                wake_target,
+            })
+            .await?;
+        ctx.show("session", &s, || {
+            format!("registered\n{}", render::session(&s))
+        });
+        Ok(exit::OK)
+    }
+}
+
+/// `handoff session checkpoint`: store `state` if the session is still at
+/// `revision`.
+async fn checkpoint(ctx: &Ctx, session: &str, revision: i64, state: &str) -> anyhow::Result<u8> {
+    let value = read_json("--state", state)?;
+    let ops = ctx.ops().await?;
+    let id = resolve_existing(&ops, session).await?;
+    match ops
+        .save_checkpoint(&id, revision, &value.to_string())
+        .await?
+    {
+        Checkpointed::Saved { session: s } => {
+            let rev = s.revision;
+            ctx.show("session", &s, || {
+                format!("checkpointed {id}: now revision {rev} (pass --revision {rev} next time)")
             });
             Ok(exit::OK)
         }
-        Cmd::End { session } => {
-            let ops = ctx.ops().await?;
-            let id = resolve_existing(&ops, &session).await?;
-            let out = ops.end_session(&id).await?;
-            match &out {
-                Ended::NotFound => Err(fail(exit::NOT_FOUND, format!("no session `{id}`"))),
-                Ended::Ended { session: s } | Ended::AlreadyEnded { session: s } => {
-                    let outcome = match &out {
-                        Ended::AlreadyEnded { .. } => "already_ended",
-                        _ => "ended",
-                    };
-                    let v = crate::cli::one("session", s, serde_json::json!({"outcome": outcome}));
-                    ctx.print(&v, || match &out {
-                        Ended::AlreadyEnded { .. } => format!("session {id} had already ended"),
-                        _ => format!("ended session {id}"),
-                    });
-                    Ok(exit::OK)
-                }
-            }
-        }
+        r @ Checkpointed::Stale { expected, current } => Err(refusal(
+            exit::REFUSED,
+            &r,
+            format!(
+                "session {id} is at revision {current}, not {expected}: someone checkpointed in between; \
+                 read it again (`handoff session resume`) and retry with --revision {current}"
+            ),
+        )),
+        r @ Checkpointed::Ended { .. } => Err(refusal(
+            exit::REFUSED,
+            &r,
+            format!("session {id} has ended; register it again to reopen it"),
+        )),
+        Checkpointed::NotFound => Err(fail(
+            exit::NOT_FOUND,
+            format!("no session `{id}` is registered"),
+        )),
     }
+}
+
+/// `handoff session show`.
+async fn show(ctx: &Ctx, session: &str) -> anyhow::Result<u8> {
+    let ops = ctx.ops().await?;
+    let id = resolve_existing(&ops, session).await?;
+    let s = ops
+        .get_session(&id)
+        .await?
+        .ok_or_else(|| fail(exit::NOT_FOUND, format!("no session `{id}`")))?;
+    ctx.show("session", &s, || render::session(&s));
+    Ok(exit::OK)
+}
+
+/// `handoff session list`.
+async fn list(ctx: &Ctx, status: Option<String>, project: Option<String>) -> anyhow::Result<u8> {
+    let ops = ctx.ops().await?;
+    let list = ops
+        .list_sessions(status.as_deref(), project.as_deref())
+        .await?;
+    ctx.list("sessions", &list, || {
+        if list.is_empty() {
+            "no sessions".into()
+        } else {
+            list.iter().map(render::session_line).collect()
+        }
+    });
+    Ok(exit::OK)
+}
+
+/// `handoff session end`.
+async fn end(ctx: &Ctx, session: &str) -> anyhow::Result<u8> {
+    let ops = ctx.ops().await?;
+    let id = resolve_existing(&ops, session).await?;
+    let out = ops.end_session(&id).await?;
+    let (s, outcome, text) = match &out {
+        Ended::NotFound => {
+            return Err(fail(exit::NOT_FOUND, format!("no session `{id}`")));
+        }
+        Ended::Ended { session: s } => (s, "ended", format!("ended session {id}")),
+        Ended::AlreadyEnded { session: s } => (
+            s,
+            "already_ended",
+            format!("session {id} had already ended"),
+        ),
+    };
+    let v = crate::cli::one("session", s, serde_json::json!({"outcome": outcome}));
+    ctx.print(&v, || text);
+    Ok(exit::OK)
 }

@@ -1,0 +1,129 @@
+//! The human's board commands, the Inbox door from a terminal: `board
+//! annotate` (answer a row) and `board handled` (mark your part done).
+//! A human's write always wins over the agent's fields; `--revision`
+//! refuses it if the row moved since it was read.
+
+use clap::Args;
+
+use super::decided;
+use super::render::row_text;
+use crate::cli::{Ctx, one, person};
+use crate::store::boards::{Annotate, AnnotationKind, Handled, RowChange, Source};
+
+/// `{"row": …, "board_version", "changed"}`: a human's write to one row.
+fn row_change(c: &RowChange) -> serde_json::Value {
+    one(
+        "row",
+        &c.row,
+        serde_json::json!({"board_version": c.board_version, "changed": c.changed}),
+    )
+}
+
+/// Arguments of `board annotate`.
+#[derive(Debug, Args)]
+pub(crate) struct AnnotateArgs {
+    /// Board id, short id or title.
+    board: String,
+    /// Row label (unique within the board).
+    label: String,
+    /// The answer ('' clears an answer no agent has received yet).
+    text: String,
+    /// Project, to find the board by title.
+    #[arg(long)]
+    project: Option<String>,
+    /// answer, clarify or decline.
+    #[arg(long, default_value = "answer")]
+    kind: AnnotationKind,
+    /// Who answers [default: $USER, else cli].
+    #[arg(long)]
+    by: Option<String>,
+    /// The row revision you saw (refused if it moved).
+    #[arg(long)]
+    revision: Option<i64>,
+    /// Channel (inbox or chat); chat is for tests and scripts.
+    #[arg(long, default_value = "inbox", hide = true, value_parser = super::parse_via)]
+    via: Source,
+}
+
+impl AnnotateArgs {
+    pub(super) async fn run(self, ctx: &Ctx) -> anyhow::Result<()> {
+        let ops = ctx.ops().await?;
+        let a = Annotate {
+            board: self.board,
+            project: self.project,
+            label: self.label,
+            text: self.text,
+            kind: self.kind,
+            source: self.via,
+            by: ctx.actor(self.by, person),
+            expected_revision: self.revision,
+            action_version: None,
+        };
+        let c = decided(ops.annotate_row(&a).await?)?;
+        ctx.print(&row_change(&c), || {
+            let what = if c.row.annotation.is_some() {
+                "annotated"
+            } else if c.changed {
+                "cleared"
+            } else {
+                "nothing to clear on"
+            };
+            format!(
+                "{what} `{}` (board version {})\n{}",
+                c.row.label,
+                c.board_version,
+                row_text(&c.row)
+            )
+        });
+        Ok(())
+    }
+}
+
+/// Arguments of `board handled`.
+#[derive(Debug, Args)]
+pub(crate) struct HandledArgs {
+    /// Board id, short id or title.
+    board: String,
+    /// Row label (unique within the board).
+    label: String,
+    /// Project, to find the board by title.
+    #[arg(long)]
+    project: Option<String>,
+    /// Take the mark back (only before an agent received it).
+    #[arg(long)]
+    clear: bool,
+    /// Who [default: $USER, else cli].
+    #[arg(long)]
+    by: Option<String>,
+    /// The row revision you saw.
+    #[arg(long)]
+    revision: Option<i64>,
+    /// Channel (inbox or chat).
+    #[arg(long, default_value = "inbox", hide = true, value_parser = super::parse_via)]
+    via: Source,
+}
+
+impl HandledArgs {
+    pub(super) async fn run(self, ctx: &Ctx) -> anyhow::Result<()> {
+        let ops = ctx.ops().await?;
+        let h = Handled {
+            board: self.board,
+            project: self.project,
+            label: self.label,
+            source: self.via,
+            by: ctx.actor(self.by, person),
+            expected_revision: self.revision,
+        };
+        let c = decided(ops.mark_handled(&h, self.clear).await?)?;
+        ctx.print(&row_change(&c), || {
+            format!(
+                "{} `{}` (board version {}; the row stays blocked until the agent stores an outcome)\n{}",
+                if self.clear { "unmarked" } else { "marked handled" },
+                c.row.label,
+                c.board_version,
+                row_text(&c.row)
+            )
+        });
+        Ok(())
+    }
+}
