@@ -485,7 +485,7 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             };
             let c = decided(ops.annotate_row(&a).await?)?;
             ctx.print(&row_change(&c), || {
-                let what = if c.row.annotation.is_some() {
+                let what = if c.row.response.annotation.is_some() {
                     "annotated"
                 } else if c.changed {
                     "cleared"

@@ -6,7 +6,7 @@ use sqlx::SqliteConnection;
 
 use super::load::load_board;
 use super::{Board, Row};
-use crate::store::{Error, Result};
+use crate::store::Result;
 
 /// Event payload common to row events.
 pub(super) fn row_payload(board: &Board, row: &Row, extra: Value) -> Value {
@@ -44,9 +44,7 @@ pub(super) async fn bump_version(
         .bind(board_id)
         .execute(&mut *conn)
         .await?;
-    load_board(conn, board_id)
-        .await?
-        .ok_or_else(|| Error::Corrupt(format!("board {board_id} vanished mid-transaction")))
+    load_board(conn, board_id).await
 }
 
 /// After an agent's write: auto-archive the board at 100 % or reactivate an
@@ -90,29 +88,26 @@ pub(super) async fn settle(
     } else {
         return Ok(board);
     };
-    crate::store::events::append(
-        conn,
-        now,
-        &crate::store::NewEvent {
-            kind,
-            entity_kind: "board",
-            entity_id: &board.id,
-            actor: who.actor,
-            channel: who.channel,
-            project: &board.project,
-            session: &board.session,
-            payload: serde_json::json!({
-                "title": board.title,
-                "board_version": board.board_version,
-                "auto": true,
-                "progress": board.progress.percent,
-            }),
-        },
-    )
-    .await?;
-    load_board(conn, &board.id)
-        .await?
-        .ok_or_else(|| Error::Corrupt(format!("board {} vanished mid-transaction", board.id)))
+    let payload = serde_json::json!({
+        "title": board.title,
+        "board_version": board.board_version,
+        "auto": true,
+        "progress": board.progress.percent,
+    });
+    board_event(conn, now, kind, &board, who, payload).await?;
+    load_board(conn, &board.id).await
+}
+
+/// Append an event about `board`.
+pub(super) async fn board_event(
+    conn: &mut SqliteConnection,
+    now: i64,
+    kind: &str,
+    board: &Board,
+    who: Who<'_>,
+    payload: Value,
+) -> Result<i64> {
+    event(conn, now, kind, ("board", &board.id), board, who, payload).await
 }
 
 /// Append an event about `row` of `board`.
@@ -125,18 +120,33 @@ pub(super) async fn row_event(
     who: Who<'_>,
     extra: Value,
 ) -> Result<i64> {
+    let payload = row_payload(board, row, extra);
+    event(conn, now, kind, ("row", &row.id), board, who, payload).await
+}
+
+/// Append an event about `entity` (kind and id), filed under `board`'s
+/// project and session.
+async fn event(
+    conn: &mut SqliteConnection,
+    now: i64,
+    kind: &str,
+    (entity_kind, entity_id): (&str, &str),
+    board: &Board,
+    who: Who<'_>,
+    payload: Value,
+) -> Result<i64> {
     crate::store::events::append(
         conn,
         now,
         &crate::store::NewEvent {
             kind,
-            entity_kind: "row",
-            entity_id: &row.id,
+            entity_kind,
+            entity_id,
             actor: who.actor,
             channel: who.channel,
             project: &board.project,
             session: &board.session,
-            payload: row_payload(board, row, extra),
+            payload,
         },
     )
     .await
