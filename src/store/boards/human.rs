@@ -11,8 +11,8 @@ use serde_json::json;
 use sqlx::SqliteConnection;
 
 use super::{
-    AnnotationKind, Board, Decided, MAX_TEXT, Opened, Refusal, Row, RowStatus, Source, StaleRow,
-    Who, bump_version, check_len, load_row, row_event,
+    AnnotationKind, Board, Decided, MAX_TEXT, Refusal, Row, RowStatus, Source, StaleRow, Who,
+    bump_version, check_len, load_row, row_event,
 };
 use crate::store::{Result, Store};
 
@@ -339,9 +339,9 @@ impl Store {
         board: &str,
         project: Option<&str>,
         label: &str,
-    ) -> Result<Decided<Opened>> {
+    ) -> Result<Decided<super::Opened>> {
         let opened = decided!(self.open_row(board, project, label).await?);
-        if opened.board.archived_at.is_some() {
+        if opened.2.archived_at.is_some() {
             return Ok(Err(Refusal::Archived));
         }
         Ok(Ok(opened))
@@ -364,12 +364,7 @@ impl Store {
     }
 
     async fn annotate_once(&self, a: &Annotate) -> Result<Decided<RowChange>> {
-        let Opened {
-            mut tx,
-            now,
-            board,
-            row_id,
-        } = decided!(
+        let (mut tx, now, board, row_id) = decided!(
             self.open_active(&a.board, a.project.as_deref(), &a.label)
                 .await?
         );
@@ -420,12 +415,7 @@ impl Store {
     }
 
     async fn handled_once(&self, h: &Handled, clear: bool) -> Result<Decided<RowChange>> {
-        let Opened {
-            mut tx,
-            now,
-            board,
-            row_id,
-        } = decided!(
+        let (mut tx, now, board, row_id) = decided!(
             self.open_active(&h.board, h.project.as_deref(), &h.label)
                 .await?
         );

@@ -123,14 +123,9 @@ pub(super) async fn load_row(conn: &mut SqliteConnection, row_id: &str) -> Resul
         .ok_or_else(|| Error::Corrupt(format!("row {row_id} vanished")))
 }
 
-/// The transaction of a write on one row, opened on the board and row it
-/// names.
-pub(super) struct Opened {
-    pub(super) tx: WriteTx,
-    pub(super) now: i64,
-    pub(super) board: Board,
-    pub(super) row_id: String,
-}
+/// A write on one row, opened: its transaction, the time it writes, the
+/// board and the row's id.
+pub(super) type Opened = (WriteTx, i64, Board, String);
 
 impl Store {
     /// The opening of every write on one row: take the write lock, read the
@@ -145,12 +140,7 @@ impl Store {
         let mut tx = self.begin_write().await?;
         let now = self.now();
         let (board, row_id) = decided!(locate(&mut tx, board, project, label).await?);
-        Ok(Ok(Opened {
-            tx,
-            now,
-            board,
-            row_id,
-        }))
+        Ok(Ok((tx, now, board, row_id)))
     }
 }
 

@@ -6,7 +6,7 @@ use sqlx::SqliteConnection;
 
 use super::load::load_board;
 use super::{Board, Row};
-use crate::store::Result;
+use crate::store::{Error, Result};
 
 /// Event payload common to row events.
 pub(super) fn row_payload(board: &Board, row: &Row, extra: Value) -> Value {
@@ -23,6 +23,18 @@ pub(super) fn row_payload(board: &Board, row: &Row, extra: Value) -> Value {
         obj.extend(extra);
     }
     v
+}
+
+/// Check a row UPDATE whose `revision = ?` guard the caller already
+/// checked under the same write lock: it cannot lose, only confirm, so
+/// anything but one row written is a corrupt database or a bug.
+pub(super) fn confirm_one(written: u64, row_id: &str) -> Result<()> {
+    if written != 1 {
+        return Err(Error::Corrupt(format!(
+            "row {row_id} changed under a held write lock"
+        )));
+    }
+    Ok(())
 }
 
 /// Who caused a change and through which door, for events.

@@ -11,8 +11,8 @@ use sqlx::SqliteConnection;
 
 use super::write::{Pending, finish};
 use super::{
-    Board, BoardFull, Decided, MAX_TEXT, Opened, Refusal, Row, RowInput, RowOption, RowOwner,
-    RowStatus, RowWrite, StaleRow, Step, Who, board_event, check_len, check_name, load_board,
+    Board, BoardFull, Decided, MAX_TEXT, Refusal, Row, RowInput, RowOption, RowOwner, RowStatus,
+    RowWrite, StaleRow, Step, Who, board_event, check_len, check_name, confirm_one, load_board,
     load_row, locate, resolve_board,
 };
 use crate::store::{Error, Result, Store};
@@ -109,12 +109,7 @@ impl Store {
     }
 
     async fn board_advance_once(&self, a: &Advance) -> Result<Decided<BoardFull>> {
-        let Opened {
-            mut tx,
-            now,
-            board,
-            row_id,
-        } = decided!(
+        let (mut tx, now, board, row_id) = decided!(
             self.open_row(&a.board, a.project.as_deref(), &a.label)
                 .await?
         );
@@ -327,11 +322,5 @@ async fn install_next(
     .bind(row.revision)
     .execute(&mut *conn)
     .await?;
-    if done.rows_affected() != 1 {
-        return Err(Error::Corrupt(format!(
-            "row {} changed under a held write lock",
-            row.id
-        )));
-    }
-    Ok(())
+    confirm_one(done.rows_affected(), &row.id)
 }

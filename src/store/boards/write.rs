@@ -15,7 +15,8 @@ use sqlx::SqliteConnection;
 use super::{
     BoardFull, Decided, MAX_CONTEXT, MAX_ROWS, MAX_TEXT, Refusal, Row, RowOption, RowOwner,
     RowStatus, StaleRow, Who, board_event, bump_version, check_len, check_name, check_options,
-    load_board, load_full, load_row, load_rows, not_found, resolve_board, row_event, settle,
+    confirm_one, load_board, load_full, load_row, load_rows, not_found, resolve_board, row_event,
+    settle,
 };
 use crate::store::{Error, Result, Store, new_id};
 
@@ -389,13 +390,7 @@ async fn write_row(
     .bind(old.revision)
     .execute(&mut *conn)
     .await?;
-    if done.rows_affected() != 1 {
-        return Err(Error::Corrupt(format!(
-            "row {} changed under a held write lock",
-            old.id
-        )));
-    }
-    Ok(())
+    confirm_one(done.rows_affected(), &old.id)
 }
 
 /// Bump the board, append `on_board` (an event about the board, if any) and the row events, settle
