@@ -11,7 +11,7 @@
 
 use serde::Serialize;
 use serde_json::json;
-use sqlx::Row as _;
+use sqlx::{Row as _, SqliteConnection};
 
 use super::{
     BOARD_SELECT, Board, BoardFull, Decided, Row, board_from, is_short_id, load_full,
@@ -39,6 +39,51 @@ pub struct PendingRow {
     pub new: bool,
     /// The row as read.
     pub row: Row,
+}
+
+/// Stamp the parts of `r`'s response no agent had received as delivered,
+/// each only if it is still exactly what was read. Returns whether every
+/// part read was still current, and the parts stamped.
+async fn stamp_delivered(
+    conn: &mut SqliteConnection,
+    now: i64,
+    r: &Row,
+) -> Result<(bool, Vec<&'static str>)> {
+    let mut ok = true;
+    let mut marked = Vec::new();
+    if r.response.annotation.is_some() && r.response.annotation_seen_at.is_none() {
+        // Why guarded: stamp only the exact annotation read; if the
+        // human rewrote it since, it stays unseen and queued.
+        let n = sqlx::query(
+            "UPDATE board_rows SET annotation_seen_at = ?
+             WHERE id = ? AND annotation_seen_at IS NULL AND annotation IS ? AND annotated_at IS ?",
+        )
+        .bind(now)
+        .bind(&r.id)
+        .bind(&r.response.annotation)
+        .bind(r.response.annotated_at)
+        .execute(&mut *conn)
+        .await?
+        .rows_affected();
+        ok &= n == 1;
+        marked.extend((n == 1).then_some("annotation"));
+    }
+    if r.response.handled_at.is_some() && r.handled_seen_at.is_none() {
+        // Why guarded: the same for the handled mark.
+        let n = sqlx::query(
+            "UPDATE board_rows SET handled_seen_at = ?
+             WHERE id = ? AND handled_seen_at IS NULL AND handled_at IS ?",
+        )
+        .bind(now)
+        .bind(&r.id)
+        .bind(r.response.handled_at)
+        .execute(&mut *conn)
+        .await?
+        .rows_affected();
+        ok &= n == 1;
+        marked.extend((n == 1).then_some("handled"));
+    }
+    Ok((ok, marked))
 }
 
 fn pending_from(r: &sqlx::sqlite::SqliteRow) -> Result<PendingRow> {
@@ -132,44 +177,7 @@ impl Store {
         let mut current = Vec::with_capacity(rows.len());
         for p in rows {
             let r = &p.row;
-            let mut ok = true;
-            let mut marked = Vec::new();
-            if r.response.annotation.is_some() && r.response.annotation_seen_at.is_none() {
-                // Why guarded: stamp only the exact annotation read; if the
-                // human rewrote it since, it stays unseen and queued.
-                let n = sqlx::query(
-                    "UPDATE board_rows SET annotation_seen_at = ?
-                     WHERE id = ? AND annotation_seen_at IS NULL AND annotation IS ? AND annotated_at IS ?",
-                )
-                .bind(now)
-                .bind(&r.id)
-                .bind(&r.response.annotation)
-                .bind(r.response.annotated_at)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-                ok &= n == 1;
-                if n == 1 {
-                    marked.push("annotation");
-                }
-            }
-            if r.response.handled_at.is_some() && r.handled_seen_at.is_none() {
-                // Why guarded: the same for the handled mark.
-                let n = sqlx::query(
-                    "UPDATE board_rows SET handled_seen_at = ?
-                     WHERE id = ? AND handled_seen_at IS NULL AND handled_at IS ?",
-                )
-                .bind(now)
-                .bind(&r.id)
-                .bind(r.response.handled_at)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-                ok &= n == 1;
-                if n == 1 {
-                    marked.push("handled");
-                }
-            }
+            let (ok, marked) = stamp_delivered(&mut tx, now, r).await?;
             if !marked.is_empty() {
                 crate::store::events::append(
                     &mut tx,
