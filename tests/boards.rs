@@ -370,17 +370,92 @@ async fn advance_archives_the_step_with_response_and_outcome() {
     assert_eq!(row.action_version, before.action_version + 1);
     assert_eq!(row.revision, before.revision + 1);
     assert_eq!(after.board.board_version, f.board.board_version + 1);
-    assert!(row.annotation.is_none() && row.handled_at.is_none() && row.outcome.is_empty());
+    assert!(
+        row.response.annotation.is_none()
+            && row.response.handled_at.is_none()
+            && row.outcome.is_empty()
+    );
     assert_eq!(row.history.len(), 1);
     let step = &row.history[0];
     assert_eq!(step.action_version, 1);
     assert_eq!(step.next_step, "pick a db");
-    assert_eq!(step.annotation.as_deref(), Some("SQLite please"));
-    assert!(step.handled_at.is_some());
+    assert_eq!(step.response.annotation.as_deref(), Some("SQLite please"));
+    assert!(step.response.handled_at.is_some());
     assert_eq!(step.outcome, "chose SQLite");
     assert_eq!(step.ended_at, 10_005);
     let k = kinds(&s, 0).await;
     assert!(k.ends_with(&["row.advanced".to_string(), "row.blocked".to_string()]));
+}
+
+/// The keys of the JSON object `text`, in the order they are written.
+fn keys_in_order(text: &str, keys: &[&str]) -> Vec<usize> {
+    keys.iter()
+        .map(|k| {
+            text.find(&format!("\"{k}\":"))
+                .unwrap_or_else(|| panic!("`{k}` missing from {text}"))
+        })
+        .collect()
+}
+
+/// A row's and a step's response (annotation and handled mark) are one
+/// struct in Rust but stay flat fields, in their old order, on the wire
+/// and in the stored history.
+#[tokio::test]
+async fn a_response_is_written_flat_in_rows_and_steps() {
+    let db = TempDb::new();
+    let s = db.open().await;
+    let f = create(
+        &s,
+        json!([{"label":"db","status":"blocked","next_step":"pick a db"}]),
+    )
+    .await;
+    let id = f.board.id.clone();
+    s.annotate(&inbox(&id, "db", "SQLite please"))
+        .await
+        .unwrap()
+        .unwrap();
+    s.mark_handled(&handled(&id, "db")).await.unwrap().unwrap();
+    s.pending_rows(None, None, "agent").await.unwrap();
+    let f = s.board_get(&id, None).await.unwrap().unwrap();
+    let mut a = advance(&f, "db", "create the schema");
+    a.outcome = Some("chose SQLite".into());
+    s.board_advance(&a).await.unwrap().unwrap();
+    s.annotate(&inbox(&id, "db", "and WAL"))
+        .await
+        .unwrap()
+        .unwrap();
+    let f = s.board_get(&id, None).await.unwrap().unwrap();
+    let row = f.row("db").unwrap();
+
+    let response = [
+        "annotation",
+        "annotation_kind",
+        "annotation_source",
+        "annotated_by",
+        "annotated_at",
+        "annotation_seen_at",
+        "handled_at",
+        "handled_by",
+    ];
+    let step_text = serde_json::to_string(&row.history[0]).unwrap();
+    let mut step_keys = vec!["context"];
+    step_keys.extend(response);
+    step_keys.push("outcome");
+    let at = keys_in_order(&step_text, &step_keys);
+    assert!(at.is_sorted(), "step keys out of order: {step_text}");
+    assert!(step_text.contains("\"annotation\":\"SQLite please\""));
+
+    let row_text = serde_json::to_string(row).unwrap();
+    assert!(!row_text.contains("\"response\""), "{row_text}");
+    let tail = &row_text[row_text.rfind("\"ended_at\"").unwrap()..];
+    let mut row_keys = response.to_vec();
+    row_keys.extend(["handled_seen_at", "position"]);
+    let at = keys_in_order(tail, &row_keys);
+    assert!(at.is_sorted(), "row keys out of order: {tail}");
+    assert!(tail.contains("\"annotation\":\"and WAL\""));
+    // And it reads back as it was written.
+    let back: BoardFull = serde_json::from_str(&serde_json::to_string(&f).unwrap()).unwrap();
+    assert_eq!(back, f);
 }
 
 #[tokio::test]

@@ -75,7 +75,7 @@ async fn pending_texts(s: &Store) -> Vec<(String, Option<String>, bool)> {
         .await
         .unwrap()
         .into_iter()
-        .map(|p| (p.row.label, p.row.annotation, p.new))
+        .map(|p| (p.row.label, p.row.response.annotation, p.new))
         .collect()
 }
 
@@ -123,9 +123,10 @@ async fn a_blocked_row_with_a_response_is_redelivered_until_its_status_changes()
         .unwrap();
     assert_eq!(again.len(), 2);
     assert!(
-        again.iter().all(
-            |p| !p.new && p.row.annotation_seen_at.is_some() || p.row.handled_seen_at.is_some()
-        )
+        again
+            .iter()
+            .all(|p| !p.new && p.row.response.annotation_seen_at.is_some()
+                || p.row.handled_seen_at.is_some())
     );
     assert_eq!(pending_texts(&s).await.len(), 2);
     // The agent acknowledges `db` by changing its status: it stops coming back.
@@ -210,7 +211,11 @@ async fn an_annotation_rewritten_between_read_and_mark_stays_queued() {
         [false, false]
     );
     let rows = agent.board_get(&b.board.id, None).await.unwrap().unwrap();
-    assert!(rows.rows.iter().all(|r| r.annotation_seen_at.is_none()));
+    assert!(
+        rows.rows
+            .iter()
+            .all(|r| r.response.annotation_seen_at.is_none())
+    );
     // 4. The newest text is still queued, as new, for both rows.
     let next = pending_texts(&agent).await;
     assert_eq!(
@@ -280,9 +285,9 @@ async fn inbox_beats_an_unread_chat_race_and_chat_may_replace_after_pickup() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(c.row.annotation.as_deref(), Some("from inbox"));
-    assert_eq!(c.row.annotation_source, Some(Source::Inbox));
-    assert!(c.row.annotation_seen_at.is_none());
+    assert_eq!(c.row.response.annotation.as_deref(), Some("from inbox"));
+    assert_eq!(c.row.response.annotation_source, Some(Source::Inbox));
+    assert!(c.row.response.annotation_seen_at.is_none());
 
     // An unread Inbox annotation beats a later chat one; the refusal carries it.
     let r = s.annotate(&chat(&b, "db", "late chat")).await.unwrap();
@@ -314,16 +319,19 @@ async fn inbox_beats_an_unread_chat_race_and_chat_may_replace_after_pickup() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(c.row.annotation_source, Some(Source::Chat));
-    assert!(c.row.annotation_seen_at.is_none());
+    assert_eq!(c.row.response.annotation_source, Some(Source::Chat));
+    assert!(c.row.response.annotation_seen_at.is_none());
     // An unclaimed chat answer: a plain chat answer is refused, a chat clarify replaces it.
     assert!(matches!(
         s.annotate(&chat(&b, "db", "again")).await.unwrap(),
         Err(Refusal::UnreadAnswer { .. })
     ));
     let c = s.annotate(&clarify).await.unwrap().unwrap();
-    assert_eq!(c.row.annotation.as_deref(), Some("correction"));
-    assert_eq!(c.row.annotation_kind, Some(AnnotationKind::Clarify));
+    assert_eq!(c.row.response.annotation.as_deref(), Some("correction"));
+    assert_eq!(
+        c.row.response.annotation_kind,
+        Some(AnnotationKind::Clarify)
+    );
     // A blank chat annotation is Empty.
     assert_eq!(
         s.annotate(&chat(&b, "db", " ")).await.unwrap(),
@@ -342,7 +350,7 @@ async fn a_blank_inbox_annotation_clears_only_an_unpicked_one() {
     .await;
     s.annotate(&inbox(&b, "db", "oops")).await.unwrap().unwrap();
     let c = s.annotate(&inbox(&b, "db", "")).await.unwrap().unwrap();
-    assert!(c.changed && c.row.annotation.is_none());
+    assert!(c.changed && c.row.response.annotation.is_none());
     let c = s.annotate(&inbox(&b, "db", "")).await.unwrap().unwrap();
     assert!(!c.changed, "clearing nothing changes nothing");
     s.annotate(&inbox(&b, "db", "real answer"))
@@ -356,7 +364,7 @@ async fn a_blank_inbox_annotation_clears_only_an_unpicked_one() {
     );
     let row = s.board_get(&b.board.id, None).await.unwrap().unwrap();
     assert_eq!(
-        row.row("db").unwrap().annotation.as_deref(),
+        row.row("db").unwrap().response.annotation.as_deref(),
         Some("real answer")
     );
 }
@@ -513,9 +521,9 @@ async fn a_fresh_block_starts_from_nothing_but_keeps_an_undelivered_annotation()
         .unwrap()
         .unwrap();
     let a = f2.row("a").unwrap();
-    assert!(a.handled_at.is_none() && a.outcome.is_empty());
+    assert!(a.response.handled_at.is_none() && a.outcome.is_empty());
     assert_eq!(
-        f2.row("b").unwrap().annotation.as_deref(),
+        f2.row("b").unwrap().response.annotation.as_deref(),
         Some("undelivered aside")
     );
 }

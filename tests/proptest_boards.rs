@@ -320,14 +320,23 @@ fn check(step: usize, op: &Op, m: &Model, row: &Row, board_version: i64) {
     );
     assert_eq!(board_version, m.board_version, "board_version: {ctx}");
     assert_eq!(row.outcome, m.outcome, "outcome: {ctx}");
-    let ann = row.annotation.as_ref().map(|t| MAnnotation {
+    let ann = row.response.annotation.as_ref().map(|t| MAnnotation {
         text: t.clone(),
-        kind: row.annotation_kind.expect("kind with an annotation"),
-        source: row.annotation_source.expect("source with an annotation"),
-        seen: row.annotation_seen_at.is_some(),
+        kind: row
+            .response
+            .annotation_kind
+            .expect("kind with an annotation"),
+        source: row
+            .response
+            .annotation_source
+            .expect("source with an annotation"),
+        seen: row.response.annotation_seen_at.is_some(),
     });
     assert_eq!(ann, m.annotation, "annotation: {ctx}");
-    let handled = row.handled_at.map(|_| row.handled_seen_at.is_some());
+    let handled = row
+        .response
+        .handled_at
+        .map(|_| row.handled_seen_at.is_some());
     assert_eq!(handled, m.handled, "handled: {ctx}");
 }
 

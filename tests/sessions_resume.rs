@@ -188,7 +188,7 @@ async fn resume_reports_everything_unclaimed_and_marks_nothing() {
     assert_eq!(r.answers[1].id, answered);
     assert_eq!(r.rows.len(), 1);
     assert_eq!(
-        r.rows[0].row.annotation.as_deref(),
+        r.rows[0].row.response.annotation.as_deref(),
         Some("done at the registrar")
     );
     let decisions: Vec<(&str, &str)> = r

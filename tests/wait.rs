@@ -259,7 +259,7 @@ async fn wait_returns_for_a_row_annotation_and_marks_it_delivered() {
     assert_eq!(v["arrivals"][0]["type"], "row");
     assert_eq!(v["arrivals"][0]["row"]["row"]["annotation"], "ship it");
     let rows = store.pending_rows_peek(None, Some("sess-b")).await.unwrap();
-    assert!(rows[0].row.annotation_seen_at.is_some());
+    assert!(rows[0].row.response.annotation_seen_at.is_some());
 }
 
 #[tokio::test]

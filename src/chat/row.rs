@@ -75,18 +75,19 @@ pub(crate) async fn row_view(store: &Store, id: &str) -> Result<Option<View>> {
         tags.push(esc(&b.project));
     }
     t.push_str(&format!("\n<i>{}</i>", tags.join(" · ")));
-    if let (Some(text), Some(src)) = (&r.annotation, r.annotation_source) {
-        let what = match r.annotation_kind.unwrap_or_default() {
+    if let (Some(text), Some(src)) = (&r.response.annotation, r.response.annotation_source) {
+        let what = match r.response.annotation_kind.unwrap_or_default() {
             AnnotationKind::Answer => "Answered",
             AnnotationKind::Clarify => "Clarified",
             AnnotationKind::Decline => "Declined",
         };
-        let state = if r.annotation_seen_at.is_some() {
+        let state = if r.response.annotation_seen_at.is_some() {
             "picked up by the agent"
         } else {
             "not yet picked up"
         };
         let by = r
+            .response
             .annotated_by
             .as_deref()
             .filter(|s| !s.is_empty())
@@ -98,8 +99,9 @@ pub(crate) async fn row_view(store: &Store, id: &str) -> Result<Option<View>> {
             esc(&cut(text, 500))
         ));
     }
-    if r.handled_at.is_some() {
+    if r.response.handled_at.is_some() {
         let by = r
+            .response
             .handled_by
             .as_deref()
             .filter(|s| !s.is_empty())

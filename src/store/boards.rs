@@ -4,19 +4,33 @@
 //! The agent owns the step fields of a row (status, note, next step, owner,
 //! impact, options, context, outcome) and writes them with CAS on the board's
 //! `board_version` and the row's `revision`. A human owns the response
-//! fields: an `annotation` (answer / clarify / decline, through the Inbox or
+//! fields ([`Response`]): an `annotation` (answer / clarify / decline, through the Inbox or
 //! chat, with the asymmetric rule of §2) and `handled_at` ("I did my part").
 //! Delivery to an agent is recorded in `annotation_seen_at` /
 //! `handled_seen_at`; it is *not* an acknowledgement — a blocked row with a
 //! response keeps coming back in [`Store::pending_rows`] until the agent
 //! changes its status.
 //!
-//! Layout: this file holds the public types; `db` the shared plumbing
-//! (validation, decoding, lookups, auto-archive); `write` the agent's row
-//! writes (upsert, row); `step` advance, outcome and archive; `human` the
-//! human's writes (annotate, handled); `read` the reads and delivery (get,
-//! pending, unprocessed handoffs). It does not push anything to chat: followers of the
-//! event log do.
+//! Layout: this file holds the public types; `validate` the input checks;
+//! `load` decoding, loading and resolving boards and rows, and the opening
+//! of every one-row write (`open_row`);
+//! `record` what every write records (version bump, events, auto-archive);
+//! `write` the agent's row writes (upsert, row); `step` advance, outcome and
+//! archive; `human` the human's writes (annotate, handled); `read` the reads
+//! (chat's row lookups included) and delivery (pending, unprocessed
+//! handoffs). It does not push anything to chat: followers of the event log
+//! do.
+
+/// The `?` of a refusal: the value of an `Ok`, or return the refusal as
+/// `Ok(Err(refusal))` from the enclosing `Result<Decided<_>>` function.
+macro_rules! decided {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(refusal) => return Ok(Err(refusal)),
+        }
+    };
+}
 
 mod human;
 mod load;
@@ -215,13 +229,13 @@ pub struct RowOption {
     Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize, Default, schemars::JsonSchema,
 )]
 pub struct Progress {
-    /// All rows.
+    /// How many rows the board has.
     pub rows: i64,
     /// Rows that count (all but `na`).
     pub counted: i64,
     /// done + partial / 2.
     pub score: f64,
-    /// Blocked rows.
+    /// How many rows are blocked (wait on a human).
     pub blocked: i64,
     /// score / counted in percent; `None` when no row counts (empty or all `na`).
     pub percent: Option<f64>,
@@ -237,9 +251,9 @@ impl Progress {
 /// A board without its rows.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Board {
-    /// Full id.
+    /// The full id (its last characters are the short id).
     pub id: String,
-    /// Project it belongs to.
+    /// The project it belongs to.
     pub project: String,
     /// Title, unique in the project.
     pub title: String,
@@ -251,17 +265,17 @@ pub struct Board {
     pub archived_at: Option<i64>,
     /// Archived because progress reached 100 % (a later lowering write reactivates it).
     pub auto_archived: bool,
-    /// Owning agent.
+    /// The agent that owns it (set on creation, changed when a write names another).
     pub agent: String,
-    /// Owning session.
+    /// The agent session that owns it (likewise).
     pub session: String,
-    /// Progress over its rows.
+    /// How far its rows are done.
     pub progress: Progress,
-    /// Created.
+    /// When it was created.
     #[serde(with = "crate::clock::rfc3339")]
     #[schemars(with = "crate::clock::Timestamp")]
     pub created_at: i64,
-    /// Last changed.
+    /// When it last changed (any write, its own or a row's).
     #[serde(with = "crate::clock::rfc3339")]
     #[schemars(with = "crate::clock::Timestamp")]
     pub updated_at: i64,
@@ -270,7 +284,7 @@ pub struct Board {
 /// A board with all its rows, read from the database.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct BoardFull {
-    /// The board.
+    /// The board's own fields.
     #[serde(flatten)]
     pub board: Board,
     /// Its rows in board order.
@@ -284,47 +298,59 @@ impl BoardFull {
     }
 }
 
-/// One archived step of a row, kept in its `history` by `board_advance`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Step {
-    /// Which step this was.
-    pub action_version: i64,
-    /// Status when archived.
-    pub status: RowStatus,
-    /// Note.
-    pub note: String,
-    /// Next step as asked.
-    pub next_step: String,
-    /// Owner.
-    pub owner: RowOwner,
-    /// Impact.
-    pub impact: String,
-    /// Options offered.
-    pub options: Vec<RowOption>,
-    /// Context.
-    pub context: String,
-    /// The human's annotation, if any.
+/// A human's response to one step of a row: an annotation and a
+/// "handled" mark, each with who and when. The same fields in a [`Row`]
+/// (its current step) and a [`Step`] (an archived one), flattened into
+/// both on the wire.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Response {
+    /// The text the human wrote, if any.
     pub annotation: Option<String>,
-    /// Its kind.
+    /// Answer, clarify or decline.
     pub annotation_kind: Option<AnnotationKind>,
-    /// Its channel.
+    /// The door the annotation came through.
     pub annotation_source: Option<Source>,
-    /// Who wrote it.
+    /// Who wrote the annotation.
     pub annotated_by: Option<String>,
-    /// When.
+    /// When the annotation was written.
     #[serde(with = "crate::clock::rfc3339::option")]
     #[schemars(with = "Option<crate::clock::Timestamp>")]
     pub annotated_at: Option<i64>,
-    /// When an agent first received it.
+    /// When an agent first received the annotation (delivery, not
+    /// acknowledgement).
     #[serde(with = "crate::clock::rfc3339::option")]
     #[schemars(with = "Option<crate::clock::Timestamp>")]
     pub annotation_seen_at: Option<i64>,
-    /// When the human marked it handled.
+    /// When the human marked their part done.
     #[serde(with = "crate::clock::rfc3339::option")]
     #[schemars(with = "Option<crate::clock::Timestamp>")]
     pub handled_at: Option<i64>,
-    /// Who marked it handled.
+    /// Who marked it.
     pub handled_by: Option<String>,
+}
+
+/// One archived step of a row, kept in its `history` by `board_advance`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Step {
+    /// The row's `action_version` while this step was current.
+    pub action_version: i64,
+    /// The row's status when the step ended.
+    pub status: RowStatus,
+    /// The agent's note on the step.
+    pub note: String,
+    /// What the step asked of the human.
+    pub next_step: String,
+    /// Who had to act.
+    pub owner: RowOwner,
+    /// What depended on it.
+    pub impact: String,
+    /// The choices it offered.
+    pub options: Vec<RowOption>,
+    /// The longer background it carried.
+    pub context: String,
+    /// What the human answered on this step.
+    #[serde(flatten)]
+    pub response: Response,
     /// What the agent recorded as the result.
     pub outcome: String,
     /// When the step started.
@@ -340,25 +366,25 @@ pub struct Step {
 /// One row of a board, as stored.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Row {
-    /// Full id.
+    /// The full id (its last characters are the short id).
     pub id: String,
-    /// Board id.
+    /// The id of the board it belongs to.
     pub board_id: String,
-    /// Label, unique in the board.
+    /// Its name, unique in the board.
     pub label: String,
-    /// Status.
+    /// Where it stands; `blocked` waits on a human.
     pub status: RowStatus,
-    /// Note.
+    /// The agent's note.
     pub note: String,
-    /// What is asked next.
+    /// What is asked of the human next.
     pub next_step: String,
     /// Who must act.
     pub owner: RowOwner,
     /// What depends on it.
     pub impact: String,
-    /// Choices offered.
+    /// The choices offered to the human (at most 4).
     pub options: Vec<RowOption>,
-    /// Long context.
+    /// Longer background for the human.
     pub context: String,
     /// The agent's recorded result of the current step.
     pub outcome: String,
@@ -376,39 +402,20 @@ pub struct Row {
     pub action_started_at: i64,
     /// Archived steps, oldest first.
     pub history: Vec<Step>,
-    /// The human's annotation.
-    pub annotation: Option<String>,
-    /// Its kind.
-    pub annotation_kind: Option<AnnotationKind>,
-    /// Its channel.
-    pub annotation_source: Option<Source>,
-    /// Who wrote it.
-    pub annotated_by: Option<String>,
-    /// When.
-    #[serde(with = "crate::clock::rfc3339::option")]
-    #[schemars(with = "Option<crate::clock::Timestamp>")]
-    pub annotated_at: Option<i64>,
-    /// When an agent first received it (delivery, not acknowledgement).
-    #[serde(with = "crate::clock::rfc3339::option")]
-    #[schemars(with = "Option<crate::clock::Timestamp>")]
-    pub annotation_seen_at: Option<i64>,
-    /// When the human marked their part done.
-    #[serde(with = "crate::clock::rfc3339::option")]
-    #[schemars(with = "Option<crate::clock::Timestamp>")]
-    pub handled_at: Option<i64>,
-    /// Who did.
-    pub handled_by: Option<String>,
-    /// When an agent first received the mark.
+    /// What the human answered on the current step.
+    #[serde(flatten)]
+    pub response: Response,
+    /// When an agent first received the handled mark.
     #[serde(with = "crate::clock::rfc3339::option")]
     #[schemars(with = "Option<crate::clock::Timestamp>")]
     pub handled_seen_at: Option<i64>,
-    /// Order in the board.
+    /// Its place in the board's order (gaps allowed).
     pub position: i64,
-    /// Created.
+    /// When it was created.
     #[serde(with = "crate::clock::rfc3339")]
     #[schemars(with = "crate::clock::Timestamp")]
     pub created_at: i64,
-    /// Last changed.
+    /// When it last changed.
     #[serde(with = "crate::clock::rfc3339")]
     #[schemars(with = "crate::clock::Timestamp")]
     pub updated_at: i64,
@@ -419,21 +426,21 @@ impl Row {
     /// has received yet.
     pub fn has_undelivered_response(&self) -> bool {
         self.has_unread_annotation()
-            || (self.handled_at.is_some() && self.handled_seen_at.is_none())
+            || (self.response.handled_at.is_some() && self.handled_seen_at.is_none())
     }
 
     /// True when a person's annotation waits that no agent has received
     /// yet. (A handled mark is resolved by the outcome the agent must store
     /// to leave `blocked`; an annotation's words would be lost unread.)
     pub fn has_unread_annotation(&self) -> bool {
-        self.annotation.is_some() && self.annotation_seen_at.is_none()
+        self.response.annotation.is_some() && self.response.annotation_seen_at.is_none()
     }
 }
 
 /// The current revision of a row that did not match (`None`: no such row).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct StaleRow {
-    /// Row label.
+    /// The label of the row that did not match.
     pub label: String,
     /// Its current revision, or `None` if the row does not exist.
     pub revision: Option<i64>,
@@ -459,11 +466,11 @@ pub enum Refusal {
     Empty,
     /// A chat annotation while an unclaimed one waits: here is the waiting one.
     UnreadAnswer {
-        /// The waiting annotation.
+        /// The text that waits.
         annotation: String,
-        /// Its kind.
+        /// Answer, clarify or decline.
         kind: Option<AnnotationKind>,
-        /// Its channel.
+        /// The door it came through.
         source: Option<Source>,
         /// Who wrote it.
         by: Option<String>,
@@ -479,14 +486,14 @@ pub enum Refusal {
     AlreadyDelivered,
     /// A human marked the row handled: leaving `blocked` needs a non-empty outcome.
     OutcomeRequired {
-        /// The row.
+        /// The row's label.
         label: String,
     },
     /// The write would take the row out of the human's queue (leave
     /// `blocked`, or advance) while an annotation no agent has received
     /// waits on it: pick it up first.
     UnreadResponse {
-        /// The row.
+        /// The row's label.
         label: String,
     },
 }

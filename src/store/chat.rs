@@ -1,5 +1,6 @@
-//! Durable records of the chat bridge: follower cursors, one message record
-//! per (item, chat), pairing codes and paired members.
+//! Chat-message bookkeeping of the chat bridge: follower cursors, one
+//! message record per (item, chat), pairing codes, paired members and
+//! refused taps. Board, question and action reads live with their items.
 //!
 //! The chat worker writes `sending` before a Bot API call and `sent` after,
 //! so a push interrupted by a crash is found and resent; a change not yet
@@ -10,18 +11,18 @@
 use serde::Serialize;
 use sqlx::Row;
 
-use super::{Result, Store};
+use super::{NewEvent, Result, Store};
 
 /// One pushed (or being pushed) chat message for an item.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ChatMessage {
     /// `question`, `row` or `action`.
     pub item_kind: String,
-    /// The item's id.
+    /// The id of the question, row or action shown.
     pub item_id: String,
-    /// Telegram chat id.
+    /// The Telegram chat it is in.
     pub chat_id: i64,
-    /// Forum topic.
+    /// The forum topic it is in, if the chat has topics.
     pub thread_id: Option<i32>,
     /// Telegram message id once sent.
     pub message_id: Option<i32>,
@@ -47,7 +48,39 @@ fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<ChatMessage> {
     })
 }
 
+/// One statement on the chat tables, with its arguments bound.
+type Query = sqlx::query::Query<'static, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>;
+
+/// Bind the key of one message record (item kind, item id, chat id), for
+/// statements ending in `item_kind = ? AND item_id = ? AND chat_id = ?`.
+fn keyed(q: Query, item_kind: &str, item_id: &str, chat_id: i64) -> Query {
+    q.bind(item_kind).bind(item_id).bind(chat_id)
+}
+
 impl Store {
+    /// Run one statement, retried while the database is busy; returns how
+    /// many rows it changed. `build` makes the statement afresh per attempt.
+    async fn chat_exec(&self, build: impl Fn() -> Query) -> Result<u64> {
+        self.retry(|| async { Ok(build().execute(self.pool()).await?.rows_affected()) })
+            .await
+    }
+
+    /// The message records a `SELECT *` (or `RETURNING *`) yields.
+    async fn chat_fetch(&self, q: Query) -> Result<Vec<ChatMessage>> {
+        let rows = q.fetch_all(self.pool()).await?;
+        rows.iter().map(from_row).collect()
+    }
+
+    /// Append one chat event in its own write transaction.
+    async fn chat_event(&self, now: i64, ev: &NewEvent<'_>) -> Result<()> {
+        self.retry(|| async {
+            let mut tx = self.begin_write().await?;
+            super::events::append(&mut tx, now, ev).await?;
+            tx.commit().await
+        })
+        .await
+    }
+
     /// The last `seq` the follower `name` fully applied (0 if never).
     pub async fn cursor(&self, name: &str) -> Result<i64> {
         let seq: Option<i64> = sqlx::query_scalar("SELECT seq FROM cursors WHERE name = ?")
@@ -61,7 +94,7 @@ impl Store {
     /// two daemons on one file cannot rewind each other.
     pub async fn set_cursor(&self, name: &str, seq: i64) -> Result<()> {
         let now = self.now();
-        self.retry(|| async {
+        self.chat_exec(|| {
             sqlx::query(
                 "INSERT INTO cursors (name, seq, updated_at) VALUES (?, ?, ?)
                  ON CONFLICT(name) DO UPDATE SET seq = excluded.seq, updated_at = excluded.updated_at
@@ -70,11 +103,9 @@ impl Store {
             .bind(name)
             .bind(seq)
             .bind(now)
-            .execute(self.pool())
-            .await?;
-            Ok(())
         })
         .await
+        .map(drop)
     }
 
     /// Claim the right to push `item` to `chat_id`: inserts a `sending`
@@ -90,23 +121,20 @@ impl Store {
         status: &str,
     ) -> Result<bool> {
         let now = self.now();
-        self.retry(|| async {
-            let done = sqlx::query(
-                "INSERT INTO chat_messages (item_kind, item_id, chat_id, thread_id, status, created_at, updated_at)
-                 VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            )
-            .bind(item_kind)
-            .bind(item_id)
-            .bind(chat_id)
-            .bind(thread_id)
-            .bind(status)
-            .bind(now)
-            .bind(now)
-            .execute(self.pool())
+        let n = self
+            .chat_exec(|| {
+                let q = sqlx::query(
+                    "INSERT INTO chat_messages (item_kind, item_id, chat_id, thread_id, status, created_at, updated_at)
+                     VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                );
+                keyed(q, item_kind, item_id, chat_id)
+                    .bind(thread_id)
+                    .bind(status)
+                    .bind(now)
+                    .bind(now)
+            })
             .await?;
-            Ok(done.rows_affected() == 1)
-        })
-        .await
+        Ok(n == 1)
     }
 
     /// Record that the push of `item` to `chat_id` was sent as `message_id`,
@@ -161,11 +189,11 @@ impl Store {
     ) -> Result<()> {
         let now = self.now();
         let (message_id, status) = sent.unzip();
-        self.retry(|| async {
+        self.chat_exec(|| {
             // Why the CASE: a change marked while this rendering was on its
             // way is not shown by it, so its mark stays (redrawn at start-up
             // if the daemon stops first). Same-millisecond marks stay too.
-            sqlx::query(
+            let q = sqlx::query(
                 "UPDATE chat_messages SET message_id = COALESCE(?, message_id),
                     status = COALESCE(?, status), text_hash = ?, updated_at = ?,
                     dirty_at = CASE WHEN dirty_at >= ? THEN dirty_at ELSE NULL END
@@ -175,15 +203,11 @@ impl Store {
             .bind(status)
             .bind(text_hash)
             .bind(now)
-            .bind(since)
-            .bind(item_kind)
-            .bind(item_id)
-            .bind(chat_id)
-            .execute(self.pool())
-            .await?;
-            Ok(())
+            .bind(since);
+            keyed(q, item_kind, item_id, chat_id)
         })
         .await
+        .map(drop)
     }
 
     /// Every message record of an item.
@@ -192,12 +216,12 @@ impl Store {
         item_kind: &str,
         item_id: &str,
     ) -> Result<Vec<ChatMessage>> {
-        let rows = sqlx::query("SELECT * FROM chat_messages WHERE item_kind = ? AND item_id = ?")
-            .bind(item_kind)
-            .bind(item_id)
-            .fetch_all(self.pool())
-            .await?;
-        rows.iter().map(from_row).collect()
+        self.chat_fetch(
+            sqlx::query("SELECT * FROM chat_messages WHERE item_kind = ? AND item_id = ?")
+                .bind(item_kind)
+                .bind(item_id),
+        )
+        .await
     }
 
     /// The item a chat message shows (for replies-to-message).
@@ -206,36 +230,30 @@ impl Store {
         chat_id: i64,
         message_id: i32,
     ) -> Result<Option<(String, String)>> {
-        let row = sqlx::query(
+        Ok(sqlx::query_as(
             "SELECT item_kind, item_id FROM chat_messages WHERE chat_id = ? AND message_id = ? AND status = 'sent'",
         )
         .bind(chat_id)
         .bind(message_id)
         .fetch_optional(self.pool())
-        .await?;
-        Ok(match row {
-            Some(r) => Some((r.try_get("item_kind")?, r.try_get("item_id")?)),
-            None => None,
-        })
+        .await?)
     }
 
     /// Pushes interrupted between `sending` and `sent` (to resend at start-up).
     pub async fn chat_unsent(&self) -> Result<Vec<ChatMessage>> {
-        let rows =
-            sqlx::query("SELECT * FROM chat_messages WHERE status = 'sending' ORDER BY created_at")
-                .fetch_all(self.pool())
-                .await?;
-        rows.iter().map(from_row).collect()
+        self.chat_fetch(sqlx::query(
+            "SELECT * FROM chat_messages WHERE status = 'sending' ORDER BY created_at",
+        ))
+        .await
     }
 
     /// Messages whose item changed and that were not redrawn since (to
     /// redraw at start-up).
     pub async fn chat_dirty(&self) -> Result<Vec<ChatMessage>> {
-        let rows =
-            sqlx::query("SELECT * FROM chat_messages WHERE dirty_at IS NOT NULL ORDER BY dirty_at")
-                .fetch_all(self.pool())
-                .await?;
-        rows.iter().map(from_row).collect()
+        self.chat_fetch(sqlx::query(
+            "SELECT * FROM chat_messages WHERE dirty_at IS NOT NULL ORDER BY dirty_at",
+        ))
+        .await
     }
 
     /// One message record of an item.
@@ -245,15 +263,14 @@ impl Store {
         item_id: &str,
         chat_id: i64,
     ) -> Result<Option<ChatMessage>> {
-        let row = sqlx::query(
+        let q = sqlx::query(
             "SELECT * FROM chat_messages WHERE item_kind = ? AND item_id = ? AND chat_id = ?",
-        )
-        .bind(item_kind)
-        .bind(item_id)
-        .bind(chat_id)
-        .fetch_optional(self.pool())
-        .await?;
-        row.as_ref().map(from_row).transpose()
+        );
+        // The three columns are the table's primary key: at most one record.
+        let found = self
+            .chat_fetch(keyed(q, item_kind, item_id, chat_id))
+            .await?;
+        Ok(found.into_iter().next())
     }
 
     /// Mark every message of an item as needing a redraw (the item
@@ -267,19 +284,18 @@ impl Store {
         item_id: &str,
     ) -> Result<Vec<ChatMessage>> {
         let now = self.now();
-        self.retry(|| async {
-            let rows = sqlx::query(
-                "UPDATE chat_messages SET dirty_at = ?
-                 WHERE item_kind = ? AND item_id = ?
-                   AND (status = 'sending' OR (status = 'sent' AND message_id IS NOT NULL))
-                 RETURNING *",
+        self.retry(|| {
+            self.chat_fetch(
+                sqlx::query(
+                    "UPDATE chat_messages SET dirty_at = ?
+                     WHERE item_kind = ? AND item_id = ?
+                       AND (status = 'sending' OR (status = 'sent' AND message_id IS NOT NULL))
+                     RETURNING *",
+                )
+                .bind(now)
+                .bind(item_kind)
+                .bind(item_id),
             )
-            .bind(now)
-            .bind(item_kind)
-            .bind(item_id)
-            .fetch_all(self.pool())
-            .await?;
-            rows.iter().map(from_row).collect()
         })
         .await
     }
@@ -294,21 +310,17 @@ impl Store {
         chat_id: i64,
     ) -> Result<()> {
         let now = self.now();
-        self.retry(|| async {
-            sqlx::query(
+        self.chat_exec(|| {
+            let q = sqlx::query(
                 "UPDATE chat_messages SET status = 'sending', message_id = NULL, text_hash = '',
                     dirty_at = NULL, updated_at = ?
                  WHERE item_kind = ? AND item_id = ? AND chat_id = ?",
             )
-            .bind(now)
-            .bind(item_kind)
-            .bind(item_id)
-            .bind(chat_id)
-            .execute(self.pool())
-            .await?;
-            Ok(())
+            .bind(now);
+            keyed(q, item_kind, item_id, chat_id)
         })
         .await
+        .map(drop)
     }
 
     /// A push Telegram accepted (`ok`) without a message we could read:
@@ -321,21 +333,19 @@ impl Store {
         text_hash: &str,
     ) -> Result<()> {
         let now = self.now();
-        self.retry(|| async {
-            sqlx::query(
+        self.chat_exec(|| {
+            // Why guarded on `sending`: only the push in flight is settled
+            // here; a record already sent keeps its message id.
+            let q = sqlx::query(
                 "UPDATE chat_messages SET status = 'sent', text_hash = ?, dirty_at = NULL, updated_at = ?
-                 WHERE item_kind = ? AND item_id = ? AND chat_id = ? AND status = 'sending'",
+                 WHERE status = 'sending' AND item_kind = ? AND item_id = ? AND chat_id = ?",
             )
             .bind(text_hash)
-            .bind(now)
-            .bind(item_kind)
-            .bind(item_id)
-            .bind(chat_id)
-            .execute(self.pool())
-            .await?;
-            Ok(())
+            .bind(now);
+            keyed(q, item_kind, item_id, chat_id)
         })
         .await
+        .map(drop)
     }
 
     /// Record a `/start` from an unknown user; returns the one-time code.
@@ -347,7 +357,7 @@ impl Store {
     ) -> Result<String> {
         let code = super::new_id()[24..].to_uppercase();
         let now = self.now();
-        self.retry(|| async {
+        self.chat_exec(|| {
             sqlx::query(
                 "INSERT INTO chat_pairings (code, user_id, chat_id, username, created_at) VALUES (?, ?, ?, ?, ?)",
             )
@@ -356,9 +366,6 @@ impl Store {
             .bind(chat_id)
             .bind(username)
             .bind(now)
-            .execute(self.pool())
-            .await?;
-            Ok(())
         })
         .await?;
         Ok(code)
@@ -426,9 +433,7 @@ impl Store {
         .await?;
         Ok(n > 0)
     }
-}
 
-impl Store {
     /// Audit a tap or reply refused because the user is not allow-listed.
     pub async fn chat_refused(
         &self,
@@ -438,70 +443,18 @@ impl Store {
         item_kind: &str,
         item_id: &str,
     ) -> Result<()> {
-        let now = self.now();
-        self.retry(|| async {
-            let mut tx = self.begin_write().await?;
-            super::events::append(
-                &mut tx,
-                now,
-                &super::NewEvent {
-                    kind: "chat.refused",
-                    entity_kind: item_kind,
-                    entity_id: item_id,
-                    actor: who,
-                    channel: "chat",
-                    payload: serde_json::json!({"chat_id": chat_id, "user_id": user_id, "reason": "not allow-listed"}),
-                    ..Default::default()
-                },
-            )
-            .await?;
-            tx.commit().await?;
-            Ok(())
-        })
+        self.chat_event(
+            self.now(),
+            &NewEvent {
+                kind: "chat.refused",
+                entity_kind: item_kind,
+                entity_id: item_id,
+                actor: who,
+                channel: "chat",
+                payload: serde_json::json!({"chat_id": chat_id, "user_id": user_id, "reason": "not allow-listed"}),
+                ..Default::default()
+            },
+        )
         .await
-    }
-}
-
-impl Store {
-    /// The board id and label of the row `id` (for chat rendering and taps).
-    pub async fn row_locator(&self, id: &str) -> Result<Option<(String, String)>> {
-        let row = sqlx::query("SELECT board_id, label FROM board_rows WHERE id = ?")
-            .bind(id)
-            .fetch_optional(self.pool())
-            .await?;
-        Ok(match row {
-            Some(r) => Some((r.try_get(0)?, r.try_get(1)?)),
-            None => None,
-        })
-    }
-
-    /// A row id from its full id or a unique short id (suffix); `None` when
-    /// nothing (or more than one row) matches.
-    pub async fn find_row_id(&self, id_or_short: &str) -> Result<Option<String>> {
-        let s = id_or_short.trim().to_lowercase();
-        if s.len() < 4 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Ok(None);
-        }
-        let ids: Vec<String> = sqlx::query_scalar(
-            "SELECT id FROM board_rows WHERE id = ?1 OR id LIKE '%' || ?1 LIMIT 2",
-        )
-        .bind(&s)
-        .fetch_all(self.pool())
-        .await?;
-        Ok(if ids.len() == 1 {
-            ids.into_iter().next()
-        } else {
-            None
-        })
-    }
-
-    /// Ids of blocked rows on active boards (for `/list`).
-    pub async fn blocked_row_ids(&self) -> Result<Vec<String>> {
-        Ok(sqlx::query_scalar(
-            "SELECT r.id FROM board_rows r JOIN boards b ON b.id = r.board_id
-             WHERE r.status = 'blocked' AND b.archived_at IS NULL ORDER BY r.updated_at DESC LIMIT 200",
-        )
-        .fetch_all(self.pool())
-        .await?)
     }
 }

@@ -61,7 +61,7 @@ impl AnnotateArgs {
         };
         let c = decided(ops.annotate_row(&a).await?)?;
         ctx.print(&row_change(&c), || {
-            let what = if c.row.annotation.is_some() {
+            let what = if c.row.response.annotation.is_some() {
                 "annotated"
             } else if c.changed {
                 "cleared"

@@ -58,23 +58,23 @@ pub(super) fn row_text(r: &Row) -> String {
             if o.recommended { " (recommended)" } else { "" }
         );
     }
-    if let Some(a) = &r.annotation {
+    if let Some(a) = &r.response.annotation {
         s += &format!(
             "      {} via {} by {}{}: {a}\n",
-            r.annotation_kind.map_or("answer", |k| k.as_str()),
-            r.annotation_source.map_or("inbox", |k| k.as_str()),
-            r.annotated_by.as_deref().unwrap_or("?"),
-            if r.annotation_seen_at.is_some() {
+            r.response.annotation_kind.map_or("answer", |k| k.as_str()),
+            r.response.annotation_source.map_or("inbox", |k| k.as_str()),
+            r.response.annotated_by.as_deref().unwrap_or("?"),
+            if r.response.annotation_seen_at.is_some() {
                 ", delivered"
             } else {
                 ", not yet delivered"
             }
         );
     }
-    if let Some(at) = r.handled_at {
+    if let Some(at) = r.response.handled_at {
         s += &format!(
             "      handled by {} at {}{}\n",
-            r.handled_by.as_deref().unwrap_or("?"),
+            r.response.handled_by.as_deref().unwrap_or("?"),
             format_rfc3339(at),
             if r.handled_seen_at.is_some() {
                 ", delivered"

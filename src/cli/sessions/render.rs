@@ -141,19 +141,21 @@ fn row_text(p: &PendingRow) -> String {
             " (delivered before; still open until you write the row)"
         }
     );
-    if let Some(a) = &r.annotation {
+    if let Some(a) = &r.response.annotation {
         let _ = writeln!(
             s,
             "  {} by {}: {a}",
-            r.annotation_kind.map_or("annotation", |k| k.as_str()),
-            r.annotated_by.as_deref().unwrap_or("-")
+            r.response
+                .annotation_kind
+                .map_or("annotation", |k| k.as_str()),
+            r.response.annotated_by.as_deref().unwrap_or("-")
         );
     }
-    if r.handled_at.is_some() {
+    if r.response.handled_at.is_some() {
         let _ = writeln!(
             s,
             "  marked handled by {} (store an outcome to unblock it)",
-            r.handled_by.as_deref().unwrap_or("-")
+            r.response.handled_by.as_deref().unwrap_or("-")
         );
     }
     s

@@ -11,10 +11,10 @@ use serde_json::json;
 use sqlx::SqliteConnection;
 
 use super::{
-    AnnotationKind, Decided, MAX_TEXT, Refusal, Row, RowStatus, Source, StaleRow, Who,
-    bump_version, check_len, load_board, load_row, resolve, row_event,
+    AnnotationKind, Board, Decided, MAX_TEXT, Refusal, Row, RowStatus, Source, StaleRow, Who,
+    bump_version, check_len, load_row, row_event,
 };
-use crate::store::{Error, Result, Store};
+use crate::store::{Result, Store};
 
 /// A human's annotation on a row.
 #[derive(Debug, Clone, Default)]
@@ -31,7 +31,7 @@ pub struct Annotate {
     pub kind: AnnotationKind,
     /// Inbox (always wins) or chat (only while nothing unclaimed waits).
     pub source: Source,
-    /// Who wrote it.
+    /// The person writing (recorded on the row and the event).
     pub by: String,
     /// The row revision the human saw, if the caller tracks it.
     pub expected_revision: Option<i64>,
@@ -48,9 +48,9 @@ pub struct Handled {
     pub project: Option<String>,
     /// Row label or id.
     pub label: String,
-    /// Through which door.
+    /// The door the mark comes through.
     pub source: Source,
-    /// Who.
+    /// The person marking (recorded on the row and the event).
     pub by: String,
     /// The row revision the human saw, if tracked.
     pub expected_revision: Option<i64>,
@@ -85,6 +85,33 @@ fn stale_of(
     })
 }
 
+/// After a guarded UPDATE touched nothing: read the row only to explain
+/// why, refusing as stale first when a version the human saw moved.
+async fn explain(
+    conn: &mut SqliteConnection,
+    board: &Board,
+    row_id: &str,
+    revision: Option<i64>,
+    action_version: Option<i64>,
+) -> Result<Decided<Row>> {
+    let row = load_row(conn, row_id).await?;
+    Ok(
+        match stale_of(&row, board.board_version, revision, action_version) {
+            Some(stale) => Err(stale),
+            None => Ok(row),
+        },
+    )
+}
+
+/// Clearing what is already clear: a success that changed nothing.
+fn unchanged(board: &Board, row: Row) -> Decided<RowChange> {
+    Ok(RowChange {
+        board_version: board.board_version,
+        changed: false,
+        row,
+    })
+}
+
 /// Bump the board, append the event and read the row back.
 async fn finish(
     conn: &mut SqliteConnection,
@@ -96,9 +123,7 @@ async fn finish(
     extra: serde_json::Value,
 ) -> Result<RowChange> {
     let board = bump_version(conn, now, board_id).await?;
-    let row = load_row(conn, row_id)
-        .await?
-        .ok_or_else(|| Error::Corrupt("row vanished".into()))?;
+    let row = load_row(conn, row_id).await?;
     row_event(conn, now, kind, &board, &row, who, extra).await?;
     Ok(RowChange {
         board_version: board.board_version,
@@ -107,7 +132,221 @@ async fn finish(
     })
 }
 
+/// The guarded UPDATE of an annotation (`text` trimmed; blank clears).
+/// Returns how many rows it wrote: 0 means refused.
+async fn write_annotation(
+    conn: &mut SqliteConnection,
+    now: i64,
+    row_id: &str,
+    a: &Annotate,
+    text: &str,
+) -> Result<u64> {
+    let done = if text.is_empty() {
+        // Why guarded: a blank clears only an annotation no agent has
+        // received; erasing one it may have acted on would lie to the human.
+        sqlx::query(
+            "UPDATE board_rows SET annotation = NULL, annotation_kind = NULL, annotation_source = NULL,
+                annotated_by = NULL, annotated_at = NULL, annotation_seen_at = NULL,
+                revision = revision + 1, updated_at = ?
+             WHERE id = ? AND annotation IS NOT NULL AND annotation_seen_at IS NULL
+               AND (? IS NULL OR revision = ?) AND (? IS NULL OR action_version = ?)",
+        )
+        .bind(now)
+        .bind(row_id)
+        .bind(a.expected_revision)
+        .bind(a.expected_revision)
+        .bind(a.action_version)
+        .bind(a.action_version)
+        .execute(&mut *conn)
+        .await?
+    } else if a.source == Source::Inbox {
+        // Why unconditional (but for the optional version guards): the
+        // Inbox always wins, and resetting annotation_seen_at makes the
+        // agent pick the new text up.
+        sqlx::query(
+            "UPDATE board_rows SET annotation = ?, annotation_kind = ?, annotation_source = 'inbox',
+                annotated_by = ?, annotated_at = ?, annotation_seen_at = NULL,
+                response_open = 1, revision = revision + 1, updated_at = ?
+             WHERE id = ? AND (? IS NULL OR revision = ?) AND (? IS NULL OR action_version = ?)",
+        )
+        .bind(text)
+        .bind(a.kind.as_str())
+        .bind(&a.by)
+        .bind(now)
+        .bind(now)
+        .bind(row_id)
+        .bind(a.expected_revision)
+        .bind(a.expected_revision)
+        .bind(a.action_version)
+        .bind(a.action_version)
+        .execute(&mut *conn)
+        .await?
+    } else {
+        // Why guarded: chat may write only while no unclaimed annotation
+        // waits, so an unread Inbox answer always beats a later chat one;
+        // a chat `clarify` may also correct an unclaimed *chat* answer.
+        sqlx::query(
+            "UPDATE board_rows SET annotation = ?, annotation_kind = ?, annotation_source = 'chat',
+                annotated_by = ?, annotated_at = ?, annotation_seen_at = NULL,
+                response_open = 1, revision = revision + 1, updated_at = ?
+             WHERE id = ? AND (? IS NULL OR revision = ?) AND (? IS NULL OR action_version = ?)
+               AND (annotation IS NULL OR annotation_seen_at IS NOT NULL
+                    OR (? = 'clarify' AND annotation_source = 'chat'))",
+        )
+        .bind(text)
+        .bind(a.kind.as_str())
+        .bind(&a.by)
+        .bind(now)
+        .bind(now)
+        .bind(row_id)
+        .bind(a.expected_revision)
+        .bind(a.expected_revision)
+        .bind(a.action_version)
+        .bind(a.action_version)
+        .bind(a.kind.as_str())
+        .execute(&mut *conn)
+        .await?
+    };
+    Ok(done.rows_affected())
+}
+
+/// Why an annotation wrote nothing: a moved version, clearing what is
+/// clear (a success without change) or already delivered, or (a chat
+/// answer) the unclaimed annotation that waits.
+async fn annotation_refused(
+    conn: &mut SqliteConnection,
+    board: &Board,
+    row_id: &str,
+    a: &Annotate,
+    clear: bool,
+) -> Result<Decided<RowChange>> {
+    let row = decided!(explain(conn, board, row_id, a.expected_revision, a.action_version).await?);
+    if clear {
+        if row.response.annotation.is_none() {
+            return Ok(unchanged(board, row));
+        }
+        return Ok(Err(Refusal::AlreadyDelivered));
+    }
+    Ok(Err(Refusal::UnreadAnswer {
+        annotation: row.response.annotation.unwrap_or_default(),
+        kind: row.response.annotation_kind,
+        source: row.response.annotation_source,
+        by: row.response.annotated_by,
+    }))
+}
+
+/// Keep the annotation (or its clearing, with no text) in the row's
+/// annotation log, under the step it was written on.
+async fn log_annotation(
+    conn: &mut SqliteConnection,
+    now: i64,
+    board_id: &str,
+    row_id: &str,
+    a: &Annotate,
+    text: Option<&str>,
+) -> Result<()> {
+    let action_version: i64 =
+        sqlx::query_scalar("SELECT action_version FROM board_rows WHERE id = ?")
+            .bind(row_id)
+            .fetch_one(&mut *conn)
+            .await?;
+    sqlx::query(
+        "INSERT INTO board_row_annotations (row_id, board_id, action_version, annotation, kind, source, by, at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(row_id)
+    .bind(board_id)
+    .bind(action_version)
+    .bind(text)
+    .bind(text.map(|_| a.kind.as_str()))
+    .bind(a.source.as_str())
+    .bind(&a.by)
+    .bind(now)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// The guarded UPDATE of a handled mark (or its clearing). Returns how
+/// many rows it wrote: 0 means refused.
+async fn write_handled(
+    conn: &mut SqliteConnection,
+    now: i64,
+    row_id: &str,
+    h: &Handled,
+    clear: bool,
+) -> Result<u64> {
+    let done = if clear {
+        // Why guarded: once an agent received the mark, un-marking
+        // cannot un-tell it; refuse instead of pretending.
+        sqlx::query(
+            "UPDATE board_rows SET handled_at = NULL, handled_by = NULL, handled_seen_at = NULL,
+                revision = revision + 1, updated_at = ?
+             WHERE id = ? AND handled_at IS NOT NULL AND handled_seen_at IS NULL
+               AND (? IS NULL OR revision = ?)",
+        )
+        .bind(now)
+        .bind(row_id)
+        .bind(h.expected_revision)
+        .bind(h.expected_revision)
+        .execute(&mut *conn)
+        .await?
+    } else {
+        // Why guarded: only a blocked row waits on a human; a new mark
+        // resets its delivery so the agent is told again.
+        sqlx::query(
+            "UPDATE board_rows SET handled_at = ?, handled_by = ?, handled_seen_at = NULL,
+                response_open = 1, revision = revision + 1, updated_at = ?
+             WHERE id = ? AND status = 'blocked' AND (? IS NULL OR revision = ?)",
+        )
+        .bind(now)
+        .bind(&h.by)
+        .bind(now)
+        .bind(row_id)
+        .bind(h.expected_revision)
+        .bind(h.expected_revision)
+        .execute(&mut *conn)
+        .await?
+    };
+    Ok(done.rows_affected())
+}
+
+/// Why a handled mark wrote nothing: a moved revision, a row that is not
+/// blocked, clearing what is clear (a success without change) or a mark
+/// already delivered.
+async fn handled_refused(
+    conn: &mut SqliteConnection,
+    board: &Board,
+    row_id: &str,
+    h: &Handled,
+    clear: bool,
+) -> Result<Decided<RowChange>> {
+    let row = decided!(explain(conn, board, row_id, h.expected_revision, None).await?);
+    if !clear {
+        return Ok(Err(Refusal::NotBlocked { status: row.status }));
+    }
+    if row.response.handled_at.is_none() {
+        return Ok(unchanged(board, row));
+    }
+    Ok(Err(Refusal::AlreadyDelivered))
+}
+
 impl Store {
+    /// The opening of a human's write: [`Store::open_row`], refused on an
+    /// archived board.
+    async fn open_active(
+        &self,
+        board: &str,
+        project: Option<&str>,
+        label: &str,
+    ) -> Result<Decided<super::Opened>> {
+        let opened = decided!(self.open_row(board, project, label).await?);
+        if opened.2.archived_at.is_some() {
+            return Ok(Err(Refusal::Archived));
+        }
+        Ok(Ok(opened))
+    }
+
     /// Write a human's annotation on a row.
     ///
     /// Inbox: unconditional; overwrites and sets `annotation_seen_at = NULL`
@@ -125,136 +364,17 @@ impl Store {
     }
 
     async fn annotate_once(&self, a: &Annotate) -> Result<Decided<RowChange>> {
-        let mut tx = self.begin_write().await?;
-        let now = self.now();
-        let (board_id, row_id) =
-            match resolve(&mut tx, &a.board, a.project.as_deref(), &a.label).await? {
-                Ok(ids) => ids,
-                Err(r) => return Ok(Err(r)),
-            };
-        let board = load_board(&mut tx, &board_id)
-            .await?
-            .ok_or_else(|| Error::Corrupt("board vanished".into()))?;
-        if board.archived_at.is_some() {
-            return Ok(Err(Refusal::Archived));
-        }
+        let (mut tx, now, board, row_id) = decided!(
+            self.open_active(&a.board, a.project.as_deref(), &a.label)
+                .await?
+        );
         let text = a.text.trim();
         let clear = text.is_empty();
-        let done = if clear {
-            // Why guarded: a blank clears only an annotation no agent has
-            // received; erasing one it may have acted on would lie to the human.
-            sqlx::query(
-                "UPDATE board_rows SET annotation = NULL, annotation_kind = NULL, annotation_source = NULL,
-                    annotated_by = NULL, annotated_at = NULL, annotation_seen_at = NULL,
-                    revision = revision + 1, updated_at = ?
-                 WHERE id = ? AND annotation IS NOT NULL AND annotation_seen_at IS NULL
-                   AND (? IS NULL OR revision = ?) AND (? IS NULL OR action_version = ?)",
-            )
-            .bind(now)
-            .bind(&row_id)
-            .bind(a.expected_revision)
-            .bind(a.expected_revision)
-            .bind(a.action_version)
-            .bind(a.action_version)
-            .execute(&mut *tx)
-            .await?
-        } else if a.source == Source::Inbox {
-            // Why unconditional (but for the optional version guards): the
-            // Inbox always wins, and resetting annotation_seen_at makes the
-            // agent pick the new text up.
-            sqlx::query(
-                "UPDATE board_rows SET annotation = ?, annotation_kind = ?, annotation_source = 'inbox',
-                    annotated_by = ?, annotated_at = ?, annotation_seen_at = NULL,
-                    response_open = 1, revision = revision + 1, updated_at = ?
-                 WHERE id = ? AND (? IS NULL OR revision = ?) AND (? IS NULL OR action_version = ?)",
-            )
-            .bind(text)
-            .bind(a.kind.as_str())
-            .bind(&a.by)
-            .bind(now)
-            .bind(now)
-            .bind(&row_id)
-            .bind(a.expected_revision)
-            .bind(a.expected_revision)
-            .bind(a.action_version)
-            .bind(a.action_version)
-            .execute(&mut *tx)
-            .await?
-        } else {
-            // Why guarded: chat may write only while no unclaimed annotation
-            // waits, so an unread Inbox answer always beats a later chat one;
-            // a chat `clarify` may also correct an unclaimed *chat* answer.
-            sqlx::query(
-                "UPDATE board_rows SET annotation = ?, annotation_kind = ?, annotation_source = 'chat',
-                    annotated_by = ?, annotated_at = ?, annotation_seen_at = NULL,
-                    response_open = 1, revision = revision + 1, updated_at = ?
-                 WHERE id = ? AND (? IS NULL OR revision = ?) AND (? IS NULL OR action_version = ?)
-                   AND (annotation IS NULL OR annotation_seen_at IS NOT NULL
-                        OR (? = 'clarify' AND annotation_source = 'chat'))",
-            )
-            .bind(text)
-            .bind(a.kind.as_str())
-            .bind(&a.by)
-            .bind(now)
-            .bind(now)
-            .bind(&row_id)
-            .bind(a.expected_revision)
-            .bind(a.expected_revision)
-            .bind(a.action_version)
-            .bind(a.action_version)
-            .bind(a.kind.as_str())
-            .execute(&mut *tx)
-            .await?
-        };
-        if done.rows_affected() == 0 {
-            // Nothing written: read only to explain why.
-            let row = load_row(&mut tx, &row_id)
-                .await?
-                .ok_or_else(|| Error::Corrupt("row vanished".into()))?;
-            if let Some(stale) = stale_of(
-                &row,
-                board.board_version,
-                a.expected_revision,
-                a.action_version,
-            ) {
-                return Ok(Err(stale));
-            }
-            if clear {
-                if row.annotation.is_none() {
-                    return Ok(Ok(RowChange {
-                        board_version: board.board_version,
-                        changed: false,
-                        row,
-                    }));
-                }
-                return Ok(Err(Refusal::AlreadyDelivered));
-            }
-            return Ok(Err(Refusal::UnreadAnswer {
-                annotation: row.annotation.unwrap_or_default(),
-                kind: row.annotation_kind,
-                source: row.annotation_source,
-                by: row.annotated_by,
-            }));
+        if write_annotation(&mut tx, now, &row_id, a, text).await? == 0 {
+            return annotation_refused(&mut tx, &board, &row_id, a, clear).await;
         }
-        let action_version: i64 =
-            sqlx::query_scalar("SELECT action_version FROM board_rows WHERE id = ?")
-                .bind(&row_id)
-                .fetch_one(&mut *tx)
-                .await?;
-        sqlx::query(
-            "INSERT INTO board_row_annotations (row_id, board_id, action_version, annotation, kind, source, by, at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(&row_id)
-        .bind(&board_id)
-        .bind(action_version)
-        .bind((!clear).then_some(text))
-        .bind((!clear).then_some(a.kind.as_str()))
-        .bind(a.source.as_str())
-        .bind(&a.by)
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
+        let text = (!clear).then_some(text);
+        log_annotation(&mut tx, now, &board.id, &row_id, a, text).await?;
         let who = Who {
             actor: &a.by,
             channel: a.source.as_str(),
@@ -262,7 +382,7 @@ impl Store {
         // The answer itself travels with the event (for wake-up receivers).
         let extra = json!({
             "kind": (!clear).then_some(a.kind),
-            "text": (!clear).then_some(text),
+            "text": text,
             "source": a.source,
             "by": a.by,
             "cleared": clear,
@@ -270,7 +390,7 @@ impl Store {
         let change = finish(
             &mut tx,
             now,
-            &board_id,
+            &board.id,
             &row_id,
             "row.annotated",
             who,
@@ -295,69 +415,12 @@ impl Store {
     }
 
     async fn handled_once(&self, h: &Handled, clear: bool) -> Result<Decided<RowChange>> {
-        let mut tx = self.begin_write().await?;
-        let now = self.now();
-        let (board_id, row_id) =
-            match resolve(&mut tx, &h.board, h.project.as_deref(), &h.label).await? {
-                Ok(ids) => ids,
-                Err(r) => return Ok(Err(r)),
-            };
-        let board = load_board(&mut tx, &board_id)
-            .await?
-            .ok_or_else(|| Error::Corrupt("board vanished".into()))?;
-        if board.archived_at.is_some() {
-            return Ok(Err(Refusal::Archived));
-        }
-        let done = if clear {
-            // Why guarded: once an agent received the mark, un-marking
-            // cannot un-tell it; refuse instead of pretending.
-            sqlx::query(
-                "UPDATE board_rows SET handled_at = NULL, handled_by = NULL, handled_seen_at = NULL,
-                    revision = revision + 1, updated_at = ?
-                 WHERE id = ? AND handled_at IS NOT NULL AND handled_seen_at IS NULL
-                   AND (? IS NULL OR revision = ?)",
-            )
-            .bind(now)
-            .bind(&row_id)
-            .bind(h.expected_revision)
-            .bind(h.expected_revision)
-            .execute(&mut *tx)
-            .await?
-        } else {
-            // Why guarded: only a blocked row waits on a human; a new mark
-            // resets its delivery so the agent is told again.
-            sqlx::query(
-                "UPDATE board_rows SET handled_at = ?, handled_by = ?, handled_seen_at = NULL,
-                    response_open = 1, revision = revision + 1, updated_at = ?
-                 WHERE id = ? AND status = 'blocked' AND (? IS NULL OR revision = ?)",
-            )
-            .bind(now)
-            .bind(&h.by)
-            .bind(now)
-            .bind(&row_id)
-            .bind(h.expected_revision)
-            .bind(h.expected_revision)
-            .execute(&mut *tx)
-            .await?
-        };
-        if done.rows_affected() == 0 {
-            let row = load_row(&mut tx, &row_id)
+        let (mut tx, now, board, row_id) = decided!(
+            self.open_active(&h.board, h.project.as_deref(), &h.label)
                 .await?
-                .ok_or_else(|| Error::Corrupt("row vanished".into()))?;
-            if let Some(stale) = stale_of(&row, board.board_version, h.expected_revision, None) {
-                return Ok(Err(stale));
-            }
-            if !clear {
-                return Ok(Err(Refusal::NotBlocked { status: row.status }));
-            }
-            if row.handled_at.is_none() {
-                return Ok(Ok(RowChange {
-                    board_version: board.board_version,
-                    changed: false,
-                    row,
-                }));
-            }
-            return Ok(Err(Refusal::AlreadyDelivered));
+        );
+        if write_handled(&mut tx, now, &row_id, h, clear).await? == 0 {
+            return handled_refused(&mut tx, &board, &row_id, h, clear).await;
         }
         let who = Who {
             actor: &h.by,
@@ -369,7 +432,7 @@ impl Store {
             "row.handled"
         };
         let extra = json!({"by": h.by, "source": h.source});
-        let change = finish(&mut tx, now, &board_id, &row_id, kind, who, extra).await?;
+        let change = finish(&mut tx, now, &board.id, &row_id, kind, who, extra).await?;
         debug_assert!(clear || change.row.status == RowStatus::Blocked);
         tx.commit().await?;
         Ok(Ok(change))

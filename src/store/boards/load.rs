@@ -4,8 +4,8 @@
 use sqlx::{Row as _, SqliteConnection};
 
 use super::validate::parse_opt;
-use super::{Board, BoardFull, Decided, Progress, Row, not_found};
-use crate::store::{Error, Result};
+use super::{Board, BoardFull, Decided, Progress, Response, Row, not_found};
+use crate::store::{Error, Result, Store, WriteTx};
 
 pub(super) fn row_from(r: &sqlx::sqlite::SqliteRow) -> Result<Row> {
     let corrupt = |e: Error| Error::Corrupt(e.to_string());
@@ -30,14 +30,16 @@ pub(super) fn row_from(r: &sqlx::sqlite::SqliteRow) -> Result<Row> {
         action_started_at: r.try_get("action_started_at")?,
         history: serde_json::from_str(&history)
             .map_err(|e| Error::Corrupt(format!("row history: {e}")))?,
-        annotation: r.try_get("annotation")?,
-        annotation_kind: parse_opt(r.try_get("annotation_kind")?)?,
-        annotation_source: parse_opt(r.try_get("annotation_source")?)?,
-        annotated_by: r.try_get("annotated_by")?,
-        annotated_at: r.try_get("annotated_at")?,
-        annotation_seen_at: r.try_get("annotation_seen_at")?,
-        handled_at: r.try_get("handled_at")?,
-        handled_by: r.try_get("handled_by")?,
+        response: Response {
+            annotation: r.try_get("annotation")?,
+            annotation_kind: parse_opt(r.try_get("annotation_kind")?)?,
+            annotation_source: parse_opt(r.try_get("annotation_source")?)?,
+            annotated_by: r.try_get("annotated_by")?,
+            annotated_at: r.try_get("annotated_at")?,
+            annotation_seen_at: r.try_get("annotation_seen_at")?,
+            handled_at: r.try_get("handled_at")?,
+            handled_by: r.try_get("handled_by")?,
+        },
         handled_seen_at: r.try_get("handled_seen_at")?,
         position: r.try_get("position")?,
         created_at: r.try_get("created_at")?,
@@ -80,13 +82,18 @@ pub(super) fn board_from(r: &sqlx::sqlite::SqliteRow) -> Result<Board> {
     })
 }
 
-pub(super) async fn load_board(conn: &mut SqliteConnection, id: &str) -> Result<Option<Board>> {
+/// The board `id` (an id this transaction resolved or wrote, so a missing
+/// board is a corrupt database, not a refusal).
+pub(super) async fn load_board(conn: &mut SqliteConnection, id: &str) -> Result<Board> {
     let sql = format!("{BOARD_SELECT} WHERE b.id = ?");
     let row = sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(id)
         .fetch_optional(conn)
         .await?;
-    row.as_ref().map(board_from).transpose()
+    row.as_ref()
+        .map(board_from)
+        .transpose()?
+        .ok_or_else(|| Error::Corrupt(format!("board {id} vanished")))
 }
 
 pub(super) async fn load_rows(conn: &mut SqliteConnection, board_id: &str) -> Result<Vec<Row>> {
@@ -97,20 +104,44 @@ pub(super) async fn load_rows(conn: &mut SqliteConnection, board_id: &str) -> Re
     rows.iter().map(row_from).collect()
 }
 
-pub(super) async fn load_full(conn: &mut SqliteConnection, id: &str) -> Result<Option<BoardFull>> {
-    let Some(board) = load_board(conn, id).await? else {
-        return Ok(None);
-    };
+/// The board `id` with its rows (missing: corrupt, as for [`load_board`]).
+pub(super) async fn load_full(conn: &mut SqliteConnection, id: &str) -> Result<BoardFull> {
+    let board = load_board(conn, id).await?;
     let rows = load_rows(conn, id).await?;
-    Ok(Some(BoardFull { board, rows }))
+    Ok(BoardFull { board, rows })
 }
 
-pub(super) async fn load_row(conn: &mut SqliteConnection, row_id: &str) -> Result<Option<Row>> {
+/// The row `row_id` (missing: corrupt; rows are never deleted).
+pub(super) async fn load_row(conn: &mut SqliteConnection, row_id: &str) -> Result<Row> {
     let row = sqlx::query("SELECT * FROM board_rows WHERE id = ?")
         .bind(row_id)
         .fetch_optional(conn)
         .await?;
-    row.as_ref().map(row_from).transpose()
+    row.as_ref()
+        .map(row_from)
+        .transpose()?
+        .ok_or_else(|| Error::Corrupt(format!("row {row_id} vanished")))
+}
+
+/// A write on one row, opened: its transaction, the time it writes, the
+/// board and the row's id.
+pub(super) type Opened = (WriteTx, i64, Board, String);
+
+impl Store {
+    /// The opening of every write on one row: take the write lock, read the
+    /// clock, resolve the board and row named and load the board. Refused
+    /// when either is not found.
+    pub(super) async fn open_row(
+        &self,
+        board: &str,
+        project: Option<&str>,
+        label: &str,
+    ) -> Result<Decided<Opened>> {
+        let mut tx = self.begin_write().await?;
+        let now = self.now();
+        let (board, row_id) = decided!(locate(&mut tx, board, project, label).await?);
+        Ok(Ok((tx, now, board, row_id)))
+    }
 }
 
 /// Find a board by full id, by title in `project`, by a unique id suffix
@@ -143,19 +174,18 @@ pub(super) async fn resolve_board(
     {
         return Ok(Ok(id));
     }
-    let by_suffix: Vec<String> =
-        if reference.len() >= 4 && reference.bytes().all(|b| b.is_ascii_hexdigit()) {
-            sqlx::query_scalar(
-                "SELECT id FROM boards WHERE id LIKE '%' || ? AND (? IS NULL OR project = ?)",
-            )
-            .bind(reference.to_ascii_lowercase())
-            .bind(project)
-            .bind(project)
-            .fetch_all(&mut *conn)
-            .await?
-        } else {
-            Vec::new()
-        };
+    let by_suffix: Vec<String> = if is_short_id(reference) {
+        sqlx::query_scalar(
+            "SELECT id FROM boards WHERE id LIKE '%' || ? AND (? IS NULL OR project = ?)",
+        )
+        .bind(reference.to_ascii_lowercase())
+        .bind(project)
+        .bind(project)
+        .fetch_all(&mut *conn)
+        .await?
+    } else {
+        Vec::new()
+    };
     let found = if by_suffix.is_empty() && project.is_none() {
         sqlx::query_scalar("SELECT id FROM boards WHERE title = ?")
             .bind(reference)
@@ -164,16 +194,13 @@ pub(super) async fn resolve_board(
     } else {
         by_suffix
     };
-    match found.len() {
-        0 => Ok(Err(not_found(match project {
-            Some(p) => format!("board `{reference}` in project `{p}`"),
-            None => format!("board `{reference}`"),
-        }))),
-        1 => Ok(Ok(found.into_iter().next().unwrap_or_default())),
-        n => Err(Error::Invalid(format!(
-            "`{reference}` matches {n} boards: use the full id, or the title with --project"
-        ))),
-    }
+    let missing = match project {
+        Some(p) => format!("board `{reference}` in project `{p}`"),
+        None => format!("board `{reference}`"),
+    };
+    single(found, missing, |n| {
+        format!("`{reference}` matches {n} boards: use the full id, or the title with --project")
+    })
 }
 
 /// Find a row of `board_id` by label, else by full id or unique id suffix.
@@ -192,37 +219,49 @@ pub(super) async fn resolve_row(
     {
         return Ok(Ok(id));
     }
-    let found: Vec<String> =
-        if reference.len() >= 4 && reference.bytes().all(|b| b.is_ascii_hexdigit()) {
-            sqlx::query_scalar("SELECT id FROM board_rows WHERE board_id = ? AND id LIKE '%' || ?")
-                .bind(board_id)
-                .bind(reference.to_ascii_lowercase())
-                .fetch_all(&mut *conn)
-                .await?
-        } else {
-            Vec::new()
-        };
-    match found.len() {
-        0 => Ok(Err(not_found(format!("row `{reference}`")))),
-        1 => Ok(Ok(found.into_iter().next().unwrap_or_default())),
-        n => Err(Error::Invalid(format!(
-            "`{reference}` matches {n} rows: use the label or the full id"
-        ))),
+    let found: Vec<String> = if is_short_id(reference) {
+        sqlx::query_scalar("SELECT id FROM board_rows WHERE board_id = ? AND id LIKE '%' || ?")
+            .bind(board_id)
+            .bind(reference.to_ascii_lowercase())
+            .fetch_all(&mut *conn)
+            .await?
+    } else {
+        Vec::new()
+    };
+    single(found, format!("row `{reference}`"), |n| {
+        format!("`{reference}` matches {n} rows: use the label or the full id")
+    })
+}
+
+/// Whether `s` can be a short id: at least four hex digits (the end of a full id).
+pub(super) fn is_short_id(s: &str) -> bool {
+    s.len() >= 4 && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// The one id a lookup found; none is a refusal naming `missing`, more
+/// than one an error (`ambiguous` says how to be exact).
+fn single(
+    found: Vec<String>,
+    missing: String,
+    ambiguous: impl FnOnce(usize) -> String,
+) -> Result<Decided<String>> {
+    let n = found.len();
+    let mut found = found.into_iter();
+    match (found.next(), n) {
+        (None, _) => Ok(Err(not_found(missing))),
+        (Some(id), 1) => Ok(Ok(id)),
+        (Some(_), n) => Err(Error::Invalid(ambiguous(n))),
     }
 }
 
-/// Resolve board and row together.
-pub(super) async fn resolve(
+/// Resolve the board and row named, and load the board.
+pub(super) async fn locate(
     conn: &mut SqliteConnection,
     board: &str,
     project: Option<&str>,
     label: &str,
-) -> Result<Decided<(String, String)>> {
-    let board_id = match resolve_board(conn, board, project).await? {
-        Ok(id) => id,
-        Err(r) => return Ok(Err(r)),
-    };
-    Ok(resolve_row(conn, &board_id, label)
-        .await?
-        .map(|row_id| (board_id, row_id)))
+) -> Result<Decided<(Board, String)>> {
+    let board_id = decided!(resolve_board(conn, board, project).await?);
+    let row_id = decided!(resolve_row(conn, &board_id, label).await?);
+    Ok(Ok((load_board(conn, &board_id).await?, row_id)))
 }

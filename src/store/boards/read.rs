@@ -1,4 +1,5 @@
-//! Reads of boards and the delivery of human responses to agents.
+//! Reads of boards and rows (for every door, chat's lookups included) and
+//! the delivery of human responses to agents.
 //!
 //! Every read goes to the database (there is no cache, so `full` is always
 //! the source of truth). [`Store::pending_rows`] is at-least-once: a blocked
@@ -10,23 +11,24 @@
 
 use serde::Serialize;
 use serde_json::json;
-use sqlx::Row as _;
+use sqlx::{Row as _, SqliteConnection};
 
 use super::{
-    BOARD_SELECT, Board, BoardFull, Decided, Row, board_from, load_full, resolve_board, row_from,
+    BOARD_SELECT, Board, BoardFull, Decided, Row, board_from, is_short_id, load_full,
+    resolve_board, row_from,
 };
-use crate::store::{Error, Result, Store};
+use crate::store::{Result, Store};
 
 /// A row waiting for an agent, with its board.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct PendingRow {
-    /// Board id.
+    /// The id of the row's board.
     pub board_id: String,
-    /// Board title.
+    /// The board's title.
     pub board_title: String,
-    /// Board version when read.
+    /// The board's version when read (pass it back on a write).
     pub board_version: i64,
-    /// Project.
+    /// The board's project.
     pub project: String,
     /// The board's session.
     pub session: String,
@@ -37,6 +39,51 @@ pub struct PendingRow {
     pub new: bool,
     /// The row as read.
     pub row: Row,
+}
+
+/// Stamp the parts of `r`'s response no agent had received as delivered,
+/// each only if it is still exactly what was read. Returns whether every
+/// part read was still current, and the parts stamped.
+async fn stamp_delivered(
+    conn: &mut SqliteConnection,
+    now: i64,
+    r: &Row,
+) -> Result<(bool, Vec<&'static str>)> {
+    let mut ok = true;
+    let mut marked = Vec::new();
+    if r.response.annotation.is_some() && r.response.annotation_seen_at.is_none() {
+        // Why guarded: stamp only the exact annotation read; if the
+        // human rewrote it since, it stays unseen and queued.
+        let n = sqlx::query(
+            "UPDATE board_rows SET annotation_seen_at = ?
+             WHERE id = ? AND annotation_seen_at IS NULL AND annotation IS ? AND annotated_at IS ?",
+        )
+        .bind(now)
+        .bind(&r.id)
+        .bind(&r.response.annotation)
+        .bind(r.response.annotated_at)
+        .execute(&mut *conn)
+        .await?
+        .rows_affected();
+        ok &= n == 1;
+        marked.extend((n == 1).then_some("annotation"));
+    }
+    if r.response.handled_at.is_some() && r.handled_seen_at.is_none() {
+        // Why guarded: the same for the handled mark.
+        let n = sqlx::query(
+            "UPDATE board_rows SET handled_seen_at = ?
+             WHERE id = ? AND handled_seen_at IS NULL AND handled_at IS ?",
+        )
+        .bind(now)
+        .bind(&r.id)
+        .bind(r.response.handled_at)
+        .execute(&mut *conn)
+        .await?
+        .rows_affected();
+        ok &= n == 1;
+        marked.extend((n == 1).then_some("handled"));
+    }
+    Ok((ok, marked))
 }
 
 fn pending_from(r: &sqlx::sqlite::SqliteRow) -> Result<PendingRow> {
@@ -78,13 +125,8 @@ impl Store {
         project: Option<&str>,
     ) -> Result<Decided<BoardFull>> {
         let mut conn = self.pool().acquire().await?;
-        let id = match resolve_board(&mut conn, board, project).await? {
-            Ok(id) => id,
-            Err(r) => return Ok(Err(r)),
-        };
-        let full = load_full(&mut conn, &id).await?;
-        full.map(Ok)
-            .ok_or_else(|| Error::Corrupt("board vanished".into()))
+        let id = decided!(resolve_board(&mut conn, board, project).await?);
+        Ok(Ok(load_full(&mut conn, &id).await?))
     }
 
     /// Read the rows waiting for an agent without marking anything
@@ -94,25 +136,19 @@ impl Store {
         project: Option<&str>,
         session: Option<&str>,
     ) -> Result<Vec<PendingRow>> {
-        let rows = sqlx::query(
-            "SELECT r.*, b.title AS board_title, b.revision AS board_version, b.project AS board_project,
-                    b.session AS board_session, b.agent AS board_agent
-             FROM board_rows r JOIN boards b ON b.id = r.board_id
-             WHERE (b.archived_at IS NULL OR r.response_open = 1)
-               AND (? IS NULL OR b.project = ?) AND (? IS NULL OR b.session = ?)
+        // Why `response_open` on archived boards: a response the agent has
+        // not resolved must not vanish into the archive.
+        self.pending_select(
+            "(b.archived_at IS NULL OR r.response_open = 1)
                AND (r.annotation IS NOT NULL OR r.handled_at IS NOT NULL)
                AND (r.status = 'blocked' OR r.response_open = 1
                     OR r.annotation_seen_at IS NULL AND r.annotation IS NOT NULL
-                    OR r.handled_seen_at IS NULL AND r.handled_at IS NOT NULL)
-             ORDER BY COALESCE(r.annotated_at, r.handled_at), r.id",
+                    OR r.handled_seen_at IS NULL AND r.handled_at IS NOT NULL)",
+            "COALESCE(r.annotated_at, r.handled_at), r.id",
+            project,
+            session,
         )
-        .bind(project)
-        .bind(project)
-        .bind(session)
-        .bind(session)
-        .fetch_all(self.pool())
-        .await?;
-        rows.iter().map(pending_from).collect()
+        .await
     }
 
     /// Record that `rows` (as read by [`Store::pending_rows_peek`]) were
@@ -141,44 +177,7 @@ impl Store {
         let mut current = Vec::with_capacity(rows.len());
         for p in rows {
             let r = &p.row;
-            let mut ok = true;
-            let mut marked = Vec::new();
-            if r.annotation.is_some() && r.annotation_seen_at.is_none() {
-                // Why guarded: stamp only the exact annotation read; if the
-                // human rewrote it since, it stays unseen and queued.
-                let n = sqlx::query(
-                    "UPDATE board_rows SET annotation_seen_at = ?
-                     WHERE id = ? AND annotation_seen_at IS NULL AND annotation IS ? AND annotated_at IS ?",
-                )
-                .bind(now)
-                .bind(&r.id)
-                .bind(&r.annotation)
-                .bind(r.annotated_at)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-                ok &= n == 1;
-                if n == 1 {
-                    marked.push("annotation");
-                }
-            }
-            if r.handled_at.is_some() && r.handled_seen_at.is_none() {
-                // Why guarded: the same for the handled mark.
-                let n = sqlx::query(
-                    "UPDATE board_rows SET handled_seen_at = ?
-                     WHERE id = ? AND handled_seen_at IS NULL AND handled_at IS ?",
-                )
-                .bind(now)
-                .bind(&r.id)
-                .bind(r.handled_at)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-                ok &= n == 1;
-                if n == 1 {
-                    marked.push("handled");
-                }
-            }
+            let (ok, marked) = stamp_delivered(&mut tx, now, r).await?;
             if !marked.is_empty() {
                 crate::store::events::append(
                     &mut tx,
@@ -231,17 +230,76 @@ impl Store {
     /// Rows a human marked handled whose outcome the agent has not stored
     /// yet (`handled_at IS NOT NULL AND outcome = ''`).
     pub async fn unprocessed_handoffs(&self, project: Option<&str>) -> Result<Vec<PendingRow>> {
-        let rows = sqlx::query(
+        self.pending_select(
+            "r.handled_at IS NOT NULL AND r.outcome = ''",
+            "r.handled_at, r.id",
+            project,
+            None,
+        )
+        .await
+    }
+
+    /// Rows of `project` / `session` (each `None` = any) that pass
+    /// `filter`, with their board, in `order`. Both are SQL fragments
+    /// written in this file, never user input.
+    async fn pending_select(
+        &self,
+        filter: &str,
+        order: &str,
+        project: Option<&str>,
+        session: Option<&str>,
+    ) -> Result<Vec<PendingRow>> {
+        let sql = format!(
             "SELECT r.*, b.title AS board_title, b.revision AS board_version, b.project AS board_project,
                     b.session AS board_session, b.agent AS board_agent
              FROM board_rows r JOIN boards b ON b.id = r.board_id
-             WHERE r.handled_at IS NOT NULL AND r.outcome = '' AND (? IS NULL OR b.project = ?)
-             ORDER BY r.handled_at, r.id",
+             WHERE (? IS NULL OR b.project = ?) AND (? IS NULL OR b.session = ?) AND {filter}
+             ORDER BY {order}"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(project)
+            .bind(project)
+            .bind(session)
+            .bind(session)
+            .fetch_all(self.pool())
+            .await?;
+        rows.iter().map(pending_from).collect()
+    }
+
+    /// The board id and label of the row `id` (for chat rendering and taps).
+    pub async fn row_locator(&self, id: &str) -> Result<Option<(String, String)>> {
+        Ok(
+            sqlx::query_as("SELECT board_id, label FROM board_rows WHERE id = ?")
+                .bind(id)
+                .fetch_optional(self.pool())
+                .await?,
         )
-        .bind(project)
-        .bind(project)
+    }
+
+    /// A row id from its full id or a unique short id (suffix); `None` when
+    /// nothing (or more than one row) matches.
+    pub async fn find_row_id(&self, id_or_short: &str) -> Result<Option<String>> {
+        let s = id_or_short.trim().to_lowercase();
+        if !is_short_id(&s) {
+            return Ok(None);
+        }
+        let ids: Vec<String> = sqlx::query_scalar(
+            "SELECT id FROM board_rows WHERE id = ?1 OR id LIKE '%' || ?1 LIMIT 2",
+        )
+        .bind(&s)
         .fetch_all(self.pool())
         .await?;
-        rows.iter().map(pending_from).collect()
+        let mut ids = ids.into_iter();
+        Ok(ids.next().filter(|_| ids.next().is_none()))
+    }
+
+    /// Ids of blocked rows on active boards (for `/list`).
+    pub async fn blocked_row_ids(&self) -> Result<Vec<String>> {
+        Ok(sqlx::query_scalar(
+            "SELECT r.id FROM board_rows r JOIN boards b ON b.id = r.board_id
+             WHERE r.status = 'blocked' AND b.archived_at IS NULL ORDER BY r.updated_at DESC LIMIT 200",
+        )
+        .fetch_all(self.pool())
+        .await?)
     }
 }

@@ -25,6 +25,18 @@ pub(super) fn row_payload(board: &Board, row: &Row, extra: Value) -> Value {
     v
 }
 
+/// Check a row UPDATE whose `revision = ?` guard the caller already
+/// checked under the same write lock: it cannot lose, only confirm, so
+/// anything but one row written is a corrupt database or a bug.
+pub(super) fn confirm_one(written: u64, row_id: &str) -> Result<()> {
+    if written != 1 {
+        return Err(Error::Corrupt(format!(
+            "row {row_id} changed under a held write lock"
+        )));
+    }
+    Ok(())
+}
+
 /// Who caused a change and through which door, for events.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Who<'a> {
@@ -44,9 +56,7 @@ pub(super) async fn bump_version(
         .bind(board_id)
         .execute(&mut *conn)
         .await?;
-    load_board(conn, board_id)
-        .await?
-        .ok_or_else(|| Error::Corrupt(format!("board {board_id} vanished mid-transaction")))
+    load_board(conn, board_id).await
 }
 
 /// After an agent's write: auto-archive the board at 100 % or reactivate an
@@ -90,29 +100,26 @@ pub(super) async fn settle(
     } else {
         return Ok(board);
     };
-    crate::store::events::append(
-        conn,
-        now,
-        &crate::store::NewEvent {
-            kind,
-            entity_kind: "board",
-            entity_id: &board.id,
-            actor: who.actor,
-            channel: who.channel,
-            project: &board.project,
-            session: &board.session,
-            payload: serde_json::json!({
-                "title": board.title,
-                "board_version": board.board_version,
-                "auto": true,
-                "progress": board.progress.percent,
-            }),
-        },
-    )
-    .await?;
-    load_board(conn, &board.id)
-        .await?
-        .ok_or_else(|| Error::Corrupt(format!("board {} vanished mid-transaction", board.id)))
+    let payload = serde_json::json!({
+        "title": board.title,
+        "board_version": board.board_version,
+        "auto": true,
+        "progress": board.progress.percent,
+    });
+    board_event(conn, now, kind, &board, who, payload).await?;
+    load_board(conn, &board.id).await
+}
+
+/// Append an event about `board`.
+pub(super) async fn board_event(
+    conn: &mut SqliteConnection,
+    now: i64,
+    kind: &str,
+    board: &Board,
+    who: Who<'_>,
+    payload: Value,
+) -> Result<i64> {
+    event(conn, now, kind, ("board", &board.id), board, who, payload).await
 }
 
 /// Append an event about `row` of `board`.
@@ -125,18 +132,33 @@ pub(super) async fn row_event(
     who: Who<'_>,
     extra: Value,
 ) -> Result<i64> {
+    let payload = row_payload(board, row, extra);
+    event(conn, now, kind, ("row", &row.id), board, who, payload).await
+}
+
+/// Append an event about `entity` (kind and id), filed under `board`'s
+/// project and session.
+async fn event(
+    conn: &mut SqliteConnection,
+    now: i64,
+    kind: &str,
+    (entity_kind, entity_id): (&str, &str),
+    board: &Board,
+    who: Who<'_>,
+    payload: Value,
+) -> Result<i64> {
     crate::store::events::append(
         conn,
         now,
         &crate::store::NewEvent {
             kind,
-            entity_kind: "row",
-            entity_id: &row.id,
+            entity_kind,
+            entity_id,
             actor: who.actor,
             channel: who.channel,
             project: &board.project,
             session: &board.session,
-            payload: row_payload(board, row, extra),
+            payload,
         },
     )
     .await

@@ -7,11 +7,13 @@
 use serde::Deserialize;
 use serde_json::json;
 
+use sqlx::SqliteConnection;
+
 use super::write::{Pending, finish};
 use super::{
-    Board, BoardFull, Decided, MAX_TEXT, Refusal, RowInput, RowOption, RowOwner, RowStatus,
-    RowWrite, StaleRow, Step, Who, check_len, check_name, load_board, load_row, not_found, resolve,
-    resolve_board,
+    Board, BoardFull, Decided, MAX_TEXT, Refusal, Row, RowInput, RowOption, RowOwner, RowStatus,
+    RowWrite, StaleRow, Step, Who, board_event, check_len, check_name, confirm_one, load_board,
+    load_row, locate, resolve_board,
 };
 use crate::store::{Error, Result, Store};
 
@@ -21,7 +23,7 @@ use crate::store::{Error, Result, Store};
 pub struct NextStep {
     /// What is asked of the human now (required).
     pub next_step: String,
-    /// Note.
+    /// The agent's note.
     #[serde(default)]
     pub note: String,
     /// Who must act.
@@ -30,10 +32,10 @@ pub struct NextStep {
     /// What depends on it.
     #[serde(default)]
     pub impact: String,
-    /// Choices offered.
+    /// The choices offered to the human.
     #[serde(default)]
     pub options: Vec<RowOption>,
-    /// Long context.
+    /// Longer background for the human.
     #[serde(default)]
     pub context: String,
 }
@@ -55,7 +57,7 @@ pub struct Advance {
     pub outcome: Option<String>,
     /// The step to install.
     pub next: NextStep,
-    /// Who advances.
+    /// The agent advancing (recorded on the events).
     pub by: String,
 }
 
@@ -74,7 +76,7 @@ pub struct OutcomeWrite {
     pub outcome: String,
     /// Status to move to (default `done`; never `blocked`).
     pub status: Option<RowStatus>,
-    /// Who writes.
+    /// The agent writing (recorded on the events).
     pub by: String,
 }
 
@@ -107,19 +109,11 @@ impl Store {
     }
 
     async fn board_advance_once(&self, a: &Advance) -> Result<Decided<BoardFull>> {
-        let mut tx = self.begin_write().await?;
-        let now = self.now();
-        let (board_id, row_id) =
-            match resolve(&mut tx, &a.board, a.project.as_deref(), &a.label).await? {
-                Ok(ids) => ids,
-                Err(r) => return Ok(Err(r)),
-            };
-        let board = load_board(&mut tx, &board_id)
-            .await?
-            .ok_or_else(|| Error::Corrupt("board vanished".into()))?;
-        let row = load_row(&mut tx, &row_id)
-            .await?
-            .ok_or_else(|| Error::Corrupt("row vanished".into()))?;
+        let (mut tx, now, board, row_id) = decided!(
+            self.open_row(&a.board, a.project.as_deref(), &a.label)
+                .await?
+        );
+        let row = load_row(&mut tx, &row_id).await?;
         if board.board_version != a.board_version || row.revision != a.expected_revision {
             return Ok(Err(Refusal::Stale {
                 board_version: board.board_version,
@@ -135,67 +129,13 @@ impl Store {
             .map(str::trim)
             .filter(|o| !o.is_empty())
             .map_or_else(|| row.outcome.clone(), str::to_owned);
-        if row.handled_at.is_some() && outcome.is_empty() {
+        if row.response.handled_at.is_some() && outcome.is_empty() {
             return Ok(Err(Refusal::OutcomeRequired { label: row.label }));
         }
         if row.has_unread_annotation() {
             return Ok(Err(Refusal::UnreadResponse { label: row.label }));
         }
-        let mut history = row.history.clone();
-        history.push(Step {
-            action_version: row.action_version,
-            status: row.status,
-            note: row.note.clone(),
-            next_step: row.next_step.clone(),
-            owner: row.owner,
-            impact: row.impact.clone(),
-            options: row.options.clone(),
-            context: row.context.clone(),
-            annotation: row.annotation.clone(),
-            annotation_kind: row.annotation_kind,
-            annotation_source: row.annotation_source,
-            annotated_by: row.annotated_by.clone(),
-            annotated_at: row.annotated_at,
-            annotation_seen_at: row.annotation_seen_at,
-            handled_at: row.handled_at,
-            handled_by: row.handled_by.clone(),
-            outcome: outcome.clone(),
-            started_at: row.action_started_at,
-            ended_at: now,
-        });
-        let history = serde_json::to_string(&history)
-            .map_err(|e| Error::Corrupt(format!("cannot encode history: {e}")))?;
-        let next = &a.next;
-        // Why guarded: `revision = ?` is the row's CAS token; checked above
-        // under the same write lock, so this cannot lose, only confirm.
-        let done = sqlx::query(
-            "UPDATE board_rows SET status = 'blocked', note = ?, next_step = ?, owner = ?, impact = ?,
-                options = ?, context = ?, outcome = '', outcome_at = NULL,
-                annotation = NULL, annotation_kind = NULL, annotation_source = NULL,
-                annotated_by = NULL, annotated_at = NULL, annotation_seen_at = NULL,
-                handled_at = NULL, handled_by = NULL, handled_seen_at = NULL, response_open = 0,
-                history = ?, action_version = action_version + 1, action_started_at = ?,
-                revision = revision + 1, updated_at = ?
-             WHERE id = ? AND revision = ?",
-        )
-        .bind(&next.note)
-        .bind(&next.next_step)
-        .bind(next.owner.as_str())
-        .bind(&next.impact)
-        .bind(serde_json::to_string(&next.options).unwrap_or_else(|_| "[]".into()))
-        .bind(&next.context)
-        .bind(history)
-        .bind(now)
-        .bind(now)
-        .bind(&row_id)
-        .bind(row.revision)
-        .execute(&mut *tx)
-        .await?;
-        if done.rows_affected() != 1 {
-            return Err(Error::Corrupt(format!(
-                "row {row_id} changed under a held write lock"
-            )));
-        }
+        install_next(&mut tx, now, &row, &outcome, &a.next).await?;
         let events = vec![
             Pending {
                 kind: "row.advanced",
@@ -216,7 +156,7 @@ impl Store {
             actor: &a.by,
             channel: "agent",
         };
-        let full = finish(&mut tx, now, &board_id, None, events, who).await?;
+        let full = finish(&mut tx, now, &board.id, None, events, who).await?;
         tx.commit().await?;
         Ok(Ok(full))
     }
@@ -257,13 +197,8 @@ impl Store {
         // write lock.
         let mut conn = self.pool().acquire().await?;
         let (_, row_id) =
-            match resolve(&mut conn, &w.board, w.project.as_deref(), &w.row.label).await? {
-                Ok(ids) => ids,
-                Err(r) => return Ok(Err(r)),
-            };
-        let Some(row) = load_row(&mut conn, &row_id).await? else {
-            return Ok(Err(not_found(format!("row `{}`", w.row.label))));
-        };
+            decided!(locate(&mut conn, &w.board, w.project.as_deref(), &w.row.label).await?);
+        let row = load_row(&mut conn, &row_id).await?;
         drop(conn);
         let mut w = w.clone();
         w.row.label = row.label;
@@ -292,10 +227,7 @@ impl Store {
     ) -> Result<Decided<Archived>> {
         let mut tx = self.begin_write().await?;
         let now = self.now();
-        let board_id = match resolve_board(&mut tx, board, project).await? {
-            Ok(id) => id,
-            Err(r) => return Ok(Err(r)),
-        };
+        let board_id = decided!(resolve_board(&mut tx, board, project).await?);
         // Why guarded: the version is the CAS token and only an active board
         // can be archived; rows_affected() decides.
         let done = sqlx::query(
@@ -308,9 +240,7 @@ impl Store {
         .bind(board_version)
         .execute(&mut *tx)
         .await?;
-        let current = load_board(&mut tx, &board_id)
-            .await?
-            .ok_or_else(|| Error::Corrupt("board vanished".into()))?;
+        let current = load_board(&mut tx, &board_id).await?;
         if done.rows_affected() == 0 {
             return Ok(Err(if current.board_version != board_version {
                 Refusal::Stale {
@@ -321,26 +251,76 @@ impl Store {
                 Refusal::Archived
             }));
         }
-        crate::store::events::append(
-            &mut tx,
-            now,
-            &crate::store::NewEvent {
-                kind: "board.archived",
-                entity_kind: "board",
-                entity_id: &board_id,
-                actor: by,
-                channel: "cli",
-                project: &current.project,
-                session: &current.session,
-                payload: json!({
-                    "title": current.title,
-                    "board_version": current.board_version,
-                    "auto": false,
-                }),
-            },
-        )
-        .await?;
+        let who = Who {
+            actor: by,
+            channel: "cli",
+        };
+        let payload = json!({
+            "title": current.title,
+            "board_version": current.board_version,
+            "auto": false,
+        });
+        board_event(&mut tx, now, "board.archived", &current, who, payload).await?;
         tx.commit().await?;
         Ok(Ok(current))
     }
+}
+
+/// The step `row` is on, as archived into its history with `outcome`.
+fn archived_step(row: &Row, outcome: &str, now: i64) -> Step {
+    Step {
+        action_version: row.action_version,
+        status: row.status,
+        note: row.note.clone(),
+        next_step: row.next_step.clone(),
+        owner: row.owner,
+        impact: row.impact.clone(),
+        options: row.options.clone(),
+        context: row.context.clone(),
+        response: row.response.clone(),
+        outcome: outcome.to_owned(),
+        started_at: row.action_started_at,
+        ended_at: now,
+    }
+}
+
+/// Archive the step `row` is on (with `outcome`) into its history and
+/// install `next`, blocked, with the human fields reset.
+async fn install_next(
+    conn: &mut SqliteConnection,
+    now: i64,
+    row: &Row,
+    outcome: &str,
+    next: &NextStep,
+) -> Result<()> {
+    let mut history = row.history.clone();
+    history.push(archived_step(row, outcome, now));
+    let history = serde_json::to_string(&history)
+        .map_err(|e| Error::Corrupt(format!("cannot encode history: {e}")))?;
+    // Why guarded: `revision = ?` is the row's CAS token; checked by the
+    // caller under the same write lock, so this cannot lose, only confirm.
+    let done = sqlx::query(
+        "UPDATE board_rows SET status = 'blocked', note = ?, next_step = ?, owner = ?, impact = ?,
+            options = ?, context = ?, outcome = '', outcome_at = NULL,
+            annotation = NULL, annotation_kind = NULL, annotation_source = NULL,
+            annotated_by = NULL, annotated_at = NULL, annotation_seen_at = NULL,
+            handled_at = NULL, handled_by = NULL, handled_seen_at = NULL, response_open = 0,
+            history = ?, action_version = action_version + 1, action_started_at = ?,
+            revision = revision + 1, updated_at = ?
+         WHERE id = ? AND revision = ?",
+    )
+    .bind(&next.note)
+    .bind(&next.next_step)
+    .bind(next.owner.as_str())
+    .bind(&next.impact)
+    .bind(serde_json::to_string(&next.options).unwrap_or_else(|_| "[]".into()))
+    .bind(&next.context)
+    .bind(history)
+    .bind(now)
+    .bind(now)
+    .bind(&row.id)
+    .bind(row.revision)
+    .execute(&mut *conn)
+    .await?;
+    confirm_one(done.rows_affected(), &row.id)
 }

@@ -14,8 +14,9 @@ use sqlx::SqliteConnection;
 
 use super::{
     BoardFull, Decided, MAX_CONTEXT, MAX_ROWS, MAX_TEXT, Refusal, Row, RowOption, RowOwner,
-    RowStatus, StaleRow, Who, bump_version, check_len, check_name, check_options, load_board,
-    load_full, load_row, load_rows, not_found, resolve_board, row_event, settle,
+    RowStatus, StaleRow, Who, board_event, bump_version, check_len, check_name, check_options,
+    confirm_one, load_board, load_full, load_row, load_rows, not_found, resolve_board, row_event,
+    settle,
 };
 use crate::store::{Error, Result, Store, new_id};
 
@@ -24,7 +25,7 @@ use crate::store::{Error, Result, Store, new_id};
 #[derive(Debug, Clone, Default, serde::Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RowInput {
-    /// Label, unique in the board.
+    /// The row's name, unique in the board (a new label adds a row).
     pub label: String,
     /// The revision read; required for an existing row, absent for a new one.
     #[serde(default)]
@@ -32,10 +33,10 @@ pub struct RowInput {
     /// Status (new rows default to `tracked`).
     #[serde(default)]
     pub status: Option<RowStatus>,
-    /// Note.
+    /// The agent's note.
     #[serde(default)]
     pub note: Option<String>,
-    /// What is asked next.
+    /// What is asked of the human next.
     #[serde(default)]
     pub next_step: Option<String>,
     /// Who must act.
@@ -44,10 +45,10 @@ pub struct RowInput {
     /// What depends on it.
     #[serde(default)]
     pub impact: Option<String>,
-    /// Choices offered (at most 4).
+    /// The choices offered to the human (at most 4).
     #[serde(default)]
     pub options: Option<Vec<RowOption>>,
-    /// Long context.
+    /// Longer background for the human.
     #[serde(default)]
     pub context: Option<String>,
     /// The result of the current step.
@@ -81,7 +82,7 @@ impl RowInput {
 /// A whole-board write (`board_upsert`).
 #[derive(Debug, Clone, Default)]
 pub struct BoardUpsert {
-    /// Project.
+    /// The project the board belongs to.
     pub project: String,
     /// Title, unique in the project.
     pub title: String,
@@ -106,7 +107,7 @@ pub struct RowWrite {
     pub board_version: Option<i64>,
     /// The row (its `revision` is the CAS token).
     pub row: RowInput,
-    /// Who writes.
+    /// The agent writing (recorded on the event).
     pub by: String,
 }
 
@@ -220,147 +221,179 @@ async fn apply_rows(
     // New rows go after every stored one, in input order (gaps are fine).
     let first_pos = stored.iter().map(|r| r.position).max().unwrap_or(0) + 1;
     for (next_pos, input) in (first_pos..).zip(inputs) {
-        let Some(old) = stored.iter().find(|r| r.label == input.label) else {
-            let f = Fields::merged(Fields::empty(), input);
-            let id = new_id();
-            sqlx::query(
-                "INSERT INTO board_rows (id, board_id, label, status, note, next_step, owner, impact,
-                    options, context, outcome, outcome_at, action_started_at, position, created_at, updated_at)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            )
-            .bind(&id)
-            .bind(board_id)
-            .bind(&input.label)
-            .bind(f.status.as_str())
-            .bind(&f.note)
-            .bind(&f.next_step)
-            .bind(f.owner.as_str())
-            .bind(&f.impact)
-            .bind(f.options_json())
-            .bind(&f.context)
-            .bind(&f.outcome)
-            .bind((!f.outcome.is_empty()).then_some(now))
-            .bind(now)
-            .bind(next_pos)
-            .bind(now)
-            .bind(now)
-            .execute(&mut *conn)
-            .await?;
-            events.push(Pending {
-                kind: "row.updated",
-                row_id: id.clone(),
-                extra: json!({"created": true}),
-            });
-            if f.status == RowStatus::Blocked {
-                events.push(Pending {
-                    kind: "row.blocked",
-                    row_id: id,
-                    extra: json!({"fresh": true}),
-                });
-            }
-            continue;
-        };
-        let before = Fields::of(old);
-        let after = Fields::merged(Fields::of(old), input);
-        if after == before {
-            continue;
-        }
-        let leaving_block =
-            before.status == RowStatus::Blocked && after.status != RowStatus::Blocked;
-        if leaving_block && old.handled_at.is_some() && after.outcome.is_empty() {
-            return Ok(Err(Refusal::OutcomeRequired {
-                label: old.label.clone(),
-            }));
-        }
-        if leaving_block && old.has_unread_annotation() {
-            return Ok(Err(Refusal::UnreadResponse {
-                label: old.label.clone(),
-            }));
-        }
-        let fresh_block = before.status != RowStatus::Blocked && after.status == RowStatus::Blocked;
-        // A fresh block is a new ask: the human's mark and the old outcome
-        // die, and so does an annotation an agent already received. An
-        // annotation nobody picked up yet stays, so it is still delivered.
-        let outcome = if fresh_block && input.outcome.is_none() {
-            String::new()
-        } else {
-            after.outcome.clone()
-        };
-        // Why guarded: `revision = ?` is the row's CAS; the caller checked it
-        // under the same write lock, so 0 rows here means a bug, not a race.
-        let done = sqlx::query(
-            "UPDATE board_rows SET status = ?, note = ?, next_step = ?, owner = ?, impact = ?,
-                options = ?, context = ?, outcome = ?,
-                outcome_at = CASE WHEN outcome IS ? THEN outcome_at WHEN ? = '' THEN NULL ELSE ? END,
-                handled_at = CASE WHEN ? THEN NULL ELSE handled_at END,
-                handled_by = CASE WHEN ? THEN NULL ELSE handled_by END,
-                handled_seen_at = CASE WHEN ? THEN NULL ELSE handled_seen_at END,
-                annotation = CASE WHEN ? AND annotation_seen_at IS NOT NULL THEN NULL ELSE annotation END,
-                annotation_kind = CASE WHEN ? AND annotation_seen_at IS NOT NULL THEN NULL ELSE annotation_kind END,
-                annotation_source = CASE WHEN ? AND annotation_seen_at IS NOT NULL THEN NULL ELSE annotation_source END,
-                annotated_by = CASE WHEN ? AND annotation_seen_at IS NOT NULL THEN NULL ELSE annotated_by END,
-                annotated_at = CASE WHEN ? AND annotation_seen_at IS NOT NULL THEN NULL ELSE annotated_at END,
-                annotation_seen_at = CASE WHEN ? THEN NULL ELSE annotation_seen_at END,
-                response_open = CASE WHEN annotation IS NOT NULL AND annotation_seen_at IS NULL
-                                     THEN response_open ELSE 0 END,
-                revision = revision + 1, updated_at = ?
-             WHERE id = ? AND revision = ?",
-        )
-        .bind(after.status.as_str())
-        .bind(&after.note)
-        .bind(&after.next_step)
-        .bind(after.owner.as_str())
-        .bind(&after.impact)
-        .bind(after.options_json())
-        .bind(&after.context)
-        .bind(&outcome)
-        .bind(&outcome)
-        .bind(&outcome)
-        .bind(now)
-        .bind(fresh_block)
-        .bind(fresh_block)
-        .bind(fresh_block)
-        .bind(fresh_block)
-        .bind(fresh_block)
-        .bind(fresh_block)
-        .bind(fresh_block)
-        .bind(fresh_block)
-        .bind(fresh_block)
-        .bind(now)
-        .bind(&old.id)
-        .bind(old.revision)
-        .execute(&mut *conn)
-        .await?;
-        if done.rows_affected() != 1 {
-            return Err(Error::Corrupt(format!(
-                "row {} changed under a held write lock",
-                old.id
-            )));
-        }
-        events.push(Pending {
-            kind: "row.updated",
-            row_id: old.id.clone(),
-            extra: json!({"from_status": before.status}),
-        });
-        if after.status == RowStatus::Blocked && (fresh_block || !after.same_step(&before)) {
-            events.push(Pending {
-                kind: "row.blocked",
-                row_id: old.id.clone(),
-                extra: json!({"fresh": fresh_block}),
-            });
-        }
-        if !outcome.is_empty() && outcome != before.outcome {
-            events.push(Pending {
-                kind: "row.outcome",
-                row_id: old.id.clone(),
-                extra: json!({"outcome": outcome}),
-            });
+        match stored.iter().find(|r| r.label == input.label) {
+            None => insert_row(conn, now, board_id, input, next_pos, &mut events).await?,
+            Some(old) => decided!(update_row(conn, now, old, input, &mut events).await?),
         }
     }
     Ok(Ok(events))
 }
 
-/// Bump the board, append `board_event` (if any) and the row events, settle
+/// Create the row `input` describes at `position`, with its events.
+async fn insert_row(
+    conn: &mut SqliteConnection,
+    now: i64,
+    board_id: &str,
+    input: &RowInput,
+    position: i64,
+    events: &mut Vec<Pending>,
+) -> Result<()> {
+    let f = Fields::merged(Fields::empty(), input);
+    let id = new_id();
+    sqlx::query(
+        "INSERT INTO board_rows (id, board_id, label, status, note, next_step, owner, impact,
+            options, context, outcome, outcome_at, action_started_at, position, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(&id)
+    .bind(board_id)
+    .bind(&input.label)
+    .bind(f.status.as_str())
+    .bind(&f.note)
+    .bind(&f.next_step)
+    .bind(f.owner.as_str())
+    .bind(&f.impact)
+    .bind(f.options_json())
+    .bind(&f.context)
+    .bind(&f.outcome)
+    .bind((!f.outcome.is_empty()).then_some(now))
+    .bind(now)
+    .bind(position)
+    .bind(now)
+    .bind(now)
+    .execute(&mut *conn)
+    .await?;
+    events.push(Pending {
+        kind: "row.updated",
+        row_id: id.clone(),
+        extra: json!({"created": true}),
+    });
+    if f.status == RowStatus::Blocked {
+        events.push(Pending {
+            kind: "row.blocked",
+            row_id: id,
+            extra: json!({"fresh": true}),
+        });
+    }
+    Ok(())
+}
+
+/// Merge `input` onto the stored row `old` and write what changed, with
+/// its events; a write that changes nothing writes nothing.
+async fn update_row(
+    conn: &mut SqliteConnection,
+    now: i64,
+    old: &Row,
+    input: &RowInput,
+    events: &mut Vec<Pending>,
+) -> Result<Decided<()>> {
+    let before = Fields::of(old);
+    let after = Fields::merged(Fields::of(old), input);
+    if after == before {
+        return Ok(Ok(()));
+    }
+    let leaving_block = before.status == RowStatus::Blocked && after.status != RowStatus::Blocked;
+    if leaving_block && old.response.handled_at.is_some() && after.outcome.is_empty() {
+        return Ok(Err(Refusal::OutcomeRequired {
+            label: old.label.clone(),
+        }));
+    }
+    if leaving_block && old.has_unread_annotation() {
+        return Ok(Err(Refusal::UnreadResponse {
+            label: old.label.clone(),
+        }));
+    }
+    let fresh_block = before.status != RowStatus::Blocked && after.status == RowStatus::Blocked;
+    // A fresh block is a new ask: the human's mark and the old outcome
+    // die, and so does an annotation an agent already received. An
+    // annotation nobody picked up yet stays, so it is still delivered.
+    let outcome = if fresh_block && input.outcome.is_none() {
+        String::new()
+    } else {
+        after.outcome.clone()
+    };
+    write_row(conn, now, old, &after, &outcome, fresh_block).await?;
+    events.push(Pending {
+        kind: "row.updated",
+        row_id: old.id.clone(),
+        extra: json!({"from_status": before.status}),
+    });
+    if after.status == RowStatus::Blocked && (fresh_block || !after.same_step(&before)) {
+        events.push(Pending {
+            kind: "row.blocked",
+            row_id: old.id.clone(),
+            extra: json!({"fresh": fresh_block}),
+        });
+    }
+    if !outcome.is_empty() && outcome != before.outcome {
+        events.push(Pending {
+            kind: "row.outcome",
+            row_id: old.id.clone(),
+            extra: json!({"outcome": outcome}),
+        });
+    }
+    Ok(Ok(()))
+}
+
+/// The guarded UPDATE of an agent's row write: `after` with `outcome`,
+/// and on a `fresh_block` the human fields reset (see [`update_row`]).
+async fn write_row(
+    conn: &mut SqliteConnection,
+    now: i64,
+    old: &Row,
+    after: &Fields,
+    outcome: &str,
+    fresh_block: bool,
+) -> Result<()> {
+    // Why guarded: `revision = ?` is the row's CAS; the caller checked it
+    // under the same write lock, so 0 rows here means a bug, not a race.
+    let done = sqlx::query(
+        "UPDATE board_rows SET status = ?, note = ?, next_step = ?, owner = ?, impact = ?,
+            options = ?, context = ?, outcome = ?,
+            outcome_at = CASE WHEN outcome IS ? THEN outcome_at WHEN ? = '' THEN NULL ELSE ? END,
+            handled_at = CASE WHEN ? THEN NULL ELSE handled_at END,
+            handled_by = CASE WHEN ? THEN NULL ELSE handled_by END,
+            handled_seen_at = CASE WHEN ? THEN NULL ELSE handled_seen_at END,
+            annotation = CASE WHEN ? AND annotation_seen_at IS NOT NULL THEN NULL ELSE annotation END,
+            annotation_kind = CASE WHEN ? AND annotation_seen_at IS NOT NULL THEN NULL ELSE annotation_kind END,
+            annotation_source = CASE WHEN ? AND annotation_seen_at IS NOT NULL THEN NULL ELSE annotation_source END,
+            annotated_by = CASE WHEN ? AND annotation_seen_at IS NOT NULL THEN NULL ELSE annotated_by END,
+            annotated_at = CASE WHEN ? AND annotation_seen_at IS NOT NULL THEN NULL ELSE annotated_at END,
+            annotation_seen_at = CASE WHEN ? THEN NULL ELSE annotation_seen_at END,
+            response_open = CASE WHEN annotation IS NOT NULL AND annotation_seen_at IS NULL
+                                 THEN response_open ELSE 0 END,
+            revision = revision + 1, updated_at = ?
+         WHERE id = ? AND revision = ?",
+    )
+    .bind(after.status.as_str())
+    .bind(&after.note)
+    .bind(&after.next_step)
+    .bind(after.owner.as_str())
+    .bind(&after.impact)
+    .bind(after.options_json())
+    .bind(&after.context)
+    .bind(outcome)
+    .bind(outcome)
+    .bind(outcome)
+    .bind(now)
+    .bind(fresh_block)
+    .bind(fresh_block)
+    .bind(fresh_block)
+    .bind(fresh_block)
+    .bind(fresh_block)
+    .bind(fresh_block)
+    .bind(fresh_block)
+    .bind(fresh_block)
+    .bind(fresh_block)
+    .bind(now)
+    .bind(&old.id)
+    .bind(old.revision)
+    .execute(&mut *conn)
+    .await?;
+    confirm_one(done.rows_affected(), &old.id)
+}
+
+/// Bump the board, append `on_board` (an event about the board, if any) and the row events, settle
 /// auto-archive (not for a board this write created: one created with every
 /// row done stays in the list until a later write leaves it complete, rather
 /// than vanishing into the archive the moment it appears), and read the board back.
@@ -368,43 +401,78 @@ pub(super) async fn finish(
     conn: &mut SqliteConnection,
     now: i64,
     board_id: &str,
-    board_event: Option<(&str, serde_json::Value)>,
+    on_board: Option<(&str, serde_json::Value)>,
     events: Vec<Pending>,
     who: Who<'_>,
 ) -> Result<BoardFull> {
     let board = bump_version(conn, now, board_id).await?;
-    let created = board_event
-        .as_ref()
-        .is_some_and(|(_, p)| p["created"] == true);
-    if let Some((kind, payload)) = board_event {
-        crate::store::events::append(
-            conn,
-            now,
-            &crate::store::NewEvent {
-                kind,
-                entity_kind: "board",
-                entity_id: board_id,
-                actor: who.actor,
-                channel: who.channel,
-                project: &board.project,
-                session: &board.session,
-                payload,
-            },
-        )
-        .await?;
+    let created = on_board.as_ref().is_some_and(|(_, p)| p["created"] == true);
+    if let Some((kind, payload)) = on_board {
+        board_event(conn, now, kind, &board, who, payload).await?;
     }
     for ev in events {
-        let row = load_row(conn, &ev.row_id)
-            .await?
-            .ok_or_else(|| Error::Corrupt(format!("row {} vanished", ev.row_id)))?;
+        let row = load_row(conn, &ev.row_id).await?;
         row_event(conn, now, ev.kind, &board, &row, who, ev.extra).await?;
     }
     if !created {
         settle(conn, now, board, who).await?;
     }
-    load_full(conn, board_id)
-        .await?
-        .ok_or_else(|| Error::Corrupt(format!("board {board_id} vanished mid-transaction")))
+    load_full(conn, board_id).await
+}
+
+/// The board an upsert writes to, checked against the versions the
+/// caller read, or created when it names no version: its id, whether this
+/// write created it, and its stored rows.
+async fn open_board(
+    conn: &mut SqliteConnection,
+    now: i64,
+    up: &BoardUpsert,
+) -> Result<Decided<(String, bool, Vec<Row>)>> {
+    let existing: Option<(String, i64)> =
+        sqlx::query_as("SELECT id, revision FROM boards WHERE project = ? AND title = ?")
+            .bind(&up.project)
+            .bind(&up.title)
+            .fetch_optional(&mut *conn)
+            .await?;
+    let Some((id, current)) = existing else {
+        if up.board_version.is_some() {
+            return Ok(Err(not_found(format!(
+                "board `{}` in project `{}` (a new board is written without a version)",
+                up.title, up.project
+            ))));
+        }
+        let stale = mismatches(&[], &up.rows);
+        if !stale.is_empty() {
+            return Ok(Err(Refusal::Stale {
+                board_version: 0,
+                rows: stale,
+            }));
+        }
+        let id = new_id();
+        sqlx::query(
+            "INSERT INTO boards (id, project, title, revision, agent, session, created_at, updated_at)
+             VALUES (?, ?, ?, 0, ?, ?, ?, ?)",
+        )
+        .bind(&id)
+        .bind(&up.project)
+        .bind(&up.title)
+        .bind(&up.agent)
+        .bind(&up.session)
+        .bind(now)
+        .bind(now)
+        .execute(&mut *conn)
+        .await?;
+        return Ok(Ok((id, true, Vec::new())));
+    };
+    let stored = load_rows(conn, &id).await?;
+    let stale = mismatches(&stored, &up.rows);
+    if up.board_version != Some(current) || !stale.is_empty() {
+        return Ok(Err(Refusal::Stale {
+            board_version: current,
+            rows: stale,
+        }));
+    }
+    Ok(Ok((id, false, stored)))
 }
 
 fn check_inputs(rows: &[RowInput]) -> Result<()> {
@@ -446,65 +514,11 @@ impl Store {
     async fn board_upsert_once(&self, up: &BoardUpsert) -> Result<Decided<BoardFull>> {
         let mut tx = self.begin_write().await?;
         let now = self.now();
-        let existing: Option<(String, i64)> =
-            sqlx::query_as("SELECT id, revision FROM boards WHERE project = ? AND title = ?")
-                .bind(&up.project)
-                .bind(&up.title)
-                .fetch_optional(&mut *tx)
-                .await?;
-        let (board_id, created, stored) = match (existing, up.board_version) {
-            (None, Some(_)) => {
-                return Ok(Err(not_found(format!(
-                    "board `{}` in project `{}` (a new board is written without a version)",
-                    up.title, up.project
-                ))));
-            }
-            (None, None) => {
-                let stale = mismatches(&[], &up.rows);
-                if !stale.is_empty() {
-                    return Ok(Err(Refusal::Stale {
-                        board_version: 0,
-                        rows: stale,
-                    }));
-                }
-                let id = new_id();
-                sqlx::query(
-                    "INSERT INTO boards (id, project, title, revision, agent, session, created_at, updated_at)
-                     VALUES (?, ?, ?, 0, ?, ?, ?, ?)",
-                )
-                .bind(&id)
-                .bind(&up.project)
-                .bind(&up.title)
-                .bind(&up.agent)
-                .bind(&up.session)
-                .bind(now)
-                .bind(now)
-                .execute(&mut *tx)
-                .await?;
-                (id, true, Vec::new())
-            }
-            (Some((id, current)), expected) => {
-                let stored = load_rows(&mut tx, &id).await?;
-                let stale = mismatches(&stored, &up.rows);
-                if expected != Some(current) || !stale.is_empty() {
-                    return Ok(Err(Refusal::Stale {
-                        board_version: current,
-                        rows: stale,
-                    }));
-                }
-                (id, false, stored)
-            }
-        };
-        let events = match apply_rows(&mut tx, now, &board_id, &stored, &up.rows).await? {
-            Ok(e) => e,
-            Err(refusal) => return Ok(Err(refusal)),
-        };
+        let (board_id, created, stored) = decided!(open_board(&mut tx, now, up).await?);
+        let events = decided!(apply_rows(&mut tx, now, &board_id, &stored, &up.rows).await?);
         if !created && events.is_empty() {
             // Nothing changed: no version bump, no event (an idempotent refresh).
-            let full = load_full(&mut tx, &board_id).await?;
-            return full
-                .map(Ok)
-                .ok_or_else(|| Error::Corrupt("board vanished".into()));
+            return Ok(Ok(load_full(&mut tx, &board_id).await?));
         }
         if !created && (!up.agent.is_empty() || !up.session.is_empty()) {
             sqlx::query(
@@ -524,18 +538,11 @@ impl Store {
             actor: &up.agent,
             channel: "agent",
         };
-        let full = finish(
-            &mut tx,
-            now,
-            &board_id,
-            Some((
-                "board.upserted",
-                json!({"title": up.title, "created": created, "rows": labels}),
-            )),
-            events,
-            who,
-        )
-        .await?;
+        let board_event = (
+            "board.upserted",
+            json!({"title": up.title, "created": created, "rows": labels}),
+        );
+        let full = finish(&mut tx, now, &board_id, Some(board_event), events, who).await?;
         tx.commit().await?;
         Ok(Ok(full))
     }
@@ -550,13 +557,8 @@ impl Store {
     pub(super) async fn board_row_once(&self, w: &RowWrite) -> Result<Decided<BoardFull>> {
         let mut tx = self.begin_write().await?;
         let now = self.now();
-        let board_id = match resolve_board(&mut tx, &w.board, w.project.as_deref()).await? {
-            Ok(id) => id,
-            Err(r) => return Ok(Err(r)),
-        };
-        let board = load_board(&mut tx, &board_id)
-            .await?
-            .ok_or_else(|| Error::Corrupt("board vanished".into()))?;
+        let board_id = decided!(resolve_board(&mut tx, &w.board, w.project.as_deref()).await?);
+        let board = load_board(&mut tx, &board_id).await?;
         let stored = load_rows(&mut tx, &board_id).await?;
         let rows = std::slice::from_ref(&w.row);
         let stale = mismatches(&stored, rows);
@@ -567,15 +569,9 @@ impl Store {
                 rows: stale,
             }));
         }
-        let events = match apply_rows(&mut tx, now, &board_id, &stored, rows).await? {
-            Ok(e) => e,
-            Err(refusal) => return Ok(Err(refusal)),
-        };
+        let events = decided!(apply_rows(&mut tx, now, &board_id, &stored, rows).await?);
         if events.is_empty() {
-            let full = load_full(&mut tx, &board_id).await?;
-            return full
-                .map(Ok)
-                .ok_or_else(|| Error::Corrupt("board vanished".into()));
+            return Ok(Ok(load_full(&mut tx, &board_id).await?));
         }
         let who = Who {
             actor: &w.by,
