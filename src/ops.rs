@@ -20,8 +20,9 @@
 //! `local` (the store-backed implementation and its error mapping),
 //! `remote` (the HTTP client and its error mapping), `questions`,
 //! `boards`, `actions`, `sessions` (the agent operations by area),
-//! [`requests`] and [`results`] (the values), [`run`] (running an approved
-//! action's command). This module does not parse
+//! [`requests`] and [`results`] (the values), `wait` (the waits written
+//! once over the primitives: a reply's pickup, deadlines), [`run`] (running
+//! an approved action's command). This module does not parse
 //! command lines, speak MCP, serve HTTP or print anything.
 
 mod actions;
@@ -34,6 +35,7 @@ pub mod requests;
 pub mod results;
 pub mod run;
 mod sessions;
+mod wait;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
