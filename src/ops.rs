@@ -41,8 +41,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use backend::{Awaited, Until};
-pub(crate) use local::unknown_session;
 pub use local::{Local, Policy};
+pub(crate) use local::{dedup_conflict_detail, unknown_session};
 pub use remote::Remote;
 
 /// Why an operation did not do what was asked. Serializable as
@@ -90,7 +90,7 @@ pub enum Error {
     /// Anything else (a database failure); the log has details.
     #[error("{message}")]
     Internal {
-        /// One line.
+        /// What failed, on one line (the log has the details).
         message: String,
     },
 }
