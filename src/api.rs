@@ -11,7 +11,8 @@
 //! built from it, so they cannot disagree. `auth` (tokens, roles, project
 //! scopes, listen policy), `error` (one `ApiError`), `input` (strict JSON and
 //! query extractors), `questions`, `boards`, `actions`, `sessions`,
-//! `events` (page, SSE, long-poll helper), `metrics`, `openapi`.
+//! `events` (page, SSE), `long_poll` (`wait`/`timeout` and the wait
+//! itself, for every item route), `page` (list pages), `metrics`, `openapi`.
 //!
 //! No SQL here: handlers call the store, map refusals, and nudge the event
 //! followers after every write. The inbound wake route lives in [`wake`],
@@ -27,6 +28,7 @@ mod events;
 pub mod inbox;
 mod input;
 pub mod listener;
+mod long_poll;
 mod metrics;
 mod openapi;
 mod page;

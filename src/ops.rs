@@ -20,8 +20,9 @@
 //! `local` (the store-backed implementation and its error mapping),
 //! `remote` (the HTTP client and its error mapping), `questions`,
 //! `boards`, `actions`, `sessions` (the agent operations by area),
-//! [`requests`] and [`results`] (the values), [`run`] (running an approved
-//! action's command). This module does not parse
+//! [`requests`] and [`results`] (the values), `wait` (the waits written
+//! once over the primitives: a reply's pickup, deadlines), [`run`] (running
+//! an approved action's command). This module does not parse
 //! command lines, speak MCP, serve HTTP or print anything.
 
 mod actions;
@@ -34,13 +35,14 @@ pub mod requests;
 pub mod results;
 pub mod run;
 mod sessions;
+mod wait;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use backend::{Awaited, Until};
-pub(crate) use local::unknown_session;
 pub use local::{Local, Policy};
+pub(crate) use local::{dedup_conflict_detail, unknown_session};
 pub use remote::Remote;
 
 /// Why an operation did not do what was asked. Serializable as
@@ -88,7 +90,7 @@ pub enum Error {
     /// Anything else (a database failure); the log has details.
     #[error("{message}")]
     Internal {
-        /// One line.
+        /// What failed, on one line (the log has the details).
         message: String,
     },
 }

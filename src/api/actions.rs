@@ -19,8 +19,8 @@ use serde_json::{Map, Value};
 use super::auth::Caller;
 use super::doc::{Created, Shaped};
 use super::error::{ApiError, ApiResult};
-use super::events::wait_until;
-use super::input::{Body, Params, wait_timeout};
+use super::input::{Body, DURATION, NAME, Params, TIMEOUT};
+use super::long_poll;
 use super::page::{PageQuery, Paged, page};
 use super::questions::wrote;
 use crate::shared::Shared;
@@ -85,9 +85,7 @@ pub(crate) struct ProposeBody {
     #[schemars(length(min = 1, max = 200), regex(pattern = r"\S"))]
     dedup_key: Option<String>,
     /// `30m`, `24h`, …
-    #[schemars(regex(
-        pattern = r"^[1-9][0-9]{0,8}(ms|s|sec|secs|m|min|mins|h|hr|hrs|d|day|days)?$"
-    ))]
+    #[schemars(regex(pattern = DURATION))]
     ttl: Option<String>,
     #[schemars(range(min = 1, max = 100))]
     approvals_required: Option<i64>,
@@ -98,7 +96,7 @@ pub(crate) struct ProposeBody {
     #[serde(default)]
     session: String,
     /// Proposer name (with a token: its own name, or left out).
-    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
+    #[schemars(regex(pattern = NAME))]
     proposer: Option<String>,
     /// `agent` (default) or `cli`: the door it came through.
     #[schemars(extend("enum" = ["agent", "cli", null]))]
@@ -226,8 +224,7 @@ pub(crate) async fn list(
         .store
         .list_action_summaries(status, project.as_deref())
         .await?;
-    let Paged(items, next) = page(list, |a| a.id.clone(), q.after.as_deref(), q.limit)?;
-    Ok(Paged(items.iter().map(|a| show(&c, a)).collect(), next))
+    Ok(page(list, |a| a.id.clone(), q.after.as_deref(), q.limit)?.map(|a| show(&c, a)))
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -235,9 +232,7 @@ pub(crate) async fn list(
 pub(crate) struct GetQuery {
     #[schemars(extend("enum" = ["approved", "decided", "settled", null]))]
     wait: Option<String>,
-    #[schemars(regex(
-        pattern = r"^(0|[1-9][0-9]{0,8})(ms|s|sec|secs|m|min|mins|h|hr|hrs|d|day|days)?$"
-    ))]
+    #[schemars(regex(pattern = TIMEOUT))]
     timeout: Option<String>,
 }
 
@@ -251,40 +246,31 @@ pub(crate) async fn get(
     Params(q): Params<GetQuery>,
 ) -> ApiResult<axum::Json<ActionGet>> {
     let first = visible(&s, &c, &id).await?;
-    let Some(wait) = q.wait.as_deref() else {
-        if q.timeout.is_some() {
-            return Err(ApiError::invalid(
-                "timeout needs wait=approved or wait=settled",
-            ));
-        }
+    let waits: [(&str, fn(Status) -> bool); 3] = [
+        ("approved", |st| st != Status::Pending),
+        ("decided", |st| st != Status::Pending),
+        ("settled", |st| st.is_settled() || st == Status::Unknown),
+    ];
+    let hint = "wait=approved or wait=settled";
+    let Some((done, timeout)) =
+        long_poll::asked(q.wait.as_deref(), q.timeout.as_deref(), &waits, hint)?
+    else {
         let mut a = first;
         a.status = a.effective_status(s.store.now());
         return Ok(axum::Json(ActionGet::Now(show(&c, &a))));
     };
-    let done: fn(Status) -> bool = match wait {
-        "approved" | "decided" => |st| st != Status::Pending,
-        "settled" => |st| st.is_settled() || st == Status::Unknown,
-        other => {
-            return Err(ApiError::invalid(format!(
-                "wait=`{other}`: use wait=approved or wait=settled"
-            )));
-        }
-    };
-    let timeout = wait_timeout(q.timeout.as_deref())?;
-    let key = format!("action:{}", first.id);
-    let full = first.id.clone();
-    let (action, ok) = wait_until(&s, &key, timeout, || {
-        let (s, full) = (s.clone(), full.clone());
+    let read = || {
+        let (s, full) = (s.clone(), first.id.clone());
         async move {
             let mut a = s.store.get_action(&full).await?;
             // Lazy expiry: show (and decide on) the effective status; the
             // daemon's sweep writes it.
             a.status = a.effective_status(s.store.now());
-            let d = done(a.status);
-            Ok((a, d))
+            Ok::<_, ApiError>(a)
         }
-    })
-    .await?;
+    };
+    let key = format!("action:{}", first.id);
+    let (action, ok) = long_poll::watch(&s, &key, timeout, read, |a| done(a.status)).await?;
     let settled = if ok {
         Settled::Done { action }
     } else {
@@ -312,9 +298,7 @@ pub(crate) struct ClaimBody {
     #[schemars(length(min = 1), regex(pattern = r"\S"))]
     owner: String,
     /// How long the claim holds unless extended (default `5m`).
-    #[schemars(regex(
-        pattern = r"^[1-9][0-9]{0,8}(ms|s|sec|secs|m|min|mins|h|hr|hrs|d|day|days)?$"
-    ))]
+    #[schemars(regex(pattern = DURATION))]
     lease: Option<String>,
 }
 
@@ -413,7 +397,7 @@ pub(crate) struct ApproveBody {
     /// Changes to the arguments: known keys, same JSON types.
     #[schemars(extend("minProperties" = 1))]
     patch: Option<Map<String, Value>>,
-    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
+    #[schemars(regex(pattern = NAME))]
     by: Option<String>,
     /// `inbox` (default) or `cli`.
     #[schemars(extend("enum" = ["inbox", "cli", null]))]
@@ -450,7 +434,7 @@ pub(crate) async fn approve(
 pub(crate) struct RejectBody {
     #[schemars(length(min = 1), regex(pattern = r"\S"))]
     reason: String,
-    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
+    #[schemars(regex(pattern = NAME))]
     by: Option<String>,
     /// `inbox` (default) or `cli`.
     #[schemars(extend("enum" = ["inbox", "cli", null]))]
@@ -487,7 +471,7 @@ pub(crate) enum ResolutionBody {
 #[serde(deny_unknown_fields)]
 pub(crate) struct ResolveUnknownBody {
     resolution: ResolutionBody,
-    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
+    #[schemars(regex(pattern = NAME))]
     by: Option<String>,
     /// `inbox` (default) or `cli`.
     #[schemars(extend("enum" = ["inbox", "cli", null]))]

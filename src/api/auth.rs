@@ -58,7 +58,7 @@ impl Access {
 pub(crate) struct Caller {
     /// The token's name (the actor of its writes); `local` when open.
     pub name: String,
-    /// Its role.
+    /// Which routes it may call (admin, agent, human or read-only).
     pub role: Role,
     /// The one project it may touch; `None` = all.
     pub project: Option<String>,
@@ -142,6 +142,15 @@ impl Caller {
                     self.name
                 ),
             )),
+        }
+    }
+
+    /// The agent a new item names: `given`, or the token's name when left empty.
+    pub fn agent_or(&self, given: String) -> String {
+        if given.is_empty() {
+            self.name.clone()
+        } else {
+            given
         }
     }
 

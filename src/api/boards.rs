@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 use super::auth::Caller;
 use super::error::ApiResult;
-use super::input::{Body, Params};
+use super::input::{Body, NAME, Params};
 use super::page::{Paged, page};
 use super::questions::wrote;
 use crate::shared::Shared;
@@ -43,16 +43,16 @@ async fn visible(
 #[serde(deny_unknown_fields)]
 pub(crate) struct UpsertBody {
     #[serde(default)]
-    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
+    #[schemars(regex(pattern = NAME))]
     project: String,
     #[schemars(length(min = 1), regex(pattern = r"\S"))]
     title: String,
     board_version: Option<i64>,
     #[serde(default)]
-    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
+    #[schemars(regex(pattern = NAME))]
     agent: String,
     #[serde(default)]
-    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
+    #[schemars(regex(pattern = NAME))]
     session: String,
     #[serde(default)]
     rows: Vec<RowInput>,
@@ -69,11 +69,7 @@ pub(crate) async fn upsert(
         project: c.write_project(&b.project)?,
         title: b.title,
         board_version: b.board_version,
-        agent: if b.agent.is_empty() {
-            c.name.clone()
-        } else {
-            b.agent
-        },
+        agent: c.agent_or(b.agent),
         session: b.session,
         rows: b.rows,
     };
@@ -127,7 +123,7 @@ pub(crate) struct RowBody {
     project: Option<String>,
     board_version: Option<i64>,
     row: RowInput,
-    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
+    #[schemars(regex(pattern = NAME))]
     by: Option<String>,
 }
 
@@ -161,7 +157,7 @@ pub(crate) struct AdvanceBody {
     board_version: i64,
     outcome: Option<String>,
     next: NextStep,
-    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
+    #[schemars(regex(pattern = NAME))]
     by: Option<String>,
 }
 
@@ -198,7 +194,7 @@ pub(crate) struct OutcomeBody {
     #[schemars(length(min = 1), regex(pattern = r"\S"))]
     outcome: String,
     status: Option<RowStatus>,
-    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
+    #[schemars(regex(pattern = NAME))]
     by: Option<String>,
 }
 
@@ -235,7 +231,7 @@ pub(crate) struct AnnotateBody {
     kind: AnnotationKind,
     expected_revision: Option<i64>,
     action_version: Option<i64>,
-    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
+    #[schemars(regex(pattern = NAME))]
     by: Option<String>,
 }
 
@@ -272,7 +268,7 @@ pub(crate) struct HandledBody {
     /// Take the mark back instead (only while no agent received it).
     #[serde(default)]
     clear: bool,
-    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
+    #[schemars(regex(pattern = NAME))]
     by: Option<String>,
 }
 
@@ -308,7 +304,7 @@ pub(crate) async fn handled(
 pub(crate) struct ArchiveBody {
     project: Option<String>,
     board_version: i64,
-    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
+    #[schemars(regex(pattern = NAME))]
     by: Option<String>,
 }
 

@@ -24,7 +24,7 @@ use crate::shared::Shared;
 
 /// One success answer of a route.
 pub(crate) struct Answer {
-    /// The HTTP status.
+    /// The success status it is answered with (200, or 201 for a created item).
     pub status: u16,
     /// `application/json`, `text/plain; version=0.0.4` or `text/event-stream`.
     pub media: &'static str,

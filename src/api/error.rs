@@ -19,7 +19,7 @@ use crate::store::{actions, boards, questions};
 /// An API failure, rendered as `{"reason", "message", "detail"?}`.
 #[derive(Debug)]
 pub(crate) struct ApiError {
-    /// HTTP status.
+    /// The response status: 4xx for the caller's mistakes and refusals, 5xx otherwise.
     pub status: StatusCode,
     /// Machine-readable reason, snake_case.
     pub reason: String,
@@ -125,14 +125,8 @@ impl From<actions::Error> for ApiError {
                 // now: a conflict with the state, like a stale revision.
                 ApiError::new(StatusCode::CONFLICT, "ambiguous", e.to_string())
             }
-            actions::Error::DedupConflict {
-                ref key,
-                ref existing_id,
-                ref existing_fingerprint,
-                ref new_fingerprint,
-            } => {
-                let detail = json!({"dedup_key": key, "existing_id": existing_id,
-                    "existing_fingerprint": existing_fingerprint, "new_fingerprint": new_fingerprint});
+            actions::Error::DedupConflict { .. } => {
+                let detail = crate::ops::dedup_conflict_detail(&e).unwrap_or_default();
                 ApiError::conflict("dedup_conflict", e.to_string()).with_detail(detail)
             }
         }

@@ -8,10 +8,6 @@
 //! re-read the store: a wake is a hint, the store is the truth. They end at
 //! shutdown. Project-scoped tokens see only their project's events.
 
-use std::collections::VecDeque;
-use std::convert::Infallible;
-use std::time::Duration;
-
 use axum::Extension;
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -19,10 +15,13 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures_util::Stream;
 use serde::Deserialize;
 use serde_json::json;
+use std::collections::VecDeque;
+use std::convert::Infallible;
 
 use super::auth::Caller;
 use super::error::{ApiError, ApiResult};
 use super::input::Params;
+use super::long_poll::RECHECK;
 use crate::shared::Shared;
 use crate::store::Event;
 
@@ -31,43 +30,6 @@ const MAX_PAGE: i64 = 1000;
 
 /// Events read per store query by the stream.
 const STREAM_BATCH: i64 = 256;
-
-/// A waiter re-reads the store at least this often, even without a wake
-/// (covers writes whose event the follower has not applied yet, and lazy
-/// expiry that no event announces).
-const RECHECK: Duration = Duration::from_secs(1);
-
-/// Wait until `check` says done (`(value, true)`), the `timeout` passes, or
-/// the daemon shuts down; returns the last value read and whether it was
-/// done. Wakes on the waiter key `key` (`question:<id>`, `action:<id>`, …).
-pub(crate) async fn wait_until<T, F, Fut>(
-    s: &Shared,
-    key: &str,
-    timeout: Duration,
-    mut check: F,
-) -> ApiResult<(T, bool)>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = ApiResult<(T, bool)>>,
-{
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        let notify = s.waiters.watch(key);
-        // Take the notification *before* reading, so an event applied
-        // between the read and the await still wakes us.
-        let notified = notify.notified();
-        let (v, done) = check().await?;
-        let now = tokio::time::Instant::now();
-        if done || now >= deadline || s.shutdown.is_cancelled() {
-            return Ok((v, done));
-        }
-        tokio::select! {
-            _ = notified => {}
-            _ = tokio::time::sleep_until(deadline.min(now + RECHECK)) => {}
-            _ = s.shutdown.cancelled() => {}
-        }
-    }
-}
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -78,26 +40,6 @@ pub(crate) struct PageQuery {
     /// The newest N events instead of a page after a seq.
     #[schemars(range(min = 0, max = 1000))]
     tail: Option<i64>,
-}
-
-/// How a long poll ended.
-#[derive(Debug, Clone, Copy, serde::Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum WaitOutcome {
-    /// What was waited for happened.
-    Done,
-    /// The timeout passed first.
-    Timeout,
-}
-
-impl WaitOutcome {
-    pub(crate) fn of(done: bool) -> Self {
-        if done {
-            WaitOutcome::Done
-        } else {
-            WaitOutcome::Timeout
-        }
-    }
 }
 
 /// `GET /v1/events?after=SEQ&limit=N`: events after `SEQ`, oldest first;
@@ -224,7 +166,7 @@ pub(crate) async fn stream(
                 return Some((Ok(end_event(why)), cur));
             }
             let notify = cur.s.waiters.watch("any");
-            // Before the read, as in `wait_until`: no event slips between.
+            // Before the read, as in `long_poll::wait_until`: no event slips between.
             let notified = notify.notified();
             match cur.s.store.events_after(cur.after, STREAM_BATCH).await {
                 Ok(evs) if !evs.is_empty() => {

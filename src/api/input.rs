@@ -28,6 +28,19 @@ pub(crate) const MAX_WAIT: Duration = Duration::from_secs(300);
 /// Long poll when `wait` is given without `timeout`.
 pub(crate) const DEFAULT_WAIT: Duration = Duration::from_secs(30);
 
+/// The schema pattern of a name field (`by`, `agent`, `project`, …): at
+/// most 200 characters, none of them a control character.
+pub(crate) const NAME: &str = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$";
+
+/// The schema pattern of a duration above zero (`30s`, `5m`, `1500ms`,
+/// bare seconds), as [`crate::clock::parse_duration_ms`] reads it.
+pub(crate) const DURATION: &str =
+    r"^[1-9][0-9]{0,8}(ms|s|sec|secs|m|min|mins|h|hr|hrs|d|day|days)?$";
+
+/// The schema pattern of a long poll's `timeout`: a duration, zero allowed.
+pub(crate) const TIMEOUT: &str =
+    r"^(0|[1-9][0-9]{0,8})(ms|s|sec|secs|m|min|mins|h|hr|hrs|d|day|days)?$";
+
 /// A JSON body parsed strictly: a JSON object (never an array read as a
 /// positional struct), nested at most
 /// [`MAX_BODY_DEPTH`](crate::store::depth::MAX_BODY_DEPTH) levels.

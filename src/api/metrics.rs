@@ -19,6 +19,7 @@ use super::auth::Caller;
 use super::doc::Exposition;
 use super::error::ApiResult;
 use crate::shared::Shared;
+use crate::store::counts::Counts;
 
 /// Responses served, by status class (1xx … 5xx).
 static RESPONSES: [AtomicU64; 5] = [const { AtomicU64::new(0) }; 5];
@@ -41,10 +42,31 @@ pub(crate) async fn metrics(
 ) -> ApiResult<Exposition> {
     let counts = s.store.counts(c.project.as_deref()).await?;
     let mut out = String::new();
+    item_gauges(&mut out, &counts, c.project.as_deref());
+    if c.project.is_none() {
+        let last = s.store.last_event_seq().await?;
+        daemon_counters(&mut out, last, s.waiters.len());
+    }
+    Ok(Exposition(out))
+}
+
+/// The `# HELP` and `# TYPE` lines of metric `name`.
+fn head(out: &mut String, name: &str, kind: &str, help: &str) {
+    // Writing to a String cannot fail.
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+}
+
+/// A metric of one sample without labels.
+fn single(out: &mut String, name: &str, kind: &str, help: &str, value: impl std::fmt::Display) {
+    head(out, name, kind, help);
+    let _ = writeln!(out, "{name} {value}");
+}
+
+/// Open questions and actions by status, of `project` (labelled with it)
+/// or of all projects.
+fn item_gauges(out: &mut String, counts: &Counts, project: Option<&str>) {
     // The label value escaped as the exposition format wants.
-    let label = c
-        .project
-        .as_deref()
+    let label = project
         .map(|p| {
             let v = p
                 .replace('\\', "\\\\")
@@ -57,15 +79,14 @@ pub(crate) async fn metrics(
         "" => String::new(),
         l => format!("{{{l}}}"),
     };
-    // Writing to a String cannot fail.
-    let _ = writeln!(
+    let open = "handoff_questions_open";
+    head(out, open, "gauge", "Open questions.");
+    let _ = writeln!(out, "{open}{open_labels} {}", counts.open_questions);
+    head(
         out,
-        "# HELP handoff_questions_open Open questions.\n# TYPE handoff_questions_open gauge\nhandoff_questions_open{open_labels} {}",
-        counts.open_questions
-    );
-    let _ = writeln!(
-        out,
-        "# HELP handoff_actions Actions by effective status.\n# TYPE handoff_actions gauge"
+        "handoff_actions",
+        "gauge",
+        "Actions by effective status.",
     );
     for (st, n) in &counts.actions {
         let _ = writeln!(
@@ -74,55 +95,105 @@ pub(crate) async fn metrics(
             st.as_str()
         );
     }
-    if c.project.is_some() {
-        return Ok(Exposition(out));
-    }
-    let last = s.store.last_event_seq().await?;
-    let _ = writeln!(
+}
+
+/// The daemon's process-wide counters (only for tokens of every project).
+fn daemon_counters(out: &mut String, last_seq: i64, waiters: usize) {
+    single(
         out,
-        "# HELP handoff_events_total Events appended to the log (the last seq).\n# TYPE handoff_events_total counter\nhandoff_events_total {last}"
+        "handoff_events_total",
+        "counter",
+        "Events appended to the log (the last seq).",
+        last_seq,
     );
-    let _ = writeln!(
+    single(
         out,
-        "# HELP handoff_waiters Entities with in-process waiters (long polls, streams).\n# TYPE handoff_waiters gauge\nhandoff_waiters {}",
-        s.waiters.len()
+        "handoff_waiters",
+        "gauge",
+        "Entities with in-process waiters (long polls, streams).",
+        waiters,
     );
-    let _ = writeln!(
+    let responses = "handoff_http_responses_total";
+    head(
         out,
-        "# HELP handoff_http_responses_total HTTP responses served, by status class.\n# TYPE handoff_http_responses_total counter"
+        responses,
+        "counter",
+        "HTTP responses served, by status class.",
     );
     for (i, c) in RESPONSES.iter().enumerate() {
-        let _ = writeln!(
-            out,
-            "handoff_http_responses_total{{class=\"{}xx\"}} {}",
-            i + 1,
-            c.load(Ordering::Relaxed)
-        );
+        let n = c.load(Ordering::Relaxed);
+        let _ = writeln!(out, "{responses}{{class=\"{}xx\"}} {n}", i + 1);
     }
-    let _ = writeln!(
+    let skipped = "handoff_events_skipped_total";
+    head(
         out,
-        "# HELP handoff_events_skipped_total Stored events that could not be read, skipped by each follower.\n# TYPE handoff_events_skipped_total counter"
+        skipped,
+        "counter",
+        "Stored events that could not be read, skipped by each follower.",
     );
     for (follower, n) in crate::follow::skipped() {
-        let _ = writeln!(
-            out,
-            "handoff_events_skipped_total{{follower=\"{follower}\"}} {n}"
-        );
+        let _ = writeln!(out, "{skipped}{{follower=\"{follower}\"}} {n}");
     }
-    let _ = writeln!(
+    single(
         out,
-        "# HELP handoff_telegram_updates_unparsed_total Telegram updates the bot could not parse, logged and skipped.\n# TYPE handoff_telegram_updates_unparsed_total counter\nhandoff_telegram_updates_unparsed_total {}",
-        crate::chat::unparsed_updates()
+        "handoff_telegram_updates_unparsed_total",
+        "counter",
+        "Telegram updates the bot could not parse, logged and skipped.",
+        crate::chat::unparsed_updates(),
     );
-    let _ = writeln!(
+    single(
         out,
-        "# HELP handoff_chat_permanent_errors_total Chat sends and edits settled by a permanent Bot API error (message deleted, too old to edit, refused).\n# TYPE handoff_chat_permanent_errors_total counter\nhandoff_chat_permanent_errors_total {}",
-        crate::chat::permanent_errors()
+        "handoff_chat_permanent_errors_total",
+        "counter",
+        "Chat sends and edits settled by a permanent Bot API error (message deleted, too old to edit, refused).",
+        crate::chat::permanent_errors(),
     );
     let (open_conns, refused) = crate::api::listener::connection_counts();
-    let _ = writeln!(
+    single(
         out,
-        "# HELP handoff_http_connections Open HTTP connections.\n# TYPE handoff_http_connections gauge\nhandoff_http_connections {open_conns}\n# HELP handoff_http_connections_refused_total Connections refused with 503 because [http] max_connections were open.\n# TYPE handoff_http_connections_refused_total counter\nhandoff_http_connections_refused_total {refused}"
+        "handoff_http_connections",
+        "gauge",
+        "Open HTTP connections.",
+        open_conns,
     );
-    Ok(Exposition(out))
+    single(
+        out,
+        "handoff_http_connections_refused_total",
+        "counter",
+        "Connections refused with 503 because [http] max_connections were open.",
+        refused,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::actions::Status;
+
+    #[test]
+    fn a_project_scrape_labels_every_sample_with_the_project() {
+        let counts = Counts {
+            open_questions: 2,
+            actions: vec![(Status::Pending, 1), (Status::Executed, 4)],
+        };
+        let mut out = String::new();
+        item_gauges(&mut out, &counts, Some("a\"b"));
+        assert_eq!(
+            out,
+            "# HELP handoff_questions_open Open questions.\n\
+             # TYPE handoff_questions_open gauge\n\
+             handoff_questions_open{project=\"a\\\"b\"} 2\n\
+             # HELP handoff_actions Actions by effective status.\n\
+             # TYPE handoff_actions gauge\n\
+             handoff_actions{project=\"a\\\"b\",status=\"pending\"} 1\n\
+             handoff_actions{project=\"a\\\"b\",status=\"executed\"} 4\n"
+        );
+        let mut all = String::new();
+        item_gauges(&mut all, &counts, None);
+        assert!(all.contains("\nhandoff_questions_open 2\n"), "{all}");
+        assert!(
+            all.contains("\nhandoff_actions{status=\"pending\"} 1\n"),
+            "{all}"
+        );
+    }
 }

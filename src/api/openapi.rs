@@ -7,10 +7,10 @@
 use schemars::Schema;
 use serde_json::{Map, Value, json};
 
-use super::ROUTES;
 use super::auth::Access;
 use super::doc::{Answer, Gens};
 use super::page::NEXT_HEADER;
+use super::{ROUTES, Route};
 
 /// `GET /v1/openapi.json`.
 pub(crate) async fn serve() -> axum::Json<Value> {
@@ -103,77 +103,14 @@ pub(crate) fn document() -> Value {
     let mut gens = Gens::new();
     let mut paths: Map<String, Value> = Map::new();
     for r in ROUTES {
-        let d = (r.describe)(&mut gens);
-        let mut parameters: Vec<Value> = path_params(r.path)
-            .into_iter()
-            .map(|p| json!({"name": p, "in": "path", "required": true, "schema": {"type": "string", "minLength": 1, "pattern": "\\S"}}))
-            .collect();
-        if let Some(q) = &d.query {
-            parameters.extend(query_parameters(q));
-        }
-        let mut responses = refusals();
-        for a in &d.answers {
-            responses[a.status.to_string()] = answer(a);
-        }
-        let mut op = json!({
-            "operationId": operation_id(r.method, r.path),
-            "summary": r.summary,
-            "x-handoff-access": r.access.as_str(),
-            "responses": responses,
-        });
-        if !parameters.is_empty() {
-            op["parameters"] = Value::Array(parameters);
-        }
-        if r.access == Access::Public {
-            op["security"] = json!([]);
-        }
-        if let Some(body) = d.body {
-            op["requestBody"] = json!({
-                "required": true,
-                "content": {"application/json": {"schema": body}},
-            });
-        }
+        let op = operation(r, &mut gens);
         if let Value::Object(ops) = paths.entry(r.path.to_string()).or_insert_with(|| json!({})) {
             ops.insert(r.method.to_ascii_lowercase(), op);
         }
     }
-    // Inbound wakes are outside the token table: each source authenticates
-    // with its own secret (bearer, Standard Webhooks or GitHub signature).
-    let woke = gens.answer_schema::<super::wake::Woke>();
-    paths.insert(
-        super::wake::PATH.to_string(),
-        json!({"post": {
-            "operationId": operation_id("POST", super::wake::PATH),
-            "summary": "Wake a session from outside (CI, GitHub): authenticated per [[wake.sources]] by a bearer secret, a Standard Webhooks signature or X-Hub-Signature-256; deduplicated by delivery id",
-            "x-handoff-access": "wake-source",
-            "security": [],
-            "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
-            "requestBody": {
-                "required": false,
-                "description": "Any payload (JSON or text), stored with the wake event",
-                "content": {"application/json": {"schema": {}}},
-            },
-            "responses": {
-                "202": {"description": "Recorded", "content": {"application/json": {"schema": woke.clone()}}},
-                "200": {"description": "A delivery already recorded: nothing new", "content": {"application/json": {"schema": woke}}},
-                "4XX": refusals()["4XX"],
-                "5XX": refusals()["5XX"],
-            },
-        }}),
-    );
+    paths.insert(super::wake::PATH.to_string(), wake_path(&mut gens));
     let mut schemas = gens.answer.take_definitions(true);
-    schemas.insert(
-        "Error".into(),
-        json!({
-            "type": "object",
-            "required": ["reason", "message"],
-            "properties": {
-                "reason": {"type": "string", "description": "machine-readable, e.g. unread_answer, stale, not_open, dedup_conflict, invalid, unauthorized, wrong_role, wrong_project, not_found"},
-                "message": {"type": "string", "description": "what went wrong and what to do"},
-                "detail": {"description": "the refusal's data (e.g. the item as it is now)"},
-            },
-        }),
-    );
+    schemas.insert("Error".into(), error_schema());
     json!({
         "openapi": "3.0.3",
         "info": {
@@ -192,6 +129,80 @@ pub(crate) fn document() -> Value {
             "schemas": schemas,
         },
         "paths": paths,
+    })
+}
+
+/// The operation of one route of the table: its parameters (path, then
+/// query), body, answers and who may call it.
+fn operation(r: &Route, gens: &mut Gens) -> Value {
+    let d = (r.describe)(gens);
+    let mut parameters: Vec<Value> = path_params(r.path)
+        .into_iter()
+        .map(|p| json!({"name": p, "in": "path", "required": true, "schema": {"type": "string", "minLength": 1, "pattern": "\\S"}}))
+        .collect();
+    if let Some(q) = &d.query {
+        parameters.extend(query_parameters(q));
+    }
+    let mut responses = refusals();
+    for a in &d.answers {
+        responses[a.status.to_string()] = answer(a);
+    }
+    let mut op = json!({
+        "operationId": operation_id(r.method, r.path),
+        "summary": r.summary,
+        "x-handoff-access": r.access.as_str(),
+        "responses": responses,
+    });
+    if !parameters.is_empty() {
+        op["parameters"] = Value::Array(parameters);
+    }
+    if r.access == Access::Public {
+        op["security"] = json!([]);
+    }
+    if let Some(body) = d.body {
+        op["requestBody"] = json!({
+            "required": true,
+            "content": {"application/json": {"schema": body}},
+        });
+    }
+    op
+}
+
+/// The inbound wake route, outside the token table: each source
+/// authenticates with its own secret (bearer, Standard Webhooks or GitHub
+/// signature).
+fn wake_path(gens: &mut Gens) -> Value {
+    let woke = gens.answer_schema::<super::wake::Woke>();
+    json!({"post": {
+        "operationId": operation_id("POST", super::wake::PATH),
+        "summary": "Wake a session from outside (CI, GitHub): authenticated per [[wake.sources]] by a bearer secret, a Standard Webhooks signature or X-Hub-Signature-256; deduplicated by delivery id",
+        "x-handoff-access": "wake-source",
+        "security": [],
+        "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
+        "requestBody": {
+            "required": false,
+            "description": "Any payload (JSON or text), stored with the wake event",
+            "content": {"application/json": {"schema": {}}},
+        },
+        "responses": {
+            "202": {"description": "Recorded", "content": {"application/json": {"schema": woke.clone()}}},
+            "200": {"description": "A delivery already recorded: nothing new", "content": {"application/json": {"schema": woke}}},
+            "4XX": refusals()["4XX"],
+            "5XX": refusals()["5XX"],
+        },
+    }})
+}
+
+/// The error body every refusal carries.
+fn error_schema() -> Value {
+    json!({
+        "type": "object",
+        "required": ["reason", "message"],
+        "properties": {
+            "reason": {"type": "string", "description": "machine-readable, e.g. unread_answer, stale, not_open, dedup_conflict, invalid, unauthorized, wrong_role, wrong_project, not_found"},
+            "message": {"type": "string", "description": "what went wrong and what to do"},
+            "detail": {"description": "the refusal's data (e.g. the item as it is now)"},
+        },
     })
 }
 

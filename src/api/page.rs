@@ -31,6 +31,13 @@ pub(crate) struct PageQuery {
 /// One page of a list, answered as a JSON array plus the next cursor.
 pub(crate) struct Paged<T>(pub Vec<T>, pub Option<String>);
 
+impl<T> Paged<T> {
+    /// The same page (same cursor) with each item as `show` shows it.
+    pub(crate) fn map<U>(self, show: impl FnMut(&T) -> U) -> Paged<U> {
+        Paged(self.0.iter().map(show).collect(), self.1)
+    }
+}
+
 impl<T: Serialize> IntoResponse for Paged<T> {
     fn into_response(self) -> Response {
         let mut resp = axum::Json(self.0).into_response();

@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 use super::auth::Caller;
 use super::doc::Created;
 use super::error::{ApiError, ApiResult};
-use super::events::{WaitOutcome, wait_until};
-use super::input::{Body, Params, wait_timeout};
+use super::input::{Body, DURATION, NAME, Params, TIMEOUT};
+use super::long_poll::{self, WaitOutcome};
 use super::page::{PageQuery, Paged, page};
 use crate::shared::Shared;
 use crate::store::boards::PendingRow;
@@ -51,13 +51,13 @@ pub(crate) struct OptionBody {
 #[serde(deny_unknown_fields)]
 pub(crate) struct FlagBody {
     #[serde(default)]
-    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
+    #[schemars(regex(pattern = NAME))]
     project: String,
     #[serde(default)]
-    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
+    #[schemars(regex(pattern = NAME))]
     agent: String,
     #[serde(default)]
-    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
+    #[schemars(regex(pattern = NAME))]
     session: String,
     key: Option<String>,
     #[schemars(length(min = 1), regex(pattern = r"\S"))]
@@ -79,11 +79,7 @@ pub(crate) async fn flag(
     let project = c.write_project(&b.project)?;
     let q = NewQuestion {
         project,
-        agent: if b.agent.is_empty() {
-            c.name.clone()
-        } else {
-            b.agent
-        },
+        agent: c.agent_or(b.agent),
         session: b.session,
         key: b.key,
         title: b.title,
@@ -146,9 +142,7 @@ pub(crate) async fn list(
 pub(crate) struct GetQuery {
     #[schemars(extend("enum" = ["reply", "change", null]))]
     wait: Option<String>,
-    #[schemars(regex(
-        pattern = r"^(0|[1-9][0-9]{0,8})(ms|s|sec|secs|m|min|mins|h|hr|hrs|d|day|days)?$"
-    ))]
+    #[schemars(regex(pattern = TIMEOUT))]
     timeout: Option<String>,
 }
 
@@ -163,6 +157,15 @@ fn mark(q: &Question) -> (Status, i64, i64, Option<i64>, Option<i64>) {
     )
 }
 
+/// What `?wait=` on a question waits for.
+#[derive(Debug, Clone, Copy)]
+enum Wait {
+    /// A reply waits unseen, or the question closed.
+    Reply,
+    /// Anything about it changed.
+    Change,
+}
+
 /// `GET /v1/questions/{id}`; with `?wait=reply` a long poll until a reply
 /// waits unseen or the question closes, with `?wait=change` until anything
 /// about it changes; `timeout` (default 30s, at most 300s). The long poll
@@ -174,42 +177,29 @@ pub(crate) async fn get(
     Params(q): Params<GetQuery>,
 ) -> ApiResult<axum::Json<QuestionView>> {
     let first = visible(&s, &c, &id).await?;
-    let Some(wait) = q.wait.as_deref() else {
-        if q.timeout.is_some() {
-            return Err(ApiError::invalid("timeout needs wait=reply or wait=change"));
-        }
+    let waits = [("reply", Wait::Reply), ("change", Wait::Change)];
+    let hint = "wait=reply or wait=change";
+    let Some((wait, timeout)) =
+        long_poll::asked(q.wait.as_deref(), q.timeout.as_deref(), &waits, hint)?
+    else {
         return Ok(axum::Json(QuestionView::Now(first)));
     };
-    let timeout = wait_timeout(q.timeout.as_deref())?;
     let baseline = mark(&first);
-    let reply = match wait {
-        "reply" => true,
-        "change" => false,
-        other => {
-            return Err(ApiError::invalid(format!(
-                "wait=`{other}`: use wait=reply or wait=change"
-            )));
-        }
-    };
-    let key = format!("question:{}", first.id);
-    let full = first.id.clone();
-    let (question, done) = wait_until(&s, &key, timeout, || {
-        let (s, full) = (s.clone(), full.clone());
+    let read = || {
+        let (s, full) = (s.clone(), first.id.clone());
         async move {
-            let q = s
-                .store
+            s.store
                 .get_question(&full)
                 .await?
-                .ok_or_else(|| ApiError::not_found("question"))?;
-            let done = if reply {
-                q.has_unseen_reply() || q.status != Status::Open
-            } else {
-                mark(&q) != baseline
-            };
-            Ok((q, done))
+                .ok_or_else(|| ApiError::not_found("question"))
         }
-    })
-    .await?;
+    };
+    let done = |q: &Question| match wait {
+        Wait::Reply => q.has_unseen_reply() || q.status != Status::Open,
+        Wait::Change => mark(q) != baseline,
+    };
+    let key = format!("question:{}", first.id);
+    let (question, done) = long_poll::watch(&s, &key, timeout, read, done).await?;
     Ok(axum::Json(QuestionView::Waited {
         outcome: WaitOutcome::of(done),
         question,
@@ -244,7 +234,7 @@ pub(crate) struct PendingQuery {
     #[serde(default)]
     peek: bool,
     /// Who picks up (with a token: its own name, or left out).
-    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
+    #[schemars(regex(pattern = NAME))]
     by: Option<String>,
 }
 
@@ -320,7 +310,7 @@ pub(crate) struct PendingView {
 pub(crate) struct PickupBody {
     /// The `reply_seq` of the reply the agent read.
     reply_seq: i64,
-    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
+    #[schemars(regex(pattern = NAME))]
     by: Option<String>,
 }
 
@@ -379,11 +369,9 @@ pub(crate) async fn replies(
 pub(crate) struct SnoozeBody {
     /// How long: `30m`, `2h`, `1500ms`; `0s` wakes it now.
     #[serde(rename = "for")]
-    #[schemars(regex(
-        pattern = r"^[1-9][0-9]{0,8}(ms|s|sec|secs|m|min|mins|h|hr|hrs|d|day|days)?$"
-    ))]
+    #[schemars(regex(pattern = DURATION))]
     duration: String,
-    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
+    #[schemars(regex(pattern = NAME))]
     by: Option<String>,
 }
 
@@ -417,7 +405,7 @@ pub(crate) struct ReplyBody {
     kind: ReplyKind,
     context: Option<String>,
     expected_revision: Option<i64>,
-    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
+    #[schemars(regex(pattern = NAME))]
     by: Option<String>,
 }
 
@@ -468,7 +456,7 @@ pub(crate) async fn reply(
 pub(crate) struct ResolveBody {
     #[schemars(length(min = 1), regex(pattern = r"\S"))]
     outcome: String,
-    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
+    #[schemars(regex(pattern = NAME))]
     by: Option<String>,
 }
 
@@ -490,7 +478,7 @@ pub(crate) async fn resolve(
 #[serde(deny_unknown_fields)]
 pub(crate) struct DismissBody {
     reason: Option<String>,
-    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
+    #[schemars(regex(pattern = NAME))]
     by: Option<String>,
 }
 

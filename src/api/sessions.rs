@@ -22,8 +22,8 @@ use serde_json::{Value, json};
 use super::auth::Caller;
 use super::doc::Shaped;
 use super::error::{ApiError, ApiResult};
-use super::events::{WaitOutcome, wait_until};
-use super::input::{Body, Params, wait_timeout};
+use super::input::{Body, NAME, Params, TIMEOUT, wait_timeout};
+use super::long_poll::{WaitOutcome, wait_until};
 use super::page::{Paged, page};
 use super::questions::wrote;
 use crate::shared::Shared;
@@ -51,10 +51,10 @@ pub(crate) struct RegisterBody {
     #[schemars(length(min = 1), regex(pattern = r"\S"))]
     session_id: String,
     #[serde(default)]
-    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
+    #[schemars(regex(pattern = NAME))]
     agent: String,
     #[serde(default)]
-    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
+    #[schemars(regex(pattern = NAME))]
     project: String,
     #[serde(default)]
     cwd: String,
@@ -90,11 +90,7 @@ pub(crate) async fn register(
         .store
         .register_session(&NewSession {
             session_id: b.session_id,
-            agent: if b.agent.is_empty() {
-                c.name.clone()
-            } else {
-                b.agent
-            },
+            agent: c.agent_or(b.agent),
             project,
             cwd: b.cwd,
             wake_target: b.wake_target,
@@ -184,8 +180,7 @@ pub(crate) async fn list(
         .store
         .list_sessions(q.status.as_deref(), project.as_deref())
         .await?;
-    let Paged(items, next) = page(list, |x| x.session_id.clone(), q.after.as_deref(), q.limit)?;
-    Ok(Paged(items.iter().map(show).collect(), next))
+    Ok(page(list, |x| x.session_id.clone(), q.after.as_deref(), q.limit)?.map(show))
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -404,11 +399,9 @@ pub(crate) async fn ledger_complete(
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct WaitQuery {
-    #[schemars(regex(
-        pattern = r"^(0|[1-9][0-9]{0,8})(ms|s|sec|secs|m|min|mins|h|hr|hrs|d|day|days)?$"
-    ))]
+    #[schemars(regex(pattern = TIMEOUT))]
     timeout: Option<String>,
-    #[schemars(regex(pattern = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$"))]
+    #[schemars(regex(pattern = NAME))]
     by: Option<String>,
 }
 

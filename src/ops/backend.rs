@@ -102,8 +102,14 @@ primitives! {
     fn list_questions(filter: &ListFilter) -> Vec<Question>;
     /// The agent's pickup of replies (marks each new one picked up).
     fn pending_replies(project: Option<&str>, session: Option<&str>, include_seen: bool, by: &str) -> Vec<Delivery>;
-    /// Wait up to `wait` for a reply to `asked` not delivered before, and pick up exactly it.
-    fn await_reply(asked: &Question, by: &str, wait: Duration) -> Awaited;
+    /// Mark exactly the reply `q` carries picked up, and return the question
+    /// so marked; `None` if that reply changed meanwhile, was picked up
+    /// already, or the question closed (read it again).
+    fn pick_up_reply(q: &Question, by: &str) -> Option<Question>;
+    /// Question `id` once a reply may have arrived, at the latest after
+    /// `within` (locally a short sleep then a read, remotely a bounded long
+    /// poll); `None` if it is gone. [`Ops::await_reply`] loops over this.
+    fn watch_question(id: &str, within: Duration) -> Option<Question>;
     /// A human's reply through the Inbox door (always wins).
     fn reply_inbox(id: &str, r: &NewReply) -> Outcome<Question>;
     /// The agent records an answer given in its terminal.

@@ -105,22 +105,32 @@ impl From<actions::Error> for Error {
             actions::Error::NotFound(_) | actions::Error::Ambiguous(_) => {
                 Error::not_found(e.to_string())
             }
-            actions::Error::DedupConflict {
-                ref key,
-                ref existing_id,
-                ref existing_fingerprint,
-                ref new_fingerprint,
-            } => {
-                let d = serde_json::json!({
-                    "dedup_key": key,
-                    "existing_id": existing_id,
-                    "existing_fingerprint": existing_fingerprint,
-                    "new_fingerprint": new_fingerprint,
-                });
+            actions::Error::DedupConflict { .. } => {
+                let d = dedup_conflict_detail(&e).unwrap_or_default();
                 Error::refused("dedup_conflict", e.to_string(), d)
             }
         }
     }
+}
+
+/// The `detail` of a `dedup_conflict` refusal (every door sends the same
+/// one); `None` for any other error.
+pub(crate) fn dedup_conflict_detail(e: &actions::Error) -> Option<Value> {
+    let actions::Error::DedupConflict {
+        key,
+        existing_id,
+        existing_fingerprint,
+        new_fingerprint,
+    } = e
+    else {
+        return None;
+    };
+    Some(serde_json::json!({
+        "dedup_key": key,
+        "existing_id": existing_id,
+        "existing_fingerprint": existing_fingerprint,
+        "new_fingerprint": new_fingerprint,
+    }))
 }
 
 /// A store refusal: its class picks the kind of error, the store names the

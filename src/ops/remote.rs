@@ -68,9 +68,10 @@ impl std::fmt::Debug for Remote {
 pub(super) struct Failure {
     /// HTTP status; 0 when no answer came.
     pub status: u16,
-    /// The API's machine-readable reason.
+    /// `reason` from the error body (`stale`, `not_found`, …), or ours when
+    /// no answer came (`unreachable`, `timeout`, `internal`).
     pub reason: String,
-    /// The API's message.
+    /// What went wrong and what to do, for people.
     pub message: String,
     /// The refusal's data, if any.
     pub detail: Option<Value>,
@@ -424,31 +425,29 @@ mod tests {
             message: "m".into(),
             detail: Some(serde_json::json!({"x": 1})),
         };
-        assert!(matches!(
-            Error::from(f(401, "unauthorized")),
-            Error::Denied { .. }
-        ));
-        assert!(matches!(
-            Error::from(f(403, "wrong_role")),
-            Error::Denied { .. }
-        ));
-        assert!(matches!(
-            Error::from(f(404, "not_found")),
-            Error::NotFound { .. }
-        ));
-        assert!(matches!(
-            Error::from(f(409, "ambiguous")),
-            Error::NotFound { .. }
-        ));
-        assert!(matches!(
-            Error::from(f(422, "invalid")),
-            Error::Invalid { .. }
-        ));
-        assert!(matches!(Error::from(f(503, "busy")), Error::Busy { .. }));
-        assert!(matches!(
-            Error::from(f(0, "unreachable")),
-            Error::Internal { .. }
-        ));
+        let kind = |e: Error| match e {
+            Error::Denied { .. } => "denied",
+            Error::NotFound { .. } => "not_found",
+            Error::Refused { .. } => "refused",
+            Error::Invalid { .. } => "invalid",
+            Error::Busy { .. } => "busy",
+            Error::Internal { .. } => "internal",
+        };
+        for (status, reason, want) in [
+            (401, "unauthorized", "denied"),
+            (403, "wrong_role", "denied"),
+            (404, "not_found", "not_found"),
+            (409, "ambiguous", "not_found"),
+            (422, "invalid", "invalid"),
+            (503, "busy", "busy"),
+            (0, "unreachable", "internal"),
+        ] {
+            assert_eq!(
+                kind(Error::from(f(status, reason))),
+                want,
+                "{status} {reason}"
+            );
+        }
         match Error::from(f(409, "stale")) {
             Error::Refused { reason, detail, .. } => {
                 assert_eq!(reason, "stale");

@@ -85,7 +85,7 @@ pub struct PendingRequest {
 pub struct AnswerRequest {
     /// Question id or its 8-character short id.
     pub id: String,
-    /// The answer.
+    /// What the human told you, as you will act on it.
     pub text: String,
     /// `answer` (default), `clarify` or `decline`.
     #[serde(default)]
@@ -211,7 +211,7 @@ pub struct BoardAdvanceRequest {
     /// Project, to find the board by title [default: the server's project].
     #[serde(default)]
     pub project: Option<String>,
-    /// Row label.
+    /// The row's label (unique in its board).
     pub label: String,
     /// The row's current `revision` (from board_get).
     pub revision: i64,

@@ -8,7 +8,8 @@ use serde_json::Value;
 
 use super::Local;
 use crate::ops::results::Proposal;
-use crate::ops::{Awaited, Result, Until};
+use crate::ops::wait::Deadline;
+use crate::ops::{Result, Until};
 use crate::store::actions::{
     Action, Actor, ApproveOutcome, AuditEntry, ClaimOutcome, CompleteOutcome, NewAction,
     RejectOutcome, Resolution, Settled, Status,
@@ -63,46 +64,26 @@ impl Local {
             .await?)
     }
 
-    /// Poll until `asked` gets a reply not delivered before, pick up exactly
-    /// that reply and return the question. A reply already waiting counts;
-    /// an answer the agent recorded itself (born seen) counts when it is
-    /// newer than the ask.
-    pub(crate) async fn await_reply(
-        &self,
-        asked: &Question,
-        by: &str,
-        wait: Duration,
-    ) -> Result<Awaited> {
-        let deadline = tokio::time::Instant::now() + wait;
-        loop {
-            let q = self.store.get_question(&asked.id).await?.ok_or_else(|| {
-                crate::ops::Error::not_found("the question disappeared while waiting")
-            })?;
-            if q.status != questions::Status::Open {
-                return Ok(Awaited::Closed(q));
-            }
-            if let Some(r) = &q.reply {
-                if r.seen_at.is_none() {
-                    // Mark only this exact reply; if it changed meanwhile,
-                    // read again and take the newer one.
-                    if let Some(at) = self.store.mark_reply_seen(&q, by).await? {
-                        let mut q = q;
-                        if let Some(r) = q.reply.as_mut() {
-                            r.seen_at = Some(at);
-                        }
-                        return Ok(Awaited::Reply(q));
-                    }
-                    continue;
-                } else if q.reply_seq > asked.reply_seq {
-                    return Ok(Awaited::Reply(q));
-                }
-            }
-            let now = tokio::time::Instant::now();
-            if now >= deadline {
-                return Ok(Awaited::TimedOut(q));
-            }
-            tokio::time::sleep(POLL.min(deadline - now)).await;
+    pub(crate) async fn pick_up_reply(&self, q: &Question, by: &str) -> Result<Option<Question>> {
+        let Some(at) = self.store.mark_reply_seen(q, by).await? else {
+            return Ok(None);
+        };
+        let mut q = q.clone();
+        if let Some(r) = q.reply.as_mut() {
+            r.seen_at = Some(at);
         }
+        Ok(Some(q))
+    }
+
+    /// Sleep one poll interval (at most `within`), then read the question:
+    /// a wait needs no daemon.
+    pub(crate) async fn watch_question(
+        &self,
+        id: &str,
+        within: Duration,
+    ) -> Result<Option<Question>> {
+        tokio::time::sleep(POLL.min(within)).await;
+        Ok(self.store.get_question(id).await?)
     }
 
     pub(crate) async fn reply_inbox(&self, id: &str, r: &NewReply) -> Result<Outcome<Question>> {
@@ -405,7 +386,7 @@ impl Local {
         if !self.store.session_known(session).await? {
             return Err(crate::ops::Error::not_found(unknown_session(session)));
         }
-        let deadline = wait.map(|w| tokio::time::Instant::now() + w);
+        let deadline = Deadline::after(wait);
         let mut seen_mark = None;
         loop {
             // Read the change mark *before* claiming: an event committed
@@ -418,16 +399,10 @@ impl Local {
                     return Ok(arrivals);
                 }
             }
-            match deadline {
-                Some(d) => {
-                    let now = tokio::time::Instant::now();
-                    if now >= d {
-                        return Ok(Vec::new());
-                    }
-                    tokio::time::sleep(POLL.min(d - now)).await;
-                }
-                None => tokio::time::sleep(POLL).await,
+            if deadline.passed() {
+                return Ok(Vec::new());
             }
+            tokio::time::sleep(deadline.left(POLL)).await;
         }
     }
 

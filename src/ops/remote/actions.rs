@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use super::{Answer, Failure, MAX_POLL, Remote, host_only, named, query};
 use crate::ops::results::Proposal;
+use crate::ops::wait::Deadline;
 use crate::ops::{Error, Result, Until};
 use crate::store::actions::{
     self, Action, Actor, ApproveOutcome, AuditEntry, ClaimOutcome, CompleteOutcome, NewAction,
@@ -140,10 +141,9 @@ impl Remote {
         wait: Duration,
         until: Until,
     ) -> Result<Settled> {
-        let deadline = tokio::time::Instant::now() + wait;
+        let deadline = Deadline::after(Some(wait));
         loop {
-            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            let poll = left.min(MAX_POLL);
+            let poll = deadline.left(MAX_POLL);
             let params = [
                 ("wait", until.as_query().to_string()),
                 ("timeout", format!("{}ms", poll.as_millis())),
@@ -159,7 +159,7 @@ impl Remote {
                 .await
                 .map_err(|f| failed(id, f))?;
             let settled: Settled = decode(v)?;
-            if matches!(settled, Settled::Done { .. }) || tokio::time::Instant::now() >= deadline {
+            if matches!(settled, Settled::Done { .. }) || deadline.passed() {
                 return Ok(settled);
             }
         }

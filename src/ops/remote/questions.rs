@@ -6,10 +6,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{Answer, Remote, named, query};
-use crate::ops::{Awaited, Error, Result};
+use crate::ops::{Error, Result};
 use crate::store::questions::{
     Delivery, Flagged, ListFilter, NewQuestion, NewReply, Outcome, Question, Refusal, ReplyRecord,
-    Status,
 };
 
 /// Longest single long poll of a reply wait. Shorter than the API's cap so
@@ -127,63 +126,35 @@ impl Remote {
         Ok(a.questions)
     }
 
-    /// Long-poll the question (`wait=reply`) until a reply waits unseen or
-    /// it closes, then pick up exactly that reply (`pickup` by `reply_seq`);
-    /// a reply that changed meanwhile is read again.
-    pub(crate) async fn await_reply(
+    /// `pickup` by the reply's `reply_seq`: exactly the reply read.
+    pub(crate) async fn pick_up_reply(&self, q: &Question, by: &str) -> Result<Option<Question>> {
+        let body = json!({"reply_seq": q.reply_seq, "by": named(by)});
+        let p: Picked = self.post(&["questions", &q.id, "pickup"], body).await?;
+        Ok(p.picked.then_some(p.question))
+    }
+
+    /// One long poll (`wait=reply`) of at most `within` and [`REPLY_POLL`]:
+    /// it ends when a reply waits unseen or the question closes.
+    pub(crate) async fn watch_question(
         &self,
-        asked: &Question,
-        by: &str,
-        wait: Duration,
-    ) -> Result<Awaited> {
-        let deadline = tokio::time::Instant::now() + wait;
-        let mut poll = Duration::ZERO;
-        loop {
-            let q = if poll.is_zero() {
-                self.get_question(&asked.id)
-                    .await?
-                    .ok_or_else(|| Error::not_found("the question disappeared while waiting"))?
-            } else {
-                let params = [
-                    ("wait", "reply".to_string()),
-                    ("timeout", format!("{}ms", poll.as_millis())),
-                ];
-                let p: Polled = self
-                    .call(
-                        reqwest::Method::GET,
-                        &["questions", &asked.id],
-                        &params,
-                        None,
-                        Some(poll),
-                    )
-                    .await?;
-                p.question
-            };
-            if q.status != Status::Open {
-                return Ok(Awaited::Closed(q));
-            }
-            if let Some(r) = &q.reply {
-                if r.seen_at.is_none() {
-                    let body = json!({"reply_seq": q.reply_seq, "by": named(by)});
-                    let p: Picked = self.post(&["questions", &asked.id, "pickup"], body).await?;
-                    if p.picked {
-                        return Ok(Awaited::Reply(p.question));
-                    }
-                    // Changed between read and mark: read the newer one.
-                    poll = Duration::ZERO;
-                    continue;
-                } else if q.reply_seq > asked.reply_seq {
-                    return Ok(Awaited::Reply(q));
-                }
-            }
-            let now = tokio::time::Instant::now();
-            if now >= deadline {
-                return Ok(Awaited::TimedOut(q));
-            }
-            poll = (deadline - now)
-                .min(REPLY_POLL)
-                .max(Duration::from_millis(1));
-        }
+        id: &str,
+        within: Duration,
+    ) -> Result<Option<Question>> {
+        let poll = within.min(REPLY_POLL).max(Duration::from_millis(1));
+        let params = [
+            ("wait", "reply".to_string()),
+            ("timeout", format!("{}ms", poll.as_millis())),
+        ];
+        let polled = self
+            .call::<Polled>(
+                reqwest::Method::GET,
+                &["questions", id],
+                &params,
+                None,
+                Some(poll),
+            )
+            .await;
+        Ok(optional(polled)?.map(|p| p.question))
     }
 
     pub(crate) async fn reply_inbox(&self, id: &str, r: &NewReply) -> Result<Outcome<Question>> {

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use super::{Answer, MAX_POLL, Remote, host_only, query};
 use crate::ops::Result;
+use crate::ops::wait::Deadline;
 use crate::store::events::EventPage;
 use crate::store::sessions::{
     Arrival, Begin, Checkpointed, Complete, Ended, LedgerEntry, NewCall, NewSession, Resume,
@@ -145,14 +146,9 @@ impl Remote {
         by: &str,
         wait: Option<Duration>,
     ) -> Result<Vec<Arrival>> {
-        let deadline = wait.map(|w| tokio::time::Instant::now() + w);
+        let deadline = Deadline::after(wait);
         loop {
-            let poll = match deadline {
-                Some(d) => d
-                    .saturating_duration_since(tokio::time::Instant::now())
-                    .min(MAX_POLL),
-                None => MAX_POLL,
-            };
+            let poll = deadline.left(MAX_POLL);
             let q = query(&[
                 ("timeout", Some(format!("{}ms", poll.as_millis()))),
                 ("by", super::named(by)),
@@ -169,7 +165,7 @@ impl Remote {
             if !w.arrivals.is_empty() {
                 return Ok(w.arrivals);
             }
-            if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
+            if deadline.passed() {
                 return Ok(Vec::new());
             }
         }
