@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
 
+use crate::store::Channel;
 use crate::store::Store;
 use crate::store::actions::{
     Action, Actor, RecoverReport, Result, Rule, RuleApplied, RuleDecision, Verdict,
@@ -44,7 +45,7 @@ pub async fn apply_rules(
         let name = format!("rule:{}", rule.name);
         let actor = Actor {
             name: &name,
-            channel: "daemon",
+            channel: Channel::Daemon,
         };
         let action = match decision {
             RuleDecision::Approve => store

@@ -267,7 +267,7 @@ async fn a_refused_attempt_is_audited_and_changes_nothing() {
     let before = s.get_action(&a.id).await.unwrap();
     let mallory = Actor {
         name: "mallory",
-        channel: "chat",
+        channel: handoff::store::Channel::Chat,
     };
     s.audit_refused_attempt(&a.id, mallory, "not on the approvers' list")
         .await

@@ -86,7 +86,7 @@ async fn deciders_over_500_actions(quorum: i64) {
             for a in mine {
                 let actor = Actor {
                     name: &name,
-                    channel: "chat",
+                    channel: handoff::store::Channel::Chat,
                 };
                 match store.approve(&ids[a], actor, None).await {
                     Ok(o) => outcomes.push((a, outcome_name(&o), true)),

@@ -255,7 +255,7 @@ async fn run(
     };
     let person = |i: usize| Actor {
         name: PEOPLE[i],
-        channel: "chat",
+        channel: handoff::store::Channel::Chat,
     };
     for (step, op) in ops.iter().enumerate() {
         // The model as it stood before this step, for failure messages.

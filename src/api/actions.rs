@@ -24,6 +24,7 @@ use super::long_poll;
 use super::page::{PageQuery, Paged, page};
 use super::questions::wrote;
 use crate::shared::Shared;
+use crate::store::Channel;
 use crate::store::actions::{
     Action, Actor, ApproveOutcome, AuditEntry, ClaimOutcome, CompleteOutcome, NewAction, OnExpire,
     RejectOutcome, Resolution, RuleDecision, Settled, Status, unknown_duplicate_note,
@@ -107,12 +108,17 @@ pub(crate) struct ProposeBody {
 /// says), the first when left out or `null`. Only doors a remote caller
 /// really uses are accepted (never `chat` or `daemon`, which only the daemon
 /// itself writes); an empty or padded name is refused like any other.
-fn door(channel: Option<&str>, allowed: &[&'static str]) -> ApiResult<&'static str> {
+fn door(channel: Option<&str>, allowed: &[Channel]) -> ApiResult<Channel> {
     match channel {
         None => Ok(allowed[0]),
-        Some(c) => allowed.iter().find(|a| **a == c).copied().ok_or_else(|| {
-            ApiError::invalid(format!("channel `{c}`: use {}", allowed.join(" or ")))
-        }),
+        Some(c) => allowed
+            .iter()
+            .find(|a| a.as_str() == c)
+            .copied()
+            .ok_or_else(|| {
+                let names: Vec<&str> = allowed.iter().map(|a| a.as_str()).collect();
+                ApiError::invalid(format!("channel `{c}`: use {}", names.join(" or ")))
+            }),
     }
 }
 
@@ -133,7 +139,7 @@ pub(crate) async fn propose(
         approvals_required: b.approvals_required.unwrap_or(1),
         on_expire: b.on_expire,
         proposer: c.actor(b.proposer.as_deref())?,
-        channel: door(b.channel.as_deref(), &["agent", "cli"])?.into(),
+        channel: door(b.channel.as_deref(), &[Channel::Agent, Channel::Cli])?,
         project: c.write_project(&b.project)?,
         session: b.session,
         exec: None,
@@ -417,7 +423,7 @@ pub(crate) async fn approve(
     let patch = b.patch.map(|p| Value::Object(p).to_string());
     let actor = Actor {
         name: &by,
-        channel: door(b.channel.as_deref(), &["inbox", "cli"])?,
+        channel: door(b.channel.as_deref(), &[Channel::Inbox, Channel::Cli])?,
     };
     let out = s.store.approve(&a.id, actor, patch.as_deref()).await?;
     wrote(&s);
@@ -452,7 +458,7 @@ pub(crate) async fn reject(
     let by = c.actor(b.by.as_deref())?;
     let actor = Actor {
         name: &by,
-        channel: door(b.channel.as_deref(), &["inbox", "cli"])?,
+        channel: door(b.channel.as_deref(), &[Channel::Inbox, Channel::Cli])?,
     };
     let out = s.store.reject(&a.id, actor, &b.reason).await?;
     wrote(&s);
@@ -495,7 +501,7 @@ pub(crate) async fn resolve_unknown(
     };
     let actor = Actor {
         name: &by,
-        channel: door(b.channel.as_deref(), &["inbox", "cli"])?,
+        channel: door(b.channel.as_deref(), &[Channel::Inbox, Channel::Cli])?,
     };
     match s.store.resolve_unknown(&a.id, actor, resolution).await? {
         Ok(action) => {

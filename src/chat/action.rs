@@ -11,6 +11,7 @@ use super::push::{Meta, View};
 use super::text::{cut, esc};
 use crate::clock::format_rfc3339;
 use crate::config::Config;
+use crate::store::Channel;
 use crate::store::actions::{
     Action, Actor, ApproveOutcome, RejectOutcome, Resolution, Status as ActionStatus,
 };
@@ -186,7 +187,7 @@ impl Bridge {
         };
         let actor = Actor {
             name: who,
-            channel: "chat",
+            channel: Channel::Chat,
         };
         let stale = action_revision(&action) != cb.revision;
         let text = match cb.verb {
@@ -279,7 +280,7 @@ impl Bridge {
         };
         let actor = Actor {
             name: who,
-            channel: "chat",
+            channel: Channel::Chat,
         };
         let said = match self.store.approve(id, actor, Some(&patch)).await {
             Ok(o) => approve_words(&o, who),

@@ -14,6 +14,7 @@ use teloxide::types::{ForceReply, MessageId, ThreadId, Update, UpdateKind};
 use super::Bridge;
 use super::callback::{Callback, Item};
 use super::text::cut;
+use crate::store::Channel;
 use crate::store::questions::{NewReply, ReplyKind};
 use crate::store::short_id;
 
@@ -151,7 +152,7 @@ impl Bridge {
             // Actions have their own append-only audit: the attempt goes there.
             let a = crate::store::actions::Actor {
                 name: &who,
-                channel: "chat",
+                channel: Channel::Chat,
             };
             self.store
                 .audit_refused_attempt(&cb.id, a, &format!("not an approver in chat {chat_id}"))

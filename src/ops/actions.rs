@@ -10,6 +10,7 @@ use super::questions::wait_for;
 use super::requests::{ActionStatusRequest, ClaimRequest, CompleteRequest, ProposeRequest};
 use super::results::{ActionState, Proposal};
 use super::{Error, Ops, Result, Until};
+use crate::store::Channel;
 use crate::store::actions::{Action, ClaimOutcome, CompleteOutcome, NewAction, OnExpire, Status};
 
 /// The default executor lease, in seconds.
@@ -84,7 +85,7 @@ impl Ops {
             approvals_required: r.approvals.unwrap_or(1),
             on_expire,
             proposer: r.proposer.unwrap_or_default(),
-            channel: "agent".into(),
+            channel: Channel::Agent,
             project: r.project.unwrap_or_default(),
             session: r.session.unwrap_or_default(),
             exec: None,

@@ -40,6 +40,7 @@ use serde_json::{Value, json};
 use sqlx::{Row, SqliteConnection};
 
 use super::{NewEvent, Store, events};
+use crate::store::Channel;
 
 pub use codec::Redactor;
 pub use outcomes::{
@@ -359,8 +360,8 @@ pub struct AuditEntry {
 pub struct Actor<'a> {
     /// A person's name, `rule:<name>`, an executor id, …
     pub name: &'a str,
-    /// `inbox`, `chat`, `agent`, `cli`, `daemon`.
-    pub channel: &'a str,
+    /// The door it came through.
+    pub channel: Channel,
 }
 
 impl<'a> Actor<'a> {
@@ -368,7 +369,7 @@ impl<'a> Actor<'a> {
     pub fn cli(name: &'a str) -> Self {
         Actor {
             name,
-            channel: "cli",
+            channel: Channel::Cli,
         }
     }
 }

@@ -12,6 +12,7 @@ use serde::Serialize;
 use sqlx::Row;
 
 use super::{NewEvent, Result, Store};
+use crate::store::Channel;
 
 /// One pushed (or being pushed) chat message for an item.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -409,7 +410,7 @@ impl Store {
                     entity_kind: "chat",
                     entity_id: &chat.to_string(),
                     actor: &user.to_string(),
-                    channel: "cli",
+                    channel: Channel::Cli,
                     payload: serde_json::json!({"user_id": user, "role": role, "username": name}),
                     ..Default::default()
                 },
@@ -450,7 +451,7 @@ impl Store {
                 entity_kind: item_kind,
                 entity_id: item_id,
                 actor: who,
-                channel: "chat",
+                channel: Channel::Chat,
                 payload: serde_json::json!({"chat_id": chat_id, "user_id": user_id, "reason": "not allow-listed"}),
                 ..Default::default()
             },

@@ -14,6 +14,7 @@ use sqlx::Row;
 
 use super::sessions::WakeTarget;
 use super::{Error, Event, NewEvent, Result, Store, events};
+use crate::store::Channel;
 
 /// A delivery of one event to one target.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
@@ -269,7 +270,7 @@ impl Store {
                     entity_kind: &ev.entity_kind,
                     entity_id: &ev.entity_id,
                     actor: "notify",
-                    channel: "daemon",
+                    channel: Channel::Daemon,
                     project: &ev.project,
                     session: &ev.session,
                     payload: json!({

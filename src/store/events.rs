@@ -16,6 +16,7 @@ use sqlx::{Row, SqliteConnection};
 
 use super::depth::{MAX_PAYLOAD_DEPTH, value_depth};
 use super::{Result, Store};
+use crate::store::Channel;
 
 /// The type given to a stored event whose payload does not decode. Its
 /// payload is `{"type": <the stored type>, "error": <why>}`.
@@ -49,7 +50,7 @@ pub struct NewEvent<'a> {
     /// Who caused it (a user name, an agent, `rule:<name>`).
     pub actor: &'a str,
     /// Through which door: `inbox`, `chat`, `agent`, `cli`, `daemon`.
-    pub channel: &'a str,
+    pub channel: Channel,
     /// Project of the entity, for routing and filtering.
     pub project: &'a str,
     /// Agent session the entity belongs to, for wake-ups.
@@ -120,7 +121,7 @@ pub(crate) async fn append(conn: &mut SqliteConnection, at: i64, ev: &NewEvent<'
     .bind(ev.entity_kind)
     .bind(ev.entity_id)
     .bind(ev.actor)
-    .bind(ev.channel)
+    .bind(ev.channel.as_str())
     .bind(ev.project)
     .bind(ev.session)
     .bind(ev.payload.to_string())

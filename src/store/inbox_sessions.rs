@@ -14,6 +14,7 @@ use sha2::{Digest, Sha256};
 use sqlx::Row;
 
 use super::{Error, NewEvent, Result, Store, events, new_id};
+use crate::store::Channel;
 
 /// How long a browser session lasts.
 pub const SESSION_TTL_MS: i64 = 7 * 24 * 3600 * 1000;
@@ -292,7 +293,7 @@ async fn append_event(
             entity_kind: "inbox_session",
             entity_id: id,
             actor: name,
-            channel: "inbox",
+            channel: Channel::Inbox,
             project: "",
             session: "",
             payload: json!({ "name": name }),

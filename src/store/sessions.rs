@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
 use super::{Error, NewEvent, Result, Store, events};
+use crate::store::Channel;
 
 mod ledger;
 mod lifecycle;
@@ -200,7 +201,7 @@ impl Store {
                     entity_kind: "session",
                     entity_id: id,
                     actor: &s.agent,
-                    channel: "agent",
+                    channel: Channel::Agent,
                     project: &s.project,
                     session: id,
                     payload: serde_json::json!({"wake": session.wake_target.as_ref().map(target_kind)}),

@@ -14,6 +14,7 @@ use sha2::{Digest, Sha256};
 use sqlx::Row;
 
 use super::{Error, NewEvent, Result, Store, events, new_id};
+use crate::store::Channel;
 
 /// What a token may do.
 #[derive(
@@ -277,7 +278,7 @@ async fn append_event(
             entity_kind: "token",
             entity_id: &t.id,
             actor: "cli",
-            channel: "cli",
+            channel: Channel::Cli,
             project: t.project.as_deref().unwrap_or(""),
             session: "",
             payload: json!({"name": t.name, "role": t.role, "project": t.project}),

@@ -166,7 +166,7 @@ pub async fn inbox(ctx: Ctx, store: Store, mut rng: Rng) {
                 let a = &pending[rng.range(0, pending.len() as u64) as usize];
                 let actor = Actor {
                     name: "carol",
-                    channel: "inbox",
+                    channel: handoff::store::Channel::Inbox,
                 };
                 store.approve(&a.id, actor, None).await.expect("approve");
                 ctx.log().inbox_approvals += 1;

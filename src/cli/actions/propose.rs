@@ -10,6 +10,7 @@ use serde_json::json;
 use super::{FOREVER, ProposeArgs, exec, read_json_arg, render, shown, split_commands, who};
 use crate::cli::{Ctx, exit, fail, one, refusal};
 use crate::ops::{Ops, Policy, Until};
+use crate::store::Channel;
 use crate::store::actions::{Action, NewAction, Proposed, Settled, Status};
 
 /// The action policy for `propose`: `--rules`, else the config's
@@ -64,7 +65,7 @@ pub(super) async fn propose(ctx: &Ctx, mut p: ProposeArgs) -> anyhow::Result<u8>
         approvals_required: p.approvals,
         on_expire: p.on_expire,
         proposer: who(ctx, p.as_),
-        channel: "cli".into(),
+        channel: Channel::Cli,
         project: p.project,
         session: p.session,
         exec: exec_cmd.clone(),

@@ -78,7 +78,7 @@ impl Remote {
             "project": new.project,
             "session": new.session,
             "proposer": named(&new.proposer),
-            "channel": named(&new.channel),
+            "channel": named(new.channel.as_str()),
         });
         let p: Proposed = self.post(&["actions"], body).await?;
         Ok(Proposal {
@@ -99,8 +99,7 @@ impl Remote {
         let patch = patch
             .map(|p| codec::parse_object("patch", p).map_err(Error::invalid))
             .transpose()?;
-        let body =
-            json!({"patch": patch, "by": named(actor.name), "channel": named(actor.channel)});
+        let body = json!({"patch": patch, "by": named(actor.name), "channel": named(actor.channel.as_str())});
         match self.post::<Value>(&["actions", id, "approve"], body).await {
             Ok(v) => decode(v),
             Err(f) if f.status == 409 && f.reason == "patch_refused" => match detail_action(&f) {
@@ -120,8 +119,7 @@ impl Remote {
         actor: Actor<'_>,
         reason: &str,
     ) -> Result<RejectOutcome> {
-        let body =
-            json!({"reason": reason, "by": named(actor.name), "channel": named(actor.channel)});
+        let body = json!({"reason": reason, "by": named(actor.name), "channel": named(actor.channel.as_str())});
         decode(on(id, self.post(&["actions", id, "reject"], body).await)?)
     }
 
@@ -221,8 +219,7 @@ impl Remote {
         actor: Actor<'_>,
         how: Resolution,
     ) -> Result<std::result::Result<Action, Action>> {
-        let body =
-            json!({"resolution": how, "by": named(actor.name), "channel": named(actor.channel)});
+        let body = json!({"resolution": how, "by": named(actor.name), "channel": named(actor.channel.as_str())});
         match self
             .post::<Value>(&["actions", id, "resolve-unknown"], body)
             .await

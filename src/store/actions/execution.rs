@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use super::codec;
 use super::transitions::invalid;
 use super::{Actor, ClaimOutcome, CompleteOutcome, Result, Settled, Status, load, record};
+use crate::store::Channel;
 use crate::store::Store;
 
 impl Store {
@@ -58,7 +59,7 @@ impl Store {
             &action,
             Actor {
                 name: owner,
-                channel: "cli",
+                channel: Channel::Cli,
             },
             "claimed",
             details,
@@ -157,7 +158,7 @@ impl Store {
             &action,
             Actor {
                 name: owner,
-                channel: "cli",
+                channel: Channel::Cli,
             },
             status.as_str(),
             details,

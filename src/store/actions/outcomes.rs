@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use super::{Action, OnExpire, Status};
+use crate::store::Channel;
 
 /// A proposal. `args` is JSON text, parsed strictly by [`Store::propose`].
 #[derive(Debug, Clone)]
@@ -26,7 +27,7 @@ pub struct NewAction {
     /// Who proposes (an agent name, a script).
     pub proposer: String,
     /// Through which door (`agent`, `cli`, …).
-    pub channel: String,
+    pub channel: Channel,
     /// Project of the proposer.
     pub project: String,
     /// Agent session of the proposer (woken on decisions).
@@ -50,7 +51,7 @@ impl Default for NewAction {
             approvals_required: 1,
             on_expire: OnExpire::Expire,
             proposer: String::new(),
-            channel: "cli".into(),
+            channel: Channel::Cli,
             project: String::new(),
             session: String::new(),
             exec: None,

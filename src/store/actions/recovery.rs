@@ -12,6 +12,7 @@ use sqlx::SqliteConnection;
 
 use super::rules::Verdict;
 use super::{Action, Actor, COLUMNS, Error, Result, from_row, load, record};
+use crate::store::Channel;
 use crate::store::Store;
 
 /// How long recovery holds an interrupted action while its verifier runs.
@@ -112,7 +113,7 @@ async fn expire_matching(
             &action,
             Actor {
                 name: "expiry",
-                channel: "daemon",
+                channel: Channel::Daemon,
             },
             event,
             details,
@@ -223,7 +224,7 @@ impl Store {
                     &a,
                     Actor {
                         name: &me,
-                        channel: "daemon",
+                        channel: Channel::Daemon,
                     },
                     "verifying",
                     details,
@@ -301,7 +302,7 @@ impl Store {
             }
             let a = load(&mut tx, id).await?;
             let details = json!({"owner": a.owner, "reason": why});
-            record(&mut tx, now, &a, Actor { name: "recovery", channel: "daemon" }, "unknown", details)
+            record(&mut tx, now, &a, Actor { name: "recovery", channel: Channel::Daemon }, "unknown", details)
                 .await?;
             tx.commit().await?;
             Ok(Some(a))
@@ -329,7 +330,7 @@ impl Store {
             }
             let a = load(&mut tx, id).await?;
             let details = json!({"reason": why, "attempts": a.attempts});
-            record(&mut tx, now, &a, Actor { name: owner, channel: "daemon" }, "retry", details).await?;
+            record(&mut tx, now, &a, Actor { name: owner, channel: Channel::Daemon }, "retry", details).await?;
             tx.commit().await?;
             Ok(Some(a))
         })
@@ -446,7 +447,7 @@ impl Store {
                         entity_kind: "action",
                         entity_id: &a.id,
                         actor: "purge",
-                        channel: "cli",
+                        channel: Channel::Cli,
                         project: &a.project,
                         session: &a.session,
                         payload: json!({"status": a.status, "kind": a.kind}),

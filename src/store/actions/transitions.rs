@@ -172,7 +172,7 @@ impl Store {
             &action,
             Actor {
                 name: &new.proposer,
-                channel: &new.channel,
+                channel: new.channel,
             },
             "proposed",
             details,

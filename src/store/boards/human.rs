@@ -377,7 +377,7 @@ impl Store {
         log_annotation(&mut tx, now, &board.id, &row_id, a, text).await?;
         let who = Who {
             actor: &a.by,
-            channel: a.source.as_str(),
+            channel: a.source,
         };
         // The answer itself travels with the event (for wake-up receivers).
         let extra = json!({
@@ -424,7 +424,7 @@ impl Store {
         }
         let who = Who {
             actor: &h.by,
-            channel: h.source.as_str(),
+            channel: h.source,
         };
         let kind = if clear {
             "row.handled_cleared"

@@ -17,6 +17,7 @@ use super::{
     BOARD_SELECT, Board, BoardFull, Decided, Row, board_from, is_short_id, load_full,
     resolve_board, row_from,
 };
+use crate::store::Channel;
 use crate::store::{Result, Store};
 
 /// A row waiting for an agent, with its board.
@@ -187,7 +188,7 @@ impl Store {
                         entity_kind: "row",
                         entity_id: &r.id,
                         actor: reader,
-                        channel: "agent",
+                        channel: Channel::Agent,
                         project: &p.project,
                         session: &p.session,
                         payload: json!({

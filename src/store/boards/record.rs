@@ -6,6 +6,7 @@ use sqlx::SqliteConnection;
 
 use super::load::load_board;
 use super::{Board, Row};
+use crate::store::Channel;
 use crate::store::{Error, Result};
 
 /// Event payload common to row events.
@@ -41,7 +42,7 @@ pub(super) fn confirm_one(written: u64, row_id: &str) -> Result<()> {
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Who<'a> {
     pub(super) actor: &'a str,
-    pub(super) channel: &'a str,
+    pub(super) channel: Channel,
 }
 
 /// Record that the board changed: bump its version. Called inside the

@@ -15,6 +15,7 @@ use super::{
     RowWrite, StaleRow, Step, Who, board_event, check_len, check_name, confirm_one, load_board,
     load_row, locate, resolve_board,
 };
+use crate::store::Channel;
 use crate::store::{Error, Result, Store};
 
 /// The next step `board_advance` installs (always `blocked`).
@@ -154,7 +155,7 @@ impl Store {
         ];
         let who = Who {
             actor: &a.by,
-            channel: "agent",
+            channel: Channel::Agent,
         };
         let full = finish(&mut tx, now, &board.id, None, events, who).await?;
         tx.commit().await?;
@@ -253,7 +254,7 @@ impl Store {
         }
         let who = Who {
             actor: by,
-            channel: "cli",
+            channel: Channel::Cli,
         };
         let payload = json!({
             "title": current.title,

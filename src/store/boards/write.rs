@@ -18,6 +18,7 @@ use super::{
     confirm_one, load_board, load_full, load_row, load_rows, not_found, resolve_board, row_event,
     settle,
 };
+use crate::store::Channel;
 use crate::store::{Error, Result, Store, new_id};
 
 /// One row as an agent writes it. Omitted fields keep their stored value
@@ -536,7 +537,7 @@ impl Store {
         let labels: Vec<&str> = up.rows.iter().map(|r| r.label.as_str()).collect();
         let who = Who {
             actor: &up.agent,
-            channel: "agent",
+            channel: Channel::Agent,
         };
         let board_event = (
             "board.upserted",
@@ -575,7 +576,7 @@ impl Store {
         }
         let who = Who {
             actor: &w.by,
-            channel: "agent",
+            channel: Channel::Agent,
         };
         let full = finish(&mut tx, now, &board_id, None, events, who).await?;
         tx.commit().await?;

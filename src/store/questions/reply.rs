@@ -16,11 +16,12 @@ use super::write::{event, explain_closed};
 use super::{
     Delivery, NewReply, Outcome, Question, Refusal, ReplyKind, Source, Status, from_row, validate,
 };
+use crate::store::Channel;
 use crate::store::{Result, Store, WriteTx};
 
 /// Append a history row and the `question.answered` event for the reply
 /// `q` now carries.
-async fn record_reply(tx: &mut WriteTx, now: i64, q: &Question, channel: &str) -> Result<()> {
+async fn record_reply(tx: &mut WriteTx, now: i64, q: &Question, channel: Channel) -> Result<()> {
     let r = q
         .reply
         .as_ref()
@@ -41,7 +42,11 @@ async fn record_reply(tx: &mut WriteTx, now: i64, q: &Question, channel: &str) -
     .bind(now)
     .execute(&mut **tx)
     .await?;
-    let actor = if r.by.is_empty() { channel } else { &r.by };
+    let actor = if r.by.is_empty() {
+        channel.as_str()
+    } else {
+        &r.by
+    };
     // The reply itself travels with the event, so a wake-up's receiver
     // can act on it without API access.
     let payload = json!({
@@ -102,7 +107,7 @@ impl Store {
             return Ok(Err(self.explain(&mut tx, id, r.expected_revision).await?));
         };
         let q = from_row(&row)?;
-        record_reply(&mut tx, now, &q, "inbox").await?;
+        record_reply(&mut tx, now, &q, Channel::Inbox).await?;
         tx.commit().await?;
         Ok(Ok(q))
     }
@@ -159,7 +164,7 @@ impl Store {
             "question.reply_cleared",
             &q,
             actor,
-            "inbox",
+            Channel::Inbox,
             payload,
         )
         .await?;
@@ -242,7 +247,7 @@ impl Store {
             return Ok(Err(refusal));
         };
         let q = from_row(&row)?;
-        record_reply(&mut tx, now, &q, source.as_str()).await?;
+        record_reply(&mut tx, now, &q, source).await?;
         tx.commit().await?;
         Ok(Ok(q))
     }
@@ -362,7 +367,16 @@ impl Store {
                 "source": r.map(|r| r.source),
             });
             let actor = if by.is_empty() { "agent" } else { by };
-            event(tx, now, "question.picked_up", q, actor, "agent", payload).await?;
+            event(
+                tx,
+                now,
+                "question.picked_up",
+                q,
+                actor,
+                Channel::Agent,
+                payload,
+            )
+            .await?;
         }
         Ok(done)
     }

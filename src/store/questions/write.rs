@@ -6,6 +6,7 @@ use sqlx::SqliteConnection;
 
 use super::read::get_on;
 use super::{Flagged, NewQuestion, Outcome, Question, Refusal, Source, Status, from_row, validate};
+use crate::store::Channel;
 use crate::store::events::{self, NewEvent};
 use crate::store::{Result, Store, new_id};
 
@@ -26,7 +27,7 @@ pub(super) async fn event(
     kind: &str,
     q: &Question,
     actor: &str,
-    channel: &str,
+    channel: Channel,
     payload: serde_json::Value,
 ) -> Result<i64> {
     events::append(
@@ -101,7 +102,16 @@ impl Store {
             "key": question.key,
             "revision": question.revision,
         });
-        event(&mut tx, now, kind, &question, &q.agent, "agent", payload).await?;
+        event(
+            &mut tx,
+            now,
+            kind,
+            &question,
+            &q.agent,
+            Channel::Agent,
+            payload,
+        )
+        .await?;
         tx.commit().await?;
         tracing::info!(question_id = %question.id, created, revision = question.revision, "question flagged");
         Ok(Flagged { created, question })
@@ -116,7 +126,7 @@ impl Store {
         by: &str,
     ) -> Result<Outcome<Question>> {
         let outcome = validate::outcome(outcome)?;
-        self.retry(|| self.close_once(id, Status::Resolved, Some(&outcome), by, "agent"))
+        self.retry(|| self.close_once(id, Status::Resolved, Some(&outcome), by, Channel::Agent))
             .await
     }
 
@@ -130,7 +140,7 @@ impl Store {
         via: Source,
     ) -> Result<Outcome<Question>> {
         let reason = reason.map(str::trim).filter(|r| !r.is_empty());
-        self.retry(|| self.close_once(id, Status::Dismissed, reason, by, via.as_str()))
+        self.retry(|| self.close_once(id, Status::Dismissed, reason, by, via))
             .await
     }
 
@@ -140,7 +150,7 @@ impl Store {
         to: Status,
         outcome: Option<&str>,
         by: &str,
-        channel: &str,
+        channel: Channel,
     ) -> Result<Outcome<Question>> {
         let now = self.now();
         let mut tx = self.begin_write().await?;
@@ -207,16 +217,7 @@ impl Store {
         };
         let q = from_row(&row)?;
         let payload = json!({ "until": until.map(crate::clock::format_rfc3339) });
-        event(
-            &mut tx,
-            now,
-            "question.snoozed",
-            &q,
-            by,
-            via.as_str(),
-            payload,
-        )
-        .await?;
+        event(&mut tx, now, "question.snoozed", &q, by, via, payload).await?;
         tx.commit().await?;
         Ok(Ok(q))
     }

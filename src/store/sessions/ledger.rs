@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use sqlx::{Row, SqliteConnection};
 
+use crate::store::Channel;
 use crate::store::actions::codec::canonical;
 use crate::store::{Error, NewEvent, Result, Store, events};
 
@@ -214,7 +215,7 @@ async fn ledger_event(
             entity_kind: "session",
             entity_id: &e.session_id,
             actor: &e.session_id,
-            channel: "agent",
+            channel: Channel::Agent,
             project: &project,
             session: &e.session_id,
             payload: json!({

@@ -5,6 +5,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::{Session, session_from};
+use crate::store::Channel;
 use crate::store::{Error, NewEvent, Result, Store, events};
 
 /// The largest checkpoint blob accepted (1 MiB).
@@ -151,7 +152,7 @@ impl Store {
                     entity_kind: "session",
                     entity_id: id,
                     actor: &session.agent,
-                    channel: "agent",
+                    channel: Channel::Agent,
                     project: &session.project,
                     session: id,
                     payload: json!({"revision": session.revision, "bytes": state.len()}),
@@ -197,7 +198,7 @@ impl Store {
                     entity_kind: "session",
                     entity_id: id,
                     actor: &session.agent,
-                    channel: "agent",
+                    channel: Channel::Agent,
                     project: &session.project,
                     session: id,
                     payload: json!({}),

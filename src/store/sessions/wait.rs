@@ -13,6 +13,7 @@
 use serde::Serialize;
 use serde_json::json;
 
+use crate::store::Channel;
 use crate::store::boards::PendingRow;
 use crate::store::questions::Question;
 use crate::store::{Event, NewEvent, Result, Store, events};
@@ -162,7 +163,7 @@ impl Store {
                     entity_kind: "session",
                     entity_id: id,
                     actor: by,
-                    channel: "agent",
+                    channel: Channel::Agent,
                     project: &project,
                     session: id,
                     payload: json!({"from": from, "to": to}),

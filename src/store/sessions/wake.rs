@@ -9,6 +9,7 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::store::Channel;
 use crate::store::{NewEvent, Result, Store, events, new_id};
 
 /// What [`Store::record_wake`] did.
@@ -91,7 +92,7 @@ impl Store {
                 entity_kind: "session",
                 entity_id: session_id,
                 actor: source,
-                channel: "webhook",
+                channel: Channel::Webhook,
                 project: &project,
                 session: session_id,
                 payload: json!({"source": source, "delivery_id": delivery_id, "body": payload}),
