@@ -31,9 +31,12 @@ fn policy(ctx: &Ctx, rules: Option<&std::path::Path>) -> anyhow::Result<Policy> 
     ctx.policy(rules)
 }
 
+/// A command's words: the program, then its arguments.
+type Argv = Vec<String>;
+
 /// The words after `--` as the executor and the verifier argv, or a
 /// usage failure when they do not fit `--exec` / `--verify`.
-fn commands(p: &mut ProposeArgs) -> anyhow::Result<(Option<Vec<String>>, Option<Vec<String>>)> {
+fn commands(p: &mut ProposeArgs) -> anyhow::Result<(Option<Argv>, Option<Argv>)> {
     if !p.exec && !p.verify && !p.command.is_empty() {
         return Err(fail(
             exit::INVALID,
