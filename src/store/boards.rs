@@ -85,39 +85,6 @@ pub enum RowStatus {
     Blocked,
 }
 
-impl RowStatus {
-    /// The stored spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RowStatus::Tracked => "tracked",
-            RowStatus::Partial => "partial",
-            RowStatus::Missing => "missing",
-            RowStatus::Na => "na",
-            RowStatus::Done => "done",
-            RowStatus::Blocked => "blocked",
-        }
-    }
-}
-
-impl std::str::FromStr for RowStatus {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        Ok(match s {
-            "tracked" => RowStatus::Tracked,
-            "partial" => RowStatus::Partial,
-            "missing" => RowStatus::Missing,
-            "na" => RowStatus::Na,
-            "done" => RowStatus::Done,
-            "blocked" => RowStatus::Blocked,
-            _ => {
-                return Err(Error::Invalid(format!(
-                    "`{s}` is not a row status: use tracked, partial, missing, na, done or blocked"
-                )));
-            }
-        })
-    }
-}
-
 /// Who must act on a blocked row: nobody named (`""`), a decision, a task, an approval.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
@@ -136,35 +103,6 @@ pub enum RowOwner {
     Approval,
 }
 
-impl RowOwner {
-    /// The stored spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RowOwner::None => "",
-            RowOwner::Decision => "decision",
-            RowOwner::Task => "task",
-            RowOwner::Approval => "approval",
-        }
-    }
-}
-
-impl std::str::FromStr for RowOwner {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        Ok(match s {
-            "" | "none" => RowOwner::None,
-            "decision" => RowOwner::Decision,
-            "task" => RowOwner::Task,
-            "approval" => RowOwner::Approval,
-            _ => {
-                return Err(Error::Invalid(format!(
-                    "`{s}` is not a row owner: use decision, task or approval"
-                )));
-            }
-        })
-    }
-}
-
 /// What a human's annotation means.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
@@ -180,32 +118,65 @@ pub enum AnnotationKind {
     Decline,
 }
 
-impl AnnotationKind {
-    /// The stored spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AnnotationKind::Answer => "answer",
-            AnnotationKind::Clarify => "clarify",
-            AnnotationKind::Decline => "decline",
+/// `as_str` (the stored spelling) and `FromStr` for a stored enum: each
+/// variant with its spelling, then the refusal's hint. `alias` adds a
+/// spelling read but never written.
+macro_rules! spelled {
+    ($t:ident, $what:literal, $hint:literal, $($v:ident = $s:literal),+ $(; alias $a:literal = $av:ident)?) => {
+        impl $t {
+            /// The stored spelling.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($t::$v => $s,)+
+                }
+            }
         }
-    }
+
+        impl std::str::FromStr for $t {
+            type Err = Error;
+            fn from_str(s: &str) -> Result<Self> {
+                match s {
+                    $($s => Ok($t::$v),)+
+                    $($a => Ok($t::$av),)?
+                    _ => Err(Error::Invalid(format!(
+                        concat!("`{}` is not ", $what, ": use ", $hint),
+                        s
+                    ))),
+                }
+            }
+        }
+    };
 }
 
-impl std::str::FromStr for AnnotationKind {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        Ok(match s {
-            "answer" => AnnotationKind::Answer,
-            "clarify" => AnnotationKind::Clarify,
-            "decline" => AnnotationKind::Decline,
-            _ => {
-                return Err(Error::Invalid(format!(
-                    "`{s}` is not an annotation kind: use answer, clarify or decline"
-                )));
-            }
-        })
-    }
-}
+spelled!(
+    RowStatus,
+    "a row status",
+    "tracked, partial, missing, na, done or blocked",
+    Tracked = "tracked",
+    Partial = "partial",
+    Missing = "missing",
+    Na = "na",
+    Done = "done",
+    Blocked = "blocked"
+);
+spelled!(
+    RowOwner,
+    "a row owner",
+    "decision, task or approval",
+    None = "",
+    Decision = "decision",
+    Task = "task",
+    Approval = "approval";
+    alias "none" = None
+);
+spelled!(
+    AnnotationKind,
+    "an annotation kind",
+    "answer, clarify or decline",
+    Answer = "answer",
+    Clarify = "clarify",
+    Decline = "decline"
+);
 
 /// Through which door a human responded (the store's one [`Channel`]).
 pub use super::channel::Channel as Source;
@@ -577,7 +548,18 @@ mod tests {
         for s in ["", "decision", "task", "approval"] {
             assert_eq!(s.parse::<RowOwner>().unwrap().as_str(), s);
         }
-        assert!("later".parse::<RowStatus>().is_err());
+        for s in ["answer", "clarify", "decline"] {
+            assert_eq!(s.parse::<AnnotationKind>().unwrap().as_str(), s);
+        }
+        assert_eq!("none".parse::<RowOwner>().unwrap(), RowOwner::None);
+        let refused = |r: Result<RowStatus>| r.unwrap_err().to_string();
+        assert!(refused("later".parse()).contains(
+            "`later` is not a row status: use tracked, partial, missing, na, done or blocked"
+        ));
+        let e = "boss".parse::<RowOwner>().unwrap_err().to_string();
+        assert!(e.contains("`boss` is not a row owner: use decision, task or approval"));
+        let e = "maybe".parse::<AnnotationKind>().unwrap_err().to_string();
+        assert!(e.contains("`maybe` is not an annotation kind: use answer, clarify or decline"));
         assert_eq!(
             serde_json::to_string(&RowOwner::None).unwrap(),
             "\"\"",

@@ -132,6 +132,21 @@ async fn finish(
     })
 }
 
+/// Binding the optional version guards of an annotation,
+/// `(? IS NULL OR revision = ?) AND (? IS NULL OR action_version = ?)`.
+trait SeenVersions {
+    fn seen_versions(self, a: &Annotate) -> Self;
+}
+
+impl SeenVersions for sqlx::query::Query<'_, sqlx::Sqlite, sqlx::sqlite::SqliteArguments> {
+    fn seen_versions(self, a: &Annotate) -> Self {
+        self.bind(a.expected_revision)
+            .bind(a.expected_revision)
+            .bind(a.action_version)
+            .bind(a.action_version)
+    }
+}
+
 /// The guarded UPDATE of an annotation (`text` trimmed; blank clears).
 /// Returns how many rows it wrote: 0 means refused.
 async fn write_annotation(
@@ -153,10 +168,7 @@ async fn write_annotation(
         )
         .bind(now)
         .bind(row_id)
-        .bind(a.expected_revision)
-        .bind(a.expected_revision)
-        .bind(a.action_version)
-        .bind(a.action_version)
+        .seen_versions(a)
         .execute(&mut *conn)
         .await?
     } else if a.source == Source::Inbox {
@@ -175,10 +187,7 @@ async fn write_annotation(
         .bind(now)
         .bind(now)
         .bind(row_id)
-        .bind(a.expected_revision)
-        .bind(a.expected_revision)
-        .bind(a.action_version)
-        .bind(a.action_version)
+        .seen_versions(a)
         .execute(&mut *conn)
         .await?
     } else {
@@ -199,10 +208,7 @@ async fn write_annotation(
         .bind(now)
         .bind(now)
         .bind(row_id)
-        .bind(a.expected_revision)
-        .bind(a.expected_revision)
-        .bind(a.action_version)
-        .bind(a.action_version)
+        .seen_versions(a)
         .bind(a.kind.as_str())
         .execute(&mut *conn)
         .await?
