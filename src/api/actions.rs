@@ -23,6 +23,7 @@ use super::input::{Body, DURATION, NAME, Params, TIMEOUT};
 use super::long_poll;
 use super::page::{PageQuery, Paged, page};
 use super::questions::wrote;
+use crate::ops::Until;
 use crate::shared::Shared;
 use crate::store::Channel;
 use crate::store::actions::{
@@ -252,13 +253,13 @@ pub(crate) async fn get(
     Params(q): Params<GetQuery>,
 ) -> ApiResult<axum::Json<ActionGet>> {
     let first = visible(&s, &c, &id).await?;
-    let waits: [(&str, fn(Status) -> bool); 3] = [
-        ("approved", |st| st != Status::Pending),
-        ("decided", |st| st != Status::Pending),
-        ("settled", |st| st.is_settled() || st == Status::Unknown),
+    let waits = [
+        ("approved", Until::Decided),
+        ("decided", Until::Decided),
+        ("settled", Until::Settled),
     ];
     let hint = "wait=approved or wait=settled";
-    let Some((done, timeout)) =
+    let Some((until, timeout)) =
         long_poll::asked(q.wait.as_deref(), q.timeout.as_deref(), &waits, hint)?
     else {
         let mut a = first;
@@ -276,7 +277,7 @@ pub(crate) async fn get(
         }
     };
     let key = format!("action:{}", first.id);
-    let (action, ok) = long_poll::watch(&s, &key, timeout, read, |a| done(a.status)).await?;
+    let (action, ok) = long_poll::watch(&s, &key, timeout, read, |a| until.holds(a.status)).await?;
     let settled = if ok {
         Settled::Done { action }
     } else {

@@ -140,7 +140,7 @@ mod tests {
                 "wait=`soon`: use wait=reply or wait=change",
             ),
         ] {
-            let e = ask(w, t).err().expect("refused");
+            let e = ask(w, t).expect_err("refused");
             assert!(format!("{e:?}").contains(says), "{e:?}");
         }
         assert!(ask(Some("reply"), Some("later")).is_err());

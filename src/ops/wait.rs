@@ -40,8 +40,10 @@ impl Deadline {
 /// What a wait for a reply does with the question as it reads now.
 #[derive(Debug, PartialEq)]
 enum Step {
-    /// The wait is over.
-    End(Awaited),
+    /// It was resolved or dismissed: the wait is over.
+    Closed,
+    /// It carries the agent's own answer, newer than the ask: the wait is over.
+    Answered,
     /// A reply waits unseen: pick up exactly it.
     PickUp,
     /// Nothing yet: wait for a change (or the deadline).
@@ -53,11 +55,11 @@ enum Step {
 /// seen) ends it when it is newer than the ask.
 fn step(asked: &Question, q: &Question) -> Step {
     if q.status != Status::Open {
-        return Step::End(Awaited::Closed(q.clone()));
+        return Step::Closed;
     }
     match &q.reply {
         Some(r) if r.seen_at.is_none() => Step::PickUp,
-        Some(_) if q.reply_seq > asked.reply_seq => Step::End(Awaited::Reply(q.clone())),
+        Some(_) if q.reply_seq > asked.reply_seq => Step::Answered,
         _ => Step::Wait,
     }
 }
@@ -76,7 +78,8 @@ impl Ops {
         let mut q = self.get_question(&asked.id).await?.ok_or_else(gone)?;
         loop {
             match step(asked, &q) {
-                Step::End(done) => return Ok(done),
+                Step::Closed => return Ok(Awaited::Closed(q)),
+                Step::Answered => return Ok(Awaited::Reply(q)),
                 Step::PickUp => {
                     if let Some(picked) = self.pick_up_reply(&q, by).await? {
                         return Ok(Awaited::Reply(picked));
@@ -126,14 +129,14 @@ mod tests {
         assert_eq!(step(&asked, &asked), Step::Wait);
         let mut closed = asked.clone();
         closed.status = Status::Resolved;
-        assert_eq!(step(&asked, &closed), Step::End(Awaited::Closed(closed)));
+        assert_eq!(step(&asked, &closed), Step::Closed);
         let mut unseen = asked.clone();
         unseen.reply_seq = 1;
         unseen.reply = reply(None);
         assert_eq!(step(&asked, &unseen), Step::PickUp);
         let mut own = unseen.clone();
         own.reply = reply(Some(5));
-        assert_eq!(step(&asked, &own), Step::End(Awaited::Reply(own.clone())));
+        assert_eq!(step(&asked, &own), Step::Answered);
         // A seen reply the ask already knew of is not an answer to it.
         assert_eq!(step(&own, &own), Step::Wait);
     }
