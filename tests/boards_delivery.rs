@@ -7,8 +7,8 @@ mod common;
 use common::TempDb;
 use handoff::store::Store;
 use handoff::store::boards::{
-    Annotate, AnnotationKind, BoardFull, BoardUpsert, Handled, Refusal, RowInput, RowStatus,
-    RowWrite, Source,
+    Annotate, AnnotationKind, BoardFull, BoardUpsert, Channel, Handled, Refusal, RowInput,
+    RowStatus, RowWrite,
 };
 use serde_json::json;
 
@@ -31,7 +31,7 @@ fn note(
     board: &BoardFull,
     label: &str,
     text: &str,
-    source: Source,
+    source: Channel,
     kind: AnnotationKind,
 ) -> Annotate {
     Annotate {
@@ -46,11 +46,11 @@ fn note(
 }
 
 fn inbox(b: &BoardFull, label: &str, text: &str) -> Annotate {
-    note(b, label, text, Source::Inbox, AnnotationKind::Answer)
+    note(b, label, text, Channel::Inbox, AnnotationKind::Answer)
 }
 
 fn chat(b: &BoardFull, label: &str, text: &str) -> Annotate {
-    note(b, label, text, Source::Chat, AnnotationKind::Answer)
+    note(b, label, text, Channel::Chat, AnnotationKind::Answer)
 }
 
 async fn set_status(s: &Store, b: &BoardFull, label: &str, status: RowStatus) {
@@ -286,7 +286,7 @@ async fn inbox_beats_an_unread_chat_race_and_chat_may_replace_after_pickup() {
         .unwrap()
         .unwrap();
     assert_eq!(c.row.response.annotation.as_deref(), Some("from inbox"));
-    assert_eq!(c.row.response.annotation_source, Some(Source::Inbox));
+    assert_eq!(c.row.response.annotation_source, Some(Channel::Inbox));
     assert!(c.row.response.annotation_seen_at.is_none());
 
     // An unread Inbox annotation beats a later chat one; the refusal carries it.
@@ -296,7 +296,7 @@ async fn inbox_beats_an_unread_chat_race_and_chat_may_replace_after_pickup() {
         Err(Refusal::UnreadAnswer {
             annotation: "from inbox".into(),
             kind: Some(AnnotationKind::Answer),
-            source: Some(Source::Inbox),
+            source: Some(Channel::Inbox),
             by: Some("inbox-user".into()),
         })
     );
@@ -305,7 +305,7 @@ async fn inbox_beats_an_unread_chat_race_and_chat_may_replace_after_pickup() {
         &b,
         "db",
         "correction",
-        Source::Chat,
+        Channel::Chat,
         AnnotationKind::Clarify,
     );
     assert!(matches!(
@@ -319,7 +319,7 @@ async fn inbox_beats_an_unread_chat_race_and_chat_may_replace_after_pickup() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(c.row.response.annotation_source, Some(Source::Chat));
+    assert_eq!(c.row.response.annotation_source, Some(Channel::Chat));
     assert!(c.row.response.annotation_seen_at.is_none());
     // An unclaimed chat answer: a plain chat answer is refused, a chat clarify replaces it.
     assert!(matches!(

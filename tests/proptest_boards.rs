@@ -11,15 +11,15 @@ mod common;
 use common::TempDb;
 use handoff::store::Store;
 use handoff::store::boards::{
-    Advance, Annotate, AnnotationKind, BoardUpsert, Handled, NextStep, OutcomeWrite, Refusal, Row,
-    RowInput, RowStatus, RowWrite, Source,
+    Advance, Annotate, AnnotationKind, BoardUpsert, Channel, Handled, NextStep, OutcomeWrite,
+    Refusal, Row, RowInput, RowStatus, RowWrite,
 };
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
 enum Op {
     Annotate {
-        source: Source,
+        source: Channel,
         text: &'static str,
         kind: AnnotationKind,
         stale: bool,
@@ -66,7 +66,7 @@ fn stale() -> impl Strategy<Value = bool> {
 }
 
 fn op() -> impl Strategy<Value = Op> {
-    let source = prop_oneof![Just(Source::Inbox), Just(Source::Chat)];
+    let source = prop_oneof![Just(Channel::Inbox), Just(Channel::Chat)];
     prop_oneof![
         6 => (source, text(), kind(), stale())
             .prop_map(|(source, text, kind, stale)| Op::Annotate { source, text, kind, stale }),
@@ -85,7 +85,7 @@ fn op() -> impl Strategy<Value = Op> {
 struct MAnnotation {
     text: String,
     kind: AnnotationKind,
-    source: Source,
+    source: Channel,
     seen: bool,
 }
 
@@ -153,13 +153,13 @@ impl Model {
 
     fn annotate(
         &mut self,
-        source: Source,
+        source: Channel,
         text: &str,
         kind: AnnotationKind,
         stale: bool,
     ) -> Expect {
         let text = text.trim();
-        if source == Source::Chat && text.is_empty() {
+        if source == Channel::Chat && text.is_empty() {
             return Expect::Refused("empty");
         }
         if text.is_empty() {
@@ -177,10 +177,10 @@ impl Model {
         if stale {
             return Expect::Refused("stale");
         }
-        let allowed = source == Source::Inbox
+        let allowed = source == Channel::Inbox
             || match &self.annotation {
                 None => true,
-                Some(a) => a.seen || (kind == AnnotationKind::Clarify && a.source == Source::Chat),
+                Some(a) => a.seen || (kind == AnnotationKind::Clarify && a.source == Channel::Chat),
             };
         if !allowed {
             return Expect::Refused("unread_answer");
@@ -424,7 +424,7 @@ async fn run(ops: Vec<Op>) {
                     board: "b".into(),
                     project: Some("p".into()),
                     label: "r".into(),
-                    source: Source::Chat,
+                    source: Channel::Chat,
                     by: "alice".into(),
                     expected_revision: Some(rev(*stale)),
                 };

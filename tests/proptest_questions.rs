@@ -9,7 +9,7 @@ mod common;
 
 use common::TempDb;
 use handoff::store::questions::{
-    NewQuestion, NewReply, Question, QuestionOption, Refusal, ReplyKind, Source, Status,
+    Channel, NewQuestion, NewReply, Question, QuestionOption, Refusal, ReplyKind, Status,
 };
 use proptest::prelude::*;
 
@@ -68,7 +68,7 @@ fn op() -> impl Strategy<Value = Op> {
 struct MReply {
     text: String,
     kind: ReplyKind,
-    source: Source,
+    source: Channel,
     seen: bool,
 }
 
@@ -108,7 +108,7 @@ impl Model {
         self.status == Status::Open
     }
 
-    fn set(&mut self, text: &str, kind: ReplyKind, source: Source, seen: bool) {
+    fn set(&mut self, text: &str, kind: ReplyKind, source: Channel, seen: bool) {
         self.reply = Some(MReply {
             text: text.trim().to_string(),
             kind,
@@ -139,7 +139,7 @@ impl Model {
                 }
             };
         }
-        self.set(text, kind, Source::Inbox, false);
+        self.set(text, kind, Channel::Inbox, false);
         Expect::Ok
     }
 
@@ -157,11 +157,11 @@ impl Model {
             && self
                 .reply
                 .as_ref()
-                .is_some_and(|r| r.source == Source::Chat);
+                .is_some_and(|r| r.source == Channel::Chat);
         if self.unread() && !clarify_over_chat {
             return Expect::Refused("unread_answer");
         }
-        self.set(text, kind, Source::Chat, false);
+        self.set(text, kind, Channel::Chat, false);
         Expect::Ok
     }
 
@@ -179,7 +179,7 @@ impl Model {
             }
             return Expect::Refused("unread_answer");
         }
-        self.set(text, ReplyKind::Answer, Source::Agent, true);
+        self.set(text, ReplyKind::Answer, Channel::Agent, true);
         Expect::Ok
     }
 
@@ -327,7 +327,7 @@ async fn run(ops: Vec<Op>) {
             Op::Dismiss => {
                 let got = outcome(
                     store
-                        .dismiss_question(&id, None, "alice", Source::Inbox)
+                        .dismiss_question(&id, None, "alice", Channel::Inbox)
                         .await
                         .unwrap(),
                 );

@@ -5,10 +5,10 @@ mod common;
 
 use common::{TempDb, answer, ask, count, reply_of};
 use handoff::store::questions::{
-    ListFilter, NewQuestion, QuestionOption, Refusal, ReplyKind, Source, Status,
+    Channel, ListFilter, NewQuestion, QuestionOption, Refusal, ReplyKind, Status,
 };
 
-fn text_of(q: &handoff::store::questions::Question) -> Option<(String, Source, bool)> {
+fn text_of(q: &handoff::store::questions::Question) -> Option<(String, Channel, bool)> {
     q.reply
         .as_ref()
         .map(|r| (r.text.clone(), r.source, r.seen_at.is_some()))
@@ -28,7 +28,7 @@ async fn a_fresh_inbox_reply_supersedes_a_chat_reply() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(text_of(&q), Some(("sqlite".into(), Source::Inbox, false)));
+    assert_eq!(text_of(&q), Some(("sqlite".into(), Channel::Inbox, false)));
     // And over a chat reply the agent already picked up: unseen again.
     s.pending(Some("p"), None, false, "a").await.unwrap();
     let q = s
@@ -38,7 +38,7 @@ async fn a_fresh_inbox_reply_supersedes_a_chat_reply() {
         .unwrap();
     assert_eq!(
         text_of(&q),
-        Some(("sqlite, v3.51".into(), Source::Inbox, false))
+        Some(("sqlite, v3.51".into(), Channel::Inbox, false))
     );
 }
 
@@ -57,12 +57,15 @@ async fn an_unread_inbox_reply_beats_a_chat_reply() {
         Err(Refusal::UnreadAnswer {
             reply: "sqlite".into(),
             kind: ReplyKind::Answer,
-            source: Source::Inbox,
+            source: Channel::Inbox,
             by: "alice".into(),
         })
     );
     let now = s.get_question(&q.id).await.unwrap().unwrap();
-    assert_eq!(text_of(&now), Some(("sqlite".into(), Source::Inbox, false)));
+    assert_eq!(
+        text_of(&now),
+        Some(("sqlite".into(), Channel::Inbox, false))
+    );
     assert_eq!(
         count(&s, "question_replies").await,
         1,
@@ -87,7 +90,7 @@ async fn after_pickup_a_chat_reply_may_replace_it() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(text_of(&q), Some(("postgres".into(), Source::Chat, false)));
+    assert_eq!(text_of(&q), Some(("postgres".into(), Channel::Chat, false)));
     // The agent's door: born seen, replaces a seen reply too.
     s.pending(None, Some("s"), false, "a").await.unwrap();
     let q = s
@@ -96,7 +99,7 @@ async fn after_pickup_a_chat_reply_may_replace_it() {
         .unwrap()
         .unwrap();
     let r = q.reply.unwrap();
-    assert_eq!((r.source, r.seen_at), (Source::Agent, Some(r.at)));
+    assert_eq!((r.source, r.seen_at), (Channel::Agent, Some(r.at)));
 }
 
 #[tokio::test]
@@ -147,7 +150,7 @@ async fn clarify_replaces_an_unclaimed_chat_reply_never_an_inbox_one() {
     assert!(matches!(
         s.reply_chat(&q.id, &answer("mysql")).await.unwrap(),
         Err(Refusal::UnreadAnswer {
-            source: Source::Chat,
+            source: Channel::Chat,
             ..
         })
     ));
@@ -157,7 +160,7 @@ async fn clarify_replaces_an_unclaimed_chat_reply_never_an_inbox_one() {
     let r = q2.reply.unwrap();
     assert_eq!(
         (r.text.as_str(), r.kind, r.source),
-        ("postgres 16, not 15", ReplyKind::Clarify, Source::Chat)
+        ("postgres 16, not 15", ReplyKind::Clarify, Channel::Chat)
     );
     // An unclaimed Inbox reply is never replaced by a clarify.
     s.reply_inbox(&q.id, &answer("sqlite"))
@@ -166,7 +169,7 @@ async fn clarify_replaces_an_unclaimed_chat_reply_never_an_inbox_one() {
         .unwrap();
     assert!(matches!(
         s.reply_chat(&q.id, &clar).await.unwrap(),
-        Err(Refusal::UnreadAnswer { source: Source::Inbox, ref reply, .. }) if reply == "sqlite"
+        Err(Refusal::UnreadAnswer { source: Channel::Inbox, ref reply, .. }) if reply == "sqlite"
     ));
     // Nor by an agent clarify (only the chat door corrects chat replies).
     assert!(s.answer_agent(&q.id, &clar).await.unwrap().is_err());
@@ -221,7 +224,7 @@ async fn refusals_empty_not_found_not_open() {
         s.resolve_question(&missing, "x", "").await.unwrap(),
         Err(Refusal::NotFound)
     );
-    s.dismiss_question(&q.id, Some("not needed"), "alice", Source::Inbox)
+    s.dismiss_question(&q.id, Some("not needed"), "alice", Channel::Inbox)
         .await
         .unwrap()
         .unwrap();
@@ -233,7 +236,7 @@ async fn refusals_empty_not_found_not_open() {
     assert_eq!(s.answer_agent(&q.id, &answer("x")).await.unwrap(), closed);
     assert_eq!(s.resolve_question(&q.id, "x", "").await.unwrap(), closed);
     assert_eq!(
-        s.snooze_question(&q.id, i64::MAX, "", Source::Inbox)
+        s.snooze_question(&q.id, i64::MAX, "", Channel::Inbox)
             .await
             .unwrap(),
         closed
@@ -361,7 +364,7 @@ async fn snoozed_questions_leave_the_chat_list_until_due() {
     let (s, clock) = db.open_manual(1_000_000).await;
     let a = ask(&s, "A?").await;
     let b = ask(&s, "B?").await;
-    s.snooze_question(&a.id, 1_000_000 + 3_600_000, "alice", Source::Chat)
+    s.snooze_question(&a.id, 1_000_000 + 3_600_000, "alice", Channel::Chat)
         .await
         .unwrap()
         .unwrap();
@@ -493,7 +496,7 @@ async fn a_dismissal_keeps_its_trimmed_reason_and_a_blank_one_is_none() {
     for reason in [Some("  not needed "), Some("   "), None] {
         let q = ask(&s, &format!("Question {reason:?}")).await;
         let closed = s
-            .dismiss_question(&q.id, reason, "alice", Source::Chat)
+            .dismiss_question(&q.id, reason, "alice", Channel::Chat)
             .await
             .unwrap()
             .expect("dismissed");
@@ -514,7 +517,7 @@ async fn snoozing_until_now_or_earlier_clears_the_snooze() {
     let (s, _clock) = db.open_manual(5_000_000).await;
     let q = ask(&s, "Later?").await;
     let snoozed = s
-        .snooze_question(&q.id, 5_000_001, "alice", Source::Inbox)
+        .snooze_question(&q.id, 5_000_001, "alice", Channel::Inbox)
         .await
         .unwrap()
         .unwrap();
@@ -525,7 +528,7 @@ async fn snoozing_until_now_or_earlier_clears_the_snooze() {
     );
     for until in [5_000_000, 1] {
         let woken = s
-            .snooze_question(&q.id, until, "alice", Source::Inbox)
+            .snooze_question(&q.id, until, "alice", Channel::Inbox)
             .await
             .unwrap()
             .unwrap();

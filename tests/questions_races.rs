@@ -10,7 +10,7 @@ use std::sync::Arc;
 use common::{TempDb, answer, ask, count, reply_of};
 use handoff::clock::ManualClock;
 use handoff::store::Store;
-use handoff::store::questions::{Refusal, ReplyKind, Source};
+use handoff::store::questions::{Channel, Refusal, ReplyKind};
 
 #[tokio::test]
 async fn a_inbox_re_reply_between_read_and_mark_stays_queued() {
@@ -86,7 +86,7 @@ async fn b_chat_racing_inbox_the_inbox_text_wins_whole() {
         .await
         .unwrap();
     assert!(
-        matches!(r, Err(Refusal::UnreadAnswer { ref reply, source: Source::Inbox, .. }) if reply == "sqlite")
+        matches!(r, Err(Refusal::UnreadAnswer { ref reply, source: Channel::Inbox, .. }) if reply == "sqlite")
     );
     // Truly concurrent, many times: whichever order the engine picks.
     let mut ids = vec![q1.id, q2.id];
@@ -116,7 +116,7 @@ async fn b_chat_racing_inbox_the_inbox_text_wins_whole() {
             .unwrap();
         assert_eq!(
             (r.text.as_str(), r.source, r.by.as_str(), r.seen_at),
-            ("sqlite", Source::Inbox, "alice", None),
+            ("sqlite", Channel::Inbox, "alice", None),
             "the Inbox text wins whole: text, source, by, unseen"
         );
     }
@@ -263,7 +263,7 @@ async fn every_change_appends_its_event() {
     };
     let q = s.flag(&nq).await.unwrap().question;
     s.flag(&nq).await.unwrap();
-    s.snooze_question(&q.id, s.now() + 60_000, "alice", Source::Inbox)
+    s.snooze_question(&q.id, s.now() + 60_000, "alice", Channel::Inbox)
         .await
         .unwrap()
         .unwrap();
@@ -292,7 +292,7 @@ async fn every_change_appends_its_event() {
         .unwrap()
         .unwrap();
     let q2 = ask(&s, "Other?").await;
-    s.dismiss_question(&q2.id, None, "alice", Source::Chat)
+    s.dismiss_question(&q2.id, None, "alice", Channel::Chat)
         .await
         .unwrap()
         .unwrap();

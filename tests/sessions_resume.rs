@@ -7,7 +7,7 @@ mod common;
 use common::{TempDb, new_action};
 use handoff::store::Store;
 use handoff::store::actions::Actor;
-use handoff::store::boards::{Annotate, BoardUpsert, Source};
+use handoff::store::boards::{Annotate, BoardUpsert, Channel};
 use handoff::store::questions::{NewQuestion, NewReply};
 use handoff::store::sessions::{NewCall, NewSession};
 use serde_json::{Value, json};
@@ -110,7 +110,7 @@ async fn busy_session(store: &Store) -> (String, String) {
             board: b.board.id.clone(),
             label: "dns".into(),
             text: "done at the registrar".into(),
-            source: Source::Inbox,
+            source: Channel::Inbox,
             by: "bob".into(),
             ..Annotate::default()
         })

@@ -9,7 +9,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
 use common::{TempDb, json, new_action, stderr, stdout};
-use handoff::store::boards::{Annotate, BoardUpsert, Source};
+use handoff::store::boards::{Annotate, BoardUpsert, Channel};
 use serde_json::{Value, json};
 
 /// Start `handoff wait` in the background against `db`.
@@ -246,7 +246,7 @@ async fn wait_returns_for_a_row_annotation_and_marks_it_delivered() {
             board: b.board.id.clone(),
             label: "notes".into(),
             text: "ship it".into(),
-            source: Source::Chat,
+            source: Channel::Chat,
             by: "carol".into(),
             ..Annotate::default()
         })

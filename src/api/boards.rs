@@ -18,8 +18,8 @@ use super::page::{Paged, page};
 use super::questions::wrote;
 use crate::shared::Shared;
 use crate::store::boards::{
-    Advance, Annotate, AnnotationKind, Board, BoardFull, BoardUpsert, Handled, NextStep,
-    OutcomeWrite, PendingRow, RowChange, RowInput, RowStatus, RowWrite, Source,
+    Advance, Annotate, AnnotationKind, Board, BoardFull, BoardUpsert, Channel, Handled, NextStep,
+    OutcomeWrite, PendingRow, RowChange, RowInput, RowStatus, RowWrite,
 };
 
 /// The board `board` if the caller may see it.
@@ -250,7 +250,7 @@ pub(crate) async fn annotate(
         label,
         text: b.text,
         kind: b.kind,
-        source: Source::Inbox,
+        source: Channel::Inbox,
         by: c.actor(b.by.as_deref())?,
         expected_revision: b.expected_revision,
         action_version: b.action_version,
@@ -286,7 +286,7 @@ pub(crate) async fn handled(
         board: full.board.id,
         project: None,
         label,
-        source: Source::Inbox,
+        source: Channel::Inbox,
         by: c.actor(b.by.as_deref())?,
         expected_revision: b.expected_revision,
     };

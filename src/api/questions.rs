@@ -17,8 +17,8 @@ use super::page::{PageQuery, Paged, page};
 use crate::shared::Shared;
 use crate::store::boards::PendingRow;
 use crate::store::questions::{
-    Delivery, Flagged, ListFilter, NewQuestion, NewReply, Question, QuestionOption, ReplyKind,
-    ReplyRecord, Source, Status,
+    Channel, Delivery, Flagged, ListFilter, NewQuestion, NewReply, Question, QuestionOption,
+    ReplyKind, ReplyRecord, Status,
 };
 
 /// Wake the event followers at once after a write made here.
@@ -389,7 +389,7 @@ pub(crate) async fn snooze(
     let until = s.store.now().saturating_add(ms.max(0));
     let out = s
         .store
-        .snooze_question(&q.id, until, &by, Source::Inbox)
+        .snooze_question(&q.id, until, &by, Channel::Inbox)
         .await?;
     wrote(&s);
     Ok(axum::Json(out?))
@@ -493,7 +493,7 @@ pub(crate) async fn dismiss(
     let by = c.actor(b.by.as_deref())?;
     let out = s
         .store
-        .dismiss_question(&q.id, b.reason.as_deref(), &by, Source::Inbox)
+        .dismiss_question(&q.id, b.reason.as_deref(), &by, Channel::Inbox)
         .await?;
     wrote(&s);
     Ok(axum::Json(out?))

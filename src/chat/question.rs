@@ -189,8 +189,8 @@ impl Bridge {
                     format!(" (by {by})")
                 };
                 let place = match source {
-                    crate::store::questions::Source::Inbox => "An Inbox answer",
-                    crate::store::questions::Source::Chat => "A chat answer",
+                    crate::store::questions::Channel::Inbox => "An Inbox answer",
+                    crate::store::questions::Channel::Chat => "A chat answer",
                     _ => "An answer",
                 };
                 format!(

@@ -9,7 +9,7 @@ use super::dispatch::Prompt;
 use super::push::{Meta, View};
 use super::text::{cut, esc, quote};
 use crate::store::boards::{
-    Annotate, AnnotationKind, Board, Handled, Refusal, Row, RowStatus, Source,
+    Annotate, AnnotationKind, Board, Channel, Handled, Refusal, Row, RowStatus,
 };
 use crate::store::questions::ReplyKind;
 use crate::store::{Result, Store, short_id};
@@ -192,7 +192,7 @@ impl Bridge {
                     board: board.id.clone(),
                     project: None,
                     label: r.label.clone(),
-                    source: Source::Chat,
+                    source: Channel::Chat,
                     by: who.to_string(),
                     expected_revision: None,
                 };
@@ -234,7 +234,7 @@ impl Bridge {
             label: r.label.clone(),
             text: text.to_string(),
             kind,
-            source: Source::Chat,
+            source: Channel::Chat,
             by: who.to_string(),
             expected_revision: None,
             action_version: step,
@@ -287,7 +287,7 @@ pub(super) fn row_refusal(r: &Refusal) -> String {
             ..
         } => {
             let place = match source {
-                Some(Source::Inbox) => "An Inbox answer",
+                Some(Channel::Inbox) => "An Inbox answer",
                 _ => "An answer",
             };
             let by = by

@@ -17,7 +17,7 @@ use crate::clock::parse_duration_ms;
 use crate::ops::Ops;
 use crate::store;
 use crate::store::questions::{
-    ListFilter, NewReply, Outcome, Question, Refusal, ReplyKind, Source, Status,
+    Channel, ListFilter, NewReply, Outcome, Question, Refusal, ReplyKind, Status,
 };
 use render::{human_refusal, render};
 
@@ -169,7 +169,7 @@ pub(crate) struct ReplyArgs {
     /// Reply through another door: `chat` applies the chat rule (never
     /// over an unclaimed reply). For tests and scripts that bridge a chat.
     #[arg(long, hide = true, default_value = "inbox", value_parser = parse_via)]
-    via: Source,
+    via: Channel,
 }
 
 /// Arguments of `handoff answer`.
@@ -197,11 +197,11 @@ fn parse_kind(s: &str) -> Result<ReplyKind, String> {
     s.parse()
 }
 
-fn parse_via(s: &str) -> Result<Source, String> {
-    if s == Source::Agent.as_str() {
+fn parse_via(s: &str) -> Result<Channel, String> {
+    if s == Channel::Agent.as_str() {
         return Err("use `handoff answer` for the agent's door".into());
     }
-    Source::one_of(s, &[Source::Inbox, Source::Chat])
+    Channel::one_of(s, &[Channel::Inbox, Channel::Chat])
 }
 
 fn parse_status_filter(s: &str) -> Result<StatusFilter, String> {
@@ -312,7 +312,7 @@ impl ReplyArgs {
     /// `handoff reply`: the Inbox door (or, on the host, the chat rule).
     async fn run(self, ctx: &Ctx) -> anyhow::Result<u8> {
         let via = self.via;
-        if via == Source::Chat && ctx.remote() {
+        if via == Channel::Chat && ctx.remote() {
             return Err(fail(
                 exit::INVALID,
                 "`reply --via chat` must run on the daemon's host (unset HANDOFF_URL); remotely a reply is an Inbox reply",
@@ -328,7 +328,7 @@ impl ReplyArgs {
             expected_revision: self.revision,
         };
         let out = match (via, &ops) {
-            (Source::Chat, Ops::Local(l)) => l.store().reply_chat(&id, &reply).await?,
+            (Channel::Chat, Ops::Local(l)) => l.store().reply_chat(&id, &reply).await?,
             _ => ops.reply_inbox(&id, &reply).await?,
         };
         let done = if reply.text.trim().is_empty() && reply.kind != ReplyKind::Decline {
@@ -367,7 +367,7 @@ impl AnswerArgs {
                     format!(", by {by}")
                 }
             ),
-            other => human_refusal(other, Source::Agent),
+            other => human_refusal(other, Channel::Agent),
         })
     }
 }
@@ -379,7 +379,7 @@ async fn resolve(ctx: &Ctx, id: &str, outcome: &str, by: Option<String>) -> anyh
     let out = ops
         .resolve_question(&id, outcome, &ctx.actor(by, String::new))
         .await?;
-    finish(ctx, out, "resolved", |r| human_refusal(r, Source::Agent))
+    finish(ctx, out, "resolved", |r| human_refusal(r, Channel::Agent))
 }
 
 /// `handoff dismiss`.
@@ -393,7 +393,7 @@ async fn dismiss(
     let id = find(&ops, id).await?;
     let by = ctx.actor(by, super::person);
     let out = ops.dismiss_question(&id, reason.as_deref(), &by).await?;
-    finish(ctx, out, "dismissed", |r| human_refusal(r, Source::Inbox))
+    finish(ctx, out, "dismissed", |r| human_refusal(r, Channel::Inbox))
 }
 
 /// `handoff snooze`.
@@ -402,7 +402,7 @@ async fn snooze(ctx: &Ctx, id: &str, duration: i64, by: Option<String>) -> anyho
     let id = find(&ops, id).await?;
     let by = ctx.actor(by, super::person);
     let out = ops.snooze_question(&id, duration, &by).await?;
-    finish(ctx, out, "snoozed", |r| human_refusal(r, Source::Inbox))
+    finish(ctx, out, "snoozed", |r| human_refusal(r, Channel::Inbox))
 }
 
 /// `handoff questions`.

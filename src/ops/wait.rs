@@ -102,14 +102,14 @@ impl Ops {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::questions::{Reply, ReplyKind, Source};
+    use crate::store::questions::{Channel, Reply, ReplyKind};
 
     fn reply(seen_at: Option<i64>) -> Option<Reply> {
         Some(Reply {
             text: "yes".into(),
             context: None,
             kind: ReplyKind::Answer,
-            source: Source::Inbox,
+            source: Channel::Inbox,
             by: "ann".into(),
             at: 1,
             seen_at,

@@ -179,7 +179,7 @@ spelled!(
 );
 
 /// Through which door a human responded (the store's one [`Channel`]).
-pub use super::channel::Channel as Source;
+pub use super::channel::Channel;
 
 /// One labelled choice a blocked row offers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -280,7 +280,7 @@ pub struct Response {
     /// Answer, clarify or decline.
     pub annotation_kind: Option<AnnotationKind>,
     /// The door the annotation came through.
-    pub annotation_source: Option<Source>,
+    pub annotation_source: Option<Channel>,
     /// Who wrote the annotation.
     pub annotated_by: Option<String>,
     /// When the annotation was written.
@@ -442,7 +442,7 @@ pub enum Refusal {
         /// Answer, clarify or decline.
         kind: Option<AnnotationKind>,
         /// The door it came through.
-        source: Option<Source>,
+        source: Option<Channel>,
         /// Who wrote it.
         by: Option<String>,
     },
@@ -492,7 +492,7 @@ impl std::fmt::Display for Refusal {
             } => write!(
                 f,
                 "already answered in the {} and not yet picked up: {annotation}",
-                source.map_or("inbox", Source::as_str)
+                source.map_or("inbox", Channel::as_str)
             ),
             Refusal::NotBlocked { status } => {
                 write!(f, "the row is {}, not blocked", status.as_str())

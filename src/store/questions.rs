@@ -59,7 +59,7 @@ pub enum ReplyKind {
 }
 
 /// Through which door a reply came (the store's one [`Channel`]).
-pub use super::channel::Channel as Source;
+pub use super::channel::Channel;
 
 macro_rules! str_enum {
     ($t:ty, $what:literal, $($v:ident = $s:literal),+) => {
@@ -148,7 +148,7 @@ pub struct Reply {
     /// Answer, clarify or decline.
     pub kind: ReplyKind,
     /// Inbox, chat or agent.
-    pub source: Source,
+    pub source: Channel,
     /// Who replied.
     pub by: String,
     /// When the reply was written.
@@ -257,7 +257,7 @@ pub enum Refusal {
         /// Whether it answers, asks to clarify or declines.
         kind: ReplyKind,
         /// Where it came from.
-        source: Source,
+        source: Channel,
         /// Who gave it.
         by: String,
     },
@@ -285,8 +285,8 @@ impl fmt::Display for Refusal {
                 reply, source, by, ..
             } => {
                 let place = match source {
-                    Source::Inbox => "an Inbox answer",
-                    Source::Chat => "a chat answer",
+                    Channel::Inbox => "an Inbox answer",
+                    Channel::Chat => "a chat answer",
                     _ => "an answer",
                 };
                 let by = if by.is_empty() {
@@ -366,7 +366,7 @@ pub struct ReplyRecord {
     /// Kind (None for a clear).
     pub kind: Option<ReplyKind>,
     /// Where the reply came from: inbox, chat or agent.
-    pub source: Source,
+    pub source: Channel,
     /// Who wrote it.
     pub by: String,
     /// Question revision it answered.

@@ -87,7 +87,7 @@ impl Refused for super::boards::Refusal {
 mod tests {
     use super::*;
     use crate::store::boards::{self, RowStatus};
-    use crate::store::questions::{self, ReplyKind, Source, Status};
+    use crate::store::questions::{self, Channel, ReplyKind, Status};
 
     fn tag_is_reason<R: Refused>(r: &R) {
         assert_eq!(r.detail()["refused"], r.reason(), "{r}");
@@ -105,7 +105,7 @@ mod tests {
             Q::UnreadAnswer {
                 reply: "x".into(),
                 kind: ReplyKind::Answer,
-                source: Source::Inbox,
+                source: Channel::Inbox,
                 by: "a".into(),
             },
             Q::Stale {

@@ -8,7 +8,7 @@ use clap::Args;
 use super::decided;
 use super::render::row_text;
 use crate::cli::{Ctx, one, person};
-use crate::store::boards::{Annotate, AnnotationKind, Handled, RowChange, Source};
+use crate::store::boards::{Annotate, AnnotationKind, Channel, Handled, RowChange};
 
 /// `{"row": …, "board_version", "changed"}`: a human's write to one row.
 fn row_change(c: &RowChange) -> serde_json::Value {
@@ -42,7 +42,7 @@ pub(crate) struct AnnotateArgs {
     revision: Option<i64>,
     /// Channel (inbox or chat); chat is for tests and scripts.
     #[arg(long, default_value = "inbox", hide = true, value_parser = super::parse_via)]
-    via: Source,
+    via: Channel,
 }
 
 impl AnnotateArgs {
@@ -100,7 +100,7 @@ pub(crate) struct HandledArgs {
     revision: Option<i64>,
     /// Channel (inbox or chat).
     #[arg(long, default_value = "inbox", hide = true, value_parser = super::parse_via)]
-    via: Source,
+    via: Channel,
 }
 
 impl HandledArgs {

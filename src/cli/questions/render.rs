@@ -2,12 +2,12 @@
 //! reply in one, and what a refused writer is told. No store access here.
 
 use crate::clock::format_rfc3339;
-use crate::store::questions::{Delivery, Question, Refusal, ReplyRecord, Source};
+use crate::store::questions::{Channel, Delivery, Question, Refusal, ReplyRecord};
 
 /// What a human (or the agent) is told when a write is refused.
-pub(super) fn human_refusal(r: &Refusal, via: Source) -> String {
+pub(super) fn human_refusal(r: &Refusal, via: Channel) -> String {
     match r {
-        Refusal::UnreadAnswer { .. } if via == Source::Chat => format!(
+        Refusal::UnreadAnswer { .. } if via == Channel::Chat => format!(
             "{r}. Nothing changed; wait for the agent to pick it up, or reply through the Inbox (`handoff reply`) to overwrite it"
         ),
         Refusal::Empty => {

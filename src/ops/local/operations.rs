@@ -111,7 +111,7 @@ impl Local {
     ) -> Result<Outcome<Question>> {
         Ok(self
             .store
-            .dismiss_question(id, reason, by, questions::Source::Inbox)
+            .dismiss_question(id, reason, by, questions::Channel::Inbox)
             .await?)
     }
 
@@ -124,7 +124,7 @@ impl Local {
         let until = self.store.now().saturating_add(for_ms);
         Ok(self
             .store
-            .snooze_question(id, until, by, questions::Source::Inbox)
+            .snooze_question(id, until, by, questions::Channel::Inbox)
             .await?)
     }
 

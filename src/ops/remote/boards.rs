@@ -9,8 +9,8 @@ use serde_json::json;
 use super::{Answer, Remote, host_only, named, query};
 use crate::ops::Result;
 use crate::store::boards::{
-    Advance, Annotate, Board, BoardFull, BoardUpsert, Decided, Handled, OutcomeWrite, PendingRow,
-    Refusal, RowChange, RowWrite, Source,
+    Advance, Annotate, Board, BoardFull, BoardUpsert, Channel, Decided, Handled, OutcomeWrite,
+    PendingRow, Refusal, RowChange, RowWrite,
 };
 
 /// A board call's answer as the store's `Decided`: a refusal in `detail`
@@ -133,7 +133,7 @@ impl Remote {
     }
 
     pub(crate) async fn annotate_row(&self, a: &Annotate) -> Result<Decided<RowChange>> {
-        if a.source == Source::Chat {
+        if a.source == Channel::Chat {
             return Err(host_only("answering through the chat door (--via chat)"));
         }
         let body = json!({
@@ -153,7 +153,7 @@ impl Remote {
         h: &Handled,
         clear: bool,
     ) -> Result<Decided<RowChange>> {
-        if h.source == Source::Chat {
+        if h.source == Channel::Chat {
             return Err(host_only(
                 "marking handled through the chat door (--via chat)",
             ));

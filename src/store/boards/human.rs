@@ -11,7 +11,7 @@ use serde_json::json;
 use sqlx::SqliteConnection;
 
 use super::{
-    AnnotationKind, Board, Decided, MAX_TEXT, Refusal, Row, RowStatus, Source, StaleRow, Who,
+    AnnotationKind, Board, Channel, Decided, MAX_TEXT, Refusal, Row, RowStatus, StaleRow, Who,
     bump_version, check_len, load_row, row_event,
 };
 use crate::store::{Result, Store};
@@ -30,7 +30,7 @@ pub struct Annotate {
     /// Answer, clarify or decline.
     pub kind: AnnotationKind,
     /// Inbox (always wins) or chat (only while nothing unclaimed waits).
-    pub source: Source,
+    pub source: Channel,
     /// The person writing (recorded on the row and the event).
     pub by: String,
     /// The row revision the human saw, if the caller tracks it.
@@ -49,7 +49,7 @@ pub struct Handled {
     /// Row label or id.
     pub label: String,
     /// The door the mark comes through.
-    pub source: Source,
+    pub source: Channel,
     /// The person marking (recorded on the row and the event).
     pub by: String,
     /// The row revision the human saw, if tracked.
@@ -171,7 +171,7 @@ async fn write_annotation(
         .seen_versions(a)
         .execute(&mut *conn)
         .await?
-    } else if a.source == Source::Inbox {
+    } else if a.source == Channel::Inbox {
         // Why unconditional (but for the optional version guards): the
         // Inbox always wins, and resetting annotation_seen_at makes the
         // agent pick the new text up.
@@ -363,7 +363,7 @@ impl Store {
     /// also replace an unclaimed *chat* annotation, never an Inbox one.
     pub async fn annotate(&self, a: &Annotate) -> Result<Decided<RowChange>> {
         check_len("the annotation", &a.text, MAX_TEXT)?;
-        if a.source == Source::Chat && a.text.trim().is_empty() {
+        if a.source == Channel::Chat && a.text.trim().is_empty() {
             return Ok(Err(Refusal::Empty));
         }
         self.retry(|| self.annotate_once(a)).await

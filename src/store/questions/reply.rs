@@ -14,9 +14,8 @@ use serde_json::json;
 use super::read::get_on;
 use super::write::{event, explain_closed};
 use super::{
-    Delivery, NewReply, Outcome, Question, Refusal, ReplyKind, Source, Status, from_row, validate,
+    Channel, Delivery, NewReply, Outcome, Question, Refusal, ReplyKind, Status, from_row, validate,
 };
-use crate::store::Channel;
 use crate::store::{Result, Store, WriteTx};
 
 /// Append a history row and the `question.answered` event for the reply
@@ -181,7 +180,7 @@ impl Store {
         if is_blank(r) {
             return Ok(Err(Refusal::Empty));
         }
-        self.retry(|| self.conditional_once(id, r, Source::Chat))
+        self.retry(|| self.conditional_once(id, r, Channel::Chat))
             .await
     }
 
@@ -194,7 +193,7 @@ impl Store {
         if is_blank(r) {
             return Ok(Err(Refusal::Empty));
         }
-        self.retry(|| self.conditional_once(id, r, Source::Agent))
+        self.retry(|| self.conditional_once(id, r, Channel::Agent))
             .await
     }
 
@@ -202,11 +201,11 @@ impl Store {
         &self,
         id: &str,
         r: &NewReply,
-        source: Source,
+        source: Channel,
     ) -> Result<Outcome<Question>> {
         let now = self.now();
-        let born_seen = source == Source::Agent;
-        let clarify_chat = source == Source::Chat && r.kind == ReplyKind::Clarify;
+        let born_seen = source == Channel::Agent;
+        let clarify_chat = source == Channel::Chat && r.kind == ReplyKind::Clarify;
         let mut tx = self.begin_write().await?;
         // Why this predicate: a reply nobody has picked up yet (above all an
         // Inbox one) must never be overwritten from chat or by the agent —

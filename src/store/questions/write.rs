@@ -5,8 +5,9 @@ use serde_json::json;
 use sqlx::SqliteConnection;
 
 use super::read::get_on;
-use super::{Flagged, NewQuestion, Outcome, Question, Refusal, Source, Status, from_row, validate};
-use crate::store::Channel;
+use super::{
+    Channel, Flagged, NewQuestion, Outcome, Question, Refusal, Status, from_row, validate,
+};
 use crate::store::events::{self, NewEvent};
 use crate::store::{Result, Store, new_id};
 
@@ -137,7 +138,7 @@ impl Store {
         id: &str,
         reason: Option<&str>,
         by: &str,
-        via: Source,
+        via: Channel,
     ) -> Result<Outcome<Question>> {
         let reason = reason.map(str::trim).filter(|r| !r.is_empty());
         self.retry(|| self.close_once(id, Status::Dismissed, reason, by, via))
@@ -186,7 +187,7 @@ impl Store {
         id: &str,
         until: i64,
         by: &str,
-        via: Source,
+        via: Channel,
     ) -> Result<Outcome<Question>> {
         self.retry(|| self.snooze_once(id, until, by, via)).await
     }
@@ -196,7 +197,7 @@ impl Store {
         id: &str,
         until: i64,
         by: &str,
-        via: Source,
+        via: Channel,
     ) -> Result<Outcome<Question>> {
         let now = self.now();
         let until = (until > now).then_some(until);
