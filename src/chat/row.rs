@@ -75,42 +75,7 @@ pub(crate) async fn row_view(store: &Store, id: &str) -> Result<Option<View>> {
         tags.push(esc(&b.project));
     }
     t.push_str(&format!("\n<i>{}</i>", tags.join(" · ")));
-    if let (Some(text), Some(src)) = (&r.response.annotation, r.response.annotation_source) {
-        let what = match r.response.annotation_kind.unwrap_or_default() {
-            AnnotationKind::Answer => "Answered",
-            AnnotationKind::Clarify => "Clarified",
-            AnnotationKind::Decline => "Declined",
-        };
-        let state = if r.response.annotation_seen_at.is_some() {
-            "picked up by the agent"
-        } else {
-            "not yet picked up"
-        };
-        let by = r
-            .response
-            .annotated_by
-            .as_deref()
-            .filter(|s| !s.is_empty())
-            .map(|s| format!(" by {}", esc(s)))
-            .unwrap_or_default();
-        t.push_str(&format!(
-            "\n\n✅ {what} {}{by} ({state}): «{}»",
-            src.door(),
-            esc(&cut(text, 500))
-        ));
-    }
-    if r.response.handled_at.is_some() {
-        let by = r
-            .response
-            .handled_by
-            .as_deref()
-            .filter(|s| !s.is_empty())
-            .map(|s| format!(" by {}", esc(s)))
-            .unwrap_or_default();
-        t.push_str(&format!(
-            "\n👍 Marked handled{by} — waiting for the agent's outcome"
-        ));
-    }
+    t.push_str(&response_lines(&r));
     let mut buttons = Vec::new();
     if r.status == RowStatus::Blocked && b.archived_at.is_none() {
         let cb = |verb| Callback {
@@ -132,6 +97,49 @@ pub(crate) async fn row_view(store: &Store, id: &str) -> Result<Option<View>> {
         }
     }
     Ok(Some(View { text: t, buttons }))
+}
+
+/// What a human already did on the row: their answer (and whether the
+/// agent picked it up), and a "handled" mark.
+fn response_lines(r: &Row) -> String {
+    let mut out = String::new();
+    if let (Some(text), Some(src)) = (&r.response.annotation, r.response.annotation_source) {
+        let what = match r.response.annotation_kind.unwrap_or_default() {
+            AnnotationKind::Answer => "Answered",
+            AnnotationKind::Clarify => "Clarified",
+            AnnotationKind::Decline => "Declined",
+        };
+        let state = if r.response.annotation_seen_at.is_some() {
+            "picked up by the agent"
+        } else {
+            "not yet picked up"
+        };
+        let by = r
+            .response
+            .annotated_by
+            .as_deref()
+            .filter(|s| !s.is_empty())
+            .map(|s| format!(" by {}", esc(s)))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "\n\n✅ {what} {}{by} ({state}): «{}»",
+            src.door(),
+            esc(&cut(text, 500))
+        ));
+    }
+    if r.response.handled_at.is_some() {
+        let by = r
+            .response
+            .handled_by
+            .as_deref()
+            .filter(|s| !s.is_empty())
+            .map(|s| format!(" by {}", esc(s)))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "\n👍 Marked handled{by} — waiting for the agent's outcome"
+        ));
+    }
+    out
 }
 
 impl Bridge {
