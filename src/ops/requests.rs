@@ -137,7 +137,7 @@ pub struct RowSpec {
     /// tracked, partial, missing, na, done or blocked (blocked = a human must act).
     #[serde(default)]
     pub status: Option<String>,
-    /// Note.
+    /// A line shown under the label (what is going on in this row).
     #[serde(default)]
     pub note: Option<String>,
     /// What is asked of the human next (for blocked rows).
@@ -152,7 +152,7 @@ pub struct RowSpec {
     /// Choices offered (at most 4).
     #[serde(default)]
     pub options: Option<Vec<RowChoice>>,
-    /// Long context.
+    /// Longer background for the human, shown collapsed (up to 20,000 characters).
     #[serde(default)]
     pub context: Option<String>,
     /// The result of the current step (required to leave `blocked` once a human marked it handled).
@@ -234,7 +234,7 @@ pub struct BoardAdvanceRequest {
     /// Choices offered (at most 4).
     #[serde(default)]
     pub options: Vec<RowChoice>,
-    /// Long context.
+    /// Longer background for the human, shown collapsed (up to 20,000 characters).
     #[serde(default)]
     pub context: String,
     /// Who advances [default: the agent name].

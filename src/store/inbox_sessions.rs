@@ -67,7 +67,7 @@ pub struct InboxSession {
 pub enum Login {
     /// A session was opened; `secret` goes into the cookie and nowhere else.
     Opened {
-        /// The session.
+        /// The new session (its id, expiry and who opened it).
         session: InboxSession,
         /// The cookie value.
         #[serde(skip)]

@@ -90,7 +90,7 @@ pub struct Condition {
 pub enum RuleDecision {
     /// Approve outright.
     Approve,
-    /// Reject.
+    /// Reject, with the rule's `reason` (or "rejected by rule <name>").
     Reject,
 }
 
