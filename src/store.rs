@@ -323,9 +323,13 @@ async fn connect(options: SqliteConnectOptions) -> std::result::Result<SqlitePoo
     let deadline = tokio::time::Instant::now() + OPEN_PATIENCE;
     let mut attempt = 0;
     loop {
+        // Why no ping on acquire: every statement is a round trip to the
+        // connection's worker thread already, and a check before each one
+        // doubled it; a broken connection still fails its own statement.
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
             .min_connections(0)
+            .test_before_acquire(false)
             .connect_with(options.clone())
             .await;
         match pool {
