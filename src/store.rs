@@ -26,6 +26,7 @@ pub mod refusal;
 pub mod seed;
 pub mod sessions;
 pub mod tokens;
+mod writer;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -81,6 +82,16 @@ pub enum Error {
     /// so `{:#}` of the chain would print it two or three times.
     #[error("database error: {}", db_message(.0))]
     Db(sqlx::Error),
+    /// A queued write got no outcome of its own: the batch that carried it
+    /// could not start or commit, or the write panicked. Nothing of it was
+    /// kept. `busy`: another process held the database (retried).
+    #[error("the write did not complete: {reason}")]
+    Write {
+        /// What went wrong, in words.
+        reason: String,
+        /// Whether another process holding the database was the cause.
+        busy: bool,
+    },
     /// Stored JSON that does not parse (a bug or a hand-edited file).
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
@@ -127,6 +138,8 @@ pub struct Store {
     /// SQLite's busy handler (which sleeps up to tens of ms per round).
     /// Writers in other processes still meet at SQLite's lock.
     write_lock: Arc<tokio::sync::Mutex<()>>,
+    /// The operations queued for the write turn (group commit).
+    writer: Arc<writer::Writer>,
     path: PathBuf,
 }
 
@@ -171,6 +184,7 @@ impl Store {
             pool,
             clock,
             write_lock: Arc::new(tokio::sync::Mutex::new(())),
+            writer: writer::Writer::new(),
             path: path.to_path_buf(),
         };
         store.migrate().await?;
@@ -284,6 +298,13 @@ impl Store {
                     }
                     backoff(attempt).await;
                 }
+                Err(Error::Write { busy: true, .. }) => {
+                    tracing::debug!(attempt, "database busy, retrying");
+                    if attempt == BUSY_RETRIES {
+                        break;
+                    }
+                    backoff(attempt).await;
+                }
                 other => return other,
             }
         }
@@ -307,6 +328,7 @@ impl Store {
 
     /// Close the pool, checkpointing the WAL.
     pub async fn close(&self) {
+        self.writer.release();
         self.pool.close().await;
     }
 }

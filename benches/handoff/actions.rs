@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use handoff::store::Store;
-use handoff::store::actions::{Actor, ClaimOutcome, NewAction};
+use handoff::store::actions::{Actor, ApproveOutcome, ClaimOutcome, NewAction};
 
 use crate::{Table, thousands};
 
@@ -22,6 +22,13 @@ pub async fn run(quick: bool, t: &mut Table) {
         "actions",
         format!("propose → approve → claim → complete, single-threaded ({n} cycles)"),
         format!("{} cycles/s", thousands(one)),
+    );
+    let m = if quick { 50 } else { 500 };
+    let peer = peer_shape(&stores[0], m, 2 * n).await;
+    t.row(
+        "actions",
+        format!("contended, the peer's shape: {m} actions proposed first, 8 approvers in one process approve each in order, the winner claims, runs a no-op, completes"),
+        format!("{} actions/s", thousands(peer)),
     );
     let eight = contended(&stores, n, n).await;
     t.row(
@@ -47,9 +54,12 @@ async fn single(store: &Store, n: usize) -> f64 {
     for i in 0..n {
         let id = store.propose(&proposal(i)).await.unwrap().action.id;
         store.approve(&id, Actor::cli("alice"), None).await.unwrap();
-        store.claim(&id, "exec", 60_000).await.unwrap();
+        let ClaimOutcome::Claimed { action } = store.claim(&id, "exec", 60_000).await.unwrap()
+        else {
+            panic!("an approved action is claimable")
+        };
         store
-            .complete(&id, "exec", true, serde_json::json!({"ok": true}), None)
+            .complete_claimed(&action, "exec", true, serde_json::json!({"ok": true}), None)
             .await
             .unwrap();
     }
@@ -75,8 +85,10 @@ async fn contended(stores: &[Store], n: usize, offset: usize) -> f64 {
                     .await
                     .unwrap();
                 let owner = format!("exec{a}");
-                if let ClaimOutcome::Claimed { .. } = s.claim(&id, &owner, 60_000).await.unwrap() {
-                    s.complete(&id, &owner, true, serde_json::json!(null), None)
+                if let ClaimOutcome::Claimed { action } =
+                    s.claim(&id, &owner, 60_000).await.unwrap()
+                {
+                    s.complete_claimed(&action, &owner, true, serde_json::json!(null), None)
                         .await
                         .unwrap();
                     1
@@ -92,4 +104,57 @@ async fn contended(stores: &[Store], n: usize, offset: usize) -> f64 {
         assert_eq!(runs, 1, "exactly one execution per action");
     }
     n as f64 / start.elapsed().as_secs_f64()
+}
+
+/// holdpoint's contended shape (`benches/peer/holdpoint_bench.py`): `m`
+/// actions proposed first (not timed), then 8 approvers, each a task on one
+/// store handle, approve every action in order; the one whose approval
+/// decides claims it, runs a no-op and completes. Exactly one run each.
+async fn peer_shape(store: &Store, m: usize, offset: usize) -> f64 {
+    let mut ids = Vec::with_capacity(m);
+    for i in 0..m {
+        ids.push(
+            store
+                .propose(&proposal(offset + i))
+                .await
+                .unwrap()
+                .action
+                .id,
+        );
+    }
+    let ids = std::sync::Arc::new(ids);
+    let gate = std::sync::Arc::new(tokio::sync::Barrier::new(9));
+    let mut tasks = Vec::new();
+    for a in 0..8 {
+        let (s, ids, gate) = (store.clone(), ids.clone(), gate.clone());
+        tasks.push(tokio::spawn(async move {
+            let me = format!("approver{a}");
+            let mut runs = vec![0u32; ids.len()];
+            gate.wait().await;
+            for (k, id) in ids.iter().enumerate() {
+                if let ApproveOutcome::Approved { .. } =
+                    s.approve(id, Actor::cli(&me), None).await.unwrap()
+                    && let ClaimOutcome::Claimed { action } =
+                        s.claim(id, &me, 60_000).await.unwrap()
+                {
+                    runs[k] += 1; // the no-op
+                    s.complete_claimed(&action, &me, true, serde_json::json!({"ok": true}), None)
+                        .await
+                        .unwrap();
+                }
+            }
+            runs
+        }));
+    }
+    gate.wait().await;
+    let start = Instant::now();
+    let mut runs = vec![0u32; m];
+    for t in tasks {
+        for (k, r) in t.await.unwrap().into_iter().enumerate() {
+            runs[k] += r;
+        }
+    }
+    let rate = m as f64 / start.elapsed().as_secs_f64();
+    assert!(runs.iter().all(|&r| r == 1), "exactly one run per action");
+    rate
 }

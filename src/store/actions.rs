@@ -490,6 +490,17 @@ pub(crate) async fn record(
 }
 
 impl Store {
+    /// The id a write names: a full id as given (the write's own statement
+    /// finds the row, or its refusal path says it is missing), a short one
+    /// resolved first. So the common write needs no read before it.
+    pub(crate) async fn write_target(&self, id: &str) -> Result<String> {
+        let full = id.trim().to_ascii_lowercase();
+        if full.len() == 32 && full.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Ok(full);
+        }
+        self.resolve_action_id(id).await
+    }
+
     /// The full id of the action `id_or_short` names: an exact id, else a
     /// unique suffix (the 8-character short id shown in chat and the CLI).
     pub async fn resolve_action_id(&self, id_or_short: &str) -> Result<String> {

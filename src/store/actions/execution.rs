@@ -5,15 +5,16 @@
 //! The executor itself runs outside this module and outside any
 //! transaction; here only the state changes happen.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::codec;
 use super::transitions::invalid;
-use super::{Actor, ClaimOutcome, CompleteOutcome, Result, Settled, Status, load, record};
-use crate::store::Channel;
+use super::{Action, COLUMNS, ClaimOutcome, CompleteOutcome, Result, Settled, Status, from_row};
 use crate::store::Store;
+use crate::store::writer::Turn;
 
 impl Store {
     /// Claim an approved action for execution (`approved → executing`) as
@@ -22,51 +23,20 @@ impl Store {
         if owner.trim().is_empty() || lease_ms <= 0 {
             return Err(invalid("a claim needs an owner id and a positive lease"));
         }
-        let id = self.resolve_action_id(id).await?;
-        self.retry_actions(|| self.claim_once(&id, owner, lease_ms))
-            .await
-    }
-
-    async fn claim_once(&self, id: &str, owner: &str, lease_ms: i64) -> Result<ClaimOutcome> {
-        let now = self.now();
-        let mut tx = self.begin_write().await?;
-        // Why guarded: of several executors (or a restart racing the original
-        // process) exactly one moves it out of `approved`; the others see it
-        // already executing.
-        let res = sqlx::query(
-            "UPDATE actions SET status = 'executing', owner = ?2, lease_until = ?3, attempts = attempts + 1, updated_at = ?4
-             WHERE id = ?1 AND (status = 'approved' OR (?5 AND status = 'executing'))",
-        )
-        .bind(id)
-        .bind(owner)
-        .bind(now.saturating_add(lease_ms))
-        .bind(now)
-        .bind(crate::fault::on("double-claim")) // FAULT(double-claim)
-        .execute(&mut *tx)
-        .await?;
-        let action = load(&mut tx, id).await?;
-        if res.rows_affected() == 0 {
-            return Ok(ClaimOutcome::NotClaimable { action });
-        }
-        let details = json!({
-            "owner": owner,
-            "lease_until": action.lease_until.map(crate::clock::format_rfc3339),
-            "attempt": action.attempts,
-        });
-        record(
-            &mut tx,
-            now,
-            &action,
-            Actor {
-                name: owner,
-                channel: Channel::Cli,
+        let c = Arc::new((self.write_target(id).await?, owner.to_string(), lease_ms));
+        let clock = self.clock().clone();
+        let won = self
+            .retry_actions(|| {
+                let (c, clock) = (c.clone(), clock.clone());
+                self.write(move |turn| Box::pin(claim_in(turn, c, clock.now_ms())))
+            })
+            .await?;
+        Ok(match won {
+            Some(action) => ClaimOutcome::Claimed { action },
+            None => ClaimOutcome::NotClaimable {
+                action: self.get_action(&c.0).await?,
             },
-            "claimed",
-            details,
-        )
-        .await?;
-        tx.commit().await?;
-        Ok(ClaimOutcome::Claimed { action })
+        })
     }
 
     /// Push the lease of an executing action to now + `lease_ms`. Only the
@@ -102,70 +72,49 @@ impl Store {
         result: Value,
         error: Option<&str>,
     ) -> Result<CompleteOutcome> {
-        let id = self.resolve_action_id(id).await?;
-        // Free text never stores a secret: the output tails and the error
-        // are scrubbed of the action's secret values and `key=value`s
-        // before they reach the row, the audit or an event. The arguments
-        // are fixed once executing, so reading them first is stable.
-        let action = self.get_action(&id).await?;
-        let result = codec::canonical(&action.scrub_value(&result));
-        let error = error.map(|e| action.scrub_text(e));
-        self.retry_actions(|| self.complete_once(&id, owner, success, &result, error.as_deref()))
+        let action = self.get_action(id).await?;
+        self.complete_claimed(&action, owner, success, result, error)
             .await
     }
 
-    async fn complete_once(
+    /// [`Store::complete`] for the executor holding the claimed action (as
+    /// its claim returned it): no read before the write.
+    pub async fn complete_claimed(
         &self,
-        id: &str,
+        claimed: &Action,
         owner: &str,
         success: bool,
-        result: &str,
+        result: Value,
         error: Option<&str>,
     ) -> Result<CompleteOutcome> {
-        let now = self.now();
-        let status = if success {
-            Status::Executed
-        } else {
-            Status::Failed
-        };
-        let mut tx = self.begin_write().await?;
-        // Why guarded: only the executor holding the claim reports; a stranger,
-        // or an owner whose lapsed lease recovery already marked unknown, is refused.
-        let res = sqlx::query(
-            "UPDATE actions SET status = ?3, result = ?4, error = ?5, lease_until = NULL, updated_at = ?6
-             WHERE id = ?1 AND status = 'executing' AND owner = ?2",
-        )
-        .bind(id)
-        .bind(owner)
-        .bind(status.as_str())
-        .bind(result)
-        .bind(error)
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
-        let action = load(&mut tx, id).await?;
-        if res.rows_affected() == 0 {
-            return Ok(CompleteOutcome::NotOwner { action });
-        }
-        let details = json!({
-            "owner": owner,
-            "result": action.result,
-            "error": error,
-        });
-        record(
-            &mut tx,
-            now,
-            &action,
-            Actor {
-                name: owner,
-                channel: Channel::Cli,
+        // Free text never stores a secret: the output tails and the error
+        // are scrubbed of the action's secret values and `key=value`s
+        // before they reach the row, the audit or an event. The arguments
+        // are fixed once executing, so the claimed copy is current.
+        let done = Arc::new(Completion {
+            id: claimed.id.clone(),
+            owner: owner.to_string(),
+            status: if success {
+                Status::Executed
+            } else {
+                Status::Failed
             },
-            status.as_str(),
-            details,
-        )
-        .await?;
-        tx.commit().await?;
-        Ok(CompleteOutcome::Completed { action })
+            result: codec::canonical(&claimed.scrub_value(&result)),
+            error: error.map(|e| claimed.scrub_text(e)),
+        });
+        let clock = self.clock().clone();
+        let won = self
+            .retry_actions(|| {
+                let (done, clock) = (done.clone(), clock.clone());
+                self.write(move |turn| Box::pin(complete_in(turn, done, clock.now_ms())))
+            })
+            .await?;
+        Ok(match won {
+            Some(action) => CompleteOutcome::Completed { action },
+            None => CompleteOutcome::NotOwner {
+                action: self.get_action(&done.id).await?,
+            },
+        })
     }
 
     /// Poll (monotonic clock) until `done(status)` holds for the action's
@@ -184,14 +133,7 @@ impl Store {
         loop {
             let mut action = self.get_action(&id).await?;
             if action.effective_status(self.now()) != action.status {
-                self.retry_actions(|| async {
-                    let mut tx = self.begin_write().await?;
-                    super::recovery::expire_in(&mut tx, self.now(), Some(&id), None).await?;
-                    tx.commit().await?;
-                    Ok(())
-                })
-                .await?;
-                action = self.get_action(&id).await?;
+                action = self.settle_expired(&id).await?;
             }
             if done(action.status) {
                 return Ok(Settled::Done { action });
@@ -204,4 +146,89 @@ impl Store {
             pause = (pause * 2).min(Duration::from_millis(250));
         }
     }
+}
+
+/// Claim one action (id, owner, lease in ms): one guarded `UPDATE …
+/// RETURNING` whose trigger writes the audit row and the event.
+/// `None`: not claimable (the caller reads it, outside the turn).
+async fn claim_in(
+    turn: &mut Turn,
+    c: Arc<(String, String, i64)>,
+    now: i64,
+) -> Result<Option<Action>> {
+    let (id, owner, lease_ms) = &*c;
+    let lease_until = now.saturating_add(*lease_ms);
+    let skip_event = crate::fault::on("skip-event"); // FAULT(skip-event)
+    // Why guarded: of several executors (or a restart racing the original
+    // process) exactly one moves it out of `approved`; the others see it
+    // already executing.
+    let sql = format!(
+        "UPDATE actions SET status = 'executing', owner = ?2, lease_until = ?3, attempts = attempts + 1,
+             updated_at = ?4,
+             t_seq = t_seq + 1 - ?6, t_event = 'claimed', t_actor = ?2, t_channel = 'cli', t_patched = NULL,
+             t_details = json_object('attempt', attempts + 1, 'lease_until', ?7, 'owner', ?2)
+         WHERE id = ?1 AND (status = 'approved' OR (?5 AND status = 'executing'))
+         RETURNING {COLUMNS}"
+    );
+    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(id)
+        .bind(owner)
+        .bind(lease_until)
+        .bind(now)
+        .bind(crate::fault::on("double-claim")) // FAULT(double-claim)
+        .bind(i64::from(skip_event))
+        .bind(crate::clock::format_rfc3339(lease_until))
+        .fetch_optional(turn.conn())
+        .await?;
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let action = from_row(&row)?;
+    if skip_event {
+        // The fault writes the audit row alone: its event is missing.
+        sqlx::query(
+            "INSERT INTO action_audit (action_id, at, actor, event, details)
+             SELECT id, updated_at, owner, 'claimed', '{}' FROM actions WHERE id = ?",
+        )
+        .bind(id)
+        .execute(turn.conn())
+        .await?;
+    }
+    Ok(Some(action))
+}
+
+/// One end of an execution to record.
+struct Completion {
+    id: String,
+    owner: String,
+    status: Status,
+    /// The scrubbed result (canonical JSON).
+    result: String,
+    /// The scrubbed error, if any.
+    error: Option<String>,
+}
+
+/// Record one completion: one guarded `UPDATE … RETURNING` whose trigger
+/// writes the audit row and the event. `None`: not the owner of an
+/// executing claim (the caller reads the action, outside the turn).
+async fn complete_in(turn: &mut Turn, c: Arc<Completion>, now: i64) -> Result<Option<Action>> {
+    // Why guarded: only the executor holding the claim reports; a stranger,
+    // or an owner whose lapsed lease recovery already marked unknown, is refused.
+    let sql = format!(
+        "UPDATE actions SET status = ?3, result = ?4, error = ?5, lease_until = NULL, updated_at = ?6,
+             t_seq = t_seq + 1, t_event = ?3, t_actor = ?2, t_channel = 'cli', t_patched = NULL,
+             t_details = json_object('error', ?5, 'owner', ?2, 'result', json(?4))
+         WHERE id = ?1 AND status = 'executing' AND owner = ?2
+         RETURNING {COLUMNS}"
+    );
+    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(&c.id)
+        .bind(&c.owner)
+        .bind(c.status.as_str())
+        .bind(&c.result)
+        .bind(&c.error)
+        .bind(now)
+        .fetch_optional(turn.conn())
+        .await?;
+    row.as_ref().map(from_row).transpose()
 }

@@ -1,20 +1,26 @@
 //! The deciding transitions: propose (with dedup), approve (quorum,
 //! patches) and reject.
 //!
-//! Each public write is wrapped in the store's busy retry and runs as one
-//! `BEGIN IMMEDIATE` transaction: the guarded UPDATE decides, then the audit
-//! row and the event are appended before commit. Nothing slow (executors,
-//! deciders) runs inside a transaction.
+//! Each public write is wrapped in the store's busy retry and queued for the
+//! write turn (`store::writer`, group commit). When it wins it is one
+//! statement: the guarded `UPDATE … RETURNING` (or the proposal's INSERT)
+//! names the transition in the `t_*` columns, and the table's triggers
+//! append the audit row, the event and the approvals row in that same
+//! statement. A refusal reads more, in a transaction, to explain itself.
+//! Nothing slow (executors, deciders) runs inside a transaction.
+
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 use sqlx::SqliteConnection;
 
 use super::codec::{self, Redactor};
 use super::{
-    Actor, ApproveOutcome, COLUMNS, Error, NewAction, Proposed, RejectOutcome, Result, Status,
-    load, record,
+    Action, Actor, ApproveOutcome, COLUMNS, Error, NewAction, Proposed, RejectOutcome, Result,
+    Status, from_row, load,
 };
 use crate::store::Store;
+use crate::store::writer::Turn;
 
 pub(crate) fn invalid(msg: impl Into<String>) -> Error {
     Error::Store(crate::store::Error::Invalid(msg.into()))
@@ -81,108 +87,45 @@ impl Store {
     pub async fn propose(&self, new: &NewAction) -> Result<Proposed> {
         check_new(new)?;
         let args = Value::Object(codec::parse_object("args", &new.args).map_err(invalid)?);
-        let canonical = codec::canonical(&args);
-        let fingerprint = codec::fingerprint(new.kind.trim(), &new.summary, &args);
         let redact = match &new.redact_keys {
             Some(keys) => Redactor::new(keys.clone()),
             None => Redactor::default(),
         };
-        let redact_json = serde_json::to_string(redact.patterns()).unwrap_or_else(|_| "[]".into());
-        let exec = new.exec.as_ref().map(|a| json!(a).to_string());
-        let verify = new.verify.as_ref().map(|a| json!(a).to_string());
-        self.retry_actions(|| {
-            self.propose_once(
-                new,
-                &canonical,
-                &fingerprint,
-                &redact_json,
-                exec.as_deref(),
-                verify.as_deref(),
-            )
-        })
-        .await
-    }
-
-    async fn propose_once(
-        &self,
-        new: &NewAction,
-        canonical: &str,
-        fingerprint: &str,
-        redact_json: &str,
-        exec: Option<&str>,
-        verify: Option<&str>,
-    ) -> Result<Proposed> {
         let now = self.now();
-        let id = crate::store::new_id();
-        let mut tx = self.begin_write().await?;
-        if let Some(key) = &new.dedup_key {
-            // A holder past its expiry is dead even if no sweep wrote it yet:
-            // settle it first so it neither blocks nor answers for the key.
-            super::recovery::expire_in(&mut tx, now, None, Some((&new.project, key))).await?;
-        }
-        let inserted = sqlx::query(
-            "INSERT INTO actions (id, kind, summary, args, fingerprint, dedup_key, status, expires_at,
-                 on_expire, approvals_required, effective_args, redact_keys, exec, verify, proposer,
-                 project, session, created_at, updated_at)
-             VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(&id)
-        .bind(new.kind.trim())
-        .bind(&new.summary)
-        .bind(canonical)
-        .bind(fingerprint)
-        .bind(&new.dedup_key)
-        .bind(new.ttl_ms.map(|t| now.saturating_add(t)))
-        .bind(new.on_expire.as_str())
-        .bind(new.approvals_required)
-        .bind(canonical)
-        .bind(redact_json)
-        .bind(exec)
-        .bind(verify)
-        .bind(&new.proposer)
-        .bind(&new.project)
-        .bind(&new.session)
-        .bind(now)
-        .bind(now)
-        .execute(&mut *tx)
-        .await
-        .map_err(Error::from);
-        match inserted {
-            Ok(_) => {}
-            Err(e) if is_unique_violation(&e) => {
-                return dedup_holder(&mut tx, new, fingerprint).await;
-            }
-            Err(e) => return Err(e),
-        }
-        let action = load(&mut tx, &id).await?;
-        let details = json!({
-            "kind": action.kind,
-            "summary": action.summary,
-            "args": action.display_args(),
-            "fingerprint": action.fingerprint,
-            "dedup_key": action.dedup_key,
-            "expires_at": action.expires_at.map(crate::clock::format_rfc3339),
-            "on_expire": action.on_expire,
-            "approvals_required": action.approvals_required,
-            "proposer": action.proposer,
+        let p = Arc::new(Proposal {
+            id: crate::store::new_id(),
+            canonical: codec::canonical(&args),
+            fingerprint: codec::fingerprint(new.kind.trim(), &new.summary, &args),
+            redact_json: serde_json::to_string(redact.patterns()).unwrap_or_else(|_| "[]".into()),
+            exec: new.exec.as_ref().map(|a| json!(a).to_string()),
+            verify: new.verify.as_ref().map(|a| json!(a).to_string()),
+            expires_at: new.ttl_ms.map(|t| now.saturating_add(t)),
+            details: String::new(),
+            new: new.clone(),
         });
-        record(
-            &mut tx,
-            now,
-            &action,
-            Actor {
-                name: &new.proposer,
-                channel: new.channel,
-            },
-            "proposed",
-            details,
-        )
-        .await?;
-        tx.commit().await?;
-        Ok(Proposed {
-            action,
-            created: true,
+        // The audit details are known before the row exists: written by the
+        // INSERT's trigger, so a proposal is one statement.
+        let details = json!({
+            "kind": new.kind.trim(),
+            "summary": new.summary,
+            "args": redact.redact(&args),
+            "fingerprint": p.fingerprint,
+            "dedup_key": new.dedup_key,
+            "expires_at": p.expires_at.map(crate::clock::format_rfc3339),
+            "on_expire": new.on_expire,
+            "approvals_required": new.approvals_required,
+            "proposer": new.proposer,
+        });
+        crate::store::events::check_depth(&details)?;
+        let p = Arc::new(Proposal {
+            details: details.to_string(),
+            ..Arc::unwrap_or_clone(p)
+        });
+        self.retry_actions(|| {
+            let p = p.clone();
+            self.write(move |turn| Box::pin(propose_in(turn, p, now)))
         })
+        .await
     }
 
     /// Add `actor`'s approval, optionally with a patch of the arguments.
@@ -210,7 +153,7 @@ impl Store {
         if actor.name.trim().is_empty() {
             return Err(invalid("an approver needs a name (--as NAME)"));
         }
-        let id = self.resolve_action_id(id).await?;
+        let id = self.write_target(id).await?;
         let patched = match patch {
             Some(text) => {
                 // Validate against the current arguments before touching state;
@@ -218,131 +161,70 @@ impl Store {
                 let current = self.get_action(&id).await?;
                 let (p, eff) =
                     codec::apply_patch(&current.effective_args, text).map_err(invalid)?;
-                Some((p, eff, codec::canonical(&current.effective_args)))
+                let r = current.redactor();
+                let details = json!({
+                    "proposed": r.redact(&current.args),
+                    "before": r.redact(&current.effective_args),
+                    "patch": r.redact(&p),
+                    "effective": r.redact(&eff),
+                });
+                Some(Patched {
+                    patch: codec::canonical(&p),
+                    effective: codec::canonical(&eff),
+                    expected: codec::canonical(&current.effective_args),
+                    details: details.to_string(),
+                })
             }
             None => None,
         };
-        self.retry_actions(|| self.approve_once(&id, actor, patched.as_ref(), outright))
-            .await
-    }
-
-    async fn approve_once(
-        &self,
-        id: &str,
-        actor: Actor<'_>,
-        patched: Option<&(Value, Value, String)>,
-        outright: bool,
-    ) -> Result<ApproveOutcome> {
-        let now = self.now();
-        let mut tx = self.begin_write().await?;
-        let (patch_json, eff_json, expected) = match patched {
-            Some((p, e, exp)) => (
-                Some(codec::canonical(p)),
-                Some(codec::canonical(e)),
-                Some(exp.as_str()),
-            ),
-            None => (None, None, None),
-        };
-        // Why guarded: the state, the TTL, the "not counted yet" check and (for
-        // a patch) "nobody approved these arguments yet" are all in the one
-        // predicate, so of N concurrent approvers exactly the right ones count
-        // and approving at or after the expiry millisecond cannot happen.
-        let res = sqlx::query(
-            "UPDATE actions SET
-                 approvals = approvals + 1,
-                 status = CASE WHEN ?5 OR approvals + 1 + ?8 >= approvals_required THEN 'approved' ELSE 'pending' END,
-                 decided_by = CASE WHEN ?5 OR approvals + 1 + ?8 >= approvals_required THEN ?2 ELSE decided_by END,
-                 decided_at = CASE WHEN ?5 OR approvals + 1 + ?8 >= approvals_required THEN ?3 ELSE decided_at END,
-                 patch = COALESCE(?4, patch),
-                 effective_args = COALESCE(?6, effective_args),
-                 updated_at = ?3
-             WHERE id = ?1 AND status = 'pending' AND (expires_at IS NULL OR expires_at > ?3)
-               AND NOT EXISTS (SELECT 1 FROM action_approvals WHERE action_id = ?1 AND approver = ?2)
-               AND (?7 IS NULL OR (approvals = 0 AND effective_args = ?7))",
-        )
-        .bind(id)
-        .bind(actor.name)
-        .bind(now)
-        .bind(&patch_json)
-        .bind(outright)
-        .bind(&eff_json)
-        .bind(expected)
-        .bind(i64::from(crate::fault::on("early-quorum"))) // FAULT(early-quorum)
-        .execute(&mut *tx)
-        .await?;
-        if res.rows_affected() == 0 {
-            return self
-                .explain_refused_approval(tx, now, id, actor, expected)
-                .await;
-        }
-        sqlx::query("INSERT INTO action_approvals (action_id, approver, at) VALUES (?, ?, ?)")
-            .bind(id)
-            .bind(actor.name)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
-        let action = load(&mut tx, id).await?;
-        let r = action.redactor();
-        if let Some((p, _, _)) = patched {
-            let before: Value = serde_json::from_str(expected.unwrap_or("{}")).unwrap_or_default();
-            let details = json!({
-                "proposed": r.redact(&action.args),
-                "before": r.redact(&before),
-                "patch": r.redact(p),
-                "effective": action.display_args(),
-            });
-            record(&mut tx, now, &action, actor, "patched", details).await?;
-        }
-        let details = json!({
-            "approver": actor.name,
-            "approvals": action.approvals,
-            "required": action.approvals_required,
+        let a = Arc::new(Approval {
+            id,
+            actor: actor.name.to_string(),
+            channel: actor.channel,
+            patched,
+            outright,
         });
-        let approved = action.status == Status::Approved;
-        if approved {
-            record(&mut tx, now, &action, actor, "approved", details).await?;
-        } else {
-            record(&mut tx, now, &action, actor, "approval_added", details).await?;
+        let clock = self.clock().clone();
+        let won = self
+            .retry_actions(|| {
+                let (a, clock) = (a.clone(), clock.clone());
+                self.write(move |turn| Box::pin(approve_in(turn, a, clock.now_ms())))
+            })
+            .await?;
+        match won {
+            Some(outcome) => Ok(outcome),
+            None => self.explain_refused_approval(&a).await,
         }
-        tx.commit().await?;
-        Ok(if approved {
-            ApproveOutcome::Approved { action }
-        } else {
-            ApproveOutcome::ApprovalAdded { action }
-        })
     }
 
-    /// The approval CAS matched nothing: find out why (reading only), and
-    /// settle an action whose expiry has passed so it cannot come back.
-    async fn explain_refused_approval(
-        &self,
-        mut tx: crate::store::WriteTx,
-        now: i64,
-        id: &str,
-        actor: Actor<'_>,
-        expected: Option<&str>,
-    ) -> Result<ApproveOutcome> {
-        if !super::recovery::expire_in(&mut tx, now, Some(id), None)
+    /// The approval CAS matched nothing: find out why by reading, outside
+    /// the write turn. An action whose expiry has passed is settled on the
+    /// way (so it cannot come back); that is the only write.
+    async fn explain_refused_approval(&self, a: &Approval) -> Result<ApproveOutcome> {
+        let sql = format!(
+            "SELECT {COLUMNS}, EXISTS (SELECT 1 FROM action_approvals
+                 WHERE action_id = actions.id AND approver = ?2) AS counted
+             FROM actions WHERE id = ?1"
+        );
+        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(&a.id)
+            .bind(&a.actor)
+            .fetch_optional(self.pool())
             .await?
-            .is_empty()
-        {
-            let action = load(&mut tx, id).await?;
-            tx.commit().await?;
-            return Ok(ApproveOutcome::Expired { action });
+            .ok_or_else(|| Error::NotFound(a.id.clone()))?;
+        let action = from_row(&row)?;
+        let counted: bool =
+            sqlx::Row::try_get(&row, "counted").map_err(crate::store::Error::from)?;
+        if action.effective_status(self.now()) != action.status {
+            let action = self.settle_expired(&a.id).await?;
+            if action.status != Status::Pending {
+                return Ok(ApproveOutcome::Expired { action });
+            }
         }
-        let action = load(&mut tx, id).await?;
-        let counted: bool = sqlx::query_scalar(
-            "SELECT EXISTS (SELECT 1 FROM action_approvals WHERE action_id = ? AND approver = ?)",
-        )
-        .bind(id)
-        .bind(actor.name)
-        .fetch_one(&mut *tx)
-        .await?;
-        drop(tx);
         Ok(match action.status {
             Status::Expired => ApproveOutcome::Expired { action },
             Status::Pending if counted => ApproveOutcome::AlreadyApprovedBy { action },
-            Status::Pending if expected.is_some() => ApproveOutcome::PatchRefused {
+            Status::Pending if a.patched.is_some() => ApproveOutcome::PatchRefused {
                 reason: if action.approvals > 0 {
                     format!(
                         "{} approval(s) were already given for the current arguments; approve without --patch, or reject and propose again",
@@ -362,6 +244,25 @@ impl Store {
         })
     }
 
+    /// Settle `id` if it is pending past its expiry (a guarded write that
+    /// a concurrent decision may have beaten), and return it as it stands.
+    pub(crate) async fn settle_expired(&self, id: &str) -> Result<Action> {
+        let id = Arc::new(id.to_string());
+        let clock = self.clock().clone();
+        self.retry_actions(|| {
+            let (id, clock) = (id.clone(), clock.clone());
+            self.write(move |turn| {
+                Box::pin(async move {
+                    turn.begin().await?;
+                    super::recovery::expire_in(turn.conn(), clock.now_ms(), Some(&id), None)
+                        .await?;
+                    load(turn.conn(), &id).await
+                })
+            })
+        })
+        .await
+    }
+
     /// Reject a pending action with a reason. One rejection rejects.
     pub async fn reject(&self, id: &str, actor: Actor<'_>, reason: &str) -> Result<RejectOutcome> {
         if reason.trim().is_empty() {
@@ -371,45 +272,216 @@ impl Store {
             return Err(invalid("a rejecter needs a name (--as NAME)"));
         }
         let id = self.resolve_action_id(id).await?;
-        self.retry_actions(|| self.reject_once(&id, actor, reason))
-            .await
+        // A person's words may quote a secret: scrubbed before they are
+        // stored. The secret values are fixed at proposal, so this read
+        // needs no write turn.
+        let reason = self.get_action(&id).await?.scrub_text(reason);
+        let r = Arc::new((id, actor.name.to_string(), actor.channel, reason));
+        let clock = self.clock().clone();
+        let won = self
+            .retry_actions(|| {
+                let (r, clock) = (r.clone(), clock.clone());
+                self.write(move |turn| Box::pin(reject_in(turn, r, clock.now_ms())))
+            })
+            .await?;
+        if let Some(action) = won {
+            return Ok(RejectOutcome::Rejected { action });
+        }
+        // Refused: expired (settled now if no sweep did yet) or decided.
+        let action = self.get_action(&r.0).await?;
+        if action.effective_status(self.now()) != action.status {
+            let action = self.settle_expired(&r.0).await?;
+            if action.status != Status::Pending {
+                return Ok(RejectOutcome::Expired { action });
+            }
+        }
+        Ok(match action.status {
+            Status::Expired => RejectOutcome::Expired { action },
+            _ => RejectOutcome::AlreadyDecided { action },
+        })
     }
+}
 
-    async fn reject_once(&self, id: &str, actor: Actor<'_>, reason: &str) -> Result<RejectOutcome> {
-        let now = self.now();
-        let mut tx = self.begin_write().await?;
-        // A person's words may quote a secret: scrubbed before they are stored.
-        let reason = &load(&mut tx, id).await?.scrub_text(reason);
-        // Why guarded: only a still-pending, unexpired action can be rejected;
-        // a concurrent approval or expiry that won keeps its decision.
-        let res = sqlx::query(
-            "UPDATE actions SET status = 'rejected', decided_by = ?2, decided_at = ?3, reason = ?4, updated_at = ?3
-             WHERE id = ?1 AND status = 'pending' AND (expires_at IS NULL OR expires_at > ?3)",
-        )
-        .bind(id)
-        .bind(actor.name)
-        .bind(now)
-        .bind(reason)
-        .execute(&mut *tx)
-        .await?;
-        if res.rows_affected() == 0 {
-            let expired = !super::recovery::expire_in(&mut tx, now, Some(id), None)
-                .await?
-                .is_empty();
-            let action = load(&mut tx, id).await?;
-            tx.commit().await?;
-            return Ok(if expired {
-                RejectOutcome::Expired { action }
-            } else {
-                RejectOutcome::AlreadyDecided { action }
+/// A proposal ready to insert: everything derived from the input.
+#[derive(Clone)]
+struct Proposal {
+    id: String,
+    new: NewAction,
+    canonical: String,
+    fingerprint: String,
+    redact_json: String,
+    exec: Option<String>,
+    verify: Option<String>,
+    expires_at: Option<i64>,
+    /// The audit details of `proposed` (redacted JSON).
+    details: String,
+}
+
+/// An approval patch, checked against the arguments it was made for.
+struct Patched {
+    /// The patch (canonical JSON).
+    patch: String,
+    /// The arguments with the patch applied (canonical JSON).
+    effective: String,
+    /// The arguments the patch was checked against (canonical JSON).
+    expected: String,
+    /// The audit details of `patched` (redacted JSON).
+    details: String,
+}
+
+/// One approval to apply.
+struct Approval {
+    id: String,
+    actor: String,
+    channel: crate::store::Channel,
+    patched: Option<Patched>,
+    outright: bool,
+}
+
+/// Insert the proposal: one statement whose trigger writes the audit row
+/// and the event. A live holder of the dedup key refuses the INSERT; a
+/// holder past its expiry is settled first (it neither blocks nor answers
+/// for the key) and the INSERT tried once more.
+async fn propose_in(turn: &mut Turn, p: Arc<Proposal>, now: i64) -> Result<Proposed> {
+    match insert_proposal(turn.conn(), &p, now).await {
+        Err(e) if is_unique_violation(&e) => {}
+        other => {
+            return other.map(|action| Proposed {
+                action,
+                created: true,
             });
         }
-        let action = load(&mut tx, id).await?;
-        let details = json!({"rejecter": actor.name, "reason": reason});
-        record(&mut tx, now, &action, actor, "rejected", details).await?;
-        tx.commit().await?;
-        Ok(RejectOutcome::Rejected { action })
     }
+    turn.begin().await?;
+    let new = &p.new;
+    let key = new.dedup_key.as_deref().unwrap_or_default();
+    let settled =
+        super::recovery::expire_in(turn.conn(), now, None, Some((&new.project, key))).await?;
+    if !settled.is_empty() {
+        match insert_proposal(turn.conn(), &p, now).await {
+            Err(e) if is_unique_violation(&e) => {}
+            other => {
+                return other.map(|action| Proposed {
+                    action,
+                    created: true,
+                });
+            }
+        }
+    }
+    dedup_holder(turn.conn(), new, &p.fingerprint).await
+}
+
+async fn insert_proposal(conn: &mut SqliteConnection, p: &Proposal, now: i64) -> Result<Action> {
+    let new = &p.new;
+    let sql = format!(
+        "INSERT INTO actions (id, kind, summary, args, fingerprint, dedup_key, status, expires_at,
+             on_expire, approvals_required, effective_args, redact_keys, exec, verify, proposer,
+             project, session, created_at, updated_at, t_event, t_actor, t_channel, t_details)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', ?7, ?8, ?9, ?4, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?16,
+                 'proposed', ?13, ?17, ?18)
+         RETURNING {COLUMNS}"
+    );
+    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(&p.id)
+        .bind(new.kind.trim())
+        .bind(&new.summary)
+        .bind(&p.canonical)
+        .bind(&p.fingerprint)
+        .bind(&new.dedup_key)
+        .bind(p.expires_at)
+        .bind(new.on_expire.as_str())
+        .bind(new.approvals_required)
+        .bind(&p.redact_json)
+        .bind(&p.exec)
+        .bind(&p.verify)
+        .bind(&new.proposer)
+        .bind(&new.project)
+        .bind(&new.session)
+        .bind(now)
+        .bind(new.channel.as_str())
+        .bind(&p.details)
+        .fetch_one(conn)
+        .await?;
+    from_row(&row)
+}
+
+/// Apply one approval: one guarded `UPDATE … RETURNING` whose trigger
+/// writes the approvals row, the audit rows and the events.
+/// `None`: refused (the caller explains why, outside the turn).
+async fn approve_in(turn: &mut Turn, a: Arc<Approval>, now: i64) -> Result<Option<ApproveOutcome>> {
+    let patched = a.patched.as_ref();
+    // Why guarded: the state, the TTL, the "not counted yet" check and (for
+    // a patch) "nobody approved these arguments yet" are all in the one
+    // predicate, so of N concurrent approvers exactly the right ones count
+    // and approving at or after the expiry millisecond cannot happen.
+    let sql = format!(
+        "UPDATE actions SET
+             approvals = approvals + 1,
+             status = CASE WHEN ?5 OR approvals + 1 + ?8 >= approvals_required THEN 'approved' ELSE 'pending' END,
+             decided_by = CASE WHEN ?5 OR approvals + 1 + ?8 >= approvals_required THEN ?2 ELSE decided_by END,
+             decided_at = CASE WHEN ?5 OR approvals + 1 + ?8 >= approvals_required THEN ?3 ELSE decided_at END,
+             patch = COALESCE(?4, patch),
+             effective_args = COALESCE(?6, effective_args),
+             updated_at = ?3,
+             t_seq = t_seq + 1,
+             t_event = CASE WHEN ?5 OR approvals + 1 + ?8 >= approvals_required THEN 'approved' ELSE 'approval_added' END,
+             t_actor = ?2, t_channel = ?9, t_patched = ?10,
+             t_details = json_object('approvals', approvals + 1, 'approver', ?2, 'required', approvals_required)
+         WHERE id = ?1 AND status = 'pending' AND (expires_at IS NULL OR expires_at > ?3)
+           AND NOT EXISTS (SELECT 1 FROM action_approvals WHERE action_id = ?1 AND approver = ?2)
+           AND (?7 IS NULL OR (approvals = 0 AND effective_args = ?7))
+         RETURNING {COLUMNS}"
+    );
+    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(&a.id)
+        .bind(&a.actor)
+        .bind(now)
+        .bind(patched.map(|p| &p.patch))
+        .bind(a.outright)
+        .bind(patched.map(|p| &p.effective))
+        .bind(patched.map(|p| &p.expected))
+        .bind(i64::from(crate::fault::on("early-quorum"))) // FAULT(early-quorum)
+        .bind(a.channel.as_str())
+        .bind(patched.map(|p| &p.details))
+        .fetch_optional(turn.conn())
+        .await?;
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let action = from_row(&row)?;
+    Ok(Some(if action.status == Status::Approved {
+        ApproveOutcome::Approved { action }
+    } else {
+        ApproveOutcome::ApprovalAdded { action }
+    }))
+}
+
+/// Apply one rejection (id, rejecter, channel, scrubbed reason). `None`:
+/// refused (the caller explains why, outside the turn).
+async fn reject_in(
+    turn: &mut Turn,
+    r: Arc<(String, String, crate::store::Channel, String)>,
+    now: i64,
+) -> Result<Option<Action>> {
+    let (id, actor, channel, reason) = &*r;
+    // Why guarded: only a still-pending, unexpired action can be rejected;
+    // a concurrent approval or expiry that won keeps its decision.
+    let sql = format!(
+        "UPDATE actions SET status = 'rejected', decided_by = ?2, decided_at = ?3, reason = ?4, updated_at = ?3,
+             t_seq = t_seq + 1, t_event = 'rejected', t_actor = ?2, t_channel = ?5, t_patched = NULL,
+             t_details = json_object('reason', ?4, 'rejecter', ?2)
+         WHERE id = ?1 AND status = 'pending' AND (expires_at IS NULL OR expires_at > ?3)
+         RETURNING {COLUMNS}"
+    );
+    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(id)
+        .bind(actor)
+        .bind(now)
+        .bind(reason)
+        .bind(channel.as_str())
+        .fetch_optional(turn.conn())
+        .await?;
+    row.as_ref().map(from_row).transpose()
 }
 
 /// The live action holding `new`'s dedup key (the partial unique index

@@ -1,0 +1,478 @@
+//! The write turn with group commit: every writer of this process queues
+//! its operation here, and whoever takes the turn runs everything queued
+//! at that moment in one transaction.
+//!
+//! - A lone writer runs alone and in autocommit: its guarded statement (one
+//!   `UPDATE … RETURNING` whose triggers append the event and audit rows)
+//!   is its whole transaction — one round trip, no `BEGIN`, no `COMMIT`.
+//! - Several queued writers share one `BEGIN IMMEDIATE … COMMIT`. Each
+//!   keeps its own guarded predicate and gets its own outcome, and only
+//!   after the batch committed.
+//! - An operation that writes more than one statement calls [`Turn::begin`]
+//!   before it: alone, that opens its own transaction; in a batch, its own
+//!   savepoint. An error or a panic after that undoes its writes and no one
+//!   else's. A single statement needs neither: SQLite applies a statement
+//!   whole or not at all, so a refused or failed one leaves nothing.
+//! - No timers: the batch is whatever is queued when the turn comes, so a
+//!   lone writer is never delayed waiting for company.
+//!
+//! The turn is the same fair mutex the older `begin_write` transactions
+//! take, so the two kinds of writers never meet at SQLite's busy handler.
+
+use std::any::Any;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex};
+
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use sqlx::pool::PoolConnection;
+use sqlx::{Sqlite, SqliteConnection};
+use tokio::sync::oneshot;
+
+use super::{Error, Result, Store};
+
+/// Where an operation runs: alone in autocommit, alone in its own
+/// transaction (after [`Turn::begin`]), in a batch's transaction, or in its
+/// own savepoint of it (after [`Turn::begin`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Alone,
+    AloneInTransaction,
+    Batched,
+    BatchedInSavepoint,
+}
+
+/// The connection an operation writes on while it holds the turn.
+pub(crate) struct Turn {
+    conn: PoolConnection<Sqlite>,
+    mode: Mode,
+}
+
+impl Turn {
+    /// The connection, for sqlx statements.
+    pub(crate) fn conn(&mut self) -> &mut SqliteConnection {
+        &mut self.conn
+    }
+
+    /// Make the rest of this operation all-or-nothing: `BEGIN IMMEDIATE`
+    /// when it runs alone, a savepoint of its own in a batch. Statements it
+    /// ran before this stand on their own (each is atomic).
+    pub(crate) async fn begin(&mut self) -> Result<()> {
+        let (sql, next) = match self.mode {
+            Mode::Alone => ("BEGIN IMMEDIATE", Mode::AloneInTransaction),
+            Mode::Batched => ("SAVEPOINT one_write", Mode::BatchedInSavepoint),
+            _ => return Ok(()),
+        };
+        sqlx::query(sql).execute(&mut *self.conn).await?;
+        self.mode = next;
+        Ok(())
+    }
+}
+
+/// What an operation produced, type-erased so one batch carries operations
+/// of any result type; `kept` says whether its writes stay.
+struct Done {
+    kept: bool,
+    value: Box<dyn Any + Send>,
+}
+
+type Job = Box<dyn for<'t> FnOnce(&'t mut Turn) -> BoxFuture<'t, Done> + Send>;
+
+struct Queued {
+    job: Job,
+    answer: oneshot::Sender<std::result::Result<Box<dyn Any + Send>, Failure>>,
+}
+
+/// Why a queued write has no outcome of its own: the batch around it
+/// failed (`busy`: another process held the database; worth a retry).
+#[derive(Clone, Debug)]
+struct Failure {
+    reason: String,
+    busy: bool,
+}
+
+impl Failure {
+    fn of(e: &sqlx::Error) -> Failure {
+        Failure {
+            reason: super::db_message(e),
+            busy: super::is_busy(e),
+        }
+    }
+}
+
+/// The queue of operations waiting for the write turn, and the turn.
+#[derive(Debug, Default)]
+pub(crate) struct Writer {
+    queue: Mutex<Vec<QueuedDebug>>,
+    /// The most operations one transaction has carried so far.
+    largest_batch: std::sync::atomic::AtomicUsize,
+    /// The writers' own connection, kept between turns. Why: a pooled
+    /// connection goes back to the pool in a background task, so the next
+    /// turn's acquire often found none idle and opened a fresh one (its
+    /// setup pragmas and an empty statement cache) — hidden round trips.
+    conn: Mutex<Option<PoolConnection<Sqlite>>>,
+}
+
+/// `Queued` behind a `Debug` impl, so [`Store`] stays `Debug`.
+struct QueuedDebug(Queued);
+
+impl std::fmt::Debug for QueuedDebug {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("queued write")
+    }
+}
+
+impl Writer {
+    pub(crate) fn new() -> Arc<Writer> {
+        Arc::new(Writer::default())
+    }
+
+    fn push(&self, q: Queued) {
+        self.queue
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(QueuedDebug(q));
+    }
+
+    fn take(&self) -> Vec<Queued> {
+        let batch: Vec<Queued> =
+            std::mem::take(&mut *self.queue.lock().unwrap_or_else(|p| p.into_inner()))
+                .into_iter()
+                .map(|q| q.0)
+                .collect();
+        self.largest_batch
+            .fetch_max(batch.len(), std::sync::atomic::Ordering::Relaxed);
+        batch
+    }
+
+    fn take_conn(&self) -> Option<PoolConnection<Sqlite>> {
+        self.conn.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+
+    fn keep_conn(&self, conn: PoolConnection<Sqlite>) {
+        *self.conn.lock().unwrap_or_else(|p| p.into_inner()) = Some(conn);
+    }
+
+    /// Give the kept connection back to the pool (before it closes).
+    pub(crate) fn release(&self) {
+        drop(self.take_conn());
+    }
+
+    #[cfg(test)]
+    fn queued(&self) -> usize {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+}
+
+impl Store {
+    /// Run `op` with the write turn, batched with whatever other writers
+    /// are queued (see the module docs). `op` returns its own result; an
+    /// `Err` (or a panic) undoes its writes and nobody else's. The caller
+    /// retries a busy database (see [`Store::retry`]).
+    pub(crate) async fn write<T, E, F>(&self, op: F) -> std::result::Result<T, E>
+    where
+        T: Send + 'static,
+        E: From<Error> + Send + 'static,
+        F: for<'t> FnOnce(&'t mut Turn) -> BoxFuture<'t, std::result::Result<T, E>>
+            + Send
+            + 'static,
+    {
+        let job: Job = Box::new(move |turn| {
+            Box::pin(async move {
+                let out = op(turn).await;
+                Done {
+                    kept: out.is_ok(),
+                    value: Box::new(out),
+                }
+            })
+        });
+        let (answer, rx) = oneshot::channel();
+        self.writer.push(Queued { job, answer });
+        // Whoever holds the turn when our job is queued may run it; if the
+        // queue still holds it when we get the turn, we run the batch.
+        let guard = self.write_lock.clone().lock_owned().await;
+        let batch = self.writer.take();
+        if !batch.is_empty() {
+            // Why spawned: a caller that gives up (a timeout, a closed HTTP
+            // request) must not stop a batch halfway, with others' writes
+            // and an open transaction on the connection.
+            let store = self.clone();
+            let run = tokio::spawn(async move {
+                store.run_batch(batch).await;
+                drop(guard);
+            });
+            let _ = run.await;
+        } else {
+            drop(guard);
+        }
+        match rx.await {
+            Ok(Ok(value)) => match value.downcast::<std::result::Result<T, E>>() {
+                Ok(out) => *out,
+                Err(_) => Err(Error::Write {
+                    reason: "a write answered with the wrong type".into(),
+                    busy: false,
+                }
+                .into()),
+            },
+            Ok(Err(f)) => Err(Error::Write {
+                reason: f.reason,
+                busy: f.busy,
+            }
+            .into()),
+            Err(_) => Err(Error::Write {
+                reason: "the writer stopped before answering".into(),
+                busy: false,
+            }
+            .into()),
+        }
+    }
+
+    /// Run the queued operations: one alone, several in one transaction.
+    /// Answers go out only after the outcome is durable (or failed).
+    async fn run_batch(&self, batch: Vec<Queued>) {
+        let mut conn = match self.writer.take_conn() {
+            Some(c) => c,
+            None => match self.pool().acquire().await {
+                Ok(c) => c,
+                Err(e) => return fail_all(batch, Failure::of(&e)),
+            },
+        };
+        if let [_] = batch.as_slice() {
+            let q = batch.into_iter().next().expect("one job");
+            let mut turn = Turn {
+                conn,
+                mode: Mode::Alone,
+            };
+            let done = run_one(q.job, &mut turn).await;
+            let kept = matches!(&done, Ok(d) if d.kept);
+            let answer = match (turn.mode, kept) {
+                (Mode::AloneInTransaction, true) => finish(&mut turn, "COMMIT").await,
+                (Mode::AloneInTransaction, _) => finish(&mut turn, "ROLLBACK").await,
+                _ => Ok(()),
+            };
+            if answer.is_ok() {
+                self.writer.keep_conn(turn.conn);
+            }
+            let _ = q.answer.send(match (done, answer) {
+                (Ok(d), Ok(())) => Ok(d.value),
+                (Err(why), _) | (_, Err(why)) => Err(why),
+            });
+            return;
+        }
+        if let Err(e) = sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await {
+            return fail_all(batch, Failure::of(&e));
+        }
+        let mut turn = Turn {
+            conn,
+            mode: Mode::Batched,
+        };
+        let mut outcomes = Vec::with_capacity(batch.len());
+        for q in batch {
+            turn.mode = Mode::Batched;
+            let done = run_one(q.job, &mut turn).await;
+            let kept = matches!(&done, Ok(d) if d.kept);
+            let close = match (turn.mode, kept) {
+                (Mode::BatchedInSavepoint, true) => finish(&mut turn, "RELEASE one_write").await,
+                (Mode::BatchedInSavepoint, false) => {
+                    match finish(&mut turn, "ROLLBACK TO one_write").await {
+                        Ok(()) => finish(&mut turn, "RELEASE one_write").await,
+                        Err(e) => Err(e),
+                    }
+                }
+                _ => Ok(()),
+            };
+            let out = match (done, close) {
+                (Ok(d), Ok(())) => Ok(d.value),
+                (Err(why), _) | (_, Err(why)) => Err(why),
+            };
+            outcomes.push((q.answer, out));
+        }
+        match finish(&mut turn, "COMMIT").await {
+            Ok(()) => {
+                self.writer.keep_conn(turn.conn);
+                for (answer, out) in outcomes {
+                    let _ = answer.send(out);
+                }
+            }
+            Err(why) => {
+                let _ = finish(&mut turn, "ROLLBACK").await;
+                for (answer, _) in outcomes {
+                    let _ = answer.send(Err(why.clone()));
+                }
+            }
+        }
+    }
+}
+
+/// Run one job, turning a panic into an error for its caller alone.
+async fn run_one(job: Job, turn: &mut Turn) -> std::result::Result<Done, Failure> {
+    AssertUnwindSafe(job(turn))
+        .catch_unwind()
+        .await
+        .map_err(|p| {
+            let what = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".into());
+            tracing::error!(%what, "a write panicked; its writes were undone");
+            Failure {
+                reason: format!("the write failed: {what}"),
+                busy: false,
+            }
+        })
+}
+
+async fn finish(turn: &mut Turn, sql: &'static str) -> std::result::Result<(), Failure> {
+    sqlx::query(sql)
+        .execute(turn.conn())
+        .await
+        .map(|_| ())
+        .map_err(|e| Failure::of(&e))
+}
+
+fn fail_all(batch: Vec<Queued>, why: Failure) {
+    for q in batch {
+        let _ = q.answer.send(Err(why.clone()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use super::*;
+    use crate::store::actions::{Actor, ApproveOutcome, NewAction, RejectOutcome};
+
+    fn proposal(i: usize) -> NewAction {
+        NewAction {
+            kind: "test".into(),
+            summary: format!("action {i}"),
+            args: format!(r#"{{"i":{i}}}"#),
+            proposer: "agent".into(),
+            ..Default::default()
+        }
+    }
+
+    /// What one of the 64 queued writers asked for, and got.
+    #[derive(Debug, PartialEq)]
+    enum Got {
+        Approved,
+        Refused,
+        Rejected,
+        Proposed,
+        Failed,
+    }
+
+    /// A raw write that inserts an event and then fails or panics: its
+    /// event must not survive, and nobody else's write may be lost.
+    async fn broken(store: &Store, panic: bool) -> std::result::Result<(), Error> {
+        store
+            .write(move |turn| {
+                Box::pin(async move {
+                    turn.begin().await?;
+                    sqlx::query(
+                        "INSERT INTO events (at, type, entity_kind, entity_id) VALUES (1, 'broken', 'test', 'x')",
+                    )
+                    .execute(turn.conn())
+                    .await?;
+                    if panic {
+                        panic!("a write that panics");
+                    }
+                    Err::<(), Error>(Error::Invalid("a write that fails".into()))
+                })
+            })
+            .await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn queued_writers_share_one_commit_and_each_gets_its_own_outcome() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("h.db")).await.unwrap();
+        let mut ids = Vec::new();
+        for i in 0..24 {
+            ids.push(store.propose(&proposal(i)).await.unwrap().action.id);
+        }
+        let before: i64 = store.count_rows("events").await.unwrap();
+
+        // Hold the turn so all 64 queue up, then let them go as one batch.
+        let hold = store.write_lock.clone().lock_owned().await;
+        let mut tasks = Vec::new();
+        for k in 0..64usize {
+            let (s, ids) = (store.clone(), ids.clone());
+            tasks.push(tokio::spawn(async move {
+                let me = format!("person{k}");
+                let got = match k % 8 {
+                    // Two approvers race for each of actions 0..16: one wins.
+                    0..=3 => match s
+                        .approve(&ids[((k / 8) * 4 + k % 8) % 16], Actor::cli(&me), None)
+                        .await
+                    {
+                        Ok(ApproveOutcome::Approved { .. }) => Got::Approved,
+                        Ok(_) => Got::Refused,
+                        Err(e) => panic!("{e}"),
+                    },
+                    4 | 5 => match s
+                        .reject(
+                            &ids[16 + ((k / 8) * 2 + k % 8 - 4) % 8],
+                            Actor::cli(&me),
+                            "no",
+                        )
+                        .await
+                    {
+                        Ok(RejectOutcome::Rejected { .. }) => Got::Rejected,
+                        Ok(_) => Got::Refused,
+                        Err(e) => panic!("{e}"),
+                    },
+                    6 => match s.propose(&proposal(100 + k)).await {
+                        Ok(p) if p.created => Got::Proposed,
+                        other => panic!("{other:?}"),
+                    },
+                    _ => match broken(&s, k % 16 == 7).await {
+                        Ok(()) => panic!("a broken write succeeded"),
+                        Err(_) => Got::Failed,
+                    },
+                };
+                (k, got)
+            }));
+        }
+        while store.writer.queued() < 64 {
+            tokio::task::yield_now().await;
+        }
+        drop(hold);
+        let mut got = Vec::new();
+        for t in tasks {
+            got.push(t.await.unwrap());
+        }
+        assert_eq!(store.writer.largest_batch.load(Ordering::Relaxed), 64);
+
+        let count = |g: Got| got.iter().filter(|(_, x)| *x == g).count();
+        // 32 approvers on 16 actions: exactly one approval each.
+        assert_eq!(count(Got::Approved), 16);
+        // 16 rejecters on 8 actions: exactly one rejection each.
+        assert_eq!(count(Got::Rejected), 8);
+        assert_eq!(count(Got::Refused), 16 + 8);
+        assert_eq!(count(Got::Proposed), 8);
+        assert_eq!(count(Got::Failed), 8);
+
+        // The log holds exactly the kept writes, with no gap, and no
+        // event of the failed or panicking writes.
+        let evs = store.events_after(0, 1000).await.unwrap();
+        let seqs: Vec<i64> = evs.iter().map(|e| e.seq).collect();
+        let want: Vec<i64> = (1..=seqs.len() as i64).collect();
+        assert_eq!(seqs, want, "the event log has no gaps");
+        assert!(evs.iter().all(|e| e.kind != "broken"));
+        assert_eq!(evs.len() as i64, before + 16 + 8 + 8);
+        assert_eq!(store.count_rows("action_approvals").await.unwrap(), 16);
+    }
+
+    #[tokio::test]
+    async fn a_lone_writer_runs_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("h.db")).await.unwrap();
+        store.propose(&proposal(1)).await.unwrap();
+        assert!(broken(&store, false).await.is_err());
+        assert_eq!(store.writer.largest_batch.load(Ordering::Relaxed), 1);
+        assert_eq!(store.count_rows("events").await.unwrap(), 1);
+    }
+}

@@ -1,0 +1,232 @@
+//! One database call per winning transition (issue 11): every statement the
+//! store sends to SQLite goes through sqlx's executor, which reports each
+//! one as a `sqlx::query` tracing event (from the connection's worker
+//! thread). A layer installed for this whole test binary counts them; the
+//! tests take turns (one lock) so the counts are their own.
+//!
+//! A winning propose, approve, claim and completion is exactly one call:
+//! the guarded statement, whose triggers write the approvals, audit and
+//! event rows. The refusals read more and still explain themselves.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use common::TempDb;
+use handoff::store::Store;
+use handoff::store::actions::{
+    Actor, ApproveOutcome, ClaimOutcome, CompleteOutcome, Error, NewAction, RejectOutcome,
+};
+use tracing_subscriber::layer::{Context, SubscriberExt};
+use tracing_subscriber::{Layer, Registry};
+
+/// The statements sqlx ran while counting was on, by their summary.
+#[derive(Default)]
+struct Calls {
+    on: AtomicBool,
+    seen: Mutex<Vec<String>>,
+}
+
+struct Counter(&'static Calls);
+
+impl<S: tracing::Subscriber> Layer<S> for Counter {
+    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
+        if event.metadata().target() != "sqlx::query" || !self.0.on.load(Ordering::SeqCst) {
+            return;
+        }
+        let mut v = Summary(String::new());
+        event.record(&mut v);
+        self.0.seen.lock().unwrap().push(v.0);
+    }
+}
+
+struct Summary(String);
+
+impl tracing::field::Visit for Summary {
+    fn record_str(&mut self, f: &tracing::field::Field, value: &str) {
+        if f.name() == "summary" {
+            self.0 = value.to_string();
+        }
+    }
+    fn record_debug(&mut self, f: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        if f.name() == "summary" {
+            self.0 = format!("{value:?}");
+        }
+    }
+}
+
+fn calls() -> &'static Calls {
+    static CALLS: OnceLock<&'static Calls> = OnceLock::new();
+    CALLS.get_or_init(|| {
+        let calls: &'static Calls = Box::leak(Box::default());
+        tracing::subscriber::set_global_default(Registry::default().with(Counter(calls)))
+            .expect("the only subscriber of this test binary");
+        calls
+    })
+}
+
+/// One test at a time: the counter is process-wide.
+static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The statements `f` makes the store run.
+async fn counted<T>(f: impl Future<Output = T>) -> (T, Vec<String>) {
+    let c = calls();
+    c.seen.lock().unwrap().clear();
+    c.on.store(true, Ordering::SeqCst);
+    let out = f.await;
+    c.on.store(false, Ordering::SeqCst);
+    (out, std::mem::take(&mut *c.seen.lock().unwrap()))
+}
+
+fn proposal(i: u32) -> NewAction {
+    NewAction {
+        kind: "email.send".into(),
+        summary: format!("mail {i}"),
+        args: r#"{"to":"bob","api_token":"s3cret"}"#.into(),
+        dedup_key: Some(format!("mail-{i}")),
+        proposer: "agent".into(),
+        approvals_required: 2,
+        ..Default::default()
+    }
+}
+
+async fn audit_events(store: &Store, id: &str) -> Vec<String> {
+    store
+        .action_audit(id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.event)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_winning_transition_is_one_database_call() {
+    let _turn = TURN.lock().await;
+    calls();
+    let db = TempDb::new();
+    let store = db.open().await;
+
+    let (proposed, seen) = counted(store.propose(&proposal(1))).await;
+    let action = proposed.unwrap().action;
+    assert_eq!(seen.len(), 1, "a proposal is one call, was {seen:?}");
+    assert!(seen[0].starts_with("INSERT INTO actions"), "{seen:?}");
+
+    let (first, seen) = counted(store.approve(&action.id, Actor::cli("alice"), None)).await;
+    assert!(matches!(
+        first.unwrap(),
+        ApproveOutcome::ApprovalAdded { .. }
+    ));
+    assert_eq!(
+        seen.len(),
+        1,
+        "a counted approval is one call, was {seen:?}"
+    );
+
+    let (second, seen) = counted(store.approve(&action.id, Actor::cli("bob"), None)).await;
+    let ApproveOutcome::Approved { action: approved } = second.unwrap() else {
+        panic!("the second of two approvals approves")
+    };
+    assert_eq!(
+        seen.len(),
+        1,
+        "a deciding approval is one call, was {seen:?}"
+    );
+    assert!(seen[0].starts_with("UPDATE actions"), "{seen:?}");
+    assert_eq!(approved.decided_by.as_deref(), Some("bob"));
+
+    let (claim, seen) = counted(store.claim(&action.id, "exec-1", 60_000)).await;
+    let ClaimOutcome::Claimed { action: claimed } = claim.unwrap() else {
+        panic!("an approved action is claimable")
+    };
+    assert_eq!(seen.len(), 1, "a claim is one call, was {seen:?}");
+
+    let result = serde_json::json!({"sent": true});
+    let (done, seen) =
+        counted(store.complete_claimed(&claimed, "exec-1", true, result, None)).await;
+    assert!(matches!(done.unwrap(), CompleteOutcome::Completed { .. }));
+    assert_eq!(seen.len(), 1, "a completion is one call, was {seen:?}");
+
+    // The one calls wrote everything a transition writes, in order.
+    assert_eq!(
+        audit_events(&store, &action.id).await,
+        [
+            "proposed",
+            "approval_added",
+            "approved",
+            "claimed",
+            "executed"
+        ]
+    );
+    assert_eq!(common::count(&store, "action_approvals").await, 2);
+    let kinds: Vec<String> = store
+        .events_after(0, 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "action.proposed",
+            "action.approval_added",
+            "action.approved",
+            "action.claimed",
+            "action.executed"
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_reads_more_and_still_explains_itself() {
+    let _turn = TURN.lock().await;
+    calls();
+    let db = TempDb::new();
+    let (store, clock) = db.open_manual(1_000_000).await;
+    let id = store.propose(&proposal(2)).await.unwrap().action.id;
+    store.approve(&id, Actor::cli("alice"), None).await.unwrap();
+
+    // The same approver again: refused, and said why.
+    let (again, seen) = counted(store.approve(&id, Actor::cli("alice"), None)).await;
+    assert!(
+        matches!(again.unwrap(), ApproveOutcome::AlreadyApprovedBy { .. }),
+        "a second tap by the same person is named as such"
+    );
+    assert!(
+        seen.len() > 1,
+        "the refusal reads to explain itself: {seen:?}"
+    );
+    assert_eq!(common::count(&store, "action_approvals").await, 1);
+
+    // An id nobody wrote: not found, by the id given.
+    let missing = "0".repeat(32);
+    let err = store
+        .approve(&missing, Actor::cli("alice"), None)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::NotFound(i) if *i == missing),
+        "{err:?}"
+    );
+
+    // A rejection after the expiry: settled as expired, not rejected.
+    let mut late = proposal(3);
+    late.ttl_ms = Some(1_000);
+    let late = store.propose(&late).await.unwrap().action.id;
+    clock.advance(1_000);
+    let out = store
+        .reject(&late, Actor::cli("carol"), "too late")
+        .await
+        .unwrap();
+    assert!(matches!(out, RejectOutcome::Expired { .. }), "{out:?}");
+    assert_eq!(audit_events(&store, &late).await, ["proposed", "expired"]);
+
+    // A claim of a pending action: not claimable, the action shown as is.
+    let (claim, _) = counted(store.claim(&id, "exec-1", 60_000)).await;
+    match claim.unwrap() {
+        ClaimOutcome::NotClaimable { action } => assert_eq!(action.approvals, 1),
+        other => panic!("a pending action cannot be claimed: {other:?}"),
+    }
+}
