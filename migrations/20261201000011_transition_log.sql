@@ -47,3 +47,31 @@ BEGIN
             NEW.project, NEW.session,
             json_set(NEW.t_details, '$.status', NEW.status, '$.kind', NEW.kind, '$.summary', NEW.summary));
 END;
+
+-- The same for a question's reply writers and the agent's pickup: the
+-- guarded UPDATE names its event in t_*; the trigger appends the history
+-- row (a reply or a clear; none for a pickup) and the event.
+ALTER TABLE questions ADD COLUMN t_seq     INTEGER NOT NULL DEFAULT 0; -- events logged through the trigger
+ALTER TABLE questions ADD COLUMN t_at      INTEGER; -- when (ms): the write's time
+ALTER TABLE questions ADD COLUMN t_event   TEXT;    -- the event type, e.g. question.answered
+ALTER TABLE questions ADD COLUMN t_history TEXT;    -- 'reply' | 'clear' | NULL: the history row to append
+ALTER TABLE questions ADD COLUMN t_by      TEXT;    -- who wrote, as given ('' when unnamed)
+ALTER TABLE questions ADD COLUMN t_actor   TEXT;    -- the event's actor
+ALTER TABLE questions ADD COLUMN t_channel TEXT;    -- the door it came through
+ALTER TABLE questions ADD COLUMN t_payload TEXT;    -- the event payload, JSON
+
+CREATE TRIGGER questions_log_transition AFTER UPDATE OF t_seq ON questions
+WHEN NEW.t_seq <> OLD.t_seq
+BEGIN
+    INSERT INTO question_replies
+        (question_id, reply_seq, action, reply, reply_context, kind, source, by, revision, at)
+    SELECT NEW.id, NEW.reply_seq, NEW.t_history,
+           CASE WHEN NEW.t_history = 'reply' THEN NEW.reply END,
+           CASE WHEN NEW.t_history = 'reply' THEN NEW.reply_context END,
+           CASE WHEN NEW.t_history = 'reply' THEN NEW.reply_kind END,
+           NEW.t_channel, NEW.t_by, NEW.revision, NEW.t_at
+    WHERE NEW.t_history IS NOT NULL;
+    INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
+    VALUES (NEW.t_at, NEW.t_event, 'question', NEW.id, NEW.t_actor,
+            NEW.t_channel, NEW.project, NEW.session, NEW.t_payload);
+END;

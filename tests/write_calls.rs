@@ -230,3 +230,60 @@ async fn a_refusal_reads_more_and_still_explains_itself() {
         other => panic!("a pending action cannot be claimed: {other:?}"),
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_winning_reply_and_pickup_is_one_database_call() {
+    let _turn = TURN.lock().await;
+    calls();
+    let db = TempDb::new();
+    let store = db.open().await;
+    let q = common::ask(&store, "Which port?").await;
+
+    let (chat, seen) = counted(store.reply_chat(&q.id, &common::answer("8080"))).await;
+    let q1 = chat.unwrap().expect("the first reply wins");
+    assert_eq!(seen.len(), 1, "a chat reply is one call, was {seen:?}");
+
+    let (marked, seen) = counted(store.mark_reply_seen(&q1, "agent-1")).await;
+    assert!(marked.unwrap().is_some(), "the reply read is marked");
+    assert_eq!(seen.len(), 1, "a pickup is one call, was {seen:?}");
+
+    let (inbox, seen) = counted(store.reply_inbox(&q.id, &common::answer("9090"))).await;
+    inbox.unwrap().expect("the Inbox always wins while open");
+    assert_eq!(seen.len(), 1, "an Inbox reply is one call, was {seen:?}");
+
+    // The agent's own answer is refused while the Inbox one is unread, and
+    // is handed that reply instead (marked picked up on the way).
+    let refused = store
+        .answer_agent(&q.id, &common::answer("7070"))
+        .await
+        .unwrap();
+    assert!(
+        matches!(&refused, Err(handoff::store::questions::Refusal::UnreadAnswer { reply, .. }) if reply == "9090"),
+        "{refused:?}"
+    );
+    let (agent, seen) = counted(store.answer_agent(&q.id, &common::answer("7070"))).await;
+    agent
+        .unwrap()
+        .expect("the agent's answer wins once the reply was read");
+    assert_eq!(seen.len(), 1, "an agent answer is one call, was {seen:?}");
+
+    let kinds: Vec<String> = store
+        .events_for("question", &q.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "question.flagged",
+            "question.answered",
+            "question.picked_up",
+            "question.answered",
+            "question.picked_up",
+            "question.answered"
+        ]
+    );
+    assert_eq!(common::count(&store, "question_replies").await, 3);
+}

@@ -9,56 +9,41 @@
 //! - Pickup marks `reply_seen_at` only for the exact reply read, named by
 //!   `reply_seq` (two replies in one millisecond share `replied_at`).
 
-use serde_json::json;
+use std::sync::Arc;
+
+use sqlx::SqliteConnection;
 
 use super::read::get_on;
-use super::write::{event, explain_closed};
+use super::write::explain_closed;
 use super::{
     Channel, Delivery, NewReply, Outcome, Question, Refusal, ReplyKind, Status, from_row, validate,
 };
-use crate::store::{Result, Store, WriteTx};
+use crate::store::writer::Turn;
+use crate::store::{Result, Store};
 
-/// Append a history row and the `question.answered` event for the reply
-/// `q` now carries.
-async fn record_reply(tx: &mut WriteTx, now: i64, q: &Question, channel: Channel) -> Result<()> {
-    let r = q
-        .reply
-        .as_ref()
-        .ok_or_else(|| crate::store::Error::Corrupt("reply vanished inside its write".into()))?;
-    sqlx::query(
-        "INSERT INTO question_replies
-             (question_id, reply_seq, action, reply, reply_context, kind, source, by, revision, at)
-         VALUES (?, ?, 'reply', ?, ?, ?, ?, ?, ?, ?)",
-    )
-    .bind(&q.id)
-    .bind(q.reply_seq)
-    .bind(&r.text)
-    .bind(r.context.as_deref())
-    .bind(r.kind.as_str())
-    .bind(r.source.as_str())
-    .bind(&r.by)
-    .bind(q.revision)
-    .bind(now)
-    .execute(&mut **tx)
-    .await?;
-    let actor = if r.by.is_empty() {
+/// The `question.answered` event and its history row, named in the
+/// reply UPDATE's `t_*` columns for the trigger: `?1` text, `?2` context,
+/// `?3` kind, `?4` source, `?5` by, `?6` now and `?11` the actor (`?7` to
+/// `?10` are each writer's own).
+const ANSWERED: &str = "t_seq = t_seq + 1, t_at = ?6, t_event = 'question.answered',
+     t_history = 'reply', t_by = ?5, t_actor = ?11, t_channel = ?4,
+     t_payload = json_object('by', ?5, 'context', ?2, 'kind', ?3, 'reply_seq', reply_seq + 1,
+                             'revision', revision, 'source', ?4, 'text', ?1)";
+
+/// Who a reply's event names: the person, else the door.
+fn actor_of(r: &NewReply, channel: Channel) -> &str {
+    if r.by.is_empty() {
         channel.as_str()
     } else {
         &r.by
-    };
-    // The reply itself travels with the event, so a wake-up's receiver
-    // can act on it without API access.
-    let payload = json!({
-        "kind": r.kind,
-        "source": r.source,
-        "text": r.text,
-        "context": r.context,
-        "by": r.by,
-        "revision": q.revision,
-        "reply_seq": q.reply_seq,
-    });
-    event(tx, now, "question.answered", q, actor, channel, payload).await?;
-    Ok(())
+    }
+}
+
+/// One reply to write, owned for the write queue.
+struct Reply {
+    id: String,
+    r: NewReply,
+    source: Channel,
 }
 
 /// A blank reply is allowed only as a decline without a reason.
@@ -74,101 +59,27 @@ impl Store {
     /// [`Refusal::Empty`] when there is nothing to clear.
     pub async fn reply_inbox(&self, id: &str, r: &NewReply) -> Result<Outcome<Question>> {
         validate::reply(r)?;
-        if is_blank(r) {
-            return self.retry(|| self.clear_once(id, r)).await;
-        }
-        self.retry(|| self.reply_inbox_once(id, r)).await
-    }
-
-    async fn reply_inbox_once(&self, id: &str, r: &NewReply) -> Result<Outcome<Question>> {
-        let now = self.now();
-        let mut tx = self.begin_write().await?;
-        // Why unconditional on the reply columns: the Inbox is the human's
-        // authoritative door; only the question being open (and, if the
-        // caller drew a revision, that revision) guards it.
-        let row = sqlx::query(
-            "UPDATE questions SET reply = ?1, reply_context = ?2, reply_kind = ?3,
-                 reply_source = 'inbox', replied_by = ?4, replied_at = ?5,
-                 reply_seen_at = NULL, reply_seq = reply_seq + 1, updated_at = ?5
-             WHERE id = ?6 AND status = 'open' AND (?7 IS NULL OR revision = ?7)
-             RETURNING *",
-        )
-        .bind(r.text.trim())
-        .bind(r.context.as_deref())
-        .bind(r.kind.as_str())
-        .bind(&r.by)
-        .bind(now)
-        .bind(id)
-        .bind(r.expected_revision)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some(row) = row else {
-            return Ok(Err(self.explain(&mut tx, id, r.expected_revision).await?));
-        };
-        let q = from_row(&row)?;
-        record_reply(&mut tx, now, &q, Channel::Inbox).await?;
-        tx.commit().await?;
-        Ok(Ok(q))
-    }
-
-    async fn clear_once(&self, id: &str, r: &NewReply) -> Result<Outcome<Question>> {
-        let now = self.now();
-        let mut tx = self.begin_write().await?;
-        // Why `reply_seen_at IS NULL`: a reply the agent already picked up
-        // cannot be taken back by clearing; only an unpicked one can.
-        let row = sqlx::query(
-            "UPDATE questions SET reply = NULL, reply_context = NULL, reply_kind = NULL,
-                 reply_source = NULL, replied_by = NULL, replied_at = NULL,
-                 reply_seen_at = NULL, reply_seq = reply_seq + 1, updated_at = ?1
-             WHERE id = ?2 AND status = 'open' AND reply IS NOT NULL AND reply_seen_at IS NULL
-               AND (?3 IS NULL OR revision = ?3)
-             RETURNING *",
-        )
-        .bind(now)
-        .bind(id)
-        .bind(r.expected_revision)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some(row) = row else {
-            // Open and on the expected revision, yet not cleared: there is no
-            // reply, or the agent already has it.
-            let refusal = match self.explain(&mut tx, id, r.expected_revision).await? {
-                Refusal::Empty | Refusal::UnreadAnswer { .. } => {
-                    match get_on(&mut tx, id).await?.and_then(|q| q.reply) {
-                        Some(reply) => Refusal::AlreadyPickedUp { reply: reply.text },
-                        None => Refusal::Empty,
+        let one = Arc::new(Reply {
+            id: id.to_string(),
+            r: r.clone(),
+            source: Channel::Inbox,
+        });
+        let clock = self.clock().clone();
+        let blank = is_blank(r);
+        self.retry(|| {
+            let (one, clock) = (one.clone(), clock.clone());
+            self.write(move |turn| {
+                Box::pin(async move {
+                    let now = clock.now_ms();
+                    if blank {
+                        clear_in(turn, &one, now).await
+                    } else {
+                        reply_inbox_in(turn, &one, now).await
                     }
-                }
-                other => other,
-            };
-            return Ok(Err(refusal));
-        };
-        let q = from_row(&row)?;
-        sqlx::query(
-            "INSERT INTO question_replies (question_id, reply_seq, action, source, by, revision, at)
-             VALUES (?, ?, 'clear', 'inbox', ?, ?, ?)",
-        )
-        .bind(&q.id)
-        .bind(q.reply_seq)
-        .bind(&r.by)
-        .bind(q.revision)
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
-        let actor = if r.by.is_empty() { "inbox" } else { &r.by };
-        let payload = json!({ "reply_seq": q.reply_seq, "revision": q.revision });
-        event(
-            &mut tx,
-            now,
-            "question.reply_cleared",
-            &q,
-            actor,
-            Channel::Inbox,
-            payload,
-        )
-        .await?;
-        tx.commit().await?;
-        Ok(Ok(q))
+                })
+            })
+        })
+        .await
     }
 
     /// A human replies from a chat. Allowed only while no unclaimed reply
@@ -180,8 +91,7 @@ impl Store {
         if is_blank(r) {
             return Ok(Err(Refusal::Empty));
         }
-        self.retry(|| self.conditional_once(id, r, Channel::Chat))
-            .await
+        self.conditional(id, r, Channel::Chat).await
     }
 
     /// The agent records an answer the human gave in its own terminal.
@@ -193,95 +103,26 @@ impl Store {
         if is_blank(r) {
             return Ok(Err(Refusal::Empty));
         }
-        self.retry(|| self.conditional_once(id, r, Channel::Agent))
-            .await
+        self.conditional(id, r, Channel::Agent).await
     }
 
-    async fn conditional_once(
+    async fn conditional(
         &self,
         id: &str,
         r: &NewReply,
         source: Channel,
     ) -> Result<Outcome<Question>> {
-        let now = self.now();
-        let born_seen = source == Channel::Agent;
-        let clarify_chat = source == Channel::Chat && r.kind == ReplyKind::Clarify;
-        let mut tx = self.begin_write().await?;
-        // Why this predicate: a reply nobody has picked up yet (above all an
-        // Inbox one) must never be overwritten from chat or by the agent —
-        // the engine decides, so of N racing writers exactly one wins. A chat
-        // `clarify` may correct an unclaimed *chat* reply, never an Inbox one.
-        let row = sqlx::query(
-            "UPDATE questions SET reply = ?1, reply_context = ?2, reply_kind = ?3,
-                 reply_source = ?4, replied_by = ?5, replied_at = ?6,
-                 reply_seen_at = CASE WHEN ?7 THEN ?6 ELSE NULL END,
-                 reply_seq = reply_seq + 1, updated_at = ?6
-             WHERE id = ?8 AND status = 'open' AND (?9 IS NULL OR revision = ?9)
-               AND (reply IS NULL OR reply_seen_at IS NOT NULL
-                    OR (?10 AND reply_source = 'chat'))
-             RETURNING *",
-        )
-        .bind(r.text.trim())
-        .bind(r.context.as_deref())
-        .bind(r.kind.as_str())
-        .bind(source.as_str())
-        .bind(&r.by)
-        .bind(now)
-        .bind(born_seen)
-        .bind(id)
-        .bind(r.expected_revision)
-        .bind(clarify_chat)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some(row) = row else {
-            let refusal = self.explain(&mut tx, id, r.expected_revision).await?;
-            if born_seen && let Refusal::UnreadAnswer { .. } = refusal {
-                // The agent is handed the unread answer: record that exact
-                // reply as delivered, in this same transaction.
-                if let Some(q) = get_on(&mut tx, id).await? {
-                    self.mark_on(&mut tx, now, &q, &r.by).await?;
-                    tx.commit().await?;
-                }
-            }
-            return Ok(Err(refusal));
-        };
-        let q = from_row(&row)?;
-        record_reply(&mut tx, now, &q, source).await?;
-        tx.commit().await?;
-        Ok(Ok(q))
-    }
-
-    /// Explain a refused reply from the refusing transaction's snapshot:
-    /// missing, closed, stale, or an unclaimed reply in the way (`Empty` if
-    /// none of these — the caller refines it).
-    async fn explain(
-        &self,
-        tx: &mut WriteTx,
-        id: &str,
-        expected_revision: Option<i64>,
-    ) -> Result<Refusal> {
-        let Some(q) = get_on(tx, id).await? else {
-            return Ok(Refusal::NotFound);
-        };
-        if q.status != Status::Open {
-            return explain_closed(tx, id).await;
-        }
-        if let Some(rev) = expected_revision
-            && rev != q.revision
-        {
-            return Ok(Refusal::Stale {
-                current_revision: q.revision,
-            });
-        }
-        Ok(match q.reply {
-            Some(r) if r.seen_at.is_none() => Refusal::UnreadAnswer {
-                reply: r.text,
-                kind: r.kind,
-                source: r.source,
-                by: r.by,
-            },
-            _ => Refusal::Empty,
+        let one = Arc::new(Reply {
+            id: id.to_string(),
+            r: r.clone(),
+            source,
+        });
+        let clock = self.clock().clone();
+        self.retry(|| {
+            let (one, clock) = (one.clone(), clock.clone());
+            self.write(move |turn| Box::pin(conditional_in(turn, one, clock.now_ms())))
         })
+        .await
     }
 
     /// Open questions in scope with an unseen reply (and, with
@@ -331,53 +172,21 @@ impl Store {
     /// since `q` was read (the newer one stays queued), was already marked,
     /// or the question closed.
     pub async fn mark_reply_seen(&self, q: &Question, by: &str) -> Result<Option<i64>> {
-        self.retry(|| async {
-            let now = self.now();
-            let mut tx = self.begin_write().await?;
-            let marked = self.mark_on(&mut tx, now, q, by).await?;
-            tx.commit().await?;
-            Ok(marked.then_some(now))
+        let one = Arc::new((q.id.clone(), q.reply_seq, by.to_string()));
+        let clock = self.clock().clone();
+        self.retry(|| {
+            let (one, clock) = (one.clone(), clock.clone());
+            self.write(move |turn| {
+                Box::pin(async move {
+                    let now = clock.now_ms();
+                    let (id, seq, by) = &*one;
+                    Ok(mark_in(turn.conn(), now, id, *seq, by)
+                        .await?
+                        .then_some(now))
+                })
+            })
         })
         .await
-    }
-
-    async fn mark_on(&self, tx: &mut WriteTx, now: i64, q: &Question, by: &str) -> Result<bool> {
-        // Why `reply_seq = ?`: mark only the reply that was read. If a human
-        // re-replied between read and mark — even within the same
-        // millisecond — the counter moved, the mark fails and the newer
-        // reply stays queued.
-        let done = sqlx::query(
-            "UPDATE questions SET reply_seen_at = ?1
-             WHERE id = ?2 AND status = 'open' AND reply IS NOT NULL
-               AND reply_seen_at IS NULL AND reply_seq = ?3",
-        )
-        .bind(now)
-        .bind(&q.id)
-        .bind(q.reply_seq)
-        .execute(&mut **tx)
-        .await?
-        .rows_affected()
-            == 1;
-        if done {
-            let r = q.reply.as_ref();
-            let payload = json!({
-                "reply_seq": q.reply_seq,
-                "kind": r.map(|r| r.kind),
-                "source": r.map(|r| r.source),
-            });
-            let actor = if by.is_empty() { "agent" } else { by };
-            event(
-                tx,
-                now,
-                "question.picked_up",
-                q,
-                actor,
-                Channel::Agent,
-                payload,
-            )
-            .await?;
-        }
-        Ok(done)
     }
 
     /// Hand an agent the replies on open questions of a project and/or
@@ -414,4 +223,191 @@ impl Store {
         }
         Ok(out)
     }
+}
+
+/// The Inbox reply: unconditional on the reply columns while open.
+async fn reply_inbox_in(turn: &mut Turn, one: &Reply, now: i64) -> Result<Outcome<Question>> {
+    let r = &one.r;
+    // Why unconditional on the reply columns: the Inbox is the human's
+    // authoritative door; only the question being open (and, if the
+    // caller drew a revision, that revision) guards it.
+    let sql = format!(
+        "UPDATE questions SET reply = ?1, reply_context = ?2, reply_kind = ?3,
+             reply_source = ?4, replied_by = ?5, replied_at = ?6,
+             reply_seen_at = NULL, reply_seq = reply_seq + 1, updated_at = ?6, {ANSWERED}
+         WHERE id = ?7 AND status = 'open' AND (?8 IS NULL OR revision = ?8)
+         RETURNING *"
+    );
+    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(r.text.trim())
+        .bind(r.context.as_deref())
+        .bind(r.kind.as_str())
+        .bind(Channel::Inbox.as_str())
+        .bind(&r.by)
+        .bind(now)
+        .bind(&one.id)
+        .bind(r.expected_revision)
+        .bind(None::<i64>) // ?9 unused
+        .bind(None::<i64>) // ?10 unused
+        .bind(actor_of(r, Channel::Inbox))
+        .fetch_optional(turn.conn())
+        .await?;
+    match row {
+        Some(row) => Ok(Ok(from_row(&row)?)),
+        None => Ok(Err(
+            explain(turn.conn(), &one.id, r.expected_revision).await?
+        )),
+    }
+}
+
+/// A blank Inbox reply: clears a reply nobody picked up.
+async fn clear_in(turn: &mut Turn, one: &Reply, now: i64) -> Result<Outcome<Question>> {
+    let r = &one.r;
+    // Why `reply_seen_at IS NULL`: a reply the agent already picked up
+    // cannot be taken back by clearing; only an unpicked one can.
+    let row = sqlx::query(
+        "UPDATE questions SET reply = NULL, reply_context = NULL, reply_kind = NULL,
+             reply_source = NULL, replied_by = NULL, replied_at = NULL,
+             reply_seen_at = NULL, reply_seq = reply_seq + 1, updated_at = ?1,
+             t_seq = t_seq + 1, t_at = ?1, t_event = 'question.reply_cleared',
+             t_history = 'clear', t_by = ?4, t_actor = ?5, t_channel = 'inbox',
+             t_payload = json_object('reply_seq', reply_seq + 1, 'revision', revision)
+         WHERE id = ?2 AND status = 'open' AND reply IS NOT NULL AND reply_seen_at IS NULL
+           AND (?3 IS NULL OR revision = ?3)
+         RETURNING *",
+    )
+    .bind(now)
+    .bind(&one.id)
+    .bind(r.expected_revision)
+    .bind(&r.by)
+    .bind(actor_of(r, Channel::Inbox))
+    .fetch_optional(turn.conn())
+    .await?;
+    if let Some(row) = row {
+        return Ok(Ok(from_row(&row)?));
+    }
+    // Open and on the expected revision, yet not cleared: there is no
+    // reply, or the agent already has it.
+    let conn = turn.conn();
+    let refusal = match explain(conn, &one.id, r.expected_revision).await? {
+        Refusal::Empty | Refusal::UnreadAnswer { .. } => {
+            match get_on(conn, &one.id).await?.and_then(|q| q.reply) {
+                Some(reply) => Refusal::AlreadyPickedUp { reply: reply.text },
+                None => Refusal::Empty,
+            }
+        }
+        other => other,
+    };
+    Ok(Err(refusal))
+}
+
+/// A chat or agent reply: only while no unclaimed reply waits.
+async fn conditional_in(turn: &mut Turn, one: Arc<Reply>, now: i64) -> Result<Outcome<Question>> {
+    let (r, source) = (&one.r, one.source);
+    let born_seen = source == Channel::Agent;
+    let clarify_chat = source == Channel::Chat && r.kind == ReplyKind::Clarify;
+    // Why this predicate: a reply nobody has picked up yet (above all an
+    // Inbox one) must never be overwritten from chat or by the agent —
+    // the engine decides, so of N racing writers exactly one wins. A chat
+    // `clarify` may correct an unclaimed *chat* reply, never an Inbox one.
+    let sql = format!(
+        "UPDATE questions SET reply = ?1, reply_context = ?2, reply_kind = ?3,
+             reply_source = ?4, replied_by = ?5, replied_at = ?6,
+             reply_seen_at = CASE WHEN ?7 THEN ?6 ELSE NULL END,
+             reply_seq = reply_seq + 1, updated_at = ?6, {ANSWERED}
+         WHERE id = ?8 AND status = 'open' AND (?9 IS NULL OR revision = ?9)
+           AND (reply IS NULL OR reply_seen_at IS NOT NULL
+                OR (?10 AND reply_source = 'chat'))
+         RETURNING *"
+    );
+    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(r.text.trim())
+        .bind(r.context.as_deref())
+        .bind(r.kind.as_str())
+        .bind(source.as_str())
+        .bind(&r.by)
+        .bind(now)
+        .bind(born_seen)
+        .bind(&one.id)
+        .bind(r.expected_revision)
+        .bind(clarify_chat)
+        .bind(actor_of(r, source))
+        .fetch_optional(turn.conn())
+        .await?;
+    if let Some(row) = row {
+        return Ok(Ok(from_row(&row)?));
+    }
+    turn.begin().await?;
+    let refusal = explain(turn.conn(), &one.id, r.expected_revision).await?;
+    if born_seen && let Refusal::UnreadAnswer { .. } = refusal {
+        // The agent is handed the unread answer: record that exact
+        // reply as delivered, in this same transaction.
+        if let Some(q) = get_on(turn.conn(), &one.id).await? {
+            mark_in(turn.conn(), now, &q.id, q.reply_seq, &r.by).await?;
+        }
+    }
+    Ok(Err(refusal))
+}
+
+/// Mark reply `reply_seq` of question `id` picked up by `by`: one guarded
+/// UPDATE whose trigger appends `question.picked_up`. Whether it marked.
+async fn mark_in(
+    conn: &mut SqliteConnection,
+    now: i64,
+    id: &str,
+    reply_seq: i64,
+    by: &str,
+) -> Result<bool> {
+    // Why `reply_seq = ?`: mark only the reply that was read. If a human
+    // re-replied between read and mark — even within the same
+    // millisecond — the counter moved, the mark fails and the newer
+    // reply stays queued.
+    let done = sqlx::query(
+        "UPDATE questions SET reply_seen_at = ?1,
+             t_seq = t_seq + 1, t_at = ?1, t_event = 'question.picked_up', t_history = NULL,
+             t_by = ?4, t_actor = ?5, t_channel = 'agent',
+             t_payload = json_object('kind', reply_kind, 'reply_seq', reply_seq, 'source', reply_source)
+         WHERE id = ?2 AND status = 'open' AND reply IS NOT NULL
+           AND reply_seen_at IS NULL AND reply_seq = ?3",
+    )
+    .bind(now)
+    .bind(id)
+    .bind(reply_seq)
+    .bind(by)
+    .bind(if by.is_empty() { "agent" } else { by })
+    .execute(conn)
+    .await?
+    .rows_affected();
+    Ok(done == 1)
+}
+
+/// Explain a refused reply: missing, closed, stale, or an unclaimed reply
+/// in the way (`Empty` if none of these — the caller refines it).
+async fn explain(
+    conn: &mut SqliteConnection,
+    id: &str,
+    expected_revision: Option<i64>,
+) -> Result<Refusal> {
+    let Some(q) = get_on(conn, id).await? else {
+        return Ok(Refusal::NotFound);
+    };
+    if q.status != Status::Open {
+        return explain_closed(conn, id).await;
+    }
+    if let Some(rev) = expected_revision
+        && rev != q.revision
+    {
+        return Ok(Refusal::Stale {
+            current_revision: q.revision,
+        });
+    }
+    Ok(match q.reply {
+        Some(r) if r.seen_at.is_none() => Refusal::UnreadAnswer {
+            reply: r.text,
+            kind: r.kind,
+            source: r.source,
+            by: r.by,
+        },
+        _ => Refusal::Empty,
+    })
 }
