@@ -75,3 +75,12 @@ BEGIN
     VALUES (NEW.t_at, NEW.t_event, 'question', NEW.id, NEW.t_actor,
             NEW.t_channel, NEW.project, NEW.session, NEW.t_payload);
 END;
+
+-- A new question logs its `question.flagged` event from its INSERT.
+CREATE TRIGGER questions_log_flag AFTER INSERT ON questions
+WHEN NEW.t_event IS NOT NULL
+BEGIN
+    INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
+    VALUES (NEW.t_at, NEW.t_event, 'question', NEW.id, NEW.t_actor, NEW.t_channel,
+            NEW.project, NEW.session, NEW.t_payload);
+END;

@@ -113,14 +113,15 @@ async fn a_burst_becomes_one_digest_and_every_item_is_covered() {
     let fake = FakeTelegram::start().await;
     let cfg = telegram_config(&db, &fake, "digest_threshold = 3\ndigest_window_secs = 30");
     let _d = Daemon::start(&db.path, &cfg);
-    let digest = fake
-        .until(30, "a digest message", |f| {
-            f.sent_texts(ME)
-                .into_iter()
-                .find(|t| t.contains("new items"))
+    // The singles and the digest are sent by separate tasks, in any order:
+    // wait for the digest and for four messages in all.
+    let (digest, sent) = fake
+        .until(30, "a digest message and the 3 singles", |f| {
+            let sent = f.sent_texts(ME);
+            let digest = sent.iter().find(|t| t.contains("new items")).cloned();
+            digest.filter(|_| sent.len() >= 4).map(|d| (d, sent))
         })
         .await;
-    let sent = fake.sent_texts(ME);
     assert_eq!(
         sent.len(),
         4,

@@ -287,3 +287,46 @@ async fn each_winning_reply_and_pickup_is_one_database_call() {
     );
     assert_eq!(common::count(&store, "question_replies").await, 3);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flag_update_and_close_are_one_database_call_each() {
+    let _turn = TURN.lock().await;
+    calls();
+    let db = TempDb::new();
+    let store = db.open().await;
+    let mut new = handoff::store::questions::NewQuestion {
+        title: "Deploy now?".into(),
+        key: Some("deploy".into()),
+        agent: "agent-1".into(),
+        ..Default::default()
+    };
+    let (first, seen) = counted(store.flag(&new)).await;
+    let first = first.unwrap();
+    assert!(first.created);
+    assert_eq!(seen.len(), 1, "a flag is one call, was {seen:?}");
+
+    new.title = "Deploy now? (v2)".into();
+    let (again, seen) = counted(store.flag(&new)).await;
+    let again = again.unwrap();
+    assert!(!again.created, "the same key updates in place");
+    assert_eq!(again.question.revision, 2);
+    assert_eq!(seen.len(), 1, "a re-flag is one call, was {seen:?}");
+
+    let (closed, seen) =
+        counted(store.resolve_question(&first.question.id, "done", "agent-1")).await;
+    closed.unwrap().expect("an open question resolves");
+    assert_eq!(seen.len(), 1, "a resolve is one call, was {seen:?}");
+
+    let evs = store
+        .events_for("question", &first.question.id)
+        .await
+        .unwrap();
+    let kinds: Vec<&str> = evs.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        ["question.flagged", "question.updated", "question.resolved"]
+    );
+    assert_eq!(evs[1].payload["revision"], 2);
+    assert_eq!(evs[1].payload["title"], "Deploy now? (v2)");
+    assert_eq!(evs[2].payload["outcome"], "done");
+}

@@ -1,6 +1,8 @@
 //! The question's own lifecycle: flag (create or update in place), resolve,
 //! dismiss, snooze. Replies live in `reply.rs`.
 
+use std::sync::Arc;
+
 use serde_json::json;
 use sqlx::SqliteConnection;
 
@@ -8,7 +10,7 @@ use super::read::get_on;
 use super::{
     Channel, Flagged, NewQuestion, Outcome, Question, Refusal, Status, from_row, validate,
 };
-use crate::store::events::{self, NewEvent};
+use crate::store::writer::Turn;
 use crate::store::{Result, Store, new_id};
 
 /// Explain why a guarded `… WHERE id = ? AND status = 'open'` changed
@@ -21,101 +23,29 @@ pub(super) async fn explain_closed(conn: &mut SqliteConnection, id: &str) -> Res
     })
 }
 
-/// Append a `question.*` event for `q` on the open transaction `conn`.
-pub(super) async fn event(
-    conn: &mut SqliteConnection,
-    at: i64,
-    kind: &str,
-    q: &Question,
-    actor: &str,
-    channel: Channel,
-    payload: serde_json::Value,
-) -> Result<i64> {
-    events::append(
-        conn,
-        at,
-        &NewEvent {
-            kind,
-            entity_kind: "question",
-            entity_id: &q.id,
-            actor,
-            channel,
-            project: &q.project,
-            session: &q.session,
-            payload,
-        },
-    )
-    .await
-}
-
 impl Store {
     /// Flag a question. With a `key`, an open question with the same
     /// `(project, key)` is updated in place (title, detail, context,
     /// options, agent, session) and its `revision` bumped; it never gets a
     /// twin. Re-flagging also wakes a snoozed question: its content changed.
     pub async fn flag(&self, q: &NewQuestion) -> Result<Flagged> {
-        let q = validate::question(q)?;
-        self.retry(|| self.flag_once(&q)).await
-    }
-
-    async fn flag_once(&self, q: &NewQuestion) -> Result<Flagged> {
-        let now = self.now();
-        let id = new_id();
-        let options = serde_json::to_string(&q.options)
-            .map_err(|e| crate::store::Error::Invalid(format!("options: {e}")))?;
-        let mut tx = self.begin_write().await?;
-        // Why one upsert: the partial unique index on (project, key) over
-        // open questions decides "create or update" inside the engine, so
-        // two agents flagging the same key at once can never make twins.
-        let row = sqlx::query(
-            "INSERT INTO questions
-                 (id, project, agent, session, key, title, detail, context, options, created_at, updated_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)
-             ON CONFLICT (project, key) WHERE key IS NOT NULL AND status = 'open'
-             DO UPDATE SET agent = excluded.agent, session = excluded.session,
-                 title = excluded.title, detail = excluded.detail,
-                 context = excluded.context, options = excluded.options,
-                 revision = revision + 1, snoozed_until = NULL,
-                 updated_at = excluded.updated_at
-             RETURNING *",
-        )
-        .bind(&id)
-        .bind(&q.project)
-        .bind(&q.agent)
-        .bind(&q.session)
-        .bind(q.key.as_deref())
-        .bind(&q.title)
-        .bind(&q.detail)
-        .bind(&q.context)
-        .bind(&options)
-        .bind(now)
-        .fetch_one(&mut *tx)
-        .await?;
-        let question = from_row(&row)?;
-        let created = question.id == id;
-        let kind = if created {
-            "question.flagged"
-        } else {
-            "question.updated"
-        };
-        let payload = json!({
-            "title": question.title,
-            "key": question.key,
-            "revision": question.revision,
-        });
-        event(
-            &mut tx,
-            now,
-            kind,
-            &question,
-            &q.agent,
-            Channel::Agent,
-            payload,
-        )
-        .await?;
-        tx.commit().await?;
-        tracing::info!(question_id = %question.id, created, revision = question.revision, "question flagged");
-        Ok(Flagged { created, question })
+        let q = Arc::new(validate::question(q)?);
+        let options = Arc::new(
+            serde_json::to_string(&q.options)
+                .map_err(|e| crate::store::Error::Invalid(format!("options: {e}")))?,
+        );
+        let clock = self.clock().clone();
+        let flagged = self
+            .retry(|| {
+                let (q, options, clock) = (q.clone(), options.clone(), clock.clone());
+                self.write(move |turn| {
+                    Box::pin(async move { flag_in(turn, &q, &options, clock.now_ms()).await })
+                })
+            })
+            .await?;
+        let question = &flagged.question;
+        tracing::info!(question_id = %question.id, created = flagged.created, revision = question.revision, "question flagged");
+        Ok(flagged)
     }
 
     /// The agent closes an open question with an `outcome` (required).
@@ -127,7 +57,7 @@ impl Store {
         by: &str,
     ) -> Result<Outcome<Question>> {
         let outcome = validate::outcome(outcome)?;
-        self.retry(|| self.close_once(id, Status::Resolved, Some(&outcome), by, Channel::Agent))
+        self.close_question(id, Status::Resolved, Some(&outcome), by, Channel::Agent)
             .await
     }
 
@@ -141,11 +71,11 @@ impl Store {
         via: Channel,
     ) -> Result<Outcome<Question>> {
         let reason = reason.map(str::trim).filter(|r| !r.is_empty());
-        self.retry(|| self.close_once(id, Status::Dismissed, reason, by, via))
+        self.close_question(id, Status::Dismissed, reason, by, via)
             .await
     }
 
-    async fn close_once(
+    async fn close_question(
         &self,
         id: &str,
         to: Status,
@@ -153,31 +83,32 @@ impl Store {
         by: &str,
         channel: Channel,
     ) -> Result<Outcome<Question>> {
-        let now = self.now();
-        let mut tx = self.begin_write().await?;
-        // Why guarded on status: nothing reopens, and of two closers racing
-        // (the agent resolving, a human dismissing) exactly one wins.
-        let row = sqlx::query(
-            "UPDATE questions SET status = ?1, outcome = ?2, resolved_at = ?3, updated_at = ?3
-             WHERE id = ?4 AND status = 'open' RETURNING *",
-        )
-        .bind(to.as_str())
-        .bind(outcome)
-        .bind(now)
-        .bind(id)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some(row) = row else {
-            return Ok(Err(explain_closed(&mut tx, id).await?));
-        };
-        let q = from_row(&row)?;
         let (kind, payload) = match to {
             Status::Resolved => ("question.resolved", json!({ "outcome": outcome })),
             _ => ("question.dismissed", json!({ "reason": outcome })),
         };
-        event(&mut tx, now, kind, &q, by, channel, payload).await?;
-        tx.commit().await?;
-        Ok(Ok(q))
+        let c = Arc::new(Change {
+            id: id.to_string(),
+            kind,
+            by: by.to_string(),
+            channel,
+            payload: payload.to_string(),
+        });
+        let (to, outcome) = (to.as_str(), outcome.map(str::to_string));
+        let clock = self.clock().clone();
+        self.retry(|| {
+            let (c, outcome, clock) = (c.clone(), outcome.clone(), clock.clone());
+            self.write(move |turn| {
+                Box::pin(async move {
+                    // Why guarded on status: nothing reopens, and of two
+                    // closers racing (the agent resolving, a human
+                    // dismissing) exactly one wins.
+                    let set = "status = ?7, outcome = ?8, resolved_at = ?1";
+                    change_in(turn, &c, clock.now_ms(), set, (to, outcome)).await
+                })
+            })
+        })
+        .await
     }
 
     /// Hide an open question from the chat-facing list until `until` (ms).
@@ -189,37 +120,126 @@ impl Store {
         by: &str,
         via: Channel,
     ) -> Result<Outcome<Question>> {
-        self.retry(|| self.snooze_once(id, until, by, via)).await
+        self.snooze(id, until, by, via).await
     }
 
-    async fn snooze_once(
+    async fn snooze(
         &self,
         id: &str,
         until: i64,
         by: &str,
         via: Channel,
     ) -> Result<Outcome<Question>> {
-        let now = self.now();
-        let until = (until > now).then_some(until);
-        let mut tx = self.begin_write().await?;
-        // Why guarded on status: snoozing a closed question would be a
-        // silent no-op the human never learns about.
-        let row = sqlx::query(
-            "UPDATE questions SET snoozed_until = ?1, updated_at = ?2
-             WHERE id = ?3 AND status = 'open' RETURNING *",
-        )
-        .bind(until)
-        .bind(now)
-        .bind(id)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some(row) = row else {
-            return Ok(Err(explain_closed(&mut tx, id).await?));
-        };
-        let q = from_row(&row)?;
+        let until = (until > self.now()).then_some(until);
         let payload = json!({ "until": until.map(crate::clock::format_rfc3339) });
-        event(&mut tx, now, "question.snoozed", &q, by, via, payload).await?;
-        tx.commit().await?;
-        Ok(Ok(q))
+        let c = Arc::new(Change {
+            id: id.to_string(),
+            kind: "question.snoozed",
+            by: by.to_string(),
+            channel: via,
+            payload: payload.to_string(),
+        });
+        let clock = self.clock().clone();
+        self.retry(|| {
+            let (c, clock) = (c.clone(), clock.clone());
+            self.write(move |turn| {
+                Box::pin(async move {
+                    // Why guarded on status: snoozing a closed question
+                    // would be a silent no-op the human never learns about.
+                    let set = "snoozed_until = ?7";
+                    change_in(turn, &c, clock.now_ms(), set, (until, None::<String>)).await
+                })
+            })
+        })
+        .await
+    }
+}
+
+/// Flag (or update by key) one question: one upsert whose trigger appends
+/// `question.flagged` (a new row) or `question.updated` (bumped in place).
+async fn flag_in(turn: &mut Turn, q: &NewQuestion, options: &str, now: i64) -> Result<Flagged> {
+    let id = new_id();
+    // Why one upsert: the partial unique index on (project, key) over
+    // open questions decides "create or update" inside the engine, so
+    // two agents flagging the same key at once can never make twins.
+    let row = sqlx::query(
+        "INSERT INTO questions
+             (id, project, agent, session, key, title, detail, context, options, created_at, updated_at,
+              t_at, t_event, t_actor, t_channel, t_payload)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10,
+                 ?10, 'question.flagged', ?3, 'agent', json_object('key', ?5, 'revision', 1, 'title', ?6))
+         ON CONFLICT (project, key) WHERE key IS NOT NULL AND status = 'open'
+         DO UPDATE SET agent = excluded.agent, session = excluded.session,
+             title = excluded.title, detail = excluded.detail,
+             context = excluded.context, options = excluded.options,
+             revision = revision + 1, snoozed_until = NULL,
+             updated_at = excluded.updated_at,
+             t_seq = t_seq + 1, t_at = excluded.updated_at, t_event = 'question.updated',
+             t_history = NULL, t_actor = excluded.agent, t_channel = 'agent',
+             t_payload = json_object('key', key, 'revision', revision + 1, 'title', excluded.title)
+         RETURNING *",
+    )
+    .bind(&id)
+    .bind(&q.project)
+    .bind(&q.agent)
+    .bind(&q.session)
+    .bind(q.key.as_deref())
+    .bind(&q.title)
+    .bind(&q.detail)
+    .bind(&q.context)
+    .bind(options)
+    .bind(now)
+    .fetch_one(turn.conn())
+    .await?;
+    let question = from_row(&row)?;
+    Ok(Flagged {
+        created: question.id == id,
+        question,
+    })
+}
+
+/// One change to an open question that logs an event and no history row.
+struct Change {
+    id: String,
+    kind: &'static str,
+    by: String,
+    channel: Channel,
+    /// The event payload (JSON).
+    payload: String,
+}
+
+/// Apply `set` (assignments reading `?7` and `?8` from `values`) to the
+/// open question `c.id`: one guarded UPDATE whose trigger appends its event.
+async fn change_in<A, B>(
+    turn: &mut Turn,
+    c: &Change,
+    now: i64,
+    set: &str,
+    values: (A, B),
+) -> Result<Outcome<Question>>
+where
+    A: for<'q> sqlx::Encode<'q, sqlx::Sqlite> + sqlx::Type<sqlx::Sqlite> + Send,
+    B: for<'q> sqlx::Encode<'q, sqlx::Sqlite> + sqlx::Type<sqlx::Sqlite> + Send,
+{
+    let sql = format!(
+        "UPDATE questions SET {set}, updated_at = ?1,
+             t_seq = t_seq + 1, t_at = ?1, t_event = ?3, t_history = NULL,
+             t_actor = ?4, t_channel = ?5, t_payload = ?6
+         WHERE id = ?2 AND status = 'open' RETURNING *"
+    );
+    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(now)
+        .bind(&c.id)
+        .bind(c.kind)
+        .bind(&c.by)
+        .bind(c.channel.as_str())
+        .bind(&c.payload)
+        .bind(values.0)
+        .bind(values.1)
+        .fetch_optional(turn.conn())
+        .await?;
+    match row {
+        Some(row) => Ok(Ok(from_row(&row)?)),
+        None => Ok(Err(explain_closed(turn.conn(), &c.id).await?)),
     }
 }
