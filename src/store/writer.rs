@@ -44,14 +44,29 @@ enum Mode {
 
 /// The connection an operation writes on while it holds the turn.
 pub(crate) struct Turn {
-    conn: PoolConnection<Sqlite>,
+    /// Always present until the turn ends ([`Turn::end`] or drop).
+    conn: Option<PoolConnection<Sqlite>>,
     mode: Mode,
 }
 
 impl Turn {
+    fn new(conn: PoolConnection<Sqlite>, mode: Mode) -> Turn {
+        Turn {
+            conn: Some(conn),
+            mode,
+        }
+    }
+
     /// The connection, for sqlx statements.
     pub(crate) fn conn(&mut self) -> &mut SqliteConnection {
-        &mut self.conn
+        self.conn
+            .as_mut()
+            .expect("a turn holds its connection until it ends")
+    }
+
+    /// The turn ended cleanly: its connection, for the next turn.
+    fn end(mut self) -> PoolConnection<Sqlite> {
+        self.conn.take().expect("a turn ends once")
     }
 
     /// Make the rest of this operation all-or-nothing: `BEGIN IMMEDIATE`
@@ -63,9 +78,22 @@ impl Turn {
             Mode::Batched => ("SAVEPOINT one_write", Mode::BatchedInSavepoint),
             _ => return Ok(()),
         };
-        sqlx::query(sql).execute(&mut *self.conn).await?;
+        sqlx::query(sql).execute(self.conn()).await?;
         self.mode = next;
         Ok(())
+    }
+}
+
+/// A turn dropped before it ended (its caller gave up mid-write) may hold
+/// an open transaction: that connection is closed, not pooled, so SQLite
+/// rolls it back and nobody else ever writes inside it.
+impl Drop for Turn {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take()
+            && self.mode != Mode::Alone
+        {
+            drop(conn.detach());
+        }
     }
 }
 
@@ -79,6 +107,8 @@ struct Done {
 type Job = Box<dyn for<'t> FnOnce(&'t mut Turn) -> BoxFuture<'t, Done> + Send>;
 
 struct Queued {
+    /// Which caller queued it (to tell our own job from another's).
+    ticket: u64,
     job: Job,
     answer: oneshot::Sender<std::result::Result<Box<dyn Any + Send>, Failure>>,
 }
@@ -106,6 +136,8 @@ pub(crate) struct Writer {
     queue: Mutex<Vec<QueuedDebug>>,
     /// The most operations one transaction has carried so far.
     largest_batch: std::sync::atomic::AtomicUsize,
+    /// The next ticket to hand out.
+    tickets: std::sync::atomic::AtomicU64,
     /// The writers' own connection, kept between turns. Why: a pooled
     /// connection goes back to the pool in a background task, so the next
     /// turn's acquire often found none idle and opened a fresh one (its
@@ -187,15 +219,30 @@ impl Store {
             })
         });
         let (answer, rx) = oneshot::channel();
-        self.writer.push(Queued { job, answer });
+        let ticket = self
+            .writer
+            .tickets
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.writer.push(Queued {
+            ticket,
+            job,
+            answer,
+        });
         // Whoever holds the turn when our job is queued may run it; if the
         // queue still holds it when we get the turn, we run the batch.
         let guard = self.write_lock.clone().lock_owned().await;
         let batch = self.writer.take();
-        if !batch.is_empty() {
+        if let [only] = batch.as_slice()
+            && only.ticket == ticket
+        {
+            // Our own write alone: run here. If we are dropped mid-write,
+            // the turn's drop closes a connection left in a transaction.
+            self.run_batch(batch).await;
+            drop(guard);
+        } else if !batch.is_empty() {
             // Why spawned: a caller that gives up (a timeout, a closed HTTP
             // request) must not stop a batch halfway, with others' writes
-            // and an open transaction on the connection.
+            // on the connection.
             let store = self.clone();
             let run = tokio::spawn(async move {
                 store.run_batch(batch).await;
@@ -239,10 +286,7 @@ impl Store {
         };
         if let [_] = batch.as_slice() {
             let q = batch.into_iter().next().expect("one job");
-            let mut turn = Turn {
-                conn,
-                mode: Mode::Alone,
-            };
+            let mut turn = Turn::new(conn, Mode::Alone);
             let done = run_one(q.job, &mut turn).await;
             let kept = matches!(&done, Ok(d) if d.kept);
             let answer = match (turn.mode, kept) {
@@ -251,7 +295,7 @@ impl Store {
                 _ => Ok(()),
             };
             if answer.is_ok() {
-                self.writer.keep_conn(turn.conn);
+                self.writer.keep_conn(turn.end());
             }
             let _ = q.answer.send(match (done, answer) {
                 (Ok(d), Ok(())) => Ok(d.value),
@@ -262,10 +306,7 @@ impl Store {
         if let Err(e) = sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await {
             return fail_all(batch, Failure::of(&e));
         }
-        let mut turn = Turn {
-            conn,
-            mode: Mode::Batched,
-        };
+        let mut turn = Turn::new(conn, Mode::Batched);
         let mut outcomes = Vec::with_capacity(batch.len());
         for q in batch {
             turn.mode = Mode::Batched;
@@ -289,7 +330,7 @@ impl Store {
         }
         match finish(&mut turn, "COMMIT").await {
             Ok(()) => {
-                self.writer.keep_conn(turn.conn);
+                self.writer.keep_conn(turn.end());
                 for (answer, out) in outcomes {
                     let _ = answer.send(out);
                 }
@@ -474,5 +515,39 @@ mod tests {
         assert!(broken(&store, false).await.is_err());
         assert_eq!(store.writer.largest_batch.load(Ordering::Relaxed), 1);
         assert_eq!(store.count_rows("events").await.unwrap(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_caller_that_gives_up_mid_transaction_leaves_nothing_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("h.db")).await.unwrap();
+        // Alone, inside its own transaction, then stuck: the caller gives up.
+        let stuck = store.write(|turn| {
+            Box::pin(async move {
+                turn.begin().await?;
+                sqlx::query(
+                    "INSERT INTO events (at, type, entity_kind, entity_id) VALUES (1, 'half', 'test', 'x')",
+                )
+                .execute(turn.conn())
+                .await?;
+                std::future::pending::<()>().await;
+                Ok::<(), Error>(())
+            })
+        });
+        let gave_up = tokio::time::timeout(std::time::Duration::from_millis(200), stuck).await;
+        assert!(gave_up.is_err(), "the stuck write never answers");
+        // The next writers are not inside that transaction, and it is gone.
+        store.propose(&proposal(1)).await.unwrap();
+        let other = Store::open(&dir.path().join("h.db")).await.unwrap();
+        other.propose(&proposal(2)).await.unwrap();
+        assert_eq!(store.count_rows("events").await.unwrap(), 2);
+        let kinds: Vec<String> = store
+            .events_after(0, 10)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| e.kind)
+            .collect();
+        assert_eq!(kinds, ["action.proposed", "action.proposed"]);
     }
 }
