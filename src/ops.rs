@@ -27,6 +27,7 @@
 
 mod actions;
 mod backend;
+pub mod claude;
 mod boards;
 mod local;
 mod questions;
