@@ -27,8 +27,8 @@
 
 mod actions;
 mod backend;
-pub mod claude;
 mod boards;
+pub mod claude;
 mod local;
 mod questions;
 mod remote;

@@ -124,6 +124,9 @@ async fn claude(ctx: &Ctx, args: ClaudeArgs) -> anyhow::Result<u8> {
 /// The decision for `ev`; `None` when the hook was stopped (the terminal
 /// answered), after settling the action as answered there.
 async fn decide(ctx: &Ctx, ev: &HookEvent, project: &str, timeout: Duration) -> Option<Decision> {
+    // Why before proposing: from the moment the action exists, a signal
+    // must settle it, not kill the process with its default action.
+    let mut signals = Signals::install();
     let ops = match ops(ctx).await {
         Ok(o) => o,
         Err(e) => return Some(Decision::fail_closed(format!("{e:#}"))),
@@ -154,7 +157,7 @@ async fn decide(ctx: &Ctx, ev: &HookEvent, project: &str, timeout: Duration) -> 
         d = ops.claude_await(&action, &input, timeout) => {
             Some(d.unwrap_or_else(Decision::fail_closed))
         }
-        _ = stopped() => {
+        _ = signals.recv() => {
             // Why settle it: nobody waits for this decision any more, and a
             // tap on a live button would approve nothing.
             if let Err(e) = ops.claude_abandon(&action.id).await {
@@ -176,27 +179,37 @@ async fn ops(ctx: &Ctx) -> anyhow::Result<Ops> {
     ctx.ops_with(policy).await
 }
 
-/// Resolves when a signal asks this process to stop (SIGTERM, SIGINT,
-/// SIGHUP): Claude Code stops a hook whose prompt was answered at the terminal.
-async fn stopped() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let kinds = [
-        SignalKind::terminate(),
-        SignalKind::interrupt(),
-        SignalKind::hangup(),
-    ];
-    let mut sigs = Vec::new();
-    for k in kinds {
-        match signal(k) {
-            Ok(s) => sigs.push(s),
-            Err(e) => tracing::warn!(error = %e, "cannot watch a signal"),
+/// The signals that ask this process to stop (SIGTERM, SIGINT, SIGHUP):
+/// Claude Code stops a hook whose prompt was answered at the terminal.
+struct Signals(Vec<tokio::signal::unix::Signal>);
+
+impl Signals {
+    /// Take over the signals' default action (dying) from now on.
+    fn install() -> Signals {
+        use tokio::signal::unix::{SignalKind, signal};
+        let kinds = [
+            SignalKind::terminate(),
+            SignalKind::interrupt(),
+            SignalKind::hangup(),
+        ];
+        let mut sigs = Vec::new();
+        for k in kinds {
+            match signal(k) {
+                Ok(s) => sigs.push(s),
+                Err(e) => tracing::warn!(error = %e, "cannot watch a signal"),
+            }
         }
+        Signals(sigs)
     }
-    if sigs.is_empty() {
-        return std::future::pending().await;
+
+    /// Resolves when one of them arrives (never, if none could be watched).
+    async fn recv(&mut self) {
+        if self.0.is_empty() {
+            return std::future::pending().await;
+        }
+        let waits = self.0.iter_mut().map(|s| Box::pin(s.recv()));
+        futures_util::future::select_all(waits).await;
     }
-    let waits = sigs.iter_mut().map(|s| Box::pin(s.recv()));
-    futures_util::future::select_all(waits).await;
 }
 
 fn grant_line(g: &Grant) -> String {
@@ -248,7 +261,11 @@ pub(crate) async fn grants(ctx: &Ctx, cmd: Option<GrantsCmd>, all: bool) -> anyh
             {
                 Some(g) => {
                     ctx.show("grant", &g, || {
-                        format!("revoked {}: later prompts it covered ask again\n{}", g.short_id(), grant_line(&g))
+                        format!(
+                            "revoked {}: later prompts it covered ask again\n{}",
+                            g.short_id(),
+                            grant_line(&g)
+                        )
                     });
                     Ok(exit::OK)
                 }

@@ -201,14 +201,23 @@ fn edited_input(original: &Value, a: &Action) -> Option<Value> {
 impl Ops {
     /// Propose the prompt of `ev` as an action in `project`, expiring after
     /// `ttl`; a grant or a rule may decide it at once.
-    pub async fn claude_prompt(&self, ev: &HookEvent, project: &str, ttl: Duration) -> Result<Prompted> {
+    pub async fn claude_prompt(
+        &self,
+        ev: &HookEvent,
+        project: &str,
+        ttl: Duration,
+    ) -> Result<Prompted> {
         if ev.tool_name.trim().is_empty() {
             return Err(Error::invalid("the hook event names no tool_name"));
         }
         let input = match &ev.tool_input {
             Value::Object(_) => ev.tool_input.clone(),
             Value::Null => json!({}),
-            _ => return Err(Error::invalid("the hook event's tool_input is not a JSON object")),
+            _ => {
+                return Err(Error::invalid(
+                    "the hook event's tool_input is not a JSON object",
+                ));
+            }
         };
         let grant = self.grant_covering(ev, project, &input).await?;
         let new = NewAction {
@@ -240,7 +249,11 @@ impl Ops {
                 name: &name,
                 channel: Channel::Daemon,
             };
-            action = self.approve(&action.id, actor, None).await?.action().clone();
+            action = self
+                .approve(&action.id, actor, None)
+                .await?
+                .action()
+                .clone();
         }
         match action.status {
             Status::Pending => Ok(Prompted::Pending(action)),
@@ -250,7 +263,12 @@ impl Ops {
 
     /// Wait up to `wait` for a person to decide `action`; still pending
     /// then: reject it as timed out (so a late tap is refused) and deny.
-    pub async fn claude_await(&self, action: &Action, input: &Value, wait: Duration) -> Result<Decision> {
+    pub async fn claude_await(
+        &self,
+        action: &Action,
+        input: &Value,
+        wait: Duration,
+    ) -> Result<Decision> {
         let done = match self.wait_action(&action.id, wait, Until::Decided).await? {
             Settled::Done { action } => action,
             Settled::StillRunning { action } => {
@@ -277,7 +295,8 @@ impl Ops {
             name: TERMINAL,
             channel: Channel::Agent,
         };
-        self.reject(action_id, actor, "answered at the terminal").await?;
+        self.reject(action_id, actor, "answered at the terminal")
+            .await?;
         Ok(())
     }
 
@@ -312,7 +331,12 @@ impl Ops {
 
     /// The live grant covering this prompt (local store only: against a
     /// daemon every prompt asks, see the README).
-    async fn grant_covering(&self, ev: &HookEvent, project: &str, input: &Value) -> Result<Option<Grant>> {
+    async fn grant_covering(
+        &self,
+        ev: &HookEvent,
+        project: &str,
+        input: &Value,
+    ) -> Result<Option<Grant>> {
         match self {
             Ops::Local(l) => Ok(l
                 .store
@@ -327,11 +351,10 @@ impl Ops {
     async fn grant_given_on(&self, a: &Action) -> Result<Option<Grant>> {
         match self {
             Ops::Local(l) => {
-                let g = l
-                    .store
-                    .grant_for_action(&a.id)
-                    .await?;
-                Ok(g.filter(|g| Some(&g.created_by) == a.decided_by.as_ref() && g.revoked_at.is_none()))
+                let g = l.store.grant_for_action(&a.id).await?;
+                Ok(g.filter(|g| {
+                    Some(&g.created_by) == a.decided_by.as_ref() && g.revoked_at.is_none()
+                }))
             }
             Ops::Remote(_) => Ok(None),
         }
@@ -351,10 +374,16 @@ mod tests {
         };
         let o = allow.to_output(Kind::PermissionRequest);
         let d = &o["hookSpecificOutput"]["decision"];
-        assert_eq!(o["hookSpecificOutput"]["hookEventName"], "PermissionRequest");
+        assert_eq!(
+            o["hookSpecificOutput"]["hookEventName"],
+            "PermissionRequest"
+        );
         assert_eq!(d["behavior"], "allow");
         assert_eq!(d["updatedInput"]["command"], "npm test");
-        assert_eq!(d["updatedPermissions"][0]["rules"][0]["ruleContent"], "npm test:*");
+        assert_eq!(
+            d["updatedPermissions"][0]["rules"][0]["ruleContent"],
+            "npm test:*"
+        );
         let o = allow.to_output(Kind::PreToolUse);
         assert_eq!(o["hookSpecificOutput"]["permissionDecision"], "allow");
         assert!(o["hookSpecificOutput"].get("updatedPermissions").is_none());
@@ -363,6 +392,11 @@ mod tests {
         assert_eq!(o["hookSpecificOutput"]["permissionDecision"], "deny");
         let o = deny.to_output(Kind::PermissionRequest);
         assert_eq!(o["hookSpecificOutput"]["decision"]["behavior"], "deny");
-        assert!(o["hookSpecificOutput"]["decision"]["message"].as_str().unwrap().contains("fail closed"));
+        assert!(
+            o["hookSpecificOutput"]["decision"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("fail closed")
+        );
     }
 }

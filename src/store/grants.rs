@@ -178,8 +178,7 @@ impl Store {
         let session = match g.scope {
             Scope::Session if g.session.trim().is_empty() => {
                 return Err(Error::Invalid(
-                    "a session grant needs the agent's session id (the prompt carried none)"
-                        .into(),
+                    "a session grant needs the agent's session id (the prompt carried none)".into(),
                 ));
             }
             Scope::Session => g.session,
@@ -302,7 +301,12 @@ impl Store {
 
     /// Revoke the grant `id` (full or short id). `Ok(None)` when no grant
     /// has that id; a grant revoked already comes back unchanged.
-    pub async fn grant_revoke(&self, id: &str, by: &str, channel: Channel) -> Result<Option<Grant>> {
+    pub async fn grant_revoke(
+        &self,
+        id: &str,
+        by: &str,
+        channel: Channel,
+    ) -> Result<Option<Grant>> {
         let key = id.trim().to_ascii_lowercase();
         if key.len() < 8 || !key.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(Error::Invalid(format!(

@@ -29,8 +29,7 @@ const MAX_PREFIX_WORDS: usize = 3;
 fn plain_word(w: &str) -> bool {
     !w.is_empty()
         && !w.starts_with('-')
-        && w
-            .chars()
+        && w.chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '+'))
 }
 
@@ -166,11 +165,19 @@ mod tests {
         assert_eq!(derive("Edit", &i).as_deref(), Some("/p/src/db.rs"));
         assert!(covers("Edit", "/p/src/db.rs", &i));
         assert!(!covers("Edit", "/p/src", &i));
-        assert!(!covers("Edit", "/p/src/db.rs", &json!({"file_path": "/p/src/db.rs.bak"})));
+        assert!(!covers(
+            "Edit",
+            "/p/src/db.rs",
+            &json!({"file_path": "/p/src/db.rs.bak"})
+        ));
         assert_eq!(derive("Edit", &json!({"file_path": "rel/x.rs"})), None);
         assert_eq!(shown("Write", "/p/a.rs"), "Write(//p/a.rs)");
         assert_eq!(shown("Bash", "npm test:*"), "Bash(npm test:*)");
         assert_eq!(derive("WebFetch", &json!({"url": "https://x"})), None);
-        assert!(!covers("WebFetch", "https://x", &json!({"url": "https://x"})));
+        assert!(!covers(
+            "WebFetch",
+            "https://x",
+            &json!({"url": "https://x"})
+        ));
     }
 }
