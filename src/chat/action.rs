@@ -15,6 +15,7 @@ use crate::store::Channel;
 use crate::store::actions::{
     Action, Actor, ApproveOutcome, RejectOutcome, Resolution, Status as ActionStatus,
 };
+use crate::store::grants::{NewGrant, Scope, pattern};
 use crate::store::{Result, Store, short_id};
 
 /// An action, or `None` when it is gone (purged).
@@ -37,6 +38,10 @@ pub(crate) fn action_revision(a: &Action) -> i64 {
 pub(crate) async fn action_meta(store: &Store, id: &str) -> Result<Option<Meta>> {
     let now = store.now();
     Ok(action_of(store, id).await?.map(|a| Meta {
+        quiet: a
+            .decided_by
+            .as_deref()
+            .is_some_and(|d| d.starts_with("grant:")),
         live: matches!(
             a.effective_status(now),
             ActionStatus::Pending | ActionStatus::Unknown
@@ -77,10 +82,48 @@ pub(crate) async fn action_view(store: &Store, _config: &Config, id: &str) -> Re
         tags.push(esc(&a.proposer));
     }
     t.push_str(&format!("\n<i>{}</i>", tags.join(" · ")));
+    if status == ActionStatus::Pending
+        && let Some(offer) = grant_offer(&a)
+    {
+        t.push_str(&format!("\n\n{offer}"));
+    }
     let line = status_line(&a, status);
     t.push_str(&format!("\n\n{line}"));
     let buttons = buttons(&a, status);
     Ok(Some(View { text: t, buttons }))
+}
+
+/// The tool of an agent's permission prompt (`claude.Bash` → `Bash`).
+fn prompt_tool(a: &Action) -> Option<&str> {
+    a.kind
+        .strip_prefix(&format!("{}.", crate::ops::claude::AGENT))
+}
+
+/// The grant "for this session" / "always" would save on `a`: (tool, pattern).
+fn grant_pattern(a: &Action) -> Option<(String, String)> {
+    let tool = prompt_tool(a)?;
+    let p = pattern::derive(tool, &a.effective_args)?;
+    Some((tool.to_string(), p))
+}
+
+/// What the grant buttons save, shown before anyone taps them: the exact rule.
+fn grant_offer(a: &Action) -> Option<String> {
+    prompt_tool(a)?;
+    let Some((tool, p)) = grant_pattern(a) else {
+        return Some("🔐 No grant is offered for this tool: approve once or reject.".into());
+    };
+    let rule = esc(&pattern::shown(&tool, &p));
+    let session = if a.session.is_empty() {
+        "(this prompt carried no session)".to_string()
+    } else {
+        format!("session <code>{}</code>", esc(&cut(&a.session, 60)))
+    };
+    Some(format!(
+        "🔐 <b>For this session</b> saves <code>{rule}</code> for {session}.\n\
+         <b>Always</b> saves <code>{rule}</code> for project <code>{}</code> and in Claude Code's local settings.\n\
+         It never covers another tool or a wider command.",
+        esc(&a.project)
+    ))
 }
 
 /// The line under an action's arguments: where it stands, and who decided.
@@ -137,6 +180,22 @@ fn buttons(a: &Action, status: ActionStatus) -> Vec<Vec<(String, Callback)>> {
         verb,
     };
     match status {
+        ActionStatus::Pending if prompt_tool(a).is_some() => {
+            let mut first = vec![("✅ Approve once".to_string(), cb(Verb::Approve))];
+            if grant_pattern(a).is_some() {
+                if !a.session.is_empty() {
+                    first.push(("🔁 For this session".to_string(), cb(Verb::ApproveSession)));
+                }
+                first.push(("♾ Always".to_string(), cb(Verb::ApproveAlways)));
+            }
+            vec![
+                first,
+                vec![
+                    ("🚫 Reject".to_string(), cb(Verb::Reject)),
+                    ("✏️ Edit".to_string(), cb(Verb::Edit)),
+                ],
+            ]
+        }
         ActionStatus::Pending => vec![vec![
             ("✅ Approve".to_string(), cb(Verb::Approve)),
             ("🚫 Reject".to_string(), cb(Verb::Reject)),
@@ -191,7 +250,7 @@ impl Bridge {
         };
         let stale = action_revision(&action) != cb.revision;
         let text = match cb.verb {
-            Verb::Approve if stale => {
+            Verb::Approve | Verb::ApproveSession | Verb::ApproveAlways if stale => {
                 "The arguments changed since this message was drawn — see the updated message."
                     .to_string()
             }
@@ -199,6 +258,8 @@ impl Bridge {
                 Ok(o) => approve_words(&o, who),
                 Err(e) => format!("Not approved: {e}"),
             },
+            Verb::ApproveSession => self.approve_granting(&action, actor, Scope::Session).await,
+            Verb::ApproveAlways => self.approve_granting(&action, actor, Scope::Always).await,
             Verb::Reject => self.reject_words(&cb.id, actor).await,
             Verb::Edit => {
                 let prompt = format!(
@@ -227,6 +288,46 @@ impl Bridge {
         };
         self.toast(q, &text).await;
         self.redraw_quiet(Item::Action, &cb.id).await;
+    }
+
+    /// Approve a permission prompt and save the grant its message showed:
+    /// the grant first (inert), then the approval, then the grant confirmed
+    /// only if this approval won — a lost race never leaves a live grant.
+    async fn approve_granting(&self, a: &Action, actor: Actor<'_>, scope: Scope) -> String {
+        let Some((tool, p)) = grant_pattern(a) else {
+            return "No grant is offered for this prompt: approve once instead.".into();
+        };
+        let new = NewGrant {
+            scope,
+            agent: crate::ops::claude::AGENT,
+            session: &a.session,
+            project: &a.project,
+            tool: &tool,
+            pattern: &p,
+            action_id: &a.id,
+            by: actor.name,
+        };
+        let grant = match self.store.grant_create(&new, Channel::Chat).await {
+            Ok(g) => g,
+            Err(e) => return format!("Not approved: {e}"),
+        };
+        let out = match self.store.approve(&a.id, actor, None).await {
+            Ok(o) => o,
+            Err(e) => return format!("Not approved: {e}"),
+        };
+        let won = matches!(&out, ApproveOutcome::Approved { action } if action.decided_by.as_deref() == Some(actor.name));
+        if !won || grant.created_by != actor.name {
+            return approve_words(&out, actor.name);
+        }
+        if let Err(e) = self.store.grant_confirm(&grant.id).await {
+            tracing::error!(error = %e, grant = %grant.id, "grant not confirmed");
+            return "Approved ✅, but the grant was not saved; later prompts will ask again."
+                .into();
+        }
+        match scope {
+            Scope::Session => format!("Approved ✅ and saved {} for this session.", grant.rule),
+            Scope::Always => format!("Approved ✅ and saved {} for good.", grant.rule),
+        }
     }
 
     /// Reject from a tap; the toast that says what happened.

@@ -74,12 +74,16 @@ pub(crate) struct Meta {
     pub action_kind: Option<String>,
     /// Still waiting on a human (worth pushing).
     pub live: bool,
+    /// Decided by a grant a person gave earlier: nobody needs to see it
+    /// (it is in the audit and `handoff actions`), so it is never pushed.
+    pub quiet: bool,
 }
 
 pub(crate) async fn meta(store: &Store, item: Item, id: &str) -> Result<Option<Meta>> {
     Ok(match item {
         Item::Question => store.get_question(id).await?.map(|q| Meta {
             live: q.status == Status::Open,
+            quiet: false,
             project: q.project,
             agent: q.agent,
             action_kind: None,
@@ -193,6 +197,9 @@ impl Bridge {
         let Some(meta) = meta(&self.store, item, id).await? else {
             return Ok(()); // gone (purged) or nothing to show
         };
+        if meta.quiet {
+            return Ok(());
+        }
         if !meta.live && item == Item::Row {
             // A row no longer blocked asks nothing of anyone: nothing to push.
             // Questions and actions are pushed even when they settled before

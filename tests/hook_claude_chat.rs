@@ -1,0 +1,148 @@
+//! Claude Code permission prompts through the real daemon and the fake Bot
+//! API (issue 13): the message shows the exact rule a grant would save
+//! before anyone taps; "for this session" decides the next covered prompt
+//! of that session without a message; other sessions and wider commands
+//! still ask; "always" answers with Claude Code's permission update.
+
+mod common;
+
+use common::TempDb;
+use common::daemon::{Daemon, write_config};
+use common::fake_telegram::{FakeTelegram, Msg};
+use common::hook::{bash, finish, permission_request, spawn_hook};
+use serde_json::json;
+
+const ME: i64 = 4242;
+
+async fn setup() -> (TempDb, FakeTelegram, Daemon, String) {
+    let db = TempDb::new();
+    db.open().await.close().await;
+    let fake = FakeTelegram::start().await;
+    let cfg = write_config(db.dir.path(), &fake.url, &[("me", ME, &[ME], &[ME])], "");
+    let d = Daemon::start(&db.path, &cfg);
+    (db, fake, d, cfg.to_str().unwrap().to_string())
+}
+
+async fn message_with(fake: &FakeTelegram, text: &str) -> Msg {
+    fake.until(30, "the prompt's message", |f| {
+        f.messages(ME)
+            .into_iter()
+            .find(|m| m.text.contains(text) && !m.buttons().is_empty())
+    })
+    .await
+}
+
+// Multi-threaded: the hook is awaited with a blocking wait while the
+// fake Bot API (on this runtime) keeps serving the daemon.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn for_this_session_decides_later_covered_prompts_of_that_session_only() {
+    let (db, fake, _d, cfg) = setup().await;
+    let env = [("HANDOFF_CONFIG", cfg.as_str())];
+    let ev = permission_request("s-1", "Bash", bash("npm test"));
+    let hook = spawn_hook(&db, &ev.to_string(), &["--timeout", "60s"], &env);
+    let msg = message_with(&fake, "npm test").await;
+    // The exact rule, shown before anyone taps.
+    assert!(msg.text.contains("Bash(npm test:*)"), "{}", msg.text);
+    let labels: Vec<String> = msg.buttons().into_iter().map(|(t, _)| t).collect();
+    for want in ["Approve once", "For this session", "Always", "Reject"] {
+        assert!(
+            labels.iter().any(|l| l.contains(want)),
+            "{want} in {labels:?}"
+        );
+    }
+    fake.tap(ME, ME, msg.message_id, &msg.button("For this session"));
+    let (code, out, err) = finish(hook);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out,
+        json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}}),
+        "a session grant writes nothing into Claude Code's settings"
+    );
+
+    // The same session, a covered command: decided at once by the grant.
+    let ev = permission_request("s-1", "Bash", bash("npm test -- --ci"));
+    let (_, out, _) = finish(spawn_hook(
+        &db,
+        &ev.to_string(),
+        &["--timeout", "20s"],
+        &env,
+    ));
+    assert_eq!(out["hookSpecificOutput"]["decision"]["behavior"], "allow");
+    let store = db.open().await;
+    let granted = store
+        .list_actions(None)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|a| a.summary.contains("npm test -- --ci"))
+        .unwrap();
+    assert!(granted.decided_by.as_deref().unwrap().starts_with("grant:"));
+
+    // Another session: still asks (a message), and a reject denies.
+    let ev = permission_request("s-2", "Bash", bash("npm test"));
+    let hook = spawn_hook(&db, &ev.to_string(), &["--timeout", "60s"], &env);
+    let other = message_with(&fake, "s-2").await;
+    // The granted prompt's event came before this one's: had it been
+    // pushed, its message would be here by now.
+    let short = &granted.id[granted.id.len() - 8..];
+    assert!(
+        fake.messages(ME).iter().all(|m| !m.text.contains(short)),
+        "a prompt a grant decided is not pushed"
+    );
+    fake.tap(ME, ME, other.message_id, &other.button("Reject"));
+    let (_, out, _) = finish(hook);
+    assert_eq!(out["hookSpecificOutput"]["decision"]["behavior"], "deny");
+
+    // A wider command in the granted session: still asks.
+    let ev = permission_request("s-1", "Bash", bash("npm test && npm publish"));
+    let hook = spawn_hook(&db, &ev.to_string(), &["--timeout", "60s"], &env);
+    let wider = message_with(&fake, "npm publish").await;
+    assert!(
+        wider.text.contains("Bash(npm test &amp;&amp; npm publish)"),
+        "a chained command is offered only exactly: {}",
+        wider.text
+    );
+    fake.tap(ME, ME, wider.message_id, &wider.button("Reject"));
+    let (_, out, _) = finish(hook);
+    assert_eq!(out["hookSpecificOutput"]["decision"]["behavior"], "deny");
+}
+
+// Multi-threaded: the hook is awaited with a blocking wait while the
+// fake Bot API (on this runtime) keeps serving the daemon.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn always_answers_with_the_permission_update_and_lists_the_grant() {
+    let (db, fake, _d, cfg) = setup().await;
+    let env = [("HANDOFF_CONFIG", cfg.as_str())];
+    let input =
+        json!({"file_path": "/home/dev/shop/src/db.rs", "old_string": "a", "new_string": "b"});
+    let ev = permission_request("s-1", "Edit", input);
+    let hook = spawn_hook(&db, &ev.to_string(), &["--timeout", "60s"], &env);
+    let msg = message_with(&fake, "src/db.rs").await;
+    assert!(
+        msg.text.contains("Edit(//home/dev/shop/src/db.rs)"),
+        "{}",
+        msg.text
+    );
+    fake.tap(ME, ME, msg.message_id, &msg.button("Always"));
+    let (_, out, _) = finish(hook);
+    assert_eq!(
+        out["hookSpecificOutput"]["decision"],
+        json!({"behavior": "allow", "updatedPermissions": [{
+            "type": "addRules",
+            "rules": [{"toolName": "Edit", "ruleContent": "//home/dev/shop/src/db.rs"}],
+            "behavior": "allow",
+            "destination": "localSettings"
+        }]})
+    );
+    let v = common::json(&db.cli(&["--json", "grants"]));
+    assert_eq!(v["grants"][0]["rule"], "Edit(//home/dev/shop/src/db.rs)");
+    assert_eq!(v["grants"][0]["created_by"], "@user4242");
+    // Not another tool on the same file.
+    let ev = permission_request(
+        "s-3",
+        "Write",
+        json!({"file_path": "/home/dev/shop/src/db.rs", "content": "x"}),
+    );
+    let (_, out, _) = finish(spawn_hook(&db, &ev.to_string(), &["--timeout", "1s"], &env));
+    assert_eq!(out["hookSpecificOutput"]["decision"]["behavior"], "deny");
+}
