@@ -146,3 +146,73 @@ async fn always_answers_with_the_permission_update_and_lists_the_grant() {
     let (_, out, _) = finish(spawn_hook(&db, &ev.to_string(), &["--timeout", "1s"], &env));
     assert_eq!(out["hookSpecificOutput"]["decision"]["behavior"], "deny");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_diff_arrives_as_a_summary_plus_a_document_never_cut() {
+    let (db, fake, _d, cfg) = setup().await;
+    let env = [("HANDOFF_CONFIG", cfg.as_str())];
+    // About 30 KB of new lines: far over one message.
+    let old: String = (0..600).map(|i| format!("line {i}\n")).collect();
+    let new: String = (0..600)
+        .map(|i| format!("line {i} changed to a longer text\n"))
+        .collect();
+    let input =
+        json!({"file_path": "/home/dev/shop/src/big.rs", "old_string": old, "new_string": new});
+    let ev = permission_request("s-1", "Edit", input);
+    let hook = spawn_hook(&db, &ev.to_string(), &["--timeout", "60s"], &env);
+    let msg = message_with(&fake, "big.rs").await;
+    assert!(msg.text.contains("attached file"), "{}", msg.text);
+    assert!(
+        !msg.text.contains("(truncated)") && !msg.text.contains("line 599"),
+        "{}",
+        msg.text
+    );
+    let doc = fake
+        .until(30, "the document", |f| f.documents().into_iter().next())
+        .await;
+    assert!(
+        doc.contains(".diff"),
+        "a file name: {}",
+        &doc[..200.min(doc.len())]
+    );
+    assert!(doc.contains("-line 599\n") && doc.contains("+line 599 changed to a longer text"));
+    assert!(doc.contains(&ME.to_string()), "sent to the prompt's chat");
+    fake.tap(ME, ME, msg.message_id, &msg.button("Approve once"));
+    let (_, out, _) = finish(hook);
+    assert_eq!(out["hookSpecificOutput"]["decision"]["behavior"], "allow");
+    // Every message with buttons fits as drawn: nothing was cut.
+    for m in fake.messages(ME) {
+        assert!(!m.text.contains("(truncated)"), "{}", m.text);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_command_shows_whole_with_its_cwd() {
+    let (db, fake, _d, cfg) = setup().await;
+    let env = [("HANDOFF_CONFIG", cfg.as_str())];
+    let cmd = "npm run migrate -- --env staging --verbose";
+    let ev = permission_request("s-1", "Bash", bash(cmd));
+    let hook = spawn_hook(&db, &ev.to_string(), &["--timeout", "60s"], &env);
+    let msg = message_with(&fake, "migrate").await;
+    assert!(
+        msg.text.contains(&format!("<pre>{cmd}</pre>")),
+        "{}",
+        msg.text
+    );
+    assert!(msg.text.contains("/home/dev/shop"), "the cwd: {}", msg.text);
+    assert!(fake.documents().is_empty());
+    // Stopped at the terminal: the message says so and loses its buttons.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(hook.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let _ = finish(hook);
+    let edited = fake
+        .until(30, "the message edited", |f| {
+            f.message(ME, msg.message_id)
+                .filter(|m| m.text.contains("Answered at the terminal"))
+        })
+        .await;
+    assert!(edited.buttons().is_empty(), "{:?}", edited.buttons());
+}

@@ -7,10 +7,11 @@ use teloxide::prelude::*;
 use super::Bridge;
 use super::callback::{Callback, Item, Verb};
 use super::dispatch::Prompt;
-use super::push::{Meta, View};
+use super::push::{MAX_TEXT, Meta, View};
 use super::text::{cut, esc};
 use crate::clock::format_rfc3339;
 use crate::config::Config;
+use crate::ops::claude::preview::preview;
 use crate::store::Channel;
 use crate::store::actions::{
     Action, Actor, ApproveOutcome, RejectOutcome, Resolution, Status as ActionStatus,
@@ -58,13 +59,23 @@ pub(crate) async fn action_view(store: &Store, _config: &Config, id: &str) -> Re
     };
     let now = store.now();
     let status = a.effective_status(now);
-    let args = serde_json::to_string_pretty(&a.display_args()).unwrap_or_default();
-    let mut t = format!(
-        "⚠️ <b>Approve action: {}</b>\n{}\n<pre>{}</pre>",
+    let shown = a.display_args();
+    // The whole of what is decided: a prompt's command or diff, else the
+    // arguments. Never cut: a message too long for it carries a file.
+    let (body, ext) = match prompt_tool(&a).and_then(|t| Some((t, preview(t, &shown)?))) {
+        Some(("Bash", p)) => (p, "sh"),
+        Some((_, p)) => (p, "diff"),
+        None => (
+            serde_json::to_string_pretty(&shown).unwrap_or_default(),
+            "json",
+        ),
+    };
+    let head = format!(
+        "⚠️ <b>Approve action: {}</b>\n{}\n",
         esc(&cut(&a.kind, 100)),
         esc(&cut(&a.summary, 500)),
-        esc(&cut(&args, 1800))
     );
+    let mut t = String::new();
     if let Some(exp) = a.expires_at {
         t.push_str(&format!("\n⌛ Expires {}", format_rfc3339(exp)));
     }
@@ -90,7 +101,25 @@ pub(crate) async fn action_view(store: &Store, _config: &Config, id: &str) -> Re
     let line = status_line(&a, status);
     t.push_str(&format!("\n\n{line}"));
     let buttons = buttons(&a, status);
-    Ok(Some(View { text: t, buttons }))
+    let inline = format!("{head}<pre>{}</pre>{t}", esc(&body));
+    if inline.chars().count() <= MAX_TEXT {
+        return Ok(Some(View {
+            text: inline,
+            buttons,
+            attachment: None,
+        }));
+    }
+    let name = format!("{}.{ext}", a.short_id());
+    let note = format!(
+        "📎 Too long for one message: the whole text ({} lines) is in the attached file \
+         <code>{name}</code>, and whole in the Inbox. Read it before deciding.",
+        body.lines().count()
+    );
+    Ok(Some(View {
+        text: format!("{head}{note}{t}"),
+        buttons,
+        attachment: Some((name, body)),
+    }))
 }
 
 /// The tool of an agent's permission prompt (`claude.Bash` → `Bash`).
@@ -159,6 +188,9 @@ fn status_line(a: &Action, status: ActionStatus) -> String {
         ActionStatus::Unknown => {
             "❓ Outcome unknown: the executor stopped mid-run. Check what happened, then mark it."
                 .to_string()
+        }
+        ActionStatus::Rejected if a.decided_by.as_deref() == Some(crate::ops::claude::TERMINAL) => {
+            "⌨️ Answered at the terminal: the agent stopped waiting for this decision".to_string()
         }
         ActionStatus::Rejected => format!(
             "🚫 Rejected{who}{}",

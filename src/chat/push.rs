@@ -29,6 +29,9 @@ pub const MAX_TEXT: usize = 4096;
 pub(crate) struct View {
     pub text: String,
     pub buttons: Vec<Vec<(String, Callback)>>,
+    /// A file sent after the message when the whole text does not fit
+    /// one (file name, content): the text then says so, never cut.
+    pub attachment: Option<(String, String)>,
 }
 
 impl View {

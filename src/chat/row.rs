@@ -97,7 +97,11 @@ pub(crate) async fn row_view(store: &Store, id: &str) -> Result<Option<View>> {
             t.push_str(&format!(": {}", esc(&cut(&r.outcome, 300))));
         }
     }
-    Ok(Some(View { text: t, buttons }))
+    Ok(Some(View {
+        text: t,
+        buttons,
+        attachment: None,
+    }))
 }
 
 /// What a human already did on the row: their answer (and whether the

@@ -15,6 +15,8 @@
 //!
 //! This module reads no stdin and prints nothing: the CLI does (`cli/hook.rs`).
 
+pub mod preview;
+
 use std::time::Duration;
 
 use serde::Deserialize;

@@ -47,7 +47,9 @@ fn path_key(tool: &str) -> Option<&'static str> {
 pub fn derive(tool: &str, input: &Value) -> Option<String> {
     if tool == "Bash" {
         let cmd = input.get("command")?.as_str()?.trim();
-        if cmd.is_empty() || cmd.ends_with(":*") || cmd.chars().count() > 2000 {
+        // A longer command is approved once: an exact rule that long
+        // would not be read before it is saved.
+        if cmd.is_empty() || cmd.ends_with(":*") || cmd.chars().count() > 500 {
             return None;
         }
         let words: Vec<&str> = cmd.split_whitespace().collect();
