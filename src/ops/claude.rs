@@ -158,7 +158,7 @@ pub enum Prompted {
     /// Decided at once (a grant or a rule).
     Decided(Decision),
     /// Waiting for a person.
-    Pending(Action),
+    Pending(Box<Action>),
 }
 
 /// The summary of a prompt: what asks, where.
@@ -258,7 +258,7 @@ impl Ops {
                 .clone();
         }
         match action.status {
-            Status::Pending => Ok(Prompted::Pending(action)),
+            Status::Pending => Ok(Prompted::Pending(Box::new(action))),
             _ => Ok(Prompted::Decided(self.decision_of(&action, &input).await?)),
         }
     }
