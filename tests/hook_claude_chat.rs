@@ -216,3 +216,63 @@ async fn a_short_command_shows_whole_with_its_cwd() {
         .await;
     assert!(edited.buttons().is_empty(), "{:?}", edited.buttons());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_inbox_api_shows_the_rule_and_approves_for_the_session() {
+    let (db, fake, d, cfg) = setup().await;
+    let env = [("HANDOFF_CONFIG", cfg.as_str())];
+    let o = db.cli(&[
+        "--json", "token", "create", "--name", "alice", "--role", "human",
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let token = common::json(&o)["secret"].as_str().unwrap().to_string();
+    let ev = permission_request("s-1", "Bash", bash("cargo clippy --all-targets"));
+    let hook = spawn_hook(&db, &ev.to_string(), &["--timeout", "60s"], &env);
+    message_with(&fake, "cargo clippy").await;
+    let store = db.open().await;
+    let a = store.list_actions(None).await.unwrap().remove(0);
+    let http = reqwest::Client::new();
+    let url = format!(
+        "http://{}/v1/actions/{}",
+        d.addr.trim_start_matches("http://"),
+        a.id
+    );
+    let shown: serde_json::Value = http
+        .get(&url)
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let shown = if shown.get("action").is_some() {
+        shown["action"].clone()
+    } else {
+        shown
+    };
+    assert_eq!(shown["grant_rule"], "Bash(cargo clippy:*)", "{shown}");
+    // A grant of edited arguments is refused: it would save a rule nobody saw.
+    let r = http
+        .post(format!("{url}/approve"))
+        .bearer_auth(&token)
+        .json(&json!({"grant": "session", "patch": {"command": "cargo fmt"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 422);
+    let r = http
+        .post(format!("{url}/approve"))
+        .bearer_auth(&token)
+        .json(&json!({"grant": "session"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+    let (_, out, _) = finish(hook);
+    assert_eq!(out["hookSpecificOutput"]["decision"]["behavior"], "allow");
+    let v = common::json(&db.cli(&["--json", "grants"]));
+    assert_eq!(v["grants"][0]["rule"], "Bash(cargo clippy:*)");
+    assert_eq!(v["grants"][0]["scope"], "session");
+    assert_eq!(v["grants"][0]["created_by"], "alice");
+}

@@ -16,7 +16,7 @@ use crate::store::Channel;
 use crate::store::actions::{
     Action, Actor, ApproveOutcome, RejectOutcome, Resolution, Status as ActionStatus,
 };
-use crate::store::grants::{NewGrant, Scope, pattern};
+use crate::store::grants::{Scope, offer as grant_pattern, pattern, prompt_tool};
 use crate::store::{Result, Store, short_id};
 
 /// An action, or `None` when it is gone (purged).
@@ -120,19 +120,6 @@ pub(crate) async fn action_view(store: &Store, _config: &Config, id: &str) -> Re
         buttons,
         attachment: Some((name, body)),
     }))
-}
-
-/// The tool of an agent's permission prompt (`claude.Bash` → `Bash`).
-fn prompt_tool(a: &Action) -> Option<&str> {
-    a.kind
-        .strip_prefix(&format!("{}.", crate::ops::claude::AGENT))
-}
-
-/// The grant "for this session" / "always" would save on `a`: (tool, pattern).
-fn grant_pattern(a: &Action) -> Option<(String, String)> {
-    let tool = prompt_tool(a)?;
-    let p = pattern::derive(tool, &a.effective_args)?;
-    Some((tool.to_string(), p))
 }
 
 /// What the grant buttons save, shown before anyone taps them: the exact rule.
@@ -322,43 +309,16 @@ impl Bridge {
         self.redraw_quiet(Item::Action, &cb.id).await;
     }
 
-    /// Approve a permission prompt and save the grant its message showed:
-    /// the grant first (inert), then the approval, then the grant confirmed
-    /// only if this approval won — a lost race never leaves a live grant.
+    /// Approve a permission prompt and save the grant its message showed
+    /// (live only if this approval won: see `Store::approve_granting`).
     async fn approve_granting(&self, a: &Action, actor: Actor<'_>, scope: Scope) -> String {
-        let Some((tool, p)) = grant_pattern(a) else {
-            return "No grant is offered for this prompt: approve once instead.".into();
-        };
-        let new = NewGrant {
-            scope,
-            agent: crate::ops::claude::AGENT,
-            session: &a.session,
-            project: &a.project,
-            tool: &tool,
-            pattern: &p,
-            action_id: &a.id,
-            by: actor.name,
-        };
-        let grant = match self.store.grant_create(&new, Channel::Chat).await {
-            Ok(g) => g,
-            Err(e) => return format!("Not approved: {e}"),
-        };
-        let out = match self.store.approve(&a.id, actor, None).await {
-            Ok(o) => o,
-            Err(e) => return format!("Not approved: {e}"),
-        };
-        let won = matches!(&out, ApproveOutcome::Approved { action } if action.decided_by.as_deref() == Some(actor.name));
-        if !won || grant.created_by != actor.name {
-            return approve_words(&out, actor.name);
-        }
-        if let Err(e) = self.store.grant_confirm(&grant.id).await {
-            tracing::error!(error = %e, grant = %grant.id, "grant not confirmed");
-            return "Approved ✅, but the grant was not saved; later prompts will ask again."
-                .into();
-        }
-        match scope {
-            Scope::Session => format!("Approved ✅ and saved {} for this session.", grant.rule),
-            Scope::Always => format!("Approved ✅ and saved {} for good.", grant.rule),
+        match self.store.approve_granting(a, actor, scope).await {
+            Ok((_, Some(g))) => match scope {
+                Scope::Session => format!("Approved ✅ and saved {} for this session.", g.rule),
+                Scope::Always => format!("Approved ✅ and saved {} for good.", g.rule),
+            },
+            Ok((out, None)) => approve_words(&out, actor.name),
+            Err(e) => format!("Not approved: {e}"),
         }
     }
 

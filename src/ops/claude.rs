@@ -28,7 +28,7 @@ use crate::store::actions::{Action, Actor, NewAction, OnExpire, Settled, Status}
 use crate::store::grants::{Grant, Scope, pattern};
 
 /// The agent name grants and actions record.
-pub const AGENT: &str = "claude";
+pub const AGENT: &str = crate::store::grants::CLAUDE;
 
 /// The actor a prompt answered at the terminal is settled by.
 pub const TERMINAL: &str = "terminal";

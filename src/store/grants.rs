@@ -19,6 +19,23 @@ use sqlx::Row;
 
 use super::{Error, NewEvent, Result, Store, events, new_id};
 use crate::store::Channel;
+use crate::store::actions::{self, Action, Actor, ApproveOutcome};
+
+/// The agent whose prompts are `claude.<Tool>` actions.
+pub const CLAUDE: &str = "claude";
+
+/// The tool of an agent's permission prompt (`claude.Bash` → `Bash`).
+pub fn prompt_tool(a: &Action) -> Option<&str> {
+    a.kind.strip_prefix("claude.")
+}
+
+/// The grant a "for this session" / "always" approval of `a` would save:
+/// (tool, pattern); `None` when none is offered.
+pub fn offer(a: &Action) -> Option<(String, String)> {
+    let tool = prompt_tool(a)?;
+    let p = pattern::derive(tool, &a.effective_args)?;
+    Some((tool.to_string(), p))
+}
 
 /// How far a grant reaches.
 #[derive(
@@ -224,6 +241,47 @@ impl Store {
             Ok(grant)
         })
         .await
+    }
+
+    /// Approve the prompt `a` as `actor` and save the grant [`offer`] shows
+    /// for it, with `scope`: the grant first (inert), then the approval,
+    /// then the grant confirmed only if this approval won. The grant comes
+    /// back only when it is live.
+    pub async fn approve_granting(
+        &self,
+        a: &Action,
+        actor: Actor<'_>,
+        scope: Scope,
+    ) -> actions::Result<(ApproveOutcome, Option<Grant>)> {
+        let Some((tool, p)) = offer(a) else {
+            return Err(Error::Invalid(
+                "no grant is offered for this prompt (not a Claude Code prompt, or a tool or command a rule cannot name): approve it once".into(),
+            )
+            .into());
+        };
+        let grant = self
+            .grant_create(
+                &NewGrant {
+                    scope,
+                    agent: CLAUDE,
+                    session: &a.session,
+                    project: &a.project,
+                    tool: &tool,
+                    pattern: &p,
+                    action_id: &a.id,
+                    by: actor.name,
+                },
+                actor.channel,
+            )
+            .await?;
+        let out = self.approve(&a.id, actor, None).await?;
+        let won = matches!(&out, ApproveOutcome::Approved { action }
+            if action.decided_by.as_deref() == Some(actor.name));
+        if !won || grant.created_by != actor.name || !self.grant_confirm(&grant.id).await? {
+            return Ok((out, None));
+        }
+        let live = self.grant_for_action(&a.id).await?;
+        Ok((out, live))
     }
 
     /// Confirm grant `id` after the approval of its prompt by its giver
