@@ -466,6 +466,44 @@ pub(crate) async fn approve(
     Ok(shown(&c, &out, out.action()))
 }
 
+/// What `POST /v1/actions/{id}/grant` found.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub(crate) struct GrantCheck {
+    /// The live grant that just approved this pending prompt, if one covers it.
+    applied: Option<crate::store::grants::Grant>,
+    /// The grant saved with the approval that decided it ("for this
+    /// session" / "always"), if it still holds.
+    given: Option<crate::store::grants::Grant>,
+    /// The action as it stands now.
+    action: ActionView,
+}
+
+/// `POST /v1/actions/{id}/grant`: the grants side of a Claude Code prompt,
+/// for `handoff hook claude` against a daemon (grants live on its host).
+pub(crate) async fn grant(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path(id): Path<String>,
+) -> ApiResult<Shaped<GrantCheck>> {
+    let a = visible(&s, &c, &id).await?;
+    let applied = s.store.grant_apply(&a).await?;
+    let a = if applied.is_some() {
+        wrote(&s);
+        s.store.get_action(&a.id).await?
+    } else {
+        a
+    };
+    let given = s.store.grant_given(&a).await?;
+    let check = GrantCheck {
+        applied,
+        given,
+        action: show(&c, &a),
+    };
+    Ok(Shaped::new(
+        serde_json::to_value(check).unwrap_or(Value::Null),
+    ))
+}
+
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RejectBody {

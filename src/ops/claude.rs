@@ -6,7 +6,8 @@
 //! `claude.<ToolName>` whose arguments are the tool input; the session id and
 //! project are the action's own, the cwd is in its summary. A live grant of
 //! that session (or an always grant of the project) that covers the input
-//! approves it at once as `grant:<id>`; the configured rules may decide it at
+//! approves it at once as `grant:<id>` (on the local store, or on the daemon
+//! through `POST /v1/actions/{id}/grant`); the configured rules may decide it at
 //! once too; otherwise it waits in chat and the Inbox like any action. The
 //! answer is Claude Code's documented hook output: allow (with the approver's
 //! edited input when the arguments were patched, and for an "always" grant
@@ -152,6 +153,17 @@ impl Decision {
     }
 }
 
+/// The grants side of a prompt (`POST /v1/actions/{id}/grant`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct GrantCheck {
+    /// The live grant that just approved the pending prompt, if one covered it.
+    pub applied: Option<Grant>,
+    /// The grant saved with the approval that decided it, if it still holds.
+    pub given: Option<Grant>,
+    /// The action as it stands (redacted).
+    pub action: Action,
+}
+
 /// What proposing a prompt gave.
 #[derive(Debug, Clone)]
 pub enum Prompted {
@@ -221,7 +233,6 @@ impl Ops {
                 ));
             }
         };
-        let grant = self.grant_covering(ev, project, &input).await?;
         let new = NewAction {
             kind: format!("{AGENT}.{}", ev.tool_name),
             summary: summary(ev),
@@ -235,7 +246,12 @@ impl Ops {
             ttl_ms: Some(ttl.as_millis().min(i64::MAX as u128) as i64),
             approvals_required: 1,
             on_expire: OnExpire::Expire,
-            proposer: AGENT.into(),
+            // Against a daemon the token's own name is the proposer.
+            proposer: if self.is_remote() {
+                String::new()
+            } else {
+                AGENT.into()
+            },
             channel: Channel::Agent,
             project: project.into(),
             session: ev.session_id.clone(),
@@ -245,17 +261,9 @@ impl Ops {
         };
         let proposal = self.propose(&new).await?;
         let mut action = proposal.action;
-        if let (Some(g), Status::Pending) = (&grant, action.status) {
-            let name = format!("grant:{}", g.id);
-            let actor = Actor {
-                name: &name,
-                channel: Channel::Daemon,
-            };
-            action = self
-                .approve(&action.id, actor, None)
-                .await?
-                .action()
-                .clone();
+        if action.status == Status::Pending {
+            // A live grant covering it decides it at once (on the host).
+            action = self.grant_check(&action.id).await?.action;
         }
         match action.status {
             Status::Pending => Ok(Prompted::Pending(Box::new(action))),
@@ -307,7 +315,7 @@ impl Ops {
         let by = a.decided_by.clone().unwrap_or_default();
         Ok(match a.status {
             Status::Approved | Status::Executing | Status::Executed => {
-                let always = match self.grant_given_on(a).await? {
+                let always = match self.grant_check(&a.id).await?.given {
                     Some(g) if g.scope == Scope::Always => Some((
                         g.tool.clone(),
                         pattern::claude_rule_content(&g.tool, &g.pattern),
@@ -331,34 +339,26 @@ impl Ops {
         })
     }
 
-    /// The live grant covering this prompt (local store only: against a
-    /// daemon every prompt asks, see the README).
-    async fn grant_covering(
-        &self,
-        ev: &HookEvent,
-        project: &str,
-        input: &Value,
-    ) -> Result<Option<Grant>> {
-        match self {
-            Ops::Local(l) => Ok(l
-                .store
-                .grant_matching(AGENT, &ev.session_id, project, &ev.tool_name, input)
-                .await?),
-            Ops::Remote(_) => Ok(None),
-        }
-    }
-
-    /// The grant its approver gave on `a` (only theirs: a grant saved by a
-    /// tap that lost the race to another approver says nothing).
-    async fn grant_given_on(&self, a: &Action) -> Result<Option<Grant>> {
+    /// Let a live grant covering the prompt `id` decide it, and read the
+    /// grant its approval saved: on the local store, or on the daemon.
+    pub async fn grant_check(&self, id: &str) -> Result<GrantCheck> {
         match self {
             Ops::Local(l) => {
-                let g = l.store.grant_for_action(&a.id).await?;
-                Ok(g.filter(|g| {
-                    Some(&g.created_by) == a.decided_by.as_ref() && g.revoked_at.is_none()
-                }))
+                let a = l.store.get_action(id).await?;
+                let applied = l.store.grant_apply(&a).await?;
+                let a = if applied.is_some() {
+                    l.store.get_action(id).await?
+                } else {
+                    a
+                };
+                let given = l.store.grant_given(&a).await?;
+                Ok(GrantCheck {
+                    applied,
+                    given,
+                    action: a.redacted(),
+                })
             }
-            Ops::Remote(_) => Ok(None),
+            Ops::Remote(r) => r.grant_check(id).await,
         }
     }
 }

@@ -284,6 +284,39 @@ impl Store {
         Ok((out, live))
     }
 
+    /// Decide the pending Claude Code prompt `a` by the oldest live grant
+    /// covering it, approved as `grant:<id>`; the grant that decided it, or
+    /// `None` (not pending, not a prompt, or nothing covers it).
+    pub async fn grant_apply(&self, a: &Action) -> actions::Result<Option<Grant>> {
+        let Some(tool) = prompt_tool(a) else {
+            return Ok(None);
+        };
+        if a.status != actions::Status::Pending {
+            return Ok(None);
+        }
+        let Some(g) = self
+            .grant_matching(CLAUDE, &a.session, &a.project, tool, &a.effective_args)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let name = format!("grant:{}", g.id);
+        let actor = Actor {
+            name: &name,
+            channel: Channel::Daemon,
+        };
+        let out = self.approve(&a.id, actor, None).await?;
+        Ok(matches!(out, ApproveOutcome::Approved { .. }).then_some(g))
+    }
+
+    /// The grant whose giver's approval decided `a`, if it still holds
+    /// (a grant saved by a tap that lost the race says nothing).
+    pub async fn grant_given(&self, a: &Action) -> Result<Option<Grant>> {
+        Ok(self.grant_for_action(&a.id).await?.filter(|g| {
+            Some(&g.created_by) == a.decided_by.as_ref() && g.revoked_at.is_none()
+        }))
+    }
+
     /// Confirm grant `id` after the approval of its prompt by its giver
     /// won; from then on it matches. False if it was confirmed or revoked
     /// already.
