@@ -350,3 +350,44 @@ async fn a_stopped_hook_settles_its_prompt_as_answered_at_the_terminal() {
     assert_eq!(a.decided_by.as_deref(), Some("terminal"));
     assert_eq!(a.reason.as_deref(), Some("answered at the terminal"));
 }
+
+/// The recipe's settings entry runs as written: its command, split into
+/// words, is this binary's `hook claude`, and its timeout outlasts the
+/// hook's own default wait (so handoff answers before Claude Code gives up).
+#[tokio::test]
+async fn the_settings_recipe_runs_as_written() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/config/claude-settings.example.json"
+    );
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let hook = &v["hooks"]["PermissionRequest"][0]["hooks"][0];
+    assert_eq!(hook["type"], "command");
+    let words: Vec<&str> = hook["command"]
+        .as_str()
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(words[0], "handoff");
+    assert!(hook["timeout"].as_u64().unwrap() > 9 * 60, "{hook}");
+    let readme = include_str!("../README.md");
+    assert!(readme.contains(r#""command": "handoff hook claude", "timeout": 600"#));
+    let db = TempDb::new();
+    let store = db.open().await;
+    let ev = permission_request("s-1", "Bash", bash("npm ci"));
+    let mut args = words[2..].to_vec();
+    assert_eq!(words[1], "hook");
+    args.retain(|w| *w != "claude");
+    let child = spawn_hook(&db, &ev.to_string(), &args, &[]);
+    let a = pending(&store, "claude.Bash").await;
+    assert!(
+        db.cli(&["approve", &a.id, "--as", "alice"])
+            .status
+            .success()
+    );
+    let (code, out, _) = finish(child);
+    assert_eq!(
+        (code, &out["hookSpecificOutput"]["decision"]["behavior"]),
+        (0, &json!("allow"))
+    );
+}

@@ -280,7 +280,15 @@ async fn the_inbox_api_shows_the_rule_and_approves_for_the_session() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn against_a_daemon_grants_decide_on_its_host() {
     let (db, fake, d, _cfg) = setup().await;
-    let o = db.cli(&["--json", "token", "create", "--name", "claude-hook", "--role", "agent"]);
+    let o = db.cli(&[
+        "--json",
+        "token",
+        "create",
+        "--name",
+        "claude-hook",
+        "--role",
+        "agent",
+    ]);
     assert!(o.status.success(), "{}", common::stderr(&o));
     let token = common::json(&o)["secret"].as_str().unwrap().to_string();
     let url = format!("http://{}", d.addr.trim_start_matches("http://"));
@@ -295,11 +303,22 @@ async fn against_a_daemon_grants_decide_on_its_host() {
     fake.tap(ME, ME, msg.message_id, &msg.button("For this session"));
     let (code, out, err) = finish(hook);
     assert_eq!(code, 0, "{err}");
-    assert_eq!(out["hookSpecificOutput"]["decision"]["behavior"], "allow", "{out}");
+    assert_eq!(
+        out["hookSpecificOutput"]["decision"]["behavior"], "allow",
+        "{out}"
+    );
     // The next covered prompt of that session: decided at once on the host.
     let ev = permission_request("s-r", "Bash", bash("make test V=1"));
-    let (_, out, err) = finish(spawn_hook(&db, &ev.to_string(), &["--timeout", "20s"], &remote));
-    assert_eq!(out["hookSpecificOutput"]["decision"]["behavior"], "allow", "{out} {err}");
+    let (_, out, err) = finish(spawn_hook(
+        &db,
+        &ev.to_string(),
+        &["--timeout", "20s"],
+        &remote,
+    ));
+    assert_eq!(
+        out["hookSpecificOutput"]["decision"]["behavior"], "allow",
+        "{out} {err}"
+    );
     let store = db.open().await;
     let a = store
         .list_actions(None)
@@ -308,5 +327,9 @@ async fn against_a_daemon_grants_decide_on_its_host() {
         .into_iter()
         .find(|a| a.summary.contains("make test V=1"))
         .unwrap();
-    assert!(a.decided_by.as_deref().unwrap().starts_with("grant:"), "{:?}", a.decided_by);
+    assert!(
+        a.decided_by.as_deref().unwrap().starts_with("grant:"),
+        "{:?}",
+        a.decided_by
+    );
 }

@@ -290,8 +290,12 @@ impl Ops {
                     name: "timeout",
                     channel: Channel::Agent,
                 };
-                let out = self.reject(&action.id, actor, &why).await?;
-                out.action().clone()
+                match self.reject(&action.id, actor, &why).await {
+                    Ok(out) => out.action().clone(),
+                    // An agent token may not reject: the action expires at
+                    // its time to live, which is this same timeout.
+                    Err(_) => return Ok(Decision::fail_closed(why)),
+                }
             }
         };
         self.decision_of(&done, input).await

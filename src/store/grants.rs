@@ -312,9 +312,10 @@ impl Store {
     /// The grant whose giver's approval decided `a`, if it still holds
     /// (a grant saved by a tap that lost the race says nothing).
     pub async fn grant_given(&self, a: &Action) -> Result<Option<Grant>> {
-        Ok(self.grant_for_action(&a.id).await?.filter(|g| {
-            Some(&g.created_by) == a.decided_by.as_ref() && g.revoked_at.is_none()
-        }))
+        Ok(self
+            .grant_for_action(&a.id)
+            .await?
+            .filter(|g| Some(&g.created_by) == a.decided_by.as_ref() && g.revoked_at.is_none()))
     }
 
     /// Confirm grant `id` after the approval of its prompt by its giver
