@@ -82,13 +82,18 @@ async fn for_this_session_decides_later_covered_prompts_of_that_session_only() {
     let ev = permission_request("s-2", "Bash", bash("npm test"));
     let hook = spawn_hook(&db, &ev.to_string(), &["--timeout", "60s"], &env);
     let other = message_with(&fake, "s-2").await;
-    // The granted prompt's event came before this one's: had it been
-    // pushed, its message would be here by now.
+    // The follower takes events in order and records a push before it
+    // sends: with this later prompt's message out, the granted prompt's
+    // turn is over, and it left no record (and no message).
+    let pool = common::raw_pool(&db.path).await;
+    let records: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM chat_messages WHERE item_id = ?")
+        .bind(&granted.id)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(records, 0, "a prompt a grant decided is not pushed");
     let short = &granted.id[granted.id.len() - 8..];
-    assert!(
-        fake.messages(ME).iter().all(|m| !m.text.contains(short)),
-        "a prompt a grant decided is not pushed"
-    );
+    assert!(fake.messages(ME).iter().all(|m| !m.text.contains(short)));
     fake.tap(ME, ME, other.message_id, &other.button("Reject"));
     let (_, out, _) = finish(hook);
     assert_eq!(out["hookSpecificOutput"]["decision"]["behavior"], "deny");

@@ -38,19 +38,42 @@ pub(crate) fn action_revision(a: &Action) -> i64 {
 
 pub(crate) async fn action_meta(store: &Store, id: &str) -> Result<Option<Meta>> {
     let now = store.now();
-    Ok(action_of(store, id).await?.map(|a| Meta {
-        quiet: a
-            .decided_by
-            .as_deref()
-            .is_some_and(|d| d.starts_with("grant:")),
-        live: matches!(
-            a.effective_status(now),
-            ActionStatus::Pending | ActionStatus::Unknown
-        ),
+    let Some(a) = action_of(store, id).await? else {
+        return Ok(None);
+    };
+    let status = a.effective_status(now);
+    Ok(Some(Meta {
+        quiet: granted(store, &a, status).await?,
+        live: matches!(status, ActionStatus::Pending | ActionStatus::Unknown),
         project: a.project.clone(),
         agent: a.proposer.clone(),
         action_kind: Some(a.kind.clone()),
     }))
+}
+
+/// Whether a grant decided the prompt `a`, or will in a moment: its hook
+/// approves it as `grant:<id>` right after proposing it, and the follower
+/// may read it in between. Either way nobody needs a message for it.
+async fn granted(store: &Store, a: &Action, status: ActionStatus) -> Result<bool> {
+    if a.decided_by
+        .as_deref()
+        .is_some_and(|d| d.starts_with("grant:"))
+    {
+        return Ok(true);
+    }
+    let Some(tool) = prompt_tool(a).filter(|_| status == ActionStatus::Pending) else {
+        return Ok(false);
+    };
+    Ok(store
+        .grant_matching(
+            crate::store::grants::CLAUDE,
+            &a.session,
+            &a.project,
+            tool,
+            &a.effective_args,
+        )
+        .await?
+        .is_some())
 }
 
 pub(crate) async fn action_view(store: &Store, _config: &Config, id: &str) -> Result<Option<View>> {

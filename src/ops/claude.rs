@@ -173,7 +173,8 @@ pub enum Prompted {
     Pending(Box<Action>),
 }
 
-/// The summary of a prompt: what asks, where.
+/// The summary of a prompt: what asks, where (the cwd before the command,
+/// so a cut never loses it), within the store's 500 bytes.
 fn summary(ev: &HookEvent) -> String {
     let what = match ev.tool_name.as_str() {
         "Bash" => ev.tool_input.get("command").and_then(Value::as_str),
@@ -185,14 +186,25 @@ fn summary(ev: &HookEvent) -> String {
             .and_then(Value::as_str),
     };
     let mut s = format!("Claude Code wants to use {}", ev.tool_name);
-    if let Some(w) = what {
-        let w: String = w.chars().take(200).collect();
-        s.push_str(&format!(": {}", w.lines().next().unwrap_or_default()));
-    }
     if !ev.cwd.is_empty() {
         s.push_str(&format!(" (in {})", ev.cwd));
     }
-    s
+    if let Some(w) = what {
+        s.push_str(&format!(": {}", w.lines().next().unwrap_or_default()));
+    }
+    cut_bytes(s, 500)
+}
+
+/// `s` cut on a character boundary to at most `max` bytes, marked with `…`.
+fn cut_bytes(s: String, max: usize) -> String {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max - '…'.len_utf8();
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
 }
 
 /// The edited tool input: the original with the approver's patch laid
@@ -370,6 +382,22 @@ impl Ops {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_summary_fits_the_store_and_keeps_the_cwd() {
+        let ev: HookEvent = serde_json::from_value(json!({
+            "hook_event_name": "PermissionRequest", "session_id": "s", "cwd": "/home/dev/shop",
+            "tool_name": "Bash", "tool_input": {"command": "é".repeat(400)}
+        }))
+        .unwrap();
+        let s = summary(&ev);
+        assert!(s.len() <= 500, "{}", s.len());
+        assert!(
+            s.starts_with("Claude Code wants to use Bash (in /home/dev/shop): éé"),
+            "{s}"
+        );
+        assert!(s.ends_with('…'));
+    }
 
     #[test]
     fn outputs_follow_the_documented_shapes() {

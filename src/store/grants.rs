@@ -277,7 +277,10 @@ impl Store {
         let out = self.approve(&a.id, actor, None).await?;
         let won = matches!(&out, ApproveOutcome::Approved { action }
             if action.decided_by.as_deref() == Some(actor.name));
-        if !won || grant.created_by != actor.name || !self.grant_confirm(&grant.id).await? {
+        // Only the grant this tap saved (a double tap of another button
+        // finds the first tap's grant: that one is not what this tap showed).
+        let ours = grant.created_by == actor.name && grant.scope == scope;
+        if !won || !ours || !self.grant_confirm(&grant.id).await? {
             return Ok((out, None));
         }
         let live = self.grant_for_action(&a.id).await?;
