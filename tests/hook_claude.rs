@@ -391,3 +391,90 @@ async fn the_settings_recipe_runs_as_written() {
         (0, &json!("allow"))
     );
 }
+
+/// A grant tap that lost its race leaves an inert grant, never a live one;
+/// a second tap on the other grant button confirms nothing it did not show.
+#[tokio::test]
+async fn a_lost_or_repeated_grant_tap_never_makes_a_live_grant() {
+    let db = TempDb::new();
+    let store = db.open().await;
+    let propose = |cmd: &'static str| {
+        let store = store.clone();
+        async move {
+            let mut n = common::new_action("claude.Bash", &bash(cmd).to_string());
+            n.session = "s-1".into();
+            store.propose(&n).await.unwrap().action
+        }
+    };
+    let chat = |name| Actor {
+        name,
+        channel: handoff::store::Channel::Chat,
+    };
+    // Bob approved first (once): Alice's "always" loses, her grant is inert.
+    let a = propose("npm test").await;
+    store.approve(&a.id, Actor::cli("bob"), None).await.unwrap();
+    let (_, live) = store
+        .approve_granting(&a, chat("alice"), Scope::Always)
+        .await
+        .unwrap();
+    assert_eq!(live, None);
+    assert!(store.grant_list(false).await.unwrap().is_empty());
+    assert_eq!(
+        store.grant_list(true).await.unwrap().len(),
+        1,
+        "kept, inert"
+    );
+    assert_eq!(
+        store
+            .grant_given(&store.get_action(&a.id).await.unwrap())
+            .await
+            .unwrap(),
+        None
+    );
+    // Alice taps "for this session" and, before that tap approves,
+    // "always": the "always" tap's approval wins, but the saved grant is
+    // the session one, which that tap did not show: nothing goes live.
+    let b = propose("cargo test").await;
+    let first = NewGrant {
+        scope: Scope::Session,
+        agent: "claude",
+        session: "s-1",
+        project: &b.project,
+        tool: "Bash",
+        pattern: "cargo test:*",
+        action_id: &b.id,
+        by: "alice",
+    };
+    store
+        .grant_create(&first, handoff::store::Channel::Chat)
+        .await
+        .unwrap();
+    let (out, live) = store
+        .approve_granting(&b, chat("alice"), Scope::Always)
+        .await
+        .unwrap();
+    assert!(matches!(
+        out,
+        handoff::store::actions::ApproveOutcome::Approved { .. }
+    ));
+    assert_eq!(live, None);
+    assert!(store.grant_list(false).await.unwrap().is_empty());
+    // A tap alone: live.
+    let d = propose("cargo build").await;
+    let (_, live) = store
+        .approve_granting(&d, chat("alice"), Scope::Session)
+        .await
+        .unwrap();
+    assert_eq!(live.unwrap().rule, "Bash(cargo build:*)");
+    // Not a Claude Code prompt: no grant is offered.
+    let c = store
+        .propose(&common::new_action("deploy", "{}"))
+        .await
+        .unwrap()
+        .action;
+    let e = store
+        .approve_granting(&c, chat("alice"), Scope::Session)
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("no grant is offered"), "{e}");
+}
