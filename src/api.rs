@@ -112,6 +112,7 @@ routes! {
     post "POST" "/v1/actions/{id}/extend" Agent "Extend the lease of a claim." => actions::extend;
     post "POST" "/v1/actions/{id}/complete" Agent "Record executed or failed." => actions::complete;
     post "POST" "/v1/actions/{id}/approve" Human "Approve, optionally patching the arguments." => actions::approve;
+    post "POST" "/v1/actions/{id}/grant" Agent "A Claude Code prompt: decide it by a live grant that covers it (`applied`), and name the grant its approval saved (`given`)." => actions::grant;
     post "POST" "/v1/actions/{id}/reject" Human "Reject with a reason." => actions::reject;
     post "POST" "/v1/actions/{id}/resolve-unknown" Human "Settle an unknown outcome: executed, failed or retry." => actions::resolve_unknown;
     post "POST" "/v1/sessions" Agent "Register a session (webhook wake target or none)." => sessions::register;

@@ -17,6 +17,7 @@
 
 mod actions;
 mod boards;
+mod hook;
 mod inbox;
 mod mcp;
 mod ops_kit;
@@ -169,6 +170,19 @@ enum Command {
     },
     #[command(flatten)]
     OpsKit(ops_kit::Cmd),
+    /// Answer an agent's hook event through handoff (Claude Code permission prompts).
+    Hook {
+        #[command(subcommand)]
+        cmd: hook::Cmd,
+    },
+    /// Permission grants saved by "for this session" / "always" approvals: list, revoke.
+    Grants {
+        #[command(subcommand)]
+        cmd: Option<hook::GrantsCmd>,
+        /// Also list revoked and inert grants.
+        #[arg(long)]
+        all: bool,
+    },
 }
 
 /// Whose replies a pickup (`pending`, `board pending`) hands over: the
@@ -405,6 +419,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Sessions(cmd) => sessions::run(cmd, &ctx).await,
         Command::Token { cmd } => tokens::run(cmd, &ctx).await,
         Command::Mcp(args) => mcp::run(args, &ctx).await,
+        Command::Hook { cmd } => hook::run(cmd, &ctx).await,
+        Command::Grants { cmd, all } => hook::grants(&ctx, cmd, all).await,
         Command::Serve { listen } => serve(&ctx, listen).await,
         Command::Init => status::init(&ctx).await,
         Command::Status => status::run(&ctx).await,

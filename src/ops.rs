@@ -28,6 +28,7 @@
 mod actions;
 mod backend;
 mod boards;
+pub mod claude;
 mod local;
 mod questions;
 mod remote;

@@ -19,6 +19,7 @@ pub mod counts;
 pub mod deliveries;
 pub mod depth;
 pub mod events;
+pub mod grants;
 pub mod inbox_sessions;
 pub mod questions;
 pub mod refusal;

@@ -49,12 +49,20 @@ pub(crate) struct ActionView(#[schemars(with = "Action")] Value);
 
 /// The action as this caller may see it.
 fn show(c: &Caller, a: &Action) -> ActionView {
+    // The rule a "for this session" / "always" approval would save, so the
+    // Inbox shows it before anyone saves it (Claude Code prompts only).
+    let rule = crate::store::grants::offer(a)
+        .map(|(tool, p)| crate::store::grants::pattern::shown(&tool, &p));
     let a = if c.sees_secrets() {
         a.clone()
     } else {
         a.redacted()
     };
-    ActionView(serde_json::to_value(a).unwrap_or(Value::Null))
+    let mut v = serde_json::to_value(a).unwrap_or(Value::Null);
+    if let (Some(rule), Value::Object(m)) = (rule, &mut v) {
+        m.insert("grant_rule".into(), Value::String(rule));
+    }
+    ActionView(v)
 }
 
 /// A serialized outcome with its `action` shown as this caller may see it.
@@ -409,6 +417,10 @@ pub(crate) struct ApproveBody {
     /// `inbox` (default) or `cli`.
     #[schemars(extend("enum" = ["inbox", "cli", null]))]
     channel: Option<String>,
+    /// A Claude Code prompt only: also save a grant, for this `session` or
+    /// `always`, of the rule its `grant_rule` shows (not with `patch`).
+    #[schemars(extend("enum" = ["session", "always", null]))]
+    grant: Option<String>,
 }
 
 /// `POST /v1/actions/{id}/approve`: add the caller's approval, optionally
@@ -426,7 +438,25 @@ pub(crate) async fn approve(
         name: &by,
         channel: door(b.channel.as_deref(), &[Channel::Inbox, Channel::Cli])?,
     };
-    let out = s.store.approve(&a.id, actor, patch.as_deref()).await?;
+    let scope = match b.grant.as_deref() {
+        None => None,
+        Some("session") => Some(crate::store::grants::Scope::Session),
+        Some("always") => Some(crate::store::grants::Scope::Always),
+        Some(g) => {
+            return Err(ApiError::invalid(format!(
+                "grant `{g}` is not `session` or `always`"
+            )));
+        }
+    };
+    let out = match scope {
+        Some(_) if patch.is_some() => {
+            return Err(ApiError::invalid(
+                "a grant saves the rule of the arguments as shown: approve an edited prompt once (no grant)",
+            ));
+        }
+        Some(scope) => s.store.approve_granting(&a, actor, scope).await?.0,
+        None => s.store.approve(&a.id, actor, patch.as_deref()).await?,
+    };
     wrote(&s);
     if let crate::store::actions::ApproveOutcome::PatchRefused { reason, action } = &out {
         return Err(
@@ -434,6 +464,44 @@ pub(crate) async fn approve(
         );
     }
     Ok(shown(&c, &out, out.action()))
+}
+
+/// What `POST /v1/actions/{id}/grant` found.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub(crate) struct GrantCheck {
+    /// The live grant that just approved this pending prompt, if one covers it.
+    applied: Option<crate::store::grants::Grant>,
+    /// The grant saved with the approval that decided it ("for this
+    /// session" / "always"), if it still holds.
+    given: Option<crate::store::grants::Grant>,
+    /// The action as it stands now.
+    action: ActionView,
+}
+
+/// `POST /v1/actions/{id}/grant`: the grants side of a Claude Code prompt,
+/// for `handoff hook claude` against a daemon (grants live on its host).
+pub(crate) async fn grant(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Path(id): Path<String>,
+) -> ApiResult<Shaped<GrantCheck>> {
+    let a = visible(&s, &c, &id).await?;
+    let applied = s.store.grant_apply(&a).await?;
+    let a = if applied.is_some() {
+        wrote(&s);
+        s.store.get_action(&a.id).await?
+    } else {
+        a
+    };
+    let given = s.store.grant_given(&a).await?;
+    let check = GrantCheck {
+        applied,
+        given,
+        action: show(&c, &a),
+    };
+    Ok(Shaped::new(
+        serde_json::to_value(check).unwrap_or(Value::Null),
+    ))
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]

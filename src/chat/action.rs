@@ -7,14 +7,16 @@ use teloxide::prelude::*;
 use super::Bridge;
 use super::callback::{Callback, Item, Verb};
 use super::dispatch::Prompt;
-use super::push::{Meta, View};
+use super::push::{MAX_TEXT, Meta, View};
 use super::text::{cut, esc};
 use crate::clock::format_rfc3339;
 use crate::config::Config;
+use crate::ops::claude::preview::preview;
 use crate::store::Channel;
 use crate::store::actions::{
     Action, Actor, ApproveOutcome, RejectOutcome, Resolution, Status as ActionStatus,
 };
+use crate::store::grants::{Scope, offer as grant_pattern, pattern, prompt_tool};
 use crate::store::{Result, Store, short_id};
 
 /// An action, or `None` when it is gone (purged).
@@ -36,15 +38,42 @@ pub(crate) fn action_revision(a: &Action) -> i64 {
 
 pub(crate) async fn action_meta(store: &Store, id: &str) -> Result<Option<Meta>> {
     let now = store.now();
-    Ok(action_of(store, id).await?.map(|a| Meta {
-        live: matches!(
-            a.effective_status(now),
-            ActionStatus::Pending | ActionStatus::Unknown
-        ),
+    let Some(a) = action_of(store, id).await? else {
+        return Ok(None);
+    };
+    let status = a.effective_status(now);
+    Ok(Some(Meta {
+        quiet: granted(store, &a, status).await?,
+        live: matches!(status, ActionStatus::Pending | ActionStatus::Unknown),
         project: a.project.clone(),
         agent: a.proposer.clone(),
         action_kind: Some(a.kind.clone()),
     }))
+}
+
+/// Whether a grant decided the prompt `a`, or will in a moment: its hook
+/// approves it as `grant:<id>` right after proposing it, and the follower
+/// may read it in between. Either way nobody needs a message for it.
+async fn granted(store: &Store, a: &Action, status: ActionStatus) -> Result<bool> {
+    if a.decided_by
+        .as_deref()
+        .is_some_and(|d| d.starts_with("grant:"))
+    {
+        return Ok(true);
+    }
+    let Some(tool) = prompt_tool(a).filter(|_| status == ActionStatus::Pending) else {
+        return Ok(false);
+    };
+    Ok(store
+        .grant_matching(
+            crate::store::grants::CLAUDE,
+            &a.session,
+            &a.project,
+            tool,
+            &a.effective_args,
+        )
+        .await?
+        .is_some())
 }
 
 pub(crate) async fn action_view(store: &Store, _config: &Config, id: &str) -> Result<Option<View>> {
@@ -53,13 +82,23 @@ pub(crate) async fn action_view(store: &Store, _config: &Config, id: &str) -> Re
     };
     let now = store.now();
     let status = a.effective_status(now);
-    let args = serde_json::to_string_pretty(&a.display_args()).unwrap_or_default();
-    let mut t = format!(
-        "⚠️ <b>Approve action: {}</b>\n{}\n<pre>{}</pre>",
+    let shown = a.display_args();
+    // The whole of what is decided: a prompt's command or diff, else the
+    // arguments. Never cut: a message too long for it carries a file.
+    let (body, ext) = match prompt_tool(&a).and_then(|t| Some((t, preview(t, &shown)?))) {
+        Some(("Bash", p)) => (p, "sh"),
+        Some((_, p)) => (p, "diff"),
+        None => (
+            serde_json::to_string_pretty(&shown).unwrap_or_default(),
+            "json",
+        ),
+    };
+    let head = format!(
+        "⚠️ <b>Approve action: {}</b>\n{}\n",
         esc(&cut(&a.kind, 100)),
         esc(&cut(&a.summary, 500)),
-        esc(&cut(&args, 1800))
     );
+    let mut t = String::new();
     if let Some(exp) = a.expires_at {
         t.push_str(&format!("\n⌛ Expires {}", format_rfc3339(exp)));
     }
@@ -77,10 +116,53 @@ pub(crate) async fn action_view(store: &Store, _config: &Config, id: &str) -> Re
         tags.push(esc(&a.proposer));
     }
     t.push_str(&format!("\n<i>{}</i>", tags.join(" · ")));
+    if status == ActionStatus::Pending
+        && let Some(offer) = grant_offer(&a)
+    {
+        t.push_str(&format!("\n\n{offer}"));
+    }
     let line = status_line(&a, status);
     t.push_str(&format!("\n\n{line}"));
     let buttons = buttons(&a, status);
-    Ok(Some(View { text: t, buttons }))
+    let inline = format!("{head}<pre>{}</pre>{t}", esc(&body));
+    if inline.chars().count() <= MAX_TEXT {
+        return Ok(Some(View {
+            text: inline,
+            buttons,
+            attachment: None,
+        }));
+    }
+    let name = format!("{}.{ext}", a.short_id());
+    let note = format!(
+        "📎 Too long for one message: the whole text ({} lines) is in the attached file \
+         <code>{name}</code>, and whole in the Inbox. Read it before deciding.",
+        body.lines().count()
+    );
+    Ok(Some(View {
+        text: format!("{head}{note}{t}"),
+        buttons,
+        attachment: Some((name, body)),
+    }))
+}
+
+/// What the grant buttons save, shown before anyone taps them: the exact rule.
+fn grant_offer(a: &Action) -> Option<String> {
+    prompt_tool(a)?;
+    let Some((tool, p)) = grant_pattern(a) else {
+        return Some("🔐 No grant is offered for this tool: approve once or reject.".into());
+    };
+    let rule = esc(&pattern::shown(&tool, &p));
+    let session = if a.session.is_empty() {
+        "(this prompt carried no session)".to_string()
+    } else {
+        format!("session <code>{}</code>", esc(&cut(&a.session, 60)))
+    };
+    Some(format!(
+        "🔐 <b>For this session</b> saves <code>{rule}</code> for {session}.\n\
+         <b>Always</b> saves <code>{rule}</code> for project <code>{}</code> and in Claude Code's local settings.\n\
+         It never covers another tool or a wider command.",
+        esc(&a.project)
+    ))
 }
 
 /// The line under an action's arguments: where it stands, and who decided.
@@ -117,6 +199,9 @@ fn status_line(a: &Action, status: ActionStatus) -> String {
             "❓ Outcome unknown: the executor stopped mid-run. Check what happened, then mark it."
                 .to_string()
         }
+        ActionStatus::Rejected if a.decided_by.as_deref() == Some(crate::ops::claude::TERMINAL) => {
+            "⌨️ Answered at the terminal: the agent stopped waiting for this decision".to_string()
+        }
         ActionStatus::Rejected => format!(
             "🚫 Rejected{who}{}",
             a.reason
@@ -137,6 +222,22 @@ fn buttons(a: &Action, status: ActionStatus) -> Vec<Vec<(String, Callback)>> {
         verb,
     };
     match status {
+        ActionStatus::Pending if prompt_tool(a).is_some() => {
+            let mut first = vec![("✅ Approve once".to_string(), cb(Verb::Approve))];
+            if grant_pattern(a).is_some() {
+                if !a.session.is_empty() {
+                    first.push(("🔁 For this session".to_string(), cb(Verb::ApproveSession)));
+                }
+                first.push(("♾ Always".to_string(), cb(Verb::ApproveAlways)));
+            }
+            vec![
+                first,
+                vec![
+                    ("🚫 Reject".to_string(), cb(Verb::Reject)),
+                    ("✏️ Edit".to_string(), cb(Verb::Edit)),
+                ],
+            ]
+        }
         ActionStatus::Pending => vec![vec![
             ("✅ Approve".to_string(), cb(Verb::Approve)),
             ("🚫 Reject".to_string(), cb(Verb::Reject)),
@@ -191,7 +292,7 @@ impl Bridge {
         };
         let stale = action_revision(&action) != cb.revision;
         let text = match cb.verb {
-            Verb::Approve if stale => {
+            Verb::Approve | Verb::ApproveSession | Verb::ApproveAlways if stale => {
                 "The arguments changed since this message was drawn — see the updated message."
                     .to_string()
             }
@@ -199,6 +300,8 @@ impl Bridge {
                 Ok(o) => approve_words(&o, who),
                 Err(e) => format!("Not approved: {e}"),
             },
+            Verb::ApproveSession => self.approve_granting(&action, actor, Scope::Session).await,
+            Verb::ApproveAlways => self.approve_granting(&action, actor, Scope::Always).await,
             Verb::Reject => self.reject_words(&cb.id, actor).await,
             Verb::Edit => {
                 let prompt = format!(
@@ -227,6 +330,19 @@ impl Bridge {
         };
         self.toast(q, &text).await;
         self.redraw_quiet(Item::Action, &cb.id).await;
+    }
+
+    /// Approve a permission prompt and save the grant its message showed
+    /// (live only if this approval won: see `Store::approve_granting`).
+    async fn approve_granting(&self, a: &Action, actor: Actor<'_>, scope: Scope) -> String {
+        match self.store.approve_granting(a, actor, scope).await {
+            Ok((_, Some(g))) => match scope {
+                Scope::Session => format!("Approved ✅ and saved {} for this session.", g.rule),
+                Scope::Always => format!("Approved ✅ and saved {} for good.", g.rule),
+            },
+            Ok((out, None)) => approve_words(&out, actor.name),
+            Err(e) => format!("Not approved: {e}"),
+        }
     }
 
     /// Reject from a tap; the toast that says what happened.

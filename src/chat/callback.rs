@@ -61,6 +61,10 @@ pub enum Verb {
     Handled,
     /// Approve an action.
     Approve,
+    /// Approve an agent's permission prompt and save a grant for its session.
+    ApproveSession,
+    /// Approve an agent's permission prompt and save an always grant.
+    ApproveAlways,
     /// Reject an action (asks for a reason, or rejects with none).
     Reject,
     /// Edit an action's arguments (asks for a patch).
@@ -110,6 +114,8 @@ impl Callback {
             Verb::Answer => ("n", String::new()),
             Verb::Handled => ("h", String::new()),
             Verb::Approve => ("ap", String::new()),
+            Verb::ApproveSession => ("as", String::new()),
+            Verb::ApproveAlways => ("aa", String::new()),
             Verb::Reject => ("rj", String::new()),
             Verb::Edit => ("ed", String::new()),
             Verb::MarkExecuted => ("mx", String::new()),
@@ -156,6 +162,8 @@ impl Callback {
             "n" => no_arg(Verb::Answer)?,
             "h" => no_arg(Verb::Handled)?,
             "ap" => no_arg(Verb::Approve)?,
+            "as" => no_arg(Verb::ApproveSession)?,
+            "aa" => no_arg(Verb::ApproveAlways)?,
             "rj" => no_arg(Verb::Reject)?,
             "ed" => no_arg(Verb::Edit)?,
             "mx" => no_arg(Verb::MarkExecuted)?,
@@ -209,6 +217,8 @@ mod tests {
             (Item::Row, Verb::Handled),
             (Item::Row, Verb::Decline),
             (Item::Action, Verb::Approve),
+            (Item::Action, Verb::ApproveSession),
+            (Item::Action, Verb::ApproveAlways),
             (Item::Action, Verb::Reject),
             (Item::Action, Verb::Edit),
             (Item::Action, Verb::MarkExecuted),

@@ -29,6 +29,9 @@ pub const MAX_TEXT: usize = 4096;
 pub(crate) struct View {
     pub text: String,
     pub buttons: Vec<Vec<(String, Callback)>>,
+    /// A file sent after the message when the whole text does not fit
+    /// one (file name, content): the text then says so, never cut.
+    pub attachment: Option<(String, String)>,
 }
 
 impl View {
@@ -74,12 +77,16 @@ pub(crate) struct Meta {
     pub action_kind: Option<String>,
     /// Still waiting on a human (worth pushing).
     pub live: bool,
+    /// Decided by a grant a person gave earlier: nobody needs to see it
+    /// (it is in the audit and `handoff actions`), so it is never pushed.
+    pub quiet: bool,
 }
 
 pub(crate) async fn meta(store: &Store, item: Item, id: &str) -> Result<Option<Meta>> {
     Ok(match item {
         Item::Question => store.get_question(id).await?.map(|q| Meta {
             live: q.status == Status::Open,
+            quiet: false,
             project: q.project,
             agent: q.agent,
             action_kind: None,
@@ -193,6 +200,9 @@ impl Bridge {
         let Some(meta) = meta(&self.store, item, id).await? else {
             return Ok(()); // gone (purged) or nothing to show
         };
+        if meta.quiet {
+            return Ok(());
+        }
         if !meta.live && item == Item::Row {
             // A row no longer blocked asks nothing of anyone: nothing to push.
             // Questions and actions are pushed even when they settled before

@@ -81,7 +81,11 @@ pub(crate) fn question(q: &Question) -> View {
         )),
         Status::Dismissed => t.push_str("\n\n🗑 Dismissed"),
     }
-    View { text: t, buttons }
+    View {
+        text: t,
+        buttons,
+        attachment: None,
+    }
 }
 
 impl Bridge {

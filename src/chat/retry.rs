@@ -210,6 +210,30 @@ impl Bridge {
         }
     }
 
+    /// Send the whole text of a message too long for it, as a file in
+    /// reply to it. Once, best effort: the message already says where the
+    /// whole text is (the Inbox has it too), and a failure is logged.
+    async fn send_attachment(
+        &self,
+        chat_id: i64,
+        thread: Option<i32>,
+        to: MessageId,
+        name: String,
+        content: String,
+    ) {
+        let file = teloxide::types::InputFile::memory(content.into_bytes()).file_name(name);
+        let mut req = self
+            .bot
+            .send_document(ChatId(chat_id), file)
+            .reply_parameters(teloxide::types::ReplyParameters::new(to));
+        if let Some(t) = thread {
+            req = req.message_thread_id(ThreadId(MessageId(t)));
+        }
+        if let Err(e) = req.await {
+            tracing::warn!(chat_id, error = %e, "the full text of a long message was not sent as a file");
+        }
+    }
+
     /// Send the message of a `sending` record.
     pub(crate) async fn send_record(&self, rec: &ChatMessage) -> Result<Outcome, PushError> {
         let (kind, id, chat_id) = (rec.item_kind.as_str(), rec.item_id.as_str(), rec.chat_id);
@@ -233,6 +257,10 @@ impl Bridge {
                 self.store
                     .chat_sent(kind, id, chat_id, msg.id.0, "sent", &view.hash(), since)
                     .await?;
+                if let Some((name, content)) = view.attachment {
+                    self.send_attachment(chat_id, rec.thread_id, msg.id, name, content)
+                        .await;
+                }
                 return Ok(Outcome::Done);
             }
             Err(e) => e,

@@ -32,6 +32,7 @@ pub(crate) async fn row_of(store: &Store, id: &str) -> Result<Option<(Board, Row
 
 pub(crate) async fn row_meta(store: &Store, id: &str) -> Result<Option<Meta>> {
     Ok(row_of(store, id).await?.map(|(b, r)| Meta {
+        quiet: false,
         live: r.status == RowStatus::Blocked && b.archived_at.is_none(),
         project: b.project,
         agent: b.agent,
@@ -96,7 +97,11 @@ pub(crate) async fn row_view(store: &Store, id: &str) -> Result<Option<View>> {
             t.push_str(&format!(": {}", esc(&cut(&r.outcome, 300))));
         }
     }
-    Ok(Some(View { text: t, buttons }))
+    Ok(Some(View {
+        text: t,
+        buttons,
+        attachment: None,
+    }))
 }
 
 /// What a human already did on the row: their answer (and whether the

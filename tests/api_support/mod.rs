@@ -238,6 +238,7 @@ pub fn sample(method: &str, path: &str, fx: &Fixture) -> (String, Option<Value>)
         }
         ("POST", p) if p.ends_with("/complete") => json!({"owner": "exec-1", "success": true}),
         ("POST", p) if p.ends_with("/approve") => json!({}),
+        ("POST", p) if p.ends_with("/grant") => json!({}),
         ("POST", p) if p.ends_with("/reject") => json!({"reason": "no"}),
         ("POST", p) if p.ends_with("/resolve-unknown") => json!({"resolution": "failed"}),
         ("POST", "/v1/sessions") => json!({"session_id": "s1", "project": "p"}),

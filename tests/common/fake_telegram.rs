@@ -360,6 +360,15 @@ impl FakeTelegram {
         self.push_update(json!({ "message": m }));
     }
 
+    /// The raw multipart bodies of sendDocument calls, in order (each holds
+    /// the chat id, the file name and the file's content).
+    pub fn documents(&self) -> Vec<String> {
+        self.calls("senddocument")
+            .iter()
+            .map(|c| c.body["multipart"].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+
     /// Answer texts of answerCallbackQuery calls, in order.
     pub fn toasts(&self) -> Vec<String> {
         self.calls("answercallbackquery")
@@ -473,7 +482,14 @@ async fn handle(
     body: Bytes,
 ) -> axum::response::Response {
     let method = method.to_lowercase();
-    let body: Value = serde_json::from_slice(&body).unwrap_or_else(|_| json!({}));
+    // Uploads (sendDocument) are multipart, not JSON: kept as raw text.
+    let body: Value = serde_json::from_slice(&body).unwrap_or_else(|_| {
+        if method == "senddocument" {
+            json!({"multipart": String::from_utf8_lossy(&body)})
+        } else {
+            json!({})
+        }
+    });
     let fault = {
         let g = fake.inner.lock().unwrap();
         g.faults
@@ -627,6 +643,18 @@ async fn handle(
             m.markup = body["reply_markup"].clone();
             let (t, c) = (m.text.clone(), m.chat_id);
             ok(message_json(c, id, &t, None))
+        }
+        "senddocument" => {
+            let mut g = fake.inner.lock().unwrap();
+            g.next_message_id += 1;
+            let id = g.next_message_id;
+            let raw = body["multipart"].as_str().unwrap_or_default();
+            let chat_id = raw
+                .split_once("name=\"chat_id\"")
+                .and_then(|(_, rest)| rest.split_whitespace().next())
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            ok(message_json(chat_id, id, "", None))
         }
         _ => Json(
             json!({"ok": false, "error_code": 404, "description": "Not Found: method not found"}),

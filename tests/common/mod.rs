@@ -144,6 +144,7 @@ pub async fn count(store: &Store, table: &str) -> i64 {
 }
 pub mod daemon;
 pub mod fake_telegram;
+pub mod hook;
 
 // ---------------------------------------------------------------------------
 // Questions helpers (added by the questions work).

@@ -113,6 +113,15 @@ impl Remote {
         }
     }
 
+    /// `POST /v1/actions/{id}/grant`: a covering grant decides the prompt
+    /// on the daemon, and the grant its approval saved comes back.
+    pub(crate) async fn grant_check(&self, id: &str) -> Result<crate::ops::claude::GrantCheck> {
+        decode(on(
+            id,
+            self.post(&["actions", id, "grant"], json!({})).await,
+        )?)
+    }
+
     pub(crate) async fn reject(
         &self,
         id: &str,

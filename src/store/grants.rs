@@ -1,0 +1,458 @@
+//! Permission grants (issue 13): a person's "approve for this session" or
+//! "always approve" on an agent's permission prompt, kept so that later
+//! prompts it covers are decided at once.
+//!
+//! A grant holds one tool and one [`pattern`] (never another tool, never a
+//! wider pattern than the message showed). A session grant covers one agent
+//! session; an always grant every session of its project. A grant is saved
+//! unconfirmed, the prompt is approved, and only an approval that won
+//! confirms it ([`Store::grant_confirm`]); only confirmed, unrevoked grants
+//! match. Revocation is a guarded UPDATE. This module decides nothing about
+//! prompts itself: the hook asks [`Store::grant_matching`] and approves the
+//! prompt as `grant:<id>` through the actions engine.
+
+pub mod pattern;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use sqlx::Row;
+
+use super::{Error, NewEvent, Result, Store, events, new_id};
+use crate::store::Channel;
+use crate::store::actions::{self, Action, Actor, ApproveOutcome};
+
+/// The agent whose prompts are `claude.<Tool>` actions.
+pub const CLAUDE: &str = "claude";
+
+/// The tool of an agent's permission prompt (`claude.Bash` → `Bash`).
+pub fn prompt_tool(a: &Action) -> Option<&str> {
+    a.kind.strip_prefix("claude.")
+}
+
+/// The grant a "for this session" / "always" approval of `a` would save:
+/// (tool, pattern); `None` when none is offered.
+pub fn offer(a: &Action) -> Option<(String, String)> {
+    let tool = prompt_tool(a)?;
+    let p = pattern::derive(tool, &a.effective_args)?;
+    Some((tool.to_string(), p))
+}
+
+/// How far a grant reaches.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    /// Later prompts of the same agent session.
+    Session,
+    /// Later prompts of every session of the same project (and, for Claude
+    /// Code, a rule written back into its local settings).
+    Always,
+}
+
+impl Scope {
+    /// The stored spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Session => "session",
+            Scope::Always => "always",
+        }
+    }
+}
+
+/// One grant as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct Grant {
+    /// Full id (UUIDv7 hex).
+    pub id: String,
+    /// Session or always.
+    pub scope: Scope,
+    /// The agent whose prompts it decides (`claude`).
+    pub agent: String,
+    /// The agent session it covers (empty for always).
+    pub session: String,
+    /// The project it holds in.
+    pub project: String,
+    /// The one tool it covers.
+    pub tool: String,
+    /// What of that tool's input it covers (see [`pattern`]).
+    pub pattern: String,
+    /// The rule as shown before it was saved: `Bash(npm test:*)`.
+    pub rule: String,
+    /// The prompt (action) it was given on.
+    pub action_id: String,
+    /// Who gave it.
+    pub created_by: String,
+    /// When.
+    #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "crate::clock::Timestamp")]
+    pub created_at: i64,
+    /// When its approval won (None: inert, it never matches).
+    #[serde(with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<crate::clock::Timestamp>")]
+    pub confirmed_at: Option<i64>,
+    /// When it was revoked (None while it holds).
+    #[serde(with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<crate::clock::Timestamp>")]
+    pub revoked_at: Option<i64>,
+    /// Who revoked it.
+    pub revoked_by: Option<String>,
+}
+
+impl Grant {
+    /// The short id (last 8 characters).
+    pub fn short_id(&self) -> &str {
+        super::short_id(&self.id)
+    }
+
+    /// Whether it decides prompts now.
+    pub fn live(&self) -> bool {
+        self.confirmed_at.is_some() && self.revoked_at.is_none()
+    }
+}
+
+/// A grant to save.
+#[derive(Debug, Clone)]
+pub struct NewGrant<'a> {
+    /// Session or always.
+    pub scope: Scope,
+    /// The agent (`claude`).
+    pub agent: &'a str,
+    /// The agent session (ignored for always).
+    pub session: &'a str,
+    /// The project.
+    pub project: &'a str,
+    /// The tool.
+    pub tool: &'a str,
+    /// The pattern, from [`pattern::derive`].
+    pub pattern: &'a str,
+    /// The prompt it is given on.
+    pub action_id: &'a str,
+    /// Who gives it.
+    pub by: &'a str,
+}
+
+fn grant_from(r: &sqlx::sqlite::SqliteRow) -> Result<Grant> {
+    let scope: String = r.try_get("scope")?;
+    let tool: String = r.try_get("tool")?;
+    let pattern: String = r.try_get("pattern")?;
+    Ok(Grant {
+        id: r.try_get("id")?,
+        scope: match scope.as_str() {
+            "session" => Scope::Session,
+            "always" => Scope::Always,
+            other => return Err(Error::Corrupt(format!("grant scope `{other}`"))),
+        },
+        agent: r.try_get("agent")?,
+        session: r.try_get("session")?,
+        project: r.try_get("project")?,
+        rule: pattern::shown(&tool, &pattern),
+        tool,
+        pattern,
+        action_id: r.try_get("action_id")?,
+        created_by: r.try_get("created_by")?,
+        created_at: r.try_get("created_at")?,
+        confirmed_at: r.try_get("confirmed_at")?,
+        revoked_at: r.try_get("revoked_at")?,
+        revoked_by: r.try_get("revoked_by")?,
+    })
+}
+
+async fn append_event(
+    conn: &mut sqlx::SqliteConnection,
+    now: i64,
+    kind: &str,
+    actor: &str,
+    channel: Channel,
+    g: &Grant,
+) -> Result<i64> {
+    events::append(
+        conn,
+        now,
+        &NewEvent {
+            kind,
+            entity_kind: "grant",
+            entity_id: &g.id,
+            actor,
+            channel,
+            project: &g.project,
+            session: &g.session,
+            payload: json!({"scope": g.scope, "tool": g.tool, "rule": g.rule, "action_id": g.action_id}),
+        },
+    )
+    .await
+}
+
+impl Store {
+    /// Save a grant, unconfirmed (it matches nothing until
+    /// [`Store::grant_confirm`]). A prompt already carrying a grant keeps
+    /// the first one: a double tap never saves two. Refused when the
+    /// pattern is not what [`pattern::derive`] gives for the tool.
+    pub async fn grant_create(&self, g: &NewGrant<'_>, channel: Channel) -> Result<Grant> {
+        if g.pattern.trim().is_empty() || g.tool.trim().is_empty() {
+            return Err(Error::Invalid("a grant needs a tool and a pattern".into()));
+        }
+        let session = match g.scope {
+            Scope::Session if g.session.trim().is_empty() => {
+                return Err(Error::Invalid(
+                    "a session grant needs the agent's session id (the prompt carried none)".into(),
+                ));
+            }
+            Scope::Session => g.session,
+            Scope::Always => "",
+        };
+        self.retry(|| async {
+            let now = self.now();
+            let mut tx = self.begin_write().await?;
+            // Why ON CONFLICT DO NOTHING: the unique index on action_id
+            // decides two taps racing on one prompt; the loser reads the winner.
+            let row = sqlx::query(
+                "INSERT INTO grants (id, scope, agent, session, project, tool, pattern, action_id, created_by, created_at)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                 ON CONFLICT (action_id) DO NOTHING RETURNING *",
+            )
+            .bind(new_id())
+            .bind(g.scope.as_str())
+            .bind(g.agent)
+            .bind(session)
+            .bind(g.project)
+            .bind(g.tool)
+            .bind(g.pattern)
+            .bind(g.action_id)
+            .bind(g.by)
+            .bind(now)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let grant = match row {
+                Some(r) => {
+                    let grant = grant_from(&r)?;
+                    append_event(&mut tx, now, "grant.created", g.by, channel, &grant).await?;
+                    grant
+                }
+                None => {
+                    let r = sqlx::query("SELECT * FROM grants WHERE action_id = ?")
+                        .bind(g.action_id)
+                        .fetch_one(&mut *tx)
+                        .await?;
+                    grant_from(&r)?
+                }
+            };
+            tx.commit().await?;
+            Ok(grant)
+        })
+        .await
+    }
+
+    /// Approve the prompt `a` as `actor` and save the grant [`offer`] shows
+    /// for it, with `scope`: the grant first (inert), then the approval,
+    /// then the grant confirmed only if this approval won. The grant comes
+    /// back only when it is live.
+    pub async fn approve_granting(
+        &self,
+        a: &Action,
+        actor: Actor<'_>,
+        scope: Scope,
+    ) -> actions::Result<(ApproveOutcome, Option<Grant>)> {
+        let Some((tool, p)) = offer(a) else {
+            return Err(Error::Invalid(
+                "no grant is offered for this prompt (not a Claude Code prompt, or a tool or command a rule cannot name): approve it once".into(),
+            )
+            .into());
+        };
+        let grant = self
+            .grant_create(
+                &NewGrant {
+                    scope,
+                    agent: CLAUDE,
+                    session: &a.session,
+                    project: &a.project,
+                    tool: &tool,
+                    pattern: &p,
+                    action_id: &a.id,
+                    by: actor.name,
+                },
+                actor.channel,
+            )
+            .await?;
+        let out = self.approve(&a.id, actor, None).await?;
+        let won = matches!(&out, ApproveOutcome::Approved { action }
+            if action.decided_by.as_deref() == Some(actor.name));
+        // Only the grant this tap saved (a double tap of another button
+        // finds the first tap's grant: that one is not what this tap showed).
+        let ours = grant.created_by == actor.name && grant.scope == scope;
+        if !won || !ours || !self.grant_confirm(&grant.id).await? {
+            return Ok((out, None));
+        }
+        let live = self.grant_for_action(&a.id).await?;
+        Ok((out, live))
+    }
+
+    /// Decide the pending Claude Code prompt `a` by the oldest live grant
+    /// covering it, approved as `grant:<id>`; the grant that decided it, or
+    /// `None` (not pending, not a prompt, or nothing covers it).
+    pub async fn grant_apply(&self, a: &Action) -> actions::Result<Option<Grant>> {
+        let Some(tool) = prompt_tool(a) else {
+            return Ok(None);
+        };
+        if a.status != actions::Status::Pending {
+            return Ok(None);
+        }
+        let Some(g) = self
+            .grant_matching(CLAUDE, &a.session, &a.project, tool, &a.effective_args)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let name = format!("grant:{}", g.id);
+        let actor = Actor {
+            name: &name,
+            channel: Channel::Daemon,
+        };
+        let out = self.approve(&a.id, actor, None).await?;
+        Ok(matches!(out, ApproveOutcome::Approved { .. }).then_some(g))
+    }
+
+    /// The grant whose giver's approval decided `a`, if it still holds
+    /// (a grant saved by a tap that lost the race says nothing).
+    pub async fn grant_given(&self, a: &Action) -> Result<Option<Grant>> {
+        Ok(self
+            .grant_for_action(&a.id)
+            .await?
+            .filter(|g| Some(&g.created_by) == a.decided_by.as_ref() && g.revoked_at.is_none()))
+    }
+
+    /// Confirm grant `id` after the approval of its prompt by its giver
+    /// won; from then on it matches. False if it was confirmed or revoked
+    /// already.
+    pub async fn grant_confirm(&self, id: &str) -> Result<bool> {
+        self.retry(|| async {
+            let now = self.now();
+            // Why guarded: confirming twice or after a revoke changes nothing.
+            let done = sqlx::query(
+                "UPDATE grants SET confirmed_at = ? WHERE id = ? AND confirmed_at IS NULL AND revoked_at IS NULL",
+            )
+            .bind(now)
+            .bind(id)
+            .execute(self.pool())
+            .await?;
+            Ok(done.rows_affected() == 1)
+        })
+        .await
+    }
+
+    /// The grant given on prompt `action_id`, confirmed or not.
+    pub async fn grant_for_action(&self, action_id: &str) -> Result<Option<Grant>> {
+        let row = sqlx::query("SELECT * FROM grants WHERE action_id = ?")
+            .bind(action_id)
+            .fetch_optional(self.pool())
+            .await?;
+        row.as_ref().map(grant_from).transpose()
+    }
+
+    /// The oldest live grant of `agent` that covers `input` of `tool` in
+    /// `session` (session grants) or `project` (always grants).
+    pub async fn grant_matching(
+        &self,
+        agent: &str,
+        session: &str,
+        project: &str,
+        tool: &str,
+        input: &Value,
+    ) -> Result<Option<Grant>> {
+        let rows = sqlx::query(
+            "SELECT * FROM grants
+             WHERE revoked_at IS NULL AND confirmed_at IS NOT NULL
+               AND agent = ?1 AND tool = ?2 AND project = ?3
+               AND ((scope = 'session' AND session = ?4 AND ?4 <> '') OR scope = 'always')
+             ORDER BY created_at, id",
+        )
+        .bind(agent)
+        .bind(tool)
+        .bind(project)
+        .bind(session)
+        .fetch_all(self.pool())
+        .await?;
+        for r in &rows {
+            let g = grant_from(r)?;
+            if pattern::covers(&g.tool, &g.pattern, input) {
+                return Ok(Some(g));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Grants, newest first; revoked and unconfirmed ones only with `all`.
+    pub async fn grant_list(&self, all: bool) -> Result<Vec<Grant>> {
+        let rows = sqlx::query(
+            "SELECT * FROM grants
+             WHERE ?1 OR (revoked_at IS NULL AND confirmed_at IS NOT NULL)
+             ORDER BY created_at DESC, id DESC",
+        )
+        .bind(all)
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter().map(grant_from).collect()
+    }
+
+    /// Revoke the grant `id` (full or short id). `Ok(None)` when no grant
+    /// has that id; a grant revoked already comes back unchanged.
+    pub async fn grant_revoke(
+        &self,
+        id: &str,
+        by: &str,
+        channel: Channel,
+    ) -> Result<Option<Grant>> {
+        let key = id.trim().to_ascii_lowercase();
+        if key.len() < 8 || !key.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(Error::Invalid(format!(
+                "`{id}` is not a grant id: give at least its 8-character short id (see `handoff grants`)"
+            )));
+        }
+        self.retry(|| async {
+            let now = self.now();
+            let mut tx = self.begin_write().await?;
+            let ids: Vec<String> = sqlx::query_scalar(
+                "SELECT id FROM grants WHERE id = ?1 OR substr(id, -length(?1)) = ?1 LIMIT 2",
+            )
+            .bind(&key)
+            .fetch_all(&mut *tx)
+            .await?;
+            let full = match ids.as_slice() {
+                [] => return Ok(None),
+                [one] => one.clone(),
+                _ => {
+                    return Err(Error::Invalid(format!(
+                        "`{id}` matches several grants: give more characters of the id"
+                    )));
+                }
+            };
+            // Why guarded on revoked_at IS NULL: revoking twice appends no
+            // second event and keeps the first revoker.
+            let row = sqlx::query(
+                "UPDATE grants SET revoked_at = ?, revoked_by = ? WHERE id = ? AND revoked_at IS NULL RETURNING *",
+            )
+            .bind(now)
+            .bind(by)
+            .bind(&full)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let grant = match row {
+                Some(r) => {
+                    let g = grant_from(&r)?;
+                    append_event(&mut tx, now, "grant.revoked", by, channel, &g).await?;
+                    g
+                }
+                None => {
+                    let r = sqlx::query("SELECT * FROM grants WHERE id = ?")
+                        .bind(&full)
+                        .fetch_one(&mut *tx)
+                        .await?;
+                    grant_from(&r)?
+                }
+            };
+            tx.commit().await?;
+            Ok(Some(grant))
+        })
+        .await
+    }
+}

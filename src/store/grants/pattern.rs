@@ -1,0 +1,185 @@
+//! The rule a grant saves, derived from one tool input, and whether a later
+//! input falls under it. Pure functions, no SQL.
+//!
+//! Patterns are written in Claude Code's own rule terms (`Bash(npm test:*)`,
+//! `Edit(//abs/path)`) so what the message shows is what is saved, and never
+//! wider:
+//!
+//! - `Bash`: a prefix of two or three plain words (`npm test`, `cargo build`)
+//!   saved as `npm test:*`: it covers that command with more plain arguments,
+//!   never one chained, piped or redirected (`npm test; rm -rf ~` is not
+//!   covered). A command whose first two words are not plain words is saved
+//!   exactly, and covers only itself.
+//! - `Edit`, `Write`, `MultiEdit`: the absolute `file_path`, exactly;
+//!   `NotebookEdit`: the absolute `notebook_path`, exactly.
+//! - any other tool: no grant is offered (approve once only).
+
+use serde_json::Value;
+
+/// Characters that make a shell command more than one plain command.
+const SHELL_META: &[char] = &[
+    ';', '&', '|', '<', '>', '$', '`', '(', ')', '\n', '\r', '\\', '*', '?', '[', ']', '{', '}',
+    '~', '!', '#', '\'', '"',
+];
+
+/// The most words a Bash prefix keeps.
+const MAX_PREFIX_WORDS: usize = 3;
+
+/// A word that can stand in a prefix: a program or a subcommand.
+fn plain_word(w: &str) -> bool {
+    !w.is_empty()
+        && !w.starts_with('-')
+        && w.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '+'))
+}
+
+/// The input field that names the file a file tool touches.
+fn path_key(tool: &str) -> Option<&'static str> {
+    match tool {
+        "Edit" | "Write" | "MultiEdit" => Some("file_path"),
+        "NotebookEdit" => Some("notebook_path"),
+        _ => None,
+    }
+}
+
+/// The pattern a grant on this prompt would save, or `None` when no grant is
+/// offered for this tool or input.
+pub fn derive(tool: &str, input: &Value) -> Option<String> {
+    if tool == "Bash" {
+        let cmd = input.get("command")?.as_str()?.trim();
+        // A longer command is approved once: an exact rule that long
+        // would not be read before it is saved.
+        if cmd.is_empty() || cmd.ends_with(":*") || cmd.chars().count() > 500 {
+            return None;
+        }
+        let words: Vec<&str> = cmd.split_whitespace().collect();
+        let prefix: Vec<&str> = words
+            .iter()
+            .take(MAX_PREFIX_WORDS)
+            .take_while(|w| plain_word(w))
+            .copied()
+            .collect();
+        // Two plain words at least (`npm test`), and a command that is one
+        // plain command: else the grant covers this exact command only.
+        if prefix.len() >= 2 && !cmd.contains(SHELL_META) {
+            return Some(format!("{}:*", prefix.join(" ")));
+        }
+        return Some(cmd.to_string());
+    }
+    let path = input.get(path_key(tool)?)?.as_str()?;
+    (path.starts_with('/') && !path.contains('\n')).then(|| path.to_string())
+}
+
+/// Whether `input` of `tool` falls under `pattern` (saved for the same tool).
+pub fn covers(tool: &str, pattern: &str, input: &Value) -> bool {
+    if tool == "Bash" {
+        let Some(cmd) = input.get("command").and_then(Value::as_str) else {
+            return false;
+        };
+        let cmd = cmd.trim();
+        return match pattern.strip_suffix(":*") {
+            Some(prefix) => {
+                !cmd.contains(SHELL_META)
+                    && (cmd == prefix
+                        || cmd
+                            .strip_prefix(prefix)
+                            .is_some_and(|rest| rest.starts_with([' ', '\t'])))
+            }
+            None => cmd == pattern,
+        };
+    }
+    match path_key(tool) {
+        Some(key) => input.get(key).and_then(Value::as_str) == Some(pattern),
+        None => false,
+    }
+}
+
+/// The rule as Claude Code writes it: `Bash(npm test:*)`, `Edit(//abs/path)`
+/// (a `//` path is absolute in Claude Code's permission rules).
+pub fn claude_rule_content(tool: &str, pattern: &str) -> String {
+    if path_key(tool).is_some() {
+        format!("/{pattern}")
+    } else {
+        pattern.to_string()
+    }
+}
+
+/// The rule shown to people: `Tool(content)`.
+pub fn shown(tool: &str, pattern: &str) -> String {
+    format!("{tool}({})", claude_rule_content(tool, pattern))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn bash(c: &str) -> Value {
+        json!({"command": c, "description": "d"})
+    }
+
+    #[test]
+    fn bash_prefixes_are_plain_words_only() {
+        let cases = [
+            ("npm test", Some("npm test:*")),
+            ("npm run build --prod", Some("npm run build:*")),
+            ("git commit -m x", Some("git commit:*")),
+            ("cargo test --lib store", Some("cargo test:*")),
+            // One plain word, or metacharacters: the exact command only.
+            ("rm -rf node_modules", Some("rm -rf node_modules")),
+            ("ls", Some("ls")),
+            ("npm test && npm publish", Some("npm test && npm publish")),
+            ("echo $HOME", Some("echo $HOME")),
+            ("  ", None),
+        ];
+        for (cmd, want) in cases {
+            assert_eq!(derive("Bash", &bash(cmd)).as_deref(), want, "{cmd}");
+        }
+    }
+
+    #[test]
+    fn a_prefix_never_covers_a_wider_command() {
+        let p = "npm test:*";
+        for ok in ["npm test", "npm test -- --watch", "npm  test"] {
+            // "npm  test" has two spaces: not the prefix as written.
+            let want = ok != "npm  test";
+            assert_eq!(covers("Bash", p, &bash(ok)), want, "{ok}");
+        }
+        for no in [
+            "npm testing",
+            "npm test; rm -rf ~",
+            "npm test && npm publish",
+            "npm test | sh",
+            "npm test > /etc/passwd",
+            "npm test $(curl x)",
+            "npm publish",
+            "npm",
+        ] {
+            assert!(!covers("Bash", p, &bash(no)), "{no}");
+        }
+        assert!(covers("Bash", "ls", &bash("ls")));
+        assert!(!covers("Bash", "ls", &bash("ls -la")));
+    }
+
+    #[test]
+    fn file_tools_cover_their_exact_path() {
+        let i = json!({"file_path": "/p/src/db.rs", "old_string": "a", "new_string": "b"});
+        assert_eq!(derive("Edit", &i).as_deref(), Some("/p/src/db.rs"));
+        assert!(covers("Edit", "/p/src/db.rs", &i));
+        assert!(!covers("Edit", "/p/src", &i));
+        assert!(!covers(
+            "Edit",
+            "/p/src/db.rs",
+            &json!({"file_path": "/p/src/db.rs.bak"})
+        ));
+        assert_eq!(derive("Edit", &json!({"file_path": "rel/x.rs"})), None);
+        assert_eq!(shown("Write", "/p/a.rs"), "Write(//p/a.rs)");
+        assert_eq!(shown("Bash", "npm test:*"), "Bash(npm test:*)");
+        assert_eq!(derive("WebFetch", &json!({"url": "https://x"})), None);
+        assert!(!covers(
+            "WebFetch",
+            "https://x",
+            &json!({"url": "https://x"})
+        ));
+    }
+}

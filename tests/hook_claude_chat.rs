@@ -1,0 +1,340 @@
+//! Claude Code permission prompts through the real daemon and the fake Bot
+//! API (issue 13): the message shows the exact rule a grant would save
+//! before anyone taps; "for this session" decides the next covered prompt
+//! of that session without a message; other sessions and wider commands
+//! still ask; "always" answers with Claude Code's permission update.
+
+mod common;
+
+use common::TempDb;
+use common::daemon::{Daemon, write_config};
+use common::fake_telegram::{FakeTelegram, Msg};
+use common::hook::{bash, finish, permission_request, spawn_hook};
+use serde_json::json;
+
+const ME: i64 = 4242;
+
+async fn setup() -> (TempDb, FakeTelegram, Daemon, String) {
+    let db = TempDb::new();
+    db.open().await.close().await;
+    let fake = FakeTelegram::start().await;
+    let cfg = write_config(db.dir.path(), &fake.url, &[("me", ME, &[ME], &[ME])], "");
+    let d = Daemon::start(&db.path, &cfg);
+    (db, fake, d, cfg.to_str().unwrap().to_string())
+}
+
+async fn message_with(fake: &FakeTelegram, text: &str) -> Msg {
+    fake.until(30, "the prompt's message", |f| {
+        f.messages(ME)
+            .into_iter()
+            .find(|m| m.text.contains(text) && !m.buttons().is_empty())
+    })
+    .await
+}
+
+// Multi-threaded: the hook is awaited with a blocking wait while the
+// fake Bot API (on this runtime) keeps serving the daemon.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn for_this_session_decides_later_covered_prompts_of_that_session_only() {
+    let (db, fake, _d, cfg) = setup().await;
+    let env = [("HANDOFF_CONFIG", cfg.as_str())];
+    let ev = permission_request("s-1", "Bash", bash("npm test"));
+    let hook = spawn_hook(&db, &ev.to_string(), &["--timeout", "60s"], &env);
+    let msg = message_with(&fake, "npm test").await;
+    // The exact rule, shown before anyone taps.
+    assert!(msg.text.contains("Bash(npm test:*)"), "{}", msg.text);
+    let labels: Vec<String> = msg.buttons().into_iter().map(|(t, _)| t).collect();
+    for want in ["Approve once", "For this session", "Always", "Reject"] {
+        assert!(
+            labels.iter().any(|l| l.contains(want)),
+            "{want} in {labels:?}"
+        );
+    }
+    fake.tap(ME, ME, msg.message_id, &msg.button("For this session"));
+    let (code, out, err) = finish(hook);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out,
+        json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}}),
+        "a session grant writes nothing into Claude Code's settings"
+    );
+
+    // The same session, a covered command: decided at once by the grant.
+    let ev = permission_request("s-1", "Bash", bash("npm test -- --ci"));
+    let (_, out, _) = finish(spawn_hook(
+        &db,
+        &ev.to_string(),
+        &["--timeout", "20s"],
+        &env,
+    ));
+    assert_eq!(out["hookSpecificOutput"]["decision"]["behavior"], "allow");
+    let store = db.open().await;
+    let granted = store
+        .list_actions(None)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|a| a.summary.contains("npm test -- --ci"))
+        .unwrap();
+    assert!(granted.decided_by.as_deref().unwrap().starts_with("grant:"));
+
+    // Another session: still asks (a message), and a reject denies.
+    let ev = permission_request("s-2", "Bash", bash("npm test"));
+    let hook = spawn_hook(&db, &ev.to_string(), &["--timeout", "60s"], &env);
+    let other = message_with(&fake, "s-2").await;
+    // The follower takes events in order and records a push before it
+    // sends: with this later prompt's message out, the granted prompt's
+    // turn is over, and it left no record (and no message).
+    let pool = common::raw_pool(&db.path).await;
+    let records: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM chat_messages WHERE item_id = ?")
+        .bind(&granted.id)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(records, 0, "a prompt a grant decided is not pushed");
+    let short = &granted.id[granted.id.len() - 8..];
+    assert!(fake.messages(ME).iter().all(|m| !m.text.contains(short)));
+    fake.tap(ME, ME, other.message_id, &other.button("Reject"));
+    let (_, out, _) = finish(hook);
+    assert_eq!(out["hookSpecificOutput"]["decision"]["behavior"], "deny");
+
+    // A wider command in the granted session: still asks.
+    let ev = permission_request("s-1", "Bash", bash("npm test && npm publish"));
+    let hook = spawn_hook(&db, &ev.to_string(), &["--timeout", "60s"], &env);
+    let wider = message_with(&fake, "npm publish").await;
+    assert!(
+        wider.text.contains("Bash(npm test &amp;&amp; npm publish)"),
+        "a chained command is offered only exactly: {}",
+        wider.text
+    );
+    fake.tap(ME, ME, wider.message_id, &wider.button("Reject"));
+    let (_, out, _) = finish(hook);
+    assert_eq!(out["hookSpecificOutput"]["decision"]["behavior"], "deny");
+}
+
+// Multi-threaded: the hook is awaited with a blocking wait while the
+// fake Bot API (on this runtime) keeps serving the daemon.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn always_answers_with_the_permission_update_and_lists_the_grant() {
+    let (db, fake, _d, cfg) = setup().await;
+    let env = [("HANDOFF_CONFIG", cfg.as_str())];
+    let input =
+        json!({"file_path": "/home/dev/shop/src/db.rs", "old_string": "a", "new_string": "b"});
+    let ev = permission_request("s-1", "Edit", input);
+    let hook = spawn_hook(&db, &ev.to_string(), &["--timeout", "60s"], &env);
+    let msg = message_with(&fake, "src/db.rs").await;
+    assert!(
+        msg.text.contains("Edit(//home/dev/shop/src/db.rs)"),
+        "{}",
+        msg.text
+    );
+    fake.tap(ME, ME, msg.message_id, &msg.button("Always"));
+    let (_, out, _) = finish(hook);
+    assert_eq!(
+        out["hookSpecificOutput"]["decision"],
+        json!({"behavior": "allow", "updatedPermissions": [{
+            "type": "addRules",
+            "rules": [{"toolName": "Edit", "ruleContent": "//home/dev/shop/src/db.rs"}],
+            "behavior": "allow",
+            "destination": "localSettings"
+        }]})
+    );
+    let v = common::json(&db.cli(&["--json", "grants"]));
+    assert_eq!(v["grants"][0]["rule"], "Edit(//home/dev/shop/src/db.rs)");
+    assert_eq!(v["grants"][0]["created_by"], "@user4242");
+    // Not another tool on the same file.
+    let ev = permission_request(
+        "s-3",
+        "Write",
+        json!({"file_path": "/home/dev/shop/src/db.rs", "content": "x"}),
+    );
+    let (_, out, _) = finish(spawn_hook(&db, &ev.to_string(), &["--timeout", "1s"], &env));
+    assert_eq!(out["hookSpecificOutput"]["decision"]["behavior"], "deny");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_diff_arrives_as_a_summary_plus_a_document_never_cut() {
+    let (db, fake, _d, cfg) = setup().await;
+    let env = [("HANDOFF_CONFIG", cfg.as_str())];
+    // About 30 KB of new lines: far over one message.
+    let old: String = (0..600).map(|i| format!("line {i}\n")).collect();
+    let new: String = (0..600)
+        .map(|i| format!("line {i} changed to a longer text\n"))
+        .collect();
+    let input =
+        json!({"file_path": "/home/dev/shop/src/big.rs", "old_string": old, "new_string": new});
+    let ev = permission_request("s-1", "Edit", input);
+    let hook = spawn_hook(&db, &ev.to_string(), &["--timeout", "60s"], &env);
+    let msg = message_with(&fake, "big.rs").await;
+    assert!(msg.text.contains("attached file"), "{}", msg.text);
+    assert!(
+        !msg.text.contains("(truncated)") && !msg.text.contains("line 599"),
+        "{}",
+        msg.text
+    );
+    let doc = fake
+        .until(30, "the document", |f| f.documents().into_iter().next())
+        .await;
+    assert!(
+        doc.contains(".diff"),
+        "a file name: {}",
+        &doc[..200.min(doc.len())]
+    );
+    assert!(doc.contains("-line 599\n") && doc.contains("+line 599 changed to a longer text"));
+    assert!(doc.contains(&ME.to_string()), "sent to the prompt's chat");
+    fake.tap(ME, ME, msg.message_id, &msg.button("Approve once"));
+    let (_, out, _) = finish(hook);
+    assert_eq!(out["hookSpecificOutput"]["decision"]["behavior"], "allow");
+    // Every message with buttons fits as drawn: nothing was cut.
+    for m in fake.messages(ME) {
+        assert!(!m.text.contains("(truncated)"), "{}", m.text);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_command_shows_whole_with_its_cwd() {
+    let (db, fake, _d, cfg) = setup().await;
+    let env = [("HANDOFF_CONFIG", cfg.as_str())];
+    let cmd = "npm run migrate -- --env staging --verbose";
+    let ev = permission_request("s-1", "Bash", bash(cmd));
+    let hook = spawn_hook(&db, &ev.to_string(), &["--timeout", "60s"], &env);
+    let msg = message_with(&fake, "migrate").await;
+    assert!(
+        msg.text.contains(&format!("<pre>{cmd}</pre>")),
+        "{}",
+        msg.text
+    );
+    assert!(msg.text.contains("/home/dev/shop"), "the cwd: {}", msg.text);
+    assert!(fake.documents().is_empty());
+    // Stopped at the terminal: the message says so and loses its buttons.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(hook.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let _ = finish(hook);
+    let edited = fake
+        .until(30, "the message edited", |f| {
+            f.message(ME, msg.message_id)
+                .filter(|m| m.text.contains("Answered at the terminal"))
+        })
+        .await;
+    assert!(edited.buttons().is_empty(), "{:?}", edited.buttons());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_inbox_api_shows_the_rule_and_approves_for_the_session() {
+    let (db, fake, d, cfg) = setup().await;
+    let env = [("HANDOFF_CONFIG", cfg.as_str())];
+    let o = db.cli(&[
+        "--json", "token", "create", "--name", "alice", "--role", "human",
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let token = common::json(&o)["secret"].as_str().unwrap().to_string();
+    let ev = permission_request("s-1", "Bash", bash("cargo clippy --all-targets"));
+    let hook = spawn_hook(&db, &ev.to_string(), &["--timeout", "60s"], &env);
+    message_with(&fake, "cargo clippy").await;
+    let store = db.open().await;
+    let a = store.list_actions(None).await.unwrap().remove(0);
+    let http = reqwest::Client::new();
+    let url = format!(
+        "http://{}/v1/actions/{}",
+        d.addr.trim_start_matches("http://"),
+        a.id
+    );
+    let shown: serde_json::Value = http
+        .get(&url)
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let shown = if shown.get("action").is_some() {
+        shown["action"].clone()
+    } else {
+        shown
+    };
+    assert_eq!(shown["grant_rule"], "Bash(cargo clippy:*)", "{shown}");
+    // A grant of edited arguments is refused: it would save a rule nobody saw.
+    let r = http
+        .post(format!("{url}/approve"))
+        .bearer_auth(&token)
+        .json(&json!({"grant": "session", "patch": {"command": "cargo fmt"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 422);
+    let r = http
+        .post(format!("{url}/approve"))
+        .bearer_auth(&token)
+        .json(&json!({"grant": "session"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+    let (_, out, _) = finish(hook);
+    assert_eq!(out["hookSpecificOutput"]["decision"]["behavior"], "allow");
+    let v = common::json(&db.cli(&["--json", "grants"]));
+    assert_eq!(v["grants"][0]["rule"], "Bash(cargo clippy:*)");
+    assert_eq!(v["grants"][0]["scope"], "session");
+    assert_eq!(v["grants"][0]["created_by"], "alice");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn against_a_daemon_grants_decide_on_its_host() {
+    let (db, fake, d, _cfg) = setup().await;
+    let o = db.cli(&[
+        "--json",
+        "token",
+        "create",
+        "--name",
+        "claude-hook",
+        "--role",
+        "agent",
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let token = common::json(&o)["secret"].as_str().unwrap().to_string();
+    let url = format!("http://{}", d.addr.trim_start_matches("http://"));
+    let remote = [
+        ("HANDOFF_URL", url.as_str()),
+        ("HANDOFF_TOKEN", token.as_str()),
+    ];
+    // Through the daemon: tapped "For this session" in chat.
+    let ev = permission_request("s-r", "Bash", bash("make test"));
+    let hook = spawn_hook(&db, &ev.to_string(), &["--timeout", "60s"], &remote);
+    let msg = message_with(&fake, "make test").await;
+    fake.tap(ME, ME, msg.message_id, &msg.button("For this session"));
+    let (code, out, err) = finish(hook);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out["hookSpecificOutput"]["decision"]["behavior"], "allow",
+        "{out}"
+    );
+    // The next covered prompt of that session: decided at once on the host.
+    let ev = permission_request("s-r", "Bash", bash("make test V=1"));
+    let (_, out, err) = finish(spawn_hook(
+        &db,
+        &ev.to_string(),
+        &["--timeout", "20s"],
+        &remote,
+    ));
+    assert_eq!(
+        out["hookSpecificOutput"]["decision"]["behavior"], "allow",
+        "{out} {err}"
+    );
+    let store = db.open().await;
+    let a = store
+        .list_actions(None)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|a| a.summary.contains("make test V=1"))
+        .unwrap();
+    assert!(
+        a.decided_by.as_deref().unwrap().starts_with("grant:"),
+        "{:?}",
+        a.decided_by
+    );
+}
