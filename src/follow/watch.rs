@@ -97,10 +97,11 @@ pub async fn watch(store: Store, nudge: Arc<Notify>, cancel: CancellationToken) 
     }
 }
 
-/// Read the newest `seq`; nudge when it moved past `seen`.
+/// Read the newest `seq`; nudge when it moved from `seen`.
 async fn check(store: &Store, seen: &mut i64, nudge: &Notify) -> bool {
     match store.last_event_seq().await {
-        Ok(seq) if seq > *seen => {
+        // `!=`, not `>`: a database restored from a backup may go back.
+        Ok(seq) if seq != *seen => {
             *seen = seq;
             nudge.notify_waiters();
             true
