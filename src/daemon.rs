@@ -6,12 +6,18 @@
 //! listener ([`listener`](crate::api::listener): timeouts and a connection cap), the waiter follower (wakes in-process waiters), the chat
 //! follower (pushes items to Telegram, with a durable cursor), the notify
 //! worker (wake-ups, with a durable cursor) and the Telegram update loop,
-//! plus housekeeping (expiry sweeps, lease recovery).
+//! plus the database watcher ([`follow::watch`]: other processes' writes
+//! nudge the followers) and housekeeping (expiry sweeps, lease recovery,
+//! each when it falls due). Nothing ticks on a fixed short cadence: an idle
+//! daemon sleeps until a write, a due time or the fallback poll.
 //! Shutdown cancels the token and waits for the tracker, bounded.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
+use tokio::sync::Notify;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -24,8 +30,13 @@ use crate::store::Store;
 /// How long shutdown waits for workers before giving up on them.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(8);
 
-/// How often expiries and lapsed leases are written.
-const HOUSEKEEPING: Duration = Duration::from_secs(1);
+/// How soon housekeeping tries again when a run left work due (it failed,
+/// or a verifier is still deciding): the old fixed cadence, as a floor.
+const HOUSEKEEPING_AGAIN: Duration = Duration::from_secs(1);
+
+/// The longest housekeeping sleeps without a nudge or a due time (the
+/// wall clock may jump; an expiry is never later than this).
+const HOUSEKEEPING_IDLE: Duration = Duration::from_secs(60);
 
 /// Errors that stop the daemon.
 #[derive(Debug, thiserror::Error)]
@@ -54,7 +65,18 @@ pub async fn run(
     // Recovery before any worker: lapsed executions become `unknown` (shown
     // to a human, never silently re-run); approved-but-unclaimed stay claimable.
     recover_at_start(&store).await;
-    spawn_housekeeping(store.clone(), &tracker, shutdown.clone());
+    spawn_housekeeping(
+        store.clone(),
+        shared.nudge.clone(),
+        &tracker,
+        shutdown.clone(),
+    );
+    // Other processes' writes: seen through the database files, not polled.
+    tracker.spawn(follow::watch(
+        store.clone(),
+        shared.nudge.clone(),
+        shutdown.clone(),
+    ));
 
     // Waiter follower: from the end of the log (waiters live in memory only).
     {
@@ -130,22 +152,61 @@ async fn recover_at_start(store: &Store) {
 }
 
 /// Housekeeping: the library has no hidden background thread, so the
-/// daemon writes expiries and lapsed leases on its own cadence.
-fn spawn_housekeeping(store: Store, tracker: &TaskTracker, cancel: CancellationToken) {
+/// daemon writes expiries and lapsed leases itself, when the earliest of
+/// them falls due. A nudge (any write: a new action, a claim) makes it look
+/// again, since the earliest due time may have moved closer.
+fn spawn_housekeeping(
+    store: Store,
+    nudge: Arc<Notify>,
+    tracker: &TaskTracker,
+    cancel: CancellationToken,
+) {
     tracker.spawn(async move {
+        // Set after a run: if work is still due, not again before this.
+        let mut not_before: Option<Instant> = None;
         loop {
+            // Enabled before the read, so a write during it is not missed.
+            let nudged = nudge.notified();
+            tokio::pin!(nudged);
+            nudged.as_mut().enable();
+            let next = store.next_housekeeping_due().await;
+            let now = store.now();
+            let sleep = match next {
+                Ok(Some(due)) if due <= now => match not_before {
+                    Some(t) if Instant::now() < t => t - Instant::now(),
+                    _ => {
+                        housekeep(&store).await;
+                        not_before = Some(Instant::now() + HOUSEKEEPING_AGAIN);
+                        continue;
+                    }
+                },
+                Ok(Some(due)) => Duration::from_millis((due - now) as u64).min(HOUSEKEEPING_IDLE),
+                Ok(None) => HOUSEKEEPING_IDLE,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot read when housekeeping is due");
+                    HOUSEKEEPING_AGAIN
+                }
+            };
+            // Why select: shutdown must not wait out a sleep, and a write
+            // may have brought the next due time closer.
             tokio::select! {
                 _ = cancel.cancelled() => break,
-                _ = tokio::time::sleep(HOUSEKEEPING) => {}
-            }
-            if let Err(e) = store.expire_due().await {
-                tracing::warn!(error = %e, "expiry sweep failed");
-            }
-            if let Err(e) = crate::programs::recover(&store).await {
-                tracing::warn!(error = %e, "lease recovery failed");
+                _ = tokio::time::sleep(sleep) => {}
+                _ = &mut nudged => {}
             }
         }
     });
+}
+
+/// One expiry sweep and one lease recovery; failures are warnings (the
+/// next due time comes round again).
+async fn housekeep(store: &Store) {
+    if let Err(e) = store.expire_due().await {
+        tracing::warn!(error = %e, "expiry sweep failed");
+    }
+    if let Err(e) = crate::programs::recover(store).await {
+        tracing::warn!(error = %e, "lease recovery failed");
+    }
 }
 
 /// Cancel `token` on SIGINT or SIGTERM.

@@ -1,11 +1,12 @@
 //! Following the event log by `seq`.
 //!
-//! Any process may append events (the CLI, an MCP server, another daemon);
-//! the daemon sees them by polling the indexed `seq` every
-//! [`POLL`] — a single cheap query, not a busy spin — and immediately when a
-//! write inside this process nudges it. The chat follower keeps a durable
-//! cursor; the waiter follower starts at the log's end (its waiters live
-//! only in memory).
+//! Any process may append events (the CLI, an MCP server, another daemon).
+//! A follower reads the log when nudged — by a write inside this process
+//! (`Shared::wrote`) or by [`watch`], which notices other processes' writes
+//! to the database files — and otherwise only every [`watch::fallback`]
+//! (2 s), so an idle daemon does not poll. The chat follower keeps a
+//! durable cursor; the waiter follower starts at the log's end (its waiters
+//! live only in memory).
 //!
 //! A stored event that does not decode arrives as
 //! [`UNREADABLE`](crate::store::events::UNREADABLE): it is skipped with a
@@ -14,6 +15,7 @@
 //! row never stops a follower.
 
 pub mod waiters;
+pub mod watch;
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -25,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 use crate::store::events::UNREADABLE;
 use crate::store::{Event, Store};
 pub use waiters::Waiters;
+pub use watch::watch;
 
 /// Unreadable events skipped, per follower name. A std Mutex: no `.await`
 /// happens while it is held.
@@ -34,9 +37,6 @@ static SKIPPED: Mutex<BTreeMap<&'static str, u64>> = Mutex::new(BTreeMap::new())
 pub fn skipped() -> BTreeMap<&'static str, u64> {
     SKIPPED.lock().map(|m| m.clone()).unwrap_or_default()
 }
-
-/// How often the log is polled for events written by other processes.
-pub const POLL: Duration = Duration::from_millis(25);
 
 /// Events fetched per read.
 const BATCH: i64 = 256;
@@ -64,6 +64,11 @@ pub async fn follow<A: Apply>(
     let mut cursor = start;
     let mut failures = 0u32;
     while !cancel.is_cancelled() {
+        // Registered before the read, so a nudge that comes while reading
+        // or applying is not lost (tokio keeps it for an enabled waiter).
+        let nudged = nudge.notified();
+        tokio::pin!(nudged);
+        nudged.as_mut().enable();
         let batch = match store.events_after(cursor, BATCH).await {
             Ok(b) => {
                 if b.is_empty() {
@@ -73,7 +78,7 @@ pub async fn follow<A: Apply>(
             }
             Err(e) => {
                 // Backed off like a failed apply: a store that keeps
-                // failing must not be asked (and logged) 40 times a second.
+                // failing is not asked (and logged) in a tight loop.
                 failures += 1;
                 tracing::warn!(error = %e, after = cursor, "cannot read the event log; retrying");
                 Vec::new()
@@ -108,14 +113,14 @@ pub async fn follow<A: Apply>(
         let pause = if failures > 0 {
             Duration::from_millis(200u64 << failures.min(6))
         } else {
-            POLL
+            watch::fallback()
         };
-        // Why select: shutdown must not wait out a poll interval, and a
-        // write in this process should be seen without waiting either.
+        // Why select: shutdown must not wait out a pause, and a write
+        // (nudge) should be seen without waiting either.
         tokio::select! {
             _ = cancel.cancelled() => break,
             _ = tokio::time::sleep(pause) => {}
-            _ = nudge.notified() => {}
+            _ = &mut nudged => {}
         }
     }
 }

@@ -18,6 +18,7 @@ pub mod chat;
 pub mod counts;
 pub mod deliveries;
 pub mod depth;
+pub mod due;
 pub mod events;
 pub mod grants;
 pub mod inbox_sessions;

@@ -3,8 +3,9 @@
 //! answer → long-poll wake-up latency with 100 agents waiting at once
 //! (`GET /v1/questions/{id}?wait=reply`), for an answer made through the
 //! API (an in-process write, which nudges the follower) and for one written
-//! by another store handle (as another process would: seen by the
-//! follower's poll); and the idle RSS of a real `handoff serve` process.
+//! by another store handle (as another process would: seen through the
+//! database watcher, as in the daemon); and the idle RSS of a real
+//! `handoff serve` process.
 
 use std::time::{Duration, Instant};
 
@@ -28,6 +29,11 @@ async fn serve(store: Store) -> (String, Shared) {
     );
     let s = shared.clone();
     let start = store.last_event_seq().await.unwrap();
+    tokio::spawn(handoff::follow::watch(
+        store.clone(),
+        shared.nudge.clone(),
+        shared.shutdown.clone(),
+    ));
     tokio::spawn(async move {
         handoff::follow::follow(
             s.store.clone(),

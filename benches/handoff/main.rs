@@ -12,7 +12,8 @@
 //! Sections: `store` (operations/s on a file database, 1 and 4 writers),
 //! `actions` (propose→approve→claim→complete cycles, single and contended),
 //! `chat` (1,000-item burst under Telegram's limits; tap → answer committed),
-//! `wake` (answer committed → exec wake target started), `wait` (answer →
+//! `wake` (answer committed → exec wake target started, in process and
+//! through a real `handoff serve`; the idle daemon's CPU), `wait` (answer →
 //! `handoff wait` returned, no daemon), `api` (`POST /v1/questions` rate;
 //! answer → long-poll wake-up), `rss` (idle daemon), `startup` (daemon
 //! start-up on a database with 1,000,000 rows).
@@ -23,6 +24,7 @@ mod fake_telegram;
 mod actions;
 mod api;
 mod chat;
+mod daemon;
 mod startup;
 mod store;
 mod wake;
@@ -144,7 +146,11 @@ async fn main() {
             "store" => store::run(quick, &mut t).await,
             "actions" => actions::run(quick, &mut t).await,
             "chat" => chat::burst(quick, &mut t).await,
-            "wake" => wake::run(quick, &mut t).await,
+            "wake" => {
+                wake::run(quick, &mut t).await;
+                daemon::cross_process(quick, &mut t).await;
+                daemon::idle_cpu(quick, &mut t).await;
+            }
             "wait" => wake::wait_no_daemon(quick, &mut t).await,
             "api" => api::run(quick, &mut t).await,
             "rss" => api::idle_rss(&mut t).await,

@@ -6,7 +6,8 @@
 //! - The *deliverer* recovers lapsed leases, claims due deliveries with a
 //!   guarded UPDATE, runs each target outside any transaction (a few at a
 //!   time), then records delivered, the next attempt per the schedule, or
-//!   dead.
+//!   dead. Between those it sleeps until the next attempt or lease falls
+//!   due, or the enqueuer kicks it: it does not tick.
 //!
 //! Durations use `tokio::time`; every stored time comes from the store's clock.
 
@@ -32,13 +33,20 @@ pub const CURSOR: &str = "notify";
 /// (an abandoned attempt is retried after its lease lapses).
 const DRAIN: Duration = Duration::from_secs(4);
 
+/// How soon the deliverer looks again after due work could not be claimed
+/// (another daemon holds it, or the store failed): a floor, so that never
+/// becomes a busy loop.
+const AGAIN: Duration = Duration::from_millis(100);
+
 /// Tunables of the worker.
 #[derive(Debug, Clone)]
 pub struct Options {
     /// Delay before each attempt; after the last one fails, dead.
     pub schedule: Vec<Duration>,
-    /// How often the deliverer looks for due work when not nudged.
-    pub tick: Duration,
+    /// The longest the deliverer sleeps when nothing is due and nothing
+    /// kicks it (only this process writes deliveries, so this is a bound
+    /// for clock jumps, not a cadence).
+    pub idle: Duration,
     /// Attempts run at once.
     pub concurrency: usize,
 }
@@ -48,7 +56,7 @@ impl Options {
     pub fn from_config(config: &Config) -> Options {
         Options {
             schedule: super::schedule(config),
-            tick: Duration::from_millis(100),
+            idle: Duration::from_secs(30),
             concurrency: 8,
         }
     }
@@ -154,15 +162,20 @@ async fn deliver_loop(ctx: Arc<Ctx>, kick: Arc<Notify>, cancel: CancellationToke
     let mut running: JoinSet<()> = JoinSet::new();
     while !cancel.is_cancelled() {
         let free = ctx.opts.concurrency.saturating_sub(running.len());
-        if free > 0 {
-            claim_and_start(&ctx, &kick, &mut running, free).await;
+        let sleep = if free > 0 {
+            claim_and_start(&ctx, &kick, &mut running, free).await
+        } else {
+            ctx.opts.idle // a finished attempt frees a slot and wakes the loop
+        };
+        if sleep.is_zero() {
+            continue;
         }
         // Why select: a new delivery (kick) or a finished attempt should be
-        // looked at at once; shutdown must not wait out a tick.
+        // looked at at once; shutdown must not wait out a sleep.
         tokio::select! {
             _ = cancel.cancelled() => break,
             _ = kick.notified() => {}
-            _ = tokio::time::sleep(ctx.opts.tick) => {}
+            _ = tokio::time::sleep(sleep) => {}
             Some(_) = running.join_next(), if !running.is_empty() => {}
         }
     }
@@ -181,20 +194,25 @@ async fn deliver_loop(ctx: Arc<Ctx>, kick: Arc<Notify>, cancel: CancellationToke
     running.shutdown().await;
 }
 
+/// Claim and start what is due, up to `free` attempts; returns how long to
+/// sleep before looking again (zero: at once).
 async fn claim_and_start(
     ctx: &Arc<Ctx>,
     kick: &Arc<Notify>,
     running: &mut JoinSet<()>,
     free: usize,
-) {
+) -> Duration {
     let store = &ctx.store;
     // A cheap read first, so an idle worker never takes the write lock.
-    match store.next_delivery_work().await {
-        Ok(Some(t)) if t <= store.now() => {}
-        Ok(_) => return,
+    let next = store.next_delivery_work().await;
+    let now = store.now();
+    match next {
+        Ok(Some(t)) if t <= now => {}
+        Ok(Some(t)) => return Duration::from_millis((t - now) as u64).min(ctx.opts.idle),
+        Ok(None) => return ctx.opts.idle,
         Err(e) => {
             tracing::warn!(error = %e, "cannot read the delivery queue");
-            return;
+            return AGAIN;
         }
     }
     match store.recover_deliveries().await {
@@ -206,8 +224,15 @@ async fn claim_and_start(
         Ok(b) => b,
         Err(e) => {
             tracing::warn!(error = %e, "cannot claim deliveries");
-            return;
+            return AGAIN;
         }
+    };
+    // Nothing claimed although something was due: another daemon took it,
+    // or a lease is not quite lapsed on the store's clock. Look again soon.
+    let sleep = if batch.is_empty() {
+        AGAIN
+    } else {
+        Duration::ZERO
     };
     for d in batch {
         let ctx = ctx.clone();
@@ -218,6 +243,7 @@ async fn claim_and_start(
             kick.notify_one();
         });
     }
+    sleep
 }
 
 impl Ctx {

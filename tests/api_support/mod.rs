@@ -46,10 +46,16 @@ impl Api {
         }
     }
 
-    /// Run the waiter follower (what the daemon does), so long polls and
-    /// streams are woken by events.
+    /// Run the waiter follower and the database watcher (what the daemon
+    /// does), so long polls and streams are woken by events, also by those
+    /// written through another store handle.
     pub fn follow(&self) {
         let s = self.shared.clone();
+        tokio::spawn(handoff::follow::watch(
+            s.store.clone(),
+            s.nudge.clone(),
+            s.shutdown.clone(),
+        ));
         tokio::spawn(async move {
             let start = s.store.last_event_seq().await.unwrap();
             handoff::follow::follow(

@@ -286,14 +286,22 @@ impl Worker {
                 .iter()
                 .map(|m| std::time::Duration::from_millis(*m))
                 .collect(),
-            tick: std::time::Duration::from_millis(20),
+            idle: std::time::Duration::from_secs(30),
             concurrency: 4,
         };
+        // As in the daemon: writes to the file (the test's, through its own
+        // store) nudge the worker's follower through the database watcher.
+        let nudge = Arc::new(tokio::sync::Notify::new());
+        tracker.spawn(handoff::follow::watch(
+            store.clone(),
+            nudge.clone(),
+            cancel.clone(),
+        ));
         handoff::notify::spawn(
             store.clone(),
             Arc::new(config),
             opts,
-            Arc::new(tokio::sync::Notify::new()),
+            nudge,
             &tracker,
             cancel.clone(),
         )

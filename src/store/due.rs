@@ -1,0 +1,25 @@
+//! When the daemon's housekeeping next has work: the earliest expiry of a
+//! pending action and the earliest lease of an executing one, so the daemon
+//! can sleep until then instead of sweeping on a fixed cadence. It only
+//! reads; the sweeps themselves are `Store::expire_due` and recovery.
+
+use crate::store::{Result, Store};
+
+impl Store {
+    /// The earliest time (ms) at which an expiry sweep or lease recovery
+    /// would change something: a pending action's `expires_at` or an
+    /// executing action's `lease_until`. `None` when neither exists.
+    pub async fn next_housekeeping_due(&self) -> Result<Option<i64>> {
+        // Two index ranges on `actions_status (status, expires_at)`.
+        Ok(sqlx::query_scalar(
+            "SELECT MIN(t) FROM (
+                 SELECT MIN(expires_at) AS t FROM actions
+                  WHERE status = 'pending' AND expires_at IS NOT NULL
+                 UNION ALL
+                 SELECT MIN(lease_until) FROM actions WHERE status = 'executing'
+             )",
+        )
+        .fetch_one(self.pool())
+        .await?)
+    }
+}
