@@ -40,7 +40,7 @@ use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get, post, put};
 
 pub use auth::listen_refusal;
@@ -151,8 +151,50 @@ pub fn router(shared: Shared) -> Router {
         .method_not_allowed_fallback(wrong_method)
         .layer(DefaultBodyLimit::max(input::BODY_LIMIT))
         .layer(axum::middleware::map_response(nosniff))
+        .layer(axum::middleware::from_fn(request_id))
         .layer(axum::middleware::from_fn(metrics::count))
         .with_state(shared)
+}
+
+/// Marks a request that came through the daemon's owner-only Unix socket:
+/// its caller is this host's owner (as on an open loopback daemon).
+#[derive(Debug, Clone, Copy)]
+pub struct OwnerSocket;
+
+/// A request carrying `Handoff-Request-Id` runs under that request id (see
+/// [`crate::store::request`]): a repeat of the call replays its writes.
+async fn request_id(req: Request, next: Next) -> Response {
+    use crate::store::request;
+    let key = match req.headers().get(request::HEADER) {
+        None => return next.run(req).await,
+        Some(v) => v
+            .to_str()
+            .ok()
+            .filter(|k| request::valid(k))
+            .map(str::to_string),
+    };
+    match key {
+        Some(key) => {
+            request::scope(key, async move {
+                let resp = next.run(req).await;
+                // FAULT(die-after-write): the daemon dies after committing
+                // a call's write and before answering it.
+                if crate::fault::on("die-after-write")
+                    && request::current().is_some_and(|s| s.next() > 0)
+                {
+                    std::process::abort();
+                }
+                resp
+            })
+            .await
+        }
+        None => ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_request_id",
+            "Handoff-Request-Id must be 1-128 characters of letters, digits, `.`, `_`, `-` or `:`; send a fresh id or none",
+        )
+        .into_response(),
+    }
 }
 
 /// Every route as `(method, path, access)`, for tests and tooling.

@@ -34,7 +34,7 @@ use clap::{Parser, Subcommand};
 use serde::Serialize;
 
 use crate::config::{Config, DbSource};
-use crate::ops::{Local, Ops, Policy, Remote};
+use crate::ops::{Daemon, Local, Ops, Policy, Remote};
 use crate::store::Store;
 pub(crate) use output::{entity, fail, fail_as, list, one, refusal, store_failure};
 
@@ -232,11 +232,22 @@ impl Ctx {
     }
 
     /// The operations with `policy` for proposed actions (local only: a
-    /// daemon applies its own rules).
+    /// daemon applies its own rules). Without `HANDOFF_URL`, a daemon
+    /// serving this database on its socket runs them (the one writer),
+    /// unless the policy carries rules of its own (`--rules`, or the
+    /// config's `[[rule]]`s: the file decides with exactly those).
     pub async fn ops_with(&self, policy: Policy) -> anyhow::Result<Ops> {
         match &self.url {
             Some(url) => Ok(Ops::Remote(Remote::new(url, self.token.clone())?)),
-            None => Ok(Ops::Local(Local::new(self.store().await?, policy))),
+            None => {
+                if policy.rules.is_empty() {
+                    let (path, _) = self.database()?;
+                    if let Some(d) = Daemon::connect(&path, policy.clone()).await {
+                        return Ok(Ops::Daemon(d));
+                    }
+                }
+                Ok(Ops::Local(Local::new(self.store().await?, policy)))
+            }
         }
     }
 

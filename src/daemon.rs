@@ -104,6 +104,19 @@ pub async fn run(
     let chat = crate::chat::start(&shared, &tracker, shutdown.clone()).await?;
 
     let app = crate::api::router(shared.clone()).merge(chat.router);
+    // The local socket: the same routes, the caller trusted as this host's
+    // owner (see `api::auth`), so the CLI here writes through the daemon.
+    let socket = crate::store::socket_path(store.path());
+    let local = match listener::bind_socket(&socket).await {
+        Some(unix) => {
+            let app = app.clone().layer(axum::Extension(crate::api::OwnerSocket));
+            let (cfg, cancel) = (shared.config.http.clone(), shutdown.clone());
+            Some(tokio::spawn(async move {
+                listener::serve(unix, app, &cfg, cancel, SHUTDOWN_GRACE).await
+            }))
+        }
+        None => None,
+    };
     // The address and database are on the one "serving on" line the CLI
     // prints before this runs; no second line for the same address.
     let served = listener::serve(
@@ -115,6 +128,12 @@ pub async fn run(
     )
     .await;
     shutdown.cancel();
+    if let Some(local) = local {
+        if let Ok(Err(e)) = local.await {
+            tracing::warn!(error = %e, "the local socket failed");
+        }
+        let _ = std::fs::remove_file(&socket);
+    }
     tracker.close();
     if tokio::time::timeout(SHUTDOWN_GRACE, tracker.wait())
         .await

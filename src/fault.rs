@@ -13,6 +13,9 @@
 //! `duplicate-wake` (an exec wake-up target runs twice per attempt),
 //! `skip-event` (`action.claimed` events are not written),
 //! `early-quorum` (an action is approved one approval short of its quorum).
+//! One more is a crash point, not a bug: `die-after-write` (the daemon
+//! aborts after committing a socket or API call's write, before answering
+//! it), for the tests of request ids.
 //!
 //! It does nothing else: no fault is ever on by default.
 

@@ -29,6 +29,7 @@ mod actions;
 mod backend;
 mod boards;
 pub mod claude;
+mod daemon;
 mod local;
 mod questions;
 mod remote;
@@ -42,6 +43,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use backend::{Awaited, Until};
+pub use daemon::Daemon;
 pub use local::{Local, Policy};
 pub(crate) use local::{dedup_conflict_detail, unknown_session};
 pub use remote::Remote;
@@ -149,6 +151,8 @@ pub enum Ops {
     Local(Local),
     /// Against a daemon's HTTP API (`HANDOFF_URL`).
     Remote(Remote),
+    /// Through the local daemon's socket, the file as the fallback.
+    Daemon(Daemon),
 }
 
 impl Ops {
@@ -157,13 +161,25 @@ impl Ops {
     pub fn now(&self) -> i64 {
         match self {
             Ops::Local(l) => l.store.now(),
-            Ops::Remote(_) => crate::clock::Clock::now_ms(&crate::clock::SystemClock),
+            Ops::Remote(_) | Ops::Daemon(_) => {
+                crate::clock::Clock::now_ms(&crate::clock::SystemClock)
+            }
         }
     }
 
     /// True when the operations go to a remote daemon.
     pub fn is_remote(&self) -> bool {
         matches!(self, Ops::Remote(_))
+    }
+
+    /// The database file's operations when this host has it (locally, or
+    /// behind the local daemon), for what only the host may do.
+    pub async fn host(&self) -> Result<Option<Local>> {
+        match self {
+            Ops::Local(l) => Ok(Some(l.clone())),
+            Ops::Remote(_) => Ok(None),
+            Ops::Daemon(d) => Ok(Some(d.local().await?.clone())),
+        }
     }
 }
 

@@ -24,6 +24,7 @@ pub mod grants;
 pub mod inbox_sessions;
 pub mod questions;
 pub mod refusal;
+pub mod request;
 #[doc(hidden)]
 pub mod seed;
 pub mod sessions;
@@ -419,6 +420,15 @@ pub fn fingerprint(path: &Path) -> String {
     let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     let digest = Sha256::digest(canonical.as_os_str().as_encoded_bytes());
     digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The local daemon's socket for the database at `path`: `<path>.sock`,
+/// next to it. `handoff serve` listens there (owner only); the CLI on this
+/// host sends its calls there when it answers.
+pub fn socket_path(path: &Path) -> std::path::PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".sock");
+    s.into()
 }
 
 fn create_private_dir(dir: &Path) -> std::io::Result<()> {

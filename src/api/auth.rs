@@ -10,7 +10,8 @@
 //! did not exist) and naming another project in a request is 403.
 //!
 //! With `[http] open = true` (loopback only) a request without a token acts
-//! as a local admin; a request that does present a token is still checked.
+//! as a local admin, as does one through the daemon's owner-only Unix
+//! socket; a request that does present a token is still checked.
 //!
 //! Without a bearer token, the web Inbox's session cookie is accepted as a
 //! human-role credential acting as the session's name (so agent routes are
@@ -78,12 +79,15 @@ pub(crate) enum Credential {
     Token(String),
     /// A web Inbox session cookie's secret.
     Cookie(String),
+    /// None: the daemon's owner-only socket (this host's owner).
+    Socket,
 }
 
 impl std::fmt::Debug for Credential {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Credential::Open => "Open",
+            Credential::Socket => "Socket",
             Credential::Token(_) => "Token(***)",
             Credential::Cookie(_) => "Cookie(***)",
         })
@@ -145,9 +149,10 @@ impl Caller {
         }
     }
 
-    /// The agent a new item names: `given`, or the token's name when left empty.
+    /// The agent a new item names: `given`, or the token's name when left
+    /// empty (through the owner's socket it stays as given, as on the file).
     pub fn agent_or(&self, given: String) -> String {
-        if given.is_empty() {
+        if given.is_empty() && !matches!(self.credential, Credential::Socket) {
             self.name.clone()
         } else {
             given
@@ -159,7 +164,7 @@ impl Caller {
     /// store failure counts as still valid: it is retried at the next check.
     pub async fn revoked(&self, s: &Shared) -> Option<&'static str> {
         let still = match &self.credential {
-            Credential::Open => return None,
+            Credential::Open | Credential::Socket => return None,
             Credential::Token(t) => s.store.token_verify(t).await.map(|t| t.is_some()),
             Credential::Cookie(c) => s.store.inbox_session_verify(c).await.map(|c| c.is_some()),
         };
@@ -226,17 +231,23 @@ async fn caller(s: &Shared, presented: Option<String>) -> ApiResult<Caller> {
                 "the token is unknown or revoked: create one with `handoff token create`",
             )),
         },
-        None if s.config.http.open => Ok(Caller {
-            name: "local".into(),
-            role: Role::Admin,
-            project: None,
-            token: false,
-            credential: Credential::Open,
-        }),
+        None if s.config.http.open => Ok(owner_caller()),
         None => Err(ApiError::unauthorized(
             "this route needs `Authorization: Bearer hnd_…`: create a token with `handoff token create` \
              (or set [http] open = true on a loopback-only daemon)",
         )),
+    }
+}
+
+/// A caller without credentials the daemon trusts: a request on an open
+/// loopback daemon, or one through the owner-only socket.
+fn owner_caller() -> Caller {
+    Caller {
+        name: "local".into(),
+        role: Role::Admin,
+        project: None,
+        token: false,
+        credential: Credential::Open,
     }
 }
 
@@ -278,8 +289,14 @@ pub(crate) async fn authorize(s: Shared, access: Access, mut req: Request, next:
     let changes = !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
     let cross_site = changes && !same_origin(req.headers());
     let has_origin = req.headers().contains_key(header::ORIGIN);
+    let owner = req.extensions().get::<super::OwnerSocket>().is_some();
     let c = match bearer(&req) {
         Ok(Some(tok)) => caller(&s, Some(tok)).await,
+        // The owner-only socket: the host's owner, as the local CLI is.
+        Ok(None) if owner => Ok(Caller {
+            credential: Credential::Socket,
+            ..owner_caller()
+        }),
         Ok(None) => match cookie_secret(req.headers()) {
             Some(secret) => cookie_caller(&s, &secret, cross_site).await,
             // An open daemon trusts requests without credentials; a

@@ -19,8 +19,8 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use serde_json::json;
-use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
@@ -43,10 +43,50 @@ pub fn connection_counts() -> (u64, u64) {
 /// The largest request body: the API's and the inbound wake route's limit.
 const MAX_BODY: usize = crate::api::wake::MAX_BODY;
 
+/// A listener the daemon serves on: its TCP address, or its owner-only
+/// Unix socket next to the database.
+pub(crate) trait Accept: Send {
+    type Io: AsyncRead + AsyncWrite + Unpin + Send + 'static;
+    /// The next connection; `None` for one refused at the door (dropped).
+    fn accept(&self) -> impl Future<Output = std::io::Result<Option<Self::Io>>> + Send;
+}
+
+impl Accept for TcpListener {
+    type Io = tokio::net::TcpStream;
+    async fn accept(&self) -> std::io::Result<Option<Self::Io>> {
+        Ok(Some(TcpListener::accept(self).await?.0))
+    }
+}
+
+impl Accept for UnixListener {
+    type Io = tokio::net::UnixStream;
+    /// Why the peer check on top of the socket's 0600 mode: a socket
+    /// file's permissions are not honoured on every system; the kernel's
+    /// peer credentials are.
+    async fn accept(&self) -> std::io::Result<Option<Self::Io>> {
+        let (stream, _) = UnixListener::accept(self).await?;
+        let me = nix::unistd::Uid::current().as_raw();
+        match stream.peer_cred() {
+            Ok(c) if c.uid() == me => Ok(Some(stream)),
+            Ok(c) => {
+                tracing::warn!(
+                    uid = c.uid(),
+                    "refused a socket connection from another user"
+                );
+                Ok(None)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read a socket peer's credentials; refused");
+                Ok(None)
+            }
+        }
+    }
+}
+
 /// Serve `app` on `listener` until `shutdown`, then let open requests
 /// finish for at most `grace`.
-pub(crate) async fn serve(
-    listener: TcpListener,
+pub(crate) async fn serve<L: Accept>(
+    listener: L,
     app: Router,
     cfg: &HttpConfig,
     shutdown: CancellationToken,
@@ -66,7 +106,8 @@ pub(crate) async fn serve(
         let stream = tokio::select! {
             _ = shutdown.cancelled() => break,
             r = listener.accept() => match r {
-                Ok((stream, _)) => stream,
+                Ok(Some(stream)) => stream,
+                Ok(None) => continue,
                 Err(e) => {
                     // Out of file descriptors and the like: pause instead
                     // of spinning on accept.
@@ -108,7 +149,7 @@ pub(crate) async fn serve(
 
 /// Answer a connection over the cap with 503 and close it, without reading
 /// its request. Bounded: a peer that does not read cannot hold the task.
-async fn refuse(mut stream: TcpStream, max: usize) {
+async fn refuse<S: AsyncWrite + Unpin>(mut stream: S, max: usize) {
     let body = json!({
         "reason": "too_many_connections",
         "message": format!("the daemon already serves {max} connections ([http] max_connections); close idle ones or retry shortly"),
@@ -190,4 +231,35 @@ fn refusal(status: StatusCode, reason: &str, message: String) -> Response {
     resp.headers_mut()
         .insert(header::CONNECTION, HeaderValue::from_static("close"));
     resp
+}
+
+/// Bind the owner-only socket `path` (mode 0600; the accept loop also
+/// checks each peer's uid). A socket left by a daemon that died is
+/// replaced; one another daemon still answers on is left alone (`None`,
+/// said in the log), as is a path too long for a socket address. Never
+/// fatal: without the socket the CLI uses the database file.
+pub(crate) async fn bind_socket(path: &std::path::Path) -> Option<UnixListener> {
+    use std::os::unix::fs::PermissionsExt;
+    if path.as_os_str().len() > 100 {
+        tracing::warn!(path = %path.display(), "the database path is too long for a socket next to it; CLI calls use the file");
+        return None;
+    }
+    if path.exists() {
+        if tokio::net::UnixStream::connect(path).await.is_ok() {
+            tracing::warn!(path = %path.display(), "another daemon answers on this database's socket; not taking it");
+            return None;
+        }
+        let _ = std::fs::remove_file(path);
+    }
+    let bound = UnixListener::bind(path).and_then(|l| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+        Ok(l)
+    });
+    match bound {
+        Ok(l) => Some(l),
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "cannot listen on the database's socket; CLI calls use the file");
+            None
+        }
+    }
 }

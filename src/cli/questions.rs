@@ -327,9 +327,13 @@ impl ReplyArgs {
             by: ctx.actor(self.by, super::person),
             expected_revision: self.revision,
         };
-        let out = match (via, &ops) {
-            (Channel::Chat, Ops::Local(l)) => l.store().reply_chat(&id, &reply).await?,
-            _ => ops.reply_inbox(&id, &reply).await?,
+        let host = match via {
+            Channel::Chat => ops.host().await?,
+            _ => None,
+        };
+        let out = match host {
+            Some(l) => l.store().reply_chat(&id, &reply).await?,
+            None => ops.reply_inbox(&id, &reply).await?,
         };
         let done = if reply.text.trim().is_empty() && reply.kind != ReplyKind::Decline {
             "cleared the reply on"

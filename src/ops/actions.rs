@@ -159,7 +159,7 @@ impl Ops {
         required("owner", &owner)?;
         let result = r.result.unwrap_or(Value::Null);
         let out = self
-            .complete(&r.id, &owner, r.success, result, r.error.as_deref())
+            .complete(&r.id, &owner, r.success, &result, r.error.as_deref())
             .await?;
         match out {
             CompleteOutcome::Completed { action } => Ok(action.redacted()),

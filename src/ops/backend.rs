@@ -80,6 +80,11 @@ macro_rules! primitives {
                     match self {
                         Ops::Local(l) => l.$name($($arg),*).await,
                         Ops::Remote(r) => r.$name($($arg),*).await,
+                        Ops::Daemon(d) => super::daemon::through_daemon!(
+                            d,
+                            |r| r.$name($($arg),*),
+                            |l| l.$name($($arg),*)
+                        ),
                     }
                 }
             )+
@@ -168,7 +173,7 @@ primitives! {
     /// Push the lease of `owner`'s claim; false if it holds none.
     fn extend_lease(id: &str, owner: &str, lease_ms: i64) -> bool;
     /// Record executed or failed.
-    fn complete(id: &str, owner: &str, success: bool, result: Value, error: Option<&str>) -> CompleteOutcome;
+    fn complete(id: &str, owner: &str, success: bool, result: &Value, error: Option<&str>) -> CompleteOutcome;
     /// Settle an `unknown` outcome; `Err` carries the action when it is not unknown.
     fn resolve_unknown(id: &str, actor: Actor<'_>, how: Resolution) -> std::result::Result<Action, Action>;
 

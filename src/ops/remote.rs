@@ -51,6 +51,9 @@ pub struct Remote {
     /// The daemon has answered this client before: a later failure to
     /// reach it is a restart worth waiting out, not a wrong address.
     reached: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Over the local daemon's socket: no retries (the caller falls back
+    /// to the file), and `true` once a call got no answer.
+    socket: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl std::fmt::Debug for Remote {
@@ -170,7 +173,44 @@ impl Remote {
             http,
             timeout,
             reached: Default::default(),
+            socket: None,
         })
+    }
+
+    /// A client for the local daemon's owner-only socket at `path` (no
+    /// token: the socket admits only this user).
+    pub(super) fn over_socket(path: &std::path::Path) -> Result<Remote, Error> {
+        let mut r = Remote::new("http://localhost", None)?;
+        r.http = reqwest::Client::builder()
+            .unix_socket(path)
+            .build()
+            .map_err(|e| Error::Internal {
+                message: format!("cannot set up the socket client: {e}"),
+            })?;
+        r.socket = Some(Default::default());
+        Ok(r)
+    }
+
+    /// The database fingerprint `/healthz` reports, or `None` without a
+    /// healthy answer.
+    pub(super) async fn health(&self) -> Option<String> {
+        let mut u = self.base.clone();
+        u.set_path("/healthz");
+        let resp = self.http.get(u).send().await.ok()?;
+        if !resp.status().is_success() {
+            return None;
+        }
+        let v: Value = resp.json().await.ok()?;
+        v.get("database")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    }
+
+    /// Over the socket, whether a call got no answer from the daemon.
+    pub(super) fn lost(&self) -> bool {
+        self.socket
+            .as_ref()
+            .is_some_and(|l| l.load(Ordering::Relaxed))
     }
 
     /// The daemon's base URL.
@@ -252,6 +292,7 @@ impl Remote {
             match tried {
                 Err(f)
                     if method == Method::GET
+                        && self.socket.is_none()
                         && (wait.is_some() || self.reached.load(Ordering::Relaxed))
                         && (f.reason == "unreachable" || f.status == 503)
                         && tokio::time::Instant::now() + pause < give_up =>
@@ -288,6 +329,9 @@ impl Remote {
         if let Some(b) = body {
             req = req.json(&b);
         }
+        if write && let Some(scope) = crate::store::request::current() {
+            req = req.header(crate::store::request::HEADER, scope.key());
+        }
         let resp = req.send().await.map_err(|e| self.transport(&e, write))?;
         self.reached.store(true, Ordering::Relaxed);
         let status = resp.status();
@@ -322,6 +366,9 @@ impl Remote {
     /// A request that got no (whole) answer, in words: a timeout says how
     /// to wait longer, and a write says it may have been applied.
     fn transport(&self, e: &reqwest::Error, write: bool) -> Failure {
+        if let Some(lost) = &self.socket {
+            lost.store(true, Ordering::Relaxed);
+        }
         let maybe = if write {
             "; the change may or may not have been made: look before repeating it \
              (e.g. `handoff questions`, `handoff actions`)"
@@ -383,11 +430,17 @@ pub(super) fn named(s: &str) -> Option<String> {
     (!s.is_empty()).then(|| s.to_string())
 }
 
+/// The end of every [`host_only`] refusal.
+const HOST_ONLY: &str = "must run on the daemon's host (unset HANDOFF_URL there)";
+
 /// The refusal a remote caller gets for something only the host can do.
 pub(super) fn host_only(what: &str) -> Error {
-    Error::invalid(format!(
-        "{what} must run on the daemon's host (unset HANDOFF_URL there)"
-    ))
+    Error::invalid(format!("{what} {HOST_ONLY}"))
+}
+
+/// Whether `e` is a [`host_only`] refusal.
+pub(super) fn is_host_only(e: &Error) -> bool {
+    matches!(e, Error::Invalid { message } if message.ends_with(HOST_ONLY))
 }
 
 #[cfg(test)]

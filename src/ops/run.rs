@@ -187,7 +187,7 @@ impl Claim<'_> {
         error: Option<&str>,
     ) -> Result<CompleteOutcome> {
         self.ops
-            .complete(self.action_id, self.owner, success, result, error)
+            .complete(self.action_id, self.owner, success, &result, error)
             .await
     }
 

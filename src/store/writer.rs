@@ -25,11 +25,13 @@ use std::sync::{Arc, Mutex};
 
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use sqlx::pool::PoolConnection;
 use sqlx::{Sqlite, SqliteConnection};
 use tokio::sync::oneshot;
 
-use super::{Error, Result, Store};
+use super::{Error, Result, Store, request};
 
 /// Where an operation runs: alone in autocommit, alone in its own
 /// transaction (after [`Turn::begin`]), in a batch's transaction, or in its
@@ -201,17 +203,27 @@ impl Store {
     /// are queued (see the module docs). `op` returns its own result; an
     /// `Err` (or a panic) undoes its writes and nobody else's. The caller
     /// retries a busy database (see [`Store::retry`]).
+    ///
+    /// Under a request id ([`super::request`]) the write also remembers
+    /// its value, in its own transaction, or replays the value a first
+    /// attempt of the same call remembered instead of writing again.
     pub(crate) async fn write<T, E, F>(&self, op: F) -> std::result::Result<T, E>
     where
-        T: Send + 'static,
+        T: Serialize + DeserializeOwned + Send + 'static,
         E: From<Error> + Send + 'static,
         F: for<'t> FnOnce(&'t mut Turn) -> BoxFuture<'t, std::result::Result<T, E>>
             + Send
             + 'static,
     {
+        let scope = request::current();
+        let now = self.now();
+        let replay = scope.clone();
         let job: Job = Box::new(move |turn| {
             Box::pin(async move {
-                let out = op(turn).await;
+                let out = match replay {
+                    None => op(turn).await,
+                    Some(scope) => once(turn, &scope, now, op).await,
+                };
                 Done {
                     kept: out.is_ok(),
                     value: Box::new(out),
@@ -254,7 +266,12 @@ impl Store {
         }
         match rx.await {
             Ok(Ok(value)) => match value.downcast::<std::result::Result<T, E>>() {
-                Ok(out) => *out,
+                Ok(out) => {
+                    if let (Some(scope), Ok(_)) = (&scope, out.as_ref()) {
+                        scope.committed();
+                    }
+                    *out
+                }
                 Err(_) => Err(Error::Write {
                     reason: "a write answered with the wrong type".into(),
                     busy: false,
@@ -343,6 +360,36 @@ impl Store {
             }
         }
     }
+}
+
+/// Run `op` under `scope`'s request id: replay the value its number
+/// remembered, or run it and remember its value in the same transaction.
+async fn once<T, E, F>(
+    turn: &mut Turn,
+    scope: &request::Scope,
+    now: i64,
+    op: F,
+) -> std::result::Result<T, E>
+where
+    T: Serialize + DeserializeOwned,
+    E: From<Error>,
+    F: for<'t> FnOnce(&'t mut Turn) -> BoxFuture<'t, std::result::Result<T, E>>,
+{
+    let kind = std::any::type_name::<T>();
+    let n = scope.next();
+    turn.begin().await?;
+    if let Some(value) = request::remembered(turn.conn(), scope.key(), n, kind).await?
+        && let Ok(v) = serde_json::from_str::<T>(&value)
+    {
+        return Ok(v);
+    }
+    let out = op(turn).await?;
+    let value = serde_json::to_string(&out).map_err(|e| Error::Write {
+        reason: format!("cannot remember a write's value: {e}"),
+        busy: false,
+    })?;
+    request::remember(turn.conn(), scope.key(), n, kind, &value, now).await?;
+    Ok(out)
 }
 
 /// Run one job, turning a panic into an error for its caller alone.

@@ -294,12 +294,12 @@ impl Local {
         id: &str,
         owner: &str,
         success: bool,
-        result: Value,
+        result: &Value,
         error: Option<&str>,
     ) -> Result<CompleteOutcome> {
         Ok(self
             .store
-            .complete(id, owner, success, result, error)
+            .complete(id, owner, success, result.clone(), error)
             .await?)
     }
 

@@ -208,7 +208,7 @@ impl Remote {
         id: &str,
         owner: &str,
         success: bool,
-        result: Value,
+        result: &Value,
         error: Option<&str>,
     ) -> Result<CompleteOutcome> {
         let body = json!({"owner": owner, "success": success, "result": result, "error": error});

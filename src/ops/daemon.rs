@@ -1,0 +1,160 @@
+//! The local daemon as the one writer: when `handoff serve` runs on this
+//! host for this database, the CLI sends its operations to it over the
+//! owner-only Unix socket next to the database file ([`Remote`] over that
+//! socket) instead of opening SQLite, so writers never meet at SQLite's
+//! file lock and every write nudges the daemon's followers at once.
+//!
+//! - Chosen at start ([`Daemon::connect`]): the socket must answer
+//!   `/healthz` within [`PROBE`] and name this database; otherwise the
+//!   caller opens the file as before.
+//! - Each primitive call gets a request id (`<command id>.<n>`). When the
+//!   daemon stops answering mid-call (killed, hung past the timeout), the
+//!   call is run again on the file under the same id: a write the daemon
+//!   committed is replayed from the store's request log, not applied twice
+//!   (see [`crate::store::request`]), and the caller gets the first
+//!   outcome. From then on this command uses the file.
+//! - What only the host may do through a remote daemon (exec wake targets,
+//!   verifier commands, chat-door writes) runs on the file directly: the
+//!   caller is this host's owner.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::sync::OnceCell;
+
+use super::{Error, Local, Policy, Remote, Result};
+use crate::store::{Store, request};
+
+/// How long the daemon has to answer the first probe before the CLI uses
+/// the database file instead.
+pub const PROBE: Duration = Duration::from_millis(50);
+
+/// Operations through the local daemon's socket, with the database file
+/// as the fallback.
+#[derive(Clone)]
+pub struct Daemon {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    remote: Remote,
+    db: PathBuf,
+    policy: Policy,
+    local: OnceCell<Local>,
+    /// This command's id; each call is `<id>.<n>`.
+    id: String,
+    calls: AtomicU64,
+    /// The daemon stopped answering: every later call uses the file.
+    gone: AtomicBool,
+}
+
+impl std::fmt::Debug for Daemon {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Daemon")
+            .field("db", &self.inner.db)
+            .finish()
+    }
+}
+
+impl Daemon {
+    /// The daemon serving `db` on its socket, if one answers within
+    /// [`PROBE`]; `None` (use the file) otherwise, never an error.
+    /// `HANDOFF_SOCKET=off` always says `None`.
+    pub async fn connect(db: &Path, policy: Policy) -> Option<Daemon> {
+        if std::env::var("HANDOFF_SOCKET").is_ok_and(|v| v.trim().eq_ignore_ascii_case("off")) {
+            return None;
+        }
+        let socket = crate::store::socket_path(db);
+        if !socket.exists() {
+            return None;
+        }
+        let remote = Remote::over_socket(&socket).ok()?;
+        let health = tokio::time::timeout(PROBE, remote.health()).await;
+        match health {
+            Ok(Some(fingerprint)) if fingerprint == crate::store::fingerprint(db) => {}
+            Ok(Some(_)) => {
+                tracing::debug!(socket = %socket.display(), "the daemon on this socket serves another database; using the file");
+                return None;
+            }
+            _ => {
+                tracing::debug!(socket = %socket.display(), "no answer on the daemon's socket within {PROBE:?}; using the file");
+                return None;
+            }
+        }
+        Some(Daemon {
+            inner: Arc::new(Inner {
+                remote,
+                db: db.to_path_buf(),
+                policy,
+                local: OnceCell::new(),
+                id: request::fresh(),
+                calls: AtomicU64::new(0),
+                gone: AtomicBool::new(false),
+            }),
+        })
+    }
+
+    /// The request id of the next call.
+    pub(super) fn next_key(&self) -> String {
+        let n = self.inner.calls.fetch_add(1, Ordering::Relaxed);
+        format!("{}.{n}", self.inner.id)
+    }
+
+    /// The daemon still answers (as far as this command knows).
+    pub(super) fn live(&self) -> bool {
+        !self.inner.gone.load(Ordering::Relaxed)
+    }
+
+    /// The socket client.
+    pub(super) fn remote(&self) -> &Remote {
+        &self.inner.remote
+    }
+
+    /// Whether the outcome `e` of a call through the socket means "run it
+    /// on the file": the daemon gave no answer (then it is gone for the
+    /// rest of this command), or the call is one only the host may make.
+    pub(super) fn falls_back(&self, e: &Error) -> bool {
+        if self.inner.remote.lost() {
+            tracing::debug!("the daemon stopped answering on its socket; using the file");
+            self.inner.gone.store(true, Ordering::Relaxed);
+            return true;
+        }
+        super::remote::is_host_only(e)
+    }
+
+    /// The database file's operations, opened on first use.
+    pub(super) async fn local(&self) -> Result<&Local> {
+        self.inner
+            .local
+            .get_or_try_init(|| async {
+                let store = Store::open(&self.inner.db)
+                    .await
+                    .map_err(|e| Error::Internal {
+                        message: format!("cannot open {}: {e}", self.inner.db.display()),
+                    })?;
+                Ok(Local::new(store, self.inner.policy.clone()))
+            })
+            .await
+    }
+}
+
+/// Run one primitive through the daemon, or on the file (see the module
+/// docs). `$remote` and `$local` are the same call on each backend.
+macro_rules! through_daemon {
+    ($d:expr, |$r:ident| $remote:expr, |$l:ident| $local:expr) => {{
+        let d = $d;
+        let key = d.next_key();
+        if d.live() {
+            let $r = d.remote();
+            match crate::store::request::scope(key.clone(), $remote).await {
+                Err(e) if d.falls_back(&e) => {}
+                other => return other,
+            }
+        }
+        let $l = d.local().await?;
+        crate::store::request::scope(key, $local).await
+    }};
+}
+pub(super) use through_daemon;

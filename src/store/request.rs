@@ -1,0 +1,148 @@
+//! Request ids: a call that may be sent twice (to the local daemon over
+//! its socket, then — the answer lost — through the database file) carries
+//! one id, and every write it commits under that id is remembered with the
+//! value it produced, in the same transaction as the write. A repeat of the
+//! call replays those values in order instead of writing again, so it gets
+//! the first attempt's outcome and nothing is applied twice.
+//!
+//! The id travels as a task-local scope ([`scope`]): the API wraps a
+//! request carrying the `Handoff-Request-Id` header in it, the CLI wraps a
+//! call it retries through the file in it. [`Store::write`] numbers the
+//! writes of a scope from 0 (only committed ones count, so a busy retry
+//! keeps its number) and checks the kind of a remembered value before
+//! replaying it.
+//!
+//! Covered: every write that goes through the write turn's `write` (actions
+//! and questions). The older `begin_write` writers (boards, sessions,
+//! ledger) are not remembered; their writes are idempotent by their own
+//! keys (CAS versions, ledger event ids), so a repeat is refused or
+//! answered as already done rather than applied twice.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use sqlx::SqliteConnection;
+
+use super::{Result, Store};
+
+/// How long a request id is remembered.
+pub const KEEP_MS: i64 = 24 * 60 * 60 * 1000;
+
+/// The header a request id travels in over HTTP.
+pub const HEADER: &str = "handoff-request-id";
+
+/// One call's request id and the number of its next write.
+#[derive(Debug)]
+pub struct Scope {
+    key: String,
+    next: AtomicI64,
+}
+
+tokio::task_local! {
+    static REQUEST: Arc<Scope>;
+}
+
+/// Whether `key` is a usable request id: 1–128 characters of ASCII
+/// letters, digits and `.`, `_`, `-`, `:`.
+pub fn valid(key: &str) -> bool {
+    (1..=128).contains(&key.len())
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b':'))
+}
+
+/// A fresh request id (a v7 uuid: time-ordered, 74 random bits).
+pub fn fresh() -> String {
+    uuid::Uuid::now_v7().simple().to_string()
+}
+
+/// Run `fut` with `key` as its request id.
+pub async fn scope<F: Future>(key: String, fut: F) -> F::Output {
+    REQUEST
+        .scope(
+            Arc::new(Scope {
+                key,
+                next: AtomicI64::new(0),
+            }),
+            fut,
+        )
+        .await
+}
+
+/// The request id of the running task, if any.
+pub(crate) fn current() -> Option<Arc<Scope>> {
+    REQUEST.try_with(Arc::clone).ok()
+}
+
+impl Scope {
+    /// The number the next write of this scope gets.
+    pub(crate) fn next(&self) -> i64 {
+        self.next.load(Ordering::SeqCst)
+    }
+
+    /// A write of this scope committed: the next one gets the next number.
+    pub(crate) fn committed(&self) {
+        self.next.fetch_add(1, Ordering::SeqCst);
+    }
+
+    pub(crate) fn key(&self) -> &str {
+        &self.key
+    }
+}
+
+/// The value the `n`-th write of `key` produced, if it is remembered and of
+/// `kind`.
+pub(crate) async fn remembered(
+    conn: &mut SqliteConnection,
+    key: &str,
+    n: i64,
+    kind: &str,
+) -> Result<Option<String>> {
+    let row: Option<(String, String)> =
+        sqlx::query_as("SELECT kind, value FROM requests WHERE key = ?1 AND n = ?2")
+            .bind(key)
+            .bind(n)
+            .fetch_optional(conn)
+            .await?;
+    Ok(row.and_then(|(k, v)| (k == kind).then_some(v)))
+}
+
+/// Remember what the `n`-th write of `key` produced. Replaces a row of
+/// another kind (the repeat took another path; its own value now stands).
+pub(crate) async fn remember(
+    conn: &mut SqliteConnection,
+    key: &str,
+    n: i64,
+    kind: &str,
+    value: &str,
+    now: i64,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT OR REPLACE INTO requests (key, n, kind, value, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )
+    .bind(key)
+    .bind(n)
+    .bind(kind)
+    .bind(value)
+    .bind(now)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+impl Store {
+    /// Forget request ids older than [`KEEP_MS`]; returns how many writes
+    /// were forgotten.
+    pub async fn forget_requests(&self) -> Result<u64> {
+        let before = self.now() - KEEP_MS;
+        let mut tx = self.begin_write().await?;
+        let n = sqlx::query("DELETE FROM requests WHERE created_at < ?1")
+            .bind(before)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        tx.commit().await?;
+        Ok(n)
+    }
+}
