@@ -71,6 +71,7 @@ pub async fn run(
         &tracker,
         shutdown.clone(),
     );
+    spawn_forget_requests(store.clone(), &tracker, shutdown.clone());
     // Other processes' writes: seen through the database files, not polled.
     tracker.spawn(follow::watch(
         store.clone(),
@@ -212,6 +213,22 @@ fn spawn_housekeeping(
                 _ = cancel.cancelled() => break,
                 _ = tokio::time::sleep(sleep) => {}
                 _ = &mut nudged => {}
+            }
+        }
+    });
+}
+
+/// Forget request ids past their day (see [`crate::store::request`]), at
+/// start and then hourly.
+fn spawn_forget_requests(store: Store, tracker: &TaskTracker, cancel: CancellationToken) {
+    tracker.spawn(async move {
+        loop {
+            if let Err(e) = store.forget_requests().await {
+                tracing::warn!(error = %e, "cannot forget old request ids; will try again");
+            }
+            tokio::select! {
+                _ = cancel.cancelled() => break,
+                _ = tokio::time::sleep(Duration::from_secs(3600)) => {}
             }
         }
     });

@@ -46,7 +46,9 @@ async fn the_log_says_chat_is_on_and_each_state_change_from_any_process() {
     assert!(out.status.success(), "{out:?}");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let id = v["question"]["id"].as_str().unwrap().to_string();
-    let line = line_with(&d, "the question's log line", format!("id={id}")).await;
+    // The follower's line (` id=`), not the store's own `question_id=` line
+    // (the CLI's write may run inside the daemon, through its socket).
+    let line = line_with(&d, "the question's log line", format!(" id={id}")).await;
     assert!(line.contains("question.flagged"), "{line}");
     assert!(line.contains("INFO"), "{line}");
     assert!(
