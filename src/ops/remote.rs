@@ -206,6 +206,11 @@ impl Remote {
             .map(str::to_string)
     }
 
+    /// Whether this client talks to the local daemon's socket.
+    pub(super) fn is_socket(&self) -> bool {
+        self.socket.is_some()
+    }
+
     /// Over the socket, whether a call got no answer from the daemon.
     pub(super) fn lost(&self) -> bool {
         self.socket

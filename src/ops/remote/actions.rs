@@ -66,6 +66,11 @@ impl Remote {
         if new.verify.is_some() {
             return Err(host_only("proposing with a verifier command (--verify)"));
         }
+        // Over the local socket the caller is the host: `--exec` is
+        // recorded on the file (the chat's Run now and `recover` use it).
+        if new.exec.is_some() && self.is_socket() {
+            return Err(host_only("recording the command of `propose --exec`"));
+        }
         let args = codec::parse_object("args", &new.args).map_err(Error::invalid)?;
         let body = json!({
             "kind": new.kind,
