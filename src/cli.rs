@@ -99,7 +99,9 @@ Environment:
                   reject, resolve-unknown, … (--as wins; else $USER, else cli)
   HANDOFF_PROJECT, HANDOFF_AGENT, HANDOFF_SESSION  who an agent is (ask,
                   propose, pending, wait, mcp)
-  HANDOFF_TIMEOUT how long a call to HANDOFF_URL waits for an answer (default 10s)";
+  HANDOFF_TIMEOUT how long a call to HANDOFF_URL waits for an answer (default 10s)
+  HANDOFF_SOCKET  off: never send calls to the local daemon's socket
+                  (<db>.sock); by default they go there when it answers";
 
 /// Hand questions, blocked steps and risky actions to humans.
 #[derive(Debug, Parser)]

@@ -1,7 +1,8 @@
 //! The crash harness (issue 7): the real daemon (`handoff serve`) killed
 //! with -9 at random moments and restarted, again and again, while 8 agent
 //! processes loop (`ask --wait`, `propose --exec` — some killed -9
-//! mid-command — and `wait --session`), two chat users tap buttons on a
+//! mid-command — and `wait --session`; their calls go through the daemon's
+//! socket while it answers, so a kill lands mid-call), two chat users tap buttons on a
 //! fake Bot API (double taps, two approvers racing) and an Inbox user
 //! replies and approves. Then everything stops, the daemon restarts one
 //! last time and settles, and the invariants are checked and printed:

@@ -186,3 +186,69 @@ pub async fn cross_process(quick: bool, t: &mut Table) {
         format!("{:.1} / {:.1} ms", pct(&lat, 0.5), pct(&lat, 0.99)),
     );
 }
+
+/// The peer's contended shape with 8 approvers as 8 separate `handoff
+/// approve` processes per action, through the local daemon's socket and,
+/// for comparison, through the file (`HANDOFF_SOCKET=off`) with the daemon
+/// still running: exactly one approval wins each action.
+pub async fn cli_approvers(quick: bool, t: &mut Table) {
+    let m = if quick { 10 } else { 50 };
+    for (how, socket) in [
+        ("through the daemon's socket", true),
+        ("through the file", false),
+    ] {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db = dir.path().join("cli.db");
+        let ids = {
+            let store = Store::open(&db).await.expect("open");
+            let mut ids = Vec::new();
+            for i in 0..m {
+                let new = handoff::store::actions::NewAction {
+                    kind: "bench".into(),
+                    summary: format!("action {i}"),
+                    args: format!(r#"{{"i":{i}}}"#),
+                    proposer: "agent".into(),
+                    ..Default::default()
+                };
+                ids.push(store.propose(&new).await.expect("propose").action.id);
+            }
+            store.close().await;
+            ids
+        };
+        let _daemon = Serve::start(&db);
+        let sock = handoff::store::socket_path(&db);
+        let ready = Instant::now();
+        while !sock.exists() && ready.elapsed() < Duration::from_secs(30) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let started = Instant::now();
+        let mut won = 0;
+        for id in &ids {
+            let runs: Vec<_> = (0..8)
+                .map(|k| {
+                    let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_handoff"));
+                    c.args(["approve", id, "--as", &format!("approver-{k}")])
+                        .env("HANDOFF_DB", &db)
+                        .env("HANDOFF_LOG", "warn")
+                        .env_remove("HANDOFF_URL")
+                        .env("HANDOFF_SOCKET", if socket { "on" } else { "off" })
+                        .stdin(Stdio::null());
+                    c.output()
+                })
+                .collect();
+            for out in futures_util::future::join_all(runs).await {
+                let out = out.expect("run handoff approve");
+                if out.status.success() {
+                    won += 1;
+                }
+            }
+        }
+        let rate = m as f64 / started.elapsed().as_secs_f64();
+        assert_eq!(won, m, "exactly one approval wins each action");
+        t.row(
+            "actions",
+            format!("contended, 8 approvers as 8 `handoff approve` processes per action, {how} ({m} actions, one winner each)"),
+            format!("{} actions/s", crate::thousands(rate)),
+        );
+    }
+}

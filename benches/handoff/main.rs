@@ -144,7 +144,10 @@ async fn main() {
         eprintln!("== {name}");
         match name {
             "store" => store::run(quick, &mut t).await,
-            "actions" => actions::run(quick, &mut t).await,
+            "actions" => {
+                actions::run(quick, &mut t).await;
+                daemon::cli_approvers(quick, &mut t).await;
+            }
             "chat" => chat::burst(quick, &mut t).await,
             "wake" => {
                 wake::run(quick, &mut t).await;

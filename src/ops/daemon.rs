@@ -19,7 +19,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::sync::OnceCell;
@@ -46,9 +46,14 @@ struct Inner {
     /// This command's id; each call is `<id>.<n>`.
     id: String,
     calls: AtomicU64,
-    /// The daemon stopped answering: every later call uses the file.
-    gone: AtomicBool,
+    /// When the daemon stopped answering: later calls use the file until
+    /// [`RETRY_AFTER`] has passed and a probe finds it back (a long-lived
+    /// `handoff mcp` outlives a daemon restart).
+    gone: std::sync::Mutex<Option<std::time::Instant>>,
 }
+
+/// How long after the daemon stopped answering the socket is tried again.
+const RETRY_AFTER: Duration = Duration::from_secs(10);
 
 impl std::fmt::Debug for Daemon {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -91,7 +96,7 @@ impl Daemon {
                 local: OnceCell::new(),
                 id: request::fresh(),
                 calls: AtomicU64::new(0),
-                gone: AtomicBool::new(false),
+                gone: std::sync::Mutex::new(None),
             }),
         })
     }
@@ -102,9 +107,26 @@ impl Daemon {
         format!("{}.{n}", self.inner.id)
     }
 
-    /// The daemon still answers (as far as this command knows).
-    pub(super) fn live(&self) -> bool {
-        !self.inner.gone.load(Ordering::Relaxed)
+    /// Whether to try the daemon: it answered last time, or it stopped
+    /// answering over [`RETRY_AFTER`] ago and answers a probe now.
+    pub(super) async fn live(&self) -> bool {
+        let since = *self.inner.gone.lock().unwrap_or_else(|p| p.into_inner());
+        match since {
+            None => true,
+            Some(t) if t.elapsed() < RETRY_AFTER => false,
+            Some(_) => {
+                let fingerprint = crate::store::fingerprint(&self.inner.db);
+                let back = tokio::time::timeout(PROBE, self.inner.remote.health())
+                    .await
+                    .is_ok_and(|h| h.as_deref() == Some(fingerprint.as_str()));
+                *self.inner.gone.lock().unwrap_or_else(|p| p.into_inner()) =
+                    (!back).then(std::time::Instant::now);
+                if back {
+                    self.inner.remote.answered_again();
+                }
+                back
+            }
+        }
     }
 
     /// The socket client.
@@ -118,7 +140,8 @@ impl Daemon {
     pub(super) fn falls_back(&self, e: &Error) -> bool {
         if self.inner.remote.lost() {
             tracing::debug!("the daemon stopped answering on its socket; using the file");
-            self.inner.gone.store(true, Ordering::Relaxed);
+            *self.inner.gone.lock().unwrap_or_else(|p| p.into_inner()) =
+                Some(std::time::Instant::now());
             return true;
         }
         super::remote::is_host_only(e)
@@ -146,7 +169,7 @@ macro_rules! through_daemon {
     ($d:expr, |$r:ident| $remote:expr, |$l:ident| $local:expr) => {{
         let d = $d;
         let key = d.next_key();
-        if d.live() {
+        if d.live().await {
             let $r = d.remote();
             match crate::store::request::scope(key.clone(), $remote).await {
                 Err(e) if d.falls_back(&e) => {}

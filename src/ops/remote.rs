@@ -211,6 +211,13 @@ impl Remote {
         self.socket.is_some()
     }
 
+    /// Over the socket: the daemon answers again (after [`Remote::lost`]).
+    pub(super) fn answered_again(&self) {
+        if let Some(lost) = &self.socket {
+            lost.store(false, Ordering::Relaxed);
+        }
+    }
+
     /// Over the socket, whether a call got no answer from the daemon.
     pub(super) fn lost(&self) -> bool {
         self.socket

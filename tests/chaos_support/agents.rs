@@ -1,5 +1,6 @@
 //! The harness's agents: loops of real `handoff` processes against the
-//! database (no daemon in their path): `ask --wait`, `propose --exec`
+//! database — through the daemon's socket while it answers, so its kills
+//! land mid-call too, and through the file while it is down: `ask --wait`, `propose --exec`
 //! (some killed with -9 mid-command, a third with a verifier),
 //! `wait --session`, and claim racers looping `handoff recover`, which
 //! runs every approved action it finds.

@@ -829,6 +829,17 @@ pub async fn check(
     });
     floors.at_least("actions", actions.len(), 1);
     floors.at_least("quorum-2 actions approved", quorum_two, 1);
+    // The agents' CLI calls go through the daemon's socket while it lives
+    // (and are killed with it): each such write leaves its request id.
+    let through_socket = sqlx::query_scalar::<_, i64>("SELECT COUNT(DISTINCT key) FROM requests")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    floors.at_least(
+        "CLI calls written through the daemon's socket",
+        through_socket as usize,
+        1,
+    );
     let by_status = actions.iter().fold(BTreeMap::new(), |mut m, (_, s, _)| {
         *m.entry(s.as_str()).or_insert(0) += 1;
         m
