@@ -69,8 +69,10 @@ fn raw(child: Child) -> (i32, String, String) {
 /// Tap `data` on message `id` and return the toast the bot answered with.
 async fn tap(fake: &FakeTelegram, id: i64, data: &str) -> String {
     let (cb, _) = fake.tap_traced(ME, ME, id, data);
-    fake.until(30, "the tap's toast", |f| f.answers_to(&cb).into_iter().next())
-        .await
+    fake.until(30, "the tap's toast", |f| {
+        f.answers_to(&cb).into_iter().next()
+    })
+    .await
 }
 
 // Multi-threaded: the hook is awaited with a blocking wait while the
@@ -85,8 +87,15 @@ async fn a_single_choice_tapped_answers_the_tool_in_its_own_format() {
     let msg = card(&fake, "Which database").await;
     let labels: Vec<String> = msg.buttons().into_iter().map(|(t, _)| t).collect();
     assert_eq!(labels, ["Postgres", "SQLite", "✏️ Other…", "🚫 Decline"]);
-    assert!(msg.text.contains("SQLite — SQLite, described"), "{}", msg.text);
-    assert_eq!(tap(&fake, msg.message_id, &msg.button("SQLite")).await, "Recorded: SQLite");
+    assert!(
+        msg.text.contains("SQLite — SQLite, described"),
+        "{}",
+        msg.text
+    );
+    assert_eq!(
+        tap(&fake, msg.message_id, &msg.button("SQLite")).await,
+        "Recorded: SQLite"
+    );
     let (code, out, err) = raw(hook);
     assert_eq!(code, 0, "{err}");
     assert_eq!(
@@ -115,7 +124,11 @@ async fn a_single_choice_tapped_answers_the_tool_in_its_own_format() {
     let store = db.open().await;
     let qs = store.list_questions(&Default::default()).await.unwrap();
     assert_eq!(qs.len(), 1);
-    assert_eq!(qs[0].reply.as_ref().unwrap().text, "SQLite", "the late tap changed nothing");
+    assert_eq!(
+        qs[0].reply.as_ref().unwrap().text,
+        "SQLite",
+        "the late tap changed nothing"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -123,19 +136,35 @@ async fn a_multiple_choice_is_ticked_then_done_and_a_stale_tap_is_refused() {
     let (db, fake, _d, cfg) = setup().await;
     let env = [("HANDOFF_CONFIG", cfg.as_str())];
     let q = "Which checks should CI run?";
-    let ev = ask_event("PermissionRequest", "s-1", q, true, &["Lint", "Unit", "E2E"]);
+    let ev = ask_event(
+        "PermissionRequest",
+        "s-1",
+        q,
+        true,
+        &["Lint", "Unit", "E2E"],
+    );
     let hook = spawn_hook(&db, &ev.to_string(), &["--timeout", "60s"], &env);
     let first = card(&fake, "Which checks").await;
     let labels: Vec<String> = first.buttons().into_iter().map(|(t, _)| t).collect();
     assert_eq!(
         labels,
-        ["Lint", "Unit", "E2E", "☑️ Done (0)", "✏️ Other…", "🚫 Decline"]
+        [
+            "Lint",
+            "Unit",
+            "E2E",
+            "☑️ Done (0)",
+            "✏️ Other…",
+            "🚫 Decline"
+        ]
     );
     assert_eq!(
         tap(&fake, first.message_id, &first.button("Done")).await,
         "Tick at least one option first, or use Other… to answer in words."
     );
-    assert_eq!(tap(&fake, first.message_id, &first.button("Lint")).await, "✓ Lint");
+    assert_eq!(
+        tap(&fake, first.message_id, &first.button("Lint")).await,
+        "✓ Lint"
+    );
     let second = fake
         .until(30, "the card redrawn with Lint ticked", |f| {
             f.message(ME, first.message_id)
@@ -145,7 +174,10 @@ async fn a_multiple_choice_is_ticked_then_done_and_a_stale_tap_is_refused() {
     // A tap on the drawing before that toggle: refused, nothing applied.
     let stale = tap(&fake, first.message_id, &first.button("E2E")).await;
     assert_eq!(stale, "The question changed — see the updated message.");
-    assert_eq!(tap(&fake, second.message_id, &second.button("E2E")).await, "✓ E2E");
+    assert_eq!(
+        tap(&fake, second.message_id, &second.button("E2E")).await,
+        "✓ E2E"
+    );
     let third = fake
         .until(30, "the card redrawn with E2E ticked", |f| {
             f.message(ME, first.message_id)
@@ -174,10 +206,19 @@ async fn other_answers_in_words_through_a_force_reply_prompt() {
     let (db, fake, _d, cfg) = setup().await;
     let env = [("HANDOFF_CONFIG", cfg.as_str())];
     let q = "Which region should staging run in?";
-    let ev = ask_event("PermissionRequest", "s-1", q, true, &["eu-west-1", "us-east-1"]);
+    let ev = ask_event(
+        "PermissionRequest",
+        "s-1",
+        q,
+        true,
+        &["eu-west-1", "us-east-1"],
+    );
     let hook = spawn_hook(&db, &ev.to_string(), &["--timeout", "60s"], &env);
     let msg = card(&fake, "Which region").await;
-    assert_eq!(tap(&fake, msg.message_id, &msg.button("eu-west-1")).await, "✓ eu-west-1");
+    assert_eq!(
+        tap(&fake, msg.message_id, &msg.button("eu-west-1")).await,
+        "✓ eu-west-1"
+    );
     let ticked = fake
         .until(30, "the card redrawn", |f| {
             f.message(ME, msg.message_id)
@@ -232,7 +273,10 @@ async fn a_later_event_settles_its_sessions_pending_prompt_only() {
     let pending = store.list_actions(None).await.unwrap();
     let id_of = |s: &str| pending.iter().find(|a| a.session == s).unwrap().id.clone();
     let (a1, a2) = (id_of("s-1"), id_of("s-2"));
-    let msg1 = msg.iter().find(|m| m.text.contains(&a1[a1.len() - 8..])).unwrap();
+    let msg1 = msg
+        .iter()
+        .find(|m| m.text.contains(&a1[a1.len() - 8..]))
+        .unwrap();
 
     // The terminal answered s-1's prompt; the tool ran: PostToolUse.
     let post = json!({
@@ -243,7 +287,11 @@ async fn a_later_event_settles_its_sessions_pending_prompt_only() {
         "tool_use_id": "toolu_deploy"
     });
     let (code, out, err) = raw(spawn_hook(&db, &post.to_string(), &[], &env));
-    assert_eq!((code, out.as_str()), (0, ""), "no decision for a later event: {err}");
+    assert_eq!(
+        (code, out.as_str()),
+        (0, ""),
+        "no decision for a later event: {err}"
+    );
     assert!(err.contains("1 prompt"), "{err}");
     let a = store.get_action(&a1).await.unwrap();
     assert_eq!(a.decided_by.as_deref(), Some("terminal"));
@@ -280,10 +328,17 @@ async fn a_later_event_settles_its_sessions_pending_prompt_only() {
 async fn a_stop_event_closes_an_open_question_card_of_its_session() {
     let (db, fake, _d, cfg) = setup().await;
     let env = [("HANDOFF_CONFIG", cfg.as_str())];
-    let ev = ask_event("PermissionRequest", "s-9", "Ship it today?", false, &["Yes", "No"]);
+    let ev = ask_event(
+        "PermissionRequest",
+        "s-9",
+        "Ship it today?",
+        false,
+        &["Yes", "No"],
+    );
     let hook = spawn_hook(&db, &ev.to_string(), &["--timeout", "60s"], &env);
     let msg = card(&fake, "Ship it today?").await;
-    let stop = json!({"session_id": "s-9", "hook_event_name": "UserPromptSubmit", "prompt": "yes, ship"});
+    let stop =
+        json!({"session_id": "s-9", "hook_event_name": "UserPromptSubmit", "prompt": "yes, ship"});
     let (code, out, err) = raw(spawn_hook(&db, &stop.to_string(), &[], &env));
     assert_eq!((code, out.as_str()), (0, ""), "{err}");
     assert!(err.contains("1 question"), "{err}");
@@ -296,5 +351,9 @@ async fn a_stop_event_closes_an_open_question_card_of_its_session() {
                 .filter(|m| m.buttons().is_empty())
         })
         .await;
-    assert!(closed.text.contains("answered at the terminal"), "{}", closed.text);
+    assert!(
+        closed.text.contains("answered at the terminal"),
+        "{}",
+        closed.text
+    );
 }

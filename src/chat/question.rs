@@ -115,9 +115,7 @@ impl Bridge {
             expected_revision: Some(cb.revision),
         };
         if matches!(cb.verb, Verb::Toggle(_) | Verb::Done | Verb::Other) {
-            return self
-                .tap_card(q, chat_id, thread, cb, who, &question)
-                .await;
+            return self.tap_card(q, chat_id, thread, cb, who, &question).await;
         }
         let r = match cb.verb {
             Verb::Option(_) if question.choice == crate::store::questions::Choice::Many => {

@@ -24,9 +24,7 @@ use tokio::time::Instant;
 
 use super::{AGENT, HookEvent, TERMINAL};
 use crate::ops::{Awaited, Error, Ops, Result};
-use crate::store::questions::{
-    Choice, ListFilter, NewQuestion, QuestionOption, ReplyKind, Status,
-};
+use crate::store::questions::{Choice, ListFilter, NewQuestion, QuestionOption, ReplyKind, Status};
 
 /// The tool's name in hook events.
 pub const TOOL: &str = "AskUserQuestion";
@@ -113,7 +111,14 @@ fn digest(v: &Value) -> String {
 }
 
 /// The question card for question `i` of `n` of the call.
-fn card(ev: &HookEvent, project: &str, call: &str, i: usize, n: usize, q: &AskQuestion) -> NewQuestion {
+fn card(
+    ev: &HookEvent,
+    project: &str,
+    call: &str,
+    i: usize,
+    n: usize,
+    q: &AskQuestion,
+) -> NewQuestion {
     let mut context = String::new();
     if n > 1 {
         context.push_str(&format!("Question {} of {n}.\n", i + 1));
@@ -123,7 +128,11 @@ fn card(ev: &HookEvent, project: &str, call: &str, i: usize, n: usize, q: &AskQu
     }
     for o in &q.options {
         if !o.description.trim().is_empty() {
-            context.push_str(&format!("• {} — {}\n", o.label.trim(), o.description.trim()));
+            context.push_str(&format!(
+                "• {} — {}\n",
+                o.label.trim(),
+                o.description.trim()
+            ));
         }
     }
     NewQuestion {
@@ -155,7 +164,9 @@ impl Ops {
             ));
         };
         let input: AskInput = serde_json::from_value(ev.tool_input.clone()).map_err(|e| {
-            Error::invalid(format!("the AskUserQuestion input is not in the documented shape: {e}"))
+            Error::invalid(format!(
+                "the AskUserQuestion input is not in the documented shape: {e}"
+            ))
         })?;
         if input.questions.is_empty() {
             return Err(Error::invalid("the AskUserQuestion call asks no question"));
@@ -171,7 +182,11 @@ impl Ops {
         let n = input.questions.len();
         for (i, q) in input.questions.iter().enumerate() {
             let new = card(ev, project, &call, i, n, q);
-            let choice = if q.multi_select { Choice::Many } else { Choice::One };
+            let choice = if q.multi_select {
+                Choice::Many
+            } else {
+                Choice::One
+            };
             let asked = l.store.flag_card(&new, choice).await?.question;
             let left = deadline.saturating_duration_since(Instant::now());
             let answered = match self.await_reply(&asked, AGENT, left).await? {
@@ -182,7 +197,10 @@ impl Ops {
                     return Ok(Asked::TimedOut);
                 }
             };
-            let reply = answered.reply.clone().unwrap_or_else(|| unreachable_reply());
+            let reply = answered
+                .reply
+                .clone()
+                .unwrap_or_else(|| unreachable_reply());
             if reply.kind == ReplyKind::Decline {
                 self.close_card(&asked.id, "declined").await;
                 return Ok(Asked::Declined { by: reply.by });

@@ -105,10 +105,25 @@ mod tests {
         assert_eq!(later(&ev("PreToolUse", None)), None);
         let post = ev("PostToolUse", Some("toolu_1"));
         let args = json!({"command": "npm test"});
-        assert!(same_call(&post, "claude.Bash", Some("claude:s-1:toolu_1"), &json!({})));
-        assert!(!same_call(&post, "claude.Bash", Some("claude:s-1:toolu_2"), &args));
+        assert!(same_call(
+            &post,
+            "claude.Bash",
+            Some("claude:s-1:toolu_1"),
+            &json!({})
+        ));
+        assert!(!same_call(
+            &post,
+            "claude.Bash",
+            Some("claude:s-1:toolu_2"),
+            &args
+        ));
         assert!(same_call(&post, "claude.Bash", None, &args));
-        assert!(!same_call(&post, "claude.Bash", None, &json!({"command": "ls"})));
+        assert!(!same_call(
+            &post,
+            "claude.Bash",
+            None,
+            &json!({"command": "ls"})
+        ));
         assert!(!same_call(&post, "claude.Edit", None, &args));
     }
 }

@@ -42,7 +42,9 @@ impl Store {
         let clock = self.clock().clone();
         self.retry(|| {
             let (t, clock) = (t.clone(), clock.clone());
-            self.write(move |turn| Box::pin(async move { toggle_in(turn, &t, clock.now_ms()).await }))
+            self.write(move |turn| {
+                Box::pin(async move { toggle_in(turn, &t, clock.now_ms()).await })
+            })
         })
         .await
     }
