@@ -197,10 +197,10 @@ impl Ops {
                     return Ok(Asked::TimedOut);
                 }
             };
-            let reply = answered
-                .reply
-                .clone()
-                .unwrap_or_else(|| unreachable_reply());
+            // An awaited reply always carries it; be plain if not.
+            let Some(reply) = answered.reply.clone() else {
+                return Err(Error::invalid("the answered question carries no reply"));
+            };
             if reply.kind == ReplyKind::Decline {
                 self.close_card(&asked.id, "declined").await;
                 return Ok(Asked::Declined { by: reply.by });
@@ -277,19 +277,6 @@ pub fn answer_output(kind: super::Kind, input: &Value, by: &str) -> Value {
                 "updatedInput": input,
             }
         }),
-    }
-}
-
-/// An awaited reply always carries its reply; an empty answer otherwise.
-fn unreachable_reply() -> crate::store::questions::Reply {
-    crate::store::questions::Reply {
-        text: String::new(),
-        context: None,
-        kind: ReplyKind::Answer,
-        source: crate::store::Channel::Agent,
-        by: String::new(),
-        at: 0,
-        seen_at: None,
     }
 }
 
