@@ -9,6 +9,8 @@
 //! exits 1 without an answer (Claude Code then shows its own dialog; it never
 //! allows on its own because of it). Stopped by a signal while waiting (the
 //! person answered at the terminal), it settles the action as answered there.
+//! AskUserQuestion calls and the session's later events (PostToolUse, Stop,
+//! UserPromptSubmit, …) are handled in `hook/ask.rs`.
 
 mod ask;
 
