@@ -357,3 +357,97 @@ async fn a_stop_event_closes_an_open_question_card_of_its_session() {
         closed.text
     );
 }
+
+/// The open question card of session `s`, once the hook has asked it.
+async fn asked(store: &handoff::store::Store, s: &str) -> handoff::store::questions::Question {
+    for _ in 0..1500 {
+        let qs = store.list_questions(&Default::default()).await.unwrap();
+        if let Some(q) = qs.into_iter().find(|q| q.session == s) {
+            return q;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("the hook never asked its question");
+}
+
+#[tokio::test]
+async fn decline_denies_with_a_reason_and_nobody_answering_fails_closed() {
+    let db = TempDb::new();
+    let store = db.open().await;
+    let ev = ask_event(
+        "PreToolUse",
+        "s-d",
+        "Rewrite the history?",
+        false,
+        &["Yes", "No"],
+    );
+    let hook = spawn_hook(&db, &ev.to_string(), &["--timeout", "60s"], &[]);
+    let q = asked(&store, "s-d").await;
+    let decline = handoff::store::questions::NewReply {
+        kind: handoff::store::questions::ReplyKind::Decline,
+        by: "ann".into(),
+        ..Default::default()
+    };
+    store.reply_inbox(&q.id, &decline).await.unwrap().unwrap();
+    let (code, out, err) = finish(hook);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{out}"
+    );
+    let why = out["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap();
+    assert!(why.starts_with("ann declined to answer"), "{why}");
+
+    // Nobody answers within --timeout: deny (fail closed), card closed.
+    let ev = ask_event(
+        "PermissionRequest",
+        "s-t",
+        "Rewrite it now?",
+        false,
+        &["Yes", "No"],
+    );
+    let (code, out, err) = finish(spawn_hook(&db, &ev.to_string(), &["--timeout", "1s"], &[]));
+    assert_eq!(code, 0, "{err}");
+    let d = &out["hookSpecificOutput"]["decision"];
+    assert_eq!(d["behavior"], "deny", "{out}");
+    assert!(
+        d["message"].as_str().unwrap().contains("fail closed"),
+        "{out}"
+    );
+    let q = asked(&store, "s-t").await;
+    assert_eq!(q.status, handoff::store::questions::Status::Resolved);
+    assert_eq!(q.outcome.as_deref(), Some("nobody answered in time"));
+}
+
+#[tokio::test]
+async fn a_stopped_ask_hook_closes_its_card_and_a_remote_one_leaves_it_to_the_terminal() {
+    let db = TempDb::new();
+    let store = db.open().await;
+    let ev = ask_event("PreToolUse", "s-k", "Keep the cache?", true, &["Yes", "No"]);
+    let hook = spawn_hook(&db, &ev.to_string(), &["--timeout", "60s"], &[]);
+    let q = asked(&store, "s-k").await;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(hook.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let (_, out, _) = raw(hook);
+    assert_eq!(out, "", "no answer: Claude Code stopped listening");
+    let q = store.get_question(&q.id).await.unwrap().unwrap();
+    assert_eq!(q.status, handoff::store::questions::Status::Resolved);
+    assert_eq!(q.outcome.as_deref(), Some("answered at the terminal"));
+
+    // Through HANDOFF_URL: no card, no answer; Claude Code asks itself.
+    let remote = [
+        ("HANDOFF_URL", "http://127.0.0.1:9"),
+        ("HANDOFF_TOKEN", "hk_nothing"),
+    ];
+    let ev = ask_event("PreToolUse", "s-r", "Keep it?", false, &["Yes", "No"]);
+    let (code, out, err) = raw(spawn_hook(&db, &ev.to_string(), &[], &remote));
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert!(err.contains("Claude Code asks at the terminal"), "{err}");
+    let qs = store.list_questions(&Default::default()).await.unwrap();
+    assert!(qs.iter().all(|q| q.session != "s-r"));
+}
