@@ -138,7 +138,11 @@ fn card(
     NewQuestion {
         project: project.to_string(),
         agent: AGENT.to_string(),
-        session: ev.session_id.clone(),
+        // Why no session: the hook hands the answer over itself; with the
+        // session, the answer would also wake the session's `handoff wait`
+        // (the Stop hook) and show in its `pending`, a second delivery.
+        // The key names the session, for closing its cards.
+        session: String::new(),
         key: Some(format!("{KEY_PREFIX}{}:{call}:{i}", ev.session_id)),
         title: line(&q.question, TITLE),
         detail: line(&q.header, 200),
@@ -231,7 +235,6 @@ impl Ops {
             .store
             .list_questions(&ListFilter {
                 status: Some(Status::Open),
-                session: Some(session.to_string()),
                 ..ListFilter::default()
             })
             .await?;
@@ -300,6 +303,7 @@ mod tests {
         let input: AskInput = serde_json::from_value(ev.tool_input.clone()).unwrap();
         let c = card(&ev, "shop", "toolu_1", 0, 2, &input.questions[0]);
         assert_eq!(c.key.as_deref(), Some("claude:ask:s-1:toolu_1:0"));
+        assert_eq!(c.session, "", "the hook delivers the answer, not a wake-up");
         assert_eq!(c.title, "Which database should the service use?");
         assert_eq!(c.detail, "Database");
         assert!(c.options[0].recommended && !c.options[1].recommended);
