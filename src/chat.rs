@@ -31,6 +31,7 @@
 
 mod action;
 mod callback;
+mod card;
 mod commands;
 mod dispatch;
 mod push;

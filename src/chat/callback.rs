@@ -53,6 +53,12 @@ pub enum Verb {
     Option(u8),
     /// Start a clarify reply (asks for text).
     Clarify,
+    /// Tick or untick option N of a multiple choice.
+    Toggle(u8),
+    /// Answer a multiple choice with the ticked options.
+    Done,
+    /// Answer a single or multiple choice in words ("Other…": asks for text).
+    Other,
     /// Decline the question / row.
     Decline,
     /// Start a free-text answer (rows).
@@ -110,6 +116,9 @@ impl Callback {
         let (v, arg) = match self.verb {
             Verb::Option(n) => ("o", n.to_string()),
             Verb::Clarify => ("c", String::new()),
+            Verb::Toggle(n) => ("t", n.to_string()),
+            Verb::Done => ("dn", String::new()),
+            Verb::Other => ("ot", String::new()),
             Verb::Decline => ("d", String::new()),
             Verb::Answer => ("n", String::new()),
             Verb::Handled => ("h", String::new()),
@@ -158,6 +167,9 @@ impl Callback {
         let verb = match v {
             "o" => Verb::Option(arg.parse().ok().filter(|n| *n < 8)?),
             "c" => no_arg(Verb::Clarify)?,
+            "t" => Verb::Toggle(arg.parse().ok().filter(|n| *n < 8)?),
+            "dn" => no_arg(Verb::Done)?,
+            "ot" => no_arg(Verb::Other)?,
             "d" => no_arg(Verb::Decline)?,
             "n" => no_arg(Verb::Answer)?,
             "h" => no_arg(Verb::Handled)?,
@@ -176,7 +188,9 @@ impl Callback {
         };
         // Verbs only make sense on their own kind of item.
         let fits = match verb {
-            Verb::Option(_) | Verb::Clarify => item == Item::Question,
+            Verb::Option(_) | Verb::Clarify | Verb::Toggle(_) | Verb::Done | Verb::Other => {
+                item == Item::Question
+            }
             Verb::Decline => item != Item::Action,
             Verb::Answer | Verb::Handled => item == Item::Row,
             _ => item == Item::Action,
@@ -212,6 +226,10 @@ mod tests {
             (Item::Question, Verb::Option(0)),
             (Item::Question, Verb::Option(3)),
             (Item::Question, Verb::Clarify),
+            (Item::Question, Verb::Toggle(0)),
+            (Item::Question, Verb::Toggle(7)),
+            (Item::Question, Verb::Done),
+            (Item::Question, Verb::Other),
             (Item::Question, Verb::Decline),
             (Item::Row, Verb::Answer),
             (Item::Row, Verb::Handled),
@@ -254,6 +272,11 @@ mod tests {
             &format!("a|o|{ID}|1|0"),
             &format!("x|c|{ID}|1|"),
             &format!("q|c|{ID}|1|extra"),
+            &format!("q|t|{ID}|1|8"),
+            &format!("q|t|{ID}|1|"),
+            &format!("a|t|{ID}|1|0"),
+            &format!("a|dn|{ID}|1|"),
+            &format!("q|dn|{ID}|1|0"),
             &format!("q|c|{ID}|1||"),
             &format!("q|c|{}|1|", "z".repeat(32)),
         ] {

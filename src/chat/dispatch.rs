@@ -25,6 +25,8 @@ pub(crate) enum Prompt {
     Clarify { id: String, revision: i64 },
     /// A free-text answer for a blocked row.
     RowAnswer { id: String },
+    /// An "Other…" answer in words for a question card.
+    Other { id: String, revision: i64 },
     /// A JSON patch (or `key: value` lines) for an action, then approve.
     ActionEdit { id: String },
 }
@@ -360,6 +362,10 @@ impl Bridge {
             }
             Prompt::RowAnswer { id } => {
                 self.answer_row(chat_id, thread, &id, text, who, ReplyKind::Answer)
+                    .await
+            }
+            Prompt::Other { id, revision } => {
+                self.answer_other(chat_id, thread, &id, revision, text, who)
                     .await
             }
             Prompt::ActionEdit { id } => {

@@ -52,6 +52,11 @@ pub(crate) fn question(q: &Question) -> View {
     }
     let mut buttons = Vec::new();
     match q.status {
+        Status::Open if !q.choice.is_plain() => {
+            let (rows, hint) = super::card::open(q);
+            buttons = rows;
+            t.push_str(&hint);
+        }
         Status::Open => {
             let cb = |verb| Callback {
                 item: Item::Question,
@@ -109,7 +114,17 @@ impl Bridge {
             by: who.to_string(),
             expected_revision: Some(cb.revision),
         };
+        if matches!(cb.verb, Verb::Toggle(_) | Verb::Done | Verb::Other) {
+            return self.tap_card(q, chat_id, thread, cb, who, &question).await;
+        }
         let r = match cb.verb {
+            Verb::Option(_) if question.choice == crate::store::questions::Choice::Many => {
+                // A multiple choice is answered with Done, never one tap.
+                self.redraw_quiet(Item::Question, &cb.id).await;
+                return self
+                    .toast(q, "The question changed — see the updated message.")
+                    .await;
+            }
             Verb::Option(n) => {
                 let Some(opt) = question.options.get(n as usize) else {
                     return self

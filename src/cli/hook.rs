@@ -9,6 +9,10 @@
 //! exits 1 without an answer (Claude Code then shows its own dialog; it never
 //! allows on its own because of it). Stopped by a signal while waiting (the
 //! person answered at the terminal), it settles the action as answered there.
+//! AskUserQuestion calls and the session's later events (PostToolUse, Stop,
+//! UserPromptSubmit, …) are handled in `hook/ask.rs`.
+
+mod ask;
 
 use std::time::Duration;
 
@@ -103,6 +107,9 @@ async fn claude(ctx: &Ctx, args: ClaudeArgs) -> anyhow::Result<u8> {
             return Ok(exit::INTERNAL);
         }
     };
+    if let Some(what) = crate::ops::claude::settle::later(&ev) {
+        return ask::later(ctx, &ev, what).await;
+    }
     let Some(kind) = ev.kind() else {
         eprintln!(
             "handoff hook claude: {} is not a permission prompt (only PermissionRequest and PreToolUse are answered); nothing to do",
@@ -111,6 +118,9 @@ async fn claude(ctx: &Ctx, args: ClaudeArgs) -> anyhow::Result<u8> {
         return Ok(exit::OK);
     };
     let project = project_of(args.project, &ev);
+    if ev.tool_name == crate::ops::claude::ask::TOOL {
+        return ask::ask(ctx, &ev, kind, &project, args.timeout).await;
+    }
     let decision = match decide(ctx, &ev, &project, args.timeout).await {
         Some(d) => d,
         // Stopped by a signal: Claude Code gave up on this hook.

@@ -16,7 +16,9 @@
 //!
 //! This module reads no stdin and prints nothing: the CLI does (`cli/hook.rs`).
 
+pub mod ask;
 pub mod preview;
+pub mod settle;
 
 use std::time::Duration;
 

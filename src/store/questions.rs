@@ -16,6 +16,7 @@
 //! writers, pickup). This module does not talk to chats or wake agents: it
 //! records, and the daemon follows the event log.
 
+mod pick;
 mod read;
 mod reply;
 pub mod validate;
@@ -105,6 +106,47 @@ str_enum!(
     Decline = "decline"
 );
 
+/// How a question's card is drawn and answered: a plain question, or an
+/// agent's own multiple-choice prompt (Claude Code's AskUserQuestion).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Choice {
+    /// A plain question: options, Clarify, Decline, free text.
+    #[default]
+    Plain,
+    /// Pick one option, or write another answer ("Other…").
+    One,
+    /// Tick any options (each tap toggles one), then Done; or "Other…".
+    Many,
+}
+
+impl Choice {
+    /// True for a plain question (left out of JSON, as before cards).
+    pub fn is_plain(&self) -> bool {
+        *self == Choice::Plain
+    }
+
+    /// The name stored in SQL.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Choice::Plain => "",
+            Choice::One => "one",
+            Choice::Many => "many",
+        }
+    }
+
+    fn from_col(s: &str) -> Result<Choice> {
+        match s {
+            "" => Ok(Choice::Plain),
+            "one" => Ok(Choice::One),
+            "many" => Ok(Choice::Many),
+            other => Err(Error::Corrupt(format!("question choice `{other}`"))),
+        }
+    }
+}
+
 /// One labelled choice offered with a question.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct QuestionOption {
@@ -184,6 +226,12 @@ pub struct Question {
     pub context: String,
     /// Offered choices.
     pub options: Vec<QuestionOption>,
+    /// How its card is drawn: plain, pick one, or tick many.
+    #[serde(default, skip_serializing_if = "Choice::is_plain")]
+    pub choice: Choice,
+    /// A multiple choice's ticked options, as a bitmask (bit n: option n).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub picked: i64,
     /// Open, resolved or dismissed.
     pub status: Status,
     /// The agent's outcome (resolved) or the human's reason (dismissed).
@@ -213,7 +261,21 @@ pub struct Question {
     pub resolved_at: Option<i64>,
 }
 
+fn is_zero(n: &i64) -> bool {
+    *n == 0
+}
+
 impl Question {
+    /// The labels of a multiple choice's ticked options, in option order.
+    pub fn picked_labels(&self) -> Vec<&str> {
+        self.options
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i < 63 && self.picked & (1 << i) != 0)
+            .map(|(_, o)| o.label.as_str())
+            .collect()
+    }
+
     /// True when a reply stands and no agent has picked it up yet.
     pub fn has_unseen_reply(&self) -> bool {
         self.reply.as_ref().is_some_and(|r| r.seen_at.is_none())
@@ -418,6 +480,8 @@ pub(crate) fn from_row(r: &SqliteRow) -> Result<Question> {
         context: r.try_get("context")?,
         options: serde_json::from_str(&options)
             .map_err(|e| Error::Corrupt(format!("question options: {e}")))?,
+        choice: Choice::from_col(&r.try_get::<String, _>("choice")?)?,
+        picked: r.try_get("picked")?,
         status: parse_col(&status)?,
         outcome: r.try_get("outcome")?,
         reply,

@@ -8,7 +8,7 @@ use sqlx::SqliteConnection;
 
 use super::read::get_on;
 use super::{
-    Channel, Flagged, NewQuestion, Outcome, Question, Refusal, Status, from_row, validate,
+    Channel, Choice, Flagged, NewQuestion, Outcome, Question, Refusal, Status, from_row, validate,
 };
 use crate::store::writer::Turn;
 use crate::store::{Result, Store, new_id};
@@ -29,7 +29,18 @@ impl Store {
     /// options, agent, session) and its `revision` bumped; it never gets a
     /// twin. Re-flagging also wakes a snoozed question: its content changed.
     pub async fn flag(&self, q: &NewQuestion) -> Result<Flagged> {
+        self.flag_card(q, Choice::Plain).await
+    }
+
+    /// Flag a question drawn as `choice` (an agent's own multiple-choice
+    /// prompt; [`Store::flag`] is `Choice::Plain`). A card needs options.
+    pub async fn flag_card(&self, q: &NewQuestion, choice: Choice) -> Result<Flagged> {
         let q = Arc::new(validate::question(q)?);
+        if !choice.is_plain() && q.options.is_empty() {
+            return Err(crate::store::Error::Invalid(
+                "a single or multiple choice needs options to choose from".into(),
+            ));
+        }
         let options = Arc::new(
             serde_json::to_string(&q.options)
                 .map_err(|e| crate::store::Error::Invalid(format!("options: {e}")))?,
@@ -39,7 +50,9 @@ impl Store {
             .retry(|| {
                 let (q, options, clock) = (q.clone(), options.clone(), clock.clone());
                 self.write(move |turn| {
-                    Box::pin(async move { flag_in(turn, &q, &options, clock.now_ms()).await })
+                    Box::pin(
+                        async move { flag_in(turn, &q, &options, choice, clock.now_ms()).await },
+                    )
                 })
             })
             .await?;
@@ -157,21 +170,28 @@ impl Store {
 
 /// Flag (or update by key) one question: one upsert whose trigger appends
 /// `question.flagged` (a new row) or `question.updated` (bumped in place).
-async fn flag_in(turn: &mut Turn, q: &NewQuestion, options: &str, now: i64) -> Result<Flagged> {
+async fn flag_in(
+    turn: &mut Turn,
+    q: &NewQuestion,
+    options: &str,
+    choice: Choice,
+    now: i64,
+) -> Result<Flagged> {
     let id = new_id();
     // Why one upsert: the partial unique index on (project, key) over
     // open questions decides "create or update" inside the engine, so
     // two agents flagging the same key at once can never make twins.
     let row = sqlx::query(
         "INSERT INTO questions
-             (id, project, agent, session, key, title, detail, context, options, created_at, updated_at,
-              t_at, t_event, t_actor, t_channel, t_payload)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10,
+             (id, project, agent, session, key, title, detail, context, options, choice,
+              created_at, updated_at, t_at, t_event, t_actor, t_channel, t_payload)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?11, ?10, ?10,
                  ?10, 'question.flagged', ?3, 'agent', json_object('key', ?5, 'revision', 1, 'title', ?6))
          ON CONFLICT (project, key) WHERE key IS NOT NULL AND status = 'open'
          DO UPDATE SET agent = excluded.agent, session = excluded.session,
              title = excluded.title, detail = excluded.detail,
              context = excluded.context, options = excluded.options,
+             choice = excluded.choice, picked = 0,
              revision = revision + 1, snoozed_until = NULL,
              updated_at = excluded.updated_at,
              t_seq = t_seq + 1, t_at = excluded.updated_at, t_event = 'question.updated',
@@ -189,6 +209,7 @@ async fn flag_in(turn: &mut Turn, q: &NewQuestion, options: &str, now: i64) -> R
     .bind(&q.context)
     .bind(options)
     .bind(now)
+    .bind(choice.as_str())
     .fetch_one(turn.conn())
     .await?;
     let question = from_row(&row)?;
