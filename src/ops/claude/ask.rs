@@ -162,7 +162,7 @@ impl Ops {
     /// Ask the questions of an AskUserQuestion call `ev` in `project`, one
     /// card after another, within `wait` in all.
     pub async fn claude_ask(&self, ev: &HookEvent, project: &str, wait: Duration) -> Result<Asked> {
-        let Ops::Local(l) = self else {
+        let Some(l) = self.host().await? else {
             return Err(Error::invalid(
                 "AskUserQuestion is answered through handoff only on the local database, not through HANDOFF_URL",
             ));
@@ -229,7 +229,9 @@ impl Ops {
     /// the terminal (the hook was stopped, or a later event of the session
     /// says the terminal went on). How many it closed.
     pub async fn claude_ask_abandon(&self, session: &str) -> Result<usize> {
-        let Ops::Local(l) = self else { return Ok(0) };
+        let Some(l) = self.host().await? else {
+            return Ok(0);
+        };
         let prefix = format!("{KEY_PREFIX}{session}:");
         let open = l
             .store

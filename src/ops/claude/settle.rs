@@ -56,7 +56,8 @@ impl Ops {
     /// Settle the prompts of `ev`'s session that `ev` shows were answered
     /// elsewhere; how many (actions, question cards).
     pub async fn claude_settle(&self, ev: &HookEvent, what: Later) -> Result<(usize, usize)> {
-        let Ops::Local(l) = self else {
+        // On this host's file (directly, or behind the local daemon).
+        let Some(l) = self.host().await? else {
             return Ok((0, 0));
         };
         if ev.session_id.is_empty() {
