@@ -77,7 +77,16 @@ fn shape(o: &Output) -> (Option<i32>, String) {
     let mut out = String::new();
     let mut word = String::new();
     let flush = |w: &mut String, out: &mut String| {
-        let hexy = w.len() >= 8 && w.chars().all(|c| c.is_ascii_hexdigit());
+        // A short id may end a word (`f5f2cfcb:`): the punctuation stays.
+        let core = w.trim_end_matches([':', '.', '-']);
+        let tail = w[core.len()..].to_string();
+        let hexy = core.len() >= 8 && core.chars().all(|c| c.is_ascii_hexdigit());
+        if hexy {
+            out.push_str("<id>");
+            out.push_str(&tail);
+            w.clear();
+            return;
+        }
         let timey = w.chars().filter(|c| c.is_ascii_digit()).count() >= 4
             && w.chars().any(|c| c == ':' || c == '-' || c == 'T');
         out.push_str(if hexy {
