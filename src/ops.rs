@@ -29,6 +29,7 @@ mod actions;
 mod backend;
 mod boards;
 pub mod claude;
+pub mod codex;
 mod local;
 mod questions;
 mod remote;
