@@ -238,3 +238,31 @@ fn codex_refuses_a_broken_config_toml_and_writes_neither_file() {
         text(&o.stderr)
     );
 }
+
+/// docs/recipes.md shows exactly the entries `install` prints.
+#[test]
+fn the_recipes_show_what_install_prints() {
+    let doc = include_str!("../docs/recipes.md");
+    let section = doc
+        .split("## Installing the permission hooks")
+        .nth(1)
+        .unwrap()
+        .split("\n## ")
+        .next()
+        .unwrap();
+    let blocks: Vec<Value> = section
+        .split("```json\n")
+        .skip(1)
+        .map(|b| serde_json::from_str(b.split("```").next().unwrap()).unwrap())
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    for (agent, shown) in ["claude", "codex"].iter().zip(&blocks) {
+        let out = text(&install(dir.path(), &[agent]).stdout);
+        let body = out.split_once('\n').unwrap().1;
+        let body = body.split("\n\nand turn hooks on").next().unwrap();
+        let printed: Value = serde_json::from_str(body).unwrap();
+        assert_eq!(&printed, shown, "{agent}");
+    }
+    assert_eq!(blocks.len(), 2);
+    assert!(section.contains("```toml\n[features]\ncodex_hooks = true\n```"));
+}
