@@ -28,6 +28,7 @@ pub mod refusal;
 pub mod seed;
 pub mod sessions;
 pub mod tokens;
+pub mod topics;
 mod writer;
 
 use std::future::Future;

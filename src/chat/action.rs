@@ -47,6 +47,7 @@ pub(crate) async fn action_meta(store: &Store, id: &str) -> Result<Option<Meta>>
         live: matches!(status, ActionStatus::Pending | ActionStatus::Unknown),
         project: a.project.clone(),
         agent: a.proposer.clone(),
+        session: a.session.clone(),
         action_kind: Some(a.kind.clone()),
     }))
 }
