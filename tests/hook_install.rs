@@ -149,6 +149,9 @@ fn a_file_that_is_not_json_is_refused_and_left_alone() {
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert_eq!(std::fs::read_to_string(&p).unwrap(), broken);
     assert!(!dir.path().join("s.json.bak").exists());
+    let o = install(dir.path(), &["claude", "--config-toml", "c.toml"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("--config-toml is for codex only"));
     // Hooks of the wrong shape: refused too.
     std::fs::write(&p, "{\"hooks\": []}").unwrap();
     let o = install(dir.path(), &["claude", "--write", "--path", "s.json"]);

@@ -392,6 +392,12 @@ fn codex_home() -> PathBuf {
 
 pub(crate) fn run(args: InstallArgs) -> anyhow::Result<u8> {
     let agent = args.agent;
+    if matches!(agent, Agent::Claude) && args.config_toml.is_some() {
+        return Err(fail(
+            exit::INVALID,
+            "--config-toml is for codex only (Claude Code keeps its hooks in one settings.json: give it with --path)",
+        ));
+    }
     let path = args.path.unwrap_or_else(|| match agent {
         Agent::Claude => PathBuf::from(".claude/settings.json"),
         Agent::Codex => codex_home().join("hooks.json"),
