@@ -269,3 +269,39 @@ fn the_recipes_show_what_install_prints() {
     assert_eq!(blocks.len(), 2);
     assert!(section.contains("```toml\n[features]\ncodex_hooks = true\n```"));
 }
+
+/// `--json`: one object, the same facts as the text.
+#[test]
+fn json_output_names_each_file_and_what_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = install(dir.path(), &["codex", "--write", "--json"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let files = v["install"]["files"].as_array().unwrap();
+    assert_eq!(v["install"]["agent"], "codex");
+    assert_eq!(v["install"]["written"], true);
+    assert_eq!(files.len(), 2);
+    assert!(
+        files[0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with(".codex/hooks.json")
+    );
+    assert_eq!(files[0]["changed"], true);
+    assert!(files[0]["backup"].is_null(), "a new file has no backup");
+    assert!(
+        files[1]["diff"]
+            .as_str()
+            .unwrap()
+            .contains("+codex_hooks = true")
+    );
+    let o = install(dir.path(), &["codex", "--write", "--json"]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        v["install"]["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["changed"] == false)
+    );
+}

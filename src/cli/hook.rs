@@ -69,7 +69,7 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
     match cmd {
         Cmd::Claude(args) => claude(ctx, args).await,
         Cmd::Codex(args) => super::hook_codex::run(ctx, args).await,
-        Cmd::Install(args) => super::hook_install::run(args),
+        Cmd::Install(args) => super::hook_install::run(ctx, args),
     }
 }
 

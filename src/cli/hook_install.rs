@@ -12,9 +12,14 @@
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
+use serde::Serialize;
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::json;
 
-use super::{exit, fail};
+use super::{Ctx, exit, fail};
+
+/// What turns hooks on in Codex's config.toml.
+const FLAG: &str = "[features]\ncodex_hooks = true\n";
 
 /// How long the agent lets the hook run, in seconds: above the hook's own
 /// default `--timeout` (9 minutes), so handoff answers first.
@@ -362,23 +367,23 @@ fn read(path: &Path) -> anyhow::Result<Option<String>> {
 /// Write `new` over `path` (its old text `old`): the old file kept as
 /// `<path>.bak`, the new one put in place by a rename, so a crash leaves
 /// one or the other whole.
-fn replace(path: &Path, old: Option<&str>, new: &str) -> anyhow::Result<String> {
+fn replace(path: &Path, old: Option<&str>, new: &str) -> anyhow::Result<Option<PathBuf>> {
     let io = |what: &str, p: &Path, e: std::io::Error| {
         anyhow::anyhow!("cannot {what} {}: {e}", p.display())
     };
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| io("create", dir, e))?;
     }
-    let mut note = String::from("new file");
+    let mut backup = None;
     if let Some(old) = old {
         let bak = PathBuf::from(format!("{}.bak", path.display()));
         std::fs::write(&bak, old).map_err(|e| io("write", &bak, e))?;
-        note = format!("the previous file is in {}", bak.display());
+        backup = Some(bak);
     }
     let tmp = PathBuf::from(format!("{}.handoff-tmp", path.display()));
     std::fs::write(&tmp, new).map_err(|e| io("write", &tmp, e))?;
     std::fs::rename(&tmp, path).map_err(|e| io("replace", path, e))?;
-    Ok(note)
+    Ok(backup)
 }
 
 /// Codex's folder: `$CODEX_HOME`, else `~/.codex`.
@@ -390,7 +395,26 @@ fn codex_home() -> PathBuf {
     Path::new(&home).join(".codex")
 }
 
-pub(crate) fn run(args: InstallArgs) -> anyhow::Result<u8> {
+/// One file of the install, for `--json` and the text.
+#[derive(Debug, Serialize)]
+struct FileReport {
+    /// The file.
+    path: String,
+    /// Without --write: what to add to it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    add: Option<String>,
+    /// With --write: whether it changed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    changed: Option<bool>,
+    /// With --write: the unified diff of the change.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    diff: Option<String>,
+    /// With --write: where the previous file is kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    backup: Option<String>,
+}
+
+pub(crate) fn run(ctx: &Ctx, args: InstallArgs) -> anyhow::Result<u8> {
     let agent = args.agent;
     if matches!(agent, Agent::Claude) && args.config_toml.is_some() {
         return Err(fail(
@@ -409,19 +433,39 @@ pub(crate) fn run(args: InstallArgs) -> anyhow::Result<u8> {
                 .map_or_else(|| PathBuf::from("config.toml"), |d| d.join("config.toml"))
         })),
     };
+    let name = command(agent).rsplit(' ').next().unwrap_or_default();
     if !args.write {
-        super::out(&format!(
-            "Add this to {} (or run `handoff hook install {}` with --write to merge it; a diff is shown first):",
-            path.display(),
-            command(agent).rsplit(' ').next().unwrap_or_default()
-        ));
-        super::out(snippet(agent).pretty().trim_end());
+        let mut files = vec![FileReport {
+            path: path.display().to_string(),
+            add: Some(snippet(agent).pretty()),
+            changed: None,
+            diff: None,
+            backup: None,
+        }];
         if let Some(t) = &toml_path {
-            super::out(&format!(
-                "\nand turn hooks on in {} (Codex 0.122 and later):\n[features]\ncodex_hooks = true",
-                t.display()
-            ));
+            files.push(FileReport {
+                path: t.display().to_string(),
+                add: Some(FLAG.to_string()),
+                changed: None,
+                diff: None,
+                backup: None,
+            });
         }
+        ctx.show("install", &json!({"agent": name, "written": false, "files": &files}), || {
+            let mut t = format!(
+                "Add this to {} (or run `handoff hook install {name}` with --write to merge it; a diff is shown first):\n{}",
+                files[0].path,
+                files[0].add.as_deref().unwrap_or_default()
+            );
+            if let Some(f) = files.get(1) {
+                t.push_str(&format!(
+                    "\nand turn hooks on in {} (Codex 0.122 and later):\n{}",
+                    f.path,
+                    f.add.as_deref().unwrap_or_default()
+                ));
+            }
+            t
+        });
         return Ok(exit::OK);
     }
     // Every file is read and merged before any is written: one that is
@@ -437,16 +481,63 @@ pub(crate) fn run(args: InstallArgs) -> anyhow::Result<u8> {
         let new = merge_toml(&t, old.as_deref())?;
         plan.push((t, old, new));
     }
+    let mut files = Vec::new();
     for (p, old, new) in plan {
-        match new {
-            None => super::out(&format!("{} already has it: nothing changed", p.display())),
-            Some(new) => {
-                super::out(diff(&p, old.as_deref().unwrap_or(""), &new).trim_end());
-                let note = replace(&p, old.as_deref(), &new)?;
-                super::out(&format!("wrote {} ({note})", p.display()));
+        let shown = p.display().to_string();
+        let Some(new) = new else {
+            files.push(FileReport {
+                path: shown,
+                add: None,
+                changed: Some(false),
+                diff: None,
+                backup: None,
+            });
+            continue;
+        };
+        let d = diff(&p, old.as_deref().unwrap_or(""), &new);
+        let backup = replace(&p, old.as_deref(), &new).map_err(|e| {
+            let done: Vec<&str> = files
+                .iter()
+                .filter(|f: &&FileReport| f.changed == Some(true))
+                .map(|f| f.path.as_str())
+                .collect();
+            if done.is_empty() {
+                e
+            } else {
+                anyhow::anyhow!("{e:#} ({} was written already)", done.join(", "))
             }
-        }
+        })?;
+        files.push(FileReport {
+            path: shown,
+            add: None,
+            changed: Some(true),
+            diff: Some(d),
+            backup: backup.map(|b| b.display().to_string()),
+        });
     }
+    ctx.show(
+        "install",
+        &json!({"agent": name, "written": true, "files": &files}),
+        || {
+            let mut t = String::new();
+            for f in &files {
+                match (&f.diff, &f.backup) {
+                    (None, _) => {
+                        t.push_str(&format!("{} already has it: nothing changed\n", f.path))
+                    }
+                    (Some(d), b) => {
+                        t.push_str(d);
+                        let note = match b {
+                            Some(b) => format!("the previous file is in {b}"),
+                            None => "new file".to_string(),
+                        };
+                        t.push_str(&format!("wrote {} ({note})\n", f.path));
+                    }
+                }
+            }
+            t
+        },
+    );
     Ok(exit::OK)
 }
 
