@@ -29,7 +29,6 @@ mod actions;
 mod backend;
 mod boards;
 pub mod claude;
-pub mod codex;
 mod local;
 mod questions;
 mod remote;
@@ -38,6 +37,9 @@ pub mod results;
 pub mod run;
 mod sessions;
 mod wait;
+
+// Codex's hook answers; the prompt engine they share is `claude`'s.
+pub mod codex;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
