@@ -23,7 +23,8 @@
 //! - `retry`: one task per (item, chat) message sends or edits it.
 //! - `callback`: the 64-byte callback data; `text`: escaping and cutting;
 //!   `stranded`: Run now / Done by hand on an approved `--exec` action;
-//!   `unparsed`: updates teloxide cannot parse.
+//!   `unparsed`: updates teloxide cannot parse; `topics`: a forum topic per
+//!   project or session.
 //!
 //! A tap reads as a straight line: `dispatch::on_tap` → `row::tap_row` (the
 //! guarded store write, the toast) → `push::redraw_quiet` → the message's
@@ -40,6 +41,7 @@ mod retry;
 mod row;
 mod stranded;
 mod text;
+mod topics;
 mod unparsed;
 
 use std::collections::{HashMap, VecDeque};
@@ -116,6 +118,8 @@ pub(crate) struct Bridge {
     /// Where message tasks run, and their shutdown.
     tracker: TaskTracker,
     cancel: CancellationToken,
+    /// One forum-topic lookup-or-create at a time (`topics`).
+    topics: tokio::sync::Mutex<()>,
 }
 
 /// Start the bridge: nothing at all without a token (one clear log line),
@@ -155,6 +159,7 @@ pub async fn start(
         slots: Mutex::new(HashMap::new()),
         tracker: tracker.clone(),
         cancel: cancel.clone(),
+        topics: tokio::sync::Mutex::new(()),
     });
 
     // The chat follower: durable cursor, so nothing is skipped across restarts.

@@ -18,6 +18,8 @@
 mod actions;
 mod boards;
 mod hook;
+mod hook_codex;
+mod hook_install;
 mod inbox;
 mod mcp;
 mod ops_kit;
@@ -172,7 +174,7 @@ enum Command {
     },
     #[command(flatten)]
     OpsKit(ops_kit::Cmd),
-    /// Answer an agent's hook event through handoff (Claude Code permission prompts).
+    /// Answer an agent's hook event through handoff (Claude Code and Codex permission prompts), or install the hooks.
     Hook {
         #[command(subcommand)]
         cmd: hook::Cmd,

@@ -501,12 +501,26 @@ pub struct ChatConfig {
     /// Forum topic (message thread) id, if any.
     #[serde(default)]
     pub topic: Option<i32>,
+    /// In a forum-enabled group: one topic per project or per agent
+    /// session, created on first use (instead of one fixed `topic`).
+    #[serde(default)]
+    pub topics: Option<TopicsBy>,
     /// Telegram user ids allowed to answer questions and rows.
     #[serde(default)]
     pub answer: Vec<u64>,
     /// Telegram user ids allowed to decide actions.
     #[serde(default)]
     pub approve: Vec<u64>,
+}
+
+/// `topics = "project" | "session"`: what gets its own forum topic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TopicsBy {
+    /// One topic per project.
+    Project,
+    /// One topic per agent session (items without one: per project).
+    Session,
 }
 
 /// `[[route]]`: items matching every given filter go to `chat`.
@@ -670,6 +684,24 @@ impl Config {
                 return Err(Bad::at(
                     at(),
                     "a [[telegram.chats]] entry has an empty name",
+                ));
+            }
+            if c.topics.is_some() && c.topic.is_some() {
+                return Err(Bad::at(
+                    at(),
+                    format!(
+                        "chat `{}` sets both `topic` (one fixed topic) and `topics` (a topic per project or session): keep one",
+                        c.name
+                    ),
+                ));
+            }
+            if c.topics.is_some() && c.chat_id >= 0 {
+                return Err(Bad::at(
+                    at(),
+                    format!(
+                        "chat `{}` sets `topics`, which needs a forum-enabled group (a negative chat_id), not {}",
+                        c.name, c.chat_id
+                    ),
                 ));
             }
             if !names.insert(c.name.as_str()) {

@@ -39,6 +39,9 @@ pub mod run;
 mod sessions;
 mod wait;
 
+// Codex's hook answers; the prompt engine they share is `claude`'s.
+pub mod codex;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

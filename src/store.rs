@@ -29,6 +29,7 @@ pub mod request;
 pub mod seed;
 pub mod sessions;
 pub mod tokens;
+pub mod topics;
 mod writer;
 
 use std::future::Future;

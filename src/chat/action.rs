@@ -16,7 +16,7 @@ use crate::store::Channel;
 use crate::store::actions::{
     Action, Actor, ApproveOutcome, RejectOutcome, Resolution, Status as ActionStatus,
 };
-use crate::store::grants::{Scope, offer as grant_pattern, pattern, prompt_tool};
+use crate::store::grants::{Scope, offer as grant_pattern, pattern, prompt_of, prompt_tool};
 use crate::store::{Result, Store, short_id};
 
 /// An action, or `None` when it is gone (purged).
@@ -47,6 +47,7 @@ pub(crate) async fn action_meta(store: &Store, id: &str) -> Result<Option<Meta>>
         live: matches!(status, ActionStatus::Pending | ActionStatus::Unknown),
         project: a.project.clone(),
         agent: a.proposer.clone(),
+        session: a.session.clone(),
         action_kind: Some(a.kind.clone()),
     }))
 }
@@ -61,17 +62,11 @@ async fn granted(store: &Store, a: &Action, status: ActionStatus) -> Result<bool
     {
         return Ok(true);
     }
-    let Some(tool) = prompt_tool(a).filter(|_| status == ActionStatus::Pending) else {
+    let Some((agent, tool)) = prompt_of(a).filter(|_| status == ActionStatus::Pending) else {
         return Ok(false);
     };
     Ok(store
-        .grant_matching(
-            crate::store::grants::CLAUDE,
-            &a.session,
-            &a.project,
-            tool,
-            &a.effective_args,
-        )
+        .grant_matching(agent, &a.session, &a.project, tool, &a.effective_args)
         .await?
         .is_some())
 }
@@ -157,9 +152,15 @@ fn grant_offer(a: &Action) -> Option<String> {
     } else {
         format!("session <code>{}</code>", esc(&cut(&a.session, 60)))
     };
+    // Why only Claude Code: Codex's hooks take no rule back (it refuses
+    // `updatedPermissions`), so there the rule lives in handoff alone.
+    let settings = match prompt_of(a) {
+        Some((crate::store::grants::CLAUDE, _)) => " and in Claude Code's local settings",
+        _ => "",
+    };
     Some(format!(
         "🔐 <b>For this session</b> saves <code>{rule}</code> for {session}.\n\
-         <b>Always</b> saves <code>{rule}</code> for project <code>{}</code> and in Claude Code's local settings.\n\
+         <b>Always</b> saves <code>{rule}</code> for project <code>{}</code>{settings}.\n\
          It never covers another tool or a wider command.",
         esc(&a.project)
     ))

@@ -74,6 +74,9 @@ pub(crate) fn truncate(text: &str) -> String {
 pub(crate) struct Meta {
     pub project: String,
     pub agent: String,
+    /// The agent session it belongs to ('' when none): its forum topic
+    /// with `topics = "session"`.
+    pub session: String,
     pub action_kind: Option<String>,
     /// Still waiting on a human (worth pushing).
     pub live: bool,
@@ -89,6 +92,7 @@ pub(crate) async fn meta(store: &Store, item: Item, id: &str) -> Result<Option<M
             quiet: false,
             project: q.project,
             agent: q.agent,
+            session: q.session,
             action_kind: None,
         }),
         Item::Row => row::row_meta(store, id).await?,
@@ -216,9 +220,10 @@ impl Bridge {
         else {
             return Ok(());
         };
+        let topic = self.topic_for(&target, &meta).await;
         if !self
             .store
-            .chat_begin_send(item.as_str(), id, target.chat_id, target.topic, "sending")
+            .chat_begin_send(item.as_str(), id, target.chat_id, topic, "sending")
             .await?
         {
             return Ok(()); // already pushed (or in flight) in that chat

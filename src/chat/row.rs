@@ -36,6 +36,7 @@ pub(crate) async fn row_meta(store: &Store, id: &str) -> Result<Option<Meta>> {
         live: r.status == RowStatus::Blocked && b.archived_at.is_none(),
         project: b.project,
         agent: b.agent,
+        session: b.session,
         action_kind: None,
     }))
 }

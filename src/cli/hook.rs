@@ -21,18 +21,22 @@ use serde_json::Value;
 use tokio::io::AsyncReadExt;
 
 use super::{Ctx, exit, fail, store_failure};
-use crate::ops::claude::{Decision, HookEvent, Prompted};
+use crate::ops::claude::{Agent, Decision, HookEvent, Prompted};
 use crate::ops::{Ops, Policy};
 use crate::store::Channel;
 use crate::store::grants::Grant;
 
 /// The most stdin a hook event may be (an Edit's strings included).
-const MAX_EVENT: u64 = 4 << 20;
+pub(super) const MAX_EVENT: u64 = 4 << 20;
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Cmd {
     /// Claude Code: turn a PermissionRequest (or PreToolUse) into an action and answer with the decision.
     Claude(ClaudeArgs),
+    /// Codex CLI (0.122 or later): turn a PermissionRequest (or PreToolUse) into an action and answer with the decision.
+    Codex(super::hook_codex::CodexArgs),
+    /// Print the settings entries that run these hooks, or merge them into the file with --write.
+    Install(super::hook_install::InstallArgs),
 }
 
 #[derive(Debug, Args)]
@@ -57,7 +61,7 @@ pub(crate) enum GrantsCmd {
     },
 }
 
-fn parse_timeout(s: &str) -> Result<Duration, String> {
+pub(super) fn parse_timeout(s: &str) -> Result<Duration, String> {
     let ms = crate::clock::parse_duration_ms(s)?;
     if ms <= 0 {
         return Err(format!("`{s}` must be positive"));
@@ -68,12 +72,21 @@ fn parse_timeout(s: &str) -> Result<Duration, String> {
 pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
     match cmd {
         Cmd::Claude(args) => claude(ctx, args).await,
+        Cmd::Codex(args) => super::hook_codex::run(ctx, args).await,
+        Cmd::Install(args) => super::hook_install::run(ctx, args),
     }
 }
 
 /// The project of a prompt: the flag, else `$HANDOFF_PROJECT`, else the
 /// folder name of `$CLAUDE_PROJECT_DIR`, else of the event's cwd.
 fn project_of(given: Option<String>, ev: &HookEvent) -> String {
+    project_in(given, ev, Some("CLAUDE_PROJECT_DIR"))
+}
+
+/// The project of a prompt: the flag, else `$HANDOFF_PROJECT`, else the
+/// folder name of the agent's project folder variable `dir_var`, else of
+/// the event's cwd.
+pub(super) fn project_in(given: Option<String>, ev: &HookEvent, dir_var: Option<&str>) -> String {
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
     let base = |p: String| {
         std::path::Path::new(&p)
@@ -84,7 +97,7 @@ fn project_of(given: Option<String>, ev: &HookEvent) -> String {
     given
         .filter(|p| !p.trim().is_empty())
         .or_else(|| env("HANDOFF_PROJECT"))
-        .or_else(|| env("CLAUDE_PROJECT_DIR").map(base))
+        .or_else(|| dir_var.and_then(env).map(base))
         .or_else(|| (!ev.cwd.is_empty()).then(|| base(ev.cwd.clone())))
         .unwrap_or_default()
 }
@@ -121,7 +134,7 @@ async fn claude(ctx: &Ctx, args: ClaudeArgs) -> anyhow::Result<u8> {
     if ev.tool_name == crate::ops::claude::ask::TOOL {
         return ask::ask(ctx, &ev, kind, &project, args.timeout).await;
     }
-    let decision = match decide(ctx, &ev, &project, args.timeout).await {
+    let decision = match decide(ctx, Agent::Claude, &ev, &project, args.timeout).await {
         Some(d) => d,
         // Stopped by a signal: Claude Code gave up on this hook.
         None => return Ok(exit::INTERNAL),
@@ -133,7 +146,13 @@ async fn claude(ctx: &Ctx, args: ClaudeArgs) -> anyhow::Result<u8> {
 
 /// The decision for `ev`; `None` when the hook was stopped (the terminal
 /// answered), after settling the action as answered there.
-async fn decide(ctx: &Ctx, ev: &HookEvent, project: &str, timeout: Duration) -> Option<Decision> {
+pub(super) async fn decide(
+    ctx: &Ctx,
+    agent: Agent,
+    ev: &HookEvent,
+    project: &str,
+    timeout: Duration,
+) -> Option<Decision> {
     // Why before proposing: from the moment the action exists, a signal
     // must settle it, not kill the process with its default action.
     let mut signals = Signals::install();
@@ -141,7 +160,8 @@ async fn decide(ctx: &Ctx, ev: &HookEvent, project: &str, timeout: Duration) -> 
         Ok(o) => o,
         Err(e) => return Some(Decision::fail_closed(format!("{e:#}"))),
     };
-    let prompted = tokio::time::timeout(timeout, ops.claude_prompt(ev, project, timeout)).await;
+    let prompted =
+        tokio::time::timeout(timeout, ops.agent_prompt(agent, ev, project, timeout)).await;
     let action = match prompted {
         Err(_) => {
             return Some(Decision::fail_closed(format!(

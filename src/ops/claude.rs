@@ -33,6 +33,34 @@ use crate::store::grants::{Grant, Scope, pattern};
 /// The agent name grants and actions record.
 pub const AGENT: &str = crate::store::grants::CLAUDE;
 
+/// Whose permission prompt a hook event is: the same engine answers both,
+/// each in its own output format (Codex's is in `ops/codex.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Agent {
+    /// Claude Code (`claude.<Tool>` actions).
+    Claude,
+    /// OpenAI's Codex CLI (`codex.<Tool>` actions).
+    Codex,
+}
+
+impl Agent {
+    /// The name actions and grants record: `claude`, `codex`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Agent::Claude => crate::store::grants::CLAUDE,
+            Agent::Codex => crate::store::grants::CODEX,
+        }
+    }
+
+    /// The agent as people call it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Agent::Claude => "Claude Code",
+            Agent::Codex => "Codex",
+        }
+    }
+}
+
 /// The actor a prompt answered at the terminal is settled by.
 pub const TERMINAL: &str = "terminal";
 
@@ -177,7 +205,7 @@ pub enum Prompted {
 
 /// The summary of a prompt: what asks, where (the cwd before the command,
 /// so a cut never loses it), within the store's 500 bytes.
-fn summary(ev: &HookEvent) -> String {
+fn summary(agent: Agent, ev: &HookEvent) -> String {
     let what = match ev.tool_name.as_str() {
         "Bash" => ev.tool_input.get("command").and_then(Value::as_str),
         _ => ev
@@ -187,7 +215,7 @@ fn summary(ev: &HookEvent) -> String {
             .or_else(|| ev.tool_input.get("url"))
             .and_then(Value::as_str),
     };
-    let mut s = format!("Claude Code wants to use {}", ev.tool_name);
+    let mut s = format!("{} wants to use {}", agent.label(), ev.tool_name);
     if !ev.cwd.is_empty() {
         s.push_str(&format!(" (in {})", ev.cwd));
     }
@@ -227,14 +255,27 @@ fn edited_input(original: &Value, a: &Action) -> Option<Value> {
 }
 
 impl Ops {
-    /// Propose the prompt of `ev` as an action in `project`, expiring after
-    /// `ttl`; a grant or a rule may decide it at once.
+    /// Propose the Claude Code prompt of `ev` as an action in `project`,
+    /// expiring after `ttl`; a grant or a rule may decide it at once.
     pub async fn claude_prompt(
         &self,
         ev: &HookEvent,
         project: &str,
         ttl: Duration,
     ) -> Result<Prompted> {
+        self.agent_prompt(Agent::Claude, ev, project, ttl).await
+    }
+
+    /// Propose `agent`'s prompt of `ev` as an `<agent>.<Tool>` action in
+    /// `project`, expiring after `ttl`; a grant or a rule may decide it at once.
+    pub async fn agent_prompt(
+        &self,
+        agent: Agent,
+        ev: &HookEvent,
+        project: &str,
+        ttl: Duration,
+    ) -> Result<Prompted> {
+        let name = agent.name();
         if ev.tool_name.trim().is_empty() {
             return Err(Error::invalid("the hook event names no tool_name"));
         }
@@ -248,15 +289,15 @@ impl Ops {
             }
         };
         let new = NewAction {
-            kind: format!("{AGENT}.{}", ev.tool_name),
-            summary: summary(ev),
+            kind: format!("{name}.{}", ev.tool_name),
+            summary: summary(agent, ev),
             args: input.to_string(),
             // A hook retried for the same tool call is the same prompt.
             dedup_key: ev
                 .tool_use_id
                 .as_deref()
                 .filter(|t| !t.is_empty())
-                .map(|t| format!("{AGENT}:{}:{t}", ev.session_id)),
+                .map(|t| format!("{name}:{}:{t}", ev.session_id)),
             ttl_ms: Some(ttl.as_millis().min(i64::MAX as u128) as i64),
             approvals_required: 1,
             on_expire: OnExpire::Expire,
@@ -264,7 +305,7 @@ impl Ops {
             proposer: if self.is_remote() {
                 String::new()
             } else {
-                AGENT.into()
+                name.into()
             },
             channel: Channel::Agent,
             project: project.into(),
@@ -400,7 +441,7 @@ mod tests {
             "tool_name": "Bash", "tool_input": {"command": "é".repeat(400)}
         }))
         .unwrap();
-        let s = summary(&ev);
+        let s = summary(Agent::Claude, &ev);
         assert!(s.len() <= 500, "{}", s.len());
         assert!(
             s.starts_with("Claude Code wants to use Bash (in /home/dev/shop): éé"),

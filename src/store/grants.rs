@@ -24,9 +24,27 @@ use crate::store::actions::{self, Action, Actor, ApproveOutcome};
 /// The agent whose prompts are `claude.<Tool>` actions.
 pub const CLAUDE: &str = "claude";
 
+/// The agent whose prompts are `codex.<Tool>` actions.
+pub const CODEX: &str = "codex";
+
+/// The agents whose permission prompts become `<agent>.<Tool>` actions.
+pub const AGENTS: [&str; 2] = [CLAUDE, CODEX];
+
+/// The agent and tool of an agent's permission prompt (`codex.Bash` →
+/// (`codex`, `Bash`)); `None` for any other action.
+pub fn prompt_of(a: &Action) -> Option<(&'static str, &str)> {
+    AGENTS.iter().find_map(|agent| {
+        a.kind
+            .strip_prefix(agent)
+            .and_then(|rest| rest.strip_prefix('.'))
+            .filter(|tool| !tool.is_empty())
+            .map(|tool| (*agent, tool))
+    })
+}
+
 /// The tool of an agent's permission prompt (`claude.Bash` → `Bash`).
 pub fn prompt_tool(a: &Action) -> Option<&str> {
-    a.kind.strip_prefix("claude.")
+    prompt_of(a).map(|(_, tool)| tool)
 }
 
 /// The grant a "for this session" / "always" approval of `a` would save:
@@ -67,7 +85,7 @@ pub struct Grant {
     pub id: String,
     /// Session or always.
     pub scope: Scope,
-    /// The agent whose prompts it decides (`claude`).
+    /// The agent whose prompts it decides (`claude`, `codex`).
     pub agent: String,
     /// The agent session it covers (empty for always).
     pub session: String,
@@ -253,9 +271,10 @@ impl Store {
         actor: Actor<'_>,
         scope: Scope,
     ) -> actions::Result<(ApproveOutcome, Option<Grant>)> {
+        let agent = prompt_of(a).map_or(CLAUDE, |(agent, _)| agent);
         let Some((tool, p)) = offer(a) else {
             return Err(Error::Invalid(
-                "no grant is offered for this prompt (not a Claude Code prompt, or a tool or command a rule cannot name): approve it once".into(),
+                "no grant is offered for this prompt (not an agent's permission prompt, or a tool or command a rule cannot name): approve it once".into(),
             )
             .into());
         };
@@ -263,7 +282,7 @@ impl Store {
             .grant_create(
                 &NewGrant {
                     scope,
-                    agent: CLAUDE,
+                    agent,
                     session: &a.session,
                     project: &a.project,
                     tool: &tool,
@@ -287,18 +306,18 @@ impl Store {
         Ok((out, live))
     }
 
-    /// Decide the pending Claude Code prompt `a` by the oldest live grant
+    /// Decide the pending agent prompt `a` by the oldest live grant
     /// covering it, approved as `grant:<id>`; the grant that decided it, or
     /// `None` (not pending, not a prompt, or nothing covers it).
     pub async fn grant_apply(&self, a: &Action) -> actions::Result<Option<Grant>> {
-        let Some(tool) = prompt_tool(a) else {
+        let Some((agent, tool)) = prompt_of(a) else {
             return Ok(None);
         };
         if a.status != actions::Status::Pending {
             return Ok(None);
         }
         let Some(g) = self
-            .grant_matching(CLAUDE, &a.session, &a.project, tool, &a.effective_args)
+            .grant_matching(agent, &a.session, &a.project, tool, &a.effective_args)
             .await?
         else {
             return Ok(None);

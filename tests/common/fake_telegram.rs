@@ -644,6 +644,16 @@ async fn handle(
             let (t, c) = (m.text.clone(), m.chat_id);
             ok(message_json(c, id, &t, None))
         }
+        // A forum topic's id is the id of the service message that opens
+        // it, as in Telegram: taken from the message counter.
+        "createforumtopic" => {
+            let mut g = fake.inner.lock().unwrap();
+            g.next_message_id += 1;
+            let id = g.next_message_id;
+            ok(
+                json!({"message_thread_id": id, "name": body["name"].clone(), "icon_color": 7322096}),
+            )
+        }
         "senddocument" => {
             let mut g = fake.inner.lock().unwrap();
             g.next_message_id += 1;

@@ -65,7 +65,7 @@ pub fn unified(path: &str, edits: &[(&str, &str)]) -> String {
 
 /// Lines of `a` and `b` tagged ' ' (both), '-' (only a), '+' (only b),
 /// by a longest common subsequence.
-fn align<'a>(a: &[&'a str], b: &[&'a str]) -> Vec<(char, &'a str)> {
+pub(crate) fn align<'a>(a: &[&'a str], b: &[&'a str]) -> Vec<(char, &'a str)> {
     if a.len() > MAX_ALIGN || b.len() > MAX_ALIGN {
         let mut v: Vec<(char, &str)> = a.iter().map(|l| ('-', *l)).collect();
         v.extend(b.iter().map(|l| ('+', *l)));

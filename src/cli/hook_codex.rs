@@ -1,0 +1,72 @@
+//! `handoff hook codex`: answer one Codex CLI hook event (PermissionRequest,
+//! or PreToolUse for `codex exec` runs) through handoff.
+//!
+//! The event on stdin becomes a `codex.<tool_name>` action exactly as a
+//! Claude Code prompt becomes a `claude.<Tool>` one (same grants, rules,
+//! previews, timeout and signal handling: `cli/hook.rs`); only the answer's
+//! format differs (`ops/codex.rs`). It fails closed: a decision it cannot
+//! reach is a deny that says why, and stdin that is not a hook event exits 2
+//! with the reason on stderr, which Codex reads as a deny for both events (a
+//! PreToolUse hook that merely fails lets the call run, so exit 1 would be a
+//! silent allow there).
+
+use std::time::Duration;
+
+use clap::Args;
+use tokio::io::AsyncReadExt;
+
+use super::hook::{MAX_EVENT, decide, parse_timeout, project_in};
+use super::{Ctx, exit};
+use crate::ops::claude::{Agent, HookEvent};
+
+#[derive(Debug, Args)]
+pub(crate) struct CodexArgs {
+    /// How long to wait for a decision before denying (keep it below the hook's own `timeout` in hooks.json).
+    #[arg(long, env = "HANDOFF_HOOK_TIMEOUT", default_value = "9m", value_parser = parse_timeout)]
+    timeout: Duration,
+    /// The project the prompt belongs to [default: $HANDOFF_PROJECT, else the folder name of the event's cwd].
+    #[arg(long)]
+    project: Option<String>,
+}
+
+/// Deny through the exit code: Codex reads stderr as the reason.
+fn refuse(why: &str) -> u8 {
+    eprintln!("handoff hook codex: {why}; handoff denied it (fail closed)");
+    exit::INVALID
+}
+
+pub(crate) async fn run(ctx: &Ctx, args: CodexArgs) -> anyhow::Result<u8> {
+    let mut raw = String::new();
+    let read = tokio::io::stdin()
+        .take(MAX_EVENT)
+        .read_to_string(&mut raw)
+        .await;
+    let ev = match read
+        .map_err(|e| e.to_string())
+        .and_then(|_| serde_json::from_str::<HookEvent>(&raw).map_err(|e| e.to_string()))
+    {
+        Ok(ev) => ev,
+        Err(e) => {
+            return Ok(refuse(&format!(
+                "stdin is not a Codex hook event ({e}); check the hook's command in hooks.json"
+            )));
+        }
+    };
+    let Some(kind) = ev.kind() else {
+        eprintln!(
+            "handoff hook codex: {} is not a permission prompt (only PermissionRequest and PreToolUse are answered); nothing to do",
+            ev.hook_event_name
+        );
+        return Ok(exit::OK);
+    };
+    let project = project_in(args.project, &ev, None);
+    let Some(decision) = decide(ctx, Agent::Codex, &ev, &project, args.timeout).await else {
+        // Stopped by a signal: the action is settled; whoever still reads
+        // the answer gets a deny, never a silent go-ahead.
+        return Ok(refuse("stopped before anyone decided"));
+    };
+    if let Some(answer) = crate::ops::codex::output(&decision, kind) {
+        super::out(&answer.to_string());
+    }
+    Ok(exit::OK)
+}
