@@ -78,7 +78,8 @@ async fn a_repeated_reply_is_one_reply() {
     for _ in 0..3 {
         request::scope("r1".into(), store.reply_inbox(&q.id, &reply))
             .await
-            .unwrap();
+            .unwrap()
+            .expect("the Inbox reply is taken");
     }
     assert_eq!(count(&store, "question_replies").await, 1);
     // Forgetting keeps what is younger than a day.
