@@ -116,10 +116,19 @@ pub(crate) struct ProposeBody {
 /// The door a write names: one of `allowed` exactly (as the schema's enum
 /// says), the first when left out or `null`. Only doors a remote caller
 /// really uses are accepted (never `chat` or `daemon`, which only the daemon
-/// itself writes); an empty or padded name is refused like any other.
-fn door(channel: Option<&str>, allowed: &[Channel]) -> ApiResult<Channel> {
+/// itself writes), except through the owner-only socket; an empty or padded
+/// name is refused like any other.
+fn door(c: &Caller, channel: Option<&str>, allowed: &[Channel]) -> ApiResult<Channel> {
+    // The host's owner on the local socket writes through any door the
+    // CLI on the file could (e.g. a hook settling a prompt as the agent).
+    let default = allowed[0];
+    let allowed = if c.is_socket() {
+        &Channel::ALL[..]
+    } else {
+        allowed
+    };
     match channel {
-        None => Ok(allowed[0]),
+        None => Ok(default),
         Some(c) => allowed
             .iter()
             .find(|a| a.as_str() == c)
@@ -148,7 +157,7 @@ pub(crate) async fn propose(
         approvals_required: b.approvals_required.unwrap_or(1),
         on_expire: b.on_expire,
         proposer: c.actor(b.proposer.as_deref())?,
-        channel: door(b.channel.as_deref(), &[Channel::Agent, Channel::Cli])?,
+        channel: door(&c, b.channel.as_deref(), &[Channel::Agent, Channel::Cli])?,
         project: c.write_project(&b.project)?,
         session: b.session,
         exec: None,
@@ -436,7 +445,7 @@ pub(crate) async fn approve(
     let patch = b.patch.map(|p| Value::Object(p).to_string());
     let actor = Actor {
         name: &by,
-        channel: door(b.channel.as_deref(), &[Channel::Inbox, Channel::Cli])?,
+        channel: door(&c, b.channel.as_deref(), &[Channel::Inbox, Channel::Cli])?,
     };
     let scope = match b.grant.as_deref() {
         None => None,
@@ -527,7 +536,7 @@ pub(crate) async fn reject(
     let by = c.actor(b.by.as_deref())?;
     let actor = Actor {
         name: &by,
-        channel: door(b.channel.as_deref(), &[Channel::Inbox, Channel::Cli])?,
+        channel: door(&c, b.channel.as_deref(), &[Channel::Inbox, Channel::Cli])?,
     };
     let out = s.store.reject(&a.id, actor, &b.reason).await?;
     wrote(&s);
@@ -570,7 +579,7 @@ pub(crate) async fn resolve_unknown(
     };
     let actor = Actor {
         name: &by,
-        channel: door(b.channel.as_deref(), &[Channel::Inbox, Channel::Cli])?,
+        channel: door(&c, b.channel.as_deref(), &[Channel::Inbox, Channel::Cli])?,
     };
     match s.store.resolve_unknown(&a.id, actor, resolution).await? {
         Ok(action) => {

@@ -183,6 +183,11 @@ impl Caller {
         }
     }
 
+    /// Whether the request came through the daemon's owner-only socket.
+    pub fn is_socket(&self) -> bool {
+        matches!(self.credential, Credential::Socket)
+    }
+
     /// Whether real action arguments may be shown (agents execute them;
     /// humans see them redacted).
     pub fn sees_secrets(&self) -> bool {
