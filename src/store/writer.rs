@@ -156,6 +156,20 @@ impl std::fmt::Debug for QueuedDebug {
     }
 }
 
+/// The kept connection goes back to its pool when the writer goes, which
+/// sqlx does on a Tokio task: a store dropped outside a runtime (a sync
+/// test, the end of `main`) closes it directly instead of panicking.
+impl Drop for Writer {
+    fn drop(&mut self) {
+        let kept = self.conn.get_mut().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(conn) = kept
+            && tokio::runtime::Handle::try_current().is_err()
+        {
+            drop(conn.detach());
+        }
+    }
+}
+
 impl Writer {
     pub(crate) fn new() -> Arc<Writer> {
         Arc::new(Writer::default())
