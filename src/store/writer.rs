@@ -161,7 +161,11 @@ impl std::fmt::Debug for QueuedDebug {
 /// test, the end of `main`) closes it directly instead of panicking.
 impl Drop for Writer {
     fn drop(&mut self) {
-        let kept = self.conn.get_mut().unwrap_or_else(|p| p.into_inner()).take();
+        let kept = self
+            .conn
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
         if let Some(conn) = kept
             && tokio::runtime::Handle::try_current().is_err()
         {
