@@ -55,6 +55,10 @@ pub enum Error {
     /// The input breaks a documented limit (title too long, bad status, …).
     #[error("{0}")]
     Invalid(String),
+    /// A short reference matches more than one item (which ones depends on
+    /// what is stored now): say which with a full id.
+    #[error("{0}")]
+    Ambiguous(String),
     /// The database stayed locked by other writers past every retry.
     #[error("the database is busy: other handoff processes kept it locked for too long; try again")]
     Busy,

@@ -293,3 +293,43 @@ async fn kept_counts_agree_with_the_rows_through_every_change() {
         Some(&(Status::Executed, 0))
     );
 }
+
+/// Found by schemathesis: a board title shared by two projects, named
+/// without a project, is ambiguous — a 409 `ambiguous` like a short action
+/// id (it was a 422 "invalid" for a request the schema allows), and exit 4
+/// in the CLI.
+#[tokio::test]
+async fn a_board_title_two_projects_share_is_ambiguous_not_invalid() {
+    let api = Api::new().await;
+    let admin = api.token("root", Role::Admin, None).await;
+    for p in ["p1", "p2"] {
+        let (st, b) = api
+            .call(
+                "PUT",
+                "/v1/boards",
+                Some(&admin),
+                Some(json!({"project": p, "title": "Launch",
+                    "rows": [{"label": "domain", "status": "blocked", "next_step": "buy it", "owner": "task"}]})),
+            )
+            .await;
+        assert_eq!(st, StatusCode::OK, "{b}");
+    }
+    let (st, v) = api
+        .call(
+            "POST",
+            "/v1/boards/Launch/rows/domain/handled",
+            Some(&admin),
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CONFLICT, "{v}");
+    assert_eq!(v["reason"], "ambiguous");
+    assert!(mentions(&v, "--project"), "says how to pick one: {v}");
+    let o = common::cli_at(&api.db.path, &["board", "get", "Launch"]);
+    assert_eq!(o.status.code(), Some(4), "{}", common::stderr(&o));
+    assert!(
+        common::stderr(&o).contains("matches 2 boards"),
+        "{}",
+        common::stderr(&o)
+    );
+}

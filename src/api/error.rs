@@ -105,6 +105,9 @@ impl From<store::Error> for ApiError {
     fn from(e: store::Error) -> Self {
         match e {
             store::Error::Invalid(m) => ApiError::invalid(m),
+            // Which items a short reference matches depends on what is
+            // stored now: a conflict with the state, as for actions.
+            store::Error::Ambiguous(m) => ApiError::new(StatusCode::CONFLICT, "ambiguous", m),
             store::Error::Busy => ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "busy",

@@ -197,6 +197,7 @@ pub(crate) fn store_failure(s: &crate::store::Error) -> anyhow::Error {
 fn store_error(s: &crate::store::Error) -> (u8, String, Option<Value>) {
     match s {
         crate::store::Error::Invalid(_) => (exit::INVALID, "invalid".into(), None),
+        crate::store::Error::Ambiguous(_) => (exit::NOT_FOUND, "ambiguous".into(), None),
         crate::store::Error::Busy => (exit::INTERNAL, "busy".into(), None),
         _ => (exit::INTERNAL, "internal".into(), None),
     }

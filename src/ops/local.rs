@@ -86,6 +86,9 @@ impl From<store::Error> for Error {
     fn from(e: store::Error) -> Self {
         match e {
             store::Error::Invalid(m) => Error::invalid(m),
+            // As the remote backend reads the API's 409 `ambiguous`: not
+            // found as named (exit 4), with the message saying why.
+            store::Error::Ambiguous(message) => Error::NotFound { message },
             store::Error::Busy => Error::Busy {
                 message: e.to_string(),
             },

@@ -250,7 +250,7 @@ fn single(
     match (found.next(), n) {
         (None, _) => Ok(Err(not_found(missing))),
         (Some(id), 1) => Ok(Ok(id)),
-        (Some(_), n) => Err(Error::Invalid(ambiguous(n))),
+        (Some(_), n) => Err(Error::Ambiguous(ambiguous(n))),
     }
 }
 
