@@ -166,8 +166,14 @@ pub async fn proposer(ctx: Ctx, k: usize, mut rng: Rng) {
             .args(["--summary", &format!("act a{k} n{n}")])
             .args(["--args", &format!(r#"{{"n":{n},"agent":{k}}}"#)])
             .args(["--project", "chaos", "--session", &format!("s{k}")])
-            .args(["--ttl", "6s", "--approvals", quorum, "--lease", "2s"])
-            .args(["--timeout", "8s", "--exec", "--", "sh", "-c", &script]);
+            // Why a longer expiry at quorum 2: two people must each tap
+            // while the daemon is killed every second or so; at 6 s a short
+            // run sometimes saw every quorum-2 action expire (the floor
+            // "quorum-2 actions approved" then fails with nothing wrong).
+            .args(["--ttl", if quorum == "2" { "12s" } else { "6s" }])
+            .args(["--approvals", quorum, "--lease", "2s"])
+            .args(["--timeout", if quorum == "2" { "14s" } else { "8s" }])
+            .args(["--exec", "--", "sh", "-c", &script]);
         let verified = n % 3 == 1;
         if verified {
             cmd.args(["--verify", "--", "sh", "-c", &verifier]);
