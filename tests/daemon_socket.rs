@@ -89,13 +89,7 @@ fn shape(o: &Output) -> (Option<i32>, String) {
         }
         let timey = w.chars().filter(|c| c.is_ascii_digit()).count() >= 4
             && w.chars().any(|c| c == ':' || c == '-' || c == 'T');
-        out.push_str(if hexy {
-            "<id>"
-        } else if timey {
-            "<time>"
-        } else {
-            w
-        });
+        out.push_str(if timey { "<time>" } else { w });
         w.clear();
     };
     for ch in text.chars() {
