@@ -102,16 +102,19 @@ pub(super) fn project_in(given: Option<String>, ev: &HookEvent, dir_var: Option<
         .unwrap_or_default()
 }
 
-async fn claude(ctx: &Ctx, args: ClaudeArgs) -> anyhow::Result<u8> {
+/// The hook event on stdin (at most [`MAX_EVENT`] bytes), or why it is not one.
+pub(super) async fn read_event() -> Result<HookEvent, String> {
     let mut raw = String::new();
-    let read = tokio::io::stdin()
+    tokio::io::stdin()
         .take(MAX_EVENT)
         .read_to_string(&mut raw)
-        .await;
-    let ev = match read
-        .map_err(|e| e.to_string())
-        .and_then(|_| serde_json::from_str::<HookEvent>(&raw).map_err(|e| e.to_string()))
-    {
+        .await
+        .map_err(|e| e.to_string())?;
+    serde_json::from_str::<HookEvent>(&raw).map_err(|e| e.to_string())
+}
+
+async fn claude(ctx: &Ctx, args: ClaudeArgs) -> anyhow::Result<u8> {
+    let ev = match read_event().await {
         Ok(ev) => ev,
         Err(e) => {
             eprintln!(

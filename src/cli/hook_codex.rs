@@ -13,11 +13,10 @@
 use std::time::Duration;
 
 use clap::Args;
-use tokio::io::AsyncReadExt;
 
-use super::hook::{MAX_EVENT, decide, parse_timeout, project_in};
+use super::hook::{decide, parse_timeout, project_in, read_event};
 use super::{Ctx, exit};
-use crate::ops::claude::{Agent, HookEvent};
+use crate::ops::claude::Agent;
 
 #[derive(Debug, Args)]
 pub(crate) struct CodexArgs {
@@ -36,15 +35,7 @@ fn refuse(why: &str) -> u8 {
 }
 
 pub(crate) async fn run(ctx: &Ctx, args: CodexArgs) -> anyhow::Result<u8> {
-    let mut raw = String::new();
-    let read = tokio::io::stdin()
-        .take(MAX_EVENT)
-        .read_to_string(&mut raw)
-        .await;
-    let ev = match read
-        .map_err(|e| e.to_string())
-        .and_then(|_| serde_json::from_str::<HookEvent>(&raw).map_err(|e| e.to_string()))
-    {
+    let ev = match read_event().await {
         Ok(ev) => ev,
         Err(e) => {
             return Ok(refuse(&format!(
