@@ -17,7 +17,7 @@ use std::sync::{Mutex, OnceLock};
 use common::TempDb;
 use handoff::store::Store;
 use handoff::store::actions::{
-    Actor, ApproveOutcome, ClaimOutcome, CompleteOutcome, Error, NewAction, RejectOutcome,
+    Actor, ApproveOutcome, ClaimOutcome, CompleteOutcome, Error, NewAction, OnExpire, RejectOutcome,
 };
 use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::{Layer, Registry};
@@ -331,4 +331,68 @@ async fn flag_update_and_close_are_one_database_call_each() {
     assert_eq!(evs[1].payload["revision"], 2);
     assert_eq!(evs[1].payload["title"], "Deploy now? (v2)");
     assert_eq!(evs[2].payload["outcome"], "done");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expiry_sweep_and_a_lease_renewal_are_one_database_call_each() {
+    let _turn = TURN.lock().await;
+    calls();
+    let db = TempDb::new();
+    let (store, clock) = db.open_manual(1_700_000_000_123).await;
+    let mut ids = Vec::new();
+    for (i, on_expire) in [(10, OnExpire::Expire), (11, OnExpire::Reject)] {
+        let mut p = proposal(i);
+        p.ttl_ms = Some(1_000);
+        p.on_expire = on_expire;
+        ids.push(store.propose(&p).await.unwrap().action.id);
+    }
+    let live = store.propose(&proposal(12)).await.unwrap().action.id;
+    clock.advance(1_000);
+
+    // Two actions settled by one statement, each with its audit row and
+    // event, the details as the Rust side formats them.
+    let (swept, seen) = counted(store.expire_due()).await;
+    assert_eq!(swept.unwrap().len(), 2);
+    assert_eq!(seen.len(), 1, "a sweep is one call, was {seen:?}");
+    for (id, event) in ids.iter().zip(["expired", "rejected"]) {
+        let audit = store.action_audit(id).await.unwrap();
+        let last = audit.last().unwrap();
+        assert_eq!(
+            (last.event.as_str(), last.actor.as_str()),
+            (event, "expiry")
+        );
+        let expected = serde_json::json!({
+            "expires_at": handoff::clock::format_rfc3339(1_700_000_001_123),
+            "on_expire": if event == "expired" { "expire" } else { "reject" },
+        });
+        assert_eq!(last.details, expected, "{id}");
+    }
+    let kinds: Vec<String> = store
+        .events_after(0, 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
+    assert_eq!(
+        kinds[3..],
+        ["action.expired", "action.rejected"],
+        "one event per settled action"
+    );
+    assert_eq!(
+        store.get_action(&live).await.unwrap().status,
+        handoff::store::actions::Status::Pending,
+        "an action without an expiry is left alone"
+    );
+
+    // A lease renewal by the owner: one call; by anyone else: refused.
+    store.approve(&live, Actor::cli("a"), None).await.unwrap();
+    store.approve(&live, Actor::cli("b"), None).await.unwrap();
+    store.claim(&live, "exec-1", 60_000).await.unwrap();
+    let (renewed, seen) = counted(store.extend_lease(&live, "exec-1", 120_000)).await;
+    assert!(renewed.unwrap());
+    assert_eq!(seen.len(), 1, "a renewal is one call, was {seen:?}");
+    assert!(!store.extend_lease(&live, "exec-2", 120_000).await.unwrap());
+    let a = store.get_action(&live).await.unwrap();
+    assert_eq!(a.lease_until, Some(1_700_000_001_123 + 120_000));
 }

@@ -43,21 +43,29 @@ impl Store {
     /// owner may, and only while it is executing. Not a transition: no audit
     /// row. Returns whether the lease was extended.
     pub async fn extend_lease(&self, id: &str, owner: &str, lease_ms: i64) -> Result<bool> {
-        let id = self.resolve_action_id(id).await?;
-        self.retry_actions(|| async {
-            let now = self.now();
-            // Why guarded: a lease that recovery already turned into `unknown`
-            // (or another owner's claim) must not be revived.
-            let res = sqlx::query(
-                "UPDATE actions SET lease_until = MAX(COALESCE(lease_until, 0), ?3)
-                 WHERE id = ?1 AND status = 'executing' AND owner = ?2",
-            )
-            .bind(&id)
-            .bind(owner)
-            .bind(now.saturating_add(lease_ms))
-            .execute(self.pool())
-            .await?;
-            Ok(res.rows_affected() == 1)
+        // Why through the write turn: a renewal straight on the pool met the
+        // turn's writer at SQLite's file lock and slept in its busy handler.
+        let id = Arc::new(self.write_target(id).await?);
+        let owner = Arc::new(owner.to_string());
+        let clock = self.clock().clone();
+        self.retry_actions(|| {
+            let (id, owner, clock) = (id.clone(), owner.clone(), clock.clone());
+            self.write(move |turn| {
+                Box::pin(async move {
+                    // Why guarded: a lease that recovery already turned into
+                    // `unknown` (or another owner's claim) must not be revived.
+                    let res = sqlx::query(
+                        "UPDATE actions SET lease_until = MAX(COALESCE(lease_until, 0), ?3)
+                         WHERE id = ?1 AND status = 'executing' AND owner = ?2",
+                    )
+                    .bind(&*id)
+                    .bind(&*owner)
+                    .bind(clock.now_ms().saturating_add(lease_ms))
+                    .execute(turn.conn())
+                    .await?;
+                    Ok(res.rows_affected() == 1)
+                })
+            })
         })
         .await
     }

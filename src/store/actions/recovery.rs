@@ -82,11 +82,21 @@ async fn expire_matching(
     // Why guarded: `status = 'pending'` makes concurrent sweeps (and a sweep
     // racing an approval) settle each action exactly once; `expires_at <= now`
     // is the exact complement of the approval CAS's `expires_at > now`.
+    // Why t_*: the transition trigger appends each settled action's audit
+    // row and event, so a sweep is one statement however many it settles
+    // (the details as `format_rfc3339` writes them: milliseconds, `Z`).
     let sql = format!(
         "UPDATE actions SET
              status = CASE on_expire WHEN 'reject' THEN 'rejected' ELSE 'expired' END,
              decided_by = 'expiry', decided_at = ?1,
-             reason = 'expired: nobody decided in time', updated_at = ?1
+             reason = 'expired: nobody decided in time', updated_at = ?1,
+             t_seq = t_seq + 1,
+             t_event = CASE on_expire WHEN 'reject' THEN 'rejected' ELSE 'expired' END,
+             t_actor = 'expiry', t_channel = 'daemon', t_patched = NULL,
+             t_details = json_object(
+                 'expires_at', strftime('%Y-%m-%dT%H:%M:%S', expires_at / 1000, 'unixepoch')
+                     || printf('.%03dZ', expires_at % 1000),
+                 'on_expire', on_expire)
          WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= ?1
            AND (?2 IS NULL OR id = ?2) AND (?3 IS NULL OR dedup_key = ?3)
            AND (?4 IS NULL OR project = ?4)
@@ -99,29 +109,7 @@ async fn expire_matching(
         .bind(project)
         .fetch_all(&mut *conn)
         .await?;
-    let mut out = Vec::with_capacity(rows.len());
-    for r in &rows {
-        let action = from_row(r)?;
-        let details = json!({
-            "expires_at": action.expires_at.map(crate::clock::format_rfc3339),
-            "on_expire": action.on_expire,
-        });
-        let event = action.status.as_str();
-        record(
-            conn,
-            now,
-            &action,
-            Actor {
-                name: "expiry",
-                channel: Channel::Daemon,
-            },
-            event,
-            details,
-        )
-        .await?;
-        out.push(action);
-    }
-    Ok(out)
+    rows.iter().map(from_row).collect()
 }
 
 impl Store {
@@ -135,11 +123,16 @@ impl Store {
     /// [`expire_due`](Store::expire_due) for the actions of `project` only
     /// (all when `None`).
     pub async fn expire_due_in(&self, project: Option<&str>) -> Result<Vec<Action>> {
-        self.retry_actions(|| async {
-            let mut tx = self.begin_write().await?;
-            let done = expire_matching(&mut tx, self.now(), None, None, project).await?;
-            tx.commit().await?;
-            Ok(done)
+        let project = project.map(str::to_string);
+        let clock = self.clock().clone();
+        self.retry_actions(|| {
+            let (project, clock) = (project.clone(), clock.clone());
+            self.write(move |turn| {
+                Box::pin(async move {
+                    expire_matching(turn.conn(), clock.now_ms(), None, None, project.as_deref())
+                        .await
+                })
+            })
         })
         .await
     }
