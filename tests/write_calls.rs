@@ -396,3 +396,43 @@ async fn an_expiry_sweep_and_a_lease_renewal_are_one_database_call_each() {
     let a = store.get_action(&live).await.unwrap();
     assert_eq!(a.lease_until, Some(1_700_000_001_123 + 120_000));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wake_delivery_is_one_database_call_per_step() {
+    let _turn = TURN.lock().await;
+    calls();
+    let db = TempDb::new();
+    let store = db.open().await;
+    common::ask(&store, "Wake me").await;
+    let seq = store.last_event_seq().await.unwrap();
+    let target = handoff::store::deliveries::NewDelivery {
+        target_key: "exec:one".into(),
+        origin: "session".into(),
+        target: handoff::store::sessions::WakeTarget::Exec {
+            argv: vec!["true".into()],
+            timeout_secs: None,
+        },
+        lease_ms: 5_000,
+    };
+    let (n, seen) = counted(store.enqueue_deliveries(seq, &[target], 0)).await;
+    assert_eq!(n.unwrap(), 1);
+    assert_eq!(
+        seen.len(),
+        1,
+        "enqueueing one wake is one call, was {seen:?}"
+    );
+    let (claimed, seen) = counted(store.claim_deliveries(10)).await;
+    let claimed = claimed.unwrap();
+    assert_eq!((claimed.len(), seen.len()), (1, 1), "{seen:?}");
+    let (retried, seen) = counted(store.delivery_retry(&claimed[0], 0, "boom")).await;
+    assert!(retried.unwrap());
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    let again = store.claim_deliveries(10).await.unwrap();
+    let (done, seen) = counted(store.delivery_delivered(&again[0])).await;
+    assert!(done.unwrap());
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert!(
+        !store.delivery_delivered(&claimed[0]).await.unwrap(),
+        "a stale attempt settles nothing"
+    );
+}

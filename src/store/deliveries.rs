@@ -17,7 +17,7 @@ use super::{Error, Event, NewEvent, Result, Store, events};
 use crate::store::Channel;
 
 /// A delivery of one event to one target.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Delivery {
     /// The delivery's row id (its order of creation).
     pub id: i64,
@@ -102,33 +102,45 @@ impl Store {
         if targets.is_empty() {
             return Ok(0);
         }
-        self.retry(|| async {
-            let now = self.now();
-            let mut tx = self.begin_write().await?;
-            let mut inserted = 0;
-            for t in targets {
-                let target = serde_json::to_string(&t.target)
-                    .map_err(|e| Error::Invalid(format!("wake target: {e}")))?;
-                inserted += sqlx::query(
-                    "INSERT INTO deliveries
-                        (event_seq, target_key, origin, target, next_attempt_at, lease_ms, created_at, updated_at)
-                     SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7
-                     WHERE NOT EXISTS (SELECT 1 FROM disabled_targets WHERE target_key = ?2)
-                     ON CONFLICT (event_seq, target_key) DO NOTHING",
-                )
-                .bind(event_seq)
-                .bind(&t.target_key)
-                .bind(&t.origin)
-                .bind(&target)
-                .bind(now + first_delay_ms)
-                .bind(t.lease_ms)
-                .bind(now)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-            }
-            tx.commit().await?;
-            Ok(inserted)
+        let mut rows = Vec::with_capacity(targets.len());
+        for t in targets {
+            let target = serde_json::to_string(&t.target)
+                .map_err(|e| Error::Invalid(format!("wake target: {e}")))?;
+            rows.push((t.target_key.clone(), t.origin.clone(), target, t.lease_ms));
+        }
+        let rows = std::sync::Arc::new(rows);
+        let clock = self.clock().clone();
+        self.retry(|| {
+            let (rows, clock) = (rows.clone(), clock.clone());
+            self.write(move |turn| {
+                Box::pin(async move {
+                    let now = clock.now_ms();
+                    if rows.len() > 1 {
+                        turn.begin().await?;
+                    }
+                    let mut inserted = 0;
+                    for (target_key, origin, target, lease_ms) in rows.iter() {
+                        inserted += sqlx::query(
+                            "INSERT INTO deliveries
+                                (event_seq, target_key, origin, target, next_attempt_at, lease_ms, created_at, updated_at)
+                             SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7
+                             WHERE NOT EXISTS (SELECT 1 FROM disabled_targets WHERE target_key = ?2)
+                             ON CONFLICT (event_seq, target_key) DO NOTHING",
+                        )
+                        .bind(event_seq)
+                        .bind(target_key)
+                        .bind(origin)
+                        .bind(target)
+                        .bind(now + first_delay_ms)
+                        .bind(lease_ms)
+                        .bind(now)
+                        .execute(turn.conn())
+                        .await?
+                        .rows_affected();
+                    }
+                    Ok(inserted)
+                })
+            })
         })
         .await
     }
@@ -137,26 +149,32 @@ impl Store {
     /// with a lease, `attempts + 1`. The returned rows carry the new attempt
     /// number, which guards the outcome write.
     pub async fn claim_deliveries(&self, limit: i64) -> Result<Vec<Delivery>> {
-        self.retry(|| async {
-            let now = self.now();
-            // Why guarded: two workers (two daemons on one file) may pick the
-            // same ids in the subquery; `status = 'pending'` in the outer
-            // predicate lets exactly one of them flip each row.
-            let rows = sqlx::query(
-                "UPDATE deliveries
-                    SET status = 'delivering', attempts = attempts + 1,
-                        lease_until = ?1 + lease_ms, updated_at = ?1
-                  WHERE status = 'pending' AND next_attempt_at <= ?1
-                    AND id IN (SELECT id FROM deliveries
-                                WHERE status = 'pending' AND next_attempt_at <= ?1
-                                ORDER BY next_attempt_at, id LIMIT ?2)
-                  RETURNING *",
-            )
-            .bind(now)
-            .bind(limit)
-            .fetch_all(self.pool())
-            .await?;
-            rows.iter().map(from_row).collect()
+        let clock = self.clock().clone();
+        self.retry(|| {
+            let clock = clock.clone();
+            self.write(move |turn| {
+                Box::pin(async move {
+                    // Why guarded: two workers (two daemons on one file) may
+                    // pick the same ids in the subquery; `status = 'pending'`
+                    // in the outer predicate lets exactly one of them flip
+                    // each row.
+                    let rows = sqlx::query(
+                        "UPDATE deliveries
+                            SET status = 'delivering', attempts = attempts + 1,
+                                lease_until = ?1 + lease_ms, updated_at = ?1
+                          WHERE status = 'pending' AND next_attempt_at <= ?1
+                            AND id IN (SELECT id FROM deliveries
+                                        WHERE status = 'pending' AND next_attempt_at <= ?1
+                                        ORDER BY next_attempt_at, id LIMIT ?2)
+                          RETURNING *",
+                    )
+                    .bind(clock.now_ms())
+                    .bind(limit)
+                    .fetch_all(turn.conn())
+                    .await?;
+                    rows.iter().map(from_row).collect()
+                })
+            })
         })
         .await
     }
@@ -164,22 +182,28 @@ impl Store {
     /// Record that the claimed attempt delivered. False when the claim was
     /// lost (the lease lapsed and another attempt took the row).
     pub async fn delivery_delivered(&self, d: &Delivery) -> Result<bool> {
-        self.retry(|| async {
-            let now = self.now();
-            // Why guarded by attempts: only the attempt that holds the claim
-            // may settle the row.
-            let n = sqlx::query(
-                "UPDATE deliveries SET status = 'delivered', lease_until = NULL, last_error = NULL,
-                        updated_at = ?
-                  WHERE id = ? AND status = 'delivering' AND attempts = ?",
-            )
-            .bind(now)
-            .bind(d.id)
-            .bind(d.attempts)
-            .execute(self.pool())
-            .await?
-            .rows_affected();
-            Ok(n == 1)
+        let (id, attempts) = (d.id, d.attempts);
+        let clock = self.clock().clone();
+        self.retry(|| {
+            let clock = clock.clone();
+            self.write(move |turn| {
+                Box::pin(async move {
+                    // Why guarded by attempts: only the attempt that holds the
+                    // claim may settle the row.
+                    let n = sqlx::query(
+                        "UPDATE deliveries SET status = 'delivered', lease_until = NULL, last_error = NULL,
+                                updated_at = ?
+                          WHERE id = ? AND status = 'delivering' AND attempts = ?",
+                    )
+                    .bind(clock.now_ms())
+                    .bind(id)
+                    .bind(attempts)
+                    .execute(turn.conn())
+                    .await?
+                    .rows_affected();
+                    Ok(n == 1)
+                })
+            })
         })
         .await
     }
@@ -187,24 +211,31 @@ impl Store {
     /// Put the claimed attempt back to `pending`, due at `next_at`, with
     /// the error that made it fail. False when the claim was lost.
     pub async fn delivery_retry(&self, d: &Delivery, next_at: i64, error: &str) -> Result<bool> {
-        self.retry(|| async {
-            let now = self.now();
-            // Why guarded by attempts: a stale attempt must not reschedule a
-            // row another attempt now holds.
-            let n = sqlx::query(
-                "UPDATE deliveries SET status = 'pending', next_attempt_at = ?, lease_until = NULL,
-                        last_error = ?, updated_at = ?
-                  WHERE id = ? AND status = 'delivering' AND attempts = ?",
-            )
-            .bind(next_at)
-            .bind(error)
-            .bind(now)
-            .bind(d.id)
-            .bind(d.attempts)
-            .execute(self.pool())
-            .await?
-            .rows_affected();
-            Ok(n == 1)
+        let (id, attempts) = (d.id, d.attempts);
+        let error = std::sync::Arc::new(error.to_string());
+        let clock = self.clock().clone();
+        self.retry(|| {
+            let (clock, error) = (clock.clone(), error.clone());
+            self.write(move |turn| {
+                Box::pin(async move {
+                    // Why guarded by attempts: a stale attempt must not
+                    // reschedule a row another attempt now holds.
+                    let n = sqlx::query(
+                        "UPDATE deliveries SET status = 'pending', next_attempt_at = ?, lease_until = NULL,
+                                last_error = ?, updated_at = ?
+                          WHERE id = ? AND status = 'delivering' AND attempts = ?",
+                    )
+                    .bind(next_at)
+                    .bind(&*error)
+                    .bind(clock.now_ms())
+                    .bind(id)
+                    .bind(attempts)
+                    .execute(turn.conn())
+                    .await?
+                    .rows_affected();
+                    Ok(n == 1)
+                })
+            })
         })
         .await
     }
@@ -296,21 +327,26 @@ impl Store {
     /// go back to `pending`, due now: at-least-once, with the same event id.
     /// Returns how many were recovered.
     pub async fn recover_deliveries(&self) -> Result<u64> {
-        self.retry(|| async {
-            let now = self.now();
-            // Why guarded by the lease: a live attempt keeps its row; only a
-            // lapsed one (its worker died) is handed out again.
-            let n = sqlx::query(
-                "UPDATE deliveries SET status = 'pending', next_attempt_at = ?1, lease_until = NULL,
-                        last_error = COALESCE(last_error, 'interrupted (the daemon stopped mid-delivery)'),
-                        updated_at = ?1
-                  WHERE status = 'delivering' AND lease_until <= ?1",
-            )
-            .bind(now)
-            .execute(self.pool())
-            .await?
-            .rows_affected();
-            Ok(n)
+        let clock = self.clock().clone();
+        self.retry(|| {
+            let clock = clock.clone();
+            self.write(move |turn| {
+                Box::pin(async move {
+                    // Why guarded by the lease: a live attempt keeps its row;
+                    // only a lapsed one (its worker died) is handed out again.
+                    let n = sqlx::query(
+                        "UPDATE deliveries SET status = 'pending', next_attempt_at = ?1, lease_until = NULL,
+                                last_error = COALESCE(last_error, 'interrupted (the daemon stopped mid-delivery)'),
+                                updated_at = ?1
+                          WHERE status = 'delivering' AND lease_until <= ?1",
+                    )
+                    .bind(clock.now_ms())
+                    .execute(turn.conn())
+                    .await?
+                    .rows_affected();
+                    Ok(n)
+                })
+            })
         })
         .await
     }
