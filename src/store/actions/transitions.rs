@@ -192,7 +192,7 @@ impl Store {
             })
             .await?;
         match won {
-            Approving::Won(outcome) => Ok(outcome),
+            Approving::Won(outcome) => Ok(*outcome),
             Approving::Refused { action, counted } => {
                 self.explain_refused_approval(&a, *action, counted).await
             }
@@ -403,7 +403,7 @@ async fn insert_proposal(conn: &mut SqliteConnection, p: &Proposal, now: i64) ->
 /// no such action.
 #[derive(serde::Serialize, serde::Deserialize)]
 enum Approving {
-    Won(ApproveOutcome),
+    Won(Box<ApproveOutcome>),
     Refused { action: Box<Action>, counted: bool },
     Missing,
 }
@@ -466,11 +466,13 @@ async fn approve_in(turn: &mut Turn, a: Arc<Approval>, now: i64) -> Result<Appro
             action: Box::new(action),
         });
     }
-    Ok(Approving::Won(if action.status == Status::Approved {
-        ApproveOutcome::Approved { action }
-    } else {
-        ApproveOutcome::ApprovalAdded { action }
-    }))
+    Ok(Approving::Won(Box::new(
+        if action.status == Status::Approved {
+            ApproveOutcome::Approved { action }
+        } else {
+            ApproveOutcome::ApprovalAdded { action }
+        },
+    )))
 }
 
 /// Apply one rejection (id, rejecter, channel, scrubbed reason). `None`:
