@@ -92,6 +92,21 @@ fn proposal(i: u32) -> NewAction {
     }
 }
 
+/// A store whose writer already holds its connection: the first write of
+/// a fresh store may open one (its setup pragmas are not the write's calls).
+async fn warmed(db: &TempDb) -> Store {
+    let store = db.open().await;
+    store
+        .register_session(&handoff::store::sessions::NewSession {
+            session_id: "warm-up".into(),
+            agent: "warm-up".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    store
+}
+
 async fn audit_events(store: &Store, id: &str) -> Vec<String> {
     store
         .action_audit(id)
@@ -107,7 +122,7 @@ async fn each_winning_transition_is_one_database_call() {
     let _turn = TURN.lock().await;
     calls();
     let db = TempDb::new();
-    let store = db.open().await;
+    let store = warmed(&db).await;
 
     let (proposed, seen) = counted(store.propose(&proposal(1))).await;
     let action = proposed.unwrap().action;
@@ -162,7 +177,7 @@ async fn each_winning_transition_is_one_database_call() {
     );
     assert_eq!(common::count(&store, "action_approvals").await, 2);
     let kinds: Vec<String> = store
-        .events_after(0, 100)
+        .events_for("action", &action.id)
         .await
         .unwrap()
         .into_iter()
@@ -238,7 +253,7 @@ async fn each_winning_reply_and_pickup_is_one_database_call() {
     let _turn = TURN.lock().await;
     calls();
     let db = TempDb::new();
-    let store = db.open().await;
+    let store = warmed(&db).await;
     let q = common::ask(&store, "Which port?").await;
 
     let (chat, seen) = counted(store.reply_chat(&q.id, &common::answer("8080"))).await;
@@ -295,7 +310,7 @@ async fn flag_update_and_close_are_one_database_call_each() {
     let _turn = TURN.lock().await;
     calls();
     let db = TempDb::new();
-    let store = db.open().await;
+    let store = warmed(&db).await;
     let mut new = handoff::store::questions::NewQuestion {
         title: "Deploy now?".into(),
         key: Some("deploy".into()),
@@ -402,7 +417,7 @@ async fn a_wake_delivery_is_one_database_call_per_step() {
     let _turn = TURN.lock().await;
     calls();
     let db = TempDb::new();
-    let store = db.open().await;
+    let store = warmed(&db).await;
     common::ask(&store, "Wake me").await;
     let seq = store.last_event_seq().await.unwrap();
     let target = handoff::store::deliveries::NewDelivery {
@@ -435,4 +450,105 @@ async fn a_wake_delivery_is_one_database_call_per_step() {
         !store.delivery_delivered(&claimed[0]).await.unwrap(),
         "a stale attempt settles nothing"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ledger_start_and_outcome_are_one_database_call_each() {
+    use handoff::store::sessions::{Begin, Complete, NewCall};
+    let _turn = TURN.lock().await;
+    calls();
+    let db = TempDb::new();
+    let store = db.open().await;
+    store
+        .register_session(&handoff::store::sessions::NewSession {
+            session_id: "s1".into(),
+            agent: "claude".into(),
+            project: "web".into(),
+            cwd: "/tmp".into(),
+            wake_target: None,
+        })
+        .await
+        .unwrap();
+    let payload = serde_json::json!({"path": "a.txt"});
+    let call = NewCall {
+        event_id: "e1",
+        session_id: "s1",
+        tool: "write",
+        payload: &payload,
+        replay_safe: true,
+    };
+    let before = store.last_event_seq().await.unwrap();
+    let (begun, seen) = counted(store.ledger_begin(&call)).await;
+    let Begin::Started { entry } = begun.unwrap() else {
+        panic!("the first start starts")
+    };
+    assert_eq!(seen.len(), 1, "a start is one call, was {seen:?}");
+    let result = serde_json::json!({"bytes": 3});
+    let (done, seen) = counted(store.ledger_complete("s1", "e1", true, &result)).await;
+    assert!(matches!(done.unwrap(), Complete::Completed { .. }));
+    assert_eq!(seen.len(), 1, "an outcome is one call, was {seen:?}");
+
+    // Repeats write nothing and log nothing; a different payload conflicts.
+    assert!(matches!(
+        store.ledger_begin(&call).await.unwrap(),
+        Begin::Existing {
+            finished: Some(_),
+            ..
+        }
+    ));
+    assert!(matches!(
+        store
+            .ledger_complete("s1", "e1", true, &result)
+            .await
+            .unwrap(),
+        Complete::Existing { .. }
+    ));
+    let other = serde_json::json!({"path": "b.txt"});
+    assert!(matches!(
+        store
+            .ledger_begin(&NewCall {
+                payload: &other,
+                ..call
+            })
+            .await
+            .unwrap(),
+        Begin::Conflict { .. }
+    ));
+    let events = store.events_after(before, 100).await.unwrap();
+    let got: Vec<_> = events
+        .iter()
+        .map(|e| {
+            (
+                e.kind.as_str(),
+                e.entity_id.as_str(),
+                e.channel.as_str(),
+                e.project.as_str(),
+                e.payload.clone(),
+            )
+        })
+        .collect();
+    let payload = |seq: i64| serde_json::json!({"event_id": "e1", "tool": "write", "ledger_seq": seq, "replay_safe": true});
+    assert_eq!(
+        got,
+        [
+            ("ledger.started", "s1", "agent", "web", payload(entry.seq)),
+            (
+                "ledger.completed",
+                "s1",
+                "agent",
+                "web",
+                payload(entry.seq + 1)
+            ),
+        ]
+    );
+
+    // A session nobody registered: refused in words, nothing written.
+    let err = store
+        .ledger_begin(&NewCall {
+            session_id: "nobody",
+            ..call
+        })
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("is not registered"), "{err}");
 }

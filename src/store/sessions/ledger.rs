@@ -11,15 +11,16 @@
 //! runs a tool.
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 use sqlx::{Row, SqliteConnection};
 
-use crate::store::Channel;
 use crate::store::actions::codec::canonical;
-use crate::store::{Error, NewEvent, Result, Store, events};
+use crate::store::writer::Turn;
+use crate::store::{Error, Result, Store};
 
 /// The largest payload or result accepted, in canonical JSON bytes (1 MiB).
 pub const MAX_LEDGER_BYTES: usize = 1024 * 1024;
@@ -195,39 +196,139 @@ async fn outcome_row(
     row.as_ref().map(entry_from).transpose()
 }
 
-async fn ledger_event(
-    conn: &mut SqliteConnection,
-    now: i64,
-    kind: &str,
-    e: &LedgerEntry,
-) -> Result<()> {
-    let project: String = sqlx::query_scalar(
-        "SELECT COALESCE((SELECT project FROM agent_sessions WHERE session_id = ?), '')",
+/// A call to record as begun, checked and canonical.
+struct Call {
+    event_id: String,
+    session_id: String,
+    tool: String,
+    payload: String,
+    hash: String,
+    replay_safe: bool,
+}
+
+/// An outcome to record, checked and canonical.
+struct Outcome {
+    session_id: String,
+    event_id: String,
+    status: &'static str,
+    text: String,
+    hash: String,
+}
+
+/// The message of the trigger that refuses a row of an unregistered session.
+const UNREGISTERED: &str = "the ledger belongs to a registered session";
+
+/// Record a start: one `INSERT … ON CONFLICT DO NOTHING RETURNING` whose
+/// trigger appends `ledger.started`. Nothing inserted: a repeat, compared
+/// with the stored row (more reads, on the rare path).
+async fn begin_in(turn: &mut Turn, c: Arc<Call>, now: i64) -> Result<Begin> {
+    // Why ON CONFLICT DO NOTHING: UNIQUE(session_id, event_id, status)
+    // decides whether this is the first start; a retry inserts nothing and
+    // is compared with the stored row below.
+    let row = sqlx::query(
+        "INSERT INTO execution_ledger
+             (event_id, session_id, tool, payload, payload_hash, status, replay_safe, at)
+         VALUES (?, ?, ?, ?, ?, 'started', ?, ?)
+         ON CONFLICT DO NOTHING RETURNING *",
     )
-    .bind(&e.session_id)
-    .fetch_one(&mut *conn)
-    .await?;
-    events::append(
-        conn,
-        now,
-        &NewEvent {
-            kind,
-            entity_kind: "session",
-            entity_id: &e.session_id,
-            actor: &e.session_id,
-            channel: Channel::Agent,
-            project: &project,
-            session: &e.session_id,
-            payload: json!({
-                "event_id": e.event_id,
-                "tool": e.tool,
-                "ledger_seq": e.seq,
-                "replay_safe": e.replay_safe,
-            }),
-        },
+    .bind(&c.event_id)
+    .bind(&c.session_id)
+    .bind(&c.tool)
+    .bind(&c.payload)
+    .bind(&c.hash)
+    .bind(c.replay_safe)
+    .bind(now)
+    .fetch_optional(turn.conn())
+    .await;
+    let row = match row {
+        // The ledger belongs to a registered session (the trigger says so);
+        // say it in words rather than as an engine abort.
+        Err(e) if e.to_string().contains(UNREGISTERED) => {
+            let session_id = &c.session_id;
+            return Err(Error::Invalid(format!(
+                "session `{session_id}` is not registered: register it first \
+                 (`handoff session register --session {session_id}`, POST /v1/sessions, \
+                 or the SessionStart hook), then record its calls"
+            )));
+        }
+        other => other?,
+    };
+    if let Some(row) = row {
+        return Ok(Begin::Started {
+            entry: entry_from(&row)?,
+        });
+    }
+    let existing = started_row(turn.conn(), &c.session_id, &c.event_id)
+        .await?
+        .ok_or_else(|| Error::Corrupt("ledger start vanished".into()))?;
+    let mut differs = Vec::new();
+    if existing.tool != c.tool {
+        differs.push("tool".to_string());
+    }
+    if existing.payload_hash != c.hash {
+        differs.push("payload".to_string());
+    }
+    if existing.replay_safe != c.replay_safe {
+        differs.push("replay_safe".to_string());
+    }
+    if !differs.is_empty() {
+        return Ok(Begin::Conflict { existing, differs });
+    }
+    let finished = outcome_row(turn.conn(), &c.session_id, &c.event_id).await?;
+    Ok(Begin::Existing {
+        entry: existing,
+        finished,
+    })
+}
+
+/// Record an outcome: one `INSERT … SELECT` whose trigger appends
+/// `ledger.completed` / `ledger.failed`. Nothing inserted: not begun, or a
+/// repeat compared with the stored outcome.
+async fn complete_in(turn: &mut Turn, o: Arc<Outcome>, now: i64) -> Result<Complete> {
+    // Why INSERT … SELECT with ON CONFLICT DO NOTHING: the outcome copies
+    // the started row (so it exists only if the call was begun), and the
+    // UNIQUE indexes let exactly one outcome in — a racing `completed` and
+    // `failed` cannot both land.
+    let row = sqlx::query(
+        "INSERT INTO execution_ledger
+             (event_id, session_id, tool, payload, payload_hash, status, result, result_hash, replay_safe, at)
+         SELECT event_id, session_id, tool, payload, payload_hash, ?1, ?2, ?3, replay_safe, ?4
+         FROM execution_ledger WHERE session_id = ?6 AND event_id = ?5 AND status = 'started'
+         ON CONFLICT DO NOTHING RETURNING *",
     )
+    .bind(o.status)
+    .bind(&o.text)
+    .bind(&o.hash)
+    .bind(now)
+    .bind(&o.event_id)
+    .bind(&o.session_id)
+    .fetch_optional(turn.conn())
     .await?;
-    Ok(())
+    if let Some(row) = row {
+        return Ok(Complete::Completed {
+            entry: entry_from(&row)?,
+        });
+    }
+    let Some(existing) = outcome_row(turn.conn(), &o.session_id, &o.event_id).await? else {
+        return Ok(Complete::NotStarted);
+    };
+    let stored_hash: Option<String> =
+        sqlx::query_scalar("SELECT result_hash FROM execution_ledger WHERE seq = ?")
+            .bind(existing.seq)
+            .fetch_one(turn.conn())
+            .await?;
+    let mut differs = Vec::new();
+    if existing.status != o.status {
+        differs.push("status".to_string());
+    }
+    if stored_hash.as_deref() != Some(o.hash.as_str()) {
+        differs.push("result".to_string());
+    }
+    Ok(if differs.is_empty() {
+        Complete::Existing { entry: existing }
+    } else {
+        Complete::Conflict { existing, differs }
+    })
 }
 
 impl Store {
@@ -241,68 +342,18 @@ impl Store {
         let session_id = super::check_id(call.session_id)?;
         let payload = canonical_checked("payload", call.payload)?;
         let hash = sha256_hex(&payload);
-        self.retry(|| async {
-            let now = self.now();
-            let mut tx = self.begin_write().await?;
-            // The ledger belongs to a registered session (a trigger enforces
-            // it too); say so in words rather than as an engine abort.
-            let known: Option<i64> =
-                sqlx::query_scalar("SELECT 1 FROM agent_sessions WHERE session_id = ?")
-                    .bind(session_id)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-            if known.is_none() {
-                return Err(Error::Invalid(format!(
-                    "session `{session_id}` is not registered: register it first \
-                     (`handoff session register --session {session_id}`, POST /v1/sessions, \
-                     or the SessionStart hook), then record its calls"
-                )));
-            }
-            // Why ON CONFLICT DO NOTHING: UNIQUE(session_id, event_id, status) decides
-            // whether this is the first start; a retry inserts nothing and
-            // is compared with the stored row below.
-            let row = sqlx::query(
-                "INSERT INTO execution_ledger
-                     (event_id, session_id, tool, payload, payload_hash, status, replay_safe, at)
-                 VALUES (?, ?, ?, ?, ?, 'started', ?, ?)
-                 ON CONFLICT DO NOTHING RETURNING *",
-            )
-            .bind(call.event_id)
-            .bind(session_id)
-            .bind(call.tool)
-            .bind(&payload)
-            .bind(&hash)
-            .bind(call.replay_safe)
-            .bind(now)
-            .fetch_optional(&mut *tx)
-            .await?;
-            if let Some(row) = row {
-                let entry = entry_from(&row)?;
-                ledger_event(&mut tx, now, "ledger.started", &entry).await?;
-                tx.commit().await?;
-                return Ok(Begin::Started { entry });
-            }
-            let existing = started_row(&mut tx, session_id, call.event_id)
-                .await?
-                .ok_or_else(|| Error::Corrupt("ledger start vanished".into()))?;
-            let mut differs = Vec::new();
-            if existing.tool != call.tool {
-                differs.push("tool".to_string());
-            }
-            if existing.payload_hash != hash {
-                differs.push("payload".to_string());
-            }
-            if existing.replay_safe != call.replay_safe {
-                differs.push("replay_safe".to_string());
-            }
-            if !differs.is_empty() {
-                return Ok(Begin::Conflict { existing, differs });
-            }
-            let finished = outcome_row(&mut tx, session_id, call.event_id).await?;
-            Ok(Begin::Existing {
-                entry: existing,
-                finished,
-            })
+        let call = Arc::new(Call {
+            event_id: call.event_id.to_string(),
+            session_id: session_id.to_string(),
+            tool: call.tool.to_string(),
+            payload,
+            hash,
+            replay_safe: call.replay_safe,
+        });
+        let clock = self.clock().clone();
+        self.retry(|| {
+            let (call, clock) = (call.clone(), clock.clone());
+            self.write(move |turn| Box::pin(begin_in(turn, call, clock.now_ms())))
         })
         .await
     }
@@ -323,55 +374,17 @@ impl Store {
         let text = canonical_checked("result", result)?;
         let hash = sha256_hex(&text);
         let status = if ok { "completed" } else { "failed" };
-        self.retry(|| async {
-            let now = self.now();
-            let mut tx = self.begin_write().await?;
-            // Why INSERT … SELECT with ON CONFLICT DO NOTHING: the outcome
-            // copies the started row (so it exists only if the call was
-            // begun), and the UNIQUE indexes let exactly one outcome in —
-            // a racing `completed` and `failed` cannot both land.
-            let row = sqlx::query(
-                "INSERT INTO execution_ledger
-                     (event_id, session_id, tool, payload, payload_hash, status, result, result_hash, replay_safe, at)
-                 SELECT event_id, session_id, tool, payload, payload_hash, ?1, ?2, ?3, replay_safe, ?4
-                 FROM execution_ledger WHERE session_id = ?6 AND event_id = ?5 AND status = 'started'
-                 ON CONFLICT DO NOTHING RETURNING *",
-            )
-            .bind(status)
-            .bind(&text)
-            .bind(&hash)
-            .bind(now)
-            .bind(event_id)
-            .bind(session_id)
-            .fetch_optional(&mut *tx)
-            .await?;
-            if let Some(row) = row {
-                let entry = entry_from(&row)?;
-                ledger_event(&mut tx, now, &format!("ledger.{status}"), &entry).await?;
-                tx.commit().await?;
-                return Ok(Complete::Completed { entry });
-            }
-            let Some(existing) = outcome_row(&mut tx, session_id, event_id).await? else {
-                return Ok(Complete::NotStarted);
-            };
-            let stored_hash: Option<String> = sqlx::query_scalar(
-                "SELECT result_hash FROM execution_ledger WHERE seq = ?",
-            )
-            .bind(existing.seq)
-            .fetch_one(&mut *tx)
-            .await?;
-            let mut differs = Vec::new();
-            if existing.status != status {
-                differs.push("status".to_string());
-            }
-            if stored_hash.as_deref() != Some(hash.as_str()) {
-                differs.push("result".to_string());
-            }
-            Ok(if differs.is_empty() {
-                Complete::Existing { entry: existing }
-            } else {
-                Complete::Conflict { existing, differs }
-            })
+        let outcome = Arc::new(Outcome {
+            session_id: session_id.to_string(),
+            event_id: event_id.to_string(),
+            status,
+            text,
+            hash,
+        });
+        let clock = self.clock().clone();
+        self.retry(|| {
+            let (outcome, clock) = (outcome.clone(), clock.clone());
+            self.write(move |turn| Box::pin(complete_in(turn, outcome, clock.now_ms())))
         })
         .await
     }
