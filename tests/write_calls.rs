@@ -552,3 +552,86 @@ async fn a_ledger_start_and_outcome_are_one_database_call_each() {
         .unwrap_err();
     assert!(err.to_string().contains("is not registered"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_registration_and_checkpoint_are_one_database_call_each() {
+    use handoff::store::sessions::{Checkpointed, NewSession, WakeTarget};
+    let _turn = TURN.lock().await;
+    calls();
+    let db = TempDb::new();
+    let store = warmed(&db).await;
+    let before = store.last_event_seq().await.unwrap();
+    let new = NewSession {
+        session_id: "s2".into(),
+        agent: "codex".into(),
+        project: "api".into(),
+        cwd: "/srv".into(),
+        wake_target: Some(WakeTarget::Exec {
+            argv: vec!["true".into()],
+            timeout_secs: None,
+        }),
+    };
+    let (registered, seen) = counted(store.register_session(&new)).await;
+    let session = registered.unwrap();
+    assert_eq!(seen.len(), 1, "a registration is one call, was {seen:?}");
+    // Registering again without a target keeps the stored one.
+    let again = store
+        .register_session(&NewSession {
+            wake_target: None,
+            ..new.clone()
+        })
+        .await
+        .unwrap();
+    assert_eq!(again.wake_target, session.wake_target);
+
+    let (saved, seen) = counted(store.checkpoint("s2", session.revision, "{\"step\":1}")).await;
+    let Checkpointed::Saved { session: saved } = saved.unwrap() else {
+        panic!("the current revision saves")
+    };
+    assert_eq!(seen.len(), 1, "a checkpoint is one call, was {seen:?}");
+    // A stale revision is refused with the current one, and logs nothing.
+    let stale = store
+        .checkpoint("s2", session.revision, "{\"step\":2}")
+        .await
+        .unwrap();
+    assert_eq!(
+        stale,
+        Checkpointed::Stale {
+            expected: session.revision,
+            current: saved.revision
+        }
+    );
+    assert_eq!(
+        store.checkpoint("nobody", 0, "{}").await.unwrap(),
+        Checkpointed::NotFound
+    );
+
+    let got: Vec<_> = store
+        .events_after(before, 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.kind, e.actor, e.channel, e.project, e.session, e.payload))
+        .collect();
+    let row = |kind: &str, payload| {
+        (
+            kind.to_string(),
+            "codex".to_string(),
+            "agent".to_string(),
+            "api".to_string(),
+            "s2".to_string(),
+            payload,
+        )
+    };
+    assert_eq!(
+        got,
+        [
+            row("session.registered", serde_json::json!({"wake": "exec"})),
+            row("session.registered", serde_json::json!({"wake": "exec"})),
+            row(
+                "session.checkpointed",
+                serde_json::json!({"revision": saved.revision, "bytes": 10})
+            ),
+        ]
+    );
+}

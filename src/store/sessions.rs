@@ -6,11 +6,12 @@
 //! human responds, the notify worker wakes that session's target. This
 //! module records; it does not run targets.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
-use super::{Error, NewEvent, Result, Store, events};
-use crate::store::Channel;
+use super::{Error, Result, Store};
 
 mod ledger;
 mod lifecycle;
@@ -172,44 +173,48 @@ impl Store {
             .wake_target
             .as_ref()
             .map(|w| serde_json::to_string(w).unwrap_or_default());
-        self.retry(|| async {
-            let now = self.now();
-            let mut tx = self.begin_write().await?;
-            let row = sqlx::query(
-                "INSERT INTO agent_sessions (session_id, agent, project, cwd, wake_target, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)
-                 ON CONFLICT(session_id) DO UPDATE SET
-                    agent = excluded.agent, project = excluded.project, cwd = excluded.cwd,
-                    wake_target = COALESCE(excluded.wake_target, agent_sessions.wake_target),
-                    status = 'active', ended_at = NULL, updated_at = excluded.updated_at
-                 RETURNING *",
-            )
-            .bind(id)
-            .bind(&s.agent)
-            .bind(&s.project)
-            .bind(&s.cwd)
-            .bind(&wake)
-            .bind(now)
-            .fetch_one(&mut *tx)
-            .await?;
-            let session = session_from(&row)?;
-            events::append(
-                &mut tx,
-                now,
-                &NewEvent {
-                    kind: "session.registered",
-                    entity_kind: "session",
-                    entity_id: id,
-                    actor: &s.agent,
-                    channel: Channel::Agent,
-                    project: &s.project,
-                    session: id,
-                    payload: serde_json::json!({"wake": session.wake_target.as_ref().map(target_kind)}),
-                },
-            )
-            .await?;
-            tx.commit().await?;
-            Ok(session)
+        let s = Arc::new((
+            id.to_string(),
+            s.agent.clone(),
+            s.project.clone(),
+            s.cwd.clone(),
+            wake,
+        ));
+        let clock = self.clock().clone();
+        self.retry(|| {
+            let (s, clock) = (s.clone(), clock.clone());
+            self.write(move |turn| {
+                Box::pin(async move {
+                    let (id, agent, project, cwd, wake) = &*s;
+                    // One call: the upsert and its `session.registered` event
+                    // (the wake target's kind read from the row as stored).
+                    let row = sqlx::query(
+                        "INSERT INTO agent_sessions (session_id, agent, project, cwd, wake_target, created_at, updated_at)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)
+                         ON CONFLICT(session_id) DO UPDATE SET
+                            agent = excluded.agent, project = excluded.project, cwd = excluded.cwd,
+                            wake_target = COALESCE(excluded.wake_target, agent_sessions.wake_target),
+                            status = 'active', ended_at = NULL, updated_at = excluded.updated_at
+                         RETURNING *;
+                         INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
+                         SELECT ?6, 'session.registered', 'session', ?1, ?2, 'agent', ?3, ?1,
+                                json_object('wake', json_extract(wake_target, '$.type'))
+                         FROM agent_sessions WHERE session_id = ?1",
+                    )
+                    .bind(id)
+                    .bind(agent)
+                    .bind(project)
+                    .bind(cwd)
+                    .bind(wake)
+                    .bind(clock.now_ms())
+                    .fetch_all(turn.conn())
+                    .await?;
+                    let row = row
+                        .first()
+                        .ok_or_else(|| Error::Corrupt("a registered session vanished".into()))?;
+                    session_from(row)
+                })
+            })
         })
         .await
     }

@@ -1,6 +1,8 @@
 //! A session's life after registration: listing, checkpoints (CAS on
 //! `revision`) and ending. Registration itself is in the parent module.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 use serde_json::json;
 
@@ -115,54 +117,51 @@ impl Store {
             )));
         }
         let id = super::check_id(session_id)?;
-        self.retry(|| async {
-            let now = self.now();
-            let mut tx = self.begin_write().await?;
-            // Why guarded on revision: two writers holding the same revision
-            // (a resumed agent and a stale twin) must not both win; the
-            // first bumps it and the second is refused with the current one.
-            let row = sqlx::query(
-                "UPDATE agent_sessions SET state_blob = ?1, revision = revision + 1, updated_at = ?2
-                 WHERE session_id = ?3 AND revision = ?4 AND status <> 'ended'
-                 RETURNING *",
-            )
-            .bind(state)
-            .bind(now)
-            .bind(id)
-            .bind(expected_revision)
-            .fetch_optional(&mut *tx)
+        let input = Arc::new((id.to_string(), state.to_string()));
+        let clock = self.clock().clone();
+        let saved = self
+            .retry(|| {
+                let (input, clock) = (input.clone(), clock.clone());
+                self.write(move |turn| {
+                    Box::pin(async move {
+                        let (id, state) = &*input;
+                        // Why guarded on revision: two writers holding the same
+                        // revision (a resumed agent and a stale twin) must not
+                        // both win; the first bumps it and the second is
+                        // refused with the current one. The event rides in the
+                        // same call, written only when the UPDATE changed a row.
+                        let rows = sqlx::query(
+                            "UPDATE agent_sessions SET state_blob = ?1, revision = revision + 1, updated_at = ?2
+                             WHERE session_id = ?3 AND revision = ?4 AND status <> 'ended'
+                             RETURNING *;
+                             INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
+                             SELECT ?2, 'session.checkpointed', 'session', ?3, agent, 'agent', project, ?3,
+                                    json_object('bytes', ?5, 'revision', revision)
+                             FROM agent_sessions WHERE session_id = ?3 AND changes() = 1",
+                        )
+                        .bind(state)
+                        .bind(clock.now_ms())
+                        .bind(id)
+                        .bind(expected_revision)
+                        .bind(state.len() as i64)
+                        .fetch_all(turn.conn())
+                        .await?;
+                        rows.first().map(session_from).transpose()
+                    })
+                })
+            })
             .await?;
-            let Some(row) = row else {
-                drop(tx);
-                return Ok(match self.get_session(id).await? {
-                    None => Checkpointed::NotFound,
-                    Some(s) if s.status == "ended" => Checkpointed::Ended { session: s },
-                    Some(s) => Checkpointed::Stale {
-                        expected: expected_revision,
-                        current: s.revision,
-                    },
-                });
-            };
-            let session = session_from(&row)?;
-            events::append(
-                &mut tx,
-                now,
-                &NewEvent {
-                    kind: "session.checkpointed",
-                    entity_kind: "session",
-                    entity_id: id,
-                    actor: &session.agent,
-                    channel: Channel::Agent,
-                    project: &session.project,
-                    session: id,
-                    payload: json!({"revision": session.revision, "bytes": state.len()}),
-                },
-            )
-            .await?;
-            tx.commit().await?;
-            Ok(Checkpointed::Saved { session })
+        if let Some(session) = saved {
+            return Ok(Checkpointed::Saved { session });
+        }
+        Ok(match self.get_session(id).await? {
+            None => Checkpointed::NotFound,
+            Some(s) if s.status == "ended" => Checkpointed::Ended { session: s },
+            Some(s) => Checkpointed::Stale {
+                expected: expected_revision,
+                current: s.revision,
+            },
         })
-        .await
     }
 
     /// Mark the session ended. Its checkpoint, ledger and history stay;
