@@ -554,8 +554,8 @@ async fn a_ledger_start_and_outcome_are_one_database_call_each() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_session_registration_and_checkpoint_are_one_database_call_each() {
-    use handoff::store::sessions::{Checkpointed, NewSession, WakeTarget};
+async fn a_session_registration_checkpoint_and_end_are_one_database_call_each() {
+    use handoff::store::sessions::{Checkpointed, Ended, NewSession, WakeTarget};
     let _turn = TURN.lock().await;
     calls();
     let db = TempDb::new();
@@ -606,6 +606,14 @@ async fn a_session_registration_and_checkpoint_are_one_database_call_each() {
         Checkpointed::NotFound
     );
 
+    let (ended, seen) = counted(store.end_session("s2")).await;
+    assert!(matches!(ended.unwrap(), Ended::Ended { .. }));
+    assert_eq!(seen.len(), 1, "ending a session is one call, was {seen:?}");
+    assert!(matches!(
+        store.end_session("s2").await.unwrap(),
+        Ended::AlreadyEnded { .. }
+    ));
+
     let got: Vec<_> = store
         .events_after(before, 100)
         .await
@@ -632,6 +640,7 @@ async fn a_session_registration_and_checkpoint_are_one_database_call_each() {
                 "session.checkpointed",
                 serde_json::json!({"revision": saved.revision, "bytes": 10})
             ),
+            row("session.ended", serde_json::json!({})),
         ]
     );
 }

@@ -4,11 +4,9 @@
 use std::sync::Arc;
 
 use serde::Serialize;
-use serde_json::json;
 
 use super::{Session, session_from};
-use crate::store::Channel;
-use crate::store::{Error, NewEvent, Result, Store, events};
+use crate::store::{Error, Result, Store};
 
 /// The largest checkpoint blob accepted (1 MiB).
 pub const MAX_STATE_BYTES: usize = 1024 * 1024;
@@ -168,45 +166,38 @@ impl Store {
     /// registering it again reopens it.
     pub async fn end_session(&self, session_id: &str) -> Result<Ended> {
         let id = super::check_id(session_id)?;
-        self.retry(|| async {
-            let now = self.now();
-            let mut tx = self.begin_write().await?;
-            // Why guarded: ending twice is a no-op that says so, not a
-            // second `session.ended` event.
-            let row = sqlx::query(
-                "UPDATE agent_sessions SET status = 'ended', ended_at = ?1, updated_at = ?1
-                 WHERE session_id = ?2 AND status <> 'ended' RETURNING *",
-            )
-            .bind(now)
-            .bind(id)
-            .fetch_optional(&mut *tx)
+        let input = Arc::new(id.to_string());
+        let clock = self.clock().clone();
+        let ended = self
+            .retry(|| {
+                let (id, clock) = (input.clone(), clock.clone());
+                self.write(move |turn| {
+                    Box::pin(async move {
+                        // Why guarded: ending twice is a no-op that says so, not
+                        // a second `session.ended` event (written in the same
+                        // call, only when the UPDATE changed the row).
+                        let rows = sqlx::query(
+                            "UPDATE agent_sessions SET status = 'ended', ended_at = ?1, updated_at = ?1
+                             WHERE session_id = ?2 AND status <> 'ended' RETURNING *;
+                             INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
+                             SELECT ?1, 'session.ended', 'session', ?2, agent, 'agent', project, ?2, '{}'
+                             FROM agent_sessions WHERE session_id = ?2 AND changes() = 1",
+                        )
+                        .bind(clock.now_ms())
+                        .bind(&*id)
+                        .fetch_all(turn.conn())
+                        .await?;
+                        rows.first().map(session_from).transpose()
+                    })
+                })
+            })
             .await?;
-            let Some(row) = row else {
-                drop(tx);
-                return Ok(match self.get_session(id).await? {
-                    None => Ended::NotFound,
-                    Some(session) => Ended::AlreadyEnded { session },
-                });
-            };
-            let session = session_from(&row)?;
-            events::append(
-                &mut tx,
-                now,
-                &NewEvent {
-                    kind: "session.ended",
-                    entity_kind: "session",
-                    entity_id: id,
-                    actor: &session.agent,
-                    channel: Channel::Agent,
-                    project: &session.project,
-                    session: id,
-                    payload: json!({}),
-                },
-            )
-            .await?;
-            tx.commit().await?;
-            Ok(Ended::Ended { session })
+        if let Some(session) = ended {
+            return Ok(Ended::Ended { session });
+        }
+        Ok(match self.get_session(id).await? {
+            None => Ended::NotFound,
+            Some(session) => Ended::AlreadyEnded { session },
         })
-        .await
     }
 }
