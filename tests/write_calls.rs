@@ -644,3 +644,38 @@ async fn a_session_registration_checkpoint_and_end_are_one_database_call_each() 
         ]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_pickup_is_one_database_call_and_a_lost_race_logs_nothing() {
+    let _turn = TURN.lock().await;
+    calls();
+    let db = TempDb::new();
+    let store = warmed(&db).await;
+    let before = store.last_event_seq().await.unwrap();
+    let (moved, seen) = counted(store.advance_wait_cursor("s3", 0, 7, "waiter-1")).await;
+    assert!(moved.unwrap(), "the first waiter moves the cursor");
+    assert_eq!(seen.len(), 1, "a pickup is one call, was {seen:?}");
+    assert!(
+        !store
+            .advance_wait_cursor("s3", 0, 9, "waiter-2")
+            .await
+            .unwrap(),
+        "a waiter holding the old cursor loses"
+    );
+    let got: Vec<_> = store
+        .events_after(before, 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.kind, e.actor, e.session, e.payload))
+        .collect();
+    assert_eq!(
+        got,
+        [(
+            "session.picked_up".to_string(),
+            "waiter-1".to_string(),
+            "s3".to_string(),
+            serde_json::json!({"from": 0, "to": 7})
+        )]
+    );
+}

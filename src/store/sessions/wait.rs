@@ -10,13 +10,13 @@
 //! event. This module reads and marks; it does not block or print (the CLI
 //! polls it).
 
-use serde::Serialize;
-use serde_json::json;
+use std::sync::Arc;
 
-use crate::store::Channel;
+use serde::Serialize;
+
 use crate::store::boards::PendingRow;
 use crate::store::questions::Question;
-use crate::store::{Event, NewEvent, Result, Store, events};
+use crate::store::{Event, Result, Store, events};
 
 /// Action events that tell the proposing session its action was decided or
 /// finished.
@@ -127,51 +127,39 @@ impl Store {
         by: &str,
     ) -> Result<bool> {
         let id = super::check_id(session_id)?;
-        self.retry(|| async {
-            let now = self.now();
-            let mut tx = self.begin_write().await?;
-            // Why guarded on the old value: this is the claim. Two waiters
-            // that read the same cursor race here and exactly one moves it;
-            // the loser hands nothing out, so each event is picked up once.
-            let done = sqlx::query(
-                "INSERT INTO agent_sessions (session_id, created_at, updated_at, last_wait_seq)
-                 VALUES (?1, ?2, ?2, ?4)
-                 ON CONFLICT(session_id) DO UPDATE SET last_wait_seq = excluded.last_wait_seq
-                 WHERE agent_sessions.last_wait_seq = ?3",
-            )
-            .bind(id)
-            .bind(now)
-            .bind(from)
-            .bind(to)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected()
-                == 1;
-            if !done {
-                return Ok(false);
-            }
-            let project: String =
-                sqlx::query_scalar("SELECT project FROM agent_sessions WHERE session_id = ?")
+        let input = Arc::new((id.to_string(), by.to_string()));
+        let clock = self.clock().clone();
+        self.retry(|| {
+            let (input, clock) = (input.clone(), clock.clone());
+            self.write(move |turn| {
+                Box::pin(async move {
+                    let (id, by) = &*input;
+                    // Why guarded on the old value: this is the claim. Two
+                    // waiters that read the same cursor race here and exactly
+                    // one moves it; the loser hands nothing out, so each event
+                    // is picked up once. The `session.picked_up` event rides
+                    // in the same call, written only when the cursor moved.
+                    let rows = sqlx::query(
+                        "INSERT INTO agent_sessions (session_id, created_at, updated_at, last_wait_seq)
+                         VALUES (?1, ?2, ?2, ?4)
+                         ON CONFLICT(session_id) DO UPDATE SET last_wait_seq = excluded.last_wait_seq
+                         WHERE agent_sessions.last_wait_seq = ?3
+                         RETURNING session_id;
+                         INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
+                         SELECT ?2, 'session.picked_up', 'session', ?1, ?5, 'agent', project, ?1,
+                                json_object('from', ?3, 'to', ?4)
+                         FROM agent_sessions WHERE session_id = ?1 AND changes() = 1",
+                    )
                     .bind(id)
-                    .fetch_one(&mut *tx)
+                    .bind(clock.now_ms())
+                    .bind(from)
+                    .bind(to)
+                    .bind(by)
+                    .fetch_all(turn.conn())
                     .await?;
-            events::append(
-                &mut tx,
-                now,
-                &NewEvent {
-                    kind: "session.picked_up",
-                    entity_kind: "session",
-                    entity_id: id,
-                    actor: by,
-                    channel: Channel::Agent,
-                    project: &project,
-                    session: id,
-                    payload: json!({"from": from, "to": to}),
-                },
-            )
-            .await?;
-            tx.commit().await?;
-            Ok(true)
+                    Ok(!rows.is_empty())
+                })
+            })
         })
         .await
     }
