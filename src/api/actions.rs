@@ -69,7 +69,10 @@ fn show(c: &Caller, a: &Action) -> ActionView {
         m.insert("grant_rule".into(), Value::String(rule));
         // `null`: a Codex prompt whose grant Codex's rules cannot say.
         if let Some(codex) = codex_rule {
-            m.insert("codex_rule".into(), codex.map_or(Value::Null, Value::String));
+            m.insert(
+                "codex_rule".into(),
+                codex.map_or(Value::Null, Value::String),
+            );
         }
     }
     ActionView(v)

@@ -94,7 +94,9 @@ pub(crate) async fn revoke(
         None => Err(ApiError::new(
             StatusCode::NOT_FOUND,
             "not_found",
-            format!("grant `{id}` not found: list the grants with GET /v1/grants (add all=true for revoked ones)"),
+            format!(
+                "grant `{id}` not found: list the grants with GET /v1/grants (add all=true for revoked ones)"
+            ),
         )),
     }
 }

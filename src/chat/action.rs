@@ -164,7 +164,9 @@ fn grant_offer(a: &Action) -> Option<String> {
                 ", and adds <code>{}</code> to Codex's rules file (<code>rules/default.rules</code> in its home, <code>~/.codex</code> by default)",
                 esc(&line)
             ),
-            None => " only (not a command prefix: Codex's own rules file is left alone)".to_string(),
+            None => {
+                " only (not a command prefix: Codex's own rules file is left alone)".to_string()
+            }
         },
         _ => String::new(),
     };

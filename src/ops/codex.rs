@@ -130,7 +130,10 @@ pub fn always_rule(decision: &Decision) -> Option<String> {
 /// permissions.
 pub fn write_rule(path: &Path, rule: &str) -> std::io::Result<bool> {
     let dir = path.parent().ok_or_else(|| {
-        std::io::Error::new(std::io::ErrorKind::InvalidInput, "the rules file has no folder")
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "the rules file has no folder",
+        )
     })?;
     std::fs::create_dir_all(dir)?;
     let old = match std::fs::read_to_string(path) {

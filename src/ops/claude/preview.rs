@@ -116,7 +116,9 @@ pub fn codex_patch(patch: &str) -> String {
             adding = false;
         } else if let Some(path) = l.strip_prefix("*** Delete File: ") {
             flush(&mut out, &mut hunk);
-            out.push_str(&format!("--- {path}\n+++ /dev/null\n@@ the whole file is deleted @@\n"));
+            out.push_str(&format!(
+                "--- {path}\n+++ /dev/null\n@@ the whole file is deleted @@\n"
+            ));
             adding = false;
         } else if let Some(path) = l.strip_prefix("*** Update File: ") {
             flush(&mut out, &mut hunk);
