@@ -1,7 +1,8 @@
 //! Codex permission prompts through the real daemon and the fake Bot API
 //! (issue 13 item 2): the message offers the same grant buttons as for
-//! Claude Code, says the rule stays in handoff (Codex takes no rule back),
-//! and an "Always" tap answers Codex with a plain allow, after which another
+//! Claude Code, shows the exact line "Always" adds to Codex's own rules
+//! file (Codex takes no rule back from a hook), and an "Always" tap answers
+//! Codex with a plain allow and writes that line, after which another
 //! thread of the project is allowed at once.
 
 mod common;
@@ -29,6 +30,8 @@ fn spawn(db: &TempDb, cfg: &str, session: &str, command: &str) -> Child {
         .env("HANDOFF_CONFIG", cfg)
         .env_remove("HANDOFF_URL")
         .env_remove("HANDOFF_PROJECT")
+        // Codex's home (its rules file) is the test's own, never the real one.
+        .env("CODEX_HOME", db.dir.path().join("codex-home"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -65,7 +68,13 @@ async fn always_on_a_codex_prompt_allows_plainly_and_covers_other_threads() {
     assert!(msg.text.contains("Bash(cargo test:*)"), "{}", msg.text);
     assert!(
         !msg.text.contains("Claude Code"),
-        "Codex keeps no rule of ours: {}",
+        "no rule in Claude Code's settings: {}",
+        msg.text
+    );
+    let line = r#"prefix_rule(pattern=["cargo", "test"], decision="allow")"#;
+    assert!(
+        msg.text.contains(&line.replace('"', "&quot;")) || msg.text.contains(line),
+        "the exact line for Codex's rules file: {}",
         msg.text
     );
     fake.tap(ME, ME, msg.message_id, &msg.button("Always"));
@@ -75,6 +84,8 @@ async fn always_on_a_codex_prompt_allows_plainly_and_covers_other_threads() {
         "{\"hookSpecificOutput\":{\"decision\":{\"behavior\":\"allow\"},\"hookEventName\":\"PermissionRequest\"}}\n",
         "never updatedPermissions: Codex would discard the whole answer"
     );
+    let rules = db.dir.path().join("codex-home/rules/default.rules");
+    assert_eq!(std::fs::read_to_string(rules).unwrap(), format!("{line}\n"));
 
     // Another thread of the same project: allowed at once by the grant.
     let out = spawn(&db, &cfg, "th-9", "cargo test")
