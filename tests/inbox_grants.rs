@@ -255,12 +255,13 @@ async fn the_inbox_lists_the_grants_the_cli_shows_and_a_revoked_one_stops_matchi
         Some(json!({})),
     )
     .await;
-    assert_eq!(st, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    assert_eq!(
+        (st, v["reason"].as_str()),
+        (StatusCode::NOT_FOUND, Some("not_found")),
+        "{v}"
+    );
     assert!(
-        v["message"]
-            .as_str()
-            .unwrap()
-            .contains("8-character short id"),
+        v["message"].as_str().unwrap().contains("last 8 characters"),
         "{v}"
     );
     assert_eq!(api.events().await, events, "nothing changed");

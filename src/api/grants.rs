@@ -65,6 +65,12 @@ pub(crate) async fn revoke(
     Body(b): Body<RevokeBody>,
 ) -> ApiResult<axum::Json<Grant>> {
     let by = c.actor(b.by.as_deref())?;
+    // Why 404, not 422: an id is a path segment, and one that cannot name
+    // a grant names none (as an unknown action id does).
+    let key = id.trim();
+    if key.len() < 8 || !key.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(not_found(&id));
+    }
     let out = s
         .store
         .grant_revoke_in(&id, &by, Channel::Inbox, c.project.as_deref())
@@ -91,12 +97,17 @@ pub(crate) async fn revoke(
             )
             .with_detail(detail))
         }
-        None => Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            format!(
-                "grant `{id}` not found: list the grants with GET /v1/grants (add all=true for revoked ones)"
-            ),
-        )),
+        None => Err(not_found(&id)),
     }
+}
+
+/// 404 for grant `id`, saying where the grants are listed.
+fn not_found(id: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        format!(
+            "grant `{id}` not found: give its id or at least its last 8 characters, as GET /v1/grants lists them (add all=true for revoked ones)"
+        ),
+    )
 }
