@@ -5,11 +5,11 @@
 //! Claude Code prompt becomes a `claude.<Tool>` one (same grants, rules,
 //! previews, timeout and signal handling: `cli/hook.rs`); only the answer's
 //! format differs (`ops/codex.rs`), and an "always" approval of a command
-//! prefix is also appended to Codex's own rules file. It fails closed: a decision it cannot
-//! reach is a deny that says why, and stdin that is not a hook event exits 2
-//! with the reason on stderr, which Codex reads as a deny for both events (a
-//! PreToolUse hook that merely fails lets the call run, so exit 1 would be a
-//! silent allow there).
+//! prefix is also appended to Codex's own rules file. It fails closed: a
+//! decision it cannot reach is a deny that says why, and stdin that is not
+//! a hook event exits 2 with the reason on stderr, which Codex reads as a
+//! deny for both events (a PreToolUse hook that merely fails lets the call
+//! run, so exit 1 would be a silent allow there).
 
 use std::time::Duration;
 

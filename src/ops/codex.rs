@@ -37,8 +37,8 @@
 //! - `apply_patch` prompts carry the patch as `tool_input.command`, in
 //!   Codex's `*** Begin Patch` format (`HookToolName::apply_patch()` in
 //!   `codex-rs/core/src/tools/hook_names.rs`, and the apply_patch runtime's
-//!   `permission_request_payload`); the chat and the Inbox show it as a
-//!   unified diff (`ops/claude/preview.rs`).
+//!   `permission_request_payload`); the chat shows it as a unified diff
+//!   (`ops/claude/preview.rs`).
 //! - `PreToolUse` (every tool call, also in `codex exec` runs where no prompt
 //!   appears) blocks with `{"hookSpecificOutput": {"hookEventName":
 //!   "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason":
@@ -129,6 +129,9 @@ pub fn always_rule(decision: &Decision) -> Option<String> {
 /// it, so Codex never reads half a file, and it keeps the old file's
 /// permissions.
 pub fn write_rule(path: &Path, rule: &str) -> std::io::Result<bool> {
+    // A rules file kept as a symlink (dotfiles) stays one: write its target.
+    let real = std::fs::canonicalize(path).ok();
+    let path = real.as_deref().unwrap_or(path);
     let dir = path.parent().ok_or_else(|| {
         std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
@@ -144,7 +147,7 @@ pub fn write_rule(path: &Path, rule: &str) -> std::io::Result<bool> {
     if old.lines().any(|l| l == rule) {
         return Ok(false);
     }
-    let mut text = old.clone();
+    let mut text = old;
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
@@ -220,5 +223,33 @@ mod tests {
                 "{o}"
             );
         }
+    }
+
+    #[test]
+    fn a_symlinked_rules_file_stays_a_symlink() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("dotfiles.rules");
+        std::fs::write(
+            &target,
+            "prefix_rule(pattern=[\"ls\"], decision=\"allow\")\n",
+        )
+        .unwrap();
+        let rules = dir.path().join("rules").join("default.rules");
+        std::fs::create_dir_all(rules.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&target, &rules).unwrap();
+        let line = r#"prefix_rule(pattern=["npm", "test"], decision="allow")"#;
+        assert!(write_rule(&rules, line).unwrap());
+        assert!(!write_rule(&rules, line).unwrap(), "never twice");
+        assert!(
+            std::fs::symlink_metadata(&rules)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert!(
+            std::fs::read_to_string(&target)
+                .unwrap()
+                .ends_with(&format!("\n{line}\n"))
+        );
     }
 }
