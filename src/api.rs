@@ -10,7 +10,7 @@
 //! call it, summary, handler); the router and the OpenAPI document are both
 //! built from it, so they cannot disagree. `auth` (tokens, roles, project
 //! scopes, listen policy), `error` (one `ApiError`), `input` (strict JSON and
-//! query extractors), `questions`, `boards`, `actions`, `sessions`,
+//! query extractors), `questions`, `boards`, `actions`, `grants`, `sessions`,
 //! `events` (page, SSE), `long_poll` (`wait`/`timeout` and the wait
 //! itself, for every item route), `page` (list pages), `metrics`, `openapi`.
 //!
@@ -25,6 +25,7 @@ mod boards;
 mod doc;
 mod error;
 mod events;
+mod grants;
 pub mod inbox;
 mod input;
 pub mod listener;
@@ -115,6 +116,8 @@ routes! {
     post "POST" "/v1/actions/{id}/grant" Agent "A Claude Code prompt: decide it by a live grant that covers it (`applied`), and name the grant its approval saved (`given`)." => actions::grant;
     post "POST" "/v1/actions/{id}/reject" Human "Reject with a reason." => actions::reject;
     post "POST" "/v1/actions/{id}/resolve-unknown" Human "Settle an unknown outcome: executed, failed or retry." => actions::resolve_unknown;
+    get "GET" "/v1/grants" Read "List permission grants, live ones (with `all`: every one), newest first (project)." => grants::list;
+    post "POST" "/v1/grants/{id}/revoke" Human "Revoke a permission grant: the prompts it covered ask again." => grants::revoke;
     post "POST" "/v1/sessions" Agent "Register a session (webhook wake target or none)." => sessions::register;
     get "GET" "/v1/sessions" Read "List sessions (status, project), most recently changed first." => sessions::list;
     get "GET" "/v1/sessions/{id}" Read "One session (secrets hidden)." => sessions::get;

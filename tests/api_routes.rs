@@ -859,6 +859,7 @@ async fn openapi_describes_what_each_route_takes_and_answers() {
         "/v1/boards",
         "/v1/sessions",
         "/v1/handoffs",
+        "/v1/grants",
     ] {
         let ok = &op("get", p)["responses"]["200"];
         assert_eq!(

@@ -60,6 +60,8 @@ fn spawn(db: &TempDb, event: &str, args: &[&str]) -> Child {
         .env_remove("HANDOFF_URL")
         .env_remove("HANDOFF_TOKEN")
         .env_remove("HANDOFF_PROJECT")
+        // Codex's home (its rules file) is the test's own, never the real one.
+        .env("CODEX_HOME", codex_home(db))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -72,6 +74,11 @@ fn spawn(db: &TempDb, event: &str, args: &[&str]) -> Child {
         .write_all(event.as_bytes())
         .unwrap();
     child
+}
+
+/// The `CODEX_HOME` the hooks of this test run with (not created here).
+fn codex_home(db: &TempDb) -> std::path::PathBuf {
+    db.dir.path().join("codex-home")
 }
 
 /// Exit code, stdout exactly as written, stderr.
@@ -344,4 +351,120 @@ async fn an_unreachable_daemon_denies() {
         out.starts_with("{\"hookSpecificOutput\":{\"decision\":{\"behavior\":\"deny\",\"message\":\"handoff denied this (fail closed): "),
         "{out}"
     );
+}
+
+/// An "always" tap on a Codex Bash prompt of a command prefix also adds
+/// Codex's own rule, in Codex's spelling, to `$CODEX_HOME/rules/default.rules`
+/// (folder and file created); a second "always" of the same prefix leaves
+/// the file as it was; an exact command's "always" leaves it alone.
+#[tokio::test]
+async fn an_always_tap_writes_codex_prefix_rule_once() {
+    let db = TempDb::new();
+    let store = db.open().await;
+    let rules = codex_home(&db).join("rules").join("default.rules");
+    let line = r#"prefix_rule(pattern=["npm", "run", "lint"], decision="allow")"#;
+    let always = |a: Action| {
+        let store = store.clone();
+        async move {
+            let tap = Actor {
+                name: "alice",
+                channel: handoff::store::Channel::Chat,
+            };
+            let (_, g) = store
+                .approve_granting(&a, tap, Scope::Always)
+                .await
+                .unwrap();
+            g.expect("a live grant")
+        }
+    };
+
+    let hook = spawn(
+        &db,
+        &permission_request("th-1", "npm run lint --fix").to_string(),
+        &[],
+    );
+    let g = always(pending(&store, "codex.Bash").await).await;
+    assert_eq!(g.rule, "Bash(npm run lint:*)");
+    let (code, out, err) = finish(hook);
+    assert_eq!((code, out.as_str()), (0, ALLOW), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&rules).unwrap(),
+        format!("{line}\n")
+    );
+
+    // Codex appended one of its own since; the same "always" again (after
+    // a revoke, so it asks): the file is unchanged.
+    let theirs = format!("{line}\nprefix_rule(pattern=[\"ls\"], decision=\"allow\")");
+    std::fs::write(&rules, &theirs).unwrap();
+    store
+        .grant_revoke(&g.id, "alice", handoff::store::Channel::Cli)
+        .await
+        .unwrap();
+    let hook = spawn(
+        &db,
+        &permission_request("th-2", "npm run lint").to_string(),
+        &[],
+    );
+    always(pending(&store, "codex.Bash").await).await;
+    assert_eq!(finish(hook).1, ALLOW);
+    assert_eq!(
+        std::fs::read_to_string(&rules).unwrap(),
+        theirs,
+        "not twice"
+    );
+
+    // A new prefix goes on a line of its own after Codex's unterminated one.
+    let hook = spawn(
+        &db,
+        &permission_request("th-3", "cargo test -p core").to_string(),
+        &[],
+    );
+    always(pending(&store, "codex.Bash").await).await;
+    assert_eq!(finish(hook).1, ALLOW);
+    assert_eq!(
+        std::fs::read_to_string(&rules).unwrap(),
+        format!("{theirs}\nprefix_rule(pattern=[\"cargo\", \"test\"], decision=\"allow\")\n")
+    );
+
+    // An exact command is no prefix: handoff only, the file untouched.
+    let before = std::fs::read_to_string(&rules).unwrap();
+    let hook = spawn(
+        &db,
+        &permission_request("th-4", "rm -rf build").to_string(),
+        &[],
+    );
+    let g = always(pending(&store, "codex.Bash").await).await;
+    assert_eq!(g.rule, "Bash(rm -rf build)");
+    assert_eq!(finish(hook).1, ALLOW);
+    assert_eq!(std::fs::read_to_string(&rules).unwrap(), before);
+    let leftovers: Vec<_> = std::fs::read_dir(rules.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(leftovers.len(), 1, "no temporary file left: {leftovers:?}");
+}
+
+/// Codex's `apply_patch` prompt (its patch in `tool_input.command`, as
+/// Codex sends it) becomes a `codex.apply_patch` action whose preview is a
+/// unified diff; no grant is offered for it.
+#[tokio::test]
+async fn an_apply_patch_prompt_previews_as_a_unified_diff() {
+    let db = TempDb::new();
+    let store = db.open().await;
+    let patch = "*** Begin Patch\n*** Update File: src/greet.py\n@@ def greet():\n-    print(\"Hi\")\n+    print(\"Hello\")\n*** Add File: NOTES.md\n+# Notes\n*** End Patch\n";
+    let mut ev = permission_request("th-p", "x");
+    ev["tool_name"] = json!("apply_patch");
+    ev["tool_input"] = json!({"command": patch});
+    let hook = spawn(&db, &ev.to_string(), &[]);
+    let a = pending(&store, "codex.apply_patch").await;
+    let shown = handoff::ops::claude::preview::preview("apply_patch", &a.args).unwrap();
+    assert_eq!(
+        shown,
+        "--- src/greet.py\n+++ src/greet.py\n@@ -1,1 +1,1 @@ def greet():\n-    print(\"Hi\")\n+    print(\"Hello\")\n\
+         --- /dev/null\n+++ NOTES.md\n@@ -1,0 +1,1 @@\n+# Notes\n"
+    );
+    assert_eq!(handoff::store::grants::offer(&a), None);
+    let o = db.cli(&["approve", &a.id, "--as", "alice"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert_eq!(finish(hook).1, ALLOW);
 }

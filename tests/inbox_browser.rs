@@ -231,3 +231,128 @@ async fn inbox_in_chromium_answers_a_question_and_approves_an_edited_action() {
     drop(b);
     drop(daemon);
 }
+
+/// The `data-key` of the card whose text contains `arguments[0]`, or null.
+const KEY_OF: &str = "const c = [...document.querySelectorAll('article')].find((a) => a.innerText.includes(arguments[0]));
+                      return c ? c.dataset.key : null;";
+
+/// Issue 13 in the Inbox: a multiple-choice AskUserQuestion card answered
+/// with two ticks and words (the hook hands Claude Code the chat's answer
+/// shape), and a standing grant revoked by a click (the CLI sees it gone).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inbox_in_chromium_submits_a_multiple_choice_and_revokes_a_grant() {
+    use common::hook::{finish, spawn_hook};
+    use handoff::store::grants::{NewGrant, Scope};
+
+    let db = TempDb::new();
+    let cfg = db.dir.path().join("handoff.toml");
+    std::fs::write(&cfg, "[http]\n").unwrap();
+    let daemon = Daemon::start(&db.path, &cfg);
+    let base = format!("http://{}", daemon.addr);
+
+    // A live "for this session" grant, saved the way a tap saves it.
+    let store = db.open().await;
+    let a = store
+        .propose(&common::new_action(
+            "claude.Bash",
+            r#"{"command":"cargo build --release"}"#,
+        ))
+        .await
+        .unwrap()
+        .action;
+    let g = store
+        .grant_create(
+            &NewGrant {
+                scope: Scope::Session,
+                agent: "claude",
+                session: "sess-1",
+                project: "proj",
+                tool: "Bash",
+                pattern: "cargo build:*",
+                action_id: &a.id,
+                by: "bob",
+            },
+            handoff::store::Channel::Chat,
+        )
+        .await
+        .unwrap();
+    store
+        .approve(&a.id, handoff::store::actions::Actor::cli("bob"), None)
+        .await
+        .unwrap();
+    assert!(store.grant_confirm(&g.id).await.unwrap());
+
+    // Claude Code asks a multiple choice through the hook.
+    let question = "Which checks should run before the release?";
+    let ev = json!({
+        "session_id": "s-multi", "cwd": "/home/dev/shop", "permission_mode": "default",
+        "hook_event_name": "PreToolUse", "tool_name": "AskUserQuestion", "tool_use_id": "toolu_m",
+        "tool_input": {"questions": [{"question": question, "header": "Checks", "multiSelect": true,
+            "options": [{"label": "Lint", "description": "clippy"}, {"label": "Unit", "description": "cargo test"},
+                        {"label": "E2E", "description": "browser"}]}]}
+    });
+    let hook = spawn_hook(&db, &ev.to_string(), &["--timeout", "60s"], &[]);
+
+    let link = cli_json(
+        &db,
+        &["--json", "inbox-link", "--url", &base, "--as", "alice"],
+    );
+    let b = Browser::start(1000, 900).await;
+    b.goto(link["inbox_link"]["url"].as_str().unwrap()).await;
+    b.click("#open-inbox").await;
+    b.wait_for(
+        "the card is listed",
+        "return !!document.querySelector('article.choice input[data-pick]')",
+        json!([]),
+    )
+    .await;
+    let key = b.exec(KEY_OF, json!([question])).await;
+    let key = key.as_str().expect("the card's key").to_string();
+    let sel = format!("article[data-key=\"{key}\"]");
+    // Toggles, not buttons: two ticks and words, one Submit.
+    b.click(&format!("{sel} input[data-pick=\"0\"]")).await;
+    b.click(&format!("{sel} input[data-pick=\"2\"]")).await;
+    b.type_into(&format!("{sel} input[data-draft=other]"), "and a smoke run")
+        .await;
+    b.click(&format!("{sel} button[data-act=submit]")).await;
+    let (code, out, err) = finish(hook);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out["hookSpecificOutput"]["updatedInput"]["answers"][question],
+        "Lint, E2E, and a smoke run",
+        "{out}"
+    );
+    assert_eq!(out["hookSpecificOutput"]["permissionDecision"], "allow");
+    b.wait_for("the answered card leaves", CARD_GONE, json!([key]))
+        .await;
+
+    // The grant, as `handoff grants` shows it, revoked with a click.
+    let gkey = format!("g:{}", g.id);
+    b.wait_for(
+        "the grant is listed with its rule and giver",
+        CARD_HAS,
+        json!([gkey, "Bash(cargo build:*)"]),
+    )
+    .await;
+    let listed = b.text(&format!("article[data-key=\"{gkey}\"]")).await;
+    assert!(
+        listed.contains("granted by bob") && listed.contains("sess-1"),
+        "{listed}"
+    );
+    b.click(&format!(
+        "article[data-key=\"{gkey}\"] button[data-act=revoke-open]"
+    ))
+    .await;
+    b.click(&format!(
+        "article[data-key=\"{gkey}\"] button[data-act=revoke]"
+    ))
+    .await;
+    b.wait_for("the revoked grant leaves", CARD_GONE, json!([gkey]))
+        .await;
+    let live = cli_json(&db, &["--json", "grants"]);
+    assert_eq!(live["grants"], json!([]), "{live}");
+    let all = cli_json(&db, &["--json", "grants", "--all"]);
+    assert_eq!(all["grants"][0]["revoked_by"], "alice", "{all}");
+    drop(b);
+    drop(daemon);
+}

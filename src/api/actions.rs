@@ -50,9 +50,15 @@ pub(crate) struct ActionView(#[schemars(with = "Action")] Value);
 /// The action as this caller may see it.
 fn show(c: &Caller, a: &Action) -> ActionView {
     // The rule a "for this session" / "always" approval would save, so the
-    // Inbox shows it before anyone saves it (Claude Code prompts only).
-    let rule = crate::store::grants::offer(a)
-        .map(|(tool, p)| crate::store::grants::pattern::shown(&tool, &p));
+    // Inbox shows it before anyone saves it (agents' prompts only), and for
+    // a Codex prompt the line "always" adds to Codex's own rules file.
+    use crate::store::grants::{CODEX, offer, pattern, prompt_of};
+    let offered = offer(a);
+    let rule = offered.as_ref().map(|(tool, p)| pattern::shown(tool, p));
+    let codex_rule = offered
+        .as_ref()
+        .filter(|_| prompt_of(a).is_some_and(|(agent, _)| agent == CODEX))
+        .map(|(tool, p)| pattern::codex_prefix_rule(tool, p));
     let a = if c.sees_secrets() {
         a.clone()
     } else {
@@ -61,6 +67,13 @@ fn show(c: &Caller, a: &Action) -> ActionView {
     let mut v = serde_json::to_value(a).unwrap_or(Value::Null);
     if let (Some(rule), Value::Object(m)) = (rule, &mut v) {
         m.insert("grant_rule".into(), Value::String(rule));
+        // `null`: a Codex prompt whose grant Codex's rules cannot say.
+        if let Some(codex) = codex_rule {
+            m.insert(
+                "codex_rule".into(),
+                codex.map_or(Value::Null, Value::String),
+            );
+        }
     }
     ActionView(v)
 }

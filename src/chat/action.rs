@@ -152,11 +152,23 @@ fn grant_offer(a: &Action) -> Option<String> {
     } else {
         format!("session <code>{}</code>", esc(&cut(&a.session, 60)))
     };
-    // Why only Claude Code: Codex's hooks take no rule back (it refuses
-    // `updatedPermissions`), so there the rule lives in handoff alone.
+    // Claude Code takes the rule back from the hook's answer; Codex refuses
+    // it there (`updatedPermissions`), so its hook appends the rule to
+    // Codex's own rules file instead, when a command prefix can say it.
     let settings = match prompt_of(a) {
-        Some((crate::store::grants::CLAUDE, _)) => " and in Claude Code's local settings",
-        _ => "",
+        Some((crate::store::grants::CLAUDE, _)) => {
+            " and in Claude Code's local settings".to_string()
+        }
+        Some((crate::store::grants::CODEX, _)) => match pattern::codex_prefix_rule(&tool, &p) {
+            Some(line) => format!(
+                ", and adds <code>{}</code> to Codex's rules file (<code>rules/default.rules</code> in its home, <code>~/.codex</code> by default)",
+                esc(&line)
+            ),
+            None => {
+                " only (not a command prefix: Codex's own rules file is left alone)".to_string()
+            }
+        },
+        _ => String::new(),
     };
     Some(format!(
         "🔐 <b>For this session</b> saves <code>{rule}</code> for {session}.\n\

@@ -4,11 +4,12 @@
 //! The event on stdin becomes a `codex.<tool_name>` action exactly as a
 //! Claude Code prompt becomes a `claude.<Tool>` one (same grants, rules,
 //! previews, timeout and signal handling: `cli/hook.rs`); only the answer's
-//! format differs (`ops/codex.rs`). It fails closed: a decision it cannot
-//! reach is a deny that says why, and stdin that is not a hook event exits 2
-//! with the reason on stderr, which Codex reads as a deny for both events (a
-//! PreToolUse hook that merely fails lets the call run, so exit 1 would be a
-//! silent allow there).
+//! format differs (`ops/codex.rs`), and an "always" approval of a command
+//! prefix is also appended to Codex's own rules file. It fails closed: a
+//! decision it cannot reach is a deny that says why, and stdin that is not
+//! a hook event exits 2 with the reason on stderr, which Codex reads as a
+//! deny for both events (a PreToolUse hook that merely fails lets the call
+//! run, so exit 1 would be a silent allow there).
 
 use std::time::Duration;
 
@@ -56,6 +57,24 @@ pub(crate) async fn run(ctx: &Ctx, args: CodexArgs) -> anyhow::Result<u8> {
         // the answer gets a deny, never a silent go-ahead.
         return Ok(refuse("stopped before anyone decided"));
     };
+    // An "always" of a command prefix: also in Codex's own allow-list, so
+    // Codex stops asking even without handoff. A failure to write leaves
+    // the grant in handoff, and the decision stands.
+    if let Some(rule) = crate::ops::codex::always_rule(&decision) {
+        match crate::ops::codex::rules_path() {
+            Some(path) => {
+                if let Err(e) = crate::ops::codex::write_rule(&path, &rule) {
+                    eprintln!(
+                        "handoff hook codex: could not add `{rule}` to {}: {e}; the grant holds in handoff only",
+                        path.display()
+                    );
+                }
+            }
+            None => eprintln!(
+                "handoff hook codex: neither CODEX_HOME nor HOME is set, so `{rule}` was not added to Codex's rules file; the grant holds in handoff only"
+            ),
+        }
+    }
     if let Some(answer) = crate::ops::codex::output(&decision, kind) {
         super::out(&answer.to_string());
     }

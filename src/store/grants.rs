@@ -11,7 +11,10 @@
 //! prompts itself: the hook asks [`Store::grant_matching`] and approves the
 //! prompt as `grant:<id>` through the actions engine.
 
+mod manage;
 pub mod pattern;
+
+pub use manage::Revoked;
 
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -398,80 +401,5 @@ impl Store {
             }
         }
         Ok(None)
-    }
-
-    /// Grants, newest first; revoked and unconfirmed ones only with `all`.
-    pub async fn grant_list(&self, all: bool) -> Result<Vec<Grant>> {
-        let rows = sqlx::query(
-            "SELECT * FROM grants
-             WHERE ?1 OR (revoked_at IS NULL AND confirmed_at IS NOT NULL)
-             ORDER BY created_at DESC, id DESC",
-        )
-        .bind(all)
-        .fetch_all(self.pool())
-        .await?;
-        rows.iter().map(grant_from).collect()
-    }
-
-    /// Revoke the grant `id` (full or short id). `Ok(None)` when no grant
-    /// has that id; a grant revoked already comes back unchanged.
-    pub async fn grant_revoke(
-        &self,
-        id: &str,
-        by: &str,
-        channel: Channel,
-    ) -> Result<Option<Grant>> {
-        let key = id.trim().to_ascii_lowercase();
-        if key.len() < 8 || !key.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(Error::Invalid(format!(
-                "`{id}` is not a grant id: give at least its 8-character short id (see `handoff grants`)"
-            )));
-        }
-        self.retry(|| async {
-            let now = self.now();
-            let mut tx = self.begin_write().await?;
-            let ids: Vec<String> = sqlx::query_scalar(
-                "SELECT id FROM grants WHERE id = ?1 OR substr(id, -length(?1)) = ?1 LIMIT 2",
-            )
-            .bind(&key)
-            .fetch_all(&mut *tx)
-            .await?;
-            let full = match ids.as_slice() {
-                [] => return Ok(None),
-                [one] => one.clone(),
-                _ => {
-                    return Err(Error::Invalid(format!(
-                        "`{id}` matches several grants: give more characters of the id"
-                    )));
-                }
-            };
-            // Why guarded on revoked_at IS NULL: revoking twice appends no
-            // second event and keeps the first revoker.
-            let row = sqlx::query(
-                "UPDATE grants SET revoked_at = ?, revoked_by = ? WHERE id = ? AND revoked_at IS NULL RETURNING *",
-            )
-            .bind(now)
-            .bind(by)
-            .bind(&full)
-            .fetch_optional(&mut *tx)
-            .await?;
-            let grant = match row {
-                Some(r) => {
-                    let g = grant_from(&r)?;
-                    append_event(&mut tx, now, "grant.revoked", by, channel, &g).await?;
-                    g
-                }
-                None => {
-                    let r = sqlx::query("SELECT * FROM grants WHERE id = ?")
-                        .bind(&full)
-                        .fetch_one(&mut *tx)
-                        .await?;
-                    grant_from(&r)?
-                }
-            };
-            tx.commit().await?;
-            Ok(Some(grant))
-        })
-        .await
     }
 }

@@ -128,6 +128,8 @@ pub struct Fixture {
     pub pending_action: String,
     pub approved_action: String,
     pub session: String,
+    /// A live "for this session" grant of `Bash(npm test:*)`.
+    pub grant: String,
 }
 
 /// A question (with an Inbox reply waiting), a board with a blocked row
@@ -189,7 +191,28 @@ pub async fn fixture(api: &Api) -> Fixture {
         json!({"session_id": "s1", "agent": "claude", "project": "p"}),
     )
     .await;
+    // A live grant, saved through the store without its prompt (no FK: a
+    // purge of old actions keeps grants), so the action lists stay as they were.
+    let grant = api
+        .store
+        .grant_create(
+            &handoff::store::grants::NewGrant {
+                scope: handoff::store::grants::Scope::Session,
+                agent: "claude",
+                session: "s1",
+                project: "p",
+                tool: "Bash",
+                pattern: "npm test:*",
+                action_id: "fixture-prompt",
+                by: "fixture-admin",
+            },
+            handoff::store::Channel::Chat,
+        )
+        .await
+        .unwrap();
+    assert!(api.store.grant_confirm(&grant.id).await.unwrap());
     Fixture {
+        grant: grant.id,
         question,
         board,
         pending_action,
@@ -210,6 +233,8 @@ pub fn sample(method: &str, path: &str, fx: &Fixture) -> (String, Option<Value>)
         fx.approved_action.as_str()
     } else if path.starts_with("/v1/actions/") {
         fx.pending_action.as_str()
+    } else if path.starts_with("/v1/grants/") {
+        fx.grant.as_str()
     } else {
         fx.session.as_str()
     };
@@ -245,6 +270,7 @@ pub fn sample(method: &str, path: &str, fx: &Fixture) -> (String, Option<Value>)
         ("POST", p) if p.ends_with("/complete") => json!({"owner": "exec-1", "success": true}),
         ("POST", p) if p.ends_with("/approve") => json!({}),
         ("POST", p) if p.ends_with("/grant") => json!({}),
+        ("POST", p) if p.ends_with("/revoke") => json!({}),
         ("POST", p) if p.ends_with("/reject") => json!({"reason": "no"}),
         ("POST", p) if p.ends_with("/resolve-unknown") => json!({"resolution": "failed"}),
         ("POST", "/v1/sessions") => json!({"session_id": "s1", "project": "p"}),

@@ -1,7 +1,7 @@
-//! What a person reads before deciding a Claude Code prompt: the full Bash
-//! command, or a unified diff of an Edit, MultiEdit or Write. Pure text,
-//! never cut here: the chat decides whether it fits a message or goes as a
-//! file.
+//! What a person reads before deciding an agent's prompt: the full Bash
+//! command, or a unified diff of a Claude Code Edit, MultiEdit or Write, or
+//! of a Codex `apply_patch` (its `*** Begin Patch` text). Pure text, never
+//! cut here: the chat decides whether it fits a message or goes as a file.
 
 use serde_json::Value;
 
@@ -34,6 +34,7 @@ pub fn preview(tool: &str, input: &Value) -> Option<String> {
             Some(unified(s("file_path")?, &edits))
         }
         "Write" => Some(unified(s("file_path")?, &[("", s("content")?)])),
+        "apply_patch" => s("command").map(codex_patch),
         _ => None,
     }
 }
@@ -60,6 +61,88 @@ pub fn unified(path: &str, edits: &[(&str, &str)]) -> String {
             out.push('\n');
         }
     }
+    out
+}
+
+/// A Codex patch (`*** Begin Patch` … `*** End Patch`, with `*** Add File:`,
+/// `*** Delete File:`, `*** Update File:` + `*** Move to:`, and `@@` hunks of
+/// ' ', '-', '+' lines) as a unified diff, every line kept. Codex's hunks
+/// carry no line numbers, so each hunk is numbered from 1 (as the Edit
+/// previews are). Text that is not such a patch comes back as it is.
+pub fn codex_patch(patch: &str) -> String {
+    let lines: Vec<&str> = patch.lines().collect();
+    let Some(begin) = lines.iter().position(|l| l.trim() == "*** Begin Patch") else {
+        return patch.to_string();
+    };
+    let mut out = String::new();
+    // The open hunk: its `@@` text and its lines.
+    let mut hunk: Option<(String, Vec<&str>)> = None;
+    let flush = |out: &mut String, hunk: &mut Option<(String, Vec<&str>)>| {
+        let Some((ctx, body)) = hunk.take() else {
+            return;
+        };
+        let old = body.iter().filter(|l| !l.starts_with('+')).count();
+        let new = body.iter().filter(|l| !l.starts_with('-')).count();
+        let ctx = if ctx.is_empty() {
+            String::new()
+        } else {
+            format!(" {ctx}")
+        };
+        out.push_str(&format!("@@ -1,{old} +1,{new} @@{ctx}\n"));
+        for l in body {
+            out.push_str(l);
+            out.push('\n');
+        }
+    };
+    let mut adding = false;
+    let mut i = begin + 1;
+    while i < lines.len() {
+        let l = lines[i];
+        i += 1;
+        if l.trim() == "*** End Patch" {
+            break;
+        }
+        if let Some(path) = l.strip_prefix("*** Add File: ") {
+            flush(&mut out, &mut hunk);
+            let body: Vec<&str> = lines[i..]
+                .iter()
+                .take_while(|b| b.starts_with('+'))
+                .copied()
+                .collect();
+            i += body.len();
+            out.push_str(&format!("--- /dev/null\n+++ {path}\n"));
+            hunk = Some((String::new(), body));
+            flush(&mut out, &mut hunk);
+            adding = false;
+        } else if let Some(path) = l.strip_prefix("*** Delete File: ") {
+            flush(&mut out, &mut hunk);
+            out.push_str(&format!(
+                "--- {path}\n+++ /dev/null\n@@ the whole file is deleted @@\n"
+            ));
+            adding = false;
+        } else if let Some(path) = l.strip_prefix("*** Update File: ") {
+            flush(&mut out, &mut hunk);
+            let to = lines
+                .get(i)
+                .and_then(|m| m.strip_prefix("*** Move to: "))
+                .inspect(|_| i += 1)
+                .unwrap_or(path);
+            out.push_str(&format!("--- {path}\n+++ {to}\n"));
+            adding = true;
+        } else if !adding || l == "*** End of File" {
+            // Outside an update (or its end marker): nothing to show.
+        } else if let Some(ctx) = l.strip_prefix("@@") {
+            flush(&mut out, &mut hunk);
+            hunk = Some((ctx.trim().to_string(), Vec::new()));
+        } else {
+            // Codex reads an empty line in a hunk as an empty context line.
+            let line = if l.is_empty() { " " } else { l };
+            hunk.get_or_insert_with(|| (String::new(), Vec::new()))
+                .1
+                .push(line);
+        }
+    }
+    flush(&mut out, &mut hunk);
     out
 }
 
@@ -131,5 +214,23 @@ mod tests {
             Some("npm test\n&& x")
         );
         assert_eq!(preview("WebFetch", &json!({"url": "u"})), None);
+    }
+
+    #[test]
+    fn a_codex_patch_is_a_unified_diff_of_every_line() {
+        let patch = "*** Begin Patch\n*** Add File: docs/new.md\n+# New\n+text\n\
+                     *** Update File: src/app.py\n*** Move to: src/main.py\n@@ def greet():\n\
+                     -    print(\"Hi\")\n+    print(\"Hello\")\n     return\n*** End of File\n\
+                     *** Delete File: old.txt\n*** End Patch\n";
+        let d = preview("apply_patch", &json!({"command": patch})).unwrap();
+        assert_eq!(
+            d,
+            "--- /dev/null\n+++ docs/new.md\n@@ -1,0 +1,2 @@\n+# New\n+text\n\
+             --- src/app.py\n+++ src/main.py\n@@ -1,2 +1,2 @@ def greet():\n\
+             -    print(\"Hi\")\n+    print(\"Hello\")\n     return\n\
+             --- old.txt\n+++ /dev/null\n@@ the whole file is deleted @@\n"
+        );
+        // Not a patch: shown as it came.
+        assert_eq!(codex_patch("echo hi"), "echo hi");
     }
 }

@@ -109,6 +109,34 @@ pub fn shown(tool: &str, pattern: &str) -> String {
     format!("{tool}({})", claude_rule_content(tool, pattern))
 }
 
+/// The rule Codex's own allow-list takes for a `Bash` grant of `pattern`,
+/// as its execpolicy rules files spell it (and as Codex itself appends it
+/// when a person picks "don't ask again"):
+/// `prefix_rule(pattern=["npm", "test"], decision="allow")`. Only a prefix
+/// pattern (`npm test:*`) has one: a prefix rule for an exact command would
+/// also allow it with more arguments, wider than the grant, and other
+/// tools have no execpolicy rule. `None` then: the grant holds in handoff only.
+pub fn codex_prefix_rule(tool: &str, pattern: &str) -> Option<String> {
+    if tool != "Bash" {
+        return None;
+    }
+    let prefix = pattern.strip_suffix(":*")?;
+    let words: Vec<&str> = prefix.split(' ').collect();
+    if words.is_empty() || !words.iter().all(|w| plain_word(w)) {
+        return None;
+    }
+    // Each token a JSON string, joined with ", ": Codex's own spelling, so
+    // a rule it appended and ours are the same line (never twice).
+    let tokens: Vec<String> = words
+        .iter()
+        .map(|w| serde_json::Value::from(*w).to_string())
+        .collect();
+    Some(format!(
+        "prefix_rule(pattern=[{}], decision=\"allow\")",
+        tokens.join(", ")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,6 +204,14 @@ mod tests {
         assert_eq!(shown("Write", "/p/a.rs"), "Write(//p/a.rs)");
         assert_eq!(shown("Bash", "npm test:*"), "Bash(npm test:*)");
         assert_eq!(derive("WebFetch", &json!({"url": "https://x"})), None);
+        assert_eq!(
+            codex_prefix_rule("Bash", "npm run build:*").as_deref(),
+            Some(r#"prefix_rule(pattern=["npm", "run", "build"], decision="allow")"#)
+        );
+        // An exact command, or another tool: no prefix rule says as little.
+        assert_eq!(codex_prefix_rule("Bash", "rm -rf node_modules"), None);
+        assert_eq!(codex_prefix_rule("Bash", "ls"), None);
+        assert_eq!(codex_prefix_rule("Edit", "/p/a.rs"), None);
         assert!(!covers(
             "WebFetch",
             "https://x",

@@ -1,7 +1,8 @@
 //! The three writers of a reply and the agent's pickup (DESIGN §2).
 //!
 //! - Inbox: unconditional while open; overwrites and sets `reply_seen_at`
-//!   NULL. A blank Inbox reply clears only a reply nobody picked up.
+//!   NULL. A blank Inbox reply clears only a reply nobody picked up. A
+//!   card (an agent's own multiple-choice prompt) takes one answer only.
 //! - Chat: one conditional UPDATE, allowed only while no unclaimed reply
 //!   waits; a `clarify` may also replace an unclaimed *chat* reply.
 //! - Agent: the same conditional UPDATE, born seen; if refused, the agent is
@@ -56,7 +57,9 @@ impl Store {
     /// while the question is open: overwrites any reply and makes it unseen.
     /// A blank text clears a reply nobody has picked up yet; it is refused
     /// as [`Refusal::AlreadyPickedUp`] after pickup, and as
-    /// [`Refusal::Empty`] when there is nothing to clear.
+    /// [`Refusal::Empty`] when there is nothing to clear. A card already
+    /// answered is refused ([`Refusal::UnreadAnswer`], or
+    /// [`Refusal::AlreadyPickedUp`] once its hook has the answer).
     pub async fn reply_inbox(&self, id: &str, r: &NewReply) -> Result<Outcome<Question>> {
         validate::reply(r)?;
         let one = Arc::new(Reply {
@@ -230,12 +233,15 @@ async fn reply_inbox_in(turn: &mut Turn, one: &Reply, now: i64) -> Result<Outcom
     let r = &one.r;
     // Why unconditional on the reply columns: the Inbox is the human's
     // authoritative door; only the question being open (and, if the
-    // caller drew a revision, that revision) guards it.
+    // caller drew a revision, that revision) guards it. Except on a card
+    // (an agent's own multiple-choice prompt): its hook takes the first
+    // answer and closes it, so a later one would be lost; it is refused.
     let sql = format!(
         "UPDATE questions SET reply = ?1, reply_context = ?2, reply_kind = ?3,
              reply_source = ?4, replied_by = ?5, replied_at = ?6,
              reply_seen_at = NULL, reply_seq = reply_seq + 1, updated_at = ?6, {ANSWERED}
          WHERE id = ?7 AND status = 'open' AND (?8 IS NULL OR revision = ?8)
+           AND (choice = '' OR reply IS NULL)
          RETURNING *"
     );
     let row = sqlx::query(sqlx::AssertSqlSafe(sql))
@@ -252,12 +258,20 @@ async fn reply_inbox_in(turn: &mut Turn, one: &Reply, now: i64) -> Result<Outcom
         .bind(actor_of(r, Channel::Inbox))
         .fetch_optional(turn.conn())
         .await?;
-    match row {
-        Some(row) => Ok(Ok(from_row(&row)?)),
-        None => Ok(Err(
-            explain(turn.conn(), &one.id, r.expected_revision).await?
-        )),
-    }
+    let Some(row) = row else {
+        let conn = turn.conn();
+        // A card answered and already picked up (its hook is closing it).
+        return Ok(Err(
+            match explain(conn, &one.id, r.expected_revision).await? {
+                Refusal::Empty => match get_on(conn, &one.id).await?.and_then(|q| q.reply) {
+                    Some(reply) => Refusal::AlreadyPickedUp { reply: reply.text },
+                    None => Refusal::Empty,
+                },
+                other => other,
+            },
+        ));
+    };
+    Ok(Ok(from_row(&row)?))
 }
 
 /// A blank Inbox reply: clears a reply nobody picked up.

@@ -71,17 +71,18 @@
 
   // --- state ---------------------------------------------------------------
 
-  const state = { questions: [], rows: [], pending: [], unknown: [], loads: 0 };
+  const state = { questions: [], rows: [], pending: [], unknown: [], grants: [], loads: 0 };
   let project = decodeURIComponent((location.hash.match(/project=([^&]*)/) || [])[1] || '');
 
   async function load() {
     // Lists are pages (up to 500 here) of summaries: an action's arguments
     // come with the action itself, read one by one.
-    const [questions, pendingList, unknownList, boards] = await Promise.all([
+    const [questions, pendingList, unknownList, boards, grants] = await Promise.all([
       api('GET', '/v1/questions?status=open&limit=500'),
       api('GET', '/v1/actions?status=pending&limit=500'),
       api('GET', '/v1/actions?status=unknown&limit=500'),
       api('GET', '/v1/boards?limit=500'),
+      api('GET', '/v1/grants?limit=500'),
     ]);
     const one = (a) => api('GET', '/v1/actions/' + encodeURIComponent(a.id));
     const [pending, unknown] = await Promise.all([
@@ -97,6 +98,7 @@
       .sort(newest((x) => x.row.action_started_at));
     state.pending = pending.filter((a) => a.status === 'pending').sort(newest((a) => a.created_at));
     state.unknown = unknown.sort(newest((a) => a.updated_at));
+    state.grants = grants;
   }
 
   let loading = false;
@@ -155,6 +157,7 @@
     for (const q of state.questions) projects.add(q.project);
     for (const x of state.rows) projects.add(x.board.project);
     for (const a of state.pending.concat(state.unknown)) projects.add(a.project);
+    for (const g of state.grants) projects.add(g.project);
     if (project) projects.add(project);
     const sel = $('#project');
     const want = ['', ...[...projects].sort()];
@@ -170,6 +173,8 @@
       section('pending', state.pending.filter((a) => visible(a.project)), (a) => 'a:' + a.id, actionCard),
       section('unknown', state.unknown.filter((a) => visible(a.project)), (a) => 'u:' + a.id, unknownCard),
     ].reduce((n, k) => n + k, 0);
+    // Standing grants wait for nobody: listed, not counted as waiting.
+    section('grants', state.grants.filter((g) => visible(g.project)), (g) => 'g:' + g.id, grantCard);
     $('#empty').hidden = shown > 0;
     document.title = shown ? '(' + shown + ') handoff Inbox' : 'handoff Inbox';
   }
@@ -201,6 +206,11 @@
   }
 
   function carryDrafts(from, to) {
+    // Ticks the person changed and has not sent yet.
+    for (const f of from.querySelectorAll('[data-pick]')) {
+      const t = to.querySelector('[data-pick="' + f.dataset.pick + '"]');
+      if (t && f.checked !== f.defaultChecked) t.checked = f.checked;
+    }
     for (const f of from.querySelectorAll('[data-draft]')) {
       const t = to.querySelector('[data-draft="' + f.dataset.draft + '"]');
       if (t && f.value && f.value !== f.defaultValue) t.value = f.value;
@@ -226,6 +236,7 @@
           await fn(card);
           // Sent: the drafts are spent, so the rebuilt card starts empty.
           card.querySelectorAll('[data-draft]').forEach((f) => { f.value = f.defaultValue; });
+          card.querySelectorAll('[data-pick]').forEach((f) => { f.checked = f.defaultChecked; });
           card.dataset.done = name;
           refresh();
         } catch (e) {
@@ -239,9 +250,18 @@
 
   function draft(card, name) { return $('[data-draft="' + name + '"]', card).value; }
 
+  /** Show the card's panel `name` (hiding the others), or hide it again. */
+  function toggle(name) {
+    return (ev) => {
+      const card = ev.currentTarget.closest('.card');
+      for (const p of card.querySelectorAll('[data-panel]')) p.hidden = p.dataset.panel !== name ? true : !p.hidden;
+    };
+  }
+
   function meta(...parts) { return el('div', { class: 'meta' }, parts.filter(Boolean).map((p) => el('span', {}, p))); }
 
   function questionCard(q) {
+    if (q.choice === 'one' || q.choice === 'many') return choiceCard(q);
     const path = '/v1/questions/' + encodeURIComponent(q.id);
     const reply = (kind, text) => (card) => api('POST', path + '/reply', {
       text: text === undefined ? draft(card, 'text') : text, kind, expected_revision: q.revision,
@@ -265,6 +285,63 @@
         act('Dismiss', 'dismiss', (card) => api('POST', path + '/dismiss', {
           reason: draft(card, 'text') || null,
         }), 'danger')),
+      el('p', { class: 'err', role: 'alert' }));
+  }
+
+  /** An agent's own multiple-choice prompt (Claude Code's AskUserQuestion):
+   *  one click per option, or ticks and Submit for a multiple choice; both
+   *  take another answer in words. The answer has the chat's shape: the
+   *  ticked labels in option order, then the words, joined with ", ". */
+  function choiceCard(q) {
+    const path = '/v1/questions/' + encodeURIComponent(q.id);
+    const send = (text, kind) => api('POST', path + '/reply', { text, kind: kind || 'answer', expected_revision: q.revision });
+    const many = q.choice === 'many';
+    const r = q.reply;
+    const options = many
+      ? el('div', { class: 'options picks' }, q.options.map((o, i) => el('label', { class: 'pick' },
+        el('input', { type: 'checkbox', value: o.label, checked: (q.picked & (1 << i)) !== 0, data: { pick: String(i) } }),
+        ' ' + o.label)))
+      : el('div', { class: 'buttons options' }, q.options.map((o) =>
+        act(o.label + (o.recommended ? ' ★' : ''), 'option', () => send(o.label),
+          'option' + (o.recommended ? ' recommended' : ''))));
+    const submit = (card) => {
+      const parts = many ? [...card.querySelectorAll('[data-pick]')].filter((c) => c.checked).map((c) => c.value) : [];
+      const other = draft(card, 'other').trim();
+      if (other) parts.push(other);
+      if (!parts.length) throw new Error(many ? 'Tick at least one option, or write another answer.' : 'Write your answer first.');
+      return send(parts.join(', '));
+    };
+    return el('article', { class: 'card question choice' },
+      meta(el('span', { class: 'badge' }, many ? 'pick any' : 'pick one'), q.project, q.agent, time(q.created_at), '#' + q.short_id),
+      el('h3', {}, q.title),
+      q.detail ? el('p', { class: 'detail' }, q.detail) : null,
+      q.context ? el('details', {}, el('summary', {}, 'context'), el('pre', {}, q.context)) : null,
+      r ? el('p', { class: 'status' + (r.seen_at ? '' : ' waiting'), data: { status: 'reply' } },
+        '“' + r.text + '” — ' + whoWhere(r.kind, r.source, r.by, r.seen_at)) : null,
+      options,
+      el('input', { type: 'text', 'aria-label': 'Other answer', placeholder: 'Other… (your own words)', data: { draft: 'other' } }),
+      el('div', { class: 'buttons' },
+        act(many ? 'Submit' : 'Send other answer', 'submit', submit, 'primary'),
+        act('Decline', 'decline', () => send('', 'decline'), 'danger')),
+      el('p', { class: 'err', role: 'alert' }));
+  }
+
+  function grantCard(g) {
+    const path = '/v1/grants/' + encodeURIComponent(g.id) + '/revoke';
+    const where = g.scope === 'session'
+      ? 'in session ' + g.session
+      : 'in every session of ' + (g.project || 'this project');
+    return el('article', { class: 'card grant' },
+      meta(el('span', { class: 'badge' }, g.scope === 'session' ? 'for this session' : 'always'), g.project, g.agent,
+        'granted by ' + g.created_by, time(g.created_at), '#' + g.id.slice(-8)),
+      el('h3', { data: { rule: g.rule } }, g.rule),
+      el('p', { class: 'note' }, 'Approves ' + g.agent + ' prompts of ' + g.tool + ' it covers, at once, ' + where + '.'),
+      el('div', { class: 'buttons' },
+        el('button', { type: 'button', class: 'danger', data: { act: 'revoke-open' }, onclick: toggle('revoke') }, 'Revoke…')),
+      el('div', { data: { panel: 'revoke' }, hidden: true },
+        el('p', { class: 'note' }, 'From now on the prompts it covers ask again.'),
+        el('div', { class: 'buttons' },
+          act('Revoke ' + g.rule, 'revoke', () => api('POST', path, {}), 'danger'))),
       el('p', { class: 'err', role: 'alert' }));
   }
 
@@ -321,13 +398,17 @@
     return patch;
   }
 
+  /** Where else an "always" grant is written, as the chat message says. */
+  function alsoSaved(a) {
+    if (a.kind.startsWith('claude.')) return ', and Claude Code\'s local settings';
+    if (a.codex_rule) return ', and adds ' + a.codex_rule + ' to Codex\'s rules file';
+    if (a.kind.startsWith('codex.')) return '; not a command prefix, so Codex\'s own rules file is left alone';
+    return '';
+  }
+
   function actionCard(a) {
     const path = '/v1/actions/' + encodeURIComponent(a.id);
     const text = JSON.stringify(args(a), null, 2);
-    const toggle = (name) => (ev) => {
-      const card = ev.currentTarget.closest('.card');
-      for (const p of card.querySelectorAll('[data-panel]')) p.hidden = p.dataset.panel !== name ? true : !p.hidden;
-    };
     return el('article', { class: 'card action' },
       meta(el('span', { class: 'badge' }, 'action'), a.project, a.kind, a.proposer ? 'by ' + a.proposer : null,
         time(a.created_at), a.expires_at ? 'expires ' + ago(a.expires_at) : null),
@@ -336,7 +417,7 @@
       el('pre', { class: 'args' }, text),
       a.grant_rule ? el('p', { class: 'status', data: { grant: 'rule' } },
         'For this session / Always saves ' + a.grant_rule +
-        ' (this tool only; always = every session of ' + (a.project || 'this project') + ', and Claude Code\'s local settings)') : null,
+        ' (this tool only; always = every session of ' + (a.project || 'this project') + alsoSaved(a) + ')') : null,
       el('div', { class: 'buttons' },
         act(a.grant_rule ? 'Approve once' : 'Approve', 'approve', () => api('POST', path + '/approve', {}), 'primary'),
         a.grant_rule && a.session ? act('For this session', 'approve-session', () => api('POST', path + '/approve', { grant: 'session' })) : null,
