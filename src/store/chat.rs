@@ -61,9 +61,23 @@ fn keyed(q: Query, item_kind: &str, item_id: &str, chat_id: i64) -> Query {
 impl Store {
     /// Run one statement, retried while the database is busy; returns how
     /// many rows it changed. `build` makes the statement afresh per attempt.
+    ///
+    /// Why under the write turn: a write straight on the pool met the turn's
+    /// writer (the daemon's answers, taps, deliveries) at SQLite's file lock
+    /// and slept in its busy handler; in the turn it waits its place instead.
     async fn chat_exec(&self, build: impl Fn() -> Query) -> Result<u64> {
-        self.retry(|| async { Ok(build().execute(self.pool()).await?.rows_affected()) })
-            .await
+        self.retry(|| async {
+            let _turn = self.write_lock.clone().lock_owned().await;
+            Ok(build().execute(self.pool()).await?.rows_affected())
+        })
+        .await
+    }
+
+    /// [`Store::chat_fetch`] for a statement that writes (`RETURNING *`),
+    /// under the write turn as [`Store::chat_exec`] is.
+    async fn chat_write_fetch(&self, q: Query) -> Result<Vec<ChatMessage>> {
+        let _turn = self.write_lock.clone().lock_owned().await;
+        self.chat_fetch(q).await
     }
 
     /// The message records a `SELECT *` (or `RETURNING *`) yields.
@@ -286,7 +300,7 @@ impl Store {
     ) -> Result<Vec<ChatMessage>> {
         let now = self.now();
         self.retry(|| {
-            self.chat_fetch(
+            self.chat_write_fetch(
                 sqlx::query(
                     "UPDATE chat_messages SET dirty_at = ?
                      WHERE item_kind = ? AND item_id = ?

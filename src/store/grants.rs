@@ -349,6 +349,9 @@ impl Store {
     pub async fn grant_confirm(&self, id: &str) -> Result<bool> {
         self.retry(|| async {
             let now = self.now();
+            // In the write turn, so it never meets the turn's writer at
+            // SQLite's busy handler.
+            let _turn = self.write_lock.clone().lock_owned().await;
             // Why guarded: confirming twice or after a revoke changes nothing.
             let done = sqlx::query(
                 "UPDATE grants SET confirmed_at = ? WHERE id = ? AND confirmed_at IS NULL AND revoked_at IS NULL",

@@ -29,6 +29,9 @@ impl Store {
     ) -> Result<i32> {
         self.retry(|| async {
             let now = self.now();
+            // In the write turn, so it never meets the turn's writer at
+            // SQLite's busy handler.
+            let _turn = self.write_lock.clone().lock_owned().await;
             // Why ON CONFLICT DO NOTHING and read back: a topic saved by
             // another process first stays, and this one is told which.
             sqlx::query(
