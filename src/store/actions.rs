@@ -48,7 +48,7 @@ pub use outcomes::{
     unknown_duplicate_note,
 };
 pub use recovery::{PurgeReport, RecoverReport, Resolution};
-pub use rules::{Condition, Rule, RuleApplied, RuleDecision, RulesFile, Verdict};
+pub use rules::{Condition, Rule, RuleApplied, RuleDecision, RulesFile, Verdict, kind_matches};
 
 /// Errors from the actions engine. Lost races, expired or already-decided
 /// actions are *not* errors: they come back as typed outcomes.
