@@ -29,6 +29,7 @@
 mod attempts;
 pub mod codec;
 mod execution;
+mod expiry;
 mod outcomes;
 mod recovery;
 pub mod rules;
@@ -43,6 +44,7 @@ use super::{NewEvent, Store, events};
 use crate::store::Channel;
 
 pub use codec::Redactor;
+pub use expiry::{expiry_note, timed_out};
 pub use outcomes::{
     ApproveOutcome, ClaimOutcome, CompleteOutcome, NewAction, Proposed, RejectOutcome, Settled,
     unknown_duplicate_note,
