@@ -53,6 +53,7 @@ fn show(c: &Caller, a: &Action) -> ActionView {
     // Inbox shows it before anyone saves it (Claude Code prompts only).
     let rule = crate::store::grants::offer(a)
         .map(|(tool, p)| crate::store::grants::pattern::shown(&tool, &p));
+    let note = crate::store::actions::expiry_note(a);
     let a = if c.sees_secrets() {
         a.clone()
     } else {
@@ -61,6 +62,10 @@ fn show(c: &Caller, a: &Action) -> ActionView {
     let mut v = serde_json::to_value(a).unwrap_or(Value::Null);
     if let (Some(rule), Value::Object(m)) = (rule, &mut v) {
         m.insert("grant_rule".into(), Value::String(rule));
+    }
+    // What happens if nobody decides, and when, in the chat message's words.
+    if let (Some(note), Value::Object(m)) = (note, &mut v) {
+        m.insert("expiry_note".into(), Value::String(note));
     }
     ActionView(v)
 }
