@@ -949,7 +949,14 @@ fn parse_message(text: &str, e: &toml::de::Error) -> String {
     match e.span() {
         Some(span) => {
             let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
-            format!("line {line}: {what}")
+            // The text the error points at, when toml's words leave it out
+            // ("duplicate key"): the user then sees which key.
+            let at = text.get(span).map(str::trim).unwrap_or_default();
+            if at.is_empty() || at.len() > 60 || at.contains('\n') || what.contains(at) {
+                format!("line {line}: {what}")
+            } else {
+                format!("line {line}: {what} (`{at}`)")
+            }
         }
         None => what,
     }
@@ -1207,6 +1214,24 @@ mod tests {
     }
 
     #[test]
+    fn parse_errors_are_one_line_naming_line_and_key() {
+        for (text, want) in [
+            (
+                "[http]\nopen = true\nopen = false\n",
+                "line 3: duplicate key (`open`)",
+            ),
+            (
+                "\n[[kinds]]\nmatch = 'a'\ngrace = 1\n",
+                "line 4: unknown field `grace`",
+            ),
+        ] {
+            let e = parse(text).unwrap_err().to_string();
+            assert!(e.contains(want), "{text}: {e}");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
+    }
+
+    #[test]
     fn errors_found_after_parsing_name_their_line() {
         for (text, line) in [
             (
@@ -1282,6 +1307,25 @@ mod example {
         assert_eq!(c.telegram.chats.len(), 2);
         assert_eq!(c.rules.len(), 2);
         assert_eq!(c.route("infra", "x", Some("deploy")).unwrap().chat, "ops");
+        // The commented notification-discipline examples parse once uncommented.
+        let mut on = text.clone();
+        for key in [
+            "quiet_hours = ",
+            "utc_offset = ",
+            "[[kinds]]",
+            "match = ",
+            "grace_secs = ",
+            "timeout_secs = 600",
+        ] {
+            on = on.replacen(&format!("# {key}"), key, 1);
+        }
+        let c = super::Config::parse(&on, &path).unwrap();
+        assert!(c.telegram.chats[0].quiet().is_some());
+        assert_eq!(c.grace_ms(Some("claude.Bash")), 5000);
+        assert_eq!(
+            c.kind_timeout("claude.Bash"),
+            Some(std::time::Duration::from_secs(600))
+        );
     }
 }
 
