@@ -246,8 +246,12 @@ async fn quiet_hours_hold_items_back_and_send_the_open_ones_as_one_digest() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_states_its_deadline_and_outcome_and_says_when_it_came() {
-    let extra = "\n[[kinds]]\nmatch = \"claude.*\"\ntimeout_secs = 3\n";
+    let extra = "\n[[kinds]]\nmatch = \"claude.*\"\ntimeout_secs = 5\n";
     let (db, fake, d, cfg) = setup(extra).await;
+    let o = db.cli(&[
+        "--json", "token", "create", "--name", "alice", "--role", "human",
+    ]);
+    let token = json(&o)["secret"].as_str().unwrap().to_string();
     // A permission prompt with the [[kinds]] timeout (no --timeout given).
     let ev = permission_request("s-1", "Bash", bash("rm -rf build"));
     let hook = spawn_hook(
@@ -259,45 +263,11 @@ async fn a_message_states_its_deadline_and_outcome_and_says_when_it_came() {
     let a = prompt(&db, "rm -rf build").await;
     assert_eq!(
         a.expires_at.unwrap() - a.created_at,
-        3_000,
+        5_000,
         "the hook waits the kind's timeout_secs"
     );
-    // Another action that expires on its own, and one rejected at expiry.
-    let plain = propose(
-        &db,
-        &["--kind", "deploy", "--summary", "ship", "--ttl", "3s"],
-    );
-    let rejecting = propose(
-        &db,
-        &[
-            "--kind",
-            "refund",
-            "--summary",
-            "refund",
-            "--ttl",
-            "3s",
-            "--on-expire",
-            "reject",
-        ],
-    );
-    for (id, words) in [
-        (&a.id, "Denied automatically at "),
-        (&plain, "Expires at "),
-        (&rejecting, "Rejected automatically at "),
-    ] {
-        let m = message_of(&fake, ME, id).await;
-        assert!(
-            m.text.contains(words) && m.text.contains(" UTC"),
-            "{words}: {}",
-            m.text
-        );
-        assert!(!m.buttons().is_empty());
-    }
-    // The Inbox card says the same (the API gives it the sentence).
-    let o = db.cli(&[
-        "--json", "token", "create", "--name", "alice", "--role", "human",
-    ]);
-    let token = json(&o)["secret"].as_str().unwrap().to_string();
+    // The Inbox card says what the message says (the API gives it the
+    // sentence while the prompt is pending).
     let shown: serde_json::Value = reqwest::Client::new()
         .get(format!(
             "http://{}/v1/actions/{}",
@@ -314,6 +284,51 @@ async fn a_message_states_its_deadline_and_outcome_and_says_when_it_came() {
     let shown = shown.get("action").cloned().unwrap_or(shown);
     let note = shown["expiry_note"].as_str().unwrap_or_default();
     assert!(note.starts_with("Denied automatically at "), "{shown}");
+    // Another action that expires on its own, and one rejected at expiry.
+    let plain = propose(
+        &db,
+        &["--kind", "deploy", "--summary", "ship", "--ttl", "5s"],
+    );
+    let rejecting = propose(
+        &db,
+        &[
+            "--kind",
+            "refund",
+            "--summary",
+            "refund",
+            "--ttl",
+            "5s",
+            "--on-expire",
+            "reject",
+        ],
+    );
+    // As first sent (later edits are checked below): the deadline, the
+    // outcome, and buttons.
+    for (id, words) in [
+        (&a.id, "Denied automatically at "),
+        (&plain, "Expires at "),
+        (&rejecting, "Rejected automatically at "),
+    ] {
+        let s = short(id).to_string();
+        let sent = fake
+            .until(30, "the item's message", |f| {
+                f.calls("sendMessage")
+                    .into_iter()
+                    .find(|c| c.body["text"].as_str().is_some_and(|t| t.contains(&s)))
+            })
+            .await;
+        let text = sent.body["text"].as_str().unwrap();
+        assert!(
+            text.contains(words) && text.contains(" UTC"),
+            "{words}: {text}"
+        );
+        let keyboard = &sent.body["reply_markup"]["inline_keyboard"];
+        assert!(
+            keyboard.as_array().is_some_and(|k| !k.is_empty()),
+            "{}",
+            sent.body
+        );
+    }
 
     // Nobody answers: the hook denies (fail closed) …
     let (code, out, err) = finish(hook);
