@@ -190,3 +190,73 @@ impl Store {
         Ok(n == 1)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_waiting_push_is_released_or_skipped_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("h.db")).await.unwrap();
+        assert_eq!(store.chat_next_due().await.unwrap(), None);
+        assert!(
+            store
+                .chat_hold("action", "a", 1, Hold::Grace, 500)
+                .await
+                .unwrap()
+        );
+        assert!(
+            store
+                .chat_hold("action", "b", 1, Hold::Quiet, 900)
+                .await
+                .unwrap()
+        );
+        // A replayed event claims nothing twice.
+        assert!(
+            !store
+                .chat_hold("action", "a", 1, Hold::Quiet, 1)
+                .await
+                .unwrap()
+        );
+        assert!(
+            !store
+                .chat_begin_send("action", "a", 1, None, "sending")
+                .await
+                .unwrap()
+        );
+        assert_eq!(store.chat_next_due().await.unwrap(), Some(500));
+        let due = store.chat_held_due(600).await.unwrap();
+        assert_eq!(due.len(), 1);
+        assert_eq!((due[0].item_id.as_str(), due[0].hold), ("a", Hold::Grace));
+        // Quiet hours began: it waits again, now for the digest.
+        assert!(
+            store
+                .chat_hold_again("action", "a", 1, Hold::Quiet, 900)
+                .await
+                .unwrap()
+        );
+        assert!(store.chat_held_due(600).await.unwrap().is_empty());
+        let due = store.chat_held_due(900).await.unwrap();
+        assert_eq!(due.iter().filter(|h| h.hold == Hold::Quiet).count(), 2);
+        assert!(store.chat_release("action", "a", 1, Some(7)).await.unwrap());
+        assert!(
+            !store.chat_release("action", "a", 1, None).await.unwrap(),
+            "released once"
+        );
+        assert!(!store.chat_skip("action", "a", 1).await.unwrap());
+        let rec = store.chat_message("action", "a", 1).await.unwrap().unwrap();
+        assert_eq!((rec.status.as_str(), rec.thread_id), ("sending", Some(7)));
+        assert_eq!(
+            store.chat_unsent().await.unwrap().len(),
+            1,
+            "sent like any push"
+        );
+        assert!(store.chat_skip("action", "b", 1).await.unwrap());
+        assert!(
+            !store.chat_release("action", "b", 1, None).await.unwrap(),
+            "skipped for good"
+        );
+        assert_eq!(store.chat_next_due().await.unwrap(), None);
+    }
+}
