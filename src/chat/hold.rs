@@ -33,7 +33,12 @@ impl Bridge {
         at: i64,
         now: i64,
     ) -> Option<(Hold, i64)> {
-        let grace_due = at + self.config.grace_ms(kind);
+        // No grace: never held for one, even if the wall clock stepped
+        // back since the item was created.
+        let grace_due = match self.config.grace_ms(kind) {
+            0 => i64::MIN,
+            g => at.saturating_add(g),
+        };
         let quiet_end = self.quiet_until(target.chat_id, now);
         match quiet_end {
             // Quiet hours outlast the grace: it goes out with the digest.
