@@ -20,6 +20,8 @@
 //! - `commands`: /start, /help, /answer, /clarify, /list.
 //! - `push`: what the chat follower does with each event, digests, notices,
 //!   and the view of an item of any kind.
+//! - `hold`: pushes that wait out a kind's grace period or a chat's quiet
+//!   hours, released when due.
 //! - `retry`: one task per (item, chat) message sends or edits it.
 //! - `callback`: the 64-byte callback data; `text`: escaping and cutting;
 //!   `stranded`: Run now / Done by hand on an approved `--exec` action;
@@ -35,6 +37,7 @@ mod callback;
 mod card;
 mod commands;
 mod dispatch;
+mod hold;
 mod push;
 mod question;
 mod retry;
@@ -120,6 +123,8 @@ pub(crate) struct Bridge {
     cancel: CancellationToken,
     /// One forum-topic lookup-or-create at a time (`topics`).
     topics: tokio::sync::Mutex<()>,
+    /// Wakes the `hold` task when a push starts waiting.
+    held: tokio::sync::Notify,
 }
 
 /// Start the bridge: nothing at all without a token (one clear log line),
@@ -160,6 +165,7 @@ pub async fn start(
         tracker: tracker.clone(),
         cancel: cancel.clone(),
         topics: tokio::sync::Mutex::new(()),
+        held: tokio::sync::Notify::new(),
     });
 
     // The chat follower: durable cursor, so nothing is skipped across restarts.
@@ -174,6 +180,8 @@ pub async fn start(
             crate::follow::follow(store, start, &nudge, cancel, ChatFollower(b)).await;
         });
     }
+    // Pushes waiting out a grace period or quiet hours (`hold`).
+    tracker.spawn(bridge.clone().hold_loop());
     let router = match cfg.mode {
         TelegramMode::Polling => {
             let timeout = Duration::from_secs(u64::from(cfg.poll_timeout_secs));

@@ -9,12 +9,16 @@
 //! which database a command uses ([`database`]). This module only parses and
 //! validates; it opens nothing and starts nothing.
 
+mod discipline;
+
 use std::collections::HashSet;
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+
+pub use discipline::{KindConfig, QuietHours};
 
 /// Errors reading the configuration.
 #[derive(Debug, thiserror::Error)]
@@ -102,6 +106,10 @@ pub struct Config {
     /// Wake-up settings: allowed webhook URLs, retries, inbound sources.
     #[serde(default)]
     pub wake: WakeConfig,
+    /// Per action kind: a grace period before chat and a hook timeout;
+    /// for each setting, the first entry that matches and sets it wins.
+    #[serde(default)]
+    pub kinds: Vec<KindConfig>,
 }
 
 /// `[[notify]]`: wake `exec` or `webhook` on events matching every filter.
@@ -511,6 +519,22 @@ pub struct ChatConfig {
     /// Telegram user ids allowed to decide actions.
     #[serde(default)]
     pub approve: Vec<u64>,
+    /// Nothing is pushed in this daily window (`"22:00-07:00"`); what
+    /// waited and is still open goes out as one digest when it ends.
+    #[serde(default)]
+    pub quiet_hours: Option<String>,
+    /// The fixed offset `quiet_hours` is read at (`"+01:00"`; default UTC).
+    #[serde(default)]
+    pub utc_offset: Option<String>,
+}
+
+impl ChatConfig {
+    /// The chat's quiet hours, if it has any (checked when the config was
+    /// read, so a bad value never gets this far).
+    pub fn quiet(&self) -> Option<QuietHours> {
+        let hours = self.quiet_hours.as_deref()?;
+        QuietHours::parse(hours, self.utc_offset.as_deref()).ok()
+    }
 }
 
 /// `topics = "project" | "session"`: what gets its own forum topic.
@@ -584,7 +608,7 @@ impl Config {
         let shown = path.display().to_string();
         let cfg: Config = toml::from_str(text).map_err(|e| Error::Parse {
             path: shown.clone(),
-            message: e.to_string(),
+            message: parse_message(text, &e),
         })?;
         cfg.validate().map_err(|bad| Error::Invalid {
             path: shown,
@@ -671,8 +695,31 @@ impl Config {
                 )
             })?;
         }
+        for (i, k) in self.kinds.iter().enumerate() {
+            k.check()
+                .map_err(|e| Bad::at(vec![Seg::Key("kinds"), Seg::Index(i)], e))?;
+        }
         self.check_wake()?;
         self.check_telegram_and_http()
+    }
+
+    /// The grace period of actions of `kind` (ms; 0 for other items).
+    pub fn grace_ms(&self, kind: Option<&str>) -> i64 {
+        let Some(kind) = kind else { return 0 };
+        self.kinds
+            .iter()
+            .filter(|k| k.matches(kind))
+            .find_map(|k| k.grace_secs)
+            .map_or(0, |s| s as i64 * 1000)
+    }
+
+    /// The hook timeout `[[kinds]]` sets for actions of `kind`, if any.
+    pub fn kind_timeout(&self, kind: &str) -> Option<std::time::Duration> {
+        self.kinds
+            .iter()
+            .filter(|k| k.matches(kind))
+            .find_map(|k| k.timeout_secs)
+            .map(std::time::Duration::from_secs)
     }
 
     /// Chat names are unique and non-empty; every route names one of them.
@@ -703,6 +750,30 @@ impl Config {
                         c.name, c.chat_id
                     ),
                 ));
+            }
+            let key = |k| {
+                let mut p = at();
+                p.push(Seg::Key(k));
+                p
+            };
+            if c.utc_offset.is_some() && c.quiet_hours.is_none() {
+                return Err(Bad::at(
+                    key("utc_offset"),
+                    format!(
+                        "chat `{}` sets utc_offset, which only applies to quiet_hours: add quiet_hours or remove it",
+                        c.name
+                    ),
+                ));
+            }
+            if let Some(h) = &c.quiet_hours
+                && let Err(e) = QuietHours::parse(h, c.utc_offset.as_deref())
+            {
+                let which = if e.starts_with("utc_offset") {
+                    "utc_offset"
+                } else {
+                    "quiet_hours"
+                };
+                return Err(Bad::at(key(which), format!("chat `{}`: {e}", c.name)));
             }
             if !names.insert(c.name.as_str()) {
                 return Err(Bad::at(
@@ -868,6 +939,26 @@ impl Bad {
             at,
             message: message.into(),
         }
+    }
+}
+
+/// toml's error on one line: where, then what (toml's own rendering
+/// draws the line with a caret over several lines).
+fn parse_message(text: &str, e: &toml::de::Error) -> String {
+    let what = e.message().split_whitespace().collect::<Vec<_>>().join(" ");
+    match e.span() {
+        Some(span) => {
+            let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+            // The text the error points at, when toml's words leave it out
+            // ("duplicate key"): the user then sees which key.
+            let at = text.get(span).map(str::trim).unwrap_or_default();
+            if at.is_empty() || at.len() > 60 || at.contains('\n') || what.contains(at) {
+                format!("line {line}: {what}")
+            } else {
+                format!("line {line}: {what} (`{at}`)")
+            }
+        }
+        None => what,
     }
 }
 
@@ -1043,6 +1134,104 @@ mod tests {
     }
 
     #[test]
+    fn discipline_settings_parse_and_bad_ones_name_key_and_line() {
+        let c = parse(
+            "[[kinds]]\nmatch = 'claude.Bash'\ngrace_secs = 0\n\n[[kinds]]\nmatch = 'claude.*'\ngrace_secs = 5\ntimeout_secs = 600\n\n[[telegram.chats]]\nname = 'a'\nchat_id = 1\nquiet_hours = '22:00-07:00'\nutc_offset = '+01:00'\n",
+        )
+        .unwrap();
+        assert_eq!(
+            c.grace_ms(Some("claude.Bash")),
+            0,
+            "the first entry setting it wins"
+        );
+        assert_eq!(c.grace_ms(Some("claude.Edit")), 5000);
+        assert_eq!(c.grace_ms(Some("deploy")), 0);
+        assert_eq!(c.grace_ms(None), 0, "questions and rows have no kind");
+        assert_eq!(
+            c.kind_timeout("claude.Bash"),
+            Some(std::time::Duration::from_secs(600)),
+            "a later entry sets what the first leaves out"
+        );
+        assert_eq!(c.kind_timeout("codex.Bash"), None);
+        assert!(c.telegram.chats[0].quiet().is_some());
+        for (text, line, key) in [
+            (
+                "[[telegram.chats]]\nname = 'a'\nchat_id = 1\nquiet_hours = '22-7'\n",
+                4,
+                "quiet_hours",
+            ),
+            (
+                "[[telegram.chats]]\nname = 'a'\nchat_id = 1\nquiet_hours = '07:00-07:00'\n",
+                4,
+                "quiet_hours",
+            ),
+            (
+                "[[telegram.chats]]\nname = 'a'\nchat_id = 1\nquiet_hours = '22:00-07:00'\nutc_offset = 'CET'\n",
+                5,
+                "utc_offset",
+            ),
+            (
+                "[[telegram.chats]]\nname = 'a'\nchat_id = 1\nutc_offset = '+01:00'\n",
+                4,
+                "utc_offset",
+            ),
+            (
+                "\n[[kinds]]\nmatch = 'claude.*'\ntimeout_secs = 0\n",
+                2,
+                "timeout_secs",
+            ),
+            (
+                "\n[[kinds]]\nmatch = 'claude.*'\n",
+                2,
+                "grace_secs, timeout_secs",
+            ),
+            ("\n[[kinds]]\nmatch = '*x'\ngrace_secs = 1\n", 2, "match"),
+        ] {
+            match parse(text) {
+                Err(Error::Invalid {
+                    line: Some(n),
+                    message,
+                    ..
+                }) => {
+                    assert_eq!(n, line, "{text}: {message}");
+                    assert!(message.contains(key), "{text}: {message}");
+                    assert_eq!(message.lines().count(), 1, "{message}");
+                }
+                other => panic!("{text}: expected an error with a line, got {other:?}"),
+            }
+        }
+        for bad in [
+            "[[kinds]]\nmatch = 'a'\ngrace = 1\n",
+            "[[kinds]]\nkind = 'a'\ngrace_secs = 1\n",
+            "[[telegram.chats]]\nname = 'a'\nchat_id = 1\nquiet = '22:00-07:00'\n",
+        ] {
+            let e = parse(bad).unwrap_err().to_string();
+            assert!(
+                e.contains("unknown field") || e.contains("missing field"),
+                "{bad}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn parse_errors_are_one_line_naming_line_and_key() {
+        for (text, want) in [
+            (
+                "[http]\nopen = true\nopen = false\n",
+                "line 3: duplicate key (`open`)",
+            ),
+            (
+                "\n[[kinds]]\nmatch = 'a'\ngrace = 1\n",
+                "line 4: unknown field `grace`",
+            ),
+        ] {
+            let e = parse(text).unwrap_err().to_string();
+            assert!(e.contains(want), "{text}: {e}");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
+    }
+
+    #[test]
     fn errors_found_after_parsing_name_their_line() {
         for (text, line) in [
             (
@@ -1118,6 +1307,25 @@ mod example {
         assert_eq!(c.telegram.chats.len(), 2);
         assert_eq!(c.rules.len(), 2);
         assert_eq!(c.route("infra", "x", Some("deploy")).unwrap().chat, "ops");
+        // The commented notification-discipline examples parse once uncommented.
+        let mut on = text.clone();
+        for key in [
+            "quiet_hours = ",
+            "utc_offset = ",
+            "[[kinds]]",
+            "match = ",
+            "grace_secs = ",
+            "timeout_secs = 600",
+        ] {
+            on = on.replacen(&format!("# {key}"), key, 1);
+        }
+        let c = super::Config::parse(&on, &path).unwrap();
+        assert!(c.telegram.chats[0].quiet().is_some());
+        assert_eq!(c.grace_ms(Some("claude.Bash")), 5000);
+        assert_eq!(
+            c.kind_timeout("claude.Bash"),
+            Some(std::time::Duration::from_secs(600))
+        );
     }
 }
 

@@ -72,6 +72,8 @@ async fn inbox_in_chromium_answers_a_question_and_approves_an_edited_action() {
             r#"{"to":"team@example.com","subject":"Launch"}"#,
             "--project",
             "web",
+            "--ttl",
+            "24h",
         ],
     );
     let aid = a["action"]["id"].as_str().unwrap().to_string();
@@ -110,6 +112,13 @@ async fn inbox_in_chromium_answers_a_question_and_approves_an_edited_action() {
         "the action is listed",
         CARD_HAS,
         json!([acard, "Send the launch mail"]),
+    )
+    .await;
+    // The card says what happens if nobody decides, and when.
+    b.wait_for(
+        "the action's expiry sentence",
+        CARD_HAS,
+        json!([acard, "Expires at "]),
     )
     .await;
 

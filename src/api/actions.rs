@@ -59,6 +59,7 @@ fn show(c: &Caller, a: &Action) -> ActionView {
         .as_ref()
         .filter(|_| prompt_of(a).is_some_and(|(agent, _)| agent == CODEX))
         .map(|(tool, p)| pattern::codex_prefix_rule(tool, p));
+    let note = crate::store::actions::expiry_note(a);
     let a = if c.sees_secrets() {
         a.clone()
     } else {
@@ -74,6 +75,10 @@ fn show(c: &Caller, a: &Action) -> ActionView {
                 codex.map_or(Value::Null, Value::String),
             );
         }
+    }
+    // What happens if nobody decides, and when, in the chat message's words.
+    if let (Some(note), Value::Object(m)) = (note, &mut v) {
+        m.insert("expiry_note".into(), Value::String(note));
     }
     ActionView(v)
 }

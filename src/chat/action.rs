@@ -9,12 +9,12 @@ use super::callback::{Callback, Item, Verb};
 use super::dispatch::Prompt;
 use super::push::{MAX_TEXT, Meta, View};
 use super::text::{cut, esc};
-use crate::clock::format_rfc3339;
 use crate::config::Config;
 use crate::ops::claude::preview::preview;
 use crate::store::Channel;
 use crate::store::actions::{
-    Action, Actor, ApproveOutcome, RejectOutcome, Resolution, Status as ActionStatus,
+    Action, Actor, ApproveOutcome, RejectOutcome, Resolution, Status as ActionStatus, expiry_note,
+    timed_out,
 };
 use crate::store::grants::{Scope, offer as grant_pattern, pattern, prompt_of, prompt_tool};
 use crate::store::{Result, Store, short_id};
@@ -94,8 +94,9 @@ pub(crate) async fn action_view(store: &Store, _config: &Config, id: &str) -> Re
         esc(&cut(&a.summary, 500)),
     );
     let mut t = String::new();
-    if let Some(exp) = a.expires_at {
-        t.push_str(&format!("\n⌛ Expires {}", format_rfc3339(exp)));
+    // What happens if nobody decides, and when: only while it can happen.
+    if let Some(note) = expiry_note(&a).filter(|_| status == ActionStatus::Pending) {
+        t.push_str(&format!("\n⌛ {note}"));
     }
     if a.approvals_required > 1 || a.approvals > 0 {
         t.push_str(&format!(
@@ -214,6 +215,16 @@ fn status_line(a: &Action, status: ActionStatus) -> String {
         }
         ActionStatus::Rejected if a.decided_by.as_deref() == Some(crate::ops::claude::TERMINAL) => {
             "⌨️ Answered at the terminal: the agent stopped waiting for this decision".to_string()
+        }
+        // A prompt's hook denies when its time is up, whichever of the
+        // hook (`timeout`) and the sweep (`expiry`) wrote it down first.
+        ActionStatus::Rejected | ActionStatus::Expired
+            if prompt_tool(a).is_some() && (timed_out(a) || status == ActionStatus::Expired) =>
+        {
+            "⌛ Denied automatically: nobody answered in time (fail closed)".to_string()
+        }
+        ActionStatus::Rejected if timed_out(a) => {
+            "⌛ Rejected automatically: nobody decided in time".to_string()
         }
         ActionStatus::Rejected => format!(
             "🚫 Rejected{who}{}",

@@ -117,12 +117,25 @@ pub(crate) async fn view(
     })
 }
 
-/// One digest message for a burst of items.
-pub(crate) async fn digest(store: &Store, items: &[(Item, String)]) -> String {
-    let mut t = format!(
-        "📬 <b>{} new items</b> arrived at once. Answer with /answer &lt;id&gt; text; /list shows them all.\n",
-        items.len()
-    );
+/// Why several items go out as one digest message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DigestKind {
+    /// Many arrived at once (`digest_threshold` within `digest_window_secs`).
+    Burst,
+    /// They waited out the chat's quiet hours.
+    Quiet,
+}
+
+/// One digest message for items held back together.
+pub(crate) async fn digest(store: &Store, items: &[(Item, String)], kind: DigestKind) -> String {
+    let why = match kind {
+        DigestKind::Burst => format!("📬 <b>{} new items</b> arrived at once.", items.len()),
+        DigestKind::Quiet => format!(
+            "🌙 <b>{} items</b> waited for the end of quiet hours and still need you.",
+            items.len()
+        ),
+    };
+    let mut t = format!("{why} Answer with /answer &lt;id&gt; text; /list shows them all.\n");
     for (item, id) in items.iter().take(60) {
         if let Some(title) = title(store, *item, id).await {
             t.push_str(&format!("\n<code>{}</code> {title}", short_id(id)));
@@ -220,6 +233,19 @@ impl Bridge {
         else {
             return Ok(());
         };
+        // A grace period or quiet hours: recorded as waiting, released by
+        // `hold` when due (the follower moves on meanwhile).
+        let now = self.store.now();
+        if let Some((hold, due)) = self.hold_of(&target, meta.action_kind.as_deref(), at, now) {
+            if self
+                .store
+                .chat_hold(item.as_str(), id, target.chat_id, hold, due)
+                .await?
+            {
+                self.held.notify_one();
+            }
+            return Ok(());
+        }
         let topic = self.topic_for(&target, &meta).await;
         if !self
             .store
@@ -279,33 +305,44 @@ impl Bridge {
             d.drain().collect()
         };
         for (chat_id, items) in pending {
-            let topic = self.config.chat_by_id(chat_id).and_then(|c| c.topic);
-            let text = digest(&self.store, &items).await;
-            let mut req = self
-                .bot
-                .send_message(ChatId(chat_id), truncate(&text))
-                .parse_mode(ParseMode::Html);
-            if let Some(t) = topic {
-                req = req.message_thread_id(ThreadId(MessageId(t)));
-            }
-            match req.await {
-                Ok(msg) => {
-                    for (item, id) in &items {
-                        if let Err(e) = self
-                            .store
-                            .chat_sent(item.as_str(), id, chat_id, msg.id.0, "digest", "", i64::MAX)
-                            .await
-                        {
-                            tracing::warn!(error = %e, "cannot record a digest entry");
-                        }
+            self.send_digest(chat_id, items, DigestKind::Burst).await;
+        }
+    }
+
+    /// Send one digest message of `items` (records already `sending`) to
+    /// `chat_id`; when it cannot go out, each item is sent on its own.
+    pub(super) async fn send_digest(
+        &self,
+        chat_id: i64,
+        items: Vec<(Item, String)>,
+        kind: DigestKind,
+    ) {
+        let topic = self.config.chat_by_id(chat_id).and_then(|c| c.topic);
+        let text = digest(&self.store, &items, kind).await;
+        let mut req = self
+            .bot
+            .send_message(ChatId(chat_id), truncate(&text))
+            .parse_mode(ParseMode::Html);
+        if let Some(t) = topic {
+            req = req.message_thread_id(ThreadId(MessageId(t)));
+        }
+        match req.await {
+            Ok(msg) => {
+                for (item, id) in &items {
+                    if let Err(e) = self
+                        .store
+                        .chat_sent(item.as_str(), id, chat_id, msg.id.0, "digest", "", i64::MAX)
+                        .await
+                    {
+                        tracing::warn!(error = %e, "cannot record a digest entry");
                     }
                 }
-                // The records stay `sending`: each item goes out on its own.
-                Err(e) => {
-                    tracing::warn!(error = %e, "digest not sent; sending its items one by one");
-                    for (item, id) in items {
-                        self.kick((item, id, chat_id));
-                    }
+            }
+            // The records stay `sending`: each item goes out on its own.
+            Err(e) => {
+                tracing::warn!(error = %e, "digest not sent; sending its items one by one");
+                for (item, id) in items {
+                    self.kick((item, id, chat_id));
                 }
             }
         }

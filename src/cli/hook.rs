@@ -41,9 +41,9 @@ pub(crate) enum Cmd {
 
 #[derive(Debug, Args)]
 pub(crate) struct ClaudeArgs {
-    /// How long to wait for a decision before denying (keep it below the hook's own `timeout` in settings.json).
-    #[arg(long, env = "HANDOFF_HOOK_TIMEOUT", default_value = "9m", value_parser = parse_timeout)]
-    timeout: Duration,
+    /// How long to wait for a decision before denying (keep it below the hook's own `timeout` in settings.json) [default: the config's [[kinds]] timeout_secs for the tool's kind, else 9m].
+    #[arg(long, env = "HANDOFF_HOOK_TIMEOUT", value_parser = parse_timeout)]
+    timeout: Option<Duration>,
     /// The project the prompt belongs to [default: $HANDOFF_PROJECT, else the folder name of $CLAUDE_PROJECT_DIR, else of the event's cwd].
     #[arg(long)]
     project: Option<String>,
@@ -67,6 +67,30 @@ pub(super) fn parse_timeout(s: &str) -> Result<Duration, String> {
         return Err(format!("`{s}` must be positive"));
     }
     Ok(Duration::from_millis(ms as u64))
+}
+
+/// The hook's wait when neither `--timeout` nor `HANDOFF_HOOK_TIMEOUT` nor
+/// `[[kinds]] timeout_secs` says otherwise.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(9 * 60);
+
+/// How long a prompt of `agent`'s `ev` waits: the flag (or its variable)
+/// when given, else the config's `[[kinds]]` timeout for the kind the
+/// action gets, else [`DEFAULT_TIMEOUT`]. Either way the hook denies when
+/// it runs out (fail closed).
+pub(super) fn timeout_of(
+    ctx: &Ctx,
+    given: Option<Duration>,
+    agent: Agent,
+    ev: &HookEvent,
+) -> Duration {
+    given
+        .or_else(|| {
+            let kind = format!("{}.{}", agent.name(), ev.tool_name);
+            // An unreadable config fails the hook later, where it opens
+            // the store; the wait itself falls back to the default.
+            ctx.config().ok()?.0.kind_timeout(&kind)
+        })
+        .unwrap_or(DEFAULT_TIMEOUT)
 }
 
 pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
@@ -134,10 +158,11 @@ async fn claude(ctx: &Ctx, args: ClaudeArgs) -> anyhow::Result<u8> {
         return Ok(exit::OK);
     };
     let project = project_of(args.project, &ev);
+    let timeout = timeout_of(ctx, args.timeout, Agent::Claude, &ev);
     if ev.tool_name == crate::ops::claude::ask::TOOL {
-        return ask::ask(ctx, &ev, kind, &project, args.timeout).await;
+        return ask::ask(ctx, &ev, kind, &project, timeout).await;
     }
-    let decision = match decide(ctx, Agent::Claude, &ev, &project, args.timeout).await {
+    let decision = match decide(ctx, Agent::Claude, &ev, &project, timeout).await {
         Some(d) => d,
         // Stopped by a signal: Claude Code gave up on this hook.
         None => return Ok(exit::INTERNAL),

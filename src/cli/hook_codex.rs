@@ -15,15 +15,15 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::hook::{decide, parse_timeout, project_in, read_event};
+use super::hook::{decide, parse_timeout, project_in, read_event, timeout_of};
 use super::{Ctx, exit};
 use crate::ops::claude::Agent;
 
 #[derive(Debug, Args)]
 pub(crate) struct CodexArgs {
-    /// How long to wait for a decision before denying (keep it below the hook's own `timeout` in hooks.json).
-    #[arg(long, env = "HANDOFF_HOOK_TIMEOUT", default_value = "9m", value_parser = parse_timeout)]
-    timeout: Duration,
+    /// How long to wait for a decision before denying (keep it below the hook's own `timeout` in hooks.json) [default: the config's [[kinds]] timeout_secs for the tool's kind, else 9m].
+    #[arg(long, env = "HANDOFF_HOOK_TIMEOUT", value_parser = parse_timeout)]
+    timeout: Option<Duration>,
     /// The project the prompt belongs to [default: $HANDOFF_PROJECT, else the folder name of the event's cwd].
     #[arg(long)]
     project: Option<String>,
@@ -52,7 +52,8 @@ pub(crate) async fn run(ctx: &Ctx, args: CodexArgs) -> anyhow::Result<u8> {
         return Ok(exit::OK);
     };
     let project = project_in(args.project, &ev, None);
-    let Some(decision) = decide(ctx, Agent::Codex, &ev, &project, args.timeout).await else {
+    let timeout = timeout_of(ctx, args.timeout, Agent::Codex, &ev);
+    let Some(decision) = decide(ctx, Agent::Codex, &ev, &project, timeout).await else {
         // Stopped by a signal: the action is settled; whoever still reads
         // the answer gets a deny, never a silent go-ahead.
         return Ok(refuse("stopped before anyone decided"));

@@ -29,6 +29,7 @@
 mod attempts;
 pub mod codec;
 mod execution;
+mod expiry;
 mod outcomes;
 mod recovery;
 pub mod rules;
@@ -43,12 +44,13 @@ use super::{NewEvent, Store, events};
 use crate::store::Channel;
 
 pub use codec::Redactor;
+pub use expiry::{expiry_note, timed_out};
 pub use outcomes::{
     ApproveOutcome, ClaimOutcome, CompleteOutcome, NewAction, Proposed, RejectOutcome, Settled,
     unknown_duplicate_note,
 };
 pub use recovery::{PurgeReport, RecoverReport, Resolution};
-pub use rules::{Condition, Rule, RuleApplied, RuleDecision, RulesFile, Verdict};
+pub use rules::{Condition, Rule, RuleApplied, RuleDecision, RulesFile, Verdict, kind_matches};
 
 /// Errors from the actions engine. Lost races, expired or already-decided
 /// actions are *not* errors: they come back as typed outcomes.

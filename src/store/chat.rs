@@ -8,6 +8,10 @@
 //! settled), so an edit survives a crash too. Nothing here talks to
 //! Telegram.
 
+mod hold;
+
+pub use hold::{Held, Hold};
+
 use serde::Serialize;
 use sqlx::Row;
 
@@ -27,7 +31,9 @@ pub struct ChatMessage {
     pub thread_id: Option<i32>,
     /// Telegram message id once sent.
     pub message_id: Option<i32>,
-    /// `sending`, `sent` or `digest` (covered by a digest message, not editable).
+    /// `sending`, `sent` or `digest` (covered by a digest message, not
+    /// editable); `held` / `quiet` while a push waits (see `hold`),
+    /// `skipped` when it settled while it waited and was never pushed.
     pub status: String,
     /// Hash of the last text drawn (skip edits that change nothing).
     pub text_hash: String,

@@ -37,6 +37,15 @@ impl RulesFile {
     }
 }
 
+/// Whether an action `kind` matches `pattern`: exact, or a prefix ending
+/// in `*` (`email.*`). `[[rule]]` and `[[kinds]]` match kinds this way.
+pub fn kind_matches(pattern: &str, kind: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => kind.starts_with(prefix),
+        None => kind == pattern,
+    }
+}
+
 /// One auto-decision rule.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -191,13 +200,10 @@ impl Rule {
 
     /// Whether the rule applies to `action` (kind, project, conditions).
     pub fn matches(&self, action: &Action) -> bool {
-        let kind_ok = match self.kind.as_deref() {
-            None => true,
-            Some(k) => match k.strip_suffix('*') {
-                Some(prefix) => action.kind.starts_with(prefix),
-                None => action.kind == k,
-            },
-        };
+        let kind_ok = self
+            .kind
+            .as_deref()
+            .is_none_or(|k| kind_matches(k, &action.kind));
         kind_ok
             && self.project.as_ref().is_none_or(|p| *p == action.project)
             && self.when.iter().all(|c| c.holds(&action.effective_args))

@@ -1,0 +1,161 @@
+//! Pushes that wait (issue 13, item 8): an action inside its kind's grace
+//! period (`[[kinds]] grace_secs`), or any item for a chat inside its quiet
+//! hours, is recorded as waiting instead of sent. One task looks at the
+//! waiting records when the earliest falls due: an item settled meanwhile
+//! is never pushed; a grace period over is pushed on its own; the items
+//! that waited out a chat's quiet hours go out as one digest.
+//!
+//! The due time is stored (derived from the item's creation time), so a
+//! restart neither forgets a waiting push nor sends it early; and one item
+//! waiting never holds up another (the follower moves on at once).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::Bridge;
+use super::callback::Item;
+use super::push::{self, DigestKind, PushError};
+use crate::config::Target;
+use crate::store::chat::{Held, Hold};
+
+/// The longest the task sleeps without a due time or a new waiting push
+/// (the wall clock may jump; quiet hours may end without any write).
+const IDLE: Duration = Duration::from_secs(60);
+
+impl Bridge {
+    /// Whether a new item for `target` waits, and until when: `at` is when
+    /// it was created (ms), `kind` its action kind. `None`: push it now.
+    pub(super) fn hold_of(
+        &self,
+        target: &Target,
+        kind: Option<&str>,
+        at: i64,
+        now: i64,
+    ) -> Option<(Hold, i64)> {
+        // No grace: never held for one, even if the wall clock stepped
+        // back since the item was created.
+        let grace_due = match self.config.grace_ms(kind) {
+            0 => i64::MIN,
+            g => at.saturating_add(g),
+        };
+        let quiet_end = self.quiet_until(target.chat_id, now);
+        match quiet_end {
+            // Quiet hours outlast the grace: it goes out with the digest.
+            Some(end) if end >= grace_due => Some((Hold::Quiet, end)),
+            _ if grace_due > now => Some((Hold::Grace, grace_due)),
+            _ => None,
+        }
+    }
+
+    /// When the quiet hours of `chat_id` that `now` falls in end.
+    fn quiet_until(&self, chat_id: i64, now: i64) -> Option<i64> {
+        self.config
+            .chat_by_id(chat_id)
+            .and_then(|c| c.quiet())
+            .and_then(|q| q.until(now))
+    }
+
+    /// The task releasing waiting pushes as they fall due, until shutdown.
+    pub(super) async fn hold_loop(self: Arc<Self>) {
+        loop {
+            let ok = self.release_due().await;
+            let wait = match self.store.chat_next_due().await {
+                _ if !ok => Duration::from_secs(1),
+                Ok(Some(due)) => {
+                    let ms = (due - self.store.now()).clamp(10, IDLE.as_millis() as i64);
+                    Duration::from_millis(ms as u64)
+                }
+                Ok(None) => IDLE,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot read when the next waiting push is due");
+                    Duration::from_secs(1)
+                }
+            };
+            // Why `held` too: a push recorded as waiting may be due sooner
+            // than what this sleep was computed from.
+            tokio::select! {
+                _ = self.cancel.cancelled() => return,
+                _ = self.held.notified() => {}
+                _ = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+
+    /// Release every waiting push that is due; false when the store failed
+    /// (the task tries again shortly).
+    async fn release_due(&self) -> bool {
+        let now = self.store.now();
+        let due = match self.store.chat_held_due(now).await {
+            Ok(d) => d,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot list waiting chat pushes");
+                return false;
+            }
+        };
+        let mut ok = true;
+        let mut quiet: HashMap<i64, Vec<(Item, String)>> = HashMap::new();
+        for h in due {
+            if let Err(e) = self.release_one(&h, now, &mut quiet).await {
+                tracing::warn!(error = %e, item = %h.item_kind, id = %h.item_id, "cannot release a waiting chat push; will retry");
+                ok = false;
+            }
+        }
+        for (chat_id, mut items) in quiet {
+            if items.len() == 1 {
+                // One item: its own message, with its buttons.
+                let (item, id) = items.remove(0);
+                self.kick((item, id, chat_id));
+            } else {
+                self.send_digest(chat_id, items, DigestKind::Quiet).await;
+            }
+        }
+        ok
+    }
+
+    /// Release one due push: skipped when its item settled (or is gone),
+    /// held again when its chat is quiet now, else sent (quiet ones are
+    /// collected into `quiet` for their chat's digest).
+    async fn release_one(
+        &self,
+        h: &Held,
+        now: i64,
+        quiet: &mut HashMap<i64, Vec<(Item, String)>>,
+    ) -> Result<(), PushError> {
+        let (kind, id, chat_id) = (h.item_kind.as_str(), h.item_id.as_str(), h.chat_id);
+        let meta = match Item::from_kind(kind) {
+            Some(item) => push::meta(&self.store, item, id).await?.map(|m| (item, m)),
+            None => None,
+        };
+        let Some((item, meta)) = meta.filter(|(_, m)| m.live && !m.quiet) else {
+            self.store.chat_skip(kind, id, chat_id).await?;
+            tracing::debug!(item = %kind, id = %id, chat_id, "settled while it waited: not pushed");
+            return Ok(());
+        };
+        if let Some(end) = self.quiet_until(chat_id, now) {
+            self.store
+                .chat_hold_again(kind, id, chat_id, Hold::Quiet, end)
+                .await?;
+            return Ok(());
+        }
+        // The forum topic, now that the item is really pushed.
+        let topic = match self
+            .config
+            .route(&meta.project, &meta.agent, meta.action_kind.as_deref())
+        {
+            Some(t) if t.chat_id == chat_id => self.topic_for(&t, &meta).await,
+            _ => self.config.chat_by_id(chat_id).and_then(|c| c.topic),
+        };
+        if !self.store.chat_release(kind, id, chat_id, topic).await? {
+            return Ok(()); // released already
+        }
+        match h.hold {
+            Hold::Quiet => quiet
+                .entry(chat_id)
+                .or_default()
+                .push((item, id.to_string())),
+            Hold::Grace => self.kick((item, id.to_string(), chat_id)),
+        }
+        Ok(())
+    }
+}
