@@ -62,6 +62,14 @@ pub enum Error {
         /// What is wrong and how to fix it.
         message: String,
     },
+    /// Something only the daemon's host may do, asked of a remote daemon
+    /// (refused before any request; shown as `invalid`). Typed, so the
+    /// local daemon's socket backend knows to run the call on the file.
+    #[error("{message}")]
+    HostOnly {
+        /// What must run on the host, and how.
+        message: String,
+    },
     /// No such question, board, row, action or session.
     #[error("{message}")]
     NotFound {
@@ -106,7 +114,7 @@ impl Error {
     /// `internal`, or the refusal's own reason).
     pub fn reason(&self) -> &str {
         match self {
-            Error::Invalid { .. } => "invalid",
+            Error::Invalid { .. } | Error::HostOnly { .. } => "invalid",
             Error::NotFound { .. } => "not_found",
             Error::Refused { reason, .. } | Error::Denied { reason, .. } => reason,
             Error::Busy { .. } => "busy",

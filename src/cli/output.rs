@@ -146,7 +146,7 @@ fn classify(e: &anyhow::Error) -> (u8, String, Option<Value>) {
         }
         if let Some(o) = cause.downcast_ref::<ops::Error>() {
             let code = match o {
-                ops::Error::Invalid { .. } => exit::INVALID,
+                ops::Error::Invalid { .. } | ops::Error::HostOnly { .. } => exit::INVALID,
                 ops::Error::NotFound { .. } => exit::NOT_FOUND,
                 ops::Error::Refused { reason, .. } if reason == "not_found" => exit::NOT_FOUND,
                 ops::Error::Refused { reason, .. }

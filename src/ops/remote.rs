@@ -442,22 +442,38 @@ pub(super) fn named(s: &str) -> Option<String> {
     (!s.is_empty()).then(|| s.to_string())
 }
 
-/// The end of every [`host_only`] refusal.
-const HOST_ONLY: &str = "must run on the daemon's host (unset HANDOFF_URL there)";
-
 /// The refusal a remote caller gets for something only the host can do.
 pub(super) fn host_only(what: &str) -> Error {
-    Error::invalid(format!("{what} {HOST_ONLY}"))
+    Error::HostOnly {
+        message: format!("{what} must run on the daemon's host (unset HANDOFF_URL there)"),
+    }
 }
 
 /// Whether `e` is a [`host_only`] refusal.
 pub(super) fn is_host_only(e: &Error) -> bool {
-    matches!(e, Error::Invalid { message } if message.ends_with(HOST_ONLY))
+    matches!(e, Error::HostOnly { .. })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_host_only_refusal_is_known_by_its_type_not_its_words() {
+        let e = host_only("`reply --via chat`");
+        assert!(is_host_only(&e));
+        assert_eq!((e.reason(), kind_of(&e).as_str()), ("invalid", "host_only"));
+        // The same words from the daemon (a plain 422) are not the marker.
+        let echoed = Error::invalid(e.to_string());
+        assert!(!is_host_only(&echoed));
+    }
+
+    fn kind_of(e: &Error) -> String {
+        serde_json::to_value(e).unwrap()["error"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
 
     #[test]
     fn urls_are_checked_and_segments_encoded() {
@@ -494,7 +510,7 @@ mod tests {
             Error::Denied { .. } => "denied",
             Error::NotFound { .. } => "not_found",
             Error::Refused { .. } => "refused",
-            Error::Invalid { .. } => "invalid",
+            Error::Invalid { .. } | Error::HostOnly { .. } => "invalid",
             Error::Busy { .. } => "busy",
             Error::Internal { .. } => "internal",
         };
