@@ -2,7 +2,8 @@
 
 use std::process::ExitCode;
 
-fn main() -> ExitCode {
+#[tokio::main]
+async fn main() -> ExitCode {
     // Logs go to stderr so stdout stays clean for command output (and, later,
     // for MCP protocol frames).
     // The daemon tells what it is doing (info); one-shot commands only warn.
@@ -16,26 +17,7 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(colour_logs())
         .init();
-    // Why two kinds of runtime: the daemon and the MCP server serve many
-    // callers at once and want every core; a one-shot command (each hook
-    // call is one) does one thing at a time, and on one thread it starts
-    // no worker threads and hands no wake-up from one to another (on a
-    // loaded machine each hand-off waits for a core). An argument that
-    // merely equals "serve" or "mcp" only gets the multi-threaded runtime
-    // every command had before.
-    let long_lived = serving || std::env::args().any(|a| a == "mcp");
-    let mut runtime = if long_lived {
-        tokio::runtime::Builder::new_multi_thread()
-    } else {
-        tokio::runtime::Builder::new_current_thread()
-    };
-    match runtime.enable_all().build() {
-        Ok(rt) => rt.block_on(handoff::cli::main()),
-        Err(e) => {
-            eprintln!("handoff: cannot start the async runtime: {e}");
-            ExitCode::from(handoff::cli::exit::INTERNAL)
-        }
-    }
+    handoff::cli::main().await
 }
 
 /// Colour the logs only for a person at a terminal: not into a file, a pipe
