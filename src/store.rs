@@ -203,25 +203,40 @@ impl Store {
     /// may open a fresh file at once: each migration runs in its own
     /// transaction, so a loser of that race fails cleanly and the retry finds
     /// the migration applied.
+    ///
+    /// Why one read first: a file whose applied migrations are exactly this
+    /// build's (same versions, all successful, same checksums) needs nothing
+    /// from the migrator, whose own check is three more statements, usually
+    /// on a connection opened just for it (the one this read used is still
+    /// on its way back to the pool). Every CLI process (each hook call)
+    /// opens the store, so the common case is this one read. Anything else
+    /// (a fresh file, missing, failed or edited migrations, a newer schema)
+    /// goes the full way below, which refuses or migrates as before.
     async fn migrate(&self) -> Result<()> {
         let known = MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
         let mut last = String::new();
         for attempt in 0..BUSY_RETRIES {
-            let found: Option<i64> = match sqlx::query_scalar::<_, Option<i64>>(
-                "SELECT MAX(version) FROM _sqlx_migrations WHERE success",
+            let applied: Vec<(i64, bool, Vec<u8>)> = match sqlx::query_as(
+                "SELECT version, success, checksum FROM _sqlx_migrations ORDER BY version",
             )
-            .fetch_one(&self.pool)
+            .fetch_all(&self.pool)
             .await
             {
                 Ok(v) => v,
                 // No migrations table yet: a fresh file.
-                Err(sqlx::Error::Database(e)) if e.message().contains("no such table") => None,
+                Err(sqlx::Error::Database(e)) if e.message().contains("no such table") => {
+                    Vec::new()
+                }
                 Err(e) if is_busy(&e) => {
                     backoff(attempt).await;
                     continue;
                 }
                 Err(e) => return Err(self.classify_open(e)),
             };
+            if schema_is_current(&applied) {
+                return Ok(());
+            }
+            let found = applied.iter().filter(|m| m.1).map(|m| m.0).max();
             if let Some(found) = found
                 && found > known
             {
@@ -338,6 +353,27 @@ impl Store {
     pub async fn close(&self) {
         self.writer.release();
         self.pool.close().await;
+    }
+}
+
+/// Whether the applied migrations (version, success, checksum; ascending
+/// by version) are exactly this build's up migrations: then the migrator
+/// has nothing to apply and nothing to refuse.
+fn schema_is_current(applied: &[(i64, bool, Vec<u8>)]) -> bool {
+    let mut ours = MIGRATOR
+        .iter()
+        .filter(|m| !m.migration_type.is_down_migration());
+    let mut theirs = applied.iter();
+    loop {
+        match (ours.next(), theirs.next()) {
+            (None, None) => return true,
+            (Some(m), Some((version, success, checksum))) => {
+                if m.version != *version || !*success || *m.checksum != **checksum {
+                    return false;
+                }
+            }
+            _ => return false,
+        }
     }
 }
 

@@ -341,3 +341,76 @@ async fn a_file_whose_tables_clash_is_refused_with_the_migration_error() {
         Ok(_) => panic!("a clashing file must be refused"),
     }
 }
+
+/// The migrations this build carries, as `sqlx::migrate!` embeds them.
+fn our_migrations() -> sqlx::migrate::Migrator {
+    sqlx::migrate!("./migrations")
+}
+
+/// A file migrated by an older handoff (every migration but the newest)
+/// is not taken as current: opening it applies the rest.
+#[tokio::test]
+async fn an_older_schema_is_migrated_on_open() {
+    let db = TempDb::fresh();
+    let ours = our_migrations();
+    let versions: Vec<i64> = ours.iter().map(|m| m.version).collect();
+    let (newest, older) = versions.split_last().expect("migrations");
+    let opts = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(&db.path)
+        .create_if_missing(true);
+    let raw = sqlx::SqlitePool::connect_with(opts).await.unwrap();
+    ours.run_to(*older.last().unwrap(), &raw).await.unwrap();
+    let applied = |pool: sqlx::SqlitePool| async move {
+        let v: Vec<i64> = sqlx::query_scalar(
+            "SELECT version FROM _sqlx_migrations WHERE success ORDER BY version",
+        )
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+        pool.close().await;
+        v
+    };
+    assert_eq!(applied(raw).await, older, "the older handoff's schema");
+    Store::open(&db.path).await.expect("open").close().await;
+    let now = applied(common::raw_pool(&db.path).await).await;
+    assert_eq!(now.last(), Some(newest), "the newest migration applied");
+    assert_eq!(now, versions);
+}
+
+/// The quick check that a file is current compares every applied
+/// migration, not only the newest version: a newer handoff's migration
+/// next to all of ours is refused (not opened as current), and an applied
+/// migration whose checksum differs from ours is reported, not ignored.
+#[tokio::test]
+async fn only_exactly_our_applied_migrations_count_as_current() {
+    let db = TempDb::new();
+    db.open().await.close().await;
+    sqlx_insert_future_migration(&db.path).await;
+    let err = Store::open(&db.path).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::NewerSchema {
+                found: 99991231000000,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+
+    let db = TempDb::new();
+    db.open().await.close().await;
+    let pool = common::raw_pool(&db.path).await;
+    sqlx::query(
+        "UPDATE _sqlx_migrations SET checksum = x'00' WHERE version = (SELECT MAX(version) FROM _sqlx_migrations)",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+    match Store::open(&db.path).await {
+        Err(Error::Migrate(m)) => assert!(m.contains("modified"), "{m}"),
+        Err(e) => panic!("expected the migrator's checksum error, got: {e}"),
+        Ok(_) => panic!("an edited migration must not pass as current"),
+    }
+}

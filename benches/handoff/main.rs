@@ -12,6 +12,8 @@
 //! Sections: `store` (operations/s on a file database, 1 and 4 writers),
 //! `actions` (propose→approve→claim→complete cycles, single and contended),
 //! `chat` (1,000-item burst under Telegram's limits; tap → answer committed),
+//! `prompt` (a Claude Code permission prompt → its message in chat, through
+//! a real `handoff serve`),
 //! `wake` (answer committed → exec wake target started, in process and
 //! through a real `handoff serve`; the idle daemon's CPU), `wait` (answer →
 //! `handoff wait` returned, no daemon), `api` (`POST /v1/questions` rate;
@@ -25,6 +27,7 @@ mod actions;
 mod api;
 mod chat;
 mod daemon;
+mod prompt;
 mod startup;
 mod store;
 mod wake;
@@ -55,8 +58,8 @@ impl Table {
 }
 
 /// The section names, in the order they run.
-const SECTIONS: [&str; 8] = [
-    "store", "actions", "chat", "wake", "wait", "api", "rss", "startup",
+const SECTIONS: [&str; 9] = [
+    "store", "actions", "chat", "prompt", "wake", "wait", "api", "rss", "startup",
 ];
 
 /// Percentile `p` (0..=1) of an ascending slice (nearest rank).
@@ -149,6 +152,7 @@ async fn main() {
                 daemon::cli_approvers(quick, &mut t).await;
             }
             "chat" => chat::burst(quick, &mut t).await,
+            "prompt" => prompt::prompt_to_chat(quick, &mut t).await,
             "wake" => {
                 wake::run(quick, &mut t).await;
                 daemon::cross_process(quick, &mut t).await;

@@ -18,7 +18,6 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use serde_json::Value;
-use tokio::io::AsyncReadExt;
 
 use super::{Ctx, exit, fail, store_failure};
 use crate::ops::claude::{Agent, Decision, HookEvent, Prompted};
@@ -127,12 +126,17 @@ pub(super) fn project_in(given: Option<String>, ev: &HookEvent, dir_var: Option<
 }
 
 /// The hook event on stdin (at most [`MAX_EVENT`] bytes), or why it is not one.
+///
+/// Why a blocking read in an async fn: it is the command's first step, with
+/// no other task to starve, and tokio's stdin would hand every read to a
+/// thread of its blocking pool, started for just this.
 pub(super) async fn read_event() -> Result<HookEvent, String> {
+    use std::io::Read;
     let mut raw = String::new();
-    tokio::io::stdin()
+    std::io::stdin()
+        .lock()
         .take(MAX_EVENT)
         .read_to_string(&mut raw)
-        .await
         .map_err(|e| e.to_string())?;
     serde_json::from_str::<HookEvent>(&raw).map_err(|e| e.to_string())
 }

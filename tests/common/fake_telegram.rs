@@ -25,6 +25,8 @@ pub struct Call {
     pub method: String,
     /// JSON body (`{}` for non-JSON bodies).
     pub body: Value,
+    /// When the fake took the request (its body read), for latency benches.
+    pub at: std::time::Instant,
 }
 
 /// A message as the chat shows it now.
@@ -481,6 +483,7 @@ async fn handle(
     Path((_bot, method)): Path<(String, String)>,
     body: Bytes,
 ) -> axum::response::Response {
+    let at = std::time::Instant::now();
     let method = method.to_lowercase();
     // Uploads (sendDocument) are multipart, not JSON: kept as raw text.
     let body: Value = serde_json::from_slice(&body).unwrap_or_else(|_| {
@@ -542,6 +545,7 @@ async fn handle(
             g.calls.push(Call {
                 method: method.clone(),
                 body: body.clone(),
+                at,
             });
             return answer;
         }
@@ -551,6 +555,7 @@ async fn handle(
         g.calls.push(Call {
             method: method.clone(),
             body: body.clone(),
+            at,
         });
         if let Some(pos) = g.fail.iter().position(|(m, _)| *m == method) {
             let (_, after) = g.fail.remove(pos).unwrap();
