@@ -181,9 +181,12 @@ async fn a_daemon_killed_after_committing_a_call_does_not_get_it_applied_twice()
     let mut d = daemon(&db, &[("HANDOFF_FAULT", "die-after-write")]).await;
     // Proposed through the daemon: it commits, then dies before answering;
     // the CLI repeats the call through the file and gets the first outcome.
+    // A wide probe: on a loaded machine 50 ms can pass before the daemon
+    // answers, and the call would go to the file without reaching it.
+    let through = [("HANDOFF_SOCKET_PROBE_MS", "5000")];
     let o = cli(
         &db,
-        &[],
+        &through,
         &[
             "propose",
             "--kind",
@@ -194,7 +197,7 @@ async fn a_daemon_killed_after_committing_a_call_does_not_get_it_applied_twice()
         ],
     );
     let a = id_of(&o);
-    let exited = d.child.wait().expect("the daemon");
+    let exited = exit_of(&mut d.child);
     assert!(!exited.success(), "the fault killed the daemon mid-call");
     let store = db.open().await;
     assert_eq!(count(&store, "actions").await, 1, "proposed once");
@@ -202,18 +205,31 @@ async fn a_daemon_killed_after_committing_a_call_does_not_get_it_applied_twice()
     // "already approved by alice", and one approval in the audit.
     drop(d);
     let mut d = daemon(&db, &[("HANDOFF_FAULT", "die-after-write")]).await;
-    let o = cli(&db, &[], &["approve", &a, "--as", "bob"]);
+    let o = cli(&db, &through, &["approve", &a, "--as", "bob"]);
     assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
     assert!(stdout(&o).contains("approved"), "{}", stdout(&o));
     assert!(!stdout(&o).contains("already"), "{}", stdout(&o));
-    assert!(
-        !d.child.wait().unwrap().success(),
-        "the daemon died mid-call"
-    );
+    assert!(!exit_of(&mut d.child).success(), "the daemon died mid-call");
     assert_eq!(count(&store, "action_approvals").await, 1, "approved once");
     let audit = cli(&db, &[], &["audit", &a, "--json"]);
     let n = stdout(&audit).matches("\"approved\"").count();
     assert_eq!(n, 1, "one approved entry: {}", stdout(&audit));
+}
+
+/// The daemon's exit, waited for at most 30 s: a call that never reached
+/// it leaves it running, which must fail the test rather than hang it.
+fn exit_of(child: &mut std::process::Child) -> std::process::ExitStatus {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        if let Some(status) = child.try_wait().expect("the daemon") {
+            return status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the daemon is still running: the call did not go through its socket"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 #[tokio::test]
