@@ -512,3 +512,45 @@ async fn a_codex_prompt_shows_the_rule_always_adds_to_codex() {
     let (_, v) = inbox(&api, "GET", &format!("/v1/actions/{}", a.id), &cookie, None).await;
     assert!(v.get("codex_rule").is_none(), "{v}");
 }
+
+#[tokio::test]
+async fn a_prompt_shows_in_the_inbox_as_the_chat_shows_it_whole() {
+    let api = Api::new().await;
+    let cookie = login(&api, "alice").await;
+    let view = |kind: &'static str, args: Value| {
+        let api = &api;
+        let cookie = cookie.clone();
+        async move {
+            let a = api
+                .store
+                .propose(&common::new_action(kind, &args.to_string()))
+                .await
+                .unwrap()
+                .action;
+            let (st, v) = inbox(api, "GET", &format!("/v1/actions/{}", a.id), &cookie, None).await;
+            assert_eq!(st, StatusCode::OK, "{v}");
+            v
+        }
+    };
+    // An edit: the unified diff, every line of it (a long one too).
+    let old: String = (0..400).map(|i| format!("line {i}\n")).collect();
+    let new = old.replace("line 399\n", "line 399 changed\n");
+    let v = view(
+        "claude.Edit",
+        json!({"file_path": "src/db.rs", "old_string": old, "new_string": new}),
+    )
+    .await;
+    let preview = v["preview"].as_str().expect("an edit has a preview");
+    assert!(
+        preview.starts_with("--- src/db.rs\n+++ src/db.rs\n"),
+        "{preview}"
+    );
+    assert!(preview.contains("-line 399\n") && preview.contains("+line 399 changed"));
+    assert!(preview.contains(" line 0\n"), "nothing is cut");
+    // A command: the whole command.
+    let v = view("claude.Bash", bash("npm publish --tag next")).await;
+    assert_eq!(v["preview"], "npm publish --tag next");
+    // Anything else: its arguments only.
+    let v = view("email.send", json!({"to": "bob"})).await;
+    assert!(v.get("preview").is_none(), "{v}");
+}

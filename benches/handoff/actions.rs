@@ -23,6 +23,12 @@ pub async fn run(quick: bool, t: &mut Table) {
         format!("propose → approve → claim → complete, single-threaded ({n} cycles)"),
         format!("{} cycles/s", thousands(one)),
     );
+    let wins = single_transition(&stores[0], 4 * n, 10 * n).await;
+    t.row(
+        "actions",
+        format!("a single winning transition: approve of a pending action, quorum 1 ({} approvals; compare `python3 benches/peer/raw_sqlite.py`)", 4 * n),
+        format!("{} transitions/s", thousands(wins)),
+    );
     let m = if quick { 50 } else { 500 };
     let peer = peer_shape(&stores[0], m, 2 * n).await;
     t.row(
@@ -62,6 +68,25 @@ async fn single(store: &Store, n: usize) -> f64 {
             .complete_claimed(&action, "exec", true, serde_json::json!({"ok": true}), None)
             .await
             .unwrap();
+    }
+    n as f64 / start.elapsed().as_secs_f64()
+}
+
+/// `n` actions proposed first (not timed), then approved one after the
+/// other: each approval is one winning guarded transition (the UPDATE,
+/// its approvals, audit and event rows), the unit the raw SQLite loop of
+/// `benches/peer/raw_sqlite.py` measures.
+async fn single_transition(store: &Store, n: usize, offset: usize) -> f64 {
+    let mut ids = Vec::with_capacity(n);
+    for i in 0..n {
+        let mut p = proposal(offset + i);
+        p.approvals_required = 1;
+        ids.push(store.propose(&p).await.unwrap().action.id);
+    }
+    let start = Instant::now();
+    for id in &ids {
+        let won = store.approve(id, Actor::cli("alice"), None).await.unwrap();
+        assert!(matches!(won, ApproveOutcome::Approved { .. }), "{won:?}");
     }
     n as f64 / start.elapsed().as_secs_f64()
 }

@@ -65,6 +65,8 @@ fn show(c: &Caller, a: &Action) -> ActionView {
     } else {
         a.redacted()
     };
+    let preview = prompt_of(&a)
+        .and_then(|(_, tool)| crate::ops::claude::preview::preview(tool, &a.effective_args));
     let mut v = serde_json::to_value(a).unwrap_or(Value::Null);
     if let (Some(rule), Value::Object(m)) = (rule, &mut v) {
         m.insert("grant_rule".into(), Value::String(rule));
@@ -79,6 +81,11 @@ fn show(c: &Caller, a: &Action) -> ActionView {
     // What happens if nobody decides, and when, in the chat message's words.
     if let (Some(note), Value::Object(m)) = (note, &mut v) {
         m.insert("expiry_note".into(), Value::String(note));
+    }
+    // An agent's prompt as the chat shows it: the whole command, or the
+    // unified diff of an edit (from the arguments this caller may see).
+    if let (Some(p), Value::Object(m)) = (preview, &mut v) {
+        m.insert("preview".into(), Value::String(p));
     }
     ActionView(v)
 }

@@ -415,7 +415,7 @@
       el('h3', {}, a.summary),
       a.expiry_note ? el('p', { class: 'status', data: { expiry: 'note' } }, '⌛ ' + a.expiry_note) : null,
       a.approvals_required > 1 ? el('p', { class: 'status' }, a.approvals + ' of ' + a.approvals_required + ' approvals') : null,
-      el('pre', { class: 'args' }, text),
+      a.preview ? el('pre', { class: 'args', data: { preview: 'prompt' } }, a.preview) : el('pre', { class: 'args' }, text),
       a.grant_rule ? el('p', { class: 'status', data: { grant: 'rule' } },
         'For this session / Always saves ' + a.grant_rule +
         ' (this tool only; always = every session of ' + (a.project || 'this project') + alsoSaved(a) + ')') : null,
