@@ -201,7 +201,9 @@ impl Writer {
         self.conn.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 
-    fn keep_conn(&self, conn: PoolConnection<Sqlite>) {
+    /// Keep `conn` for the next turn (also the connection the store's open
+    /// checked the schema on).
+    pub(super) fn keep_conn(&self, conn: PoolConnection<Sqlite>) {
         *self.conn.lock().unwrap_or_else(|p| p.into_inner()) = Some(conn);
     }
 
