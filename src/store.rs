@@ -216,22 +216,10 @@ impl Store {
         let known = MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
         let mut last = String::new();
         for attempt in 0..BUSY_RETRIES {
-            // Why its own connection: when the schema is current it becomes
-            // the writer's, so the first write does not open another one (a
-            // connection parses the whole schema on its first statement, the
-            // larger part of a one-shot command's work).
-            let mut conn = match self.pool.acquire().await {
-                Ok(c) => c,
-                Err(e) if is_busy(&e) => {
-                    backoff(attempt).await;
-                    continue;
-                }
-                Err(e) => return Err(self.classify_open(e)),
-            };
             let applied: Vec<(i64, bool, Vec<u8>)> = match sqlx::query_as(
                 "SELECT version, success, checksum FROM _sqlx_migrations ORDER BY version",
             )
-            .fetch_all(&mut *conn)
+            .fetch_all(&self.pool)
             .await
             {
                 Ok(v) => v,
@@ -246,10 +234,8 @@ impl Store {
                 Err(e) => return Err(self.classify_open(e)),
             };
             if schema_is_current(&applied) {
-                self.writer.keep_conn(conn);
                 return Ok(());
             }
-            drop(conn);
             let found = applied.iter().filter(|m| m.1).map(|m| m.0).max();
             if let Some(found) = found
                 && found > known

@@ -201,9 +201,7 @@ impl Writer {
         self.conn.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 
-    /// Keep `conn` for the next turn (also the connection the store's open
-    /// checked the schema on).
-    pub(super) fn keep_conn(&self, conn: PoolConnection<Sqlite>) {
+    fn keep_conn(&self, conn: PoolConnection<Sqlite>) {
         *self.conn.lock().unwrap_or_else(|p| p.into_inner()) = Some(conn);
     }
 
