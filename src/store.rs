@@ -533,9 +533,11 @@ pub(crate) fn new_id() -> String {
 }
 
 /// The short form of an id shown in chat and accepted by commands: its last
-/// 8 characters (the random part of a UUIDv7).
+/// 8 characters (the random part of a UUIDv7). Characters, not bytes: a
+/// session id is the client's and may be any text.
 pub fn short_id(id: &str) -> &str {
-    &id[id.len().saturating_sub(8)..]
+    let start = id.char_indices().rev().nth(7).map_or(0, |(i, _)| i);
+    &id[start..]
 }
 
 impl Error {

@@ -734,3 +734,28 @@ async fn a_ledger_call_names_the_sessions_that_began_it() {
     );
     assert_eq!(store.ledger_sessions("e2", None, 5).await.unwrap(), none);
 }
+
+#[tokio::test]
+async fn a_session_id_in_any_script_registers_and_ends() {
+    let db = TempDb::new();
+    let store = db.open().await;
+    let id = "Ⱦ½íe\u{104a00}";
+    store
+        .register_session(&NewSession {
+            session_id: id.into(),
+            agent: "a".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        handoff::store::short_id(id),
+        id,
+        "fewer than 8 characters: all of it"
+    );
+    assert_eq!(handoff::store::short_id("0123456789ab"), "456789ab");
+    assert!(matches!(
+        store.end_session(id).await.unwrap(),
+        Ended::Ended { .. }
+    ));
+}
