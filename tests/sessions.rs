@@ -759,3 +759,32 @@ async fn a_session_id_in_any_script_registers_and_ends() {
         Ended::Ended { .. }
     ));
 }
+
+#[tokio::test]
+async fn a_ledger_event_id_of_200_characters_in_any_script_is_taken() {
+    let db = TempDb::new();
+    let store = db.open().await;
+    store
+        .register_session(&NewSession {
+            session_id: "s".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let payload = json!({});
+    let long: String = "Ω".repeat(200); // 200 characters, 400 bytes
+    let call = |event_id| NewCall {
+        event_id,
+        session_id: "s",
+        tool: "t",
+        payload: &payload,
+        replay_safe: false,
+    };
+    assert!(matches!(
+        store.ledger_begin(&call(&long)).await.unwrap(),
+        Begin::Started { .. }
+    ));
+    let longer = "Ω".repeat(201);
+    let err = store.ledger_begin(&call(&longer)).await.unwrap_err();
+    assert!(err.to_string().contains("1 to 200 characters"), "{err}");
+}

@@ -127,8 +127,9 @@ fn sha256_hex(text: &str) -> String {
     hex
 }
 
+/// 1 to 200 characters — characters, as the API's schema says, not bytes.
 fn check_name(what: &str, v: &str) -> Result<()> {
-    if v.trim().is_empty() || v.len() > 200 {
+    if v.trim().is_empty() || v.chars().count() > 200 {
         return Err(Error::Invalid(format!("{what} is 1 to 200 characters")));
     }
     Ok(())
