@@ -788,3 +788,34 @@ async fn a_ledger_event_id_of_200_characters_in_any_script_is_taken() {
     let err = store.ledger_begin(&call(&longer)).await.unwrap_err();
     assert!(err.to_string().contains("1 to 200 characters"), "{err}");
 }
+
+#[tokio::test]
+async fn limits_stated_in_characters_count_characters() {
+    let db = TempDb::new();
+    let store = db.open().await;
+    // A session id of 200 characters (400 bytes) is taken, 201 refused.
+    let id = "Ω".repeat(200);
+    store
+        .register_session(&NewSession {
+            session_id: id.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let err = store
+        .register_session(&NewSession {
+            session_id: "Ω".repeat(201),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("1 to 200 characters"), "{err}");
+    // An action's kind (100) and summary (500) likewise.
+    let mut new = common::new_action(&"ø".repeat(100), "{}");
+    new.summary = "é".repeat(500);
+    store.propose(&new).await.unwrap();
+    new.kind = "ø".repeat(101);
+    new.dedup_key = None;
+    let err = store.propose(&new).await.unwrap_err();
+    assert!(err.to_string().contains("1 to 100 characters"), "{err}");
+}

@@ -28,7 +28,7 @@ pub use wake::WakeRecorded;
 /// The trimmed session id, or a clear refusal when it is empty or too long.
 pub(crate) fn check_id(id: &str) -> Result<&str> {
     let id = id.trim();
-    if id.is_empty() || id.len() > 200 {
+    if id.is_empty() || id.chars().count() > 200 {
         return Err(Error::Invalid(
             "a session id is 1 to 200 characters (pass --session ID or set HANDOFF_SESSION)".into(),
         ));

@@ -28,12 +28,12 @@ pub(crate) fn invalid(msg: impl Into<String>) -> Error {
 
 fn check_new(new: &NewAction) -> Result<()> {
     let kind = new.kind.trim();
-    if kind.is_empty() || kind.len() > 100 {
+    if kind.is_empty() || kind.chars().count() > 100 {
         return Err(invalid(
             "--kind must be 1 to 100 characters, e.g. email.send",
         ));
     }
-    if new.summary.trim().is_empty() || new.summary.len() > 500 {
+    if new.summary.trim().is_empty() || new.summary.chars().count() > 500 {
         return Err(invalid("--summary must be 1 to 500 characters"));
     }
     if !(1..=100).contains(&new.approvals_required) {
