@@ -132,6 +132,15 @@ async fn undelivered_wakes(store: &Store, pool: &SqlitePool, ctx: &Ctx) -> (usiz
 const LIVE_ACTIONS: &str = "SELECT COUNT(*) FROM actions a WHERE status IN ('pending', 'executing')
      OR (status = 'approved' AND (SELECT event FROM action_audit u WHERE u.action_id = a.id ORDER BY seq DESC LIMIT 1) <> 'retry')";
 
+/// Changes the chat has not caught up with: events past the chat
+/// follower's cursor, and messages marked as owing a redraw (a change the
+/// killed daemon recorded but did not draw; the last one draws it after
+/// start). Without this the check could read a message a moment before its
+/// owed edit and call a correct daemon wrong.
+const OWED_REDRAWS: &str = "SELECT (SELECT COUNT(*) FROM events
+         WHERE seq > COALESCE((SELECT seq FROM cursors WHERE name = 'chat'), 0))
+     + (SELECT COUNT(*) FROM chat_messages WHERE dirty_at IS NOT NULL)";
+
 /// Wait until the last daemon has done everything it owes: leases lapsed
 /// into `unknown`, pending actions expired, every tap taken from
 /// Telegram, every item in chat, every wake-up delivered. Not getting
@@ -150,12 +159,13 @@ pub async fn settle(
         let no_msg = items_without_message(pool, fake).await;
         let (_, no_wake) = undelivered_wakes(store, pool, ctx).await;
         let untaken = updates.iter().filter(|u| !fake.confirmed(**u)).count();
-        if live == 0 && no_msg.is_empty() && no_wake.is_empty() && untaken == 0 {
+        let owed = scalar(pool, OWED_REDRAWS).await;
+        if live == 0 && no_msg.is_empty() && no_wake.is_empty() && untaken == 0 && owed == 0 {
             return Ok(());
         }
         if Instant::now() > deadline {
             return Err(format!(
-                "the last daemon did not settle in {secs} s: {live} actions pending, approved or executing, {} items without a message, {} wakes undelivered, {untaken} taps never taken",
+                "the last daemon did not settle in {secs} s: {live} actions pending, approved or executing, {} items without a message, {} wakes undelivered, {untaken} taps never taken, {owed} changes not yet applied or drawn in chat",
                 no_msg.len(),
                 no_wake.len()
             ));
