@@ -312,7 +312,7 @@ impl Ctx {
         if source.is_named() && !path.exists() {
             return Err(fail(exit::INVALID, missing_database(&path, &source)));
         }
-        Ok(Store::open(&path).await?)
+        Ok(Store::open_one_shot(&path).await?)
     }
 
     /// The action policy from the config (`[[rule]]`, `[redact]`), or the

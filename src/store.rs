@@ -163,6 +163,21 @@ impl Store {
     /// embedded migrations (idempotent), and refuses a file whose schema is
     /// newer than this build.
     pub async fn open_with_clock(path: &Path, clock: Arc<dyn Clock>) -> Result<Store> {
+        Self::open_shaped(path, clock, Shape::Serving).await
+    }
+
+    /// Open the store for a one-shot command (a CLI call, a hook): one
+    /// connection for its reads and its writes. Why: every connection is
+    /// a worker thread, a file open and its setup pragmas — a few
+    /// milliseconds each — and a pool of several opened up to three in one
+    /// hook call (a connection given back reaches the pool a moment later,
+    /// so the next statement found none idle and opened another). With
+    /// one, the next statement waits that moment instead.
+    pub async fn open_one_shot(path: &Path) -> Result<Store> {
+        Self::open_shaped(path, Arc::new(SystemClock), Shape::OneShot).await
+    }
+
+    async fn open_shaped(path: &Path, clock: Arc<dyn Clock>, shape: Shape) -> Result<Store> {
         let shown = path.display().to_string();
         let open_err = |reason: String| Error::Open {
             path: shown.clone(),
@@ -184,15 +199,20 @@ impl Store {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
-            .busy_timeout(Duration::from_millis(5000));
-        let pool = connect(options)
+            .busy_timeout(Duration::from_millis(5000))
+            // Why memory-mapped reads: every commit (ours on the writer
+            // connection, or another process's) empties the page cache of
+            // each other connection, and refilling it by `pread` copies
+            // every page again; mapped pages are read in place.
+            .pragma("mmap_size", MMAP_BYTES.to_string());
+        let pool = connect(options, shape)
             .await
             .map_err(|e| open_err(describe_open_error(&e)))?;
         let store = Store {
             pool,
             clock,
             write_lock: Arc::new(tokio::sync::Mutex::new(())),
-            writer: writer::Writer::new(),
+            writer: writer::Writer::new(shape == Shape::Serving),
             path: path.to_path_buf(),
         };
         store.migrate().await?;
@@ -377,12 +397,27 @@ fn schema_is_current(applied: &[(i64, bool, Vec<u8>)]) -> bool {
     }
 }
 
+/// What a store is opened for: a process that serves many callers at
+/// once (the daemon, tests), or a one-shot command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    Serving,
+    OneShot,
+}
+
+/// How much of the database file each connection maps into memory for
+/// reading (SQLite's `mmap_size`); a larger file is read by `pread` past it.
+const MMAP_BYTES: u64 = 256 * 1024 * 1024;
+
 /// Connect the pool, retrying while the file is busy or locked. Why: the
 /// first connection to a fresh file switches it to WAL, which needs an
 /// exclusive lock that SQLite's busy handler does not wait for; another
 /// process opening the same new file at that moment gets `SQLITE_BUSY` at
 /// once. Retried with jittered backoff for up to [`OPEN_PATIENCE`].
-async fn connect(options: SqliteConnectOptions) -> std::result::Result<SqlitePool, sqlx::Error> {
+async fn connect(
+    options: SqliteConnectOptions,
+    shape: Shape,
+) -> std::result::Result<SqlitePool, sqlx::Error> {
     // Why a time bound, not a count: SQLite refuses the lock upgrade of a
     // fresh file's WAL switch at once (no busy handler), so all the waiting
     // is ours, and a count of quick retries runs out on a loaded machine.
@@ -393,7 +428,10 @@ async fn connect(options: SqliteConnectOptions) -> std::result::Result<SqlitePoo
         // connection's worker thread already, and a check before each one
         // doubled it; a broken connection still fails its own statement.
         let pool = SqlitePoolOptions::new()
-            .max_connections(8)
+            .max_connections(match shape {
+                Shape::Serving => 8,
+                Shape::OneShot => 1,
+            })
             .min_connections(0)
             .test_before_acquire(false)
             .connect_with(options.clone())

@@ -145,6 +145,9 @@ pub(crate) struct Writer {
     /// turn's acquire often found none idle and opened a fresh one (its
     /// setup pragmas and an empty statement cache) — hidden round trips.
     conn: Mutex<Option<PoolConnection<Sqlite>>>,
+    /// Whether to keep that connection between turns. A one-shot process
+    /// does not: its pool has one connection, which its reads need too.
+    keep: bool,
 }
 
 /// `Queued` behind a `Debug` impl, so [`Store`] stays `Debug`.
@@ -175,8 +178,12 @@ impl Drop for Writer {
 }
 
 impl Writer {
-    pub(crate) fn new() -> Arc<Writer> {
-        Arc::new(Writer::default())
+    /// A writer that keeps its connection between turns (`keep`), or
+    /// gives it back to the pool after each.
+    pub(crate) fn new(keep: bool) -> Arc<Writer> {
+        let mut w = Writer::default();
+        w.keep = keep;
+        Arc::new(w)
     }
 
     fn push(&self, q: Queued) {
@@ -202,6 +209,9 @@ impl Writer {
     }
 
     fn keep_conn(&self, conn: PoolConnection<Sqlite>) {
+        if !self.keep {
+            return; // dropped: back to the pool
+        }
         *self.conn.lock().unwrap_or_else(|p| p.into_inner()) = Some(conn);
     }
 
