@@ -199,12 +199,7 @@ impl Store {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
-            .busy_timeout(Duration::from_millis(5000))
-            // Why memory-mapped reads: every commit (ours on the writer
-            // connection, or another process's) empties the page cache of
-            // each other connection, and refilling it by `pread` copies
-            // every page again; mapped pages are read in place.
-            .pragma("mmap_size", MMAP_BYTES.to_string());
+            .busy_timeout(Duration::from_millis(5000));
         let pool = connect(options, shape)
             .await
             .map_err(|e| open_err(describe_open_error(&e)))?;
@@ -404,10 +399,6 @@ enum Shape {
     Serving,
     OneShot,
 }
-
-/// How much of the database file each connection maps into memory for
-/// reading (SQLite's `mmap_size`); a larger file is read by `pread` past it.
-const MMAP_BYTES: u64 = 256 * 1024 * 1024;
 
 /// Connect the pool, retrying while the file is busy or locked. Why: the
 /// first connection to a fresh file switches it to WAL, which needs an

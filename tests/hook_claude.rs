@@ -201,6 +201,43 @@ async fn a_rule_decides_at_once() {
     assert_eq!(out["hookSpecificOutput"]["decision"]["behavior"], "allow");
 }
 
+/// A hook call is a one-shot process: it opens one database connection for
+/// its reads and writes (each connection costs a thread, a file open and
+/// its setup pragmas). It opened three: a connection given back reaches
+/// the pool a moment later, so the next statement opened another. Counted
+/// by sqlx's own log of each statement: every new connection runs its
+/// setup pragmas (`PRAGMA journal_mode = WAL; …`) first.
+#[tokio::test]
+async fn a_hook_call_opens_one_database_connection() {
+    let db = TempDb::new();
+    drop(db.open().await); // created and migrated: the hook's common case
+    let cfg = db.dir.path().join("handoff.toml");
+    std::fs::write(
+        &cfg,
+        "[[rule]]\nname = \"reads\"\nkind = \"claude.Bash\"\nwhen = [{ pointer = \"/command\", equals = \"ls\" }]\ndecide = \"approve\"\n",
+    )
+    .unwrap();
+    let ev = permission_request("s-1", "Bash", bash("ls"));
+    let (code, out, err) = finish(spawn_hook(
+        &db,
+        &ev.to_string(),
+        &["--timeout", "20s"],
+        &[
+            ("HANDOFF_CONFIG", cfg.to_str().unwrap()),
+            ("HANDOFF_LOG", "sqlx=debug"),
+        ],
+    ));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out["hookSpecificOutput"]["decision"]["behavior"], "allow");
+    let statements = err.lines().filter(|l| l.contains("sqlx::query")).count();
+    let connections = err
+        .lines()
+        .filter(|l| l.contains("sqlx::query") && l.contains("PRAGMA journal_mode"))
+        .count();
+    assert!(statements >= 3, "sqlx logged its statements:\n{err}");
+    assert_eq!(connections, 1, "one connection for the whole call:\n{err}");
+}
+
 /// Save a live grant the way a tap does: grant, approval, confirmation.
 async fn grant(store: &Store, scope: Scope, session: &str, tool: &str, input: Value) -> String {
     let a = store
