@@ -32,6 +32,9 @@ macro_rules! decided {
     };
 }
 
+mod call;
+mod call_many;
+mod call_one;
 mod human;
 mod load;
 mod read;

@@ -366,8 +366,16 @@ impl Store {
         if a.source == Channel::Chat && a.text.trim().is_empty() {
             return Ok(Err(Refusal::Empty));
         }
+        if let Some(change) = self.annotate_call(a).await? {
+            return Ok(Ok(change));
+        }
         self.retry(|| self.annotate_once(a)).await
     }
+
+    // The `*_once` writers below are the older transactions of several
+    // calls: they run when the one call (`call_one`) did not win, so a
+    // refusal (or clearing what is clear) is explained by the same reads
+    // and words as ever.
 
     async fn annotate_once(&self, a: &Annotate) -> Result<Decided<RowChange>> {
         let (mut tx, now, board, row_id) = decided!(
@@ -411,12 +419,18 @@ impl Store {
     /// `blocked` until the agent stores an outcome; a re-mark is a new mark
     /// (delivered again).
     pub async fn mark_handled(&self, h: &Handled) -> Result<Decided<RowChange>> {
+        if let Some(change) = self.handled_call(h, false).await? {
+            return Ok(Ok(change));
+        }
         self.retry(|| self.handled_once(h, false)).await
     }
 
     /// Take the "handled" mark back, only while no agent has received it.
     /// Clearing an already clear row succeeds without a change.
     pub async fn clear_handled(&self, h: &Handled) -> Result<Decided<RowChange>> {
+        if let Some(change) = self.handled_call(h, true).await? {
+            return Ok(Ok(change));
+        }
         self.retry(|| self.handled_once(h, true)).await
     }
 

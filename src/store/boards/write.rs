@@ -509,9 +509,15 @@ impl Store {
         check_name("the project", &up.project)?;
         check_name("the board title", &up.title)?;
         check_inputs(&up.rows)?;
+        if let Some(full) = self.board_upsert_call(up).await? {
+            return Ok(Ok(full));
+        }
         self.retry(|| self.board_upsert_once(up)).await
     }
 
+    /// The write as one transaction of several calls. It runs when the one
+    /// call (`call_many`) did not win, so a refusal is explained (or an
+    /// unchanged board returned) by the same reads and words as ever.
     async fn board_upsert_once(&self, up: &BoardUpsert) -> Result<Decided<BoardFull>> {
         let mut tx = self.begin_write().await?;
         let now = self.now();
@@ -552,6 +558,9 @@ impl Store {
     /// the board version too when given.
     pub async fn board_row(&self, w: &RowWrite) -> Result<Decided<BoardFull>> {
         w.row.validate()?;
+        if let Some(full) = self.board_row_call(w, false).await? {
+            return Ok(Ok(full));
+        }
         self.retry(|| self.board_row_once(w)).await
     }
 
