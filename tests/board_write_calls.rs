@@ -864,3 +864,181 @@ async fn a_stale_board_write_is_refused_with_the_current_versions() {
     assert_eq!(common::count(&store, "events").await, events + 3);
     assert_eq!(reread(&store, &full).await, full);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn texts_with_any_character_are_stored_as_given() {
+    let _turn = TURN.lock().await;
+    install();
+    let db = TempDb::new();
+    let store = db.open().await;
+    warm(&store).await;
+    let odd = "nul \0 tab \t quote \" back \\ line\n emoji 🦀 \u{1f} end";
+    let (made, seen) = counted(store.board_upsert(&upsert(
+        None,
+        json!([{"label": "a", "note": odd, "status": "blocked", "next_step": odd, "outcome": odd}]),
+    )))
+    .await;
+    let full = made.unwrap().unwrap();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    let a = full.row("a").unwrap();
+    assert_eq!((a.note.as_str(), a.next_step.as_str()), (odd, odd));
+    assert_eq!(a.outcome, odd.trim());
+    let full = store
+        .board_row(&row_write(
+            &full,
+            None,
+            json!({"label": "a", "revision": 1, "context": odd}),
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(full.row("a").unwrap().context, odd);
+    let (change, seen) = counted(store.annotate(&annotate(&full, "a", odd, Channel::Inbox))).await;
+    let change = change.unwrap().unwrap();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(change.row.response.annotation.as_deref(), Some(odd.trim()));
+    let events = store.events_for("row", &change.row.id).await.unwrap();
+    let last = events.last().unwrap();
+    assert_eq!(last.payload["text"], json!(odd.trim()));
+    store.pending_rows(None, None, "agent").await.unwrap();
+    let full = reread(&store, &full).await;
+    let a = full.row("a").unwrap();
+    let (advanced, seen) = counted(store.board_advance(&Advance {
+        board: full.board.id.clone(),
+        label: "a".into(),
+        expected_revision: a.revision,
+        board_version: full.board.board_version,
+        next: NextStep {
+            next_step: "next".into(),
+            note: odd.into(),
+            ..NextStep::default()
+        },
+        ..Advance::default()
+    }))
+    .await;
+    let full = advanced.unwrap().unwrap();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    let a = full.row("a").unwrap();
+    assert_eq!(a.note, odd);
+    assert_eq!(a.history[0].note, odd);
+    assert_eq!(
+        a.history[0].response.annotation.as_deref(),
+        Some(odd.trim())
+    );
+    assert_eq!(full, reread(&store, &full).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn archiving_reactivating_and_every_way_of_naming_are_one_call_too() {
+    let _turn = TURN.lock().await;
+    install();
+    let db = TempDb::new();
+    let store = db.open().await;
+    warm(&store).await;
+    let full = launch(&store).await;
+
+    // The board by its title alone (unique across projects), the row by
+    // the short id of its full id.
+    let logo = full.row("Logo").unwrap().clone();
+    let mut note = annotate(
+        &full,
+        handoff::store::short_id(&logo.id),
+        "ok",
+        Channel::Chat,
+    );
+    note.project = None;
+    let (got, seen) = counted(store.annotate(&note)).await;
+    assert_eq!(got.unwrap().unwrap().row.id, logo.id);
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    store.pending_rows(None, None, "agent").await.unwrap();
+
+    // Completing the board archives it in the same call; a row that is no
+    // longer done reactivates it, again in one call.
+    let full = reread(&store, &full).await;
+    let (done, seen) = counted(store.board_upsert(&upsert(
+        Some(full.board.board_version),
+        json!([{"label": "Domain", "revision": 1, "status": "done"},
+               {"label": "Logo", "revision": full.row("Logo").unwrap().revision, "status": "done"}]),
+    )))
+    .await;
+    let full = done.unwrap().unwrap();
+    assert!(full.board.archived_at.is_some() && full.board.auto_archived);
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    let (back, seen) = counted(store.board_row(&row_write(
+        &full,
+        Some(full.board.board_version),
+        json!({"label": "Domain", "revision": 2, "status": "partial"}),
+    )))
+    .await;
+    let full = back.unwrap().unwrap();
+    assert_eq!(full.board.archived_at, None);
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    let kinds: Vec<String> = store
+        .events_for("board", &full.board.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "board.upserted",
+            "board.upserted",
+            "board.archived",
+            "board.reactivated"
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_writers_of_one_revision_have_exactly_one_winner() {
+    let _turn = TURN.lock().await;
+    install();
+    let db = TempDb::new();
+    let store = db.open().await;
+    let full = launch(&store).await;
+    let before = common::count(&store, "events").await;
+
+    // Eight writers hold revision 1 of `Domain` (queued together, so most
+    // run in one batch of the write turn): one wins, seven are stale.
+    let mut tasks = Vec::new();
+    for i in 0..8 {
+        let (store, w) = (
+            store.clone(),
+            row_write(
+                &full,
+                Some(1),
+                json!({"label": "Domain", "revision": 1, "note": format!("writer {i}")}),
+            ),
+        );
+        tasks.push(tokio::spawn(
+            async move { store.board_row(&w).await.unwrap() },
+        ));
+    }
+    let mut won = Vec::new();
+    let mut stale = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            Ok(full) => won.push(full),
+            Err(refusal) => {
+                assert_eq!(
+                    refusal,
+                    Refusal::Stale {
+                        board_version: 2,
+                        rows: vec![StaleRow {
+                            label: "Domain".into(),
+                            revision: Some(2)
+                        }]
+                    }
+                );
+                stale += 1;
+            }
+        }
+    }
+    assert_eq!((won.len(), stale), (1, 7));
+    let now = reread(&store, &full).await;
+    assert_eq!(now, won[0]);
+    assert_eq!(now.row("Domain").unwrap().revision, 2);
+    assert_eq!(common::count(&store, "events").await, before + 1);
+}

@@ -635,6 +635,34 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_savepoint_call_that_fails_midway_leaves_nothing_and_no_transaction() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("h.db")).await.unwrap();
+        let failed = store
+            .write(|turn| {
+                Box::pin(async move {
+                    turn.savepoint_call(sqlx::query(
+                        "SAVEPOINT one_call;
+                         INSERT INTO events (at, type, entity_kind, entity_id) VALUES (1, 'half', 'test', 'x');
+                         SELECT json('not json');
+                         RELEASE one_call;",
+                    ))
+                    .await
+                    .map(|_| ())
+                })
+            })
+            .await;
+        assert!(failed.is_err(), "malformed JSON fails the call");
+        assert_eq!(store.count_rows("events").await.unwrap(), 0);
+        // The writer's kept connection is in no transaction: its next write
+        // commits, and another store on the file can write after it.
+        store.propose(&proposal(1)).await.unwrap();
+        let other = Store::open(&dir.path().join("h.db")).await.unwrap();
+        other.propose(&proposal(2)).await.unwrap();
+        assert_eq!(store.count_rows("events").await.unwrap(), 2);
+    }
+
+    #[tokio::test]
     async fn a_caller_that_gives_up_mid_transaction_leaves_nothing_open() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("h.db")).await.unwrap();
