@@ -1,9 +1,12 @@
 //! The human's writes on a row: annotations (Inbox and chat, with the
 //! asymmetric rule of DESIGN §2) and the "handled" mark.
 //!
-//! Each is one guarded UPDATE inside a `BEGIN IMMEDIATE` transaction that also
-//! bumps the board version and appends the event; when the UPDATE touches no
-//! row the current state is read only to explain the refusal. Marking handled
+//! A write that wins is one database call (`call_one`): the guarded write,
+//! the board's version bump, the annotation log and the event. When it did
+//! not win, the older form here runs: one guarded UPDATE inside a `BEGIN
+//! IMMEDIATE` transaction that also bumps the board version and appends the
+//! event; when the UPDATE touches no row the current state is read only to
+//! explain the refusal. Marking handled
 //! never unblocks a row: only the agent's outcome or status change does.
 
 use serde::Serialize;

@@ -1,8 +1,10 @@
 //! Step transitions an agent makes on one row or board: `board_advance`
 //! (archive the current step into `history`, install the next blocked
 //! one), `board_outcome` (store the result and leave `blocked`) and
-//! `board_archive`. Each is one `BEGIN IMMEDIATE` transaction with CAS on
-//! the versions the caller read.
+//! `board_archive`. Each checks CAS on the versions the caller read. A
+//! winning advance or outcome is one database call (`call_one`,
+//! `call_many`); the `BEGIN IMMEDIATE` transactions here run when it did
+//! not win, to explain the refusal. An archive is still such a transaction.
 
 use serde::Deserialize;
 use serde_json::json;
@@ -115,7 +117,6 @@ impl Store {
     /// The advance as one transaction of several calls. It runs when the
     /// one call (`call_one`) did not win, so a refusal is explained by the
     /// same reads and words as ever.
-
     async fn board_advance_once(&self, a: &Advance) -> Result<Decided<BoardFull>> {
         let (mut tx, now, board, row_id) = decided!(
             self.open_row(&a.board, a.project.as_deref(), &a.label)

@@ -1,10 +1,14 @@
 //! The agent's row writes: `board_upsert` (many rows, all or nothing) and
 //! `board_row` (one row), and the shared row-merge logic `step` reuses.
 //!
-//! Each is one `BEGIN IMMEDIATE` transaction. Because the write lock is held
-//! from the first statement, versions read inside the transaction are the
-//! versions the writes land on; every row UPDATE still carries its
-//! `revision = ?` guard, so a bug here can only refuse, never overwrite.
+//! A write that wins is one database call (`call_many`). The transactions
+//! here are what runs when that call did not win: each is one `BEGIN
+//! IMMEDIATE` transaction that re-decides with the reads it always made,
+//! so a refusal (or an unchanged board) is explained exactly as before.
+//! Because the write lock is held from the first statement, versions read
+//! inside the transaction are the versions the writes land on; every row
+//! UPDATE still carries its `revision = ?` guard, so a bug here can only
+//! refuse, never overwrite.
 //! Human fields (annotation, handled) are never written here, except that a
 //! *fresh* block (a row that was not blocked and now is) starts from nothing.
 
