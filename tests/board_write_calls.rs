@@ -902,7 +902,8 @@ async fn texts_with_any_character_are_stored_as_given() {
     assert_eq!(last.payload["text"], json!(odd.trim()));
     store.pending_rows(None, None, "agent").await.unwrap();
     let full = reread(&store, &full).await;
-    let a = full.row("a").unwrap();
+    let a = full.row("a").unwrap().clone();
+    assert!(a.response.annotated_at.is_some() && a.response.annotation_seen_at.is_some());
     let (advanced, seen) = counted(store.board_advance(&Advance {
         board: full.board.id.clone(),
         label: "a".into(),
@@ -918,13 +919,23 @@ async fn texts_with_any_character_are_stored_as_given() {
     .await;
     let full = advanced.unwrap().unwrap();
     assert_eq!(seen.len(), 1, "{seen:?}");
-    let a = full.row("a").unwrap();
-    assert_eq!(a.note, odd);
-    assert_eq!(a.history[0].note, odd);
+    let after = full.row("a").unwrap();
+    assert_eq!(after.note, odd);
+    // The archived step keeps every field and time of the step as it was
+    // (times to the millisecond, as the clock gave them).
+    let step = &after.history[0];
     assert_eq!(
-        a.history[0].response.annotation.as_deref(),
-        Some(odd.trim())
+        (
+            step.note.as_str(),
+            step.next_step.as_str(),
+            step.context.as_str()
+        ),
+        (odd, odd, odd)
     );
+    assert_eq!(step.response, a.response);
+    assert_eq!(step.started_at, a.action_started_at);
+    assert_eq!(step.ended_at, after.action_started_at);
+    assert_eq!(step.outcome, a.outcome);
     assert_eq!(full, reread(&store, &full).await);
 }
 

@@ -45,7 +45,7 @@ fn decide(board_guard: &str, row_guard: &str) -> String {
 /// `r` before its write: `own` is the event's own payload (JSON over `r`),
 /// into which the keys every row event carries are set, with the values
 /// the write leaves (`row`).
-fn row_event(kind: &str, own: &str, row: Row) -> String {
+fn row_event(kind: &str, own: &str, row: Leaves) -> String {
     let a = args(N);
     let won_row = row_ref("b.id");
     format!(
@@ -62,7 +62,7 @@ fn row_event(kind: &str, own: &str, row: Row) -> String {
 
 /// What a row's write leaves in the event's payload.
 #[derive(Clone, Copy)]
-struct Row {
+struct Leaves {
     /// Its status (SQL over `r`).
     status: &'static str,
     /// How far its `action_version` moves.
@@ -70,7 +70,7 @@ struct Row {
 }
 
 /// A human's write: the row keeps its status and step.
-const KEPT: Row = Row {
+const KEPT: Leaves = Leaves {
     status: "r.status",
     step: 0,
 };
@@ -107,7 +107,7 @@ static ADVANCE: LazyLock<String> = LazyLock::new(|| {
     let guard = "r.revision = ?12
         AND NOT (r.handled_at IS NOT NULL AND COALESCE(?14, r.outcome) = '')
         AND NOT (r.annotation IS NOT NULL AND r.annotation_seen_at IS NULL)";
-    let next = Row {
+    let next = Leaves {
         status: "'blocked'",
         step: 1,
     };
