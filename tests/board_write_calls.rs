@@ -644,6 +644,15 @@ async fn each_winning_board_write_is_one_database_call() {
         "an upsert of an existing board is one call: {seen:?}"
     );
 
+    // A refresh that changes nothing is answered in one call too.
+    let (same, seen) = counted(store.board_upsert(&upsert(
+        Some(full.board.board_version),
+        json!([{"label": "a", "revision": 3, "note": "n"}, {"label": "e", "revision": 1}]),
+    )))
+    .await;
+    assert_eq!(same.unwrap().unwrap(), full);
+    assert_eq!(seen.len(), 1, "an unchanged refresh is one call: {seen:?}");
+
     let (note, seen) = counted(store.annotate(&annotate(&full, "c", "yes", Channel::Inbox))).await;
     assert!(note.unwrap().unwrap().changed);
     assert_eq!(seen.len(), 1, "an annotation is one call: {seen:?}");

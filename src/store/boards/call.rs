@@ -115,10 +115,15 @@ pub(super) fn settle(n: usize) -> String {
 
 /// The won board and its rows, read back (the call's only result rows).
 pub(super) fn read_back(n: usize) -> String {
-    let args = args(n);
+    read_back_of(&args(n), WON)
+}
+
+/// Board `board` (an SQL expression over the common table expressions
+/// `ctes`) and its rows, read back; nothing when it is NULL.
+pub(super) fn read_back_of(ctes: &str, board: &str) -> String {
     format!(
-        "WITH {args} {BOARD_SELECT} WHERE b.write_token = ?9;
-         WITH {args} SELECT * FROM board_rows WHERE board_id = {WON} ORDER BY position, id;"
+        "WITH {ctes} {BOARD_SELECT} WHERE b.id = {board};
+         WITH {ctes} SELECT * FROM board_rows WHERE board_id = {board} ORDER BY position, id;"
     )
 }
 

@@ -15,7 +15,9 @@ use std::sync::{Arc, LazyLock};
 
 use serde_json::json;
 
-use super::call::{BOARD_REF, Head, WON, args, board_call, board_event, call, read_back, settle};
+use super::call::{
+    BOARD_REF, Head, WON, args, board_call, board_event, call, read_back, read_back_of, settle,
+};
 use super::{BoardFull, BoardUpsert, RowInput, RowWrite, Who};
 use crate::store::{Channel, Result, Store, new_id};
 
@@ -228,7 +230,27 @@ fn sql(shape: Shape) -> String {
         // row is done (see `write::finish`).
         statements.push(settle(N));
     }
-    statements.push(read_back(N));
+    if shape.create {
+        statements.push(read_back(N));
+    } else {
+        // The board this call won — or, when the write changes nothing
+        // and every version matched, the board as it stands: a refresh is
+        // a success, answered in the same call.
+        let named = if shape.upsert {
+            "(SELECT id FROM boards WHERE project = ?2 AND title = ?1)"
+        } else {
+            BOARD_REF
+        };
+        let ctes = format!("{a}, {}", plan(named, shape.by_ref));
+        let unchanged = format!(
+            "(SELECT id FROM boards WHERE id = {named} AND (?13 IS NULL OR revision = ?13)
+                AND NOT EXISTS (SELECT 1 FROM q WHERE stale OR r_id IS NULL OR changed))"
+        );
+        statements.push(read_back_of(
+            &ctes,
+            &format!("COALESCE({WON}, {unchanged})"),
+        ));
+    }
     call(&statements)
 }
 
@@ -295,8 +317,9 @@ impl Store {
         .await
     }
 
-    /// `board_upsert` in one call, or `None`: refused, or nothing to change
-    /// (the caller's older transaction then says which).
+    /// `board_upsert` in one call (the board as it stands when the write
+    /// changes nothing), or `None`: refused (the caller's older transaction
+    /// then says why).
     pub(super) async fn board_upsert_call(&self, up: &BoardUpsert) -> Result<Option<BoardFull>> {
         let created = up.board_version.is_none();
         let who = Who {
