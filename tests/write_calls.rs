@@ -1,8 +1,9 @@
 //! One database call per winning transition (issue 11): every statement the
 //! store sends to SQLite goes through sqlx's executor, which reports each
 //! one as a `sqlx::query` tracing event (from the connection's worker
-//! thread). A layer installed for this whole test binary counts them; the
-//! tests take turns (one lock) so the counts are their own.
+//! thread). The layer in `common::calls`, installed for this whole test
+//! binary, counts them; the tests take turns (one lock) so the counts are
+//! their own.
 //!
 //! A winning propose, approve, claim and completion is exactly one call:
 //! the guarded statement, whose triggers write the approvals, audit and
@@ -11,74 +12,12 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, OnceLock};
-
 use common::TempDb;
+use common::calls::{TURN, counted, install as calls, warmed};
 use handoff::store::Store;
 use handoff::store::actions::{
     Actor, ApproveOutcome, ClaimOutcome, CompleteOutcome, Error, NewAction, OnExpire, RejectOutcome,
 };
-use tracing_subscriber::layer::{Context, SubscriberExt};
-use tracing_subscriber::{Layer, Registry};
-
-/// The statements sqlx ran while counting was on, by their summary.
-#[derive(Default)]
-struct Calls {
-    on: AtomicBool,
-    seen: Mutex<Vec<String>>,
-}
-
-struct Counter(&'static Calls);
-
-impl<S: tracing::Subscriber> Layer<S> for Counter {
-    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
-        if event.metadata().target() != "sqlx::query" || !self.0.on.load(Ordering::SeqCst) {
-            return;
-        }
-        let mut v = Summary(String::new());
-        event.record(&mut v);
-        self.0.seen.lock().unwrap().push(v.0);
-    }
-}
-
-struct Summary(String);
-
-impl tracing::field::Visit for Summary {
-    fn record_str(&mut self, f: &tracing::field::Field, value: &str) {
-        if f.name() == "summary" {
-            self.0 = value.to_string();
-        }
-    }
-    fn record_debug(&mut self, f: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-        if f.name() == "summary" {
-            self.0 = format!("{value:?}");
-        }
-    }
-}
-
-fn calls() -> &'static Calls {
-    static CALLS: OnceLock<&'static Calls> = OnceLock::new();
-    CALLS.get_or_init(|| {
-        let calls: &'static Calls = Box::leak(Box::default());
-        tracing::subscriber::set_global_default(Registry::default().with(Counter(calls)))
-            .expect("the only subscriber of this test binary");
-        calls
-    })
-}
-
-/// One test at a time: the counter is process-wide.
-static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-/// The statements `f` makes the store run.
-async fn counted<T>(f: impl Future<Output = T>) -> (T, Vec<String>) {
-    let c = calls();
-    c.seen.lock().unwrap().clear();
-    c.on.store(true, Ordering::SeqCst);
-    let out = f.await;
-    c.on.store(false, Ordering::SeqCst);
-    (out, std::mem::take(&mut *c.seen.lock().unwrap()))
-}
 
 fn proposal(i: u32) -> NewAction {
     NewAction {
@@ -90,21 +29,6 @@ fn proposal(i: u32) -> NewAction {
         approvals_required: 2,
         ..Default::default()
     }
-}
-
-/// A store whose writer already holds its connection: the first write of
-/// a fresh store may open one (its setup pragmas are not the write's calls).
-async fn warmed(db: &TempDb) -> Store {
-    let store = db.open().await;
-    store
-        .register_session(&handoff::store::sessions::NewSession {
-            session_id: "warm-up".into(),
-            agent: "warm-up".into(),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
-    store
 }
 
 async fn audit_events(store: &Store, id: &str) -> Vec<String> {

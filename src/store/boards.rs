@@ -18,8 +18,10 @@
 //! `write` the agent's row writes (upsert, row); `step` advance, outcome and
 //! archive; `human` the human's writes (annotate, handled); `read` the reads
 //! (chat's row lookups included) and delivery (pending, unprocessed
-//! handoffs). It does not push anything to chat: followers of the event log
-//! do.
+//! handoffs); `call` the one-call shape every winning write takes (issue 11),
+//! `call_many` the row writes in it (upsert, row, outcome) and `call_one`
+//! the writes on one named row (advance, annotate, handled). It does not
+//! push anything to chat: followers of the event log do.
 
 /// The `?` of a refusal: the value of an `Ok`, or return the refusal as
 /// `Ok(Err(refusal))` from the enclosing `Result<Decided<_>>` function.
@@ -32,6 +34,9 @@ macro_rules! decided {
     };
 }
 
+mod call;
+mod call_many;
+mod call_one;
 mod human;
 mod load;
 mod read;

@@ -49,13 +49,23 @@ pub(crate) struct Turn {
     /// Always present until the turn ends ([`Turn::end`] or drop).
     conn: Option<PoolConnection<Sqlite>>,
     mode: Mode,
+    /// A [`Turn::savepoint_call`] may have left its savepoint open (it was
+    /// cut short, or failing it could not be rolled back): the connection
+    /// must not be used again.
+    open_call: bool,
 }
+
+/// The first statement of a [`Turn::savepoint_call`].
+pub(crate) const CALL_OPEN: &str = "SAVEPOINT one_call;";
+/// The last statement of a [`Turn::savepoint_call`].
+pub(crate) const CALL_CLOSE: &str = "RELEASE one_call;";
 
 impl Turn {
     fn new(conn: PoolConnection<Sqlite>, mode: Mode) -> Turn {
         Turn {
             conn: Some(conn),
             mode,
+            open_call: false,
         }
     }
 
@@ -66,9 +76,47 @@ impl Turn {
             .expect("a turn holds its connection until it ends")
     }
 
-    /// The turn ended cleanly: its connection, for the next turn.
-    fn end(mut self) -> PoolConnection<Sqlite> {
-        self.conn.take().expect("a turn ends once")
+    /// The turn ended cleanly: its connection, for the next turn (none
+    /// when a call may have left a savepoint open: that one is closed).
+    fn end(mut self) -> Option<PoolConnection<Sqlite>> {
+        let conn = self.conn.take().expect("a turn ends once");
+        if self.open_call {
+            drop(conn.detach());
+            return None;
+        }
+        Some(conn)
+    }
+
+    /// Run one call of several statements, all or nothing, in one round
+    /// trip: its text starts with [`CALL_OPEN`] and ends with
+    /// [`CALL_CLOSE`]. Alone, that savepoint is the call's transaction (no
+    /// `BEGIN`, no `COMMIT`); in a batch, it nests in the batch's. Why not
+    /// [`Turn::begin`]: that is a call of its own, and another to commit.
+    /// A call that fails is rolled back to its savepoint (one more call,
+    /// only then); the rows are those of every statement, in order.
+    pub(crate) async fn savepoint_call(
+        &mut self,
+        query: sqlx::query::Query<'_, Sqlite, sqlx::sqlite::SqliteArguments>,
+    ) -> Result<Vec<sqlx::sqlite::SqliteRow>> {
+        self.open_call = true;
+        match query.fetch_all(self.conn()).await {
+            Ok(rows) => {
+                self.open_call = false;
+                Ok(rows)
+            }
+            Err(e) => {
+                let undo = sqlx::query("ROLLBACK TO one_call; RELEASE one_call")
+                    .execute(self.conn())
+                    .await;
+                // "no such savepoint": the call failed before opening it,
+                // or SQLite already rolled the whole transaction back.
+                self.open_call = match undo {
+                    Ok(_) => false,
+                    Err(u) => !u.to_string().contains("no such savepoint"),
+                };
+                Err(e.into())
+            }
+        }
     }
 
     /// Make the rest of this operation all-or-nothing: `BEGIN IMMEDIATE`
@@ -92,7 +140,7 @@ impl Turn {
 impl Drop for Turn {
     fn drop(&mut self) {
         if let Some(conn) = self.conn.take()
-            && self.mode != Mode::Alone
+            && (self.mode != Mode::Alone || self.open_call)
         {
             drop(conn.detach());
         }
@@ -339,8 +387,10 @@ impl Store {
                 (Mode::AloneInTransaction, _) => finish(&mut turn, "ROLLBACK").await,
                 _ => Ok(()),
             };
-            if answer.is_ok() {
-                self.writer.keep_conn(turn.end());
+            if answer.is_ok()
+                && let Some(conn) = turn.end()
+            {
+                self.writer.keep_conn(conn);
             }
             let _ = q.answer.send(match (done, answer) {
                 (Ok(d), Ok(())) => Ok(d.value),
@@ -375,7 +425,9 @@ impl Store {
         }
         match finish(&mut turn, "COMMIT").await {
             Ok(()) => {
-                self.writer.keep_conn(turn.end());
+                if let Some(conn) = turn.end() {
+                    self.writer.keep_conn(conn);
+                }
                 for (answer, out) in outcomes {
                     let _ = answer.send(out);
                 }
@@ -590,6 +642,34 @@ mod tests {
         assert!(broken(&store, false).await.is_err());
         assert_eq!(store.writer.largest_batch.load(Ordering::Relaxed), 1);
         assert_eq!(store.count_rows("events").await.unwrap(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_savepoint_call_that_fails_midway_leaves_nothing_and_no_transaction() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("h.db")).await.unwrap();
+        let failed = store
+            .write(|turn| {
+                Box::pin(async move {
+                    turn.savepoint_call(sqlx::query(
+                        "SAVEPOINT one_call;
+                         INSERT INTO events (at, type, entity_kind, entity_id) VALUES (1, 'half', 'test', 'x');
+                         SELECT json('not json');
+                         RELEASE one_call;",
+                    ))
+                    .await
+                    .map(|_| ())
+                })
+            })
+            .await;
+        assert!(failed.is_err(), "malformed JSON fails the call");
+        assert_eq!(store.count_rows("events").await.unwrap(), 0);
+        // The writer's kept connection is in no transaction: its next write
+        // commits, and another store on the file can write after it.
+        store.propose(&proposal(1)).await.unwrap();
+        let other = Store::open(&dir.path().join("h.db")).await.unwrap();
+        other.propose(&proposal(2)).await.unwrap();
+        assert_eq!(store.count_rows("events").await.unwrap(), 2);
     }
 
     #[tokio::test]

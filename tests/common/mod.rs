@@ -142,6 +142,7 @@ pub fn json(o: &Output) -> serde_json::Value {
 pub async fn count(store: &Store, table: &str) -> i64 {
     store.count_rows(table).await.expect("count rows")
 }
+pub mod calls;
 pub mod daemon;
 pub mod fake_telegram;
 pub mod hook;

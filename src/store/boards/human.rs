@@ -1,9 +1,12 @@
 //! The human's writes on a row: annotations (Inbox and chat, with the
 //! asymmetric rule of DESIGN §2) and the "handled" mark.
 //!
-//! Each is one guarded UPDATE inside a `BEGIN IMMEDIATE` transaction that also
-//! bumps the board version and appends the event; when the UPDATE touches no
-//! row the current state is read only to explain the refusal. Marking handled
+//! A write that wins is one database call (`call_one`): the guarded write,
+//! the board's version bump, the annotation log and the event. When it did
+//! not win, the older form here runs: one guarded UPDATE inside a `BEGIN
+//! IMMEDIATE` transaction that also bumps the board version and appends the
+//! event; when the UPDATE touches no row the current state is read only to
+//! explain the refusal. Marking handled
 //! never unblocks a row: only the agent's outcome or status change does.
 
 use serde::Serialize;
@@ -366,8 +369,16 @@ impl Store {
         if a.source == Channel::Chat && a.text.trim().is_empty() {
             return Ok(Err(Refusal::Empty));
         }
+        if let Some(change) = self.annotate_call(a).await? {
+            return Ok(Ok(change));
+        }
         self.retry(|| self.annotate_once(a)).await
     }
+
+    // The `*_once` writers below are the older transactions of several
+    // calls: they run when the one call (`call_one`) did not win, so a
+    // refusal (or clearing what is clear) is explained by the same reads
+    // and words as ever.
 
     async fn annotate_once(&self, a: &Annotate) -> Result<Decided<RowChange>> {
         let (mut tx, now, board, row_id) = decided!(
@@ -411,12 +422,18 @@ impl Store {
     /// `blocked` until the agent stores an outcome; a re-mark is a new mark
     /// (delivered again).
     pub async fn mark_handled(&self, h: &Handled) -> Result<Decided<RowChange>> {
+        if let Some(change) = self.handled_call(h, false).await? {
+            return Ok(Ok(change));
+        }
         self.retry(|| self.handled_once(h, false)).await
     }
 
     /// Take the "handled" mark back, only while no agent has received it.
     /// Clearing an already clear row succeeds without a change.
     pub async fn clear_handled(&self, h: &Handled) -> Result<Decided<RowChange>> {
+        if let Some(change) = self.handled_call(h, true).await? {
+            return Ok(Ok(change));
+        }
         self.retry(|| self.handled_once(h, true)).await
     }
 

@@ -1,8 +1,10 @@
 //! Step transitions an agent makes on one row or board: `board_advance`
 //! (archive the current step into `history`, install the next blocked
 //! one), `board_outcome` (store the result and leave `blocked`) and
-//! `board_archive`. Each is one `BEGIN IMMEDIATE` transaction with CAS on
-//! the versions the caller read.
+//! `board_archive`. Each checks CAS on the versions the caller read. A
+//! winning advance or outcome is one database call (`call_one`,
+//! `call_many`); the `BEGIN IMMEDIATE` transactions here run when it did
+//! not win, to explain the refusal. An archive is still such a transaction.
 
 use serde::Deserialize;
 use serde_json::json;
@@ -106,9 +108,15 @@ impl Store {
             ..RowInput::default()
         };
         probe.validate()?;
+        if let Some(full) = self.board_advance_call(a).await? {
+            return Ok(Ok(full));
+        }
         self.retry(|| self.board_advance_once(a)).await
     }
 
+    /// The advance as one transaction of several calls. It runs when the
+    /// one call (`call_one`) did not win, so a refusal is explained by the
+    /// same reads and words as ever.
     async fn board_advance_once(&self, a: &Advance) -> Result<Decided<BoardFull>> {
         let (mut tx, now, board, row_id) = decided!(
             self.open_row(&a.board, a.project.as_deref(), &a.label)
@@ -189,6 +197,9 @@ impl Store {
             },
             by: w.by.clone(),
         };
+        if let Some(full) = self.board_row_call(&write, true).await? {
+            return Ok(Ok(full));
+        }
         self.retry(|| self.board_outcome_once(&write)).await
     }
 

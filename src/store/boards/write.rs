@@ -1,10 +1,14 @@
 //! The agent's row writes: `board_upsert` (many rows, all or nothing) and
 //! `board_row` (one row), and the shared row-merge logic `step` reuses.
 //!
-//! Each is one `BEGIN IMMEDIATE` transaction. Because the write lock is held
-//! from the first statement, versions read inside the transaction are the
-//! versions the writes land on; every row UPDATE still carries its
-//! `revision = ?` guard, so a bug here can only refuse, never overwrite.
+//! A write that wins is one database call (`call_many`). The transactions
+//! here are what runs when that call did not win: each is one `BEGIN
+//! IMMEDIATE` transaction that re-decides with the reads it always made,
+//! so a refusal (or an unchanged board) is explained exactly as before.
+//! Because the write lock is held from the first statement, versions read
+//! inside the transaction are the versions the writes land on; every row
+//! UPDATE still carries its `revision = ?` guard, so a bug here can only
+//! refuse, never overwrite.
 //! Human fields (annotation, handled) are never written here, except that a
 //! *fresh* block (a row that was not blocked and now is) starts from nothing.
 
@@ -509,9 +513,15 @@ impl Store {
         check_name("the project", &up.project)?;
         check_name("the board title", &up.title)?;
         check_inputs(&up.rows)?;
+        if let Some(full) = self.board_upsert_call(up).await? {
+            return Ok(Ok(full));
+        }
         self.retry(|| self.board_upsert_once(up)).await
     }
 
+    /// The write as one transaction of several calls. It runs when the one
+    /// call (`call_many`) did not win, so a refusal is explained (or an
+    /// unchanged board returned) by the same reads and words as ever.
     async fn board_upsert_once(&self, up: &BoardUpsert) -> Result<Decided<BoardFull>> {
         let mut tx = self.begin_write().await?;
         let now = self.now();
@@ -552,6 +562,9 @@ impl Store {
     /// the board version too when given.
     pub async fn board_row(&self, w: &RowWrite) -> Result<Decided<BoardFull>> {
         w.row.validate()?;
+        if let Some(full) = self.board_row_call(w, false).await? {
+            return Ok(Ok(full));
+        }
         self.retry(|| self.board_row_once(w)).await
     }
 
