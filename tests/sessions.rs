@@ -819,3 +819,77 @@ async fn limits_stated_in_characters_count_characters() {
     let err = store.propose(&new).await.unwrap_err();
     assert!(err.to_string().contains("1 to 100 characters"), "{err}");
 }
+
+/// A session write and its event are one call, all or nothing: when the
+/// event cannot be written (here a trigger refuses it, as a full disk or
+/// a broken file would), the session keeps its old state. The calls ran
+/// each statement in autocommit, so the checkpoint, the end, the
+/// registration and the wait cursor's move stayed without their events.
+#[tokio::test]
+async fn a_session_write_whose_event_fails_leaves_the_session_as_it_was() {
+    let db = TempDb::new();
+    let store = db.open().await;
+    register(&store, "s-1").await;
+    let before = store.get_session("s-1").await.unwrap().unwrap();
+    let raw = raw_pool(&db.path).await;
+    sqlx::query(
+        "CREATE TRIGGER refuse_session_events BEFORE INSERT ON events
+         WHEN NEW.type LIKE 'session.%'
+         BEGIN SELECT RAISE(ABORT, 'the event log refuses this'); END",
+    )
+    .execute(&raw)
+    .await
+    .unwrap();
+    let events = count(&store, "events").await;
+
+    let cp = store
+        .checkpoint("s-1", before.revision, "{\"step\":2}")
+        .await;
+    assert!(cp.is_err(), "{cp:?}");
+    let ended = store.end_session("s-1").await;
+    assert!(ended.is_err(), "{ended:?}");
+    let moved = store
+        .advance_wait_cursor(
+            "s-1",
+            before.last_wait_seq,
+            before.last_wait_seq + 5,
+            "agent",
+        )
+        .await;
+    assert!(moved.is_err(), "{moved:?}");
+    let again = store
+        .register_session(&NewSession {
+            session_id: "s-2".into(),
+            agent: "codex".into(),
+            project: "other".into(),
+            ..NewSession::default()
+        })
+        .await;
+    assert!(again.is_err(), "{again:?}");
+
+    let after = store.get_session("s-1").await.unwrap().unwrap();
+    assert_eq!(after.revision, before.revision, "the checkpoint was undone");
+    assert_eq!(after.state_blob, before.state_blob);
+    assert_eq!(after.status, "active", "the end was undone");
+    assert_eq!(
+        after.last_wait_seq, before.last_wait_seq,
+        "the cursor did not move"
+    );
+    assert!(
+        store.get_session("s-2").await.unwrap().is_none(),
+        "the registration was undone"
+    );
+    assert_eq!(count(&store, "events").await, events);
+
+    // The next write, once events are accepted again, goes through whole.
+    sqlx::query("DROP TRIGGER refuse_session_events")
+        .execute(&raw)
+        .await
+        .unwrap();
+    let cp = store
+        .checkpoint("s-1", before.revision, "{\"step\":2}")
+        .await
+        .unwrap();
+    assert!(matches!(cp, Checkpointed::Saved { .. }), "{cp:?}");
+    assert_eq!(count(&store, "events").await, events + 1);
+}

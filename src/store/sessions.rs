@@ -11,6 +11,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
+use super::writer::one_call;
 use super::{Error, Result, Store};
 
 mod ledger;
@@ -188,7 +189,7 @@ impl Store {
                     let (id, agent, project, cwd, wake) = &*s;
                     // One call: the upsert and its `session.registered` event
                     // (the wake target's kind read from the row as stored).
-                    let row = sqlx::query(
+                    let sql = one_call(
                         "INSERT INTO agent_sessions (session_id, agent, project, cwd, wake_target, created_at, updated_at)
                          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)
                          ON CONFLICT(session_id) DO UPDATE SET
@@ -200,15 +201,15 @@ impl Store {
                          SELECT ?6, 'session.registered', 'session', ?1, ?2, 'agent', ?3, ?1,
                                 json_object('wake', json_extract(wake_target, '$.type'))
                          FROM agent_sessions WHERE session_id = ?1",
-                    )
-                    .bind(id)
-                    .bind(agent)
-                    .bind(project)
-                    .bind(cwd)
-                    .bind(wake)
-                    .bind(clock.now_ms())
-                    .fetch_all(turn.conn())
-                    .await?;
+                    );
+                    let q = sqlx::query(sql)
+                        .bind(id)
+                        .bind(agent)
+                        .bind(project)
+                        .bind(cwd)
+                        .bind(wake)
+                        .bind(clock.now_ms());
+                    let row = turn.savepoint_call(q).await?;
                     let row = row
                         .first()
                         .ok_or_else(|| Error::Corrupt("a registered session vanished".into()))?;

@@ -60,6 +60,13 @@ pub(crate) const CALL_OPEN: &str = "SAVEPOINT one_call;";
 /// The last statement of a [`Turn::savepoint_call`].
 pub(crate) const CALL_CLOSE: &str = "RELEASE one_call;";
 
+/// `statements` (separated by `;`) as the text of one
+/// [`Turn::savepoint_call`]: all of them or none. Safe SQL: callers pass
+/// literal statements whose values are all bound parameters.
+pub(crate) fn one_call(statements: &'static str) -> sqlx::AssertSqlSafe<String> {
+    sqlx::AssertSqlSafe(format!("{CALL_OPEN}\n{statements};\n{CALL_CLOSE}"))
+}
+
 impl Turn {
     fn new(conn: PoolConnection<Sqlite>, mode: Mode) -> Turn {
         Turn {

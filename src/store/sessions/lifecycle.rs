@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::{Session, session_from};
+use crate::store::writer::one_call;
 use crate::store::{Error, Result, Store};
 
 /// The largest checkpoint blob accepted (1 MiB).
@@ -128,7 +129,7 @@ impl Store {
                         // both win; the first bumps it and the second is
                         // refused with the current one. The event rides in the
                         // same call, written only when the UPDATE changed a row.
-                        let rows = sqlx::query(
+                        let sql = one_call(
                             "UPDATE agent_sessions SET state_blob = ?1, revision = revision + 1, updated_at = ?2
                              WHERE session_id = ?3 AND revision = ?4 AND status <> 'ended'
                              RETURNING *;
@@ -136,14 +137,14 @@ impl Store {
                              SELECT ?2, 'session.checkpointed', 'session', ?3, agent, 'agent', project, ?3,
                                     json_object('bytes', ?5, 'revision', revision)
                              FROM agent_sessions WHERE session_id = ?3 AND changes() = 1",
-                        )
-                        .bind(state)
-                        .bind(clock.now_ms())
-                        .bind(id)
-                        .bind(expected_revision)
-                        .bind(state.len() as i64)
-                        .fetch_all(turn.conn())
-                        .await?;
+                        );
+                        let q = sqlx::query(sql)
+                            .bind(state)
+                            .bind(clock.now_ms())
+                            .bind(id)
+                            .bind(expected_revision)
+                            .bind(state.len() as i64);
+                        let rows = turn.savepoint_call(q).await?;
                         rows.first().map(session_from).transpose()
                     })
                 })
@@ -176,17 +177,17 @@ impl Store {
                         // Why guarded: ending twice is a no-op that says so, not
                         // a second `session.ended` event (written in the same
                         // call, only when the UPDATE changed the row).
-                        let rows = sqlx::query(
+                        let sql = one_call(
                             "UPDATE agent_sessions SET status = 'ended', ended_at = ?1, updated_at = ?1
                              WHERE session_id = ?2 AND status <> 'ended' RETURNING *;
                              INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
                              SELECT ?1, 'session.ended', 'session', ?2, agent, 'agent', project, ?2, '{}'
                              FROM agent_sessions WHERE session_id = ?2 AND changes() = 1",
-                        )
-                        .bind(clock.now_ms())
-                        .bind(&*id)
-                        .fetch_all(turn.conn())
-                        .await?;
+                        );
+                        let q = sqlx::query(sql)
+                            .bind(clock.now_ms())
+                            .bind(&*id);
+                        let rows = turn.savepoint_call(q).await?;
                         rows.first().map(session_from).transpose()
                     })
                 })

@@ -16,6 +16,7 @@ use serde::Serialize;
 
 use crate::store::boards::PendingRow;
 use crate::store::questions::Question;
+use crate::store::writer::one_call;
 use crate::store::{Event, Result, Store, events};
 
 /// Action events that tell the proposing session its action was decided or
@@ -139,7 +140,7 @@ impl Store {
                     // one moves it; the loser hands nothing out, so each event
                     // is picked up once. The `session.picked_up` event rides
                     // in the same call, written only when the cursor moved.
-                    let rows = sqlx::query(
+                    let sql = one_call(
                         "INSERT INTO agent_sessions (session_id, created_at, updated_at, last_wait_seq)
                          VALUES (?1, ?2, ?2, ?4)
                          ON CONFLICT(session_id) DO UPDATE SET last_wait_seq = excluded.last_wait_seq
@@ -149,14 +150,14 @@ impl Store {
                          SELECT ?2, 'session.picked_up', 'session', ?1, ?5, 'agent', project, ?1,
                                 json_object('from', ?3, 'to', ?4)
                          FROM agent_sessions WHERE session_id = ?1 AND changes() = 1",
-                    )
-                    .bind(id)
-                    .bind(clock.now_ms())
-                    .bind(from)
-                    .bind(to)
-                    .bind(by)
-                    .fetch_all(turn.conn())
-                    .await?;
+                    );
+                    let q = sqlx::query(sql)
+                        .bind(id)
+                        .bind(clock.now_ms())
+                        .bind(from)
+                        .bind(to)
+                        .bind(by);
+                    let rows = turn.savepoint_call(q).await?;
                     Ok(!rows.is_empty())
                 })
             })
