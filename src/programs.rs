@@ -113,7 +113,7 @@ pub async fn recover(store: &Store) -> Result<RecoverReport> {
             continue;
         };
         let verdict = run_verifier(argv, &action).await;
-        let settled = store.record_verdict(&action.id, &me, &verdict).await?;
+        let settled = store.record_verdict(&action, &me, &verdict).await?;
         let into = match verdict {
             Ok(Verdict::Executed) => &mut report.verified_executed,
             Ok(Verdict::Rerun) => &mut report.rerun,

@@ -603,3 +603,153 @@ async fn a_session_pickup_is_one_database_call_and_a_lost_race_logs_nothing() {
         )]
     );
 }
+
+/// Recovery's transitions are one call each too, their audit rows and
+/// events as before: a verifier's take-over of a lapsed execution, its
+/// re-run verdict (back to `approved`), its failure to decide (`unknown`),
+/// a lapse with no verifier (`unknown`), and a person's resolution.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recovery_transitions_are_one_database_call_each() {
+    use handoff::store::actions::{Resolution, Status, Verdict};
+    let _turn = TURN.lock().await;
+    calls();
+    let db = TempDb::new();
+    let (store, clock) = db.open_manual(1_700_000_000_000).await;
+    common::calls::warm(&store).await;
+    let mut p = proposal(40);
+    p.approvals_required = 1;
+    let id = store.propose(&p).await.unwrap().action.id;
+    store.approve(&id, Actor::cli("a"), None).await.unwrap();
+    // Claimed, then its executor goes silent: the lease lapses.
+    let lapse = |owner: &'static str| {
+        let (store, clock, id) = (store.clone(), clock.clone(), id.clone());
+        async move {
+            store.claim(&id, owner, 1_000).await.unwrap();
+            clock.advance(1_000);
+            let lapsed = store.lapsed().await.unwrap();
+            assert_eq!(lapsed.len(), 1);
+            lapsed.into_iter().next().unwrap()
+        }
+    };
+    let last_audit = |store: Store, id: String| async move {
+        let a = store.action_audit(&id).await.unwrap();
+        let e = a.last().unwrap().clone();
+        (e.event, e.actor, e.details)
+    };
+
+    let action = lapse("exec-1").await;
+    let argv = vec!["verify".to_string(), "--mail".to_string()];
+    let (took, seen) = counted(store.take_for_verifier(&action, &argv)).await;
+    let me = took.unwrap().expect("the first recoverer takes over");
+    assert_eq!(seen.len(), 1, "a take-over is one call, was {seen:?}");
+    assert!(
+        store
+            .take_for_verifier(&action, &argv)
+            .await
+            .unwrap()
+            .is_none(),
+        "a second recoverer does not"
+    );
+    let (event, actor, details) = last_audit(store.clone(), id.clone()).await;
+    assert_eq!((event.as_str(), actor.as_str()), ("verifying", me.as_str()));
+    assert_eq!(
+        details,
+        serde_json::json!({"previous_owner": "exec-1", "verifier": ["verify", "--mail"]})
+    );
+
+    let (rerun, seen) = counted(store.record_verdict(&action, &me, &Ok(Verdict::Rerun))).await;
+    assert_eq!(rerun.unwrap().unwrap().status, Status::Approved);
+    assert_eq!(seen.len(), 1, "a re-run verdict is one call, was {seen:?}");
+    let (event, actor, details) = last_audit(store.clone(), id.clone()).await;
+    assert_eq!((event.as_str(), actor.as_str()), ("retry", me.as_str()));
+    assert_eq!(
+        details,
+        serde_json::json!({"attempts": 1, "reason": "verifier: not executed, re-run"})
+    );
+
+    let action = lapse("exec-2").await;
+    let me = store
+        .take_for_verifier(&action, &argv)
+        .await
+        .unwrap()
+        .unwrap();
+    let verdict = Err("timed out; the api_token s3cret was refused".to_string());
+    let (unknown, seen) = counted(store.record_verdict(&action, &me, &verdict)).await;
+    assert_eq!(unknown.unwrap().unwrap().status, Status::Unknown);
+    assert_eq!(
+        seen.len(),
+        1,
+        "an undecided verdict is one call, was {seen:?}"
+    );
+    let (event, actor, details) = last_audit(store.clone(), id.clone()).await;
+    assert_eq!((event.as_str(), actor.as_str()), ("unknown", "recovery"));
+    assert_eq!(details["owner"], me.as_str());
+    let reason = details["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("the verifier could not decide: timed out")
+            && !reason.contains("s3cret"),
+        "the verifier's words are scrubbed: {reason}"
+    );
+
+    let (resolved, seen) =
+        counted(store.resolve_unknown(&id, Actor::cli("alice"), Resolution::Retry)).await;
+    assert_eq!(resolved.unwrap().unwrap().status, Status::Approved);
+    assert_eq!(seen.len(), 1, "a resolution is one call, was {seen:?}");
+    let (event, actor, details) = last_audit(store.clone(), id.clone()).await;
+    assert_eq!((event.as_str(), actor.as_str()), ("retry", "alice"));
+    assert_eq!(
+        details,
+        serde_json::json!({
+            "resolved_by": "alice",
+            "resolution": "retry",
+            "note": "at-least-once: a person chose to run it again after an unknown outcome",
+        })
+    );
+    let again = store
+        .resolve_unknown(&id, Actor::cli("bob"), Resolution::Failed)
+        .await
+        .unwrap();
+    assert_eq!(
+        again.unwrap_err().status,
+        Status::Approved,
+        "only unknown is resolved"
+    );
+
+    let action = lapse("exec-3").await;
+    let (lapsed, seen) = counted(store.lapse_to_unknown(&action)).await;
+    let settled = lapsed.unwrap().unwrap();
+    assert_eq!(settled.status, Status::Unknown);
+    assert_eq!(seen.len(), 1, "a lapse is one call, was {seen:?}");
+    let (event, actor, details) = last_audit(store.clone(), id.clone()).await;
+    assert_eq!((event.as_str(), actor.as_str()), ("unknown", "recovery"));
+    assert_eq!(details["owner"], "exec-3");
+
+    // Every transition appended its event, in order, with the status after it.
+    let evs: Vec<(String, String)> = store
+        .events_after(0, 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.entity_id == id)
+        .map(|e| {
+            (
+                e.kind,
+                e.payload["status"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    let tail: Vec<(&str, &str)> = evs[evs.len() - 5..]
+        .iter()
+        .map(|(k, s)| (k.as_str(), s.as_str()))
+        .collect();
+    assert_eq!(
+        tail,
+        [
+            ("action.verifying", "executing"),
+            ("action.unknown", "unknown"),
+            ("action.retry", "approved"),
+            ("action.claimed", "executing"),
+            ("action.unknown", "unknown"),
+        ]
+    );
+}

@@ -6,12 +6,14 @@
 //! a verifier, which is asked first (executed / re-run / unknown). Only a
 //! person ([`Store::resolve_unknown`]) or a verifier can choose a re-run.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 use serde_json::json;
 use sqlx::SqliteConnection;
 
 use super::rules::Verdict;
-use super::{Action, Actor, COLUMNS, Error, Result, from_row, load, record};
+use super::{Action, Actor, COLUMNS, Error, Result, from_row};
 use crate::store::Channel;
 use crate::store::Store;
 
@@ -161,7 +163,7 @@ impl Store {
             "the executor {} stopped renewing its lease: the side effect may or may not have happened",
             action.owner.as_deref().unwrap_or("?")
         );
-        self.mark_unknown(&action.id, None, &why).await
+        self.mark_unknown(action, None, &why).await
     }
 
     /// Approved actions nobody has claimed: safe to execute.
@@ -189,60 +191,37 @@ impl Store {
         argv: &[String],
     ) -> Result<Option<String>> {
         let me = format!("recovery:{}", crate::store::new_id());
-        let id = action.id.clone();
+        let details = json!({"previous_owner": action.owner, "verifier": argv}).to_string();
+        // Why guarded: of several recoverers exactly one takes over the
+        // lapsed claim, so the verifier runs once. The trigger appends the
+        // `verifying` audit row and event in the same statement.
+        let sql = format!(
+            "UPDATE actions SET owner = ?2, lease_until = ?4 + ?5, updated_at = ?4,
+                 t_seq = t_seq + 1, t_event = 'verifying', t_actor = ?2, t_channel = 'daemon',
+                 t_patched = NULL, t_details = ?3
+             WHERE id = ?1 AND status = 'executing' AND lease_until <= ?4
+             RETURNING {COLUMNS}"
+        );
         let took = self
-            .retry_actions(|| async {
-                let now = self.now();
-                let mut tx = self.begin_write().await?;
-                // Why guarded: of several recoverers exactly one takes over the
-                // lapsed claim, so the verifier runs once.
-                let res = sqlx::query(
-                    "UPDATE actions SET owner = ?2, lease_until = ?3, updated_at = ?4
-                     WHERE id = ?1 AND status = 'executing' AND lease_until <= ?4",
-                )
-                .bind(&id)
-                .bind(&me)
-                .bind(now + VERIFY_LEASE_MS)
-                .bind(now)
-                .execute(&mut *tx)
-                .await?;
-                if res.rows_affected() == 0 {
-                    return Ok(false);
-                }
-                let a = load(&mut tx, &id).await?;
-                let details = json!({"previous_owner": action.owner, "verifier": argv});
-                record(
-                    &mut tx,
-                    now,
-                    &a,
-                    Actor {
-                        name: &me,
-                        channel: Channel::Daemon,
-                    },
-                    "verifying",
-                    details,
-                )
-                .await?;
-                tx.commit().await?;
-                Ok(true)
-            })
+            .one_transition(sql, &action.id, Some(&me), &details, VERIFY_LEASE_MS)
             .await?;
-        Ok(took.then_some(me))
+        Ok(took.map(|_| me))
     }
 
-    /// Record a verifier's answer for the action the recoverer `me` holds:
-    /// executed → completed, re-run → `approved`, unknown or no answer
-    /// (`Err`, the reason) → `unknown`. `None` when `me` no longer holds it.
+    /// Record a verifier's answer for `action`, which the recoverer `me`
+    /// holds: executed → completed, re-run → `approved`, unknown or no
+    /// answer (`Err`, the reason) → `unknown`. `None` when `me` no longer
+    /// holds it.
     pub async fn record_verdict(
         &self,
-        id: &str,
+        action: &Action,
         me: &str,
         verdict: &std::result::Result<Verdict, String>,
     ) -> Result<Option<Action>> {
         match verdict {
             Ok(Verdict::Executed) => {
                 let out = self
-                    .complete(id, me, true, json!({"verified": "executed"}), None)
+                    .complete(&action.id, me, true, json!({"verified": "executed"}), None)
                     .await?;
                 Ok(match out {
                     super::CompleteOutcome::Completed { action } => Some(action),
@@ -250,82 +229,95 @@ impl Store {
                 })
             }
             Ok(Verdict::Rerun) => {
-                self.back_to_approved(id, me, "verifier: not executed, re-run")
+                self.back_to_approved(&action.id, me, "verifier: not executed, re-run")
                     .await
             }
             Ok(Verdict::Unknown) => {
-                self.mark_unknown(id, Some(me), "the verifier answered unknown")
+                self.mark_unknown(action, Some(me), "the verifier answered unknown")
                     .await
             }
             Err(e) => {
                 let why = format!("the verifier could not decide: {e}");
-                self.mark_unknown(id, Some(me), &why).await
+                self.mark_unknown(action, Some(me), &why).await
             }
         }
     }
 
     /// `executing` → `unknown`, either because the lease lapsed (`owner`
-    /// None) or on behalf of the recoverer holding it.
+    /// None) or on behalf of the recoverer holding it. `action` is the
+    /// action as read before (its arguments, fixed once executing, say
+    /// which secrets to scrub from `why`).
     async fn mark_unknown(
         &self,
-        id: &str,
+        action: &Action,
         owner: Option<&str>,
         why: &str,
     ) -> Result<Option<Action>> {
-        self.retry_actions(|| async {
-            let now = self.now();
-            let mut tx = self.begin_write().await?;
-            // `why` may carry a verifier's words: scrub them like any error.
-            let why = load(&mut tx, id).await?.scrub_text(why);
-            // Why guarded: the executor may have renewed its lease or completed
-            // since we looked; then it is alive and this must not fire.
-            let res = sqlx::query(
-                "UPDATE actions SET status = 'unknown', error = ?3, lease_until = NULL, updated_at = ?4
-                 WHERE id = ?1 AND status = 'executing'
-                   AND ((?2 IS NULL AND lease_until <= ?4) OR owner = ?2)",
-            )
-            .bind(id)
-            .bind(owner)
-            .bind(&why)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
-            if res.rows_affected() == 0 {
-                return Ok(None);
-            }
-            let a = load(&mut tx, id).await?;
-            let details = json!({"owner": a.owner, "reason": why});
-            record(&mut tx, now, &a, Actor { name: "recovery", channel: Channel::Daemon }, "unknown", details)
-                .await?;
-            tx.commit().await?;
-            Ok(Some(a))
-        })
-        .await
+        // `why` may carry a verifier's words: scrub them like any error.
+        let why = action.scrub_text(why);
+        // Why guarded: the executor may have renewed its lease or completed
+        // since we looked; then it is alive and this must not fire.
+        let sql = format!(
+            "UPDATE actions SET status = 'unknown', error = ?3, lease_until = NULL, updated_at = ?4,
+                 t_seq = t_seq + 1, t_event = 'unknown', t_actor = 'recovery', t_channel = 'daemon',
+                 t_patched = NULL, t_details = json_object('owner', owner, 'reason', ?3)
+             WHERE id = ?1 AND status = 'executing'
+               AND ((?2 IS NULL AND lease_until <= ?4) OR owner = ?2)
+             RETURNING {COLUMNS}"
+        );
+        self.one_transition(sql, &action.id, owner, &why, 0).await
     }
 
     /// `executing` (held by the verifier `owner`) → `approved` for a re-run.
     async fn back_to_approved(&self, id: &str, owner: &str, why: &str) -> Result<Option<Action>> {
-        self.retry_actions(|| async {
-            let now = self.now();
-            let mut tx = self.begin_write().await?;
-            // Why guarded: only the recoverer that took over the claim may hand it back.
-            let res = sqlx::query(
-                "UPDATE actions SET status = 'approved', owner = NULL, lease_until = NULL, updated_at = ?3
-                 WHERE id = ?1 AND status = 'executing' AND owner = ?2",
-            )
-            .bind(id)
-            .bind(owner)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
-            if res.rows_affected() == 0 {
-                return Ok(None);
-            }
-            let a = load(&mut tx, id).await?;
-            let details = json!({"reason": why, "attempts": a.attempts});
-            record(&mut tx, now, &a, Actor { name: owner, channel: Channel::Daemon }, "retry", details).await?;
-            tx.commit().await?;
-            Ok(Some(a))
+        // Why guarded: only the recoverer that took over the claim may hand it back.
+        let sql = format!(
+            "UPDATE actions SET status = 'approved', owner = NULL, lease_until = NULL, updated_at = ?4,
+                 t_seq = t_seq + 1, t_event = 'retry', t_actor = ?2, t_channel = 'daemon',
+                 t_patched = NULL, t_details = json_object('attempts', attempts, 'reason', ?3)
+             WHERE id = ?1 AND status = 'executing' AND owner = ?2
+             RETURNING {COLUMNS}"
+        );
+        self.one_transition(sql, id, Some(owner), why, 0).await
+    }
+
+    /// Run one guarded `UPDATE … RETURNING` of a recovery transition in the
+    /// write turn, its audit row and event appended by the transition
+    /// trigger in that statement: `?1` the action id, `?2` the owner or
+    /// actor, `?3` a text (a reason, the details), `?4` now, `?5` a number
+    /// of ms. `None` when the guard matched nothing.
+    async fn one_transition(
+        &self,
+        sql: String,
+        id: &str,
+        who: Option<&str>,
+        text: &str,
+        ms: i64,
+    ) -> Result<Option<Action>> {
+        let args = Arc::new((
+            sql,
+            id.to_string(),
+            who.map(str::to_string),
+            text.to_string(),
+        ));
+        let clock = self.clock().clone();
+        self.retry_actions(|| {
+            let (args, clock) = (args.clone(), clock.clone());
+            self.write(move |turn| {
+                Box::pin(async move {
+                    let (sql, id, who, text) = &*args;
+                    let row = sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+                        .bind(id)
+                        .bind(who)
+                        .bind(text)
+                        .bind(clock.now_ms())
+                        .bind(ms)
+                        .fetch_optional(turn.conn())
+                        .await
+                        .map_err(crate::store::Error::from)?;
+                    row.as_ref().map(from_row).transpose()
+                })
+            })
         })
         .await
     }
@@ -345,42 +337,37 @@ impl Store {
                 "resolving needs a name (--as NAME)".into(),
             )));
         }
-        let id = self.resolve_action_id(id).await?;
-        self.retry_actions(|| async {
-            let now = self.now();
-            let (status, event) = match resolution {
-                Resolution::Executed => ("executed", "executed"),
-                Resolution::Failed => ("failed", "failed"),
-                Resolution::Retry => ("approved", "retry"),
-            };
-            let mut tx = self.begin_write().await?;
-            // Why guarded: only `unknown` waits for a person; any other state
-            // (already resolved by someone else) stays as it is.
-            let res = sqlx::query(
-                "UPDATE actions SET status = ?2, owner = CASE WHEN ?2 = 'approved' THEN NULL ELSE owner END,
-                     lease_until = NULL, reason = ?3, updated_at = ?4
-                 WHERE id = ?1 AND status = 'unknown'",
-            )
-            .bind(&id)
-            .bind(status)
-            .bind(format!("resolved by {}: {status}", actor.name))
-            .bind(now)
-            .execute(&mut *tx)
+        let id = self.write_target(id).await?;
+        let (status, event) = match resolution {
+            Resolution::Executed => ("executed", "executed"),
+            Resolution::Failed => ("failed", "failed"),
+            Resolution::Retry => ("approved", "retry"),
+        };
+        let mut details = json!({"resolved_by": actor.name, "resolution": resolution});
+        if resolution == Resolution::Retry {
+            details["note"] =
+                json!("at-least-once: a person chose to run it again after an unknown outcome");
+        }
+        // Why guarded: only `unknown` waits for a person; any other state
+        // (already resolved by someone else) stays as it is. The status,
+        // event and channel are fixed words, written into the statement.
+        let sql = format!(
+            "UPDATE actions SET status = '{status}',
+                 owner = CASE WHEN '{status}' = 'approved' THEN NULL ELSE owner END,
+                 lease_until = NULL, reason = 'resolved by ' || ?2 || ': {status}', updated_at = ?4,
+                 t_seq = t_seq + 1, t_event = '{event}', t_actor = ?2, t_channel = '{channel}',
+                 t_patched = NULL, t_details = ?3
+             WHERE id = ?1 AND status = 'unknown'
+             RETURNING {COLUMNS}",
+            channel = actor.channel.as_str(),
+        );
+        let won = self
+            .one_transition(sql, &id, Some(actor.name), &details.to_string(), 0)
             .await?;
-            let a = load(&mut tx, &id).await?;
-            if res.rows_affected() == 0 {
-                return Ok(Err(a));
-            }
-            let mut details = json!({"resolved_by": actor.name, "resolution": resolution});
-            if resolution == Resolution::Retry {
-                details["note"] =
-                    json!("at-least-once: a person chose to run it again after an unknown outcome");
-            }
-            record(&mut tx, now, &a, actor, event, details).await?;
-            tx.commit().await?;
-            Ok(Ok(a))
+        Ok(match won {
+            Some(a) => Ok(a),
+            None => Err(self.get_action(&id).await?),
         })
-        .await
     }
 
     /// Delete settled actions (executed, failed, rejected, expired) last
