@@ -180,15 +180,21 @@ async fn malformed_stdin_says_so_and_never_allows() {
     assert!(store.list_actions(None).await.unwrap().is_empty());
 }
 
-#[tokio::test]
-async fn a_rule_decides_at_once() {
-    let db = TempDb::new();
+/// A config whose `[[rule]]` approves the Bash command `ls` at once.
+fn rule_config(db: &TempDb) -> std::path::PathBuf {
     let cfg = db.dir.path().join("handoff.toml");
     std::fs::write(
         &cfg,
         "[[rule]]\nname = \"reads\"\nkind = \"claude.Bash\"\nwhen = [{ pointer = \"/command\", equals = \"ls\" }]\ndecide = \"approve\"\n",
     )
     .unwrap();
+    cfg
+}
+
+#[tokio::test]
+async fn a_rule_decides_at_once() {
+    let db = TempDb::new();
+    let cfg = rule_config(&db);
     let ev = permission_request("s-1", "Bash", bash("ls"));
     let cfg = cfg.to_str().unwrap();
     let (code, out, err) = finish(spawn_hook(
@@ -211,12 +217,7 @@ async fn a_rule_decides_at_once() {
 async fn a_hook_call_opens_one_database_connection() {
     let db = TempDb::new();
     drop(db.open().await); // created and migrated: the hook's common case
-    let cfg = db.dir.path().join("handoff.toml");
-    std::fs::write(
-        &cfg,
-        "[[rule]]\nname = \"reads\"\nkind = \"claude.Bash\"\nwhen = [{ pointer = \"/command\", equals = \"ls\" }]\ndecide = \"approve\"\n",
-    )
-    .unwrap();
+    let cfg = rule_config(&db);
     let ev = permission_request("s-1", "Bash", bash("ls"));
     let (code, out, err) = finish(spawn_hook(
         &db,
