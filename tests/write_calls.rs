@@ -374,6 +374,74 @@ async fn a_wake_delivery_is_one_database_call_per_step() {
         !store.delivery_delivered(&claimed[0]).await.unwrap(),
         "a stale attempt settles nothing"
     );
+
+    // Giving up is one call too: the row, its `delivery.dead` event and,
+    // when the target is disabled, the target and its other pending rows.
+    let target = |key: &str| handoff::store::deliveries::NewDelivery {
+        target_key: key.into(),
+        origin: "session".into(),
+        target: handoff::store::sessions::WakeTarget::Exec {
+            argv: vec!["false".into()],
+            timeout_secs: None,
+        },
+        lease_ms: 5_000,
+    };
+    store
+        .enqueue_deliveries(seq, &[target("exec:two"), target("exec:three")], 0)
+        .await
+        .unwrap();
+    let ev = store.event_at(seq).await.unwrap().unwrap();
+    let mut claimed = store.claim_deliveries(1).await.unwrap();
+    let first = claimed.remove(0);
+    let before = store.last_event_seq().await.unwrap();
+    let (dead, seen) = counted(store.delivery_dead(&first, &ev, "HTTP 500", false)).await;
+    assert!(dead.unwrap());
+    assert_eq!(seen.len(), 1, "giving up is one call, was {seen:?}");
+    assert!(
+        !store
+            .delivery_dead(&first, &ev, "HTTP 500", false)
+            .await
+            .unwrap()
+    );
+    let second = store.claim_deliveries(1).await.unwrap().remove(0);
+    let (dead, seen) = counted(store.delivery_dead(&second, &ev, "HTTP 410", true)).await;
+    assert!(dead.unwrap());
+    assert_eq!(
+        seen.len(),
+        1,
+        "giving up and disabling is one call, was {seen:?}"
+    );
+    assert_eq!(
+        store
+            .target_disabled(&second.target_key)
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("HTTP 410")
+    );
+    assert_eq!(
+        store.target_disabled(&first.target_key).await.unwrap(),
+        None
+    );
+    let evs = store.events_after(before, 10).await.unwrap();
+    let dead: Vec<(&str, &serde_json::Value)> =
+        evs.iter().map(|e| (e.kind.as_str(), &e.payload)).collect();
+    assert_eq!(dead.len(), 2, "one event per death: {dead:?}");
+    for ((kind, payload), (d, error, disabled)) in dead
+        .iter()
+        .zip([(&first, "HTTP 500", false), (&second, "HTTP 410", true)])
+    {
+        assert_eq!(*kind, "delivery.dead");
+        assert_eq!(
+            **payload,
+            serde_json::json!({
+                "delivery_id": d.id, "event_seq": seq, "event_type": ev.kind,
+                "target": "exec", "origin": "session", "attempts": 1,
+                "error": error, "disabled": disabled,
+            })
+        );
+    }
+    assert_eq!(evs[0].entity_id, ev.entity_id);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

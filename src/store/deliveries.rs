@@ -8,13 +8,15 @@
 //! number. This module records; it never runs a target. Inbound wakes are
 //! recorded by [`Store::record_wake`] (in `sessions::wake`).
 
+use std::sync::Arc;
+
 use serde::Serialize;
 use serde_json::json;
 use sqlx::Row;
 
 use super::sessions::WakeTarget;
-use super::{Error, Event, NewEvent, Result, Store, events};
-use crate::store::Channel;
+use super::writer::one_call;
+use super::{Error, Event, Result, Store, events};
 
 /// A delivery of one event to one target.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
@@ -252,73 +254,74 @@ impl Store {
         error: &str,
         disable: bool,
     ) -> Result<bool> {
-        self.retry(|| async {
-            let now = self.now();
-            let mut tx = self.begin_write().await?;
-            // Why guarded by attempts: as for the other outcomes.
-            let n = sqlx::query(
-                "UPDATE deliveries SET status = 'dead', lease_until = NULL, last_error = ?,
-                        updated_at = ?
-                  WHERE id = ? AND status = 'delivering' AND attempts = ?",
-            )
-            .bind(error)
-            .bind(now)
-            .bind(d.id)
-            .bind(d.attempts)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-            if n == 0 {
-                return Ok(false);
-            }
-            if disable {
-                sqlx::query(
-                    "INSERT INTO disabled_targets (target_key, reason, disabled_at) VALUES (?, ?, ?)
-                     ON CONFLICT (target_key) DO NOTHING",
-                )
-                .bind(&d.target_key)
-                .bind(error)
-                .bind(now)
-                .execute(&mut *tx)
-                .await?;
-                // Why only pending rows: a row another attempt holds settles
-                // through its own guarded write.
-                sqlx::query(
-                    "UPDATE deliveries SET status = 'dead', last_error = ?, updated_at = ?
-                      WHERE target_key = ? AND status = 'pending'",
-                )
-                .bind(format!("target disabled: {error}"))
-                .bind(now)
-                .bind(&d.target_key)
-                .execute(&mut *tx)
-                .await?;
-            }
-            events::append(
-                &mut tx,
-                now,
-                &NewEvent {
-                    kind: "delivery.dead",
-                    entity_kind: &ev.entity_kind,
-                    entity_id: &ev.entity_id,
-                    actor: "notify",
-                    channel: Channel::Daemon,
-                    project: &ev.project,
-                    session: &ev.session,
-                    payload: json!({
-                        "delivery_id": d.id,
-                        "event_seq": d.event_seq,
-                        "event_type": ev.kind,
-                        "target": crate::store::sessions::target_kind(&d.target),
-                        "origin": d.origin,
-                        "attempts": d.attempts,
-                        "error": error,
-                        "disabled": disable,
-                    }),
-                },
-            )
-            .await?;
-            tx.commit().await?;
-            Ok(true)
+        let payload = json!({
+            "delivery_id": d.id,
+            "event_seq": d.event_seq,
+            "event_type": ev.kind,
+            "target": crate::store::sessions::target_kind(&d.target),
+            "origin": d.origin,
+            "attempts": d.attempts,
+            "error": error,
+            "disabled": disable,
+        });
+        events::check_depth(&payload)?;
+        let input = Arc::new((
+            d.clone(),
+            ev.clone(),
+            error.to_string(),
+            payload.to_string(),
+        ));
+        let clock = self.clock().clone();
+        self.retry(|| {
+            let (input, clock) = (input.clone(), clock.clone());
+            self.write(move |turn| {
+                Box::pin(async move {
+                    let (d, ev, error, payload) = &*input;
+                    // One call, all or nothing. Why guarded by attempts: as
+                    // for the other outcomes. The event is written only when
+                    // the guard changed the row (`changes()` right after
+                    // it); disabling the target, and the death of its other
+                    // pending deliveries, follow only when this call's own
+                    // write stands (the row dead at this attempt, this
+                    // time, with this error) — both are idempotent, and
+                    // only pending rows die: a row another attempt holds
+                    // settles through its own guarded write.
+                    let sql = one_call(
+                        "UPDATE deliveries SET status = 'dead', lease_until = NULL, last_error = ?1,
+                                updated_at = ?2
+                          WHERE id = ?3 AND status = 'delivering' AND attempts = ?4
+                          RETURNING id;
+                         INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
+                         SELECT ?2, 'delivery.dead', ?7, ?8, 'notify', 'daemon', ?9, ?10, ?11
+                          WHERE changes() = 1;
+                         INSERT INTO disabled_targets (target_key, reason, disabled_at)
+                         SELECT ?5, ?1, ?2 WHERE ?6 AND EXISTS (SELECT 1 FROM deliveries
+                              WHERE id = ?3 AND status = 'dead' AND attempts = ?4
+                                AND updated_at = ?2 AND last_error = ?1)
+                          ON CONFLICT (target_key) DO NOTHING;
+                         UPDATE deliveries SET status = 'dead', last_error = 'target disabled: ' || ?1,
+                                updated_at = ?2
+                          WHERE ?6 AND target_key = ?5 AND status = 'pending'
+                            AND EXISTS (SELECT 1 FROM deliveries
+                              WHERE id = ?3 AND status = 'dead' AND attempts = ?4
+                                AND updated_at = ?2 AND last_error = ?1)",
+                    );
+                    let q = sqlx::query(sql)
+                        .bind(error)
+                        .bind(clock.now_ms())
+                        .bind(d.id)
+                        .bind(d.attempts)
+                        .bind(&d.target_key)
+                        .bind(disable)
+                        .bind(&ev.entity_kind)
+                        .bind(&ev.entity_id)
+                        .bind(&ev.project)
+                        .bind(&ev.session)
+                        .bind(payload);
+                    let rows = turn.savepoint_call(q).await?;
+                    Ok(!rows.is_empty())
+                })
+            })
         })
         .await
     }
