@@ -344,16 +344,16 @@ async fn a_wake_delivery_is_one_database_call_per_step() {
     let store = warmed(&db).await;
     common::ask(&store, "Wake me").await;
     let seq = store.last_event_seq().await.unwrap();
-    let target = handoff::store::deliveries::NewDelivery {
-        target_key: "exec:one".into(),
+    let target = |key: &str, program: &str| handoff::store::deliveries::NewDelivery {
+        target_key: key.into(),
         origin: "session".into(),
         target: handoff::store::sessions::WakeTarget::Exec {
-            argv: vec!["true".into()],
+            argv: vec![program.into()],
             timeout_secs: None,
         },
         lease_ms: 5_000,
     };
-    let (n, seen) = counted(store.enqueue_deliveries(seq, &[target], 0)).await;
+    let (n, seen) = counted(store.enqueue_deliveries(seq, &[target("exec:one", "true")], 0)).await;
     assert_eq!(n.unwrap(), 1);
     assert_eq!(
         seen.len(),
@@ -377,17 +377,12 @@ async fn a_wake_delivery_is_one_database_call_per_step() {
 
     // Giving up is one call too: the row, its `delivery.dead` event and,
     // when the target is disabled, the target and its other pending rows.
-    let target = |key: &str| handoff::store::deliveries::NewDelivery {
-        target_key: key.into(),
-        origin: "session".into(),
-        target: handoff::store::sessions::WakeTarget::Exec {
-            argv: vec!["false".into()],
-            timeout_secs: None,
-        },
-        lease_ms: 5_000,
-    };
     store
-        .enqueue_deliveries(seq, &[target("exec:two"), target("exec:three")], 0)
+        .enqueue_deliveries(
+            seq,
+            &[target("exec:two", "false"), target("exec:three", "false")],
+            0,
+        )
         .await
         .unwrap();
     let ev = store.event_at(seq).await.unwrap().unwrap();
