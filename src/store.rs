@@ -126,7 +126,7 @@ fn db_message(e: &sqlx::Error) -> String {
 /// Shorthand for store results.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
 /// How many times a write is retried after `SQLITE_BUSY` (on top of the
 /// 5 s busy_timeout each attempt already waits).

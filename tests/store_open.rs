@@ -344,7 +344,7 @@ async fn a_file_whose_tables_clash_is_refused_with_the_migration_error() {
 
 /// The migrations this build carries, as `sqlx::migrate!` embeds them.
 fn our_migrations() -> sqlx::migrate::Migrator {
-    sqlx::migrate!("./migrations")
+    sqlx::migrate!("./migrations/sqlite")
 }
 
 /// A file migrated by an older handoff (every migration but the newest)
