@@ -19,30 +19,31 @@ import time
 from pathlib import Path
 
 
+def raw_rate(path: Path, n: int) -> float:
+    """Transactions per second of the loop on a fresh file at `path`."""
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER NOT NULL)")
+    db.execute("CREATE TABLE log (seq INTEGER PRIMARY KEY AUTOINCREMENT, id INTEGER, at REAL, what TEXT)")
+    db.executemany("INSERT INTO t (id, n) VALUES (?, 0)", [(i,) for i in range(1000)])
+    start = time.perf_counter()
+    for i in range(n):
+        db.execute("BEGIN")
+        db.execute("UPDATE t SET n = n + 1 WHERE id = ?", (i % 1000,))
+        db.execute("INSERT INTO log (id, at, what) VALUES (?, ?, 'approved')", (i % 1000, time.time()))
+        db.execute("COMMIT")
+    rate = n / (time.perf_counter() - start)
+    db.close()
+    return rate
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=20000)
     n = ap.parse_args().n
     with tempfile.TemporaryDirectory() as tmp:
-        db = sqlite3.connect(Path(tmp) / "raw.db", isolation_level=None)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER NOT NULL)")
-        db.execute(
-            "CREATE TABLE log (seq INTEGER PRIMARY KEY AUTOINCREMENT, id INTEGER, at REAL, what TEXT)"
-        )
-        db.executemany("INSERT INTO t (id, n) VALUES (?, 0)", [(i,) for i in range(1000)])
-        start = time.perf_counter()
-        for i in range(n):
-            db.execute("BEGIN")
-            db.execute("UPDATE t SET n = n + 1 WHERE id = ?", (i % 1000,))
-            db.execute(
-                "INSERT INTO log (id, at, what) VALUES (?, ?, 'approved')",
-                (i % 1000, time.time()),
-            )
-            db.execute("COMMIT")
-        rate = n / (time.perf_counter() - start)
-        db.close()
+        rate = raw_rate(Path(tmp) / "raw.db", n)
     print(f"raw sqlite3 BEGIN/UPDATE/INSERT/COMMIT ({n} transactions): {rate:,.0f} transitions/s")
 
 
