@@ -56,15 +56,28 @@ pub(crate) struct Turn {
 }
 
 /// The first statement of a [`Turn::savepoint_call`].
-pub(crate) const CALL_OPEN: &str = "SAVEPOINT one_call;";
+const CALL_OPEN: &str = "SAVEPOINT one_call;";
 /// The last statement of a [`Turn::savepoint_call`].
-pub(crate) const CALL_CLOSE: &str = "RELEASE one_call;";
+const CALL_CLOSE: &str = "RELEASE one_call;";
 
-/// `statements` (separated by `;`) as the text of one
-/// [`Turn::savepoint_call`]: all of them or none. Safe SQL: callers pass
-/// literal statements whose values are all bound parameters.
+/// The text of one [`Turn::savepoint_call`] running `statements` (each
+/// ending in `;`), all of them or none: the one place that wraps them.
+pub(crate) fn call_text<S: AsRef<str>>(statements: &[S]) -> String {
+    let mut sql = String::from(CALL_OPEN);
+    for s in statements {
+        sql.push('\n');
+        sql.push_str(s.as_ref());
+    }
+    sql.push('\n');
+    sql.push_str(CALL_CLOSE);
+    sql
+}
+
+/// `statements` (separated by `;`, the last without one) as the text of
+/// one [`Turn::savepoint_call`]. Safe SQL: callers pass literal statements
+/// whose values are all bound parameters.
 pub(crate) fn one_call(statements: &'static str) -> sqlx::AssertSqlSafe<String> {
-    sqlx::AssertSqlSafe(format!("{CALL_OPEN}\n{statements};\n{CALL_CLOSE}"))
+    sqlx::AssertSqlSafe(call_text(&[statements, ";"]))
 }
 
 impl Turn {

@@ -24,7 +24,7 @@ use sqlx::{Sqlite, query::Query};
 
 use super::load::{BOARD_SELECT, board_from, is_short_id, row_from};
 use super::{BoardFull, Who};
-use crate::store::writer::{CALL_CLOSE, CALL_OPEN, Turn};
+use crate::store::writer::Turn;
 use crate::store::{Error, Result, new_id};
 
 /// The board named by reference (`?1`, trimmed) in project `?2`: by full
@@ -125,18 +125,6 @@ pub(super) fn read_back_of(ctes: &str, board: &str) -> String {
         "WITH {ctes} {BOARD_SELECT} WHERE b.id = {board};
          WITH {ctes} SELECT * FROM board_rows WHERE board_id = {board} ORDER BY position, id;"
     )
-}
-
-/// Wrap `statements` into one call: savepoint, statements, release.
-pub(super) fn call(statements: &[String]) -> String {
-    let mut sql = String::from(CALL_OPEN);
-    for s in statements {
-        sql.push('\n');
-        sql.push_str(s);
-    }
-    sql.push('\n');
-    sql.push_str(CALL_CLOSE);
-    sql
 }
 
 /// The parameters every call shares (`?1`–`?11`).

@@ -16,9 +16,10 @@ use std::sync::{Arc, LazyLock};
 use serde_json::json;
 
 use super::call::{
-    BOARD_REF, Head, WON, args, board_call, board_event, call, read_back, read_back_of, settle,
+    BOARD_REF, Head, WON, args, board_call, board_event, read_back, read_back_of, settle,
 };
 use super::{BoardFull, BoardUpsert, RowInput, RowWrite, Who};
+use crate::store::writer::call_text;
 use crate::store::{Channel, Result, Store, new_id};
 
 /// How many parameters these calls number.
@@ -251,7 +252,7 @@ fn sql(shape: Shape) -> String {
             &format!("COALESCE({WON}, {unchanged})"),
         ));
     }
-    call(&statements)
+    call_text(&statements)
 }
 
 /// The rows given, as the JSON the call reads (`?12`): each with an id in

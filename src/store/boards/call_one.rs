@@ -9,12 +9,10 @@ use std::sync::{Arc, LazyLock};
 
 use serde_json::json;
 
-use super::call::{
-    BOARD_REF, Head, WON, args, call, decode_full, extra, read_back, row_ref, settle,
-};
+use super::call::{BOARD_REF, Head, WON, args, decode_full, extra, read_back, row_ref, settle};
 use super::human::RowChange;
 use super::{Advance, Annotate, BoardFull, Channel, Handled, Who, row_from};
-use crate::store::writer::Turn;
+use crate::store::writer::{Turn, call_text};
 use crate::store::{Result, Store};
 
 /// How many parameters these calls number.
@@ -147,7 +145,7 @@ static ADVANCE: LazyLock<String> = LazyLock::new(|| {
     )));
     s.push(settle(N));
     s.push(read_back(N));
-    call(&s)
+    call_text(&s)
 });
 
 /// An annotation: `?12` the text (trimmed; NULL clears), `?13` its kind,
@@ -195,7 +193,7 @@ fn annotation(variant: Variant) -> String {
     ));
     s.push(write_row(set));
     s.push(read_row());
-    call(&s)
+    call_text(&s)
 }
 
 /// Which annotation write.
@@ -239,7 +237,7 @@ fn handled(clear: bool) -> String {
     ];
     s.push(write_row(set));
     s.push(read_row());
-    call(&s)
+    call_text(&s)
 }
 
 static MARK: LazyLock<String> = LazyLock::new(|| handled(false));
