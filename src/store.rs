@@ -349,6 +349,30 @@ impl Store {
         Err(Error::Busy)
     }
 
+    /// [`Store::write`] with [`Store::retry`]'s busy retries: `op` runs under
+    /// the write turn with its own copy of `input` and the clock's time when
+    /// it runs (a retry reads it again). The shape most single writes share.
+    pub(crate) async fn write_retried<I, T, F>(&self, input: I, op: F) -> Result<T>
+    where
+        I: Clone + Send + 'static,
+        T: serde::Serialize + serde::de::DeserializeOwned + Send + 'static,
+        F: for<'t> Fn(
+                &'t mut writer::Turn,
+                I,
+                i64,
+            ) -> futures_util::future::BoxFuture<'t, Result<T>>
+            + Clone
+            + Send
+            + 'static,
+    {
+        let clock = self.clock().clone();
+        self.retry(|| {
+            let (input, op, clock) = (input.clone(), op.clone(), clock.clone());
+            self.write(move |turn| op(turn, input, clock.now_ms()))
+        })
+        .await
+    }
+
     /// Number of rows in `table`. For tests and diagnostics; `table` must be
     /// one of the store's own table names.
     pub async fn count_rows(&self, table: &str) -> Result<i64> {

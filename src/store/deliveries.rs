@@ -111,37 +111,32 @@ impl Store {
             rows.push((t.target_key.clone(), t.origin.clone(), target, t.lease_ms));
         }
         let rows = std::sync::Arc::new(rows);
-        let clock = self.clock().clone();
-        self.retry(|| {
-            let (rows, clock) = (rows.clone(), clock.clone());
-            self.write(move |turn| {
-                Box::pin(async move {
-                    let now = clock.now_ms();
-                    if rows.len() > 1 {
-                        turn.begin().await?;
-                    }
-                    let mut inserted = 0;
-                    for (target_key, origin, target, lease_ms) in rows.iter() {
-                        inserted += sqlx::query(
-                            "INSERT INTO deliveries
-                                (event_seq, target_key, origin, target, next_attempt_at, lease_ms, created_at, updated_at)
-                             SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7
-                             WHERE NOT EXISTS (SELECT 1 FROM disabled_targets WHERE target_key = ?2)
-                             ON CONFLICT (event_seq, target_key) DO NOTHING",
-                        )
-                        .bind(event_seq)
-                        .bind(target_key)
-                        .bind(origin)
-                        .bind(target)
-                        .bind(now + first_delay_ms)
-                        .bind(lease_ms)
-                        .bind(now)
-                        .execute(turn.conn())
-                        .await?
-                        .rows_affected();
-                    }
-                    Ok(inserted)
-                })
+        self.write_retried(rows, move |turn, rows, now| {
+            Box::pin(async move {
+                if rows.len() > 1 {
+                    turn.begin().await?;
+                }
+                let mut inserted = 0;
+                for (target_key, origin, target, lease_ms) in rows.iter() {
+                    inserted += sqlx::query(
+                        "INSERT INTO deliveries
+                            (event_seq, target_key, origin, target, next_attempt_at, lease_ms, created_at, updated_at)
+                         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7
+                         WHERE NOT EXISTS (SELECT 1 FROM disabled_targets WHERE target_key = ?2)
+                         ON CONFLICT (event_seq, target_key) DO NOTHING",
+                    )
+                    .bind(event_seq)
+                    .bind(target_key)
+                    .bind(origin)
+                    .bind(target)
+                    .bind(now + first_delay_ms)
+                    .bind(lease_ms)
+                    .bind(now)
+                    .execute(turn.conn())
+                    .await?
+                    .rows_affected();
+                }
+                Ok(inserted)
             })
         })
         .await
@@ -151,31 +146,27 @@ impl Store {
     /// with a lease, `attempts + 1`. The returned rows carry the new attempt
     /// number, which guards the outcome write.
     pub async fn claim_deliveries(&self, limit: i64) -> Result<Vec<Delivery>> {
-        let clock = self.clock().clone();
-        self.retry(|| {
-            let clock = clock.clone();
-            self.write(move |turn| {
-                Box::pin(async move {
-                    // Why guarded: two workers (two daemons on one file) may
-                    // pick the same ids in the subquery; `status = 'pending'`
-                    // in the outer predicate lets exactly one of them flip
-                    // each row.
-                    let rows = sqlx::query(
-                        "UPDATE deliveries
-                            SET status = 'delivering', attempts = attempts + 1,
-                                lease_until = ?1 + lease_ms, updated_at = ?1
-                          WHERE status = 'pending' AND next_attempt_at <= ?1
-                            AND id IN (SELECT id FROM deliveries
-                                        WHERE status = 'pending' AND next_attempt_at <= ?1
-                                        ORDER BY next_attempt_at, id LIMIT ?2)
-                          RETURNING *",
-                    )
-                    .bind(clock.now_ms())
-                    .bind(limit)
-                    .fetch_all(turn.conn())
-                    .await?;
-                    rows.iter().map(from_row).collect()
-                })
+        self.write_retried((), move |turn, (), now| {
+            Box::pin(async move {
+                // Why guarded: two workers (two daemons on one file) may
+                // pick the same ids in the subquery; `status = 'pending'`
+                // in the outer predicate lets exactly one of them flip
+                // each row.
+                let rows = sqlx::query(
+                    "UPDATE deliveries
+                        SET status = 'delivering', attempts = attempts + 1,
+                            lease_until = ?1 + lease_ms, updated_at = ?1
+                      WHERE status = 'pending' AND next_attempt_at <= ?1
+                        AND id IN (SELECT id FROM deliveries
+                                    WHERE status = 'pending' AND next_attempt_at <= ?1
+                                    ORDER BY next_attempt_at, id LIMIT ?2)
+                      RETURNING *",
+                )
+                .bind(now)
+                .bind(limit)
+                .fetch_all(turn.conn())
+                .await?;
+                rows.iter().map(from_row).collect()
             })
         })
         .await
@@ -185,26 +176,22 @@ impl Store {
     /// lost (the lease lapsed and another attempt took the row).
     pub async fn delivery_delivered(&self, d: &Delivery) -> Result<bool> {
         let (id, attempts) = (d.id, d.attempts);
-        let clock = self.clock().clone();
-        self.retry(|| {
-            let clock = clock.clone();
-            self.write(move |turn| {
-                Box::pin(async move {
-                    // Why guarded by attempts: only the attempt that holds the
-                    // claim may settle the row.
-                    let n = sqlx::query(
-                        "UPDATE deliveries SET status = 'delivered', lease_until = NULL, last_error = NULL,
-                                updated_at = ?
-                          WHERE id = ? AND status = 'delivering' AND attempts = ?",
-                    )
-                    .bind(clock.now_ms())
-                    .bind(id)
-                    .bind(attempts)
-                    .execute(turn.conn())
-                    .await?
-                    .rows_affected();
-                    Ok(n == 1)
-                })
+        self.write_retried((), move |turn, (), now| {
+            Box::pin(async move {
+                // Why guarded by attempts: only the attempt that holds the
+                // claim may settle the row.
+                let n = sqlx::query(
+                    "UPDATE deliveries SET status = 'delivered', lease_until = NULL, last_error = NULL,
+                            updated_at = ?
+                      WHERE id = ? AND status = 'delivering' AND attempts = ?",
+                )
+                .bind(now)
+                .bind(id)
+                .bind(attempts)
+                .execute(turn.conn())
+                .await?
+                .rows_affected();
+                Ok(n == 1)
             })
         })
         .await
@@ -215,28 +202,24 @@ impl Store {
     pub async fn delivery_retry(&self, d: &Delivery, next_at: i64, error: &str) -> Result<bool> {
         let (id, attempts) = (d.id, d.attempts);
         let error = std::sync::Arc::new(error.to_string());
-        let clock = self.clock().clone();
-        self.retry(|| {
-            let (clock, error) = (clock.clone(), error.clone());
-            self.write(move |turn| {
-                Box::pin(async move {
-                    // Why guarded by attempts: a stale attempt must not
-                    // reschedule a row another attempt now holds.
-                    let n = sqlx::query(
-                        "UPDATE deliveries SET status = 'pending', next_attempt_at = ?, lease_until = NULL,
-                                last_error = ?, updated_at = ?
-                          WHERE id = ? AND status = 'delivering' AND attempts = ?",
-                    )
-                    .bind(next_at)
-                    .bind(&*error)
-                    .bind(clock.now_ms())
-                    .bind(id)
-                    .bind(attempts)
-                    .execute(turn.conn())
-                    .await?
-                    .rows_affected();
-                    Ok(n == 1)
-                })
+        self.write_retried(error, move |turn, error, now| {
+            Box::pin(async move {
+                // Why guarded by attempts: a stale attempt must not
+                // reschedule a row another attempt now holds.
+                let n = sqlx::query(
+                    "UPDATE deliveries SET status = 'pending', next_attempt_at = ?, lease_until = NULL,
+                            last_error = ?, updated_at = ?
+                      WHERE id = ? AND status = 'delivering' AND attempts = ?",
+                )
+                .bind(next_at)
+                .bind(&*error)
+                .bind(now)
+                .bind(id)
+                .bind(attempts)
+                .execute(turn.conn())
+                .await?
+                .rows_affected();
+                Ok(n == 1)
             })
         })
         .await
@@ -271,56 +254,52 @@ impl Store {
             error.to_string(),
             payload.to_string(),
         ));
-        let clock = self.clock().clone();
-        self.retry(|| {
-            let (input, clock) = (input.clone(), clock.clone());
-            self.write(move |turn| {
-                Box::pin(async move {
-                    let (d, ev, error, payload) = &*input;
-                    // One call, all or nothing. Why guarded by attempts: as
-                    // for the other outcomes. The event is written only when
-                    // the guard changed the row (`changes()` right after
-                    // it); disabling the target, and the death of its other
-                    // pending deliveries, follow only when this call's own
-                    // write stands (the row dead at this attempt, this
-                    // time, with this error) — both are idempotent, and
-                    // only pending rows die: a row another attempt holds
-                    // settles through its own guarded write.
-                    let sql = one_call(
-                        "UPDATE deliveries SET status = 'dead', lease_until = NULL, last_error = ?1,
-                                updated_at = ?2
-                          WHERE id = ?3 AND status = 'delivering' AND attempts = ?4
-                          RETURNING id;
-                         INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
-                         SELECT ?2, 'delivery.dead', ?7, ?8, 'notify', 'daemon', ?9, ?10, ?11
-                          WHERE changes() = 1;
-                         INSERT INTO disabled_targets (target_key, reason, disabled_at)
-                         SELECT ?5, ?1, ?2 WHERE ?6 AND EXISTS (SELECT 1 FROM deliveries
-                              WHERE id = ?3 AND status = 'dead' AND attempts = ?4
-                                AND updated_at = ?2 AND last_error = ?1)
-                          ON CONFLICT (target_key) DO NOTHING;
-                         UPDATE deliveries SET status = 'dead', last_error = 'target disabled: ' || ?1,
-                                updated_at = ?2
-                          WHERE ?6 AND target_key = ?5 AND status = 'pending'
-                            AND EXISTS (SELECT 1 FROM deliveries
-                              WHERE id = ?3 AND status = 'dead' AND attempts = ?4
-                                AND updated_at = ?2 AND last_error = ?1)",
-                    );
-                    let q = sqlx::query(sql)
-                        .bind(error)
-                        .bind(clock.now_ms())
-                        .bind(d.id)
-                        .bind(d.attempts)
-                        .bind(&d.target_key)
-                        .bind(disable)
-                        .bind(&ev.entity_kind)
-                        .bind(&ev.entity_id)
-                        .bind(&ev.project)
-                        .bind(&ev.session)
-                        .bind(payload);
-                    let rows = turn.savepoint_call(q).await?;
-                    Ok(!rows.is_empty())
-                })
+        self.write_retried(input, move |turn, input, now| {
+            Box::pin(async move {
+                let (d, ev, error, payload) = &*input;
+                // One call, all or nothing. Why guarded by attempts: as
+                // for the other outcomes. The event is written only when
+                // the guard changed the row (`changes()` right after
+                // it); disabling the target, and the death of its other
+                // pending deliveries, follow only when this call's own
+                // write stands (the row dead at this attempt, this
+                // time, with this error) — both are idempotent, and
+                // only pending rows die: a row another attempt holds
+                // settles through its own guarded write.
+                let sql = one_call(
+                    "UPDATE deliveries SET status = 'dead', lease_until = NULL, last_error = ?1,
+                            updated_at = ?2
+                      WHERE id = ?3 AND status = 'delivering' AND attempts = ?4
+                      RETURNING id;
+                     INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
+                     SELECT ?2, 'delivery.dead', ?7, ?8, 'notify', 'daemon', ?9, ?10, ?11
+                      WHERE changes() = 1;
+                     INSERT INTO disabled_targets (target_key, reason, disabled_at)
+                     SELECT ?5, ?1, ?2 WHERE ?6 AND EXISTS (SELECT 1 FROM deliveries
+                          WHERE id = ?3 AND status = 'dead' AND attempts = ?4
+                            AND updated_at = ?2 AND last_error = ?1)
+                      ON CONFLICT (target_key) DO NOTHING;
+                     UPDATE deliveries SET status = 'dead', last_error = 'target disabled: ' || ?1,
+                            updated_at = ?2
+                      WHERE ?6 AND target_key = ?5 AND status = 'pending'
+                        AND EXISTS (SELECT 1 FROM deliveries
+                          WHERE id = ?3 AND status = 'dead' AND attempts = ?4
+                            AND updated_at = ?2 AND last_error = ?1)",
+                );
+                let q = sqlx::query(sql)
+                    .bind(error)
+                    .bind(now)
+                    .bind(d.id)
+                    .bind(d.attempts)
+                    .bind(&d.target_key)
+                    .bind(disable)
+                    .bind(&ev.entity_kind)
+                    .bind(&ev.entity_id)
+                    .bind(&ev.project)
+                    .bind(&ev.session)
+                    .bind(payload);
+                let rows = turn.savepoint_call(q).await?;
+                Ok(!rows.is_empty())
             })
         })
         .await
@@ -330,25 +309,21 @@ impl Store {
     /// go back to `pending`, due now: at-least-once, with the same event id.
     /// Returns how many were recovered.
     pub async fn recover_deliveries(&self) -> Result<u64> {
-        let clock = self.clock().clone();
-        self.retry(|| {
-            let clock = clock.clone();
-            self.write(move |turn| {
-                Box::pin(async move {
-                    // Why guarded by the lease: a live attempt keeps its row;
-                    // only a lapsed one (its worker died) is handed out again.
-                    let n = sqlx::query(
-                        "UPDATE deliveries SET status = 'pending', next_attempt_at = ?1, lease_until = NULL,
-                                last_error = COALESCE(last_error, 'interrupted (the daemon stopped mid-delivery)'),
-                                updated_at = ?1
-                          WHERE status = 'delivering' AND lease_until <= ?1",
-                    )
-                    .bind(clock.now_ms())
-                    .execute(turn.conn())
-                    .await?
-                    .rows_affected();
-                    Ok(n)
-                })
+        self.write_retried((), move |turn, (), now| {
+            Box::pin(async move {
+                // Why guarded by the lease: a live attempt keeps its row;
+                // only a lapsed one (its worker died) is handed out again.
+                let n = sqlx::query(
+                    "UPDATE deliveries SET status = 'pending', next_attempt_at = ?1, lease_until = NULL,
+                            last_error = COALESCE(last_error, 'interrupted (the daemon stopped mid-delivery)'),
+                            updated_at = ?1
+                      WHERE status = 'delivering' AND lease_until <= ?1",
+                )
+                .bind(now)
+                .execute(turn.conn())
+                .await?
+                .rows_affected();
+                Ok(n)
             })
         })
         .await

@@ -181,40 +181,36 @@ impl Store {
             s.cwd.clone(),
             wake,
         ));
-        let clock = self.clock().clone();
-        self.retry(|| {
-            let (s, clock) = (s.clone(), clock.clone());
-            self.write(move |turn| {
-                Box::pin(async move {
-                    let (id, agent, project, cwd, wake) = &*s;
-                    // One call: the upsert and its `session.registered` event
-                    // (the wake target's kind read from the row as stored).
-                    let sql = one_call(
-                        "INSERT INTO agent_sessions (session_id, agent, project, cwd, wake_target, created_at, updated_at)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)
-                         ON CONFLICT(session_id) DO UPDATE SET
-                            agent = excluded.agent, project = excluded.project, cwd = excluded.cwd,
-                            wake_target = COALESCE(excluded.wake_target, agent_sessions.wake_target),
-                            status = 'active', ended_at = NULL, updated_at = excluded.updated_at
-                         RETURNING *;
-                         INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
-                         SELECT ?6, 'session.registered', 'session', ?1, ?2, 'agent', ?3, ?1,
-                                json_object('wake', json_extract(wake_target, '$.type'))
-                         FROM agent_sessions WHERE session_id = ?1",
-                    );
-                    let q = sqlx::query(sql)
-                        .bind(id)
-                        .bind(agent)
-                        .bind(project)
-                        .bind(cwd)
-                        .bind(wake)
-                        .bind(clock.now_ms());
-                    let row = turn.savepoint_call(q).await?;
-                    let row = row
-                        .first()
-                        .ok_or_else(|| Error::Corrupt("a registered session vanished".into()))?;
-                    session_from(row)
-                })
+        self.write_retried(s, move |turn, s, now| {
+            Box::pin(async move {
+                let (id, agent, project, cwd, wake) = &*s;
+                // One call: the upsert and its `session.registered` event
+                // (the wake target's kind read from the row as stored).
+                let sql = one_call(
+                    "INSERT INTO agent_sessions (session_id, agent, project, cwd, wake_target, created_at, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)
+                     ON CONFLICT(session_id) DO UPDATE SET
+                        agent = excluded.agent, project = excluded.project, cwd = excluded.cwd,
+                        wake_target = COALESCE(excluded.wake_target, agent_sessions.wake_target),
+                        status = 'active', ended_at = NULL, updated_at = excluded.updated_at
+                     RETURNING *;
+                     INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
+                     SELECT ?6, 'session.registered', 'session', ?1, ?2, 'agent', ?3, ?1,
+                            json_object('wake', json_extract(wake_target, '$.type'))
+                     FROM agent_sessions WHERE session_id = ?1",
+                );
+                let q = sqlx::query(sql)
+                    .bind(id)
+                    .bind(agent)
+                    .bind(project)
+                    .bind(cwd)
+                    .bind(wake)
+                    .bind(now);
+                let row = turn.savepoint_call(q).await?;
+                let row = row
+                    .first()
+                    .ok_or_else(|| Error::Corrupt("a registered session vanished".into()))?;
+                session_from(row)
             })
         })
         .await

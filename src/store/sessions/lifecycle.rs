@@ -117,36 +117,32 @@ impl Store {
         }
         let id = super::check_id(session_id)?;
         let input = Arc::new((id.to_string(), state.to_string()));
-        let clock = self.clock().clone();
         let saved = self
-            .retry(|| {
-                let (input, clock) = (input.clone(), clock.clone());
-                self.write(move |turn| {
-                    Box::pin(async move {
-                        let (id, state) = &*input;
-                        // Why guarded on revision: two writers holding the same
-                        // revision (a resumed agent and a stale twin) must not
-                        // both win; the first bumps it and the second is
-                        // refused with the current one. The event rides in the
-                        // same call, written only when the UPDATE changed a row.
-                        let sql = one_call(
-                            "UPDATE agent_sessions SET state_blob = ?1, revision = revision + 1, updated_at = ?2
-                             WHERE session_id = ?3 AND revision = ?4 AND status <> 'ended'
-                             RETURNING *;
-                             INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
-                             SELECT ?2, 'session.checkpointed', 'session', ?3, agent, 'agent', project, ?3,
-                                    json_object('bytes', ?5, 'revision', revision)
-                             FROM agent_sessions WHERE session_id = ?3 AND changes() = 1",
-                        );
-                        let q = sqlx::query(sql)
-                            .bind(state)
-                            .bind(clock.now_ms())
-                            .bind(id)
-                            .bind(expected_revision)
-                            .bind(state.len() as i64);
-                        let rows = turn.savepoint_call(q).await?;
-                        rows.first().map(session_from).transpose()
-                    })
+            .write_retried(input, move |turn, input, now| {
+                Box::pin(async move {
+                let (id, state) = &*input;
+                // Why guarded on revision: two writers holding the same
+                // revision (a resumed agent and a stale twin) must not
+                // both win; the first bumps it and the second is
+                // refused with the current one. The event rides in the
+                // same call, written only when the UPDATE changed a row.
+                let sql = one_call(
+                    "UPDATE agent_sessions SET state_blob = ?1, revision = revision + 1, updated_at = ?2
+                     WHERE session_id = ?3 AND revision = ?4 AND status <> 'ended'
+                     RETURNING *;
+                     INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
+                     SELECT ?2, 'session.checkpointed', 'session', ?3, agent, 'agent', project, ?3,
+                            json_object('bytes', ?5, 'revision', revision)
+                     FROM agent_sessions WHERE session_id = ?3 AND changes() = 1",
+                );
+                let q = sqlx::query(sql)
+                    .bind(state)
+                    .bind(now)
+                    .bind(id)
+                    .bind(expected_revision)
+                    .bind(state.len() as i64);
+                let rows = turn.savepoint_call(q).await?;
+                rows.first().map(session_from).transpose()
                 })
             })
             .await?;
@@ -168,28 +164,22 @@ impl Store {
     pub async fn end_session(&self, session_id: &str) -> Result<Ended> {
         let id = super::check_id(session_id)?;
         let input = Arc::new(id.to_string());
-        let clock = self.clock().clone();
         let ended = self
-            .retry(|| {
-                let (id, clock) = (input.clone(), clock.clone());
-                self.write(move |turn| {
-                    Box::pin(async move {
-                        // Why guarded: ending twice is a no-op that says so, not
-                        // a second `session.ended` event (written in the same
-                        // call, only when the UPDATE changed the row).
-                        let sql = one_call(
-                            "UPDATE agent_sessions SET status = 'ended', ended_at = ?1, updated_at = ?1
-                             WHERE session_id = ?2 AND status <> 'ended' RETURNING *;
-                             INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
-                             SELECT ?1, 'session.ended', 'session', ?2, agent, 'agent', project, ?2, '{}'
-                             FROM agent_sessions WHERE session_id = ?2 AND changes() = 1",
-                        );
-                        let q = sqlx::query(sql)
-                            .bind(clock.now_ms())
-                            .bind(&*id);
-                        let rows = turn.savepoint_call(q).await?;
-                        rows.first().map(session_from).transpose()
-                    })
+            .write_retried(input, move |turn, id, now| {
+                Box::pin(async move {
+                    // Why guarded: ending twice is a no-op that says so, not
+                    // a second `session.ended` event (written in the same
+                    // call, only when the UPDATE changed the row).
+                    let sql = one_call(
+                        "UPDATE agent_sessions SET status = 'ended', ended_at = ?1, updated_at = ?1
+                         WHERE session_id = ?2 AND status <> 'ended' RETURNING *;
+                         INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
+                         SELECT ?1, 'session.ended', 'session', ?2, agent, 'agent', project, ?2, '{}'
+                         FROM agent_sessions WHERE session_id = ?2 AND changes() = 1",
+                    );
+                    let q = sqlx::query(sql).bind(now).bind(&*id);
+                    let rows = turn.savepoint_call(q).await?;
+                    rows.first().map(session_from).transpose()
                 })
             })
             .await?;

@@ -129,37 +129,33 @@ impl Store {
     ) -> Result<bool> {
         let id = super::check_id(session_id)?;
         let input = Arc::new((id.to_string(), by.to_string()));
-        let clock = self.clock().clone();
-        self.retry(|| {
-            let (input, clock) = (input.clone(), clock.clone());
-            self.write(move |turn| {
-                Box::pin(async move {
-                    let (id, by) = &*input;
-                    // Why guarded on the old value: this is the claim. Two
-                    // waiters that read the same cursor race here and exactly
-                    // one moves it; the loser hands nothing out, so each event
-                    // is picked up once. The `session.picked_up` event rides
-                    // in the same call, written only when the cursor moved.
-                    let sql = one_call(
-                        "INSERT INTO agent_sessions (session_id, created_at, updated_at, last_wait_seq)
-                         VALUES (?1, ?2, ?2, ?4)
-                         ON CONFLICT(session_id) DO UPDATE SET last_wait_seq = excluded.last_wait_seq
-                         WHERE agent_sessions.last_wait_seq = ?3
-                         RETURNING session_id;
-                         INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
-                         SELECT ?2, 'session.picked_up', 'session', ?1, ?5, 'agent', project, ?1,
-                                json_object('from', ?3, 'to', ?4)
-                         FROM agent_sessions WHERE session_id = ?1 AND changes() = 1",
-                    );
-                    let q = sqlx::query(sql)
-                        .bind(id)
-                        .bind(clock.now_ms())
-                        .bind(from)
-                        .bind(to)
-                        .bind(by);
-                    let rows = turn.savepoint_call(q).await?;
-                    Ok(!rows.is_empty())
-                })
+        self.write_retried(input, move |turn, input, now| {
+            Box::pin(async move {
+                let (id, by) = &*input;
+                // Why guarded on the old value: this is the claim. Two
+                // waiters that read the same cursor race here and exactly
+                // one moves it; the loser hands nothing out, so each event
+                // is picked up once. The `session.picked_up` event rides
+                // in the same call, written only when the cursor moved.
+                let sql = one_call(
+                    "INSERT INTO agent_sessions (session_id, created_at, updated_at, last_wait_seq)
+                     VALUES (?1, ?2, ?2, ?4)
+                     ON CONFLICT(session_id) DO UPDATE SET last_wait_seq = excluded.last_wait_seq
+                     WHERE agent_sessions.last_wait_seq = ?3
+                     RETURNING session_id;
+                     INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
+                     SELECT ?2, 'session.picked_up', 'session', ?1, ?5, 'agent', project, ?1,
+                            json_object('from', ?3, 'to', ?4)
+                     FROM agent_sessions WHERE session_id = ?1 AND changes() = 1",
+                );
+                let q = sqlx::query(sql)
+                    .bind(id)
+                    .bind(now)
+                    .bind(from)
+                    .bind(to)
+                    .bind(by);
+                let rows = turn.savepoint_call(q).await?;
+                Ok(!rows.is_empty())
             })
         })
         .await
