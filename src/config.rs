@@ -1029,17 +1029,35 @@ pub fn database(
     cfg: &Config,
     config_path: Option<&Path>,
 ) -> Result<(PathBuf, DbSource), crate::store::Error> {
-    if let Some(p) = flag {
-        return Ok((p.to_path_buf(), DbSource::Flag));
-    }
-    if let Some(p) = std::env::var_os("HANDOFF_DB").filter(|p| !p.is_empty()) {
-        return Ok((PathBuf::from(p), DbSource::Env));
-    }
-    if let Some(p) = cfg.store.path.as_deref().filter(|p| !p.trim().is_empty()) {
+    let (path, source) = if let Some(p) = flag {
+        (p.to_path_buf(), DbSource::Flag)
+    } else if let Some(p) = std::env::var_os("HANDOFF_DB").filter(|p| !p.is_empty()) {
+        (PathBuf::from(p), DbSource::Env)
+    } else if let Some(p) = cfg.store.path.as_deref().filter(|p| !p.trim().is_empty()) {
         let from = config_path.map_or_else(|| PathBuf::from("the config"), Path::to_path_buf);
-        return Ok((expand_home(p), DbSource::Config(from)));
+        (expand_home(p), DbSource::Config(from))
+    } else {
+        return Ok((crate::store::default_location()?, DbSource::Default));
+    };
+    // Why refused here: taken as a path, `postgres://host/db` would become
+    // a folder named `postgres:` and a fresh SQLite file inside it.
+    if let Some(scheme) = url_scheme(&path) {
+        return Err(crate::store::Error::Invalid(format!(
+            "{source} names `{}`, a {scheme}:// URL, but this build of handoff keeps its store in an SQLite file: give a file path",
+            path.display()
+        )));
     }
-    Ok((crate::store::default_location()?, DbSource::Default))
+    Ok((path, source))
+}
+
+/// The scheme of a `scheme://…` database reference (`postgres`, …), if the
+/// path is written as a URL rather than a file path.
+fn url_scheme(path: &Path) -> Option<&str> {
+    let (scheme, _) = path.to_str()?.split_once("://")?;
+    let mut chars = scheme.chars();
+    let first = chars.next()?;
+    (first.is_ascii_alphabetic() && chars.all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)))
+        .then_some(scheme)
 }
 
 fn expand_home(p: &str) -> PathBuf {

@@ -275,6 +275,44 @@ fn a_named_database_that_does_not_exist_is_an_error_until_init() {
     assert!(f.default_db().exists());
 }
 
+/// A database named as a URL (`postgres://…`) is refused in one line that
+/// says a file path is wanted, from the flag, the environment and the
+/// config alike, and nothing is created (taken as a path it became a
+/// folder `postgres:` with a fresh SQLite file in it).
+#[test]
+fn a_database_url_is_refused_and_creates_nothing() {
+    let f = Folder::new();
+    let url = "postgres://handoff@db.example/handoff";
+    f.config("[store]\npath = \"postgresql://handoff@db.example/handoff\"\n");
+    for (args, env) in [
+        (vec!["init"], vec![("HANDOFF_DB", url)]),
+        (vec!["pending"], vec![("HANDOFF_DB", url)]),
+        (vec!["--db", url, "serve"], vec![]),
+        (vec!["--db", url, "status"], vec![]),
+        (vec!["init"], vec![]),
+    ] {
+        let o = f.run(&args, &env);
+        let err = one_line_error(&o, 2);
+        assert!(
+            err.contains("://") && err.contains("URL") && err.contains("give a file path"),
+            "{args:?}: {err}"
+        );
+        assert!(
+            !f.path().join("postgres:").exists(),
+            "{args:?} created a folder"
+        );
+        assert!(
+            !f.path().join("postgresql:").exists(),
+            "{args:?} created a folder"
+        );
+    }
+    // A path that merely contains `:` is still a path.
+    let odd = f.path().join("odd:name.db");
+    let o = f.run(&["--db", odd.to_str().unwrap(), "init"], &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(odd.exists());
+}
+
 /// `--db` > `HANDOFF_DB` > the config's `[store] path` > the default.
 #[tokio::test]
 async fn the_database_precedence_is_flag_env_config_default() {
