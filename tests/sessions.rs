@@ -866,6 +866,15 @@ async fn a_session_write_whose_event_fails_leaves_the_session_as_it_was() {
         })
         .await;
     assert!(again.is_err(), "{again:?}");
+    let wake = store
+        .record_wake("s-1", "ci", "d-1", serde_json::json!({"ok": true}))
+        .await;
+    assert!(wake.is_err(), "{wake:?}");
+    assert_eq!(
+        count(&store, "session_wakes").await,
+        0,
+        "the wake was undone"
+    );
 
     let after = store.get_session("s-1").await.unwrap().unwrap();
     assert_eq!(after.revision, before.revision, "the checkpoint was undone");
@@ -892,4 +901,11 @@ async fn a_session_write_whose_event_fails_leaves_the_session_as_it_was() {
         .unwrap();
     assert!(matches!(cp, Checkpointed::Saved { .. }), "{cp:?}");
     assert_eq!(count(&store, "events").await, events + 1);
+    // The undone wake's delivery id is new again: recorded, with its event.
+    let wake = store
+        .record_wake("s-1", "ci", "d-1", serde_json::json!({"ok": true}))
+        .await
+        .unwrap();
+    assert!(wake.new, "{wake:?}");
+    assert_eq!(wake.seq, store.last_event_seq().await.unwrap());
 }

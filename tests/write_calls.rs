@@ -632,6 +632,88 @@ async fn a_session_registration_checkpoint_and_end_are_one_database_call_each() 
     );
 }
 
+/// An inbound wake is one call: the delivery's row, its `session.wake`
+/// event (with the registered session's project) and the event's seq on
+/// the row. A replay of the same delivery id is one call too, writes
+/// nothing and answers with the first delivery's seq.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_inbound_wake_is_one_database_call() {
+    use handoff::store::sessions::NewSession;
+    let _turn = TURN.lock().await;
+    calls();
+    let db = TempDb::new();
+    let store = warmed(&db).await;
+    store
+        .register_session(&NewSession {
+            session_id: "s-w".into(),
+            agent: "codex".into(),
+            project: "api".into(),
+            ..NewSession::default()
+        })
+        .await
+        .unwrap();
+    let before = store.last_event_seq().await.unwrap();
+    let body = serde_json::json!({"run": 7, "ok": false});
+    let (first, seen) = counted(store.record_wake("s-w", "ci", "delivery-1", body.clone())).await;
+    let first = first.unwrap();
+    assert_eq!(seen.len(), 1, "a wake is one call, was {seen:?}");
+    assert!(first.new);
+    assert_eq!(first.seq, before + 1);
+    let (again, seen) = counted(store.record_wake("s-w", "ci", "delivery-1", body.clone())).await;
+    assert_eq!(seen.len(), 1, "a replayed wake is one call, was {seen:?}");
+    let again = again.unwrap();
+    assert!(!again.new, "{again:?}");
+    assert_eq!(again.seq, first.seq, "a replay answers with the first seq");
+    // Another source may use the same delivery id; an unregistered session
+    // gets its wake too, with no project.
+    let other = store
+        .record_wake(
+            "nobody-yet",
+            "github",
+            "delivery-1",
+            serde_json::json!(null),
+        )
+        .await
+        .unwrap();
+    assert!(other.new);
+    assert_eq!(other.seq, first.seq + 1);
+
+    let got: Vec<_> = store
+        .events_after(before, 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| {
+            (
+                e.seq, e.kind, e.actor, e.channel, e.project, e.session, e.payload,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                first.seq,
+                "session.wake".to_string(),
+                "ci".to_string(),
+                "webhook".to_string(),
+                "api".to_string(),
+                "s-w".to_string(),
+                serde_json::json!({"source": "ci", "delivery_id": "delivery-1", "body": body}),
+            ),
+            (
+                other.seq,
+                "session.wake".to_string(),
+                "github".to_string(),
+                "webhook".to_string(),
+                String::new(),
+                "nobody-yet".to_string(),
+                serde_json::json!({"source": "github", "delivery_id": "delivery-1", "body": null}),
+            ),
+        ]
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_pickup_is_one_database_call_and_a_lost_race_logs_nothing() {
     let _turn = TURN.lock().await;

@@ -6,14 +6,18 @@
 //! and `resume` pick wakes up from the event log. This module does not
 //! authenticate requests (the HTTP endpoint does) nor run wake targets.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::store::Channel;
-use crate::store::{NewEvent, Result, Store, events, new_id};
+use std::sync::Arc;
+
+use sqlx::Row;
+
+use crate::store::writer::one_call;
+use crate::store::{Result, Store, events, new_id};
 
 /// What [`Store::record_wake`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WakeRecorded {
     /// False when this `(source, delivery_id)` was recorded before: nothing
     /// was written and `seq` is the event of the first delivery.
@@ -42,71 +46,52 @@ impl Store {
             "" => new_id(),
             d => d.to_string(),
         };
-        self.retry(|| self.record_wake_once(session_id, source, &delivery_id, &payload))
-            .await
-    }
-
-    async fn record_wake_once(
-        &self,
-        session_id: &str,
-        source: &str,
-        delivery_id: &str,
-        payload: &Value,
-    ) -> Result<WakeRecorded> {
-        let now = self.now();
-        let mut tx = self.begin_write().await?;
-        // Why ON CONFLICT DO NOTHING: the UNIQUE(source, delivery_id) index
-        // decides whether this delivery is new; a replay inserts nothing.
-        let inserted = sqlx::query(
-            "INSERT INTO session_wakes (source, delivery_id, session_id, at) VALUES (?, ?, ?, ?)
-             ON CONFLICT(source, delivery_id) DO NOTHING",
-        )
-        .bind(source)
-        .bind(delivery_id)
-        .bind(session_id)
-        .bind(now)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        if inserted == 0 {
-            let seq: i64 = sqlx::query_scalar(
-                "SELECT event_seq FROM session_wakes WHERE source = ? AND delivery_id = ?",
-            )
-            .bind(source)
-            .bind(delivery_id)
-            .fetch_one(&mut *tx)
-            .await?;
-            return Ok(WakeRecorded { new: false, seq });
-        }
-        let project: String = sqlx::query_scalar(
-            "SELECT COALESCE((SELECT project FROM agent_sessions WHERE session_id = ?), '')",
-        )
-        .bind(session_id)
-        .fetch_one(&mut *tx)
-        .await?;
-        let seq = events::append(
-            &mut tx,
-            now,
-            &NewEvent {
-                kind: "session.wake",
-                entity_kind: "session",
-                entity_id: session_id,
-                actor: source,
-                channel: Channel::Webhook,
-                project: &project,
-                session: session_id,
-                payload: json!({"source": source, "delivery_id": delivery_id, "body": payload}),
-            },
-        )
-        .await?;
-        // Why unguarded: the row was inserted by this very transaction.
-        sqlx::query("UPDATE session_wakes SET event_seq = ? WHERE source = ? AND delivery_id = ?")
-            .bind(seq)
-            .bind(source)
-            .bind(delivery_id)
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        Ok(WakeRecorded { new: true, seq })
+        let payload = json!({"source": source, "delivery_id": delivery_id, "body": payload});
+        events::check_depth(&payload)?;
+        let input = Arc::new((
+            session_id.to_string(),
+            source.to_string(),
+            delivery_id,
+            payload.to_string(),
+        ));
+        self.write_retried(input, move |turn, input, now| {
+            Box::pin(async move {
+                let (session, source, delivery, payload) = &*input;
+                // One call, all or nothing. Why ON CONFLICT DO NOTHING: the
+                // UNIQUE(source, delivery_id) index decides whether this
+                // delivery is new; a replay inserts nothing, so no event
+                // (`changes()` right after it) and no seq to stamp (the
+                // stamp wants the row's 0), and the read-back gives the
+                // first delivery's seq. `changes()` there is the stamp's:
+                // 1 only for a new delivery.
+                let sql = one_call(
+                    "INSERT INTO session_wakes (source, delivery_id, session_id, at) VALUES (?1, ?2, ?3, ?4)
+                       ON CONFLICT(source, delivery_id) DO NOTHING;
+                     INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
+                       SELECT ?4, 'session.wake', 'session', ?3, ?1, 'webhook',
+                              COALESCE((SELECT project FROM agent_sessions WHERE session_id = ?3), ''), ?3, ?5
+                       WHERE changes() = 1;
+                     UPDATE session_wakes SET event_seq = last_insert_rowid()
+                       WHERE source = ?1 AND delivery_id = ?2 AND event_seq = 0;
+                     SELECT event_seq, changes() = 1 AS new FROM session_wakes
+                       WHERE source = ?1 AND delivery_id = ?2",
+                );
+                let q = sqlx::query(sql)
+                    .bind(source)
+                    .bind(delivery)
+                    .bind(session)
+                    .bind(now)
+                    .bind(payload);
+                let rows = turn.savepoint_call(q).await?;
+                let row = rows.last().ok_or_else(|| {
+                    crate::store::Error::Corrupt("a recorded wake vanished".into())
+                })?;
+                Ok(WakeRecorded {
+                    new: row.try_get("new")?,
+                    seq: row.try_get("event_seq")?,
+                })
+            })
+        })
+        .await
     }
 }
