@@ -12,11 +12,14 @@
 //! keeps its number) and checks the kind of a remembered value before
 //! replaying it.
 //!
-//! Covered: every write that goes through the write turn's `write` (actions
-//! and questions). The older `begin_write` writers (boards, sessions,
-//! ledger) are not remembered; their writes are idempotent by their own
-//! keys (CAS versions, ledger event ids), so a repeat is refused or
-//! answered as already done rather than applied twice.
+//! Covered: every write that goes through the write turn's `write`
+//! (actions, questions, sessions, the ledger, inbound wakes, deliveries and
+//! boards' winning calls). The older `begin_write` writers (a board's
+//! archive by hand, a board write's refusal path, tokens, grants, Inbox
+//! sessions, pairing, purge, chat's own events and refused-attempt audits)
+//! are not remembered; their writes are idempotent by their own
+//! keys (CAS versions, names), so a repeat is refused or answered as
+//! already done rather than applied twice.
 
 use std::future::Future;
 use std::sync::Arc;
