@@ -28,7 +28,8 @@ impl Serve {
     fn start(db: &Path) -> Serve {
         let cfg = db.with_extension("toml");
         std::fs::write(&cfg, "").expect("write config");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_handoff"))
+        // `HANDOFF_BENCH_BIN` may name another build, to compare two in turns.
+        let mut child = Command::new(crate::prompt::binary())
             .args(["serve", "--config"])
             .arg(&cfg)
             .args(["--listen", "127.0.0.1:0"])

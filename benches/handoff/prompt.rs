@@ -41,8 +41,9 @@ const CHAT: i64 = 111;
 /// round (250 ms), so every prompt finds it idle.
 const APART: Duration = Duration::from_millis(300);
 
-/// The `handoff` binary to run: `HANDOFF_BENCH_BIN`, else this build's.
-fn binary() -> PathBuf {
+/// The `handoff` binary to run: `HANDOFF_BENCH_BIN`, else this build's
+/// (also for the daemon rows of `daemon.rs`).
+pub(crate) fn binary() -> PathBuf {
     std::env::var_os("HANDOFF_BENCH_BIN")
         .filter(|v| !v.is_empty())
         .map_or_else(|| env!("CARGO_BIN_EXE_handoff").into(), PathBuf::from)

@@ -29,10 +29,19 @@ use crate::store::Store;
 /// The fallback interval when `HANDOFF_WATCH_FALLBACK_MS` does not say.
 const FALLBACK: Duration = Duration::from_secs(2);
 
-/// How long after a change that showed no new event the log is read once
-/// more: a commit becomes visible to readers just after its last write to
-/// the WAL file, and that write is what inotify reports.
-const SETTLE: Duration = Duration::from_millis(5);
+/// After a change that showed no new event, the log is read again after
+/// each of these pauses, or sooner when the files change again. Why: a
+/// commit becomes visible to readers just after its last write to the WAL
+/// file, but inotify reports its first, so the first look often comes too
+/// early; short pauses catch it within a millisecond or two of becoming
+/// visible, where one fixed 5 ms pause added up to 5 ms to every wake-up
+/// another process caused. A change of our own (a cursor save) costs these
+/// few reads of the log's end and nothing else.
+const SETTLE: [Duration; 3] = [
+    Duration::from_millis(1),
+    Duration::from_millis(2),
+    Duration::from_millis(4),
+];
 
 /// How often the event log is read when no notification comes: the
 /// fallback poll, and the longest any follower sleeps without a nudge.
@@ -88,12 +97,21 @@ pub async fn watch(store: Store, nudge: Arc<Notify>, cancel: CancellationToken) 
             continue;
         }
         // A change with no new event: ours (a cursor save), or a commit
-        // not visible yet. One more look shortly settles which.
-        tokio::select! {
-            _ = cancel.cancelled() => break,
-            _ = tokio::time::sleep(SETTLE) => {}
+        // not visible yet. A few more looks shortly settle which.
+        // Another change starts the pauses over, so the last write of a
+        // commit always gets all of them.
+        let mut pause = 0;
+        while let Some(wait) = SETTLE.get(pause) {
+            let changed = tokio::select! {
+                _ = cancel.cancelled() => return,
+                _ = tokio::time::sleep(*wait) => false,
+                () = files.changed() => true,
+            };
+            if check(&store, &mut seen, &nudge).await {
+                break;
+            }
+            pause = if changed { 0 } else { pause + 1 };
         }
-        check(&store, &mut seen, &nudge).await;
     }
 }
 
