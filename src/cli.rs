@@ -132,6 +132,8 @@ enum Command {
     },
     /// Create the database (and its folder) where the other commands will look for it.
     Init,
+    /// Bring an existing database's schema up to this build's and exit (for deploy pipelines).
+    Migrate,
     /// Show which config and database the commands use, and whether a daemon serves it.
     Status,
     /// Admit a Telegram user who sent /start, with the code the bot gave them.
@@ -438,6 +440,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Grants { cmd, all } => hook::grants(&ctx, cmd, all).await,
         Command::Serve { listen } => serve(&ctx, listen).await,
         Command::Init => status::init(&ctx).await,
+        Command::Migrate => status::migrate(&ctx).await,
         Command::Status => status::run(&ctx).await,
         Command::InboxLink { url, ttl, name } => inbox::run(url, &ttl, &name, &ctx).await,
         Command::Pair { code, role } => {

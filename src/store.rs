@@ -128,6 +128,11 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
+/// The newest schema version this build knows (its newest migration).
+pub fn schema_version() -> i64 {
+    MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0)
+}
+
 /// How many times a write is retried after `SQLITE_BUSY` (on top of the
 /// 5 s busy_timeout each attempt already waits).
 const BUSY_RETRIES: u32 = 8;
@@ -163,7 +168,14 @@ impl Store {
     /// embedded migrations (idempotent), and refuses a file whose schema is
     /// newer than this build.
     pub async fn open_with_clock(path: &Path, clock: Arc<dyn Clock>) -> Result<Store> {
-        Self::open_shaped(path, clock, Shape::Serving).await
+        Ok(Self::open_shaped(path, clock, Shape::Serving).await?.0)
+    }
+
+    /// Open as [`Store::open_one_shot`] does, and say which migrations (by
+    /// version, ascending) this open applied: none when the schema was
+    /// current. For `handoff migrate`.
+    pub async fn open_migrating(path: &Path) -> Result<(Store, Vec<i64>)> {
+        Self::open_shaped(path, Arc::new(SystemClock), Shape::OneShot).await
     }
 
     /// Open the store for a one-shot command (a CLI call, a hook): one
@@ -174,10 +186,18 @@ impl Store {
     /// so the next statement found none idle and opened another). With
     /// one, the next statement waits that moment instead.
     pub async fn open_one_shot(path: &Path) -> Result<Store> {
-        Self::open_shaped(path, Arc::new(SystemClock), Shape::OneShot).await
+        Ok(
+            Self::open_shaped(path, Arc::new(SystemClock), Shape::OneShot)
+                .await?
+                .0,
+        )
     }
 
-    async fn open_shaped(path: &Path, clock: Arc<dyn Clock>, shape: Shape) -> Result<Store> {
+    async fn open_shaped(
+        path: &Path,
+        clock: Arc<dyn Clock>,
+        shape: Shape,
+    ) -> Result<(Store, Vec<i64>)> {
         let shown = path.display().to_string();
         let open_err = |reason: String| Error::Open {
             path: shown.clone(),
@@ -210,8 +230,8 @@ impl Store {
             writer: writer::Writer::new(shape == Shape::Serving),
             path: path.to_path_buf(),
         };
-        store.migrate().await?;
-        Ok(store)
+        let applied = store.migrate().await?;
+        Ok((store, applied))
     }
 
     /// Refuse a newer schema, then apply missing migrations. Several processes
@@ -227,7 +247,7 @@ impl Store {
     /// opens the store, so the common case is this one read. Anything else
     /// (a fresh file, missing, failed or edited migrations, a newer schema)
     /// goes the full way below, which refuses or migrates as before.
-    async fn migrate(&self) -> Result<()> {
+    async fn migrate(&self) -> Result<Vec<i64>> {
         let known = MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
         let mut last = String::new();
         for attempt in 0..BUSY_RETRIES {
@@ -249,7 +269,7 @@ impl Store {
                 Err(e) => return Err(self.classify_open(e)),
             };
             if schema_is_current(&applied) {
-                return Ok(());
+                return Ok(Vec::new());
             }
             let found = applied.iter().filter(|m| m.1).map(|m| m.0).max();
             if let Some(found) = found
@@ -262,7 +282,14 @@ impl Store {
                 });
             }
             match MIGRATOR.run(&self.pool).await {
-                Ok(()) => return Ok(()),
+                Ok(()) => {
+                    let had: Vec<i64> = applied.iter().filter(|m| m.1).map(|m| m.0).collect();
+                    return Ok(MIGRATOR
+                        .iter()
+                        .filter(|m| m.migration_type.is_up_migration() && !had.contains(&m.version))
+                        .map(|m| m.version)
+                        .collect());
+                }
                 Err(e) => {
                     last = e.to_string();
                     if let Some(inner) = migration_db_error(&e)

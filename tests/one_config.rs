@@ -377,6 +377,7 @@ fn remote_mode_refuses_host_only_commands_in_one_line() {
         vec!["serve"],
         vec!["inbox-link"],
         vec!["init"],
+        vec!["migrate"],
         vec!["pair", "ABC123"],
         vec!["token", "list"],
         vec!["recover"],

@@ -377,6 +377,61 @@ async fn an_older_schema_is_migrated_on_open() {
     assert_eq!(now, versions);
 }
 
+/// `handoff migrate` (the real binary): a named file that is not there is
+/// refused in one line and not created; an older handoff's file gets the
+/// missing migrations, listed in `--json`, and a second run has nothing
+/// to apply; a newer handoff's file is refused, as every command does.
+#[tokio::test]
+async fn handoff_migrate_applies_what_is_missing_and_creates_nothing() {
+    let db = TempDb::fresh();
+    let migrate = |json: bool| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_handoff"));
+        if json {
+            c.arg("--json");
+        }
+        c.args(["migrate"])
+            .env("HANDOFF_DB", &db.path)
+            .env_remove("HANDOFF_URL")
+            .env_remove("HANDOFF_CONFIG")
+            .output()
+            .expect("run handoff migrate")
+    };
+    let o = migrate(false);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("does not exist") && err.trim_end().lines().count() == 1,
+        "{err}"
+    );
+    assert!(!db.path.exists(), "migrate created nothing");
+
+    let ours = our_migrations();
+    let versions: Vec<i64> = ours.iter().map(|m| m.version).collect();
+    let (newest, older) = versions.split_last().expect("migrations");
+    let opts = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(&db.path)
+        .create_if_missing(true);
+    let raw = sqlx::SqlitePool::connect_with(opts).await.unwrap();
+    ours.run_to(*older.last().unwrap(), &raw).await.unwrap();
+    raw.close().await;
+
+    let o = migrate(true);
+    assert!(o.status.success(), "{o:?}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["database"]["applied"], serde_json::json!([newest]));
+    assert_eq!(v["database"]["schema_version"], serde_json::json!(newest));
+    let o = migrate(false);
+    assert!(o.status.success(), "{o:?}");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("nothing to apply"), "{out}");
+
+    sqlx_insert_future_migration(&db.path).await;
+    let o = migrate(false);
+    assert!(!o.status.success(), "a newer schema is refused: {o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("newer handoff"), "{err}");
+}
+
 /// The quick check that a file is current compares every applied
 /// migration, not only the newest version: a newer handoff's migration
 /// next to all of ours is refused (not opened as current), and an applied

@@ -51,6 +51,44 @@ pub(crate) async fn init(ctx: &Ctx) -> anyhow::Result<u8> {
     Ok(exit::OK)
 }
 
+/// `handoff migrate`: apply this build's missing migrations to the
+/// database and exit, saying which it applied. Unlike `init` it creates
+/// nothing: a deploy step that names a database that is not there is a
+/// mistake to report, not a fresh file to make.
+pub(crate) async fn migrate(ctx: &Ctx) -> anyhow::Result<u8> {
+    if ctx.remote() {
+        return Err(fail(
+            exit::INVALID,
+            "`handoff migrate` works on the database on this machine, and HANDOFF_URL says the commands use a daemon's: run it on the daemon's host without HANDOFF_URL",
+        ));
+    }
+    let (path, source) = ctx.database()?;
+    if !path.exists() {
+        return Err(fail(exit::INVALID, super::missing_database(&path, &source)));
+    }
+    let (store, applied) = Store::open_migrating(&path).await?;
+    store.close().await;
+    let version = crate::store::schema_version();
+    let v = serde_json::json!({"database": {
+        "path": path,
+        "named_by": source.to_string(),
+        "schema_version": version,
+        "applied": applied,
+    }});
+    ctx.print(&v, || match applied.len() {
+        0 => format!(
+            "the database {} ({source}) is at schema version {version}: nothing to apply",
+            path.display()
+        ),
+        n => format!(
+            "applied {n} migration{} to the database {} ({source}); its schema is at version {version}",
+            if n == 1 { "" } else { "s" },
+            path.display()
+        ),
+    });
+    Ok(exit::OK)
+}
+
 /// What `handoff status` reports.
 #[derive(Debug, Serialize)]
 struct Status {
