@@ -101,10 +101,13 @@ async fn postgres_schema_has_every_sqlite_table_column_index_and_trigger() {
 
     for table in &lite_tables {
         // Columns in order: name, type, NOT NULL (a SQLite primary key column
-        // reports nullable but never holds NULL: PostgreSQL's is NOT NULL).
-        let lite_cols: Vec<(String, String, bool)> = lite_strings(
+        // reports nullable but never holds NULL: PostgreSQL's is NOT NULL),
+        // default (PostgreSQL's without its `::text` / `::bigint` cast).
+        type Column = (String, String, bool, String);
+        let lite_cols: Vec<Column> = lite_strings(
             lite,
-            "SELECT name, type, CAST(\"notnull\" OR pk > 0 AS TEXT) FROM pragma_table_info(?1) ORDER BY cid",
+            "SELECT name, type, CAST(\"notnull\" OR pk > 0 AS TEXT), dflt_value
+             FROM pragma_table_info(?1) ORDER BY cid",
             table,
         )
         .await
@@ -113,26 +116,48 @@ async fn postgres_schema_has_every_sqlite_table_column_index_and_trigger() {
             let ty = match r[1].as_str() {
                 "INTEGER" => "bigint",
                 "TEXT" => "text",
-                other => panic!("{table}.{}: a column type this test does not map: {other}", r[0]),
+                other => panic!(
+                    "{table}.{}: a column type this test does not map: {other}",
+                    r[0]
+                ),
             };
-            (r[0].clone(), ty.to_string(), r[2] == "1")
+            (r[0].clone(), ty.to_string(), r[2] == "1", r[3].clone())
         })
         .collect();
-        let pg_cols: Vec<(String, String, bool)> = pg_strings(
+        let pg_cols: Vec<Column> = pg_strings(
             pg,
-            "SELECT column_name::text, data_type::text, (is_nullable = 'NO')::int::text
+            "SELECT column_name::text, data_type::text, (is_nullable = 'NO')::int::text,
+                    regexp_replace(column_default, '::(text|bigint)$', '')
              FROM information_schema.columns
              WHERE table_schema = 'public' AND table_name = $1 ORDER BY ordinal_position",
             table,
         )
         .await
         .into_iter()
-        .map(|r| (r[0].clone(), r[1].clone(), r[2] == "1"))
+        .map(|r| (r[0].clone(), r[1].clone(), r[2] == "1", r[3].clone()))
         .collect();
         assert_eq!(
             lite_cols, pg_cols,
-            "{table}: columns (name, type, not null)"
+            "{table}: columns (name, type, not null, default)"
         );
+
+        // As many CHECK constraints (SQLite keeps them only in the table's
+        // text, ADD COLUMN ones included; comments say `checkpoint`, so the
+        // count is of `CHECK (` as the migrations write it).
+        let lite_checks = lite_strings(
+            lite,
+            "SELECT CAST((length(sql) - length(replace(sql, 'CHECK (', ''))) / 7 AS TEXT)
+             FROM sqlite_master WHERE type = 'table' AND name = ?1",
+            table,
+        )
+        .await;
+        let pg_checks = pg_strings(
+            pg,
+            "SELECT COUNT(*)::text FROM pg_constraint WHERE conrelid = $1::regclass AND contype = 'c'",
+            table,
+        )
+        .await;
+        assert_eq!(lite_checks, pg_checks, "{table}: CHECK constraints");
 
         // Primary key, unique constraints and foreign keys.
         let lite_pk = lite_strings(
