@@ -44,7 +44,7 @@ impl Both {
         let db = PgDb::new().await;
         let pg = PgPoolOptions::new()
             .max_connections(2)
-            .connect_with(db.options.clone())
+            .connect(&db.url) // by URL, as `[store] url` will name a server
             .await
             .expect("connect postgres");
         PG_MIGRATOR
