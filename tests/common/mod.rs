@@ -144,8 +144,10 @@ pub async fn count(store: &Store, table: &str) -> i64 {
 }
 pub mod calls;
 pub mod daemon;
+pub mod engines;
 pub mod fake_telegram;
 pub mod hook;
+pub mod postgres;
 
 // ---------------------------------------------------------------------------
 // Questions helpers (added by the questions work).
