@@ -306,6 +306,16 @@ impl Ctx {
         Ok(crate::config::database(self.db.as_deref(), cfg, cfg_path)?)
     }
 
+    /// [`Ctx::database`], a PostgreSQL URL included (`handoff migrate`).
+    pub fn database_ref(&self) -> anyhow::Result<(crate::config::DatabaseRef, DbSource)> {
+        let (cfg, cfg_path) = self.config()?;
+        Ok(crate::config::database_ref(
+            self.db.as_deref(),
+            cfg,
+            cfg_path,
+        )?)
+    }
+
     /// Open the store. Only the default location is created when missing:
     /// a file someone named that does not exist is a typo until `handoff
     /// init` says otherwise, so it is refused with its path.

@@ -1021,14 +1021,42 @@ impl fmt::Display for DbSource {
     }
 }
 
+/// Where a database is: a file (the store), or a PostgreSQL server, which
+/// only `handoff migrate` takes so far (issue 12 ports the store to it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DatabaseRef {
+    /// An SQLite file.
+    File(PathBuf),
+    /// A `postgres://` or `postgresql://` URL.
+    Postgres(String),
+}
+
 /// The database a command uses: `flag` (`--db`), else `$HANDOFF_DB`, else
 /// the config's `[store] path` (`config_path` is the file it came from),
-/// else the default location. Every command resolves it this way.
+/// else the default location. Every command resolves it this way; only
+/// `handoff migrate` takes a PostgreSQL URL ([`database_ref`]).
 pub fn database(
     flag: Option<&Path>,
     cfg: &Config,
     config_path: Option<&Path>,
 ) -> Result<(PathBuf, DbSource), crate::store::Error> {
+    match database_ref(flag, cfg, config_path)? {
+        (DatabaseRef::File(path), source) => Ok((path, source)),
+        (DatabaseRef::Postgres(url), source) => Err(crate::store::Error::Invalid(format!(
+            "{source} names the PostgreSQL database {}; so far handoff only prepares its schema there (`handoff migrate`): the daemon and the other commands keep their store in an SQLite file, so give a file path",
+            crate::store::postgres::shown(&url)
+        ))),
+    }
+}
+
+/// [`database`], with a PostgreSQL URL taken as one. Any other
+/// `scheme://` is refused: taken as a path, it would become a folder
+/// named `scheme:` holding a fresh SQLite file.
+pub fn database_ref(
+    flag: Option<&Path>,
+    cfg: &Config,
+    config_path: Option<&Path>,
+) -> Result<(DatabaseRef, DbSource), crate::store::Error> {
     let (path, source) = if let Some(p) = flag {
         (p.to_path_buf(), DbSource::Flag)
     } else if let Some(p) = std::env::var_os("HANDOFF_DB").filter(|p| !p.is_empty()) {
@@ -1037,17 +1065,20 @@ pub fn database(
         let from = config_path.map_or_else(|| PathBuf::from("the config"), Path::to_path_buf);
         (expand_home(p), DbSource::Config(from))
     } else {
-        return Ok((crate::store::default_location()?, DbSource::Default));
+        let path = crate::store::default_location()?;
+        return Ok((DatabaseRef::File(path), DbSource::Default));
     };
-    // Why refused here: taken as a path, `postgres://host/db` would become
-    // a folder named `postgres:` and a fresh SQLite file inside it.
-    if let Some(scheme) = url_scheme(&path) {
-        return Err(crate::store::Error::Invalid(format!(
-            "{source} names `{}`, a {scheme}:// URL, but this build of handoff keeps its store in an SQLite file: give a file path",
+    match url_scheme(&path) {
+        None => Ok((DatabaseRef::File(path), source)),
+        Some("postgres" | "postgresql") => Ok((
+            DatabaseRef::Postgres(path.to_string_lossy().into_owned()),
+            source,
+        )),
+        Some(scheme) => Err(crate::store::Error::Invalid(format!(
+            "{source} names `{}`, a {scheme}:// URL: handoff keeps its store in an SQLite file, so give a file path",
             path.display()
-        )));
+        ))),
     }
-    Ok((path, source))
 }
 
 /// The scheme of a `scheme://…` database reference (`postgres`, …), if the

@@ -275,14 +275,16 @@ fn a_named_database_that_does_not_exist_is_an_error_until_init() {
     assert!(f.default_db().exists());
 }
 
-/// A database named as a URL (`postgres://…`) is refused in one line that
-/// says a file path is wanted, from the flag, the environment and the
-/// config alike, and nothing is created (taken as a path it became a
-/// folder `postgres:` with a fresh SQLite file in it).
+/// A database named as a URL is refused in one line that says a file path
+/// is wanted, from the flag, the environment and the config alike, and
+/// nothing is created (taken as a path, `postgres://…` became a folder
+/// `postgres:` with a fresh SQLite file in it). A PostgreSQL URL is named
+/// as one, with `handoff migrate` (the one command that takes it so far),
+/// and its password is never shown.
 #[test]
 fn a_database_url_is_refused_and_creates_nothing() {
     let f = Folder::new();
-    let url = "postgres://handoff@db.example/handoff";
+    let url = "postgres://handoff:s3cret@db.example/handoff";
     f.config("[store]\npath = \"postgresql://handoff@db.example/handoff\"\n");
     for (args, env) in [
         (vec!["init"], vec![("HANDOFF_DB", url)]),
@@ -294,8 +296,14 @@ fn a_database_url_is_refused_and_creates_nothing() {
         let o = f.run(&args, &env);
         let err = one_line_error(&o, 2);
         assert!(
-            err.contains("://") && err.contains("URL") && err.contains("give a file path"),
+            err.contains("PostgreSQL")
+                && err.contains("handoff migrate")
+                && err.contains("give a file path"),
             "{args:?}: {err}"
+        );
+        assert!(
+            !err.contains("s3cret"),
+            "{args:?} showed the password: {err}"
         );
         assert!(
             !f.path().join("postgres:").exists(),
@@ -306,6 +314,14 @@ fn a_database_url_is_refused_and_creates_nothing() {
             "{args:?} created a folder"
         );
     }
+    // Another scheme is a URL too, not a path.
+    let o = f.run(&["--db", "mysql://db.example/handoff", "init"], &[]);
+    let err = one_line_error(&o, 2);
+    assert!(
+        err.contains("mysql:// URL") && err.contains("give a file path"),
+        "{err}"
+    );
+    assert!(!f.path().join("mysql:").exists());
     // A path that merely contains `:` is still a path.
     let odd = f.path().join("odd:name.db");
     let o = f.run(&["--db", odd.to_str().unwrap(), "init"], &[]);

@@ -13,7 +13,10 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use serde_json::json;
+
 use super::{Ctx, exit, fail};
+use crate::config::DatabaseRef;
 use crate::store::{Store, counts::Overview};
 
 /// How long `status` waits for a daemon's `/healthz`.
@@ -62,28 +65,44 @@ pub(crate) async fn migrate(ctx: &Ctx) -> anyhow::Result<u8> {
             "`handoff migrate` works on the database on this machine, and HANDOFF_URL says the commands use a daemon's: run it on the daemon's host without HANDOFF_URL",
         ));
     }
-    let (path, source) = ctx.database()?;
-    if !path.exists() {
-        return Err(fail(exit::INVALID, super::missing_database(&path, &source)));
-    }
-    let (store, applied) = Store::open_migrating(&path).await?;
-    store.close().await;
-    let version = crate::store::schema_version();
-    let v = serde_json::json!({"database": {
-        "path": path,
-        "named_by": source.to_string(),
-        "schema_version": version,
-        "applied": applied,
-    }});
+    let (at, source) = ctx.database_ref()?;
+    let (place, shown, applied, version) = match at {
+        DatabaseRef::File(path) => {
+            if !path.exists() {
+                return Err(fail(exit::INVALID, super::missing_database(&path, &source)));
+            }
+            let (store, applied) = Store::open_migrating(&path).await?;
+            store.close().await;
+            let shown = path.display().to_string();
+            (
+                json!({"path": path}),
+                shown,
+                applied,
+                crate::store::schema_version(),
+            )
+        }
+        DatabaseRef::Postgres(url) => {
+            let applied = crate::store::postgres::migrate(&url).await?;
+            let shown = crate::store::postgres::shown(&url);
+            (
+                json!({"url": shown}),
+                shown,
+                applied,
+                crate::store::postgres::schema_version(),
+            )
+        }
+    };
+    let mut v = json!({"database": place});
+    v["database"]["named_by"] = json!(source.to_string());
+    v["database"]["schema_version"] = json!(version);
+    v["database"]["applied"] = json!(applied);
     ctx.print(&v, || match applied.len() {
         0 => format!(
-            "the database {} ({source}) is at schema version {version}: nothing to apply",
-            path.display()
+            "the database {shown} ({source}) is at schema version {version}: nothing to apply"
         ),
         n => format!(
-            "applied {n} migration{} to the database {} ({source}); its schema is at version {version}",
+            "applied {n} migration{} to the database {shown} ({source}); its schema is at version {version}",
             if n == 1 { "" } else { "s" },
-            path.display()
         ),
     });
     Ok(exit::OK)

@@ -1,0 +1,108 @@
+//! PostgreSQL, the second engine (issue 12), as far as it goes so far:
+//! bringing a database's schema (`migrations/postgres`) up to this build's,
+//! for `handoff migrate`. The store itself (every read and write) still
+//! runs on SQLite; later work ports it behind the same [`super::Store`].
+//!
+//! What a deploy step needs from it: the migrations this build carries
+//! applied in order (sqlx's migrator takes PostgreSQL's advisory lock, so
+//! two steps started at once apply them once), a database written by a
+//! newer handoff refused the way a newer SQLite file is, and errors that
+//! name the server without its password.
+
+use sqlx::Connection;
+use sqlx::postgres::{PgConnectOptions, PgConnection};
+
+use super::{Error, Result};
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
+
+/// The newest PostgreSQL schema version this build knows.
+pub fn schema_version() -> i64 {
+    MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0)
+}
+
+/// `url` as it may be shown: its password replaced by `***`.
+pub fn shown(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) if u.password().is_some() => {
+            let _ = u.set_password(Some("***"));
+            u.to_string()
+        }
+        Ok(u) => u.to_string(),
+        Err(_) => "the PostgreSQL URL".into(),
+    }
+}
+
+/// The advisory lock `handoff migrate` holds while it reads what is
+/// applied, applies the rest and reads again (any fixed key: the
+/// migrator's own lock is taken inside it, and session locks nest).
+const MIGRATE_LOCK: i64 = 0x68616e646f6666; // "handoff"
+
+/// Apply this build's missing migrations to the PostgreSQL database at
+/// `url`; the versions applied now (ascending), none when it was current.
+/// Two at once: one waits for the other and then finds nothing to apply.
+pub async fn migrate(url: &str) -> Result<Vec<i64>> {
+    let at = shown(url);
+    let open = |reason: String| Error::Open {
+        path: at.clone(),
+        reason,
+    };
+    let options: PgConnectOptions = url
+        .parse()
+        .map_err(|e: sqlx::Error| open(format!("not a usable PostgreSQL URL: {e}")))?;
+    let mut conn = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        PgConnection::connect_with(&options),
+    )
+    .await
+    .map_err(|_| open("the server did not answer within 10 s".into()))?
+    .map_err(|e| open(e.to_string()))?;
+    let outcome = apply(&mut conn, &at).await;
+    // Closing ends the session, and with it the advisory lock.
+    let _ = conn.close().await;
+    outcome
+}
+
+async fn apply(conn: &mut PgConnection, at: &str) -> Result<Vec<i64>> {
+    // Why one lock around the reads and the run: without it two steps at
+    // once both read "nothing applied", and both reported every migration
+    // as theirs although the migrator applied each once.
+    sqlx::query("SELECT pg_advisory_lock($1)")
+        .bind(MIGRATE_LOCK)
+        .execute(&mut *conn)
+        .await
+        .map_err(|e| Error::Migrate(e.to_string()))?;
+    let known = schema_version();
+    // Why read first: a newer handoff's database must be refused before
+    // anything is applied, in the words the SQLite file gets.
+    let had = applied_versions(conn).await?;
+    if let Some(&found) = had.last()
+        && found > known
+    {
+        return Err(Error::NewerSchema {
+            path: at.to_string(),
+            found,
+            known,
+        });
+    }
+    MIGRATOR
+        .run(&mut *conn)
+        .await
+        .map_err(|e| Error::Migrate(e.to_string()))?;
+    let now = applied_versions(conn).await?;
+    Ok(now.into_iter().filter(|v| !had.contains(v)).collect())
+}
+
+/// The versions applied successfully so far, ascending (none on a
+/// database no handoff has migrated yet).
+async fn applied_versions(conn: &mut PgConnection) -> Result<Vec<i64>> {
+    match sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success ORDER BY version")
+        .fetch_all(&mut *conn)
+        .await
+    {
+        Ok(v) => Ok(v),
+        // undefined_table: no migrations table yet.
+        Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("42P01") => Ok(Vec::new()),
+        Err(e) => Err(Error::Migrate(e.to_string())),
+    }
+}
