@@ -8,8 +8,12 @@ write turn is counted. Beside it, in the same run, the raw loop of
 the same approve statement on copies of the database with parts of what
 it writes removed, to show what each part costs.
 
+It also runs the whole lifecycle the same way — handoff's proposal
+INSERT, approve, claim and completion statements, one after the other on
+a fresh database — for the ceiling of the sequential cycle.
+
 Why: issue 11 asks for a single winning transition at 50 % of the raw
-loop. Each handoff approval also writes its approvals row, its audit row,
+loop, and a sequential cycle at 5× holdpoint's. Each handoff approval also writes its approvals row, its audit row,
 its event, the per-status counters and the actions table's indexes in the
 same transaction; this measures the ceiling those writes leave.
 
@@ -35,16 +39,22 @@ from raw_sqlite import raw_rate
 
 HERE = Path(__file__).resolve().parent
 TRANSITIONS = HERE.parent.parent / "src/store/actions/transitions.rs"
+EXECUTION = HERE.parent.parent / "src/store/actions/execution.rs"
 PRAGMAS = ("journal_mode=WAL", "synchronous=NORMAL", "foreign_keys=ON")
 
 
-def approve_statement() -> str:
-    """The guarded UPDATE of `approve_in`, returning every column."""
-    text = TRANSITIONS.read_text()
-    m = re.search(r'async fn approve_in.*?format!\(\s*"(.*?)"\s*\);', text, re.S)
+def statement(path: Path, function: str) -> str:
+    """The first statement `function` formats in `path`, returning every column."""
+    text = path.read_text()
+    m = re.search(rf'fn {function}\(.*?format!\(\s*"(.*?)"\s*\);', text, re.S)
     if not m:
-        raise SystemExit(f"approve_in's statement not found in {TRANSITIONS}")
+        raise SystemExit(f"{function}'s statement not found in {path}")
     return m.group(1).replace("{COLUMNS}", "*").split(";")[0]
+
+
+def approve_statement() -> str:
+    """The guarded UPDATE of `approve_in`."""
+    return statement(TRANSITIONS, "approve_in")
 
 
 def free_port() -> int:
@@ -113,6 +123,47 @@ def approve_rate(db: Path, ids: list[str], drops: list[str]) -> float:
     return rate
 
 
+def cycle_rate(db: Path, n: int) -> float:
+    """The whole lifecycle in-thread, each statement alone in autocommit:
+    handoff's proposal INSERT, approve, claim and completion statements
+    (their triggers write the audit rows, events, approvals and counters)."""
+    conn = sqlite3.connect(db, isolation_level=None)
+    for p in PRAGMAS:
+        conn.execute("PRAGMA " + p)
+    propose = statement(TRANSITIONS, "insert_proposal")
+    approve = approve_statement()
+    claim = statement(EXECUTION, "claim_in")
+    complete = statement(EXECUTION, "complete_in")
+    start = time.perf_counter()
+    for i in range(n):
+        now = int(time.time() * 1000)
+        id = f"floor{i:027d}"
+        args = json.dumps({"i": i}, separators=(",", ":"))
+        details = json.dumps({"kind": "floor", "summary": "floor", "args": {"i": i}})
+        # ?1 id ?2 kind ?3 summary ?4 args ?5 fingerprint ?6 dedup key ?7
+        # expires_at ?8 on_expire ?9 approvals ?10 redact keys ?11 exec ?12
+        # verify ?13 proposer ?14 project ?15 session ?16 now ?17 channel ?18 details
+        conn.execute(
+            propose,
+            (id, "floor", "floor", args, f"fp{i}", f"k{i}", None, "expire", 1, "[]",
+             None, None, "bench", "", "", now, "cli", details),
+        ).fetchall()
+        conn.execute(approve, (id, "alice", now, None, 0, None, None, 0, "cli", None)).fetchall()
+        # ?1 id ?2 owner ?3 lease_until ?4 now ?5 double-claim fault ?6
+        # skip-event fault ?7 lease_until as text
+        conn.execute(claim, (id, "exec", now + 60000, now, 0, 0, "2026-12-01T00:00:00Z")).fetchall()
+        # ?1 id ?2 owner ?3 status ?4 result ?5 error ?6 now
+        rows = conn.execute(complete, (id, "exec", "executed", '{"ok":true}', None, now)).fetchall()
+        if len(rows) != 1:
+            raise SystemExit(f"cycle {i} did not complete")
+    rate = n / (time.perf_counter() - start)
+    done = conn.execute("SELECT count(*) FROM actions WHERE status = 'executed'").fetchone()[0]
+    conn.close()
+    if done != n:
+        raise SystemExit(f"{done} of {n} cycles executed")
+    return rate
+
+
 CASES = [
     ("handoff's approve, as shipped", []),
     ("without the per-status counters trigger", ["DROP TRIGGER action_counts_update"]),
@@ -145,6 +196,13 @@ def main() -> None:
         ids = propose(args.handoff, db, args.n)
         raw = raw_rate(Path(tmp) / "raw.db", 20000)
         print(f"raw sqlite3 BEGIN/UPDATE/INSERT/COMMIT (20000 transactions): {raw:,.0f} transitions/s")
+        empty = Path(tmp) / "cycles.db"
+        subprocess.run([args.handoff, "--db", str(empty), "init"], check=True, capture_output=True)
+        cycles = cycle_rate(empty, args.n)
+        print(
+            f"handoff's propose → approve → claim → complete statements ({args.n} cycles, in-thread): "
+            f"{cycles:,.0f} cycles/s"
+        )
         for i, (name, drops) in enumerate(CASES):
             copy = Path(tmp) / f"case{i}.db"
             shutil.copy(db, copy)
