@@ -265,6 +265,13 @@ impl Ctx {
     /// The store for a command that only runs on the daemon's host; a clear
     /// refusal when `HANDOFF_URL` points elsewhere.
     pub async fn host_store(&self, what: &str) -> anyhow::Result<Store> {
+        self.local_only(what)?;
+        self.store().await
+    }
+
+    /// Refuse `handoff {what}`, a command that works on this machine's
+    /// database, when `HANDOFF_URL` says the commands use a daemon's.
+    pub fn local_only(&self, what: &str) -> anyhow::Result<()> {
         if self.remote() {
             return Err(fail(
                 exit::INVALID,
@@ -273,7 +280,7 @@ impl Ctx {
                 ),
             ));
         }
-        self.store().await
+        Ok(())
     }
 
     /// The actor name for a write: `given`, else `default` locally. Against

@@ -347,19 +347,29 @@ fn our_migrations() -> sqlx::migrate::Migrator {
     sqlx::migrate!("./migrations/sqlite")
 }
 
+/// A file at `path` as an older handoff left it (every migration of this
+/// build but the newest), with the pool that wrote it; and this build's
+/// migration versions, ascending.
+async fn older_handoffs_file(path: &std::path::Path) -> (Vec<i64>, sqlx::SqlitePool) {
+    let ours = our_migrations();
+    let versions: Vec<i64> = ours.iter().map(|m| m.version).collect();
+    let opts = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(path)
+        .create_if_missing(true);
+    let raw = sqlx::SqlitePool::connect_with(opts).await.unwrap();
+    ours.run_to(versions[versions.len() - 2], &raw)
+        .await
+        .unwrap();
+    (versions, raw)
+}
+
 /// A file migrated by an older handoff (every migration but the newest)
 /// is not taken as current: opening it applies the rest.
 #[tokio::test]
 async fn an_older_schema_is_migrated_on_open() {
     let db = TempDb::fresh();
-    let ours = our_migrations();
-    let versions: Vec<i64> = ours.iter().map(|m| m.version).collect();
+    let (versions, raw) = older_handoffs_file(&db.path).await;
     let (newest, older) = versions.split_last().expect("migrations");
-    let opts = sqlx::sqlite::SqliteConnectOptions::new()
-        .filename(&db.path)
-        .create_if_missing(true);
-    let raw = sqlx::SqlitePool::connect_with(opts).await.unwrap();
-    ours.run_to(*older.last().unwrap(), &raw).await.unwrap();
     let applied = |pool: sqlx::SqlitePool| async move {
         let v: Vec<i64> = sqlx::query_scalar(
             "SELECT version FROM _sqlx_migrations WHERE success ORDER BY version",
@@ -405,14 +415,8 @@ async fn handoff_migrate_applies_what_is_missing_and_creates_nothing() {
     );
     assert!(!db.path.exists(), "migrate created nothing");
 
-    let ours = our_migrations();
-    let versions: Vec<i64> = ours.iter().map(|m| m.version).collect();
-    let (newest, older) = versions.split_last().expect("migrations");
-    let opts = sqlx::sqlite::SqliteConnectOptions::new()
-        .filename(&db.path)
-        .create_if_missing(true);
-    let raw = sqlx::SqlitePool::connect_with(opts).await.unwrap();
-    ours.run_to(*older.last().unwrap(), &raw).await.unwrap();
+    let (versions, raw) = older_handoffs_file(&db.path).await;
+    let newest = versions.last().expect("migrations");
     raw.close().await;
 
     let o = migrate(true);

@@ -24,12 +24,7 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// `handoff init`: create the database at the resolved path.
 pub(crate) async fn init(ctx: &Ctx) -> anyhow::Result<u8> {
-    if ctx.remote() {
-        return Err(fail(
-            exit::INVALID,
-            "`handoff init` creates a database on this machine, and HANDOFF_URL says the commands use a daemon's: unset HANDOFF_URL to create a local one",
-        ));
-    }
+    ctx.local_only("init")?;
     let (path, source) = ctx.database()?;
     let existed = path.exists();
     // Opening creates the folder and the file and applies the schema; on an
@@ -59,12 +54,7 @@ pub(crate) async fn init(ctx: &Ctx) -> anyhow::Result<u8> {
 /// nothing: a deploy step that names a database that is not there is a
 /// mistake to report, not a fresh file to make.
 pub(crate) async fn migrate(ctx: &Ctx) -> anyhow::Result<u8> {
-    if ctx.remote() {
-        return Err(fail(
-            exit::INVALID,
-            "`handoff migrate` works on the database on this machine, and HANDOFF_URL says the commands use a daemon's: run it on the daemon's host without HANDOFF_URL",
-        ));
-    }
+    ctx.local_only("migrate")?;
     let (at, source) = ctx.database_ref()?;
     let (place, shown, applied, version) = match at {
         DatabaseRef::File(path) => {
