@@ -1,10 +1,12 @@
 //! Operating handoff: `events` (the log: a page, the newest N, or followed
-//! live), `backup` (an online copy of the live database), `completions`
+//! live), `backup` (an online copy of the live database), `export` (every
+//! row into an empty PostgreSQL database), `completions`
 //! and `man` (generated from the clap definition at run time, so they
 //! always match the binary).
 //!
 //! No SQL here: the log is read through [`crate::ops::Ops`] (the local store
-//! or the daemon at `HANDOFF_URL`), and `backup` asks the store for the copy.
+//! or the daemon at `HANDOFF_URL`), and `backup` and `export` ask the store
+//! for the copy.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -49,6 +51,12 @@ pub(crate) enum Cmd {
         #[arg(long)]
         force: bool,
     },
+    /// Copy every row of the database into an empty PostgreSQL database (one way so far: SQLite to PostgreSQL).
+    Export {
+        /// The PostgreSQL database to fill, e.g. postgres://user:password@host/handoff; it must be empty.
+        #[arg(long, value_name = "URL")]
+        to: String,
+    },
     /// Print a shell completion script (e.g. `handoff completions bash > /etc/bash_completion.d/handoff`).
     Completions {
         /// Shell to print the completion script for.
@@ -72,6 +80,7 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             follow,
         } => events(ctx, after, limit, tail, follow).await,
         Cmd::Backup { file, force } => backup(ctx, file, force).await,
+        Cmd::Export { to } => export(ctx, &to).await,
         Cmd::Completions { shell } => {
             let mut buf = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "handoff", &mut buf);
@@ -235,6 +244,40 @@ async fn backup(ctx: &Ctx, file: PathBuf, force: bool) -> anyhow::Result<u8> {
             ),
         )),
     }
+}
+
+/// `handoff export --to URL`: the local SQLite database copied into an
+/// empty PostgreSQL one (the copy itself: [`store::postgres::export`]).
+async fn export(ctx: &Ctx, to: &str) -> anyhow::Result<u8> {
+    ctx.local_only("export")?;
+    store::postgres::export::check_url(to)?;
+    let (db, _) = ctx.database()?;
+    // Opening would create an empty database; exporting nothing is a mistake.
+    if !db.exists() {
+        return Err(fail(
+            exit::INVALID,
+            format!(
+                "no database at {}: nothing to export (pass --db FILE or set HANDOFF_DB to the daemon's database)",
+                db.display()
+            ),
+        ));
+    }
+    let source = ctx.store().await?;
+    let copied = store::postgres::export::export_to(&source, to).await;
+    source.close().await;
+    let report = copied?;
+    let shown = store::postgres::shown(to);
+    let v =
+        serde_json::json!({"export": {"to": shown, "tables": report.tables, "rows": report.rows}});
+    ctx.print(&v, || {
+        format!(
+            "copied {} rows in {} tables from {} to {shown}",
+            report.rows,
+            report.tables.len(),
+            db.display()
+        )
+    });
+    Ok(exit::OK)
 }
 
 fn man(ctx: &Ctx, out: Option<PathBuf>) -> anyhow::Result<u8> {

@@ -1,6 +1,7 @@
 //! PostgreSQL, the second engine (issue 12), as far as it goes so far:
 //! bringing a database's schema (`migrations/postgres`) up to this build's,
-//! for `handoff migrate`. The store itself (every read and write) still
+//! for `handoff migrate`, and copying an SQLite file into an empty one
+//! ([`export`], for `handoff export`). The store itself (every read and write) still
 //! runs on SQLite; later work ports it behind the same [`super::Store`].
 //!
 //! What a deploy step needs from it: the migrations this build carries
@@ -13,6 +14,8 @@ use sqlx::Connection;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 
 use super::{Error, Result};
+
+pub mod export;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 
@@ -43,24 +46,30 @@ const MIGRATE_LOCK: i64 = 0x68616e646f6666; // "handoff"
 /// Two at once: one waits for the other and then finds nothing to apply.
 pub async fn migrate(url: &str) -> Result<Vec<i64>> {
     let at = shown(url);
+    let mut conn = connect(url).await?;
+    let outcome = apply(&mut conn, &at).await;
+    // Closing ends the session, and with it the advisory lock.
+    let _ = conn.close().await;
+    outcome
+}
+
+/// One connection to the database at `url`, or an [`Error::Open`] naming
+/// it without its password.
+async fn connect(url: &str) -> Result<PgConnection> {
     let open = |reason: String| Error::Open {
-        path: at.clone(),
+        path: shown(url),
         reason,
     };
     let options: PgConnectOptions = url
         .parse()
         .map_err(|e: sqlx::Error| open(format!("not a usable PostgreSQL URL: {e}")))?;
-    let mut conn = tokio::time::timeout(
+    tokio::time::timeout(
         std::time::Duration::from_secs(10),
         PgConnection::connect_with(&options),
     )
     .await
     .map_err(|_| open("the server did not answer within 10 s".into()))?
-    .map_err(|e| open(e.to_string()))?;
-    let outcome = apply(&mut conn, &at).await;
-    // Closing ends the session, and with it the advisory lock.
-    let _ = conn.close().await;
-    outcome
+    .map_err(|e| open(e.to_string()))
 }
 
 async fn apply(conn: &mut PgConnection, at: &str) -> Result<Vec<i64>> {

@@ -1,0 +1,512 @@
+//! `handoff export --to URL`: every row of the SQLite file copied into an
+//! empty PostgreSQL database, for a team moving its store onto a shared
+//! server (issue 12, item 6). One way so far: SQLite → PostgreSQL.
+//!
+//! What makes the copy trustworthy:
+//! - the target schema is brought to this build's first ([`super::migrate`]),
+//!   so every SQLite table and column has its counterpart;
+//! - the SQLite side is read inside one read transaction on one connection:
+//!   a snapshot, so a daemon writing meanwhile cannot tear the copy;
+//! - the PostgreSQL side is written in one transaction, which also holds
+//!   every target table locked (`ALTER TABLE` takes a lock that blocks
+//!   writers) from the "is it empty?" check to the commit: nothing the user
+//!   wrote there is ever overwritten, and a failure leaves nothing behind;
+//! - the target's user triggers are off for the copy: the rows that the
+//!   transition-log triggers would add (events, audit, approvals, counters)
+//!   are already among the copied rows, and the append-only triggers would
+//!   refuse the replaced seed rows. Foreign keys stay on (they are not user
+//!   triggers), so tables are filled parents first;
+//! - afterwards every identity sequence and the event counter continue past
+//!   the copied numbers, and the row counts are compared before COMMIT.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use futures_util::TryStreamExt;
+use sqlx::postgres::{PgConnection, Postgres};
+use sqlx::sqlite::SqliteRow;
+use sqlx::{Connection, QueryBuilder, Row, TypeInfo, ValueRef};
+
+use super::super::{Error, Result, Store};
+use super::{connect, migrate, shown};
+
+/// What an export copied.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ExportReport {
+    /// Rows copied per table (every table of the SQLite file, empty ones too).
+    pub tables: BTreeMap<String, i64>,
+    /// All rows copied.
+    pub rows: i64,
+}
+
+/// Tables a freshly migrated PostgreSQL database already holds rows in
+/// (the `notify` cursor, the event counter): they do not make it "not
+/// empty". A copied one has its rows replaced by the source's; the counter
+/// (PostgreSQL only) is set after the copy.
+const SEEDED: &[&str] = &["cursors", "events_seq"];
+
+/// PostgreSQL's limit on parameters in one statement.
+const MAX_PARAMS: usize = 65_535;
+
+/// Rows per INSERT at most (fewer for wide tables, under [`MAX_PARAMS`]).
+const MAX_BATCH_ROWS: usize = 1_000;
+
+/// Copy every row of `store`'s SQLite file into the empty PostgreSQL
+/// database at `url` (see the module docs). A `url` that is not
+/// `postgres://` or `postgresql://`, a target that holds rows, or a value
+/// that does not fit its PostgreSQL column is an error, and nothing is
+/// written then (the migrations aside, which a target gets either way).
+pub async fn export_to(store: &Store, url: &str) -> Result<ExportReport> {
+    check_url(url)?;
+    migrate(url).await?;
+    let mut pg = connect(url).await?;
+    let outcome = copy(store, &mut pg, url).await;
+    let _ = pg.close().await;
+    outcome
+}
+
+/// Refuse anything but a PostgreSQL URL (before any connection is tried).
+pub fn check_url(url: &str) -> Result<()> {
+    match url::Url::parse(url) {
+        Ok(u) if matches!(u.scheme(), "postgres" | "postgresql") => Ok(()),
+        Ok(u) => Err(Error::Invalid(format!(
+            "{} is a {}:// URL: export copies into a PostgreSQL database, named as postgres://user:password@host/database",
+            shown(url),
+            u.scheme()
+        ))),
+        Err(_) => Err(Error::Invalid(format!(
+            "`{url}` is not a URL: export copies into a PostgreSQL database, named as postgres://user:password@host/database"
+        ))),
+    }
+}
+
+/// A value as SQLite stored it (its storage class, not the column's type).
+#[derive(Debug)]
+enum Lite {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(String),
+    Blob(Vec<u8>),
+}
+
+impl Lite {
+    fn read(row: &SqliteRow, i: usize) -> std::result::Result<Lite, sqlx::Error> {
+        let raw = row.try_get_raw(i)?;
+        if raw.is_null() {
+            return Ok(Lite::Null);
+        }
+        let class = raw.type_info().name().to_string();
+        Ok(match class.as_str() {
+            "INTEGER" => Lite::Int(row.try_get_unchecked(i)?),
+            "REAL" => Lite::Real(row.try_get_unchecked(i)?),
+            "TEXT" => Lite::Text(row.try_get_unchecked(i)?),
+            _ => Lite::Blob(row.try_get_unchecked(i)?),
+        })
+    }
+
+    /// Its storage class, as an error names it.
+    fn class(&self) -> &'static str {
+        match self {
+            Lite::Null => "NULL",
+            Lite::Int(_) => "an integer",
+            Lite::Real(_) => "a real number",
+            Lite::Text(_) => "text",
+            Lite::Blob(_) => "a blob",
+        }
+    }
+
+    fn shown(&self) -> String {
+        match self {
+            Lite::Null => "NULL".into(),
+            Lite::Int(i) => i.to_string(),
+            Lite::Real(r) => r.to_string(),
+            Lite::Text(t) => format!("'{t}'"),
+            Lite::Blob(b) => format!("a {}-byte blob", b.len()),
+        }
+    }
+}
+
+/// A value typed for its PostgreSQL column: sqlx sends each parameter with
+/// a type, so even a NULL must be bound as the column's (a NULL text bound
+/// to a BIGINT column is an error).
+enum Bound {
+    I64(Option<i64>),
+    I32(Option<i32>),
+    I16(Option<i16>),
+    F64(Option<f64>),
+    Bool(Option<bool>),
+    Text(Option<String>),
+    Bytes(Option<Vec<u8>>),
+}
+
+/// `v` as a value of the PostgreSQL type `pg` (information_schema's
+/// `data_type`), or why it does not fit.
+fn bind_as(v: Lite, pg: &str) -> std::result::Result<Bound, String> {
+    let misfit = |v: &Lite| format!("{} does not fit a {pg} column", v.class());
+    let int = |v: Lite| match v {
+        Lite::Null => Ok(None),
+        Lite::Int(i) => Ok(Some(i)),
+        other => Err(misfit(&other)),
+    };
+    let narrow = |i: i64| format!("{i} does not fit a {pg} column");
+    Ok(match pg {
+        "bigint" => Bound::I64(int(v)?),
+        "integer" => Bound::I32(
+            int(v)?
+                .map(|i| i32::try_from(i).map_err(|_| narrow(i)))
+                .transpose()?,
+        ),
+        "smallint" => Bound::I16(
+            int(v)?
+                .map(|i| i16::try_from(i).map_err(|_| narrow(i)))
+                .transpose()?,
+        ),
+        "boolean" => Bound::Bool(match v {
+            Lite::Null => None,
+            Lite::Int(0) => Some(false),
+            Lite::Int(1) => Some(true),
+            other => return Err(format!("{} is not a boolean (0 or 1)", other.shown())),
+        }),
+        "double precision" | "real" => Bound::F64(match v {
+            Lite::Null => None,
+            Lite::Real(r) => Some(r),
+            Lite::Int(i) => Some(i as f64),
+            other => return Err(misfit(&other)),
+        }),
+        "text" | "character varying" => Bound::Text(match v {
+            Lite::Null => None,
+            Lite::Text(t) => Some(t),
+            other => return Err(misfit(&other)),
+        }),
+        "bytea" => Bound::Bytes(match v {
+            Lite::Null => None,
+            Lite::Blob(b) => Some(b),
+            other => return Err(misfit(&other)),
+        }),
+        other => return Err(format!("export cannot write a {other} column")),
+    })
+}
+
+/// `name` quoted as an SQL identifier (`by` is reserved in PostgreSQL).
+fn ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// One SQLite table's columns as the copy needs them.
+struct Source {
+    /// Every column, in table order.
+    columns: Vec<String>,
+    /// Which of them make the primary key (to name a row in an error).
+    key: Vec<usize>,
+}
+
+async fn copy(store: &Store, pg: &mut PgConnection, url: &str) -> Result<ExportReport> {
+    // The snapshot: a deferred BEGIN pins what its first read sees, and
+    // every read below runs in it.
+    let mut lite = store.pool().acquire().await?;
+    let mut snap = lite.begin().await?;
+    let names: Vec<String> = sqlx::query_scalar(
+        "SELECT name FROM sqlite_master WHERE type = 'table' \
+         AND substr(name, 1, 7) <> 'sqlite_' AND name <> '_sqlx_migrations' ORDER BY name",
+    )
+    .fetch_all(&mut *snap)
+    .await?;
+    let mut sources = HashMap::new();
+    for name in &names {
+        let info: Vec<(String, i64)> = sqlx::query_as(
+            "SELECT name, pk FROM pragma_table_info(?1) ORDER BY cid", //
+        )
+        .bind(name)
+        .fetch_all(&mut *snap)
+        .await?;
+        let mut key: Vec<(i64, usize)> = info
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, pk))| *pk > 0)
+            .map(|(i, (_, pk))| (*pk, i))
+            .collect();
+        key.sort_unstable();
+        sources.insert(
+            name.clone(),
+            Source {
+                columns: info.into_iter().map(|(c, _)| c).collect(),
+                key: key.into_iter().map(|(_, i)| i).collect(),
+            },
+        );
+    }
+
+    let target = target_columns(pg).await?;
+    for name in &names {
+        let Some(have) = target.get(name) else {
+            return Err(Error::Invalid(format!(
+                "the PostgreSQL database {} has no table {name}, which the SQLite file has: is the file from a newer handoff? export with that version",
+                shown(url)
+            )));
+        };
+        if let Some(c) = sources[name]
+            .columns
+            .iter()
+            .find(|c| !have.contains_key(*c))
+        {
+            return Err(Error::Invalid(format!(
+                "the PostgreSQL table {name} has no column {c}, which the SQLite file has: is the file from a newer handoff? export with that version"
+            )));
+        }
+    }
+    let order = parents_first(pg, &names).await?;
+
+    let mut tx = pg.begin().await?;
+    // First: the lock that keeps other writers out until COMMIT.
+    for name in &order {
+        execute(
+            &mut tx,
+            format!("ALTER TABLE {} DISABLE TRIGGER USER", ident(name)),
+        )
+        .await?;
+    }
+    refuse_rows(&mut tx, &target, url).await?;
+    for name in order.iter().filter(|n| SEEDED.contains(&n.as_str())) {
+        execute(&mut tx, format!("DELETE FROM {}", ident(name))).await?;
+    }
+    for name in &order {
+        copy_table(&mut snap, &mut tx, name, &sources[name], &target[name]).await?;
+    }
+    continue_numbering(&mut tx, &names).await?;
+    for name in &order {
+        execute(
+            &mut tx,
+            format!("ALTER TABLE {} ENABLE TRIGGER USER", ident(name)),
+        )
+        .await?;
+    }
+
+    let mut tables = BTreeMap::new();
+    for name in &names {
+        let count = format!("SELECT count(*) FROM {}", ident(name));
+        let here: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(count.clone()))
+            .fetch_one(&mut *snap)
+            .await?;
+        let there: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(count))
+            .fetch_one(&mut *tx)
+            .await?;
+        if here != there {
+            return Err(Error::Invalid(format!(
+                "the copy of {name} has {there} rows where the SQLite file has {here}: nothing was written to {}",
+                shown(url)
+            )));
+        }
+        tables.insert(name.clone(), there);
+    }
+    tx.commit().await?;
+    // The snapshot only read: ending it changes nothing.
+    snap.rollback().await?;
+    let rows = tables.values().sum();
+    Ok(ExportReport { tables, rows })
+}
+
+async fn execute(tx: &mut PgConnection, sql: String) -> Result<()> {
+    sqlx::query(sqlx::AssertSqlSafe(sql)).execute(tx).await?;
+    Ok(())
+}
+
+/// The target's tables (of the schema it resolves names in), each with its
+/// columns' types.
+async fn target_columns(pg: &mut PgConnection) -> Result<HashMap<String, HashMap<String, String>>> {
+    let rows: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT c.table_name::text, c.column_name::text, c.data_type::text \
+           FROM information_schema.columns c \
+           JOIN information_schema.tables t \
+             ON t.table_schema = c.table_schema AND t.table_name = c.table_name \
+          WHERE c.table_schema = current_schema() AND t.table_type = 'BASE TABLE'",
+    )
+    .fetch_all(&mut *pg)
+    .await?;
+    let mut out: HashMap<String, HashMap<String, String>> = HashMap::new();
+    for (table, column, ty) in rows {
+        out.entry(table).or_default().insert(column, ty);
+    }
+    Ok(out)
+}
+
+/// `names` ordered so a table comes after every table its foreign keys
+/// point at (PostgreSQL checks each INSERT at once: no key is deferrable).
+async fn parents_first(pg: &mut PgConnection, names: &[String]) -> Result<Vec<String>> {
+    let edges: Vec<(String, String)> = sqlx::query_as(
+        "SELECT child.relname::text, parent.relname::text \
+           FROM pg_constraint c \
+           JOIN pg_class child ON child.oid = c.conrelid \
+           JOIN pg_class parent ON parent.oid = c.confrelid \
+          WHERE c.contype = 'f' \
+            AND c.connamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())",
+    )
+    .fetch_all(&mut *pg)
+    .await?;
+    let mut left: Vec<&String> = names.iter().collect();
+    let mut done: HashSet<&str> = HashSet::new();
+    let mut order = Vec::new();
+    while !left.is_empty() {
+        let ready = |t: &&String| {
+            edges.iter().all(|(child, parent)| {
+                child != *t
+                    || parent == *t
+                    || done.contains(parent.as_str())
+                    || !names.contains(parent)
+            })
+        };
+        // A cycle (none in handoff's schema) is copied as it comes: the
+        // INSERT then says which key failed.
+        let next = left.iter().position(ready).unwrap_or(0);
+        let t = left.remove(next);
+        done.insert(t);
+        order.push(t.clone());
+    }
+    Ok(order)
+}
+
+/// Refuse a target holding any row outside the migrations' own seed rows:
+/// the events first (every write appends one), then every other table.
+async fn refuse_rows(
+    tx: &mut PgConnection,
+    target: &HashMap<String, HashMap<String, String>>,
+    url: &str,
+) -> Result<()> {
+    let mut tables: Vec<&String> = target
+        .keys()
+        .filter(|t| !SEEDED.contains(&t.as_str()) && *t != "_sqlx_migrations")
+        .collect();
+    tables.sort_by_key(|t| (t.as_str() != "events", t.as_str()));
+    for table in tables {
+        let sql = format!("SELECT EXISTS (SELECT 1 FROM {})", ident(table));
+        let any: bool = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+            .fetch_one(&mut *tx)
+            .await?;
+        if any {
+            return Err(Error::Invalid(format!(
+                "the PostgreSQL database {} is not empty (its table {table} has rows): export only copies into an empty database, so nothing there is overwritten; create a new one (CREATE DATABASE) and export into that",
+                shown(url)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Copy one table's rows from the snapshot, in multi-row INSERTs.
+async fn copy_table(
+    snap: &mut sqlx::SqliteConnection,
+    tx: &mut PgConnection,
+    table: &str,
+    source: &Source,
+    types: &HashMap<String, String>,
+) -> Result<()> {
+    let columns = &source.columns;
+    let list = columns
+        .iter()
+        .map(|c| ident(c))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let select = format!("SELECT {list} FROM {}", ident(table));
+    let types: Vec<&str> = columns.iter().map(|c| types[c].as_str()).collect();
+    let per_batch = (MAX_PARAMS / columns.len().max(1)).clamp(1, MAX_BATCH_ROWS);
+    let mut rows = sqlx::query(sqlx::AssertSqlSafe(select)).fetch(&mut *snap);
+    let mut batch: Vec<Vec<Bound>> = Vec::with_capacity(per_batch);
+    let mut seen = 0usize;
+    while let Some(row) = rows.try_next().await? {
+        seen += 1;
+        let mut values = Vec::with_capacity(columns.len());
+        for (i, ty) in types.iter().enumerate() {
+            let misfit = |why: String| {
+                Error::Invalid(format!(
+                    "cannot export {table}.{}, {}: {why}",
+                    columns[i],
+                    row_name(&row, source, seen)
+                ))
+            };
+            let value = Lite::read(&row, i).map_err(|e| misfit(e.to_string()))?;
+            values.push(bind_as(value, ty).map_err(misfit)?);
+        }
+        batch.push(values);
+        if batch.len() == per_batch {
+            insert(tx, table, &list, &mut batch).await?;
+        }
+    }
+    if !batch.is_empty() {
+        insert(tx, table, &list, &mut batch).await?;
+    }
+    Ok(())
+}
+
+/// A row as an error names it: by its primary key, else its position.
+fn row_name(row: &SqliteRow, source: &Source, n: usize) -> String {
+    if source.key.is_empty() {
+        return format!("row {n}");
+    }
+    let parts: Vec<String> = source
+        .key
+        .iter()
+        .map(|&i| {
+            let v = Lite::read(row, i).map_or_else(|_| "?".into(), |v| v.shown());
+            format!("{} = {v}", source.columns[i])
+        })
+        .collect();
+    format!("the row with {}", parts.join(", "))
+}
+
+/// One INSERT of every row in `batch` (emptied).
+async fn insert(
+    tx: &mut PgConnection,
+    table: &str,
+    list: &str,
+    batch: &mut Vec<Vec<Bound>>,
+) -> Result<()> {
+    let mut q = QueryBuilder::<Postgres>::new(format!("INSERT INTO {} ({list}) ", ident(table)));
+    q.push_values(batch.drain(..), |mut tuple, values| {
+        for v in values {
+            match v {
+                Bound::I64(x) => tuple.push_bind(x),
+                Bound::I32(x) => tuple.push_bind(x),
+                Bound::I16(x) => tuple.push_bind(x),
+                Bound::F64(x) => tuple.push_bind(x),
+                Bound::Bool(x) => tuple.push_bind(x),
+                Bound::Text(x) => tuple.push_bind(x),
+                Bound::Bytes(x) => tuple.push_bind(x),
+            };
+        }
+    });
+    q.build().execute(&mut *tx).await?;
+    Ok(())
+}
+
+/// New rows continue the copied numbering: every identity (or serial)
+/// column's sequence past its highest value, the event counter at the
+/// highest `events.seq`.
+async fn continue_numbering(tx: &mut PgConnection, copied: &[String]) -> Result<()> {
+    let counters: Vec<(String, String)> = sqlx::query_as(
+        "SELECT table_name::text, column_name::text FROM information_schema.columns \
+          WHERE table_schema = current_schema() \
+            AND (is_identity = 'YES' OR column_default LIKE 'nextval(%')",
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    for (table, column) in counters.iter().filter(|(t, _)| copied.contains(t)) {
+        // is_called = false: the next value handed out is max + 1 itself.
+        let sql = format!(
+            "SELECT setval(pg_get_serial_sequence($1, $2), \
+                           COALESCE((SELECT max({}) FROM {}), 0) + 1, false)",
+            ident(column),
+            ident(table)
+        );
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(ident(table))
+            .bind(column)
+            .execute(&mut *tx)
+            .await?;
+    }
+    if copied.iter().any(|t| t == "events") {
+        execute(
+            tx,
+            "UPDATE events_seq SET seq = (SELECT COALESCE(max(seq), 0) FROM events)".into(),
+        )
+        .await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,638 @@
+//! `handoff export --to URL` through the real binary, into a real
+//! throw-away PostgreSQL server (tests/common/postgres.rs): an SQLite file
+//! with every kind of data written through the store arrives row for row;
+//! the copy still behaves (append-only, numbering continues); a database
+//! that is not empty is refused and left as it was; a missing file and a
+//! URL that is not PostgreSQL are one-line errors.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use common::postgres::PgDb;
+use common::{TempDb, new_action};
+use handoff::store::Store;
+use handoff::store::actions::Actor;
+use handoff::store::boards::{Advance, Annotate, BoardUpsert, Channel, NextStep};
+use handoff::store::questions::{NewQuestion, NewReply};
+use handoff::store::sessions::{NewCall, NewSession};
+use handoff::store::tokens::Role;
+use serde_json::{Value, json};
+use sqlx::postgres::{PgConnection, PgRow};
+use sqlx::sqlite::{SqliteConnection, SqliteRow};
+use sqlx::{Column, Row, TypeInfo, ValueRef};
+
+/// `handoff [--json] export --to URL` on the database file `db`, with
+/// nothing else from the environment.
+fn export(db: &Path, url: &str, json: bool) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_handoff"));
+    if json {
+        c.arg("--json");
+    }
+    c.args(["export", "--to", url]).env("HANDOFF_DB", db);
+    for k in ["HANDOFF_URL", "HANDOFF_CONFIG", "HANDOFF_TOKEN"] {
+        c.env_remove(k);
+    }
+    c.output().expect("run handoff")
+}
+
+/// A store with one of everything: questions flagged and answered (from
+/// the Inbox, the chat and by the agent), actions proposed, approved,
+/// claimed and completed (and one rejected), a board with rows, an
+/// annotation and an advance, a session with a checkpoint and ledger
+/// entries, an inbound wake, and a token.
+async fn fill(store: &Store) {
+    let ask = |title: &'static str| NewQuestion {
+        project: "proj".into(),
+        agent: "claude".into(),
+        session: "sess-1".into(),
+        title: title.into(),
+        options: serde_json::from_value(
+            json!([{"label": "yes", "recommended": true}, {"label": "no"}]),
+        )
+        .unwrap(),
+        ..NewQuestion::default()
+    };
+    let reply = |text: &str| NewReply {
+        text: text.into(),
+        by: "alice".into(),
+        ..NewReply::default()
+    };
+    let a = store.flag(&ask("Which DB?")).await.unwrap().question.id;
+    store
+        .reply_inbox(&a, &reply("Postgres"))
+        .await
+        .unwrap()
+        .unwrap();
+    let b = store.flag(&ask("Ship it?")).await.unwrap().question.id;
+    store.reply_chat(&b, &reply("yes")).await.unwrap().unwrap();
+    store
+        .resolve_question(&b, "shipped", "claude")
+        .await
+        .unwrap()
+        .unwrap();
+    let c = store.flag(&ask("Self-answered")).await.unwrap().question.id;
+    store
+        .answer_agent(&c, &reply("found it"))
+        .await
+        .unwrap()
+        .unwrap();
+    store.flag(&ask("Still open")).await.unwrap();
+
+    let done = store
+        .propose(&new_action("deploy", r#"{"env":"prod","n":3}"#))
+        .await
+        .unwrap()
+        .action
+        .id;
+    store
+        .approve(&done, Actor::cli("alice"), None)
+        .await
+        .unwrap();
+    store.claim(&done, "exec-1", 60_000).await.unwrap();
+    store
+        .complete(&done, "exec-1", true, json!({"ok": true}), None)
+        .await
+        .unwrap();
+    let rejected = store
+        .propose(&new_action("drop.table", "{}"))
+        .await
+        .unwrap()
+        .action
+        .id;
+    store
+        .reject(&rejected, Actor::cli("bob"), "too risky")
+        .await
+        .unwrap();
+    store
+        .propose(&new_action("still.pending", "{}"))
+        .await
+        .unwrap();
+
+    let board = store
+        .board_upsert(&BoardUpsert {
+            project: "proj".into(),
+            title: "Launch".into(),
+            agent: "claude".into(),
+            session: "sess-1".into(),
+            rows: serde_json::from_value(json!([
+                {"label": "dns", "status": "blocked", "next_step": "point it", "owner": "task"},
+                {"label": "tls", "status": "done", "note": "issued"},
+                {"label": "docs", "status": "tracked"}
+            ]))
+            .unwrap(),
+            ..BoardUpsert::default()
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    let annotated = store
+        .annotate(&Annotate {
+            board: board.board.id.clone(),
+            label: "dns".into(),
+            text: "done at the registrar".into(),
+            source: Channel::Inbox,
+            by: "bob".into(),
+            ..Annotate::default()
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    let _ = annotated;
+    let now = store
+        .board_get(&board.board.id, None)
+        .await
+        .unwrap()
+        .unwrap();
+    let tls = now.row("tls").unwrap();
+    store
+        .board_advance(&Advance {
+            board: board.board.id.clone(),
+            label: "tls".into(),
+            expected_revision: tls.revision,
+            board_version: now.board.board_version,
+            outcome: Some("issued by the CA".into()),
+            next: NextStep {
+                next_step: "renew in 90 days".into(),
+                ..NextStep::default()
+            },
+            by: "claude".into(),
+            ..Advance::default()
+        })
+        .await
+        .unwrap()
+        .unwrap();
+
+    store
+        .register_session(&NewSession {
+            session_id: "sess-1".into(),
+            agent: "claude".into(),
+            project: "proj".into(),
+            cwd: "/tmp/work".into(),
+            ..NewSession::default()
+        })
+        .await
+        .unwrap();
+    store
+        .checkpoint("sess-1", 1, r#"{"plan":["a","b"],"done":1}"#)
+        .await
+        .unwrap();
+    for (event_id, safe) in [("send-mail", false), ("read-file", true)] {
+        store
+            .ledger_begin(&NewCall {
+                event_id,
+                session_id: "sess-1",
+                tool: "tool",
+                payload: &json!({"id": event_id}),
+                replay_safe: safe,
+            })
+            .await
+            .unwrap();
+    }
+    store
+        .ledger_complete("sess-1", "read-file", true, &json!("contents"))
+        .await
+        .unwrap();
+    store
+        .record_wake("sess-1", "ci", "run-7", json!({"conclusion": "success"}))
+        .await
+        .unwrap();
+    store
+        .token_create("ci-agent", Role::Agent, Some("proj"))
+        .await
+        .unwrap();
+}
+
+/// A TempDb holding [`fill`]'s rows, closed again (so the export reads a
+/// file no other handle has open).
+async fn filled() -> TempDb {
+    let db = TempDb::new();
+    let store = db.open().await;
+    fill(&store).await;
+    store.close().await;
+    db
+}
+
+/// Every table the SQLite file has (as the export sees them).
+async fn lite_tables(lite: &mut SqliteConnection) -> Vec<String> {
+    sqlx::query_scalar(
+        "SELECT name FROM sqlite_master WHERE type = 'table' \
+         AND name NOT IN ('sqlite_sequence', '_sqlx_migrations') ORDER BY name",
+    )
+    .fetch_all(lite)
+    .await
+    .unwrap()
+}
+
+/// One SQLite row as JSON, by column, from the values' storage classes.
+fn lite_json(row: &SqliteRow) -> Value {
+    let mut out = serde_json::Map::new();
+    for (i, col) in row.columns().iter().enumerate() {
+        let raw = row.try_get_raw(i).unwrap();
+        let v = if raw.is_null() {
+            Value::Null
+        } else {
+            match raw.type_info().name() {
+                "INTEGER" => json!(row.try_get_unchecked::<i64, _>(i).unwrap()),
+                "TEXT" => json!(row.try_get_unchecked::<String, _>(i).unwrap()),
+                other => panic!("{}: unexpected SQLite value {other}", col.name()),
+            }
+        };
+        out.insert(col.name().to_string(), v);
+    }
+    Value::Object(out)
+}
+
+/// One PostgreSQL row as JSON, by column, from the columns' types.
+fn pg_json(row: &PgRow) -> Value {
+    let mut out = serde_json::Map::new();
+    for (i, col) in row.columns().iter().enumerate() {
+        let v = match col.type_info().name() {
+            "INT8" => json!(row.try_get::<Option<i64>, _>(i).unwrap()),
+            "TEXT" => json!(row.try_get::<Option<String>, _>(i).unwrap()),
+            other => panic!("{}: unexpected PostgreSQL type {other}", col.name()),
+        };
+        out.insert(col.name().to_string(), v);
+    }
+    Value::Object(out)
+}
+
+/// `table`'s rows on each side, as JSON objects in one order (sorted by
+/// their text, which covers every column).
+async fn both_rows(
+    lite: &mut SqliteConnection,
+    pg: &mut PgConnection,
+    table: &str,
+) -> (Vec<Value>, Vec<Value>) {
+    let sql = format!("SELECT * FROM \"{table}\"");
+    let mut a: Vec<Value> = sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+        .fetch_all(&mut *lite)
+        .await
+        .unwrap()
+        .iter()
+        .map(lite_json)
+        .collect();
+    let mut b: Vec<Value> = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .fetch_all(&mut *pg)
+        .await
+        .unwrap()
+        .iter()
+        .map(pg_json)
+        .collect();
+    a.sort_by_key(|v| v.to_string());
+    b.sort_by_key(|v| v.to_string());
+    (a, b)
+}
+
+async fn open_lite(path: &Path) -> SqliteConnection {
+    use sqlx::ConnectOptions;
+    sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(path)
+        .read_only(true)
+        .connect()
+        .await
+        .unwrap()
+}
+
+fn ok_json(o: &Output) -> Value {
+    assert!(
+        o.status.success(),
+        "stdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).expect("one JSON object")
+}
+
+/// One line on stderr, a failing exit; the line.
+fn one_line_error(o: &Output) -> String {
+    assert!(!o.status.success(), "must fail: {o:?}");
+    let err = String::from_utf8_lossy(&o.stderr).trim_end().to_string();
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    err
+}
+
+/// Rows per table on the PostgreSQL side.
+async fn pg_counts(pg: &mut PgConnection, tables: &[String]) -> Vec<(String, i64)> {
+    let mut out = Vec::new();
+    for t in tables {
+        let n: i64 =
+            sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT count(*) FROM \"{t}\"")))
+                .fetch_one(&mut *pg)
+                .await
+                .unwrap();
+        out.push((t.clone(), n));
+    }
+    out
+}
+
+#[tokio::test]
+async fn every_row_of_every_table_arrives_as_it_was() {
+    let db = filled().await;
+    let pg = PgDb::new().await;
+    let out = ok_json(&export(&db.path, &pg.url, true));
+
+    let mut lite = open_lite(&db.path).await;
+    let mut conn = pg.connect().await;
+    let tables = lite_tables(&mut lite).await;
+    assert!(tables.len() >= 25, "{tables:?}");
+    let mut total = 0;
+    for table in &tables {
+        let (a, b) = both_rows(&mut lite, &mut conn, table).await;
+        assert_eq!(a, b, "table {table}");
+        assert_eq!(out["export"]["tables"][table], json!(a.len()), "{table}");
+        total += a.len();
+    }
+    assert_eq!(out["export"]["rows"], json!(total));
+    assert_eq!(
+        out["export"]["tables"].as_object().unwrap().len(),
+        tables.len()
+    );
+    assert!(
+        out["export"]["to"]
+            .as_str()
+            .unwrap()
+            .starts_with("postgres://"),
+        "{out}"
+    );
+    // The data this test is about is really there, on both sides.
+    for table in [
+        "events",
+        "questions",
+        "question_replies",
+        "actions",
+        "action_approvals",
+        "action_audit",
+        "action_counts",
+        "boards",
+        "board_rows",
+        "board_row_annotations",
+        "agent_sessions",
+        "execution_ledger",
+        "session_wakes",
+        "api_tokens",
+        "cursors",
+    ] {
+        assert!(
+            out["export"]["tables"][table].as_i64().unwrap() > 0,
+            "{table} has rows: {out}"
+        );
+    }
+
+    // The text form: one line saying what was copied, where.
+    let again = PgDb::new().await;
+    let text = export(&db.path, &again.url, false);
+    assert!(text.status.success(), "{text:?}");
+    let line = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        line.contains(&format!("copied {total} rows in {} tables", tables.len())),
+        "{line}"
+    );
+}
+
+#[tokio::test]
+async fn the_copy_keeps_its_rules_and_continues_the_numbering() {
+    let db = filled().await;
+    let pg = PgDb::new().await;
+    ok_json(&export(&db.path, &pg.url, true));
+    let mut c = pg.connect().await;
+
+    // Append-only again (the triggers were off only for the copy).
+    let update = sqlx::query("UPDATE events SET type = 'forged'")
+        .execute(&mut c)
+        .await
+        .unwrap_err();
+    assert!(update.to_string().contains("append-only"), "{update}");
+    let delete = sqlx::query("DELETE FROM action_audit")
+        .execute(&mut c)
+        .await
+        .unwrap_err();
+    assert!(delete.to_string().contains("append-only"), "{delete}");
+
+    // A new event continues after the copied ones.
+    let last: i64 = sqlx::query_scalar("SELECT max(seq) FROM events")
+        .fetch_one(&mut c)
+        .await
+        .unwrap();
+    let seq: i64 = sqlx::query_scalar(
+        "INSERT INTO events (at, type, entity_kind, entity_id) \
+         VALUES (1, 'test.after', 'question', 'q') RETURNING seq",
+    )
+    .fetch_one(&mut c)
+    .await
+    .unwrap();
+    assert_eq!(seq, last + 1);
+
+    // A new audit row gets an id past the copied ones.
+    let audit_max: i64 = sqlx::query_scalar("SELECT max(seq) FROM action_audit")
+        .fetch_one(&mut c)
+        .await
+        .unwrap();
+    let audit: i64 = sqlx::query_scalar(
+        "INSERT INTO action_audit (action_id, at, actor, event) \
+         VALUES ('a', 1, 'test', 'noted') RETURNING seq",
+    )
+    .fetch_one(&mut c)
+    .await
+    .unwrap();
+    assert_eq!(audit, audit_max + 1);
+
+    // The transition triggers are on again: a new proposal logs itself.
+    let events: i64 = sqlx::query_scalar("SELECT count(*) FROM events")
+        .fetch_one(&mut c)
+        .await
+        .unwrap();
+    sqlx::query(
+        "INSERT INTO actions (id, kind, summary, args, fingerprint, effective_args, redact_keys, \
+         created_at, updated_at, t_event, t_actor, t_channel, t_details) \
+         VALUES ('new', 'k', 's', '{}', 'f', '{}', '[]', 1, 1, 'proposed', 'agent', 'agent', '{}')",
+    )
+    .execute(&mut c)
+    .await
+    .unwrap();
+    let after: i64 = sqlx::query_scalar("SELECT count(*) FROM events")
+        .fetch_one(&mut c)
+        .await
+        .unwrap();
+    assert_eq!(after, events + 1);
+}
+
+#[tokio::test]
+async fn a_database_that_is_not_empty_is_refused_and_left_as_it_was() {
+    let db = filled().await;
+    let pg = PgDb::new().await;
+    ok_json(&export(&db.path, &pg.url, true));
+    let mut lite = open_lite(&db.path).await;
+    let tables = lite_tables(&mut lite).await;
+    let mut c = pg.connect().await;
+    let before = pg_counts(&mut c, &tables).await;
+
+    let err = one_line_error(&export(&db.path, &pg.url, false));
+    assert!(
+        err.contains("is not empty") && err.contains("events"),
+        "{err}"
+    );
+    assert_eq!(pg_counts(&mut c, &tables).await, before, "nothing changed");
+
+    // No event, but a row the user wrote elsewhere: refused all the same.
+    let other = PgDb::new().await;
+    let o = Command::new(env!("CARGO_BIN_EXE_handoff"))
+        .arg("migrate")
+        .env("HANDOFF_DB", &other.url)
+        .env_remove("HANDOFF_URL")
+        .env_remove("HANDOFF_CONFIG")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let mut oc = other.connect().await;
+    sqlx::query(
+        "INSERT INTO api_tokens (id, name, role, hash, created_at) \
+         VALUES ('t1', 'kept', 'admin', 'h', 1)",
+    )
+    .execute(&mut oc)
+    .await
+    .unwrap();
+    let err = one_line_error(&export(&db.path, &other.url, false));
+    assert!(err.contains("api_tokens"), "{err}");
+    let counts = pg_counts(&mut oc, &tables).await;
+    for (t, n) in counts {
+        let want = match t.as_str() {
+            "api_tokens" | "cursors" => 1,
+            _ => 0,
+        };
+        assert_eq!(n, want, "{t}");
+    }
+}
+
+#[tokio::test]
+async fn a_missing_file_and_a_url_that_is_not_postgres_are_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let pg = PgDb::new().await;
+    let missing = dir.path().join("nope.db");
+    let err = one_line_error(&export(&missing, &pg.url, false));
+    assert!(
+        err.contains("nope.db") && err.contains("nothing to export"),
+        "{err}"
+    );
+    assert!(!missing.exists(), "no file was created");
+
+    let db = filled().await;
+    let err = one_line_error(&export(
+        &db.path,
+        "mysql://root:pw@localhost/handoff",
+        false,
+    ));
+    assert!(
+        err.contains("mysql://") && err.contains("PostgreSQL"),
+        "{err}"
+    );
+    assert!(!err.contains("pw@"), "no password shown: {err}");
+    let err = one_line_error(&export(&db.path, "/tmp/other.db", false));
+    assert!(err.contains("not a URL"), "{err}");
+}
+
+/// A writer flagging questions the whole time the export runs: the copy
+/// is one moment of the file (a question and its `question.flagged` event
+/// are both there or both not), although events are copied before
+/// questions, and the file keeps its writes.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_copy_taken_while_another_process_writes_is_one_moment() {
+    let db = TempDb::new();
+    // History, so the copy is not over in an instant.
+    db.open().await.seed_history(5_000).await.unwrap();
+    let pg = PgDb::new().await;
+    let store = db.open().await;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (store, stop) = (store.clone(), stop.clone());
+        tokio::spawn(async move {
+            let mut i = 0;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let q = NewQuestion {
+                    project: "proj".into(),
+                    title: format!("live {i}"),
+                    ..NewQuestion::default()
+                };
+                store.flag(&q).await.unwrap();
+                i += 1;
+            }
+            i
+        })
+    };
+    common::wait_for(30, "the first writes", || {
+        let store = store.clone();
+        async move { (common::count(&store, "questions").await > 5_003).then_some(()) }
+    })
+    .await;
+    let path = db.path.clone();
+    let url = pg.url.clone();
+    let out = tokio::task::spawn_blocking(move || export(&path, &url, true))
+        .await
+        .unwrap();
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let written = writer.await.unwrap();
+    let out = ok_json(&out);
+
+    let mut c = pg.connect().await;
+    let (questions, flagged): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM questions WHERE title LIKE 'live %'), \
+                (SELECT count(*) FROM events e JOIN questions q ON q.id = e.entity_id \
+                  WHERE e.type = 'question.flagged' AND q.title LIKE 'live %')",
+    )
+    .fetch_one(&mut c)
+    .await
+    .unwrap();
+    let events_of_live: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM events WHERE type = 'question.flagged' AND payload LIKE '%live %'",
+    )
+    .fetch_one(&mut c)
+    .await
+    .unwrap();
+    assert!(questions > 0, "the writes before the export are in it");
+    assert_eq!(questions, flagged, "every copied question has its event");
+    assert_eq!(events_of_live, questions, "no event without its question");
+    assert_eq!(
+        out["export"]["tables"]["questions"],
+        json!(questions + 5_000)
+    );
+    assert!(
+        written as i64 > questions,
+        "the writer carried on after the snapshot ({written} written, {questions} copied)"
+    );
+    store.close().await;
+}
+
+/// SQLite keeps whatever a column is given; PostgreSQL does not. A value
+/// that does not fit its column stops the export with the table, column
+/// and row named, and nothing is copied.
+#[tokio::test]
+async fn a_value_that_does_not_fit_its_column_is_named_and_nothing_is_copied() {
+    let db = filled().await;
+    let pool = common::raw_pool(&db.path).await;
+    let id: String = sqlx::query_scalar("SELECT id FROM questions WHERE title = 'Still open'")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE questions SET snoozed_until = 'tomorrow' WHERE id = ?1")
+        .bind(&id)
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    let pg = PgDb::new().await;
+    let err = one_line_error(&export(&db.path, &pg.url, false));
+    assert!(
+        err.contains("questions.snoozed_until")
+            && err.contains(&id)
+            && err.contains("text does not fit a bigint column"),
+        "{err}"
+    );
+    let mut c = pg.connect().await;
+    let mut lite = open_lite(&db.path).await;
+    let tables = lite_tables(&mut lite).await;
+    for (t, n) in pg_counts(&mut c, &tables).await {
+        let seeded = if t == "cursors" { 1 } else { 0 };
+        assert_eq!(n, seeded, "{t}: nothing copied");
+    }
+}
