@@ -8,7 +8,7 @@
 //! error object and the exit-code rule, applied once in [`main`]. No SQL here: commands go through [`crate::ops::Ops`]
 //! (`ctx.ops()`), which is the local store, or the daemon at `HANDOFF_URL`
 //! — the same command either way. Host-only commands (serve, init, pair,
-//! token, recover, purge, backup) open the store directly (`ctx.host_store()`).
+//! token, recover, purge, backup, export) open the store directly (`ctx.host_store()`).
 //!
 //! Every command finds the same config file and database the same way
 //! ([`crate::config::Config::locate`], [`crate::config::database`]); a
@@ -94,8 +94,8 @@ Environment:
                   [store] path (default ~/.local/share/handoff/handoff.db).
                   A named file must exist: `handoff init` creates it
   HANDOFF_URL     a daemon's address (http://host:8642): every command except
-                  serve, init, pair, token, recover, purge, backup and
-                  inbox-link runs against it
+                  serve, init, pair, token, recover, purge, backup,
+                  export and inbox-link runs against it
   HANDOFF_TOKEN   the API token for HANDOFF_URL (`handoff token create`)
   HANDOFF_USER    your name for human commands: reply, dismiss, approve,
                   reject, resolve-unknown, … (--as wins; else $USER, else cli)

@@ -530,6 +530,20 @@ async fn a_missing_file_and_a_url_that_is_not_postgres_are_one_line_errors() {
     assert!(!err.contains("pw@"), "no password shown: {err}");
     let err = one_line_error(&export(&db.path, "/tmp/other.db", false));
     assert!(err.contains("not a URL"), "{err}");
+
+    // Host-only: with HANDOFF_URL set it says where to run it.
+    let o = Command::new(env!("CARGO_BIN_EXE_handoff"))
+        .args(["export", "--to", &pg.url])
+        .env("HANDOFF_DB", &db.path)
+        .env("HANDOFF_URL", "http://127.0.0.1:9")
+        .env_remove("HANDOFF_CONFIG")
+        .output()
+        .unwrap();
+    let err = one_line_error(&o);
+    assert!(
+        err.contains("`handoff export` must run on the daemon's host"),
+        "{err}"
+    );
 }
 
 /// A writer flagging questions the whole time the export runs: the copy
