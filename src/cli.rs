@@ -7,7 +7,7 @@
 //! one JSON object with `--json`; `cli/output.rs` holds that contract, the
 //! error object and the exit-code rule, applied once in [`main`]. No SQL here: commands go through [`crate::ops::Ops`]
 //! (`ctx.ops()`), which is the local store, or the daemon at `HANDOFF_URL`
-//! — the same command either way. Host-only commands (serve, init, pair,
+//! — the same command either way. Host-only commands (serve, init, migrate, pair,
 //! token, recover, purge, backup, export) open the store directly (`ctx.host_store()`).
 //!
 //! Every command finds the same config file and database the same way
@@ -94,7 +94,7 @@ Environment:
                   [store] path (default ~/.local/share/handoff/handoff.db).
                   A named file must exist: `handoff init` creates it
   HANDOFF_URL     a daemon's address (http://host:8642): every command except
-                  serve, init, pair, token, recover, purge, backup,
+                  serve, init, migrate, pair, token, recover, purge, backup,
                   export and inbox-link runs against it
   HANDOFF_TOKEN   the API token for HANDOFF_URL (`handoff token create`)
   HANDOFF_USER    your name for human commands: reply, dismiss, approve,
