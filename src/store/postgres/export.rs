@@ -1,6 +1,7 @@
 //! `handoff export --to URL`: every row of the SQLite file copied into an
 //! empty PostgreSQL database, for a team moving its store onto a shared
-//! server (issue 12, item 6). One way so far: SQLite → PostgreSQL.
+//! server (issue 12, item 6). The way back (PostgreSQL → a new SQLite
+//! file) is [`super::import`], which shares this module's pieces.
 //!
 //! What makes the copy trustworthy:
 //! - the target schema is brought to this build's first ([`super::migrate`]),
@@ -81,7 +82,7 @@ pub fn check_url(url: &str) -> Result<()> {
 
 /// A value as SQLite stored it (its storage class, not the column's type).
 #[derive(Debug)]
-enum Lite {
+pub(super) enum Lite {
     Null,
     Int(i64),
     Real(f64),
@@ -115,7 +116,7 @@ impl Lite {
         }
     }
 
-    fn shown(&self) -> String {
+    pub(super) fn shown(&self) -> String {
         match self {
             Lite::Null => "NULL".into(),
             Lite::Int(i) => i.to_string(),
@@ -188,28 +189,29 @@ fn bind_as(v: Lite, pg: &str) -> std::result::Result<Bound, String> {
 }
 
 /// `name` quoted as an SQL identifier (`by` is reserved in PostgreSQL).
-fn ident(name: &str) -> String {
+pub(super) fn ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
 /// One SQLite table's columns as the copy needs them.
-struct Source {
+pub(super) struct Source {
     /// Every column, in table order.
-    columns: Vec<String>,
+    pub(super) columns: Vec<String>,
     /// Which of them make the primary key (to name a row in an error).
     key: Vec<usize>,
 }
 
-async fn copy(store: &Store, pg: &mut PgConnection, url: &str) -> Result<ExportReport> {
-    // The snapshot: a deferred BEGIN pins what its first read sees, and
-    // every read below runs in it.
-    let mut lite = store.pool().acquire().await?;
-    let mut snap = lite.begin().await?;
+/// The SQLite file's tables (by name, sqlx's bookkeeping and SQLite's own
+/// left out) and each one's columns: what an export reads and what an
+/// import fills.
+pub(super) async fn lite_schema(
+    lite: &mut sqlx::SqliteConnection,
+) -> Result<(Vec<String>, HashMap<String, Source>)> {
     let names: Vec<String> = sqlx::query_scalar(
         "SELECT name FROM sqlite_master WHERE type = 'table' \
          AND substr(name, 1, 7) <> 'sqlite_' AND name <> '_sqlx_migrations' ORDER BY name",
     )
-    .fetch_all(&mut *snap)
+    .fetch_all(&mut *lite)
     .await?;
     let mut sources = HashMap::new();
     for name in &names {
@@ -217,7 +219,7 @@ async fn copy(store: &Store, pg: &mut PgConnection, url: &str) -> Result<ExportR
             "SELECT name, pk FROM pragma_table_info(?1) ORDER BY cid", //
         )
         .bind(name)
-        .fetch_all(&mut *snap)
+        .fetch_all(&mut *lite)
         .await?;
         let mut key: Vec<(i64, usize)> = info
             .iter()
@@ -234,6 +236,15 @@ async fn copy(store: &Store, pg: &mut PgConnection, url: &str) -> Result<ExportR
             },
         );
     }
+    Ok((names, sources))
+}
+
+async fn copy(store: &Store, pg: &mut PgConnection, url: &str) -> Result<ExportReport> {
+    // The snapshot: a deferred BEGIN pins what its first read sees, and
+    // every read below runs in it.
+    let mut lite = store.pool().acquire().await?;
+    let mut snap = lite.begin().await?;
+    let (names, sources) = lite_schema(&mut snap).await?;
 
     let target = target_columns(pg).await?;
     for name in &names {
@@ -311,7 +322,9 @@ async fn execute(tx: &mut PgConnection, sql: String) -> Result<()> {
 
 /// The target's tables (of the schema it resolves names in), each with its
 /// columns' types.
-async fn target_columns(pg: &mut PgConnection) -> Result<HashMap<String, HashMap<String, String>>> {
+pub(super) async fn target_columns(
+    pg: &mut PgConnection,
+) -> Result<HashMap<String, HashMap<String, String>>> {
     let rows: Vec<(String, String, String)> = sqlx::query_as(
         "SELECT c.table_name::text, c.column_name::text, c.data_type::text \
            FROM information_schema.columns c \
@@ -330,7 +343,7 @@ async fn target_columns(pg: &mut PgConnection) -> Result<HashMap<String, HashMap
 
 /// `names` ordered so a table comes after every table its foreign keys
 /// point at (PostgreSQL checks each INSERT at once: no key is deferrable).
-async fn parents_first(pg: &mut PgConnection, names: &[String]) -> Result<Vec<String>> {
+pub(super) async fn parents_first(pg: &mut PgConnection, names: &[String]) -> Result<Vec<String>> {
     let edges: Vec<(String, String)> = sqlx::query_as(
         "SELECT child.relname::text, parent.relname::text \
            FROM pg_constraint c \
