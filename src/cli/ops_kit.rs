@@ -1,6 +1,7 @@
 //! Operating handoff: `events` (the log: a page, the newest N, or followed
 //! live), `backup` (an online copy of the live database), `export` (every
-//! row into an empty PostgreSQL database), `completions`
+//! row into an empty PostgreSQL database, or back into a new SQLite file),
+//! `completions`
 //! and `man` (generated from the clap definition at run time, so they
 //! always match the binary).
 //!
@@ -8,12 +9,13 @@
 //! or the daemon at `HANDOFF_URL`), and `backup` and `export` ask the store
 //! for the copy.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{CommandFactory, Subcommand};
 
 use super::{Cli, Ctx, exit, fail};
+use crate::config::DatabaseRef;
 use crate::store::backup::BackupOutcome;
 use crate::store::{self, Event};
 
@@ -51,9 +53,9 @@ pub(crate) enum Cmd {
         #[arg(long)]
         force: bool,
     },
-    /// Copy every row of the database into an empty PostgreSQL database (one way so far: SQLite to PostgreSQL).
+    /// Copy every row of the database: an SQLite file into an empty PostgreSQL database, or a PostgreSQL database (--db URL) into a new SQLite file.
     Export {
-        /// The PostgreSQL database to fill, e.g. postgres://user:password@host/handoff; it must be empty.
+        /// Where to copy to: an empty PostgreSQL database (postgres://user:password@host/handoff) when the database is a file, a new SQLite file when it is a PostgreSQL URL.
         #[arg(long, value_name = "URL")]
         to: String,
     },
@@ -246,12 +248,41 @@ async fn backup(ctx: &Ctx, file: PathBuf, force: bool) -> anyhow::Result<u8> {
     }
 }
 
-/// `handoff export --to URL`: the local SQLite database copied into an
-/// empty PostgreSQL one (the copy itself: [`store::postgres::export`]).
+/// `handoff export --to …`, its direction picked by the pair: a database
+/// file and a URL copies the file into an empty PostgreSQL database; a
+/// PostgreSQL URL and a path copies that database into a new SQLite file
+/// (the copies themselves: [`store::postgres::export`] and
+/// [`store::postgres::import`]).
 async fn export(ctx: &Ctx, to: &str) -> anyhow::Result<u8> {
     ctx.local_only("export")?;
+    let (from, source) = ctx.database_ref()?;
+    let to_url = to.contains("://");
+    match from {
+        DatabaseRef::File(db) if to_url => export_file(ctx, &db, to).await,
+        DatabaseRef::Postgres(url) if !to_url => import(ctx, &url, Path::new(to)).await,
+        from => {
+            let (have, want) = match &from {
+                DatabaseRef::File(p) => (format!("the file {}", p.display()), "a postgres:// URL"),
+                DatabaseRef::Postgres(u) => (store::postgres::shown(u), "a new file path"),
+            };
+            let given = if to_url {
+                store::postgres::shown(to)
+            } else {
+                to.to_string()
+            };
+            Err(fail(
+                exit::INVALID,
+                format!(
+                    "{source} names {have} and --to names {given}: export copies an SQLite file to a postgres:// URL, or a postgres:// URL (--db or HANDOFF_DB) to a new SQLite file; give --to {want}"
+                ),
+            ))
+        }
+    }
+}
+
+/// The local SQLite database copied into an empty PostgreSQL one.
+async fn export_file(ctx: &Ctx, db: &Path, to: &str) -> anyhow::Result<u8> {
     store::postgres::export::check_url(to)?;
-    let (db, _) = ctx.database()?;
     // Opening would create an empty database; exporting nothing is a mistake.
     if !db.exists() {
         return Err(fail(
@@ -275,6 +306,23 @@ async fn export(ctx: &Ctx, to: &str) -> anyhow::Result<u8> {
             report.rows,
             report.tables.len(),
             db.display()
+        )
+    });
+    Ok(exit::OK)
+}
+
+/// The PostgreSQL database at `url` copied into the new SQLite file `file`.
+async fn import(ctx: &Ctx, url: &str, file: &Path) -> anyhow::Result<u8> {
+    let report = store::postgres::import::import_to(url, file).await?;
+    let v =
+        serde_json::json!({"export": {"to": file, "tables": report.tables, "rows": report.rows}});
+    ctx.print(&v, || {
+        format!(
+            "copied {} rows in {} tables from {} to {}",
+            report.rows,
+            report.tables.len(),
+            store::postgres::shown(url),
+            file.display()
         )
     });
     Ok(exit::OK)

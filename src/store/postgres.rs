@@ -1,7 +1,8 @@
 //! PostgreSQL, the second engine (issue 12), as far as it goes so far:
 //! bringing a database's schema (`migrations/postgres`) up to this build's,
 //! for `handoff migrate`, and copying an SQLite file into an empty one
-//! ([`export`], for `handoff export`). The store itself (every read and write) still
+//! ([`export`]) or one back into a new SQLite file ([`import`]), for
+//! `handoff export`. The store itself (every read and write) still
 //! runs on SQLite; later work ports it behind the same [`super::Store`].
 //!
 //! What a deploy step needs from it: the migrations this build carries
@@ -16,6 +17,7 @@ use sqlx::postgres::{PgConnectOptions, PgConnection};
 use super::{Error, Result};
 
 pub mod export;
+pub mod import;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 
