@@ -221,8 +221,9 @@ async fn a_missing_file_and_a_url_that_is_not_postgres_are_one_line_errors() {
         "{err}"
     );
     assert!(!err.contains("pw@"), "no password shown: {err}");
+    // A file to a file is not one of the two ways.
     let err = one_line_error(&export(&db.path, "/tmp/other.db", false));
-    assert!(err.contains("not a URL"), "{err}");
+    assert!(err.contains("postgres:// URL"), "{err}");
 
     // Host-only: with HANDOFF_URL set it says where to run it.
     let o = Command::new(env!("CARGO_BIN_EXE_handoff"))
