@@ -1022,7 +1022,8 @@ impl fmt::Display for DbSource {
 }
 
 /// Where a database is: a file (the store), or a PostgreSQL server, which
-/// only `handoff migrate` takes so far (issue 12 ports the store to it).
+/// only `handoff migrate` and `handoff export` take so far (issue 12 ports
+/// the store to it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DatabaseRef {
     /// An SQLite file.
@@ -1034,7 +1035,7 @@ pub enum DatabaseRef {
 /// The database a command uses: `flag` (`--db`), else `$HANDOFF_DB`, else
 /// the config's `[store] path` (`config_path` is the file it came from),
 /// else the default location. Every command resolves it this way; only
-/// `handoff migrate` takes a PostgreSQL URL ([`database_ref`]).
+/// `handoff migrate` and `handoff export` take a PostgreSQL URL ([`database_ref`]).
 pub fn database(
     flag: Option<&Path>,
     cfg: &Config,
@@ -1043,7 +1044,7 @@ pub fn database(
     match database_ref(flag, cfg, config_path)? {
         (DatabaseRef::File(path), source) => Ok((path, source)),
         (DatabaseRef::Postgres(url), source) => Err(crate::store::Error::Invalid(format!(
-            "{source} names the PostgreSQL database {}; so far handoff only prepares its schema there (`handoff migrate`): the daemon and the other commands keep their store in an SQLite file, so give a file path",
+            "{source} names the PostgreSQL database {}; so far handoff only prepares its schema there (`handoff migrate`) and copies to and from it (`handoff export`): the daemon and the other commands keep their store in an SQLite file, so give a file path",
             crate::store::postgres::shown(&url)
         ))),
     }
