@@ -52,6 +52,10 @@ pub(crate) fn backoff(n: u32) -> Duration {
     Duration::from_secs(1u64 << n.saturating_sub(1).min(6)).min(MAX_BACKOFF)
 }
 
+/// Passes a message's task makes, once done, for a redraw mark that
+/// stayed (see [`Bridge::run`]).
+const MAX_LOOKS: u32 = 3;
+
 /// One message: (item kind, item id, chat id).
 pub(crate) type Key = (Item, String, i64);
 
@@ -139,6 +143,7 @@ impl Bridge {
     /// between failed passes; ends (leaving the durable marks) on shutdown.
     async fn run(&self, key: Key) {
         let mut failures = 0u32;
+        let mut looks = 0u32;
         loop {
             if let Some(again) = self
                 .slots
@@ -155,11 +160,26 @@ impl Bridge {
             match outcome {
                 Outcome::Done => {
                     failures = 0;
+                    // Why look again: a change marked in the millisecond
+                    // this pass rendered from keeps its mark (the record
+                    // cannot tell whether the rendering showed it), and
+                    // its kick may have come before this pass began, so
+                    // none is pending: without another pass a millisecond
+                    // later the mark stayed until the next start. A few
+                    // looks in a row at most: a mark no pass can clear
+                    // waits there.
+                    let dangling = looks < MAX_LOOKS && self.still_dirty(&key).await;
+                    if dangling {
+                        looks += 1;
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                    } else {
+                        looks = 0;
+                    }
                     let mut slots = self.slots.lock().expect("slots lock poisoned");
                     // Why under the lock: a kick either sees the slot (and
                     // sets `again`, seen here) or finds it gone and starts
                     // a new task; none is lost in between.
-                    if slots.get(&key).copied() != Some(true) {
+                    if slots.get(&key).copied() != Some(true) && !dangling {
                         slots.remove(&key);
                         return;
                     }
@@ -179,6 +199,15 @@ impl Bridge {
                 }
             }
         }
+    }
+
+    /// Whether the message is sent and its record still carries a redraw
+    /// mark (a push refused for good stays `sending`: not retried here).
+    async fn still_dirty(&self, key: &Key) -> bool {
+        matches!(
+            self.store.chat_message(key.0.as_str(), &key.1, key.2).await,
+            Ok(Some(rec)) if rec.dirty_at.is_some() && rec.status == "sent" && rec.message_id.is_some()
+        )
     }
 
     /// One pass over a message, in the item's redraw turn.
