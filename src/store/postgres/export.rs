@@ -388,19 +388,30 @@ async fn refuse_rows(
         .filter(|t| !SEEDED.contains(&t.as_str()) && *t != "_sqlx_migrations")
         .collect();
     tables.sort_by_key(|t| (t.as_str() != "events", t.as_str()));
+    match first_with_rows(tx, tables).await? {
+        Some(table) => Err(Error::Invalid(format!(
+            "the PostgreSQL database {} is not empty (its table {table} has rows): export only copies into an empty database, so nothing there is overwritten; create a new one (CREATE DATABASE) and export into that",
+            shown(url)
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The first of `tables` (in their order) that holds a row, if any.
+pub(super) async fn first_with_rows<'t>(
+    conn: &mut PgConnection,
+    tables: impl IntoIterator<Item = &'t String>,
+) -> Result<Option<&'t String>> {
     for table in tables {
         let sql = format!("SELECT EXISTS (SELECT 1 FROM {})", ident(table));
         let any: bool = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-            .fetch_one(&mut *tx)
+            .fetch_one(&mut *conn)
             .await?;
         if any {
-            return Err(Error::Invalid(format!(
-                "the PostgreSQL database {} is not empty (its table {table} has rows): export only copies into an empty database, so nothing there is overwritten; create a new one (CREATE DATABASE) and export into that",
-                shown(url)
-            )));
+            return Ok(Some(table));
         }
     }
-    Ok(())
+    Ok(None)
 }
 
 /// Copy one table's rows from the snapshot, in multi-row INSERTs.

@@ -32,7 +32,8 @@ use sqlx::{Connection, QueryBuilder, Row, SqliteConnection};
 
 use super::super::{Error, Result, Store};
 use super::export::{
-    ExportReport, Lite, check_url, ident, lite_schema, parents_first, target_columns,
+    ExportReport, Lite, check_url, first_with_rows, ident, lite_schema, parents_first,
+    target_columns,
 };
 use super::{applied_versions, connect, schema_version, shown};
 
@@ -207,19 +208,13 @@ async fn refuse_lost_rows(
         .filter(|t| !names.contains(t) && !PG_ONLY.contains(&t.as_str()))
         .collect();
     extra.sort();
-    for table in extra {
-        let sql = format!("SELECT EXISTS (SELECT 1 FROM {})", ident(table));
-        let any: bool = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-            .fetch_one(&mut *snap)
-            .await?;
-        if any {
-            return Err(Error::Invalid(format!(
-                "the PostgreSQL database {} has rows in {table}, a table this handoff's SQLite schema lacks: they would be lost; copy with the handoff that wrote them",
-                shown(url)
-            )));
-        }
+    match first_with_rows(snap, extra).await? {
+        Some(table) => Err(Error::Invalid(format!(
+            "the PostgreSQL database {} has rows in {table}, a table this handoff's SQLite schema lacks: they would be lost; copy with the handoff that wrote them",
+            shown(url)
+        ))),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// One PostgreSQL value as SQLite stores it, by its column's type
