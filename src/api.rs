@@ -251,6 +251,11 @@ struct Health {
     /// A fingerprint of the database file's path (`handoff status` tells
     /// whether this daemon serves the file it names; the path is not shown).
     database: String,
+    /// This daemon's name among several on one database (host/pid/random).
+    instance: String,
+    /// The jobs only one daemon on the database does that this one holds
+    /// now (`telegram.poll`: it is the one polling Telegram).
+    roles: Vec<String>,
 }
 
 async fn healthz(State(s): State<Shared>) -> Result<axum::Json<Health>, ApiError> {
@@ -259,6 +264,8 @@ async fn healthz(State(s): State<Shared>) -> Result<axum::Json<Health>, ApiError
             ok: true,
             last_seq: seq,
             database: crate::store::fingerprint(s.store.path()),
+            instance: s.roles.me().to_string(),
+            roles: s.roles.held(),
         })),
         Err(e) => {
             tracing::error!(error = %e, "health check cannot read the store");

@@ -125,6 +125,8 @@ pub(crate) struct Bridge {
     topics: tokio::sync::Mutex<()>,
     /// Wakes the `hold` task when a push starts waiting.
     held: tokio::sync::Notify,
+    /// This daemon's roles and name (claims of updates carry the name).
+    roles: Arc<crate::shared::roles::Roles>,
 }
 
 /// Start the bridge: nothing at all without a token (one clear log line),
@@ -166,6 +168,7 @@ pub async fn start(
         cancel: cancel.clone(),
         topics: tokio::sync::Mutex::new(()),
         held: tokio::sync::Notify::new(),
+        roles: shared.roles.clone(),
     });
 
     // The chat follower: durable cursor, so nothing is skipped across restarts.
@@ -185,19 +188,61 @@ pub async fn start(
     let router = match cfg.mode {
         TelegramMode::Polling => {
             let timeout = Duration::from_secs(u64::from(cfg.poll_timeout_secs));
-            tracker.spawn(async move {
-                let mut listener = Polling::builder(bridge.bot.clone())
-                    .timeout(timeout)
-                    .build();
-                let stop = listener.stop_token();
-                run_updates(bridge, &mut listener, cancel).await;
-                stop.stop();
-            });
+            let roles = shared.roles.clone();
+            roles.keep(shared.store.clone(), POLL_ROLE, tracker, cancel.clone());
+            tracker.spawn(poll_while_held(bridge, roles, timeout, cancel));
             Router::new()
         }
         TelegramMode::Webhook => webhook(bridge, shared, tracker, cancel).await?,
     };
     Ok(Started { router })
+}
+
+/// The role of the one daemon that polls Telegram for updates: the Bot API
+/// allows one `getUpdates` consumer per bot (a second one's poll ends the
+/// first's with 409 Conflict).
+pub const POLL_ROLE: &str = "telegram.poll";
+
+/// Poll for updates whenever this daemon holds [`POLL_ROLE`], until
+/// `cancel`. Each stint starts a fresh listener (from the first update
+/// nobody confirmed: ones the last poller handled are skipped by their
+/// claimed ids) and ends the moment the role is lost, its long poll cut
+/// off rather than waited out.
+async fn poll_while_held(
+    bridge: Arc<Bridge>,
+    roles: Arc<crate::shared::roles::Roles>,
+    timeout: Duration,
+    cancel: CancellationToken,
+) {
+    let mut held = roles.watch(POLL_ROLE);
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            r = held.wait_for(|h| *h) => if r.is_err() { return },
+        }
+        let stint = cancel.child_token();
+        let mut lost = held.clone();
+        let ends = stint.clone();
+        let watcher = tokio::spawn(async move {
+            tokio::select! {
+                _ = lost.wait_for(|h| !*h) => ends.cancel(),
+                _ = ends.cancelled() => {}
+            }
+        });
+        let mut listener = Polling::builder(bridge.bot.clone())
+            .timeout(timeout)
+            .build();
+        let stop = listener.stop_token();
+        let may_poll = || roles.holds(POLL_ROLE);
+        run_updates(bridge.clone(), &mut listener, stint.clone(), &may_poll).await;
+        stop.stop();
+        stint.cancel();
+        let _ = watcher.await;
+        if cancel.is_cancelled() {
+            return;
+        }
+        tracing::info!("stopped polling Telegram: another daemon holds the role");
+    }
 }
 
 /// The Bot API client: the configured API URL, under the configured send limits.
@@ -271,23 +316,31 @@ async fn webhook(
             .await
             .map_err(|e| Error::Webhook(e.to_string()))?;
     tracker.spawn(async move {
-        run_updates(bridge, &mut listener, cancel).await;
+        run_updates(bridge, &mut listener, cancel, &|| true).await;
         drop(stop_flag);
     });
     Ok(router)
 }
 
-/// Handle updates one at a time until `cancel`. One at a time keeps a
-/// user's tap and their following reply in order; every handler is a few
-/// store writes and Bot API calls.
-async fn run_updates<L>(bridge: Arc<Bridge>, listener: &mut L, cancel: CancellationToken)
-where
+/// Handle updates one at a time until `cancel`, or until `may_go_on`
+/// says no before the next is fetched (a poller whose role lapsed). One
+/// at a time keeps a user's tap and their following reply in order; every
+/// handler is a few store writes and Bot API calls.
+async fn run_updates<L>(
+    bridge: Arc<Bridge>,
+    listener: &mut L,
+    cancel: CancellationToken,
+    may_go_on: &(dyn Fn() -> bool + Sync),
+) where
     L: UpdateListener,
     L::Err: UpdateError,
 {
     let stream = listener.as_stream();
     tokio::pin!(stream);
     loop {
+        if !may_go_on() {
+            break;
+        }
         // Why select: shutdown must not wait for a long poll to return.
         let next = tokio::select! {
             _ = cancel.cancelled() => break,
@@ -295,6 +348,9 @@ where
         };
         match next {
             Some(Ok(update)) => {
+                if !bridge.take_update(&update).await {
+                    continue;
+                }
                 bridge.on_update(update).await;
                 // Whatever the update wrote, the followers look now.
                 bridge.nudge.notify_waiters();
@@ -343,4 +399,25 @@ impl UpdateError for teloxide::RequestError {
 
 impl UpdateError for std::convert::Infallible {}
 
-impl Bridge {}
+impl Bridge {
+    /// Claim `update` for this daemon: false when some daemon took it
+    /// already (a poller that took over sees the updates its predecessor
+    /// handled but had not confirmed; a webhook delivery may be retried to
+    /// another daemon). A store that cannot say is no reason to drop a
+    /// human's input: the update is handled, its writes guarded as ever.
+    async fn take_update(&self, update: &teloxide::types::Update) -> bool {
+        let id = i64::from(update.id.0);
+        match self.store.chat_update_take(id, self.roles.me()).await {
+            Ok(first) => {
+                if !first {
+                    tracing::debug!(update_id = id, "update taken before; skipping it");
+                }
+                first
+            }
+            Err(e) => {
+                tracing::warn!(update_id = id, error = %e, "cannot claim the Telegram update; handling it anyway");
+                true
+            }
+        }
+    }
+}

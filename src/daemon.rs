@@ -226,6 +226,9 @@ fn spawn_forget_requests(store: Store, tracker: &TaskTracker, cancel: Cancellati
             if let Err(e) = store.forget_requests().await {
                 tracing::warn!(error = %e, "cannot forget old request ids; will try again");
             }
+            if let Err(e) = store.forget_chat_updates().await {
+                tracing::warn!(error = %e, "cannot forget old Telegram update ids; will try again");
+            }
             tokio::select! {
                 _ = cancel.cancelled() => break,
                 _ = tokio::time::sleep(Duration::from_secs(3600)) => {}

@@ -2,8 +2,12 @@
 //! configuration, the in-process waiters, the nudge that wakes followers
 //! after a write made here, and the shutdown token.
 //!
+//! [`roles`]: the jobs only one of several daemons on one database does.
+//!
 //! A leaf of the daemon's modules: `api`, `chat` and `notify` import it,
 //! and it imports none of them, so nothing reaches back into `daemon`.
+
+pub mod roles;
 
 use std::sync::Arc;
 
@@ -29,6 +33,8 @@ pub struct Shared {
     /// Cancelled at shutdown: long polls and event streams end on it, so a
     /// graceful shutdown does not wait for them.
     pub shutdown: CancellationToken,
+    /// The jobs this daemon holds among several on one database.
+    pub roles: Arc<roles::Roles>,
 }
 
 impl Shared {
@@ -40,6 +46,7 @@ impl Shared {
             waiters: Waiters::default(),
             nudge: Arc::new(Notify::new()),
             shutdown,
+            roles: Arc::new(roles::Roles::new()),
         }
     }
 

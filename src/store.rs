@@ -22,6 +22,7 @@ pub mod due;
 pub mod events;
 pub mod grants;
 pub mod inbox_sessions;
+pub mod leases;
 pub mod postgres;
 pub mod questions;
 pub mod refusal;

@@ -126,6 +126,14 @@ struct Inner {
     served: HashMap<i64, u32>,
     /// Stamped on every message sent (see [`FakeTelegram::set_epoch`]).
     epoch: u64,
+    /// Every update ever pushed, by id (for [`FakeTelegram::redeliver`]).
+    pushed: HashMap<i64, Value>,
+    /// Bumped by every `getUpdates`: a poll still held open when a newer
+    /// one arrives is ended with 409 Conflict, as Telegram does when two
+    /// consumers poll one bot.
+    poll_generation: u64,
+    /// How many polls were ended that way.
+    conflicts: u64,
 }
 
 /// The running fake.
@@ -279,10 +287,27 @@ impl FakeTelegram {
         let id = g.next_update_id;
         update["update_id"] = json!(id);
         g.next_update_id += 1;
+        g.pushed.insert(id, update.clone());
         g.updates.push(update);
         drop(g);
         self.updated.notify_waiters();
         id
+    }
+
+    /// Serve update `id` again, the same update id and body, as Telegram
+    /// does when an offset was never confirmed (to the next poller).
+    pub fn redeliver(&self, id: i64) {
+        let mut g = self.inner.lock().unwrap();
+        let update = g.pushed.get(&id).expect("an update pushed before").clone();
+        g.updates.push(update);
+        drop(g);
+        self.updated.notify_waiters();
+    }
+
+    /// How many `getUpdates` were ended by a newer one (409 Conflict: two
+    /// consumers polling the bot at once).
+    pub fn conflicts(&self) -> u64 {
+        self.inner.lock().unwrap().conflicts
     }
 
     /// Whether the bot has confirmed update `id` (asked for updates past it).
@@ -588,10 +613,21 @@ async fn handle(
             let offset = body["offset"].as_i64().unwrap_or(0);
             let timeout = body["timeout"].as_u64().unwrap_or(0).min(5);
             let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout);
+            let generation = {
+                let mut g = fake.inner.lock().unwrap();
+                g.poll_generation += 1;
+                g.poll_generation
+            };
+            // An older poll still waiting learns of this one.
+            fake.updated.notify_waiters();
             loop {
                 let notified = fake.updated.notified();
                 let ready: Vec<Value> = {
                     let mut g = fake.inner.lock().unwrap();
+                    if g.poll_generation != generation {
+                        g.conflicts += 1;
+                        return conflict();
+                    }
                     g.updates
                         .retain(|u| u["update_id"].as_i64().unwrap_or(0) >= offset);
                     g.updates.clone()
@@ -695,6 +731,18 @@ fn too_many(after: u64) -> axum::response::Response {
             "ok": false, "error_code": 429,
             "description": format!("Too Many Requests: retry after {after}"),
             "parameters": {"retry_after": after}
+        })),
+    )
+        .into_response()
+}
+
+/// Telegram's answer to a poll ended by another consumer's poll.
+fn conflict() -> axum::response::Response {
+    (
+        axum::http::StatusCode::CONFLICT,
+        Json(json!({
+            "ok": false, "error_code": 409,
+            "description": "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"
         })),
     )
         .into_response()

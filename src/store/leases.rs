@@ -1,0 +1,179 @@
+//! Jobs only one daemon may do at a time, when several share one database
+//! (issue 12, item 5), and the Telegram updates some daemon has taken.
+//!
+//! A lease is a row naming its holder and when it lapses. [`Store::lease_take`]
+//! is one guarded upsert: it takes a lease nobody holds or whose holder let
+//! it lapse, and renews one this holder has; it never takes a live lease
+//! from another holder. So a crashed holder's job moves on within one lease
+//! period, and two live daemons never hold the same lease at once (each
+//! holder stops the job when its own copy of the expiry passes without a
+//! renewal, before anyone else may take it).
+//!
+//! Leases are not events: no follower needs them, and a renewal every few
+//! seconds must not grow the log.
+
+use std::sync::Arc;
+
+use super::{Result, Store};
+
+/// How long a Telegram update id is remembered: Telegram keeps an
+/// unconfirmed update for at most 24 hours, so none comes back after that.
+const KEEP_UPDATES_MS: i64 = 24 * 3600 * 1000;
+
+/// Who holds a lease, as [`Store::lease_holders`] reads it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Lease {
+    /// The job, e.g. `telegram.poll`.
+    pub name: String,
+    /// The daemon holding it (its instance name).
+    pub holder: String,
+    /// When it lapses unless renewed (ms).
+    pub expires_at: i64,
+    /// When this holder took it (ms; renewals keep it).
+    pub taken_at: i64,
+}
+
+impl Store {
+    /// Take or renew the lease `name` for `holder` until now + `ttl_ms`:
+    /// the new expiry when `holder` holds it after this call, `None` when
+    /// another holder's lease is still live. One statement, so two
+    /// daemons taking a lapsed lease at once cannot both win.
+    pub async fn lease_take(&self, name: &str, holder: &str, ttl_ms: i64) -> Result<Option<i64>> {
+        let input = Arc::new((name.to_string(), holder.to_string()));
+        self.write_retried(input, move |turn, input, now| {
+            Box::pin(async move {
+                let (name, holder) = &*input;
+                // Why `taken_at` kept on a renewal: /healthz shows since when
+                // this daemon holds the job, not since its last renewal.
+                let expires: Option<i64> = sqlx::query_scalar(
+                    "INSERT INTO leases (name, holder, expires_at, taken_at) VALUES ($1, $2, $3, $4)
+                     ON CONFLICT (name) DO UPDATE SET
+                         holder = excluded.holder,
+                         expires_at = excluded.expires_at,
+                         taken_at = CASE WHEN leases.holder = excluded.holder
+                                         THEN leases.taken_at ELSE excluded.taken_at END
+                     WHERE leases.holder = excluded.holder OR leases.expires_at <= $4
+                     RETURNING expires_at",
+                )
+                .bind(name)
+                .bind(holder)
+                .bind(now + ttl_ms)
+                .bind(now)
+                .fetch_optional(turn.conn())
+                .await?;
+                Ok(expires)
+            })
+        })
+        .await
+    }
+
+    /// Take the lease `name` from `dead`, a holder known to have died (a
+    /// daemon on this host whose process is gone), without waiting for it
+    /// to lapse: the new expiry, or `None` when `dead` no longer holds it
+    /// (someone else took it first).
+    pub async fn lease_take_from(
+        &self,
+        name: &str,
+        holder: &str,
+        dead: &str,
+        ttl_ms: i64,
+    ) -> Result<Option<i64>> {
+        let input = Arc::new((name.to_string(), holder.to_string(), dead.to_string()));
+        self.write_retried(input, move |turn, input, now| {
+            Box::pin(async move {
+                let (name, holder, dead) = &*input;
+                let expires: Option<i64> = sqlx::query_scalar(
+                    "UPDATE leases SET holder = $2, expires_at = $3, taken_at = $4
+                     WHERE name = $1 AND holder = $5
+                     RETURNING expires_at",
+                )
+                .bind(name)
+                .bind(holder)
+                .bind(now + ttl_ms)
+                .bind(now)
+                .bind(dead)
+                .fetch_optional(turn.conn())
+                .await?;
+                Ok(expires)
+            })
+        })
+        .await
+    }
+
+    /// Give up the lease `name` if `holder` holds it (a clean shutdown), so
+    /// another daemon takes the job at its next try instead of after the
+    /// lease lapses. False when `holder` did not hold it.
+    pub async fn lease_release(&self, name: &str, holder: &str) -> Result<bool> {
+        let input = Arc::new((name.to_string(), holder.to_string()));
+        self.write_retried(input, move |turn, input, _now| {
+            Box::pin(async move {
+                let (name, holder) = &*input;
+                let n = sqlx::query("DELETE FROM leases WHERE name = $1 AND holder = $2")
+                    .bind(name)
+                    .bind(holder)
+                    .execute(turn.conn())
+                    .await?
+                    .rows_affected();
+                Ok(n == 1)
+            })
+        })
+        .await
+    }
+
+    /// Every lease row, by name (lapsed ones too: their `expires_at` says so).
+    pub async fn lease_holders(&self) -> Result<Vec<Lease>> {
+        let rows: Vec<(String, String, i64, i64)> =
+            sqlx::query_as("SELECT name, holder, expires_at, taken_at FROM leases ORDER BY name")
+                .fetch_all(self.pool())
+                .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(name, holder, expires_at, taken_at)| Lease {
+                name,
+                holder,
+                expires_at,
+                taken_at,
+            })
+            .collect())
+    }
+
+    /// Claim Telegram update `update_id` for `holder`: true for the first
+    /// claim, false when some daemon (this one included) took it before.
+    /// Claimed on receipt, before the update writes anything, so a crash
+    /// mid-update loses that one tap or reply (the user repeats it) rather
+    /// than applying it twice.
+    pub async fn chat_update_take(&self, update_id: i64, holder: &str) -> Result<bool> {
+        let input = Arc::new(holder.to_string());
+        self.write_retried(input, move |turn, holder, now| {
+            Box::pin(async move {
+                let n = sqlx::query(
+                    "INSERT INTO chat_updates (update_id, holder, taken_at) VALUES ($1, $2, $3)
+                     ON CONFLICT (update_id) DO NOTHING",
+                )
+                .bind(update_id)
+                .bind(&*holder)
+                .bind(now)
+                .execute(turn.conn())
+                .await?
+                .rows_affected();
+                Ok(n == 1)
+            })
+        })
+        .await
+    }
+
+    /// Forget update ids older than Telegram keeps updates; how many went.
+    pub async fn forget_chat_updates(&self) -> Result<u64> {
+        self.write_retried((), move |turn, (), now| {
+            Box::pin(async move {
+                let n = sqlx::query("DELETE FROM chat_updates WHERE taken_at < $1")
+                    .bind(now - KEEP_UPDATES_MS)
+                    .execute(turn.conn())
+                    .await?
+                    .rows_affected();
+                Ok(n)
+            })
+        })
+        .await
+    }
+}

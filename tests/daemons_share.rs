@@ -1,0 +1,431 @@
+//! Several daemons on one database (issue 12, item 5): a job only one may do
+//! (polling Telegram) is held by a lease in the database and moves to
+//! another daemon when its holder dies; a Telegram update that reaches two
+//! daemons is applied once. Store handles are separate connection pools on
+//! one file (real connections); daemons are real `handoff serve` processes
+//! against the fake Bot API, whose `getUpdates` ends an older poll with 409
+//! Conflict when a second consumer polls, as Telegram does.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::daemon::{Daemon, write_config};
+use common::fake_telegram::{FakeTelegram, user_json};
+use common::{TempDb, wait_for};
+use handoff::clock::ManualClock;
+use handoff::store::Store;
+use serde_json::json as j;
+
+const ME: i64 = 111;
+/// The header Telegram sends a webhook's secret in.
+const SECRET: &str = "X-Telegram-Bot-Api-Secret-Token";
+
+/// `n` stores on one file, each its own pool, on one manual clock.
+async fn stores(db: &TempDb, n: usize, at: i64) -> (Vec<Store>, Arc<ManualClock>) {
+    let clock = Arc::new(ManualClock::new(at));
+    let mut all = Vec::new();
+    for _ in 0..n {
+        all.push(
+            Store::open_with_clock(&db.path, clock.clone())
+                .await
+                .expect("open store"),
+        );
+    }
+    (all, clock)
+}
+
+#[tokio::test]
+async fn one_of_eight_racing_daemons_takes_a_lease_and_only_it_renews() {
+    let db = TempDb::new();
+    let (all, clock) = stores(&db, 8, 1_000_000).await;
+    let takes = futures_util::future::join_all(all.iter().enumerate().map(|(i, s)| async move {
+        s.lease_take("telegram.poll", &format!("d{i}"), 60_000)
+            .await
+    }))
+    .await;
+    let won: Vec<usize> = takes
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.as_ref().expect("take").is_some())
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(won.len(), 1, "exactly one holder: {takes:?}");
+    let w = won[0];
+    let holders = all[0].lease_holders().await.unwrap();
+    assert_eq!(holders.len(), 1);
+    assert_eq!(holders[0].holder, format!("d{w}"));
+    assert_eq!(holders[0].expires_at, 1_060_000);
+
+    // The holder renews; the time it took the role stays.
+    clock.advance(30_000);
+    let renewed = all[w]
+        .lease_take("telegram.poll", &format!("d{w}"), 60_000)
+        .await
+        .unwrap();
+    assert_eq!(renewed, Some(1_090_000));
+    let h = &all[1].lease_holders().await.unwrap()[0];
+    assert_eq!((h.taken_at, h.expires_at), (1_000_000, 1_090_000));
+    // Nobody else takes a live lease.
+    for (i, s) in all.iter().enumerate().filter(|(i, _)| *i != w) {
+        assert_eq!(
+            s.lease_take("telegram.poll", &format!("d{i}"), 60_000)
+                .await
+                .unwrap(),
+            None,
+            "d{i} must not take d{w}'s live lease"
+        );
+    }
+    for s in &all {
+        s.close().await;
+    }
+}
+
+#[tokio::test]
+async fn a_lapsed_lease_moves_to_another_daemon_and_a_released_one_moves_at_once() {
+    let db = TempDb::new();
+    let (all, clock) = stores(&db, 2, 5_000).await;
+    let (a, b) = (&all[0], &all[1]);
+    assert_eq!(a.lease_take("r", "a", 1_000).await.unwrap(), Some(6_000));
+    clock.advance(999);
+    assert_eq!(
+        b.lease_take("r", "b", 1_000).await.unwrap(),
+        None,
+        "still live"
+    );
+    clock.advance(1);
+    assert_eq!(
+        b.lease_take("r", "b", 1_000).await.unwrap(),
+        Some(7_000),
+        "lapsed: b takes it"
+    );
+    assert_eq!(
+        a.lease_take("r", "a", 1_000).await.unwrap(),
+        None,
+        "the old holder cannot renew what another took"
+    );
+    let h = &a.lease_holders().await.unwrap()[0];
+    assert_eq!((h.holder.as_str(), h.taken_at), ("b", 6_000));
+
+    assert!(!a.lease_release("r", "a").await.unwrap(), "a holds nothing");
+    assert!(b.lease_release("r", "b").await.unwrap());
+    assert_eq!(
+        a.lease_take("r", "a", 1_000).await.unwrap(),
+        Some(7_000),
+        "released: taken at once, not after the lapse"
+    );
+    for s in &all {
+        s.close().await;
+    }
+}
+
+#[tokio::test]
+async fn each_update_is_taken_by_exactly_one_of_two_daemons() {
+    let db = TempDb::new();
+    let a = db.open().await;
+    let b = db.open().await;
+    let race = |s: Store, who: &'static str| async move {
+        let mut won = Vec::new();
+        for id in 1..=60 {
+            if s.chat_update_take(id, who).await.expect("take") {
+                won.push(id);
+            }
+        }
+        won
+    };
+    let (wa, wb) = tokio::join!(
+        tokio::spawn(race(a.clone(), "a")),
+        tokio::spawn(race(b.clone(), "b"))
+    );
+    let (wa, wb) = (wa.unwrap(), wb.unwrap());
+    let mut all: Vec<i64> = wa.iter().chain(wb.iter()).copied().collect();
+    all.sort();
+    assert_eq!(all, (1..=60).collect::<Vec<_>>(), "a: {wa:?} b: {wb:?}");
+    // Forgetting keeps the fresh ones (a day has not passed).
+    assert_eq!(a.forget_chat_updates().await.unwrap(), 0);
+    assert!(!b.chat_update_take(1, "b").await.unwrap());
+}
+
+/// `/healthz` of the daemon at `addr`.
+async fn health(addr: &str) -> serde_json::Value {
+    reqwest::get(format!("http://{addr}/healthz"))
+        .await
+        .expect("healthz answers")
+        .json()
+        .await
+        .expect("healthz JSON")
+}
+
+fn polls(v: &serde_json::Value) -> bool {
+    v["roles"]
+        .as_array()
+        .expect("roles listed")
+        .iter()
+        .any(|r| r == "telegram.poll")
+}
+
+/// Ask a question with two options through the CLI; its message in chat.
+async fn ask(db: &TempDb, fake: &FakeTelegram, title: &str) -> common::fake_telegram::Msg {
+    let out = db.cli(&["--json", "ask", title, "--option", "yes", "--option", "no"]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let title = title.to_string();
+    fake.until(30, "the question's message", move |f| {
+        f.messages(ME)
+            .into_iter()
+            .find(|m| m.text.contains(&title) && !m.buttons().is_empty())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn two_daemons_poll_telegram_one_at_a_time_and_the_survivor_takes_over() {
+    let db = TempDb::new();
+    let fake = FakeTelegram::start().await;
+    let cfg = write_config(db.dir.path(), &fake.url, &[("me", ME, &[ME], &[ME])], "");
+    let env = [("HANDOFF_LEASE_MS", "1500")];
+    let mut daemons = [
+        Daemon::start_with(&db.path, &cfg, &env),
+        Daemon::start_with(&db.path, &cfg, &env),
+    ];
+    let addrs: Vec<String> = daemons.iter().map(|d| d.addr.clone()).collect();
+    let holder = wait_for(30, "one daemon to hold telegram.poll", || {
+        let addrs = addrs.clone();
+        async move {
+            let a = polls(&health(&addrs[0]).await);
+            let b = polls(&health(&addrs[1]).await);
+            match (a, b) {
+                (true, false) => Some(0),
+                (false, true) => Some(1),
+                (true, true) => panic!("both daemons hold telegram.poll"),
+                (false, false) => None,
+            }
+        }
+    })
+    .await;
+    let names: Vec<String> = {
+        let mut n = Vec::new();
+        for a in &addrs {
+            n.push(health(a).await["instance"].as_str().unwrap().to_string());
+        }
+        n
+    };
+    assert_ne!(names[0], names[1], "each daemon names itself");
+
+    // A question is pushed once and a tap is applied once.
+    let msg = ask(&db, &fake, "Ship it?").await;
+    let (cb, _) = fake.tap_traced(ME, ME, msg.message_id, &msg.button("yes"));
+    fake.until(30, "the tap answered", |f| {
+        f.answers_to(&cb).first().cloned()
+    })
+    .await;
+    // Several polls' worth of time with both alive: never two consumers.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(fake.conflicts(), 0, "two daemons polled at once");
+    assert_eq!(fake.answers_to(&cb).len(), 1);
+    assert_eq!(
+        fake.messages(ME)
+            .iter()
+            .filter(|m| m.text.contains("Ship it?"))
+            .count(),
+        1,
+        "pushed once"
+    );
+    let polled_before = fake.calls("getupdates").len();
+
+    // The holder dies: the other takes the role within a few lease periods
+    // and answers taps.
+    daemons[holder].kill9();
+    let other = 1 - holder;
+    wait_for(30, "the survivor to hold telegram.poll", || {
+        let addr = addrs[other].clone();
+        async move { polls(&health(&addr).await).then_some(()) }
+    })
+    .await;
+    let msg = ask(&db, &fake, "Roll back?").await;
+    let (cb, _) = fake.tap_traced(ME, ME, msg.message_id, &msg.button("no"));
+    fake.until(30, "the survivor answers the tap", |f| {
+        f.answers_to(&cb).first().cloned()
+    })
+    .await;
+    assert!(fake.calls("getupdates").len() > polled_before);
+    assert!(
+        daemons[other].log().contains("this daemon took the role"),
+        "{}",
+        daemons[other].log()
+    );
+}
+
+#[tokio::test]
+async fn a_webhook_update_delivered_to_two_daemons_is_applied_once() {
+    let db = TempDb::new();
+    let fake = FakeTelegram::start().await;
+    let cfg = write_config(db.dir.path(), &fake.url, &[("me", ME, &[ME], &[ME])], "");
+    // Webhook mode, behind one URL: the same update may reach either daemon.
+    let text = std::fs::read_to_string(&cfg).unwrap().replacen(
+        "poll_timeout_secs = 1\n",
+        "poll_timeout_secs = 1\nmode = \"webhook\"\nwebhook_url = \"https://bot.example.invalid/telegram\"\nwebhook_secret = \"s3cret\"\n",
+        1,
+    );
+    std::fs::write(&cfg, text).unwrap();
+    let a = Daemon::start(&db.path, &cfg);
+    let b = Daemon::start(&db.path, &cfg);
+    for d in [&a, &b] {
+        let h = health(&d.addr).await;
+        assert_eq!(h["roles"], j!([]), "webhook mode: no daemon polls: {h}");
+    }
+    let msg = ask(&db, &fake, "Deploy now?").await;
+    let tap = j!({
+        "update_id": 9001,
+        "callback_query": {
+            "id": "cb-twice", "chat_instance": "ci", "data": msg.button("yes"),
+            "from": user_json(ME),
+            "message": {"message_id": msg.message_id, "date": 1_700_000_000,
+                        "chat": {"id": ME, "type": "private", "first_name": "me"}, "text": msg.text}
+        }
+    });
+    let http = reqwest::Client::new();
+    for d in [&a, &b] {
+        let res = http
+            .post(format!("http://{}/telegram", d.addr))
+            .header(SECRET, "s3cret")
+            .json(&tap)
+            .send()
+            .await
+            .unwrap();
+        assert!(res.status().is_success(), "{}", res.status());
+    }
+    // A later update to each daemon, answered: both have dealt with the tap
+    // by then (each handles its updates one at a time, in order).
+    for (n, d) in [&a, &b].into_iter().enumerate() {
+        let later = j!({
+            "update_id": 9002 + n as i64,
+            "callback_query": {
+                "id": format!("cb-later-{n}"), "chat_instance": "ci", "data": "garbage",
+                "from": user_json(ME),
+                "message": {"message_id": msg.message_id, "date": 1_700_000_000,
+                            "chat": {"id": ME, "type": "private", "first_name": "me"}, "text": msg.text}
+            }
+        });
+        http.post(format!("http://{}/telegram", d.addr))
+            .header(SECRET, "s3cret")
+            .json(&later)
+            .send()
+            .await
+            .unwrap();
+        let id = format!("cb-later-{n}");
+        fake.until(30, "the later update answered", move |f| {
+            f.answers_to(&id).first().cloned()
+        })
+        .await;
+    }
+    assert_eq!(
+        fake.answers_to("cb-twice").len(),
+        1,
+        "the tap was applied by both daemons: {:?}",
+        fake.answers_to("cb-twice")
+    );
+}
+
+/// Send `signal` (`STOP`, `CONT`) to the daemon's process.
+fn signal(d: &Daemon, signal: &str) {
+    let ok = std::process::Command::new("kill")
+        .args([&format!("-{signal}"), &d.child.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(ok.success(), "kill -{signal}");
+}
+
+/// Which of the daemons at `addrs` holds telegram.poll, once exactly one does.
+async fn poller(addrs: &[String]) -> usize {
+    wait_for(
+        30,
+        "exactly one daemon to hold telegram.poll",
+        || async move {
+            let mut holding = Vec::new();
+            for (i, a) in addrs.iter().enumerate() {
+                if polls(&health(a).await) {
+                    holding.push(i);
+                }
+            }
+            assert!(holding.len() < 2, "both daemons hold telegram.poll");
+            holding.first().copied()
+        },
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_paused_poller_loses_the_role_and_stops_polling_when_it_resumes() {
+    let db = TempDb::new();
+    let fake = FakeTelegram::start().await;
+    let cfg = write_config(db.dir.path(), &fake.url, &[("me", ME, &[ME], &[ME])], "");
+    let env = [("HANDOFF_LEASE_MS", "1500")];
+    let daemons = [
+        Daemon::start_with(&db.path, &cfg, &env),
+        Daemon::start_with(&db.path, &cfg, &env),
+    ];
+    let addrs: Vec<String> = daemons.iter().map(|d| d.addr.clone()).collect();
+    let held = poller(&addrs).await;
+    let other = 1 - held;
+
+    // Paused past its lease (its process alive, so nobody takes the role
+    // from it as from a dead one): the other daemon takes it when it lapses.
+    signal(&daemons[held], "STOP");
+    let survivor = addrs[other].clone();
+    wait_for(30, "the other daemon to take telegram.poll", || {
+        let addr = survivor.clone();
+        async move { polls(&health(&addr).await).then_some(()) }
+    })
+    .await;
+    signal(&daemons[held], "CONT");
+    // Resumed, it learns it lost the role, and polls no more.
+    let resumed = addrs[held].clone();
+    wait_for(30, "the resumed daemon to give the role up", || {
+        let addr = resumed.clone();
+        async move { (!polls(&health(&addr).await)).then_some(()) }
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        fake.conflicts(),
+        0,
+        "the resumed daemon polled beside the new holder"
+    );
+    assert_eq!(poller(&addrs).await, other);
+    let msg = ask(&db, &fake, "Still there?").await;
+    let (cb, _) = fake.tap_traced(ME, ME, msg.message_id, &msg.button("yes"));
+    fake.until(30, "the tap answered", |f| {
+        f.answers_to(&cb).first().cloned()
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(fake.answers_to(&cb).len(), 1);
+}
+
+#[tokio::test]
+async fn a_daemon_restarted_after_a_crash_takes_the_role_from_its_dead_predecessor() {
+    let db = TempDb::new();
+    let fake = FakeTelegram::start().await;
+    let cfg = write_config(db.dir.path(), &fake.url, &[("me", ME, &[ME], &[ME])], "");
+    // The default lease period: without the take-over, the restarted daemon
+    // would wait it out.
+    let mut first = Daemon::start(&db.path, &cfg);
+    poller(std::slice::from_ref(&first.addr)).await;
+    first.kill9();
+    let second = Daemon::start(&db.path, &cfg);
+    poller(std::slice::from_ref(&second.addr)).await;
+    assert!(
+        second
+            .log()
+            .contains("took the role from a daemon on this host that died"),
+        "{}",
+        second.log()
+    );
+    let msg = ask(&db, &fake, "Back up?").await;
+    let (cb, _) = fake.tap_traced(ME, ME, msg.message_id, &msg.button("yes"));
+    fake.until(30, "the tap answered", |f| {
+        f.answers_to(&cb).first().cloned()
+    })
+    .await;
+}
