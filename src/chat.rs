@@ -171,20 +171,15 @@ pub async fn start(
         roles: shared.roles.clone(),
     });
 
-    // The chat follower: durable cursor, so nothing is skipped across restarts.
-    {
-        let b = bridge.clone();
-        let nudge = shared.nudge.clone();
-        let cancel = cancel.clone();
-        tracker.spawn(async move {
-            b.resume().await;
-            let start = b.store.cursor("chat").await.unwrap_or(0);
-            let store = b.store.clone();
-            crate::follow::follow(store, start, &nudge, cancel, ChatFollower(b)).await;
-        });
-    }
-    // Pushes waiting out a grace period or quiet hours (`hold`).
-    tracker.spawn(bridge.clone().hold_loop());
+    // Pushes and edits: by the one daemon holding SEND_ROLE.
+    shared
+        .roles
+        .keep(shared.store.clone(), SEND_ROLE, tracker, cancel.clone());
+    tracker.spawn(send_while_held(
+        bridge.clone(),
+        shared.nudge.clone(),
+        cancel.clone(),
+    ));
     let router = match cfg.mode {
         TelegramMode::Polling => {
             let timeout = Duration::from_secs(u64::from(cfg.poll_timeout_secs));
@@ -203,6 +198,45 @@ pub async fn start(
 /// first's with 409 Conflict).
 pub const POLL_ROLE: &str = "telegram.poll";
 
+/// The role of the one daemon that pushes items to chat and edits their
+/// messages: one chat follower on the durable `chat` cursor, one task per
+/// message. Another daemon taking a tap only marks the message owed a
+/// redraw (durably); the holder draws it.
+pub const SEND_ROLE: &str = "chat.send";
+
+/// Follow the event log for chat, release waiting pushes and run message
+/// tasks whenever this daemon holds [`SEND_ROLE`], until `cancel`. Each
+/// stint first kicks every push and redraw left owed (by a daemon that
+/// died, or by taps another daemon took), then follows from the durable
+/// cursor, so nothing is skipped or sent twice across holders.
+async fn send_while_held(
+    bridge: Arc<Bridge>,
+    nudge: Arc<tokio::sync::Notify>,
+    cancel: CancellationToken,
+) {
+    let mut held = bridge.roles.watch(SEND_ROLE);
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            r = held.wait_for(|h| *h) => if r.is_err() { return },
+        }
+        let stint = bridge.roles.stint(SEND_ROLE, &cancel);
+        bridge.resume().await;
+        let start = bridge.store.cursor("chat").await.unwrap_or(0);
+        let follower = ChatFollower(bridge.clone());
+        let store = bridge.store.clone();
+        tokio::join!(
+            crate::follow::follow(store, start, &nudge, stint.clone(), follower),
+            bridge.clone().hold_loop(stint.clone()),
+        );
+        stint.cancel();
+        if cancel.is_cancelled() {
+            return;
+        }
+        tracing::info!("stopped sending to chat: another daemon holds the role");
+    }
+}
+
 /// Poll for updates whenever this daemon holds [`POLL_ROLE`], until
 /// `cancel`. Each stint starts a fresh listener (from the first update
 /// nobody confirmed: ones the last poller handled are skipped by their
@@ -220,15 +254,7 @@ async fn poll_while_held(
             _ = cancel.cancelled() => return,
             r = held.wait_for(|h| *h) => if r.is_err() { return },
         }
-        let stint = cancel.child_token();
-        let mut lost = held.clone();
-        let ends = stint.clone();
-        let watcher = tokio::spawn(async move {
-            tokio::select! {
-                _ = lost.wait_for(|h| !*h) => ends.cancel(),
-                _ = ends.cancelled() => {}
-            }
-        });
+        let stint = roles.stint(POLL_ROLE, &cancel);
         let mut listener = Polling::builder(bridge.bot.clone())
             .timeout(timeout)
             .build();
@@ -237,7 +263,6 @@ async fn poll_while_held(
         run_updates(bridge.clone(), &mut listener, stint.clone(), &may_poll).await;
         stop.stop();
         stint.cancel();
-        let _ = watcher.await;
         if cancel.is_cancelled() {
             return;
         }

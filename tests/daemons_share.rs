@@ -158,17 +158,55 @@ async fn health(addr: &str) -> serde_json::Value {
 }
 
 fn polls(v: &serde_json::Value) -> bool {
+    holds(v, "telegram.poll")
+}
+
+/// Whether the `/healthz` answer `v` lists `role`.
+fn holds(v: &serde_json::Value, role: &str) -> bool {
     v["roles"]
         .as_array()
         .expect("roles listed")
         .iter()
-        .any(|r| r == "telegram.poll")
+        .any(|r| r == role)
+}
+
+/// Which of the daemons at `addrs` holds `role`, once exactly one does.
+async fn holder_of(addrs: &[String], role: &'static str) -> usize {
+    wait_for(30, role, || async move {
+        let mut holding = Vec::new();
+        for (i, a) in addrs.iter().enumerate() {
+            if holds(&health(a).await, role) {
+                holding.push(i);
+            }
+        }
+        assert!(holding.len() < 2, "two daemons hold {role}");
+        holding.first().copied()
+    })
+    .await
 }
 
 /// Ask a question with two options through the CLI; its message in chat.
 async fn ask(db: &TempDb, fake: &FakeTelegram, title: &str) -> common::fake_telegram::Msg {
+    ask_id(db, fake, title).await.1
+}
+
+/// [`ask`], with the question's id.
+async fn ask_id(
+    db: &TempDb,
+    fake: &FakeTelegram,
+    title: &str,
+) -> (String, common::fake_telegram::Msg) {
     let out = db.cli(&["--json", "ask", title, "--option", "yes", "--option", "no"]);
     assert!(out.status.success(), "{}", common::stderr(&out));
+    let id = common::json(&out)["question"]["id"]
+        .as_str()
+        .expect("question id")
+        .to_string();
+    (id, message_of(fake, title).await)
+}
+
+/// The message of the question titled `title`, once it is in chat.
+async fn message_of(fake: &FakeTelegram, title: &str) -> common::fake_telegram::Msg {
     let title = title.to_string();
     fake.until(30, "the question's message", move |f| {
         f.messages(ME)
@@ -426,6 +464,78 @@ async fn a_daemon_restarted_after_a_crash_takes_the_role_from_its_dead_predecess
     let (cb, _) = fake.tap_traced(ME, ME, msg.message_id, &msg.button("yes"));
     fake.until(30, "the tap answered", |f| {
         f.answers_to(&cb).first().cloned()
+    })
+    .await;
+}
+
+/// The edits made to message `id` so far.
+fn edits(fake: &FakeTelegram, id: i64) -> usize {
+    fake.calls("editmessagetext")
+        .iter()
+        .filter(|c| c.body["message_id"].as_i64() == Some(id))
+        .count()
+}
+
+#[tokio::test]
+async fn of_two_live_daemons_one_draws_each_change_in_chat() {
+    let db = TempDb::new();
+    let fake = FakeTelegram::start().await;
+    let cfg = write_config(db.dir.path(), &fake.url, &[("me", ME, &[ME], &[ME])], "");
+    let env = [("HANDOFF_LEASE_MS", "1500")];
+    let daemons = [
+        Daemon::start_with(&db.path, &cfg, &env),
+        Daemon::start_with(&db.path, &cfg, &env),
+    ];
+    let addrs: Vec<String> = daemons.iter().map(|d| d.addr.clone()).collect();
+    holder_of(&addrs, "chat.send").await;
+    let (id, msg) = ask_id(&db, &fake, "Merge the branch?").await;
+    let out = db.cli(&["reply", &id, "after lunch"]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    fake.until(30, "the message to show the answer", |f| {
+        f.message(ME, msg.message_id)
+            .filter(|m| m.text.contains("after lunch"))
+            .map(|_| ())
+    })
+    .await;
+    // Both daemons saw the change; one drew it.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        edits(&fake, msg.message_id),
+        1,
+        "one change, one edit: {:?}",
+        fake.calls("editmessagetext")
+    );
+}
+
+#[tokio::test]
+async fn a_redraw_owed_by_a_sender_that_died_is_drawn_by_the_daemon_taking_over() {
+    let db = TempDb::new();
+    let fake = FakeTelegram::start().await;
+    let cfg = write_config(db.dir.path(), &fake.url, &[("me", ME, &[ME], &[ME])], "");
+    let env = [("HANDOFF_LEASE_MS", "1500")];
+    let mut daemons = [
+        Daemon::start_with(&db.path, &cfg, &env),
+        Daemon::start_with(&db.path, &cfg, &env),
+    ];
+    let addrs: Vec<String> = daemons.iter().map(|d| d.addr.clone()).collect();
+    let sender = holder_of(&addrs, "chat.send").await;
+    let (id, msg) = ask_id(&db, &fake, "Rotate the keys?").await;
+    // Every edit fails, so the sender owes the redraw when it dies.
+    fake.fault("editMessageText", common::fake_telegram::Fault::ServerError);
+    let out = db.cli(&["reply", &id, "tonight"]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    fake.until(30, "the sender to try the edit", |f| {
+        (f.faulted("editmessagetext") > 0).then_some(())
+    })
+    .await;
+    daemons[sender].kill9();
+    fake.clear_faults();
+    let other = 1 - sender;
+    assert_eq!(holder_of(&addrs[other..=other], "chat.send").await, 0);
+    fake.until(30, "the survivor to draw the answer", |f| {
+        f.message(ME, msg.message_id)
+            .filter(|m| m.text.contains("tonight"))
+            .map(|_| ())
     })
     .await;
 }

@@ -56,8 +56,9 @@ impl Bridge {
             .and_then(|q| q.until(now))
     }
 
-    /// The task releasing waiting pushes as they fall due, until shutdown.
-    pub(super) async fn hold_loop(self: Arc<Self>) {
+    /// The task releasing waiting pushes as they fall due, until `stop`
+    /// (shutdown, or the end of this daemon's stint as the chat sender).
+    pub(super) async fn hold_loop(self: Arc<Self>, stop: tokio_util::sync::CancellationToken) {
         loop {
             let ok = self.release_due().await;
             let wait = match self.store.chat_next_due().await {
@@ -75,7 +76,7 @@ impl Bridge {
             // Why `held` too: a push recorded as waiting may be due sooner
             // than what this sleep was computed from.
             tokio::select! {
-                _ = self.cancel.cancelled() => return,
+                _ = stop.cancelled() => return,
                 _ = self.held.notified() => {}
                 _ = tokio::time::sleep(wait) => {}
             }

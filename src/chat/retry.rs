@@ -127,6 +127,11 @@ impl Bridge {
     /// Make sure the message `key` gets (re)drawn from the item's current
     /// state: starts its task, or asks the running one for one more pass.
     pub(crate) fn kick(&self, key: Key) {
+        // Another daemon sends and edits: the record's durable mark is
+        // what it draws from.
+        if !self.roles.holds(super::SEND_ROLE) {
+            return;
+        }
         let Some(me) = self.me.upgrade() else { return };
         {
             let mut slots = self.slots.lock().expect("slots lock poisoned");
@@ -145,6 +150,12 @@ impl Bridge {
         let mut failures = 0u32;
         let mut looks = 0u32;
         loop {
+            // The role moved on (this daemon was paused past its lease):
+            // the new holder draws from the durable marks.
+            if !self.roles.holds(super::SEND_ROLE) {
+                self.slots.lock().expect("slots lock poisoned").remove(&key);
+                return;
+            }
             if let Some(again) = self
                 .slots
                 .lock()

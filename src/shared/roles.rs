@@ -113,6 +113,23 @@ impl Roles {
         until.get(role).is_some_and(|u| Instant::now() < *u)
     }
 
+    /// A token for one stint of holding `role`: a child of `parent`,
+    /// cancelled as soon as this daemon no longer holds the role. The
+    /// caller cancels it when the stint ends on its own (that also ends
+    /// the small task watching the role).
+    pub fn stint(&self, role: &'static str, parent: &CancellationToken) -> CancellationToken {
+        let stint = parent.child_token();
+        let mut held = self.watch(role);
+        let ends = stint.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = held.wait_for(|h| !*h) => ends.cancel(),
+                _ = ends.cancelled() => {}
+            }
+        });
+        stint
+    }
+
     fn set(&self, role: &'static str, now: bool) {
         if !now {
             self.until.lock().expect("roles lock").remove(role);
