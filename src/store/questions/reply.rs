@@ -19,8 +19,9 @@ use super::write::explain_closed;
 use super::{
     Channel, Delivery, NewReply, Outcome, Question, Refusal, ReplyKind, Status, from_row, validate,
 };
+use crate::store::postgres::replies as pg;
 use crate::store::writer::Turn;
-use crate::store::{Result, Store};
+use crate::store::{Engine, Result, Store};
 
 /// The `question.answered` event and its history row, named in the
 /// reply UPDATE's `t_*` columns for the trigger: `?1` text, `?2` context,
@@ -62,13 +63,16 @@ impl Store {
     /// [`Refusal::AlreadyPickedUp`] once its hook has the answer).
     pub async fn reply_inbox(&self, id: &str, r: &NewReply) -> Result<Outcome<Question>> {
         validate::reply(r)?;
+        let blank = is_blank(r);
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::inbox(self, p, id, r, blank).await;
+        }
         let one = Arc::new(Reply {
             id: id.to_string(),
             r: r.clone(),
             source: Channel::Inbox,
         });
         let clock = self.clock().clone();
-        let blank = is_blank(r);
         self.retry(|| {
             let (one, clock) = (one.clone(), clock.clone());
             self.write(move |turn| {
@@ -115,6 +119,9 @@ impl Store {
         r: &NewReply,
         source: Channel,
     ) -> Result<Outcome<Question>> {
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::conditional(self, p, id, r, source).await;
+        }
         let one = Arc::new(Reply {
             id: id.to_string(),
             r: r.clone(),
@@ -138,6 +145,9 @@ impl Store {
         session: Option<&str>,
         include_seen: bool,
     ) -> Result<Vec<Question>> {
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::read_pending(p, project, session, include_seen).await;
+        }
         // Two spellings so SQLite can use the `questions_pending` index on
         // the session when one is given (an `?2 IS NULL OR …` filter can't).
         let rows = match session {
@@ -151,7 +161,7 @@ impl Store {
                 .bind(project)
                 .bind(session)
                 .bind(include_seen)
-                .fetch_all(self.pool())
+                .fetch_all(self.pool()?)
                 .await?
             }
             None => {
@@ -163,7 +173,7 @@ impl Store {
                 )
                 .bind(project)
                 .bind(include_seen)
-                .fetch_all(self.pool())
+                .fetch_all(self.pool()?)
                 .await?
             }
         };
@@ -175,6 +185,9 @@ impl Store {
     /// since `q` was read (the newer one stays queued), was already marked,
     /// or the question closed.
     pub async fn mark_reply_seen(&self, q: &Question, by: &str) -> Result<Option<i64>> {
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::mark_seen(self, p, &q.id, q.reply_seq, by).await;
+        }
         let one = Arc::new((q.id.clone(), q.reply_seq, by.to_string()));
         let clock = self.clock().clone();
         self.retry(|| {
