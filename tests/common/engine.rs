@@ -122,6 +122,41 @@ impl Db {
     }
 }
 
+impl Db {
+    /// The rows `sql` returns, every column as text (the query casts what
+    /// is not text), read on a connection of its own.
+    pub async fn rows(&self, sql: &str) -> super::engines::Rows {
+        let sql = sqlx::AssertSqlSafe(sql.to_string());
+        match (&self.file, &self.pg) {
+            (Some(file), _) => {
+                let mut c =
+                    sqlx::SqliteConnection::connect(&format!("sqlite://{}", file.path.display()))
+                        .await
+                        .expect("connect to the SQLite file");
+                let rows = sqlx::query::<sqlx::Sqlite>(sql)
+                    .fetch_all(&mut c)
+                    .await
+                    .expect("sqlite select");
+                super::engines::texts(&rows)
+            }
+            (_, Some(pg)) => {
+                let mut c = pg.connect().await;
+                let rows = sqlx::query::<sqlx::Postgres>(sql)
+                    .fetch_all(&mut c)
+                    .await
+                    .expect("postgres select");
+                super::engines::texts(&rows)
+            }
+            _ => unreachable!("a Db holds one of the two"),
+        }
+    }
+
+    /// The PostgreSQL database (None on SQLite).
+    pub fn pg(&self) -> Option<&PgDb> {
+        self.pg.as_ref()
+    }
+}
+
 /// `name::sqlite` and `name::postgres` tests running `async fn name(db: Db)`
 /// on a fresh database of each engine (see the module docs).
 #[macro_export]
