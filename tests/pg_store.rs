@@ -46,7 +46,7 @@ async fn opening_migrates_a_fresh_database_and_again_finds_it_current() {
     let n = sqlx::migrate!("./migrations/postgres").iter().count() as i64;
     applied(n).await;
     // A second store (another daemon) opens the same database as it is.
-    let other = open(&db).await;
+    let other = open(db).await;
     applied(n).await;
     ask(&other, "Seen by both?").await;
     assert_eq!(count(&store, "questions").await, 1);

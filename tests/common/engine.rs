@@ -74,10 +74,9 @@ impl Db {
             (_, Some(pg)) => Store::open_postgres(&pg.url, clock).await,
             _ => unreachable!("a Db holds one of the two"),
         }
-        .map(|store| {
+        .inspect(|store| {
             // Never test SQLite twice by mistake.
             assert_eq!(store.file().is_some(), self.engine == Engine::Sqlite);
-            store
         })
         .unwrap_or_else(|e| panic!("open the {:?} store: {e}", self.engine))
     }
