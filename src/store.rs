@@ -17,7 +17,7 @@
 //! `postgres/`; every other method reaches SQLite through [`Store::pool`],
 //! [`Store::write`] or [`Store::begin_write`], which on a PostgreSQL store
 //! return [`Error::Unsupported`] naming the part of the store (see
-//! [`unsupported`]), never a panic. Ported so far: questions, the event
+//! [`NOT_ON_POSTGRES_YET`]), never a panic. Ported so far: questions, the event
 //! log's reads and [`Store::count_rows`].
 
 pub mod actions;
@@ -59,6 +59,8 @@ use crate::clock::{Clock, SystemClock};
 
 pub use channel::Channel;
 pub use events::{Event, NewEvent};
+pub use postgres::unported::NOT_ON_POSTGRES_YET;
+pub(crate) use postgres::unported::unsupported;
 
 /// Errors from the store. Refusals that are normal outcomes (lost a race,
 /// already answered, stale revision) are *not* errors: each operation returns
@@ -117,7 +119,7 @@ pub enum Error {
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
     /// The operation has not been ported to PostgreSQL yet (see
-    /// [`unsupported`]): `what` names the part of the store, with its verb.
+    /// [`NOT_ON_POSTGRES_YET`]): `what` names the part of the store, with its verb.
     #[error(
         "{what} not available on PostgreSQL yet: so far only questions and the event log run there; use a SQLite file (a path) for the rest"
     )]
@@ -410,7 +412,7 @@ impl Store {
     }
 
     /// The SQLite engine's parts, or [`Error::Unsupported`] naming the part
-    /// of the store that called (see [`unsupported`]).
+    /// of the store that called (see [`NOT_ON_POSTGRES_YET`]).
     #[track_caller]
     fn lite(&self) -> Result<&Lite> {
         match &self.engine {
@@ -782,55 +784,5 @@ pub(crate) fn plural(n: usize, word: &str) -> String {
         format!("{n} {word}")
     } else {
         format!("{n} {word}s")
-    }
-}
-
-/// The parts of the store not ported to PostgreSQL yet, by the file (under
-/// `src/store/`, its first component) their methods live in, with what a
-/// refusal calls them. A method reaching SQLite on a PostgreSQL store is
-/// refused as [`Error::Unsupported`] naming its part; a file missing here
-/// is named by its own name.
-pub const NOT_ON_POSTGRES_YET: &[(&str, &str)] = &[
-    ("actions", "pending actions are"),
-    ("backup", "backups are"),
-    ("boards", "boards are"),
-    ("chat", "the chat bridge's records are"),
-    ("counts", "the /metrics counts are"),
-    ("deliveries", "wake deliveries are"),
-    ("due", "the housekeeping schedule is"),
-    ("grants", "grants are"),
-    ("inbox_sessions", "Inbox sign-ins are"),
-    ("request", "request ids are"),
-    ("seed", "seeding is"),
-    ("sessions", "agent sessions are"),
-    ("tokens", "API tokens are"),
-    ("topics", "chat topics are"),
-];
-
-/// [`Error::Unsupported`] for a call made at `at` on a PostgreSQL store.
-/// Why the caller's file: every method not ported yet says which part of
-/// the store it is, without a guard written into each of them (the
-/// chokepoints [`Store::pool`], [`Store::write`] and [`Store::begin_write`]
-/// are `#[track_caller]`).
-pub(crate) fn unsupported(at: &Location<'_>) -> Error {
-    Error::Unsupported {
-        what: part_of(at.file()),
-    }
-}
-
-/// The words for the part of the store `file` (a source path) belongs to.
-fn part_of(file: &str) -> String {
-    let file = file.replace('\\', "/");
-    let part = file
-        .rsplit_once("store/")
-        .map(|(_, rest)| rest)
-        .and_then(|rest| rest.split('/').next())
-        .map(|first| first.trim_end_matches(".rs"));
-    match part {
-        Some(part) => match NOT_ON_POSTGRES_YET.iter().find(|(p, _)| *p == part) {
-            Some((_, words)) => (*words).to_string(),
-            None => format!("the store's {part} operations are"),
-        },
-        None => "this operation is".into(),
     }
 }

@@ -26,6 +26,7 @@ pub mod export;
 pub mod import;
 pub(crate) mod questions;
 pub(crate) mod replies;
+pub(crate) mod unported;
 pub(crate) mod write;
 
 /// How long connecting (and waiting for a pooled connection) may take
