@@ -362,6 +362,99 @@ async fn the_reply_history_refuses_update_and_delete(db: Db) {
     assert_eq!(hist[0].reply.as_deref(), Some("sqlite"));
 }
 
+/// Every writer at once on one question, from three pools: Inbox replies
+/// and clears, chat replies, the agent's own answers and pickups. Whatever
+/// the engine interleaves, each refusal is the one the rule gives (a chat
+/// or agent reply is refused only by an unread reply in its way, never as
+/// "empty": on PostgreSQL that is the refused write tried again under the
+/// row's lock), and the history, the counter and the events agree with the
+/// writes that won.
+async fn every_writer_at_once_keeps_history_counter_and_events_in_step(db: Db) {
+    let stores = [db.open().await, db.open().await, db.open().await];
+    let q = ask(&stores[0], "Which DB?").await;
+    #[derive(Default, Debug)]
+    struct Tally {
+        replies: usize,
+        clears: usize,
+        pickups: usize,
+    }
+    let mut tasks = Vec::new();
+    for (i, door) in ["inbox", "clear", "chat", "agent", "pickup"]
+        .into_iter()
+        .enumerate()
+    {
+        let s = stores[i % stores.len()].clone();
+        let id = q.id.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut t = Tally::default();
+            for n in 0..12 {
+                let text = format!("{door} {n}");
+                match door {
+                    "inbox" => {
+                        s.reply_inbox(&id, &answer(&text)).await.unwrap().unwrap();
+                        t.replies += 1;
+                    }
+                    "clear" => match s.reply_inbox(&id, &answer("")).await.unwrap() {
+                        Ok(_) => t.clears += 1,
+                        Err(Refusal::Empty | Refusal::AlreadyPickedUp { .. }) => {}
+                        Err(other) => panic!("a clear refused as {other:?}"),
+                    },
+                    "chat" | "agent" => {
+                        let r = if door == "chat" {
+                            s.reply_chat(&id, &answer(&text)).await
+                        } else {
+                            s.answer_agent(&id, &answer(&text)).await
+                        };
+                        match r.unwrap() {
+                            Ok(_) => t.replies += 1,
+                            // The agent refused is handed the unread
+                            // reply: that counts as its pickup.
+                            Err(Refusal::UnreadAnswer { .. }) if door == "agent" => t.pickups += 1,
+                            Err(Refusal::UnreadAnswer { .. }) => {}
+                            Err(other) => panic!("a {door} reply refused as {other:?}"),
+                        }
+                    }
+                    _ => {
+                        let got = s.pending(None, Some("s"), false, "agent-1").await.unwrap();
+                        t.pickups += got.iter().filter(|d| d.new).count();
+                    }
+                }
+            }
+            t
+        }));
+    }
+    let mut total = Tally::default();
+    for t in tasks {
+        let t = t.await.unwrap();
+        total.replies += t.replies;
+        total.clears += t.clears;
+        total.pickups += t.pickups;
+    }
+    let s = &stores[1];
+    let history = s.question_replies(&q.id).await.unwrap();
+    let of = |action: &str| history.iter().filter(|h| h.action == action).count();
+    assert_eq!(
+        (of("reply"), of("clear")),
+        (total.replies, total.clears),
+        "{total:?}"
+    );
+    let now = s.get_question(&q.id).await.unwrap().unwrap();
+    assert_eq!(now.reply_seq as usize, history.len());
+    let seqs: Vec<i64> = history.iter().map(|h| h.reply_seq).collect();
+    assert_eq!(seqs, (1..=history.len() as i64).collect::<Vec<_>>());
+    let events = s.events_for("question", &q.id).await.unwrap();
+    let count = |kind: &str| events.iter().filter(|e| e.kind == kind).count();
+    assert_eq!(
+        (
+            count("question.answered"),
+            count("question.reply_cleared"),
+            count("question.picked_up")
+        ),
+        (total.replies, total.clears, total.pickups),
+        "{total:?}"
+    );
+}
+
 both_engines!(
     a_inbox_re_reply_between_read_and_mark_stays_queued,
     b_chat_racing_inbox_the_inbox_text_wins_whole,
@@ -369,4 +462,7 @@ both_engines!(
     every_change_appends_its_event,
     the_reply_history_refuses_update_and_delete,
 );
-both_engines!(multi_thread: sixteen_tasks_on_two_pools_exactly_one_chat_reply_wins);
+both_engines!(
+    multi_thread: sixteen_tasks_on_two_pools_exactly_one_chat_reply_wins,
+    every_writer_at_once_keeps_history_counter_and_events_in_step,
+);
