@@ -288,15 +288,6 @@ impl Store {
         })
     }
 
-    /// Open the database `db` names: a file as [`Store::open_with_clock`]
-    /// does, a URL as [`Store::open_postgres`] does.
-    pub async fn open_ref(db: &crate::config::DatabaseRef, clock: Arc<dyn Clock>) -> Result<Store> {
-        match db {
-            crate::config::DatabaseRef::File(path) => Self::open_with_clock(path, clock).await,
-            crate::config::DatabaseRef::Postgres(url) => Self::open_postgres(url, clock).await,
-        }
-    }
-
     /// Refuse a newer schema, then apply missing migrations. Several processes
     /// may open a fresh file at once: each migration runs in its own
     /// transaction, so a loser of that race fails cleanly and the retry finds

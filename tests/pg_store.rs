@@ -45,13 +45,8 @@ async fn opening_migrates_a_fresh_database_and_again_finds_it_current() {
     assert!(ours > 0);
     let n = sqlx::migrate!("./migrations/postgres").iter().count() as i64;
     applied(n).await;
-    // A second store (another daemon) opens the same database as it is,
-    // named the way the config names it.
-    let named = handoff::config::DatabaseRef::Postgres(db.url.clone());
-    let other = Store::open_ref(&named, Arc::new(SystemClock))
-        .await
-        .unwrap();
-    assert_eq!(other.file(), None);
+    // A second store (another daemon) opens the same database as it is.
+    let other = open(db).await;
     applied(n).await;
     ask(&other, "Seen by both?").await;
     assert_eq!(count(&store, "questions").await, 1);
