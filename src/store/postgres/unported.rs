@@ -21,6 +21,7 @@ pub const NOT_ON_POSTGRES_YET: &[(&str, &str)] = &[
     ("due", "the housekeeping schedule is"),
     ("grants", "grants are"),
     ("inbox_sessions", "Inbox sign-ins are"),
+    ("leases", "the daemons' role leases are"),
     ("request", "request ids are"),
     ("seed", "seeding is"),
     ("sessions", "agent sessions are"),
@@ -72,7 +73,8 @@ mod tests {
                 "agent sessions are",
             ),
             ("src\\store\\tokens.rs", "API tokens are"),
-            ("src/store/leases.rs", "the store's leases operations are"),
+            ("src/store/leases.rs", "the daemons' role leases are"),
+            ("src/store/widgets.rs", "the store's widgets operations are"),
             ("src/store.rs", "this operation is"),
             ("src/daemon.rs", "this operation is"),
         ] {
