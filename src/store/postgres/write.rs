@@ -10,6 +10,16 @@
 //! itself is read under a row lock (`SELECT … FOR UPDATE`, see
 //! `questions.rs`), so the explanation is the state that refused.
 //!
+//! Where SQLite runs one multi-statement call guarded by `changes()`
+//! (sessions, inbound wakes; not ported yet), the PostgreSQL version is
+//! meant to be its statements run one after another in this transaction,
+//! each later one skipped by the Rust code when the guarded one changed
+//! nothing. Why not a CTE: data-modifying CTEs all see one snapshot and run
+//! in no promised order, and the event must be appended last (the counter
+//! row's lock is held until commit); why no savepoint: a failed statement
+//! aborts the whole transaction anyway, which is then retried or refused
+//! whole.
+//!
 //! A transaction PostgreSQL rolls back as a serialization failure or a
 //! deadlock is run again, whole, by [`Store::retry`] (with a fresh "now").
 //! Under a request id ([`crate::store::request`]) a write remembers its
