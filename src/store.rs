@@ -1,4 +1,5 @@
-//! The durable store: one SQLite file shared by every handoff process.
+//! The durable store: one SQLite file shared by every handoff process, or
+//! (in part, so far) a PostgreSQL database shared by several.
 //!
 //! The daemon, CLI invocations and MCP servers may all have the file open at
 //! once. Every state change is one guarded statement or one `BEGIN IMMEDIATE`
@@ -9,6 +10,15 @@
 //! SQL lives only in this module and its children. It does not send chat
 //! messages, run executors or wake anyone: it records, and others follow the
 //! event log.
+//!
+//! Two engines behind one API: a [`Store`] holds an [`Engine`], SQLite (the
+//! pool, the write turn, the file) or PostgreSQL ([`postgres::Pg`], a pool).
+//! A method ported to PostgreSQL matches on it and calls its statements in
+//! `postgres/`; every other method reaches SQLite through [`Store::pool`],
+//! [`Store::write`] or [`Store::begin_write`], which on a PostgreSQL store
+//! return [`Error::Unsupported`] naming the part of the store (see
+//! [`NOT_ON_POSTGRES_YET`]), never a panic. Ported so far: questions, the event
+//! log's reads and [`Store::count_rows`].
 
 pub mod actions;
 pub mod backup;
@@ -39,6 +49,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::panic::Location;
+
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
@@ -48,6 +60,8 @@ use crate::clock::{Clock, SystemClock};
 
 pub use channel::Channel;
 pub use events::{Event, NewEvent};
+pub use postgres::unported::NOT_ON_POSTGRES_YET;
+pub(crate) use postgres::unported::unsupported;
 
 /// Errors from the store. Refusals that are normal outcomes (lost a race,
 /// already answered, stale revision) are *not* errors: each operation returns
@@ -105,6 +119,15 @@ pub enum Error {
     /// Stored JSON that does not parse (a bug or a hand-edited file).
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
+    /// The operation has not been ported to PostgreSQL yet (see
+    /// [`NOT_ON_POSTGRES_YET`]): `what` names the part of the store, with its verb.
+    #[error(
+        "{what} not available on PostgreSQL yet: so far only questions and the event log run there; use a SQLite file (a path) for the rest"
+    )]
+    Unsupported {
+        /// The part of the store, e.g. "pending actions are".
+        what: String,
+    },
 }
 
 impl From<sqlx::Error> for Error {
@@ -146,8 +169,23 @@ const OPEN_PATIENCE: Duration = Duration::from_secs(10);
 /// A handle on the store. Cheap to clone: clones share one connection pool.
 #[derive(Clone, Debug)]
 pub struct Store {
-    pool: SqlitePool,
     clock: Arc<dyn Clock>,
+    engine: Engine,
+}
+
+/// The database under a [`Store`].
+#[derive(Clone, Debug)]
+pub(crate) enum Engine {
+    /// One SQLite file (the embedded default).
+    Sqlite(Lite),
+    /// A PostgreSQL database (issue 12): only some methods so far.
+    Postgres(postgres::Pg),
+}
+
+/// The SQLite engine's parts.
+#[derive(Clone, Debug)]
+pub(crate) struct Lite {
+    pool: SqlitePool,
     /// Serialises this process's writers before they ask SQLite for the
     /// write lock: queued on a fair async mutex instead of spinning in
     /// SQLite's busy handler (which sleeps up to tens of ms per round).
@@ -226,14 +264,29 @@ impl Store {
             .await
             .map_err(|e| open_err(describe_open_error(&e)))?;
         let store = Store {
-            pool,
             clock,
-            write_lock: Arc::new(tokio::sync::Mutex::new(())),
-            writer: writer::Writer::new(shape == Shape::Serving),
-            path: path.to_path_buf(),
+            engine: Engine::Sqlite(Lite {
+                pool,
+                write_lock: Arc::new(tokio::sync::Mutex::new(())),
+                writer: writer::Writer::new(shape == Shape::Serving),
+                path: path.to_path_buf(),
+            }),
         };
         let applied = store.migrate().await?;
         Ok((store, applied))
+    }
+
+    /// Open the PostgreSQL database at `url` (`postgres://…`), taking every
+    /// "now" from `clock`: connects a pool, applies this build's missing
+    /// migrations (under an advisory lock, as `handoff migrate` does) and
+    /// refuses a database whose schema is newer than this build, as
+    /// [`Error::NewerSchema`]. Only part of the store runs there so far
+    /// (see the module docs); the rest answers [`Error::Unsupported`].
+    pub async fn open_postgres(url: &str, clock: Arc<dyn Clock>) -> Result<Store> {
+        Ok(Store {
+            clock,
+            engine: Engine::Postgres(postgres::Pg::open(url).await?),
+        })
     }
 
     /// Refuse a newer schema, then apply missing migrations. Several processes
@@ -250,13 +303,14 @@ impl Store {
     /// (a fresh file, missing, failed or edited migrations, a newer schema)
     /// goes the full way below, which refuses or migrates as before.
     async fn migrate(&self) -> Result<Vec<i64>> {
+        let lite = self.lite()?;
         let known = MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
         let mut last = String::new();
         for attempt in 0..BUSY_RETRIES {
             let applied: Vec<(i64, bool, Vec<u8>)> = match sqlx::query_as(
                 "SELECT version, success, checksum FROM _sqlx_migrations ORDER BY version",
             )
-            .fetch_all(&self.pool)
+            .fetch_all(&lite.pool)
             .await
             {
                 Ok(v) => v,
@@ -278,12 +332,12 @@ impl Store {
                 && found > known
             {
                 return Err(Error::NewerSchema {
-                    path: self.path.display().to_string(),
+                    path: lite.path.display().to_string(),
                     found,
                     known,
                 });
             }
-            match MIGRATOR.run(&self.pool).await {
+            match MIGRATOR.run(&lite.pool).await {
                 Ok(()) => {
                     let had: Vec<i64> = applied.iter().filter(|m| m.1).map(|m| m.0).collect();
                     return Ok(MIGRATOR
@@ -298,7 +352,7 @@ impl Store {
                         && is_readonly(inner)
                     {
                         return Err(Error::Open {
-                            path: self.path.display().to_string(),
+                            path: lite.path.display().to_string(),
                             reason: "the file is read-only".into(),
                         });
                     }
@@ -311,7 +365,7 @@ impl Store {
 
     fn classify_open(&self, e: sqlx::Error) -> Error {
         Error::Open {
-            path: self.path.display().to_string(),
+            path: self.path().display().to_string(),
             reason: describe_open_error(&e),
         }
     }
@@ -326,31 +380,79 @@ impl Store {
         &self.clock
     }
 
-    /// The database file.
+    /// The database file. A PostgreSQL store has none: there it is the
+    /// URL without its password (so a fingerprint of it still tells two
+    /// databases apart); [`Store::file`] says which.
     pub fn path(&self) -> &Path {
-        &self.path
+        match &self.engine {
+            Engine::Sqlite(lite) => &lite.path,
+            Engine::Postgres(pg) => pg.shown(),
+        }
     }
 
-    /// The connection pool, for reads inside the store module.
-    pub(crate) fn pool(&self) -> &SqlitePool {
-        &self.pool
+    /// The database file, or `None` for a PostgreSQL store.
+    pub fn file(&self) -> Option<&Path> {
+        match &self.engine {
+            Engine::Sqlite(lite) => Some(&lite.path),
+            Engine::Postgres(_) => None,
+        }
+    }
+
+    /// The engine, for the methods that run on both.
+    pub(crate) fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The SQLite engine's parts, or [`Error::Unsupported`] naming the part
+    /// of the store that called (see [`NOT_ON_POSTGRES_YET`]).
+    #[track_caller]
+    fn lite(&self) -> Result<&Lite> {
+        match &self.engine {
+            Engine::Sqlite(lite) => Ok(lite),
+            Engine::Postgres(_) => Err(unsupported(Location::caller())),
+        }
+    }
+
+    /// The SQLite connection pool, for reads inside the store module; on a
+    /// PostgreSQL store, [`Error::Unsupported`] naming the caller's part of
+    /// the store.
+    #[track_caller]
+    pub(crate) fn pool(&self) -> Result<&SqlitePool> {
+        match &self.engine {
+            Engine::Sqlite(lite) => Ok(&lite.pool),
+            Engine::Postgres(_) => Err(unsupported(Location::caller())),
+        }
+    }
+
+    /// This process's write turn (SQLite only), for a writer that runs its
+    /// own statement on the pool rather than through [`Store::write`].
+    #[track_caller]
+    pub(crate) fn write_lock(&self) -> Result<&Arc<tokio::sync::Mutex<()>>> {
+        Ok(&self.lite()?.write_lock)
     }
 
     /// Start a write transaction that takes the write lock up front
     /// (`BEGIN IMMEDIATE`), so it can never fail later with
     /// `SQLITE_BUSY_SNAPSHOT` when a read upgrades to a write. Dropping the
-    /// transaction without commit rolls it back.
-    pub(crate) async fn begin_write(&self) -> Result<WriteTx> {
-        // The guard is taken before a pooled connection, so queued writers
-        // don't sit on connections readers need.
-        let guard = self.write_lock.clone().lock_owned().await;
-        let tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
-        Ok(WriteTx { tx, _guard: guard })
+    /// transaction without commit rolls it back. SQLite only.
+    #[track_caller]
+    pub(crate) fn begin_write(&self) -> impl Future<Output = Result<WriteTx>> + '_ {
+        let lite = self.lite();
+        async move {
+            let lite = lite?;
+            // The guard is taken before a pooled connection, so queued writers
+            // don't sit on connections readers need.
+            let guard = lite.write_lock.clone().lock_owned().await;
+            let tx = lite.pool.begin_with("BEGIN IMMEDIATE").await?;
+            Ok(WriteTx { tx, _guard: guard })
+        }
     }
 
     /// Run `op` (one guarded statement or one whole transaction) and retry it
     /// with bounded, jittered backoff while SQLite reports the database busy
-    /// or locked. A persistent busy state becomes [`Error::Busy`], never a panic.
+    /// or locked, or PostgreSQL a serialization failure or a deadlock (the
+    /// transaction was rolled back whole: running it again is safe). A
+    /// persistent busy state becomes [`Error::Busy`], never a panic.
     pub(crate) async fn retry<T, F, Fut>(&self, mut op: F) -> Result<T>
     where
         F: FnMut() -> Fut,
@@ -358,7 +460,7 @@ impl Store {
     {
         for attempt in 0..=BUSY_RETRIES {
             match op().await {
-                Err(Error::Db(e)) if is_busy(&e) => {
+                Err(Error::Db(e)) if is_busy(&e) || postgres::is_retryable(&e) => {
                     tracing::debug!(attempt, "database busy, retrying");
                     if attempt == BUSY_RETRIES {
                         break;
@@ -381,7 +483,12 @@ impl Store {
     /// [`Store::write`] with [`Store::retry`]'s busy retries: `op` runs under
     /// the write turn with its own copy of `input` and the clock's time when
     /// it runs (a retry reads it again). The shape most single writes share.
-    pub(crate) async fn write_retried<I, T, F>(&self, input: I, op: F) -> Result<T>
+    #[track_caller]
+    pub(crate) fn write_retried<I, T, F>(
+        &self,
+        input: I,
+        op: F,
+    ) -> impl Future<Output = Result<T>> + '_
     where
         I: Clone + Send + 'static,
         T: serde::Serialize + serde::de::DeserializeOwned + Send + 'static,
@@ -394,12 +501,15 @@ impl Store {
             + Send
             + 'static,
     {
+        let at = Location::caller();
         let clock = self.clock().clone();
-        self.retry(|| {
-            let (input, op, clock) = (input.clone(), op.clone(), clock.clone());
-            self.write(move |turn| op(turn, input, clock.now_ms()))
-        })
-        .await
+        async move {
+            self.retry(|| {
+                let (input, op, clock) = (input.clone(), op.clone(), clock.clone());
+                self.write_at(at, move |turn| op(turn, input, clock.now_ms()))
+            })
+            .await
+        }
     }
 
     /// Number of rows in `table`. For tests and diagnostics; `table` must be
@@ -412,15 +522,23 @@ impl Store {
             return Err(Error::Invalid(format!("`{table}` is not a table name")));
         }
         let sql = format!("SELECT COUNT(*) FROM {table}");
-        Ok(sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-            .fetch_one(&self.pool)
-            .await?)
+        match &self.engine {
+            Engine::Sqlite(lite) => Ok(sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+                .fetch_one(&lite.pool)
+                .await?),
+            Engine::Postgres(pg) => postgres::events::count_rows(pg, sql).await,
+        }
     }
 
-    /// Close the pool, checkpointing the WAL.
+    /// Close the pool (on SQLite, checkpointing the WAL).
     pub async fn close(&self) {
-        self.writer.release();
-        self.pool.close().await;
+        match &self.engine {
+            Engine::Sqlite(lite) => {
+                lite.writer.release();
+                lite.pool.close().await;
+            }
+            Engine::Postgres(pg) => pg.close().await,
+        }
     }
 }
 
@@ -570,9 +688,15 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 /// SQLite primary result codes are the low byte of the extended code.
+/// None for another engine's error (PostgreSQL's SQLSTATEs are digits
+/// too, and must not read as SQLite's).
 fn sqlite_code(e: &sqlx::Error) -> Option<i64> {
     match e {
-        sqlx::Error::Database(db) => db.code().and_then(|c| c.parse::<i64>().ok()),
+        sqlx::Error::Database(db)
+            if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() =>
+        {
+            db.code().and_then(|c| c.parse::<i64>().ok())
+        }
         _ => None,
     }
 }

@@ -4,10 +4,11 @@
 //! over no unclaimed reply; a chat `clarify` may replace an unclaimed chat
 //! reply), blank Inbox clears, exact pickup, stale revisions, and closing
 //! (nothing reopens). Every accepted reply is in the append-only history.
+//! Run on both engines (a temp SQLite file; a fresh PostgreSQL database).
 
 mod common;
 
-use common::TempDb;
+use common::engine::{Db, Engine};
 use handoff::store::questions::{
     Channel, NewQuestion, NewReply, Question, QuestionOption, Refusal, ReplyKind, Status,
 };
@@ -225,8 +226,8 @@ fn outcome<T>(r: Result<T, Refusal>) -> Expect {
     }
 }
 
-async fn run(ops: Vec<Op>) {
-    let db = TempDb::new();
+async fn run(engine: Engine, ops: Vec<Op>) {
+    let db = Db::new(engine).await;
     let (store, clock) = db.open_manual(1_700_000_000_000).await;
     let new = NewQuestion {
         project: "p".into(),
@@ -357,6 +358,14 @@ proptest! {
     #[test]
     fn question_writers_follow_the_asymmetric_rule(ops in prop::collection::vec(op(), 1..24)) {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        rt.block_on(run(ops));
+        rt.block_on(run(Engine::Sqlite, ops));
+    }
+
+    /// The same model, the same sequences, on PostgreSQL (a fresh
+    /// database per case).
+    #[test]
+    fn question_writers_follow_the_asymmetric_rule_on_postgres(ops in prop::collection::vec(op(), 1..24)) {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(run(Engine::Postgres, ops));
     }
 }

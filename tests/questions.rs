@@ -1,9 +1,11 @@
-//! Questions: the reference behaviours of DESIGN §2, one test each, on a
-//! real temp SQLite file.
+//! Questions: the reference behaviours of DESIGN §2, one test each, run on
+//! both engines (a real temp SQLite file, a real PostgreSQL database: see
+//! tests/common/engine.rs).
 
 mod common;
 
-use common::{TempDb, answer, ask, count, reply_of};
+use common::engine::Db;
+use common::{answer, ask, count, reply_of};
 use handoff::store::questions::{
     Channel, ListFilter, NewQuestion, QuestionOption, Refusal, ReplyKind, Status,
 };
@@ -14,9 +16,7 @@ fn text_of(q: &handoff::store::questions::Question) -> Option<(String, Channel, 
         .map(|r| (r.text.clone(), r.source, r.seen_at.is_some()))
 }
 
-#[tokio::test]
-async fn a_fresh_inbox_reply_supersedes_a_chat_reply() {
-    let db = TempDb::new();
+async fn a_fresh_inbox_reply_supersedes_a_chat_reply(db: Db) {
     let s = db.open().await;
     let q = ask(&s, "Which DB?").await;
     s.reply_chat(&q.id, &answer("postgres"))
@@ -42,9 +42,7 @@ async fn a_fresh_inbox_reply_supersedes_a_chat_reply() {
     );
 }
 
-#[tokio::test]
-async fn an_unread_inbox_reply_beats_a_chat_reply() {
-    let db = TempDb::new();
+async fn an_unread_inbox_reply_beats_a_chat_reply(db: Db) {
     let s = db.open().await;
     let q = ask(&s, "Which DB?").await;
     s.reply_inbox(&q.id, &reply_of(ReplyKind::Answer, "sqlite", "alice"))
@@ -73,9 +71,7 @@ async fn an_unread_inbox_reply_beats_a_chat_reply() {
     );
 }
 
-#[tokio::test]
-async fn after_pickup_a_chat_reply_may_replace_it() {
-    let db = TempDb::new();
+async fn after_pickup_a_chat_reply_may_replace_it(db: Db) {
     let s = db.open().await;
     let q = ask(&s, "Which DB?").await;
     s.reply_inbox(&q.id, &answer("sqlite"))
@@ -102,9 +98,7 @@ async fn after_pickup_a_chat_reply_may_replace_it() {
     assert_eq!((r.source, r.seen_at), (Channel::Agent, Some(r.at)));
 }
 
-#[tokio::test]
-async fn a_blank_inbox_reply_clears_only_an_unpicked_reply() {
-    let db = TempDb::new();
+async fn a_blank_inbox_reply_clears_only_an_unpicked_reply(db: Db) {
     let s = db.open().await;
     let q = ask(&s, "Which DB?").await;
     // Nothing to clear.
@@ -137,9 +131,7 @@ async fn a_blank_inbox_reply_clears_only_an_unpicked_reply() {
     assert_eq!(actions, ["reply", "clear", "reply"]);
 }
 
-#[tokio::test]
-async fn clarify_replaces_an_unclaimed_chat_reply_never_an_inbox_one() {
-    let db = TempDb::new();
+async fn clarify_replaces_an_unclaimed_chat_reply_never_an_inbox_one(db: Db) {
     let s = db.open().await;
     let q = ask(&s, "Which DB?").await;
     s.reply_chat(&q.id, &answer("postgres"))
@@ -175,9 +167,7 @@ async fn clarify_replaces_an_unclaimed_chat_reply_never_an_inbox_one() {
     assert!(s.answer_agent(&q.id, &clar).await.unwrap().is_err());
 }
 
-#[tokio::test]
-async fn replies_survive_resolve() {
-    let db = TempDb::new();
+async fn replies_survive_resolve(db: Db) {
     let s = db.open().await;
     let q = ask(&s, "Which DB?").await;
     s.reply_inbox(&q.id, &answer("sqlite"))
@@ -198,9 +188,7 @@ async fn replies_survive_resolve() {
     assert!(s.pending(None, None, true, "a").await.unwrap().is_empty());
 }
 
-#[tokio::test]
-async fn refusals_empty_not_found_not_open() {
-    let db = TempDb::new();
+async fn refusals_empty_not_found_not_open(db: Db) {
     let s = db.open().await;
     let q = ask(&s, "Which DB?").await;
     assert_eq!(
@@ -251,9 +239,7 @@ async fn refusals_empty_not_found_not_open() {
     assert_eq!(d.reply.unwrap().kind, ReplyKind::Decline);
 }
 
-#[tokio::test]
-async fn the_same_key_updates_in_place_and_bumps_revision() {
-    let db = TempDb::new();
+async fn the_same_key_updates_in_place_and_bumps_revision(db: Db) {
     let s = db.open().await;
     let mut nq = NewQuestion {
         project: "p".into(),
@@ -308,9 +294,7 @@ async fn the_same_key_updates_in_place_and_bumps_revision() {
     );
 }
 
-#[tokio::test]
-async fn a_stale_revision_is_refused() {
-    let db = TempDb::new();
+async fn a_stale_revision_is_refused(db: Db) {
     let s = db.open().await;
     let nq = NewQuestion {
         project: "p".into(),
@@ -340,9 +324,7 @@ async fn a_stale_revision_is_refused() {
     s.reply_chat(&q.id, &r).await.unwrap().unwrap();
 }
 
-#[tokio::test]
-async fn the_agent_refused_gets_the_unread_answer_delivered() {
-    let db = TempDb::new();
+async fn the_agent_refused_gets_the_unread_answer_delivered(db: Db) {
     let s = db.open().await;
     let q = ask(&s, "Which DB?").await;
     s.reply_chat(&q.id, &reply_of(ReplyKind::Answer, "postgres", "bob"))
@@ -358,9 +340,7 @@ async fn the_agent_refused_gets_the_unread_answer_delivered() {
     assert!(!again[0].new, "re-delivered until resolved");
 }
 
-#[tokio::test]
-async fn snoozed_questions_leave_the_chat_list_until_due() {
-    let db = TempDb::new();
+async fn snoozed_questions_leave_the_chat_list_until_due(db: Db) {
     let (s, clock) = db.open_manual(1_000_000).await;
     let a = ask(&s, "A?").await;
     let b = ask(&s, "B?").await;
@@ -393,9 +373,7 @@ async fn snoozed_questions_leave_the_chat_list_until_due() {
     );
 }
 
-#[tokio::test]
-async fn short_ids_resolve_and_ambiguity_is_explained() {
-    let db = TempDb::new();
+async fn short_ids_resolve_and_ambiguity_is_explained(db: Db) {
     let s = db.open().await;
     let q = ask(&s, "A?").await;
     assert_eq!(
@@ -413,19 +391,14 @@ async fn short_ids_resolve_and_ambiguity_is_explained() {
         "too short to match"
     );
     // Two ids sharing a suffix (written by hand: new_id() makes that rare).
-    use sqlx::Connection;
-    let mut c = sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.path.display()))
-        .await
-        .unwrap();
     for id in [
         "aaaaaaaaaaaaaaaaaaaaaaaa0000beef",
         "bbbbbbbbbbbbbbbbbbbbbbbb0000beef",
     ] {
-        sqlx::query(
-            "INSERT INTO questions (id, title, created_at, updated_at) VALUES (?, 't', 0, 0)",
+        db.exec(
+            "INSERT INTO questions (id, title, created_at, updated_at) VALUES ($1, 't', 0, 0)",
+            &[id],
         )
-        .bind(id)
-        .execute(&mut c)
         .await
         .unwrap();
     }
@@ -437,9 +410,7 @@ async fn short_ids_resolve_and_ambiguity_is_explained() {
     );
 }
 
-#[tokio::test]
-async fn validation_rejects_bad_questions_and_writes_nothing() {
-    let db = TempDb::new();
+async fn validation_rejects_bad_questions_and_writes_nothing(db: Db) {
     let s = db.open().await;
     let opt = |l: &str| QuestionOption {
         label: l.into(),
@@ -488,9 +459,7 @@ async fn validation_rejects_bad_questions_and_writes_nothing() {
     assert_eq!(count(&s, "events").await, 0);
 }
 
-#[tokio::test]
-async fn a_dismissal_keeps_its_trimmed_reason_and_a_blank_one_is_none() {
-    let db = TempDb::new();
+async fn a_dismissal_keeps_its_trimmed_reason_and_a_blank_one_is_none(db: Db) {
     let s = db.open().await;
     let mut outcomes = Vec::new();
     for reason in [Some("  not needed "), Some("   "), None] {
@@ -511,9 +480,7 @@ async fn a_dismissal_keeps_its_trimmed_reason_and_a_blank_one_is_none() {
     assert_eq!(outcomes, [Some("not needed".to_string()), None, None]);
 }
 
-#[tokio::test]
-async fn snoozing_until_now_or_earlier_clears_the_snooze() {
-    let db = TempDb::new();
+async fn snoozing_until_now_or_earlier_clears_the_snooze(db: Db) {
     let (s, _clock) = db.open_manual(5_000_000).await;
     let q = ask(&s, "Later?").await;
     let snoozed = s
@@ -540,3 +507,21 @@ async fn snoozing_until_now_or_earlier_clears_the_snooze() {
         assert_eq!(read.snoozed_until, None);
     }
 }
+
+both_engines!(
+    a_fresh_inbox_reply_supersedes_a_chat_reply,
+    an_unread_inbox_reply_beats_a_chat_reply,
+    after_pickup_a_chat_reply_may_replace_it,
+    a_blank_inbox_reply_clears_only_an_unpicked_reply,
+    clarify_replaces_an_unclaimed_chat_reply_never_an_inbox_one,
+    replies_survive_resolve,
+    refusals_empty_not_found_not_open,
+    the_same_key_updates_in_place_and_bumps_revision,
+    a_stale_revision_is_refused,
+    the_agent_refused_gets_the_unread_answer_delivered,
+    snoozed_questions_leave_the_chat_list_until_due,
+    short_ids_resolve_and_ambiguity_is_explained,
+    validation_rejects_bad_questions_and_writes_nothing,
+    a_dismissal_keeps_its_trimmed_reason_and_a_blank_one_is_none,
+    snoozing_until_now_or_earlier_clears_the_snooze,
+);

@@ -2,10 +2,11 @@
 //! toggles are guarded by the revision they were drawn for, so of two taps
 //! on one drawing exactly one applies; a toggle never lands on a plain
 //! question, past an unread answer, or on a closed card; re-asking resets.
+//! On both engines (tests/common/engine.rs).
 
 mod common;
 
-use common::TempDb;
+use common::engine::Db;
 use handoff::store::Channel;
 use handoff::store::questions::{Choice, NewQuestion, NewReply, QuestionOption, Refusal};
 
@@ -27,9 +28,7 @@ fn card(key: &str, labels: &[&str]) -> NewQuestion {
     }
 }
 
-#[tokio::test]
-async fn two_taps_on_one_drawing_apply_once_and_the_second_is_stale() {
-    let db = TempDb::new();
+async fn two_taps_on_one_drawing_apply_once_and_the_second_is_stale(db: Db) {
     let (a, b) = (db.open().await, db.open().await);
     let q = a
         .flag_card(&card("k", &["Lint", "Unit", "E2E"]), Choice::Many)
@@ -87,9 +86,7 @@ async fn two_taps_on_one_drawing_apply_once_and_the_second_is_stale() {
     );
 }
 
-#[tokio::test]
-async fn a_toggle_never_lands_on_a_plain_question_an_unread_answer_or_a_closed_card() {
-    let db = TempDb::new();
+async fn a_toggle_never_lands_on_a_plain_question_an_unread_answer_or_a_closed_card(db: Db) {
     let s = db.open().await;
     let plain = s.flag(&card("plain", &["A", "B"])).await.unwrap().question;
     let r = s
@@ -135,3 +132,8 @@ async fn a_toggle_never_lands_on_a_plain_question_an_unread_answer_or_a_closed_c
     none.options.clear();
     assert!(s.flag_card(&none, Choice::One).await.is_err());
 }
+
+both_engines!(
+    two_taps_on_one_drawing_apply_once_and_the_second_is_stale,
+    a_toggle_never_lands_on_a_plain_question_an_unread_answer_or_a_closed_card,
+);

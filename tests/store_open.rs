@@ -117,30 +117,6 @@ async fn a_new_file_that_cannot_be_written_is_refused_as_read_only() {
     }
 }
 
-#[tokio::test]
-async fn the_event_log_reads_in_order_after_a_cursor() {
-    let db = TempDb::new();
-    let store = db.open().await;
-    assert_eq!(store.last_event_seq().await.unwrap(), 0, "an empty log");
-    for title in ["one", "two", "three"] {
-        common::ask(&store, title).await;
-    }
-    let last = store.last_event_seq().await.unwrap();
-    let all = store.events_after(0, 100).await.unwrap();
-    assert_eq!(all.last().map(|e| e.seq), Some(last));
-    assert!(all.windows(2).all(|w| w[0].seq < w[1].seq), "oldest first");
-    let seqs = |v: Vec<handoff::store::Event>| v.into_iter().map(|e| e.seq).collect::<Vec<_>>();
-    assert_eq!(
-        seqs(store.events_after(0, 2).await.unwrap()),
-        seqs(all[..2].to_vec())
-    );
-    assert_eq!(
-        seqs(store.events_after(last - 1, 100).await.unwrap()),
-        [last]
-    );
-    assert!(store.events_after(last, 100).await.unwrap().is_empty());
-}
-
 /// Every change appends its event through one function, which refuses a
 /// payload nested deeper than 100 levels (serde_json reads at most 127, and
 /// an event it cannot read would stop every follower of the log); the
@@ -166,81 +142,6 @@ async fn an_event_payload_nested_past_100_levels_is_refused_with_its_change() {
         "{err}"
     );
     assert_eq!(common::count(&store, "actions").await, 1, "nothing written");
-}
-
-/// Append an event whose payload is exactly `bytes` long (`{"x":"<hex>"}`).
-async fn event_of_size(pool: &sqlx::SqlitePool, id: &str, bytes: i64) {
-    assert!(bytes >= 8 && bytes % 2 == 0);
-    sqlx::query(
-        "INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
-         VALUES (1, 'test.sized', 'question', ?, '', '', 'p', '', '{\"x\":\"' || hex(zeroblob(?)) || '\"}')",
-    )
-    .bind(id)
-    .bind((bytes - 8) / 2)
-    .execute(pool)
-    .await
-    .unwrap();
-}
-
-#[tokio::test]
-async fn the_event_log_reads_at_most_four_mebibytes_of_payload_per_batch() {
-    let db = TempDb::new();
-    let store = db.open().await;
-    let pool = common::raw_pool(&db.path).await;
-    const MIB: i64 = 1024 * 1024;
-    for (id, bytes) in [
-        ("a", 1_500_000),
-        ("b", 1_500_000),
-        ("c", 3_000_000), // a + b + c crosses 4 MiB, and so does c + d
-        ("d", 2 * MIB),
-        ("e", 2 * MIB), // d + e is exactly 4 MiB: one batch
-        ("f", 10),
-        ("g", 5 * MIB), // larger than the budget: a batch of its own
-        ("h", 10),
-    ] {
-        event_of_size(&pool, id, bytes).await;
-    }
-    let mut batches = Vec::new();
-    let mut after = 0;
-    loop {
-        let batch = store.events_after(after, 100).await.unwrap();
-        let Some(last) = batch.last() else { break };
-        after = last.seq;
-        batches.push(
-            batch
-                .iter()
-                .map(|e| e.entity_id.clone())
-                .collect::<Vec<_>>(),
-        );
-    }
-    assert_eq!(
-        batches,
-        [
-            vec!["a", "b"],
-            vec!["c"],
-            vec!["d", "e"],
-            vec!["f"],
-            vec!["g"],
-            vec!["h"]
-        ]
-    );
-
-    // The tail counts the same budget from the newest end.
-    let db = TempDb::new();
-    let store = db.open().await;
-    let pool = common::raw_pool(&db.path).await;
-    for (id, bytes) in [("x", 10), ("y", 2 * MIB), ("z", 2 * MIB)] {
-        event_of_size(&pool, id, bytes).await;
-    }
-    let tail = |page: handoff::store::events::EventPage| {
-        page.events
-            .into_iter()
-            .map(|e| e.entity_id)
-            .collect::<Vec<_>>()
-    };
-    assert_eq!(tail(store.events_tail(10).await.unwrap()), ["y", "z"]);
-    event_of_size(&pool, "big", 5 * MIB).await;
-    assert_eq!(tail(store.events_tail(10).await.unwrap()), ["big"]);
 }
 
 #[tokio::test]

@@ -529,7 +529,7 @@ impl Store {
         )
         .bind(&needle)
         .bind(project)
-        .fetch_all(self.pool())
+        .fetch_all(self.pool()?)
         .await?;
         match ids.as_slice() {
             [one] => Ok(one.clone()),
@@ -546,7 +546,7 @@ impl Store {
     /// One action of `project` (all projects when `None`).
     pub async fn get_action_in(&self, id: &str, project: Option<&str>) -> Result<Action> {
         let id = self.resolve_action_id_in(id, project).await?;
-        let mut conn = self.pool().acquire().await?;
+        let mut conn = self.pool()?.acquire().await?;
         load(&mut conn, &id).await
     }
 
@@ -592,7 +592,7 @@ impl Store {
         );
         let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(project)
-            .fetch_all(self.pool())
+            .fetch_all(self.pool()?)
             .await?;
         let mut out = Vec::with_capacity(rows.len());
         for r in &rows {
@@ -615,7 +615,7 @@ impl Store {
             "SELECT seq, action_id, at, actor, event, details FROM action_audit WHERE action_id = ? ORDER BY seq",
         )
         .bind(&id)
-        .fetch_all(self.pool())
+        .fetch_all(self.pool()?)
         .await?;
         rows.iter()
             .map(|r| {

@@ -45,6 +45,8 @@ impl Store {
     /// itself, or that has a `-wal` / `-shm` file beside it (a database some
     /// process has open), is refused either way.
     pub async fn backup_to(&self, dest: &Path, replace: bool) -> Result<BackupOutcome> {
+        // A PostgreSQL store has no file to copy: refused before any check.
+        self.pool()?;
         let dest = absolute(dest)?;
         let live = absolute(self.path())?;
         let same = match (std::fs::canonicalize(&dest), std::fs::canonicalize(&live)) {
@@ -114,7 +116,7 @@ impl Store {
         self.retry(|| async {
             sqlx::query("VACUUM INTO ?")
                 .bind(&target)
-                .execute(self.pool())
+                .execute(self.pool()?)
                 .await?;
             Ok(())
         })

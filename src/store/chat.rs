@@ -73,8 +73,8 @@ impl Store {
     /// and slept in its busy handler; in the turn it waits its place instead.
     async fn chat_exec(&self, build: impl Fn() -> Query) -> Result<u64> {
         self.retry(|| async {
-            let _turn = self.write_lock.clone().lock_owned().await;
-            Ok(build().execute(self.pool()).await?.rows_affected())
+            let _turn = self.write_lock()?.clone().lock_owned().await;
+            Ok(build().execute(self.pool()?).await?.rows_affected())
         })
         .await
     }
@@ -82,13 +82,13 @@ impl Store {
     /// [`Store::chat_fetch`] for a statement that writes (`RETURNING *`),
     /// under the write turn as [`Store::chat_exec`] is.
     async fn chat_write_fetch(&self, q: Query) -> Result<Vec<ChatMessage>> {
-        let _turn = self.write_lock.clone().lock_owned().await;
+        let _turn = self.write_lock()?.clone().lock_owned().await;
         self.chat_fetch(q).await
     }
 
     /// The message records a `SELECT *` (or `RETURNING *`) yields.
     async fn chat_fetch(&self, q: Query) -> Result<Vec<ChatMessage>> {
-        let rows = q.fetch_all(self.pool()).await?;
+        let rows = q.fetch_all(self.pool()?).await?;
         rows.iter().map(from_row).collect()
     }
 
@@ -106,7 +106,7 @@ impl Store {
     pub async fn cursor(&self, name: &str) -> Result<i64> {
         let seq: Option<i64> = sqlx::query_scalar("SELECT seq FROM cursors WHERE name = ?")
             .bind(name)
-            .fetch_optional(self.pool())
+            .fetch_optional(self.pool()?)
             .await?;
         Ok(seq.unwrap_or(0))
     }
@@ -256,7 +256,7 @@ impl Store {
         )
         .bind(chat_id)
         .bind(message_id)
-        .fetch_optional(self.pool())
+        .fetch_optional(self.pool()?)
         .await?)
     }
 
@@ -450,7 +450,7 @@ impl Store {
         .bind(chat_id)
         .bind(user_id)
         .bind(role)
-        .fetch_one(self.pool())
+        .fetch_one(self.pool()?)
         .await?;
         Ok(n > 0)
     }

@@ -24,7 +24,7 @@ impl Store {
             "SELECT status, SUM(n) FROM action_counts WHERE (?1 IS NULL OR project = ?1) GROUP BY status",
         )
         .bind(project)
-        .fetch_all(self.pool())
+        .fetch_all(self.pool()?)
         .await?;
         let lapsed: Vec<(String, i64)> = sqlx::query_as(
             "SELECT on_expire, COUNT(*) FROM actions
@@ -34,7 +34,7 @@ impl Store {
         )
         .bind(project)
         .bind(now)
-        .fetch_all(self.pool())
+        .fetch_all(self.pool()?)
         .await?;
         let of =
             |v: &[(String, i64)], k: &str| v.iter().find(|(s, _)| s == k).map_or(0, |(_, n)| *n);
@@ -56,7 +56,7 @@ impl Store {
             "SELECT COUNT(*) FROM questions WHERE status = 'open' AND (?1 IS NULL OR project = ?1)",
         )
         .bind(project)
-        .fetch_one(self.pool())
+        .fetch_one(self.pool()?)
         .await?;
         Ok(Counts {
             open_questions,
@@ -97,11 +97,11 @@ impl Store {
             "SELECT COUNT(*) FROM board_rows r JOIN boards b ON b.id = r.board_id
              WHERE r.status = 'blocked' AND b.archived_at IS NULL",
         )
-        .fetch_one(self.pool())
+        .fetch_one(self.pool()?)
         .await?;
         let live_sessions: i64 =
             sqlx::query_scalar("SELECT COUNT(*) FROM agent_sessions WHERE status <> 'ended'")
-                .fetch_one(self.pool())
+                .fetch_one(self.pool()?)
                 .await?;
         Ok(Overview {
             open_questions: counts.open_questions,

@@ -337,7 +337,7 @@ impl Store {
             "SELECT MIN(CASE status WHEN 'pending' THEN next_attempt_at ELSE lease_until END)
                FROM deliveries WHERE status IN ('pending', 'delivering')",
         )
-        .fetch_one(self.pool())
+        .fetch_one(self.pool()?)
         .await?)
     }
 
@@ -345,7 +345,7 @@ impl Store {
     pub async fn deliveries_of_event(&self, event_seq: i64) -> Result<Vec<Delivery>> {
         let rows = sqlx::query("SELECT * FROM deliveries WHERE event_seq = ? ORDER BY id")
             .bind(event_seq)
-            .fetch_all(self.pool())
+            .fetch_all(self.pool()?)
             .await?;
         rows.iter().map(from_row).collect()
     }
@@ -353,7 +353,7 @@ impl Store {
     /// Every delivery, oldest first (diagnostics and tests).
     pub async fn all_deliveries(&self) -> Result<Vec<Delivery>> {
         let rows = sqlx::query("SELECT * FROM deliveries ORDER BY id")
-            .fetch_all(self.pool())
+            .fetch_all(self.pool()?)
             .await?;
         rows.iter().map(from_row).collect()
     }
@@ -363,7 +363,7 @@ impl Store {
         Ok(
             sqlx::query_scalar("SELECT reason FROM disabled_targets WHERE target_key = ?")
                 .bind(target_key)
-                .fetch_optional(self.pool())
+                .fetch_optional(self.pool()?)
                 .await?,
         )
     }

@@ -19,7 +19,7 @@ impl Store {
                  SELECT MIN(lease_until) FROM actions WHERE status = 'executing'
              )",
         )
-        .fetch_one(self.pool())
+        .fetch_one(self.pool()?)
         .await?)
     }
 }

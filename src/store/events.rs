@@ -12,10 +12,11 @@
 
 use serde::Serialize;
 use serde_json::Value;
-use sqlx::{Row, SqliteConnection};
+use sqlx::{ColumnIndex, Decode, Row, SqliteConnection, Type};
 
 use super::depth::{MAX_PAYLOAD_DEPTH, value_depth};
-use super::{Result, Store};
+use super::postgres::events as pg_events;
+use super::{Engine, Result, Store};
 use crate::store::Channel;
 
 /// The type given to a stored event whose payload does not decode. Its
@@ -137,7 +138,14 @@ pub(crate) async fn append(conn: &mut SqliteConnection, at: i64, ev: &NewEvent<'
 /// A stored row as an event. A payload that does not decode yields an
 /// [`UNREADABLE`] event in its place rather than an error, so one bad row
 /// cannot stop a reader of the log.
-pub(crate) fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<Event> {
+/// Of either engine (its columns are text and 64-bit integers on both).
+pub(crate) fn from_row<'r, R>(r: &'r R) -> Result<Event>
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+{
     let mut kind: String = r.try_get("type")?;
     let payload = match r
         .try_get::<String, _>("payload")
@@ -167,6 +175,22 @@ pub(crate) fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<Event> {
 /// About how many bytes of event payload one read of the log returns.
 pub const PAGE_BYTES: i64 = 4 * 1024 * 1024;
 
+/// The last `seq` of `sizes` (seq, payload bytes; in reading order) that
+/// fits [`PAGE_BYTES`] counted from the first: always at least the first.
+/// None when `sizes` is empty. Both engines page the log with it.
+pub(crate) fn fits(sizes: Vec<(i64, i64)>) -> Option<i64> {
+    let mut total = 0i64;
+    let mut last = None;
+    for (seq, bytes) in sizes {
+        if last.is_some() && total + bytes > PAGE_BYTES {
+            break;
+        }
+        total += bytes;
+        last = Some(seq);
+    }
+    last
+}
+
 impl Store {
     /// Events with `seq > after`, oldest first, at most `limit` — and at
     /// most about [`PAGE_BYTES`] of payload: a batch stops before the event
@@ -175,6 +199,9 @@ impl Store {
     /// instead of hundreds of megabytes at once. Callers continue from the
     /// last `seq` they got, as for `limit`.
     pub async fn events_after(&self, after: i64, limit: i64) -> Result<Vec<Event>> {
+        if let Engine::Postgres(pg) = self.engine() {
+            return pg_events::after(pg, after, limit).await;
+        }
         // First the sizes (octet_length reads the record headers, not the
         // payloads), then only the rows that fit the budget.
         let sizes: Vec<(i64, i64)> = sqlx::query_as(
@@ -182,24 +209,15 @@ impl Store {
         )
         .bind(after)
         .bind(limit)
-        .fetch_all(self.pool())
+        .fetch_all(self.pool()?)
         .await?;
-        let mut total = 0i64;
-        let mut last = None;
-        for (seq, bytes) in sizes {
-            if last.is_some() && total + bytes > PAGE_BYTES {
-                break;
-            }
-            total += bytes;
-            last = Some(seq);
-        }
-        let Some(last) = last else {
+        let Some(last) = fits(sizes) else {
             return Ok(Vec::new());
         };
         let rows = sqlx::query("SELECT * FROM events WHERE seq > ? AND seq <= ? ORDER BY seq")
             .bind(after)
             .bind(last)
-            .fetch_all(self.pool())
+            .fetch_all(self.pool()?)
             .await?;
         rows.iter().map(from_row).collect()
     }
@@ -211,9 +229,12 @@ impl Store {
     /// log): following the log from there misses nothing and repeats
     /// nothing.
     pub async fn events_tail(&self, n: i64) -> Result<EventPage> {
+        if let Engine::Postgres(pg) = self.engine() {
+            return pg_events::tail(pg, n).await;
+        }
         // One read transaction, so the sizes and the rows come from the
         // same snapshot even while other processes append.
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.pool()?.begin().await?;
         let newest: Option<i64> = sqlx::query_scalar("SELECT MAX(seq) FROM events")
             .fetch_one(&mut *tx)
             .await?;
@@ -225,16 +246,7 @@ impl Store {
         .bind(n.max(0))
         .fetch_all(&mut *tx)
         .await?;
-        let mut total = 0i64;
-        let mut first = None;
-        for (seq, bytes) in sizes {
-            if first.is_some() && total + bytes > PAGE_BYTES {
-                break;
-            }
-            total += bytes;
-            first = Some(seq);
-        }
-        let events = match first {
+        let events = match fits(sizes) {
             None => Vec::new(),
             Some(first) => {
                 let rows =
@@ -263,20 +275,26 @@ impl Store {
 
     /// Events about one entity, oldest first.
     pub async fn events_for(&self, entity_kind: &str, entity_id: &str) -> Result<Vec<Event>> {
+        if let Engine::Postgres(pg) = self.engine() {
+            return pg_events::of_entity(pg, entity_kind, entity_id).await;
+        }
         let rows = sqlx::query(
             "SELECT * FROM events WHERE entity_kind = ? AND entity_id = ? ORDER BY seq",
         )
         .bind(entity_kind)
         .bind(entity_id)
-        .fetch_all(self.pool())
+        .fetch_all(self.pool()?)
         .await?;
         rows.iter().map(from_row).collect()
     }
 
     /// The newest `seq`, or 0 for an empty log.
     pub async fn last_event_seq(&self) -> Result<i64> {
+        if let Engine::Postgres(pg) = self.engine() {
+            return pg_events::newest(pg).await;
+        }
         let seq: Option<i64> = sqlx::query_scalar("SELECT MAX(seq) FROM events")
-            .fetch_one(self.pool())
+            .fetch_one(self.pool()?)
             .await?;
         Ok(seq.unwrap_or(0))
     }

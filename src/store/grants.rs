@@ -351,14 +351,14 @@ impl Store {
             let now = self.now();
             // In the write turn, so it never meets the turn's writer at
             // SQLite's busy handler.
-            let _turn = self.write_lock.clone().lock_owned().await;
+            let _turn = self.write_lock()?.clone().lock_owned().await;
             // Why guarded: confirming twice or after a revoke changes nothing.
             let done = sqlx::query(
                 "UPDATE grants SET confirmed_at = ? WHERE id = ? AND confirmed_at IS NULL AND revoked_at IS NULL",
             )
             .bind(now)
             .bind(id)
-            .execute(self.pool())
+            .execute(self.pool()?)
             .await?;
             Ok(done.rows_affected() == 1)
         })
@@ -369,7 +369,7 @@ impl Store {
     pub async fn grant_for_action(&self, action_id: &str) -> Result<Option<Grant>> {
         let row = sqlx::query("SELECT * FROM grants WHERE action_id = ?")
             .bind(action_id)
-            .fetch_optional(self.pool())
+            .fetch_optional(self.pool()?)
             .await?;
         row.as_ref().map(grant_from).transpose()
     }
@@ -395,7 +395,7 @@ impl Store {
         .bind(tool)
         .bind(project)
         .bind(session)
-        .fetch_all(self.pool())
+        .fetch_all(self.pool()?)
         .await?;
         for r in &rows {
             let g = grant_from(r)?;

@@ -223,7 +223,7 @@ impl Store {
         let used: Option<Option<i64>> =
             sqlx::query_scalar("SELECT used_at FROM inbox_login_codes WHERE hash = ?")
                 .bind(&digest)
-                .fetch_optional(self.pool())
+                .fetch_optional(self.pool()?)
                 .await?;
         Ok(match used {
             None => Login::Unknown,
@@ -243,7 +243,7 @@ impl Store {
         )
         .bind(hash(secret))
         .bind(self.now())
-        .fetch_optional(self.pool())
+        .fetch_optional(self.pool()?)
         .await?;
         row.as_ref().map(session_from).transpose()
     }

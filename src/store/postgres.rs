@@ -1,9 +1,11 @@
-//! PostgreSQL, the second engine (issue 12), as far as it goes so far:
-//! bringing a database's schema (`migrations/postgres`) up to this build's,
-//! for `handoff migrate`, and copying an SQLite file into an empty one
-//! ([`export`]) or one back into a new SQLite file ([`import`]), for
-//! `handoff export`. The store itself (every read and write) still
-//! runs on SQLite; later work ports it behind the same [`super::Store`].
+//! PostgreSQL, the second engine (issue 12): bringing a database's schema
+//! (`migrations/postgres`) up to this build's, for `handoff migrate`;
+//! copying an SQLite file into an empty one ([`export`]) or one back into
+//! a new SQLite file ([`import`]), for `handoff export`; and the part of
+//! the [`super::Store`] ported so far ([`Pg`]: questions in [`questions`]
+//! and [`replies`], the event log's reads in [`events`], each write in a
+//! transaction of its own by [`write`]). The rest of the store still runs
+//! on SQLite only and answers [`super::Error::Unsupported`] here.
 //!
 //! What a deploy step needs from it: the migrations this build carries
 //! applied in order (sqlx's migrator takes PostgreSQL's advisory lock, so
@@ -11,13 +13,88 @@
 //! newer handoff refused the way a newer SQLite file is, and errors that
 //! name the server without its password.
 
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
 use sqlx::Connection;
-use sqlx::postgres::{PgConnectOptions, PgConnection};
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 
 use super::{Error, Result};
 
+pub(crate) mod events;
 pub mod export;
 pub mod import;
+pub(crate) mod questions;
+pub(crate) mod replies;
+pub(crate) mod unported;
+pub(crate) mod write;
+
+/// How long connecting (and waiting for a pooled connection) may take
+/// before the server counts as not answering.
+const PATIENCE: Duration = Duration::from_secs(10);
+
+/// The PostgreSQL engine of a [`super::Store`]: a pool on one database.
+#[derive(Clone, Debug)]
+pub(crate) struct Pg {
+    pool: PgPool,
+    /// The URL without its password, as [`super::Store::path`] shows it.
+    shown: PathBuf,
+}
+
+impl Pg {
+    /// Connect to `url` and bring its schema up to this build's (refusing a
+    /// newer one, as `handoff migrate` does).
+    pub(crate) async fn open(url: &str) -> Result<Pg> {
+        migrate(url).await?;
+        let options: PgConnectOptions = url.parse().map_err(|e: sqlx::Error| Error::Open {
+            path: shown(url),
+            reason: format!("not a usable PostgreSQL URL: {e}"),
+        })?;
+        // Why 8: as many as a serving SQLite store has; each write holds
+        // one for its transaction only.
+        let pool = PgPoolOptions::new()
+            .max_connections(8)
+            .min_connections(0)
+            .acquire_timeout(PATIENCE)
+            .connect_with(options)
+            .await
+            .map_err(|e| Error::Open {
+                path: shown(url),
+                reason: e.to_string(),
+            })?;
+        Ok(Pg {
+            pool,
+            shown: PathBuf::from(shown(url)),
+        })
+    }
+
+    /// The pool, for the statements in this module's children.
+    pub(crate) fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// The URL without its password, as a path.
+    pub(crate) fn shown(&self) -> &Path {
+        &self.shown
+    }
+
+    /// Close the pool: every connection ends.
+    pub(crate) async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// Whether PostgreSQL rolled the transaction back for a reason that goes
+/// away by running it again: a serialization failure (40001) or a
+/// deadlock (40P01). [`super::Store::retry`] retries these.
+pub(crate) fn is_retryable(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Database(db) => db
+            .try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
+            .is_some_and(|pg| matches!(pg.code(), "40001" | "40P01")),
+        _ => false,
+    }
+}
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 
@@ -65,13 +142,10 @@ async fn connect(url: &str) -> Result<PgConnection> {
     let options: PgConnectOptions = url
         .parse()
         .map_err(|e: sqlx::Error| open(format!("not a usable PostgreSQL URL: {e}")))?;
-    tokio::time::timeout(
-        std::time::Duration::from_secs(10),
-        PgConnection::connect_with(&options),
-    )
-    .await
-    .map_err(|_| open("the server did not answer within 10 s".into()))?
-    .map_err(|e| open(e.to_string()))
+    tokio::time::timeout(PATIENCE, PgConnection::connect_with(&options))
+        .await
+        .map_err(|_| open("the server did not answer within 10 s".into()))?
+        .map_err(|e| open(e.to_string()))
 }
 
 async fn apply(conn: &mut PgConnection, at: &str) -> Result<Vec<i64>> {

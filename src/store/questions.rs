@@ -26,8 +26,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
-use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
+use sqlx::{ColumnIndex, Decode, Row, Type};
 
 use super::{Error, Result};
 
@@ -443,8 +442,15 @@ fn parse_col<T: FromStr<Err = String>>(v: &str) -> Result<T> {
     v.parse().map_err(Error::Corrupt)
 }
 
-/// Map a `questions` row.
-pub(crate) fn from_row(r: &SqliteRow) -> Result<Question> {
+/// Map a `questions` row, of either engine (its columns are text and
+/// 64-bit integers on both).
+pub(crate) fn from_row<'r, R>(r: &'r R) -> Result<Question>
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+{
     let id: String = r.try_get("id")?;
     let options: String = r.try_get("options")?;
     let status: String = r.try_get("status")?;
@@ -494,7 +500,14 @@ pub(crate) fn from_row(r: &SqliteRow) -> Result<Question> {
     })
 }
 
-fn record_from_row(r: &SqliteRow) -> Result<ReplyRecord> {
+/// Map a `question_replies` row, of either engine.
+pub(crate) fn record_from_row<'r, R>(r: &'r R) -> Result<ReplyRecord>
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+{
     let kind: Option<String> = r.try_get("kind")?;
     let source: String = r.try_get("source")?;
     Ok(ReplyRecord {

@@ -14,7 +14,10 @@
 //!
 //! Covered: every write that goes through the write turn's `write`
 //! (actions, questions, sessions, the ledger, inbound wakes, deliveries and
-//! boards' winning calls). The older `begin_write` writers (a board's
+//! boards' winning calls), and on PostgreSQL the question writes
+//! (`postgres::write`, under an advisory lock on the id and number, so two
+//! attempts on two connections run one after the other). The older
+//! `begin_write` writers (a board's
 //! archive by hand, a board write's refusal path, tokens, grants, Inbox
 //! sessions, pairing, purge, chat's own events and refused-attempt audits)
 //! are not remembered; their writes are idempotent by their own

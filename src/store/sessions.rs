@@ -220,7 +220,7 @@ impl Store {
     pub async fn get_session(&self, id: &str) -> Result<Option<Session>> {
         let row = sqlx::query("SELECT * FROM agent_sessions WHERE session_id = ?")
             .bind(id)
-            .fetch_optional(self.pool())
+            .fetch_optional(self.pool()?)
             .await?;
         row.as_ref().map(session_from).transpose()
     }

@@ -190,7 +190,7 @@ impl Store {
     /// Every token, live and revoked, oldest first. No secrets.
     pub async fn token_list(&self) -> Result<Vec<Token>> {
         let rows = sqlx::query("SELECT * FROM api_tokens ORDER BY created_at, id")
-            .fetch_all(self.pool())
+            .fetch_all(self.pool()?)
             .await?;
         rows.iter().map(token_from).collect()
     }
@@ -242,7 +242,7 @@ impl Store {
         let digest = hash(presented);
         let row = sqlx::query("SELECT * FROM api_tokens WHERE hash = ? AND revoked_at IS NULL")
             .bind(&digest)
-            .fetch_optional(self.pool())
+            .fetch_optional(self.pool()?)
             .await?;
         let Some(row) = row else { return Ok(None) };
         let stored: String = row.try_get("hash")?;
@@ -258,7 +258,7 @@ impl Store {
     /// listener without one).
     pub async fn tokens_exist(&self) -> Result<bool> {
         let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM api_tokens WHERE revoked_at IS NULL")
-            .fetch_one(self.pool())
+            .fetch_one(self.pool()?)
             .await?;
         Ok(n > 0)
     }

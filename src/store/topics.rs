@@ -12,7 +12,7 @@ impl Store {
             sqlx::query_scalar("SELECT thread_id FROM chat_topics WHERE chat_id = ? AND key = ?")
                 .bind(chat_id)
                 .bind(key)
-                .fetch_optional(self.pool())
+                .fetch_optional(self.pool()?)
                 .await?,
         )
     }
@@ -31,7 +31,7 @@ impl Store {
             let now = self.now();
             // In the write turn, so it never meets the turn's writer at
             // SQLite's busy handler.
-            let _turn = self.write_lock.clone().lock_owned().await;
+            let _turn = self.write_lock()?.clone().lock_owned().await;
             // Why ON CONFLICT DO NOTHING and read back: a topic saved by
             // another process first stays, and this one is told which.
             sqlx::query(
@@ -43,14 +43,14 @@ impl Store {
             .bind(thread_id)
             .bind(name)
             .bind(now)
-            .execute(self.pool())
+            .execute(self.pool()?)
             .await?;
             let held: i32 = sqlx::query_scalar(
                 "SELECT thread_id FROM chat_topics WHERE chat_id = ? AND key = ?",
             )
             .bind(chat_id)
             .bind(key)
-            .fetch_one(self.pool())
+            .fetch_one(self.pool()?)
             .await?;
             Ok(held)
         })

@@ -20,7 +20,8 @@
 //! take, so the two kinds of writers never meet at SQLite's busy handler.
 
 use std::any::Any;
-use std::panic::AssertUnwindSafe;
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, Location};
 use std::sync::{Arc, Mutex};
 
 use futures_util::FutureExt;
@@ -192,6 +193,13 @@ struct Failure {
 }
 
 impl Failure {
+    fn new(reason: String) -> Failure {
+        Failure {
+            reason,
+            busy: false,
+        }
+    }
+
     fn of(e: &sqlx::Error) -> Failure {
         Failure {
             reason: super::db_message(e),
@@ -303,7 +311,14 @@ impl Store {
     /// Under a request id ([`super::request`]) the write also remembers
     /// its value, in its own transaction, or replays the value a first
     /// attempt of the same call remembered instead of writing again.
-    pub(crate) async fn write<T, E, F>(&self, op: F) -> std::result::Result<T, E>
+    ///
+    /// SQLite only: on a PostgreSQL store, [`Error::Unsupported`] naming
+    /// the caller's part of the store.
+    #[track_caller]
+    pub(crate) fn write<T, E, F>(
+        &self,
+        op: F,
+    ) -> impl Future<Output = std::result::Result<T, E>> + use<'_, T, E, F>
     where
         T: Serialize + DeserializeOwned + Send + 'static,
         E: From<Error> + Send + 'static,
@@ -311,6 +326,27 @@ impl Store {
             + Send
             + 'static,
     {
+        self.write_at(Location::caller(), op)
+    }
+
+    /// [`Store::write`] on behalf of a caller at `at` (the location an
+    /// [`Error::Unsupported`] names).
+    pub(crate) async fn write_at<T, E, F>(
+        &self,
+        at: &'static Location<'static>,
+        op: F,
+    ) -> std::result::Result<T, E>
+    where
+        T: Serialize + DeserializeOwned + Send + 'static,
+        E: From<Error> + Send + 'static,
+        F: for<'t> FnOnce(&'t mut Turn) -> BoxFuture<'t, std::result::Result<T, E>>
+            + Send
+            + 'static,
+    {
+        let lite = match self.engine() {
+            super::Engine::Sqlite(lite) => lite,
+            super::Engine::Postgres(_) => return Err(super::unsupported(at).into()),
+        };
         let scope = request::current();
         let now = self.now();
         let replay = scope.clone();
@@ -327,19 +363,19 @@ impl Store {
             })
         });
         let (answer, rx) = oneshot::channel();
-        let ticket = self
+        let ticket = lite
             .writer
             .tickets
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.writer.push(Queued {
+        lite.writer.push(Queued {
             ticket,
             job,
             answer,
         });
         // Whoever holds the turn when our job is queued may run it; if the
         // queue still holds it when we get the turn, we run the batch.
-        let guard = self.write_lock.clone().lock_owned().await;
-        let batch = self.writer.take();
+        let guard = lite.write_lock.clone().lock_owned().await;
+        let batch = lite.writer.take();
         if let [only] = batch.as_slice()
             && only.ticket == ticket
         {
@@ -390,9 +426,17 @@ impl Store {
     /// Run the queued operations: one alone, several in one transaction.
     /// Answers go out only after the outcome is durable (or failed).
     async fn run_batch(&self, batch: Vec<Queued>) {
-        let mut conn = match self.writer.take_conn() {
+        let lite = match self.engine() {
+            super::Engine::Sqlite(lite) => lite,
+            // Never: only `write_at` runs a batch, after the same check.
+            super::Engine::Postgres(_) => {
+                let why = super::unsupported(Location::caller()).to_string();
+                return fail_all(batch, Failure::new(why));
+            }
+        };
+        let mut conn = match lite.writer.take_conn() {
             Some(c) => c,
-            None => match self.pool().acquire().await {
+            None => match lite.pool.acquire().await {
                 Ok(c) => c,
                 Err(e) => return fail_all(batch, Failure::of(&e)),
             },
@@ -410,7 +454,7 @@ impl Store {
             if answer.is_ok()
                 && let Some(conn) = turn.end()
             {
-                self.writer.keep_conn(conn);
+                lite.writer.keep_conn(conn);
             }
             let _ = q.answer.send(match (done, answer) {
                 (Ok(d), Ok(())) => Ok(d.value),
@@ -446,7 +490,7 @@ impl Store {
         match finish(&mut turn, "COMMIT").await {
             Ok(()) => {
                 if let Some(conn) = turn.end() {
-                    self.writer.keep_conn(conn);
+                    lite.writer.keep_conn(conn);
                 }
                 for (answer, out) in outcomes {
                     let _ = answer.send(out);

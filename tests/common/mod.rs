@@ -144,6 +144,7 @@ pub async fn count(store: &Store, table: &str) -> i64 {
 }
 pub mod calls;
 pub mod daemon;
+pub mod engine;
 pub mod engines;
 pub mod fake_telegram;
 pub mod hook;

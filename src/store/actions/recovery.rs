@@ -147,7 +147,7 @@ impl Store {
         );
         let mut lapsed = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(self.now())
-            .fetch_all(self.pool())
+            .fetch_all(self.pool()?)
             .await?;
         if crate::fault::on("skip-recovery") {
             lapsed.clear(); // FAULT(skip-recovery)
@@ -175,7 +175,7 @@ impl Store {
             "SELECT {COLUMNS} FROM actions WHERE status = 'approved' ORDER BY created_at DESC, id DESC"
         );
         sqlx::query(sqlx::AssertSqlSafe(sql))
-            .fetch_all(self.pool())
+            .fetch_all(self.pool()?)
             .await?
             .iter()
             .map(from_row)

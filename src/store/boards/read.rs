@@ -114,7 +114,7 @@ impl Store {
             .bind(project)
             .bind(project)
             .bind(archived)
-            .fetch_all(self.pool())
+            .fetch_all(self.pool()?)
             .await?;
         rows.iter().map(board_from).collect()
     }
@@ -125,7 +125,7 @@ impl Store {
         board: &str,
         project: Option<&str>,
     ) -> Result<Decided<BoardFull>> {
-        let mut conn = self.pool().acquire().await?;
+        let mut conn = self.pool()?.acquire().await?;
         let id = decided!(resolve_board(&mut conn, board, project).await?);
         Ok(Ok(load_full(&mut conn, &id).await?))
     }
@@ -262,7 +262,7 @@ impl Store {
             .bind(project)
             .bind(session)
             .bind(session)
-            .fetch_all(self.pool())
+            .fetch_all(self.pool()?)
             .await?;
         rows.iter().map(pending_from).collect()
     }
@@ -272,7 +272,7 @@ impl Store {
         Ok(
             sqlx::query_as("SELECT board_id, label FROM board_rows WHERE id = ?")
                 .bind(id)
-                .fetch_optional(self.pool())
+                .fetch_optional(self.pool()?)
                 .await?,
         )
     }
@@ -288,7 +288,7 @@ impl Store {
             "SELECT id FROM board_rows WHERE id = ?1 OR id LIKE '%' || ?1 LIMIT 2",
         )
         .bind(&s)
-        .fetch_all(self.pool())
+        .fetch_all(self.pool()?)
         .await?;
         let mut ids = ids.into_iter();
         Ok(ids.next().filter(|_| ids.next().is_none()))
@@ -300,7 +300,7 @@ impl Store {
             "SELECT r.id FROM board_rows r JOIN boards b ON b.id = r.board_id
              WHERE r.status = 'blocked' AND b.archived_at IS NULL ORDER BY r.updated_at DESC LIMIT 200",
         )
-        .fetch_all(self.pool())
+        .fetch_all(self.pool()?)
         .await?)
     }
 }

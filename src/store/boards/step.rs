@@ -207,7 +207,7 @@ impl Store {
         // The row may be named by id: look its label up first. This read
         // decides nothing; the write below re-checks the revision under the
         // write lock.
-        let mut conn = self.pool().acquire().await?;
+        let mut conn = self.pool()?.acquire().await?;
         let (_, row_id) =
             decided!(locate(&mut conn, &w.board, w.project.as_deref(), &w.row.label).await?);
         let row = load_row(&mut conn, &row_id).await?;

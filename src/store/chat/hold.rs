@@ -80,7 +80,7 @@ impl Store {
              WHERE status IN ('held', 'quiet') AND due_at <= ? ORDER BY due_at, created_at",
         )
         .bind(now)
-        .fetch_all(self.pool())
+        .fetch_all(self.pool()?)
         .await?;
         rows.iter()
             .map(|r| {
@@ -105,7 +105,7 @@ impl Store {
         Ok(sqlx::query_scalar(
             "SELECT MIN(due_at) FROM chat_messages WHERE status IN ('held', 'quiet')",
         )
-        .fetch_one(self.pool())
+        .fetch_one(self.pool()?)
         .await?)
     }
 

@@ -42,7 +42,7 @@ impl Store {
         )
         .bind(all)
         .bind(project)
-        .fetch_all(self.pool())
+        .fetch_all(self.pool()?)
         .await?;
         rows.iter().map(grant_from).collect()
     }

@@ -242,7 +242,7 @@ pub(super) async fn lite_schema(
 async fn copy(store: &Store, pg: &mut PgConnection, url: &str) -> Result<ExportReport> {
     // The snapshot: a deferred BEGIN pins what its first read sees, and
     // every read below runs in it.
-    let mut lite = store.pool().acquire().await?;
+    let mut lite = store.pool()?.acquire().await?;
     let mut snap = lite.begin().await?;
     let (names, sources) = lite_schema(&mut snap).await?;
 

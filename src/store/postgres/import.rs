@@ -115,7 +115,7 @@ async fn copy(store: &Store, pg: &mut PgConnection, url: &str) -> Result<ExportR
         Some(_) => {}
     }
 
-    let mut lite = store.pool().acquire().await?;
+    let mut lite = store.pool()?.acquire().await?;
     let mut tx = lite.begin_with("BEGIN IMMEDIATE").await?;
     let (names, sources) = lite_schema(&mut tx).await?;
     let source = target_columns(pg).await?;

@@ -8,8 +8,9 @@ use std::sync::Arc;
 use super::read::get_on;
 use super::write::explain_closed;
 use super::{Channel, Outcome, Question, Refusal, Status, from_row};
+use crate::store::postgres::questions as pg;
 use crate::store::writer::Turn;
-use crate::store::{Result, Store};
+use crate::store::{Engine, Result, Store};
 
 /// One toggle, owned for the write queue.
 struct Toggle {
@@ -32,6 +33,16 @@ impl Store {
         by: &str,
         via: Channel,
     ) -> Result<Outcome<Question>> {
+        if let Engine::Postgres(p) = self.engine() {
+            let t = pg::Toggle {
+                id: id.to_string(),
+                option,
+                expected_revision,
+                by: by.to_string(),
+                via,
+            };
+            return pg::toggle(self, p, t).await;
+        }
         let t = Arc::new(Toggle {
             id: id.to_string(),
             option,

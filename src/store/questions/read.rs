@@ -5,7 +5,8 @@
 use sqlx::SqliteConnection;
 
 use super::{ListFilter, Question, ReplyRecord, from_row, record_from_row};
-use crate::store::{Error, Result, Store};
+use crate::store::postgres::questions as pg;
+use crate::store::{Engine, Error, Result, Store};
 
 /// Read one question on `conn` (inside a transaction, to explain a refusal
 /// from the same snapshot that refused).
@@ -20,7 +21,10 @@ pub(super) async fn get_on(conn: &mut SqliteConnection, id: &str) -> Result<Opti
 impl Store {
     /// One question by its full id.
     pub async fn get_question(&self, id: &str) -> Result<Option<Question>> {
-        let mut conn = self.pool().acquire().await?;
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::get(p, id).await;
+        }
+        let mut conn = self.pool()?.acquire().await?;
         get_on(&mut conn, id).await
     }
 
@@ -33,15 +37,20 @@ impl Store {
         if s.is_empty() {
             return Err(Error::Invalid("the question id is empty".into()));
         }
-        let ids: Vec<String> = sqlx::query_scalar(
-            "SELECT id FROM questions WHERE id = ?1
+        let ids: Vec<String> = match self.engine() {
+            Engine::Postgres(p) => pg::ids_like(p, &s).await?,
+            Engine::Sqlite(_) => {
+                sqlx::query_scalar(
+                    "SELECT id FROM questions WHERE id = ?1
              UNION
              SELECT id FROM questions WHERE length(?1) >= 4 AND substr(id, -length(?1)) = ?1
              LIMIT 3",
-        )
-        .bind(&s)
-        .fetch_all(self.pool())
-        .await?;
+                )
+                .bind(&s)
+                .fetch_all(self.pool()?)
+                .await?
+            }
+        };
         if ids.contains(&s) {
             return Ok(Some(s));
         }
@@ -56,6 +65,9 @@ impl Store {
 
     /// Questions matching `filter`, oldest first.
     pub async fn list_questions(&self, filter: &ListFilter) -> Result<Vec<Question>> {
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::list(p, filter, self.now()).await;
+        }
         let rows = sqlx::query(
             "SELECT * FROM questions
              WHERE (?1 IS NULL OR status = ?1)
@@ -71,16 +83,19 @@ impl Store {
         .bind(filter.awake_only)
         .bind(self.now())
         .bind(filter.limit.unwrap_or(-1))
-        .fetch_all(self.pool())
+        .fetch_all(self.pool()?)
         .await?;
         rows.iter().map(from_row).collect()
     }
 
     /// The append-only reply history of one question, oldest first.
     pub async fn question_replies(&self, id: &str) -> Result<Vec<ReplyRecord>> {
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::replies(p, id).await;
+        }
         let rows = sqlx::query("SELECT * FROM question_replies WHERE question_id = ? ORDER BY seq")
             .bind(id)
-            .fetch_all(self.pool())
+            .fetch_all(self.pool()?)
             .await?;
         rows.iter().map(record_from_row).collect()
     }

@@ -9,6 +9,14 @@
 //!   handed the unread answer (and that exact reply is marked picked up).
 //! - Pickup marks `reply_seen_at` only for the exact reply read, named by
 //!   `reply_seq` (two replies in one millisecond share `replied_at`).
+//! - A refused write runs its guarded statement once more after
+//!   [`Turn::begin`] before it explains itself. Why: alone, the refused
+//!   statement was its own transaction, so another process (another
+//!   store's pool) may have changed the row before the explanation read it
+//!   — an unread reply picked up, and a chat reply then told it was
+//!   "empty". Under `BEGIN IMMEDIATE` nobody else writes: the second try
+//!   wins, or it is refused by exactly the state the explanation reads.
+//!   Only a refused write pays for it; a winning one is one statement.
 
 use std::sync::Arc;
 
@@ -19,8 +27,9 @@ use super::write::explain_closed;
 use super::{
     Channel, Delivery, NewReply, Outcome, Question, Refusal, ReplyKind, Status, from_row, validate,
 };
+use crate::store::postgres::replies as pg;
 use crate::store::writer::Turn;
-use crate::store::{Result, Store};
+use crate::store::{Engine, Result, Store};
 
 /// The `question.answered` event and its history row, named in the
 /// reply UPDATE's `t_*` columns for the trigger: `?1` text, `?2` context,
@@ -62,13 +71,16 @@ impl Store {
     /// [`Refusal::AlreadyPickedUp`] once its hook has the answer).
     pub async fn reply_inbox(&self, id: &str, r: &NewReply) -> Result<Outcome<Question>> {
         validate::reply(r)?;
+        let blank = is_blank(r);
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::inbox(self, p, id, r, blank).await;
+        }
         let one = Arc::new(Reply {
             id: id.to_string(),
             r: r.clone(),
             source: Channel::Inbox,
         });
         let clock = self.clock().clone();
-        let blank = is_blank(r);
         self.retry(|| {
             let (one, clock) = (one.clone(), clock.clone());
             self.write(move |turn| {
@@ -115,6 +127,9 @@ impl Store {
         r: &NewReply,
         source: Channel,
     ) -> Result<Outcome<Question>> {
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::conditional(self, p, id, r, source).await;
+        }
         let one = Arc::new(Reply {
             id: id.to_string(),
             r: r.clone(),
@@ -138,6 +153,9 @@ impl Store {
         session: Option<&str>,
         include_seen: bool,
     ) -> Result<Vec<Question>> {
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::read_pending(p, project, session, include_seen).await;
+        }
         // Two spellings so SQLite can use the `questions_pending` index on
         // the session when one is given (an `?2 IS NULL OR …` filter can't).
         let rows = match session {
@@ -151,7 +169,7 @@ impl Store {
                 .bind(project)
                 .bind(session)
                 .bind(include_seen)
-                .fetch_all(self.pool())
+                .fetch_all(self.pool()?)
                 .await?
             }
             None => {
@@ -163,7 +181,7 @@ impl Store {
                 )
                 .bind(project)
                 .bind(include_seen)
-                .fetch_all(self.pool())
+                .fetch_all(self.pool()?)
                 .await?
             }
         };
@@ -175,6 +193,9 @@ impl Store {
     /// since `q` was read (the newer one stays queued), was already marked,
     /// or the question closed.
     pub async fn mark_reply_seen(&self, q: &Question, by: &str) -> Result<Option<i64>> {
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::mark_seen(self, p, &q.id, q.reply_seq, by).await;
+        }
         let one = Arc::new((q.id.clone(), q.reply_seq, by.to_string()));
         let clock = self.clock().clone();
         self.retry(|| {
@@ -230,6 +251,33 @@ impl Store {
 
 /// The Inbox reply: unconditional on the reply columns while open.
 async fn reply_inbox_in(turn: &mut Turn, one: &Reply, now: i64) -> Result<Outcome<Question>> {
+    if let Some(row) = reply_inbox_once(turn.conn(), one, now).await? {
+        return Ok(Ok(from_row(&row)?));
+    }
+    // Refused: once more under the lock (see the module docs).
+    turn.begin().await?;
+    if let Some(row) = reply_inbox_once(turn.conn(), one, now).await? {
+        return Ok(Ok(from_row(&row)?));
+    }
+    let conn = turn.conn();
+    // A card answered and already picked up (its hook is closing it).
+    Ok(Err(
+        match explain(conn, &one.id, one.r.expected_revision).await? {
+            Refusal::Empty => match get_on(conn, &one.id).await?.and_then(|q| q.reply) {
+                Some(reply) => Refusal::AlreadyPickedUp { reply: reply.text },
+                None => Refusal::Empty,
+            },
+            other => other,
+        },
+    ))
+}
+
+/// The Inbox reply's guarded statement: the row when it won.
+async fn reply_inbox_once(
+    conn: &mut SqliteConnection,
+    one: &Reply,
+    now: i64,
+) -> Result<Option<sqlx::sqlite::SqliteRow>> {
     let r = &one.r;
     // Why unconditional on the reply columns: the Inbox is the human's
     // authoritative door; only the question being open (and, if the
@@ -256,26 +304,42 @@ async fn reply_inbox_in(turn: &mut Turn, one: &Reply, now: i64) -> Result<Outcom
         .bind(None::<i64>) // ?9 unused
         .bind(None::<i64>) // ?10 unused
         .bind(actor_of(r, Channel::Inbox))
-        .fetch_optional(turn.conn())
+        .fetch_optional(conn)
         .await?;
-    let Some(row) = row else {
-        let conn = turn.conn();
-        // A card answered and already picked up (its hook is closing it).
-        return Ok(Err(
-            match explain(conn, &one.id, r.expected_revision).await? {
-                Refusal::Empty => match get_on(conn, &one.id).await?.and_then(|q| q.reply) {
-                    Some(reply) => Refusal::AlreadyPickedUp { reply: reply.text },
-                    None => Refusal::Empty,
-                },
-                other => other,
-            },
-        ));
-    };
-    Ok(Ok(from_row(&row)?))
+    Ok(row)
 }
 
 /// A blank Inbox reply: clears a reply nobody picked up.
 async fn clear_in(turn: &mut Turn, one: &Reply, now: i64) -> Result<Outcome<Question>> {
+    if let Some(row) = clear_once(turn.conn(), one, now).await? {
+        return Ok(Ok(from_row(&row)?));
+    }
+    // Refused: once more under the lock (see the module docs).
+    turn.begin().await?;
+    if let Some(row) = clear_once(turn.conn(), one, now).await? {
+        return Ok(Ok(from_row(&row)?));
+    }
+    // Open and on the expected revision, yet not cleared: there is no
+    // reply, or the agent already has it.
+    let conn = turn.conn();
+    let refusal = match explain(conn, &one.id, one.r.expected_revision).await? {
+        Refusal::Empty | Refusal::UnreadAnswer { .. } => {
+            match get_on(conn, &one.id).await?.and_then(|q| q.reply) {
+                Some(reply) => Refusal::AlreadyPickedUp { reply: reply.text },
+                None => Refusal::Empty,
+            }
+        }
+        other => other,
+    };
+    Ok(Err(refusal))
+}
+
+/// The clear's guarded statement: the row when it won.
+async fn clear_once(
+    conn: &mut SqliteConnection,
+    one: &Reply,
+    now: i64,
+) -> Result<Option<sqlx::sqlite::SqliteRow>> {
     let r = &one.r;
     // Why `reply_seen_at IS NULL`: a reply the agent already picked up
     // cannot be taken back by clearing; only an unpicked one can.
@@ -295,28 +359,41 @@ async fn clear_in(turn: &mut Turn, one: &Reply, now: i64) -> Result<Outcome<Ques
     .bind(r.expected_revision)
     .bind(&r.by)
     .bind(actor_of(r, Channel::Inbox))
-    .fetch_optional(turn.conn())
+    .fetch_optional(conn)
     .await?;
-    if let Some(row) = row {
-        return Ok(Ok(from_row(&row)?));
-    }
-    // Open and on the expected revision, yet not cleared: there is no
-    // reply, or the agent already has it.
-    let conn = turn.conn();
-    let refusal = match explain(conn, &one.id, r.expected_revision).await? {
-        Refusal::Empty | Refusal::UnreadAnswer { .. } => {
-            match get_on(conn, &one.id).await?.and_then(|q| q.reply) {
-                Some(reply) => Refusal::AlreadyPickedUp { reply: reply.text },
-                None => Refusal::Empty,
-            }
-        }
-        other => other,
-    };
-    Ok(Err(refusal))
+    Ok(row)
 }
 
 /// A chat or agent reply: only while no unclaimed reply waits.
 async fn conditional_in(turn: &mut Turn, one: Arc<Reply>, now: i64) -> Result<Outcome<Question>> {
+    if let Some(row) = conditional_once(turn.conn(), &one, now).await? {
+        return Ok(Ok(from_row(&row)?));
+    }
+    // Refused: once more under the lock (see the module docs).
+    turn.begin().await?;
+    if let Some(row) = conditional_once(turn.conn(), &one, now).await? {
+        return Ok(Ok(from_row(&row)?));
+    }
+    let r = &one.r;
+    let refusal = explain(turn.conn(), &one.id, r.expected_revision).await?;
+    if one.source == Channel::Agent
+        && let Refusal::UnreadAnswer { .. } = refusal
+    {
+        // The agent is handed the unread answer: record that exact
+        // reply as delivered, in this same transaction.
+        if let Some(q) = get_on(turn.conn(), &one.id).await? {
+            mark_in(turn.conn(), now, &q.id, q.reply_seq, &r.by).await?;
+        }
+    }
+    Ok(Err(refusal))
+}
+
+/// A chat or agent reply's guarded statement: the row when it won.
+async fn conditional_once(
+    conn: &mut SqliteConnection,
+    one: &Reply,
+    now: i64,
+) -> Result<Option<sqlx::sqlite::SqliteRow>> {
     let (r, source) = (&one.r, one.source);
     let born_seen = source == Channel::Agent;
     let clarify_chat = source == Channel::Chat && r.kind == ReplyKind::Clarify;
@@ -346,21 +423,9 @@ async fn conditional_in(turn: &mut Turn, one: Arc<Reply>, now: i64) -> Result<Ou
         .bind(r.expected_revision)
         .bind(clarify_chat)
         .bind(actor_of(r, source))
-        .fetch_optional(turn.conn())
+        .fetch_optional(conn)
         .await?;
-    if let Some(row) = row {
-        return Ok(Ok(from_row(&row)?));
-    }
-    turn.begin().await?;
-    let refusal = explain(turn.conn(), &one.id, r.expected_revision).await?;
-    if born_seen && let Refusal::UnreadAnswer { .. } = refusal {
-        // The agent is handed the unread answer: record that exact
-        // reply as delivered, in this same transaction.
-        if let Some(q) = get_on(turn.conn(), &one.id).await? {
-            mark_in(turn.conn(), now, &q.id, q.reply_seq, &r.by).await?;
-        }
-    }
-    Ok(Err(refusal))
+    Ok(row)
 }
 
 /// Mark reply `reply_seq` of question `id` picked up by `by`: one guarded

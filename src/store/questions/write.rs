@@ -10,8 +10,9 @@ use super::read::get_on;
 use super::{
     Channel, Choice, Flagged, NewQuestion, Outcome, Question, Refusal, Status, from_row, validate,
 };
+use crate::store::postgres::questions as pg;
 use crate::store::writer::Turn;
-use crate::store::{Result, Store, new_id};
+use crate::store::{Engine, Result, Store, new_id};
 
 /// Explain why a guarded `… WHERE id = ? AND status = 'open'` changed
 /// nothing: the question is missing or closed. Read on the refusing
@@ -46,16 +47,20 @@ impl Store {
                 .map_err(|e| crate::store::Error::Invalid(format!("options: {e}")))?,
         );
         let clock = self.clock().clone();
-        let flagged = self
-            .retry(|| {
-                let (q, options, clock) = (q.clone(), options.clone(), clock.clone());
-                self.write(move |turn| {
-                    Box::pin(
-                        async move { flag_in(turn, &q, &options, choice, clock.now_ms()).await },
-                    )
+        let flagged = match self.engine() {
+            Engine::Sqlite(_) => {
+                self.retry(|| {
+                    let (q, options, clock) = (q.clone(), options.clone(), clock.clone());
+                    self.write(move |turn| {
+                        Box::pin(async move {
+                            flag_in(turn, &q, &options, choice, clock.now_ms()).await
+                        })
+                    })
                 })
-            })
-            .await?;
+                .await?
+            }
+            Engine::Postgres(p) => pg::flag(self, p, q, options, choice).await?,
+        };
         let question = &flagged.question;
         tracing::info!(question_id = %question.id, created = flagged.created, revision = question.revision, "question flagged");
         Ok(flagged)
@@ -100,6 +105,13 @@ impl Store {
             Status::Resolved => ("question.resolved", json!({ "outcome": outcome })),
             _ => ("question.dismissed", json!({ "reason": outcome })),
         };
+        if let Engine::Postgres(p) = self.engine() {
+            let set = pg::Set::Close {
+                status: to,
+                outcome: outcome.map(str::to_string),
+            };
+            return pg::change(self, p, pg_change(id, kind, by, channel, payload, set)).await;
+        }
         let c = Arc::new(Change {
             id: id.to_string(),
             kind,
@@ -145,6 +157,15 @@ impl Store {
     ) -> Result<Outcome<Question>> {
         let until = (until > self.now()).then_some(until);
         let payload = json!({ "until": until.map(crate::clock::format_rfc3339) });
+        if let Engine::Postgres(p) = self.engine() {
+            let set = pg::Set::Snooze { until };
+            return pg::change(
+                self,
+                p,
+                pg_change(id, "question.snoozed", by, via, payload, set),
+            )
+            .await;
+        }
         let c = Arc::new(Change {
             id: id.to_string(),
             kind: "question.snoozed",
@@ -165,6 +186,25 @@ impl Store {
             })
         })
         .await
+    }
+}
+
+/// A change to an open question, for PostgreSQL.
+fn pg_change(
+    id: &str,
+    kind: &'static str,
+    by: &str,
+    channel: Channel,
+    payload: serde_json::Value,
+    set: pg::Set,
+) -> pg::Change {
+    pg::Change {
+        id: id.to_string(),
+        kind,
+        by: by.to_string(),
+        channel,
+        payload: payload.to_string(),
+        set,
     }
 }
 

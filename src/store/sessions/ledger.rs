@@ -408,7 +408,7 @@ impl Store {
         .bind(project)
         .bind(project)
         .bind(limit)
-        .fetch_all(self.pool())
+        .fetch_all(self.pool()?)
         .await?)
     }
 
@@ -427,7 +427,7 @@ impl Store {
         )
         .bind(session_id)
         .bind(last)
-        .fetch_all(self.pool())
+        .fetch_all(self.pool()?)
         .await?;
         rows.iter().map(entry_from).collect()
     }
@@ -444,7 +444,7 @@ impl Store {
              ORDER BY s.seq",
         )
         .bind(session_id)
-        .fetch_all(self.pool())
+        .fetch_all(self.pool()?)
         .await?;
         rows.iter().map(entry_from).collect()
     }

@@ -70,7 +70,7 @@ impl Store {
              LIMIT 2",
         )
         .bind(id)
-        .fetch_all(self.pool())
+        .fetch_all(self.pool()?)
         .await?;
         match ids.as_slice() {
             [] => Ok(None),
@@ -95,7 +95,7 @@ impl Store {
         )
         .bind(status)
         .bind(project)
-        .fetch_all(self.pool())
+        .fetch_all(self.pool()?)
         .await?;
         rows.iter().map(session_from).collect()
     }

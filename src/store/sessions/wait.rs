@@ -75,7 +75,7 @@ impl Store {
                  OR EXISTS(SELECT 1 FROM events WHERE session = ?1)",
         )
         .bind(session_id)
-        .fetch_one(self.pool())
+        .fetch_one(self.pool()?)
         .await?)
     }
 
@@ -85,7 +85,7 @@ impl Store {
     pub async fn session_event_mark(&self, session_id: &str) -> Result<i64> {
         let seq: Option<i64> = sqlx::query_scalar("SELECT MAX(seq) FROM events WHERE session = ?")
             .bind(session_id)
-            .fetch_one(self.pool())
+            .fetch_one(self.pool()?)
             .await?;
         Ok(seq.unwrap_or(0))
     }
@@ -93,7 +93,7 @@ impl Store {
     /// The session's wait cursor and the decision and wake events after it,
     /// oldest first. A read: nothing is marked.
     pub async fn unclaimed_events(&self, session_id: &str) -> Result<(i64, Vec<Event>)> {
-        let mut conn = self.pool().acquire().await?;
+        let mut conn = self.pool()?.acquire().await?;
         let cursor: i64 = sqlx::query_scalar(
             "SELECT COALESCE((SELECT last_wait_seq FROM agent_sessions WHERE session_id = ?), 0)",
         )

@@ -58,7 +58,7 @@ async fn queued_writers_share_one_commit_and_each_gets_its_own_outcome() {
     let before: i64 = store.count_rows("events").await.unwrap();
 
     // Hold the turn so all 64 queue up, then let them go as one batch.
-    let hold = store.write_lock.clone().lock_owned().await;
+    let hold = store.write_lock().unwrap().clone().lock_owned().await;
     let mut tasks = Vec::new();
     for k in 0..64usize {
         let (s, ids) = (store.clone(), ids.clone());
@@ -98,7 +98,7 @@ async fn queued_writers_share_one_commit_and_each_gets_its_own_outcome() {
             (k, got)
         }));
     }
-    while store.writer.queued() < 64 {
+    while store.lite().unwrap().writer.queued() < 64 {
         tokio::task::yield_now().await;
     }
     drop(hold);
@@ -106,7 +106,15 @@ async fn queued_writers_share_one_commit_and_each_gets_its_own_outcome() {
     for t in tasks {
         got.push(t.await.unwrap());
     }
-    assert_eq!(store.writer.largest_batch.load(Ordering::Relaxed), 64);
+    assert_eq!(
+        store
+            .lite()
+            .unwrap()
+            .writer
+            .largest_batch
+            .load(Ordering::Relaxed),
+        64
+    );
 
     let count = |g: Got| got.iter().filter(|(_, x)| *x == g).count();
     // 32 approvers on 16 actions: exactly one approval each.
@@ -134,7 +142,15 @@ async fn a_lone_writer_runs_alone() {
     let store = Store::open(&dir.path().join("h.db")).await.unwrap();
     store.propose(&proposal(1)).await.unwrap();
     assert!(broken(&store, false).await.is_err());
-    assert_eq!(store.writer.largest_batch.load(Ordering::Relaxed), 1);
+    assert_eq!(
+        store
+            .lite()
+            .unwrap()
+            .writer
+            .largest_batch
+            .load(Ordering::Relaxed),
+        1
+    );
     assert_eq!(store.count_rows("events").await.unwrap(), 1);
 }
 

@@ -1,0 +1,127 @@
+//! The write path on PostgreSQL: every write is one transaction of its own
+//! on the pool, at READ COMMITTED, and nothing like SQLite's write turn.
+//!
+//! Why READ COMMITTED is enough: every transition is a guarded
+//! `UPDATE … WHERE <state predicate> RETURNING *` (or an upsert on a
+//! unique index). PostgreSQL locks the row it updates and, when another
+//! transaction changed it meanwhile, waits for that one and re-checks the
+//! predicate on the new row, so of N racing writers exactly one wins, as
+//! SQLite's single writer decides. What a refused write reads to explain
+//! itself is read under a row lock (`SELECT … FOR UPDATE`, see
+//! `questions.rs`), so the explanation is the state that refused.
+//!
+//! Where SQLite runs one multi-statement call guarded by `changes()`
+//! (sessions, inbound wakes; not ported yet), the PostgreSQL version is
+//! meant to be its statements run one after another in this transaction,
+//! each later one skipped by the Rust code when the guarded one changed
+//! nothing. Why not a CTE: data-modifying CTEs all see one snapshot and run
+//! in no promised order, and the event must be appended last (the counter
+//! row's lock is held until commit); why no savepoint: a failed statement
+//! aborts the whole transaction anyway, which is then retried or refused
+//! whole.
+//!
+//! A transaction PostgreSQL rolls back as a serialization failure or a
+//! deadlock is run again, whole, by [`Store::retry`] (with a fresh "now").
+//! Under a request id ([`crate::store::request`]) a write remembers its
+//! value in its own transaction, or replays what a first attempt
+//! remembered, as the SQLite write turn does.
+
+use futures_util::future::BoxFuture;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use sqlx::PgConnection;
+
+use super::Pg;
+use crate::store::request::{self, Scope};
+use crate::store::{Error, Result, Store};
+
+impl Store {
+    /// Run `op` with its own copy of `input` and the clock's time in a
+    /// transaction of its own on `pg`, committed when `op` returns `Ok`
+    /// (a typed refusal inside is a normal outcome: committed too) and
+    /// rolled back on `Err`. Retried as [`Store::retry`] says.
+    pub(crate) async fn pg_write<I, T, F>(&self, pg: &Pg, input: I, op: F) -> Result<T>
+    where
+        I: Clone + Send + 'static,
+        T: Serialize + DeserializeOwned + Send + 'static,
+        F: for<'c> Fn(&'c mut PgConnection, I, i64) -> BoxFuture<'c, Result<T>> + Send + Sync,
+    {
+        let scope = request::current();
+        let clock = self.clock().clone();
+        let (op, scope, clock) = (&op, &scope, &clock);
+        self.retry(|| {
+            let input = input.clone();
+            async move {
+                let mut tx = pg.pool().begin().await?;
+                let out = match scope {
+                    None => op(&mut tx, input, clock.now_ms()).await?,
+                    Some(scope) => match remembered::<T>(&mut tx, scope).await? {
+                        Some(value) => value,
+                        None => {
+                            let out = op(&mut tx, input, clock.now_ms()).await?;
+                            remember(&mut tx, scope, &out, clock.now_ms()).await?;
+                            out
+                        }
+                    },
+                };
+                tx.commit().await?;
+                if let Some(scope) = scope {
+                    scope.committed();
+                }
+                Ok(out)
+            }
+        })
+        .await
+    }
+}
+
+/// The value the scope's next write remembered in an earlier attempt, if
+/// it is of type `T`. Takes a transaction-scoped advisory lock on (request
+/// id, write number) first, so two attempts of one call racing on two
+/// connections run one after the other: the second replays the first.
+async fn remembered<T: DeserializeOwned>(
+    tx: &mut PgConnection,
+    scope: &Scope,
+) -> Result<Option<T>> {
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, $2))")
+        .bind(scope.key())
+        .bind(scope.next())
+        .execute(&mut *tx)
+        .await?;
+    let row: Option<(String, String)> =
+        sqlx::query_as("SELECT kind, value FROM requests WHERE key = $1 AND n = $2")
+            .bind(scope.key())
+            .bind(scope.next())
+            .fetch_optional(&mut *tx)
+            .await?;
+    Ok(row
+        .filter(|(kind, _)| kind == std::any::type_name::<T>())
+        .and_then(|(_, value)| serde_json::from_str(&value).ok()))
+}
+
+/// Remember `out` as the scope's next write (replacing a row of another
+/// kind: the repeat took another path, and its own value now stands).
+async fn remember<T: Serialize>(
+    tx: &mut PgConnection,
+    scope: &Scope,
+    out: &T,
+    now: i64,
+) -> Result<()> {
+    let value = serde_json::to_string(out).map_err(|e| Error::Write {
+        reason: format!("cannot remember a write's value: {e}"),
+        busy: false,
+    })?;
+    sqlx::query(
+        "INSERT INTO requests (key, n, kind, value, created_at) VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (key, n) DO UPDATE
+         SET kind = excluded.kind, value = excluded.value, created_at = excluded.created_at",
+    )
+    .bind(scope.key())
+    .bind(scope.next())
+    .bind(std::any::type_name::<T>())
+    .bind(value)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
