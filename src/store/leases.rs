@@ -14,7 +14,64 @@
 
 use std::sync::Arc;
 
-use super::{Result, Store};
+use super::{Engine, Result, Store};
+
+/// Take a lease that is free or lapsed, or renew this holder's; no row
+/// when another holder's is live. Why `taken_at` is kept on a renewal:
+/// /healthz shows since when this daemon holds the job, not since its
+/// last renewal. The same text runs on both engines.
+const TAKE: &str = "INSERT INTO leases (name, holder, expires_at, taken_at) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (name) DO UPDATE SET
+         holder = excluded.holder,
+         expires_at = excluded.expires_at,
+         taken_at = CASE WHEN leases.holder = excluded.holder
+                         THEN leases.taken_at ELSE excluded.taken_at END
+     WHERE leases.holder = excluded.holder OR leases.expires_at <= $4
+     RETURNING expires_at";
+
+/// Take a lease from a holder known dead; no row when it holds it no more.
+const TAKE_FROM: &str = "UPDATE leases SET holder = $2, expires_at = $3, taken_at = $4
+     WHERE name = $1 AND holder = $5
+     RETURNING expires_at";
+
+const RELEASE: &str = "DELETE FROM leases WHERE name = $1 AND holder = $2";
+
+const HOLDERS: &str = "SELECT name, holder, expires_at, taken_at FROM leases ORDER BY name";
+
+const TAKE_UPDATE: &str =
+    "INSERT INTO chat_updates (update_id, holder, taken_at) VALUES ($1, $2, $3)
+     ON CONFLICT (update_id) DO NOTHING";
+
+const FORGET_UPDATES: &str = "DELETE FROM chat_updates WHERE taken_at < $1";
+
+/// One write of a single statement on whichever engine the store has: on
+/// SQLite under the write turn with busy retries, on PostgreSQL in a
+/// transaction of its own. `$body` sees the connection as `$conn`, the
+/// input as `$input` and the clock's time as `$now`. Why a macro: the two
+/// connection types differ, the statement text and binds do not.
+macro_rules! either_write {
+    ($store:expr, $value:expr, |$conn:ident, $input:pat_param, $now:pat_param| $body:expr) => {
+        match $store.engine() {
+            Engine::Postgres(pg) => {
+                $store
+                    .pg_write(pg, $value, move |$conn, $input, $now| {
+                        Box::pin(async move { Ok($body) })
+                    })
+                    .await
+            }
+            Engine::Sqlite(_) => {
+                $store
+                    .write_retried($value, move |turn, $input, $now| {
+                        Box::pin(async move {
+                            let $conn = turn.conn();
+                            Ok($body)
+                        })
+                    })
+                    .await
+            }
+        }
+    };
+}
 
 /// How long a Telegram update id is remembered: Telegram keeps an
 /// unconfirmed update for at most 24 hours, so none comes back after that.
@@ -40,31 +97,16 @@ impl Store {
     /// daemons taking a lapsed lease at once cannot both win.
     pub async fn lease_take(&self, name: &str, holder: &str, ttl_ms: i64) -> Result<Option<i64>> {
         let input = Arc::new((name.to_string(), holder.to_string()));
-        self.write_retried(input, move |turn, input, now| {
-            Box::pin(async move {
-                let (name, holder) = &*input;
-                // Why `taken_at` kept on a renewal: /healthz shows since when
-                // this daemon holds the job, not since its last renewal.
-                let expires: Option<i64> = sqlx::query_scalar(
-                    "INSERT INTO leases (name, holder, expires_at, taken_at) VALUES ($1, $2, $3, $4)
-                     ON CONFLICT (name) DO UPDATE SET
-                         holder = excluded.holder,
-                         expires_at = excluded.expires_at,
-                         taken_at = CASE WHEN leases.holder = excluded.holder
-                                         THEN leases.taken_at ELSE excluded.taken_at END
-                     WHERE leases.holder = excluded.holder OR leases.expires_at <= $4
-                     RETURNING expires_at",
-                )
+        either_write!(self, input, |conn, input, now| {
+            let (name, holder) = &*input;
+            sqlx::query_scalar(TAKE)
                 .bind(name)
                 .bind(holder)
                 .bind(now + ttl_ms)
                 .bind(now)
-                .fetch_optional(turn.conn())
-                .await?;
-                Ok(expires)
-            })
+                .fetch_optional(conn)
+                .await?
         })
-        .await
     }
 
     /// Take the lease `name` from `dead`, a holder known to have died (a
@@ -79,25 +121,17 @@ impl Store {
         ttl_ms: i64,
     ) -> Result<Option<i64>> {
         let input = Arc::new((name.to_string(), holder.to_string(), dead.to_string()));
-        self.write_retried(input, move |turn, input, now| {
-            Box::pin(async move {
-                let (name, holder, dead) = &*input;
-                let expires: Option<i64> = sqlx::query_scalar(
-                    "UPDATE leases SET holder = $2, expires_at = $3, taken_at = $4
-                     WHERE name = $1 AND holder = $5
-                     RETURNING expires_at",
-                )
+        either_write!(self, input, |conn, input, now| {
+            let (name, holder, dead) = &*input;
+            sqlx::query_scalar(TAKE_FROM)
                 .bind(name)
                 .bind(holder)
                 .bind(now + ttl_ms)
                 .bind(now)
                 .bind(dead)
-                .fetch_optional(turn.conn())
-                .await?;
-                Ok(expires)
-            })
+                .fetch_optional(conn)
+                .await?
         })
-        .await
     }
 
     /// Give up the lease `name` if `holder` holds it (a clean shutdown), so
@@ -105,27 +139,23 @@ impl Store {
     /// lease lapses. False when `holder` did not hold it.
     pub async fn lease_release(&self, name: &str, holder: &str) -> Result<bool> {
         let input = Arc::new((name.to_string(), holder.to_string()));
-        self.write_retried(input, move |turn, input, _now| {
-            Box::pin(async move {
-                let (name, holder) = &*input;
-                let n = sqlx::query("DELETE FROM leases WHERE name = $1 AND holder = $2")
-                    .bind(name)
-                    .bind(holder)
-                    .execute(turn.conn())
-                    .await?
-                    .rows_affected();
-                Ok(n == 1)
-            })
+        either_write!(self, input, |conn, input, _now| {
+            let (name, holder) = &*input;
+            let gone = sqlx::query(RELEASE)
+                .bind(name)
+                .bind(holder)
+                .execute(conn)
+                .await?;
+            gone.rows_affected() == 1
         })
-        .await
     }
 
     /// Every lease row, by name (lapsed ones too: their `expires_at` says so).
     pub async fn lease_holders(&self) -> Result<Vec<Lease>> {
-        let rows: Vec<(String, String, i64, i64)> =
-            sqlx::query_as("SELECT name, holder, expires_at, taken_at FROM leases ORDER BY name")
-                .fetch_all(self.pool())
-                .await?;
+        let rows: Vec<(String, String, i64, i64)> = match self.engine() {
+            Engine::Postgres(pg) => sqlx::query_as(HOLDERS).fetch_all(pg.pool()).await?,
+            Engine::Sqlite(_) => sqlx::query_as(HOLDERS).fetch_all(self.pool()?).await?,
+        };
         Ok(rows
             .into_iter()
             .map(|(name, holder, expires_at, taken_at)| Lease {
@@ -144,36 +174,25 @@ impl Store {
     /// than applying it twice.
     pub async fn chat_update_take(&self, update_id: i64, holder: &str) -> Result<bool> {
         let input = Arc::new(holder.to_string());
-        self.write_retried(input, move |turn, holder, now| {
-            Box::pin(async move {
-                let n = sqlx::query(
-                    "INSERT INTO chat_updates (update_id, holder, taken_at) VALUES ($1, $2, $3)
-                     ON CONFLICT (update_id) DO NOTHING",
-                )
+        either_write!(self, input, |conn, holder, now| {
+            let taken = sqlx::query(TAKE_UPDATE)
                 .bind(update_id)
                 .bind(&*holder)
                 .bind(now)
-                .execute(turn.conn())
-                .await?
-                .rows_affected();
-                Ok(n == 1)
-            })
+                .execute(conn)
+                .await?;
+            taken.rows_affected() == 1
         })
-        .await
     }
 
     /// Forget update ids older than Telegram keeps updates; how many went.
     pub async fn forget_chat_updates(&self) -> Result<u64> {
-        self.write_retried((), move |turn, (), now| {
-            Box::pin(async move {
-                let n = sqlx::query("DELETE FROM chat_updates WHERE taken_at < $1")
-                    .bind(now - KEEP_UPDATES_MS)
-                    .execute(turn.conn())
-                    .await?
-                    .rows_affected();
-                Ok(n)
-            })
+        either_write!(self, (), |conn, (), now| {
+            let gone = sqlx::query(FORGET_UPDATES)
+                .bind(now - KEEP_UPDATES_MS)
+                .execute(conn)
+                .await?;
+            gone.rows_affected()
         })
-        .await
     }
 }
