@@ -18,6 +18,7 @@ use super::{Error, Result};
 
 pub mod export;
 pub mod import;
+pub mod notify;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 
