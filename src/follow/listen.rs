@@ -16,22 +16,25 @@
 //! re-read whatever was committed meanwhile. Besides, the log's newest seq
 //! is read every [`fallback`] (2 s) and a change nobody announced nudges too:
 //! that covers a connection that dies silently and a server where LISTEN
-//! cannot be set up at all (said once, at info). An idle listener waits on
-//! its socket and that one slow timer: no busy loop.
+//! cannot be set up at all (said at info once per outage). An idle listener
+//! waits on its socket and that one slow timer: no busy loop.
 //!
-//! It reads no events and decides nothing: the followers do.
+//! It reads no events and decides nothing: the followers do. The database
+//! side (the channel, a listening session, the log's end) is
+//! `store::postgres::notify`'s, as sqlx lives only in the store.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::watch::fallback;
-use crate::store::postgres::notify::{CHANNEL, last_event_seq, notified_seq};
+use crate::store::postgres::notify::{
+    CHANNEL, Listener, PgPool, Received, Subscription, last_event_seq,
+};
 
 /// The first pause before opening a lost connection again; it doubles on
 /// each failure up to [`RETRY_MAX`]. Why not zero: a server that accepts a
@@ -41,10 +44,6 @@ const RETRY_FIRST: Duration = Duration::from_millis(50);
 /// The longest pause between attempts. Writes by other processes are seen
 /// within [`fallback`] meanwhile.
 const RETRY_MAX: Duration = Duration::from_secs(5);
-
-/// How long opening the connection and LISTENing may take before the
-/// attempt counts as failed (a server that does not answer at all).
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Nudge `nudge` whenever any process commits events to the PostgreSQL
 /// database that `pool` connects to, until `cancel`. The listening
@@ -63,54 +62,43 @@ pub async fn listen_every(
     cancel: CancellationToken,
     every: Duration,
 ) {
-    // The newest seq announced or polled: shared by the two halves below,
-    // which run in this one task (an atomic only because a `Cell` would
-    // make the task's future not `Send`).
     let start = tokio::select! {
         _ = cancel.cancelled() => return,
         seq = last_event_seq(&pool) => seq.unwrap_or(0),
     };
+    // The newest seq announced or polled: shared by the two halves below,
+    // which run in this one task (an atomic only because a `Cell` would
+    // make the task's future not `Send`).
     let seen = AtomicI64::new(start);
-    let options = (*pool.connect_options()).clone();
-    // Why join, not one select loop: PgListener's receive is only ever
+    let listener = Listener::new(&pool);
+    // Why join, not one select loop: a session's receive is only ever
     // dropped at shutdown, never half-way through a message by the poll.
     tokio::join!(
-        notifications(options, &nudge, &seen, &cancel, every),
+        notifications(&listener, &nudge, &seen, &cancel, every),
         poll(&pool, &nudge, &seen, &cancel, every),
     );
+    listener.close().await;
 }
 
 /// LISTEN, nudge on every notification, open the connection again when it
 /// drops; until `cancel`.
 async fn notifications(
-    options: PgConnectOptions,
+    listener: &Listener,
     nudge: &Notify,
     seen: &AtomicI64,
     cancel: &CancellationToken,
     every: Duration,
 ) {
-    // One connection at a time, never reused once given back: a listening
-    // session that ended is closed, and the next one starts fresh (no ping
-    // of a dead socket, no stale notification buffer).
-    let pool = PgPoolOptions::new()
-        .max_connections(1)
-        .min_connections(0)
-        .acquire_timeout(CONNECT_TIMEOUT)
-        .idle_timeout(None)
-        .max_lifetime(None)
-        .test_before_acquire(false)
-        .after_release(|_, _| Box::pin(async { Ok(false) }))
-        .connect_lazy_with(options);
     let mut pause = RETRY_FIRST;
     // Whether "cannot listen" was said at info for the current outage.
     let mut said = false;
-    'sessions: loop {
+    loop {
         let opened = tokio::select! {
-            _ = cancel.cancelled() => break,
-            r = subscribe(&pool) => r,
+            _ = cancel.cancelled() => return,
+            r = listener.subscribe() => r,
         };
         match opened {
-            Ok(mut listener) => {
+            Ok(session) => {
                 if said {
                     tracing::info!("listening for writes by other processes again");
                     said = false;
@@ -121,24 +109,9 @@ async fn notifications(
                 // connection was down) was not: the followers re-read now.
                 nudge.notify_waiters();
                 let since = Instant::now();
-                let why = loop {
-                    // Why select: shutdown must not wait for a notification.
-                    let got = tokio::select! {
-                        _ = cancel.cancelled() => break 'sessions,
-                        got = listener.try_recv() => got,
-                    };
-                    match got {
-                        Ok(Some(n)) => {
-                            if let Some(seq) = notified_seq(n.payload()) {
-                                seen.fetch_max(seq, Ordering::Relaxed);
-                            }
-                            nudge.notify_waiters();
-                        }
-                        Ok(None) => break "the connection was closed".to_string(),
-                        Err(e) => break e.to_string(),
-                    }
+                let Some(why) = follow(session, nudge, seen, cancel).await else {
+                    return;
                 };
-                drop(listener);
                 tracing::debug!(reason = %why, "lost the connection listening for writes by other processes; reconnecting");
                 // A session that lasted is not part of a failing streak.
                 if since.elapsed() >= RETRY_MAX {
@@ -157,33 +130,36 @@ async fn notifications(
             }
         }
         tokio::select! {
-            _ = cancel.cancelled() => break,
+            _ = cancel.cancelled() => return,
             _ = tokio::time::sleep(pause) => {}
         }
         pause = (pause * 2).min(RETRY_MAX);
     }
-    // Say goodbye to the server (the session ends now, not at its next
-    // write to a dead socket); bounded, as shutdown must not hang on it.
-    let _ = tokio::time::timeout(Duration::from_secs(1), pool.close()).await;
 }
 
-/// A new listening session on `pool`'s one connection.
-async fn subscribe(pool: &PgPool) -> Result<PgListener, String> {
-    let open = async {
-        let mut listener = PgListener::connect_with(pool).await?;
-        // A lost connection is ours to open again (after a pause, then a
-        // nudge), not the library's on the next receive.
-        listener.eager_reconnect(false);
-        listener.ignore_pool_close_event(true);
-        listener.listen(CHANNEL).await?;
-        Ok::<_, sqlx::Error>(listener)
-    };
-    match tokio::time::timeout(CONNECT_TIMEOUT, open).await {
-        Ok(Ok(listener)) => Ok(listener),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err(format!(
-            "the server did not answer within {CONNECT_TIMEOUT:?}"
-        )),
+/// Nudge on each notification of `session` until it is lost (why, in
+/// words) or `cancel` (None).
+async fn follow(
+    mut session: Subscription,
+    nudge: &Notify,
+    seen: &AtomicI64,
+    cancel: &CancellationToken,
+) -> Option<String> {
+    loop {
+        // Why select: shutdown must not wait for a notification.
+        let got = tokio::select! {
+            _ = cancel.cancelled() => return None,
+            got = session.next() => got,
+        };
+        match got {
+            Received::Notified(seq) => {
+                if let Some(seq) = seq {
+                    seen.fetch_max(seq, Ordering::Relaxed);
+                }
+                nudge.notify_waiters();
+            }
+            Received::Lost(why) => return Some(why),
+        }
     }
 }
 
