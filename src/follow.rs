@@ -3,7 +3,8 @@
 //! Any process may append events (the CLI, an MCP server, another daemon).
 //! A follower reads the log when nudged — by a write inside this process
 //! (`Shared::wrote`) or by [`watch`], which notices other processes' writes
-//! to the database files — and otherwise only every [`watch::fallback`]
+//! to the database files (on PostgreSQL: [`listen`], through LISTEN/NOTIFY)
+//! — and otherwise only every [`watch::fallback`]
 //! (2 s), so an idle daemon does not poll. The chat follower keeps a
 //! durable cursor; the waiter follower starts at the log's end (its waiters
 //! live only in memory).
@@ -14,6 +15,7 @@
 //! [`skipped`] (`handoff_events_skipped_total` in `/metrics`), so one bad
 //! row never stops a follower.
 
+pub mod listen;
 pub mod waiters;
 pub mod watch;
 
@@ -26,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::store::events::UNREADABLE;
 use crate::store::{Event, Store};
+pub use listen::listen;
 pub use waiters::Waiters;
 pub use watch::watch;
 

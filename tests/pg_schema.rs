@@ -23,7 +23,8 @@ const ONLY_PG_TABLES: &[&str] = &[
     "events_seq", // the one-row counter that makes events.seq commit-ordered
 ];
 /// Triggers only PostgreSQL has: TRUNCATE skips DELETE triggers there (SQLite
-/// has no TRUNCATE), and the seq assignment SQLite's AUTOINCREMENT does.
+/// has no TRUNCATE), the seq assignment SQLite's AUTOINCREMENT does, and the
+/// NOTIFY that wakes other daemons (SQLite's are woken by inotify on the file).
 const ONLY_PG_TRIGGERS: &[&str] = &[
     "events_no_truncate",
     "question_replies_no_truncate",
@@ -31,6 +32,7 @@ const ONLY_PG_TRIGGERS: &[&str] = &[
     "execution_ledger_no_truncate",
     "action_audit_no_truncate",
     "events_commit_order",
+    "events_notify",
 ];
 /// sqlx's own bookkeeping table: present on both, shaped per engine.
 const MIGRATIONS_TABLE: &str = "_sqlx_migrations";

@@ -15,18 +15,24 @@
 //! `prompt` (a Claude Code permission prompt → its message in chat, through
 //! a real `handoff serve`),
 //! `wake` (answer committed → exec wake target started, in process and
-//! through a real `handoff serve`; the idle daemon's CPU), `wait` (answer →
+//! through a real `handoff serve`; on PostgreSQL, commit → LISTEN/NOTIFY
+//! nudge on another connection; the idle daemon's CPU), `wait` (answer →
 //! `handoff wait` returned, no daemon), `api` (`POST /v1/questions` rate;
 //! answer → long-poll wake-up), `rss` (idle daemon), `startup` (daemon
 //! start-up on a database with 1,000,000 rows).
 
 #[path = "../../tests/common/fake_telegram.rs"]
 mod fake_telegram;
+// The throw-away PostgreSQL server of the tests (only part of it is used here).
+#[path = "../../tests/common/postgres.rs"]
+#[allow(dead_code)]
+mod postgres;
 
 mod actions;
 mod api;
 mod chat;
 mod daemon;
+mod pg_wake;
 mod prompt;
 mod startup;
 mod store;
@@ -156,6 +162,7 @@ async fn main() {
             "wake" => {
                 wake::run(quick, &mut t).await;
                 daemon::cross_process(quick, &mut t).await;
+                pg_wake::commit_to_nudge(quick, &mut t).await;
                 daemon::idle_cpu(quick, &mut t).await;
             }
             "wait" => wake::wait_no_daemon(quick, &mut t).await,

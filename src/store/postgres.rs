@@ -24,6 +24,7 @@ use super::{Error, Result};
 pub(crate) mod events;
 pub mod export;
 pub mod import;
+pub mod notify;
 pub(crate) mod questions;
 pub(crate) mod replies;
 pub(crate) mod unported;
