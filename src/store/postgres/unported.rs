@@ -21,7 +21,6 @@ pub const NOT_ON_POSTGRES_YET: &[(&str, &str)] = &[
     ("due", "the housekeeping schedule is"),
     ("grants", "grants are"),
     ("inbox_sessions", "Inbox sign-ins are"),
-    ("leases", "the daemons' role leases are"),
     ("request", "request ids are"),
     ("seed", "seeding is"),
     ("sessions", "agent sessions are"),
