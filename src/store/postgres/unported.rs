@@ -72,7 +72,6 @@ mod tests {
                 "agent sessions are",
             ),
             ("src\\store\\tokens.rs", "API tokens are"),
-            ("src/store/leases.rs", "the daemons' role leases are"),
             ("src/store/widgets.rs", "the store's widgets operations are"),
             ("src/store.rs", "this operation is"),
             ("src/daemon.rs", "this operation is"),
