@@ -72,12 +72,20 @@ pub async fn run(
         shutdown.clone(),
     );
     spawn_forget_requests(store.clone(), &tracker, shutdown.clone());
-    // Other processes' writes: seen through the database files, not polled.
-    tracker.spawn(follow::watch(
-        store.clone(),
-        shared.nudge.clone(),
-        shutdown.clone(),
-    ));
+    // Other processes' writes: seen through the database files (SQLite) or
+    // announced by the server (PostgreSQL's LISTEN/NOTIFY), not polled.
+    match store.notifications() {
+        Some(pool) => tracker.spawn(follow::listen(
+            pool,
+            shared.nudge.clone(),
+            shutdown.clone(),
+        )),
+        None => tracker.spawn(follow::watch(
+            store.clone(),
+            shared.nudge.clone(),
+            shutdown.clone(),
+        )),
+    };
 
     // Waiter follower: from the end of the log (waiters live in memory only).
     {
@@ -107,8 +115,14 @@ pub async fn run(
     let app = crate::api::router(shared.clone()).merge(chat.router);
     // The local socket: the same routes, the caller trusted as this host's
     // owner (see `api::auth`), so the CLI here writes through the daemon.
-    let socket = crate::store::socket_path(store.path());
-    let local = match listener::bind_socket(&socket).await {
+    // Only beside a database file: the CLI on this host finds the daemon
+    // there. A PostgreSQL daemon is reached over HTTP.
+    let socket = store.file().map(crate::store::socket_path);
+    let bound = match &socket {
+        Some(path) => listener::bind_socket(path).await,
+        None => None,
+    };
+    let local = match bound {
         Some(unix) => {
             let app = app.clone().layer(axum::Extension(crate::api::OwnerSocket));
             let (cfg, cancel) = (shared.config.http.clone(), shutdown.clone());
@@ -133,7 +147,9 @@ pub async fn run(
         if let Ok(Err(e)) = local.await {
             tracing::warn!(error = %e, "the local socket failed");
         }
-        let _ = std::fs::remove_file(&socket);
+        if let Some(path) = &socket {
+            let _ = std::fs::remove_file(path);
+        }
     }
     tracker.close();
     if tokio::time::timeout(SHUTDOWN_GRACE, tracker.wait())

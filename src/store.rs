@@ -398,6 +398,16 @@ impl Store {
         }
     }
 
+    /// On PostgreSQL, the pool a listener for other processes' commits
+    /// takes its server and credentials from (`follow::listen`); `None` on
+    /// SQLite, whose files are watched instead.
+    pub fn notifications(&self) -> Option<postgres::notify::PgPool> {
+        match &self.engine {
+            Engine::Sqlite(_) => None,
+            Engine::Postgres(pg) => Some(pg.pool().clone()),
+        }
+    }
+
     /// The engine, for the methods that run on both.
     pub(crate) fn engine(&self) -> &Engine {
         &self.engine
