@@ -246,11 +246,13 @@ impl Ctx {
         match &self.url {
             Some(url) => Ok(Ops::Remote(Remote::new(url, self.token.clone())?)),
             None => {
-                if policy.rules.is_empty() {
-                    let (path, _) = self.database()?;
-                    if let Some(d) = Daemon::connect(&path, policy.clone()).await {
-                        return Ok(Ops::Daemon(d));
-                    }
+                // A daemon's socket lies beside a database file; on
+                // PostgreSQL every process writes to the server itself.
+                if policy.rules.is_empty()
+                    && let (crate::config::DatabaseRef::File(path), _) = self.database_ref()?
+                    && let Some(d) = Daemon::connect(&path, policy.clone()).await
+                {
+                    return Ok(Ops::Daemon(d));
                 }
                 Ok(Ops::Local(Local::new(self.store().await?, policy)))
             }
@@ -327,7 +329,14 @@ impl Ctx {
     /// a file someone named that does not exist is a typo until `handoff
     /// init` says otherwise, so it is refused with its path.
     pub async fn store(&self) -> anyhow::Result<Store> {
-        let (path, source) = self.database()?;
+        let path = match self.database_ref()? {
+            (crate::config::DatabaseRef::Postgres(url), _) => {
+                let clock = std::sync::Arc::new(crate::clock::SystemClock);
+                return Ok(Store::open_postgres(&url, clock).await?);
+            }
+            (crate::config::DatabaseRef::File(path), _) => path,
+        };
+        let (path, source) = (path, self.database()?.1);
         if source.is_named() && !path.exists() {
             return Err(fail(exit::INVALID, missing_database(&path, &source)));
         }
@@ -501,8 +510,18 @@ async fn serve(ctx: &Ctx, listen: Option<std::net::SocketAddr>) -> anyhow::Resul
     let (cfg, cfg_path) = (cfg.clone(), cfg_path.map(std::path::Path::to_path_buf));
     // The daemon may create a database someone named: it is where the
     // file is meant to live, and `serve` says which file it serves.
-    let (db, _) = ctx.database()?;
-    let store = Store::open(&db).await?;
+    let (db, _) = ctx.database_ref()?;
+    let (store, shown) = match db {
+        crate::config::DatabaseRef::File(path) => {
+            (Store::open(&path).await?, path.display().to_string())
+        }
+        crate::config::DatabaseRef::Postgres(url) => {
+            let clock = std::sync::Arc::new(crate::clock::SystemClock);
+            let store = Store::open_postgres(&url, clock).await?;
+            let shown = store.path().display().to_string();
+            (store, shown)
+        }
+    };
     let addr = listen.unwrap_or(cfg.http.listen);
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
         fail(
@@ -525,7 +544,7 @@ async fn serve(ctx: &Ctx, listen: Option<std::net::SocketAddr>) -> anyhow::Resul
     // read the bound address from it.
     eprintln!(
         "handoff: serving on http://{local} (database {}, API {}, config {})",
-        db.display(),
+        shown,
         if cfg.http.open {
             "open on loopback"
         } else {

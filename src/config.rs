@@ -250,6 +250,9 @@ pub struct WakeSource {
 pub struct StoreConfig {
     /// Database file; `$HANDOFF_DB` wins; `~` expands to `$HOME`.
     pub path: Option<String>,
+    /// A PostgreSQL database instead (`postgres://user:pass@host/db`),
+    /// shared by several daemons; `$HANDOFF_DB` wins. Not with `path`.
+    pub url: Option<String>,
 }
 
 /// `[http]`
@@ -1021,9 +1024,9 @@ impl fmt::Display for DbSource {
     }
 }
 
-/// Where a database is: a file (the store), or a PostgreSQL server, which
-/// only `handoff migrate` and `handoff export` take so far (issue 12 ports
-/// the store to it).
+/// Where a database is: a file (the embedded default), or a PostgreSQL
+/// server (several daemons share one; `init`, `backup` and `status` work on
+/// files only).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DatabaseRef {
     /// An SQLite file.
@@ -1034,8 +1037,9 @@ pub enum DatabaseRef {
 
 /// The database a command uses: `flag` (`--db`), else `$HANDOFF_DB`, else
 /// the config's `[store] path` (`config_path` is the file it came from),
-/// else the default location. Every command resolves it this way; only
-/// `handoff migrate` and `handoff export` take a PostgreSQL URL ([`database_ref`]).
+/// else the default location. Every command resolves it this way; the
+/// commands that work on a file only call this, the others
+/// [`database_ref`], which takes a PostgreSQL URL too.
 pub fn database(
     flag: Option<&Path>,
     cfg: &Config,
@@ -1044,7 +1048,7 @@ pub fn database(
     match database_ref(flag, cfg, config_path)? {
         (DatabaseRef::File(path), source) => Ok((path, source)),
         (DatabaseRef::Postgres(url), source) => Err(crate::store::Error::Invalid(format!(
-            "{source} names the PostgreSQL database {}; so far handoff only prepares its schema there (`handoff migrate`) and copies to and from it (`handoff export`): the daemon and the other commands keep their store in an SQLite file, so give a file path",
+            "{source} names the PostgreSQL database {}; this command works on an SQLite file (on PostgreSQL, `handoff migrate` prepares the database and pg_dump backs it up): give a file path",
             crate::store::postgres::shown(&url)
         ))),
     }
@@ -1062,6 +1066,28 @@ pub fn database_ref(
         (p.to_path_buf(), DbSource::Flag)
     } else if let Some(p) = std::env::var_os("HANDOFF_DB").filter(|p| !p.is_empty()) {
         (PathBuf::from(p), DbSource::Env)
+    } else if let Some(u) = cfg.store.url.as_deref().filter(|u| !u.trim().is_empty()) {
+        let from = config_path.map_or_else(|| PathBuf::from("the config"), Path::to_path_buf);
+        let source = DbSource::Config(from);
+        if cfg
+            .store
+            .path
+            .as_deref()
+            .is_some_and(|p| !p.trim().is_empty())
+        {
+            return Err(crate::store::Error::Invalid(format!(
+                "{source} sets both [store] path and [store] url: keep the one database handoff should use"
+            )));
+        }
+        if !matches!(
+            url_scheme(Path::new(u.trim())),
+            Some("postgres" | "postgresql")
+        ) {
+            return Err(crate::store::Error::Invalid(format!(
+                "{source} sets [store] url to something other than a postgres:// URL: write postgres://user:password@host/database, or use [store] path for a file"
+            )));
+        }
+        return Ok((DatabaseRef::Postgres(u.trim().to_string()), source));
     } else if let Some(p) = cfg.store.path.as_deref().filter(|p| !p.trim().is_empty()) {
         let from = config_path.map_or_else(|| PathBuf::from("the config"), Path::to_path_buf);
         (expand_home(p), DbSource::Config(from))

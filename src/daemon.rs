@@ -75,11 +75,7 @@ pub async fn run(
     // Other processes' writes: seen through the database files (SQLite) or
     // announced by the server (PostgreSQL's LISTEN/NOTIFY), not polled.
     match store.notifications() {
-        Some(pool) => tracker.spawn(follow::listen(
-            pool,
-            shared.nudge.clone(),
-            shutdown.clone(),
-        )),
+        Some(pool) => tracker.spawn(follow::listen(pool, shared.nudge.clone(), shutdown.clone())),
         None => tracker.spawn(follow::watch(
             store.clone(),
             shared.nudge.clone(),

@@ -282,14 +282,19 @@ fn a_named_database_that_does_not_exist_is_an_error_until_init() {
 /// as one, with `handoff migrate` (the one command that takes it so far),
 /// and its password is never shown.
 #[test]
-fn a_database_url_is_refused_and_creates_nothing() {
+fn a_database_url_is_a_server_for_the_store_and_refused_by_file_commands() {
     let f = Folder::new();
-    let url = "postgres://handoff:s3cret@db.example/handoff";
-    f.config("[store]\npath = \"postgresql://handoff@db.example/handoff\"\n");
+    // Nothing listens on port 1 of loopback: every attempt is refused at once.
+    let url = "postgres://handoff:s3cret@127.0.0.1:1/handoff";
+    let no_folder = |args: &[&str]| {
+        for d in ["postgres:", "postgresql:"] {
+            assert!(!f.path().join(d).exists(), "{args:?} created a folder");
+        }
+    };
+    // The commands that work on a file say so, and what to do instead.
+    f.config("[store]\npath = \"postgresql://handoff@127.0.0.1:1/handoff\"\n");
     for (args, env) in [
         (vec!["init"], vec![("HANDOFF_DB", url)]),
-        (vec!["pending"], vec![("HANDOFF_DB", url)]),
-        (vec!["--db", url, "serve"], vec![]),
         (vec!["--db", url, "status"], vec![]),
         (vec!["init"], vec![]),
     ] {
@@ -305,15 +310,45 @@ fn a_database_url_is_refused_and_creates_nothing() {
             !err.contains("s3cret"),
             "{args:?} showed the password: {err}"
         );
-        assert!(
-            !f.path().join("postgres:").exists(),
-            "{args:?} created a folder"
-        );
-        assert!(
-            !f.path().join("postgresql:").exists(),
-            "{args:?} created a folder"
-        );
+        no_folder(&args);
     }
+    // The others use the server: unreachable, they say which one, without
+    // its password.
+    for (args, env) in [
+        (vec!["pending"], vec![("HANDOFF_DB", url)]),
+        (
+            vec!["--db", url, "serve", "--listen", "127.0.0.1:0"],
+            vec![],
+        ),
+    ] {
+        let o = f.run(&args, &env);
+        assert!(!o.status.success(), "{args:?}");
+        let err = stderr(&o);
+        assert!(
+            err.contains("postgres://handoff:***@127.0.0.1:1/handoff"),
+            "{args:?}: {err}"
+        );
+        assert!(
+            !err.contains("s3cret"),
+            "{args:?} showed the password: {err}"
+        );
+        no_folder(&args);
+    }
+    // `[store] url` names a server; with `path` too, or not a PostgreSQL
+    // URL, it is refused.
+    f.config("[store]\nurl = \"postgres://handoff:s3cret@127.0.0.1:1/handoff\"\n");
+    let o = f.run(&["pending"], &[]);
+    let err = stderr(&o);
+    assert!(
+        !o.status.success() && err.contains("postgres://handoff:***@127.0.0.1:1/handoff"),
+        "{err}"
+    );
+    f.config("[store]\nurl = \"postgres://127.0.0.1:1/h\"\npath = \"h.db\"\n");
+    let err = one_line_error(&f.run(&["pending"], &[]), 2);
+    assert!(err.contains("both [store] path and [store] url"), "{err}");
+    f.config("[store]\nurl = \"mysql://127.0.0.1:1/h\"\n");
+    let err = one_line_error(&f.run(&["pending"], &[]), 2);
+    assert!(err.contains("postgres://"), "{err}");
     // Another scheme is a URL too, not a path.
     let o = f.run(&["--db", "mysql://db.example/handoff", "init"], &[]);
     let err = one_line_error(&o, 2);
