@@ -222,10 +222,14 @@ impl Roles {
 
 impl Roles {
     /// The holder of `role` when it is a daemon on this host whose process
-    /// is gone (a crash, `kill -9`): a daemon restarted after it need not
-    /// wait out the lease. A process of that pid alive counts as alive
+    /// is gone (a crash, `kill -9`) and the database is a file: a daemon
+    /// restarted after it need not wait out the lease. A process of that pid alive counts as alive
     /// (pids are reused): then the lease lapses as usual.
     async fn dead_local_holder(&self, store: &Store, role: &str) -> Option<String> {
+        // Only beside a database file, which the daemons of one host share:
+        // daemons on a shared server may run on hosts of the same name, and
+        // one must never take a live lease from another.
+        store.file()?;
         let leases = store.lease_holders().await.ok()?;
         let lease = leases.into_iter().find(|l| l.name == role)?;
         let mut parts = lease.holder.splitn(3, '/');
