@@ -896,7 +896,66 @@ async fn a_session_write_whose_event_fails_leaves_the_session_as_it_was(db: Db) 
     assert_eq!(wake.seq, store.last_event_seq().await.unwrap());
 }
 
+/// A call retried under its request id (the daemon's answer lost, the
+/// call sent again) replays the first checkpoint's outcome instead of
+/// being refused as stale by its own first write.
+async fn a_repeated_checkpoint_under_one_request_id_replays_its_outcome(db: Db) {
+    use handoff::store::request;
+    let (store, clock) = db.open_manual(1_800_000_000_000).await;
+    register(&store, "s1").await;
+    let call = || request::scope("req-1".into(), store.checkpoint("s1", 1, r#"{"step":1}"#));
+    let first = call().await.unwrap();
+    assert!(matches!(&first, Checkpointed::Saved { session } if session.revision == 2));
+    let events = count(&store, "events").await;
+    assert_eq!(call().await.unwrap(), first, "replayed, not stale");
+    assert_eq!(
+        count(&store, "events").await,
+        events,
+        "nothing written twice"
+    );
+    // Without the id the same call is a stale twin.
+    assert!(matches!(
+        store.checkpoint("s1", 1, "{}").await.unwrap(),
+        Checkpointed::Stale { current: 2, .. }
+    ));
+    // Kept for a day: then forgotten, and the id is a new call (stale).
+    assert_eq!(store.forget_requests().await.unwrap(), 0);
+    clock.advance(request::KEEP_MS + 1);
+    assert_eq!(store.forget_requests().await.unwrap(), 1);
+    assert!(matches!(call().await.unwrap(), Checkpointed::Stale { .. }));
+}
+
+/// A call recorded for a session that never registered is refused in
+/// words saying how to register it (the trigger's abort, on either
+/// engine), and nothing is written.
+async fn a_ledger_call_of_an_unregistered_session_is_refused_in_words(db: Db) {
+    let store = db.open().await;
+    let payload = json!({});
+    let err = store
+        .ledger_begin(&call("e1", "send", &payload, false))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, handoff::store::Error::Invalid(m)
+            if m.contains("session `s1` is not registered: register it first")),
+        "{err}"
+    );
+    assert_eq!(count(&store, "execution_ledger").await, 0);
+    assert_eq!(count(&store, "events").await, 0);
+    // Registered, the same call starts.
+    register(&store, "s1").await;
+    assert!(matches!(
+        store
+            .ledger_begin(&call("e1", "send", &payload, false))
+            .await
+            .unwrap(),
+        Begin::Started { .. }
+    ));
+}
+
 both_engines!(
+    a_ledger_call_of_an_unregistered_session_is_refused_in_words,
+    a_repeated_checkpoint_under_one_request_id_replays_its_outcome,
     checkpoint_cas_refuses_a_stale_revision_and_writes_nothing,
     two_handles_racing_on_one_revision_have_exactly_one_winner,
     an_ended_session_refuses_checkpoints_until_registered_again,

@@ -178,7 +178,9 @@ impl Store {
     /// yet: unseen question replies (marked seen, exact reply only), new row
     /// responses (marked delivered), and decision/wake events after the
     /// cursor (claimed by moving it). Returns only what this call claimed;
-    /// empty when nothing is waiting or another waiter won.
+    /// empty when nothing is waiting or another waiter won. On PostgreSQL
+    /// it runs once board rows do (it reads and marks the session's rows);
+    /// until then it is refused as boards are.
     pub async fn claim_arrivals(&self, session_id: &str, by: &str) -> Result<Vec<Arrival>> {
         let mut out = Vec::new();
         for d in self.pending(None, Some(session_id), false, by).await? {
