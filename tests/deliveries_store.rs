@@ -1,10 +1,12 @@
 //! The wake-up delivery queue through the store: enqueue (once per event and
 //! target, due after the first delay), claim, outcomes that only the attempt
-//! holding the claim may write, and the worker's next-work time.
+//! holding the claim may write, and the worker's next-work time. Every
+//! test runs on both engines (tests/common/engine.rs).
 
 mod common;
 
-use common::{TempDb, ask, raw_pool};
+use common::ask;
+use common::engine::Db;
 use handoff::store::deliveries::NewDelivery;
 use handoff::store::sessions::WakeTarget;
 
@@ -23,16 +25,11 @@ fn target(key: &str) -> NewDelivery {
     }
 }
 
-#[tokio::test]
-async fn deliveries_are_enqueued_once_claimed_when_due_and_settled_only_by_their_attempt() {
-    let db = TempDb::new();
+async fn deliveries_are_enqueued_once_claimed_when_due_and_settled_only_by_their_attempt(db: Db) {
     let (s, clock) = db.open_manual(T0).await;
     assert_eq!(s.next_delivery_work().await.unwrap(), None, "nothing to do");
     ask(&s, "Wake me").await;
-    let seq: i64 = sqlx::query_scalar("SELECT MAX(seq) FROM events")
-        .fetch_one(&raw_pool(&db.path).await)
-        .await
-        .unwrap();
+    let seq = s.last_event_seq().await.unwrap();
 
     let targets = [target("a"), target("b")];
     assert_eq!(s.enqueue_deliveries(seq, &targets, 500).await.unwrap(), 2);
@@ -88,17 +85,9 @@ async fn deliveries_are_enqueued_once_claimed_when_due_and_settled_only_by_their
     assert!(rows.iter().all(|d| d.status == "delivered"), "{rows:?}");
 }
 
-#[tokio::test]
-async fn a_dead_delivery_can_disable_its_target_for_every_later_event() {
-    let db = TempDb::new();
+async fn a_dead_delivery_can_disable_its_target_for_every_later_event(db: Db) {
     let (s, clock) = db.open_manual(T0).await;
-    let pool = raw_pool(&db.path).await;
-    let last_seq = || async {
-        sqlx::query_scalar::<_, i64>("SELECT MAX(seq) FROM events")
-            .fetch_one(&pool)
-            .await
-            .unwrap()
-    };
+    let last_seq = || async { s.last_event_seq().await.unwrap() };
     ask(&s, "first").await;
     let first = last_seq().await;
     s.enqueue_deliveries(first, &[target("a")], 0)
@@ -150,14 +139,15 @@ async fn a_dead_delivery_can_disable_its_target_for_every_later_event() {
         0,
         "a disabled target gets nothing new"
     );
-    let payload: String = sqlx::query_scalar(
-        "SELECT payload FROM events WHERE type = 'delivery.dead' AND entity_id = ?",
-    )
-    .bind(&ev.entity_id)
-    .fetch_one(&pool)
-    .await
-    .unwrap();
-    let payload: serde_json::Value = serde_json::from_str(&payload).unwrap();
+    let dead: Vec<_> = s
+        .events_for("question", &ev.entity_id)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.kind == "delivery.dead")
+        .collect();
+    assert_eq!(dead.len(), 1, "one event, from the attempt that gave up");
+    let payload = &dead[0].payload;
     assert_eq!(
         (
             &payload["target"],
@@ -173,3 +163,47 @@ async fn a_dead_delivery_can_disable_its_target_for_every_later_event() {
         )
     );
 }
+
+/// Two daemons (two handles) claiming due deliveries at once, over and
+/// over: every row is claimed by exactly one of them, once.
+async fn racing_claims_take_each_delivery_exactly_once(db: Db) {
+    let (a, clock) = db.open_manual(T0).await;
+    let b = db.open_with_clock(clock.clone()).await;
+    let mut expected = 0;
+    for i in 0..4 {
+        ask(&a, &format!("event {i}")).await;
+        let seq = a.last_event_seq().await.unwrap();
+        let targets: Vec<_> = (0..5).map(|t| target(&format!("t{t}"))).collect();
+        expected += a.enqueue_deliveries(seq, &targets, 0).await.unwrap();
+    }
+    let mut ids = Vec::new();
+    loop {
+        let (x, y) = tokio::join!(a.claim_deliveries(3), b.claim_deliveries(3));
+        let (x, y) = (x.unwrap(), y.unwrap());
+        if x.is_empty() && y.is_empty() {
+            break;
+        }
+        assert!(x.iter().chain(&y).all(|d| d.attempts == 1));
+        ids.extend(x.iter().chain(&y).map(|d| d.id));
+    }
+    let total = ids.len();
+    ids.sort();
+    ids.dedup();
+    assert_eq!((ids.len(), total as u64), (total, expected), "each once");
+    // A lapsed lease hands them all out again, once more each.
+    clock.advance(LEASE);
+    assert_eq!(a.recover_deliveries().await.unwrap(), expected);
+    assert_eq!(b.recover_deliveries().await.unwrap(), 0);
+    let all = a.all_deliveries().await.unwrap();
+    assert!(
+        all.iter().all(|d| d.status == "pending"
+            && d.last_error.as_deref() == Some("interrupted (the daemon stopped mid-delivery)")),
+        "{all:?}"
+    );
+}
+
+both_engines!(
+    deliveries_are_enqueued_once_claimed_when_due_and_settled_only_by_their_attempt,
+    a_dead_delivery_can_disable_its_target_for_every_later_event,
+    racing_claims_take_each_delivery_exactly_once,
+);

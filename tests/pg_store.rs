@@ -115,17 +115,6 @@ async fn parts_not_ported_yet_say_so_and_write_nothing() {
                 .map_err(|e| e.to_string()),
         ),
         (
-            "agent sessions are",
-            store
-                .register_session(&handoff::store::sessions::NewSession {
-                    session_id: "s".into(),
-                    ..Default::default()
-                })
-                .await
-                .map(drop)
-                .map_err(|e| e.to_string()),
-        ),
-        (
             "boards are",
             store
                 .board_list(None, false)
@@ -137,14 +126,6 @@ async fn parts_not_ported_yet_say_so_and_write_nothing() {
             "API tokens are",
             store
                 .token_list()
-                .await
-                .map(drop)
-                .map_err(|e| e.to_string()),
-        ),
-        (
-            "request ids are",
-            store
-                .forget_requests()
                 .await
                 .map(drop)
                 .map_err(|e| e.to_string()),

@@ -1,6 +1,13 @@
 //! `resume(session)`: last checkpoint, ledger tail, interrupted calls
 //! (replay-safe vs unknown), and every unclaimed answer, row response,
 //! decision and wake of the session — read without marking anything.
+//!
+//! SQLite only for now: `resume` and `claim_arrivals` read the session's
+//! board rows (`pending_rows_peek`), and the busy session proposes actions
+//! and writes a board, parts of the store another slice ports to
+//! PostgreSQL; the session, ledger, wake and cursor parts they read run on
+//! both engines in tests/sessions.rs and tests/sessions_wake.rs. The
+//! unregistered-session test runs the CLI, which refuses a URL.
 
 mod common;
 

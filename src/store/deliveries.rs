@@ -12,11 +12,12 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::json;
-use sqlx::Row;
+use sqlx::{ColumnIndex, Decode, Row, Type};
 
+use super::postgres::deliveries as pg;
 use super::sessions::WakeTarget;
 use super::writer::one_call;
-use super::{Error, Event, Result, Store, events};
+use super::{Engine, Error, Event, Result, Store, events};
 
 /// A delivery of one event to one target.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
@@ -70,7 +71,14 @@ pub struct NewDelivery {
     pub lease_ms: i64,
 }
 
-fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<Delivery> {
+/// Map a `deliveries` row, of either engine (text and 64-bit integers on both).
+pub(crate) fn from_row<'r, R>(r: &'r R) -> Result<Delivery>
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+{
     let target: String = r.try_get("target")?;
     Ok(Delivery {
         id: r.try_get("id")?,
@@ -111,6 +119,9 @@ impl Store {
             rows.push((t.target_key.clone(), t.origin.clone(), target, t.lease_ms));
         }
         let rows = std::sync::Arc::new(rows);
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::enqueue(self, p, event_seq, rows, first_delay_ms).await;
+        }
         self.write_retried(rows, move |turn, rows, now| {
             Box::pin(async move {
                 if rows.len() > 1 {
@@ -146,6 +157,9 @@ impl Store {
     /// with a lease, `attempts + 1`. The returned rows carry the new attempt
     /// number, which guards the outcome write.
     pub async fn claim_deliveries(&self, limit: i64) -> Result<Vec<Delivery>> {
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::claim(self, p, limit).await;
+        }
         self.write_retried((), move |turn, (), now| {
             Box::pin(async move {
                 // Why guarded: two workers (two daemons on one file) may
@@ -176,6 +190,9 @@ impl Store {
     /// lost (the lease lapsed and another attempt took the row).
     pub async fn delivery_delivered(&self, d: &Delivery) -> Result<bool> {
         let (id, attempts) = (d.id, d.attempts);
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::delivered(self, p, id, attempts).await;
+        }
         self.write_retried((), move |turn, (), now| {
             Box::pin(async move {
                 // Why guarded by attempts: only the attempt that holds the
@@ -202,6 +219,9 @@ impl Store {
     pub async fn delivery_retry(&self, d: &Delivery, next_at: i64, error: &str) -> Result<bool> {
         let (id, attempts) = (d.id, d.attempts);
         let error = std::sync::Arc::new(error.to_string());
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::retry(self, p, (id, attempts), next_at, error).await;
+        }
         self.write_retried(error, move |turn, error, now| {
             Box::pin(async move {
                 // Why guarded by attempts: a stale attempt must not
@@ -254,6 +274,9 @@ impl Store {
             error.to_string(),
             payload.to_string(),
         ));
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::dead(self, p, input, disable).await;
+        }
         self.write_retried(input, move |turn, input, now| {
             Box::pin(async move {
                 let (d, ev, error, payload) = &*input;
@@ -309,6 +332,9 @@ impl Store {
     /// go back to `pending`, due now: at-least-once, with the same event id.
     /// Returns how many were recovered.
     pub async fn recover_deliveries(&self) -> Result<u64> {
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::recover(self, p).await;
+        }
         self.write_retried((), move |turn, (), now| {
             Box::pin(async move {
                 // Why guarded by the lease: a live attempt keeps its row;
@@ -333,6 +359,9 @@ impl Store {
     /// delivery falling due or a lease lapsing. A read, so an idle worker
     /// polls without taking the write lock.
     pub async fn next_delivery_work(&self) -> Result<Option<i64>> {
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::next_work(p).await;
+        }
         Ok(sqlx::query_scalar(
             "SELECT MIN(CASE status WHEN 'pending' THEN next_attempt_at ELSE lease_until END)
                FROM deliveries WHERE status IN ('pending', 'delivering')",
@@ -343,6 +372,9 @@ impl Store {
 
     /// Every delivery of one event, oldest first.
     pub async fn deliveries_of_event(&self, event_seq: i64) -> Result<Vec<Delivery>> {
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::list(p, Some(event_seq)).await;
+        }
         let rows = sqlx::query("SELECT * FROM deliveries WHERE event_seq = ? ORDER BY id")
             .bind(event_seq)
             .fetch_all(self.pool()?)
@@ -352,6 +384,9 @@ impl Store {
 
     /// Every delivery, oldest first (diagnostics and tests).
     pub async fn all_deliveries(&self) -> Result<Vec<Delivery>> {
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::list(p, None).await;
+        }
         let rows = sqlx::query("SELECT * FROM deliveries ORDER BY id")
             .fetch_all(self.pool()?)
             .await?;
@@ -360,6 +395,9 @@ impl Store {
 
     /// Why `target_key` is disabled, if it is.
     pub async fn target_disabled(&self, target_key: &str) -> Result<Option<String>> {
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::disabled(p, target_key).await;
+        }
         Ok(
             sqlx::query_scalar("SELECT reason FROM disabled_targets WHERE target_key = ?")
                 .bind(target_key)

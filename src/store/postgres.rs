@@ -21,12 +21,15 @@ use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 
 use super::{Error, Result};
 
+pub(crate) mod deliveries;
 pub(crate) mod events;
 pub mod export;
 pub mod import;
+pub(crate) mod ledger;
 pub mod notify;
 pub(crate) mod questions;
 pub(crate) mod replies;
+pub(crate) mod sessions;
 pub(crate) mod unported;
 pub(crate) mod write;
 

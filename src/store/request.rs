@@ -14,7 +14,8 @@
 //!
 //! Covered: every write that goes through the write turn's `write`
 //! (actions, questions, sessions, the ledger, inbound wakes, deliveries and
-//! boards' winning calls), and on PostgreSQL the question writes
+//! boards' winning calls), and on PostgreSQL the question, session, ledger,
+//! inbound wake and delivery writes
 //! (`postgres::write`, under an advisory lock on the id and number, so two
 //! attempts on two connections run one after the other). The older
 //! `begin_write` writers (a board's
@@ -30,7 +31,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use sqlx::SqliteConnection;
 
-use super::{Result, Store};
+use super::{Engine, Result, Store};
 
 /// How long a request id is remembered.
 pub const KEEP_MS: i64 = 24 * 60 * 60 * 1000;
@@ -142,6 +143,18 @@ impl Store {
     /// were forgotten.
     pub async fn forget_requests(&self) -> Result<u64> {
         let before = self.now() - KEEP_MS;
+        if let Engine::Postgres(pg) = self.engine() {
+            // One statement: its own transaction, retried as every write is.
+            return self
+                .retry(|| async {
+                    Ok(sqlx::query("DELETE FROM requests WHERE created_at < $1")
+                        .bind(before)
+                        .execute(pg.pool())
+                        .await?
+                        .rows_affected())
+                })
+                .await;
+        }
         let mut tx = self.begin_write().await?;
         let n = sqlx::query("DELETE FROM requests WHERE created_at < ?1")
             .bind(before)

@@ -9,12 +9,13 @@
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use sqlx::Row;
+use sqlx::{ColumnIndex, Decode, Row, Type};
 
+use super::postgres::sessions as pg;
 use super::writer::one_call;
-use super::{Error, Result, Store};
+use super::{Engine, Error, Result, Store};
 
-mod ledger;
+pub(crate) mod ledger;
 mod lifecycle;
 mod resume;
 mod wait;
@@ -141,7 +142,15 @@ pub struct NewSession {
     pub wake_target: Option<WakeTarget>,
 }
 
-pub(crate) fn session_from(r: &sqlx::sqlite::SqliteRow) -> Result<Session> {
+/// Map an `agent_sessions` row, of either engine (its columns are text and
+/// 64-bit integers on both).
+pub(crate) fn session_from<'r, R>(r: &'r R) -> Result<Session>
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+{
     let wake: Option<String> = r.try_get("wake_target")?;
     Ok(Session {
         session_id: r.try_get("session_id")?,
@@ -181,6 +190,9 @@ impl Store {
             s.cwd.clone(),
             wake,
         ));
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::register(self, p, s).await;
+        }
         self.write_retried(s, move |turn, s, now| {
             Box::pin(async move {
                 let (id, agent, project, cwd, wake) = &*s;
@@ -218,6 +230,9 @@ impl Store {
 
     /// A session by id.
     pub async fn get_session(&self, id: &str) -> Result<Option<Session>> {
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::get(p, id).await;
+        }
         let row = sqlx::query("SELECT * FROM agent_sessions WHERE session_id = ?")
             .bind(id)
             .fetch_optional(self.pool()?)

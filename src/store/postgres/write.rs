@@ -11,7 +11,7 @@
 //! `questions.rs`), so the explanation is the state that refused.
 //!
 //! Where SQLite runs one multi-statement call guarded by `changes()`
-//! (sessions, inbound wakes; not ported yet), the PostgreSQL version is
+//! (sessions, inbound wakes: see `sessions.rs`), the PostgreSQL version is
 //! meant to be its statements run one after another in this transaction,
 //! each later one skipped by the Rust code when the guarded one changed
 //! nothing. Why not a CTE: data-modifying CTEs all see one snapshot and run

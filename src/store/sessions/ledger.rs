@@ -16,11 +16,12 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use sqlx::{Row, SqliteConnection};
+use sqlx::{ColumnIndex, Decode, Row, SqliteConnection, Type};
 
 use crate::store::actions::codec::canonical;
+use crate::store::postgres::ledger as pg;
 use crate::store::writer::Turn;
-use crate::store::{Error, Result, Store};
+use crate::store::{Engine, Error, Result, Store};
 
 /// The largest payload or result accepted, in canonical JSON bytes (1 MiB).
 pub const MAX_LEDGER_BYTES: usize = 1024 * 1024;
@@ -150,7 +151,15 @@ fn parse_json(what: &str, text: &str) -> Result<Value> {
     serde_json::from_str(text).map_err(|e| Error::Corrupt(format!("ledger {what}: {e}")))
 }
 
-pub(crate) fn entry_from(r: &sqlx::sqlite::SqliteRow) -> Result<LedgerEntry> {
+/// Map an `execution_ledger` row, of either engine (`replay_safe` is 0/1:
+/// an INTEGER on SQLite, a BIGINT on PostgreSQL).
+pub(crate) fn entry_from<'r, R>(r: &'r R) -> Result<LedgerEntry>
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+{
     let payload: String = r.try_get("payload")?;
     let result: Option<String> = r.try_get("result")?;
     Ok(LedgerEntry {
@@ -162,7 +171,7 @@ pub(crate) fn entry_from(r: &sqlx::sqlite::SqliteRow) -> Result<LedgerEntry> {
         payload_hash: r.try_get("payload_hash")?,
         status: r.try_get("status")?,
         result: result.map(|t| parse_json("result", &t)).transpose()?,
-        replay_safe: r.try_get("replay_safe")?,
+        replay_safe: r.try_get::<i64, _>("replay_safe")? != 0,
         at: r.try_get("at")?,
     })
 }
@@ -198,26 +207,64 @@ async fn outcome_row(
 }
 
 /// A call to record as begun, checked and canonical.
-struct Call {
-    event_id: String,
-    session_id: String,
-    tool: String,
-    payload: String,
-    hash: String,
-    replay_safe: bool,
+#[derive(Debug)]
+pub(crate) struct Call {
+    pub(crate) event_id: String,
+    pub(crate) session_id: String,
+    pub(crate) tool: String,
+    pub(crate) payload: String,
+    pub(crate) hash: String,
+    pub(crate) replay_safe: bool,
 }
 
 /// An outcome to record, checked and canonical.
-struct Outcome {
-    session_id: String,
-    event_id: String,
-    status: &'static str,
-    text: String,
-    hash: String,
+#[derive(Debug)]
+pub(crate) struct Outcome {
+    pub(crate) session_id: String,
+    pub(crate) event_id: String,
+    pub(crate) status: &'static str,
+    pub(crate) text: String,
+    pub(crate) hash: String,
 }
 
 /// The message of the trigger that refuses a row of an unregistered session.
 const UNREGISTERED: &str = "the ledger belongs to a registered session";
+
+/// A start's insert, with the trigger's refusal of an unregistered
+/// session said in words rather than as an engine abort (on either engine).
+pub(crate) fn registered<T>(
+    row: std::result::Result<T, sqlx::Error>,
+    session_id: &str,
+) -> Result<T> {
+    match row {
+        Err(e) if e.to_string().contains(UNREGISTERED) => Err(Error::Invalid(format!(
+            "session `{session_id}` is not registered: register it first \
+             (`handoff session register --session {session_id}`, POST /v1/sessions, \
+             or the SessionStart hook), then record its calls"
+        ))),
+        other => Ok(other?),
+    }
+}
+
+/// Which fields of a repeated start differ from the stored one.
+pub(crate) fn begin_differs(
+    existing: &LedgerEntry,
+    tool: &str,
+    hash: &str,
+    replay_safe: bool,
+) -> Vec<String> {
+    let mut differs = Vec::new();
+    if existing.tool != tool {
+        differs.push("tool".to_string());
+    }
+    if existing.payload_hash != hash {
+        differs.push("payload".to_string());
+    }
+    if existing.replay_safe != replay_safe {
+        differs.push("replay_safe".to_string());
+    }
+    differs
+}
 
 /// Record a start: one `INSERT … ON CONFLICT DO NOTHING RETURNING` whose
 /// trigger appends `ledger.started`. Nothing inserted: a repeat, compared
@@ -241,19 +288,7 @@ async fn begin_in(turn: &mut Turn, c: Arc<Call>, now: i64) -> Result<Begin> {
     .bind(now)
     .fetch_optional(turn.conn())
     .await;
-    let row = match row {
-        // The ledger belongs to a registered session (the trigger says so);
-        // say it in words rather than as an engine abort.
-        Err(e) if e.to_string().contains(UNREGISTERED) => {
-            let session_id = &c.session_id;
-            return Err(Error::Invalid(format!(
-                "session `{session_id}` is not registered: register it first \
-                 (`handoff session register --session {session_id}`, POST /v1/sessions, \
-                 or the SessionStart hook), then record its calls"
-            )));
-        }
-        other => other?,
-    };
+    let row = registered(row, &c.session_id)?;
     if let Some(row) = row {
         return Ok(Begin::Started {
             entry: entry_from(&row)?,
@@ -262,16 +297,7 @@ async fn begin_in(turn: &mut Turn, c: Arc<Call>, now: i64) -> Result<Begin> {
     let existing = started_row(turn.conn(), &c.session_id, &c.event_id)
         .await?
         .ok_or_else(|| Error::Corrupt("ledger start vanished".into()))?;
-    let mut differs = Vec::new();
-    if existing.tool != c.tool {
-        differs.push("tool".to_string());
-    }
-    if existing.payload_hash != c.hash {
-        differs.push("payload".to_string());
-    }
-    if existing.replay_safe != c.replay_safe {
-        differs.push("replay_safe".to_string());
-    }
+    let differs = begin_differs(&existing, &c.tool, &c.hash, c.replay_safe);
     if !differs.is_empty() {
         return Ok(Begin::Conflict { existing, differs });
     }
@@ -351,6 +377,9 @@ impl Store {
             hash,
             replay_safe: call.replay_safe,
         });
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::begin(self, p, call).await;
+        }
         let clock = self.clock().clone();
         self.retry(|| {
             let (call, clock) = (call.clone(), clock.clone());
@@ -382,6 +411,9 @@ impl Store {
             text,
             hash,
         });
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::complete(self, p, outcome).await;
+        }
         let clock = self.clock().clone();
         self.retry(|| {
             let (outcome, clock) = (outcome.clone(), clock.clone());
@@ -399,6 +431,9 @@ impl Store {
         project: Option<&str>,
         limit: i64,
     ) -> Result<Vec<String>> {
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::sessions(p, event_id, project, limit).await;
+        }
         Ok(sqlx::query_scalar(
             "SELECT l.session_id FROM execution_ledger l JOIN agent_sessions s ON s.session_id = l.session_id
              WHERE l.event_id = ? AND l.status = 'started' AND (? IS NULL OR s.project = ?)
@@ -419,6 +454,9 @@ impl Store {
         session_id: &str,
         last: Option<i64>,
     ) -> Result<Vec<LedgerEntry>> {
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::list(p, session_id, last).await;
+        }
         let rows = sqlx::query(
             "SELECT * FROM (
                  SELECT * FROM execution_ledger WHERE session_id = ?1
@@ -435,6 +473,9 @@ impl Store {
     /// Calls of a session that were begun and never completed nor failed
     /// (interrupted by a crash, or still running), oldest first.
     pub async fn ledger_interrupted(&self, session_id: &str) -> Result<Vec<LedgerEntry>> {
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::interrupted(p, session_id).await;
+        }
         let rows = sqlx::query(
             "SELECT s.* FROM execution_ledger s
              WHERE s.session_id = ? AND s.status = 'started'

@@ -6,8 +6,9 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::{Session, session_from};
+use crate::store::postgres::sessions as pg;
 use crate::store::writer::one_call;
-use crate::store::{Error, Result, Store};
+use crate::store::{Engine, Error, Result, Store};
 
 /// The largest checkpoint blob accepted (1 MiB).
 pub const MAX_STATE_BYTES: usize = 1024 * 1024;
@@ -62,16 +63,20 @@ impl Store {
     /// `None` when nothing matches; an ambiguous suffix is an error.
     pub async fn resolve_session_id(&self, id: &str) -> Result<Option<String>> {
         let id = super::check_id(id)?;
-        let ids: Vec<String> = sqlx::query_scalar(
-            "SELECT session_id FROM agent_sessions
+        let ids: Vec<String> = if let Engine::Postgres(p) = self.engine() {
+            pg::resolve(p, id).await?
+        } else {
+            sqlx::query_scalar(
+                "SELECT session_id FROM agent_sessions
              WHERE session_id = ?1
                 OR (length(?1) >= 4 AND substr(session_id, -length(?1)) = ?1
                     AND NOT EXISTS (SELECT 1 FROM agent_sessions WHERE session_id = ?1))
              LIMIT 2",
-        )
-        .bind(id)
-        .fetch_all(self.pool()?)
-        .await?;
+            )
+            .bind(id)
+            .fetch_all(self.pool()?)
+            .await?
+        };
         match ids.as_slice() {
             [] => Ok(None),
             [one] => Ok(Some(one.clone())),
@@ -88,6 +93,9 @@ impl Store {
         status: Option<&str>,
         project: Option<&str>,
     ) -> Result<Vec<Session>> {
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::list(p, status, project).await;
+        }
         let rows = sqlx::query(
             "SELECT * FROM agent_sessions
              WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR project = ?2)
@@ -117,6 +125,9 @@ impl Store {
         }
         let id = super::check_id(session_id)?;
         let input = Arc::new((id.to_string(), state.to_string()));
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::checkpoint(self, p, input, expected_revision).await;
+        }
         let saved = self
             .write_retried(input, move |turn, input, now| {
                 Box::pin(async move {
@@ -164,6 +175,9 @@ impl Store {
     pub async fn end_session(&self, session_id: &str) -> Result<Ended> {
         let id = super::check_id(session_id)?;
         let input = Arc::new(id.to_string());
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::end(self, p, input).await;
+        }
         let ended = self
             .write_retried(input, move |turn, id, now| {
                 Box::pin(async move {

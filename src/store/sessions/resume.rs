@@ -72,7 +72,10 @@ impl Resume {
 
 impl Store {
     /// Everything session `session_id` needs to pick up where it stopped,
-    /// with the newest `ledger_tail` ledger rows. Marks nothing.
+    /// with the newest `ledger_tail` ledger rows. Marks nothing. On
+    /// PostgreSQL it runs once board rows do (it reads the session's rows
+    /// with [`Store::pending_rows_peek`]); until then it is refused as
+    /// boards are.
     pub async fn resume(&self, session_id: &str, ledger_tail: i64) -> Result<Resume> {
         let id = super::check_id(session_id)?;
         let session = self.get_session(id).await?;

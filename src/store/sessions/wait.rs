@@ -15,9 +15,10 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::store::boards::PendingRow;
+use crate::store::postgres::sessions as pg;
 use crate::store::questions::Question;
 use crate::store::writer::one_call;
-use crate::store::{Event, Result, Store, events};
+use crate::store::{Engine, Event, Result, Store, events};
 
 /// Action events that tell the proposing session its action was decided or
 /// finished.
@@ -70,6 +71,9 @@ impl Store {
     /// Whether anything ever happened under session `session_id`: it was
     /// registered, or some item or wake carries it (one indexed read each).
     pub async fn session_known(&self, session_id: &str) -> Result<bool> {
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::known(p, session_id).await;
+        }
         Ok(sqlx::query_scalar(
             "SELECT EXISTS(SELECT 1 FROM agent_sessions WHERE session_id = ?1)
                  OR EXISTS(SELECT 1 FROM events WHERE session = ?1)",
@@ -83,6 +87,9 @@ impl Store {
     /// cheap change detector for pollers — nothing new can have arrived for
     /// the session while it stays the same.
     pub async fn session_event_mark(&self, session_id: &str) -> Result<i64> {
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::event_mark(p, session_id).await;
+        }
         let seq: Option<i64> = sqlx::query_scalar("SELECT MAX(seq) FROM events WHERE session = ?")
             .bind(session_id)
             .fetch_one(self.pool()?)
@@ -93,6 +100,9 @@ impl Store {
     /// The session's wait cursor and the decision and wake events after it,
     /// oldest first. A read: nothing is marked.
     pub async fn unclaimed_events(&self, session_id: &str) -> Result<(i64, Vec<Event>)> {
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::unclaimed(p, session_id).await;
+        }
         let mut conn = self.pool()?.acquire().await?;
         let cursor: i64 = sqlx::query_scalar(
             "SELECT COALESCE((SELECT last_wait_seq FROM agent_sessions WHERE session_id = ?), 0)",
@@ -129,6 +139,9 @@ impl Store {
     ) -> Result<bool> {
         let id = super::check_id(session_id)?;
         let input = Arc::new((id.to_string(), by.to_string()));
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::advance_cursor(self, p, input, from, to).await;
+        }
         self.write_retried(input, move |turn, input, now| {
             Box::pin(async move {
                 let (id, by) = &*input;
@@ -165,7 +178,9 @@ impl Store {
     /// yet: unseen question replies (marked seen, exact reply only), new row
     /// responses (marked delivered), and decision/wake events after the
     /// cursor (claimed by moving it). Returns only what this call claimed;
-    /// empty when nothing is waiting or another waiter won.
+    /// empty when nothing is waiting or another waiter won. On PostgreSQL
+    /// it runs once board rows do (it reads and marks the session's rows);
+    /// until then it is refused as boards are.
     pub async fn claim_arrivals(&self, session_id: &str, by: &str) -> Result<Vec<Arrival>> {
         let mut out = Vec::new();
         for d in self.pending(None, Some(session_id), false, by).await? {

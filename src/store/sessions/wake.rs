@@ -13,8 +13,9 @@ use std::sync::Arc;
 
 use sqlx::Row;
 
+use crate::store::postgres::sessions as pg;
 use crate::store::writer::one_call;
-use crate::store::{Result, Store, events, new_id};
+use crate::store::{Engine, Result, Store, events, new_id};
 
 /// What [`Store::record_wake`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -54,6 +55,9 @@ impl Store {
             delivery_id,
             payload.to_string(),
         ));
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::record_wake(self, p, input).await;
+        }
         self.write_retried(input, move |turn, input, now| {
             Box::pin(async move {
                 let (session, source, delivery, payload) = &*input;
