@@ -1,18 +1,19 @@
 //! Audit family: the exact trail of a full lifecycle, an engine-enforced
 //! append-only table, and secrets that never reach the audit, the events or
-//! any rendering — while the executor gets the real values.
+//! any rendering — while the executor gets the real values. Every test but
+//! the one reading the CLI's output runs on both engines
+//! (tests/common/engine.rs).
 
 mod common;
 
-use common::{TempDb, new_action, raw_pool};
+use common::engine::Db;
+use common::{TempDb, new_action};
 use handoff::store::actions::{Actor, Status};
 use serde_json::json;
 
 const T0: i64 = 1_800_000_000_000;
 
-#[tokio::test]
-async fn exact_audit_trail_for_a_full_lifecycle() {
-    let db = TempDb::new();
+async fn exact_audit_trail_for_a_full_lifecycle(db: Db) {
     let (s, clock) = db.open_manual(T0).await;
     let mut n = new_action(
         "email.send",
@@ -122,9 +123,7 @@ async fn exact_audit_trail_for_a_full_lifecycle() {
     assert_eq!(s.get_action(&a.id).await.unwrap().status, Status::Executed);
 }
 
-#[tokio::test]
-async fn a_patch_is_audited_with_proposed_patch_and_effective_arguments() {
-    let db = TempDb::new();
+async fn a_patch_is_audited_with_proposed_patch_and_effective_arguments(db: Db) {
     let s = db.open().await;
     let a = s
         .propose(&new_action("email.send", r#"{"to":"bob","password":"pw"}"#))
@@ -161,27 +160,23 @@ async fn a_patch_is_audited_with_proposed_patch_and_effective_arguments() {
     assert_eq!(trail[2].event, "approved");
 }
 
-#[tokio::test]
-async fn update_and_delete_on_the_audit_table_fail() {
-    let db = TempDb::new();
+async fn update_and_delete_on_the_audit_table_fail(db: Db) {
     let s = db.open().await;
     let a = s.propose(&new_action("k", "{}")).await.unwrap().action;
     s.reject(&a.id, Actor::cli("r"), "no").await.unwrap();
-    let pool = raw_pool(&db.path).await;
     for sql in [
         "UPDATE action_audit SET actor = 'mallory'",
         "DELETE FROM action_audit",
         "DELETE FROM action_audit WHERE event = 'rejected'",
     ] {
-        let err = sqlx::query(sql).execute(&pool).await.unwrap_err();
-        assert!(
-            err.to_string().contains("audit log is append-only"),
-            "{sql}: {err}"
-        );
+        let err = db.exec(sql, &[]).await.unwrap_err();
+        assert!(err.contains("audit log is append-only"), "{sql}: {err}");
     }
     assert_eq!(s.action_audit(&a.id).await.unwrap().len(), 2);
 }
 
+// SQLite only: it reads the CLI's renderings, and the CLI still refuses a
+// PostgreSQL URL.
 #[tokio::test]
 async fn secrets_never_appear_in_the_audit_events_or_renderings() {
     let db = TempDb::new();
@@ -238,9 +233,7 @@ async fn secrets_never_appear_in_the_audit_events_or_renderings() {
     assert_eq!(got.effective_args["nested"]["db_password"], "SEKRIT-2");
 }
 
-#[tokio::test]
-async fn redaction_patterns_are_configurable_per_action() {
-    let db = TempDb::new();
+async fn redaction_patterns_are_configurable_per_action(db: Db) {
     let s = db.open().await;
     let mut n = new_action("k", r#"{"pin":"1234","token":"visible"}"#);
     n.redact_keys = Some(vec!["PIN".into()]);
@@ -255,9 +248,7 @@ async fn redaction_patterns_are_configurable_per_action() {
     );
 }
 
-#[tokio::test]
-async fn a_refused_attempt_is_audited_and_changes_nothing() {
-    let db = TempDb::new();
+async fn a_refused_attempt_is_audited_and_changes_nothing(db: Db) {
     let s = db.open().await;
     let a = s
         .propose(&new_action("deploy", r#"{"to":"prod"}"#))
@@ -285,3 +276,5 @@ async fn a_refused_attempt_is_audited_and_changes_nothing() {
     );
     assert_eq!(last.details["reason"], "not on the approvers' list");
 }
+
+both_engines!(exact_audit_trail_for_a_full_lifecycle, a_patch_is_audited_with_proposed_patch_and_effective_arguments, update_and_delete_on_the_audit_table_fail, redaction_patterns_are_configurable_per_action, a_refused_attempt_is_audited_and_changes_nothing);
