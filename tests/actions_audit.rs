@@ -277,7 +277,13 @@ async fn a_refused_attempt_is_audited_and_changes_nothing(db: Db) {
     assert_eq!(last.details["reason"], "not on the approvers' list");
 }
 
-both_engines!(exact_audit_trail_for_a_full_lifecycle, a_patch_is_audited_with_proposed_patch_and_effective_arguments, update_and_delete_on_the_audit_table_fail, redaction_patterns_are_configurable_per_action, a_refused_attempt_is_audited_and_changes_nothing);
+both_engines!(
+    exact_audit_trail_for_a_full_lifecycle,
+    a_patch_is_audited_with_proposed_patch_and_effective_arguments,
+    update_and_delete_on_the_audit_table_fail,
+    redaction_patterns_are_configurable_per_action,
+    a_refused_attempt_is_audited_and_changes_nothing
+);
 
 /// The `(type, payload)` text of every event about action `id`, as stored.
 async fn payloads(db: &Db, id: &str) -> Vec<(String, String)> {
@@ -311,11 +317,17 @@ async fn engine_built_event_payloads_are_the_same_text(db: Db) {
     let want = [
         (
             "action.approval_added",
-            format!(r#"{{"approvals":1,"approver":"alice","required":2,{}"#, tail("pending")),
+            format!(
+                r#"{{"approvals":1,"approver":"alice","required":2,{}"#,
+                tail("pending")
+            ),
         ),
         (
             "action.approved",
-            format!(r#"{{"approvals":2,"approver":"bob","required":2,{}"#, tail("approved")),
+            format!(
+                r#"{{"approvals":2,"approver":"bob","required":2,{}"#,
+                tail("approved")
+            ),
         ),
         (
             "action.claimed",
@@ -338,7 +350,12 @@ async fn engine_built_event_payloads_are_the_same_text(db: Db) {
         assert_eq!((kind.as_str(), payload), (*want_kind, want_payload));
     }
 
-    let b = s.propose(&new_action("k", r#"{"b":1}"#)).await.unwrap().action.id;
+    let b = s
+        .propose(&new_action("k", r#"{"b":1}"#))
+        .await
+        .unwrap()
+        .action
+        .id;
     s.reject(&b, Actor::cli("bob"), "say \"no\" — ünï\tcode")
         .await
         .unwrap();
@@ -365,7 +382,12 @@ async fn engine_built_event_payloads_are_the_same_text(db: Db) {
         )
     );
 
-    let d = s.propose(&new_action("k", r#"{"d":1}"#)).await.unwrap().action.id;
+    let d = s
+        .propose(&new_action("k", r#"{"d":1}"#))
+        .await
+        .unwrap()
+        .action
+        .id;
     s.approve(&d, Actor::cli("alice"), None).await.unwrap();
     s.claim(&d, "exec-2", 10).await.unwrap();
     clock.advance(20);

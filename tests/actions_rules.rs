@@ -413,4 +413,11 @@ async fn a_rule_for_one_project_leaves_other_projects_to_people(db: Db) {
     );
 }
 
-both_engines!(rules_approve_routine_actions_and_reject_others, a_verifier_turns_an_interruption_into_executed, a_verifier_turns_an_interruption_into_one_rerun, purge_deletes_settled_actions_with_their_audit_and_refuses_live_ones, a_running_verifier_holds_a_two_minute_lease_that_a_second_recovery_respects, a_rule_for_one_project_leaves_other_projects_to_people);
+both_engines!(
+    rules_approve_routine_actions_and_reject_others,
+    a_verifier_turns_an_interruption_into_executed,
+    a_verifier_turns_an_interruption_into_one_rerun,
+    purge_deletes_settled_actions_with_their_audit_and_refuses_live_ones,
+    a_running_verifier_holds_a_two_minute_lease_that_a_second_recovery_respects,
+    a_rule_for_one_project_leaves_other_projects_to_people
+);

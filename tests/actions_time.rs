@@ -165,4 +165,12 @@ async fn waiting_on_a_lapsed_action_settles_it_as_expired(db: Db) {
     assert_eq!(audit.last().unwrap().event, "expired");
 }
 
-both_engines!(approve_at_the_exact_expiry_millisecond_is_refused_as_expired, approve_one_millisecond_before_expiry_is_accepted, reject_at_expiry_is_refused_too, on_expire_reject_versus_expire, clock_moving_backwards_does_not_resurrect, an_expired_holder_does_not_answer_for_its_dedup_key, waiting_on_a_lapsed_action_settles_it_as_expired);
+both_engines!(
+    approve_at_the_exact_expiry_millisecond_is_refused_as_expired,
+    approve_one_millisecond_before_expiry_is_accepted,
+    reject_at_expiry_is_refused_too,
+    on_expire_reject_versus_expire,
+    clock_moving_backwards_does_not_resurrect,
+    an_expired_holder_does_not_answer_for_its_dedup_key,
+    waiting_on_a_lapsed_action_settles_it_as_expired
+);

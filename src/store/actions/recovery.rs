@@ -208,8 +208,16 @@ impl Store {
         let details = json!({"previous_owner": action.owner, "verifier": argv}).to_string();
         if let Engine::Postgres(p) = self.engine() {
             let sql = pg::take_for_verifier_sql();
-            let took = pg::transition(self, p, sql, &action.id, Some(&me), &details, Some(VERIFY_LEASE_MS))
-                .await?;
+            let took = pg::transition(
+                self,
+                p,
+                sql,
+                &action.id,
+                Some(&me),
+                &details,
+                Some(VERIFY_LEASE_MS),
+            )
+            .await?;
             return Ok(took.map(|_| me));
         }
         // Why guarded: of several recoverers exactly one takes over the
@@ -392,8 +400,16 @@ impl Store {
         let won = match self.engine() {
             Engine::Postgres(p) => {
                 let sql = pg::resolve_unknown_sql(status, event, actor.channel.as_str());
-                pg::transition(self, p, sql, &id, Some(actor.name), &details.to_string(), None)
-                    .await?
+                pg::transition(
+                    self,
+                    p,
+                    sql,
+                    &id,
+                    Some(actor.name),
+                    &details.to_string(),
+                    None,
+                )
+                .await?
             }
             Engine::Sqlite(_) => {
                 self.one_transition(sql, &id, Some(actor.name), &details.to_string(), 0)

@@ -48,17 +48,14 @@ macro_rules! json_object {
 }
 
 fn one(row: Option<PgRow>) -> crate::store::Result<Option<Action>> {
-    row.as_ref()
-        .map(from_row)
-        .transpose()
-        .map_err(into_store)
+    row.as_ref().map(from_row).transpose().map_err(into_store)
 }
 
 /// What a proposal found: its new action (or the live one with the same
 /// key and payload), or a live holder with another payload.
 #[derive(serde::Serialize, serde::Deserialize)]
 enum Proposing {
-    Made(Proposed),
+    Made(Box<Proposed>),
     Conflict {
         existing_id: String,
         existing_fingerprint: String,
@@ -73,7 +70,7 @@ pub(crate) async fn propose(s: &Store, pg: &Pg, p: Arc<Proposal>) -> Result<Prop
         })
         .await?;
     match out {
-        Proposing::Made(made) => Ok(made),
+        Proposing::Made(made) => Ok(*made),
         Proposing::Conflict {
             existing_id,
             existing_fingerprint,
@@ -99,10 +96,10 @@ async fn propose_in(
     // retried whole as busy.
     for _ in 0..3 {
         if let Some(action) = insert_proposal(conn, p, now).await? {
-            return Ok(Proposing::Made(Proposed {
+            return Ok(Proposing::Made(Box::new(Proposed {
                 action,
                 created: true,
-            }));
+            })));
         }
         // A holder past its expiry neither blocks nor answers for the key.
         if !expire_matching(conn, now, None, Some(key), Some(&new.project))
@@ -113,10 +110,10 @@ async fn propose_in(
         }
         if let Some(existing) = dedup_holder(conn, new).await? {
             return Ok(if existing.fingerprint == p.fingerprint {
-                Proposing::Made(Proposed {
+                Proposing::Made(Box::new(Proposed {
                     action: existing,
                     created: false,
-                })
+                }))
             } else {
                 Proposing::Conflict {
                     existing_id: existing.id,
@@ -239,11 +236,10 @@ pub(crate) async fn expire_matching(
 /// The expiry sweep: every pending action of `project` (all when `None`)
 /// past its expiry, settled.
 pub(crate) async fn expire_due(s: &Store, pg: &Pg, project: Option<String>) -> Result<Vec<Action>> {
-    Ok(s
-        .pg_write(pg, project, |conn, project, now| {
-            Box::pin(async move { expire_matching(conn, now, None, None, project.as_deref()).await })
-        })
-        .await?)
+    Ok(s.pg_write(pg, project, |conn, project, now| {
+        Box::pin(async move { expire_matching(conn, now, None, None, project.as_deref()).await })
+    })
+    .await?)
 }
 
 /// Settle `id` if it is pending past its expiry, and return it as it
@@ -266,11 +262,10 @@ pub(crate) async fn settle_expired(s: &Store, pg: &Pg, id: &str) -> Result<Actio
 
 /// Apply one approval (see the module docs on the row lock taken first).
 pub(crate) async fn approve(s: &Store, pg: &Pg, a: Arc<Approval>) -> Result<Approving> {
-    Ok(s
-        .pg_write(pg, a, |conn, a, now| {
-            Box::pin(async move { approve_in(conn, &a, now).await })
-        })
-        .await?)
+    Ok(s.pg_write(pg, a, |conn, a, now| {
+        Box::pin(async move { approve_in(conn, &a, now).await })
+    })
+    .await?)
 }
 
 async fn approve_in(
@@ -381,11 +376,10 @@ pub(crate) async fn claim(
     pg: &Pg,
     c: Arc<(String, String, i64)>,
 ) -> Result<Option<Action>> {
-    Ok(s
-        .pg_write(pg, c, |conn, c, now| {
-            Box::pin(async move { claim_in(conn, &c, now).await })
-        })
-        .await?)
+    Ok(s.pg_write(pg, c, |conn, c, now| {
+        Box::pin(async move { claim_in(conn, &c, now).await })
+    })
+    .await?)
 }
 
 async fn claim_in(
@@ -442,24 +436,23 @@ pub(crate) async fn extend_lease(
     owner: String,
     lease_ms: i64,
 ) -> Result<bool> {
-    Ok(s
-        .pg_write(pg, Arc::new((id, owner)), move |conn, c, now| {
-            Box::pin(async move {
-                // Why guarded: a lease recovery already turned into
-                // `unknown` (or another owner's claim) must not be revived.
-                let done = sqlx::query(
-                    "UPDATE actions SET lease_until = GREATEST(COALESCE(lease_until, 0), $3)
+    Ok(s.pg_write(pg, Arc::new((id, owner)), move |conn, c, now| {
+        Box::pin(async move {
+            // Why guarded: a lease recovery already turned into
+            // `unknown` (or another owner's claim) must not be revived.
+            let done = sqlx::query(
+                "UPDATE actions SET lease_until = GREATEST(COALESCE(lease_until, 0), $3)
                      WHERE id = $1 AND status = 'executing' AND owner = $2",
-                )
-                .bind(&c.0)
-                .bind(&c.1)
-                .bind(now.saturating_add(lease_ms))
-                .execute(conn)
-                .await?;
-                Ok(done.rows_affected() == 1)
-            })
+            )
+            .bind(&c.0)
+            .bind(&c.1)
+            .bind(now.saturating_add(lease_ms))
+            .execute(conn)
+            .await?;
+            Ok(done.rows_affected() == 1)
         })
-        .await?)
+    })
+    .await?)
 }
 
 /// One end of an execution: id, owner, executed or failed, the scrubbed
@@ -468,32 +461,31 @@ pub(crate) type Completion = (String, String, Status, String, Option<String>);
 
 /// Record one completion; `None`: not the owner of an executing claim.
 pub(crate) async fn complete(s: &Store, pg: &Pg, c: Arc<Completion>) -> Result<Option<Action>> {
-    Ok(s
-        .pg_write(pg, c, |conn, c, now| {
-            Box::pin(async move {
-                let (id, owner, status, result, error) = &*c;
-                // Why guarded: only the executor holding the claim reports.
-                let sql = format!(
-                    "UPDATE actions SET status = $3, result = $4, error = $5, lease_until = NULL,
+    Ok(s.pg_write(pg, c, |conn, c, now| {
+        Box::pin(async move {
+            let (id, owner, status, result, error) = &*c;
+            // Why guarded: only the executor holding the claim reports.
+            let sql = format!(
+                "UPDATE actions SET status = $3, result = $4, error = $5, lease_until = NULL,
                          updated_at = $6, t_seq = t_seq + 1, t_event = $3, t_actor = $2,
                          t_channel = 'cli', t_patched = NULL, t_details = {}
                      WHERE id = $1 AND status = 'executing' AND owner = $2
                      RETURNING {COLUMNS}",
-                    json_object!("'error', $5::TEXT, 'owner', $2::TEXT, 'result', $4::JSON")
-                );
-                let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-                    .bind(id)
-                    .bind(owner)
-                    .bind(status.as_str())
-                    .bind(result)
-                    .bind(error)
-                    .bind(now)
-                    .fetch_optional(conn)
-                    .await?;
-                one(row)
-            })
+                json_object!("'error', $5::TEXT, 'owner', $2::TEXT, 'result', $4::JSON")
+            );
+            let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(id)
+                .bind(owner)
+                .bind(status.as_str())
+                .bind(result)
+                .bind(error)
+                .bind(now)
+                .fetch_optional(conn)
+                .await?;
+            one(row)
         })
-        .await?)
+    })
+    .await?)
 }
 
 /// One of recovery's guarded moves: `$1` the action id, `$2` the owner or
@@ -508,23 +500,27 @@ pub(crate) async fn transition(
     text: &str,
     ms: Option<i64>,
 ) -> Result<Option<Action>> {
-    let args = Arc::new((sql, id.to_string(), who.map(str::to_string), text.to_string()));
-    Ok(s
-        .pg_write(pg, args, move |conn, args, now| {
-            Box::pin(async move {
-                let (sql, id, who, text) = &*args;
-                let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
-                    .bind(id)
-                    .bind(who)
-                    .bind(text)
-                    .bind(now);
-                if let Some(ms) = ms {
-                    q = q.bind(ms);
-                }
-                one(q.fetch_optional(conn).await?)
-            })
+    let args = Arc::new((
+        sql,
+        id.to_string(),
+        who.map(str::to_string),
+        text.to_string(),
+    ));
+    Ok(s.pg_write(pg, args, move |conn, args, now| {
+        Box::pin(async move {
+            let (sql, id, who, text) = &*args;
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+                .bind(id)
+                .bind(who)
+                .bind(text)
+                .bind(now);
+            if let Some(ms) = ms {
+                q = q.bind(ms);
+            }
+            one(q.fetch_optional(conn).await?)
         })
-        .await?)
+    })
+    .await?)
 }
 
 /// [`transition`]'s statement taking over a lapsed claim for a verifier.
