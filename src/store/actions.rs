@@ -22,6 +22,11 @@
 //! - `recovery`: expiry sweeps, crash recovery, resolve-unknown, purge;
 //! - [`rules`]: auto-decision rules and the external deciders/verifiers.
 //!
+//! On a PostgreSQL store every method here runs the same guarded
+//! statements in PostgreSQL's spelling, each write a transaction of its
+//! own (`store/postgres/actions.rs` for the reads, refused attempts and
+//! purge; `store/postgres/action_moves.rs` for the transitions).
+//!
 //! This module does not run executors (the CLI does) and has no background
 //! thread: expiry is lazy, and `expire_due()` is called by whoever owns a
 //! cadence (the daemon, `handoff expire`).
