@@ -1,18 +1,19 @@
 //! Audit family: the exact trail of a full lifecycle, an engine-enforced
 //! append-only table, and secrets that never reach the audit, the events or
-//! any rendering — while the executor gets the real values.
+//! any rendering — while the executor gets the real values. Every test but
+//! the one reading the CLI's output runs on both engines
+//! (tests/common/engine.rs).
 
 mod common;
 
-use common::{TempDb, new_action, raw_pool};
+use common::engine::Db;
+use common::{TempDb, new_action};
 use handoff::store::actions::{Actor, Status};
 use serde_json::json;
 
 const T0: i64 = 1_800_000_000_000;
 
-#[tokio::test]
-async fn exact_audit_trail_for_a_full_lifecycle() {
-    let db = TempDb::new();
+async fn exact_audit_trail_for_a_full_lifecycle(db: Db) {
     let (s, clock) = db.open_manual(T0).await;
     let mut n = new_action(
         "email.send",
@@ -122,9 +123,7 @@ async fn exact_audit_trail_for_a_full_lifecycle() {
     assert_eq!(s.get_action(&a.id).await.unwrap().status, Status::Executed);
 }
 
-#[tokio::test]
-async fn a_patch_is_audited_with_proposed_patch_and_effective_arguments() {
-    let db = TempDb::new();
+async fn a_patch_is_audited_with_proposed_patch_and_effective_arguments(db: Db) {
     let s = db.open().await;
     let a = s
         .propose(&new_action("email.send", r#"{"to":"bob","password":"pw"}"#))
@@ -161,27 +160,23 @@ async fn a_patch_is_audited_with_proposed_patch_and_effective_arguments() {
     assert_eq!(trail[2].event, "approved");
 }
 
-#[tokio::test]
-async fn update_and_delete_on_the_audit_table_fail() {
-    let db = TempDb::new();
+async fn update_and_delete_on_the_audit_table_fail(db: Db) {
     let s = db.open().await;
     let a = s.propose(&new_action("k", "{}")).await.unwrap().action;
     s.reject(&a.id, Actor::cli("r"), "no").await.unwrap();
-    let pool = raw_pool(&db.path).await;
     for sql in [
         "UPDATE action_audit SET actor = 'mallory'",
         "DELETE FROM action_audit",
         "DELETE FROM action_audit WHERE event = 'rejected'",
     ] {
-        let err = sqlx::query(sql).execute(&pool).await.unwrap_err();
-        assert!(
-            err.to_string().contains("audit log is append-only"),
-            "{sql}: {err}"
-        );
+        let err = db.exec(sql, &[]).await.unwrap_err();
+        assert!(err.contains("audit log is append-only"), "{sql}: {err}");
     }
     assert_eq!(s.action_audit(&a.id).await.unwrap().len(), 2);
 }
 
+// SQLite only: it reads the CLI's renderings, and the CLI still refuses a
+// PostgreSQL URL.
 #[tokio::test]
 async fn secrets_never_appear_in_the_audit_events_or_renderings() {
     let db = TempDb::new();
@@ -238,9 +233,7 @@ async fn secrets_never_appear_in_the_audit_events_or_renderings() {
     assert_eq!(got.effective_args["nested"]["db_password"], "SEKRIT-2");
 }
 
-#[tokio::test]
-async fn redaction_patterns_are_configurable_per_action() {
-    let db = TempDb::new();
+async fn redaction_patterns_are_configurable_per_action(db: Db) {
     let s = db.open().await;
     let mut n = new_action("k", r#"{"pin":"1234","token":"visible"}"#);
     n.redact_keys = Some(vec!["PIN".into()]);
@@ -255,9 +248,7 @@ async fn redaction_patterns_are_configurable_per_action() {
     );
 }
 
-#[tokio::test]
-async fn a_refused_attempt_is_audited_and_changes_nothing() {
-    let db = TempDb::new();
+async fn a_refused_attempt_is_audited_and_changes_nothing(db: Db) {
     let s = db.open().await;
     let a = s
         .propose(&new_action("deploy", r#"{"to":"prod"}"#))
@@ -285,3 +276,131 @@ async fn a_refused_attempt_is_audited_and_changes_nothing() {
     );
     assert_eq!(last.details["reason"], "not on the approvers' list");
 }
+
+both_engines!(
+    exact_audit_trail_for_a_full_lifecycle,
+    a_patch_is_audited_with_proposed_patch_and_effective_arguments,
+    update_and_delete_on_the_audit_table_fail,
+    redaction_patterns_are_configurable_per_action,
+    a_refused_attempt_is_audited_and_changes_nothing
+);
+
+/// The `(type, payload)` text of every event about action `id`, as stored.
+async fn payloads(db: &Db, id: &str) -> Vec<(String, String)> {
+    db.rows(&format!(
+        "SELECT type, payload FROM events WHERE entity_id = '{id}' ORDER BY seq"
+    ))
+    .await
+    .into_iter()
+    .map(|r| (r[0].clone().unwrap(), r[1].clone().unwrap()))
+    .collect()
+}
+
+/// The payloads the transition statements build inside the engine (SQLite's
+/// `json_object`, PostgreSQL's `json_build_object`) are the same text,
+/// byte for byte: key order, numbers, escapes and timestamps.
+async fn engine_built_event_payloads_are_the_same_text(db: Db) {
+    let t0 = 1_800_000_000_123;
+    let (s, clock) = db.open_manual(t0).await;
+    let rfc = handoff::clock::format_rfc3339;
+    let tail = |status: &str| format!(r#""status":"{status}","kind":"k","summary":"do k"}}"#);
+
+    let mut n = new_action("k", r#"{"a":1}"#);
+    n.approvals_required = 2;
+    let a = s.propose(&n).await.unwrap().action.id;
+    s.approve(&a, Actor::cli("alice"), None).await.unwrap();
+    s.approve(&a, Actor::cli("bob"), None).await.unwrap();
+    s.claim(&a, "exec-1", 1000).await.unwrap();
+    let result = json!({"b": [1, 2.5, "é\"\n"], "a": null});
+    s.complete(&a, "exec-1", true, result, None).await.unwrap();
+    let got = payloads(&db, &a).await;
+    let want = [
+        (
+            "action.approval_added",
+            format!(
+                r#"{{"approvals":1,"approver":"alice","required":2,{}"#,
+                tail("pending")
+            ),
+        ),
+        (
+            "action.approved",
+            format!(
+                r#"{{"approvals":2,"approver":"bob","required":2,{}"#,
+                tail("approved")
+            ),
+        ),
+        (
+            "action.claimed",
+            format!(
+                r#"{{"attempt":1,"lease_until":"{}","owner":"exec-1",{}"#,
+                rfc(t0 + 1000),
+                tail("executing")
+            ),
+        ),
+        (
+            "action.executed",
+            format!(
+                r#"{{"error":null,"owner":"exec-1","result":{{"a":null,"b":[1,2.5,"é\"\n"]}},{}"#,
+                tail("executed")
+            ),
+        ),
+    ];
+    assert_eq!(got.len(), 5, "{got:#?}");
+    for ((kind, payload), (want_kind, want_payload)) in got[1..].iter().zip(&want) {
+        assert_eq!((kind.as_str(), payload), (*want_kind, want_payload));
+    }
+
+    let b = s
+        .propose(&new_action("k", r#"{"b":1}"#))
+        .await
+        .unwrap()
+        .action
+        .id;
+    s.reject(&b, Actor::cli("bob"), "say \"no\" — ünï\tcode")
+        .await
+        .unwrap();
+    assert_eq!(
+        payloads(&db, &b).await[1].1,
+        format!(
+            r#"{{"reason":"say \"no\" — ünï\tcode","rejecter":"bob",{}"#,
+            tail("rejected")
+        )
+    );
+
+    let mut n = new_action("k", r#"{"c":1}"#);
+    n.ttl_ms = Some(500);
+    n.on_expire = handoff::store::actions::OnExpire::Reject;
+    let c = s.propose(&n).await.unwrap().action.id;
+    clock.advance(500);
+    assert_eq!(s.expire_due().await.unwrap().len(), 1);
+    assert_eq!(
+        payloads(&db, &c).await[1].1,
+        format!(
+            r#"{{"expires_at":"{}","on_expire":"reject",{}"#,
+            rfc(t0 + 500),
+            tail("rejected")
+        )
+    );
+
+    let d = s
+        .propose(&new_action("k", r#"{"d":1}"#))
+        .await
+        .unwrap()
+        .action
+        .id;
+    s.approve(&d, Actor::cli("alice"), None).await.unwrap();
+    s.claim(&d, "exec-2", 10).await.unwrap();
+    clock.advance(20);
+    let lapsed = s.lapsed().await.unwrap();
+    assert_eq!(lapsed.len(), 1);
+    s.lapse_to_unknown(&lapsed[0]).await.unwrap().unwrap();
+    assert_eq!(
+        payloads(&db, &d).await.last().unwrap().1,
+        format!(
+            r#"{{"owner":"exec-2","reason":"the executor exec-2 stopped renewing its lease: the side effect may or may not have happened",{}"#,
+            tail("unknown")
+        )
+    );
+}
+
+both_engines!(engine_built_event_payloads_are_the_same_text);

@@ -1,11 +1,14 @@
 //! Concurrency family of the approvals failure catalogue: double taps,
 //! racing approvers and rejecters, racing proposals and sweeps, quorum
-//! double counting, and lock errors under many writers.
+//! double counting, and lock errors under many writers. Every test but the
+//! one racing CLI processes runs on both engines (tests/common/engine.rs),
+//! each racer on a store handle (a pool) of its own.
 
 mod common;
 
 use std::sync::Arc;
 
+use common::engine::Db;
 use common::{TempDb, count, json, new_action};
 use handoff::store::actions::{Actor, ApproveOutcome, ClaimOutcome, Error, RejectOutcome, Status};
 
@@ -33,6 +36,7 @@ fn at_barrier(db: &TempDb, go: &std::path::Path, times: u32, args: &[&str]) -> s
 /// (which runs an approved action's command) race for the claim. Wins are
 /// counted per door, and "executed once" from the side-effect file the
 /// command and the tasks write, not from the store's own answers.
+/// SQLite only: it runs the CLI, which still refuses a PostgreSQL URL.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn fifty_tasks_and_eight_processes_approve_once_and_execute_once() {
     let db = TempDb::new();
@@ -178,9 +182,7 @@ async fn fifty_tasks_and_eight_processes_approve_once_and_execute_once() {
     assert_eq!(trail, ["proposed", "approved", "claimed", "executed"]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn approve_and_reject_race_has_one_winner() {
-    let db = TempDb::new();
+async fn approve_and_reject_race_has_one_winner(db: Db) {
     let (s1, s2) = (db.open().await, db.open().await);
     let (mut approvals_won, mut rejections_won) = (0, 0);
     for round in 0..20 {
@@ -245,9 +247,7 @@ async fn approve_and_reject_race_has_one_winner() {
     println!("approve won {approvals_won}, reject won {rejections_won} of 20 rounds");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn concurrent_proposes_with_one_dedup_key_make_one_row() {
-    let db = TempDb::new();
+async fn concurrent_proposes_with_one_dedup_key_make_one_row(db: Db) {
     let (s1, s2) = (db.open().await, db.open().await);
     for round in 0..10 {
         let mut n = new_action("email.send", r#"{"to":"bob"}"#);
@@ -276,9 +276,7 @@ async fn concurrent_proposes_with_one_dedup_key_make_one_row() {
     assert_eq!(count(&s1, "actions").await, 11);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn concurrent_expire_sweeps_settle_each_action_once() {
-    let db = TempDb::new();
+async fn concurrent_expire_sweeps_settle_each_action_once(db: Db) {
     let (s1, _c1) = db.open_manual(1_000_000).await;
     let (s2, c2) = db.open_manual(1_000_000).await;
     let (s3, c3) = db.open_manual(1_000_000).await;
@@ -316,9 +314,7 @@ async fn concurrent_expire_sweeps_settle_each_action_once() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn quorum_two_with_the_same_approver_twice_stays_pending() {
-    let db = TempDb::new();
+async fn quorum_two_with_the_same_approver_twice_stays_pending(db: Db) {
     let (s1, s2) = (db.open().await, db.open().await);
     let mut n = new_action("wire", r#"{"amount":5}"#);
     n.approvals_required = 2;
@@ -348,9 +344,7 @@ async fn quorum_two_with_the_same_approver_twice_stays_pending() {
     assert_eq!(out.action().decided_by.as_deref(), Some("bob"));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn twenty_writers_never_see_database_is_locked() {
-    let db = TempDb::new();
+async fn twenty_writers_never_see_database_is_locked(db: Db) {
     let stores: Vec<_> = futures_join(4, &db).await;
     let mut tasks = Vec::new();
     for w in 0..20 {
@@ -383,10 +377,12 @@ async fn twenty_writers_never_see_database_is_locked() {
     );
 }
 
-async fn futures_join(n: usize, db: &TempDb) -> Vec<handoff::store::Store> {
+async fn futures_join(n: usize, db: &Db) -> Vec<handoff::store::Store> {
     let mut v = Vec::new();
     for _ in 0..n {
         v.push(db.open().await);
     }
     v
 }
+
+both_engines!(multi_thread: approve_and_reject_race_has_one_winner, concurrent_proposes_with_one_dedup_key_make_one_row, concurrent_expire_sweeps_settle_each_action_once, quorum_two_with_the_same_approver_twice_stays_pending, twenty_writers_never_see_database_is_locked);

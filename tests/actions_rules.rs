@@ -1,9 +1,11 @@
 //! Rules, verifier and retention family: auto-decisions audited as
 //! `rule:<name>`, verifiers that settle interrupted executions, and purge.
+//! Every test but the CLI ones runs on both engines (tests/common/engine.rs).
 
 mod common;
 
-use common::{TempDb, count, new_action, raw_pool};
+use common::engine::Db;
+use common::{TempDb, count, new_action};
 use handoff::store::Store;
 use handoff::store::actions::{Actor, ClaimOutcome, RuleDecision, RulesFile, Status};
 
@@ -36,9 +38,7 @@ async fn trail(s: &Store, id: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-#[tokio::test]
-async fn rules_approve_routine_actions_and_reject_others() {
-    let db = TempDb::new();
+async fn rules_approve_routine_actions_and_reject_others(db: Db) {
     let s = db.open().await;
     let rules = RulesFile::parse(RULES).unwrap().rule;
 
@@ -131,6 +131,7 @@ async fn rules_approve_routine_actions_and_reject_others() {
     );
 }
 
+// SQLite only: it runs the CLI, which still refuses a PostgreSQL URL.
 #[tokio::test]
 async fn the_cli_applies_a_rules_file_at_propose_time() {
     let db = TempDb::new();
@@ -194,9 +195,7 @@ async fn interrupted(s: &Store, clock: &handoff::clock::ManualClock, verify: &st
     id
 }
 
-#[tokio::test]
-async fn a_verifier_turns_an_interruption_into_executed() {
-    let db = TempDb::new();
+async fn a_verifier_turns_an_interruption_into_executed(db: Db) {
     let (s, clock) = db.open_manual(1_800_000_000_000).await;
     // The verifier sees the action (and its id) and confirms the side effect.
     let id = interrupted(
@@ -217,9 +216,7 @@ async fn a_verifier_turns_an_interruption_into_executed() {
     );
 }
 
-#[tokio::test]
-async fn a_verifier_turns_an_interruption_into_one_rerun() {
-    let db = TempDb::new();
+async fn a_verifier_turns_an_interruption_into_one_rerun(db: Db) {
     let (s, clock) = db.open_manual(1_800_000_000_000).await;
     let id = interrupted(&s, &clock, "echo rerun").await;
     let rep = handoff::programs::recover(&s).await.unwrap();
@@ -263,9 +260,7 @@ async fn a_verifier_turns_an_interruption_into_one_rerun() {
     assert_eq!(s.get_action(&id).await.unwrap().status, Status::Unknown);
 }
 
-#[tokio::test]
-async fn purge_deletes_settled_actions_with_their_audit_and_refuses_live_ones() {
-    let db = TempDb::new();
+async fn purge_deletes_settled_actions_with_their_audit_and_refuses_live_ones(db: Db) {
     let (s, clock) = db.open_manual(1_800_000_000_000).await;
     let old_rejected = s
         .propose(&new_action("k", r#"{"i":1}"#))
@@ -336,24 +331,22 @@ async fn purge_deletes_settled_actions_with_their_audit_and_refuses_live_ones() 
     assert!(s.get_action(&old_rejected).await.is_err());
 
     // Outside purge the audit stays append-only, even for settled actions.
-    let pool = raw_pool(&db.path).await;
-    let err = sqlx::query("DELETE FROM action_audit WHERE action_id = ?")
-        .bind(&recent)
-        .execute(&pool)
+    let err = db
+        .exec("DELETE FROM action_audit WHERE action_id = $1", &[&recent])
         .await
         .unwrap_err();
-    assert!(
-        err.to_string().contains("audit log is append-only"),
-        "{err}"
-    );
+    assert!(err.contains("audit log is append-only"), "{err}");
+}
 
+// SQLite only: it runs the CLI, which still refuses a PostgreSQL URL.
+#[tokio::test]
+async fn purge_on_the_cli_refuses_a_date_it_cannot_read() {
+    let db = TempDb::new();
     let out = db.cli(&["purge", "--before", "not-a-date"]);
     assert_eq!(out.status.code(), Some(2));
 }
 
-#[tokio::test]
-async fn a_running_verifier_holds_a_two_minute_lease_that_a_second_recovery_respects() {
-    let db = TempDb::new();
+async fn a_running_verifier_holds_a_two_minute_lease_that_a_second_recovery_respects(db: Db) {
     let (s, clock) = db.open_manual(1_800_000_000_000).await;
     let id = interrupted(&s, &clock, "sleep 1; echo executed").await;
     let now = handoff::clock::Clock::now_ms(&*clock);
@@ -388,9 +381,7 @@ async fn a_running_verifier_holds_a_two_minute_lease_that_a_second_recovery_resp
     assert_eq!(s.get_action(&id).await.unwrap().status, Status::Executed);
 }
 
-#[tokio::test]
-async fn a_rule_for_one_project_leaves_other_projects_to_people() {
-    let db = TempDb::new();
+async fn a_rule_for_one_project_leaves_other_projects_to_people(db: Db) {
     let s = db.open().await;
     let rules = RulesFile::parse(
         "[[rule]]\nname = \"billing-refunds\"\nkind = \"refund\"\nproject = \"billing\"\ndecide = \"approve\"\n",
@@ -421,3 +412,12 @@ async fn a_rule_for_one_project_leaves_other_projects_to_people() {
         Status::Pending
     );
 }
+
+both_engines!(
+    rules_approve_routine_actions_and_reject_others,
+    a_verifier_turns_an_interruption_into_executed,
+    a_verifier_turns_an_interruption_into_one_rerun,
+    purge_deletes_settled_actions_with_their_audit_and_refuses_live_ones,
+    a_running_verifier_holds_a_two_minute_lease_that_a_second_recovery_respects,
+    a_rule_for_one_project_leaves_other_projects_to_people
+);

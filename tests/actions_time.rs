@@ -1,9 +1,11 @@
 //! Time family: TTL edges on a manual clock, on_expire, lazy expiry, and a
-//! clock moving backwards.
+//! clock moving backwards. Every test runs on both engines
+//! (tests/common/engine.rs).
 
 mod common;
 
-use common::{TempDb, new_action};
+use common::engine::Db;
+use common::new_action;
 use handoff::store::actions::{Actor, ApproveOutcome, OnExpire, RejectOutcome, Status};
 
 const T0: i64 = 1_800_000_000_000;
@@ -15,9 +17,7 @@ async fn propose_ttl(s: &handoff::store::Store, ttl: i64, on_expire: OnExpire) -
     s.propose(&n).await.unwrap().action.id
 }
 
-#[tokio::test]
-async fn approve_at_the_exact_expiry_millisecond_is_refused_as_expired() {
-    let db = TempDb::new();
+async fn approve_at_the_exact_expiry_millisecond_is_refused_as_expired(db: Db) {
     let (s, clock) = db.open_manual(T0).await;
     let id = propose_ttl(&s, 1000, OnExpire::Expire).await;
     clock.set(T0 + 1000);
@@ -36,9 +36,7 @@ async fn approve_at_the_exact_expiry_millisecond_is_refused_as_expired() {
     assert_eq!(events, ["proposed", "expired"]);
 }
 
-#[tokio::test]
-async fn approve_one_millisecond_before_expiry_is_accepted() {
-    let db = TempDb::new();
+async fn approve_one_millisecond_before_expiry_is_accepted(db: Db) {
     let (s, clock) = db.open_manual(T0).await;
     let id = propose_ttl(&s, 1000, OnExpire::Expire).await;
     clock.set(T0 + 999);
@@ -51,9 +49,7 @@ async fn approve_one_millisecond_before_expiry_is_accepted() {
     assert_eq!(s.get_action(&id).await.unwrap().status, Status::Approved);
 }
 
-#[tokio::test]
-async fn reject_at_expiry_is_refused_too() {
-    let db = TempDb::new();
+async fn reject_at_expiry_is_refused_too(db: Db) {
     let (s, clock) = db.open_manual(T0).await;
     let id = propose_ttl(&s, 1000, OnExpire::Expire).await;
     clock.set(T0 + 1000);
@@ -62,9 +58,7 @@ async fn reject_at_expiry_is_refused_too() {
     assert_eq!(s.get_action(&id).await.unwrap().status, Status::Expired);
 }
 
-#[tokio::test]
-async fn on_expire_reject_versus_expire() {
-    let db = TempDb::new();
+async fn on_expire_reject_versus_expire(db: Db) {
     let (s, clock) = db.open_manual(T0).await;
     let e = propose_ttl(&s, 1000, OnExpire::Expire).await;
     let r = propose_ttl(&s, 1000, OnExpire::Reject).await;
@@ -109,9 +103,7 @@ async fn on_expire_reject_versus_expire() {
     );
 }
 
-#[tokio::test]
-async fn clock_moving_backwards_does_not_resurrect() {
-    let db = TempDb::new();
+async fn clock_moving_backwards_does_not_resurrect(db: Db) {
     let (s, clock) = db.open_manual(T0).await;
     let swept = propose_ttl(&s, 1000, OnExpire::Expire).await;
     let refused = propose_ttl(&s, 1000, OnExpire::Expire).await;
@@ -140,9 +132,7 @@ async fn clock_moving_backwards_does_not_resurrect() {
     assert_eq!(s.get_action(&id).await.unwrap().approvals, 0);
 }
 
-#[tokio::test]
-async fn an_expired_holder_does_not_answer_for_its_dedup_key() {
-    let db = TempDb::new();
+async fn an_expired_holder_does_not_answer_for_its_dedup_key(db: Db) {
     let (s, clock) = db.open_manual(T0).await;
     let mut n = new_action("k", r#"{"a":1}"#);
     n.ttl_ms = Some(1000);
@@ -155,9 +145,7 @@ async fn an_expired_holder_does_not_answer_for_its_dedup_key() {
     assert_eq!(s.get_action(&first).await.unwrap().status, Status::Expired);
 }
 
-#[tokio::test]
-async fn waiting_on_a_lapsed_action_settles_it_as_expired() {
-    let db = TempDb::new();
+async fn waiting_on_a_lapsed_action_settles_it_as_expired(db: Db) {
     let (s, clock) = db.open_manual(T0).await;
     let id = propose_ttl(&s, 1000, OnExpire::Expire).await;
     clock.set(T0 + 5000);
@@ -176,3 +164,13 @@ async fn waiting_on_a_lapsed_action_settles_it_as_expired() {
     let audit = s.action_audit(&id).await.unwrap();
     assert_eq!(audit.last().unwrap().event, "expired");
 }
+
+both_engines!(
+    approve_at_the_exact_expiry_millisecond_is_refused_as_expired,
+    approve_one_millisecond_before_expiry_is_accepted,
+    reject_at_expiry_is_refused_too,
+    on_expire_reject_versus_expire,
+    clock_moving_backwards_does_not_resurrect,
+    an_expired_holder_does_not_answer_for_its_dedup_key,
+    waiting_on_a_lapsed_action_settles_it_as_expired
+);

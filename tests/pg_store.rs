@@ -107,14 +107,6 @@ async fn parts_not_ported_yet_say_so_and_write_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let said = [
         (
-            "pending actions are",
-            store
-                .propose(&common::new_action("deploy", "{}"))
-                .await
-                .map(drop)
-                .map_err(|e| e.to_string()),
-        ),
-        (
             "boards are",
             store
                 .board_list(None, false)
@@ -162,7 +154,7 @@ async fn parts_not_ported_yet_say_so_and_write_nothing() {
     assert!(
         handoff::store::NOT_ON_POSTGRES_YET
             .iter()
-            .any(|(part, _)| *part == "actions")
+            .any(|(part, _)| *part == "backup")
     );
 }
 

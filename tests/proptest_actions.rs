@@ -10,7 +10,8 @@
 //! perhaps a person's verdict), and the
 //! run as a whole must have reached the deep transitions — `unknown` →
 //! retry → claimed again, `unknown` → executed/failed — or it tested only
-//! the shallow end.
+//! the shallow end. It runs on both engines (tests/common/engine.rs), each
+//! case on a fresh database.
 
 mod common;
 
@@ -18,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use std::sync::{Arc, Mutex};
 
-use common::TempDb;
+use common::engine::{Db, Engine};
 use handoff::store::actions::{
     Actor, ApproveOutcome, AuditEntry, ClaimOutcome, CompleteOutcome, NewAction, OnExpire,
     RejectOutcome, Resolution, Status,
@@ -227,13 +228,14 @@ fn then(op: Op) -> Vec<Op> {
 
 /// Run `ops`; returns every status change the store made, in order.
 async fn run(
+    engine: Engine,
     required: i64,
     ttl: Option<i64>,
     on_expire: OnExpire,
     ops: Vec<Op>,
 ) -> Vec<(Status, Status)> {
     let mut changes = Vec::new();
-    let db = TempDb::new();
+    let db = Db::new(engine).await;
     let (store, clock) = db.open_manual(T0).await;
     let new = NewAction {
         approvals_required: required,
@@ -367,7 +369,16 @@ async fn run(
 }
 
 #[test]
-fn action_transitions_follow_the_model() {
+fn action_transitions_follow_the_model_on_sqlite() {
+    follow_the_model(Engine::Sqlite);
+}
+
+#[test]
+fn action_transitions_follow_the_model_on_postgres() {
+    follow_the_model(Engine::Postgres);
+}
+
+fn follow_the_model(engine: Engine) {
     let cases = common::proptest_cases(64);
     let mut runner = TestRunner::new(ProptestConfig::with_cases(cases));
     let reached: Arc<Mutex<BTreeMap<String, usize>>> = Arc::default();
@@ -401,7 +412,7 @@ fn action_transitions_follow_the_model() {
                     .enable_all()
                     .build()
                     .unwrap();
-                let changes = rt.block_on(run(required, ttl, on_expire, ops));
+                let changes = rt.block_on(run(engine, required, ttl, on_expire, ops));
                 let mut seen = seen.lock().unwrap();
                 for (from, to) in &changes {
                     *seen

@@ -22,6 +22,11 @@
 //! - `recovery`: expiry sweeps, crash recovery, resolve-unknown, purge;
 //! - [`rules`]: auto-decision rules and the external deciders/verifiers.
 //!
+//! On a PostgreSQL store every method here runs the same guarded
+//! statements in PostgreSQL's spelling, each write a transaction of its
+//! own (`store/postgres/actions.rs` for the reads, refused attempts and
+//! purge; `store/postgres/action_moves.rs` for the transitions).
+//!
 //! This module does not run executors (the CLI does) and has no background
 //! thread: expiry is lazy, and `expire_due()` is called by whoever owns a
 //! cadence (the daemon, `handoff expire`).
@@ -31,16 +36,17 @@ pub mod codec;
 mod execution;
 mod expiry;
 mod outcomes;
-mod recovery;
+pub(crate) mod recovery;
 pub mod rules;
 mod scrub;
-mod transitions;
+pub(crate) mod transitions;
 
 use serde::Serialize;
 use serde_json::{Value, json};
-use sqlx::{Row, SqliteConnection};
+use sqlx::{ColumnIndex, Decode, Row, SqliteConnection, Type};
 
-use super::{NewEvent, Store, events};
+use super::postgres::actions as pg;
+use super::{Engine, NewEvent, Store, events};
 use crate::store::Channel;
 
 pub use codec::Redactor;
@@ -394,7 +400,15 @@ fn opt_json<T: serde::de::DeserializeOwned>(what: &str, s: Option<String>) -> Re
     s.map(|s| parse_json(what, &s)).transpose()
 }
 
-pub(crate) fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<Action> {
+/// A stored row as an action, of either engine (its columns are text and
+/// 64-bit integers on both).
+pub(crate) fn from_row<'r, R>(r: &'r R) -> Result<Action>
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+{
     let status: String = r.try_get("status")?;
     let on_expire: String = r.try_get("on_expire")?;
     Ok(Action {
@@ -434,6 +448,24 @@ pub(crate) fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<Action> {
     })
 }
 
+/// A stored audit row, of either engine.
+pub(crate) fn audit_from_row<'r, R>(r: &'r R) -> Result<AuditEntry>
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+{
+    Ok(AuditEntry {
+        seq: r.try_get("seq")?,
+        action_id: r.try_get("action_id")?,
+        at: r.try_get("at")?,
+        actor: r.try_get("actor")?,
+        event: r.try_get("event")?,
+        details: parse_json("audit details", &r.try_get::<String, _>("details")?)?,
+    })
+}
+
 /// Read one action by full id on `conn` (inside or outside a transaction).
 pub(crate) async fn load(conn: &mut SqliteConnection, id: &str) -> Result<Action> {
     let sql = format!("SELECT {COLUMNS} FROM actions WHERE id = ?");
@@ -445,6 +477,18 @@ pub(crate) async fn load(conn: &mut SqliteConnection, id: &str) -> Result<Action
         Some(r) => from_row(&r),
         None => Err(Error::NotFound(id.to_string())),
     }
+}
+
+/// The event payload of a transition written by [`record`]: its audit
+/// details with the action's status, kind and summary.
+pub(crate) fn record_payload(action: &Action, details: Value) -> Value {
+    let mut payload = details;
+    if let Value::Object(m) = &mut payload {
+        m.insert("status".into(), json!(action.status));
+        m.insert("kind".into(), json!(action.kind));
+        m.insert("summary".into(), json!(action.summary));
+    }
+    payload
 }
 
 /// Write the audit row and the event of one transition, on the connection
@@ -467,12 +511,7 @@ pub(crate) async fn record(
     .bind(details.to_string())
     .execute(&mut *conn)
     .await?;
-    let mut payload = details;
-    if let Value::Object(m) = &mut payload {
-        m.insert("status".into(), json!(action.status));
-        m.insert("kind".into(), json!(action.kind));
-        m.insert("summary".into(), json!(action.summary));
-    }
+    let payload = record_payload(action, details);
     events::append(
         conn,
         now,
@@ -521,6 +560,13 @@ impl Store {
         if needle.is_empty() || !needle.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(Error::NotFound(id_or_short.to_string()));
         }
+        if let Engine::Postgres(p) = self.engine() {
+            return match pg::ids_like(p, &needle, project).await?.as_slice() {
+                [one] => Ok(one.clone()),
+                [] => Err(Error::NotFound(id_or_short.to_string())),
+                _ => Err(Error::Ambiguous(id_or_short.to_string())),
+            };
+        }
         let ids: Vec<String> = sqlx::query_scalar(
             "SELECT id FROM actions
              WHERE (id = ?1 OR (length(?1) < 32 AND substr(id, -length(?1)) = ?1))
@@ -546,6 +592,9 @@ impl Store {
     /// One action of `project` (all projects when `None`).
     pub async fn get_action_in(&self, id: &str, project: Option<&str>) -> Result<Action> {
         let id = self.resolve_action_id_in(id, project).await?;
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::get(p, &id).await;
+        }
         let mut conn = self.pool()?.acquire().await?;
         load(&mut conn, &id).await
     }
@@ -586,17 +635,22 @@ impl Store {
         project: Option<&str>,
     ) -> Result<Vec<Action>> {
         let now = self.now();
-        let sql = format!(
-            "SELECT {columns} FROM actions WHERE (?1 IS NULL OR project = ?1)
-             ORDER BY created_at DESC, id DESC"
-        );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(project)
-            .fetch_all(self.pool()?)
-            .await?;
-        let mut out = Vec::with_capacity(rows.len());
-        for r in &rows {
-            let mut a = from_row(r)?;
+        let all = match self.engine() {
+            Engine::Postgres(p) => pg::list(p, columns, project).await?,
+            Engine::Sqlite(_) => {
+                let sql = format!(
+                    "SELECT {columns} FROM actions WHERE (?1 IS NULL OR project = ?1)
+                     ORDER BY created_at DESC, id DESC"
+                );
+                let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(project)
+                    .fetch_all(self.pool()?)
+                    .await?;
+                rows.iter().map(from_row).collect::<Result<Vec<_>>>()?
+            }
+        };
+        let mut out = Vec::with_capacity(all.len());
+        for mut a in all {
             let eff = a.effective_status(now);
             if status.is_none_or(|s| s == eff) {
                 // Show the lazily-expired status; the stored row stays as it is
@@ -611,23 +665,15 @@ impl Store {
     /// The audit trail of one action, oldest first.
     pub async fn action_audit(&self, id: &str) -> Result<Vec<AuditEntry>> {
         let id = self.resolve_action_id(id).await?;
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::audit(p, &id).await;
+        }
         let rows = sqlx::query(
             "SELECT seq, action_id, at, actor, event, details FROM action_audit WHERE action_id = ? ORDER BY seq",
         )
         .bind(&id)
         .fetch_all(self.pool()?)
         .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(AuditEntry {
-                    seq: r.try_get("seq")?,
-                    action_id: r.try_get("action_id")?,
-                    at: r.try_get("at")?,
-                    actor: r.try_get("actor")?,
-                    event: r.try_get("event")?,
-                    details: parse_json("audit details", &r.try_get::<String, _>("details")?)?,
-                })
-            })
-            .collect()
+        rows.iter().map(audit_from_row).collect()
     }
 }

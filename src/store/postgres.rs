@@ -21,6 +21,8 @@ use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 
 use super::{Error, Result};
 
+pub(crate) mod action_moves;
+pub(crate) mod actions;
 pub(crate) mod deliveries;
 pub(crate) mod events;
 pub mod export;

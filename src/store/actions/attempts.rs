@@ -4,7 +4,8 @@
 use serde_json::json;
 
 use super::{Actor, Result, load, record};
-use crate::store::Store;
+use crate::store::postgres::actions as pg;
+use crate::store::{Engine, Store};
 
 impl Store {
     /// Audit a refused decision attempt on action `id` by `actor`, with the
@@ -15,6 +16,15 @@ impl Store {
         actor: Actor<'_>,
         reason: &str,
     ) -> Result<()> {
+        if let Engine::Postgres(p) = self.engine() {
+            let a = pg::Attempt {
+                id: id.to_string(),
+                actor: actor.name.to_string(),
+                channel: actor.channel,
+                reason: reason.to_string(),
+            };
+            return pg::refused_attempt(self, p, a).await;
+        }
         self.retry_actions(|| async {
             let now = self.now();
             let mut tx = self.begin_write().await?;

@@ -13,8 +13,9 @@ use serde_json::Value;
 use super::codec;
 use super::transitions::invalid;
 use super::{Action, COLUMNS, ClaimOutcome, CompleteOutcome, Result, Settled, Status, from_row};
-use crate::store::Store;
+use crate::store::postgres::action_moves as pg;
 use crate::store::writer::Turn;
+use crate::store::{Engine, Store};
 
 impl Store {
     /// Claim an approved action for execution (`approved → executing`) as
@@ -25,12 +26,16 @@ impl Store {
         }
         let c = Arc::new((self.write_target(id).await?, owner.to_string(), lease_ms));
         let clock = self.clock().clone();
-        let won = self
-            .retry_actions(|| {
-                let (c, clock) = (c.clone(), clock.clone());
-                self.write(move |turn| Box::pin(claim_in(turn, c, clock.now_ms())))
-            })
-            .await?;
+        let won = match self.engine() {
+            Engine::Postgres(p) => pg::claim(self, p, c.clone()).await?,
+            Engine::Sqlite(_) => {
+                self.retry_actions(|| {
+                    let (c, clock) = (c.clone(), clock.clone());
+                    self.write(move |turn| Box::pin(claim_in(turn, c, clock.now_ms())))
+                })
+                .await?
+            }
+        };
         Ok(match won {
             Some(action) => ClaimOutcome::Claimed { action },
             None => ClaimOutcome::NotClaimable {
@@ -45,7 +50,11 @@ impl Store {
     pub async fn extend_lease(&self, id: &str, owner: &str, lease_ms: i64) -> Result<bool> {
         // Why through the write turn: a renewal straight on the pool met the
         // turn's writer at SQLite's file lock and slept in its busy handler.
-        let id = Arc::new(self.write_target(id).await?);
+        let id = self.write_target(id).await?;
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::extend_lease(self, p, id, owner.to_string(), lease_ms).await;
+        }
+        let id = Arc::new(id);
         let owner = Arc::new(owner.to_string());
         let clock = self.clock().clone();
         self.retry_actions(|| {
@@ -111,12 +120,25 @@ impl Store {
             error: error.map(|e| claimed.scrub_text(e)),
         });
         let clock = self.clock().clone();
-        let won = self
-            .retry_actions(|| {
-                let (done, clock) = (done.clone(), clock.clone());
-                self.write(move |turn| Box::pin(complete_in(turn, done, clock.now_ms())))
-            })
-            .await?;
+        let won = match self.engine() {
+            Engine::Postgres(p) => {
+                let c = (
+                    done.id.clone(),
+                    done.owner.clone(),
+                    done.status,
+                    done.result.clone(),
+                    done.error.clone(),
+                );
+                pg::complete(self, p, Arc::new(c)).await?
+            }
+            Engine::Sqlite(_) => {
+                self.retry_actions(|| {
+                    let (done, clock) = (done.clone(), clock.clone());
+                    self.write(move |turn| Box::pin(complete_in(turn, done, clock.now_ms())))
+                })
+                .await?
+            }
+        };
         Ok(match won {
             Some(action) => CompleteOutcome::Completed { action },
             None => CompleteOutcome::NotOwner {

@@ -14,8 +14,9 @@ use sqlx::SqliteConnection;
 
 use super::rules::Verdict;
 use super::{Action, Actor, COLUMNS, Error, Result, from_row};
-use crate::store::Channel;
-use crate::store::Store;
+use crate::store::postgres::action_moves as pg;
+use crate::store::postgres::actions as pg_reads;
+use crate::store::{Channel, Engine, Store};
 
 /// How long recovery holds an interrupted action while its verifier runs.
 const VERIFY_LEASE_MS: i64 = 120_000;
@@ -48,7 +49,7 @@ pub enum Resolution {
 }
 
 /// What a purge removed.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct PurgeReport {
     /// Settled actions deleted together with their audit rows.
     pub purged: Vec<String>,
@@ -126,6 +127,9 @@ impl Store {
     /// (all when `None`).
     pub async fn expire_due_in(&self, project: Option<&str>) -> Result<Vec<Action>> {
         let project = project.map(str::to_string);
+        if let Engine::Postgres(p) = self.engine() {
+            return pg::expire_due(self, p, project).await;
+        }
         let clock = self.clock().clone();
         self.retry_actions(|| {
             let (project, clock) = (project.clone(), clock.clone());
@@ -142,6 +146,13 @@ impl Store {
     /// `executing` actions whose lease ran out, oldest first: what recovery
     /// ([`crate::programs::recover`]) settles.
     pub async fn lapsed(&self) -> Result<Vec<Action>> {
+        if let Engine::Postgres(p) = self.engine() {
+            let mut lapsed = pg_reads::lapsed(p, self.now()).await?;
+            if crate::fault::on("skip-recovery") {
+                lapsed.clear(); // FAULT(skip-recovery)
+            }
+            return Ok(lapsed);
+        }
         let sql = format!(
             "SELECT {COLUMNS} FROM actions WHERE status = 'executing' AND lease_until <= ? ORDER BY created_at"
         );
@@ -171,6 +182,9 @@ impl Store {
         // Only the approved rows are read: recovery runs on the daemon's
         // housekeeping cadence, and reading every action's arguments each
         // time would cost the whole table.
+        if let Engine::Postgres(p) = self.engine() {
+            return pg_reads::claimable(p).await;
+        }
         let sql = format!(
             "SELECT {COLUMNS} FROM actions WHERE status = 'approved' ORDER BY created_at DESC, id DESC"
         );
@@ -192,6 +206,20 @@ impl Store {
     ) -> Result<Option<String>> {
         let me = format!("recovery:{}", crate::store::new_id());
         let details = json!({"previous_owner": action.owner, "verifier": argv}).to_string();
+        if let Engine::Postgres(p) = self.engine() {
+            let sql = pg::take_for_verifier_sql();
+            let took = pg::transition(
+                self,
+                p,
+                sql,
+                &action.id,
+                Some(&me),
+                &details,
+                Some(VERIFY_LEASE_MS),
+            )
+            .await?;
+            return Ok(took.map(|_| me));
+        }
         // Why guarded: of several recoverers exactly one takes over the
         // lapsed claim, so the verifier runs once. The trigger appends the
         // `verifying` audit row and event in the same statement.
@@ -255,6 +283,10 @@ impl Store {
     ) -> Result<Option<Action>> {
         // `why` may carry a verifier's words: scrub them like any error.
         let why = action.scrub_text(why);
+        if let Engine::Postgres(p) = self.engine() {
+            let sql = pg::mark_unknown_sql();
+            return pg::transition(self, p, sql, &action.id, owner, &why, None).await;
+        }
         // Why guarded: the executor may have renewed its lease or completed
         // since we looked; then it is alive and this must not fire.
         let sql = format!(
@@ -271,6 +303,10 @@ impl Store {
     /// `executing` (held by the verifier `owner`) → `approved` for a re-run.
     async fn back_to_approved(&self, id: &str, owner: &str, why: &str) -> Result<Option<Action>> {
         // Why guarded: only the recoverer that took over the claim may hand it back.
+        if let Engine::Postgres(p) = self.engine() {
+            let sql = pg::back_to_approved_sql();
+            return pg::transition(self, p, sql, id, Some(owner), why, None).await;
+        }
         let sql = format!(
             "UPDATE actions SET status = 'approved', owner = NULL, lease_until = NULL, updated_at = ?4,
                  t_seq = t_seq + 1, t_event = 'retry', t_actor = ?2, t_channel = 'daemon',
@@ -361,9 +397,25 @@ impl Store {
              RETURNING {COLUMNS}",
             channel = actor.channel.as_str(),
         );
-        let won = self
-            .one_transition(sql, &id, Some(actor.name), &details.to_string(), 0)
-            .await?;
+        let won = match self.engine() {
+            Engine::Postgres(p) => {
+                let sql = pg::resolve_unknown_sql(status, event, actor.channel.as_str());
+                pg::transition(
+                    self,
+                    p,
+                    sql,
+                    &id,
+                    Some(actor.name),
+                    &details.to_string(),
+                    None,
+                )
+                .await?
+            }
+            Engine::Sqlite(_) => {
+                self.one_transition(sql, &id, Some(actor.name), &details.to_string(), 0)
+                    .await?
+            }
+        };
         Ok(match won {
             Some(a) => Ok(a),
             None => Err(self.get_action(&id).await?),
@@ -375,6 +427,9 @@ impl Store {
     /// transaction. Live and `unknown` actions are kept (counted in
     /// `kept_live`). The only way an audit row ever disappears.
     pub async fn purge_actions(&self, before: i64) -> Result<PurgeReport> {
+        if let Engine::Postgres(p) = self.engine() {
+            return pg_reads::purge(self, p, before).await;
+        }
         self.retry_actions(|| async {
             let now = self.now();
             let mut tx = self.begin_write().await?;

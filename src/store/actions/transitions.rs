@@ -19,8 +19,9 @@ use super::{
     Action, Actor, ApproveOutcome, COLUMNS, Error, NewAction, Proposed, RejectOutcome, Result,
     Status, from_row, load,
 };
-use crate::store::Store;
+use crate::store::postgres::action_moves as pg;
 use crate::store::writer::Turn;
+use crate::store::{Engine, Store};
 
 pub(crate) fn invalid(msg: impl Into<String>) -> Error {
     Error::Store(crate::store::Error::Invalid(msg.into()))
@@ -121,6 +122,9 @@ impl Store {
             details: details.to_string(),
             ..Arc::unwrap_or_clone(p)
         });
+        if let Engine::Postgres(pg) = self.engine() {
+            return pg::propose(self, pg, p).await;
+        }
         self.retry_actions(|| {
             let p = p.clone();
             self.write(move |turn| Box::pin(propose_in(turn, p, now)))
@@ -185,12 +189,16 @@ impl Store {
             outright,
         });
         let clock = self.clock().clone();
-        let won = self
-            .retry_actions(|| {
-                let (a, clock) = (a.clone(), clock.clone());
-                self.write(move |turn| Box::pin(approve_in(turn, a, clock.now_ms())))
-            })
-            .await?;
+        let won = match self.engine() {
+            Engine::Postgres(pg) => pg::approve(self, pg, a.clone()).await?,
+            Engine::Sqlite(_) => {
+                self.retry_actions(|| {
+                    let (a, clock) = (a.clone(), clock.clone());
+                    self.write(move |turn| Box::pin(approve_in(turn, a, clock.now_ms())))
+                })
+                .await?
+            }
+        };
         match won {
             Approving::Won(outcome) => Ok(*outcome),
             Approving::Refused { action, counted } => {
@@ -241,6 +249,9 @@ impl Store {
     /// Settle `id` if it is pending past its expiry (a guarded write that
     /// a concurrent decision may have beaten), and return it as it stands.
     pub(crate) async fn settle_expired(&self, id: &str) -> Result<Action> {
+        if let Engine::Postgres(pg) = self.engine() {
+            return pg::settle_expired(self, pg, id).await;
+        }
         let id = Arc::new(id.to_string());
         let clock = self.clock().clone();
         self.retry_actions(|| {
@@ -272,12 +283,16 @@ impl Store {
         let reason = self.get_action(&id).await?.scrub_text(reason);
         let r = Arc::new((id, actor.name.to_string(), actor.channel, reason));
         let clock = self.clock().clone();
-        let won = self
-            .retry_actions(|| {
-                let (r, clock) = (r.clone(), clock.clone());
-                self.write(move |turn| Box::pin(reject_in(turn, r, clock.now_ms())))
-            })
-            .await?;
+        let won = match self.engine() {
+            Engine::Postgres(pg) => pg::reject(self, pg, r.clone()).await?,
+            Engine::Sqlite(_) => {
+                self.retry_actions(|| {
+                    let (r, clock) = (r.clone(), clock.clone());
+                    self.write(move |turn| Box::pin(reject_in(turn, r, clock.now_ms())))
+                })
+                .await?
+            }
+        };
         if let Some(action) = won {
             return Ok(RejectOutcome::Rejected { action });
         }
@@ -297,38 +312,38 @@ impl Store {
 
 /// A proposal ready to insert: everything derived from the input.
 #[derive(Clone)]
-struct Proposal {
-    id: String,
-    new: NewAction,
-    canonical: String,
-    fingerprint: String,
-    redact_json: String,
-    exec: Option<String>,
-    verify: Option<String>,
-    expires_at: Option<i64>,
+pub(crate) struct Proposal {
+    pub(crate) id: String,
+    pub(crate) new: NewAction,
+    pub(crate) canonical: String,
+    pub(crate) fingerprint: String,
+    pub(crate) redact_json: String,
+    pub(crate) exec: Option<String>,
+    pub(crate) verify: Option<String>,
+    pub(crate) expires_at: Option<i64>,
     /// The audit details of `proposed` (redacted JSON).
-    details: String,
+    pub(crate) details: String,
 }
 
 /// An approval patch, checked against the arguments it was made for.
-struct Patched {
+pub(crate) struct Patched {
     /// The patch (canonical JSON).
-    patch: String,
+    pub(crate) patch: String,
     /// The arguments with the patch applied (canonical JSON).
-    effective: String,
+    pub(crate) effective: String,
     /// The arguments the patch was checked against (canonical JSON).
-    expected: String,
+    pub(crate) expected: String,
     /// The audit details of `patched` (redacted JSON).
-    details: String,
+    pub(crate) details: String,
 }
 
 /// One approval to apply.
-struct Approval {
-    id: String,
-    actor: String,
-    channel: crate::store::Channel,
-    patched: Option<Patched>,
-    outright: bool,
+pub(crate) struct Approval {
+    pub(crate) id: String,
+    pub(crate) actor: String,
+    pub(crate) channel: crate::store::Channel,
+    pub(crate) patched: Option<Patched>,
+    pub(crate) outright: bool,
 }
 
 /// Insert the proposal: one statement whose trigger writes the audit row
@@ -402,7 +417,7 @@ async fn insert_proposal(conn: &mut SqliteConnection, p: &Proposal, now: i64) ->
 /// as it stands and whether this approver already counted), or there is
 /// no such action.
 #[derive(serde::Serialize, serde::Deserialize)]
-enum Approving {
+pub(crate) enum Approving {
     Won(Box<ApproveOutcome>),
     Refused { action: Box<Action>, counted: bool },
     Missing,

@@ -12,7 +12,6 @@ use crate::store::Error;
 /// refused as [`Error::Unsupported`] naming its part; a file missing here
 /// is named by its own name.
 pub const NOT_ON_POSTGRES_YET: &[(&str, &str)] = &[
-    ("actions", "pending actions are"),
     ("backup", "backups are"),
     ("boards", "boards are"),
     ("chat", "the chat bridge's records are"),
@@ -61,8 +60,11 @@ mod tests {
     fn a_part_is_named_by_the_file_its_caller_lives_in() {
         for (file, words) in [
             ("src/store/boards/read.rs", "boards are"),
-            ("src/store/actions.rs", "pending actions are"),
-            ("src/store/actions/transitions.rs", "pending actions are"),
+            // Ported: no longer listed, so named by its file.
+            (
+                "src/store/actions/transitions.rs",
+                "the store's actions operations are",
+            ),
             ("src/store/inbox_sessions.rs", "Inbox sign-ins are"),
             ("/build/handoff/src/store/grants/use.rs", "grants are"),
             ("src\\store\\tokens.rs", "API tokens are"),
