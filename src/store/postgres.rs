@@ -21,6 +21,8 @@ use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 
 use super::{Error, Result};
 
+pub(crate) mod board_writes;
+pub(crate) mod boards;
 pub(crate) mod events;
 pub mod export;
 pub mod import;

@@ -14,7 +14,6 @@ use crate::store::Error;
 pub const NOT_ON_POSTGRES_YET: &[(&str, &str)] = &[
     ("actions", "pending actions are"),
     ("backup", "backups are"),
-    ("boards", "boards are"),
     ("chat", "the chat bridge's records are"),
     ("counts", "the /metrics counts are"),
     ("deliveries", "wake deliveries are"),
@@ -63,7 +62,6 @@ mod tests {
     #[test]
     fn a_part_is_named_by_the_file_its_caller_lives_in() {
         for (file, words) in [
-            ("src/store/boards/read.rs", "boards are"),
             ("src/store/actions.rs", "pending actions are"),
             ("src/store/actions/transitions.rs", "pending actions are"),
             ("src/store/inbox_sessions.rs", "Inbox sign-ins are"),
