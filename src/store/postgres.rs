@@ -21,6 +21,7 @@ use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 
 use super::{Error, Result};
 
+pub(crate) mod board_human;
 pub(crate) mod board_writes;
 pub(crate) mod boards;
 pub(crate) mod events;

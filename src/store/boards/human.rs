@@ -370,7 +370,7 @@ impl Store {
             return Ok(Err(Refusal::Empty));
         }
         if let Engine::Postgres(pg) = self.engine() {
-            return postgres::board_writes::annotate(self, pg, a).await;
+            return postgres::board_human::annotate(self, pg, a).await;
         }
         if let Some(change) = self.annotate_call(a).await? {
             return Ok(Ok(change));
@@ -426,7 +426,7 @@ impl Store {
     /// (delivered again).
     pub async fn mark_handled(&self, h: &Handled) -> Result<Decided<RowChange>> {
         if let Engine::Postgres(pg) = self.engine() {
-            return postgres::board_writes::handled(self, pg, h, false).await;
+            return postgres::board_human::handled(self, pg, h, false).await;
         }
         if let Some(change) = self.handled_call(h, false).await? {
             return Ok(Ok(change));
@@ -438,7 +438,7 @@ impl Store {
     /// Clearing an already clear row succeeds without a change.
     pub async fn clear_handled(&self, h: &Handled) -> Result<Decided<RowChange>> {
         if let Engine::Postgres(pg) = self.engine() {
-            return postgres::board_writes::handled(self, pg, h, true).await;
+            return postgres::board_human::handled(self, pg, h, true).await;
         }
         if let Some(change) = self.handled_call(h, true).await? {
             return Ok(Ok(change));
