@@ -3,7 +3,8 @@
 
 mod common;
 
-use common::{TempDb, count};
+use common::count;
+use common::engine::Db;
 use handoff::store::Store;
 use handoff::store::boards::{
     Advance, Annotate, BoardFull, BoardUpsert, Handled, NextStep, OutcomeWrite, Refusal, RowInput,
@@ -103,9 +104,7 @@ async fn kinds(store: &Store, after: i64) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test]
-async fn upsert_creates_then_requires_versions_and_reports_every_mismatch() {
-    let db = TempDb::new();
+async fn upsert_creates_then_requires_versions_and_reports_every_mismatch(db: Db) {
     let (a, _) = db.open_manual(1_000).await;
     let f = create(
         &a,
@@ -201,9 +200,7 @@ async fn upsert_creates_then_requires_versions_and_reports_every_mismatch() {
     assert_eq!(count(&a, "boards").await, 1);
 }
 
-#[tokio::test]
-async fn an_unchanged_refresh_bumps_nothing() {
-    let db = TempDb::new();
+async fn an_unchanged_refresh_bumps_nothing(db: Db) {
     let s = db.open().await;
     let f = create(
         &s,
@@ -224,9 +221,7 @@ async fn an_unchanged_refresh_bumps_nothing() {
     assert_eq!(count(&s, "events").await, before);
 }
 
-#[tokio::test]
-async fn single_row_write_and_archive_refuse_stale_versions() {
-    let db = TempDb::new();
+async fn single_row_write_and_archive_refuse_stale_versions(db: Db) {
     let s = db.open().await;
     let f = create(&s, json!([{"label":"a"},{"label":"b"}])).await;
     let id = f.board.id.clone();
@@ -314,9 +309,7 @@ async fn single_row_write_and_archive_refuse_stale_versions() {
     );
 }
 
-#[tokio::test]
-async fn advance_archives_the_step_with_response_and_outcome() {
-    let db = TempDb::new();
+async fn advance_archives_the_step_with_response_and_outcome(db: Db) {
     let (s, clock) = db.open_manual(10_000).await;
     let f = create(
         &s,
@@ -400,9 +393,7 @@ fn keys_in_order(text: &str, keys: &[&str]) -> Vec<usize> {
 /// A row's and a step's response (annotation and handled mark) are one
 /// struct in Rust but stay flat fields, in their old order, on the wire
 /// and in the stored history.
-#[tokio::test]
-async fn a_response_is_written_flat_in_rows_and_steps() {
-    let db = TempDb::new();
+async fn a_response_is_written_flat_in_rows_and_steps(db: Db) {
     let s = db.open().await;
     let f = create(
         &s,
@@ -458,9 +449,7 @@ async fn a_response_is_written_flat_in_rows_and_steps() {
     assert_eq!(back, f);
 }
 
-#[tokio::test]
-async fn handled_keeps_the_row_blocked_until_an_outcome() {
-    let db = TempDb::new();
+async fn handled_keeps_the_row_blocked_until_an_outcome(db: Db) {
     let s = db.open().await;
     let f = create(
         &s,
@@ -531,9 +520,7 @@ async fn handled_keeps_the_row_blocked_until_an_outcome() {
     assert!(done.board.archived_at.is_some() && done.board.auto_archived);
 }
 
-#[tokio::test]
-async fn progress_auto_archives_at_100_and_reactivates() {
-    let db = TempDb::new();
+async fn progress_auto_archives_at_100_and_reactivates(db: Db) {
     let s = db.open().await;
     // Empty board: active, no percentage.
     let e = s
@@ -607,9 +594,7 @@ async fn progress_auto_archives_at_100_and_reactivates() {
     );
 }
 
-#[tokio::test]
-async fn every_change_writes_its_event_with_board_session_and_project() {
-    let db = TempDb::new();
+async fn every_change_writes_its_event_with_board_session_and_project(db: Db) {
     let s = db.open().await;
     let f = create(
         &s,
@@ -658,21 +643,16 @@ async fn every_change_writes_its_event_with_board_session_and_project() {
     assert_eq!(annotated.entity_id, c.row.id);
     // The annotation history is append-only in the engine.
     assert_eq!(count(&s, "board_row_annotations").await, 1);
-    let raw = sqlx::SqlitePool::connect(&format!("sqlite://{}", db.path.display()))
-        .await
-        .unwrap();
     for sql in [
         "DELETE FROM board_row_annotations",
         "UPDATE board_row_annotations SET annotation = 'forged'",
     ] {
-        let err = sqlx::query(sql).execute(&raw).await.unwrap_err();
-        assert!(err.to_string().contains("append-only"), "{err}");
+        let err = db.exec(sql, &[]).await.unwrap_err();
+        assert!(err.contains("append-only"), "{err}");
     }
 }
 
-#[tokio::test]
-async fn row_owner_is_stored_and_read_back_in_every_spelling() {
-    let db = TempDb::new();
+async fn row_owner_is_stored_and_read_back_in_every_spelling(db: Db) {
     let store = db.open().await;
     let full = create(
         &store,
@@ -722,9 +702,7 @@ async fn invalid(store: &Store, up: BoardUpsert) -> String {
     }
 }
 
-#[tokio::test]
-async fn board_input_limits_hold_at_their_exact_edges() {
-    let db = TempDb::new();
+async fn board_input_limits_hold_at_their_exact_edges(db: Db) {
     let store = db.open().await;
     let opt = |label: &str, detail: &str| json!({"label": label, "detail": detail});
     let row = |options: serde_json::Value| json!([{"label": "pick", "status": "blocked", "next_step": "choose", "options": options}]);
@@ -802,9 +780,7 @@ async fn board_input_limits_hold_at_their_exact_edges() {
     );
 }
 
-#[tokio::test]
-async fn rows_resolve_by_a_unique_id_suffix_of_four_or_more_hex_digits() {
-    let db = TempDb::new();
+async fn rows_resolve_by_a_unique_id_suffix_of_four_or_more_hex_digits(db: Db) {
     let store = db.open().await;
     let full = create(
         &store,
@@ -833,9 +809,7 @@ async fn rows_resolve_by_a_unique_id_suffix_of_four_or_more_hex_digits() {
     }
 }
 
-#[tokio::test]
-async fn the_annotation_history_records_each_text_and_each_clear() {
-    let db = TempDb::new();
+async fn the_annotation_history_records_each_text_and_each_clear(db: Db) {
     let store = db.open().await;
     let full = create(
         &store,
@@ -849,30 +823,23 @@ async fn the_annotation_history_records_each_text_and_each_clear() {
             .unwrap()
             .expect("an Inbox annotation, then its clear");
     }
-    let raw = sqlx::SqlitePool::connect(&format!("sqlite://{}", db.path.display()))
-        .await
-        .unwrap();
-    let history: Vec<(Option<String>, Option<String>, String)> =
-        sqlx::query_as("SELECT annotation, kind, source FROM board_row_annotations ORDER BY seq")
-            .fetch_all(&raw)
-            .await
-            .unwrap();
+    let history = db
+        .rows("SELECT annotation, kind, source FROM board_row_annotations ORDER BY seq")
+        .await;
     assert_eq!(
         history,
         [
-            (
+            [
                 Some("Use Postgres.".to_string()),
                 Some("answer".to_string()),
-                "inbox".to_string()
-            ),
-            (None, None, "inbox".to_string())
+                Some("inbox".to_string())
+            ],
+            [None, None, Some("inbox".to_string())]
         ]
     );
 }
 
-#[tokio::test]
-async fn board_list_filters_by_project_and_archive_newest_first() {
-    let db = TempDb::new();
+async fn board_list_filters_by_project_and_archive_newest_first(db: Db) {
     let (store, clock) = db.open_manual(1_000_000).await;
     let mut made = Vec::new();
     for (project, title) in [
@@ -917,9 +884,7 @@ async fn board_list_filters_by_project_and_archive_newest_first() {
     );
 }
 
-#[tokio::test]
-async fn an_advance_validates_every_part_of_the_next_step_before_writing() {
-    let db = TempDb::new();
+async fn an_advance_validates_every_part_of_the_next_step_before_writing(db: Db) {
     let store = db.open().await;
     let full = create(
         &store,
@@ -980,9 +945,7 @@ async fn an_advance_validates_every_part_of_the_next_step_before_writing() {
     assert_eq!(read.board.board_version, full.board.board_version);
 }
 
-#[tokio::test]
-async fn a_blocked_row_is_re_announced_only_when_its_step_changes() {
-    let db = TempDb::new();
+async fn a_blocked_row_is_re_announced_only_when_its_step_changes(db: Db) {
     let s = db.open().await;
     let mut full = create(
         &s,
@@ -1018,9 +981,7 @@ async fn a_blocked_row_is_re_announced_only_when_its_step_changes() {
     );
 }
 
-#[tokio::test]
-async fn boards_resolve_by_a_unique_id_suffix_of_four_or_more_hex_digits() {
-    let db = TempDb::new();
+async fn boards_resolve_by_a_unique_id_suffix_of_four_or_more_hex_digits(db: Db) {
     let store = db.open().await;
     let full = create(&store, json!([])).await;
     let id = full.board.id.clone();
@@ -1043,9 +1004,7 @@ async fn boards_resolve_by_a_unique_id_suffix_of_four_or_more_hex_digits() {
     }
 }
 
-#[tokio::test]
-async fn rows_keep_positions_from_one_and_new_rows_go_last() {
-    let db = TempDb::new();
+async fn rows_keep_positions_from_one_and_new_rows_go_last(db: Db) {
     let s = db.open().await;
     let full = create(&s, json!([{"label": "a"}, {"label": "b"}])).await;
     let positions = |f: &BoardFull| {
@@ -1075,9 +1034,7 @@ async fn rows_keep_positions_from_one_and_new_rows_go_last() {
     );
 }
 
-#[tokio::test]
-async fn only_a_handled_row_needs_an_outcome_to_leave_blocked() {
-    let db = TempDb::new();
+async fn only_a_handled_row_needs_an_outcome_to_leave_blocked(db: Db) {
     let s = db.open().await;
     let full = create(
         &s,
@@ -1120,9 +1077,7 @@ async fn only_a_handled_row_needs_an_outcome_to_leave_blocked() {
     );
 }
 
-#[tokio::test]
-async fn a_new_row_with_an_outcome_is_stamped_with_its_time() {
-    let db = TempDb::new();
+async fn a_new_row_with_an_outcome_is_stamped_with_its_time(db: Db) {
     let (s, _clock) = db.open_manual(1_700_000_000_000).await;
     let full = create(
         &s,
@@ -1137,9 +1092,7 @@ async fn a_new_row_with_an_outcome_is_stamped_with_its_time() {
     assert_eq!(full.row("open").unwrap().outcome_at, None);
 }
 
-#[tokio::test]
-async fn an_outcome_event_is_written_once_per_new_outcome() {
-    let db = TempDb::new();
+async fn an_outcome_event_is_written_once_per_new_outcome(db: Db) {
     let s = db.open().await;
     let mut full = create(&s, json!([{"label": "a", "status": "tracked"}])).await;
     let mut got = Vec::new();
@@ -1169,9 +1122,7 @@ async fn an_outcome_event_is_written_once_per_new_outcome() {
     );
 }
 
-#[tokio::test]
-async fn one_write_takes_at_most_500_rows() {
-    let db = TempDb::new();
+async fn one_write_takes_at_most_500_rows(db: Db) {
     let s = db.open().await;
     let rows = |n: usize| {
         json!(
@@ -1193,9 +1144,7 @@ async fn one_write_takes_at_most_500_rows() {
     assert_eq!(full.rows.len(), 500);
 }
 
-#[tokio::test]
-async fn a_later_upsert_moves_the_board_to_its_agent_and_session() {
-    let db = TempDb::new();
+async fn a_later_upsert_moves_the_board_to_its_agent_and_session(db: Db) {
     let s = db.open().await;
     let mut full = create(&s, json!([{"label": "a"}])).await;
     assert_eq!(
@@ -1232,9 +1181,7 @@ async fn a_later_upsert_moves_the_board_to_its_agent_and_session() {
 /// A board created with every row done is not archived in the same breath
 /// (it would vanish from `board list` the moment it appears); a later write
 /// that leaves it complete archives it as usual.
-#[tokio::test]
-async fn a_board_created_complete_stays_listed_until_a_later_write() {
-    let db = TempDb::new();
+async fn a_board_created_complete_stays_listed_until_a_later_write(db: Db) {
     let s = db.open().await;
     let made = s
         .board_upsert(&upsert(
@@ -1266,3 +1213,29 @@ async fn a_board_created_complete_stays_listed_until_a_later_write() {
         .unwrap();
     assert!(later.board.archived_at.is_some() && later.board.auto_archived);
 }
+
+both_engines!(
+    upsert_creates_then_requires_versions_and_reports_every_mismatch,
+    an_unchanged_refresh_bumps_nothing,
+    single_row_write_and_archive_refuse_stale_versions,
+    advance_archives_the_step_with_response_and_outcome,
+    a_response_is_written_flat_in_rows_and_steps,
+    handled_keeps_the_row_blocked_until_an_outcome,
+    progress_auto_archives_at_100_and_reactivates,
+    every_change_writes_its_event_with_board_session_and_project,
+    row_owner_is_stored_and_read_back_in_every_spelling,
+    board_input_limits_hold_at_their_exact_edges,
+    rows_resolve_by_a_unique_id_suffix_of_four_or_more_hex_digits,
+    the_annotation_history_records_each_text_and_each_clear,
+    board_list_filters_by_project_and_archive_newest_first,
+    an_advance_validates_every_part_of_the_next_step_before_writing,
+    a_blocked_row_is_re_announced_only_when_its_step_changes,
+    boards_resolve_by_a_unique_id_suffix_of_four_or_more_hex_digits,
+    rows_keep_positions_from_one_and_new_rows_go_last,
+    only_a_handled_row_needs_an_outcome_to_leave_blocked,
+    a_new_row_with_an_outcome_is_stamped_with_its_time,
+    an_outcome_event_is_written_once_per_new_outcome,
+    one_write_takes_at_most_500_rows,
+    a_later_upsert_moves_the_board_to_its_agent_and_session,
+    a_board_created_complete_stays_listed_until_a_later_write,
+);

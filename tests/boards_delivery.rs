@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::TempDb;
+use common::engine::Db;
 use handoff::store::Store;
 use handoff::store::boards::{
     Annotate, AnnotationKind, BoardFull, BoardUpsert, Channel, Handled, Refusal, RowInput,
@@ -79,9 +79,7 @@ async fn pending_texts(s: &Store) -> Vec<(String, Option<String>, bool)> {
         .collect()
 }
 
-#[tokio::test]
-async fn a_blocked_row_with_a_response_is_redelivered_until_its_status_changes() {
-    let db = TempDb::new();
+async fn a_blocked_row_with_a_response_is_redelivered_until_its_status_changes(db: Db) {
     let s = db.open().await;
     let b = board(
         &s,
@@ -135,9 +133,7 @@ async fn a_blocked_row_with_a_response_is_redelivered_until_its_status_changes()
     assert_eq!(left, [("acct".into(), None, false)]);
 }
 
-#[tokio::test]
-async fn a_non_blocked_rows_annotation_comes_back_until_the_agent_writes_the_row() {
-    let db = TempDb::new();
+async fn a_non_blocked_rows_annotation_comes_back_until_the_agent_writes_the_row(db: Db) {
     let s = db.open().await;
     let b = board(&s, json!([{"label":"api","status":"partial"}])).await;
     s.annotate(&inbox(&b, "api", "remember rate limits"))
@@ -168,9 +164,7 @@ async fn a_non_blocked_rows_annotation_comes_back_until_the_agent_writes_the_row
     assert!(pending_texts(&s).await.is_empty());
 }
 
-#[tokio::test]
-async fn an_annotation_rewritten_between_read_and_mark_stays_queued() {
-    let db = TempDb::new();
+async fn an_annotation_rewritten_between_read_and_mark_stays_queued(db: Db) {
     // Both handles stand on the same millisecond: the guard must not rely on time alone.
     let (agent, _) = db.open_manual(50_000).await;
     let (human, _) = db.open_manual(50_000).await;
@@ -235,9 +229,7 @@ async fn an_annotation_rewritten_between_read_and_mark_stays_queued() {
     );
 }
 
-#[tokio::test]
-async fn pending_leaves_out_a_response_rewritten_before_its_mark() {
-    let db = TempDb::new();
+async fn pending_leaves_out_a_response_rewritten_before_its_mark(db: Db) {
     let agent = db.open().await;
     let human = db.open().await;
     let b = board(&agent, json!([{"label":"api","status":"tracked"}])).await;
@@ -265,9 +257,7 @@ async fn pending_leaves_out_a_response_rewritten_before_its_mark() {
     );
 }
 
-#[tokio::test]
-async fn inbox_beats_an_unread_chat_race_and_chat_may_replace_after_pickup() {
-    let db = TempDb::new();
+async fn inbox_beats_an_unread_chat_race_and_chat_may_replace_after_pickup(db: Db) {
     let s = db.open().await;
     let b = board(
         &s,
@@ -339,9 +329,7 @@ async fn inbox_beats_an_unread_chat_race_and_chat_may_replace_after_pickup() {
     );
 }
 
-#[tokio::test]
-async fn a_blank_inbox_annotation_clears_only_an_unpicked_one() {
-    let db = TempDb::new();
+async fn a_blank_inbox_annotation_clears_only_an_unpicked_one(db: Db) {
     let s = db.open().await;
     let b = board(
         &s,
@@ -369,9 +357,7 @@ async fn a_blank_inbox_annotation_clears_only_an_unpicked_one() {
     );
 }
 
-#[tokio::test]
-async fn annotate_and_handled_refuse_stale_revisions_and_archived_boards() {
-    let db = TempDb::new();
+async fn annotate_and_handled_refuse_stale_revisions_and_archived_boards(db: Db) {
     let s = db.open().await;
     let b = board(
         &s,
@@ -439,9 +425,7 @@ async fn annotate_and_handled_refuse_stale_revisions_and_archived_boards() {
     );
 }
 
-#[tokio::test]
-async fn racing_chat_annotations_on_two_handles_exactly_one_wins() {
-    let db = TempDb::new();
+async fn racing_chat_annotations_on_two_handles_exactly_one_wins(db: Db) {
     let a = db.open().await;
     let bh = db.open().await;
     let b = board(
@@ -467,9 +451,7 @@ async fn racing_chat_annotations_on_two_handles_exactly_one_wins() {
     assert_eq!(common::count(&a, "board_row_annotations").await, 1);
 }
 
-#[tokio::test]
-async fn a_fresh_block_starts_from_nothing_but_keeps_an_undelivered_annotation() {
-    let db = TempDb::new();
+async fn a_fresh_block_starts_from_nothing_but_keeps_an_undelivered_annotation(db: Db) {
     let s = db.open().await;
     let b = board(
         &s,
@@ -528,9 +510,7 @@ async fn a_fresh_block_starts_from_nothing_but_keeps_an_undelivered_annotation()
     );
 }
 
-#[tokio::test]
-async fn the_handled_mark_is_delivered_only_as_read() {
-    let db = TempDb::new();
+async fn the_handled_mark_is_delivered_only_as_read(db: Db) {
     let (agent, clock) = db.open_manual(1_000_000).await;
     let b = board(
         &agent,
@@ -571,3 +551,16 @@ async fn the_handled_mark_is_delivered_only_as_read() {
     assert!(rows.row("acct").unwrap().handled_seen_at.is_some());
     assert!(rows.row("card").unwrap().handled_seen_at.is_none());
 }
+
+both_engines!(
+    a_blocked_row_with_a_response_is_redelivered_until_its_status_changes,
+    a_non_blocked_rows_annotation_comes_back_until_the_agent_writes_the_row,
+    an_annotation_rewritten_between_read_and_mark_stays_queued,
+    pending_leaves_out_a_response_rewritten_before_its_mark,
+    inbox_beats_an_unread_chat_race_and_chat_may_replace_after_pickup,
+    a_blank_inbox_annotation_clears_only_an_unpicked_one,
+    annotate_and_handled_refuse_stale_revisions_and_archived_boards,
+    racing_chat_annotations_on_two_handles_exactly_one_wins,
+    a_fresh_block_starts_from_nothing_but_keeps_an_undelivered_annotation,
+    the_handled_mark_is_delivered_only_as_read,
+);

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::TempDb;
+use common::engine::{Db, Engine};
 use handoff::store::Store;
 use handoff::store::boards::{
     Advance, Annotate, AnnotationKind, BoardUpsert, Channel, Handled, NextStep, OutcomeWrite,
@@ -352,8 +352,8 @@ async fn current(store: &Store) -> (Row, i64) {
     )
 }
 
-async fn run(ops: Vec<Op>) {
-    let db = TempDb::new();
+async fn run(engine: Engine, ops: Vec<Op>) {
+    let db = Db::new(engine).await;
     let (store, clock) = db.open_manual(1_700_000_000_000).await;
     let up = BoardUpsert {
         project: "p".into(),
@@ -537,6 +537,14 @@ proptest! {
     #[test]
     fn row_writes_follow_the_model(ops in prop::collection::vec(op(), 1..24)) {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        rt.block_on(run(ops));
+        rt.block_on(run(Engine::Sqlite, ops));
+    }
+
+    /// The same model, the same sequences, on PostgreSQL (a fresh
+    /// database per case).
+    #[test]
+    fn row_writes_follow_the_model_on_postgres(ops in prop::collection::vec(op(), 1..24)) {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(run(Engine::Postgres, ops));
     }
 }

@@ -23,6 +23,9 @@ use super::{Error, Result};
 
 pub(crate) mod action_moves;
 pub(crate) mod actions;
+pub(crate) mod board_human;
+pub(crate) mod board_writes;
+pub(crate) mod boards;
 pub(crate) mod deliveries;
 pub(crate) mod events;
 pub mod export;

@@ -17,7 +17,7 @@ use super::{
     AnnotationKind, Board, Channel, Decided, MAX_TEXT, Refusal, Row, RowStatus, StaleRow, Who,
     bump_version, check_len, load_row, row_event,
 };
-use crate::store::{Result, Store};
+use crate::store::{Engine, Result, Store, postgres};
 
 /// A human's annotation on a row.
 #[derive(Debug, Clone, Default)]
@@ -71,7 +71,7 @@ pub struct RowChange {
 }
 
 /// Explain a guarded UPDATE that touched nothing because of a version guard.
-fn stale_of(
+pub(crate) fn stale_of(
     row: &Row,
     board_version: i64,
     revision: Option<i64>,
@@ -107,7 +107,7 @@ async fn explain(
 }
 
 /// Clearing what is already clear: a success that changed nothing.
-fn unchanged(board: &Board, row: Row) -> Decided<RowChange> {
+pub(crate) fn unchanged(board: &Board, row: Row) -> Decided<RowChange> {
     Ok(RowChange {
         board_version: board.board_version,
         changed: false,
@@ -369,6 +369,9 @@ impl Store {
         if a.source == Channel::Chat && a.text.trim().is_empty() {
             return Ok(Err(Refusal::Empty));
         }
+        if let Engine::Postgres(pg) = self.engine() {
+            return postgres::board_human::annotate(self, pg, a).await;
+        }
         if let Some(change) = self.annotate_call(a).await? {
             return Ok(Ok(change));
         }
@@ -422,6 +425,9 @@ impl Store {
     /// `blocked` until the agent stores an outcome; a re-mark is a new mark
     /// (delivered again).
     pub async fn mark_handled(&self, h: &Handled) -> Result<Decided<RowChange>> {
+        if let Engine::Postgres(pg) = self.engine() {
+            return postgres::board_human::handled(self, pg, h, false).await;
+        }
         if let Some(change) = self.handled_call(h, false).await? {
             return Ok(Ok(change));
         }
@@ -431,6 +437,9 @@ impl Store {
     /// Take the "handled" mark back, only while no agent has received it.
     /// Clearing an already clear row succeeds without a change.
     pub async fn clear_handled(&self, h: &Handled) -> Result<Decided<RowChange>> {
+        if let Engine::Postgres(pg) = self.engine() {
+            return postgres::board_human::handled(self, pg, h, true).await;
+        }
         if let Some(change) = self.handled_call(h, true).await? {
             return Ok(Ok(change));
         }

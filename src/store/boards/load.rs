@@ -1,13 +1,21 @@
 //! Reading boards and rows inside a transaction: decoding rows, loading a
 //! board with its rows, and resolving full or short ids, titles and labels.
 
-use sqlx::{Row as _, SqliteConnection};
+use sqlx::SqliteConnection;
 
 use super::validate::parse_opt;
 use super::{Board, BoardFull, Decided, Progress, Response, Row, not_found};
 use crate::store::{Error, Result, Store, WriteTx};
 
-pub(super) fn row_from(r: &sqlx::sqlite::SqliteRow) -> Result<Row> {
+/// A stored row, of either engine (their columns are text and 64-bit
+/// integers on both).
+pub(crate) fn row_from<'r, R>(r: &'r R) -> Result<Row>
+where
+    R: sqlx::Row,
+    for<'a> &'a str: sqlx::ColumnIndex<R>,
+    String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
     let corrupt = |e: Error| Error::Corrupt(e.to_string());
     let options: String = r.try_get("options")?;
     let history: String = r.try_get("history")?;
@@ -48,7 +56,7 @@ pub(super) fn row_from(r: &sqlx::sqlite::SqliteRow) -> Result<Row> {
 }
 
 /// The board columns plus progress aggregated over its rows.
-pub(super) const BOARD_SELECT: &str = "SELECT b.*,
+pub(crate) const BOARD_SELECT: &str = "SELECT b.*,
     (SELECT COUNT(*) FROM board_rows r WHERE r.board_id = b.id) AS n_rows,
     (SELECT COUNT(*) FROM board_rows r WHERE r.board_id = b.id AND r.status <> 'na') AS n_counted,
     (SELECT COALESCE(SUM(CASE r.status WHEN 'done' THEN 2 WHEN 'partial' THEN 1 ELSE 0 END), 0)
@@ -56,7 +64,15 @@ pub(super) const BOARD_SELECT: &str = "SELECT b.*,
     (SELECT COUNT(*) FROM board_rows r WHERE r.board_id = b.id AND r.status = 'blocked') AS n_blocked
   FROM boards b";
 
-pub(super) fn board_from(r: &sqlx::sqlite::SqliteRow) -> Result<Board> {
+/// A stored board with its progress columns ([`BOARD_SELECT`]), of
+/// either engine.
+pub(crate) fn board_from<'r, R>(r: &'r R) -> Result<Board>
+where
+    R: sqlx::Row,
+    for<'a> &'a str: sqlx::ColumnIndex<R>,
+    String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
     let rows: i64 = r.try_get("n_rows")?;
     let counted: i64 = r.try_get("n_counted")?;
     let halves: i64 = r.try_get("halves")?;
@@ -234,13 +250,13 @@ pub(super) async fn resolve_row(
 }
 
 /// Whether `s` can be a short id: at least four hex digits (the end of a full id).
-pub(super) fn is_short_id(s: &str) -> bool {
+pub(crate) fn is_short_id(s: &str) -> bool {
     s.len() >= 4 && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// The one id a lookup found; none is a refusal naming `missing`, more
 /// than one an error (`ambiguous` says how to be exact).
-fn single(
+pub(crate) fn single(
     found: Vec<String>,
     missing: String,
     ambiguous: impl FnOnce(usize) -> String,

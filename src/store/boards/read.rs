@@ -11,14 +11,14 @@
 
 use serde::Serialize;
 use serde_json::json;
-use sqlx::{Row as _, SqliteConnection};
+use sqlx::SqliteConnection;
 
 use super::{
     BOARD_SELECT, Board, BoardFull, Decided, Row, board_from, is_short_id, load_full,
     resolve_board, row_from,
 };
 use crate::store::Channel;
-use crate::store::{Result, Store};
+use crate::store::{Engine, Result, Store, postgres};
 
 /// A row waiting for an agent, with its board.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
@@ -87,7 +87,15 @@ async fn stamp_delivered(
     Ok((ok, marked))
 }
 
-fn pending_from(r: &sqlx::sqlite::SqliteRow) -> Result<PendingRow> {
+/// A row of a pending read (the row's columns and its board's, aliased
+/// `board_*`), of either engine.
+pub(crate) fn pending_from<'r, R>(r: &'r R) -> Result<PendingRow>
+where
+    R: sqlx::Row,
+    for<'a> &'a str: sqlx::ColumnIndex<R>,
+    String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
     let row = row_from(r)?;
     let new = row.has_undelivered_response();
     Ok(PendingRow {
@@ -106,6 +114,9 @@ impl Store {
     /// Boards of `project` (all projects when `None`), active only unless
     /// `archived`, with their progress, newest first.
     pub async fn board_list(&self, project: Option<&str>, archived: bool) -> Result<Vec<Board>> {
+        if let Engine::Postgres(pg) = self.engine() {
+            return postgres::boards::list(pg, project, archived).await;
+        }
         let sql = format!(
             "{BOARD_SELECT} WHERE (? IS NULL OR b.project = ?) AND (? OR b.archived_at IS NULL)
              ORDER BY b.updated_at DESC, b.id"
@@ -125,6 +136,9 @@ impl Store {
         board: &str,
         project: Option<&str>,
     ) -> Result<Decided<BoardFull>> {
+        if let Engine::Postgres(pg) = self.engine() {
+            return postgres::boards::get(pg, board, project).await;
+        }
         let mut conn = self.pool()?.acquire().await?;
         let id = decided!(resolve_board(&mut conn, board, project).await?);
         Ok(Ok(load_full(&mut conn, &id).await?))
@@ -163,6 +177,10 @@ impl Store {
     ) -> Result<Vec<bool>> {
         if !rows.iter().any(|p| p.new) {
             return Ok(vec![true; rows.len()]);
+        }
+        if let Engine::Postgres(pg) = self.engine() {
+            return postgres::boards::mark_delivered(self, pg, rows.to_vec(), reader.to_string())
+                .await;
         }
         self.retry(|| self.mark_rows_delivered_once(rows, reader))
             .await
@@ -250,6 +268,9 @@ impl Store {
         project: Option<&str>,
         session: Option<&str>,
     ) -> Result<Vec<PendingRow>> {
+        if let Engine::Postgres(pg) = self.engine() {
+            return postgres::boards::pending_select(pg, filter, order, project, session).await;
+        }
         let sql = format!(
             "SELECT r.*, b.title AS board_title, b.revision AS board_version, b.project AS board_project,
                     b.session AS board_session, b.agent AS board_agent
@@ -269,6 +290,9 @@ impl Store {
 
     /// The board id and label of the row `id` (for chat rendering and taps).
     pub async fn row_locator(&self, id: &str) -> Result<Option<(String, String)>> {
+        if let Engine::Postgres(pg) = self.engine() {
+            return postgres::boards::row_locator(pg, id).await;
+        }
         Ok(
             sqlx::query_as("SELECT board_id, label FROM board_rows WHERE id = ?")
                 .bind(id)
@@ -284,18 +308,26 @@ impl Store {
         if !is_short_id(&s) {
             return Ok(None);
         }
-        let ids: Vec<String> = sqlx::query_scalar(
-            "SELECT id FROM board_rows WHERE id = ?1 OR id LIKE '%' || ?1 LIMIT 2",
-        )
-        .bind(&s)
-        .fetch_all(self.pool()?)
-        .await?;
+        let ids: Vec<String> = match self.engine() {
+            Engine::Postgres(pg) => postgres::boards::row_ids_like(pg, &s).await?,
+            Engine::Sqlite(_) => {
+                sqlx::query_scalar(
+                    "SELECT id FROM board_rows WHERE id = ?1 OR id LIKE '%' || ?1 LIMIT 2",
+                )
+                .bind(&s)
+                .fetch_all(self.pool()?)
+                .await?
+            }
+        };
         let mut ids = ids.into_iter();
         Ok(ids.next().filter(|_| ids.next().is_none()))
     }
 
     /// Ids of blocked rows on active boards (for `/list`).
     pub async fn blocked_row_ids(&self) -> Result<Vec<String>> {
+        if let Engine::Postgres(pg) = self.engine() {
+            return postgres::boards::blocked_row_ids(pg).await;
+        }
         Ok(sqlx::query_scalar(
             "SELECT r.id FROM board_rows r JOIN boards b ON b.id = r.board_id
              WHERE r.status = 'blocked' AND b.archived_at IS NULL ORDER BY r.updated_at DESC LIMIT 200",

@@ -18,7 +18,7 @@ use super::{
     load_row, locate, resolve_board,
 };
 use crate::store::Channel;
-use crate::store::{Error, Result, Store};
+use crate::store::{Engine, Error, Result, Store, postgres};
 
 /// The next step `board_advance` installs (always `blocked`).
 #[derive(Debug, Clone, Default, serde::Serialize, Deserialize, schemars::JsonSchema)]
@@ -108,6 +108,9 @@ impl Store {
             ..RowInput::default()
         };
         probe.validate()?;
+        if let Engine::Postgres(pg) = self.engine() {
+            return postgres::board_writes::advance(self, pg, a).await;
+        }
         if let Some(full) = self.board_advance_call(a).await? {
             return Ok(Ok(full));
         }
@@ -197,6 +200,9 @@ impl Store {
             },
             by: w.by.clone(),
         };
+        if let Engine::Postgres(pg) = self.engine() {
+            return postgres::board_writes::row(self, pg, &write, true).await;
+        }
         if let Some(full) = self.board_row_call(&write, true).await? {
             return Ok(Ok(full));
         }
@@ -226,6 +232,10 @@ impl Store {
         board_version: i64,
         by: &str,
     ) -> Result<Decided<Archived>> {
+        if let Engine::Postgres(pg) = self.engine() {
+            return postgres::board_writes::archive(self, pg, board, project, board_version, by)
+                .await;
+        }
         self.retry(|| self.board_archive_once(board, project, board_version, by))
             .await
     }
@@ -279,7 +289,7 @@ impl Store {
 }
 
 /// The step `row` is on, as archived into its history with `outcome`.
-fn archived_step(row: &Row, outcome: &str, now: i64) -> Step {
+pub(crate) fn archived_step(row: &Row, outcome: &str, now: i64) -> Step {
     Step {
         action_version: row.action_version,
         status: row.status,

@@ -23,7 +23,7 @@ use super::{
     settle,
 };
 use crate::store::Channel;
-use crate::store::{Error, Result, Store, new_id};
+use crate::store::{Engine, Error, Result, Store, new_id, postgres};
 
 /// One row as an agent writes it. Omitted fields keep their stored value
 /// (a new row gets the default), so a partial write never erases anything.
@@ -118,15 +118,15 @@ pub struct RowWrite {
 
 /// Row fields after merging an input onto the stored row.
 #[derive(PartialEq)]
-struct Fields {
-    status: RowStatus,
-    note: String,
-    next_step: String,
-    owner: RowOwner,
-    impact: String,
-    options: Vec<RowOption>,
-    context: String,
-    outcome: String,
+pub(crate) struct Fields {
+    pub(crate) status: RowStatus,
+    pub(crate) note: String,
+    pub(crate) next_step: String,
+    pub(crate) owner: RowOwner,
+    pub(crate) impact: String,
+    pub(crate) options: Vec<RowOption>,
+    pub(crate) context: String,
+    pub(crate) outcome: String,
 }
 
 impl Fields {
@@ -183,21 +183,22 @@ impl Fields {
             && self.context == o.context
     }
 
-    fn options_json(&self) -> String {
+    /// The options as stored (JSON text).
+    pub(crate) fn options_json(&self) -> String {
         serde_json::to_string(&self.options).unwrap_or_else(|_| "[]".into())
     }
 }
 
 /// A row event to append once the new board version is known.
-pub(super) struct Pending {
-    pub(super) kind: &'static str,
-    pub(super) row_id: String,
-    pub(super) extra: serde_json::Value,
+pub(crate) struct Pending {
+    pub(crate) kind: &'static str,
+    pub(crate) row_id: String,
+    pub(crate) extra: serde_json::Value,
 }
 
 /// Check every input row against the stored rows; the refusal lists all
 /// mismatches at once.
-fn mismatches(stored: &[Row], inputs: &[RowInput]) -> Vec<StaleRow> {
+pub(crate) fn mismatches(stored: &[Row], inputs: &[RowInput]) -> Vec<StaleRow> {
     inputs
         .iter()
         .filter_map(|i| {
@@ -213,6 +214,128 @@ fn mismatches(stored: &[Row], inputs: &[RowInput]) -> Vec<StaleRow> {
         .collect()
 }
 
+/// One row write an agent's write makes (versions already checked).
+pub(crate) enum Plan {
+    /// Create the row `id` with `fields` at `position`.
+    Insert {
+        id: String,
+        label: String,
+        fields: Fields,
+        position: i64,
+    },
+    /// Change the stored row `old_id` (at `old_revision`) to `after`,
+    /// storing `outcome`; a `fresh` block resets the human's fields.
+    Update {
+        old_id: String,
+        old_revision: i64,
+        after: Fields,
+        outcome: String,
+        fresh: bool,
+    },
+}
+
+/// Decide what `inputs` make of the board's `stored` rows, before anything
+/// is written (so a refusal writes nothing on either engine): the row
+/// writes and the events to append after them, in input order. A row the
+/// input would not change is left out.
+pub(crate) fn plan_rows(stored: &[Row], inputs: &[RowInput]) -> Decided<(Vec<Plan>, Vec<Pending>)> {
+    let mut plans = Vec::new();
+    let mut events = Vec::new();
+    // New rows go after every stored one, in input order (gaps are fine).
+    let first_pos = stored.iter().map(|r| r.position).max().unwrap_or(0) + 1;
+    for (position, input) in (first_pos..).zip(inputs) {
+        match stored.iter().find(|r| r.label == input.label) {
+            None => plans.push(plan_insert(input, position, &mut events)),
+            Some(old) => {
+                if let Some(plan) = plan_update(old, input, &mut events)? {
+                    plans.push(plan);
+                }
+            }
+        }
+    }
+    Ok((plans, events))
+}
+
+/// Create the row `input` describes at `position`, with its events.
+fn plan_insert(input: &RowInput, position: i64, events: &mut Vec<Pending>) -> Plan {
+    let fields = Fields::merged(Fields::empty(), input);
+    let id = new_id();
+    events.push(Pending {
+        kind: "row.updated",
+        row_id: id.clone(),
+        extra: json!({"created": true}),
+    });
+    if fields.status == RowStatus::Blocked {
+        events.push(Pending {
+            kind: "row.blocked",
+            row_id: id.clone(),
+            extra: json!({"fresh": true}),
+        });
+    }
+    Plan::Insert {
+        id,
+        label: input.label.clone(),
+        fields,
+        position,
+    }
+}
+
+/// Merge `input` onto the stored row `old`, with its events; a write that
+/// changes nothing plans nothing.
+fn plan_update(old: &Row, input: &RowInput, events: &mut Vec<Pending>) -> Decided<Option<Plan>> {
+    let before = Fields::of(old);
+    let after = Fields::merged(Fields::of(old), input);
+    if after == before {
+        return Ok(None);
+    }
+    let leaving_block = before.status == RowStatus::Blocked && after.status != RowStatus::Blocked;
+    if leaving_block && old.response.handled_at.is_some() && after.outcome.is_empty() {
+        return Err(Refusal::OutcomeRequired {
+            label: old.label.clone(),
+        });
+    }
+    if leaving_block && old.has_unread_annotation() {
+        return Err(Refusal::UnreadResponse {
+            label: old.label.clone(),
+        });
+    }
+    let fresh = before.status != RowStatus::Blocked && after.status == RowStatus::Blocked;
+    // A fresh block is a new ask: the human's mark and the old outcome
+    // die, and so does an annotation an agent already received. An
+    // annotation nobody picked up yet stays, so it is still delivered.
+    let outcome = if fresh && input.outcome.is_none() {
+        String::new()
+    } else {
+        after.outcome.clone()
+    };
+    events.push(Pending {
+        kind: "row.updated",
+        row_id: old.id.clone(),
+        extra: json!({"from_status": before.status}),
+    });
+    if after.status == RowStatus::Blocked && (fresh || !after.same_step(&before)) {
+        events.push(Pending {
+            kind: "row.blocked",
+            row_id: old.id.clone(),
+            extra: json!({"fresh": fresh}),
+        });
+    }
+    if !outcome.is_empty() && outcome != before.outcome {
+        events.push(Pending {
+            kind: "row.outcome",
+            row_id: old.id.clone(),
+            extra: json!({"outcome": outcome}),
+        });
+    }
+    Ok(Some(Plan::Update {
+        old_id: old.id.clone(),
+        old_revision: old.revision,
+        after,
+        outcome,
+        fresh,
+    }))
+}
+
 /// Apply `inputs` to the board `board_id` (versions already checked).
 /// Returns the events to append, or a refusal that aborts the transaction.
 async fn apply_rows(
@@ -222,37 +345,45 @@ async fn apply_rows(
     stored: &[Row],
     inputs: &[RowInput],
 ) -> Result<Decided<Vec<Pending>>> {
-    let mut events = Vec::new();
-    // New rows go after every stored one, in input order (gaps are fine).
-    let first_pos = stored.iter().map(|r| r.position).max().unwrap_or(0) + 1;
-    for (next_pos, input) in (first_pos..).zip(inputs) {
-        match stored.iter().find(|r| r.label == input.label) {
-            None => insert_row(conn, now, board_id, input, next_pos, &mut events).await?,
-            Some(old) => decided!(update_row(conn, now, old, input, &mut events).await?),
+    let (plans, events) = decided!(plan_rows(stored, inputs));
+    for plan in plans {
+        match plan {
+            Plan::Insert {
+                id,
+                label,
+                fields,
+                position,
+            } => insert_row(conn, now, board_id, &id, &label, &fields, position).await?,
+            Plan::Update {
+                old_id,
+                old_revision,
+                after,
+                outcome,
+                fresh,
+            } => write_row(conn, now, &old_id, old_revision, &after, &outcome, fresh).await?,
         }
     }
     Ok(Ok(events))
 }
 
-/// Create the row `input` describes at `position`, with its events.
+/// Create the row `id` labelled `label` with fields `f` at `position`.
 async fn insert_row(
     conn: &mut SqliteConnection,
     now: i64,
     board_id: &str,
-    input: &RowInput,
+    id: &str,
+    label: &str,
+    f: &Fields,
     position: i64,
-    events: &mut Vec<Pending>,
 ) -> Result<()> {
-    let f = Fields::merged(Fields::empty(), input);
-    let id = new_id();
     sqlx::query(
         "INSERT INTO board_rows (id, board_id, label, status, note, next_step, owner, impact,
             options, context, outcome, outcome_at, action_started_at, position, created_at, updated_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     )
-    .bind(&id)
+    .bind(id)
     .bind(board_id)
-    .bind(&input.label)
+    .bind(label)
     .bind(f.status.as_str())
     .bind(&f.note)
     .bind(&f.next_step)
@@ -268,84 +399,16 @@ async fn insert_row(
     .bind(now)
     .execute(&mut *conn)
     .await?;
-    events.push(Pending {
-        kind: "row.updated",
-        row_id: id.clone(),
-        extra: json!({"created": true}),
-    });
-    if f.status == RowStatus::Blocked {
-        events.push(Pending {
-            kind: "row.blocked",
-            row_id: id,
-            extra: json!({"fresh": true}),
-        });
-    }
     Ok(())
 }
 
-/// Merge `input` onto the stored row `old` and write what changed, with
-/// its events; a write that changes nothing writes nothing.
-async fn update_row(
-    conn: &mut SqliteConnection,
-    now: i64,
-    old: &Row,
-    input: &RowInput,
-    events: &mut Vec<Pending>,
-) -> Result<Decided<()>> {
-    let before = Fields::of(old);
-    let after = Fields::merged(Fields::of(old), input);
-    if after == before {
-        return Ok(Ok(()));
-    }
-    let leaving_block = before.status == RowStatus::Blocked && after.status != RowStatus::Blocked;
-    if leaving_block && old.response.handled_at.is_some() && after.outcome.is_empty() {
-        return Ok(Err(Refusal::OutcomeRequired {
-            label: old.label.clone(),
-        }));
-    }
-    if leaving_block && old.has_unread_annotation() {
-        return Ok(Err(Refusal::UnreadResponse {
-            label: old.label.clone(),
-        }));
-    }
-    let fresh_block = before.status != RowStatus::Blocked && after.status == RowStatus::Blocked;
-    // A fresh block is a new ask: the human's mark and the old outcome
-    // die, and so does an annotation an agent already received. An
-    // annotation nobody picked up yet stays, so it is still delivered.
-    let outcome = if fresh_block && input.outcome.is_none() {
-        String::new()
-    } else {
-        after.outcome.clone()
-    };
-    write_row(conn, now, old, &after, &outcome, fresh_block).await?;
-    events.push(Pending {
-        kind: "row.updated",
-        row_id: old.id.clone(),
-        extra: json!({"from_status": before.status}),
-    });
-    if after.status == RowStatus::Blocked && (fresh_block || !after.same_step(&before)) {
-        events.push(Pending {
-            kind: "row.blocked",
-            row_id: old.id.clone(),
-            extra: json!({"fresh": fresh_block}),
-        });
-    }
-    if !outcome.is_empty() && outcome != before.outcome {
-        events.push(Pending {
-            kind: "row.outcome",
-            row_id: old.id.clone(),
-            extra: json!({"outcome": outcome}),
-        });
-    }
-    Ok(Ok(()))
-}
-
 /// The guarded UPDATE of an agent's row write: `after` with `outcome`,
-/// and on a `fresh_block` the human fields reset (see [`update_row`]).
+/// and on a `fresh_block` the human fields reset (see [`plan_update`]).
 async fn write_row(
     conn: &mut SqliteConnection,
     now: i64,
-    old: &Row,
+    old_id: &str,
+    old_revision: i64,
     after: &Fields,
     outcome: &str,
     fresh_block: bool,
@@ -391,11 +454,11 @@ async fn write_row(
     .bind(fresh_block)
     .bind(fresh_block)
     .bind(now)
-    .bind(&old.id)
-    .bind(old.revision)
+    .bind(old_id)
+    .bind(old_revision)
     .execute(&mut *conn)
     .await?;
-    confirm_one(done.rows_affected(), &old.id)
+    confirm_one(done.rows_affected(), old_id)
 }
 
 /// Bump the board, append `on_board` (an event about the board, if any) and the row events, settle
@@ -513,6 +576,9 @@ impl Store {
         check_name("the project", &up.project)?;
         check_name("the board title", &up.title)?;
         check_inputs(&up.rows)?;
+        if let Engine::Postgres(pg) = self.engine() {
+            return postgres::board_writes::upsert(self, pg, up).await;
+        }
         if let Some(full) = self.board_upsert_call(up).await? {
             return Ok(Ok(full));
         }
@@ -562,6 +628,9 @@ impl Store {
     /// the board version too when given.
     pub async fn board_row(&self, w: &RowWrite) -> Result<Decided<BoardFull>> {
         w.row.validate()?;
+        if let Engine::Postgres(pg) = self.engine() {
+            return postgres::board_writes::row(self, pg, w, false).await;
+        }
         if let Some(full) = self.board_row_call(w, false).await? {
             return Ok(Ok(full));
         }

@@ -13,7 +13,6 @@ use crate::store::Error;
 /// is named by its own name.
 pub const NOT_ON_POSTGRES_YET: &[(&str, &str)] = &[
     ("backup", "backups are"),
-    ("boards", "boards are"),
     ("chat", "the chat bridge's records are"),
     ("counts", "the /metrics counts are"),
     ("due", "the housekeeping schedule is"),
@@ -59,7 +58,6 @@ mod tests {
     #[test]
     fn a_part_is_named_by_the_file_its_caller_lives_in() {
         for (file, words) in [
-            ("src/store/boards/read.rs", "boards are"),
             // Ported: no longer listed, so named by its file.
             (
                 "src/store/actions/transitions.rs",
