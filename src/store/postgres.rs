@@ -21,12 +21,14 @@ use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 
 use super::{Error, Result};
 
+pub(crate) mod chat;
 pub(crate) mod events;
 pub mod export;
 pub mod import;
 pub mod notify;
 pub(crate) mod questions;
 pub(crate) mod replies;
+pub(crate) mod tokens;
 pub(crate) mod unported;
 pub(crate) mod write;
 
