@@ -261,3 +261,20 @@ both_engines!(
     a_waiting_push_is_released_or_skipped_once,
 );
 both_engines!(multi_thread: two_daemons_claiming_one_push_claim_it_once);
+
+async fn the_first_topic_saved_for_a_key_stays(db: Db) {
+    let (one, two) = (db.open().await, db.open().await);
+    assert_eq!(one.topic_get(-5, "project:x").await.unwrap(), None);
+    let (a, b) = tokio::join!(
+        one.topic_save(-5, "project:x", "x", 10),
+        two.topic_save(-5, "project:x", "x", 20)
+    );
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert_eq!(a, b, "both are told the one that holds");
+    assert!(a == 10 || a == 20);
+    assert_eq!(two.topic_get(-5, "project:x").await.unwrap(), Some(a));
+    assert_eq!(one.topic_save(-5, "project:y", "y", 30).await.unwrap(), 30);
+    assert_eq!(one.topic_get(-6, "project:x").await.unwrap(), None);
+}
+
+both_engines!(multi_thread: the_first_topic_saved_for_a_key_stays);

@@ -22,6 +22,7 @@ use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 use super::{Error, Result};
 
 pub(crate) mod chat;
+pub(crate) mod counts;
 pub(crate) mod events;
 pub mod export;
 pub mod import;

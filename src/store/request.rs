@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use sqlx::SqliteConnection;
 
-use super::{Result, Store};
+use super::{Engine, Result, Store};
 
 /// How long a request id is remembered.
 pub const KEEP_MS: i64 = 24 * 60 * 60 * 1000;
@@ -137,13 +137,23 @@ pub(crate) async fn remember(
     Ok(())
 }
 
+/// Forget the remembered writes older than a time. Same text on both engines.
+const FORGET: &str = "DELETE FROM requests WHERE created_at < $1";
+
 impl Store {
     /// Forget request ids older than [`KEEP_MS`]; returns how many writes
     /// were forgotten.
     pub async fn forget_requests(&self) -> Result<u64> {
         let before = self.now() - KEEP_MS;
+        if let Engine::Postgres(pg) = self.engine() {
+            return Ok(sqlx::query(FORGET)
+                .bind(before)
+                .execute(pg.pool())
+                .await?
+                .rows_affected());
+        }
         let mut tx = self.begin_write().await?;
-        let n = sqlx::query("DELETE FROM requests WHERE created_at < ?1")
+        let n = sqlx::query(FORGET)
             .bind(before)
             .execute(&mut *tx)
             .await?

@@ -13,16 +13,11 @@ use crate::store::Error;
 /// is named by its own name.
 pub const NOT_ON_POSTGRES_YET: &[(&str, &str)] = &[
     ("actions", "pending actions are"),
-    ("backup", "backups are"),
     ("boards", "boards are"),
-    ("counts", "the /metrics counts are"),
     ("deliveries", "wake deliveries are"),
-    ("due", "the housekeeping schedule is"),
     ("grants", "grants are"),
-    ("request", "request ids are"),
     ("seed", "seeding is"),
     ("sessions", "agent sessions are"),
-    ("topics", "chat topics are"),
 ];
 
 /// [`Error::Unsupported`] for a call made at `at` on a PostgreSQL store.
