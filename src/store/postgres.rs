@@ -25,6 +25,7 @@ pub(crate) mod chat;
 pub(crate) mod counts;
 pub(crate) mod events;
 pub mod export;
+pub(crate) mod grants;
 pub mod import;
 pub mod notify;
 pub(crate) mod questions;

@@ -15,7 +15,6 @@ pub const NOT_ON_POSTGRES_YET: &[(&str, &str)] = &[
     ("actions", "pending actions are"),
     ("boards", "boards are"),
     ("deliveries", "wake deliveries are"),
-    ("grants", "grants are"),
     ("seed", "seeding is"),
     ("sessions", "agent sessions are"),
 ];
