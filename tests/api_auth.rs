@@ -6,6 +6,7 @@ mod common;
 
 use api_support::{Api, fixture, sample};
 use axum::http::StatusCode;
+use common::engine::Db;
 use handoff::store::tokens::Role;
 use serde_json::Value;
 
@@ -295,9 +296,7 @@ async fn serve_refuses_a_public_address_without_tokens() {
     );
 }
 
-#[tokio::test]
-async fn a_token_name_is_1_to_64_characters() {
-    let db = common::TempDb::new();
+async fn a_token_name_is_1_to_64_characters(db: Db) {
     let store = db.open().await;
     for good in ["a".repeat(64), "я".repeat(64)] {
         store
@@ -314,9 +313,7 @@ async fn a_token_name_is_1_to_64_characters() {
     }
 }
 
-#[tokio::test]
-async fn token_lifecycle_is_in_the_event_log_and_tokens_exist_follows_it() {
-    let db = common::TempDb::new();
+async fn token_lifecycle_is_in_the_event_log_and_tokens_exist_follows_it(db: Db) {
     let store = db.open().await;
     assert!(
         !store.tokens_exist().await.unwrap(),
@@ -347,3 +344,9 @@ async fn token_lifecycle_is_in_the_event_log_and_tokens_exist_follows_it() {
         );
     }
 }
+
+// The store-level token tests, on both engines.
+both_engines!(
+    a_token_name_is_1_to_64_characters,
+    token_lifecycle_is_in_the_event_log_and_tokens_exist_follows_it,
+);

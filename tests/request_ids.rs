@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::engine::Db;
 use common::{TempDb, count, new_action};
 use handoff::store::actions::{Actor, ApproveOutcome, RejectOutcome};
 use handoff::store::request;
@@ -69,9 +70,7 @@ async fn a_repeated_call_replays_its_first_outcome_and_writes_nothing_twice() {
     );
 }
 
-#[tokio::test]
-async fn a_repeated_reply_is_one_reply() {
-    let db = TempDb::new();
+async fn a_repeated_reply_is_one_reply(db: Db) {
     let store = db.open().await;
     let q = common::ask(&store, "Ship it?").await;
     let reply = common::reply_of(ReplyKind::Answer, "yes", "alice");
@@ -86,3 +85,6 @@ async fn a_repeated_reply_is_one_reply() {
     assert_eq!(store.forget_requests().await.unwrap(), 0);
     assert!(count(&store, "requests").await >= 1);
 }
+
+// Replies and request ids run on both engines; the actions above do not yet.
+both_engines!(a_repeated_reply_is_one_reply);

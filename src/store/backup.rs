@@ -39,14 +39,21 @@ pub enum BackupOutcome {
     Exists,
 }
 
+/// Why a PostgreSQL store is not backed up here: this copies one SQLite
+/// file (`VACUUM INTO`); a server's database is the server's to dump.
+pub(crate) const NO_FILE_TO_BACK_UP: &str = "handoff backup copies an SQLite file, and this database is on PostgreSQL: back it up with pg_dump (e.g. `pg_dump --format=custom --file=handoff.dump <the database URL>`) or your server's own backups";
+
 impl Store {
     /// Copy the live database to `dest` (see the module docs). An existing
     /// `dest` is left alone unless `replace`; a `dest` that is this database
     /// itself, or that has a `-wal` / `-shm` file beside it (a database some
-    /// process has open), is refused either way.
+    /// process has open), is refused either way. SQLite only by nature: a
+    /// PostgreSQL store is refused, saying to use pg_dump.
     pub async fn backup_to(&self, dest: &Path, replace: bool) -> Result<BackupOutcome> {
         // A PostgreSQL store has no file to copy: refused before any check.
-        self.pool()?;
+        if self.file().is_none() {
+            return Err(Error::Invalid(NO_FILE_TO_BACK_UP.into()));
+        }
         let dest = absolute(dest)?;
         let live = absolute(self.path())?;
         let same = match (std::fs::canonicalize(&dest), std::fs::canonicalize(&live)) {

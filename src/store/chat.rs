@@ -8,14 +8,12 @@
 //! settled), so an edit survives a crash too. Nothing here talks to
 //! Telegram.
 
-mod hold;
-
 pub use hold::{Held, Hold};
 
 use serde::Serialize;
-use sqlx::Row;
+use sqlx::{ColumnIndex, Decode, Row, Type};
 
-use super::{NewEvent, Result, Store};
+use super::{Engine, Error, NewEvent, Result, Store};
 use crate::store::Channel;
 
 /// One pushed (or being pushed) chat message for an item.
@@ -42,58 +40,124 @@ pub struct ChatMessage {
     pub dirty_at: Option<i64>,
 }
 
-fn from_row(r: &sqlx::sqlite::SqliteRow) -> Result<ChatMessage> {
+/// A stored message record as a [`ChatMessage`], on either engine (its
+/// ids are 64-bit integers in PostgreSQL's schema, checked into `i32` here).
+pub(super) fn from_row<'r, R>(r: &'r R) -> Result<ChatMessage>
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+{
+    let small = |v: Option<i64>, what: &str| {
+        v.map(i32::try_from)
+            .transpose()
+            .map_err(|_| Error::Corrupt(format!("a chat message's {what} does not fit 32 bits")))
+    };
     Ok(ChatMessage {
         item_kind: r.try_get("item_kind")?,
         item_id: r.try_get("item_id")?,
         chat_id: r.try_get("chat_id")?,
-        thread_id: r.try_get("thread_id")?,
-        message_id: r.try_get("message_id")?,
+        thread_id: small(r.try_get("thread_id")?, "thread id")?,
+        message_id: small(r.try_get("message_id")?, "message id")?,
         status: r.try_get("status")?,
         text_hash: r.try_get("text_hash")?,
         dirty_at: r.try_get("dirty_at")?,
     })
 }
 
-/// One statement on the chat tables, with its arguments bound.
-type Query = sqlx::query::Query<'static, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>;
-
-/// Bind the key of one message record (item kind, item id, chat id), for
-/// statements ending in `item_kind = ? AND item_id = ? AND chat_id = ?`.
-fn keyed(q: Query, item_kind: &str, item_id: &str, chat_id: i64) -> Query {
-    q.bind(item_kind).bind(item_id).bind(chat_id)
+/// Run one statement (the same text on both engines: `$N` placeholders)
+/// with the binds `$bind` adds to `$q`, retried while the database is
+/// busy; evaluates to the rows it changed.
+///
+/// Why under the write turn on SQLite: a write straight on the pool met
+/// the turn's writer (the daemon's answers, taps, deliveries) at SQLite's
+/// file lock and slept in its busy handler; in the turn it waits its place
+/// instead. On PostgreSQL the statement is a transaction of its own.
+macro_rules! chat_exec {
+    ($store:expr, $sql:expr, |$q:ident| $bind:expr) => {{
+        let store: &Store = $store;
+        match store.engine() {
+            Engine::Sqlite(_) => {
+                store
+                    .retry(|| async {
+                        let _turn = store.write_lock()?.clone().lock_owned().await;
+                        let $q = sqlx::query::<sqlx::Sqlite>($sql);
+                        Ok($bind.execute(store.pool()?).await?.rows_affected())
+                    })
+                    .await
+            }
+            Engine::Postgres(pg) => {
+                store
+                    .retry(|| async {
+                        let $q = sqlx::query::<sqlx::Postgres>($sql);
+                        Ok($bind.execute(pg.pool()).await?.rows_affected())
+                    })
+                    .await
+            }
+        }
+    }};
 }
 
+/// The message records a `SELECT *` (or, under `write`, a `RETURNING *`)
+/// yields on either engine, with the binds `$bind` adds to `$q`.
+macro_rules! chat_fetch {
+    ($store:expr, $sql:expr, |$q:ident| $bind:expr) => {{
+        let store: &Store = $store;
+        match store.engine() {
+            Engine::Sqlite(_) => {
+                let $q = sqlx::query::<sqlx::Sqlite>($sql);
+                let rows = $bind.fetch_all(store.pool()?).await?;
+                rows.iter().map(from_row).collect::<Result<Vec<_>>>()
+            }
+            Engine::Postgres(pg) => {
+                let $q = sqlx::query::<sqlx::Postgres>($sql);
+                let rows = $bind.fetch_all(pg.pool()).await?;
+                rows.iter().map(from_row).collect::<Result<Vec<_>>>()
+            }
+        }
+    }};
+    (write $store:expr, $sql:expr, |$q:ident| $bind:expr) => {{
+        let store: &Store = $store;
+        store
+            .retry(|| async {
+                let _turn = match store.engine() {
+                    Engine::Sqlite(_) => Some(store.write_lock()?.clone().lock_owned().await),
+                    Engine::Postgres(_) => None,
+                };
+                chat_fetch!(store, $sql, |$q| $bind)
+            })
+            .await
+    }};
+}
+
+/// One scalar (or optional row) read on either engine: `$fetch` is
+/// `fetch_one` or `fetch_optional`.
+macro_rules! chat_scalar {
+    ($store:expr, $fetch:ident, $query:ident, $sql:expr, |$q:ident| $bind:expr) => {{
+        let store: &Store = $store;
+        match store.engine() {
+            Engine::Sqlite(_) => {
+                let $q = sqlx::$query::<sqlx::Sqlite, _>($sql);
+                $bind.$fetch(store.pool()?).await?
+            }
+            Engine::Postgres(pg) => {
+                let $q = sqlx::$query::<sqlx::Postgres, _>($sql);
+                $bind.$fetch(pg.pool()).await?
+            }
+        }
+    }};
+}
+
+// After the macros: `hold` uses them too.
+mod hold;
+
 impl Store {
-    /// Run one statement, retried while the database is busy; returns how
-    /// many rows it changed. `build` makes the statement afresh per attempt.
-    ///
-    /// Why under the write turn: a write straight on the pool met the turn's
-    /// writer (the daemon's answers, taps, deliveries) at SQLite's file lock
-    /// and slept in its busy handler; in the turn it waits its place instead.
-    async fn chat_exec(&self, build: impl Fn() -> Query) -> Result<u64> {
-        self.retry(|| async {
-            let _turn = self.write_lock()?.clone().lock_owned().await;
-            Ok(build().execute(self.pool()?).await?.rows_affected())
-        })
-        .await
-    }
-
-    /// [`Store::chat_fetch`] for a statement that writes (`RETURNING *`),
-    /// under the write turn as [`Store::chat_exec`] is.
-    async fn chat_write_fetch(&self, q: Query) -> Result<Vec<ChatMessage>> {
-        let _turn = self.write_lock()?.clone().lock_owned().await;
-        self.chat_fetch(q).await
-    }
-
-    /// The message records a `SELECT *` (or `RETURNING *`) yields.
-    async fn chat_fetch(&self, q: Query) -> Result<Vec<ChatMessage>> {
-        let rows = q.fetch_all(self.pool()?).await?;
-        rows.iter().map(from_row).collect()
-    }
-
     /// Append one chat event in its own write transaction.
     async fn chat_event(&self, now: i64, ev: &NewEvent<'_>) -> Result<()> {
+        if let Engine::Postgres(pg) = self.engine() {
+            return super::postgres::chat::event(self, pg, now, ev).await;
+        }
         self.retry(|| async {
             let mut tx = self.begin_write().await?;
             super::events::append(&mut tx, now, ev).await?;
@@ -104,28 +168,27 @@ impl Store {
 
     /// The last `seq` the follower `name` fully applied (0 if never).
     pub async fn cursor(&self, name: &str) -> Result<i64> {
-        let seq: Option<i64> = sqlx::query_scalar("SELECT seq FROM cursors WHERE name = ?")
-            .bind(name)
-            .fetch_optional(self.pool()?)
-            .await?;
+        let seq: Option<i64> = chat_scalar!(
+            self,
+            fetch_optional,
+            query_scalar,
+            "SELECT seq FROM cursors WHERE name = $1",
+            |q| q.bind(name)
+        );
         Ok(seq.unwrap_or(0))
     }
 
     /// Move the follower `name` forward to `seq`. Never moves it back, so
-    /// two daemons on one file cannot rewind each other.
+    /// two daemons on one database cannot rewind each other.
     pub async fn set_cursor(&self, name: &str, seq: i64) -> Result<()> {
         let now = self.now();
-        self.chat_exec(|| {
-            sqlx::query(
-                "INSERT INTO cursors (name, seq, updated_at) VALUES (?, ?, ?)
-                 ON CONFLICT(name) DO UPDATE SET seq = excluded.seq, updated_at = excluded.updated_at
-                 WHERE excluded.seq > cursors.seq",
-            )
-            .bind(name)
-            .bind(seq)
-            .bind(now)
-        })
-        .await
+        chat_exec!(
+            self,
+            "INSERT INTO cursors (name, seq, updated_at) VALUES ($1, $2, $3)
+             ON CONFLICT(name) DO UPDATE SET seq = excluded.seq, updated_at = excluded.updated_at
+             WHERE excluded.seq > cursors.seq",
+            |q| q.bind(name).bind(seq).bind(now)
+        )
         .map(drop)
     }
 
@@ -142,19 +205,19 @@ impl Store {
         status: &str,
     ) -> Result<bool> {
         let now = self.now();
-        let n = self
-            .chat_exec(|| {
-                let q = sqlx::query(
-                    "INSERT INTO chat_messages (item_kind, item_id, chat_id, thread_id, status, created_at, updated_at)
-                     VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                );
-                keyed(q, item_kind, item_id, chat_id)
-                    .bind(thread_id)
-                    .bind(status)
-                    .bind(now)
-                    .bind(now)
-            })
-            .await?;
+        let thread_id = thread_id.map(i64::from);
+        let n = chat_exec!(
+            self,
+            "INSERT INTO chat_messages (item_kind, item_id, chat_id, thread_id, status, created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT DO NOTHING",
+            |q| q
+                .bind(item_kind)
+                .bind(item_id)
+                .bind(chat_id)
+                .bind(thread_id)
+                .bind(status)
+                .bind(now)
+        )?;
         Ok(n == 1)
     }
 
@@ -210,24 +273,26 @@ impl Store {
     ) -> Result<()> {
         let now = self.now();
         let (message_id, status) = sent.unzip();
-        self.chat_exec(|| {
-            // Why the CASE: a change marked while this rendering was on its
-            // way is not shown by it, so its mark stays (redrawn at start-up
-            // if the daemon stops first). Same-millisecond marks stay too.
-            let q = sqlx::query(
-                "UPDATE chat_messages SET message_id = COALESCE(?, message_id),
-                    status = COALESCE(?, status), text_hash = ?, updated_at = ?,
-                    dirty_at = CASE WHEN dirty_at >= ? THEN dirty_at ELSE NULL END
-                 WHERE item_kind = ? AND item_id = ? AND chat_id = ?",
-            )
-            .bind(message_id)
-            .bind(status)
-            .bind(text_hash)
-            .bind(now)
-            .bind(since);
-            keyed(q, item_kind, item_id, chat_id)
-        })
-        .await
+        let message_id = message_id.map(i64::from);
+        // Why the CASE: a change marked while this rendering was on its
+        // way is not shown by it, so its mark stays (redrawn at start-up
+        // if the daemon stops first). Same-millisecond marks stay too.
+        chat_exec!(
+            self,
+            "UPDATE chat_messages SET message_id = COALESCE($1, message_id),
+                status = COALESCE($2, status), text_hash = $3, updated_at = $4,
+                dirty_at = CASE WHEN dirty_at >= $5 THEN dirty_at ELSE NULL END
+             WHERE item_kind = $6 AND item_id = $7 AND chat_id = $8",
+            |q| q
+                .bind(message_id)
+                .bind(status)
+                .bind(text_hash)
+                .bind(now)
+                .bind(since)
+                .bind(item_kind)
+                .bind(item_id)
+                .bind(chat_id)
+        )
         .map(drop)
     }
 
@@ -237,12 +302,11 @@ impl Store {
         item_kind: &str,
         item_id: &str,
     ) -> Result<Vec<ChatMessage>> {
-        self.chat_fetch(
-            sqlx::query("SELECT * FROM chat_messages WHERE item_kind = ? AND item_id = ?")
-                .bind(item_kind)
-                .bind(item_id),
+        chat_fetch!(
+            self,
+            "SELECT * FROM chat_messages WHERE item_kind = $1 AND item_id = $2",
+            |q| q.bind(item_kind).bind(item_id)
         )
-        .await
     }
 
     /// The item a chat message shows (for replies-to-message).
@@ -251,30 +315,33 @@ impl Store {
         chat_id: i64,
         message_id: i32,
     ) -> Result<Option<(String, String)>> {
-        Ok(sqlx::query_as(
-            "SELECT item_kind, item_id FROM chat_messages WHERE chat_id = ? AND message_id = ? AND status = 'sent'",
-        )
-        .bind(chat_id)
-        .bind(message_id)
-        .fetch_optional(self.pool()?)
-        .await?)
+        Ok(chat_scalar!(
+            self,
+            fetch_optional,
+            query_as,
+            "SELECT item_kind, item_id FROM chat_messages
+             WHERE chat_id = $1 AND message_id = $2 AND status = 'sent'",
+            |q| q.bind(chat_id).bind(i64::from(message_id))
+        ))
     }
 
     /// Pushes interrupted between `sending` and `sent` (to resend at start-up).
     pub async fn chat_unsent(&self) -> Result<Vec<ChatMessage>> {
-        self.chat_fetch(sqlx::query(
+        chat_fetch!(
+            self,
             "SELECT * FROM chat_messages WHERE status = 'sending' ORDER BY created_at",
-        ))
-        .await
+            |q| q
+        )
     }
 
     /// Messages whose item changed and that were not redrawn since (to
     /// redraw at start-up).
     pub async fn chat_dirty(&self) -> Result<Vec<ChatMessage>> {
-        self.chat_fetch(sqlx::query(
+        chat_fetch!(
+            self,
             "SELECT * FROM chat_messages WHERE dirty_at IS NOT NULL ORDER BY dirty_at",
-        ))
-        .await
+            |q| q
+        )
     }
 
     /// One message record of an item.
@@ -284,13 +351,12 @@ impl Store {
         item_id: &str,
         chat_id: i64,
     ) -> Result<Option<ChatMessage>> {
-        let q = sqlx::query(
-            "SELECT * FROM chat_messages WHERE item_kind = ? AND item_id = ? AND chat_id = ?",
-        );
         // The three columns are the table's primary key: at most one record.
-        let found = self
-            .chat_fetch(keyed(q, item_kind, item_id, chat_id))
-            .await?;
+        let found = chat_fetch!(
+            self,
+            "SELECT * FROM chat_messages WHERE item_kind = $1 AND item_id = $2 AND chat_id = $3",
+            |q| q.bind(item_kind).bind(item_id).bind(chat_id)
+        )?;
         Ok(found.into_iter().next())
     }
 
@@ -305,20 +371,14 @@ impl Store {
         item_id: &str,
     ) -> Result<Vec<ChatMessage>> {
         let now = self.now();
-        self.retry(|| {
-            self.chat_write_fetch(
-                sqlx::query(
-                    "UPDATE chat_messages SET dirty_at = ?
-                     WHERE item_kind = ? AND item_id = ?
-                       AND (status = 'sending' OR (status = 'sent' AND message_id IS NOT NULL))
-                     RETURNING *",
-                )
-                .bind(now)
-                .bind(item_kind)
-                .bind(item_id),
-            )
-        })
-        .await
+        chat_fetch!(
+            write self,
+            "UPDATE chat_messages SET dirty_at = $1
+             WHERE item_kind = $2 AND item_id = $3
+               AND (status = 'sending' OR (status = 'sent' AND message_id IS NOT NULL))
+             RETURNING *",
+            |q| q.bind(now).bind(item_kind).bind(item_id)
+        )
     }
 
     /// The item's message in `chat_id` is gone (deleted, or too old to
@@ -331,16 +391,13 @@ impl Store {
         chat_id: i64,
     ) -> Result<()> {
         let now = self.now();
-        self.chat_exec(|| {
-            let q = sqlx::query(
-                "UPDATE chat_messages SET status = 'sending', message_id = NULL, text_hash = '',
-                    dirty_at = NULL, updated_at = ?
-                 WHERE item_kind = ? AND item_id = ? AND chat_id = ?",
-            )
-            .bind(now);
-            keyed(q, item_kind, item_id, chat_id)
-        })
-        .await
+        chat_exec!(
+            self,
+            "UPDATE chat_messages SET status = 'sending', message_id = NULL, text_hash = '',
+                dirty_at = NULL, updated_at = $1
+             WHERE item_kind = $2 AND item_id = $3 AND chat_id = $4",
+            |q| q.bind(now).bind(item_kind).bind(item_id).bind(chat_id)
+        )
         .map(drop)
     }
 
@@ -354,18 +411,19 @@ impl Store {
         text_hash: &str,
     ) -> Result<()> {
         let now = self.now();
-        self.chat_exec(|| {
-            // Why guarded on `sending`: only the push in flight is settled
-            // here; a record already sent keeps its message id.
-            let q = sqlx::query(
-                "UPDATE chat_messages SET status = 'sent', text_hash = ?, dirty_at = NULL, updated_at = ?
-                 WHERE status = 'sending' AND item_kind = ? AND item_id = ? AND chat_id = ?",
-            )
-            .bind(text_hash)
-            .bind(now);
-            keyed(q, item_kind, item_id, chat_id)
-        })
-        .await
+        // Why guarded on `sending`: only the push in flight is settled
+        // here; a record already sent keeps its message id.
+        chat_exec!(
+            self,
+            "UPDATE chat_messages SET status = 'sent', text_hash = $1, dirty_at = NULL, updated_at = $2
+             WHERE status = 'sending' AND item_kind = $3 AND item_id = $4 AND chat_id = $5",
+            |q| q
+                .bind(text_hash)
+                .bind(now)
+                .bind(item_kind)
+                .bind(item_id)
+                .bind(chat_id)
+        )
         .map(drop)
     }
 
@@ -378,17 +436,17 @@ impl Store {
     ) -> Result<String> {
         let code = super::new_id()[24..].to_uppercase();
         let now = self.now();
-        self.chat_exec(|| {
-            sqlx::query(
-                "INSERT INTO chat_pairings (code, user_id, chat_id, username, created_at) VALUES (?, ?, ?, ?, ?)",
-            )
-            .bind(&code)
-            .bind(user_id)
-            .bind(chat_id)
-            .bind(username)
-            .bind(now)
-        })
-        .await?;
+        chat_exec!(
+            self,
+            "INSERT INTO chat_pairings (code, user_id, chat_id, username, created_at)
+             VALUES ($1, $2, $3, $4, $5)",
+            |q| q
+                .bind(&code)
+                .bind(user_id)
+                .bind(chat_id)
+                .bind(username)
+                .bind(now)
+        )?;
         Ok(code)
     }
 
@@ -398,44 +456,31 @@ impl Store {
     pub async fn pairing_use(&self, code: &str, role: &str) -> Result<Option<(i64, i64, String)>> {
         let now = self.now();
         let code = code.trim().to_uppercase();
+        if let Engine::Postgres(pg) = self.engine() {
+            return super::postgres::chat::pairing_use(self, pg, code, role.to_string()).await;
+        }
         self.retry(|| async {
             let mut tx = self.begin_write().await?;
             // The guard makes the code single-use even when two `pair` commands race.
-            let row = sqlx::query(
-                "UPDATE chat_pairings SET used_at = ? WHERE code = ? AND used_at IS NULL AND created_at > ?
-                 RETURNING user_id, chat_id, username",
-            )
-            .bind(now)
-            .bind(&code)
-            .bind(now - 3_600_000)
-            .fetch_optional(&mut *tx)
-            .await?;
-            let Some(row) = row else { return Ok(None) };
-            let (user, chat, name): (i64, i64, String) =
-                (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
-            sqlx::query(
-                "INSERT INTO chat_members (chat_id, user_id, role, added_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            )
-            .bind(chat)
-            .bind(user)
-            .bind(role)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
-            super::events::append(
-                &mut tx,
-                now,
-                &super::NewEvent {
-                    kind: "chat.paired",
-                    entity_kind: "chat",
-                    entity_id: &chat.to_string(),
-                    actor: &user.to_string(),
-                    channel: Channel::Cli,
-                    payload: serde_json::json!({"user_id": user, "role": role, "username": name}),
-                    ..Default::default()
-                },
-            )
-            .await?;
+            let row: Option<(i64, i64, String)> = sqlx::query_as(PAIRING_USE)
+                .bind(now)
+                .bind(&code)
+                .bind(now - PAIRING_TTL_MS)
+                .fetch_optional(&mut *tx)
+                .await?;
+            let Some((user, chat, name)) = row else {
+                return Ok(None);
+            };
+            sqlx::query(PAIRING_ADMIT)
+                .bind(chat)
+                .bind(user)
+                .bind(role)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+            let (chat_s, user_s) = (chat.to_string(), user.to_string());
+            let ev = paired(&chat_s, &user_s, user, role, &name);
+            super::events::append(&mut tx, now, &ev).await?;
             tx.commit().await?;
             Ok(Some((user, chat, name)))
         })
@@ -444,14 +489,14 @@ impl Store {
 
     /// Whether a paired member has `role` in `chat_id`.
     pub async fn chat_member_has(&self, chat_id: i64, user_id: i64, role: &str) -> Result<bool> {
-        let n: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM chat_members WHERE chat_id = ? AND user_id = ? AND (role = ? OR role = 'approve')",
-        )
-        .bind(chat_id)
-        .bind(user_id)
-        .bind(role)
-        .fetch_one(self.pool()?)
-        .await?;
+        let n: i64 = chat_scalar!(
+            self,
+            fetch_one,
+            query_scalar,
+            "SELECT COUNT(*) FROM chat_members
+             WHERE chat_id = $1 AND user_id = $2 AND (role = $3 OR role = 'approve')",
+            |q| q.bind(chat_id).bind(user_id).bind(role)
+        );
         Ok(n > 0)
     }
 
@@ -477,5 +522,39 @@ impl Store {
             },
         )
         .await
+    }
+}
+
+/// How long a pairing code works (ms): one hour.
+pub(super) const PAIRING_TTL_MS: i64 = 3_600_000;
+
+/// Use a pairing code: its user, chat and name, or no row when it is
+/// unknown, used or stale. Same text on both engines.
+pub(super) const PAIRING_USE: &str = "UPDATE chat_pairings SET used_at = $1
+     WHERE code = $2 AND used_at IS NULL AND created_at > $3
+     RETURNING user_id, chat_id, username";
+
+/// Admit a paired user with a role (kept when already admitted).
+pub(super) const PAIRING_ADMIT: &str =
+    "INSERT INTO chat_members (chat_id, user_id, role, added_at) VALUES ($1, $2, $3, $4)
+     ON CONFLICT DO NOTHING";
+
+/// The `chat.paired` event of user `user` (`user_id`, in words) admitted
+/// to `chat` (its id in words) with `role`.
+pub(super) fn paired<'a>(
+    chat: &'a str,
+    user: &'a str,
+    user_id: i64,
+    role: &str,
+    name: &str,
+) -> NewEvent<'a> {
+    NewEvent {
+        kind: "chat.paired",
+        entity_kind: "chat",
+        entity_id: chat,
+        actor: user,
+        channel: Channel::Cli,
+        payload: serde_json::json!({"user_id": user_id, "role": role, "username": name}),
+        ..Default::default()
     }
 }

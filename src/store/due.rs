@@ -3,23 +3,25 @@
 //! can sleep until then instead of sweeping on a fixed cadence. It only
 //! reads; the sweeps themselves are `Store::expire_due` and recovery.
 
-use crate::store::{Result, Store};
+use crate::store::{Engine, Result, Store};
+
+/// Two index ranges on `actions_status (status, expires_at)`. The same
+/// text on both engines (PostgreSQL wants the subquery named).
+const DUE: &str = "SELECT MIN(t) FROM (
+         SELECT MIN(expires_at) AS t FROM actions
+          WHERE status = 'pending' AND expires_at IS NOT NULL
+         UNION ALL
+         SELECT MIN(lease_until) FROM actions WHERE status = 'executing'
+     ) AS due";
 
 impl Store {
     /// The earliest time (ms) at which an expiry sweep or lease recovery
     /// would change something: a pending action's `expires_at` or an
     /// executing action's `lease_until`. `None` when neither exists.
     pub async fn next_housekeeping_due(&self) -> Result<Option<i64>> {
-        // Two index ranges on `actions_status (status, expires_at)`.
-        Ok(sqlx::query_scalar(
-            "SELECT MIN(t) FROM (
-                 SELECT MIN(expires_at) AS t FROM actions
-                  WHERE status = 'pending' AND expires_at IS NOT NULL
-                 UNION ALL
-                 SELECT MIN(lease_until) FROM actions WHERE status = 'executing'
-             )",
-        )
-        .fetch_one(self.pool()?)
-        .await?)
+        Ok(match self.engine() {
+            Engine::Postgres(pg) => sqlx::query_scalar(DUE).fetch_one(pg.pool()).await?,
+            Engine::Sqlite(_) => sqlx::query_scalar(DUE).fetch_one(self.pool()?).await?,
+        })
     }
 }

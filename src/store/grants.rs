@@ -15,12 +15,14 @@ mod manage;
 pub mod pattern;
 
 pub use manage::Revoked;
+pub(crate) use manage::several;
 
 use serde::Serialize;
 use serde_json::{Value, json};
-use sqlx::Row;
+use sqlx::{ColumnIndex, Decode, Row, Type};
 
-use super::{Error, NewEvent, Result, Store, events, new_id};
+use super::postgres::grants as pg_grants;
+use super::{Engine, Error, NewEvent, Result, Store, events, new_id};
 use crate::store::Channel;
 use crate::store::actions::{self, Action, Actor, ApproveOutcome};
 
@@ -153,7 +155,14 @@ pub struct NewGrant<'a> {
     pub by: &'a str,
 }
 
-fn grant_from(r: &sqlx::sqlite::SqliteRow) -> Result<Grant> {
+/// A stored grant row as a [`Grant`], on either engine.
+pub(crate) fn grant_from<'r, R>(r: &'r R) -> Result<Grant>
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+{
     let scope: String = r.try_get("scope")?;
     let tool: String = r.try_get("tool")?;
     let pattern: String = r.try_get("pattern")?;
@@ -187,21 +196,26 @@ async fn append_event(
     channel: Channel,
     g: &Grant,
 ) -> Result<i64> {
-    events::append(
-        conn,
-        now,
-        &NewEvent {
-            kind,
-            entity_kind: "grant",
-            entity_id: &g.id,
-            actor,
-            channel,
-            project: &g.project,
-            session: &g.session,
-            payload: json!({"scope": g.scope, "tool": g.tool, "rule": g.rule, "action_id": g.action_id}),
-        },
-    )
-    .await
+    events::append(conn, now, &grant_event(kind, actor, channel, g)).await
+}
+
+/// The `grant.*` event `kind` about `g` by `actor`, on either engine.
+pub(crate) fn grant_event<'a>(
+    kind: &'a str,
+    actor: &'a str,
+    channel: Channel,
+    g: &'a Grant,
+) -> NewEvent<'a> {
+    NewEvent {
+        kind,
+        entity_kind: "grant",
+        entity_id: &g.id,
+        actor,
+        channel,
+        project: &g.project,
+        session: &g.session,
+        payload: json!({"scope": g.scope, "tool": g.tool, "rule": g.rule, "action_id": g.action_id}),
+    }
 }
 
 impl Store {
@@ -222,6 +236,9 @@ impl Store {
             Scope::Session => g.session,
             Scope::Always => "",
         };
+        if let Engine::Postgres(pg) = self.engine() {
+            return pg_grants::create(self, pg, g, session, channel).await;
+        }
         self.retry(|| async {
             let now = self.now();
             let mut tx = self.begin_write().await?;
@@ -347,6 +364,9 @@ impl Store {
     /// won; from then on it matches. False if it was confirmed or revoked
     /// already.
     pub async fn grant_confirm(&self, id: &str) -> Result<bool> {
+        if let Engine::Postgres(pg) = self.engine() {
+            return pg_grants::confirm(self, pg, id).await;
+        }
         self.retry(|| async {
             let now = self.now();
             // In the write turn, so it never meets the turn's writer at
@@ -367,6 +387,9 @@ impl Store {
 
     /// The grant given on prompt `action_id`, confirmed or not.
     pub async fn grant_for_action(&self, action_id: &str) -> Result<Option<Grant>> {
+        if let Engine::Postgres(pg) = self.engine() {
+            return pg_grants::for_action(pg, action_id).await;
+        }
         let row = sqlx::query("SELECT * FROM grants WHERE action_id = ?")
             .bind(action_id)
             .fetch_optional(self.pool()?)
@@ -384,6 +407,12 @@ impl Store {
         tool: &str,
         input: &Value,
     ) -> Result<Option<Grant>> {
+        if let Engine::Postgres(pg) = self.engine() {
+            let live = pg_grants::live(pg, agent, session, project, tool).await?;
+            return Ok(live
+                .into_iter()
+                .find(|g| pattern::covers(&g.tool, &g.pattern, input)));
+        }
         let rows = sqlx::query(
             "SELECT * FROM grants
              WHERE revoked_at IS NULL AND confirmed_at IS NOT NULL

@@ -11,9 +11,10 @@
 use serde::Serialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
-use sqlx::Row;
+use sqlx::{ColumnIndex, Decode, Row, Type};
 
-use super::{Error, NewEvent, Result, Store, events, new_id};
+use super::postgres::tokens as pg_auth;
+use super::{Engine, Error, NewEvent, Result, Store, events, new_id};
 use crate::store::Channel;
 
 /// How long a browser session lasts.
@@ -45,7 +46,7 @@ pub struct LoginLink {
 }
 
 /// A browser session, without its secret.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct InboxSession {
     /// The session's id (its cookie carries the secret, not this).
     pub id: String,
@@ -62,7 +63,7 @@ pub struct InboxSession {
 }
 
 /// What visiting a login link did.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(tag = "login", rename_all = "snake_case")]
 pub enum Login {
     /// A session was opened; `secret` goes into the cookie and nowhere else.
@@ -106,7 +107,14 @@ fn plausible(secret: &str) -> bool {
             .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
-fn session_from(r: &sqlx::sqlite::SqliteRow) -> Result<InboxSession> {
+/// A stored session row as an [`InboxSession`], on either engine.
+pub(super) fn session_from<'r, R>(r: &'r R) -> Result<InboxSession>
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+{
     Ok(InboxSession {
         id: r.try_get("id")?,
         name: r.try_get("name")?,
@@ -133,6 +141,9 @@ impl Store {
         }
         let code = random_hex()?;
         let digest = hash(&code);
+        if let Engine::Postgres(pg) = self.engine() {
+            return pg_auth::link_create(self, pg, name, ttl_ms, &code, &digest).await;
+        }
         self.retry(|| async {
             let now = self.now();
             let id = new_id();
@@ -171,6 +182,14 @@ impl Store {
         let digest = hash(code);
         let secret = random_hex()?;
         let secret_hash = hash(&secret);
+        if let Engine::Postgres(pg) = self.engine() {
+            return Ok(
+                match pg_auth::login(self, pg, &digest, &secret_hash, session_ttl_ms).await? {
+                    Ok(session) => Login::Opened { session, secret },
+                    Err(refused) => refused,
+                },
+            );
+        }
         let opened = self
             .retry(|| async {
                 let now = self.now();
@@ -237,6 +256,9 @@ impl Store {
         if !plausible(secret) {
             return Ok(None);
         }
+        if let Engine::Postgres(pg) = self.engine() {
+            return pg_auth::session_verify(pg, &hash(secret), self.now()).await;
+        }
         let row = sqlx::query(
             "SELECT * FROM inbox_sessions
              WHERE hash = ? AND revoked_at IS NULL AND expires_at > ?",
@@ -255,6 +277,9 @@ impl Store {
             return Ok(false);
         }
         let digest = hash(secret);
+        if let Engine::Postgres(pg) = self.engine() {
+            return pg_auth::logout(self, pg, &digest).await;
+        }
         self.retry(|| async {
             let now = self.now();
             let mut tx = self.begin_write().await?;
@@ -285,21 +310,22 @@ async fn append_event(
     id: &str,
     name: &str,
 ) -> Result<i64> {
-    events::append(
-        conn,
-        now,
-        &NewEvent {
-            kind,
-            entity_kind: "inbox_session",
-            entity_id: id,
-            actor: name,
-            channel: Channel::Inbox,
-            project: "",
-            session: "",
-            payload: json!({ "name": name }),
-        },
-    )
-    .await
+    events::append(conn, now, &event(kind, id, name)).await
+}
+
+/// The `inbox.*` event `kind` about session (or code) `id` of `name`, on
+/// either engine.
+pub(super) fn event<'a>(kind: &'a str, id: &'a str, name: &'a str) -> NewEvent<'a> {
+    NewEvent {
+        kind,
+        entity_kind: "inbox_session",
+        entity_id: id,
+        actor: name,
+        channel: Channel::Inbox,
+        project: "",
+        session: "",
+        payload: json!({ "name": name }),
+    }
 }
 
 #[cfg(test)]

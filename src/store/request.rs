@@ -138,6 +138,9 @@ pub(crate) async fn remember(
     Ok(())
 }
 
+/// Forget the remembered writes older than a time. Same text on both engines.
+const FORGET: &str = "DELETE FROM requests WHERE created_at < $1";
+
 impl Store {
     /// Forget request ids older than [`KEEP_MS`]; returns how many writes
     /// were forgotten.
@@ -147,7 +150,7 @@ impl Store {
             // One statement: its own transaction, retried as every write is.
             return self
                 .retry(|| async {
-                    Ok(sqlx::query("DELETE FROM requests WHERE created_at < $1")
+                    Ok(sqlx::query(FORGET)
                         .bind(before)
                         .execute(pg.pool())
                         .await?
@@ -156,7 +159,7 @@ impl Store {
                 .await;
         }
         let mut tx = self.begin_write().await?;
-        let n = sqlx::query("DELETE FROM requests WHERE created_at < ?1")
+        let n = sqlx::query(FORGET)
             .bind(before)
             .execute(&mut *tx)
             .await?

@@ -11,9 +11,10 @@
 use serde::Serialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
-use sqlx::Row;
+use sqlx::{ColumnIndex, Decode, Row, Type};
 
-use super::{Error, NewEvent, Result, Store, events, new_id};
+use super::postgres::tokens as pg_tokens;
+use super::{Engine, Error, NewEvent, Result, Store, events, new_id};
 use crate::store::Channel;
 
 /// What a token may do.
@@ -56,7 +57,7 @@ impl std::str::FromStr for Role {
 }
 
 /// A stored token, without its secret.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Token {
     /// The token's id (never the secret).
     pub id: String,
@@ -92,7 +93,7 @@ pub const PREFIX: &str = "hnd_";
 const MAX_NAME: usize = 64;
 
 /// Hex SHA-256 of a presented token.
-fn hash(secret: &str) -> String {
+pub(super) fn hash(secret: &str) -> String {
     let digest = Sha256::digest(secret.as_bytes());
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -105,7 +106,14 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-fn token_from(r: &sqlx::sqlite::SqliteRow) -> Result<Token> {
+/// A stored token row as a [`Token`], on either engine.
+pub(super) fn token_from<'r, R>(r: &'r R) -> Result<Token>
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+{
     let role: String = r.try_get("role")?;
     Ok(Token {
         id: r.try_get("id")?,
@@ -153,6 +161,10 @@ impl Store {
         }
         let secret = new_secret()?;
         let digest = hash(&secret);
+        if let Engine::Postgres(pg) = self.engine() {
+            let token = pg_tokens::create(self, pg, name, role, project, &digest).await?;
+            return Ok(Created { token, secret });
+        }
         let token = self
             .retry(|| async {
                 let now = self.now();
@@ -174,9 +186,7 @@ impl Store {
                 .fetch_optional(&mut *tx)
                 .await?;
                 let Some(row) = row else {
-                    return Err(Error::Invalid(format!(
-                        "a live token named `{name}` exists: revoke it first or pick another name"
-                    )));
+                    return Err(name_taken(name));
                 };
                 let token = token_from(&row)?;
                 append_event(&mut tx, now, "token.created", &token).await?;
@@ -189,6 +199,9 @@ impl Store {
 
     /// Every token, live and revoked, oldest first. No secrets.
     pub async fn token_list(&self) -> Result<Vec<Token>> {
+        if let Engine::Postgres(pg) = self.engine() {
+            return pg_tokens::list(pg).await;
+        }
         let rows = sqlx::query("SELECT * FROM api_tokens ORDER BY created_at, id")
             .fetch_all(self.pool()?)
             .await?;
@@ -201,6 +214,9 @@ impl Store {
         let key = name_or_id.trim();
         if key.is_empty() {
             return Err(Error::Invalid("name the token to revoke".into()));
+        }
+        if let Engine::Postgres(pg) = self.engine() {
+            return pg_tokens::revoke(self, pg, key).await;
         }
         self.retry(|| async {
             let now = self.now();
@@ -226,9 +242,7 @@ impl Store {
                     Ok(Some(token))
                 }
                 // Dropping the transaction rolls the revocations back.
-                _ => Err(Error::Invalid(format!(
-                    "`{key}` matches several tokens: give the full id"
-                ))),
+                _ => Err(several(key)),
             }
         })
         .await
@@ -240,6 +254,9 @@ impl Store {
             return Ok(None);
         }
         let digest = hash(presented);
+        if let Engine::Postgres(pg) = self.engine() {
+            return pg_tokens::verify(pg, &digest).await;
+        }
         let row = sqlx::query("SELECT * FROM api_tokens WHERE hash = ? AND revoked_at IS NULL")
             .bind(&digest)
             .fetch_optional(self.pool()?)
@@ -257,11 +274,26 @@ impl Store {
     /// Whether any live token exists (the daemon refuses a non-loopback
     /// listener without one).
     pub async fn tokens_exist(&self) -> Result<bool> {
+        if let Engine::Postgres(pg) = self.engine() {
+            return pg_tokens::exist(pg).await;
+        }
         let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM api_tokens WHERE revoked_at IS NULL")
             .fetch_one(self.pool()?)
             .await?;
         Ok(n > 0)
     }
+}
+
+/// Refusal of a second live token named `name`.
+pub(super) fn name_taken(name: &str) -> Error {
+    Error::Invalid(format!(
+        "a live token named `{name}` exists: revoke it first or pick another name"
+    ))
+}
+
+/// Refusal of a revocation whose key matches several live tokens.
+pub(super) fn several(key: &str) -> Error {
+    Error::Invalid(format!("`{key}` matches several tokens: give the full id"))
 }
 
 async fn append_event(
@@ -270,21 +302,21 @@ async fn append_event(
     kind: &str,
     t: &Token,
 ) -> Result<i64> {
-    events::append(
-        conn,
-        now,
-        &NewEvent {
-            kind,
-            entity_kind: "token",
-            entity_id: &t.id,
-            actor: "cli",
-            channel: Channel::Cli,
-            project: t.project.as_deref().unwrap_or(""),
-            session: "",
-            payload: json!({"name": t.name, "role": t.role, "project": t.project}),
-        },
-    )
-    .await
+    events::append(conn, now, &token_event(kind, t)).await
+}
+
+/// The `token.*` event `kind` about `t`, on either engine.
+pub(super) fn token_event<'a>(kind: &'a str, t: &'a Token) -> NewEvent<'a> {
+    NewEvent {
+        kind,
+        entity_kind: "token",
+        entity_id: &t.id,
+        actor: "cli",
+        channel: Channel::Cli,
+        project: t.project.as_deref().unwrap_or(""),
+        session: "",
+        payload: json!({"name": t.name, "role": t.role, "project": t.project}),
+    }
 }
 
 #[cfg(test)]

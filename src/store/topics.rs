@@ -3,18 +3,43 @@
 //! across restarts. This module only remembers: creating a topic is the
 //! chat bridge's (`chat/topics.rs`).
 
-use super::{Result, Store};
+use super::{Engine, Error, Result, Store};
+
+/// The topic remembered for a key in a chat. Same text on both engines.
+const GET: &str = "SELECT thread_id FROM chat_topics WHERE chat_id = $1 AND key = $2";
+
+/// Remember a topic unless one is remembered already. Why ON CONFLICT DO
+/// NOTHING and read back: a topic saved by another process first stays,
+/// and this one is told which.
+const SAVE: &str = "INSERT INTO chat_topics (chat_id, key, thread_id, name, created_at)
+     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (chat_id, key) DO NOTHING";
+
+/// A stored thread id (BIGINT on PostgreSQL) as Telegram's 32 bits.
+fn thread(id: i64) -> Result<i32> {
+    i32::try_from(id)
+        .map_err(|_| Error::Corrupt(format!("topic thread id {id} does not fit 32 bits")))
+}
 
 impl Store {
     /// The topic remembered for `key` in `chat_id`, if any.
     pub async fn topic_get(&self, chat_id: i64, key: &str) -> Result<Option<i32>> {
-        Ok(
-            sqlx::query_scalar("SELECT thread_id FROM chat_topics WHERE chat_id = ? AND key = ?")
-                .bind(chat_id)
-                .bind(key)
-                .fetch_optional(self.pool()?)
-                .await?,
-        )
+        let id: Option<i64> = match self.engine() {
+            Engine::Postgres(pg) => {
+                sqlx::query_scalar(GET)
+                    .bind(chat_id)
+                    .bind(key)
+                    .fetch_optional(pg.pool())
+                    .await?
+            }
+            Engine::Sqlite(_) => {
+                sqlx::query_scalar(GET)
+                    .bind(chat_id)
+                    .bind(key)
+                    .fetch_optional(self.pool()?)
+                    .await?
+            }
+        };
+        id.map(thread).transpose()
     }
 
     /// Remember `thread_id` as the topic of `key` in `chat_id`; the topic
@@ -27,33 +52,48 @@ impl Store {
         name: &str,
         thread_id: i32,
     ) -> Result<i32> {
-        self.retry(|| async {
-            let now = self.now();
-            // In the write turn, so it never meets the turn's writer at
-            // SQLite's busy handler.
-            let _turn = self.write_lock()?.clone().lock_owned().await;
-            // Why ON CONFLICT DO NOTHING and read back: a topic saved by
-            // another process first stays, and this one is told which.
-            sqlx::query(
-                "INSERT INTO chat_topics (chat_id, key, thread_id, name, created_at)
-                 VALUES (?, ?, ?, ?, ?) ON CONFLICT (chat_id, key) DO NOTHING",
-            )
-            .bind(chat_id)
-            .bind(key)
-            .bind(thread_id)
-            .bind(name)
-            .bind(now)
-            .execute(self.pool()?)
+        let held: i64 = self
+            .retry(|| async {
+                let now = self.now();
+                match self.engine() {
+                    // Two statements, each its own transaction: the read
+                    // after the insert sees whichever save committed first.
+                    Engine::Postgres(pg) => {
+                        sqlx::query(SAVE)
+                            .bind(chat_id)
+                            .bind(key)
+                            .bind(i64::from(thread_id))
+                            .bind(name)
+                            .bind(now)
+                            .execute(pg.pool())
+                            .await?;
+                        Ok(sqlx::query_scalar(GET)
+                            .bind(chat_id)
+                            .bind(key)
+                            .fetch_one(pg.pool())
+                            .await?)
+                    }
+                    Engine::Sqlite(_) => {
+                        // In the write turn, so it never meets the turn's
+                        // writer at SQLite's busy handler.
+                        let _turn = self.write_lock()?.clone().lock_owned().await;
+                        sqlx::query(SAVE)
+                            .bind(chat_id)
+                            .bind(key)
+                            .bind(thread_id)
+                            .bind(name)
+                            .bind(now)
+                            .execute(self.pool()?)
+                            .await?;
+                        Ok(sqlx::query_scalar(GET)
+                            .bind(chat_id)
+                            .bind(key)
+                            .fetch_one(self.pool()?)
+                            .await?)
+                    }
+                }
+            })
             .await?;
-            let held: i32 = sqlx::query_scalar(
-                "SELECT thread_id FROM chat_topics WHERE chat_id = ? AND key = ?",
-            )
-            .bind(chat_id)
-            .bind(key)
-            .fetch_one(self.pool()?)
-            .await?;
-            Ok(held)
-        })
-        .await
+        thread(held)
     }
 }

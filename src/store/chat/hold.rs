@@ -4,10 +4,7 @@
 //! meanwhile. Durable, so a restart neither loses a waiting push nor sends
 //! it early. Which items wait, and for how long, is the chat bridge's call.
 
-use sqlx::Row;
-
-use super::super::{Result, Store};
-use super::keyed;
+use super::super::{Engine, Result, Store};
 
 /// Why a push waits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,56 +54,56 @@ impl Store {
         due_at: i64,
     ) -> Result<bool> {
         let now = self.now();
-        let n = self
-            .chat_exec(|| {
-                let q = sqlx::query(
-                    "INSERT INTO chat_messages (item_kind, item_id, chat_id, status, due_at, created_at, updated_at)
-                     VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                );
-                keyed(q, item_kind, item_id, chat_id)
-                    .bind(hold.as_str())
-                    .bind(due_at)
-                    .bind(now)
-                    .bind(now)
-            })
-            .await?;
+        let n = chat_exec!(
+            self,
+            "INSERT INTO chat_messages (item_kind, item_id, chat_id, status, due_at, created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT DO NOTHING",
+            |q| q
+                .bind(item_kind)
+                .bind(item_id)
+                .bind(chat_id)
+                .bind(hold.as_str())
+                .bind(due_at)
+                .bind(now)
+        )?;
         Ok(n == 1)
     }
 
     /// Waiting pushes due at or before `now` (ms), earliest first.
     pub async fn chat_held_due(&self, now: i64) -> Result<Vec<Held>> {
-        let rows = sqlx::query(
+        let rows: Vec<(String, String, i64, String, i64)> = chat_scalar!(
+            self,
+            fetch_all,
+            query_as,
             "SELECT item_kind, item_id, chat_id, status, due_at FROM chat_messages
-             WHERE status IN ('held', 'quiet') AND due_at <= ? ORDER BY due_at, created_at",
-        )
-        .bind(now)
-        .fetch_all(self.pool()?)
-        .await?;
-        rows.iter()
-            .map(|r| {
-                let status: String = r.try_get("status")?;
-                Ok(Held {
-                    item_kind: r.try_get("item_kind")?,
-                    item_id: r.try_get("item_id")?,
-                    chat_id: r.try_get("chat_id")?,
-                    hold: if status == "quiet" {
-                        Hold::Quiet
-                    } else {
-                        Hold::Grace
-                    },
-                    due_at: r.try_get("due_at")?,
-                })
+             WHERE status IN ('held', 'quiet') AND due_at <= $1 ORDER BY due_at, created_at",
+            |q| q.bind(now)
+        );
+        Ok(rows
+            .into_iter()
+            .map(|(item_kind, item_id, chat_id, status, due_at)| Held {
+                item_kind,
+                item_id,
+                chat_id,
+                hold: if status == "quiet" {
+                    Hold::Quiet
+                } else {
+                    Hold::Grace
+                },
+                due_at,
             })
-            .collect()
+            .collect())
     }
 
     /// When the next waiting push falls due (ms), if any waits.
     pub async fn chat_next_due(&self) -> Result<Option<i64>> {
-        Ok(sqlx::query_scalar(
+        Ok(chat_scalar!(
+            self,
+            fetch_one,
+            query_scalar,
             "SELECT MIN(due_at) FROM chat_messages WHERE status IN ('held', 'quiet')",
-        )
-        .fetch_one(self.pool()?)
-        .await?)
+            |q| q
+        ))
     }
 
     /// Move a waiting push: `hold` until `due_at` (quiet hours began while
@@ -168,95 +165,25 @@ impl Store {
         thread_id: Option<Option<i32>>,
     ) -> Result<bool> {
         let now = self.now();
-        let (set_thread, thread) = (thread_id.is_some(), thread_id.flatten());
-        let n = self
-            .chat_exec(|| {
-                // Why guarded on the waiting statuses: a record already
-                // released (or sent) is never pulled back into waiting.
-                let q = sqlx::query(
-                    "UPDATE chat_messages SET status = ?, due_at = ?, updated_at = ?,
-                        thread_id = CASE WHEN ? THEN ? ELSE thread_id END
-                     WHERE status IN ('held', 'quiet')
-                       AND item_kind = ? AND item_id = ? AND chat_id = ?",
-                )
+        let (set_thread, thread) = (thread_id.is_some(), thread_id.flatten().map(i64::from));
+        // Why guarded on the waiting statuses: a record already
+        // released (or sent) is never pulled back into waiting.
+        let n = chat_exec!(
+            self,
+            "UPDATE chat_messages SET status = $1, due_at = $2, updated_at = $3,
+                thread_id = CASE WHEN $4 THEN $5 ELSE thread_id END
+             WHERE status IN ('held', 'quiet')
+               AND item_kind = $6 AND item_id = $7 AND chat_id = $8",
+            |q| q
                 .bind(status)
                 .bind(due_at)
                 .bind(now)
                 .bind(set_thread)
-                .bind(thread);
-                keyed(q, item_kind, item_id, chat_id)
-            })
-            .await?;
+                .bind(thread)
+                .bind(item_kind)
+                .bind(item_id)
+                .bind(chat_id)
+        )?;
         Ok(n == 1)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn a_waiting_push_is_released_or_skipped_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("h.db")).await.unwrap();
-        assert_eq!(store.chat_next_due().await.unwrap(), None);
-        assert!(
-            store
-                .chat_hold("action", "a", 1, Hold::Grace, 500)
-                .await
-                .unwrap()
-        );
-        assert!(
-            store
-                .chat_hold("action", "b", 1, Hold::Quiet, 900)
-                .await
-                .unwrap()
-        );
-        // A replayed event claims nothing twice.
-        assert!(
-            !store
-                .chat_hold("action", "a", 1, Hold::Quiet, 1)
-                .await
-                .unwrap()
-        );
-        assert!(
-            !store
-                .chat_begin_send("action", "a", 1, None, "sending")
-                .await
-                .unwrap()
-        );
-        assert_eq!(store.chat_next_due().await.unwrap(), Some(500));
-        let due = store.chat_held_due(600).await.unwrap();
-        assert_eq!(due.len(), 1);
-        assert_eq!((due[0].item_id.as_str(), due[0].hold), ("a", Hold::Grace));
-        // Quiet hours began: it waits again, now for the digest.
-        assert!(
-            store
-                .chat_hold_again("action", "a", 1, Hold::Quiet, 900)
-                .await
-                .unwrap()
-        );
-        assert!(store.chat_held_due(600).await.unwrap().is_empty());
-        let due = store.chat_held_due(900).await.unwrap();
-        assert_eq!(due.iter().filter(|h| h.hold == Hold::Quiet).count(), 2);
-        assert!(store.chat_release("action", "a", 1, Some(7)).await.unwrap());
-        assert!(
-            !store.chat_release("action", "a", 1, None).await.unwrap(),
-            "released once"
-        );
-        assert!(!store.chat_skip("action", "a", 1).await.unwrap());
-        let rec = store.chat_message("action", "a", 1).await.unwrap().unwrap();
-        assert_eq!((rec.status.as_str(), rec.thread_id), ("sending", Some(7)));
-        assert_eq!(
-            store.chat_unsent().await.unwrap().len(),
-            1,
-            "sent like any push"
-        );
-        assert!(store.chat_skip("action", "b", 1).await.unwrap());
-        assert!(
-            !store.chat_release("action", "b", 1, None).await.unwrap(),
-            "skipped for good"
-        );
-        assert_eq!(store.chat_next_due().await.unwrap(), None);
     }
 }

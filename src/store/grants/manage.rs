@@ -6,7 +6,8 @@
 //! here (see the parent module).
 
 use super::{Grant, append_event, grant_from};
-use crate::store::{Channel, Error, Result, Store};
+use crate::store::postgres::grants as pg_grants;
+use crate::store::{Channel, Engine, Error, Result, Store};
 
 /// What revoking a grant did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +35,9 @@ impl Store {
 
     /// [`Store::grant_list`] within `project` (`None`: every project).
     pub async fn grant_list_in(&self, all: bool, project: Option<&str>) -> Result<Vec<Grant>> {
+        if let Engine::Postgres(pg) = self.engine() {
+            return pg_grants::list(pg, all, project).await;
+        }
         let rows = sqlx::query(
             "SELECT * FROM grants
              WHERE (?1 OR (revoked_at IS NULL AND confirmed_at IS NOT NULL))
@@ -76,6 +80,9 @@ impl Store {
                 "`{id}` is not a grant id: give at least its 8-character short id (see `handoff grants`)"
             )));
         }
+        if let Engine::Postgres(pg) = self.engine() {
+            return pg_grants::revoke(self, pg, &key, id, by, channel, project).await;
+        }
         self.retry(|| async {
             let now = self.now();
             let mut tx = self.begin_write().await?;
@@ -91,11 +98,7 @@ impl Store {
             let full = match ids.as_slice() {
                 [] => return Ok(None),
                 [one] => one.clone(),
-                _ => {
-                    return Err(Error::Ambiguous(format!(
-                        "`{id}` matches several grants: give more characters of the id"
-                    )));
-                }
+                _ => return Err(several(id)),
             };
             // Why guarded on revoked_at IS NULL: revoking twice appends no
             // second event and keeps the first revoker.
@@ -126,4 +129,11 @@ impl Store {
         })
         .await
     }
+}
+
+/// Refusal of a revocation whose id matches several grants (`id` as given).
+pub(crate) fn several(id: &str) -> Error {
+    Error::Ambiguous(format!(
+        "`{id}` matches several grants: give more characters of the id"
+    ))
 }
