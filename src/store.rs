@@ -13,12 +13,13 @@
 //!
 //! Two engines behind one API: a [`Store`] holds an [`Engine`], SQLite (the
 //! pool, the write turn, the file) or PostgreSQL ([`postgres::Pg`], a pool).
-//! A method ported to PostgreSQL matches on it and calls its statements in
-//! `postgres/`; every other method reaches SQLite through [`Store::pool`],
-//! [`Store::write`] or [`Store::begin_write`], which on a PostgreSQL store
-//! return [`Error::Unsupported`] naming the part of the store (see
-//! [`NOT_ON_POSTGRES_YET`]), never a panic. Ported so far: questions, the event
-//! log's reads and [`Store::count_rows`].
+//! Each method matches on it and calls its statements in `postgres/` (or
+//! runs one statement text on either). Every part of the store runs on
+//! both but `backup` (an SQLite file copy: it says to use pg_dump) and the
+//! benchmarks' seeding; a method reaching SQLite through [`Store::pool`],
+//! [`Store::write`] or [`Store::begin_write`] on a PostgreSQL store gets
+//! [`Error::Unsupported`] naming its part (see [`NOT_ON_POSTGRES_YET`]),
+//! never a panic.
 
 pub mod actions;
 pub mod backup;
@@ -121,9 +122,7 @@ pub enum Error {
     Corrupt(String),
     /// The operation has not been ported to PostgreSQL yet (see
     /// [`NOT_ON_POSTGRES_YET`]): `what` names the part of the store, with its verb.
-    #[error(
-        "{what} not available on PostgreSQL yet: so far only questions and the event log run there; use a SQLite file (a path) for the rest"
-    )]
+    #[error("{what} not available on PostgreSQL yet: use a SQLite file (a path) for it")]
     Unsupported {
         /// The part of the store, e.g. "pending actions are".
         what: String,

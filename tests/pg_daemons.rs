@@ -257,3 +257,43 @@ async fn three_daemons_share_one_database_and_each_job_runs_once() {
     assert_eq!(fake.answers_to(&cb).len(), 1, "the tap applied once");
     assert_eq!(fake.conflicts(), 0, "two daemons polled at once");
 }
+
+#[tokio::test]
+async fn the_cli_works_on_a_postgres_database() {
+    let pg = PgDb::new().await;
+    let db = Path::new(&pg.url);
+    let run = |args: &[&str]| {
+        let out = common::cli_at(db, args);
+        assert!(out.status.success(), "{args:?}: {}", common::stderr(&out));
+        out
+    };
+    // The first token, before any daemon (a non-loopback daemon needs one).
+    let out = run(&[
+        "--json", "token", "create", "--name", "ops", "--role", "admin",
+    ]);
+    assert!(common::json(&out).to_string().contains("hnd_"));
+    let out = run(&[
+        "--json",
+        "ask",
+        "Which region?",
+        "--option",
+        "eu",
+        "--option",
+        "us",
+    ]);
+    let id = common::json(&out)["question"]["id"]
+        .as_str()
+        .expect("question id")
+        .to_string();
+    run(&["reply", &id, "eu", "--by", "alice"]);
+    let out = run(&["--json", "pending"]);
+    let text = common::json(&out).to_string();
+    assert!(text.contains("\"eu\"") && text.contains("alice"), "{text}");
+    // The password never shows, even in an error.
+    let at = pg.url.split_once('@').expect("a user in the URL").1;
+    let secret = format!("postgres://nobody:hunter2@{at}");
+    let out = common::cli_at(Path::new(&secret), &["pending"]);
+    let err = common::stderr(&out);
+    assert!(!out.status.success() && err.contains("nobody"), "{err}");
+    assert!(!err.contains("hunter2"), "{err}");
+}

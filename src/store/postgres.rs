@@ -1,11 +1,10 @@
 //! PostgreSQL, the second engine (issue 12): bringing a database's schema
 //! (`migrations/postgres`) up to this build's, for `handoff migrate`;
 //! copying an SQLite file into an empty one ([`export`]) or one back into
-//! a new SQLite file ([`import`]), for `handoff export`; and the part of
-//! the [`super::Store`] ported so far ([`Pg`]: questions in [`questions`]
-//! and [`replies`], the event log's reads in [`events`], each write in a
-//! transaction of its own by [`write`]). The rest of the store still runs
-//! on SQLite only and answers [`super::Error::Unsupported`] here.
+//! a new SQLite file ([`import`]), for `handoff export`; the LISTEN
+//! session of `follow::listen` ([`notify`]); and the [`super::Store`]'s
+//! statements on this engine ([`Pg`]: one file per part of the store, each
+//! write in a transaction of its own by [`write`]).
 //!
 //! What a deploy step needs from it: the migrations this build carries
 //! applied in order (sqlx's migrator takes PostgreSQL's advisory lock, so
