@@ -89,17 +89,24 @@ async fn message_of(fake: &FakeTelegram, title: &str) -> common::fake_telegram::
     .await
 }
 
-#[tokio::test]
-async fn two_daemons_poll_telegram_one_at_a_time_and_the_survivor_takes_over() {
+/// Two daemons on one fresh database file, chat against a fresh fake Bot
+/// API, with a short lease (1.5 s); their addresses.
+async fn two_daemons() -> (TempDb, FakeTelegram, [Daemon; 2], Vec<String>) {
     let db = TempDb::new();
     let fake = FakeTelegram::start().await;
     let cfg = write_config(db.dir.path(), &fake.url, &[("me", ME, &[ME], &[ME])], "");
     let env = [("HANDOFF_LEASE_MS", "1500")];
-    let mut daemons = [
+    let daemons = [
         Daemon::start_with(&db.path, &cfg, &env),
         Daemon::start_with(&db.path, &cfg, &env),
     ];
-    let addrs: Vec<String> = daemons.iter().map(|d| d.addr.clone()).collect();
+    let addrs = daemons.iter().map(|d| d.addr.clone()).collect();
+    (db, fake, daemons, addrs)
+}
+
+#[tokio::test]
+async fn two_daemons_poll_telegram_one_at_a_time_and_the_survivor_takes_over() {
+    let (db, fake, mut daemons, addrs) = two_daemons().await;
     let holder = wait_for(30, "one daemon to hold telegram.poll", || {
         let addrs = addrs.clone();
         async move {
@@ -268,15 +275,7 @@ async fn poller(addrs: &[String]) -> usize {
 
 #[tokio::test]
 async fn a_paused_poller_loses_the_role_and_stops_polling_when_it_resumes() {
-    let db = TempDb::new();
-    let fake = FakeTelegram::start().await;
-    let cfg = write_config(db.dir.path(), &fake.url, &[("me", ME, &[ME], &[ME])], "");
-    let env = [("HANDOFF_LEASE_MS", "1500")];
-    let daemons = [
-        Daemon::start_with(&db.path, &cfg, &env),
-        Daemon::start_with(&db.path, &cfg, &env),
-    ];
-    let addrs: Vec<String> = daemons.iter().map(|d| d.addr.clone()).collect();
+    let (db, fake, daemons, addrs) = two_daemons().await;
     let held = poller(&addrs).await;
     let other = 1 - held;
 
@@ -351,15 +350,7 @@ fn edits(fake: &FakeTelegram, id: i64) -> usize {
 
 #[tokio::test]
 async fn of_two_live_daemons_one_draws_each_change_in_chat() {
-    let db = TempDb::new();
-    let fake = FakeTelegram::start().await;
-    let cfg = write_config(db.dir.path(), &fake.url, &[("me", ME, &[ME], &[ME])], "");
-    let env = [("HANDOFF_LEASE_MS", "1500")];
-    let daemons = [
-        Daemon::start_with(&db.path, &cfg, &env),
-        Daemon::start_with(&db.path, &cfg, &env),
-    ];
-    let addrs: Vec<String> = daemons.iter().map(|d| d.addr.clone()).collect();
+    let (db, fake, _daemons, addrs) = two_daemons().await;
     holder_of(&addrs, "chat.send").await;
     let (id, msg) = ask_id(&db, &fake, "Merge the branch?").await;
     let out = db.cli(&["reply", &id, "after lunch"]);
@@ -382,15 +373,7 @@ async fn of_two_live_daemons_one_draws_each_change_in_chat() {
 
 #[tokio::test]
 async fn a_redraw_owed_by_a_sender_that_died_is_drawn_by_the_daemon_taking_over() {
-    let db = TempDb::new();
-    let fake = FakeTelegram::start().await;
-    let cfg = write_config(db.dir.path(), &fake.url, &[("me", ME, &[ME], &[ME])], "");
-    let env = [("HANDOFF_LEASE_MS", "1500")];
-    let mut daemons = [
-        Daemon::start_with(&db.path, &cfg, &env),
-        Daemon::start_with(&db.path, &cfg, &env),
-    ];
-    let addrs: Vec<String> = daemons.iter().map(|d| d.addr.clone()).collect();
+    let (db, fake, mut daemons, addrs) = two_daemons().await;
     let sender = holder_of(&addrs, "chat.send").await;
     let (id, msg) = ask_id(&db, &fake, "Rotate the keys?").await;
     // Every edit fails, so the sender owes the redraw when it dies.
