@@ -10,36 +10,52 @@ use handoff::store::actions::{Actor, ApproveOutcome, ClaimOutcome, NewAction};
 use crate::{Table, thousands};
 
 pub async fn run(quick: bool, t: &mut Table) {
-    let n = if quick { 50 } else { 500 };
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bench.db");
     let mut stores = Vec::new();
     for _ in 0..4 {
         stores.push(Store::open(&path).await.unwrap());
     }
+    rows(quick, &stores, "", t).await;
+}
+
+/// The same rows on PostgreSQL: a throw-away local server on a Unix socket
+/// (tests/common/postgres.rs), four stores on it (each a pool of its own).
+pub async fn run_postgres(quick: bool, t: &mut Table) {
+    let db = crate::postgres::PgDb::new().await;
+    let mut stores = Vec::new();
+    for _ in 0..4 {
+        let clock = std::sync::Arc::new(handoff::clock::SystemClock);
+        stores.push(Store::open_postgres(&db.url, clock).await.unwrap());
+    }
+    rows(quick, &stores, " — PostgreSQL (local, Unix socket)", t).await;
+}
+
+async fn rows(quick: bool, stores: &[Store], on: &str, t: &mut Table) {
+    let n = if quick { 50 } else { 500 };
     let one = single(&stores[0], n).await;
     t.row(
         "actions",
-        format!("propose → approve → claim → complete, single-threaded ({n} cycles)"),
+        format!("propose → approve → claim → complete, single-threaded ({n} cycles){on}"),
         format!("{} cycles/s", thousands(one)),
     );
     let wins = single_transition(&stores[0], 4 * n, 10 * n).await;
     t.row(
         "actions",
-        format!("a single winning transition: approve of a pending action, quorum 1 ({} approvals; compare `python3 benches/peer/raw_sqlite.py`)", 4 * n),
+        format!("a single winning transition: approve of a pending action, quorum 1 ({} approvals; compare `python3 benches/peer/raw_sqlite.py`){on}", 4 * n),
         format!("{} transitions/s", thousands(wins)),
     );
     let m = if quick { 50 } else { 500 };
     let peer = peer_shape(&stores[0], m, 2 * n).await;
     t.row(
         "actions",
-        format!("contended, the peer's shape: {m} actions proposed first, 8 approvers in one process approve each in order, the winner claims, runs a no-op, completes"),
+        format!("contended, the peer's shape: {m} actions proposed first, 8 approvers in one process approve each in order, the winner claims, runs a no-op, completes{on}"),
         format!("{} actions/s", thousands(peer)),
     );
-    let eight = contended(&stores, n, n).await;
+    let eight = contended(stores, n, n).await;
     t.row(
         "actions",
-        format!("contended approve: 8 approvers + claimers per action on 4 handles ({n} actions, exactly one run each)"),
+        format!("contended approve: 8 approvers + claimers per action on 4 handles ({n} actions, exactly one run each){on}"),
         format!("{} actions/s", thousands(eight)),
     );
 }

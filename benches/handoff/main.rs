@@ -155,6 +155,7 @@ async fn main() {
             "store" => store::run(quick, &mut t).await,
             "actions" => {
                 actions::run(quick, &mut t).await;
+                actions::run_postgres(quick, &mut t).await;
                 daemon::cli_approvers(quick, &mut t).await;
             }
             "chat" => chat::burst(quick, &mut t).await,
