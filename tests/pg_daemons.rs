@@ -297,3 +297,79 @@ async fn the_cli_works_on_a_postgres_database() {
     assert!(!out.status.success() && err.contains("nobody"), "{err}");
     assert!(!err.contains("hunter2"), "{err}");
 }
+
+/// A `handoff propose` waiting for its decision with no daemon (the CLI on
+/// the server itself) listens for commits instead of only polling: while
+/// it waits the server shows its LISTEN session, and an approval made by
+/// another process ends the wait with the approved action.
+#[tokio::test]
+async fn a_cli_wait_on_postgres_listens_for_other_processes_commits() {
+    let pg = PgDb::new().await;
+    let store = handoff::store::Store::open_postgres(
+        &pg.url,
+        std::sync::Arc::new(handoff::clock::SystemClock),
+    )
+    .await
+    .expect("open the store");
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_handoff"))
+        .args([
+            "--json",
+            "propose",
+            "--kind",
+            "deploy",
+            "--summary",
+            "ship it",
+        ])
+        .args(["--wait", "--timeout", "60s"])
+        .env("HANDOFF_DB", &pg.url)
+        .env_remove("HANDOFF_URL")
+        .env_remove("HANDOFF_TOKEN")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn handoff propose");
+    let id = wait_for(30, "the proposal", || {
+        let store = store.clone();
+        async move {
+            let pending = store
+                .list_actions(Some(handoff::store::actions::Status::Pending))
+                .await
+                .expect("list actions");
+            pending.first().map(|a| a.id.clone())
+        }
+    })
+    .await;
+    let pool = sqlx::PgPool::connect(&pg.url)
+        .await
+        .expect("a pool of the test's");
+    wait_for(30, "the CLI's LISTEN session", || {
+        let c = pool.clone();
+        async move {
+            let listening: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN%handoff_events%'",
+            )
+            .fetch_one(&c)
+            .await
+            .expect("read pg_stat_activity");
+            (listening > 0).then_some(())
+        }
+    })
+    .await;
+    let actor = handoff::store::actions::Actor {
+        name: "carol",
+        channel: handoff::store::Channel::Inbox,
+    };
+    store.approve(&id, actor, None).await.expect("approve");
+    let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+        .await
+        .expect("propose returned after the approval")
+        .expect("propose ran");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("propose prints JSON");
+    assert_eq!(v["action"]["status"], "approved", "{v}");
+}

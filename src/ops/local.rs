@@ -7,8 +7,13 @@ mod operations;
 
 pub(crate) use operations::unknown_session;
 
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
 use serde::Serialize;
 use serde_json::Value;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
 
 use super::Error;
 use crate::store::actions::Rule;
@@ -55,12 +60,45 @@ impl Policy {
 pub struct Local {
     pub(super) store: Store,
     pub(super) policy: Policy,
+    /// On PostgreSQL, nudged on every commit of any process once a local
+    /// wait has started listening (see [`Local::pause`]).
+    changes: Arc<OnceLock<Arc<Notify>>>,
 }
 
 impl Local {
     /// Operations on `store` with `policy` for proposed actions.
     pub fn new(store: Store, policy: Policy) -> Local {
-        Local { store, policy }
+        Local {
+            store,
+            policy,
+            changes: Arc::default(),
+        }
+    }
+
+    /// Pause a local wait for at most `at_most`. On PostgreSQL it ends at
+    /// the next commit of any process: the first wait opens a LISTEN
+    /// session of its own (`follow::listen`, the daemon's listener, kept
+    /// for this process's life), so `handoff wait`, `ask --wait` and
+    /// `propose` without a daemon see a decision within a round trip, not
+    /// a poll interval. On a SQLite file, the pause itself: the daemon's
+    /// socket is the fast path there, and a wait without a daemon polls.
+    pub(super) async fn pause(&self, at_most: Duration) {
+        let Some(pool) = self.store.notifications() else {
+            tokio::time::sleep(at_most).await;
+            return;
+        };
+        let nudge = self.changes.get_or_init(|| {
+            let nudge = Arc::new(Notify::new());
+            // Never cancelled: it ends with the process (a CLI call, an
+            // MCP server), as its connection does.
+            tokio::spawn(crate::follow::listen(
+                pool,
+                nudge.clone(),
+                CancellationToken::new(),
+            ));
+            nudge
+        });
+        let _ = tokio::time::timeout(at_most, nudge.notified()).await;
     }
 
     /// The store underneath (for tests and the daemon).

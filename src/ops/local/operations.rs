@@ -82,7 +82,7 @@ impl Local {
         id: &str,
         within: Duration,
     ) -> Result<Option<Question>> {
-        tokio::time::sleep(POLL.min(within)).await;
+        self.pause(POLL.min(within)).await;
         Ok(self.store.get_question(id).await?)
     }
 
@@ -269,7 +269,7 @@ impl Local {
     ) -> Result<Settled> {
         Ok(self
             .store
-            .wait_action(id, wait, move |s| until.holds(s))
+            .wait_action_pausing(id, wait, move |s| until.holds(s), |d| self.pause(d))
             .await?)
     }
 
@@ -402,7 +402,7 @@ impl Local {
             if deadline.passed() {
                 return Ok(Vec::new());
             }
-            tokio::time::sleep(deadline.left(POLL)).await;
+            self.pause(deadline.left(POLL)).await;
         }
     }
 

@@ -157,9 +157,26 @@ impl Store {
         timeout: Duration,
         done: impl Fn(Status) -> bool,
     ) -> Result<Settled> {
+        self.wait_action_pausing(id, timeout, done, tokio::time::sleep)
+            .await
+    }
+
+    /// [`Store::wait_action`], pausing between reads with `pause(at_most)`,
+    /// which may end early when something may have changed (a caller that
+    /// hears of other processes' commits).
+    pub async fn wait_action_pausing<F>(
+        &self,
+        id: &str,
+        timeout: Duration,
+        done: impl Fn(Status) -> bool,
+        pause: impl Fn(Duration) -> F,
+    ) -> Result<Settled>
+    where
+        F: std::future::Future<Output = ()>,
+    {
         let id = self.resolve_action_id(id).await?;
         let deadline = tokio::time::Instant::now() + timeout;
-        let mut pause = Duration::from_millis(20);
+        let mut step = Duration::from_millis(20);
         loop {
             let mut action = self.get_action(&id).await?;
             if action.effective_status(self.now()) != action.status {
@@ -172,8 +189,8 @@ impl Store {
             if now >= deadline {
                 return Ok(Settled::StillRunning { action });
             }
-            tokio::time::sleep(pause.min(deadline - now)).await;
-            pause = (pause * 2).min(Duration::from_millis(250));
+            pause(step.min(deadline - now)).await;
+            step = (step * 2).min(Duration::from_millis(250));
         }
     }
 }
