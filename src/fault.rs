@@ -12,7 +12,9 @@
 //! `drop-edit` (a chat redraw is recorded as drawn but never sent),
 //! `duplicate-wake` (an exec wake-up target runs twice per attempt),
 //! `skip-event` (`action.claimed` events are not written),
-//! `early-quorum` (an action is approved one approval short of its quorum).
+//! `early-quorum` (an action is approved one approval short of its quorum),
+//! `shared-roles` (every one of several daemons takes every role, as if
+//! the role leases were not exclusive).
 //! One more is a crash point, not a bug: `die-after-write` (the daemon
 //! aborts after committing a socket or API call's write, before answering
 //! it), for the tests of request ids.

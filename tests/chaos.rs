@@ -26,36 +26,13 @@ mod common;
 
 use chaos_support::{Plan, round};
 
-fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn kill_9_the_daemon_under_load_and_every_invariant_holds() {
-    let kills = env_u64("HANDOFF_CHAOS_KILLS", 30);
-    let seed = env_u64(
-        "HANDOFF_CHAOS_SEED",
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos() as u64,
-    );
+    let (kills, seed) = chaos_support::kills_and_seed();
     println!(
         "chaos: {kills} daemon kills, seed {seed} (HANDOFF_CHAOS_SEED={seed} to replay the choices)"
     );
-    let found = round::run(Plan {
-        kills,
-        seed,
-        fault: None,
-        settle_secs: 120,
-        floors: true,
-        exec_kill_chance: 0.35,
-        quorum_two_every: 3,
-    })
-    .await;
+    let found = round::run(Plan::single(kills, seed)).await;
     let all = found.all();
     assert!(
         all.is_empty(),

@@ -15,14 +15,16 @@ use chaos_support::{Plan, round};
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 async fn round_with(fault: &'static str, invariant: &str) {
-    round_tuned(fault, invariant, 2).await;
+    round_tuned(fault, invariant, 2, false).await;
 }
 
 /// Run short rounds with `fault` on until `invariant` reports it, at most
 /// three: a round can, by chance, never reach the seeded bug (no two
 /// claimants met, no quorum-2 action was approved); three rounds that all
 /// miss it fail the test.
-async fn round_tuned(fault: &'static str, invariant: &str, quorum_two_every: u64) {
+/// `several`: three daemons on one PostgreSQL database
+/// (tests/chaos_daemons.rs's mode), not one on a SQLite file.
+async fn round_tuned(fault: &'static str, invariant: &str, quorum_two_every: u64, several: bool) {
     let _turn = ONE_AT_A_TIME.lock().await;
     for attempt in 1..=3 {
         let seed = std::time::SystemTime::now()
@@ -31,13 +33,14 @@ async fn round_tuned(fault: &'static str, invariant: &str, quorum_two_every: u64
             .as_nanos() as u64;
         println!("chaos with {fault}, round {attempt}: seed {seed}");
         let found = round::run(Plan {
-            kills: 8,
-            seed,
             fault: Some(fault),
             settle_secs: 20,
             floors: false,
             exec_kill_chance: 0.5,
             quorum_two_every,
+            daemons: if several { 3 } else { 1 },
+            postgres: several,
+            ..Plan::single(8, seed)
         })
         .await;
         if let Some(first) = found.by_invariant[invariant].first() {
@@ -85,5 +88,12 @@ async fn a_skipped_event_is_caught_by_event_per_change() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn approval_short_of_quorum_is_caught_by_audit_status_agree() {
     // Every action needs two approvals: any approval at all shows the bug.
-    round_tuned("early-quorum", "audit_status_agree", 1).await;
+    round_tuned("early-quorum", "audit_status_agree", 1, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_daemons_sending_at_once_is_caught_by_chat_message_per_item() {
+    // Three daemons on PostgreSQL, each believing it holds every role:
+    // each sends every item, while the others are alive.
+    round_tuned("shared-roles", "chat_message_per_item", 2, true).await;
 }

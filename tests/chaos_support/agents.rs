@@ -12,12 +12,14 @@ use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 use tokio::process::Command;
 
+use super::raw::{Arg, Raw};
 use super::{Ctx, Proposed, Rng};
 
-/// The `handoff` binary as the Inbox user, against the running daemon
-/// (`HANDOFF_URL`, a `human` token): None while the daemon is down.
+/// The `handoff` binary as the Inbox user, against a running daemon
+/// (`HANDOFF_URL`, a `human` token; with several, each call the next one
+/// alive): None while every daemon is down.
 pub fn inbox_cli(ctx: &Ctx) -> Option<Command> {
-    let url = ctx.daemon.lock().unwrap().clone()?;
+    let url = ctx.next_daemon()?;
     let mut cmd = handoff(ctx);
     cmd.env("HANDOFF_URL", url)
         .env("HANDOFF_TOKEN", ctx.token.lock().unwrap().clone());
@@ -103,7 +105,7 @@ pub async fn asker(ctx: Ctx, k: usize, mut rng: Rng) {
 /// whether it was killed mid-command.
 async fn kill_when_executing(
     ctx: &Ctx,
-    pool: &sqlx::SqlitePool,
+    pool: &Raw,
     child: &mut tokio::process::Child,
     rng: &mut Rng,
 ) -> bool {
@@ -113,14 +115,13 @@ async fn kill_when_executing(
         if child.try_wait().ok().flatten().is_some() {
             return false;
         }
-        let executing: Option<String> = sqlx::query_scalar(
-            "SELECT id FROM actions WHERE status = 'executing' AND owner LIKE ?",
-        )
-        .bind(&owner)
-        .fetch_optional(pool)
-        .await
-        .unwrap_or(None);
-        if let Some(id) = executing {
+        let executing: Option<(String,)> = pool
+            .first(
+                "SELECT id FROM actions WHERE status = 'executing' AND owner LIKE ?",
+                &[Arg::Text(&owner)],
+            )
+            .await;
+        if let Some((id,)) = executing {
             tokio::time::sleep(rng.ms(0, 250)).await;
             let group = rng.chance(0.5);
             let target = Pid::from_raw(pid as i32);
@@ -143,7 +144,7 @@ async fn kill_when_executing(
 /// four is killed with -9 once its action is executing — the process
 /// alone (the command finishes as an orphan) or its whole group.
 pub async fn proposer(ctx: Ctx, k: usize, mut rng: Rng) {
-    let pool = crate::common::raw_pool(&ctx.db).await;
+    let pool = Raw::open(&ctx.db).await;
     let side = ctx.side_effects().display().to_string();
     // The side effect names the action and the process that ran it (the
     // command's parent: `propose`, `recover` or the daemon).
@@ -229,7 +230,7 @@ pub async fn proposer(ctx: Ctx, k: usize, mut rng: Rng) {
 /// command it finds — racing the proposers, each other and the chat's Run
 /// button for the claim.
 pub async fn recoverer(ctx: Ctx, mut rng: Rng) {
-    let pool = crate::common::raw_pool(&ctx.db).await;
+    let pool = Raw::open(&ctx.db).await;
     while !ctx.stopped() {
         tokio::time::sleep(rng.ms(50, 300)).await;
         let mut child = handoff(&ctx)

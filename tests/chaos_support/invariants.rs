@@ -8,14 +8,13 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
+use super::raw::{Arg, Raw};
+use super::{CHAT, Ctx, Log, RULE_EVENTS};
+use crate::common::fake_telegram::{FakeTelegram, Msg};
 use handoff::store::Store;
 use handoff::store::actions::{AuditEntry, Status};
 use handoff::store::questions::ReplyRecord;
 use serde_json::Value;
-use sqlx::SqlitePool;
-
-use super::{CHAT, Ctx, Log, RULE_EVENTS};
-use crate::common::fake_telegram::{FakeTelegram, Msg};
 
 /// Every invariant, in the order they are printed.
 pub const INVARIANTS: &[&str] = &[
@@ -50,8 +49,8 @@ fn pairs(path: &std::path::Path) -> Vec<(String, u32)> {
         .collect()
 }
 
-async fn scalar(pool: &SqlitePool, sql: &'static str) -> i64 {
-    sqlx::query_scalar(sql).fetch_one(pool).await.unwrap()
+async fn scalar(pool: &Raw, sql: &'static str) -> i64 {
+    pool.scalar(sql, &[]).await
 }
 
 /// Whether an event of `kind` with `payload` must wake the `[[notify]]`
@@ -61,32 +60,32 @@ fn should_wake(kind: &str, payload: &Value) -> bool {
 }
 
 /// (seq, type, entity id, payload) of every event.
-async fn events(pool: &SqlitePool) -> Vec<(i64, String, String, Value)> {
-    let rows: Vec<(i64, String, String, String)> =
-        sqlx::query_as("SELECT seq, type, entity_id, payload FROM events ORDER BY seq")
-            .fetch_all(pool)
-            .await
-            .unwrap();
+async fn events(pool: &Raw) -> Vec<(i64, String, String, Value)> {
+    let rows: Vec<(i64, String, String, String)> = pool
+        .all(
+            "SELECT seq, type, entity_id, payload FROM events ORDER BY seq",
+            &[],
+        )
+        .await;
     rows.into_iter()
         .map(|(s, t, e, p)| (s, t, e, serde_json::from_str(&p).unwrap_or_default()))
         .collect()
 }
 
 /// Items (kind, id) whose chat record names no message the fake holds.
-async fn items_without_message(pool: &SqlitePool, fake: &FakeTelegram) -> Vec<String> {
-    let items: Vec<(String, String)> = sqlx::query_as(
-        "SELECT 'question', id FROM questions UNION ALL SELECT 'action', id FROM actions",
-    )
-    .fetch_all(pool)
-    .await
-    .unwrap();
-    let sent: Vec<(String, String, Option<i64>)> = sqlx::query_as(
-        "SELECT item_kind, item_id, message_id FROM chat_messages WHERE status = 'sent' AND chat_id = ?",
-    )
-    .bind(CHAT)
-    .fetch_all(pool)
-    .await
-    .unwrap();
+async fn items_without_message(pool: &Raw, fake: &FakeTelegram) -> Vec<String> {
+    let items: Vec<(String, String)> = pool
+        .all(
+            "SELECT 'question', id FROM questions UNION ALL SELECT 'action', id FROM actions",
+            &[],
+        )
+        .await;
+    let sent: Vec<(String, String, Option<i64>)> = pool
+        .all(
+            "SELECT item_kind, item_id, message_id FROM chat_messages WHERE status = 'sent' AND chat_id = ?",
+            &[Arg::Int(CHAT)],
+        )
+        .await;
     let shown: HashSet<(String, String)> = sent
         .into_iter()
         .filter(|(_, _, m)| m.is_some_and(|m| fake.message(CHAT, m).is_some()))
@@ -101,7 +100,7 @@ async fn items_without_message(pool: &SqlitePool, fake: &FakeTelegram) -> Vec<St
 
 /// Expected wake-ups not yet delivered (no delivered row, or no line the
 /// target wrote).
-async fn undelivered_wakes(store: &Store, pool: &SqlitePool, ctx: &Ctx) -> (usize, Vec<String>) {
+async fn undelivered_wakes(store: &Store, pool: &Raw, ctx: &Ctx) -> (usize, Vec<String>) {
     let want: Vec<i64> = events(pool)
         .await
         .into_iter()
@@ -147,7 +146,7 @@ const OWED_REDRAWS: &str = "SELECT (SELECT COUNT(*) FROM events
 /// there within `secs` is a violation.
 pub async fn settle(
     store: &Store,
-    pool: &SqlitePool,
+    pool: &Raw,
     fake: &FakeTelegram,
     ctx: &Ctx,
     secs: u64,
@@ -333,11 +332,10 @@ fn tagged_item<'a>(m: &Msg, by_short: &HashMap<&str, &'a str>) -> Option<&'a str
 #[allow(clippy::too_many_arguments)]
 pub async fn check(
     store: &Store,
-    pool: &SqlitePool,
+    pool: &Raw,
     fake: &FakeTelegram,
     ctx: &Ctx,
     last_epoch: u64,
-    _last_daemon: u32,
     floors_apply: bool,
 ) -> Checked {
     let log: Log = std::mem::take(&mut *ctx.log());
@@ -346,10 +344,7 @@ pub async fn check(
 
     // 1. No committed answer lost.
     let mut t = Tally::new("no_lost_answer");
-    let questions: Vec<(String, String)> = sqlx::query_as("SELECT id, status FROM questions")
-        .fetch_all(pool)
-        .await
-        .unwrap();
+    let questions: Vec<(String, String)> = pool.all("SELECT id, status FROM questions", &[]).await;
     let mut history_of: HashMap<String, Vec<ReplyRecord>> = HashMap::new();
     let mut reply_of: HashMap<String, Option<String>> = HashMap::new();
     for (id, _) in &questions {
@@ -498,11 +493,9 @@ pub async fn check(
     for (id, pid) in &effects {
         runs_of.entry(id.clone()).or_default().push(*pid);
     }
-    let actions: Vec<(String, String, i64)> =
-        sqlx::query_as("SELECT id, status, approvals_required FROM actions")
-            .fetch_all(pool)
-            .await
-            .unwrap();
+    let actions: Vec<(String, String, i64)> = pool
+        .all("SELECT id, status, approvals_required FROM actions", &[])
+        .await;
     let status_of: HashMap<&str, &str> = actions
         .iter()
         .map(|(id, s, _)| (id.as_str(), s.as_str()))
@@ -680,13 +673,12 @@ pub async fn check(
     for m in &missing {
         t.check(false, || format!("{m} has no chat message"));
     }
-    let records: Vec<(String, String, i64)> = sqlx::query_as(
-        "SELECT item_kind, item_id, message_id FROM chat_messages WHERE status = 'sent' AND chat_id = ? AND message_id IS NOT NULL",
-    )
-    .bind(CHAT)
-    .fetch_all(pool)
-    .await
-    .unwrap();
+    let records: Vec<(String, String, i64)> = pool
+        .all(
+            "SELECT item_kind, item_id, message_id FROM chat_messages WHERE status = 'sent' AND chat_id = ? AND message_id IS NOT NULL",
+            &[Arg::Int(CHAT)],
+        )
+        .await;
     let mut record_of: HashMap<String, Vec<i64>> = HashMap::new();
     for (_, id, m) in &records {
         record_of.entry(id.clone()).or_default().push(*m);
@@ -732,6 +724,18 @@ pub async fn check(
             let reply = reply_of.get(id).cloned().flatten();
             let res = expected_view(kind, status, reply.as_deref(), m);
             t.check(res.is_ok(), || res.unwrap_err());
+            // An extra message is a send its daemon never saw answered:
+            // that daemon was killed before the recorded one was sent.
+            // One from a daemon still alive then is two senders at once.
+            for o in msgs.iter().filter(|o| o.message_id != m.message_id) {
+                let died_first = log.killed.get(&o.epoch).is_some_and(|k| *k < m.sent_at);
+                t.check(died_first, || {
+                    format!(
+                        "{kind} {id}: message {} from daemon process {} while it was alive beside the one recorded ({}, from process {})",
+                        o.message_id, o.epoch, m.message_id, m.epoch
+                    )
+                });
+            }
         }
     }
     let unowned = chat
@@ -828,12 +832,11 @@ pub async fn check(
             quorum_two += 1;
         }
     }
-    let approvals_off = sqlx::query_scalar::<_, i64>(
+    let approvals_off = scalar(
+        pool,
         "SELECT COUNT(*) FROM actions a WHERE approvals <> (SELECT COUNT(*) FROM action_approvals p WHERE p.action_id = a.id)",
     )
-    .fetch_one(pool)
-    .await
-    .unwrap();
+    .await;
     t.check(approvals_off == 0, || {
         format!("{approvals_off} actions whose approvals disagree with their approval rows")
     });
@@ -841,15 +844,15 @@ pub async fn check(
     floors.at_least("quorum-2 actions approved", quorum_two, 1);
     // The agents' CLI calls go through the daemon's socket while it lives
     // (and are killed with it): each such write leaves its request id.
-    let through_socket = sqlx::query_scalar::<_, i64>("SELECT COUNT(DISTINCT key) FROM requests")
-        .fetch_one(pool)
-        .await
-        .unwrap();
-    floors.at_least(
-        "CLI calls written through the daemon's socket",
-        through_socket as usize,
-        1,
-    );
+    // (PostgreSQL has no socket: the CLI writes to the server itself.)
+    if !ctx.postgres() {
+        let through_socket = scalar(pool, "SELECT COUNT(DISTINCT key) FROM requests").await;
+        floors.at_least(
+            "CLI calls written through the daemon's socket",
+            through_socket as usize,
+            1,
+        );
+    }
     let by_status = actions.iter().fold(BTreeMap::new(), |mut m, (_, s, _)| {
         *m.entry(s.as_str()).or_insert(0) += 1;
         m
@@ -946,6 +949,21 @@ pub async fn check(
         log.weather
     );
     floors.at_least("Telegram faults injected", log.weather as usize, 1);
+    // Several daemons: the jobs only one may do moved between them (chat
+    // messages sent and taps answered by more than one daemon process) and
+    // the wake-ups were run by more than one.
+    if ctx.daemons.lock().unwrap().len() > 1 {
+        let senders: HashSet<u64> = fake.messages(CHAT).iter().map(|m| m.epoch).collect();
+        floors.at_least("daemon processes that sent chat messages", senders.len(), 2);
+        let answerers: HashSet<u64> = fake
+            .calls("answerCallbackQuery")
+            .iter()
+            .filter_map(|c| c.token_epoch)
+            .collect();
+        floors.at_least("daemon processes that answered taps", answerers.len(), 2);
+        let wakers: HashSet<u32> = pairs(&ctx.wakes()).into_iter().map(|(_, p)| p).collect();
+        floors.at_least("daemon processes that ran wake-ups", wakers.len(), 2);
+    }
     let mut by_invariant = BTreeMap::new();
     for t in tallies {
         let verdict = if t.violations.is_empty() {
@@ -981,7 +999,7 @@ pub async fn check(
 
 /// Print what the database and the last daemon's log say about every item
 /// a violation names, to make a failure readable.
-pub async fn explain(violations: &[String], pool: &SqlitePool, daemon_log: &str) {
+pub async fn explain(violations: &[String], pool: &Raw, daemon_log: &str) {
     let mut ids: Vec<&str> = violations
         .iter()
         .flat_map(|v| v.split_whitespace())
@@ -990,20 +1008,18 @@ pub async fn explain(violations: &[String], pool: &SqlitePool, daemon_log: &str)
     ids.sort();
     ids.dedup();
     for id in ids.into_iter().take(10) {
-        let rows: Vec<(String, i64, Option<i64>, String, i64)> = sqlx::query_as(
-            "SELECT item_kind, chat_id, message_id, status, revision FROM chat_messages WHERE item_id = ?",
-        )
-        .bind(id)
-        .fetch_all(pool)
-        .await
-        .unwrap();
-        let events: Vec<(i64, String, String)> = sqlx::query_as(
-            "SELECT seq, type, channel FROM events WHERE entity_id = ? ORDER BY seq",
-        )
-        .bind(id)
-        .fetch_all(pool)
-        .await
-        .unwrap();
+        let rows: Vec<(String, i64, Option<i64>, String, i64)> = pool
+            .all(
+                "SELECT item_kind, chat_id, message_id, status, revision FROM chat_messages WHERE item_id = ?",
+                &[Arg::Text(id)],
+            )
+            .await;
+        let events: Vec<(i64, String, String)> = pool
+            .all(
+                "SELECT seq, type, channel FROM events WHERE entity_id = ? ORDER BY seq",
+                &[Arg::Text(id)],
+            )
+            .await;
         println!("item {id}: chat_messages {rows:?}\n  events {events:?}");
         let short = &id[id.len() - 8..];
         for line in daemon_log
@@ -1014,9 +1030,6 @@ pub async fn explain(violations: &[String], pool: &SqlitePool, daemon_log: &str)
             println!("  log: {line}");
         }
     }
-    let cursors: Vec<(String, i64)> = sqlx::query_as("SELECT name, seq FROM cursors")
-        .fetch_all(pool)
-        .await
-        .unwrap();
+    let cursors: Vec<(String, i64)> = pool.all("SELECT name, seq FROM cursors", &[]).await;
     println!("cursors {cursors:?}");
 }

@@ -6,12 +6,27 @@
 pub mod agents;
 pub mod humans;
 pub mod invariants;
+pub mod raw;
 pub mod round;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+/// `HANDOFF_CHAOS_KILLS` (default 30) and `HANDOFF_CHAOS_SEED` (default:
+/// the clock), as the long runs set them.
+pub fn kills_and_seed() -> (u64, u64) {
+    let var = |name: &str| std::env::var(name).ok().and_then(|v| v.parse().ok());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    (
+        var("HANDOFF_CHAOS_KILLS").unwrap_or(30),
+        var("HANDOFF_CHAOS_SEED").unwrap_or(now),
+    )
+}
 
 /// The chat the daemon talks to (a group: two approvers race in it).
 pub const CHAT: i64 = -1001;
@@ -133,6 +148,9 @@ pub struct Log {
     pub inbox_approvals: u64,
     /// Telegram misbehaviours the weather task injected.
     pub weather: u64,
+    /// Each daemon process killed, by its epoch (see `round::Daemons`):
+    /// the moment just before its SIGKILL.
+    pub killed: std::collections::HashMap<u64, std::time::Instant>,
 }
 
 /// How a round runs: how many daemon kills, which fault switch (if any)
@@ -150,12 +168,37 @@ pub struct Plan {
     pub exec_kill_chance: f64,
     /// Every how many proposals one needs 2 approvals.
     pub quorum_two_every: u64,
+    /// Daemons alive at once, all on the one database: 1, or 3 (each kill
+    /// takes one of them, picked at random).
+    pub daemons: usize,
+    /// Run on a throw-away PostgreSQL server instead of a SQLite file.
+    pub postgres: bool,
+}
+
+impl Plan {
+    /// One daemon on a SQLite file, 30 kills unless `kills` says more:
+    /// the bounded round `cargo test` runs.
+    pub fn single(kills: u64, seed: u64) -> Plan {
+        Plan {
+            kills,
+            seed,
+            fault: None,
+            settle_secs: 120,
+            floors: true,
+            exec_kill_chance: 0.35,
+            quorum_two_every: 3,
+            daemons: 1,
+            postgres: false,
+        }
+    }
 }
 
 /// Everything the harness's tasks share.
 #[derive(Clone)]
 pub struct Ctx {
-    pub db: PathBuf,
+    /// The database every process is given (`HANDOFF_DB`): a SQLite
+    /// file's path or a `postgres://` URL.
+    pub db: String,
     /// The fault switch every process the harness starts gets (`HANDOFF_FAULT`).
     pub fault: Option<&'static str>,
     pub exec_kill_chance: f64,
@@ -163,25 +206,42 @@ pub struct Ctx {
     pub dir: PathBuf,
     pub log: Arc<Mutex<Log>>,
     pub stop: Arc<AtomicBool>,
-    /// The running daemon's base URL (None while it is down).
-    pub daemon: Arc<Mutex<Option<String>>>,
+    /// Each daemon's base URL (None while it is down).
+    pub daemons: Arc<Mutex<Vec<Option<String>>>>,
+    /// Which daemon the next Inbox call goes to.
+    turn: Arc<AtomicUsize>,
     /// A `human` API token named `alice`, for the Inbox user.
     pub token: Arc<Mutex<String>>,
 }
 
 impl Ctx {
-    pub fn new(db: &Path, dir: &Path, plan: &Plan) -> Ctx {
+    pub fn new(db: &str, dir: &Path, plan: &Plan) -> Ctx {
         Ctx {
-            db: db.to_path_buf(),
+            db: db.to_string(),
             fault: plan.fault,
             exec_kill_chance: plan.exec_kill_chance,
             quorum_two_every: plan.quorum_two_every,
             dir: dir.to_path_buf(),
             log: Arc::new(Mutex::new(Log::default())),
             stop: Arc::new(AtomicBool::new(false)),
-            daemon: Arc::new(Mutex::new(None)),
+            daemons: Arc::new(Mutex::new(vec![None; plan.daemons])),
+            turn: Arc::new(AtomicUsize::new(0)),
             token: Arc::new(Mutex::new(String::new())),
         }
+    }
+
+    /// The base URL of the next daemon alive, in turn.
+    pub fn next_daemon(&self) -> Option<String> {
+        let daemons = self.daemons.lock().unwrap();
+        let start = self.turn.fetch_add(1, Ordering::Relaxed);
+        (0..daemons.len())
+            .map(|k| &daemons[(start + k) % daemons.len()])
+            .find_map(Clone::clone)
+    }
+
+    /// Whether the daemons share a PostgreSQL database.
+    pub fn postgres(&self) -> bool {
+        self.db.starts_with("postgres")
     }
 
     pub fn stopped(&self) -> bool {

@@ -8,10 +8,17 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use std::sync::Arc;
+
+use handoff::clock::SystemClock;
+use handoff::store::Store;
+
+use super::raw::Raw;
 use super::{Ctx, Plan, Rng, agents, humans, invariants};
 use crate::common::TempDb;
 use crate::common::daemon::Daemon;
 use crate::common::fake_telegram::FakeTelegram;
+use crate::common::postgres::PgDb;
 
 /// What a round found: violations by invariant name (every invariant has
 /// an entry, empty when it held), and everything else that went wrong.
@@ -34,30 +41,106 @@ impl Found {
     }
 }
 
-fn start(db: &TempDb, cfg: &std::path::Path, ctx: &Ctx) -> Daemon {
-    let d = Daemon::start_with(&db.path, cfg, &ctx.env());
-    *ctx.daemon.lock().unwrap() = Some(format!("http://{}", d.addr));
-    d
+/// Where a round runs: a SQLite file in a temp dir, or a throw-away
+/// PostgreSQL database; the temp dir holds the config and the files the
+/// commands write either way.
+struct Place {
+    dir: TempDb,
+    pg: Option<PgDb>,
 }
 
-fn kill9(d: &mut Daemon, ctx: &Ctx) {
-    *ctx.daemon.lock().unwrap() = None;
-    d.kill9();
+impl Place {
+    async fn new(postgres: bool) -> Place {
+        let pg = if postgres {
+            Some(PgDb::new().await)
+        } else {
+            None
+        };
+        Place {
+            dir: TempDb::new(),
+            pg,
+        }
+    }
+
+    /// What every process is given as `HANDOFF_DB`.
+    fn db(&self) -> String {
+        match &self.pg {
+            Some(pg) => pg.url.clone(),
+            None => self.dir.path.display().to_string(),
+        }
+    }
+
+    async fn open(&self) -> Store {
+        match &self.pg {
+            Some(pg) => Store::open_postgres(&pg.url, Arc::new(SystemClock))
+                .await
+                .expect("open the PostgreSQL store"),
+            None => self.dir.open().await,
+        }
+    }
+}
+
+/// The daemons of a round, each slot restarted after its kill. Each
+/// process gets a bot token of its own (`123:E<epoch>`, one epoch per
+/// process ever started), so the fake Bot API can tell which process sent
+/// a message even while several run.
+struct Daemons {
+    cfg: std::path::PathBuf,
+    /// Each slot's daemon and its epoch.
+    slots: Vec<Option<(u64, Daemon)>>,
+    epoch: u64,
+}
+
+impl Daemons {
+    fn start(&mut self, k: usize, ctx: &Ctx) {
+        self.epoch += 1;
+        let token = format!("123:E{}", self.epoch);
+        let mut env: Vec<(&str, &str)> = ctx.env();
+        env.push(("HANDOFF_TELEGRAM_TOKEN", &token));
+        if self.slots.len() > 1 {
+            // Roles move within 1.5 s of a holder's kill, not 6 s: the
+            // storm kills one every second or so.
+            env.push(("HANDOFF_LEASE_MS", "1500"));
+        }
+        let d = Daemon::start_with(std::path::Path::new(&ctx.db), &self.cfg, &env);
+        ctx.daemons.lock().unwrap()[k] = Some(format!("http://{}", d.addr));
+        self.slots[k] = Some((self.epoch, d));
+    }
+
+    fn kill9(&mut self, k: usize, ctx: &Ctx) {
+        ctx.daemons.lock().unwrap()[k] = None;
+        if let Some((epoch, mut d)) = self.slots[k].take() {
+            // Before the signal, not after: a message it sent is older
+            // than this, one sent by a later holder is younger.
+            ctx.log().killed.insert(epoch, Instant::now());
+            d.kill9();
+        }
+    }
+
+    /// Every daemon's log, one after the other.
+    fn logs(&self) -> String {
+        self.slots.iter().flatten().map(|(_, d)| d.log()).collect()
+    }
 }
 
 /// Run one round under `plan`.
 pub async fn run(plan: Plan) -> Found {
     let mut rng = Rng::new(plan.seed);
     let started = Instant::now();
-    let db = TempDb::new();
-    let store = db.open().await;
-    let pool = crate::common::raw_pool(&db.path).await;
+    let place = Place::new(plan.postgres).await;
+    let store = place.open().await;
+    let db = place.db();
+    let pool = Raw::open(&db).await;
     let fake = FakeTelegram::start().await;
-    let ctx = Ctx::new(&db.path, db.dir.path(), &plan);
-    let cfg = super::write_config(&ctx, &fake.url);
-    let mut epoch = 1;
-    fake.set_epoch(epoch);
-    let mut daemon = start(&db, &cfg, &ctx);
+    let ctx = Ctx::new(&db, place.dir.dir.path(), &plan);
+    let mut daemons = Daemons {
+        cfg: super::write_config(&ctx, &fake.url),
+        slots: (0..plan.daemons).map(|_| None).collect(),
+        epoch: 0,
+    };
+    for k in 0..plan.daemons {
+        daemons.start(k, &ctx);
+    }
 
     // 8 agents: 3 askers (sessions s0-s2), 3 proposers (s3-s5), 2 waiters;
     // and 2 claim racers running `handoff recover`. Each session registers
@@ -74,7 +157,7 @@ pub async fn run(plan: Plan) -> Found {
             .expect("register session");
     }
     let minted = crate::common::cli_at(
-        &db.path,
+        std::path::Path::new(&db),
         &[
             "--json", "token", "create", "--name", "alice", "--role", "human",
         ],
@@ -112,17 +195,20 @@ pub async fn run(plan: Plan) -> Found {
         rng.fork(),
     )));
 
-    // The storm: kill -9 the daemon at a random moment, restart it.
+    // The storm: kill -9 a daemon at a random moment, restart it.
     for _ in 0..plan.kills {
         tokio::time::sleep(rng.ms(200, 1500)).await;
-        kill9(&mut daemon, &ctx);
-        epoch += 1;
-        fake.set_epoch(epoch);
+        let k = if plan.daemons > 1 {
+            rng.range(0, plan.daemons as u64) as usize
+        } else {
+            0
+        };
+        daemons.kill9(k, &ctx);
         if rng.chance(0.3) {
             // Down for a while: taps and writes pile up meanwhile.
             tokio::time::sleep(rng.ms(100, 800)).await;
         }
-        daemon = start(&db, &cfg, &ctx);
+        daemons.start(k, &ctx);
     }
     let storm = started.elapsed();
 
@@ -148,11 +234,13 @@ pub async fn run(plan: Plan) -> Found {
         }
     }
     fake.clear_faults();
-    kill9(&mut daemon, &ctx);
-    epoch += 1;
-    fake.set_epoch(epoch);
-    let last = start(&db, &cfg, &ctx);
-    let last_pid = last.child.id();
+    for k in 0..plan.daemons {
+        daemons.kill9(k, &ctx);
+    }
+    for k in 0..plan.daemons {
+        daemons.start(k, &ctx);
+    }
+    let epoch = daemons.epoch;
     let settling = Instant::now();
     if let Err(why) = invariants::settle(&store, &pool, &fake, &ctx, plan.settle_secs).await {
         found.other.push(format!("settle: {why}"));
@@ -162,25 +250,31 @@ pub async fn run(plan: Plan) -> Found {
         settling.elapsed().as_secs_f64()
     );
 
-    let checked = invariants::check(&store, &pool, &fake, &ctx, epoch, last_pid, plan.floors).await;
+    let checked = invariants::check(&store, &pool, &fake, &ctx, epoch, plan.floors).await;
     found.by_invariant = checked.by_invariant;
     found.other.extend(checked.other);
     if !found.all().is_empty() && plan.fault.is_none() {
-        invariants::explain(&found.all(), &pool, &last.log()).await;
+        invariants::explain(&found.all(), &pool, &daemons.logs()).await;
         if std::env::var_os("HANDOFF_CHAOS_KEEP").is_some() {
-            let kept = db.dir.keep();
+            let kept = place.dir.dir.keep();
             println!("chaos: kept {}", kept.display());
         }
     }
     println!(
-        "chaos: storm {:.1}s, total {:.1}s, {} daemon kills{}",
+        "chaos: storm {:.1}s, total {:.1}s, {} daemon kills ({} daemons on {}){}",
         storm.as_secs_f64(),
         started.elapsed().as_secs_f64(),
         plan.kills,
+        plan.daemons,
+        if plan.postgres {
+            "PostgreSQL"
+        } else {
+            "a SQLite file"
+        },
         plan.fault
             .map(|f| format!(", fault {f}"))
             .unwrap_or_default()
     );
-    drop(last);
+    drop(daemons);
     found
 }

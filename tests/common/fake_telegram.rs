@@ -27,6 +27,8 @@ pub struct Call {
     pub body: Value,
     /// When the fake took the request (its body read), for latency benches.
     pub at: std::time::Instant,
+    /// The `N` of a bot token ending `:EN` (which daemon process called).
+    pub token_epoch: Option<u64>,
 }
 
 /// A message as the chat shows it now.
@@ -37,9 +39,12 @@ pub struct Msg {
     pub text: String,
     pub markup: Value,
     pub thread_id: Option<i64>,
-    /// The [`FakeTelegram::set_epoch`] value when it was sent (which
-    /// daemon process sent it, for the crash harness).
+    /// Which daemon process sent it, for the crash harness: the `N` of a
+    /// bot token ending `:EN` (one per daemon process, when several run
+    /// at once), else the [`FakeTelegram::set_epoch`] value when it was sent.
     pub epoch: u64,
+    /// When the fake took its `sendMessage`.
+    pub sent_at: std::time::Instant,
 }
 
 impl Msg {
@@ -505,9 +510,12 @@ fn ok(result: Value) -> axum::response::Response {
 
 async fn handle(
     State(fake): State<FakeTelegram>,
-    Path((_bot, method)): Path<(String, String)>,
+    Path((bot, method)): Path<(String, String)>,
     body: Bytes,
 ) -> axum::response::Response {
+    let token_epoch = bot
+        .rsplit_once(":E")
+        .and_then(|(_, n)| n.parse::<u64>().ok());
     let at = std::time::Instant::now();
     let method = method.to_lowercase();
     // Uploads (sendDocument) are multipart, not JSON: kept as raw text.
@@ -571,6 +579,7 @@ async fn handle(
                 method: method.clone(),
                 body: body.clone(),
                 at,
+                token_epoch,
             });
             return answer;
         }
@@ -581,6 +590,7 @@ async fn handle(
             method: method.clone(),
             body: body.clone(),
             at,
+            token_epoch,
         });
         if let Some(pos) = g.fail.iter().position(|(m, _)| *m == method) {
             let (_, after) = g.fail.remove(pos).unwrap();
@@ -660,7 +670,8 @@ async fn handle(
                 text: text.clone(),
                 markup: body["reply_markup"].clone(),
                 thread_id: body["message_thread_id"].as_i64(),
-                epoch: g.epoch,
+                epoch: token_epoch.unwrap_or(g.epoch),
+                sent_at: at,
             };
             g.messages.insert((chat_id, id), msg);
             ok(message_json(chat_id, id, &text, None))
