@@ -30,6 +30,17 @@ pub struct Found {
 }
 
 impl Found {
+    /// Fail the test with every violation, if there is any.
+    pub fn assert_none(&self) {
+        let all = self.all();
+        assert!(
+            all.is_empty(),
+            "{} invariant violations:\n{}",
+            all.len(),
+            all.join("\n")
+        );
+    }
+
     pub fn all(&self) -> Vec<String> {
         let mut v: Vec<String> = self
             .by_invariant
