@@ -376,7 +376,14 @@ async fn run_updates<L>(
                 if !bridge.take_update(&update).await {
                     continue;
                 }
+                let id = i64::from(update.id.0);
+                if crate::fault::on("die-mid-update") {
+                    // FAULT(die-mid-update): the daemon dies after taking
+                    // an update, before handling it.
+                    std::process::abort();
+                }
                 bridge.on_update(update).await;
+                bridge.update_done(id).await;
                 // Whatever the update wrote, the followers look now.
                 bridge.nudge.notify_waiters();
             }
@@ -432,17 +439,42 @@ impl Bridge {
     /// human's input: the update is handled, its writes guarded as ever.
     async fn take_update(&self, update: &teloxide::types::Update) -> bool {
         let id = i64::from(update.id.0);
-        match self.store.chat_update_take(id, self.roles.me()).await {
-            Ok(first) => {
-                if !first {
-                    tracing::debug!(update_id = id, "update taken before; skipping it");
-                }
-                first
-            }
+        let me = self.roles.me();
+        // A take older than half a lease period was left by a daemon that
+        // died mid-update (a handler takes milliseconds, a slow Bot API a
+        // second or two): the update came back to be applied after all.
+        let stale = (crate::shared::roles::lease_period() / 2).as_millis() as i64;
+        let first = match self.store.chat_update_take(id, me, stale).await {
+            Ok(first) => first,
             Err(e) => {
                 tracing::warn!(update_id = id, error = %e, "cannot claim the Telegram update; handling it anyway");
-                true
+                return true;
             }
+        };
+        if first {
+            return true;
+        }
+        // Taken and not finished by a daemon on this host that is gone:
+        // take it over now rather than drop the tap.
+        if let Ok(Some(taker)) = self.store.chat_update_taker(id).await
+            && self.roles.gone(&self.store, &taker)
+            && let Ok(true) = self.store.chat_update_take_from(id, me, &taker).await
+        {
+            tracing::info!(update_id = id, dead = %taker, "took over an update a daemon died handling");
+            return true;
+        }
+        tracing::debug!(update_id = id, "update taken before; skipping it");
+        false
+    }
+
+    /// Mark `update` handled, so it is never taken again.
+    async fn update_done(&self, update_id: i64) {
+        if let Err(e) = self
+            .store
+            .chat_update_done(update_id, self.roles.me())
+            .await
+        {
+            tracing::warn!(update_id, error = %e, "cannot mark the Telegram update handled");
         }
     }
 }

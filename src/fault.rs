@@ -15,9 +15,10 @@
 //! `early-quorum` (an action is approved one approval short of its quorum),
 //! `shared-roles` (every one of several daemons takes every role, as if
 //! the role leases were not exclusive).
-//! One more is a crash point, not a bug: `die-after-write` (the daemon
+//! Two more are crash points, not bugs: `die-after-write` (the daemon
 //! aborts after committing a socket or API call's write, before answering
-//! it), for the tests of request ids.
+//! it), for the tests of request ids, and `die-mid-update` (it aborts after
+//! taking a Telegram update, before handling it), for tests/daemons_share.rs.
 //!
 //! It does nothing else: no fault is ever on by default.
 

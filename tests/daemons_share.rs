@@ -395,3 +395,42 @@ async fn a_redraw_owed_by_a_sender_that_died_is_drawn_by_the_daemon_taking_over(
     })
     .await;
 }
+
+/// A daemon that dies after taking a Telegram update and before handling
+/// it (the `die-mid-update` crash point) leaves its take unfinished: the
+/// next daemon on this host, seeing the taker's process gone, takes the
+/// update over when Telegram serves it again, and applies it once.
+#[tokio::test]
+async fn an_update_whose_daemon_died_taking_it_is_applied_by_the_next() {
+    let db = TempDb::new();
+    let fake = FakeTelegram::start().await;
+    let cfg = write_config(db.dir.path(), &fake.url, &[("me", ME, &[ME], &[ME])], "");
+    let mut a = Daemon::start_with(&db.path, &cfg, &[("HANDOFF_FAULT", "die-mid-update")]);
+    let (id, msg) = ask_id(&db, &fake, "Ship it?").await;
+    let (cb, _) = fake.tap_traced(ME, ME, msg.message_id, &msg.button("yes"));
+    wait_for(30, "the daemon to die taking the tap", || {
+        let exited = a.child.try_wait().expect("try_wait").is_some();
+        async move { exited.then_some(()) }
+    })
+    .await;
+    assert!(
+        fake.answers_to(&cb).is_empty(),
+        "the dead daemon answered the tap"
+    );
+    let _b = Daemon::start(&db.path, &cfg);
+    let toast = fake
+        .until(30, "the tap applied by the next daemon", |f| {
+            f.answers_to(&cb).first().cloned()
+        })
+        .await;
+    assert!(toast.contains("yes"), "{toast}");
+    let store = db.open().await;
+    let q = store
+        .get_question(&id)
+        .await
+        .expect("read the question")
+        .expect("the question");
+    assert_eq!(q.reply.map(|r| r.text).as_deref(), Some("yes"));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(fake.answers_to(&cb).len(), 1, "applied once");
+}

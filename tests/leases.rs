@@ -106,7 +106,7 @@ async fn each_update_is_taken_by_exactly_one_of_two_daemons(db: Db) {
     let race = |s: Store, who: &'static str| async move {
         let mut won = Vec::new();
         for id in 1..=60 {
-            if s.chat_update_take(id, who).await.expect("take") {
+            if s.chat_update_take(id, who, 60_000).await.expect("take") {
                 won.push(id);
             }
         }
@@ -122,11 +122,63 @@ async fn each_update_is_taken_by_exactly_one_of_two_daemons(db: Db) {
     assert_eq!(all, (1..=60).collect::<Vec<_>>(), "a: {wa:?} b: {wb:?}");
     // Forgetting keeps the fresh ones (a day has not passed).
     assert_eq!(a.forget_chat_updates().await.unwrap(), 0);
-    assert!(!b.chat_update_take(1, "b").await.unwrap());
+    assert!(!b.chat_update_take(1, "b", 60_000).await.unwrap());
+}
+
+/// A take left unfinished (its daemon died mid-update) is taken again once
+/// stale, or at once from a taker known dead; a finished one never.
+async fn an_unfinished_update_is_taken_again_a_finished_one_never(db: Db) {
+    let (a, clock) = db.open_manual(1_000_000).await;
+    let b = db.open().await;
+    assert!(a.chat_update_take(1, "a", 3_000).await.unwrap());
+    assert!(a.chat_update_take(2, "a", 3_000).await.unwrap());
+    assert!(a.chat_update_take(3, "a", 3_000).await.unwrap());
+    assert!(a.chat_update_done(1, "a").await.unwrap());
+    clock.advance(2_999);
+    assert!(
+        !a.chat_update_take(2, "b", 3_000).await.unwrap(),
+        "fresh: its taker may be at it"
+    );
+    clock.advance(1);
+    assert!(
+        a.chat_update_take(2, "b", 3_000).await.unwrap(),
+        "stale and unfinished"
+    );
+    assert!(
+        !a.chat_update_done(2, "a").await.unwrap(),
+        "a no longer holds it"
+    );
+    assert!(a.chat_update_done(2, "b").await.unwrap());
+    clock.advance(1_000_000);
+    assert!(
+        !a.chat_update_take(1, "b", 3_000).await.unwrap(),
+        "finished: never again"
+    );
+    assert!(
+        !a.chat_update_take(2, "c", 3_000).await.unwrap(),
+        "finished: never again"
+    );
+    assert_eq!(b.chat_update_taker(1).await.unwrap(), None);
+    assert_eq!(b.chat_update_taker(3).await.unwrap().as_deref(), Some("a"));
+    assert!(
+        !b.chat_update_take_from(3, "b", "x").await.unwrap(),
+        "x never took it"
+    );
+    assert!(b.chat_update_take_from(3, "b", "a").await.unwrap());
+    assert!(
+        !b.chat_update_take_from(3, "c", "a").await.unwrap(),
+        "taken from a once"
+    );
+    assert!(b.chat_update_done(3, "b").await.unwrap());
+    assert!(
+        !b.chat_update_take_from(3, "c", "b").await.unwrap(),
+        "finished"
+    );
 }
 
 both_engines!(
     one_of_eight_racing_daemons_takes_a_lease_and_only_it_renews,
     a_lapsed_lease_moves_to_another_daemon_and_a_released_one_moves_at_once,
-    each_update_is_taken_by_exactly_one_of_two_daemons
+    each_update_is_taken_by_exactly_one_of_two_daemons,
+    an_unfinished_update_is_taken_again_a_finished_one_never
 );

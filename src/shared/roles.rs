@@ -234,17 +234,28 @@ impl Roles {
         // Only beside a database file, which the daemons of one host share:
         // daemons on a shared server may run on hosts of the same name, and
         // one must never take a live lease from another.
-        store.file()?;
         let leases = store.lease_holders().await.ok()?;
         let lease = leases.into_iter().find(|l| l.name == role)?;
-        let mut parts = lease.holder.splitn(3, '/');
-        let (host, pid) = (parts.next()?, parts.next()?.parse::<u32>().ok()?);
-        let mine = self.me.split('/').next()?;
-        let gone = host == mine
+        self.gone(store, &lease.holder).then_some(lease.holder)
+    }
+
+    /// Whether `holder` (an instance name) is a daemon on this host whose
+    /// process is gone, beside a database file (see
+    /// [`Roles::dead_local_holder`] for why only there).
+    pub fn gone(&self, store: &Store, holder: &str) -> bool {
+        if store.file().is_none() {
+            return false;
+        }
+        let mut parts = holder.splitn(3, '/');
+        let (Some(host), Some(Ok(pid))) = (parts.next(), parts.next().map(str::parse::<u32>))
+        else {
+            return false;
+        };
+        let mine = self.me.split('/').next().unwrap_or_default();
+        host == mine
             && pid != std::process::id()
             && cfg!(target_os = "linux")
-            && !std::path::Path::new(&format!("/proc/{pid}")).exists();
-        gone.then_some(lease.holder)
+            && !std::path::Path::new(&format!("/proc/{pid}")).exists()
     }
 }
 

@@ -38,9 +38,22 @@ const RELEASE: &str = "DELETE FROM leases WHERE name = $1 AND holder = $2";
 
 const HOLDERS: &str = "SELECT name, holder, expires_at, taken_at FROM leases ORDER BY name";
 
+/// Take an update nobody took, or one whose take was left unfinished
+/// (`done_at` unset) for `$4` ms or more: its handler died with its daemon.
 const TAKE_UPDATE: &str =
     "INSERT INTO chat_updates (update_id, holder, taken_at) VALUES ($1, $2, $3)
-     ON CONFLICT (update_id) DO NOTHING";
+     ON CONFLICT (update_id) DO UPDATE SET holder = excluded.holder, taken_at = excluded.taken_at
+     WHERE chat_updates.done_at IS NULL AND chat_updates.taken_at <= $3 - $4";
+
+/// Take an unfinished update from a taker known dead.
+const TAKE_UPDATE_FROM: &str = "UPDATE chat_updates SET holder = $2, taken_at = $3
+     WHERE update_id = $1 AND holder = $4 AND done_at IS NULL";
+
+const UPDATE_DONE: &str =
+    "UPDATE chat_updates SET done_at = $3 WHERE update_id = $1 AND holder = $2";
+
+const UPDATE_TAKER: &str =
+    "SELECT holder FROM chat_updates WHERE update_id = $1 AND done_at IS NULL";
 
 const FORGET_UPDATES: &str = "DELETE FROM chat_updates WHERE taken_at < $1";
 
@@ -168,20 +181,84 @@ impl Store {
     }
 
     /// Claim Telegram update `update_id` for `holder`: true for the first
-    /// claim, false when some daemon (this one included) took it before.
-    /// Claimed on receipt, before the update writes anything, so a crash
-    /// mid-update loses that one tap or reply (the user repeats it) rather
-    /// than applying it twice.
-    pub async fn chat_update_take(&self, update_id: i64, holder: &str) -> Result<bool> {
+    /// claim, false when some daemon (this one included) took it before
+    /// and either finished it ([`Store::chat_update_done`]) or took it less
+    /// than `stale_ms` ago. Claimed on receipt, before the update writes
+    /// anything, so two daemons never both apply it; a take whose daemon
+    /// died mid-update is taken again when the update comes back (a new
+    /// poller, a webhook retry), by then or at once by a daemon that knows
+    /// the taker is gone ([`Store::chat_update_take_from`]).
+    pub async fn chat_update_take(
+        &self,
+        update_id: i64,
+        holder: &str,
+        stale_ms: i64,
+    ) -> Result<bool> {
         let input = Arc::new(holder.to_string());
         either_write!(self, input, |conn, holder, now| {
             let taken = sqlx::query(TAKE_UPDATE)
                 .bind(update_id)
                 .bind(&*holder)
                 .bind(now)
+                .bind(stale_ms)
                 .execute(conn)
                 .await?;
             taken.rows_affected() == 1
+        })
+    }
+
+    /// Who took update `update_id` and has not finished it, if anyone.
+    pub async fn chat_update_taker(&self, update_id: i64) -> Result<Option<String>> {
+        Ok(match self.engine() {
+            Engine::Postgres(pg) => {
+                sqlx::query_scalar(UPDATE_TAKER)
+                    .bind(update_id)
+                    .fetch_optional(pg.pool())
+                    .await?
+            }
+            Engine::Sqlite(_) => {
+                sqlx::query_scalar(UPDATE_TAKER)
+                    .bind(update_id)
+                    .fetch_optional(self.pool()?)
+                    .await?
+            }
+        })
+    }
+
+    /// Take update `update_id` from `dead`, a taker known to have died
+    /// before finishing it: false when `dead` no longer holds it unfinished.
+    pub async fn chat_update_take_from(
+        &self,
+        update_id: i64,
+        holder: &str,
+        dead: &str,
+    ) -> Result<bool> {
+        let input = Arc::new((holder.to_string(), dead.to_string()));
+        either_write!(self, input, |conn, input, now| {
+            let (holder, dead) = &*input;
+            let taken = sqlx::query(TAKE_UPDATE_FROM)
+                .bind(update_id)
+                .bind(holder)
+                .bind(now)
+                .bind(dead)
+                .execute(conn)
+                .await?;
+            taken.rows_affected() == 1
+        })
+    }
+
+    /// Mark update `update_id`, taken by `holder`, handled: it is never
+    /// taken again. False when `holder` no longer holds it.
+    pub async fn chat_update_done(&self, update_id: i64, holder: &str) -> Result<bool> {
+        let input = Arc::new(holder.to_string());
+        either_write!(self, input, |conn, holder, now| {
+            let done = sqlx::query(UPDATE_DONE)
+                .bind(update_id)
+                .bind(&*holder)
+                .bind(now)
+                .execute(conn)
+                .await?;
+            done.rows_affected() == 1
         })
     }
 
