@@ -59,14 +59,14 @@ impl Engine {
 /// A cell's fresh, empty database, kept for the cell's life.
 enum Fresh {
     Sqlite(tempfile::TempDir),
-    Postgres(crate::postgres::PgDb),
+    Postgres(Box<crate::postgres::PgDb>),
 }
 
 impl Fresh {
     async fn new(engine: Engine) -> Fresh {
         match engine {
             Engine::Sqlite => Fresh::Sqlite(tempfile::tempdir().expect("create temp dir")),
-            Engine::Postgres => Fresh::Postgres(crate::postgres::PgDb::new().await),
+            Engine::Postgres => Fresh::Postgres(Box::new(crate::postgres::PgDb::new().await)),
         }
     }
 
