@@ -15,8 +15,8 @@
 //! pool, the write turn, the file) or PostgreSQL ([`postgres::Pg`], a pool).
 //! Each method matches on it and calls its statements in `postgres/` (or
 //! runs one statement text on either). Every part of the store runs on
-//! both but `backup` (an SQLite file copy: it says to use pg_dump) and the
-//! benchmarks' seeding; a method reaching SQLite through [`Store::pool`],
+//! both but `backup` (an SQLite file copy: it says to use pg_dump); a
+//! method reaching SQLite through [`Store::pool`],
 //! [`Store::write`] or [`Store::begin_write`] on a PostgreSQL store gets
 //! [`Error::Unsupported`] naming its part (see [`NOT_ON_POSTGRES_YET`]),
 //! never a panic.
@@ -279,8 +279,8 @@ impl Store {
     /// "now" from `clock`: connects a pool, applies this build's missing
     /// migrations (under an advisory lock, as `handoff migrate` does) and
     /// refuses a database whose schema is newer than this build, as
-    /// [`Error::NewerSchema`]. Only part of the store runs there so far
-    /// (see the module docs); the rest answers [`Error::Unsupported`].
+    /// [`Error::NewerSchema`]. Every part of the store runs there but
+    /// `backup` (see the module docs).
     pub async fn open_postgres(url: &str, clock: Arc<dyn Clock>) -> Result<Store> {
         Ok(Store {
             clock,

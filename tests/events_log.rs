@@ -1,7 +1,8 @@
 //! Reading the event log: in order after a cursor, the newest seq, the
 //! tail, and at most about 4 MiB of payload per read — on both engines
 //! (tests/common/engine.rs). The events come from real question writes,
-//! or (for exact payload sizes) from rows inserted by hand.
+//! or (for exact payload sizes) from rows inserted by hand, or from the
+//! benchmarks' bulk history (`Store::seed_history`).
 
 mod common;
 
@@ -128,7 +129,47 @@ async fn the_tail_counts_the_same_budget_from_the_newest_end(db: Db) {
     assert_eq!(tail(store.events_tail(10).await.unwrap()), ["big"]);
 }
 
+/// The benchmarks' bulk history (`Store::seed_history`, written in a few
+/// set-based statements) reads as a real one on both engines: three events
+/// per question in order, each question resolved with its chat reply, the
+/// daemon's cursors at the log's end, and a real write continuing the log.
+async fn seeded_history_reads_as_a_log_that_real_writes_continue(db: Db) {
+    let store = db.open().await;
+    assert_eq!(store.seed_history(30).await.unwrap(), 30 * 6);
+    assert_eq!(store.last_event_seq().await.unwrap(), 90);
+    let log = store.events_after(0, 1000).await.unwrap();
+    assert_eq!(seqs(log.clone()), (1..=90).collect::<Vec<i64>>());
+    let first = format!("5eed{:028x}", 1);
+    let kinds: Vec<(&str, &str)> = log[..3]
+        .iter()
+        .map(|e| (e.kind.as_str(), e.entity_id.as_str()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("question.flagged", first.as_str()),
+            ("question.answered", first.as_str()),
+            ("question.resolved", first.as_str()),
+        ]
+    );
+    for cursor in ["chat", "notify"] {
+        assert_eq!(store.cursor(cursor).await.unwrap(), 90, "{cursor}");
+    }
+    let q = store.get_question(&first).await.unwrap().expect("seeded");
+    assert_eq!(q.status, handoff::store::questions::Status::Resolved);
+    assert_eq!(q.reply.map(|r| r.text).as_deref(), Some("Option A"));
+    assert_eq!(store.question_replies(&first).await.unwrap().len(), 1);
+    let last = format!("5eed{:028x}", 30);
+    assert_eq!(
+        store.get_question(&last).await.unwrap().unwrap().title,
+        "Seeded question 30"
+    );
+    common::ask(&store, "after the history").await;
+    assert_eq!(store.last_event_seq().await.unwrap(), 91);
+}
+
 both_engines!(
+    seeded_history_reads_as_a_log_that_real_writes_continue,
     the_event_log_reads_in_order_after_a_cursor,
     the_event_log_reads_at_most_four_mebibytes_of_payload_per_batch,
     the_tail_counts_the_same_budget_from_the_newest_end,

@@ -9,6 +9,7 @@
 //!   happens, from utime + stime in `/proc/<pid>/stat` before and after the
 //!   window (the kernel counts them in clock ticks, usually 10 ms).
 
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -21,17 +22,27 @@ use handoff::store::sessions::{NewSession, WakeTarget};
 use crate::{Table, pct};
 
 /// A `handoff serve` on `db` with an empty config (chat off); killed on drop.
-struct Serve(Child);
+pub(crate) struct Serve {
+    child: Child,
+    /// Where it listens (`127.0.0.1:PORT`), from its "serving on" line.
+    pub(crate) addr: String,
+}
 
 impl Serve {
-    /// Start it and wait for its "serving on" line.
+    /// Start it on the file `db` (its config, empty, beside it).
     fn start(db: &Path) -> Serve {
         let cfg = db.with_extension("toml");
         std::fs::write(&cfg, "").expect("write config");
+        Serve::start_on(db.as_os_str(), &cfg)
+    }
+
+    /// Start it on `db` (a file or a `postgres://` URL) with the config
+    /// `cfg`, and wait for its "serving on" line.
+    pub(crate) fn start_on(db: &OsStr, cfg: &Path) -> Serve {
         // `HANDOFF_BENCH_BIN` may name another build, to compare two in turns.
         let mut child = Command::new(crate::prompt::binary())
             .args(["serve", "--config"])
-            .arg(&cfg)
+            .arg(cfg)
             .args(["--listen", "127.0.0.1:0"])
             .env("HANDOFF_DB", db)
             .env("HANDOFF_LOG", "warn")
@@ -47,21 +58,23 @@ impl Serve {
         std::thread::spawn(move || {
             let mut tx = Some(tx);
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if line.contains("serving on")
+                if let Some(rest) = line.split("serving on http://").nth(1)
                     && let Some(t) = tx.take()
                 {
-                    let _ = t.send(());
+                    let addr = rest.split_whitespace().next().unwrap_or("");
+                    let _ = t.send(addr.to_string());
                 }
             }
         });
-        rx.recv_timeout(Duration::from_secs(30))
+        let addr = rx
+            .recv_timeout(Duration::from_secs(30))
             .expect("handoff serve did not start");
-        Serve(child)
+        Serve { child, addr }
     }
 
     /// utime + stime so far, in clock ticks.
     fn cpu_ticks(&self) -> u64 {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.0.id()))
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id()))
             .expect("read /proc/<pid>/stat");
         // The fields after the command name, which is in parentheses and
         // may contain spaces: state is field 3, utime 14 and stime 15.
@@ -73,8 +86,8 @@ impl Serve {
 
 impl Drop for Serve {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 

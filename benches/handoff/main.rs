@@ -9,14 +9,17 @@
 //! cargo bench -- store startup      # only some sections
 //! ```
 //!
-//! Sections: `store` (operations/s on a file database, 1 and 4 writers),
+//! Sections: `store` (operations/s on a file database, 1 and 4 writers, then
+//! the same on PostgreSQL),
 //! `actions` (propose→approve→claim→complete cycles, single and contended),
 //! `chat` (1,000-item burst under Telegram's limits; tap → answer committed),
 //! `prompt` (a Claude Code permission prompt → its message in chat, through
 //! a real `handoff serve`),
 //! `wake` (answer committed → exec wake target started, in process and
 //! through a real `handoff serve`; on PostgreSQL, commit → LISTEN/NOTIFY
-//! nudge on another connection; the idle daemon's CPU), `wait` (answer →
+//! nudge on another connection; approve through one daemon → an agent's
+//! long poll on another answered, on PostgreSQL and on one SQLite file; the
+//! idle daemon's CPU), `wait` (answer →
 //! `handoff wait` returned, no daemon), `api` (`POST /v1/questions` rate;
 //! answer → long-poll wake-up), `rss` (idle daemon), `startup` (daemon
 //! start-up on a database with 1,000,000 rows).
@@ -36,6 +39,7 @@ mod pg_wake;
 mod prompt;
 mod startup;
 mod store;
+mod two_daemons;
 mod wake;
 
 use std::time::{Duration, Instant};
@@ -152,7 +156,10 @@ async fn main() {
         }
         eprintln!("== {name}");
         match name {
-            "store" => store::run(quick, &mut t).await,
+            "store" => {
+                store::run(store::Engine::Sqlite, quick, &mut t).await;
+                store::run(store::Engine::Postgres, quick, &mut t).await;
+            }
             "actions" => {
                 actions::run(quick, &mut t).await;
                 actions::run_postgres(quick, &mut t).await;
@@ -164,6 +171,7 @@ async fn main() {
                 wake::run(quick, &mut t).await;
                 daemon::cross_process(quick, &mut t).await;
                 pg_wake::commit_to_nudge(quick, &mut t).await;
+                two_daemons::approve_to_wake(quick, &mut t).await;
                 daemon::idle_cpu(quick, &mut t).await;
             }
             "wait" => wake::wait_no_daemon(quick, &mut t).await,

@@ -1,10 +1,14 @@
 //! Store throughput: operations per second on a real SQLite file (WAL,
-//! `synchronous = NORMAL`, exactly as [`Store::open`] sets it up).
+//! `synchronous = NORMAL`, exactly as [`Store::open`] sets it up), then the
+//! same cells on PostgreSQL: a throw-away local server on a Unix socket
+//! (tests/common/postgres.rs, `fsync` off), through [`Store::open_postgres`].
 //!
-//! Each (operation, writers) cell gets a fresh database in a temp dir. With 4
-//! writers, each writer is a separate [`Store`] handle (its own connection
-//! pool on the same file) driven by its own task, which is how the daemon,
-//! CLI calls and MCP servers share the file. The work of a cell is split
+//! Each (operation, writers) cell gets a fresh database: a new file in a temp
+//! dir, or a new database on the one server. With 4 writers, each writer is a
+//! separate [`Store`] handle (its own connection pool on the same database)
+//! driven by its own task, which is how the daemon, CLI calls and MCP servers
+//! share the file (and several daemons a PostgreSQL database). Both engines
+//! run the same cell code; only [`Fresh`] differs. The work of a cell is split
 //! between its writers; the clock runs from the first operation to the last
 //! writer's end, and setup (flagging the questions a reply needs, creating
 //! boards) is not timed.
@@ -15,7 +19,7 @@
 //!   a fresh Inbox reply: the read plus the exact-reply mark.
 //! - `board_advance`: archive a blocked row's step and install the next one.
 
-use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use handoff::store::Store;
@@ -33,22 +37,72 @@ const WRITERS: usize = 4;
 /// Rows per benchmark board.
 const ROWS_PER_BOARD: usize = 10;
 
-pub async fn run(quick: bool, t: &mut Table) {
+/// Which engine a cell's fresh database is on.
+#[derive(Clone, Copy)]
+pub enum Engine {
+    /// A file in a temp dir.
+    Sqlite,
+    /// A database of its own on the bench's throw-away local server.
+    Postgres,
+}
+
+impl Engine {
+    /// What a row's label ends with (the SQLite rows keep their old labels).
+    fn suffix(self) -> &'static str {
+        match self {
+            Engine::Sqlite => "",
+            Engine::Postgres => " — PostgreSQL (local, Unix socket)",
+        }
+    }
+}
+
+/// A cell's fresh, empty database, kept for the cell's life.
+enum Fresh {
+    Sqlite(tempfile::TempDir),
+    Postgres(Box<crate::postgres::PgDb>),
+}
+
+impl Fresh {
+    async fn new(engine: Engine) -> Fresh {
+        match engine {
+            Engine::Sqlite => Fresh::Sqlite(tempfile::tempdir().expect("create temp dir")),
+            Engine::Postgres => Fresh::Postgres(Box::new(crate::postgres::PgDb::new().await)),
+        }
+    }
+
+    /// One more handle on it (its own connection pool).
+    async fn open(&self) -> Store {
+        match self {
+            Fresh::Sqlite(dir) => Store::open(&dir.path().join("bench.db")).await,
+            Fresh::Postgres(db) => {
+                Store::open_postgres(&db.url, Arc::new(handoff::clock::SystemClock)).await
+            }
+        }
+        .expect("open store")
+    }
+}
+
+/// Every (operation, writers) cell on `engine`, a fresh database each.
+pub async fn run(engine: Engine, quick: bool, t: &mut Table) {
     let n = if quick { QUICK_N } else { FULL_N };
+    let on = engine.suffix();
     for writers in [1, WRITERS] {
         let cells: [(&str, Duration); 4] = [
-            ("flag (new question)", run_cell(writers, n, flag).await),
+            (
+                "flag (new question)",
+                run_cell(engine, writers, n, flag).await,
+            ),
             (
                 "chat reply (conditional write)",
-                run_cell(writers, n, reply_chat).await,
+                run_cell(engine, writers, n, reply_chat).await,
             ),
             (
                 "pending + pickup (agent reads its answer)",
-                run_cell(writers, n, pending_pickup).await,
+                run_cell(engine, writers, n, pending_pickup).await,
             ),
             (
                 "board row advance",
-                run_cell(writers, n, board_advance).await,
+                run_cell(engine, writers, n, board_advance).await,
             ),
         ];
         let per = n / writers * writers;
@@ -60,7 +114,7 @@ pub async fn run(quick: bool, t: &mut Table) {
             };
             t.row(
                 "store",
-                format!("{op}, {who}"),
+                format!("{op}, {who}{on}"),
                 format!("{} ops/s", thousands(per as f64 / elapsed.as_secs_f64())),
             );
         }
@@ -70,20 +124,21 @@ pub async fn run(quick: bool, t: &mut Table) {
 /// A writer's prepared work: a store handle and the ops it will run.
 type Job = (Store, usize, usize);
 
-/// Run one cell: a fresh database, `writers` separate handles, `n` ops split
-/// between them. `work(store, writer, ops)` does untimed setup and returns
-/// the timed part as a future.
-async fn run_cell<F, Fut>(writers: usize, n: usize, work: F) -> Duration
+/// Run one cell: a fresh database on `engine`, `writers` separate handles,
+/// `n` ops split between them. `work(store, writer, ops)` does untimed setup
+/// and returns the timed part as a future.
+async fn run_cell<F, Fut>(engine: Engine, writers: usize, n: usize, work: F) -> Duration
 where
     F: Fn(Job) -> Fut,
     Fut: Future<Output = Timed>,
 {
-    let dir = tempfile::tempdir().expect("create temp dir");
-    let path = dir.path().join("bench.db");
+    let db = Fresh::new(engine).await;
     let per = n / writers;
     let mut timed = Vec::new();
+    let mut handles = Vec::new();
     for w in 0..writers {
-        let store = open(&path).await;
+        let store = db.open().await;
+        handles.push(store.clone());
         timed.push(work((store, w, per)).await);
     }
     let start = Instant::now();
@@ -91,15 +146,17 @@ where
     for t in tasks {
         t.await.expect("writer task panicked");
     }
-    start.elapsed()
+    let elapsed = start.elapsed();
+    // Why close: the next cell's server connections (PostgreSQL's are
+    // limited) and files should not wait on these pools' idle timeouts.
+    for store in handles {
+        store.close().await;
+    }
+    elapsed
 }
 
 /// The timed half of a writer's work.
 type Timed = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
-
-async fn open(path: &Path) -> Store {
-    Store::open(path).await.expect("open store")
-}
 
 fn question(w: usize, i: usize, session: &str) -> NewQuestion {
     NewQuestion {

@@ -36,6 +36,7 @@ pub(crate) mod ledger;
 pub mod notify;
 pub(crate) mod questions;
 pub(crate) mod replies;
+pub(crate) mod seed;
 pub(crate) mod sessions;
 pub(crate) mod tokens;
 pub(crate) mod unported;

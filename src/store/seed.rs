@@ -8,8 +8,12 @@
 //! (`chat`, `notify`) are moved to the end of the log, as they would be after
 //! a daemon that kept up; start-up must then not depend on how long the
 //! history is.
+//!
+//! On PostgreSQL the same rows are written by `postgres::seed`, in that
+//! engine's spelling.
 
-use super::{Result, Store};
+use super::postgres::seed as pg_seed;
+use super::{Engine, Result, Store};
 
 /// Rows [`Store::seed_history`] writes per question.
 pub const ROWS_PER_QUESTION: u64 = 6;
@@ -29,13 +33,18 @@ impl Store {
         let mut done = 0;
         while done < questions {
             let n = BATCH.min(questions - done);
+            let (first, last) = (done as i64 + 1, (done + n) as i64);
+            if let Engine::Postgres(pg) = self.engine() {
+                pg_seed::batch(pg, first, last, now).await?;
+                done += n;
+                continue;
+            }
             let mut tx = self.begin_write().await?;
             let series =
                 "WITH RECURSIVE s(i) AS (SELECT ?1 UNION ALL SELECT i + 1 FROM s WHERE i < ?2)";
             // Ids are not UUIDv7 but share their shape (32 hex digits), and
             // the leading `5eed` keeps them apart from real ids.
             let id = "printf('5eed%028x', i)";
-            let (first, last) = (done as i64 + 1, (done + n) as i64);
             // Older questions further back: one a minute, the last one now.
             let at = "(?3 - (?2 - i) * 60000)";
             let statements = [
