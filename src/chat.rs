@@ -46,6 +46,7 @@ mod stranded;
 mod text;
 mod topics;
 mod unparsed;
+mod webhook;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, Weak};
@@ -89,6 +90,18 @@ pub(crate) type TgBot = Throttle<Bot>;
 pub struct Started {
     /// Routes to merge into the daemon's listener (the webhook, if any).
     pub router: Router,
+}
+
+/// Whether this daemon may handle a Telegram update ([`Bridge::take_update`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Take {
+    /// Taken by this daemon: handle it, then mark it done.
+    Mine,
+    /// Handled before: skip it.
+    Done,
+    /// Another daemon holds it unfinished (at it now, or died less than
+    /// half a lease period ago): not now.
+    Busy,
 }
 
 /// One item's redraw turn.
@@ -188,7 +201,16 @@ pub async fn start(
             tracker.spawn(poll_while_held(bridge, roles, timeout, cancel));
             Router::new()
         }
-        TelegramMode::Webhook => webhook(bridge, shared, tracker, cancel).await?,
+        TelegramMode::Webhook => {
+            let cfg = &shared.config.telegram;
+            webhook::route(
+                bridge,
+                cfg.webhook_url.as_deref().unwrap_or_default(),
+                cfg.webhook_secret.expose(),
+                cancel,
+            )
+            .await?
+        }
     };
     Ok(Started { router })
 }
@@ -319,34 +341,6 @@ async fn greet(bot: &TgBot, cfg: &crate::config::TelegramConfig) -> bool {
     true
 }
 
-/// Webhook mode: the route Telegram posts updates to (merged into the
-/// daemon's router) and the task that handles them.
-async fn webhook(
-    bridge: Arc<Bridge>,
-    shared: &Shared,
-    tracker: &TaskTracker,
-    cancel: CancellationToken,
-) -> Result<Router, Error> {
-    let cfg = &shared.config.telegram;
-    let hook = cfg.webhook_url.as_deref().unwrap_or_default();
-    let hook_url =
-        url::Url::parse(hook).map_err(|_| Error::Webhook(format!("`{hook}` is not a URL")))?;
-    let mut options =
-        teloxide::update_listeners::webhooks::Options::new(shared.config.http.listen, hook_url);
-    if !cfg.webhook_secret.is_empty() {
-        options = options.secret_token(cfg.webhook_secret.expose().to_string());
-    }
-    let (mut listener, stop_flag, router) =
-        teloxide::update_listeners::webhooks::axum_to_router(bridge.bot.clone(), options)
-            .await
-            .map_err(|e| Error::Webhook(e.to_string()))?;
-    tracker.spawn(async move {
-        run_updates(bridge, &mut listener, cancel, &|| true).await;
-        drop(stop_flag);
-    });
-    Ok(router)
-}
-
 /// Handle updates one at a time until `cancel`, or until `may_go_on`
 /// says no before the next is fetched (a poller whose role lapsed). One
 /// at a time keeps a user's tap and their following reply in order; every
@@ -373,19 +367,9 @@ async fn run_updates<L>(
         };
         match next {
             Some(Ok(update)) => {
-                if !bridge.take_update(&update).await {
-                    continue;
+                if bridge.take_polled_update(&update).await {
+                    bridge.handle_taken(update).await;
                 }
-                let id = i64::from(update.id.0);
-                if crate::fault::on("die-mid-update") {
-                    // FAULT(die-mid-update): the daemon dies after taking
-                    // an update, before handling it.
-                    std::process::abort();
-                }
-                bridge.on_update(update).await;
-                bridge.update_done(id).await;
-                // Whatever the update wrote, the followers look now.
-                bridge.nudge.notify_waiters();
             }
             Some(Err(e)) if e.token_refused() => {
                 tracing::error!(
@@ -432,39 +416,80 @@ impl UpdateError for teloxide::RequestError {
 impl UpdateError for std::convert::Infallible {}
 
 impl Bridge {
-    /// Claim `update` for this daemon: false when some daemon took it
-    /// already (a poller that took over sees the updates its predecessor
-    /// handled but had not confirmed; a webhook delivery may be retried to
-    /// another daemon). A store that cannot say is no reason to drop a
+    /// Claim `update` for this daemon. Some daemon may have taken it
+    /// already: a poller that took over sees the updates its predecessor
+    /// handled but had not confirmed, and a webhook delivery may be retried
+    /// to another daemon. Done: skip it. Held unfinished by a daemon on
+    /// this host that is gone, or for half a lease period: taken over.
+    /// Otherwise busy. A store that cannot say is no reason to drop a
     /// human's input: the update is handled, its writes guarded as ever.
-    async fn take_update(&self, update: &teloxide::types::Update) -> bool {
+    async fn take_update(&self, update: &teloxide::types::Update) -> Take {
         let id = i64::from(update.id.0);
         let me = self.roles.me();
         // A take older than half a lease period was left by a daemon that
         // died mid-update (a handler takes milliseconds, a slow Bot API a
         // second or two): the update came back to be applied after all.
         let stale = (crate::shared::roles::lease_period() / 2).as_millis() as i64;
-        let first = match self.store.chat_update_take(id, me, stale).await {
-            Ok(first) => first,
+        match self.store.chat_update_take(id, me, stale).await {
+            Ok(true) => return Take::Mine,
+            Ok(false) => {}
             Err(e) => {
                 tracing::warn!(update_id = id, error = %e, "cannot claim the Telegram update; handling it anyway");
-                return true;
+                return Take::Mine;
             }
-        };
-        if first {
-            return true;
         }
-        // Taken and not finished by a daemon on this host that is gone:
-        // take it over now rather than drop the tap.
-        if let Ok(Some(taker)) = self.store.chat_update_taker(id).await
-            && self.roles.gone(&self.store, &taker)
-            && let Ok(true) = self.store.chat_update_take_from(id, me, &taker).await
-        {
-            tracing::info!(update_id = id, dead = %taker, "took over an update a daemon died handling");
-            return true;
+        match self.store.chat_update_taker(id).await {
+            // Finished by some daemon (or forgotten after a day).
+            Ok(None) => {
+                tracing::debug!(update_id = id, "update handled before; skipping it");
+                Take::Done
+            }
+            // Taken and not finished by a daemon on this host that is
+            // gone: take it over now rather than drop the tap.
+            Ok(Some(taker)) if self.roles.gone(&self.store, &taker) => {
+                match self.store.chat_update_take_from(id, me, &taker).await {
+                    Ok(true) => {
+                        tracing::info!(update_id = id, dead = %taker, "took over an update a daemon died handling");
+                        Take::Mine
+                    }
+                    _ => Take::Busy,
+                }
+            }
+            Ok(Some(_)) | Err(_) => Take::Busy,
         }
-        tracing::debug!(update_id = id, "update taken before; skipping it");
+    }
+
+    /// [`Bridge::take_update`] for the polling loop, which cannot have an
+    /// update sent again: an update another daemon holds unfinished is
+    /// waited for until that take is stale (its daemon died) or done.
+    async fn take_polled_update(&self, update: &teloxide::types::Update) -> bool {
+        let stale = crate::shared::roles::lease_period() / 2;
+        for _ in 0..3 {
+            match self.take_update(update).await {
+                Take::Mine => return true,
+                Take::Done => return false,
+                Take::Busy => tokio::time::sleep(stale / 2).await,
+            }
+        }
+        tracing::warn!(
+            update_id = update.id.0,
+            "another daemon holds this Telegram update unfinished; skipping it"
+        );
         false
+    }
+
+    /// Handle an update this daemon took: apply it, mark it done, and
+    /// nudge the followers (whatever it wrote, they look now).
+    async fn handle_taken(&self, update: teloxide::types::Update) {
+        let id = i64::from(update.id.0);
+        if crate::fault::on("die-mid-update") {
+            // FAULT(die-mid-update): the daemon dies after taking an
+            // update, before handling it.
+            std::process::abort();
+        }
+        self.on_update(update).await;
+        self.update_done(id).await;
+        self.nudge.notify_waiters();
     }
 
     /// Mark `update` handled, so it is never taken again.

@@ -434,3 +434,144 @@ async fn an_update_whose_daemon_died_taking_it_is_applied_by_the_next() {
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(fake.answers_to(&cb).len(), 1, "applied once");
 }
+
+/// The config of webhook mode behind one URL, without a `webhook_secret`.
+fn webhook_config(db: &TempDb, fake: &FakeTelegram) -> std::path::PathBuf {
+    let cfg = write_config(db.dir.path(), &fake.url, &[("me", ME, &[ME], &[ME])], "");
+    let text = std::fs::read_to_string(&cfg).unwrap().replacen(
+        "poll_timeout_secs = 1\n",
+        "poll_timeout_secs = 1\nmode = \"webhook\"\nwebhook_url = \"https://bot.example.invalid/telegram\"\n",
+        1,
+    );
+    std::fs::write(&cfg, text).unwrap();
+    cfg
+}
+
+/// A tap on `msg` as Telegram posts it to a webhook.
+fn webhook_tap(
+    update_id: i64,
+    callback: &str,
+    msg: &common::fake_telegram::Msg,
+) -> serde_json::Value {
+    j!({
+        "update_id": update_id,
+        "callback_query": {
+            "id": callback, "chat_instance": "ci", "data": msg.button("yes"),
+            "from": user_json(ME),
+            "message": {"message_id": msg.message_id, "date": 1_700_000_000,
+                        "chat": {"id": ME, "type": "private", "first_name": "me"}, "text": msg.text}
+        }
+    })
+}
+
+/// Without a configured secret, daemons behind one URL register one and
+/// the same secret (derived from the bot token; a random one each would
+/// leave all but the last refusing every update), and each takes updates
+/// carrying it.
+#[tokio::test]
+async fn daemons_behind_one_webhook_url_agree_on_the_secret_without_one_configured() {
+    let db = TempDb::new();
+    let fake = FakeTelegram::start().await;
+    let cfg = webhook_config(&db, &fake);
+    let a = Daemon::start(&db.path, &cfg);
+    let b = Daemon::start(&db.path, &cfg);
+    let secrets = fake
+        .until(30, "both daemons' setWebhook", |f| {
+            let secrets = f.webhook_secrets();
+            (secrets.len() >= 2).then_some(secrets)
+        })
+        .await;
+    let secret = secrets[0].clone().expect("a secret token registered");
+    assert_eq!(
+        secrets[1].as_deref(),
+        Some(secret.as_str()),
+        "two daemons, two secrets"
+    );
+    let msg = ask(&db, &fake, "Agree?").await;
+    let http = reqwest::Client::new();
+    for (n, d) in [&a, &b].into_iter().enumerate() {
+        let cb = format!("cb-agree-{n}");
+        let res = http
+            .post(format!("http://{}/telegram", d.addr))
+            .header(SECRET, &secret)
+            .json(&webhook_tap(7000 + n as i64, &cb, &msg))
+            .send()
+            .await
+            .unwrap();
+        assert!(res.status().is_success(), "daemon {n}: {}", res.status());
+        // Answered only once handled: the toast is already there.
+        assert_eq!(
+            fake.answers_to(&cb).len(),
+            1,
+            "daemon {n} answered before handling"
+        );
+    }
+}
+
+/// A webhook update is answered only once it is handled: a daemon that
+/// dies taking it (the `die-mid-update` crash point) gives Telegram no 200,
+/// so Telegram sends it again, to another daemon, which takes the dead
+/// daemon's unfinished claim over and applies it once.
+#[tokio::test]
+async fn a_webhook_update_whose_daemon_died_is_not_acknowledged_and_the_retry_applies_it() {
+    let db = TempDb::new();
+    let fake = FakeTelegram::start().await;
+    let cfg = webhook_config(&db, &fake);
+    let a = Daemon::start_with(&db.path, &cfg, &[("HANDOFF_FAULT", "die-mid-update")]);
+    let b = Daemon::start(&db.path, &cfg);
+    let secret = fake
+        .until(30, "setWebhook", |f| {
+            f.webhook_secrets().first().cloned().flatten()
+        })
+        .await;
+    let (id, msg) = ask_id(&db, &fake, "Retry me?").await;
+    let tap = webhook_tap(8001, "cb-retry", &msg);
+    let http = reqwest::Client::new();
+    let first = http
+        .post(format!("http://{}/telegram", a.addr))
+        .header(SECRET, &secret)
+        .json(&tap)
+        .send()
+        .await;
+    assert!(
+        first.as_ref().map_or(true, |r| !r.status().is_success()),
+        "the dying daemon acknowledged the update: {:?}",
+        first.map(|r| r.status())
+    );
+    // Telegram's retries reach the other daemon behind the URL. Until the
+    // dead daemon's claim is stale (it is not reaped here, so it does not
+    // look gone), that daemon answers 503, and Telegram sends it again.
+    let url = format!("http://{}/telegram", b.addr);
+    wait_for(30, "a retry to be acknowledged", || {
+        let (http, url, secret, tap) = (http.clone(), url.clone(), secret.clone(), tap.clone());
+        async move {
+            let res = http
+                .post(url)
+                .header(SECRET, &secret)
+                .json(&tap)
+                .send()
+                .await
+                .expect("the live daemon answers");
+            if res.status().is_success() {
+                return Some(());
+            }
+            assert_eq!(res.status(), 503, "busy, not refused");
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            None
+        }
+    })
+    .await;
+    assert_eq!(
+        fake.answers_to("cb-retry").len(),
+        1,
+        "applied once, by a retry"
+    );
+    let q = db
+        .open()
+        .await
+        .get_question(&id)
+        .await
+        .expect("read the question")
+        .expect("the question");
+    assert_eq!(q.reply.map(|r| r.text).as_deref(), Some("yes"));
+}

@@ -309,6 +309,20 @@ impl FakeTelegram {
         self.updated.notify_waiters();
     }
 
+    /// The secret token each `setWebhook` so far registered, in order
+    /// (teloxide sends setWebhook as multipart form data).
+    pub fn webhook_secrets(&self) -> Vec<Option<String>> {
+        self.calls("setwebhook")
+            .iter()
+            .map(|c| {
+                let form = c.body["multipart"].as_str()?;
+                let (_, after) = form.split_once("name=\"secret_token\"")?;
+                let value = after.trim_start_matches(['\r', '\n']);
+                Some(value.lines().next()?.trim().to_string())
+            })
+            .collect()
+    }
+
     /// How many `getUpdates` were ended by a newer one (409 Conflict: two
     /// consumers polling the bot at once).
     pub fn conflicts(&self) -> u64 {
@@ -520,7 +534,7 @@ async fn handle(
     let method = method.to_lowercase();
     // Uploads (sendDocument) are multipart, not JSON: kept as raw text.
     let body: Value = serde_json::from_slice(&body).unwrap_or_else(|_| {
-        if method == "senddocument" {
+        if method == "senddocument" || method == "setwebhook" {
             json!({"multipart": String::from_utf8_lossy(&body)})
         } else {
             json!({})
