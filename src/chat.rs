@@ -250,6 +250,7 @@ async fn send_while_held(
         tokio::join!(
             crate::follow::follow(store, start, &nudge, stint.clone(), follower),
             bridge.clone().hold_loop(stint.clone()),
+            owed_sweep(&bridge, &stint),
         );
         stint.cancel();
         if cancel.is_cancelled() {
@@ -258,6 +259,22 @@ async fn send_while_held(
         tracing::info!("stopped sending to chat: another daemon holds the role");
     }
 }
+
+/// While this daemon sends to chat: every [`OWED_SWEEP`], send or redraw
+/// what is owed. Why: another daemon that takes a tap marks the message
+/// owed a redraw in the database, and a mark is not an event (a refused
+/// tap, a stale button), so the follower never hears of it.
+async fn owed_sweep(bridge: &Bridge, stint: &CancellationToken) {
+    loop {
+        tokio::select! {
+            _ = stint.cancelled() => return,
+            _ = tokio::time::sleep(OWED_SWEEP) => bridge.resume().await,
+        }
+    }
+}
+
+/// How often the chat sender looks for messages other daemons marked owed.
+const OWED_SWEEP: Duration = Duration::from_secs(2);
 
 /// Poll for updates whenever this daemon holds [`POLL_ROLE`], until
 /// `cancel`. Each stint starts a fresh listener (from the first update

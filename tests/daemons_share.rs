@@ -452,11 +452,12 @@ fn webhook_tap(
     update_id: i64,
     callback: &str,
     msg: &common::fake_telegram::Msg,
+    data: &str,
 ) -> serde_json::Value {
     j!({
         "update_id": update_id,
         "callback_query": {
-            "id": callback, "chat_instance": "ci", "data": msg.button("yes"),
+            "id": callback, "chat_instance": "ci", "data": data,
             "from": user_json(ME),
             "message": {"message_id": msg.message_id, "date": 1_700_000_000,
                         "chat": {"id": ME, "type": "private", "first_name": "me"}, "text": msg.text}
@@ -494,7 +495,7 @@ async fn daemons_behind_one_webhook_url_agree_on_the_secret_without_one_configur
         let res = http
             .post(format!("http://{}/telegram", d.addr))
             .header(SECRET, &secret)
-            .json(&webhook_tap(7000 + n as i64, &cb, &msg))
+            .json(&webhook_tap(7000 + n as i64, &cb, &msg, &msg.button("yes")))
             .send()
             .await
             .unwrap();
@@ -525,7 +526,7 @@ async fn a_webhook_update_whose_daemon_died_is_not_acknowledged_and_the_retry_ap
         })
         .await;
     let (id, msg) = ask_id(&db, &fake, "Retry me?").await;
-    let tap = webhook_tap(8001, "cb-retry", &msg);
+    let tap = webhook_tap(8001, "cb-retry", &msg, &msg.button("yes"));
     let http = reqwest::Client::new();
     let first = http
         .post(format!("http://{}/telegram", a.addr))
@@ -574,4 +575,76 @@ async fn a_webhook_update_whose_daemon_died_is_not_acknowledged_and_the_retry_ap
         .expect("read the question")
         .expect("the question");
     assert_eq!(q.reply.map(|r| r.text).as_deref(), Some("yes"));
+}
+
+/// A redraw owed because of a tap another daemon took (a stale button: a
+/// mark in the database, no event) is drawn by the chat sender, which
+/// looks for such marks now and then, not only at take-over.
+#[tokio::test]
+async fn a_redraw_marked_by_a_daemon_that_does_not_send_is_drawn_by_the_sender() {
+    let db = TempDb::new();
+    let fake = FakeTelegram::start().await;
+    let cfg = webhook_config(&db, &fake);
+    let daemons = [Daemon::start(&db.path, &cfg), Daemon::start(&db.path, &cfg)];
+    let addrs: Vec<String> = daemons.iter().map(|d| d.addr.clone()).collect();
+    let sender = holder_of(&addrs, "chat.send").await;
+    let other = &addrs[1 - sender];
+    let secret = fake
+        .until(30, "setWebhook", |f| {
+            f.webhook_secrets().first().cloned().flatten()
+        })
+        .await;
+    let ask_port = |second: &'static str| {
+        let out = db.cli(&[
+            "--json",
+            "ask",
+            "Pick a port",
+            "--key",
+            "port",
+            "--option",
+            "8080",
+            "--option",
+            second,
+        ]);
+        assert!(out.status.success(), "{}", common::stderr(&out));
+    };
+    ask_port("9090");
+    let msg = message_of(&fake, "Pick a port").await;
+    let old = msg.button("8080");
+    // Revision 2, drawn by the sender: the old buttons are stale now.
+    ask_port("7070");
+    fake.until(30, "the redraw with new options", |f| {
+        f.message(ME, msg.message_id)
+            .filter(|m| m.buttons().iter().any(|b| b.0.contains("7070")))
+            .map(|_| ())
+    })
+    .await;
+    let tap = webhook_tap(9100, "cb-stale", &msg, &old);
+    let res = reqwest::Client::new()
+        .post(format!("http://{other}/telegram"))
+        .header(SECRET, &secret)
+        .json(&tap)
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status().is_success(), "{}", res.status());
+    let toast = fake
+        .answers_to("cb-stale")
+        .first()
+        .cloned()
+        .unwrap_or_default();
+    assert!(toast.contains("changed"), "{toast}");
+    let pool = common::raw_pool(&db.path).await;
+    wait_for(30, "the owed redraw drawn", || {
+        let pool = pool.clone();
+        async move {
+            let owed: i64 =
+                sqlx::query_scalar("SELECT COUNT(*) FROM chat_messages WHERE dirty_at IS NOT NULL")
+                    .fetch_one(&pool)
+                    .await
+                    .unwrap();
+            (owed == 0).then_some(())
+        }
+    })
+    .await;
 }

@@ -208,3 +208,47 @@ pub async fn weather(ctx: Ctx, fake: FakeTelegram, mut rng: Rng) {
         ctx.log().weather += 1;
     }
 }
+
+/// Telegram in webhook mode: deliver every update the fake holds, oldest
+/// first, each to the next daemon alive (a reverse proxy in front of
+/// them), with the secret the daemons registered. A delivery not answered
+/// with 200 (the daemon down or killed mid-update, the update busy with
+/// another daemon) is sent again a moment later, to the next daemon, as
+/// Telegram retries; until `done`.
+pub async fn postman(
+    ctx: Ctx,
+    fake: FakeTelegram,
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) {
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .expect("an HTTP client");
+    while !done.load(std::sync::atomic::Ordering::Relaxed) {
+        let secret = fake.webhook_secrets().into_iter().flatten().last();
+        let pending = fake.undelivered();
+        let (Some(secret), false) = (secret, pending.is_empty()) else {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            continue;
+        };
+        for update in pending {
+            let id = update["update_id"].as_i64().expect("an update id");
+            let Some(base) = ctx.next_daemon() else {
+                break;
+            };
+            let answered = http
+                .post(format!("{base}/telegram"))
+                .header("X-Telegram-Bot-Api-Secret-Token", &secret)
+                .json(&update)
+                .send()
+                .await;
+            let acked = answered.is_ok_and(|r| r.status().is_success());
+            fake.webhook_delivered(id, acked);
+            if !acked {
+                // In order: the next round starts again from this one.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                break;
+            }
+        }
+    }
+}

@@ -153,6 +153,7 @@ pub async fn settle(
 ) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs(secs);
     let updates: Vec<i64> = ctx.log().taps.iter().map(|t| t.update).collect();
+    let mut said = Instant::now();
     loop {
         let live = scalar(pool, LIVE_ACTIONS).await;
         let no_msg = items_without_message(pool, fake).await;
@@ -161,6 +162,14 @@ pub async fn settle(
         let owed = scalar(pool, OWED_REDRAWS).await;
         if live == 0 && no_msg.is_empty() && no_wake.is_empty() && untaken == 0 && owed == 0 {
             return Ok(());
+        }
+        if said.elapsed() >= Duration::from_secs(10) {
+            said = Instant::now();
+            println!(
+                "chaos: still settling: {live} live actions, {} items without a message, {} wakes undelivered, {untaken} taps not taken, {owed} changes owed",
+                no_msg.len(),
+                no_wake.len()
+            );
         }
         if Instant::now() > deadline {
             return Err(format!(

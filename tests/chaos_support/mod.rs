@@ -173,6 +173,10 @@ pub struct Plan {
     pub daemons: usize,
     /// Run on a throw-away PostgreSQL server instead of a SQLite file.
     pub postgres: bool,
+    /// Telegram in webhook mode: every daemon serves the webhook, and the
+    /// harness's postman delivers each update to one daemon after another
+    /// until one answers 200, as Telegram retries.
+    pub webhook: bool,
 }
 
 impl Plan {
@@ -189,6 +193,7 @@ impl Plan {
             quorum_two_every: 3,
             daemons: 1,
             postgres: false,
+            webhook: false,
         }
     }
 }
@@ -203,6 +208,8 @@ pub struct Ctx {
     pub fault: Option<&'static str>,
     pub exec_kill_chance: f64,
     pub quorum_two_every: u64,
+    /// Telegram in webhook mode (see [`Plan::webhook`]).
+    pub webhook: bool,
     pub dir: PathBuf,
     pub log: Arc<Mutex<Log>>,
     pub stop: Arc<AtomicBool>,
@@ -221,6 +228,7 @@ impl Ctx {
             fault: plan.fault,
             exec_kill_chance: plan.exec_kill_chance,
             quorum_two_every: plan.quorum_two_every,
+            webhook: plan.webhook,
             dir: dir.to_path_buf(),
             log: Arc::new(Mutex::new(Log::default())),
             stop: Arc::new(AtomicBool::new(false)),
@@ -276,13 +284,19 @@ impl Ctx {
 /// schedule and an exec `[[notify]]` rule writing event ids to a file.
 pub fn write_config(ctx: &Ctx, api_url: &str) -> PathBuf {
     let events: Vec<String> = RULE_EVENTS.iter().map(|e| format!("\"{e}\"")).collect();
+    // No webhook_secret: the daemons derive one from the bot token.
+    let mode = if ctx.webhook {
+        "mode = \"webhook\"\nwebhook_url = \"https://chaos.example.invalid/telegram\"\n"
+    } else {
+        ""
+    };
     let text = format!(
         r#"[telegram]
 token = "123:TEST"
 api_url = "{api_url}"
 poll_timeout_secs = 1
 digest_threshold = 100000
-
+{mode}
 [telegram.limits]
 per_chat_per_sec = 1000
 per_chat_per_min = 60000

@@ -200,6 +200,15 @@ pub async fn run(plan: Plan) -> Found {
         store.clone(),
         rng.fork(),
     )));
+    // The postman runs through the settling too: it is Telegram.
+    let delivered = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let postman = plan.webhook.then(|| {
+        tokio::spawn(humans::postman(
+            ctx.clone(),
+            fake.clone(),
+            delivered.clone(),
+        ))
+    });
     tasks.push(tokio::spawn(humans::weather(
         ctx.clone(),
         fake.clone(),
@@ -262,6 +271,10 @@ pub async fn run(plan: Plan) -> Found {
     );
 
     let checked = invariants::check(&store, &pool, &fake, &ctx, epoch, plan.floors).await;
+    delivered.store(true, Ordering::Relaxed);
+    if let Some(p) = postman {
+        p.await.expect("the postman panicked");
+    }
     found.by_invariant = checked.by_invariant;
     found.other.extend(checked.other);
     if !found.all().is_empty() && plan.fault.is_none() {
@@ -277,10 +290,11 @@ pub async fn run(plan: Plan) -> Found {
         started.elapsed().as_secs_f64(),
         plan.kills,
         plan.daemons,
-        if plan.postgres {
-            "PostgreSQL"
-        } else {
-            "a SQLite file"
+        match (plan.postgres, plan.webhook) {
+            (true, true) => "PostgreSQL, Telegram webhook",
+            (true, false) => "PostgreSQL",
+            (false, true) => "a SQLite file, Telegram webhook",
+            (false, false) => "a SQLite file",
         },
         plan.fault
             .map(|f| format!(", fault {f}"))

@@ -139,6 +139,8 @@ struct Inner {
     poll_generation: u64,
     /// How many polls were ended that way.
     conflicts: u64,
+    /// Updates a webhook acknowledged (see [`FakeTelegram::webhook_acked`]).
+    acked: std::collections::HashSet<i64>,
 }
 
 /// The running fake.
@@ -329,8 +331,31 @@ impl FakeTelegram {
         self.inner.lock().unwrap().conflicts
     }
 
-    /// Whether the bot has confirmed update `id` (asked for updates past it).
+    /// The updates not yet taken, oldest first: what a webhook sender
+    /// (tests/chaos_support's postman, standing in for Telegram in webhook
+    /// mode) still has to deliver.
+    pub fn undelivered(&self) -> Vec<Value> {
+        self.inner.lock().unwrap().updates.clone()
+    }
+
+    /// Count one delivery attempt of update `id` to a webhook (as a
+    /// `getUpdates` answer carrying it counts), and when the webhook
+    /// answered 200, take it off the queue as delivered.
+    pub fn webhook_delivered(&self, id: i64, acked: bool) {
+        let mut g = self.inner.lock().unwrap();
+        *g.served.entry(id).or_default() += 1;
+        if acked {
+            g.acked.insert(id);
+            g.updates.retain(|u| u["update_id"].as_i64() != Some(id));
+        }
+    }
+
+    /// Whether the bot has confirmed update `id`: asked for updates past it,
+    /// or (webhook mode) answered its delivery with 200.
     pub fn confirmed(&self, id: i64) -> bool {
+        if self.inner.lock().unwrap().acked.contains(&id) {
+            return true;
+        }
         self.calls("getupdates")
             .iter()
             .any(|c| c.body["offset"].as_i64().is_some_and(|o| o > id))
