@@ -52,7 +52,7 @@ use validate::*;
 // For the PostgreSQL statements (`store/postgres/board*.rs`), which share
 // the decoding and the rules of a write with SQLite's.
 pub(crate) use human::{stale_of, unchanged};
-pub(crate) use load::{BOARD_SELECT, board_from, is_short_id, row_from, single};
+pub(crate) use load::{BOARD_SELECT, board_from, board_loads, is_short_id, row_from, single};
 pub(crate) use read::pending_from;
 pub(crate) use step::archived_step;
 pub(crate) use write::{Pending, Plan, mismatches, plan_rows};
