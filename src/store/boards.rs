@@ -54,7 +54,7 @@ use validate::*;
 pub(crate) use human::{stale_of, unchanged};
 pub(crate) use load::{BOARD_SELECT, board_from, board_loads, is_short_id, row_from, single};
 pub(crate) use read::pending_from;
-pub(crate) use step::archived_step;
+pub(crate) use step::{INSTALL_NEXT, advance_checked, advance_events, bind_next};
 pub(crate) use write::{Pending, Plan, mismatches, plan_rows};
 
 use serde::{Deserialize, Serialize};

@@ -26,8 +26,8 @@ use super::boards::{
     resolve_row, row_event, settle,
 };
 use crate::store::boards::{
-    Advance, Archived, BoardFull, BoardUpsert, Decided, Pending, Plan, Refusal, Row, RowWrite,
-    StaleRow, archived_step, mismatches, plan_rows,
+    Advance, Archived, BoardFull, BoardUpsert, Decided, INSTALL_NEXT, Pending, Plan, Refusal, Row,
+    RowWrite, advance_checked, advance_events, bind_next, mismatches, plan_rows,
 };
 use crate::store::{Channel, Error, Result, Store, new_id};
 
@@ -339,73 +339,12 @@ async fn advance_in(conn: &mut PgConnection, a: &Advance, now: i64) -> Result<De
     let row_id = decided!(resolve_row(conn, &board_id, &a.label).await?);
     let board = load_board(conn, &board_id).await?;
     let row = load_row(conn, &row_id).await?;
-    if board.board_version != a.board_version || row.revision != a.expected_revision {
-        return Ok(Err(Refusal::Stale {
-            board_version: board.board_version,
-            rows: vec![StaleRow {
-                label: row.label.clone(),
-                revision: Some(row.revision),
-            }],
-        }));
-    }
-    let outcome = a
-        .outcome
-        .as_deref()
-        .map(str::trim)
-        .filter(|o| !o.is_empty())
-        .map_or_else(|| row.outcome.clone(), str::to_owned);
-    if row.response.handled_at.is_some() && outcome.is_empty() {
-        return Ok(Err(Refusal::OutcomeRequired { label: row.label }));
-    }
-    if row.has_unread_annotation() {
-        return Ok(Err(Refusal::UnreadResponse { label: row.label }));
-    }
-    let mut history = row.history.clone();
-    history.push(archived_step(&row, &outcome, now));
-    let history = serde_json::to_string(&history)
-        .map_err(|e| Error::Corrupt(format!("cannot encode history: {e}")))?;
-    let next = &a.next;
-    // Why guarded: `revision = $10` is the row's CAS, checked under the
-    // board's lock, so this cannot lose, only confirm.
-    let done = sqlx::query(
-        "UPDATE board_rows SET status = 'blocked', note = $1, next_step = $2, owner = $3, impact = $4,
-            options = $5, context = $6, outcome = '', outcome_at = NULL,
-            annotation = NULL, annotation_kind = NULL, annotation_source = NULL,
-            annotated_by = NULL, annotated_at = NULL, annotation_seen_at = NULL,
-            handled_at = NULL, handled_by = NULL, handled_seen_at = NULL, response_open = 0,
-            history = $7, action_version = action_version + 1, action_started_at = $8,
-            revision = revision + 1, updated_at = $8
-         WHERE id = $9 AND revision = $10",
-    )
-    .bind(&next.note)
-    .bind(&next.next_step)
-    .bind(next.owner.as_str())
-    .bind(&next.impact)
-    .bind(serde_json::to_string(&next.options).unwrap_or_else(|_| "[]".into()))
-    .bind(&next.context)
-    .bind(history)
-    .bind(now)
-    .bind(&row.id)
-    .bind(row.revision)
-    .execute(&mut *conn)
-    .await?;
+    let outcome = decided!(advance_checked(&board, &row, a));
+    let done = bind_next(sqlx::query(INSTALL_NEXT), now, &row, &outcome, &a.next)?
+        .execute(&mut *conn)
+        .await?;
     confirm_one(done.rows_affected(), &row.id)?;
-    let events = vec![
-        Pending {
-            kind: "row.advanced",
-            row_id: row_id.clone(),
-            extra: json!({
-                "from_action_version": row.action_version,
-                "from_status": row.status,
-                "outcome": outcome,
-            }),
-        },
-        Pending {
-            kind: "row.blocked",
-            row_id,
-            extra: json!({"fresh": true}),
-        },
-    ];
+    let events = advance_events(&row, row_id, &outcome);
     let by = By {
         actor: &a.by,
         channel: Channel::Agent,
