@@ -19,6 +19,7 @@ use super::{
     Action, Actor, ApproveOutcome, COLUMNS, Error, NewAction, Proposed, RejectOutcome, Result,
     Status, from_row, load,
 };
+use crate::store::binds::{Query, binder};
 use crate::store::postgres::action_moves as pg;
 use crate::store::writer::Turn;
 use crate::store::{Engine, Store};
@@ -347,74 +348,64 @@ pub(crate) struct Approval {
 }
 
 impl Proposal {
-    /// Bind the proposal's INSERT (`$1`–`$18` or `?1`–`?18`, the same on
-    /// both engines: id, kind, summary, arguments, fingerprint, dedup key,
-    /// expiry, on-expire, approvals required, redact keys, exec, verify,
-    /// proposer, project, session, now, channel, audit details).
-    pub(crate) fn bind<'q, DB>(
-        &self,
-        query: sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments>,
-        now: i64,
-    ) -> sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments>
-    where
-        DB: sqlx::Database,
-        for<'t> &'t str: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-        for<'t> Option<&'t str>: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-        for<'t> i64: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-        for<'t> Option<i64>: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-    {
-        let new = &self.new;
-        query
-            .bind(self.id.as_str())
-            .bind(new.kind.trim())
-            .bind(new.summary.as_str())
-            .bind(self.canonical.as_str())
-            .bind(self.fingerprint.as_str())
-            .bind(new.dedup_key.as_deref())
-            .bind(self.expires_at)
-            .bind(new.on_expire.as_str())
-            .bind(new.approvals_required)
-            .bind(self.redact_json.as_str())
-            .bind(self.exec.as_deref())
-            .bind(self.verify.as_deref())
-            .bind(new.proposer.as_str())
-            .bind(new.project.as_str())
-            .bind(new.session.as_str())
-            .bind(now)
-            .bind(new.channel.as_str())
-            .bind(self.details.as_str())
+    binder! {
+        /// Bind the proposal's INSERT (`$1`–`$18` or `?1`–`?18`, the same on
+        /// both engines: id, kind, summary, arguments, fingerprint, dedup key,
+        /// expiry, on-expire, approvals required, redact keys, exec, verify,
+        /// proposer, project, session, now, channel, audit details).
+        pub(crate) fn bind<'q, DB>(
+            &self,
+            query: Query<'q, DB>,
+            now: i64,
+        ) -> Query<'q, DB> {
+            let new = &self.new;
+            query
+                .bind(self.id.as_str())
+                .bind(new.kind.trim())
+                .bind(new.summary.as_str())
+                .bind(self.canonical.as_str())
+                .bind(self.fingerprint.as_str())
+                .bind(new.dedup_key.as_deref())
+                .bind(self.expires_at)
+                .bind(new.on_expire.as_str())
+                .bind(new.approvals_required)
+                .bind(self.redact_json.as_str())
+                .bind(self.exec.as_deref())
+                .bind(self.verify.as_deref())
+                .bind(new.proposer.as_str())
+                .bind(new.project.as_str())
+                .bind(new.session.as_str())
+                .bind(now)
+                .bind(new.channel.as_str())
+                .bind(self.details.as_str())
+        }
     }
 }
 
 impl Approval {
-    /// Bind the approval's guarded UPDATE (`$1`–`$10` or `?1`–`?10`, the
-    /// same on both engines: id, approver, now, patch, outright, patched
-    /// arguments, the arguments patched, the early-quorum fault, channel,
-    /// the patch's audit details).
-    pub(crate) fn bind<'q, DB>(
-        &self,
-        query: sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments>,
-        now: i64,
-    ) -> sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments>
-    where
-        DB: sqlx::Database,
-        for<'t> &'t str: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-        for<'t> Option<&'t str>: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-        for<'t> i64: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-        for<'t> bool: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-    {
-        let patched = self.patched.as_ref();
-        query
-            .bind(self.id.as_str())
-            .bind(self.actor.as_str())
-            .bind(now)
-            .bind(patched.map(|p| p.patch.as_str()))
-            .bind(self.outright)
-            .bind(patched.map(|p| p.effective.as_str()))
-            .bind(patched.map(|p| p.expected.as_str()))
-            .bind(i64::from(crate::fault::on("early-quorum"))) // FAULT(early-quorum)
-            .bind(self.channel.as_str())
-            .bind(patched.map(|p| p.details.as_str()))
+    binder! {
+        /// Bind the approval's guarded UPDATE (`$1`–`$10` or `?1`–`?10`, the
+        /// same on both engines: id, approver, now, patch, outright, patched
+        /// arguments, the arguments patched, the early-quorum fault, channel,
+        /// the patch's audit details).
+        pub(crate) fn bind<'q, DB>(
+            &self,
+            query: Query<'q, DB>,
+            now: i64,
+        ) -> Query<'q, DB> {
+            let patched = self.patched.as_ref();
+            query
+                .bind(self.id.as_str())
+                .bind(self.actor.as_str())
+                .bind(now)
+                .bind(patched.map(|p| p.patch.as_str()))
+                .bind(self.outright)
+                .bind(patched.map(|p| p.effective.as_str()))
+                .bind(patched.map(|p| p.expected.as_str()))
+                .bind(i64::from(crate::fault::on("early-quorum"))) // FAULT(early-quorum)
+                .bind(self.channel.as_str())
+                .bind(patched.map(|p| p.details.as_str()))
+        }
     }
 }
 

@@ -27,6 +27,7 @@ use super::write::explain_closed;
 use super::{
     Channel, Delivery, NewReply, Outcome, Question, Refusal, ReplyKind, Status, from_row, validate,
 };
+use crate::store::binds::{Query, binder};
 use crate::store::postgres::replies as pg;
 use crate::store::writer::Turn;
 use crate::store::{Engine, Result, Store};
@@ -59,87 +60,72 @@ pub(crate) struct Submitted {
 }
 
 impl Submitted {
-    /// Bind a chat or agent reply's guarded UPDATE, the same numbering on
-    /// both engines: `1` text, `2` context, `3` kind, `4` source, `5` by,
-    /// `6` now, `7` born seen (the agent's own), `8` id, `9` the expected
-    /// revision, `10` a chat clarify, `11` the actor.
-    pub(crate) fn bind_conditional<'q, DB>(
-        &self,
-        query: sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments>,
-        now: i64,
-    ) -> sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments>
-    where
-        DB: sqlx::Database,
-        for<'t> &'t str: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-        for<'t> Option<&'t str>: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-        for<'t> i64: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-        for<'t> Option<i64>: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-        for<'t> bool: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-    {
-        let (r, source) = (&self.r, self.source);
-        let born_seen = source == Channel::Agent;
-        let clarify_chat = source == Channel::Chat && r.kind == ReplyKind::Clarify;
-        query
-            .bind(r.text.trim())
-            .bind(r.context.as_deref())
-            .bind(r.kind.as_str())
-            .bind(source.as_str())
-            .bind(r.by.as_str())
-            .bind(now)
-            .bind(born_seen)
-            .bind(self.id.as_str())
-            .bind(r.expected_revision)
-            .bind(clarify_chat)
-            .bind(actor_of(r, source))
+    binder! {
+        /// Bind a chat or agent reply's guarded UPDATE, the same numbering on
+        /// both engines: `1` text, `2` context, `3` kind, `4` source, `5` by,
+        /// `6` now, `7` born seen (the agent's own), `8` id, `9` the expected
+        /// revision, `10` a chat clarify, `11` the actor.
+        pub(crate) fn bind_conditional<'q, DB>(
+            &self,
+            query: Query<'q, DB>,
+            now: i64,
+        ) -> Query<'q, DB> {
+            let (r, source) = (&self.r, self.source);
+            let born_seen = source == Channel::Agent;
+            let clarify_chat = source == Channel::Chat && r.kind == ReplyKind::Clarify;
+            query
+                .bind(r.text.trim())
+                .bind(r.context.as_deref())
+                .bind(r.kind.as_str())
+                .bind(source.as_str())
+                .bind(r.by.as_str())
+                .bind(now)
+                .bind(born_seen)
+                .bind(self.id.as_str())
+                .bind(r.expected_revision)
+                .bind(clarify_chat)
+                .bind(actor_of(r, source))
+        }
     }
 
-    /// Bind a blank Inbox reply's guarded clear, the same numbering on
-    /// both engines: `1` now, `2` id, `3` the expected revision, `4` by,
-    /// `5` the actor.
-    pub(crate) fn bind_clear<'q, DB>(
-        &self,
-        query: sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments>,
-        now: i64,
-    ) -> sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments>
-    where
-        DB: sqlx::Database,
-        for<'t> &'t str: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-        for<'t> Option<&'t str>: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-        for<'t> i64: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-        for<'t> Option<i64>: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-        for<'t> bool: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-    {
-        let r = &self.r;
-        query
-            .bind(now)
-            .bind(self.id.as_str())
-            .bind(r.expected_revision)
-            .bind(r.by.as_str())
-            .bind(actor_of(r, Channel::Inbox))
+    binder! {
+        /// Bind a blank Inbox reply's guarded clear, the same numbering on
+        /// both engines: `1` now, `2` id, `3` the expected revision, `4` by,
+        /// `5` the actor.
+        pub(crate) fn bind_clear<'q, DB>(
+            &self,
+            query: Query<'q, DB>,
+            now: i64,
+        ) -> Query<'q, DB> {
+            let r = &self.r;
+            query
+                .bind(now)
+                .bind(self.id.as_str())
+                .bind(r.expected_revision)
+                .bind(r.by.as_str())
+                .bind(actor_of(r, Channel::Inbox))
+        }
     }
 }
 
-/// Bind the pickup mark of reply `reply_seq` of question `id` by `by`, the
-/// same numbering on both engines: `1` now, `2` id, `3` the reply's
-/// number, `4` by, `5` the actor.
-pub(crate) fn bind_mark<'q, DB>(
-    query: sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments>,
-    now: i64,
-    id: &str,
-    reply_seq: i64,
-    by: &str,
-) -> sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments>
-where
-    DB: sqlx::Database,
-    for<'t> &'t str: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-    for<'t> i64: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-{
-    query
-        .bind(now)
-        .bind(id)
-        .bind(reply_seq)
-        .bind(by)
-        .bind(if by.is_empty() { "agent" } else { by })
+binder! {
+    /// Bind the pickup mark of reply `reply_seq` of question `id` by `by`, the
+    /// same numbering on both engines: `1` now, `2` id, `3` the reply's
+    /// number, `4` by, `5` the actor.
+    pub(crate) fn bind_mark<'q, DB>(
+        query: Query<'q, DB>,
+        now: i64,
+        id: &str,
+        reply_seq: i64,
+        by: &str,
+    ) -> Query<'q, DB> {
+        query
+            .bind(now)
+            .bind(id)
+            .bind(reply_seq)
+            .bind(by)
+            .bind(if by.is_empty() { "agent" } else { by })
+    }
 }
 
 /// Why a reply to the open question `q` was refused: stale, or an
