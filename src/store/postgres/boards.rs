@@ -29,7 +29,8 @@ macro_rules! decided {
     };
 }
 use crate::store::boards::{
-    BOARD_SELECT, Board, BoardFull, Decided, PendingRow, Row, board_from, board_loads, pending_from,
+    BOARD_SELECT, Board, BoardFull, Decided, PendingRow, Row, board_from, board_loads,
+    board_records, pending_from,
 };
 use crate::store::events::check_depth;
 use crate::store::{Channel, Result, Store};
@@ -184,19 +185,7 @@ pub(crate) fn g17(x: f64) -> String {
     format!("{int}.{frac}")
 }
 
-/// Bump the board's version (the write was decided) and read it back.
-pub(super) async fn bump_version(
-    conn: &mut PgConnection,
-    now: i64,
-    board_id: &str,
-) -> Result<Board> {
-    sqlx::query("UPDATE boards SET revision = revision + 1, updated_at = $1 WHERE id = $2")
-        .bind(now)
-        .bind(board_id)
-        .execute(&mut *conn)
-        .await?;
-    load_board(conn, board_id).await
-}
+board_records!(PgConnection);
 
 /// After an agent's write: auto-archive at 100 % or reactivate, as
 /// `store/boards/record.rs` does, with its event.
@@ -206,33 +195,7 @@ pub(super) async fn settle(
     board: Board,
     by: By<'_>,
 ) -> Result<()> {
-    let complete = board.progress.complete();
-    let kind = if complete && board.archived_at.is_none() {
-        // Why guarded: not while a person's response on a row is open.
-        let archived = sqlx::query(
-            "UPDATE boards SET archived_at = $1, auto_archived = 1
-             WHERE id = $2 AND archived_at IS NULL AND NOT EXISTS (
-                 SELECT 1 FROM board_rows r WHERE r.board_id = boards.id AND r.response_open = 1
-                   AND (r.annotation IS NOT NULL OR r.handled_at IS NOT NULL))",
-        )
-        .bind(now)
-        .bind(&board.id)
-        .execute(&mut *conn)
-        .await?;
-        if archived.rows_affected() == 0 {
-            return Ok(());
-        }
-        "board.archived"
-    } else if !complete && board.archived_at.is_some() {
-        sqlx::query(
-            "UPDATE boards SET archived_at = NULL, auto_archived = 0
-             WHERE id = $1 AND archived_at IS NOT NULL",
-        )
-        .bind(&board.id)
-        .execute(&mut *conn)
-        .await?;
-        "board.reactivated"
-    } else {
+    let Some(kind) = settle_move(conn, now, &board).await? else {
         return Ok(());
     };
     let progress = board.progress.percent.map_or("null".to_string(), g17);
