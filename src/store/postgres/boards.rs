@@ -30,7 +30,7 @@ macro_rules! decided {
 }
 use crate::store::boards::{
     BOARD_SELECT, Board, BoardFull, Decided, PendingRow, Row, board_from, board_loads,
-    board_records, pending_from,
+    board_records, delivery_stamps, pending_from,
 };
 use crate::store::events::check_depth;
 use crate::store::{Channel, Result, Store};
@@ -271,7 +271,7 @@ pub(crate) async fn mark_delivered(
             let mut current = Vec::with_capacity(rows.len());
             let mut stamped = Vec::new();
             for p in rows {
-                let (ok, marked) = stamp(conn, now, &p.row).await?;
+                let (ok, marked) = stamp_delivered(conn, now, &p.row).await?;
                 if !marked.is_empty() {
                     stamped.push((p, marked));
                 }
@@ -305,43 +305,15 @@ pub(crate) async fn mark_delivered(
     .await
 }
 
-/// One row's delivery stamps (see `store/boards/read.rs`).
-async fn stamp(conn: &mut PgConnection, now: i64, r: &Row) -> Result<(bool, Vec<&'static str>)> {
-    let mut ok = true;
-    let mut marked = Vec::new();
-    if r.response.annotation.is_some() && r.response.annotation_seen_at.is_none() {
-        // Why guarded: stamp only the exact annotation read.
-        let n = sqlx::query(
-            "UPDATE board_rows SET annotation_seen_at = $1
-             WHERE id = $2 AND annotation_seen_at IS NULL
-               AND annotation IS NOT DISTINCT FROM $3 AND annotated_at IS NOT DISTINCT FROM $4",
-        )
-        .bind(now)
-        .bind(&r.id)
-        .bind(&r.response.annotation)
-        .bind(r.response.annotated_at)
-        .execute(&mut *conn)
-        .await?
-        .rows_affected();
-        ok &= n == 1;
-        marked.extend((n == 1).then_some("annotation"));
-    }
-    if r.response.handled_at.is_some() && r.handled_seen_at.is_none() {
-        let n = sqlx::query(
-            "UPDATE board_rows SET handled_seen_at = $1
-             WHERE id = $2 AND handled_seen_at IS NULL AND handled_at IS NOT DISTINCT FROM $3",
-        )
-        .bind(now)
-        .bind(&r.id)
-        .bind(r.response.handled_at)
-        .execute(&mut *conn)
-        .await?
-        .rows_affected();
-        ok &= n == 1;
-        marked.extend((n == 1).then_some("handled"));
-    }
-    Ok((ok, marked))
-}
+// One row's delivery stamps (see `store/boards/read.rs`).
+delivery_stamps!(
+    PgConnection,
+    annotation: "UPDATE board_rows SET annotation_seen_at = $1
+         WHERE id = $2 AND annotation_seen_at IS NULL
+           AND annotation IS NOT DISTINCT FROM $3 AND annotated_at IS NOT DISTINCT FROM $4",
+    handled: "UPDATE board_rows SET handled_seen_at = $1
+         WHERE id = $2 AND handled_seen_at IS NULL AND handled_at IS NOT DISTINCT FROM $3",
+);
 
 /// The board id and label of the row `id`.
 pub(crate) async fn row_locator(pg: &Pg, id: &str) -> Result<Option<(String, String)>> {
