@@ -23,6 +23,7 @@
 
 pub mod actions;
 pub mod backup;
+mod binds;
 pub mod boards;
 pub mod channel;
 pub mod chat;

@@ -52,10 +52,11 @@ use validate::*;
 // For the PostgreSQL statements (`store/postgres/board*.rs`), which share
 // the decoding and the rules of a write with SQLite's.
 pub(crate) use human::{stale_of, unchanged};
-pub(crate) use load::{BOARD_SELECT, board_from, is_short_id, row_from, single};
-pub(crate) use read::pending_from;
-pub(crate) use step::archived_step;
-pub(crate) use write::{Pending, Plan, mismatches, plan_rows};
+pub(crate) use load::{BOARD_SELECT, board_from, board_loads, is_short_id, row_from, single};
+pub(crate) use read::{delivery_stamps, pending_from};
+pub(crate) use record::board_records;
+pub(crate) use step::{INSTALL_NEXT, advance_checked, advance_events, bind_next};
+pub(crate) use write::{Pending, Plan, mismatches, plan_rows, update_row};
 
 use serde::{Deserialize, Serialize};
 

@@ -235,34 +235,9 @@ impl Store {
         // One read transaction, so the sizes and the rows come from the
         // same snapshot even while other processes append.
         let mut tx = self.pool()?.begin().await?;
-        let newest: Option<i64> = sqlx::query_scalar("SELECT MAX(seq) FROM events")
-            .fetch_one(&mut *tx)
-            .await?;
-        let newest = newest.unwrap_or(0);
-        let sizes: Vec<(i64, i64)> = sqlx::query_as(
-            "SELECT seq, octet_length(payload) FROM events WHERE seq <= ? ORDER BY seq DESC LIMIT ?",
-        )
-        .bind(newest)
-        .bind(n.max(0))
-        .fetch_all(&mut *tx)
-        .await?;
-        let events = match fits(sizes) {
-            None => Vec::new(),
-            Some(first) => {
-                let rows =
-                    sqlx::query("SELECT * FROM events WHERE seq >= ? AND seq <= ? ORDER BY seq")
-                        .bind(first)
-                        .bind(newest)
-                        .fetch_all(&mut *tx)
-                        .await?;
-                rows.iter().map(from_row).collect::<Result<Vec<_>>>()?
-            }
-        };
+        let page = tail_in(&mut tx, n).await?;
         tx.commit().await?;
-        Ok(EventPage {
-            events,
-            next_after: newest,
-        })
+        Ok(page)
     }
 
     /// Like [`Store::events_after`], with where to continue: the last
@@ -299,3 +274,53 @@ impl Store {
         Ok(seq.unwrap_or(0))
     }
 }
+
+/// The reads of [`Store::events_tail`] inside the caller's one-snapshot
+/// transaction, defining `tail_in(conn, n)` on `$conn` (one engine's
+/// connection type) in the module that invokes it. Why a macro: the two
+/// connection types differ, the Rust does not, nor do the statements but
+/// for the sizes' (`sizes`, `$1` the newest seq and `$2` the count:
+/// PostgreSQL's `octet_length` is a 32-bit integer, cast to 64).
+macro_rules! tail_reads {
+    ($conn:ty, sizes: $sizes:expr $(,)?) => {
+        async fn tail_in(
+            conn: &mut $conn,
+            n: i64,
+        ) -> $crate::store::Result<$crate::store::events::EventPage> {
+            let newest: Option<i64> = sqlx::query_scalar("SELECT MAX(seq) FROM events")
+                .fetch_one(&mut *conn)
+                .await?;
+            let newest = newest.unwrap_or(0);
+            let sizes: Vec<(i64, i64)> = sqlx::query_as($sizes)
+                .bind(newest)
+                .bind(n.max(0))
+                .fetch_all(&mut *conn)
+                .await?;
+            let events = match $crate::store::events::fits(sizes) {
+                None => Vec::new(),
+                Some(first) => {
+                    let rows = sqlx::query(
+                        "SELECT * FROM events WHERE seq >= $1 AND seq <= $2 ORDER BY seq",
+                    )
+                    .bind(first)
+                    .bind(newest)
+                    .fetch_all(&mut *conn)
+                    .await?;
+                    rows.iter()
+                        .map($crate::store::events::from_row)
+                        .collect::<$crate::store::Result<Vec<_>>>()?
+                }
+            };
+            Ok($crate::store::events::EventPage {
+                events,
+                next_after: newest,
+            })
+        }
+    };
+}
+pub(crate) use tail_reads;
+
+tail_reads!(
+    SqliteConnection,
+    sizes: "SELECT seq, octet_length(payload) FROM events WHERE seq <= $1 ORDER BY seq DESC LIMIT $2",
+);

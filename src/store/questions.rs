@@ -19,6 +19,10 @@
 mod pick;
 mod read;
 mod reply;
+
+// For the PostgreSQL replies (`store/postgres/replies.rs`), which share
+// the binds and the refusals with SQLite's.
+pub(crate) use reply::{Submitted, actor_of, bind_mark, explain_open, picked_up_or_empty};
 pub mod validate;
 mod write;
 

@@ -16,7 +16,7 @@ use super::rules::Verdict;
 use super::{Action, Actor, COLUMNS, Error, Result, from_row};
 use crate::store::postgres::action_moves as pg;
 use crate::store::postgres::actions as pg_reads;
-use crate::store::{Channel, Engine, Store};
+use crate::store::{Engine, Store};
 
 /// How long recovery holds an interrupted action while its verifier runs.
 const VERIFY_LEASE_MS: i64 = 120_000;
@@ -433,70 +433,88 @@ impl Store {
         self.retry_actions(|| async {
             let now = self.now();
             let mut tx = self.begin_write().await?;
-            sqlx::query(
-                "INSERT INTO action_purge_guard (action_id)
-                 SELECT id FROM actions
-                 WHERE updated_at < ? AND status IN ('executed','failed','rejected','expired')",
-            )
-            .bind(before)
-            .execute(&mut *tx)
-            .await?;
-            let sql = format!(
-                "SELECT {COLUMNS} FROM actions WHERE id IN (SELECT action_id FROM action_purge_guard)"
-            );
-            let doomed: Vec<Action> = sqlx::query(sqlx::AssertSqlSafe(sql))
-                .fetch_all(&mut *tx)
-                .await?
-                .iter()
-                .map(from_row)
-                .collect::<Result<_>>()?;
-            // The delete trigger lets these through only because each id is in
-            // the guard table *and* its action is settled.
-            let audit = sqlx::query(
-                "DELETE FROM action_audit WHERE action_id IN (SELECT action_id FROM action_purge_guard)",
-            )
-            .execute(&mut *tx)
-            .await?;
-            sqlx::query(
-                "DELETE FROM action_approvals WHERE action_id IN (SELECT action_id FROM action_purge_guard)",
-            )
-            .execute(&mut *tx)
-            .await?;
-            sqlx::query("DELETE FROM actions WHERE id IN (SELECT action_id FROM action_purge_guard)")
-                .execute(&mut *tx)
-                .await?;
-            sqlx::query("DELETE FROM action_purge_guard")
-                .execute(&mut *tx)
-                .await?;
-            let kept_live: i64 =
-                sqlx::query_scalar("SELECT COUNT(*) FROM actions WHERE created_at < ?")
-                    .bind(before)
-                    .fetch_one(&mut *tx)
-                    .await?;
-            for a in &doomed {
-                crate::store::events::append(
-                    &mut tx,
-                    now,
-                    &crate::store::NewEvent {
-                        kind: "action.purged",
-                        entity_kind: "action",
-                        entity_id: &a.id,
-                        actor: "purge",
-                        channel: Channel::Cli,
-                        project: &a.project,
-                        session: &a.session,
-                        payload: json!({"status": a.status, "kind": a.kind}),
-                    },
-                )
-                .await?;
-            }
+            let report = purge_in(&mut tx, before, now).await?;
             tx.commit().await?;
-            Ok(PurgeReport {
-                purged: doomed.into_iter().map(|a| a.id).collect(),
-                audit_rows: audit.rows_affected(),
-                kept_live,
-            })
+            Ok(report)
         })
         .await
     }
 }
+
+/// The purge's statements after the caller took its lock, defining
+/// `purge_in(conn, before, now)` on `$conn` (one engine's connection
+/// type) in the module that invokes it; `$append` appends an event on it.
+/// Why a macro: the two connection types differ, the statements and the
+/// Rust around them do not, but for how the guard rows are inserted
+/// (`guard`, `$1` the cutoff: PostgreSQL lets a racing purge's rows be,
+/// SQLite's write lock leaves none).
+macro_rules! purge_statements {
+    ($conn:ty, guard: $guard:expr, append: $append:path $(,)?) => {
+        async fn purge_in(
+            conn: &mut $conn,
+            before: i64,
+            now: i64,
+        ) -> $crate::store::actions::Result<$crate::store::actions::PurgeReport> {
+            use $crate::store::actions::{Action, COLUMNS, from_row};
+            sqlx::query($guard)
+                .bind(before)
+                .execute(&mut *conn)
+                .await?;
+            let sql = format!(
+                "SELECT {COLUMNS} FROM actions WHERE id IN (SELECT action_id FROM action_purge_guard)"
+            );
+            let doomed: Vec<Action> = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .fetch_all(&mut *conn)
+                .await?
+                .iter()
+                .map(from_row)
+                .collect::<$crate::store::actions::Result<_>>()?;
+            // The delete trigger lets these through only because each id is
+            // in the guard table *and* its action is settled.
+            let audit = sqlx::query(
+                "DELETE FROM action_audit WHERE action_id IN (SELECT action_id FROM action_purge_guard)",
+            )
+            .execute(&mut *conn)
+            .await?;
+            for sql in [
+                "DELETE FROM action_approvals WHERE action_id IN (SELECT action_id FROM action_purge_guard)",
+                "DELETE FROM actions WHERE id IN (SELECT action_id FROM action_purge_guard)",
+                "DELETE FROM action_purge_guard",
+            ] {
+                sqlx::query(sql).execute(&mut *conn).await?;
+            }
+            let kept_live: i64 =
+                sqlx::query_scalar("SELECT COUNT(*) FROM actions WHERE created_at < $1")
+                    .bind(before)
+                    .fetch_one(&mut *conn)
+                    .await?;
+            for a in &doomed {
+                let ev = $crate::store::NewEvent {
+                    kind: "action.purged",
+                    entity_kind: "action",
+                    entity_id: &a.id,
+                    actor: "purge",
+                    channel: $crate::store::Channel::Cli,
+                    project: &a.project,
+                    session: &a.session,
+                    payload: serde_json::json!({"status": a.status, "kind": a.kind}),
+                };
+                $append(&mut *conn, now, &ev).await?;
+            }
+            Ok($crate::store::actions::PurgeReport {
+                purged: doomed.into_iter().map(|a| a.id).collect(),
+                audit_rows: audit.rows_affected(),
+                kept_live,
+            })
+        }
+    };
+}
+pub(crate) use purge_statements;
+
+purge_statements!(
+    SqliteConnection,
+    guard: "INSERT INTO action_purge_guard (action_id)
+         SELECT id FROM actions
+         WHERE updated_at < $1 AND status IN ('executed','failed','rejected','expired')",
+    append: crate::store::events::append,
+);

@@ -19,6 +19,7 @@ use super::{
     Action, Actor, ApproveOutcome, COLUMNS, Error, NewAction, Proposed, RejectOutcome, Result,
     Status, from_row, load,
 };
+use crate::store::binds::{Query, binder};
 use crate::store::postgres::action_moves as pg;
 use crate::store::writer::Turn;
 use crate::store::{Engine, Store};
@@ -346,6 +347,68 @@ pub(crate) struct Approval {
     pub(crate) outright: bool,
 }
 
+impl Proposal {
+    binder! {
+        /// Bind the proposal's INSERT (`$1`–`$18` or `?1`–`?18`, the same on
+        /// both engines: id, kind, summary, arguments, fingerprint, dedup key,
+        /// expiry, on-expire, approvals required, redact keys, exec, verify,
+        /// proposer, project, session, now, channel, audit details).
+        pub(crate) fn bind<'q, DB>(
+            &self,
+            query: Query<'q, DB>,
+            now: i64,
+        ) -> Query<'q, DB> {
+            let new = &self.new;
+            query
+                .bind(self.id.as_str())
+                .bind(new.kind.trim())
+                .bind(new.summary.as_str())
+                .bind(self.canonical.as_str())
+                .bind(self.fingerprint.as_str())
+                .bind(new.dedup_key.as_deref())
+                .bind(self.expires_at)
+                .bind(new.on_expire.as_str())
+                .bind(new.approvals_required)
+                .bind(self.redact_json.as_str())
+                .bind(self.exec.as_deref())
+                .bind(self.verify.as_deref())
+                .bind(new.proposer.as_str())
+                .bind(new.project.as_str())
+                .bind(new.session.as_str())
+                .bind(now)
+                .bind(new.channel.as_str())
+                .bind(self.details.as_str())
+        }
+    }
+}
+
+impl Approval {
+    binder! {
+        /// Bind the approval's guarded UPDATE (`$1`–`$10` or `?1`–`?10`, the
+        /// same on both engines: id, approver, now, patch, outright, patched
+        /// arguments, the arguments patched, the early-quorum fault, channel,
+        /// the patch's audit details).
+        pub(crate) fn bind<'q, DB>(
+            &self,
+            query: Query<'q, DB>,
+            now: i64,
+        ) -> Query<'q, DB> {
+            let patched = self.patched.as_ref();
+            query
+                .bind(self.id.as_str())
+                .bind(self.actor.as_str())
+                .bind(now)
+                .bind(patched.map(|p| p.patch.as_str()))
+                .bind(self.outright)
+                .bind(patched.map(|p| p.effective.as_str()))
+                .bind(patched.map(|p| p.expected.as_str()))
+                .bind(i64::from(crate::fault::on("early-quorum"))) // FAULT(early-quorum)
+                .bind(self.channel.as_str())
+                .bind(patched.map(|p| p.details.as_str()))
+        }
+    }
+}
+
 /// Insert the proposal: one statement whose trigger writes the audit row
 /// and the event. A live holder of the dedup key refuses the INSERT; a
 /// holder past its expiry is settled first (it neither blocks nor answers
@@ -380,7 +443,6 @@ async fn propose_in(turn: &mut Turn, p: Arc<Proposal>, now: i64) -> Result<Propo
 }
 
 async fn insert_proposal(conn: &mut SqliteConnection, p: &Proposal, now: i64) -> Result<Action> {
-    let new = &p.new;
     let sql = format!(
         "INSERT INTO actions (id, kind, summary, args, fingerprint, dedup_key, status, expires_at,
              on_expire, approvals_required, effective_args, redact_keys, exec, verify, proposer,
@@ -389,25 +451,8 @@ async fn insert_proposal(conn: &mut SqliteConnection, p: &Proposal, now: i64) ->
                  'proposed', ?13, ?17, ?18)
          RETURNING {COLUMNS}"
     );
-    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(&p.id)
-        .bind(new.kind.trim())
-        .bind(&new.summary)
-        .bind(&p.canonical)
-        .bind(&p.fingerprint)
-        .bind(&new.dedup_key)
-        .bind(p.expires_at)
-        .bind(new.on_expire.as_str())
-        .bind(new.approvals_required)
-        .bind(&p.redact_json)
-        .bind(&p.exec)
-        .bind(&p.verify)
-        .bind(&new.proposer)
-        .bind(&new.project)
-        .bind(&new.session)
-        .bind(now)
-        .bind(new.channel.as_str())
-        .bind(&p.details)
+    let row = p
+        .bind(sqlx::query(sqlx::AssertSqlSafe(sql)), now)
         .fetch_one(conn)
         .await?;
     from_row(&row)
@@ -423,6 +468,17 @@ pub(crate) enum Approving {
     Missing,
 }
 
+impl Approving {
+    /// A counted approval, as `action` stands after it.
+    pub(crate) fn won(action: Action) -> Self {
+        Approving::Won(Box::new(if action.status == Status::Approved {
+            ApproveOutcome::Approved { action }
+        } else {
+            ApproveOutcome::ApprovalAdded { action }
+        }))
+    }
+}
+
 /// Apply one approval: one guarded `UPDATE … RETURNING` whose trigger
 /// writes the approvals row, the audit rows and the events — and, in the
 /// same call, a read of the row that only answers when the UPDATE changed
@@ -430,7 +486,6 @@ pub(crate) enum Approving {
 /// second round trip. Why it matters: of 8 approvers racing on one action
 /// 7 are refused.
 async fn approve_in(turn: &mut Turn, a: Arc<Approval>, now: i64) -> Result<Approving> {
-    let patched = a.patched.as_ref();
     // Why guarded: the state, the TTL, the "not counted yet" check and (for
     // a patch) "nobody approved these arguments yet" are all in the one
     // predicate, so of N concurrent approvers exactly the right ones count
@@ -456,17 +511,8 @@ async fn approve_in(turn: &mut Turn, a: Arc<Approval>, now: i64) -> Result<Appro
                  WHERE action_id = ?1 AND approver = ?2) AS counted
          FROM actions WHERE id = ?1 AND changes() = 0"
     );
-    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(&a.id)
-        .bind(&a.actor)
-        .bind(now)
-        .bind(patched.map(|p| &p.patch))
-        .bind(a.outright)
-        .bind(patched.map(|p| &p.effective))
-        .bind(patched.map(|p| &p.expected))
-        .bind(i64::from(crate::fault::on("early-quorum"))) // FAULT(early-quorum)
-        .bind(a.channel.as_str())
-        .bind(patched.map(|p| &p.details))
+    let row = a
+        .bind(sqlx::query(sqlx::AssertSqlSafe(sql)), now)
         .fetch_all(turn.conn())
         .await?;
     let Some(row) = row.first() else {
@@ -481,13 +527,7 @@ async fn approve_in(turn: &mut Turn, a: Arc<Approval>, now: i64) -> Result<Appro
             action: Box::new(action),
         });
     }
-    Ok(Approving::Won(Box::new(
-        if action.status == Status::Approved {
-            ApproveOutcome::Approved { action }
-        } else {
-            ApproveOutcome::ApprovalAdded { action }
-        },
-    )))
+    Ok(Approving::won(action))
 }
 
 /// Apply one rejection (id, rejecter, channel, scrubbed reason). `None`:

@@ -4,7 +4,7 @@
 use sqlx::SqliteConnection;
 
 use super::validate::parse_opt;
-use super::{Board, BoardFull, Decided, Progress, Response, Row, not_found};
+use super::{Board, Decided, Progress, Response, Row, not_found};
 use crate::store::{Error, Result, Store, WriteTx};
 
 /// A stored row, of either engine (their columns are text and 64-bit
@@ -98,46 +98,166 @@ where
     })
 }
 
-/// The board `id` (an id this transaction resolved or wrote, so a missing
-/// board is a corrupt database, not a refusal).
-pub(super) async fn load_board(conn: &mut SqliteConnection, id: &str) -> Result<Board> {
-    let sql = format!("{BOARD_SELECT} WHERE b.id = ?");
-    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(id)
-        .fetch_optional(conn)
-        .await?;
-    row.as_ref()
-        .map(board_from)
-        .transpose()?
-        .ok_or_else(|| Error::Corrupt(format!("board {id} vanished")))
-}
+/// The loads and the id resolutions of boards and rows, on `$conn` (one
+/// engine's connection type), defined in the module that invokes it.
+/// Why a macro: the two connection types differ, the Rust around the
+/// statements does not, and most statement texts are the same on both
+/// engines (`$N` placeholders, which SQLite takes too). The two that are
+/// not come in: `rows` (the rows of a board in board order: PostgreSQL
+/// orders ids with `COLLATE "C"`, SQLite's byte order) and
+/// `board_by_suffix` (`$1` an id suffix, `$2` an optional project).
+macro_rules! board_loads {
+    ($conn:ty, rows: $rows:expr, board_by_suffix: $by_suffix:expr $(,)?) => {
+        /// The board `id` (an id this transaction resolved or wrote, so a
+        /// missing board is a corrupt database, not a refusal).
+        pub(super) async fn load_board(
+            conn: &mut $conn,
+            id: &str,
+        ) -> $crate::store::Result<$crate::store::boards::Board> {
+            let sql = format!("{} WHERE b.id = $1", $crate::store::boards::BOARD_SELECT);
+            let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(id)
+                .fetch_optional(conn)
+                .await?;
+            row.as_ref()
+                .map($crate::store::boards::board_from)
+                .transpose()?
+                .ok_or_else(|| $crate::store::Error::Corrupt(format!("board {id} vanished")))
+        }
 
-pub(super) async fn load_rows(conn: &mut SqliteConnection, board_id: &str) -> Result<Vec<Row>> {
-    let rows = sqlx::query("SELECT * FROM board_rows WHERE board_id = ? ORDER BY position, id")
-        .bind(board_id)
-        .fetch_all(conn)
-        .await?;
-    rows.iter().map(row_from).collect()
-}
+        /// The rows of board `board_id` in board order.
+        pub(super) async fn load_rows(
+            conn: &mut $conn,
+            board_id: &str,
+        ) -> $crate::store::Result<Vec<$crate::store::boards::Row>> {
+            let rows = sqlx::query($rows).bind(board_id).fetch_all(conn).await?;
+            rows.iter().map($crate::store::boards::row_from).collect()
+        }
 
-/// The board `id` with its rows (missing: corrupt, as for [`load_board`]).
-pub(super) async fn load_full(conn: &mut SqliteConnection, id: &str) -> Result<BoardFull> {
-    let board = load_board(conn, id).await?;
-    let rows = load_rows(conn, id).await?;
-    Ok(BoardFull { board, rows })
-}
+        /// The board `id` with its rows (missing: corrupt, as for [`load_board`]).
+        pub(super) async fn load_full(
+            conn: &mut $conn,
+            id: &str,
+        ) -> $crate::store::Result<$crate::store::boards::BoardFull> {
+            let board = load_board(conn, id).await?;
+            let rows = load_rows(conn, id).await?;
+            Ok($crate::store::boards::BoardFull { board, rows })
+        }
 
-/// The row `row_id` (missing: corrupt; rows are never deleted).
-pub(super) async fn load_row(conn: &mut SqliteConnection, row_id: &str) -> Result<Row> {
-    let row = sqlx::query("SELECT * FROM board_rows WHERE id = ?")
-        .bind(row_id)
-        .fetch_optional(conn)
-        .await?;
-    row.as_ref()
-        .map(row_from)
-        .transpose()?
-        .ok_or_else(|| Error::Corrupt(format!("row {row_id} vanished")))
+        /// The row `row_id` (missing: corrupt; rows are never deleted).
+        pub(super) async fn load_row(
+            conn: &mut $conn,
+            row_id: &str,
+        ) -> $crate::store::Result<$crate::store::boards::Row> {
+            let row = sqlx::query("SELECT * FROM board_rows WHERE id = $1")
+                .bind(row_id)
+                .fetch_optional(conn)
+                .await?;
+            row.as_ref()
+                .map($crate::store::boards::row_from)
+                .transpose()?
+                .ok_or_else(|| $crate::store::Error::Corrupt(format!("row {row_id} vanished")))
+        }
+
+        /// Find a board by full id, by title in `project`, by a unique id
+        /// suffix (the short id), or by a title unique across projects.
+        pub(super) async fn resolve_board(
+            conn: &mut $conn,
+            reference: &str,
+            project: Option<&str>,
+        ) -> $crate::store::Result<$crate::store::boards::Decided<String>> {
+            let reference = reference.trim();
+            if reference.is_empty() {
+                return Err($crate::store::Error::Invalid(
+                    "no board given: pass its id, short id or title".into(),
+                ));
+            }
+            if let Some(id) = sqlx::query_scalar::<_, String>("SELECT id FROM boards WHERE id = $1")
+                .bind(reference)
+                .fetch_optional(&mut *conn)
+                .await?
+            {
+                return Ok(Ok(id));
+            }
+            if let Some(p) = project
+                && let Some(id) = sqlx::query_scalar::<_, String>(
+                    "SELECT id FROM boards WHERE project = $1 AND title = $2",
+                )
+                .bind(p)
+                .bind(reference)
+                .fetch_optional(&mut *conn)
+                .await?
+            {
+                return Ok(Ok(id));
+            }
+            let by_suffix: Vec<String> = if $crate::store::boards::is_short_id(reference) {
+                sqlx::query_scalar($by_suffix)
+                    .bind(reference.to_ascii_lowercase())
+                    .bind(project)
+                    .fetch_all(&mut *conn)
+                    .await?
+            } else {
+                Vec::new()
+            };
+            let found = if by_suffix.is_empty() && project.is_none() {
+                sqlx::query_scalar("SELECT id FROM boards WHERE title = $1")
+                    .bind(reference)
+                    .fetch_all(&mut *conn)
+                    .await?
+            } else {
+                by_suffix
+            };
+            let missing = match project {
+                Some(p) => format!("board `{reference}` in project `{p}`"),
+                None => format!("board `{reference}`"),
+            };
+            $crate::store::boards::single(found, missing, |n| {
+                format!(
+                    "`{reference}` matches {n} boards: use the full id, or the title with --project"
+                )
+            })
+        }
+
+        /// Find a row of `board_id` by label, else by full id or unique id suffix.
+        pub(super) async fn resolve_row(
+            conn: &mut $conn,
+            board_id: &str,
+            reference: &str,
+        ) -> $crate::store::Result<$crate::store::boards::Decided<String>> {
+            if let Some(id) = sqlx::query_scalar::<_, String>(
+                "SELECT id FROM board_rows WHERE board_id = $1 AND label = $2",
+            )
+            .bind(board_id)
+            .bind(reference)
+            .fetch_optional(&mut *conn)
+            .await?
+            {
+                return Ok(Ok(id));
+            }
+            let found: Vec<String> = if $crate::store::boards::is_short_id(reference) {
+                sqlx::query_scalar(
+                    "SELECT id FROM board_rows WHERE board_id = $1 AND id LIKE '%' || $2",
+                )
+                .bind(board_id)
+                .bind(reference.to_ascii_lowercase())
+                .fetch_all(&mut *conn)
+                .await?
+            } else {
+                Vec::new()
+            };
+            $crate::store::boards::single(found, format!("row `{reference}`"), |n| {
+                format!("`{reference}` matches {n} rows: use the label or the full id")
+            })
+        }
+    };
 }
+pub(crate) use board_loads;
+
+board_loads!(
+    SqliteConnection,
+    rows: "SELECT * FROM board_rows WHERE board_id = $1 ORDER BY position, id",
+    board_by_suffix: "SELECT id FROM boards WHERE id LIKE '%' || $1 AND ($2 IS NULL OR project = $2)",
+);
 
 /// A write on one row, opened: its transaction, the time it writes, the
 /// board and the row's id.
@@ -158,95 +278,6 @@ impl Store {
         let (board, row_id) = decided!(locate(&mut tx, board, project, label).await?);
         Ok(Ok((tx, now, board, row_id)))
     }
-}
-
-/// Find a board by full id, by title in `project`, by a unique id suffix
-/// (the short id), or by a title unique across projects.
-pub(super) async fn resolve_board(
-    conn: &mut SqliteConnection,
-    reference: &str,
-    project: Option<&str>,
-) -> Result<Decided<String>> {
-    let reference = reference.trim();
-    if reference.is_empty() {
-        return Err(Error::Invalid(
-            "no board given: pass its id, short id or title".into(),
-        ));
-    }
-    if let Some(id) = sqlx::query_scalar::<_, String>("SELECT id FROM boards WHERE id = ?")
-        .bind(reference)
-        .fetch_optional(&mut *conn)
-        .await?
-    {
-        return Ok(Ok(id));
-    }
-    if let Some(p) = project
-        && let Some(id) =
-            sqlx::query_scalar::<_, String>("SELECT id FROM boards WHERE project = ? AND title = ?")
-                .bind(p)
-                .bind(reference)
-                .fetch_optional(&mut *conn)
-                .await?
-    {
-        return Ok(Ok(id));
-    }
-    let by_suffix: Vec<String> = if is_short_id(reference) {
-        sqlx::query_scalar(
-            "SELECT id FROM boards WHERE id LIKE '%' || ? AND (? IS NULL OR project = ?)",
-        )
-        .bind(reference.to_ascii_lowercase())
-        .bind(project)
-        .bind(project)
-        .fetch_all(&mut *conn)
-        .await?
-    } else {
-        Vec::new()
-    };
-    let found = if by_suffix.is_empty() && project.is_none() {
-        sqlx::query_scalar("SELECT id FROM boards WHERE title = ?")
-            .bind(reference)
-            .fetch_all(&mut *conn)
-            .await?
-    } else {
-        by_suffix
-    };
-    let missing = match project {
-        Some(p) => format!("board `{reference}` in project `{p}`"),
-        None => format!("board `{reference}`"),
-    };
-    single(found, missing, |n| {
-        format!("`{reference}` matches {n} boards: use the full id, or the title with --project")
-    })
-}
-
-/// Find a row of `board_id` by label, else by full id or unique id suffix.
-pub(super) async fn resolve_row(
-    conn: &mut SqliteConnection,
-    board_id: &str,
-    reference: &str,
-) -> Result<Decided<String>> {
-    if let Some(id) = sqlx::query_scalar::<_, String>(
-        "SELECT id FROM board_rows WHERE board_id = ? AND label = ?",
-    )
-    .bind(board_id)
-    .bind(reference)
-    .fetch_optional(&mut *conn)
-    .await?
-    {
-        return Ok(Ok(id));
-    }
-    let found: Vec<String> = if is_short_id(reference) {
-        sqlx::query_scalar("SELECT id FROM board_rows WHERE board_id = ? AND id LIKE '%' || ?")
-            .bind(board_id)
-            .bind(reference.to_ascii_lowercase())
-            .fetch_all(&mut *conn)
-            .await?
-    } else {
-        Vec::new()
-    };
-    single(found, format!("row `{reference}`"), |n| {
-        format!("`{reference}` matches {n} rows: use the label or the full id")
-    })
 }
 
 /// Whether `s` can be a short id: at least four hex digits (the end of a full id).

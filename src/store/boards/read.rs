@@ -42,50 +42,65 @@ pub struct PendingRow {
     pub row: Row,
 }
 
-/// Stamp the parts of `r`'s response no agent had received as delivered,
-/// each only if it is still exactly what was read. Returns whether every
-/// part read was still current, and the parts stamped.
-async fn stamp_delivered(
-    conn: &mut SqliteConnection,
-    now: i64,
-    r: &Row,
-) -> Result<(bool, Vec<&'static str>)> {
-    let mut ok = true;
-    let mut marked = Vec::new();
-    if r.response.annotation.is_some() && r.response.annotation_seen_at.is_none() {
-        // Why guarded: stamp only the exact annotation read; if the
-        // human rewrote it since, it stays unseen and queued.
-        let n = sqlx::query(
-            "UPDATE board_rows SET annotation_seen_at = ?
-             WHERE id = ? AND annotation_seen_at IS NULL AND annotation IS ? AND annotated_at IS ?",
-        )
-        .bind(now)
-        .bind(&r.id)
-        .bind(&r.response.annotation)
-        .bind(r.response.annotated_at)
-        .execute(&mut *conn)
-        .await?
-        .rows_affected();
-        ok &= n == 1;
-        marked.extend((n == 1).then_some("annotation"));
-    }
-    if r.response.handled_at.is_some() && r.handled_seen_at.is_none() {
-        // Why guarded: the same for the handled mark.
-        let n = sqlx::query(
-            "UPDATE board_rows SET handled_seen_at = ?
-             WHERE id = ? AND handled_seen_at IS NULL AND handled_at IS ?",
-        )
-        .bind(now)
-        .bind(&r.id)
-        .bind(r.response.handled_at)
-        .execute(&mut *conn)
-        .await?
-        .rows_affected();
-        ok &= n == 1;
-        marked.extend((n == 1).then_some("handled"));
-    }
-    Ok((ok, marked))
+/// The delivery stamps of one row, defined as `stamp_delivered(conn, now,
+/// r)` on `$conn` (one engine's connection type) in the module that
+/// invokes it: stamp the parts of `r`'s response no agent had received as
+/// delivered, each only if it is still exactly what was read; whether
+/// every part read was still current, and the parts stamped. Why a macro:
+/// the two connection types differ, the Rust does not; the statements
+/// differ only in how they compare a nullable value (SQLite's `IS`,
+/// PostgreSQL's `IS NOT DISTINCT FROM`), so they are passed in:
+/// `annotation` (`$1` now, `$2` the row id, `$3` the annotation and `$4`
+/// its time, as read) and `handled` (`$1` now, `$2` the row id, `$3` the
+/// handled time read).
+macro_rules! delivery_stamps {
+    ($conn:ty, annotation: $annotation:expr, handled: $handled:expr $(,)?) => {
+        async fn stamp_delivered(
+            conn: &mut $conn,
+            now: i64,
+            r: &$crate::store::boards::Row,
+        ) -> $crate::store::Result<(bool, Vec<&'static str>)> {
+            let mut ok = true;
+            let mut marked = Vec::new();
+            if r.response.annotation.is_some() && r.response.annotation_seen_at.is_none() {
+                // Why guarded: stamp only the exact annotation read; if the
+                // human rewrote it since, it stays unseen and queued.
+                let n = sqlx::query($annotation)
+                    .bind(now)
+                    .bind(&r.id)
+                    .bind(&r.response.annotation)
+                    .bind(r.response.annotated_at)
+                    .execute(&mut *conn)
+                    .await?
+                    .rows_affected();
+                ok &= n == 1;
+                marked.extend((n == 1).then_some("annotation"));
+            }
+            if r.response.handled_at.is_some() && r.handled_seen_at.is_none() {
+                // Why guarded: the same for the handled mark.
+                let n = sqlx::query($handled)
+                    .bind(now)
+                    .bind(&r.id)
+                    .bind(r.response.handled_at)
+                    .execute(&mut *conn)
+                    .await?
+                    .rows_affected();
+                ok &= n == 1;
+                marked.extend((n == 1).then_some("handled"));
+            }
+            Ok((ok, marked))
+        }
+    };
 }
+pub(crate) use delivery_stamps;
+
+delivery_stamps!(
+    SqliteConnection,
+    annotation: "UPDATE board_rows SET annotation_seen_at = $1
+         WHERE id = $2 AND annotation_seen_at IS NULL AND annotation IS $3 AND annotated_at IS $4",
+    handled: "UPDATE board_rows SET handled_seen_at = $1
+         WHERE id = $2 AND handled_seen_at IS NULL AND handled_at IS $3",
+);
 
 /// A row of a pending read (the row's columns and its board's, aliased
 /// `board_*`), of either engine.

@@ -45,20 +45,75 @@ pub(super) struct Who<'a> {
     pub(super) channel: Channel,
 }
 
-/// Record that the board changed: bump its version. Called inside the
-/// transaction that already decided the write.
-pub(super) async fn bump_version(
-    conn: &mut SqliteConnection,
-    now: i64,
-    board_id: &str,
-) -> Result<Board> {
-    sqlx::query("UPDATE boards SET revision = revision + 1, updated_at = ? WHERE id = ?")
-        .bind(now)
-        .bind(board_id)
-        .execute(&mut *conn)
-        .await?;
-    load_board(conn, board_id).await
+/// The version bump every board write records, and the move of a settled
+/// board into or out of the archive, defined on `$conn` (one engine's
+/// connection type) in the module that invokes it, beside its
+/// `load_board`. Why a macro: the two connection types differ, the
+/// statements (`$N` placeholders, which SQLite takes too) and the Rust
+/// around them do not. The event that follows a move is each engine's.
+macro_rules! board_records {
+    ($conn:ty) => {
+        /// Record that the board changed: bump its version and read it
+        /// back. Called inside the transaction that already decided the
+        /// write.
+        pub(super) async fn bump_version(
+            conn: &mut $conn,
+            now: i64,
+            board_id: &str,
+        ) -> $crate::store::Result<$crate::store::boards::Board> {
+            sqlx::query("UPDATE boards SET revision = revision + 1, updated_at = $1 WHERE id = $2")
+                .bind(now)
+                .bind(board_id)
+                .execute(&mut *conn)
+                .await?;
+            load_board(conn, board_id).await
+        }
+
+        /// After an agent's write: auto-archive `board` at 100 % or
+        /// reactivate it when archived and no longer complete. The kind of
+        /// the event to append when it moved (`board.archived`,
+        /// `board.reactivated`), else `None`.
+        async fn settle_move(
+            conn: &mut $conn,
+            now: i64,
+            board: &$crate::store::boards::Board,
+        ) -> $crate::store::Result<Option<&'static str>> {
+            let complete = board.progress.complete();
+            if complete && board.archived_at.is_none() {
+                // Why guarded: only an active board auto-archives, and not
+                // while a person's response on one of its rows is still open
+                // (undelivered, or delivered and not yet resolved):
+                // archiving would hide it.
+                let archived = sqlx::query(
+                    "UPDATE boards SET archived_at = $1, auto_archived = 1
+                     WHERE id = $2 AND archived_at IS NULL AND NOT EXISTS (
+                         SELECT 1 FROM board_rows r WHERE r.board_id = boards.id AND r.response_open = 1
+                           AND (r.annotation IS NOT NULL OR r.handled_at IS NOT NULL))",
+                )
+                .bind(now)
+                .bind(&board.id)
+                .execute(&mut *conn)
+                .await?;
+                Ok((archived.rows_affected() != 0).then_some("board.archived"))
+            } else if !complete && board.archived_at.is_some() {
+                // Why guarded: reactivate only what is archived now.
+                sqlx::query(
+                    "UPDATE boards SET archived_at = NULL, auto_archived = 0
+                     WHERE id = $1 AND archived_at IS NOT NULL",
+                )
+                .bind(&board.id)
+                .execute(&mut *conn)
+                .await?;
+                Ok(Some("board.reactivated"))
+            } else {
+                Ok(None)
+            }
+        }
+    };
 }
+pub(crate) use board_records;
+
+board_records!(SqliteConnection);
 
 /// After an agent's write: auto-archive the board at 100 % or reactivate an
 /// archived board that is no longer complete, appending `board.archived` /
@@ -70,35 +125,7 @@ pub(super) async fn settle(
     board: Board,
     who: Who<'_>,
 ) -> Result<Board> {
-    let complete = board.progress.complete();
-    let kind = if complete && board.archived_at.is_none() {
-        // Why guarded: only an active board auto-archives, and not while a
-        // person's response on one of its rows is still open (undelivered,
-        // or delivered and not yet resolved): archiving would hide it.
-        let archived = sqlx::query(
-            "UPDATE boards SET archived_at = ?, auto_archived = 1
-             WHERE id = ? AND archived_at IS NULL AND NOT EXISTS (
-                 SELECT 1 FROM board_rows r WHERE r.board_id = boards.id AND r.response_open = 1
-                   AND (r.annotation IS NOT NULL OR r.handled_at IS NOT NULL))",
-        )
-        .bind(now)
-        .bind(&board.id)
-        .execute(&mut *conn)
-        .await?;
-        if archived.rows_affected() == 0 {
-            return Ok(board);
-        }
-        "board.archived"
-    } else if !complete && board.archived_at.is_some() {
-        // Why guarded: reactivate only what is archived now.
-        sqlx::query(
-            "UPDATE boards SET archived_at = NULL, auto_archived = 0 WHERE id = ? AND archived_at IS NOT NULL",
-        )
-        .bind(&board.id)
-        .execute(&mut *conn)
-        .await?;
-        "board.reactivated"
-    } else {
+    let Some(kind) = settle_move(conn, now, &board).await? else {
         return Ok(board);
     };
     let payload = serde_json::json!({

@@ -9,8 +9,6 @@
 use serde::Deserialize;
 use serde_json::json;
 
-use sqlx::SqliteConnection;
-
 use super::write::{Pending, finish};
 use super::{
     Board, BoardFull, Decided, MAX_TEXT, Refusal, Row, RowInput, RowOption, RowOwner, RowStatus,
@@ -126,44 +124,12 @@ impl Store {
                 .await?
         );
         let row = load_row(&mut tx, &row_id).await?;
-        if board.board_version != a.board_version || row.revision != a.expected_revision {
-            return Ok(Err(Refusal::Stale {
-                board_version: board.board_version,
-                rows: vec![StaleRow {
-                    label: row.label.clone(),
-                    revision: Some(row.revision),
-                }],
-            }));
-        }
-        let outcome = a
-            .outcome
-            .as_deref()
-            .map(str::trim)
-            .filter(|o| !o.is_empty())
-            .map_or_else(|| row.outcome.clone(), str::to_owned);
-        if row.response.handled_at.is_some() && outcome.is_empty() {
-            return Ok(Err(Refusal::OutcomeRequired { label: row.label }));
-        }
-        if row.has_unread_annotation() {
-            return Ok(Err(Refusal::UnreadResponse { label: row.label }));
-        }
-        install_next(&mut tx, now, &row, &outcome, &a.next).await?;
-        let events = vec![
-            Pending {
-                kind: "row.advanced",
-                row_id: row_id.clone(),
-                extra: json!({
-                    "from_action_version": row.action_version,
-                    "from_status": row.status,
-                    "outcome": outcome,
-                }),
-            },
-            Pending {
-                kind: "row.blocked",
-                row_id,
-                extra: json!({"fresh": true}),
-            },
-        ];
+        let outcome = decided!(advance_checked(&board, &row, a));
+        let done = bind_next(sqlx::query(INSTALL_NEXT), now, &row, &outcome, &a.next)?
+            .execute(&mut *tx)
+            .await?;
+        confirm_one(done.rows_affected(), &row.id)?;
+        let events = advance_events(&row, row_id, &outcome);
         let who = Who {
             actor: &a.by,
             channel: Channel::Agent,
@@ -306,43 +272,101 @@ pub(crate) fn archived_step(row: &Row, outcome: &str, now: i64) -> Step {
     }
 }
 
-/// Archive the step `row` is on (with `outcome`) into its history and
-/// install `next`, blocked, with the human fields reset.
-async fn install_next(
-    conn: &mut SqliteConnection,
+/// An advance's checks on the board and row it read (the caller holds
+/// the write lock or the board's lock): the outcome to archive the step
+/// with, or why the advance is refused. Shared by both engines.
+pub(crate) fn advance_checked(board: &Board, row: &Row, a: &Advance) -> Decided<String> {
+    if board.board_version != a.board_version || row.revision != a.expected_revision {
+        return Err(Refusal::Stale {
+            board_version: board.board_version,
+            rows: vec![StaleRow {
+                label: row.label.clone(),
+                revision: Some(row.revision),
+            }],
+        });
+    }
+    let outcome = a
+        .outcome
+        .as_deref()
+        .map(str::trim)
+        .filter(|o| !o.is_empty())
+        .map_or_else(|| row.outcome.clone(), str::to_owned);
+    if row.response.handled_at.is_some() && outcome.is_empty() {
+        return Err(Refusal::OutcomeRequired {
+            label: row.label.clone(),
+        });
+    }
+    if row.has_unread_annotation() {
+        return Err(Refusal::UnreadResponse {
+            label: row.label.clone(),
+        });
+    }
+    Ok(outcome)
+}
+
+/// The events of a winning advance of `row` (`row_id`), in their order.
+pub(crate) fn advance_events(row: &Row, row_id: String, outcome: &str) -> Vec<Pending> {
+    vec![
+        Pending {
+            kind: "row.advanced",
+            row_id: row_id.clone(),
+            extra: json!({
+                "from_action_version": row.action_version,
+                "from_status": row.status,
+                "outcome": outcome,
+            }),
+        },
+        Pending {
+            kind: "row.blocked",
+            row_id,
+            extra: json!({"fresh": true}),
+        },
+    ]
+}
+
+/// Archive the step a row is on into its history and install the next,
+/// blocked, with the human fields reset; bound by [`bind_next`]. The same
+/// text runs on both engines. Why guarded: `revision = $10` is the row's
+/// CAS token, checked by the caller under the same lock (SQLite's write
+/// lock, PostgreSQL's board lock), so this cannot lose, only confirm.
+pub(crate) const INSTALL_NEXT: &str =
+    "UPDATE board_rows SET status = 'blocked', note = $1, next_step = $2, owner = $3, impact = $4,
+        options = $5, context = $6, outcome = '', outcome_at = NULL,
+        annotation = NULL, annotation_kind = NULL, annotation_source = NULL,
+        annotated_by = NULL, annotated_at = NULL, annotation_seen_at = NULL,
+        handled_at = NULL, handled_by = NULL, handled_seen_at = NULL, response_open = 0,
+        history = $7, action_version = action_version + 1, action_started_at = $8,
+        revision = revision + 1, updated_at = $8
+     WHERE id = $9 AND revision = $10";
+
+/// Bind [`INSTALL_NEXT`] for `row`, archiving its step with `outcome`
+/// into its history and installing `next`, on either engine.
+pub(crate) fn bind_next<'q, DB>(
+    query: sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments>,
     now: i64,
     row: &Row,
     outcome: &str,
     next: &NextStep,
-) -> Result<()> {
+) -> Result<sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments>>
+where
+    DB: sqlx::Database,
+    for<'t> &'t str: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
+    for<'t> String: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
+    for<'t> i64: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
+{
     let mut history = row.history.clone();
     history.push(archived_step(row, outcome, now));
     let history = serde_json::to_string(&history)
         .map_err(|e| Error::Corrupt(format!("cannot encode history: {e}")))?;
-    // Why guarded: `revision = ?` is the row's CAS token; checked by the
-    // caller under the same write lock, so this cannot lose, only confirm.
-    let done = sqlx::query(
-        "UPDATE board_rows SET status = 'blocked', note = ?, next_step = ?, owner = ?, impact = ?,
-            options = ?, context = ?, outcome = '', outcome_at = NULL,
-            annotation = NULL, annotation_kind = NULL, annotation_source = NULL,
-            annotated_by = NULL, annotated_at = NULL, annotation_seen_at = NULL,
-            handled_at = NULL, handled_by = NULL, handled_seen_at = NULL, response_open = 0,
-            history = ?, action_version = action_version + 1, action_started_at = ?,
-            revision = revision + 1, updated_at = ?
-         WHERE id = ? AND revision = ?",
-    )
-    .bind(&next.note)
-    .bind(&next.next_step)
-    .bind(next.owner.as_str())
-    .bind(&next.impact)
-    .bind(serde_json::to_string(&next.options).unwrap_or_else(|_| "[]".into()))
-    .bind(&next.context)
-    .bind(history)
-    .bind(now)
-    .bind(now)
-    .bind(&row.id)
-    .bind(row.revision)
-    .execute(&mut *conn)
-    .await?;
-    confirm_one(done.rows_affected(), &row.id)
+    Ok(query
+        .bind(next.note.as_str())
+        .bind(next.next_step.as_str())
+        .bind(next.owner.as_str())
+        .bind(next.impact.as_str())
+        .bind(serde_json::to_string(&next.options).unwrap_or_else(|_| "[]".into()))
+        .bind(next.context.as_str())
+        .bind(history)
+        .bind(now)
+        .bind(row.id.as_str())
+        .bind(row.revision))
 }

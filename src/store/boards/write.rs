@@ -346,119 +346,121 @@ async fn apply_rows(
     inputs: &[RowInput],
 ) -> Result<Decided<Vec<Pending>>> {
     let (plans, events) = decided!(plan_rows(stored, inputs));
-    for plan in plans {
-        match plan {
+    for plan in &plans {
+        let done = plan
+            .query(now, board_id, UPDATE_ROW)
+            .execute(&mut *conn)
+            .await?;
+        if let Plan::Update { old_id, .. } = plan {
+            // Why: the guard was checked under the same write lock, so 0
+            // rows here means a bug, not a race.
+            confirm_one(done.rows_affected(), old_id)?;
+        }
+    }
+    Ok(Ok(events))
+}
+
+/// The guarded UPDATE of an agent's row write, as a literal, with
+/// `$eq` comparing the stored outcome to the new one: SQLite's `IS`,
+/// PostgreSQL's `=` (neither side is ever NULL). Bound by [`Plan::query`].
+/// Why guarded: `revision = $12` is the row's CAS, checked by the caller
+/// under the same lock, so 0 rows here means a bug, not a race.
+macro_rules! update_row {
+    ($eq:literal) => {
+        concat!(
+            "UPDATE board_rows SET status = $1, note = $2, next_step = $3, owner = $4, impact = $5,
+        options = $6, context = $7, outcome = $8,
+        outcome_at = CASE WHEN outcome ",
+            $eq,
+            " $8 THEN outcome_at WHEN $8 = '' THEN NULL ELSE $9 END,
+        handled_at = CASE WHEN $10 THEN NULL ELSE handled_at END,
+        handled_by = CASE WHEN $10 THEN NULL ELSE handled_by END,
+        handled_seen_at = CASE WHEN $10 THEN NULL ELSE handled_seen_at END,
+        annotation = CASE WHEN $10 AND annotation_seen_at IS NOT NULL THEN NULL ELSE annotation END,
+        annotation_kind = CASE WHEN $10 AND annotation_seen_at IS NOT NULL THEN NULL ELSE annotation_kind END,
+        annotation_source = CASE WHEN $10 AND annotation_seen_at IS NOT NULL THEN NULL ELSE annotation_source END,
+        annotated_by = CASE WHEN $10 AND annotation_seen_at IS NOT NULL THEN NULL ELSE annotated_by END,
+        annotated_at = CASE WHEN $10 AND annotation_seen_at IS NOT NULL THEN NULL ELSE annotated_at END,
+        annotation_seen_at = CASE WHEN $10 THEN NULL ELSE annotation_seen_at END,
+        response_open = CASE WHEN annotation IS NOT NULL AND annotation_seen_at IS NULL
+                             THEN response_open ELSE 0 END,
+        revision = revision + 1, updated_at = $9
+     WHERE id = $11 AND revision = $12"
+        )
+    };
+}
+pub(crate) use update_row;
+
+/// SQLite's spelling of [`update_row!`].
+const UPDATE_ROW: &str = update_row!("IS");
+
+/// A planned row's INSERT; the same text runs on both engines.
+const INSERT_ROW: &str =
+    "INSERT INTO board_rows (id, board_id, label, status, note, next_step, owner, impact,
+        options, context, outcome, outcome_at, action_started_at, position, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $13, $13)";
+
+impl Plan {
+    /// This plan's statement, bound, on either engine: the INSERT of a new
+    /// row of `board_id`, or `update` (the engine's spelling of the
+    /// guarded row UPDATE, placeholders `$1`–`$12` as [`UPDATE_ROW`]'s:
+    /// `after`, the outcome, now, `fresh`, the old id and revision).
+    pub(crate) fn query<DB>(
+        &self,
+        now: i64,
+        board_id: &str,
+        update: &'static str,
+    ) -> sqlx::query::Query<'static, DB, <DB as sqlx::Database>::Arguments>
+    where
+        DB: sqlx::Database,
+        for<'t> &'t str: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
+        for<'t> String: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
+        for<'t> i64: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
+        for<'t> Option<i64>: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
+        for<'t> bool: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
+    {
+        match self {
             Plan::Insert {
                 id,
                 label,
-                fields,
+                fields: f,
                 position,
-            } => insert_row(conn, now, board_id, &id, &label, &fields, position).await?,
+            } => sqlx::query(INSERT_ROW)
+                .bind(id.as_str())
+                .bind(board_id)
+                .bind(label.as_str())
+                .bind(f.status.as_str())
+                .bind(f.note.as_str())
+                .bind(f.next_step.as_str())
+                .bind(f.owner.as_str())
+                .bind(f.impact.as_str())
+                .bind(f.options_json())
+                .bind(f.context.as_str())
+                .bind(f.outcome.as_str())
+                .bind((!f.outcome.is_empty()).then_some(now))
+                .bind(now)
+                .bind(*position),
             Plan::Update {
                 old_id,
                 old_revision,
                 after,
                 outcome,
                 fresh,
-            } => write_row(conn, now, &old_id, old_revision, &after, &outcome, fresh).await?,
+            } => sqlx::query(update)
+                .bind(after.status.as_str())
+                .bind(after.note.as_str())
+                .bind(after.next_step.as_str())
+                .bind(after.owner.as_str())
+                .bind(after.impact.as_str())
+                .bind(after.options_json())
+                .bind(after.context.as_str())
+                .bind(outcome.as_str())
+                .bind(now)
+                .bind(*fresh)
+                .bind(old_id.as_str())
+                .bind(*old_revision),
         }
     }
-    Ok(Ok(events))
-}
-
-/// Create the row `id` labelled `label` with fields `f` at `position`.
-async fn insert_row(
-    conn: &mut SqliteConnection,
-    now: i64,
-    board_id: &str,
-    id: &str,
-    label: &str,
-    f: &Fields,
-    position: i64,
-) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO board_rows (id, board_id, label, status, note, next_step, owner, impact,
-            options, context, outcome, outcome_at, action_started_at, position, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    )
-    .bind(id)
-    .bind(board_id)
-    .bind(label)
-    .bind(f.status.as_str())
-    .bind(&f.note)
-    .bind(&f.next_step)
-    .bind(f.owner.as_str())
-    .bind(&f.impact)
-    .bind(f.options_json())
-    .bind(&f.context)
-    .bind(&f.outcome)
-    .bind((!f.outcome.is_empty()).then_some(now))
-    .bind(now)
-    .bind(position)
-    .bind(now)
-    .bind(now)
-    .execute(&mut *conn)
-    .await?;
-    Ok(())
-}
-
-/// The guarded UPDATE of an agent's row write: `after` with `outcome`,
-/// and on a `fresh_block` the human fields reset (see [`plan_update`]).
-async fn write_row(
-    conn: &mut SqliteConnection,
-    now: i64,
-    old_id: &str,
-    old_revision: i64,
-    after: &Fields,
-    outcome: &str,
-    fresh_block: bool,
-) -> Result<()> {
-    // Why guarded: `revision = ?` is the row's CAS; the caller checked it
-    // under the same write lock, so 0 rows here means a bug, not a race.
-    let done = sqlx::query(
-        "UPDATE board_rows SET status = ?, note = ?, next_step = ?, owner = ?, impact = ?,
-            options = ?, context = ?, outcome = ?,
-            outcome_at = CASE WHEN outcome IS ? THEN outcome_at WHEN ? = '' THEN NULL ELSE ? END,
-            handled_at = CASE WHEN ? THEN NULL ELSE handled_at END,
-            handled_by = CASE WHEN ? THEN NULL ELSE handled_by END,
-            handled_seen_at = CASE WHEN ? THEN NULL ELSE handled_seen_at END,
-            annotation = CASE WHEN ? AND annotation_seen_at IS NOT NULL THEN NULL ELSE annotation END,
-            annotation_kind = CASE WHEN ? AND annotation_seen_at IS NOT NULL THEN NULL ELSE annotation_kind END,
-            annotation_source = CASE WHEN ? AND annotation_seen_at IS NOT NULL THEN NULL ELSE annotation_source END,
-            annotated_by = CASE WHEN ? AND annotation_seen_at IS NOT NULL THEN NULL ELSE annotated_by END,
-            annotated_at = CASE WHEN ? AND annotation_seen_at IS NOT NULL THEN NULL ELSE annotated_at END,
-            annotation_seen_at = CASE WHEN ? THEN NULL ELSE annotation_seen_at END,
-            response_open = CASE WHEN annotation IS NOT NULL AND annotation_seen_at IS NULL
-                                 THEN response_open ELSE 0 END,
-            revision = revision + 1, updated_at = ?
-         WHERE id = ? AND revision = ?",
-    )
-    .bind(after.status.as_str())
-    .bind(&after.note)
-    .bind(&after.next_step)
-    .bind(after.owner.as_str())
-    .bind(&after.impact)
-    .bind(after.options_json())
-    .bind(&after.context)
-    .bind(outcome)
-    .bind(outcome)
-    .bind(outcome)
-    .bind(now)
-    .bind(fresh_block)
-    .bind(fresh_block)
-    .bind(fresh_block)
-    .bind(fresh_block)
-    .bind(fresh_block)
-    .bind(fresh_block)
-    .bind(fresh_block)
-    .bind(fresh_block)
-    .bind(fresh_block)
-    .bind(now)
-    .bind(old_id)
-    .bind(old_revision)
-    .execute(&mut *conn)
-    .await?;
-    confirm_one(done.rows_affected(), old_id)
 }
 
 /// Bump the board, append `on_board` (an event about the board, if any) and the row events, settle

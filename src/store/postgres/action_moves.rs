@@ -31,7 +31,7 @@ use super::Pg;
 use super::actions::{into_store, load_on};
 use crate::store::actions::transitions::{Approval, Approving, Proposal};
 use crate::store::actions::{
-    Action, ApproveOutcome, COLUMNS, Error, NewAction, Proposed, Result, Status, from_row,
+    Action, COLUMNS, Error, NewAction, Proposed, Result, Status, from_row,
 };
 use crate::store::{Channel, Store};
 
@@ -135,7 +135,6 @@ async fn insert_proposal(
     p: &Proposal,
     now: i64,
 ) -> crate::store::Result<Option<Action>> {
-    let new = &p.new;
     let sql = format!(
         "INSERT INTO actions (id, kind, summary, args, fingerprint, dedup_key, status, expires_at,
              on_expire, approvals_required, effective_args, redact_keys, exec, verify, proposer,
@@ -147,25 +146,8 @@ async fn insert_proposal(
              DO NOTHING
          RETURNING {COLUMNS}"
     );
-    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(&p.id)
-        .bind(new.kind.trim())
-        .bind(&new.summary)
-        .bind(&p.canonical)
-        .bind(&p.fingerprint)
-        .bind(&new.dedup_key)
-        .bind(p.expires_at)
-        .bind(new.on_expire.as_str())
-        .bind(new.approvals_required)
-        .bind(&p.redact_json)
-        .bind(&p.exec)
-        .bind(&p.verify)
-        .bind(&new.proposer)
-        .bind(&new.project)
-        .bind(&new.session)
-        .bind(now)
-        .bind(new.channel.as_str())
-        .bind(&p.details)
+    let row = p
+        .bind(sqlx::query(sqlx::AssertSqlSafe(sql)), now)
         .fetch_optional(conn)
         .await?;
     one(row)
@@ -278,7 +260,6 @@ async fn approve_in(
         Err(Error::NotFound(_)) => return Ok(Approving::Missing),
         Err(e) => return Err(into_store(e)),
     };
-    let patched = a.patched.as_ref();
     // Why guarded: the state, the TTL, "not counted yet" and (for a patch)
     // "nobody approved these arguments yet" in one predicate, as on SQLite.
     let sql = format!(
@@ -300,27 +281,12 @@ async fn approve_in(
          RETURNING {COLUMNS}",
         json_object!("'approvals', approvals + 1, 'approver', $2::TEXT, 'required', approvals_required")
     );
-    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(&a.id)
-        .bind(&a.actor)
-        .bind(now)
-        .bind(patched.map(|p| &p.patch))
-        .bind(a.outright)
-        .bind(patched.map(|p| &p.effective))
-        .bind(patched.map(|p| &p.expected))
-        .bind(i64::from(crate::fault::on("early-quorum"))) // FAULT(early-quorum)
-        .bind(a.channel.as_str())
-        .bind(patched.map(|p| &p.details))
+    let row = a
+        .bind(sqlx::query(sqlx::AssertSqlSafe(sql)), now)
         .fetch_optional(&mut *conn)
         .await?;
     if let Some(action) = one(row)? {
-        return Ok(Approving::Won(Box::new(
-            if action.status == Status::Approved {
-                ApproveOutcome::Approved { action }
-            } else {
-                ApproveOutcome::ApprovalAdded { action }
-            },
-        )));
+        return Ok(Approving::won(action));
     }
     // Refused: explained by the row as locked, which nothing changed since.
     let counted: bool = sqlx::query_scalar(

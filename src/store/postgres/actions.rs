@@ -12,6 +12,7 @@ use sqlx::PgConnection;
 
 use super::Pg;
 use crate::store::Channel;
+use crate::store::actions::recovery::purge_statements;
 use crate::store::actions::{
     Action, Actor, AuditEntry, COLUMNS, Error, PurgeReport, Result, audit_from_row, from_row,
     record_payload,
@@ -217,62 +218,14 @@ pub(crate) async fn purge(s: &Store, pg: &Pg, before: i64) -> Result<PurgeReport
     .map_err(Error::Store)
 }
 
-async fn purge_in(conn: &mut PgConnection, before: i64, now: i64) -> Result<PurgeReport> {
-    // A settled action never changes again, so what this statement picks
-    // stays settled; a purge racing this one waits on the guard rows and
-    // then finds their actions gone.
-    sqlx::query(
-        "INSERT INTO action_purge_guard (action_id)
+// A settled action never changes again, so what the guard statement
+// picks stays settled; a purge racing this one waits on the guard rows
+// and then finds their actions gone (`ON CONFLICT DO NOTHING`).
+purge_statements!(
+    PgConnection,
+    guard: "INSERT INTO action_purge_guard (action_id)
          SELECT id FROM actions
          WHERE updated_at < $1 AND status IN ('executed','failed','rejected','expired')
          ON CONFLICT DO NOTHING",
-    )
-    .bind(before)
-    .execute(&mut *conn)
-    .await?;
-    let sql = format!(
-        "SELECT {COLUMNS} FROM actions WHERE id IN (SELECT action_id FROM action_purge_guard)"
-    );
-    let doomed: Vec<Action> = sqlx::query(sqlx::AssertSqlSafe(sql))
-        .fetch_all(&mut *conn)
-        .await?
-        .iter()
-        .map(from_row)
-        .collect::<Result<_>>()?;
-    // The delete trigger lets these through only because each id is in
-    // the guard table *and* its action is settled.
-    let audit = sqlx::query(
-        "DELETE FROM action_audit WHERE action_id IN (SELECT action_id FROM action_purge_guard)",
-    )
-    .execute(&mut *conn)
-    .await?;
-    for sql in [
-        "DELETE FROM action_approvals WHERE action_id IN (SELECT action_id FROM action_purge_guard)",
-        "DELETE FROM actions WHERE id IN (SELECT action_id FROM action_purge_guard)",
-        "DELETE FROM action_purge_guard",
-    ] {
-        sqlx::query(sql).execute(&mut *conn).await?;
-    }
-    let kept_live: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM actions WHERE created_at < $1")
-        .bind(before)
-        .fetch_one(&mut *conn)
-        .await?;
-    for a in &doomed {
-        let ev = NewEvent {
-            kind: "action.purged",
-            entity_kind: "action",
-            entity_id: &a.id,
-            actor: "purge",
-            channel: Channel::Cli,
-            project: &a.project,
-            session: &a.session,
-            payload: json!({"status": a.status, "kind": a.kind}),
-        };
-        append(conn, now, &ev).await?;
-    }
-    Ok(PurgeReport {
-        purged: doomed.into_iter().map(|a| a.id).collect(),
-        audit_rows: audit.rows_affected(),
-        kept_live,
-    })
-}
+    append: append,
+);

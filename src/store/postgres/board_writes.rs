@@ -26,8 +26,8 @@ use super::boards::{
     resolve_row, row_event, settle,
 };
 use crate::store::boards::{
-    Advance, Archived, BoardFull, BoardUpsert, Decided, Pending, Plan, Refusal, Row, RowWrite,
-    StaleRow, archived_step, mismatches, plan_rows,
+    Advance, Archived, BoardFull, BoardUpsert, Decided, INSTALL_NEXT, Pending, Plan, Refusal, Row,
+    RowWrite, advance_checked, advance_events, bind_next, mismatches, plan_rows, update_row,
 };
 use crate::store::{Channel, Error, Result, Store, new_id};
 
@@ -155,81 +155,19 @@ async fn named(conn: &mut PgConnection, up: &BoardUpsert) -> Result<Option<(Stri
     .await?)
 }
 
+/// PostgreSQL's spelling of [`update_row!`], bound by [`Plan::query`]:
+/// `=` where SQLite has `IS` (`IS` takes no value on PostgreSQL).
+const UPDATE_ROW: &str = update_row!("=");
+
 /// Write the planned rows (every refusal was decided before).
 async fn apply(conn: &mut PgConnection, now: i64, board_id: &str, plans: Vec<Plan>) -> Result<()> {
-    for plan in plans {
-        match plan {
-            Plan::Insert {
-                id,
-                label,
-                fields: f,
-                position,
-            } => {
-                sqlx::query(
-                    "INSERT INTO board_rows (id, board_id, label, status, note, next_step, owner, impact,
-                        options, context, outcome, outcome_at, action_started_at, position, created_at, updated_at)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $13, $13)",
-                )
-                .bind(&id)
-                .bind(board_id)
-                .bind(&label)
-                .bind(f.status.as_str())
-                .bind(&f.note)
-                .bind(&f.next_step)
-                .bind(f.owner.as_str())
-                .bind(&f.impact)
-                .bind(f.options_json())
-                .bind(&f.context)
-                .bind(&f.outcome)
-                .bind((!f.outcome.is_empty()).then_some(now))
-                .bind(now)
-                .bind(position)
-                .execute(&mut *conn)
-                .await?;
-            }
-            Plan::Update {
-                old_id,
-                old_revision,
-                after,
-                outcome,
-                fresh,
-            } => {
-                // Why guarded: `revision = $12` is the row's CAS, checked
-                // under the board's lock, so 0 rows here is a bug.
-                let done = sqlx::query(
-                    "UPDATE board_rows SET status = $1, note = $2, next_step = $3, owner = $4, impact = $5,
-                        options = $6, context = $7, outcome = $8,
-                        outcome_at = CASE WHEN outcome = $8 THEN outcome_at WHEN $8 = '' THEN NULL ELSE $9 END,
-                        handled_at = CASE WHEN $10 THEN NULL ELSE handled_at END,
-                        handled_by = CASE WHEN $10 THEN NULL ELSE handled_by END,
-                        handled_seen_at = CASE WHEN $10 THEN NULL ELSE handled_seen_at END,
-                        annotation = CASE WHEN $10 AND annotation_seen_at IS NOT NULL THEN NULL ELSE annotation END,
-                        annotation_kind = CASE WHEN $10 AND annotation_seen_at IS NOT NULL THEN NULL ELSE annotation_kind END,
-                        annotation_source = CASE WHEN $10 AND annotation_seen_at IS NOT NULL THEN NULL ELSE annotation_source END,
-                        annotated_by = CASE WHEN $10 AND annotation_seen_at IS NOT NULL THEN NULL ELSE annotated_by END,
-                        annotated_at = CASE WHEN $10 AND annotation_seen_at IS NOT NULL THEN NULL ELSE annotated_at END,
-                        annotation_seen_at = CASE WHEN $10 THEN NULL ELSE annotation_seen_at END,
-                        response_open = CASE WHEN annotation IS NOT NULL AND annotation_seen_at IS NULL
-                                             THEN response_open ELSE 0 END,
-                        revision = revision + 1, updated_at = $9
-                     WHERE id = $11 AND revision = $12",
-                )
-                .bind(after.status.as_str())
-                .bind(&after.note)
-                .bind(&after.next_step)
-                .bind(after.owner.as_str())
-                .bind(&after.impact)
-                .bind(after.options_json())
-                .bind(&after.context)
-                .bind(&outcome)
-                .bind(now)
-                .bind(fresh)
-                .bind(&old_id)
-                .bind(old_revision)
-                .execute(&mut *conn)
-                .await?;
-                confirm_one(done.rows_affected(), &old_id)?;
-            }
+    for plan in &plans {
+        let done = plan
+            .query(now, board_id, UPDATE_ROW)
+            .execute(&mut *conn)
+            .await?;
+        if let Plan::Update { old_id, .. } = plan {
+            confirm_one(done.rows_affected(), old_id)?;
         }
     }
     Ok(())
@@ -339,73 +277,12 @@ async fn advance_in(conn: &mut PgConnection, a: &Advance, now: i64) -> Result<De
     let row_id = decided!(resolve_row(conn, &board_id, &a.label).await?);
     let board = load_board(conn, &board_id).await?;
     let row = load_row(conn, &row_id).await?;
-    if board.board_version != a.board_version || row.revision != a.expected_revision {
-        return Ok(Err(Refusal::Stale {
-            board_version: board.board_version,
-            rows: vec![StaleRow {
-                label: row.label.clone(),
-                revision: Some(row.revision),
-            }],
-        }));
-    }
-    let outcome = a
-        .outcome
-        .as_deref()
-        .map(str::trim)
-        .filter(|o| !o.is_empty())
-        .map_or_else(|| row.outcome.clone(), str::to_owned);
-    if row.response.handled_at.is_some() && outcome.is_empty() {
-        return Ok(Err(Refusal::OutcomeRequired { label: row.label }));
-    }
-    if row.has_unread_annotation() {
-        return Ok(Err(Refusal::UnreadResponse { label: row.label }));
-    }
-    let mut history = row.history.clone();
-    history.push(archived_step(&row, &outcome, now));
-    let history = serde_json::to_string(&history)
-        .map_err(|e| Error::Corrupt(format!("cannot encode history: {e}")))?;
-    let next = &a.next;
-    // Why guarded: `revision = $10` is the row's CAS, checked under the
-    // board's lock, so this cannot lose, only confirm.
-    let done = sqlx::query(
-        "UPDATE board_rows SET status = 'blocked', note = $1, next_step = $2, owner = $3, impact = $4,
-            options = $5, context = $6, outcome = '', outcome_at = NULL,
-            annotation = NULL, annotation_kind = NULL, annotation_source = NULL,
-            annotated_by = NULL, annotated_at = NULL, annotation_seen_at = NULL,
-            handled_at = NULL, handled_by = NULL, handled_seen_at = NULL, response_open = 0,
-            history = $7, action_version = action_version + 1, action_started_at = $8,
-            revision = revision + 1, updated_at = $8
-         WHERE id = $9 AND revision = $10",
-    )
-    .bind(&next.note)
-    .bind(&next.next_step)
-    .bind(next.owner.as_str())
-    .bind(&next.impact)
-    .bind(serde_json::to_string(&next.options).unwrap_or_else(|_| "[]".into()))
-    .bind(&next.context)
-    .bind(history)
-    .bind(now)
-    .bind(&row.id)
-    .bind(row.revision)
-    .execute(&mut *conn)
-    .await?;
+    let outcome = decided!(advance_checked(&board, &row, a));
+    let done = bind_next(sqlx::query(INSTALL_NEXT), now, &row, &outcome, &a.next)?
+        .execute(&mut *conn)
+        .await?;
     confirm_one(done.rows_affected(), &row.id)?;
-    let events = vec![
-        Pending {
-            kind: "row.advanced",
-            row_id: row_id.clone(),
-            extra: json!({
-                "from_action_version": row.action_version,
-                "from_status": row.status,
-                "outcome": outcome,
-            }),
-        },
-        Pending {
-            kind: "row.blocked",
-            row_id,
-            extra: json!({"fresh": true}),
-        },
-    ];
+    let events = advance_events(&row, row_id, &outcome);
     let by = By {
         actor: &a.by,
         channel: Channel::Agent,

@@ -29,54 +29,18 @@ macro_rules! decided {
     };
 }
 use crate::store::boards::{
-    BOARD_SELECT, Board, BoardFull, Decided, PendingRow, Row, board_from, is_short_id,
-    pending_from, row_from, single,
+    BOARD_SELECT, Board, BoardFull, Decided, PendingRow, Row, board_from, board_loads,
+    board_records, delivery_stamps, pending_from,
 };
 use crate::store::events::check_depth;
-use crate::store::{Channel, Error, Result, Store};
+use crate::store::{Channel, Result, Store};
 
-/// The board `id` (resolved or written in this transaction: missing is corrupt).
-pub(super) async fn load_board(conn: &mut PgConnection, id: &str) -> Result<Board> {
-    let sql = format!("{BOARD_SELECT} WHERE b.id = $1");
-    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(id)
-        .fetch_optional(conn)
-        .await?;
-    row.as_ref()
-        .map(board_from)
-        .transpose()?
-        .ok_or_else(|| Error::Corrupt(format!("board {id} vanished")))
-}
-
-/// The rows of board `board_id` in board order.
-pub(super) async fn load_rows(conn: &mut PgConnection, board_id: &str) -> Result<Vec<Row>> {
-    let rows = sqlx::query(
-        "SELECT * FROM board_rows WHERE board_id = $1 ORDER BY position, id COLLATE \"C\"",
-    )
-    .bind(board_id)
-    .fetch_all(conn)
-    .await?;
-    rows.iter().map(row_from).collect()
-}
-
-/// The board `id` with its rows.
-pub(super) async fn load_full(conn: &mut PgConnection, id: &str) -> Result<BoardFull> {
-    let board = load_board(conn, id).await?;
-    let rows = load_rows(conn, id).await?;
-    Ok(BoardFull { board, rows })
-}
-
-/// The row `row_id` (missing: corrupt; rows are never deleted).
-pub(super) async fn load_row(conn: &mut PgConnection, row_id: &str) -> Result<Row> {
-    let row = sqlx::query("SELECT * FROM board_rows WHERE id = $1")
-        .bind(row_id)
-        .fetch_optional(conn)
-        .await?;
-    row.as_ref()
-        .map(row_from)
-        .transpose()?
-        .ok_or_else(|| Error::Corrupt(format!("row {row_id} vanished")))
-}
+board_loads!(
+    PgConnection,
+    // `COLLATE "C"`: SQLite's byte order for ids whatever the database's collation.
+    rows: "SELECT * FROM board_rows WHERE board_id = $1 ORDER BY position, id COLLATE \"C\"",
+    board_by_suffix: "SELECT id FROM boards WHERE id LIKE '%' || $1 AND ($2::TEXT IS NULL OR project = $2)",
+);
 
 /// Lock the board `id` until the transaction ends. Why: every board write
 /// bumps the board's version, so each takes this lock first and the
@@ -88,95 +52,6 @@ pub(super) async fn lock_board(conn: &mut PgConnection, id: &str) -> Result<()> 
         .execute(conn)
         .await?;
     Ok(())
-}
-
-/// Find a board as `store/boards/load.rs` does: by full id, by title in
-/// `project`, by a unique id suffix, or by a title unique across projects.
-pub(super) async fn resolve_board(
-    conn: &mut PgConnection,
-    reference: &str,
-    project: Option<&str>,
-) -> Result<Decided<String>> {
-    let reference = reference.trim();
-    if reference.is_empty() {
-        return Err(Error::Invalid(
-            "no board given: pass its id, short id or title".into(),
-        ));
-    }
-    if let Some(id) = sqlx::query_scalar::<_, String>("SELECT id FROM boards WHERE id = $1")
-        .bind(reference)
-        .fetch_optional(&mut *conn)
-        .await?
-    {
-        return Ok(Ok(id));
-    }
-    if let Some(p) = project
-        && let Some(id) = sqlx::query_scalar::<_, String>(
-            "SELECT id FROM boards WHERE project = $1 AND title = $2",
-        )
-        .bind(p)
-        .bind(reference)
-        .fetch_optional(&mut *conn)
-        .await?
-    {
-        return Ok(Ok(id));
-    }
-    let by_suffix: Vec<String> = if is_short_id(reference) {
-        sqlx::query_scalar(
-            "SELECT id FROM boards WHERE id LIKE '%' || $1 AND ($2::TEXT IS NULL OR project = $2)",
-        )
-        .bind(reference.to_ascii_lowercase())
-        .bind(project)
-        .fetch_all(&mut *conn)
-        .await?
-    } else {
-        Vec::new()
-    };
-    let found = if by_suffix.is_empty() && project.is_none() {
-        sqlx::query_scalar("SELECT id FROM boards WHERE title = $1")
-            .bind(reference)
-            .fetch_all(&mut *conn)
-            .await?
-    } else {
-        by_suffix
-    };
-    let missing = match project {
-        Some(p) => format!("board `{reference}` in project `{p}`"),
-        None => format!("board `{reference}`"),
-    };
-    single(found, missing, |n| {
-        format!("`{reference}` matches {n} boards: use the full id, or the title with --project")
-    })
-}
-
-/// Find a row of `board_id` by label, else by full id or unique id suffix.
-pub(super) async fn resolve_row(
-    conn: &mut PgConnection,
-    board_id: &str,
-    reference: &str,
-) -> Result<Decided<String>> {
-    if let Some(id) = sqlx::query_scalar::<_, String>(
-        "SELECT id FROM board_rows WHERE board_id = $1 AND label = $2",
-    )
-    .bind(board_id)
-    .bind(reference)
-    .fetch_optional(&mut *conn)
-    .await?
-    {
-        return Ok(Ok(id));
-    }
-    let found: Vec<String> = if is_short_id(reference) {
-        sqlx::query_scalar("SELECT id FROM board_rows WHERE board_id = $1 AND id LIKE '%' || $2")
-            .bind(board_id)
-            .bind(reference.to_ascii_lowercase())
-            .fetch_all(&mut *conn)
-            .await?
-    } else {
-        Vec::new()
-    };
-    single(found, format!("row `{reference}`"), |n| {
-        format!("`{reference}` matches {n} rows: use the label or the full id")
-    })
 }
 
 /// Resolve the board named and lock it (see [`lock_board`]).
@@ -310,19 +185,7 @@ pub(crate) fn g17(x: f64) -> String {
     format!("{int}.{frac}")
 }
 
-/// Bump the board's version (the write was decided) and read it back.
-pub(super) async fn bump_version(
-    conn: &mut PgConnection,
-    now: i64,
-    board_id: &str,
-) -> Result<Board> {
-    sqlx::query("UPDATE boards SET revision = revision + 1, updated_at = $1 WHERE id = $2")
-        .bind(now)
-        .bind(board_id)
-        .execute(&mut *conn)
-        .await?;
-    load_board(conn, board_id).await
-}
+board_records!(PgConnection);
 
 /// After an agent's write: auto-archive at 100 % or reactivate, as
 /// `store/boards/record.rs` does, with its event.
@@ -332,33 +195,7 @@ pub(super) async fn settle(
     board: Board,
     by: By<'_>,
 ) -> Result<()> {
-    let complete = board.progress.complete();
-    let kind = if complete && board.archived_at.is_none() {
-        // Why guarded: not while a person's response on a row is open.
-        let archived = sqlx::query(
-            "UPDATE boards SET archived_at = $1, auto_archived = 1
-             WHERE id = $2 AND archived_at IS NULL AND NOT EXISTS (
-                 SELECT 1 FROM board_rows r WHERE r.board_id = boards.id AND r.response_open = 1
-                   AND (r.annotation IS NOT NULL OR r.handled_at IS NOT NULL))",
-        )
-        .bind(now)
-        .bind(&board.id)
-        .execute(&mut *conn)
-        .await?;
-        if archived.rows_affected() == 0 {
-            return Ok(());
-        }
-        "board.archived"
-    } else if !complete && board.archived_at.is_some() {
-        sqlx::query(
-            "UPDATE boards SET archived_at = NULL, auto_archived = 0
-             WHERE id = $1 AND archived_at IS NOT NULL",
-        )
-        .bind(&board.id)
-        .execute(&mut *conn)
-        .await?;
-        "board.reactivated"
-    } else {
+    let Some(kind) = settle_move(conn, now, &board).await? else {
         return Ok(());
     };
     let progress = board.progress.percent.map_or("null".to_string(), g17);
@@ -434,7 +271,7 @@ pub(crate) async fn mark_delivered(
             let mut current = Vec::with_capacity(rows.len());
             let mut stamped = Vec::new();
             for p in rows {
-                let (ok, marked) = stamp(conn, now, &p.row).await?;
+                let (ok, marked) = stamp_delivered(conn, now, &p.row).await?;
                 if !marked.is_empty() {
                     stamped.push((p, marked));
                 }
@@ -468,43 +305,15 @@ pub(crate) async fn mark_delivered(
     .await
 }
 
-/// One row's delivery stamps (see `store/boards/read.rs`).
-async fn stamp(conn: &mut PgConnection, now: i64, r: &Row) -> Result<(bool, Vec<&'static str>)> {
-    let mut ok = true;
-    let mut marked = Vec::new();
-    if r.response.annotation.is_some() && r.response.annotation_seen_at.is_none() {
-        // Why guarded: stamp only the exact annotation read.
-        let n = sqlx::query(
-            "UPDATE board_rows SET annotation_seen_at = $1
-             WHERE id = $2 AND annotation_seen_at IS NULL
-               AND annotation IS NOT DISTINCT FROM $3 AND annotated_at IS NOT DISTINCT FROM $4",
-        )
-        .bind(now)
-        .bind(&r.id)
-        .bind(&r.response.annotation)
-        .bind(r.response.annotated_at)
-        .execute(&mut *conn)
-        .await?
-        .rows_affected();
-        ok &= n == 1;
-        marked.extend((n == 1).then_some("annotation"));
-    }
-    if r.response.handled_at.is_some() && r.handled_seen_at.is_none() {
-        let n = sqlx::query(
-            "UPDATE board_rows SET handled_seen_at = $1
-             WHERE id = $2 AND handled_seen_at IS NULL AND handled_at IS NOT DISTINCT FROM $3",
-        )
-        .bind(now)
-        .bind(&r.id)
-        .bind(r.response.handled_at)
-        .execute(&mut *conn)
-        .await?
-        .rows_affected();
-        ok &= n == 1;
-        marked.extend((n == 1).then_some("handled"));
-    }
-    Ok((ok, marked))
-}
+// One row's delivery stamps (see `store/boards/read.rs`).
+delivery_stamps!(
+    PgConnection,
+    annotation: "UPDATE board_rows SET annotation_seen_at = $1
+         WHERE id = $2 AND annotation_seen_at IS NULL
+           AND annotation IS NOT DISTINCT FROM $3 AND annotated_at IS NOT DISTINCT FROM $4",
+    handled: "UPDATE board_rows SET handled_seen_at = $1
+         WHERE id = $2 AND handled_seen_at IS NULL AND handled_at IS NOT DISTINCT FROM $3",
+);
 
 /// The board id and label of the row `id`.
 pub(crate) async fn row_locator(pg: &Pg, id: &str) -> Result<Option<(String, String)>> {

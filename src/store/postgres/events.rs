@@ -7,7 +7,9 @@
 //! is too, and a follower that moves its cursor past what it read never
 //! skips a row that commits later. Nothing here writes.
 
-use crate::store::events::{Event, EventPage, fits, from_row};
+use sqlx::PgConnection;
+
+use crate::store::events::{Event, EventPage, fits, from_row, tail_reads};
 use crate::store::{Error, Result};
 
 use super::Pg;
@@ -47,36 +49,16 @@ pub(crate) async fn tail(pg: &Pg, n: i64) -> Result<EventPage> {
     sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
         .execute(&mut *tx)
         .await?;
-    let newest: Option<i64> = sqlx::query_scalar("SELECT MAX(seq) FROM events")
-        .fetch_one(&mut *tx)
-        .await?;
-    let newest = newest.unwrap_or(0);
-    let sizes: Vec<(i64, i64)> = sqlx::query_as(
-        "SELECT seq, octet_length(payload)::BIGINT FROM events WHERE seq <= $1
-         ORDER BY seq DESC LIMIT $2",
-    )
-    .bind(newest)
-    .bind(n.max(0))
-    .fetch_all(&mut *tx)
-    .await?;
-    let events = match fits(sizes) {
-        None => Vec::new(),
-        Some(first) => {
-            let rows =
-                sqlx::query("SELECT * FROM events WHERE seq >= $1 AND seq <= $2 ORDER BY seq")
-                    .bind(first)
-                    .bind(newest)
-                    .fetch_all(&mut *tx)
-                    .await?;
-            rows.iter().map(from_row).collect::<Result<Vec<_>>>()?
-        }
-    };
+    let page = tail_in(&mut tx, n).await?;
     tx.commit().await?;
-    Ok(EventPage {
-        events,
-        next_after: newest,
-    })
+    Ok(page)
 }
+
+tail_reads!(
+    PgConnection,
+    sizes: "SELECT seq, octet_length(payload)::BIGINT FROM events WHERE seq <= $1
+         ORDER BY seq DESC LIMIT $2",
+);
 
 /// Events about one entity, oldest first.
 pub(crate) async fn of_entity(pg: &Pg, entity_kind: &str, entity_id: &str) -> Result<Vec<Event>> {

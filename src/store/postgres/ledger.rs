@@ -10,7 +10,9 @@
 use sqlx::PgConnection;
 
 use super::Pg;
-use crate::store::sessions::ledger::{Call, Outcome, begin_differs, entry_from, registered};
+use crate::store::sessions::ledger::{
+    Call, Outcome, begin_differs, complete_refused, entry_from, registered,
+};
 use crate::store::sessions::{Begin, Complete, LedgerEntry};
 use crate::store::{Result, Store};
 
@@ -113,18 +115,7 @@ pub(crate) async fn complete(s: &Store, pg: &Pg, o: std::sync::Arc<Outcome>) -> 
                     .bind(existing.seq)
                     .fetch_one(&mut *conn)
                     .await?;
-            let mut differs = Vec::new();
-            if existing.status != o.status {
-                differs.push("status".to_string());
-            }
-            if stored_hash.as_deref() != Some(o.hash.as_str()) {
-                differs.push("result".to_string());
-            }
-            Ok(if differs.is_empty() {
-                Complete::Existing { entry: existing }
-            } else {
-                Complete::Conflict { existing, differs }
-            })
+            Ok(complete_refused(existing, stored_hash.as_deref(), &o))
         })
     })
     .await

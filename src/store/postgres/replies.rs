@@ -11,26 +11,10 @@ use sqlx::PgConnection;
 use super::Pg;
 use super::questions::{explain_closed, lock_on};
 use crate::store::questions::{
-    Channel, NewReply, Outcome, Question, Refusal, ReplyKind, Status, from_row,
+    Channel, NewReply, Outcome, Question, Refusal, Status, Submitted, actor_of, bind_mark,
+    explain_open, from_row, picked_up_or_empty,
 };
 use crate::store::{Result, Store};
-
-/// One reply to write, owned for the retries.
-#[derive(Debug)]
-struct Submitted {
-    id: String,
-    r: NewReply,
-    source: Channel,
-}
-
-/// Who a reply's event names: the person, else the door.
-fn actor_of(r: &NewReply, channel: Channel) -> &str {
-    if r.by.is_empty() {
-        channel.as_str()
-    } else {
-        &r.by
-    }
-}
 
 /// The `question.answered` event and its history row, in the reply
 /// UPDATE's `t_*` columns: `$1` text, `$2` context, `$3` kind, `$4`
@@ -125,10 +109,9 @@ async fn clear_once(
     one: &Submitted,
     now: i64,
 ) -> Result<Option<Question>> {
-    let r = &one.r;
     // Why `reply_seen_at IS NULL`: a reply the agent already picked up
     // cannot be taken back by clearing; only an unpicked one can.
-    let row = sqlx::query(
+    let query = sqlx::query(
         "UPDATE questions SET reply = NULL, reply_context = NULL, reply_kind = NULL,
              reply_source = NULL, replied_by = NULL, replied_at = NULL,
              reply_seen_at = NULL, reply_seq = reply_seq + 1, updated_at = $1,
@@ -139,14 +122,8 @@ async fn clear_once(
          WHERE id = $2 AND status = 'open' AND reply IS NOT NULL AND reply_seen_at IS NULL
            AND ($3::BIGINT IS NULL OR revision = $3)
          RETURNING *",
-    )
-    .bind(now)
-    .bind(&one.id)
-    .bind(r.expected_revision)
-    .bind(&r.by)
-    .bind(actor_of(r, Channel::Inbox))
-    .fetch_optional(conn)
-    .await?;
+    );
+    let row = one.bind_clear(query, now).fetch_optional(conn).await?;
     row.as_ref().map(from_row).transpose()
 }
 
@@ -192,9 +169,6 @@ async fn conditional_once(
     one: &Submitted,
     now: i64,
 ) -> Result<Option<Question>> {
-    let (r, source) = (&one.r, one.source);
-    let born_seen = source == Channel::Agent;
-    let clarify_chat = source == Channel::Chat && r.kind == ReplyKind::Clarify;
     // Why this predicate: a reply nobody has picked up yet (above all an
     // Inbox one) is never overwritten from chat or by the agent; a chat
     // `clarify` may correct an unclaimed *chat* reply, never an Inbox one.
@@ -210,18 +184,8 @@ async fn conditional_once(
          RETURNING *",
         answered("$11")
     );
-    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(r.text.trim())
-        .bind(r.context.as_deref())
-        .bind(r.kind.as_str())
-        .bind(source.as_str())
-        .bind(&r.by)
-        .bind(now)
-        .bind(born_seen)
-        .bind(&one.id)
-        .bind(r.expected_revision)
-        .bind(clarify_chat)
-        .bind(actor_of(r, source))
+    let row = one
+        .bind_conditional(sqlx::query(sqlx::AssertSqlSafe(sql)), now)
         .fetch_optional(conn)
         .await?;
     row.as_ref().map(from_row).transpose()
@@ -281,7 +245,7 @@ async fn mark_in(
 ) -> Result<bool> {
     // Why `reply_seq = $3`: mark only the reply that was read; a re-reply
     // since (even in the same millisecond) moved the counter.
-    let done = sqlx::query(
+    let query = sqlx::query(
         "UPDATE questions SET reply_seen_at = $1,
              t_seq = t_seq + 1, t_at = $1, t_event = 'question.picked_up', t_history = NULL,
              t_by = $4, t_actor = $5, t_channel = 'agent',
@@ -290,15 +254,11 @@ async fn mark_in(
                  '{}', '{}')
          WHERE id = $2 AND status = 'open' AND reply IS NOT NULL
            AND reply_seen_at IS NULL AND reply_seq = $3",
-    )
-    .bind(now)
-    .bind(id)
-    .bind(reply_seq)
-    .bind(by)
-    .bind(if by.is_empty() { "agent" } else { by })
-    .execute(conn)
-    .await?
-    .rows_affected();
+    );
+    let done = bind_mark(query, now, id, reply_seq, by)
+        .execute(conn)
+        .await?
+        .rows_affected();
     Ok(done == 1)
 }
 
@@ -352,31 +312,5 @@ fn explain(q: Option<&Question>, expected_revision: Option<i64>) -> Refusal {
     if q.status != Status::Open {
         return explain_closed(Some(q));
     }
-    if let Some(rev) = expected_revision
-        && rev != q.revision
-    {
-        return Refusal::Stale {
-            current_revision: q.revision,
-        };
-    }
-    match &q.reply {
-        Some(r) if r.seen_at.is_none() => Refusal::UnreadAnswer {
-            reply: r.text.clone(),
-            kind: r.kind,
-            source: r.source,
-            by: r.by.clone(),
-        },
-        _ => Refusal::Empty,
-    }
-}
-
-/// A blank reply that found nothing to clear: the agent already has the
-/// standing reply, or there is none.
-fn picked_up_or_empty(q: Option<&Question>) -> Refusal {
-    match q.and_then(|q| q.reply.as_ref()) {
-        Some(reply) => Refusal::AlreadyPickedUp {
-            reply: reply.text.clone(),
-        },
-        None => Refusal::Empty,
-    }
+    explain_open(q, expected_revision)
 }

@@ -18,8 +18,10 @@ use std::sync::Arc;
 use sqlx::PgConnection;
 
 use super::Pg;
-use crate::store::sessions::{Checkpointed, Ended, Session, WakeRecorded, session_from};
-use crate::store::{Error, Event, Result, Store, events};
+use crate::store::sessions::{
+    Checkpointed, Ended, Session, WakeRecorded, session_from, wait_reads,
+};
+use crate::store::{Error, Event, Result, Store};
 
 /// One event to append, every column as text but `at`.
 pub(super) struct Append<'a> {
@@ -300,30 +302,10 @@ pub(crate) async fn event_mark(pg: &Pg, id: &str) -> Result<i64> {
 /// The wait cursor and the decision and wake events after it.
 pub(crate) async fn unclaimed(pg: &Pg, id: &str) -> Result<(i64, Vec<Event>)> {
     let mut conn = pg.pool().acquire().await?;
-    let cursor: i64 = sqlx::query_scalar(
-        "SELECT COALESCE((SELECT last_wait_seq FROM agent_sessions WHERE session_id = $1), 0)",
-    )
-    .bind(id)
-    .fetch_one(&mut *conn)
-    .await?;
-    // Why reading after the cursor is safe: seqs become visible in commit
-    // order (see `events.rs`), so no lower one can appear later.
-    let rows = sqlx::query(
-        "SELECT * FROM events WHERE session = $1 AND seq > $2
-           AND type IN ('session.wake', 'action.approved', 'action.rejected', 'action.expired',
-                        'action.executed', 'action.failed', 'action.unknown')
-         ORDER BY seq",
-    )
-    .bind(id)
-    .bind(cursor)
-    .fetch_all(&mut *conn)
-    .await?;
-    let evs = rows
-        .iter()
-        .map(events::from_row)
-        .collect::<Result<Vec<_>>>()?;
-    Ok((cursor, evs))
+    unclaimed_on(&mut conn, id).await
 }
+
+wait_reads!(PgConnection);
 
 /// Move the wait cursor from `from` to `to` (a bare row when the session
 /// never registered), appending `session.picked_up`; false when another

@@ -27,6 +27,7 @@ use super::write::explain_closed;
 use super::{
     Channel, Delivery, NewReply, Outcome, Question, Refusal, ReplyKind, Status, from_row, validate,
 };
+use crate::store::binds::{Query, binder};
 use crate::store::postgres::replies as pg;
 use crate::store::writer::Turn;
 use crate::store::{Engine, Result, Store};
@@ -41,7 +42,7 @@ const ANSWERED: &str = "t_seq = t_seq + 1, t_at = ?6, t_event = 'question.answer
                              'revision', revision, 'source', ?4, 'text', ?1)";
 
 /// Who a reply's event names: the person, else the door.
-fn actor_of(r: &NewReply, channel: Channel) -> &str {
+pub(crate) fn actor_of(r: &NewReply, channel: Channel) -> &str {
     if r.by.is_empty() {
         channel.as_str()
     } else {
@@ -49,11 +50,114 @@ fn actor_of(r: &NewReply, channel: Channel) -> &str {
     }
 }
 
-/// One reply to write, owned for the write queue.
-struct Reply {
-    id: String,
-    r: NewReply,
-    source: Channel,
+/// One reply to write, owned for the write queue (SQLite) or the
+/// retries (PostgreSQL).
+#[derive(Debug)]
+pub(crate) struct Submitted {
+    pub(crate) id: String,
+    pub(crate) r: NewReply,
+    pub(crate) source: Channel,
+}
+
+impl Submitted {
+    binder! {
+        /// Bind a chat or agent reply's guarded UPDATE, the same numbering on
+        /// both engines: `1` text, `2` context, `3` kind, `4` source, `5` by,
+        /// `6` now, `7` born seen (the agent's own), `8` id, `9` the expected
+        /// revision, `10` a chat clarify, `11` the actor.
+        pub(crate) fn bind_conditional<'q, DB>(
+            &self,
+            query: Query<'q, DB>,
+            now: i64,
+        ) -> Query<'q, DB> {
+            let (r, source) = (&self.r, self.source);
+            let born_seen = source == Channel::Agent;
+            let clarify_chat = source == Channel::Chat && r.kind == ReplyKind::Clarify;
+            query
+                .bind(r.text.trim())
+                .bind(r.context.as_deref())
+                .bind(r.kind.as_str())
+                .bind(source.as_str())
+                .bind(r.by.as_str())
+                .bind(now)
+                .bind(born_seen)
+                .bind(self.id.as_str())
+                .bind(r.expected_revision)
+                .bind(clarify_chat)
+                .bind(actor_of(r, source))
+        }
+    }
+
+    binder! {
+        /// Bind a blank Inbox reply's guarded clear, the same numbering on
+        /// both engines: `1` now, `2` id, `3` the expected revision, `4` by,
+        /// `5` the actor.
+        pub(crate) fn bind_clear<'q, DB>(
+            &self,
+            query: Query<'q, DB>,
+            now: i64,
+        ) -> Query<'q, DB> {
+            let r = &self.r;
+            query
+                .bind(now)
+                .bind(self.id.as_str())
+                .bind(r.expected_revision)
+                .bind(r.by.as_str())
+                .bind(actor_of(r, Channel::Inbox))
+        }
+    }
+}
+
+binder! {
+    /// Bind the pickup mark of reply `reply_seq` of question `id` by `by`, the
+    /// same numbering on both engines: `1` now, `2` id, `3` the reply's
+    /// number, `4` by, `5` the actor.
+    pub(crate) fn bind_mark<'q, DB>(
+        query: Query<'q, DB>,
+        now: i64,
+        id: &str,
+        reply_seq: i64,
+        by: &str,
+    ) -> Query<'q, DB> {
+        query
+            .bind(now)
+            .bind(id)
+            .bind(reply_seq)
+            .bind(by)
+            .bind(if by.is_empty() { "agent" } else { by })
+    }
+}
+
+/// Why a reply to the open question `q` was refused: stale, or an
+/// unclaimed reply in the way (`Empty` if neither: the caller refines it).
+pub(crate) fn explain_open(q: &Question, expected_revision: Option<i64>) -> Refusal {
+    if let Some(rev) = expected_revision
+        && rev != q.revision
+    {
+        return Refusal::Stale {
+            current_revision: q.revision,
+        };
+    }
+    match &q.reply {
+        Some(r) if r.seen_at.is_none() => Refusal::UnreadAnswer {
+            reply: r.text.clone(),
+            kind: r.kind,
+            source: r.source,
+            by: r.by.clone(),
+        },
+        _ => Refusal::Empty,
+    }
+}
+
+/// A write that found nothing to clear or was refused by a card's answer:
+/// the agent already has the standing reply of `q`, or there is none.
+pub(crate) fn picked_up_or_empty(q: Option<&Question>) -> Refusal {
+    match q.and_then(|q| q.reply.as_ref()) {
+        Some(reply) => Refusal::AlreadyPickedUp {
+            reply: reply.text.clone(),
+        },
+        None => Refusal::Empty,
+    }
 }
 
 /// A blank reply is allowed only as a decline without a reason.
@@ -75,7 +179,7 @@ impl Store {
         if let Engine::Postgres(p) = self.engine() {
             return pg::inbox(self, p, id, r, blank).await;
         }
-        let one = Arc::new(Reply {
+        let one = Arc::new(Submitted {
             id: id.to_string(),
             r: r.clone(),
             source: Channel::Inbox,
@@ -130,7 +234,7 @@ impl Store {
         if let Engine::Postgres(p) = self.engine() {
             return pg::conditional(self, p, id, r, source).await;
         }
-        let one = Arc::new(Reply {
+        let one = Arc::new(Submitted {
             id: id.to_string(),
             r: r.clone(),
             source,
@@ -250,7 +354,7 @@ impl Store {
 }
 
 /// The Inbox reply: unconditional on the reply columns while open.
-async fn reply_inbox_in(turn: &mut Turn, one: &Reply, now: i64) -> Result<Outcome<Question>> {
+async fn reply_inbox_in(turn: &mut Turn, one: &Submitted, now: i64) -> Result<Outcome<Question>> {
     if let Some(row) = reply_inbox_once(turn.conn(), one, now).await? {
         return Ok(Ok(from_row(&row)?));
     }
@@ -263,10 +367,7 @@ async fn reply_inbox_in(turn: &mut Turn, one: &Reply, now: i64) -> Result<Outcom
     // A card answered and already picked up (its hook is closing it).
     Ok(Err(
         match explain(conn, &one.id, one.r.expected_revision).await? {
-            Refusal::Empty => match get_on(conn, &one.id).await?.and_then(|q| q.reply) {
-                Some(reply) => Refusal::AlreadyPickedUp { reply: reply.text },
-                None => Refusal::Empty,
-            },
+            Refusal::Empty => picked_up_or_empty(get_on(conn, &one.id).await?.as_ref()),
             other => other,
         },
     ))
@@ -275,7 +376,7 @@ async fn reply_inbox_in(turn: &mut Turn, one: &Reply, now: i64) -> Result<Outcom
 /// The Inbox reply's guarded statement: the row when it won.
 async fn reply_inbox_once(
     conn: &mut SqliteConnection,
-    one: &Reply,
+    one: &Submitted,
     now: i64,
 ) -> Result<Option<sqlx::sqlite::SqliteRow>> {
     let r = &one.r;
@@ -310,7 +411,7 @@ async fn reply_inbox_once(
 }
 
 /// A blank Inbox reply: clears a reply nobody picked up.
-async fn clear_in(turn: &mut Turn, one: &Reply, now: i64) -> Result<Outcome<Question>> {
+async fn clear_in(turn: &mut Turn, one: &Submitted, now: i64) -> Result<Outcome<Question>> {
     if let Some(row) = clear_once(turn.conn(), one, now).await? {
         return Ok(Ok(from_row(&row)?));
     }
@@ -324,10 +425,7 @@ async fn clear_in(turn: &mut Turn, one: &Reply, now: i64) -> Result<Outcome<Ques
     let conn = turn.conn();
     let refusal = match explain(conn, &one.id, one.r.expected_revision).await? {
         Refusal::Empty | Refusal::UnreadAnswer { .. } => {
-            match get_on(conn, &one.id).await?.and_then(|q| q.reply) {
-                Some(reply) => Refusal::AlreadyPickedUp { reply: reply.text },
-                None => Refusal::Empty,
-            }
+            picked_up_or_empty(get_on(conn, &one.id).await?.as_ref())
         }
         other => other,
     };
@@ -337,14 +435,15 @@ async fn clear_in(turn: &mut Turn, one: &Reply, now: i64) -> Result<Outcome<Ques
 /// The clear's guarded statement: the row when it won.
 async fn clear_once(
     conn: &mut SqliteConnection,
-    one: &Reply,
+    one: &Submitted,
     now: i64,
 ) -> Result<Option<sqlx::sqlite::SqliteRow>> {
-    let r = &one.r;
     // Why `reply_seen_at IS NULL`: a reply the agent already picked up
     // cannot be taken back by clearing; only an unpicked one can.
-    let row = sqlx::query(
-        "UPDATE questions SET reply = NULL, reply_context = NULL, reply_kind = NULL,
+    let row = one
+        .bind_clear(
+            sqlx::query(
+                "UPDATE questions SET reply = NULL, reply_context = NULL, reply_kind = NULL,
              reply_source = NULL, replied_by = NULL, replied_at = NULL,
              reply_seen_at = NULL, reply_seq = reply_seq + 1, updated_at = ?1,
              t_seq = t_seq + 1, t_at = ?1, t_event = 'question.reply_cleared',
@@ -353,19 +452,20 @@ async fn clear_once(
          WHERE id = ?2 AND status = 'open' AND reply IS NOT NULL AND reply_seen_at IS NULL
            AND (?3 IS NULL OR revision = ?3)
          RETURNING *",
-    )
-    .bind(now)
-    .bind(&one.id)
-    .bind(r.expected_revision)
-    .bind(&r.by)
-    .bind(actor_of(r, Channel::Inbox))
-    .fetch_optional(conn)
-    .await?;
+            ),
+            now,
+        )
+        .fetch_optional(conn)
+        .await?;
     Ok(row)
 }
 
 /// A chat or agent reply: only while no unclaimed reply waits.
-async fn conditional_in(turn: &mut Turn, one: Arc<Reply>, now: i64) -> Result<Outcome<Question>> {
+async fn conditional_in(
+    turn: &mut Turn,
+    one: Arc<Submitted>,
+    now: i64,
+) -> Result<Outcome<Question>> {
     if let Some(row) = conditional_once(turn.conn(), &one, now).await? {
         return Ok(Ok(from_row(&row)?));
     }
@@ -391,12 +491,9 @@ async fn conditional_in(turn: &mut Turn, one: Arc<Reply>, now: i64) -> Result<Ou
 /// A chat or agent reply's guarded statement: the row when it won.
 async fn conditional_once(
     conn: &mut SqliteConnection,
-    one: &Reply,
+    one: &Submitted,
     now: i64,
 ) -> Result<Option<sqlx::sqlite::SqliteRow>> {
-    let (r, source) = (&one.r, one.source);
-    let born_seen = source == Channel::Agent;
-    let clarify_chat = source == Channel::Chat && r.kind == ReplyKind::Clarify;
     // Why this predicate: a reply nobody has picked up yet (above all an
     // Inbox one) must never be overwritten from chat or by the agent —
     // the engine decides, so of N racing writers exactly one wins. A chat
@@ -411,18 +508,8 @@ async fn conditional_once(
                 OR (?10 AND reply_source = 'chat'))
          RETURNING *"
     );
-    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(r.text.trim())
-        .bind(r.context.as_deref())
-        .bind(r.kind.as_str())
-        .bind(source.as_str())
-        .bind(&r.by)
-        .bind(now)
-        .bind(born_seen)
-        .bind(&one.id)
-        .bind(r.expected_revision)
-        .bind(clarify_chat)
-        .bind(actor_of(r, source))
+    let row = one
+        .bind_conditional(sqlx::query(sqlx::AssertSqlSafe(sql)), now)
         .fetch_optional(conn)
         .await?;
     Ok(row)
@@ -441,22 +528,18 @@ async fn mark_in(
     // re-replied between read and mark — even within the same
     // millisecond — the counter moved, the mark fails and the newer
     // reply stays queued.
-    let done = sqlx::query(
+    let query = sqlx::query(
         "UPDATE questions SET reply_seen_at = ?1,
              t_seq = t_seq + 1, t_at = ?1, t_event = 'question.picked_up', t_history = NULL,
              t_by = ?4, t_actor = ?5, t_channel = 'agent',
              t_payload = json_object('kind', reply_kind, 'reply_seq', reply_seq, 'source', reply_source)
          WHERE id = ?2 AND status = 'open' AND reply IS NOT NULL
            AND reply_seen_at IS NULL AND reply_seq = ?3",
-    )
-    .bind(now)
-    .bind(id)
-    .bind(reply_seq)
-    .bind(by)
-    .bind(if by.is_empty() { "agent" } else { by })
-    .execute(conn)
-    .await?
-    .rows_affected();
+    );
+    let done = bind_mark(query, now, id, reply_seq, by)
+        .execute(conn)
+        .await?
+        .rows_affected();
     Ok(done == 1)
 }
 
@@ -473,20 +556,5 @@ async fn explain(
     if q.status != Status::Open {
         return explain_closed(conn, id).await;
     }
-    if let Some(rev) = expected_revision
-        && rev != q.revision
-    {
-        return Ok(Refusal::Stale {
-            current_revision: q.revision,
-        });
-    }
-    Ok(match q.reply {
-        Some(r) if r.seen_at.is_none() => Refusal::UnreadAnswer {
-            reply: r.text,
-            kind: r.kind,
-            source: r.source,
-            by: r.by,
-        },
-        _ => Refusal::Empty,
-    })
+    Ok(explain_open(&q, expected_revision))
 }

@@ -344,18 +344,29 @@ async fn complete_in(turn: &mut Turn, o: Arc<Outcome>, now: i64) -> Result<Compl
             .bind(existing.seq)
             .fetch_one(turn.conn())
             .await?;
+    Ok(complete_refused(existing, stored_hash.as_deref(), &o))
+}
+
+/// A completion that found an outcome already stored (`existing`, whose
+/// result hash is `stored_hash`): the same outcome again, or a conflict
+/// naming what differs. Shared by both engines.
+pub(crate) fn complete_refused(
+    existing: LedgerEntry,
+    stored_hash: Option<&str>,
+    o: &Outcome,
+) -> Complete {
     let mut differs = Vec::new();
     if existing.status != o.status {
         differs.push("status".to_string());
     }
-    if stored_hash.as_deref() != Some(o.hash.as_str()) {
+    if stored_hash != Some(o.hash.as_str()) {
         differs.push("result".to_string());
     }
-    Ok(if differs.is_empty() {
+    if differs.is_empty() {
         Complete::Existing { entry: existing }
     } else {
         Complete::Conflict { existing, differs }
-    })
+    }
 }
 
 impl Store {

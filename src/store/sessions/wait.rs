@@ -18,7 +18,7 @@ use crate::store::boards::PendingRow;
 use crate::store::postgres::sessions as pg;
 use crate::store::questions::Question;
 use crate::store::writer::one_call;
-use crate::store::{Engine, Event, Result, Store, events};
+use crate::store::{Engine, Event, Result, Store};
 
 /// Action events that tell the proposing session its action was decided or
 /// finished.
@@ -104,27 +104,7 @@ impl Store {
             return pg::unclaimed(p, session_id).await;
         }
         let mut conn = self.pool()?.acquire().await?;
-        let cursor: i64 = sqlx::query_scalar(
-            "SELECT COALESCE((SELECT last_wait_seq FROM agent_sessions WHERE session_id = ?), 0)",
-        )
-        .bind(session_id)
-        .fetch_one(&mut *conn)
-        .await?;
-        let rows = sqlx::query(
-            "SELECT * FROM events WHERE session = ?1 AND seq > ?2
-               AND type IN ('session.wake', 'action.approved', 'action.rejected', 'action.expired',
-                            'action.executed', 'action.failed', 'action.unknown')
-             ORDER BY seq",
-        )
-        .bind(session_id)
-        .bind(cursor)
-        .fetch_all(&mut *conn)
-        .await?;
-        let evs = rows
-            .iter()
-            .map(events::from_row)
-            .collect::<Result<Vec<_>>>()?;
-        Ok((cursor, evs))
+        unclaimed_on(&mut conn, session_id).await
     }
 
     /// Move the session's wait cursor from `from` to `to` (creating a bare
@@ -215,3 +195,44 @@ impl Store {
         Ok(out)
     }
 }
+
+/// The read of [`Store::unclaimed_events`], defined as `unclaimed_on(conn,
+/// session_id)` on `$conn` (one engine's connection type) in the module
+/// that invokes it. Why a macro: the two connection types differ, the
+/// statements (`$N` placeholders, which SQLite takes too) and the Rust do
+/// not. Why reading after the cursor is safe on PostgreSQL too: seqs
+/// become visible in commit order (see `postgres/events.rs`), so no lower
+/// one can appear later.
+macro_rules! wait_reads {
+    ($conn:ty) => {
+        async fn unclaimed_on(
+            conn: &mut $conn,
+            session_id: &str,
+        ) -> $crate::store::Result<(i64, Vec<$crate::store::Event>)> {
+            let cursor: i64 = sqlx::query_scalar(
+                "SELECT COALESCE((SELECT last_wait_seq FROM agent_sessions WHERE session_id = $1), 0)",
+            )
+            .bind(session_id)
+            .fetch_one(&mut *conn)
+            .await?;
+            let rows = sqlx::query(
+                "SELECT * FROM events WHERE session = $1 AND seq > $2
+                   AND type IN ('session.wake', 'action.approved', 'action.rejected', 'action.expired',
+                                'action.executed', 'action.failed', 'action.unknown')
+                 ORDER BY seq",
+            )
+            .bind(session_id)
+            .bind(cursor)
+            .fetch_all(&mut *conn)
+            .await?;
+            let evs = rows
+                .iter()
+                .map($crate::store::events::from_row)
+                .collect::<$crate::store::Result<Vec<_>>>()?;
+            Ok((cursor, evs))
+        }
+    };
+}
+pub(crate) use wait_reads;
+
+wait_reads!(sqlx::SqliteConnection);
