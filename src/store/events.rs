@@ -117,22 +117,35 @@ pub(crate) fn check_depth(payload: &Value) -> Result<()> {
 
 pub(crate) async fn append(conn: &mut SqliteConnection, at: i64, ev: &NewEvent<'_>) -> Result<i64> {
     check_depth(&ev.payload)?;
-    let seq: i64 = sqlx::query_scalar(
-        "INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
-    )
-    .bind(at)
-    .bind(ev.kind)
-    .bind(ev.entity_kind)
-    .bind(ev.entity_id)
-    .bind(ev.actor)
-    .bind(ev.channel.as_str())
-    .bind(ev.project)
-    .bind(ev.session)
-    .bind(ev.payload.to_string())
-    .fetch_one(conn)
-    .await?;
-    Ok(seq)
+    let row = bind_append(sqlx::query(APPEND), at, ev)
+        .fetch_one(conn)
+        .await?;
+    Ok(row.try_get(0)?)
+}
+
+/// Append one event, returning its seq: the same statement on both
+/// engines (PostgreSQL's is `postgres::chat::append`).
+pub(crate) const APPEND: &str =
+    "INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING seq";
+
+crate::store::binds::binder! {
+    /// Bind [`APPEND`] for `ev`, written at `at`.
+    pub(crate) fn bind_append<'q, DB>(
+        q: crate::store::binds::Query<'q, DB>,
+        at: i64,
+        ev: &NewEvent<'q>,
+    ) -> crate::store::binds::Query<'q, DB> {
+        q.bind(at)
+            .bind(ev.kind)
+            .bind(ev.entity_kind)
+            .bind(ev.entity_id)
+            .bind(ev.actor)
+            .bind(ev.channel.as_str())
+            .bind(ev.project)
+            .bind(ev.session)
+            .bind(ev.payload.to_string())
+    }
 }
 
 /// A stored row as an event. A payload that does not decode yields an

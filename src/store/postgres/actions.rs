@@ -112,22 +112,7 @@ pub(crate) async fn claimable(pg: &Pg) -> Result<Vec<Action>> {
 /// Append one event in the caller's transaction (last in it: the event
 /// counter's row lock is held until commit).
 async fn append(conn: &mut PgConnection, at: i64, ev: &NewEvent<'_>) -> Result<()> {
-    crate::store::events::check_depth(&ev.payload)?;
-    sqlx::query(
-        "INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-    )
-    .bind(at)
-    .bind(ev.kind)
-    .bind(ev.entity_kind)
-    .bind(ev.entity_id)
-    .bind(ev.actor)
-    .bind(ev.channel.as_str())
-    .bind(ev.project)
-    .bind(ev.session)
-    .bind(ev.payload.to_string())
-    .execute(conn)
-    .await?;
+    super::chat::append(conn, at, ev).await?;
     Ok(())
 }
 

@@ -18,22 +18,10 @@ use crate::store::{Channel, NewEvent, Result, Store};
 /// serialised by Rust on both engines, so its text is SQLite's byte for byte.
 pub(crate) async fn append(conn: &mut PgConnection, at: i64, ev: &NewEvent<'_>) -> Result<i64> {
     check_depth(&ev.payload)?;
-    let seq: i64 = sqlx::query_scalar(
-        "INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING seq",
-    )
-    .bind(at)
-    .bind(ev.kind)
-    .bind(ev.entity_kind)
-    .bind(ev.entity_id)
-    .bind(ev.actor)
-    .bind(ev.channel.as_str())
-    .bind(ev.project)
-    .bind(ev.session)
-    .bind(ev.payload.to_string())
-    .fetch_one(conn)
-    .await?;
-    Ok(seq)
+    let row = crate::store::events::bind_append(sqlx::query(crate::store::events::APPEND), at, ev)
+        .fetch_one(conn)
+        .await?;
+    Ok(sqlx::Row::try_get(&row, 0)?)
 }
 
 /// An event with owned fields, so a retried transaction can append it again.
