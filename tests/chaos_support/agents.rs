@@ -162,6 +162,17 @@ pub async fn proposer(ctx: Ctx, k: usize, mut rng: Rng) {
         } else {
             "1"
         };
+        // Every fourth proposer gives up waiting after a second (exit 5),
+        // as an agent that moves on does: its action, approved later, is
+        // left to the claim racers and the chat's Run button. Why: a
+        // proposer that waits sees its approval at once (the daemon's
+        // socket, or LISTEN on PostgreSQL) and nearly always wins its own
+        // claim, so without these the racers would seldom win one.
+        let timeout = match (n % 4, quorum) {
+            (2, _) => "1s",
+            (_, "2") => "14s",
+            _ => "8s",
+        };
         let mut cmd = handoff(&ctx);
         cmd.args(["--json", "propose", "--kind", "chaos.run"])
             .args(["--summary", &format!("act a{k} n{n}")])
@@ -173,7 +184,7 @@ pub async fn proposer(ctx: Ctx, k: usize, mut rng: Rng) {
             // "quorum-2 actions approved" then fails with nothing wrong).
             .args(["--ttl", if quorum == "2" { "12s" } else { "6s" }])
             .args(["--approvals", quorum, "--lease", "2s"])
-            .args(["--timeout", if quorum == "2" { "14s" } else { "8s" }])
+            .args(["--timeout", timeout])
             .args(["--exec", "--", "sh", "-c", &script]);
         let verified = n % 3 == 1;
         if verified {
