@@ -103,6 +103,17 @@ pub enum Error {
     /// Applying the schema failed.
     #[error("cannot prepare the database schema: {0}")]
     Migrate(String),
+    /// A write named a session that belongs to another project (see
+    /// [`Store::claim_session`]): nothing was written.
+    #[error(
+        "session `{session}` belongs to another project (`{project}`): every item of a session is filed in the session's project; name that project, or use a session id of this project"
+    )]
+    SessionElsewhere {
+        /// The session id as given.
+        session: String,
+        /// The project the session is registered in.
+        project: String,
+    },
     /// Any other database failure. Deliberately not a `#[source]`: the
     /// message already carries sqlx's text (and sqlx chains its own source),
     /// so `{:#}` of the chain would print it two or three times.

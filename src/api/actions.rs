@@ -319,7 +319,8 @@ pub(crate) async fn get(
         }
     };
     let key = format!("action:{}", first.id);
-    let (action, ok) = long_poll::watch(&s, &key, timeout, read, |a| until.holds(a.status)).await?;
+    let (action, ok) =
+        long_poll::watch(&s, &c, &key, timeout, read, |a| until.holds(a.status)).await?;
     let settled = if ok {
         Settled::Done { action }
     } else {

@@ -151,12 +151,27 @@ impl Caller {
 
     /// The agent a new item names: `given`, or the token's name when left
     /// empty (through the owner's socket it stays as given, as on the file).
-    pub fn agent_or(&self, given: String) -> String {
-        if given.is_empty() && !matches!(self.credential, Credential::Socket) {
-            self.name.clone()
-        } else {
-            given
+    /// With a token, `given` may only be the token's own name, as for `by`:
+    /// one token must not file items as another's agent.
+    pub fn agent_or(&self, given: String) -> ApiResult<String> {
+        let named = given.trim();
+        if named.is_empty() {
+            return Ok(if matches!(self.credential, Credential::Socket) {
+                given
+            } else {
+                self.name.clone()
+            });
         }
+        if !self.token || named == self.name {
+            return Ok(given);
+        }
+        Err(ApiError::forbidden(
+            "wrong_actor",
+            format!(
+                "this token acts as `{}`, not `{named}`: leave `agent` out",
+                self.name
+            ),
+        ))
     }
 
     /// Why this caller's credential no longer holds (a revoked token, an

@@ -108,6 +108,14 @@ impl From<store::Error> for ApiError {
             // Which items a short reference matches depends on what is
             // stored now: a conflict with the state, as for actions.
             store::Error::Ambiguous(m) => ApiError::new(StatusCode::CONFLICT, "ambiguous", m),
+            // Not the other project's name: a scoped caller must not learn it.
+            store::Error::SessionElsewhere { session, .. } => ApiError::conflict(
+                "session_in_other_project",
+                format!(
+                    "session `{session}` belongs to another project: every item of a session is \
+                     filed in the session's project; use a session id of this project"
+                ),
+            ),
             store::Error::Busy => ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "busy",

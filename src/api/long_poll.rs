@@ -10,6 +10,7 @@
 
 use std::time::Duration;
 
+use super::auth::Caller;
 use super::error::{ApiError, ApiResult};
 use super::input::wait_timeout;
 use crate::shared::Shared;
@@ -66,6 +67,7 @@ pub(crate) fn asked<C: Copy>(
 /// (`question:<id>`, `action:<id>`, …).
 pub(crate) async fn watch<T, R, Fut>(
     s: &Shared,
+    caller: &Caller,
     key: &str,
     timeout: Duration,
     read: R,
@@ -75,7 +77,7 @@ where
     R: Fn() -> Fut,
     Fut: Future<Output = ApiResult<T>>,
 {
-    wait_until(s, key, timeout, || {
+    wait_until(s, caller, key, timeout, || {
         let next = read();
         let done = &done;
         async move {
@@ -90,8 +92,17 @@ where
 /// Wait until `check` says done (`(value, true)`), the `timeout` passes, or
 /// the daemon shuts down; returns the last value read and whether it was
 /// done. Wakes on the waiter key `key`.
+///
+/// The caller's credential was checked when the request arrived; a poll
+/// may outlive it (a token revoked, an Inbox session logged out while the
+/// poll is open). So every round after the first checks it again before
+/// `check` runs, and a credential that no longer holds ends the poll with
+/// 401: nothing is read for, or marked seen by, a revoked caller. The
+/// rounds come at least every [`RECHECK`], so a revocation ends an idle
+/// poll within about a second too.
 pub(crate) async fn wait_until<T, F, Fut>(
     s: &Shared,
+    caller: &Caller,
     key: &str,
     timeout: Duration,
     mut check: F,
@@ -101,11 +112,17 @@ where
     Fut: Future<Output = ApiResult<(T, bool)>>,
 {
     let deadline = tokio::time::Instant::now() + timeout;
+    let mut first = true;
     loop {
         let notify = s.waiters.watch(key);
         // Take the notification *before* reading, so an event applied
         // between the read and the await still wakes us.
         let notified = notify.notified();
+        if !std::mem::take(&mut first)
+            && let Some(why) = caller.revoked(s).await
+        {
+            return Err(ApiError::unauthorized(why));
+        }
         let (v, done) = check().await?;
         let now = tokio::time::Instant::now();
         if done || now >= deadline || s.shutdown.is_cancelled() {

@@ -79,7 +79,7 @@ pub(crate) async fn flag(
     let project = c.write_project(&b.project)?;
     let q = NewQuestion {
         project,
-        agent: c.agent_or(b.agent),
+        agent: c.agent_or(b.agent)?,
         session: b.session,
         key: b.key,
         title: b.title,
@@ -199,7 +199,7 @@ pub(crate) async fn get(
         Wait::Change => mark(q) != baseline,
     };
     let key = format!("question:{}", first.id);
-    let (question, done) = long_poll::watch(&s, &key, timeout, read, done).await?;
+    let (question, done) = long_poll::watch(&s, &c, &key, timeout, read, done).await?;
     Ok(axum::Json(QuestionView::Waited {
         outcome: WaitOutcome::of(done),
         question,

@@ -90,7 +90,7 @@ pub(crate) async fn register(
         .store
         .register_session(&NewSession {
             session_id: b.session_id,
-            agent: c.agent_or(b.agent),
+            agent: c.agent_or(b.agent)?,
             project,
             cwd: b.cwd,
             wake_target: b.wake_target,
@@ -102,26 +102,34 @@ pub(crate) async fn register(
 
 /// The session `id` names (full id or unique suffix of a registered one,
 /// else `id` itself) and its record, if the caller may reach it. Scoped
-/// tokens reach only registered sessions of their project.
+/// tokens reach only registered sessions of their project, and resolve ids
+/// among those only: another project's session and one that does not exist
+/// get the same refusal, word for word, so ids cannot be told apart.
 async fn reach(s: &Shared, c: &Caller, id: &str) -> ApiResult<(String, Option<Session>)> {
     let full = s
         .store
-        .resolve_session_id(id)
+        .resolve_session_id(id, c.project.as_deref())
         .await?
         .unwrap_or_else(|| id.trim().to_string());
     let session = s.store.get_session(&full).await?;
-    match &session {
-        Some(x) if !c.sees(&x.project) => Err(ApiError::not_found(format!("session `{id}`"))),
-        None if c.project.is_some() => Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            format!(
-                "session `{id}` is not registered: a project-scoped token reaches only its project's \
-                 registered sessions; register it first (POST /v1/sessions)"
-            ),
-        )),
-        _ => Ok((full, session)),
+    match (&c.project, session) {
+        (Some(_), Some(x)) if c.sees(&x.project) => Ok((full, Some(x))),
+        (Some(_), _) => Err(unreachable_session(id)),
+        (None, session) => Ok((full, session)),
     }
+}
+
+/// The one refusal a scoped token gets for a session it cannot reach.
+fn unreachable_session(id: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        format!(
+            "session `{id}` is not a registered session of this token's project: a project-scoped \
+             token reaches only its project's registered sessions; register it first \
+             (POST /v1/sessions)"
+        ),
+    )
 }
 
 /// Like [`reach`], but the session must be registered.
@@ -425,7 +433,7 @@ pub(crate) async fn wait(
     let key = format!("session:{full}");
     // The newest event seq about the session seen so far (-1: none yet).
     let seen = std::sync::Arc::new(AtomicI64::new(-1));
-    let (arrivals, done) = wait_until(&s, &key, timeout, || {
+    let (arrivals, done) = wait_until(&s, &c, &key, timeout, || {
         let (s, full, by, seen) = (s.clone(), full.clone(), by.clone(), seen.clone());
         async move {
             // Claim only when the newest event about the session moved. The

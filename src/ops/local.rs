@@ -130,6 +130,11 @@ impl From<store::Error> for Error {
             store::Error::Busy => Error::Busy {
                 message: e.to_string(),
             },
+            store::Error::SessionElsewhere { .. } => Error::Refused {
+                reason: "session_in_other_project".into(),
+                message: e.to_string(),
+                detail: Value::Null,
+            },
             // Not logged here: the CLI prints this one line and exits, and
             // the MCP server logs internal errors at its own edge.
             other => Error::Internal {

@@ -15,6 +15,7 @@ use super::postgres::sessions as pg;
 use super::writer::one_call;
 use super::{Engine, Error, Result, Store};
 
+mod claim;
 pub(crate) mod ledger;
 mod lifecycle;
 mod resume;

@@ -44,8 +44,9 @@ fn options(labels: &[String], recommend: Option<&str>) -> anyhow::Result<Vec<Que
 }
 
 /// The question `ask` flags: `--context -` read from stdin, the project
-/// defaulting to the current directory's name.
-fn new_question(a: AskArgs) -> anyhow::Result<NewQuestion> {
+/// defaulting to the current directory's name (see [`ask`] for a session's).
+/// Also whether the project was given.
+fn new_question(a: AskArgs) -> anyhow::Result<(NewQuestion, bool)> {
     let options = options(&a.options, a.recommend.as_deref())?;
     let context = if a.context == "-" {
         let mut s = String::new();
@@ -54,6 +55,7 @@ fn new_question(a: AskArgs) -> anyhow::Result<NewQuestion> {
     } else {
         a.context
     };
+    let given = a.project.is_some();
     let project = match a.project {
         Some(p) => p,
         None => std::env::current_dir()
@@ -61,22 +63,35 @@ fn new_question(a: AskArgs) -> anyhow::Result<NewQuestion> {
             .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
             .unwrap_or_default(),
     };
-    Ok(NewQuestion {
-        project,
-        agent: a.agent,
-        session: a.session,
-        key: a.key,
-        title: a.title,
-        detail: a.detail,
-        context,
-        options,
-    })
+    Ok((
+        NewQuestion {
+            project,
+            agent: a.agent,
+            session: a.session,
+            key: a.key,
+            title: a.title,
+            detail: a.detail,
+            context,
+            options,
+        },
+        given,
+    ))
 }
 
 pub(super) async fn ask(a: AskArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let (wait, timeout) = (a.wait, a.timeout);
-    let q = new_question(a)?;
+    let (mut q, given) = new_question(a)?;
     let ops = ctx.ops().await?;
+    // A session's items are filed in its project: with no project given,
+    // a registered session's project stands in for the folder's name.
+    if !given
+        && !q.session.trim().is_empty()
+        && let Some(s) = ops.get_session(q.session.trim()).await?
+        && s.session_id == q.session.trim()
+        && !s.project.is_empty()
+    {
+        q.project = s.project;
+    }
     let flagged = ops.flag(&q).await?;
     let fq = &flagged.question;
     let verb = if flagged.created { "asked" } else { "updated" };

@@ -313,7 +313,7 @@ impl Local {
     }
 
     pub(crate) async fn resolve_session_id(&self, id: &str) -> Result<Option<String>> {
-        Ok(self.store.resolve_session_id(id).await?)
+        Ok(self.store.resolve_session_id(id, None).await?)
     }
 
     pub(crate) async fn register_session(&self, s: &NewSession) -> Result<Session> {

@@ -88,6 +88,20 @@ impl Store {
     /// [`Error::DedupConflict`].
     pub async fn propose(&self, new: &NewAction) -> Result<Proposed> {
         check_new(new)?;
+        // Filed in its session's project (see `sessions/claim.rs`).
+        let project = self
+            .claim_session(new.session.trim(), &new.project, &new.proposer)
+            .await?;
+        let claimed;
+        let new = if project == new.project {
+            new
+        } else {
+            claimed = NewAction {
+                project,
+                ..new.clone()
+            };
+            &claimed
+        };
         let args = Value::Object(codec::parse_object("args", &new.args).map_err(invalid)?);
         let redact = match &new.redact_keys {
             Some(keys) => Redactor::new(keys.clone()),

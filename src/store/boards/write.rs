@@ -578,6 +578,19 @@ impl Store {
         check_name("the project", &up.project)?;
         check_name("the board title", &up.title)?;
         check_inputs(&up.rows)?;
+        // Filed in its session's project (see `sessions/claim.rs`).
+        let session = up.session.trim();
+        let project = self.claim_session(session, &up.project, &up.agent).await?;
+        let claimed;
+        let up = if project == up.project {
+            up
+        } else {
+            claimed = BoardUpsert {
+                project,
+                ..up.clone()
+            };
+            &claimed
+        };
         if let Engine::Postgres(pg) = self.engine() {
             return postgres::board_writes::upsert(self, pg, up).await;
         }

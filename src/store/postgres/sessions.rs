@@ -138,6 +138,58 @@ pub(crate) async fn register(s: &Store, pg: &Pg, input: Registration) -> Result<
     .await
 }
 
+/// The project session `id` is registered in, if it is.
+pub(crate) async fn project_of(pg: &Pg, id: &str) -> Result<Option<String>> {
+    Ok(
+        sqlx::query_scalar("SELECT project FROM agent_sessions WHERE session_id = $1")
+            .bind(id)
+            .fetch_optional(pg.pool())
+            .await?,
+    )
+}
+
+/// A session's claim for a project (see `sessions/claim.rs`): the bare
+/// session inserted, or an unclaimed one given the project, with its
+/// `session.registered` event; false when the row was left as it was.
+pub(crate) async fn claim(
+    s: &Store,
+    pg: &Pg,
+    input: Arc<(String, String, String)>,
+) -> Result<bool> {
+    s.pg_write(pg, input, |conn, input, now| {
+        Box::pin(async move {
+            let (id, agent, project) = &*input;
+            // Why guarded: two projects naming one new id race here; the
+            // row's lock orders them and only a missing or unclaimed row
+            // is taken.
+            let row = sqlx::query(
+                "INSERT INTO agent_sessions (session_id, agent, project, created_at, updated_at)
+                 VALUES ($1, $2, $3, $4, $4)
+                 ON CONFLICT (session_id) DO UPDATE SET project = excluded.project,
+                    updated_at = excluded.updated_at
+                 WHERE agent_sessions.project = '' AND excluded.project <> ''
+                 RETURNING *",
+            )
+            .bind(id)
+            .bind(agent)
+            .bind(project)
+            .bind(now)
+            .fetch_optional(&mut *conn)
+            .await?;
+            let Some(row) = row else { return Ok(false) };
+            let session = session_from(&row)?;
+            let kind = session
+                .wake_target
+                .as_ref()
+                .map(crate::store::sessions::target_kind);
+            let payload = serde_json::json!({ "wake": kind }).to_string();
+            session_event(conn, now, "session.registered", &session, agent, &payload).await?;
+            Ok(true)
+        })
+    })
+    .await
+}
+
 /// The checkpoint's guarded UPDATE: the session after it, or `None`.
 async fn checkpoint_once(
     conn: &mut PgConnection,
@@ -248,15 +300,18 @@ pub(crate) async fn end(s: &Store, pg: &Pg, id: Arc<String>) -> Result<Ended> {
 
 /// The full id of a session from `id` or a suffix of it (see
 /// [`Store::resolve_session_id`]): at most two matches.
-pub(crate) async fn resolve(pg: &Pg, id: &str) -> Result<Vec<String>> {
+pub(crate) async fn resolve(pg: &Pg, id: &str, project: Option<&str>) -> Result<Vec<String>> {
     Ok(sqlx::query_scalar(
-        "SELECT session_id FROM agent_sessions
+        "WITH mine AS (SELECT session_id FROM agent_sessions
+                       WHERE $2::TEXT IS NULL OR project = $2)
+         SELECT session_id FROM mine
          WHERE session_id = $1
             OR (length($1) >= 4 AND right(session_id, length($1)) = $1
-                AND NOT EXISTS (SELECT 1 FROM agent_sessions WHERE session_id = $1))
+                AND NOT EXISTS (SELECT 1 FROM mine WHERE session_id = $1))
          LIMIT 2",
     )
     .bind(id)
+    .bind(project)
     .fetch_all(pg.pool())
     .await?)
 }
@@ -300,9 +355,13 @@ pub(crate) async fn event_mark(pg: &Pg, id: &str) -> Result<i64> {
 }
 
 /// The wait cursor and the decision and wake events after it.
-pub(crate) async fn unclaimed(pg: &Pg, id: &str) -> Result<(i64, Vec<Event>)> {
+pub(crate) async fn unclaimed(
+    pg: &Pg,
+    id: &str,
+    project: Option<&str>,
+) -> Result<(i64, Vec<Event>)> {
     let mut conn = pg.pool().acquire().await?;
-    unclaimed_on(&mut conn, id).await
+    unclaimed_on(&mut conn, id, project).await
 }
 
 wait_reads!(PgConnection);

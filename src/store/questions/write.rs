@@ -36,12 +36,15 @@ impl Store {
     /// Flag a question drawn as `choice` (an agent's own multiple-choice
     /// prompt; [`Store::flag`] is `Choice::Plain`). A card needs options.
     pub async fn flag_card(&self, q: &NewQuestion, choice: Choice) -> Result<Flagged> {
-        let q = Arc::new(validate::question(q)?);
+        let mut q = validate::question(q)?;
         if !choice.is_plain() && q.options.is_empty() {
             return Err(crate::store::Error::Invalid(
                 "a single or multiple choice needs options to choose from".into(),
             ));
         }
+        // Filed in its session's project (see `sessions/claim.rs`).
+        q.project = self.claim_session(&q.session, &q.project, &q.agent).await?;
+        let q = Arc::new(q);
         let options = Arc::new(
             serde_json::to_string(&q.options)
                 .map_err(|e| crate::store::Error::Invalid(format!("options: {e}")))?,

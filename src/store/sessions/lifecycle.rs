@@ -60,20 +60,30 @@ pub enum Ended {
 impl Store {
     /// The full id of a registered session: `id` itself if registered, else
     /// the one session whose id ends with `id` (at least 4 characters).
-    /// `None` when nothing matches; an ambiguous suffix is an error.
-    pub async fn resolve_session_id(&self, id: &str) -> Result<Option<String>> {
+    /// `None` when nothing matches; an ambiguous suffix is an error. With
+    /// `project`, only that project's sessions are looked at: another
+    /// project's ids neither match nor make a suffix ambiguous, so a
+    /// project-scoped caller learns nothing of them.
+    pub async fn resolve_session_id(
+        &self,
+        id: &str,
+        project: Option<&str>,
+    ) -> Result<Option<String>> {
         let id = super::check_id(id)?;
         let ids: Vec<String> = if let Engine::Postgres(p) = self.engine() {
-            pg::resolve(p, id).await?
+            pg::resolve(p, id, project).await?
         } else {
             sqlx::query_scalar(
-                "SELECT session_id FROM agent_sessions
-             WHERE session_id = ?1
-                OR (length(?1) >= 4 AND substr(session_id, -length(?1)) = ?1
-                    AND NOT EXISTS (SELECT 1 FROM agent_sessions WHERE session_id = ?1))
-             LIMIT 2",
+                "WITH mine AS (SELECT session_id FROM agent_sessions
+                               WHERE ?2 IS NULL OR project = ?2)
+                 SELECT session_id FROM mine
+                 WHERE session_id = ?1
+                    OR (length(?1) >= 4 AND substr(session_id, -length(?1)) = ?1
+                        AND NOT EXISTS (SELECT 1 FROM mine WHERE session_id = ?1))
+                 LIMIT 2",
             )
             .bind(id)
+            .bind(project)
             .fetch_all(self.pool()?)
             .await?
         };

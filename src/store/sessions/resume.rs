@@ -103,8 +103,12 @@ impl Store {
         // Every reply on an open question, delivered or not: an agent that
         // crashed right after pickup finds it here again (`reply.seen_at`
         // says it was delivered before).
-        let answers = self.read_pending(None, Some(id), true).await?;
-        let rows = self.pending_rows_peek(None, Some(id)).await?;
+        // Of the session's own project only, as `wait` hands them.
+        let project = self.delivery_project(id).await?;
+        let answers = self
+            .read_pending(project.as_deref(), Some(id), true)
+            .await?;
+        let rows = self.pending_rows_peek(project.as_deref(), Some(id)).await?;
         let (_, evs) = self.unclaimed_events(id).await?;
         let (wakes, decisions) = evs.into_iter().partition(|e| e.kind == "session.wake");
         Ok(Resume {

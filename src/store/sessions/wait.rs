@@ -98,13 +98,15 @@ impl Store {
     }
 
     /// The session's wait cursor and the decision and wake events after it,
-    /// oldest first. A read: nothing is marked.
+    /// oldest first, of the session's own project only (see
+    /// `claim.rs`). A read: nothing is marked.
     pub async fn unclaimed_events(&self, session_id: &str) -> Result<(i64, Vec<Event>)> {
+        let project = self.delivery_project(session_id).await?;
         if let Engine::Postgres(p) = self.engine() {
-            return pg::unclaimed(p, session_id).await;
+            return pg::unclaimed(p, session_id, project.as_deref()).await;
         }
         let mut conn = self.pool()?.acquire().await?;
-        unclaimed_on(&mut conn, session_id).await
+        unclaimed_on(&mut conn, session_id, project.as_deref()).await
     }
 
     /// Move the session's wait cursor from `from` to `to` (creating a bare
@@ -162,8 +164,13 @@ impl Store {
     /// it runs once board rows do (it reads and marks the session's rows);
     /// until then it is refused as boards are.
     pub async fn claim_arrivals(&self, session_id: &str, by: &str) -> Result<Vec<Arrival>> {
+        // Only the session's own project's items: an item of another
+        // project that names this id (written before sessions were
+        // claimed) is never handed to it.
+        let project = self.delivery_project(session_id).await?;
+        let project = project.as_deref();
         let mut out = Vec::new();
-        for d in self.pending(None, Some(session_id), false, by).await? {
+        for d in self.pending(project, Some(session_id), false, by).await? {
             if d.new {
                 out.push(Arrival::Reply {
                     question: Box::new(d.question),
@@ -171,7 +178,7 @@ impl Store {
             }
         }
         let rows: Vec<PendingRow> = self
-            .pending_rows_peek(None, Some(session_id))
+            .pending_rows_peek(project, Some(session_id))
             .await?
             .into_iter()
             .filter(|r| r.new)
@@ -208,6 +215,7 @@ macro_rules! wait_reads {
         async fn unclaimed_on(
             conn: &mut $conn,
             session_id: &str,
+            project: Option<&str>,
         ) -> $crate::store::Result<(i64, Vec<$crate::store::Event>)> {
             let cursor: i64 = sqlx::query_scalar(
                 "SELECT COALESCE((SELECT last_wait_seq FROM agent_sessions WHERE session_id = $1), 0)",
@@ -219,10 +227,12 @@ macro_rules! wait_reads {
                 "SELECT * FROM events WHERE session = $1 AND seq > $2
                    AND type IN ('session.wake', 'action.approved', 'action.rejected', 'action.expired',
                                 'action.executed', 'action.failed', 'action.unknown')
+                   AND (CAST($3 AS TEXT) IS NULL OR project = $3)
                  ORDER BY seq",
             )
             .bind(session_id)
             .bind(cursor)
+            .bind(project)
             .fetch_all(&mut *conn)
             .await?;
             let evs = rows
