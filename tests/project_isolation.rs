@@ -260,7 +260,9 @@ async fn kept_counts_agree_with_the_rows_through_every_change() {
         let mut n = common::new_action("k", "{}");
         n.summary = format!("s{i}");
         if i % 2 == 1 {
+            // A session belongs to one project: the other one's own.
             n.project = "other".into();
+            n.session = "sess-other".into();
         }
         if i == 5 {
             n.ttl_ms = Some(10);

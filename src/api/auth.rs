@@ -151,9 +151,10 @@ impl Caller {
 
     /// The agent a new item names: `given`, or the token's name when left
     /// empty (through the owner's socket it stays as given, as on the file).
-    /// With a token, `given` may only be the token's own name, as for `by`:
-    /// one token must not file items as another's agent.
-    pub fn agent_or(&self, given: String) -> ApiResult<String> {
+    /// With a token, `given` may not be another token's name (as `by` may
+    /// not): one token must not file items as another's agent. A name no
+    /// token acts as (`claude`, `codex`) is the caller's to choose.
+    pub async fn agent_or(&self, s: &Shared, given: String) -> ApiResult<String> {
         let named = given.trim();
         if named.is_empty() {
             return Ok(if matches!(self.credential, Credential::Socket) {
@@ -162,7 +163,7 @@ impl Caller {
                 self.name.clone()
             });
         }
-        if !self.token || named == self.name {
+        if !self.token || named == self.name || !s.store.token_name_exists(named).await? {
             return Ok(given);
         }
         Err(ApiError::forbidden(

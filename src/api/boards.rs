@@ -69,7 +69,7 @@ pub(crate) async fn upsert(
         project: c.write_project(&b.project)?,
         title: b.title,
         board_version: b.board_version,
-        agent: c.agent_or(b.agent)?,
+        agent: c.agent_or(&s, b.agent).await?,
         session: b.session,
         rows: b.rows,
     };

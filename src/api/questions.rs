@@ -79,7 +79,7 @@ pub(crate) async fn flag(
     let project = c.write_project(&b.project)?;
     let q = NewQuestion {
         project,
-        agent: c.agent_or(b.agent)?,
+        agent: c.agent_or(&s, b.agent).await?,
         session: b.session,
         key: b.key,
         title: b.title,

@@ -90,7 +90,7 @@ pub(crate) async fn register(
         .store
         .register_session(&NewSession {
             session_id: b.session_id,
-            agent: c.agent_or(b.agent)?,
+            agent: c.agent_or(&s, b.agent).await?,
             project,
             cwd: b.cwd,
             wake_target: b.wake_target,

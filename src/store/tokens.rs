@@ -208,6 +208,20 @@ impl Store {
         rows.iter().map(token_from).collect()
     }
 
+    /// Whether some token (live or revoked) acts as `name`: an item filed
+    /// by another token must not name it as its agent.
+    pub async fn token_name_exists(&self, name: &str) -> Result<bool> {
+        if let Engine::Postgres(pg) = self.engine() {
+            return pg_tokens::name_exists(pg, name).await;
+        }
+        Ok(
+            sqlx::query_scalar("SELECT EXISTS(SELECT 1 FROM api_tokens WHERE name = ?)")
+                .bind(name)
+                .fetch_one(self.pool()?)
+                .await?,
+        )
+    }
+
     /// Revoke the live token named `name_or_id` (a name, a full id or its
     /// short id). `None` when no live token matches.
     pub async fn token_revoke(&self, name_or_id: &str) -> Result<Option<Token>> {

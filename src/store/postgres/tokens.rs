@@ -68,6 +68,16 @@ pub(crate) async fn list(pg: &Pg) -> Result<Vec<Token>> {
     rows.iter().map(token_from).collect()
 }
 
+/// Whether a token acts as `name` (see [`Store::token_name_exists`]).
+pub(crate) async fn name_exists(pg: &Pg, name: &str) -> Result<bool> {
+    Ok(
+        sqlx::query_scalar("SELECT EXISTS(SELECT 1 FROM api_tokens WHERE name = $1)")
+            .bind(name)
+            .fetch_one(pg.pool())
+            .await?,
+    )
+}
+
 /// [`Store::token_revoke`] after its checks. Several matches: refused, and
 /// the transaction (its revocations) rolled back.
 pub(crate) async fn revoke(s: &Store, pg: &Pg, key: &str) -> Result<Option<Token>> {
