@@ -182,6 +182,9 @@ const OPEN_PATIENCE: Duration = Duration::from_secs(10);
 pub struct Store {
     clock: Arc<dyn Clock>,
     engine: Engine,
+    /// Sessions' projects once known (see `sessions/home.rs`): a session's
+    /// project never changes once it has one, so a cached one is never stale.
+    homes: Arc<dashmap::DashMap<String, String>>,
 }
 
 /// The database under a [`Store`].
@@ -276,6 +279,7 @@ impl Store {
             .map_err(|e| open_err(describe_open_error(&e)))?;
         let store = Store {
             clock,
+            homes: Arc::default(),
             engine: Engine::Sqlite(Lite {
                 pool,
                 write_lock: Arc::new(tokio::sync::Mutex::new(())),
@@ -296,6 +300,7 @@ impl Store {
     pub async fn open_postgres(url: &str, clock: Arc<dyn Clock>) -> Result<Store> {
         Ok(Store {
             clock,
+            homes: Arc::default(),
             engine: Engine::Postgres(postgres::Pg::open(url).await?),
         })
     }

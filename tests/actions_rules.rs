@@ -400,6 +400,7 @@ async fn a_rule_for_one_project_leaves_other_projects_to_people(db: Db) {
         "in its project"
     );
     n.project = "shop".into();
+    n.session = "sess-shop".into();
     let shop = s.propose(&n).await.unwrap().action;
     assert!(
         handoff::programs::apply_rules(&s, &shop, &rules)

@@ -853,6 +853,8 @@ async fn board_list_filters_by_project_and_archive_newest_first(db: Db) {
             json!([{"label": "a", "status": "blocked", "next_step": "x"}]),
         );
         up.project = project.into();
+        // A session belongs to one project: each project its own.
+        up.session = format!("s-{project}");
         made.push(store.board_upsert(&up).await.unwrap().expect("created"));
         clock.advance(1000);
     }

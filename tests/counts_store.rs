@@ -16,7 +16,8 @@ async fn flag(store: &Store, project: &str, title: &str) {
         .flag(&NewQuestion {
             project: project.into(),
             agent: "a".into(),
-            session: "s".into(),
+            // A session belongs to one project: each project its own.
+            session: format!("s-{project}"),
             title: title.into(),
             ..Default::default()
         })

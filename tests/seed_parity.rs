@@ -146,6 +146,8 @@ async fn dedup_keys_are_per_project() {
     for (project, args) in [("p1", r#"{"v":1}"#), ("p3", r#"{"v":2}"#)] {
         let mut mine = p2.clone();
         mine.project = project.into();
+        // A session belongs to one project: each project its own.
+        mine.session = format!("sess-{project}");
         mine.args = args.into();
         let got = s.propose(&mine).await.unwrap();
         assert!(got.created, "{project}");

@@ -120,47 +120,65 @@ impl Two {
 
 const S: &str = "claude-abc123";
 
-/// The reported attack, first way round: A's agent asks under an id B's
-/// agent then tries to register (and to name in a question of its own); the
-/// human's answer reaches A's agent and never B's.
+/// The reported attack, first way round: A's agent registers a session and
+/// asks under it; B's agent tries to register the same id in B (and to name
+/// it in a question of its own); the human's answer reaches A's agent and
+/// never B's. The same when A never registered the id: its question made A
+/// the session's home.
 async fn a_session_named_by_one_project_is_never_another_projects(db: Db) {
     let t = Two::new(db).await;
-    let q = t.ask_a(S).await;
-
     let (st, v) = t
         .call(
             "POST",
             "/v1/sessions",
-            &t.b,
-            Some(json!({"session_id": S, "project": "pb"})),
+            &t.a,
+            Some(json!({"session_id": S, "project": "pa"})),
         )
         .await;
-    assert_eq!(st, 403, "B registered A's session: {v}");
-    let before = t.events().await;
-    let (st, v) = t
-        .call(
-            "POST",
-            "/v1/questions",
-            &t.b,
-            Some(json!({"project": "pb", "session": S, "title": "mine now?"})),
-        )
-        .await;
-    assert_eq!(st, 409, "B filed a question under A's session: {v}");
-    assert_eq!(v["reason"], "session_in_other_project", "{v}");
-    assert!(
-        !v.to_string().contains("pa"),
-        "the other project leaked: {v}"
-    );
-    assert_eq!(t.events().await, before, "a refused write wrote");
+    assert_eq!(st, 200, "{v}");
+    let q = t.ask_a(S).await;
+    let unregistered = "claude-def456";
+    t.ask_a(unregistered).await;
+
+    for id in [S, unregistered] {
+        let before = t.events().await;
+        let (st, v) = t
+            .call(
+                "POST",
+                "/v1/sessions",
+                &t.b,
+                Some(json!({"session_id": id, "project": "pb"})),
+            )
+            .await;
+        assert_eq!(st, 409, "B registered A's session {id}: {v}");
+        assert_eq!(v["reason"], "session_in_other_project", "{v}");
+        let (st, v) = t
+            .call(
+                "POST",
+                "/v1/questions",
+                &t.b,
+                Some(json!({"project": "pb", "session": id, "title": "mine now?"})),
+            )
+            .await;
+        assert_eq!(st, 409, "B filed a question under A's session {id}: {v}");
+        assert_eq!(v["reason"], "session_in_other_project", "{v}");
+        assert!(
+            !v.to_string().contains("`pa`"),
+            "the other project leaked: {v}"
+        );
+        assert_eq!(t.events().await, before, "a refused write wrote");
+    }
 
     t.reply(&q, "use postgres: the password is hunter2").await;
 
-    for path in ["wait?timeout=1s", "resume"] {
-        let (st, v) = t
-            .call("GET", &format!("/v1/sessions/{S}/{path}"), &t.b, None)
-            .await;
-        assert_eq!(st, 404, "B's {path} reached A's session: {v}");
-        assert!(!v.to_string().contains("hunter2"), "{v}");
+    for id in [S, unregistered] {
+        for path in ["wait?timeout=1s", "resume"] {
+            let (st, v) = t
+                .call("GET", &format!("/v1/sessions/{id}/{path}"), &t.b, None)
+                .await;
+            assert_eq!(st, 404, "B's {path} reached A's session: {v}");
+            assert!(!v.to_string().contains("hunter2"), "{v}");
+        }
     }
     // A's agent still gets its answer, once, by its session.
     let (st, v) = t

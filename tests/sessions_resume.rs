@@ -253,17 +253,13 @@ async fn after_a_pickup_resume_no_longer_lists_the_claimed_items() {
 }
 
 #[tokio::test]
-async fn a_session_first_named_by_a_question_is_registered_bare_and_resumed() {
+async fn resume_of_an_unregistered_session_still_reports_its_answers() {
     let db = TempDb::new();
     let store = db.open().await;
     let id = ask(&store, "loose", "Proceed?").await;
     reply(&store, &id, "yes").await;
     let r = store.resume("loose", 20).await.unwrap();
-    // The question claimed the session for its project: registered, bare.
-    let session = r.session.as_ref().expect("registered by the question");
-    let asked = store.get_question(&id).await.unwrap().unwrap();
-    assert_eq!(session.project, asked.project);
-    assert_eq!(session.wake_target, None);
+    assert!(r.session.is_none());
     assert_eq!(r.state, None);
     assert_eq!(r.answers.len(), 1);
     let cli = db.cli(&["--json", "session", "resume", "--session", "loose"]);

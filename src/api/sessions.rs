@@ -77,15 +77,8 @@ pub(crate) async fn register(
              locally with the CLI; over HTTP use a webhook target",
         ));
     }
-    // A scoped token may not take over another project's session id.
-    if let Some(existing) = s.store.get_session(b.session_id.trim()).await?
-        && !c.sees(&existing.project)
-    {
-        return Err(ApiError::forbidden(
-            "wrong_project",
-            "this session id belongs to another project",
-        ));
-    }
+    // No token takes over another project's session id: the store refuses
+    // a session whose home is another project (`session_in_other_project`).
     let session = s
         .store
         .register_session(&NewSession {

@@ -47,8 +47,7 @@ pub struct Scope {
 }
 
 tokio::task_local! {
-    /// `None` inside [`unscoped`]: a write there is not one of the call's.
-    static REQUEST: Option<Arc<Scope>>;
+    static REQUEST: Arc<Scope>;
 }
 
 /// Whether `key` is a usable request id: 1–128 characters of ASCII
@@ -69,26 +68,18 @@ pub fn fresh() -> String {
 pub async fn scope<F: Future>(key: String, fut: F) -> F::Output {
     REQUEST
         .scope(
-            Some(Arc::new(Scope {
+            Arc::new(Scope {
                 key,
                 next: AtomicI64::new(0),
-            })),
+            }),
             fut,
         )
         .await
 }
 
-/// Run `fut` outside any request id. For a write that is idempotent by
-/// its own key and is made only when needed (a session's claim): were it
-/// numbered, a repeat that no longer needs it would shift the numbers of
-/// the call's later writes, and they would not be replayed.
-pub(crate) async fn unscoped<F: Future>(fut: F) -> F::Output {
-    REQUEST.scope(None, fut).await
-}
-
 /// The request id of the running task, if any.
 pub(crate) fn current() -> Option<Arc<Scope>> {
-    REQUEST.try_with(Option::clone).ok().flatten()
+    REQUEST.try_with(Arc::clone).ok()
 }
 
 impl Scope {

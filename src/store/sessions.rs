@@ -15,7 +15,8 @@ use super::postgres::sessions as pg;
 use super::writer::one_call;
 use super::{Engine, Error, Result, Store};
 
-mod claim;
+mod home;
+pub(crate) use home::HOME;
 pub(crate) mod ledger;
 mod lifecycle;
 mod resume;
@@ -175,12 +176,17 @@ where
 
 impl Store {
     /// Register a session, or update its agent/project/cwd/wake target if it
-    /// exists (the checkpoint and revision are kept). One statement.
+    /// exists (the checkpoint and revision are kept). One statement. A
+    /// session keeps its home (see `home.rs`): registered again without a
+    /// project it stays in its own; in another project it is refused
+    /// ([`Error::SessionElsewhere`]), as when another project's items
+    /// already name it — decided in the same statement, read to explain.
     pub async fn register_session(&self, s: &NewSession) -> Result<Session> {
         let id = check_id(&s.session_id)?;
         if let Some(w) = &s.wake_target {
             w.check()?;
         }
+        let project = s.project.clone();
         let wake = s
             .wake_target
             .as_ref()
@@ -188,30 +194,56 @@ impl Store {
         let s = Arc::new((
             id.to_string(),
             s.agent.clone(),
-            s.project.clone(),
+            project,
             s.cwd.clone(),
             wake,
         ));
-        if let Engine::Postgres(p) = self.engine() {
-            return pg::register(self, p, s).await;
+        let registered = if let Engine::Postgres(p) = self.engine() {
+            pg::register(self, p, s.clone()).await?
+        } else {
+            self.register_sqlite(s.clone()).await?
+        };
+        match registered {
+            Some(r) => {
+                self.known_home(&r.session_id, &r.project);
+                Ok(r)
+            }
+            None => {
+                let home = self.home_of(id).await?;
+                Err(home::file_in(id, &s.2, &home).err().unwrap_or_else(|| {
+                    Error::Corrupt(format!("session `{id}` was neither registered nor refused"))
+                }))
+            }
         }
+    }
+
+    async fn register_sqlite(&self, s: pg::Registration) -> Result<Option<Session>> {
         self.write_retried(s, move |turn, s, now| {
             Box::pin(async move {
                 let (id, agent, project, cwd, wake) = &*s;
                 // One call: the upsert and its `session.registered` event
                 // (the wake target's kind read from the row as stored).
+                // Why guarded: a session keeps its home. Nothing is written
+                // when another project's items name it (the SELECT's WHERE)
+                // or it is registered in another project (the upsert's); a
+                // project left empty keeps the one it has.
                 let sql = one_call(
                     "INSERT INTO agent_sessions (session_id, agent, project, cwd, wake_target, created_at, updated_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)
+                     SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?6
+                     WHERE ?3 = '' OR NOT EXISTS (SELECT 1 FROM events
+                                                  WHERE session = ?1 AND project <> '' AND project <> ?3)
                      ON CONFLICT(session_id) DO UPDATE SET
-                        agent = excluded.agent, project = excluded.project, cwd = excluded.cwd,
+                        agent = excluded.agent, cwd = excluded.cwd,
+                        project = CASE WHEN excluded.project = '' THEN agent_sessions.project
+                                       ELSE excluded.project END,
                         wake_target = COALESCE(excluded.wake_target, agent_sessions.wake_target),
                         status = 'active', ended_at = NULL, updated_at = excluded.updated_at
+                     WHERE excluded.project = '' OR agent_sessions.project IN ('', excluded.project)
                      RETURNING *;
                      INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
-                     SELECT ?6, 'session.registered', 'session', ?1, ?2, 'agent', ?3, ?1,
+                     SELECT ?6, 'session.registered', 'session', ?1, ?2, 'agent', project, ?1,
                             json_object('wake', json_extract(wake_target, '$.type'))
-                     FROM agent_sessions WHERE session_id = ?1",
+                     FROM agent_sessions WHERE session_id = ?1 AND changes() = 1",
                 );
                 let q = sqlx::query(sql)
                     .bind(id)
@@ -220,11 +252,8 @@ impl Store {
                     .bind(cwd)
                     .bind(wake)
                     .bind(now);
-                let row = turn.savepoint_call(q).await?;
-                let row = row
-                    .first()
-                    .ok_or_else(|| Error::Corrupt("a registered session vanished".into()))?;
-                session_from(row)
+                let rows = turn.savepoint_call(q).await?;
+                rows.first().map(session_from).transpose()
             })
         })
         .await

@@ -86,14 +86,20 @@ pub async fn warmed(db: &TempDb) -> Store {
     store
 }
 
-/// Make `store`'s writer take its connection (see [`warmed`]).
+/// Make `store`'s writer take its connection (see [`warmed`]), and let it
+/// know the projects of the sessions the counted writes name (`s1`,
+/// `sess-1`, in `proj`): a write naming a session this handle has not seen
+/// reads the session's project once, before its one call.
 pub async fn warm(store: &Store) {
-    store
-        .register_session(&handoff::store::sessions::NewSession {
-            session_id: "warm-up".into(),
-            agent: "warm-up".into(),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    for (id, project) in [("warm-up", ""), ("s1", "proj"), ("sess-1", "proj")] {
+        store
+            .register_session(&handoff::store::sessions::NewSession {
+                session_id: id.into(),
+                agent: "warm-up".into(),
+                project: project.into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+    }
 }

@@ -88,10 +88,10 @@ impl Store {
     /// [`Error::DedupConflict`].
     pub async fn propose(&self, new: &NewAction) -> Result<Proposed> {
         check_new(new)?;
-        // Filed in its session's project (see `sessions/claim.rs`).
-        let project = self
-            .claim_session(new.session.trim(), &new.project, &new.proposer)
-            .await?;
+        let args = Value::Object(codec::parse_object("args", &new.args).map_err(invalid)?);
+        // Filed in its session's project (see `sessions/home.rs`), once
+        // the input is known to be good: a refused proposal writes nothing.
+        let project = self.session_home(&new.session, &new.project).await?;
         let claimed;
         let new = if project == new.project {
             new
@@ -102,7 +102,6 @@ impl Store {
             };
             &claimed
         };
-        let args = Value::Object(codec::parse_object("args", &new.args).map_err(invalid)?);
         let redact = match &new.redact_keys {
             Some(keys) => Redactor::new(keys.clone()),
             None => Redactor::default(),

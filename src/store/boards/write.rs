@@ -578,9 +578,8 @@ impl Store {
         check_name("the project", &up.project)?;
         check_name("the board title", &up.title)?;
         check_inputs(&up.rows)?;
-        // Filed in its session's project (see `sessions/claim.rs`).
-        let session = up.session.trim();
-        let project = self.claim_session(session, &up.project, &up.agent).await?;
+        // Filed in its session's project (see `sessions/home.rs`).
+        let project = self.session_home(&up.session, &up.project).await?;
         let claimed;
         let up = if project == up.project {
             up

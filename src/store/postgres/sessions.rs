@@ -98,19 +98,26 @@ pub(crate) async fn get(pg: &Pg, id: &str) -> Result<Option<Session>> {
 /// What registering writes: id, agent, project, cwd, wake target (JSON).
 pub(crate) type Registration = Arc<(String, String, String, String, Option<String>)>;
 
-/// Register or update a session, and append `session.registered`.
-pub(crate) async fn register(s: &Store, pg: &Pg, input: Registration) -> Result<Session> {
+/// Register or update a session, and append `session.registered`; `None`
+/// when its home is another project (see `sessions/home.rs`).
+pub(crate) async fn register(s: &Store, pg: &Pg, input: Registration) -> Result<Option<Session>> {
     s.pg_write(pg, input, |conn, input, now| {
         Box::pin(async move {
             let (id, agent, project, cwd, wake) = &*input;
+            // Why guarded: a session keeps its home (see SQLite's twin).
             let row = sqlx::query(
                 "INSERT INTO agent_sessions
                      (session_id, agent, project, cwd, wake_target, created_at, updated_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $6)
+                 SELECT $1, $2, $3, $4, $5, $6, $6
+                 WHERE $3 = '' OR NOT EXISTS (SELECT 1 FROM events
+                                              WHERE session = $1 AND project <> '' AND project <> $3)
                  ON CONFLICT (session_id) DO UPDATE SET
-                    agent = excluded.agent, project = excluded.project, cwd = excluded.cwd,
+                    agent = excluded.agent, cwd = excluded.cwd,
+                    project = CASE WHEN excluded.project = '' THEN agent_sessions.project
+                                   ELSE excluded.project END,
                     wake_target = COALESCE(excluded.wake_target, agent_sessions.wake_target),
                     status = 'active', ended_at = NULL, updated_at = excluded.updated_at
+                 WHERE excluded.project = '' OR agent_sessions.project IN ('', excluded.project)
                  RETURNING *",
             )
             .bind(id)
@@ -119,8 +126,9 @@ pub(crate) async fn register(s: &Store, pg: &Pg, input: Registration) -> Result<
             .bind(cwd)
             .bind(wake.as_deref())
             .bind(now)
-            .fetch_one(&mut *conn)
+            .fetch_optional(&mut *conn)
             .await?;
+            let Some(row) = row else { return Ok(None) };
             let session = session_from(&row)?;
             // SQLite's json_object('wake', json_extract(wake_target, '$.type')):
             // the kind of the target as stored, null without one.
@@ -132,62 +140,18 @@ pub(crate) async fn register(s: &Store, pg: &Pg, input: Registration) -> Result<
             // The actor is the registering agent as given (the row's, too).
             let agent = session.agent.clone();
             session_event(conn, now, "session.registered", &session, &agent, &payload).await?;
-            Ok(session)
+            Ok(Some(session))
         })
     })
     .await
 }
 
-/// The project session `id` is registered in, if it is.
-pub(crate) async fn project_of(pg: &Pg, id: &str) -> Result<Option<String>> {
-    Ok(
-        sqlx::query_scalar("SELECT project FROM agent_sessions WHERE session_id = $1")
-            .bind(id)
-            .fetch_optional(pg.pool())
-            .await?,
-    )
-}
-
-/// A session's claim for a project (see `sessions/claim.rs`): the bare
-/// session inserted, or an unclaimed one given the project, with its
-/// `session.registered` event; false when the row was left as it was.
-pub(crate) async fn claim(
-    s: &Store,
-    pg: &Pg,
-    input: Arc<(String, String, String)>,
-) -> Result<bool> {
-    s.pg_write(pg, input, |conn, input, now| {
-        Box::pin(async move {
-            let (id, agent, project) = &*input;
-            // Why guarded: two projects naming one new id race here; the
-            // row's lock orders them and only a missing or unclaimed row
-            // is taken.
-            let row = sqlx::query(
-                "INSERT INTO agent_sessions (session_id, agent, project, created_at, updated_at)
-                 VALUES ($1, $2, $3, $4, $4)
-                 ON CONFLICT (session_id) DO UPDATE SET project = excluded.project,
-                    updated_at = excluded.updated_at
-                 WHERE agent_sessions.project = '' AND excluded.project <> ''
-                 RETURNING *",
-            )
-            .bind(id)
-            .bind(agent)
-            .bind(project)
-            .bind(now)
-            .fetch_optional(&mut *conn)
-            .await?;
-            let Some(row) = row else { return Ok(false) };
-            let session = session_from(&row)?;
-            let kind = session
-                .wake_target
-                .as_ref()
-                .map(crate::store::sessions::target_kind);
-            let payload = serde_json::json!({ "wake": kind }).to_string();
-            session_event(conn, now, "session.registered", &session, agent, &payload).await?;
-            Ok(true)
-        })
-    })
-    .await
+/// A session's registered and first-named projects (see `sessions/home.rs`).
+pub(crate) async fn home(pg: &Pg, id: &str) -> Result<(String, String)> {
+    Ok(sqlx::query_as(crate::store::sessions::HOME)
+        .bind(id)
+        .fetch_one(pg.pool())
+        .await?)
 }
 
 /// The checkpoint's guarded UPDATE: the session after it, or `None`.

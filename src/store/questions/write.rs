@@ -42,8 +42,8 @@ impl Store {
                 "a single or multiple choice needs options to choose from".into(),
             ));
         }
-        // Filed in its session's project (see `sessions/claim.rs`).
-        q.project = self.claim_session(&q.session, &q.project, &q.agent).await?;
+        // Filed in its session's project (see `sessions/home.rs`).
+        q.project = self.session_home(&q.session, &q.project).await?;
         let q = Arc::new(q);
         let options = Arc::new(
             serde_json::to_string(&q.options)

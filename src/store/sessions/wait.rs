@@ -99,7 +99,7 @@ impl Store {
 
     /// The session's wait cursor and the decision and wake events after it,
     /// oldest first, of the session's own project only (see
-    /// `claim.rs`). A read: nothing is marked.
+    /// `home.rs`). A read: nothing is marked.
     pub async fn unclaimed_events(&self, session_id: &str) -> Result<(i64, Vec<Event>)> {
         let project = self.delivery_project(session_id).await?;
         if let Engine::Postgres(p) = self.engine() {
