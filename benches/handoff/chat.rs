@@ -155,6 +155,9 @@ pub async fn burst(quick: bool, t: &mut Table) {
 }
 
 /// Records still `sending` (claimed, not yet confirmed by Telegram).
+/// Pushes not yet out: being sent, or waiting (for their burst's digest).
 async fn sqlx_count_sending(store: &Store) -> i64 {
-    store.chat_unsent().await.unwrap().len() as i64
+    let sending = store.chat_unsent().await.unwrap().len();
+    let waiting = store.chat_held_due(i64::MAX).await.unwrap().len();
+    (sending + waiting) as i64
 }

@@ -24,7 +24,7 @@ use teloxide::types::{MessageId, ParseMode, ThreadId};
 
 use super::Bridge;
 use super::callback::Item;
-use super::push::{PushError, title, truncate};
+use super::push::{title, truncate};
 use super::retry::{Failure, classify};
 use crate::store::chat::Hold;
 use crate::store::{Store, short_id};
@@ -217,7 +217,6 @@ impl Bridge {
             Ok(true) => self.kick((item, id.to_string(), chat_id)),
             Ok(false) => {} // let out already
             Err(e) => {
-                let e = PushError::from(e);
                 tracing::warn!(error = %e, item = %item, id = %id, "cannot let a waiting chat push out; it goes at the next look");
             }
         }

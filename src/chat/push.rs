@@ -231,6 +231,16 @@ impl Bridge {
         else {
             return Ok(());
         };
+        // A replayed event (the cursor is saved per batch): already pushed
+        // or waiting, and not counted again towards a burst.
+        if self
+            .store
+            .chat_message(item.as_str(), id, target.chat_id)
+            .await?
+            .is_some()
+        {
+            return Ok(());
+        }
         // A grace period or quiet hours: recorded as waiting, released by
         // `hold` when due (the follower moves on meanwhile).
         let now = self.store.now();

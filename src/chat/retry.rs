@@ -57,7 +57,8 @@ pub(crate) fn backoff(n: u32) -> Duration {
 const MAX_LOOKS: u32 = 3;
 
 /// Failed uploads of a message's file before it is given up (the message
-/// then goes out saying the file is missing): with the back-off, about 7 s.
+/// then goes out saying the file is missing): with the back-off between
+/// them, about 3 s.
 const FILE_ATTEMPTS: u32 = 3;
 
 /// One message: (item kind, item id, chat id).
@@ -310,7 +311,7 @@ impl Bridge {
                 Ok(Ok((view, None)))
             }
             // Retried like any send, a few times: the message waits for it.
-            Failure::Retry(e) if failures < FILE_ATTEMPTS => Ok(Err(Outcome::Retry(format!(
+            Failure::Retry(e) if failures + 1 < FILE_ATTEMPTS => Ok(Err(Outcome::Retry(format!(
                 "the file with the whole text: {e}"
             )))),
             _ => {
