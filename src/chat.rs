@@ -18,8 +18,10 @@
 //! - `question`, `row`, `action`: one file per item kind, each with its
 //!   message (text and buttons), its taps and its text answers.
 //! - `commands`: /start, /help, /answer, /clarify, /list.
-//! - `push`: what the chat follower does with each event, digests, notices,
-//!   and the view of an item of any kind.
+//! - `push`: what the chat follower does with each event, notices, and the
+//!   view of an item of any kind.
+//! - `digest`: the one digest rule (bursts and quiet hours, per chat and
+//!   forum topic) and the digest message.
 //! - `hold`: pushes that wait out a kind's grace period or a chat's quiet
 //!   hours, released when due.
 //! - `retry`: one task per (item, chat) message sends or edits it.
@@ -36,6 +38,7 @@ mod action;
 mod callback;
 mod card;
 mod commands;
+mod digest;
 mod dispatch;
 mod hold;
 mod push;
@@ -48,7 +51,7 @@ mod topics;
 mod unparsed;
 mod webhook;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -112,11 +115,9 @@ pub(crate) struct Bridge {
     pub store: Store,
     pub config: Arc<Config>,
     pub bot: TgBot,
-    /// Recent pushes per chat, for burst detection (a std Mutex: never held
-    /// across an await).
-    recent: Mutex<HashMap<i64, VecDeque<i64>>>,
-    /// Items waiting to go out in the next digest, per chat.
-    digest: Mutex<HashMap<i64, Vec<(Item, String)>>>,
+    /// Recent pushes per chat and forum topic, for the digest rule
+    /// (`digest`; a std Mutex: never held across an await).
+    bursts: Mutex<HashMap<digest::Dest, digest::Recent>>,
     /// Prompts waiting for a text reply: (chat, prompt message id) → what the reply means.
     pub prompts: Mutex<HashMap<(i64, i32), dispatch::Prompt>>,
     /// One redraw at a time per item (kind, id): a tap's handler and the
@@ -170,8 +171,7 @@ pub async fn start(
         store: shared.store.clone(),
         config: shared.config.clone(),
         bot: bot.clone(),
-        recent: Mutex::new(HashMap::new()),
-        digest: Mutex::new(HashMap::new()),
+        bursts: Mutex::new(HashMap::new()),
         prompts: Mutex::new(HashMap::new()),
         redrawing: Mutex::new(HashMap::new()),
         nudge: shared.nudge.clone(),

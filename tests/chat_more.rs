@@ -111,7 +111,7 @@ async fn a_burst_becomes_one_digest_and_every_item_is_covered() {
         common::ask(&store, &format!("burst {i}")).await;
     }
     let fake = FakeTelegram::start().await;
-    let cfg = telegram_config(&db, &fake, "digest_threshold = 3\ndigest_window_secs = 30");
+    let cfg = telegram_config(&db, &fake, "digest_threshold = 3\ndigest_window_secs = 5");
     let _d = Daemon::start(&db.path, &cfg);
     // The singles and the digest are sent by separate tasks, in any order:
     // wait for the digest and for four messages in all.

@@ -166,7 +166,7 @@ async fn a_long_diff_arrives_as_a_summary_plus_a_document_never_cut() {
     let ev = permission_request("s-1", "Edit", input);
     let hook = spawn_hook(&db, &ev.to_string(), &["--timeout", "60s"], &env);
     let msg = message_with(&fake, "big.rs").await;
-    assert!(msg.text.contains("attached file"), "{}", msg.text);
+    assert!(msg.text.contains("is in the file"), "{}", msg.text);
     assert!(
         !msg.text.contains("(truncated)") && !msg.text.contains("line 599"),
         "{}",

@@ -150,7 +150,7 @@ async fn an_apply_patch_prompt_shows_a_unified_diff_and_a_long_one_as_a_file() {
         .collect();
     let long = format!("*** Begin Patch\n*** Add File: src/big.py\n{body}*** End Patch\n");
     let hook = spawn_tool(&db, &cfg, "th-q", "apply_patch", &long);
-    let msg = message("attached file").await;
+    let msg = message("is in the file").await;
     assert!(!msg.text.contains("line 799"), "{}", msg.text);
     let doc = fake
         .until(30, "the document", |f| f.documents().into_iter().next())

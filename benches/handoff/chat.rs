@@ -66,7 +66,7 @@ pub async fn burst(quick: bool, t: &mut Table) {
     let (cancel, h) = start(store.clone(), config(&fake.url, "")).await;
     loop {
         let sent = store.count_rows("chat_messages").await.unwrap();
-        let pending = sqlx_count_sending(&store).await;
+        let pending = count_not_out(&store).await;
         if sent as usize == burst && pending == 0 {
             break;
         }
@@ -154,7 +154,10 @@ pub async fn burst(quick: bool, t: &mut Table) {
     );
 }
 
-/// Records still `sending` (claimed, not yet confirmed by Telegram).
-async fn sqlx_count_sending(store: &Store) -> i64 {
-    store.chat_unsent().await.unwrap().len() as i64
+/// Pushes not yet out: being sent (claimed, not yet confirmed by Telegram),
+/// or waiting (for their burst's digest).
+async fn count_not_out(store: &Store) -> i64 {
+    let sending = store.chat_unsent().await.unwrap().len();
+    let waiting = store.chat_held_due(i64::MAX).await.unwrap().len();
+    (sending + waiting) as i64
 }

@@ -7,7 +7,7 @@ use teloxide::prelude::*;
 use super::Bridge;
 use super::callback::{Callback, Item, Verb};
 use super::dispatch::Prompt;
-use super::push::{MAX_TEXT, Meta, View};
+use super::push::{Attachment, MAX_TEXT, Meta, View};
 use super::text::{cut, esc};
 use crate::config::Config;
 use crate::ops::claude::preview::preview;
@@ -71,7 +71,7 @@ async fn granted(store: &Store, a: &Action, status: ActionStatus) -> Result<bool
         .is_some())
 }
 
-pub(crate) async fn action_view(store: &Store, _config: &Config, id: &str) -> Result<Option<View>> {
+pub(crate) async fn action_view(store: &Store, config: &Config, id: &str) -> Result<Option<View>> {
     let Some(a) = action_of(store, id).await? else {
         return Ok(None);
     };
@@ -88,10 +88,17 @@ pub(crate) async fn action_view(store: &Store, _config: &Config, id: &str) -> Re
             "json",
         ),
     };
+    let summary = cut(&a.summary, 500);
+    // A summary the proposer (or the hook) cut says where the rest is.
+    let rest = if summary.ends_with('…') {
+        " <i>(cut here: the whole text is below)</i>"
+    } else {
+        ""
+    };
     let head = format!(
-        "⚠️ <b>Approve action: {}</b>\n{}\n",
+        "⚠️ <b>Approve action: {}</b>\n{}",
         esc(&cut(&a.kind, 100)),
-        esc(&cut(&a.summary, 500)),
+        esc(&summary),
     );
     let mut t = String::new();
     // What happens if nobody decides, and when: only while it can happen.
@@ -120,7 +127,7 @@ pub(crate) async fn action_view(store: &Store, _config: &Config, id: &str) -> Re
     let line = status_line(&a, status);
     t.push_str(&format!("\n\n{line}"));
     let buttons = buttons(&a, status);
-    let inline = format!("{head}<pre>{}</pre>{t}", esc(&body));
+    let inline = format!("{head}{rest}\n<pre>{}</pre>{t}", esc(&body));
     if inline.chars().count() <= MAX_TEXT {
         return Ok(Some(View {
             text: inline,
@@ -129,16 +136,44 @@ pub(crate) async fn action_view(store: &Store, _config: &Config, id: &str) -> Re
         }));
     }
     let name = format!("{}.{ext}", a.short_id());
+    let rest = if rest.is_empty() {
+        ""
+    } else {
+        " <i>(cut here: the whole text is in the file)</i>"
+    };
+    let lines = match body.lines().count() {
+        1 => "1 line".to_string(),
+        n => format!("{n} lines"),
+    };
     let note = format!(
-        "📎 Too long for one message: the whole text ({} lines) is in the attached file \
-         <code>{name}</code>, and whole in the Inbox. Read it before deciding.",
-        body.lines().count()
+        "📎 Too long for one message: the whole text ({lines}) is in the file \
+         <code>{name}</code> sent just before this message, and whole in the Inbox. \
+         Read it before deciding."
+    );
+    let missing = format!(
+        "📎 Too long for one message, and the file with the whole text ({lines}, \
+         <code>{name}</code>) could not be sent: read it in {} before deciding. \
+         Approve there; Reject works here too.",
+        inbox(config)
     );
     Ok(Some(View {
-        text: format!("{head}{note}{t}"),
+        text: format!("{head}{rest}\n{note}{t}"),
         buttons,
-        attachment: Some((name, body)),
+        attachment: Some(Attachment {
+            name,
+            body,
+            missing: format!("{head}{rest}\n{missing}{t}"),
+        }),
     }))
+}
+
+/// Where a person reads an item whole: the Inbox, by its address when the
+/// config says it.
+fn inbox(config: &Config) -> String {
+    match config.http.public_url.as_deref().map(str::trim) {
+        Some(u) if !u.is_empty() => format!("the Inbox ({}/inbox)", esc(u.trim_end_matches('/'))),
+        _ => "the Inbox (<code>handoff inbox-link</code> on the host opens it)".to_string(),
+    }
 }
 
 /// What the grant buttons save, shown before anyone taps them: the exact rule.

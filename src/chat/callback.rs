@@ -89,6 +89,17 @@ pub enum Verb {
     NotRun,
 }
 
+impl Verb {
+    /// Whether a tap of it approves an action (Edit too: the patch then
+    /// counts as the approval).
+    pub(crate) fn approves(self) -> bool {
+        matches!(
+            self,
+            Verb::Approve | Verb::ApproveSession | Verb::ApproveAlways | Verb::Edit
+        )
+    }
+}
+
 /// A decoded button.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Callback {

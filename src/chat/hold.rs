@@ -1,9 +1,10 @@
-//! Pushes that wait (issue 13, item 8): an action inside its kind's grace
-//! period (`[[kinds]] grace_secs`), or any item for a chat inside its quiet
-//! hours, is recorded as waiting instead of sent. One task looks at the
-//! waiting records when the earliest falls due: an item settled meanwhile
-//! is never pushed; a grace period over is pushed on its own; the items
-//! that waited out a chat's quiet hours go out as one digest.
+//! Pushes that wait: an action inside its kind's grace period (`[[kinds]]
+//! grace_secs`), any item for a chat inside its quiet hours, or one beyond
+//! a burst's digest threshold (`digest`), is recorded as waiting instead of
+//! sent. One task looks at the waiting records when the earliest falls due:
+//! an item settled meanwhile is never pushed; a grace period over is pushed
+//! like a new item (so it may join a burst); the items that waited out a
+//! chat's quiet hours, or a burst's window, go out by the digest rule.
 //!
 //! The due time is stored (derived from the item's creation time), so a
 //! restart neither forgets a waiting push nor sends it early; and one item
@@ -15,7 +16,8 @@ use std::time::Duration;
 
 use super::Bridge;
 use super::callback::Item;
-use super::push::{self, DigestKind, PushError};
+use super::digest::{Dest, DigestKind};
+use super::push::{self, PushError};
 use crate::config::Target;
 use crate::store::chat::{Held, Hold};
 
@@ -95,33 +97,28 @@ impl Bridge {
             }
         };
         let mut ok = true;
-        let mut quiet: HashMap<i64, Vec<(Item, String)>> = HashMap::new();
+        let mut together: HashMap<(Dest, DigestKind), Vec<(Item, String)>> = HashMap::new();
         for h in due {
-            if let Err(e) = self.release_one(&h, now, &mut quiet).await {
+            if let Err(e) = self.release_one(&h, now, &mut together).await {
                 tracing::warn!(error = %e, item = %h.item_kind, id = %h.item_id, "cannot release a waiting chat push; will retry");
                 ok = false;
             }
         }
-        for (chat_id, mut items) in quiet {
-            if items.len() == 1 {
-                // One item: its own message, with its buttons.
-                let (item, id) = items.remove(0);
-                self.kick((item, id, chat_id));
-            } else {
-                self.send_digest(chat_id, items, DigestKind::Quiet).await;
-            }
+        for ((dest, kind), items) in together {
+            self.send_digest(dest, items, kind).await;
         }
         ok
     }
 
     /// Release one due push: skipped when its item settled (or is gone),
-    /// held again when its chat is quiet now, else sent (quiet ones are
-    /// collected into `quiet` for their chat's digest).
+    /// held again when its chat is quiet now, else pushed: a grace period's
+    /// like a new item, the others collected into `together` per
+    /// destination for the digest rule.
     async fn release_one(
         &self,
         h: &Held,
         now: i64,
-        quiet: &mut HashMap<i64, Vec<(Item, String)>>,
+        together: &mut HashMap<(Dest, DigestKind), Vec<(Item, String)>>,
     ) -> Result<(), PushError> {
         let (kind, id, chat_id) = (h.item_kind.as_str(), h.item_id.as_str(), h.chat_id);
         let meta = match Item::from_kind(kind) {
@@ -139,23 +136,43 @@ impl Bridge {
                 .await?;
             return Ok(());
         }
-        // The forum topic, now that the item is really pushed.
-        let topic = match self
-            .config
-            .route(&meta.project, &meta.agent, meta.action_kind.as_deref())
-        {
-            Some(t) if t.chat_id == chat_id => self.topic_for(&t, &meta).await,
-            _ => self.config.chat_by_id(chat_id).and_then(|c| c.topic),
+        // A burst's topic was chosen when it began to wait; the others'
+        // now that the item is really pushed.
+        let topic = match h.hold {
+            Hold::Burst => h.thread_id,
+            Hold::Grace | Hold::Quiet => {
+                match self
+                    .config
+                    .route(&meta.project, &meta.agent, meta.action_kind.as_deref())
+                {
+                    Some(t) if t.chat_id == chat_id => self.topic_for(&t, &meta).await,
+                    _ => self.config.chat_by_id(chat_id).and_then(|c| c.topic),
+                }
+            }
         };
-        if !self.store.chat_release(kind, id, chat_id, topic).await? {
-            return Ok(()); // released already
-        }
+        let dest = (chat_id, topic);
         match h.hold {
-            Hold::Quiet => quiet
-                .entry(chat_id)
+            Hold::Grace => match self.burst_due(dest, h.due_at) {
+                Some(due) => {
+                    self.store
+                        .chat_hold_again_in(kind, id, chat_id, topic, Hold::Burst, due)
+                        .await?;
+                    self.held.notify_one();
+                }
+                None => {
+                    if self.store.chat_release(kind, id, chat_id, topic).await? {
+                        self.kick((item, id.to_string(), chat_id));
+                    }
+                }
+            },
+            Hold::Quiet => together
+                .entry((dest, DigestKind::Quiet))
                 .or_default()
                 .push((item, id.to_string())),
-            Hold::Grace => self.kick((item, id.to_string(), chat_id)),
+            Hold::Burst => together
+                .entry((dest, DigestKind::Burst))
+                .or_default()
+                .push((item, id.to_string())),
         }
         Ok(())
     }

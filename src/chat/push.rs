@@ -1,6 +1,7 @@
 //! Pushing items to chat and keeping their messages true: the chat
-//! follower's handling of each event (push a new item once per chat, mark a
-//! changed one owed a redraw), burst digests, the notices the bridge sends,
+//! follower's handling of each event (push a new item once per chat, or
+//! let it wait for a grace period, quiet hours or its burst's digest; mark
+//! a changed one owed a redraw), the notices the bridge sends,
 //! and what a message shows for an item of any kind (dispatching to
 //! `question`, `row` and `action` for the drawing itself).
 //!
@@ -10,7 +11,7 @@
 use std::sync::Arc;
 
 use teloxide::prelude::*;
-use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup, MessageId, ParseMode, ThreadId};
+use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup, MessageId, ThreadId};
 
 use super::action::action_of;
 use super::callback::{Callback, Item};
@@ -18,8 +19,9 @@ use super::row::row_of;
 use super::text::{cut, esc};
 use super::{Bridge, Turn, action, question, row};
 use crate::config::Config;
+use crate::store::chat::Hold;
 use crate::store::questions::Status;
-use crate::store::{Event, Result, Store, short_id};
+use crate::store::{Event, Result, Store};
 
 /// Telegram's message length limit, in characters.
 pub const MAX_TEXT: usize = 4096;
@@ -29,12 +31,38 @@ pub const MAX_TEXT: usize = 4096;
 pub(crate) struct View {
     pub text: String,
     pub buttons: Vec<Vec<(String, Callback)>>,
-    /// A file sent after the message when the whole text does not fit
-    /// one (file name, content): the text then says so, never cut.
-    pub attachment: Option<(String, String)>,
+    /// A file carrying the whole text when it does not fit one message:
+    /// sent before the message, which says so (its text is never cut).
+    pub attachment: Option<Attachment>,
+}
+
+/// The whole text of a message too long for one, as a file.
+#[derive(Debug, Clone)]
+pub(crate) struct Attachment {
+    /// The file's name.
+    pub name: String,
+    /// Its content: the whole text.
+    pub body: String,
+    /// The message's text should the file never arrive: it says the file is
+    /// missing and where else the whole text is.
+    pub missing: String,
 }
 
 impl View {
+    /// The view as drawn when its file could not be sent: the text says so,
+    /// and no button approves what nobody could read here (Reject and the
+    /// like stay).
+    pub(crate) fn without_file(mut self) -> View {
+        if let Some(a) = self.attachment.take() {
+            self.text = a.missing;
+            for row in &mut self.buttons {
+                row.retain(|(_, cb)| !cb.verb.approves());
+            }
+            self.buttons.retain(|row| !row.is_empty());
+        }
+        self
+    }
+
     pub(super) fn markup(&self) -> InlineKeyboardMarkup {
         InlineKeyboardMarkup::new(self.buttons.iter().map(|row| {
             row.iter()
@@ -115,36 +143,6 @@ pub(crate) async fn view(
         Item::Row => row::row_view(store, id).await?,
         Item::Action => action::action_view(store, config, id).await?,
     })
-}
-
-/// Why several items go out as one digest message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum DigestKind {
-    /// Many arrived at once (`digest_threshold` within `digest_window_secs`).
-    Burst,
-    /// They waited out the chat's quiet hours.
-    Quiet,
-}
-
-/// One digest message for items held back together.
-pub(crate) async fn digest(store: &Store, items: &[(Item, String)], kind: DigestKind) -> String {
-    let why = match kind {
-        DigestKind::Burst => format!("📬 <b>{} new items</b> arrived at once.", items.len()),
-        DigestKind::Quiet => format!(
-            "🌙 <b>{} items</b> waited for the end of quiet hours and still need you.",
-            items.len()
-        ),
-    };
-    let mut t = format!("{why} Answer with /answer &lt;id&gt; text; /list shows them all.\n");
-    for (item, id) in items.iter().take(60) {
-        if let Some(title) = title(store, *item, id).await {
-            t.push_str(&format!("\n<code>{}</code> {title}", short_id(id)));
-        }
-    }
-    if items.len() > 60 {
-        t.push_str(&format!("\n… and {} more", items.len() - 60));
-    }
-    t
 }
 
 /// An item's one-line title for a digest; `None` when it is gone.
@@ -233,6 +231,16 @@ impl Bridge {
         else {
             return Ok(());
         };
+        // A replayed event (the cursor is saved per batch): already pushed
+        // or waiting, and not counted again towards a burst.
+        if self
+            .store
+            .chat_message(item.as_str(), id, target.chat_id)
+            .await?
+            .is_some()
+        {
+            return Ok(());
+        }
         // A grace period or quiet hours: recorded as waiting, released by
         // `hold` when due (the follower moves on meanwhile).
         let now = self.store.now();
@@ -247,20 +255,24 @@ impl Bridge {
             return Ok(());
         }
         let topic = self.topic_for(&target, &meta).await;
+        // Beyond the digest threshold: waits, durably, for its burst's
+        // digest (`digest`), released by the `hold` task.
+        if let Some(due) = self.burst_due((target.chat_id, topic), at) {
+            if self
+                .store
+                .chat_hold_in(item.as_str(), id, target.chat_id, topic, Hold::Burst, due)
+                .await?
+            {
+                self.held.notify_one();
+            }
+            return Ok(());
+        }
         if !self
             .store
             .chat_begin_send(item.as_str(), id, target.chat_id, topic, "sending")
             .await?
         {
             return Ok(()); // already pushed (or in flight) in that chat
-        }
-        if self.burst(target.chat_id, at) {
-            // Part of a burst: goes out in one digest after this batch.
-            let mut d = self.digest.lock().expect("digest lock poisoned");
-            d.entry(target.chat_id)
-                .or_default()
-                .push((item, id.to_string()));
-            return Ok(());
         }
         // Sent by the message's own task: a slow or failing send delays
         // nothing else.
@@ -280,71 +292,6 @@ impl Bridge {
         // The map and the caller hold it: nobody else waits.
         if Arc::strong_count(turn) == 2 {
             m.remove(&(item, id.to_string()));
-        }
-    }
-
-    /// Whether a new item for `chat_id`, created at `at` (ms), is part of a
-    /// burst: more than the digest threshold created within the window.
-    /// Counted by creation time, not send time, so a burst is seen as one
-    /// even when flood control makes the sends slow.
-    pub(super) fn burst(&self, chat_id: i64, at: i64) -> bool {
-        let window = (self.config.telegram.digest_window_secs * 1000) as i64;
-        let mut recent = self.recent.lock().expect("recent lock poisoned");
-        let q = recent.entry(chat_id).or_default();
-        while q.front().is_some_and(|t| at - *t > window) {
-            q.pop_front();
-        }
-        q.push_back(at);
-        q.len() > self.config.telegram.digest_threshold
-    }
-
-    /// Send one digest message per chat for the items held back by a burst.
-    pub(super) async fn flush_digests(&self) {
-        let pending: Vec<(i64, Vec<(Item, String)>)> = {
-            let mut d = self.digest.lock().expect("digest lock poisoned");
-            d.drain().collect()
-        };
-        for (chat_id, items) in pending {
-            self.send_digest(chat_id, items, DigestKind::Burst).await;
-        }
-    }
-
-    /// Send one digest message of `items` (records already `sending`) to
-    /// `chat_id`; when it cannot go out, each item is sent on its own.
-    pub(super) async fn send_digest(
-        &self,
-        chat_id: i64,
-        items: Vec<(Item, String)>,
-        kind: DigestKind,
-    ) {
-        let topic = self.config.chat_by_id(chat_id).and_then(|c| c.topic);
-        let text = digest(&self.store, &items, kind).await;
-        let mut req = self
-            .bot
-            .send_message(ChatId(chat_id), truncate(&text))
-            .parse_mode(ParseMode::Html);
-        if let Some(t) = topic {
-            req = req.message_thread_id(ThreadId(MessageId(t)));
-        }
-        match req.await {
-            Ok(msg) => {
-                for (item, id) in &items {
-                    if let Err(e) = self
-                        .store
-                        .chat_sent(item.as_str(), id, chat_id, msg.id.0, "digest", "", i64::MAX)
-                        .await
-                    {
-                        tracing::warn!(error = %e, "cannot record a digest entry");
-                    }
-                }
-            }
-            // The records stay `sending`: each item goes out on its own.
-            Err(e) => {
-                tracing::warn!(error = %e, "digest not sent; sending its items one by one");
-                for (item, id) in items {
-                    self.kick((item, id, chat_id));
-                }
-            }
         }
     }
 
@@ -414,8 +361,7 @@ impl crate::follow::Apply for ChatFollower {
         self.0.on_event(ev).await
     }
     async fn save(&mut self, seq: i64) {
-        // Digests go out before the cursor moves past their items.
-        self.0.flush_digests().await;
+        // A burst's waiting items are durable records (`burst`) by now.
         if let Err(e) = self.0.store.set_cursor("chat", seq).await {
             tracing::warn!(error = %e, "cannot save the chat cursor");
         }

@@ -28,7 +28,7 @@ use teloxide::{ApiError, RequestError};
 
 use super::Bridge;
 use super::callback::Item;
-use super::push::{self, PushError, View, truncate};
+use super::push::{self, Attachment, PushError, View, truncate};
 use crate::store::chat::ChatMessage;
 
 /// Permanent Bot API errors settled so far in this process.
@@ -55,6 +55,11 @@ pub(crate) fn backoff(n: u32) -> Duration {
 /// Passes a message's task makes, once done, for a redraw mark that
 /// stayed (see [`Bridge::run`]).
 const MAX_LOOKS: u32 = 3;
+
+/// Failed uploads of a message's file before it is given up (the message
+/// then goes out saying the file is missing): with the back-off between
+/// them, about 3 s.
+const FILE_ATTEMPTS: u32 = 3;
 
 /// One message: (item kind, item id, chat id).
 pub(crate) type Key = (Item, String, i64);
@@ -166,7 +171,7 @@ impl Bridge {
             }
             let outcome = tokio::select! {
                 _ = self.cancel.cancelled() => return,
-                o = self.pass(&key) => o,
+                o = self.pass(&key, failures) => o,
             };
             match outcome {
                 Outcome::Done => {
@@ -221,23 +226,30 @@ impl Bridge {
         )
     }
 
-    /// One pass over a message, in the item's redraw turn.
-    async fn pass(&self, key: &Key) -> Outcome {
+    /// One pass over a message, in the item's redraw turn, after
+    /// `failures` failed ones.
+    async fn pass(&self, key: &Key, failures: u32) -> Outcome {
         let (item, id, chat_id) = (key.0, key.1.as_str(), key.2);
         let turn = self.turn(item, id);
         let guard = turn.lock().await;
-        let res = self.pass_now(item, id, chat_id).await;
+        let res = self.pass_now(item, id, chat_id, failures).await;
         drop(guard);
         self.end_turn(item, id, &turn);
         res.unwrap_or_else(|e| Outcome::Retry(e.to_string()))
     }
 
-    async fn pass_now(&self, item: Item, id: &str, chat_id: i64) -> Result<Outcome, PushError> {
+    async fn pass_now(
+        &self,
+        item: Item,
+        id: &str,
+        chat_id: i64,
+        failures: u32,
+    ) -> Result<Outcome, PushError> {
         let Some(rec) = self.store.chat_message(item.as_str(), id, chat_id).await? else {
             return Ok(Outcome::Done);
         };
         match (rec.status.as_str(), rec.message_id) {
-            ("sending", _) => self.send_record(&rec).await,
+            ("sending", _) => self.send_record(&rec, failures).await,
             ("sent", Some(_)) => {
                 let since = self.store.now();
                 let Some(view) = push::view(&self.store, &self.config, item, id).await? else {
@@ -250,32 +262,76 @@ impl Bridge {
         }
     }
 
-    /// Send the whole text of a message too long for it, as a file in
-    /// reply to it. Once, best effort: the message already says where the
-    /// whole text is (the Inbox has it too), and a failure is logged.
+    /// Send the file carrying a message's whole text, before the message
+    /// itself: its message id, or the failure.
     async fn send_attachment(
         &self,
         chat_id: i64,
         thread: Option<i32>,
-        to: MessageId,
-        name: String,
-        content: String,
-    ) {
-        let file = teloxide::types::InputFile::memory(content.into_bytes()).file_name(name);
-        let mut req = self
-            .bot
-            .send_document(ChatId(chat_id), file)
-            .reply_parameters(teloxide::types::ReplyParameters::new(to));
+        file: &Attachment,
+    ) -> Result<MessageId, RequestError> {
+        let input = teloxide::types::InputFile::memory(file.body.clone().into_bytes())
+            .file_name(file.name.clone());
+        let mut req = self.bot.send_document(ChatId(chat_id), input);
         if let Some(t) = thread {
             req = req.message_thread_id(ThreadId(MessageId(t)));
         }
-        if let Err(e) = req.await {
-            tracing::warn!(chat_id, error = %e, "the full text of a long message was not sent as a file");
+        req.await.map(|m| m.id)
+    }
+
+    /// The file a `sending` record's message needs first, if any: sent now
+    /// unless it arrived before (or was given up). `Err` asks for another
+    /// pass; `Ok` carries the view to send (saying the file is missing
+    /// once its upload was given up) and the file's message id.
+    async fn file_first(
+        &self,
+        rec: &ChatMessage,
+        view: View,
+        failures: u32,
+    ) -> Result<Result<(View, Option<MessageId>), Outcome>, PushError> {
+        let (kind, id, chat_id) = (rec.item_kind.as_str(), rec.item_id.as_str(), rec.chat_id);
+        let Some(file) = &view.attachment else {
+            return Ok(Ok((view, None)));
+        };
+        match rec.document_id {
+            Some(0) => return Ok(Ok((view.without_file(), None))),
+            Some(d) => return Ok(Ok((view, (d > 0).then_some(MessageId(d))))),
+            None => {}
+        }
+        let err = match self.send_attachment(chat_id, rec.thread_id, file).await {
+            Ok(doc) => {
+                self.store.chat_document(kind, id, chat_id, doc.0).await?;
+                return Ok(Ok((view, Some(doc))));
+            }
+            Err(e) => e,
+        };
+        match classify(&err) {
+            Failure::Unconfirmed => {
+                self.store.chat_document(kind, id, chat_id, -1).await?;
+                Ok(Ok((view, None)))
+            }
+            // Retried like any send, a few times: the message waits for it.
+            Failure::Retry(e) if failures + 1 < FILE_ATTEMPTS => Ok(Err(Outcome::Retry(format!(
+                "the file with the whole text: {e}"
+            )))),
+            _ => {
+                tracing::warn!(
+                    item = %kind, id = %id, chat_id, error = %err, attempts = failures + 1,
+                    "the file with the whole text of a long message could not be sent; its message says so and offers no approval"
+                );
+                self.store.chat_document(kind, id, chat_id, 0).await?;
+                Ok(Ok((view.without_file(), None)))
+            }
         }
     }
 
-    /// Send the message of a `sending` record.
-    pub(crate) async fn send_record(&self, rec: &ChatMessage) -> Result<Outcome, PushError> {
+    /// Send the message of a `sending` record (its file first, if it has
+    /// one), after `failures` failed passes.
+    pub(crate) async fn send_record(
+        &self,
+        rec: &ChatMessage,
+        failures: u32,
+    ) -> Result<Outcome, PushError> {
         let (kind, id, chat_id) = (rec.item_kind.as_str(), rec.item_id.as_str(), rec.chat_id);
         let since = self.store.now();
         let Some(item) = Item::from_kind(kind) else {
@@ -283,6 +339,12 @@ impl Bridge {
         };
         let Some(view) = push::view(&self.store, &self.config, item, id).await? else {
             return Ok(Outcome::Done);
+        };
+        // Why the file first: a message offering a decision is never out
+        // before the text it decides on.
+        let (view, file) = match self.file_first(rec, view, failures).await? {
+            Ok(v) => v,
+            Err(again) => return Ok(again),
         };
         let mut req = self
             .bot
@@ -292,15 +354,16 @@ impl Bridge {
         if let Some(t) = rec.thread_id {
             req = req.message_thread_id(ThreadId(MessageId(t)));
         }
+        if let Some(f) = file {
+            req = req.reply_parameters(
+                teloxide::types::ReplyParameters::new(f).allow_sending_without_reply(),
+            );
+        }
         let err = match req.await {
             Ok(msg) => {
                 self.store
                     .chat_sent(kind, id, chat_id, msg.id.0, "sent", &view.hash(), since)
                     .await?;
-                if let Some((name, content)) = view.attachment {
-                    self.send_attachment(chat_id, rec.thread_id, msg.id, name, content)
-                        .await;
-                }
                 return Ok(Outcome::Done);
             }
             Err(e) => e,
@@ -335,6 +398,14 @@ impl Bridge {
         since: i64,
     ) -> Result<Outcome, PushError> {
         let (kind, id, chat_id) = (rec.item_kind.as_str(), rec.item_id.as_str(), rec.chat_id);
+        // A message whose file was given up keeps saying so.
+        let missing;
+        let view = if rec.document_id == Some(0) && view.attachment.is_some() {
+            missing = view.clone().without_file();
+            &missing
+        } else {
+            view
+        };
         let hash = view.hash();
         let Some(mid) = rec.message_id else {
             return Ok(Outcome::Done);
@@ -391,7 +462,7 @@ impl Bridge {
                         dirty_at: None,
                         ..rec.clone()
                     };
-                    return self.send_record(&again).await;
+                    return self.send_record(&again, 0).await;
                 }
                 permanent(rec, &e, "message gone; the item needs nobody, settled");
             }

@@ -30,14 +30,19 @@ pub struct ChatMessage {
     /// Telegram message id once sent.
     pub message_id: Option<i32>,
     /// `sending`, `sent` or `digest` (covered by a digest message, not
-    /// editable); `held` / `quiet` while a push waits (see `hold`),
-    /// `skipped` when it settled while it waited and was never pushed.
+    /// editable); `held` / `quiet` / `burst` while a push waits (see
+    /// `hold`), `skipped` when it settled while it waited and was never
+    /// pushed.
     pub status: String,
     /// Hash of the last text drawn (skip edits that change nothing).
     pub text_hash: String,
     /// When the item last changed without this message being redrawn
     /// since (ms); `None` when the message is up to date.
     pub dirty_at: Option<i64>,
+    /// The file carrying the message's whole text: its message id once it
+    /// arrived (-1 when Telegram's answer did not say it), 0 when its
+    /// upload was given up, `None` while none was sent (or none is owed).
+    pub document_id: Option<i32>,
 }
 
 /// A stored message record as a [`ChatMessage`], on either engine (its
@@ -63,6 +68,7 @@ where
         status: r.try_get("status")?,
         text_hash: r.try_get("text_hash")?,
         dirty_at: r.try_get("dirty_at")?,
+        document_id: small(r.try_get("document_id")?, "document id")?,
     })
 }
 
@@ -289,6 +295,30 @@ impl Store {
                 .bind(text_hash)
                 .bind(now)
                 .bind(since)
+                .bind(item_kind)
+                .bind(item_id)
+                .bind(chat_id)
+        )
+        .map(drop)
+    }
+
+    /// Record what became of the file carrying a message's whole text (see
+    /// [`ChatMessage::document_id`]).
+    pub async fn chat_document(
+        &self,
+        item_kind: &str,
+        item_id: &str,
+        chat_id: i64,
+        document_id: i32,
+    ) -> Result<()> {
+        let now = self.now();
+        chat_exec!(
+            self,
+            "UPDATE chat_messages SET document_id = $1, updated_at = $2
+             WHERE item_kind = $3 AND item_id = $4 AND chat_id = $5",
+            |q| q
+                .bind(i64::from(document_id))
+                .bind(now)
                 .bind(item_kind)
                 .bind(item_id)
                 .bind(chat_id)

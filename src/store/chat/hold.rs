@@ -1,10 +1,12 @@
-//! Pushes that wait (issue 13, item 8): a message record may be `held`
-//! (its kind's grace period) or `quiet` (its chat's quiet hours) until
-//! `due_at`, then released to `sending` or `skipped` when the item settled
-//! meanwhile. Durable, so a restart neither loses a waiting push nor sends
-//! it early. Which items wait, and for how long, is the chat bridge's call.
+//! Pushes that wait: a message record may be `held` (its kind's grace
+//! period), `quiet` (its chat's quiet hours) or `burst` (beyond the digest
+//! threshold, waiting for its burst's digest) until `due_at`, then released
+//! to `sending`, covered by a digest (`digest`), or `skipped` when the item
+//! settled meanwhile. Durable, so a restart neither loses a waiting push nor
+//! sends it early. Which items wait, and for how long, is the chat bridge's
+//! call.
 
-use super::super::{Engine, Result, Store};
+use super::super::{Engine, Error, Result, Store};
 
 /// Why a push waits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,6 +15,9 @@ pub enum Hold {
     Grace,
     /// Inside its chat's quiet hours: sent in one digest when they end.
     Quiet,
+    /// Beyond the digest threshold of its chat and forum topic: sent in
+    /// that burst's one digest when due.
+    Burst,
 }
 
 impl Hold {
@@ -21,6 +26,15 @@ impl Hold {
         match self {
             Hold::Grace => "held",
             Hold::Quiet => "quiet",
+            Hold::Burst => "burst",
+        }
+    }
+
+    fn from_status(status: &str) -> Hold {
+        match status {
+            "quiet" => Hold::Quiet,
+            "burst" => Hold::Burst,
+            _ => Hold::Grace,
         }
     }
 }
@@ -34,6 +48,9 @@ pub struct Held {
     pub item_id: String,
     /// The chat it waits for.
     pub chat_id: i64,
+    /// Its forum topic, when known already (a burst's; the others' is
+    /// chosen on release).
+    pub thread_id: Option<i32>,
     /// Why it waits.
     pub hold: Hold,
     /// When it is looked at again (ms).
@@ -53,15 +70,31 @@ impl Store {
         hold: Hold,
         due_at: i64,
     ) -> Result<bool> {
+        self.chat_hold_in(item_kind, item_id, chat_id, None, hold, due_at)
+            .await
+    }
+
+    /// [`Store::chat_hold`] in forum topic `thread_id`, known already (a
+    /// burst waits with the others of its topic).
+    pub async fn chat_hold_in(
+        &self,
+        item_kind: &str,
+        item_id: &str,
+        chat_id: i64,
+        thread_id: Option<i32>,
+        hold: Hold,
+        due_at: i64,
+    ) -> Result<bool> {
         let now = self.now();
         let n = chat_exec!(
             self,
-            "INSERT INTO chat_messages (item_kind, item_id, chat_id, status, due_at, created_at, updated_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT DO NOTHING",
+            "INSERT INTO chat_messages (item_kind, item_id, chat_id, thread_id, status, due_at, created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $7) ON CONFLICT DO NOTHING",
             |q| q
                 .bind(item_kind)
                 .bind(item_id)
                 .bind(chat_id)
+                .bind(thread_id.map(i64::from))
                 .bind(hold.as_str())
                 .bind(due_at)
                 .bind(now)
@@ -71,28 +104,28 @@ impl Store {
 
     /// Waiting pushes due at or before `now` (ms), earliest first.
     pub async fn chat_held_due(&self, now: i64) -> Result<Vec<Held>> {
-        let rows: Vec<(String, String, i64, String, i64)> = chat_scalar!(
+        let rows: Vec<(String, String, i64, Option<i64>, String, i64)> = chat_scalar!(
             self,
             fetch_all,
             query_as,
-            "SELECT item_kind, item_id, chat_id, status, due_at FROM chat_messages
-             WHERE status IN ('held', 'quiet') AND due_at <= $1 ORDER BY due_at, created_at",
+            "SELECT item_kind, item_id, chat_id, thread_id, status, due_at FROM chat_messages
+             WHERE status IN ('held', 'quiet', 'burst') AND due_at <= $1 ORDER BY due_at, created_at",
             |q| q.bind(now)
         );
-        Ok(rows
-            .into_iter()
-            .map(|(item_kind, item_id, chat_id, status, due_at)| Held {
-                item_kind,
-                item_id,
-                chat_id,
-                hold: if status == "quiet" {
-                    Hold::Quiet
-                } else {
-                    Hold::Grace
-                },
-                due_at,
+        rows.into_iter()
+            .map(|(item_kind, item_id, chat_id, thread, status, due_at)| {
+                Ok(Held {
+                    item_kind,
+                    item_id,
+                    chat_id,
+                    thread_id: thread.map(i32::try_from).transpose().map_err(|_| {
+                        Error::Corrupt("a chat message's thread id does not fit 32 bits".into())
+                    })?,
+                    hold: Hold::from_status(&status),
+                    due_at,
+                })
             })
-            .collect())
+            .collect()
     }
 
     /// When the next waiting push falls due (ms), if any waits.
@@ -101,7 +134,7 @@ impl Store {
             self,
             fetch_one,
             query_scalar,
-            "SELECT MIN(due_at) FROM chat_messages WHERE status IN ('held', 'quiet')",
+            "SELECT MIN(due_at) FROM chat_messages WHERE status IN ('held', 'quiet', 'burst')",
             |q| q
         ))
     }
@@ -123,6 +156,28 @@ impl Store {
             hold.as_str(),
             Some(due_at),
             None,
+        )
+        .await
+    }
+
+    /// [`Store::chat_hold_again`] in forum topic `thread_id` (a push let
+    /// out of its grace period that joins a burst).
+    pub async fn chat_hold_again_in(
+        &self,
+        item_kind: &str,
+        item_id: &str,
+        chat_id: i64,
+        thread_id: Option<i32>,
+        hold: Hold,
+        due_at: i64,
+    ) -> Result<bool> {
+        self.chat_settle_hold(
+            item_kind,
+            item_id,
+            chat_id,
+            hold.as_str(),
+            Some(due_at),
+            Some(thread_id),
         )
         .await
     }
@@ -155,6 +210,34 @@ impl Store {
             .await
     }
 
+    /// A waiting push went out in the digest message `message_id`: its
+    /// record says so (`digest`; a digest is never edited). False when it
+    /// no longer waits.
+    pub async fn chat_digested(
+        &self,
+        item_kind: &str,
+        item_id: &str,
+        chat_id: i64,
+        message_id: i32,
+    ) -> Result<bool> {
+        let now = self.now();
+        // Why guarded on the waiting statuses: an item covered by a digest
+        // is never also sent on its own, nor the other way round.
+        let n = chat_exec!(
+            self,
+            "UPDATE chat_messages SET status = 'digest', message_id = $1, due_at = NULL, updated_at = $2
+             WHERE status IN ('held', 'quiet', 'burst')
+               AND item_kind = $3 AND item_id = $4 AND chat_id = $5",
+            |q| q
+                .bind(i64::from(message_id))
+                .bind(now)
+                .bind(item_kind)
+                .bind(item_id)
+                .bind(chat_id)
+        )?;
+        Ok(n == 1)
+    }
+
     async fn chat_settle_hold(
         &self,
         item_kind: &str,
@@ -172,7 +255,7 @@ impl Store {
             self,
             "UPDATE chat_messages SET status = $1, due_at = $2, updated_at = $3,
                 thread_id = CASE WHEN $4 THEN $5 ELSE thread_id END
-             WHERE status IN ('held', 'quiet')
+             WHERE status IN ('held', 'quiet', 'burst')
                AND item_kind = $6 AND item_id = $7 AND chat_id = $8",
             |q| q
                 .bind(status)
