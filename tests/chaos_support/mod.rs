@@ -146,6 +146,9 @@ pub struct Log {
     pub waits: u64,
     pub recovers: u64,
     pub inbox_approvals: u64,
+    /// The actions the settling person tapped Run now on, once per tap:
+    /// approved, nobody left to run them (see `humans::Settler`).
+    pub settle_runs: Vec<String>,
     /// Telegram misbehaviours the weather task injected.
     pub weather: u64,
     /// Each daemon process killed, by its epoch (see `round::Daemons`):
