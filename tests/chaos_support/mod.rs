@@ -263,12 +263,13 @@ impl Ctx {
         self.log.lock().unwrap()
     }
 
-    /// The environment every process the harness starts gets.
+    /// The environment every process the harness starts gets: with a fault
+    /// switch, the test-only opt-in too, without which `serve` refuses it.
     pub fn env(&self) -> Vec<(&'static str, &'static str)> {
-        self.fault
-            .map(|f| ("HANDOFF_FAULT", f))
-            .into_iter()
-            .collect()
+        match self.fault {
+            Some(f) => vec![("HANDOFF_FAULT", f), ("HANDOFF_TEST_FAULTS_OK", "1")],
+            None => Vec::new(),
+        }
     }
 
     /// The file `propose --exec` commands append "action-id executor-pid" to.
