@@ -441,13 +441,10 @@ fn print_error(body: &serde_json::Value) {
 
 /// Run one parsed command; returns the exit code on success paths.
 pub async fn run(cli: Cli) -> anyhow::Result<u8> {
-    // A fault switch is never on quietly, whatever the command.
+    // A fault switch is never on quietly, whatever the command; nor is a
+    // timing setting out of its bounds.
     crate::fault::warn_if_set();
-    let tuned = match &cli.cmd {
-        Command::Serve { .. } => crate::config::tuning::check_serve(),
-        _ => crate::config::tuning::check_cli(),
-    };
-    tuned.map_err(|why| fail(exit::INVALID, why))?;
+    crate::config::tuning::check().map_err(|why| fail(exit::INVALID, why))?;
     let env = |k: &str| {
         std::env::var(k)
             .ok()

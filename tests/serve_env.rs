@@ -2,8 +2,9 @@
 //! not do quietly: a fault switch (`HANDOFF_FAULT`, test-only) is logged as
 //! an error by every command and stops `serve` unless a test harness also
 //! set `HANDOFF_TEST_FAULTS_OK=1`; the timing settings (`HANDOFF_LEASE_MS`,
-//! `HANDOFF_WATCH_FALLBACK_MS`, `HANDOFF_SOCKET_PROBE_MS`) are refused
-//! outside their bounds with one line naming the variable and the bounds.
+//! `HANDOFF_WATCH_FALLBACK_MS`, `HANDOFF_SOCKET_PROBE_MS`) are refused by
+//! any command outside their bounds with one line naming the variable and
+//! the bounds.
 
 mod common;
 
@@ -145,20 +146,24 @@ fn serve_refuses_timing_settings_outside_their_bounds() {
 }
 
 #[test]
-fn the_cli_refuses_a_socket_probe_outside_its_bounds() {
+fn a_command_refuses_timing_settings_outside_their_bounds() {
     let db = TempDb::new();
-    for value in ["0", "60000", "fast"] {
+    for (var, value, bounds) in [
+        ("HANDOFF_SOCKET_PROBE_MS", "0", "10-10000"),
+        ("HANDOFF_SOCKET_PROBE_MS", "60000", "10-10000"),
+        ("HANDOFF_SOCKET_PROBE_MS", "fast", "10-10000"),
+        // A command waiting on PostgreSQL polls at the fallback too.
+        ("HANDOFF_WATCH_FALLBACK_MS", "5", "100-3600000"),
+        ("HANDOFF_LEASE_MS", "30", "1000-60000"),
+    ] {
         let out = Command::new(env!("CARGO_BIN_EXE_handoff"))
             .args(["questions"])
             .env("HANDOFF_DB", &db.path)
-            .env("HANDOFF_SOCKET_PROBE_MS", value)
+            .env(var, value)
             .env_remove("HANDOFF_URL")
             .output()
             .expect("run handoff questions");
-        assert_refused(
-            &out,
-            &[&format!("HANDOFF_SOCKET_PROBE_MS={value}"), "10-10000"],
-        );
+        assert_refused(&out, &[&format!("{var}={value}"), bounds]);
     }
 }
 

@@ -3,9 +3,8 @@
 //! lease (`HANDOFF_LEASE_MS`), the daemon's fallback poll of the event log
 //! (`HANDOFF_WATCH_FALLBACK_MS`) and how long the CLI waits for the local
 //! daemon's socket (`HANDOFF_SOCKET_PROBE_MS`). A value outside its bounds
-//! is an error the command stops on ([`check_serve`], [`check_cli`]), not a
-//! silent fallback: a lease of 30 ms would make daemons trade roles many
-//! times a second.
+//! is an error every command stops on ([`check`]), not a silent fallback:
+//! a lease of 30 ms would make daemons trade roles many times a second.
 //!
 //! This module reads and checks; the modules that use each setting read it
 //! through [`Setting::get`].
@@ -25,8 +24,9 @@ pub struct Setting {
     pub max_ms: u64,
 }
 
-/// The role lease period (`docs/` "Several daemons on one database"): a
-/// holder renews every third of it and a dead holder's job moves within it.
+/// The role lease period (the README's "Several daemons on one database"):
+/// a holder renews every third of it and a dead holder's job moves within
+/// it.
 /// Below a second the daemons would mostly renew leases; above a minute a
 /// dead holder's chat stays silent for that long.
 pub const LEASE: Setting = Setting {
@@ -36,9 +36,10 @@ pub const LEASE: Setting = Setting {
     max_ms: 60_000,
 };
 
-/// How often the daemon reads the event log when nothing told it of a
-/// change (a missed inotify event, a filesystem without them, a lost
-/// LISTEN session). Tests of notifications set it to an hour.
+/// How often the daemon (and a command waiting on PostgreSQL) reads the
+/// event log when nothing told it of a change (a missed inotify event, a
+/// filesystem without them, a lost LISTEN session). Tests of
+/// notifications set it to an hour.
 pub const WATCH_FALLBACK: Setting = Setting {
     var: "HANDOFF_WATCH_FALLBACK_MS",
     default: Duration::from_secs(2),
@@ -80,24 +81,20 @@ impl Setting {
         }
     }
 
-    /// [`read`](Self::read), or the default when the value is refused (the
-    /// commands refuse to start with one first: [`check_serve`],
-    /// [`check_cli`]).
+    /// [`read`](Self::read), or the default when the value is refused
+    /// (every command refuses to start with one first: [`check`]).
     pub fn get(&self) -> Duration {
         self.read().unwrap_or(self.default)
     }
 }
 
-/// Every setting `serve` uses, checked before it starts.
-pub fn check_serve() -> Result<(), String> {
-    LEASE.read()?;
-    WATCH_FALLBACK.read()?;
+/// Every setting, checked before any command runs: each is read deep in
+/// the code that uses it, where a refusal could only fall back quietly.
+pub fn check() -> Result<(), String> {
+    for s in [LEASE, WATCH_FALLBACK, SOCKET_PROBE] {
+        s.read()?;
+    }
     Ok(())
-}
-
-/// The setting every other command uses, checked before it runs.
-pub fn check_cli() -> Result<(), String> {
-    SOCKET_PROBE.read().map(|_| ())
 }
 
 #[cfg(test)]

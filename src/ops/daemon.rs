@@ -29,9 +29,9 @@ use crate::store::{Store, request};
 
 /// How long the daemon has to answer the first probe before the CLI uses
 /// the database file instead: 50 ms, or `HANDOFF_SOCKET_PROBE_MS` within
-/// its bounds (see [`crate::config::tuning::SOCKET_PROBE`]; the CLI refuses
-/// a value outside them), for a loaded host where 50 ms can pass before a
-/// healthy daemon answers.
+/// its bounds (see [`crate::config::tuning::SOCKET_PROBE`]; every command
+/// refuses a value outside them), for a loaded host where 50 ms can pass
+/// before a healthy daemon answers.
 fn probe() -> Duration {
     crate::config::tuning::SOCKET_PROBE.get()
 }

@@ -23,9 +23,9 @@ use tokio_util::task::TaskTracker;
 use crate::store::Store;
 
 /// The lease period: 6 s, or `HANDOFF_LEASE_MS` within its bounds (see
-/// [`crate::config::tuning::LEASE`]; `serve` refuses a value outside
-/// them). A crashed holder's job moves to another daemon within this and a
-/// third of it.
+/// [`crate::config::tuning::LEASE`]; every command refuses a value outside
+/// them). A crashed holder's job moves to another daemon within this and
+/// a third of it.
 pub fn lease_period() -> Duration {
     static EVERY: OnceLock<Duration> = OnceLock::new();
     *EVERY.get_or_init(|| crate::config::tuning::LEASE.get())
