@@ -441,6 +441,10 @@ fn print_error(body: &serde_json::Value) {
 
 /// Run one parsed command; returns the exit code on success paths.
 pub async fn run(cli: Cli) -> anyhow::Result<u8> {
+    // A fault switch is never on quietly, whatever the command; nor is a
+    // timing setting out of its bounds.
+    crate::fault::warn_if_set();
+    crate::config::tuning::check().map_err(|why| fail(exit::INVALID, why))?;
     let env = |k: &str| {
         std::env::var(k)
             .ok()
@@ -505,6 +509,11 @@ async fn serve(ctx: &Ctx, listen: Option<std::net::SocketAddr>) -> anyhow::Resul
             exit::INVALID,
             "HANDOFF_URL is set: `handoff serve` runs the daemon here, on a local database; unset HANDOFF_URL to start it",
         ));
+    }
+    // A daemon with a seeded bug must never serve anyone by mistake (a
+    // debug build run by hand): only a test harness opts in.
+    if let Some(why) = crate::fault::serve_refusal() {
+        return Err(fail(exit::INVALID, why));
     }
     let (cfg, cfg_path) = ctx.config()?;
     let (cfg, cfg_path) = (cfg.clone(), cfg_path.map(std::path::Path::to_path_buf));

@@ -6,10 +6,12 @@
 //! not a silently ignored setting; an error names the file and line. Secrets
 //! may come from the environment (`HANDOFF_TELEGRAM_TOKEN`,
 //! `HANDOFF_TELEGRAM_WEBHOOK_SECRET`), which wins over the file. Also here:
-//! which database a command uses ([`database`]). This module only parses and
+//! which database a command uses ([`database`]), and the timing settings
+//! taken from the environment ([`tuning`]). This module only parses and
 //! validates; it opens nothing and starts nothing.
 
 mod discipline;
+pub mod tuning;
 
 use std::collections::HashSet;
 use std::fmt;

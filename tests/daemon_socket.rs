@@ -9,7 +9,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::daemon::Daemon;
+use common::daemon::{Daemon, FAULTS_OK};
 use common::{TempDb, count, stdout, wait_for};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -178,7 +178,7 @@ async fn cli_calls_go_through_the_daemon_socket_and_print_what_the_file_prints()
 #[tokio::test]
 async fn a_daemon_killed_after_committing_a_call_does_not_get_it_applied_twice() {
     let db = TempDb::new();
-    let mut d = daemon(&db, &[("HANDOFF_FAULT", "die-after-write")]).await;
+    let mut d = daemon(&db, &[("HANDOFF_FAULT", "die-after-write"), FAULTS_OK]).await;
     // Proposed through the daemon: it commits, then dies before answering;
     // the CLI repeats the call through the file and gets the first outcome.
     // A wide probe: on a loaded machine 50 ms can pass before the daemon
@@ -204,7 +204,7 @@ async fn a_daemon_killed_after_committing_a_call_does_not_get_it_applied_twice()
     // Approved through a daemon that dies the same way: "approved", not
     // "already approved by alice", and one approval in the audit.
     drop(d);
-    let mut d = daemon(&db, &[("HANDOFF_FAULT", "die-after-write")]).await;
+    let mut d = daemon(&db, &[("HANDOFF_FAULT", "die-after-write"), FAULTS_OK]).await;
     let o = cli(&db, &through, &["approve", &a, "--as", "bob"]);
     assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
     assert!(stdout(&o).contains("approved"), "{}", stdout(&o));

@@ -11,7 +11,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::daemon::{Daemon, write_config};
+use common::daemon::{Daemon, FAULTS_OK, write_config};
 use common::fake_telegram::{FakeTelegram, user_json};
 use common::{TempDb, wait_for};
 use serde_json::json as j;
@@ -405,7 +405,11 @@ async fn an_update_whose_daemon_died_taking_it_is_applied_by_the_next() {
     let db = TempDb::new();
     let fake = FakeTelegram::start().await;
     let cfg = write_config(db.dir.path(), &fake.url, &[("me", ME, &[ME], &[ME])], "");
-    let mut a = Daemon::start_with(&db.path, &cfg, &[("HANDOFF_FAULT", "die-mid-update")]);
+    let mut a = Daemon::start_with(
+        &db.path,
+        &cfg,
+        &[("HANDOFF_FAULT", "die-mid-update"), FAULTS_OK],
+    );
     let (id, msg) = ask_id(&db, &fake, "Ship it?").await;
     let (cb, _) = fake.tap_traced(ME, ME, msg.message_id, &msg.button("yes"));
     wait_for(30, "the daemon to die taking the tap", || {
@@ -518,7 +522,11 @@ async fn a_webhook_update_whose_daemon_died_is_not_acknowledged_and_the_retry_ap
     let db = TempDb::new();
     let fake = FakeTelegram::start().await;
     let cfg = webhook_config(&db, &fake);
-    let a = Daemon::start_with(&db.path, &cfg, &[("HANDOFF_FAULT", "die-mid-update")]);
+    let a = Daemon::start_with(
+        &db.path,
+        &cfg,
+        &[("HANDOFF_FAULT", "die-mid-update"), FAULTS_OK],
+    );
     let b = Daemon::start(&db.path, &cfg);
     let secret = fake
         .until(30, "setWebhook", |f| {

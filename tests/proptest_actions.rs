@@ -378,9 +378,37 @@ fn action_transitions_follow_the_model_on_postgres() {
     follow_the_model(Engine::Postgres);
 }
 
+/// The runner's settings: `cases`, and this file as the source, so the
+/// seeds in `proptest_actions.proptest-regressions` run before any new
+/// case and a new failure's seed is saved there — what `proptest!` does
+/// for the tests it writes, and a hand-built runner does not.
+fn runner_config(cases: u32) -> ProptestConfig {
+    ProptestConfig {
+        cases,
+        source_file: Some(file!()),
+        ..ProptestConfig::default()
+    }
+}
+
+/// The regressions file is found and read: without a source file the
+/// runner reads none, and the saved seeds would never run again.
+#[test]
+fn the_saved_regressions_are_replayed() {
+    let config = runner_config(1);
+    let seeds = config
+        .failure_persistence
+        .as_ref()
+        .expect("failures are persisted")
+        .load_persisted_failures2(config.source_file);
+    assert!(
+        !seeds.is_empty(),
+        "no seed read from tests/proptest_actions.proptest-regressions"
+    );
+}
+
 fn follow_the_model(engine: Engine) {
     let cases = common::proptest_cases(64);
-    let mut runner = TestRunner::new(ProptestConfig::with_cases(cases));
+    let mut runner = TestRunner::new(runner_config(cases));
     let reached: Arc<Mutex<BTreeMap<String, usize>>> = Arc::default();
     let strategy = (
         1..=3i64,

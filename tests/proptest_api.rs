@@ -256,9 +256,13 @@ fn api_bodies_never_make_a_5xx() {
         prop::bool::weighted(0.9),
         payload(),
     );
+    // This file as the source, as `proptest!` sets it: a failure's seed is
+    // saved beside it (`proptest_api.proptest-regressions`) and runs first
+    // next time.
+    let cases = common::proptest_cases(600);
     let mut runner = TestRunner::new(Config {
-        cases: 600,
-        failure_persistence: None,
+        cases,
+        source_file: Some(file!()),
         ..Config::default()
     });
     let statuses = std::sync::Mutex::new(std::collections::BTreeMap::new());
@@ -305,9 +309,14 @@ fn api_bodies_never_make_a_5xx() {
         })
         .unwrap_or_else(|e| panic!("{e}"));
     let statuses = statuses.into_inner().unwrap();
-    println!("statuses over 600 requests: {statuses:?}");
-    assert!(
-        statuses.keys().any(|s| (200..300).contains(s)),
-        "some generated bodies must get through to a write: {statuses:?}"
-    );
+    println!("statuses over {cases} requests: {statuses:?}");
+    // Most generated bodies are refused; a few hundred requests always get
+    // some through. With fewer (a quick `PROPTEST_CASES` run) it is
+    // reported, not required.
+    if cases >= 300 {
+        assert!(
+            statuses.keys().any(|s| (200..300).contains(s)),
+            "some generated bodies must get through to a write: {statuses:?}"
+        );
+    }
 }

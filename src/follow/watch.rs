@@ -12,10 +12,10 @@
 //! inotify sees nothing, other systems, and an inotify that cannot be set
 //! up (said once in the log, at info).
 //!
-//! It reads no events and decides nothing: the followers do. Two hidden
-//! environment variables exist for tests and benchmarks:
-//! `HANDOFF_WATCH_FALLBACK_MS` (the fallback interval) and
-//! `HANDOFF_WATCH=poll` (no inotify: the fallback alone).
+//! It reads no events and decides nothing: the followers do. Two
+//! environment variables tune it: `HANDOFF_WATCH_FALLBACK_MS` (the
+//! fallback interval, within [`crate::config::tuning::WATCH_FALLBACK`]'s
+//! bounds) and `HANDOFF_WATCH=poll` (no inotify: the fallback alone).
 
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
@@ -25,9 +25,6 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::store::Store;
-
-/// The fallback interval when `HANDOFF_WATCH_FALLBACK_MS` does not say.
-const FALLBACK: Duration = Duration::from_secs(2);
 
 /// After a change that showed no new event, the log is read again after
 /// each of these pauses, or sooner when the files change again. Why: a
@@ -47,18 +44,7 @@ const SETTLE: [Duration; 3] = [
 /// fallback poll, and the longest any follower sleeps without a nudge.
 pub fn fallback() -> Duration {
     static EVERY: OnceLock<Duration> = OnceLock::new();
-    *EVERY.get_or_init(|| {
-        let Ok(v) = std::env::var("HANDOFF_WATCH_FALLBACK_MS") else {
-            return FALLBACK;
-        };
-        match v.trim().parse::<u64>() {
-            Ok(ms) if ms > 0 => Duration::from_millis(ms),
-            _ => {
-                tracing::warn!(value = %v, "HANDOFF_WATCH_FALLBACK_MS is not a number of milliseconds above 0; using {FALLBACK:?}");
-                FALLBACK
-            }
-        }
-    })
+    *EVERY.get_or_init(|| crate::config::tuning::WATCH_FALLBACK.get())
 }
 
 /// Whether inotify may be used (`HANDOFF_WATCH` is not `poll`).

@@ -5,7 +5,7 @@
 //! file lock and every write nudges the daemon's followers at once.
 //!
 //! - Chosen at start ([`Daemon::connect`]): the socket must answer
-//!   `/healthz` within [`PROBE`] and name this database; otherwise the
+//!   `/healthz` within `probe()` and name this database; otherwise the
 //!   caller opens the file as before.
 //! - Each primitive call gets a request id (`<command id>.<n>`). When the
 //!   daemon stops answering mid-call (killed, hung past the timeout), the
@@ -28,17 +28,12 @@ use super::{Error, Local, Policy, Remote, Result};
 use crate::store::{Store, request};
 
 /// How long the daemon has to answer the first probe before the CLI uses
-/// the database file instead.
-pub const PROBE: Duration = Duration::from_millis(50);
-
-/// [`PROBE`], or `HANDOFF_SOCKET_PROBE_MS` (a hidden variable for tests
-/// that must go through the daemon on a loaded machine, where 50 ms can
-/// pass before a healthy daemon answers).
+/// the database file instead: 50 ms, or `HANDOFF_SOCKET_PROBE_MS` within
+/// its bounds (see [`crate::config::tuning::SOCKET_PROBE`]; every command
+/// refuses a value outside them), for a loaded host where 50 ms can pass
+/// before a healthy daemon answers.
 fn probe() -> Duration {
-    std::env::var("HANDOFF_SOCKET_PROBE_MS")
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .map_or(PROBE, Duration::from_millis)
+    crate::config::tuning::SOCKET_PROBE.get()
 }
 
 /// Operations through the local daemon's socket, with the database file
@@ -75,7 +70,7 @@ impl std::fmt::Debug for Daemon {
 
 impl Daemon {
     /// The daemon serving `db` on its socket, if one answers within
-    /// [`PROBE`]; `None` (use the file) otherwise, never an error.
+    /// `probe()`; `None` (use the file) otherwise, never an error.
     /// `HANDOFF_SOCKET=off` always says `None`.
     pub async fn connect(db: &Path, policy: Policy) -> Option<Daemon> {
         if std::env::var("HANDOFF_SOCKET").is_ok_and(|v| v.trim().eq_ignore_ascii_case("off")) {

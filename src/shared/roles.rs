@@ -22,26 +22,13 @@ use tokio_util::task::TaskTracker;
 
 use crate::store::Store;
 
-/// The lease period when `HANDOFF_LEASE_MS` does not say: a crashed
-/// holder's job moves to another daemon within this and a third of it.
-const LEASE: Duration = Duration::from_secs(6);
-
-/// The lease period: [`LEASE`], or `HANDOFF_LEASE_MS` (hidden, for tests
-/// of take-overs).
+/// The lease period: 6 s, or `HANDOFF_LEASE_MS` within its bounds (see
+/// [`crate::config::tuning::LEASE`]; every command refuses a value outside
+/// them). A crashed holder's job moves to another daemon within this and
+/// a third of it.
 pub fn lease_period() -> Duration {
     static EVERY: OnceLock<Duration> = OnceLock::new();
-    *EVERY.get_or_init(|| {
-        let Ok(v) = std::env::var("HANDOFF_LEASE_MS") else {
-            return LEASE;
-        };
-        match v.trim().parse::<u64>() {
-            Ok(ms) if ms >= 30 => Duration::from_millis(ms),
-            _ => {
-                tracing::warn!(value = %v, "HANDOFF_LEASE_MS is not a number of milliseconds of at least 30; using {LEASE:?}");
-                LEASE
-            }
-        }
-    })
+    *EVERY.get_or_init(|| crate::config::tuning::LEASE.get())
 }
 
 /// This daemon's roles. Cheap to share behind an `Arc`.

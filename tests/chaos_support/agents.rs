@@ -303,3 +303,40 @@ pub async fn waiter(ctx: Ctx, k: usize, sessions: [usize; 2]) {
         }
     }
 }
+
+/// After the storm, one action is always left as a stopped agent leaves
+/// it: `propose --exec` gives up waiting (exit 5), and then the Inbox user
+/// approves it. Its proposer is gone and the claim racers have stopped, so
+/// only a person's Run now in chat (`humans::Settler`) can run it: every
+/// round takes that path, not just the rounds where chance left such an
+/// action behind. Returns its id.
+pub async fn strand_one(ctx: &Ctx, store: &handoff::store::Store) -> Option<String> {
+    let side = ctx.side_effects().display().to_string();
+    let script = format!("sleep 0.3; echo \"$HANDOFF_ACTION_ID $PPID\" >> '{side}'");
+    let out = handoff(ctx)
+        .args(["--json", "propose", "--kind", "chaos.run"])
+        .args(["--summary", "left behind after the storm"])
+        .args(["--args", r#"{"stranded":true}"#])
+        .args(["--project", "chaos", "--session", "s3"])
+        .args(["--ttl", "10m", "--lease", "2s", "--timeout", "1s"])
+        .args(["--exec", "--", "sh", "-c", &script])
+        .output()
+        .await
+        .expect("run handoff propose");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    let id = v["error"]["detail"]["action"]["id"].as_str();
+    let (Some(5), Some(id)) = (out.status.code(), id) else {
+        unexpected(ctx, "propose --exec left behind", &out);
+        return None;
+    };
+    let carol = handoff::store::actions::Actor {
+        name: "carol",
+        channel: handoff::store::Channel::Inbox,
+    };
+    store
+        .approve(id, carol, None)
+        .await
+        .expect("approve the action left behind");
+    ctx.log().inbox_approvals += 1;
+    Some(id.to_string())
+}

@@ -1,5 +1,7 @@
 //! After the storm: let the last daemon settle (without recovering
-//! anything from here: only the daemon and the agents' processes do), then
+//! anything from here: only the daemon and the agents' processes do, and
+//! a person who taps Run now in chat on an approved action nobody is left
+//! to run, see `humans::Settler`), then
 //! check every invariant of issues 7 and 18 against the database, the fake
 //! chat, the harness's own record of what it did and the files the
 //! commands wrote, printing each as numbers. What a healthy run must show
@@ -142,8 +144,9 @@ const OWED_REDRAWS: &str = "SELECT (SELECT COUNT(*) FROM events
 
 /// Wait until the last daemon has done everything it owes: leases lapsed
 /// into `unknown`, pending actions expired, every tap taken from
-/// Telegram, every item in chat, every wake-up delivered. Not getting
-/// there within `secs` is a violation.
+/// Telegram, every item in chat, every wake-up delivered — meanwhile a
+/// person taps Run now on approved actions nobody is left to run, as one
+/// would on their message. Not getting there within `secs` is a violation.
 pub async fn settle(
     store: &Store,
     pool: &Raw,
@@ -152,9 +155,12 @@ pub async fn settle(
     secs: u64,
 ) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs(secs);
-    let updates: Vec<i64> = ctx.log().taps.iter().map(|t| t.update).collect();
     let mut said = Instant::now();
+    let mut person = super::humans::Settler::default();
     loop {
+        person.act(ctx, fake, pool).await;
+        // Read again each time: the person's taps must be taken too.
+        let updates: Vec<i64> = ctx.log().taps.iter().map(|t| t.update).collect();
         let live = scalar(pool, LIVE_ACTIONS).await;
         let no_msg = items_without_message(pool, fake).await;
         let (_, no_wake) = undelivered_wakes(store, pool, ctx).await;
@@ -346,6 +352,7 @@ pub async fn check(
     ctx: &Ctx,
     last_epoch: u64,
     floors_apply: bool,
+    stranded: Option<&str>,
 ) -> Checked {
     let log: Log = std::mem::take(&mut *ctx.log());
     let mut floors = Floors(Vec::new());
@@ -866,7 +873,21 @@ pub async fn check(
         *m.entry(s.as_str()).or_insert(0) += 1;
         m
     });
-    t.note = format!("(statuses {by_status:?}; {quorum_two} approved at a quorum of 2)");
+    // The action left behind after the storm: run once, from chat, by a
+    // person's Run now (its proposer and the racers had stopped).
+    if let Some(id) = stranded {
+        let status = status_of.get(id).copied().unwrap_or("missing");
+        let runs = runs_of.get(id).map_or(0, Vec::len);
+        let tapped = log.settle_runs.iter().any(|r| r == id);
+        t.check(status == "executed" && runs == 1 && tapped, || {
+            format!("action {id}, left approved after the storm: {status}, run {runs} times, Run now tapped: {tapped}")
+        });
+    }
+    let settled: HashSet<&String> = log.settle_runs.iter().collect();
+    t.note = format!(
+        "(statuses {by_status:?}; {quorum_two} approved at a quorum of 2; {} approved actions nobody was left to run, one of them left so on purpose, taken by a person's Run now after the storm)",
+        settled.len()
+    );
     tallies.push(t);
 
     // 7. Every event the rule wakes on reached its target; nothing else

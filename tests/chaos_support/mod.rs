@@ -146,6 +146,9 @@ pub struct Log {
     pub waits: u64,
     pub recovers: u64,
     pub inbox_approvals: u64,
+    /// The actions the settling person tapped Run now on, once per tap:
+    /// approved, nobody left to run them (see `humans::Settler`).
+    pub settle_runs: Vec<String>,
     /// Telegram misbehaviours the weather task injected.
     pub weather: u64,
     /// Each daemon process killed, by its epoch (see `round::Daemons`):
@@ -260,12 +263,13 @@ impl Ctx {
         self.log.lock().unwrap()
     }
 
-    /// The environment every process the harness starts gets.
+    /// The environment every process the harness starts gets: with a fault
+    /// switch, the test-only opt-in too, without which `serve` refuses it.
     pub fn env(&self) -> Vec<(&'static str, &'static str)> {
-        self.fault
-            .map(|f| ("HANDOFF_FAULT", f))
-            .into_iter()
-            .collect()
+        match self.fault {
+            Some(f) => vec![("HANDOFF_FAULT", f), ("HANDOFF_TEST_FAULTS_OK", "1")],
+            None => Vec::new(),
+        }
     }
 
     /// The file `propose --exec` commands append "action-id executor-pid" to.

@@ -253,6 +253,7 @@ pub async fn run(plan: Plan) -> Found {
             }
         }
     }
+    let stranded = agents::strand_one(&ctx, &store).await;
     fake.clear_faults();
     for k in 0..plan.daemons {
         daemons.kill9(k, &ctx);
@@ -270,7 +271,16 @@ pub async fn run(plan: Plan) -> Found {
         settling.elapsed().as_secs_f64()
     );
 
-    let checked = invariants::check(&store, &pool, &fake, &ctx, epoch, plan.floors).await;
+    let checked = invariants::check(
+        &store,
+        &pool,
+        &fake,
+        &ctx,
+        epoch,
+        plan.floors,
+        stranded.as_deref(),
+    )
+    .await;
     delivered.store(true, Ordering::Relaxed);
     if let Some(p) = postman {
         p.await.expect("the postman panicked");

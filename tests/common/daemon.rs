@@ -8,6 +8,10 @@ use std::sync::{Arc, Mutex};
 
 const SETPRIV: &str = "/usr/bin/setpriv";
 
+/// What a test harness adds beside `HANDOFF_FAULT`: `serve` refuses to
+/// start with a fault switch on unless a test says it set it.
+pub const FAULTS_OK: (&str, &str) = ("HANDOFF_TEST_FAULTS_OK", "1");
+
 /// A running daemon process; killed on drop.
 pub struct Daemon {
     pub child: Child,

@@ -96,24 +96,40 @@ impl Drop for Immutable {
 }
 
 /// Make `path` unwritable for this process: mode 0444, and, for root (which
-/// ignores modes), `chattr +i`. None when that cannot be done (root without
-/// chattr); the caller then skips its test.
-pub fn make_read_only(path: &Path) -> Option<Immutable> {
+/// ignores modes), `chattr +i`. Where neither holds (root without the
+/// `LINUX_IMMUTABLE` capability, a filesystem without the attribute, no
+/// `chattr`), the calling test fails saying what it needs: a test is never
+/// skipped.
+pub fn make_read_only(path: &Path) -> Immutable {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o444)).unwrap();
     let guard = Immutable(path.to_path_buf());
-    if std::fs::OpenOptions::new().append(true).open(path).is_ok() {
-        let ok = Command::new("chattr")
-            .arg("+i")
-            .arg(path)
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            eprintln!("skipped: running as root without chattr, cannot make a file read-only");
-            return None;
-        }
+    if writable(path) {
+        let tried = Command::new("chattr").arg("+i").arg(path).output();
+        let why = match &tried {
+            Ok(o) if o.status.success() && !writable(path) => return guard,
+            Ok(o) if o.status.success() => {
+                "`chattr +i` succeeded but the file still opens for writing".to_string()
+            }
+            Ok(o) => format!(
+                "`chattr +i` failed: {}",
+                String::from_utf8_lossy(&o.stderr).trim()
+            ),
+            Err(e) => format!("`chattr` could not run ({e}): install e2fsprogs"),
+        };
+        panic!(
+            "cannot make {} read-only for this test: it opens for writing at mode 0444 (root ignores modes), and {why}. \
+             Run the tests as a user other than root, or as root with the CAP_LINUX_IMMUTABLE capability \
+             (e.g. `docker run --cap-add LINUX_IMMUTABLE`) and TMPDIR on a filesystem that keeps the immutable attribute (ext4, xfs, btrfs)",
+            path.display()
+        );
     }
-    Some(guard)
+    guard
+}
+
+/// Whether this process can open `path` for writing.
+fn writable(path: &Path) -> bool {
+    std::fs::OpenOptions::new().append(true).open(path).is_ok()
 }
 
 /// stdout of a command as a string.
