@@ -143,13 +143,20 @@ pub fn router(shared: Shared) -> Router {
                 auth::authorize(s, access, req, next)
             },
         );
-        r = r.route(route.path, (route.make)().route_layer(layer));
+        // The text rule runs inside the token check: a caller without a
+        // token learns nothing from the path it sent.
+        let text = axum::middleware::from_fn(input::text::check_request);
+        r = r.route(
+            route.path,
+            (route.make)().route_layer(text).route_layer(layer),
+        );
     }
     // Inbound wakes carry their own authentication (source secrets and
     // signatures), so they are merged outside the token-checked table.
     // The web Inbox (`/`, `/inbox/…`) is not part of the /v1 API either.
-    r.merge(wake::routes())
-        .merge(inbox::routes())
+    let text = || axum::middleware::from_fn(input::text::check_request);
+    r.merge(wake::routes().route_layer(text()))
+        .merge(inbox::routes().route_layer(text()))
         .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
         .layer(DefaultBodyLimit::max(input::BODY_LIMIT))
