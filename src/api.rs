@@ -146,9 +146,13 @@ pub fn router(shared: Shared) -> Router {
         // The text rule runs inside the token check: a caller without a
         // token learns nothing from the path it sent.
         let text = axum::middleware::from_fn(input::text::check_request);
+        let proven = axum::middleware::from_fn(mark_authenticated);
         r = r.route(
             route.path,
-            (route.make)().route_layer(text).route_layer(layer),
+            (route.make)()
+                .route_layer(text)
+                .route_layer(proven)
+                .route_layer(layer),
         );
     }
     // Inbound wakes carry their own authentication (source secrets and
@@ -205,6 +209,20 @@ async fn request_id(req: Request, next: Next) -> Response {
         )
         .into_response(),
     }
+}
+
+/// A request that presented a valid credential (a token, an Inbox session)
+/// marks its connection authenticated: the listener then never closes it
+/// to make room, nor counts it against its client's unauthenticated limit.
+async fn mark_authenticated(req: Request, next: Next) -> Response {
+    if let (Some(c), Some(conn)) = (
+        req.extensions().get::<auth::Caller>(),
+        req.extensions().get::<listener::ConnHandle>(),
+    ) && c.token
+    {
+        conn.authenticated();
+    }
+    next.run(req).await
 }
 
 /// Every route as `(method, path, access)`, for tests and tooling.
