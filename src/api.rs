@@ -80,7 +80,7 @@ macro_rules! routes {
 }
 
 routes! {
-    get "GET" "/healthz" Public "Liveness: the store answers; the log's last seq; which database file (a fingerprint of its path, for `handoff status`)." => healthz;
+    get "GET" "/healthz" Public "Liveness: the store answers, and which daemon this is (an opaque id); with a token (or an Inbox session, the owner-only socket, an open loopback daemon) also the log's last seq, which database file (a fingerprint of its path, for `handoff status`), the daemon's name and the jobs it holds." => healthz;
     get "GET" "/v1/openapi.json" Public "This document." => openapi::serve;
     get "GET" "/metrics" Read "Prometheus metrics." => metrics::metrics;
     post "POST" "/v1/questions" Agent "Flag a question (with `key`: update the open one in place)." => questions::flag;
@@ -143,13 +143,24 @@ pub fn router(shared: Shared) -> Router {
                 auth::authorize(s, access, req, next)
             },
         );
-        r = r.route(route.path, (route.make)().route_layer(layer));
+        // The text rule runs inside the token check: a caller without a
+        // token learns nothing from the path it sent.
+        let text = axum::middleware::from_fn(input::text::check_request);
+        let proven = axum::middleware::from_fn(mark_authenticated);
+        r = r.route(
+            route.path,
+            (route.make)()
+                .route_layer(text)
+                .route_layer(proven)
+                .route_layer(layer),
+        );
     }
     // Inbound wakes carry their own authentication (source secrets and
     // signatures), so they are merged outside the token-checked table.
     // The web Inbox (`/`, `/inbox/…`) is not part of the /v1 API either.
-    r.merge(wake::routes())
-        .merge(inbox::routes())
+    let text = || axum::middleware::from_fn(input::text::check_request);
+    r.merge(wake::routes().route_layer(text()))
+        .merge(inbox::routes().route_layer(text()))
         .fallback(no_route)
         .method_not_allowed_fallback(wrong_method)
         .layer(DefaultBodyLimit::max(input::BODY_LIMIT))
@@ -200,6 +211,20 @@ async fn request_id(req: Request, next: Next) -> Response {
     }
 }
 
+/// A request that presented a valid credential (a token, an Inbox session)
+/// marks its connection authenticated: the listener then never closes it
+/// to make room, nor counts it against its client's unauthenticated limit.
+async fn mark_authenticated(req: Request, next: Next) -> Response {
+    if let (Some(c), Some(conn)) = (
+        req.extensions().get::<auth::Caller>(),
+        req.extensions().get::<listener::ConnHandle>(),
+    ) && c.token
+    {
+        conn.authenticated();
+    }
+    next.run(req).await
+}
+
 /// Every route as `(method, path, access)`, for tests and tooling.
 pub fn routes() -> Vec<(&'static str, &'static str, &'static str)> {
     let mut all: Vec<_> = ROUTES
@@ -241,39 +266,97 @@ async fn wrong_method() -> ApiError {
     )
 }
 
-/// `GET /healthz`'s answer.
+/// `GET /healthz`'s answer. Without a valid credential it says only that
+/// the daemon is up and which daemon it is (an opaque id): where it runs,
+/// its database and its jobs are for callers with a token, an Inbox
+/// session, the owner-only socket or an open loopback daemon.
 #[derive(serde::Serialize, schemars::JsonSchema)]
 struct Health {
     /// Always true in a 200: the store answered.
     ok: bool,
-    /// The newest event's sequence number.
-    last_seq: i64,
+    /// An opaque id of this daemon process (a hash of `instance`): tells
+    /// two answers from one daemon apart from answers of two.
+    daemon: String,
+    /// The newest event's sequence number (with a credential).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_seq: Option<i64>,
     /// A fingerprint of the database file's path (`handoff status` tells
-    /// whether this daemon serves the file it names; the path is not shown).
-    database: String,
-    /// This daemon's name among several on one database (host/pid/random).
-    instance: String,
+    /// whether this daemon serves the file it names; the path is not
+    /// shown) (with a credential).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    database: Option<String>,
+    /// This daemon's name among several on one database (host/pid/random)
+    /// (with a credential).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    instance: Option<String>,
     /// The jobs only one daemon on the database does that this one holds
-    /// now (`telegram.poll`: it is the one polling Telegram).
-    roles: Vec<String>,
+    /// now (`telegram.poll`: it is the one polling Telegram) (with a
+    /// credential).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    roles: Option<Vec<String>>,
 }
 
-async fn healthz(State(s): State<Shared>) -> Result<axum::Json<Health>, ApiError> {
-    match s.store.last_event_seq().await {
-        Ok(seq) => Ok(axum::Json(Health {
-            ok: true,
-            last_seq: seq,
-            database: crate::store::fingerprint(s.store.path()),
-            instance: s.roles.me().to_string(),
-            roles: s.roles.held(),
-        })),
-        Err(e) => {
-            tracing::error!(error = %e, "health check cannot read the store");
-            Err(ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "store_unavailable",
-                "the daemon cannot read its database; its log says why",
-            ))
-        }
+/// Whether a `/healthz` caller may see the details: the owner-only
+/// socket, an open loopback daemon asked without credentials, a valid
+/// bearer token or a live Inbox session. A credential that does not verify
+/// gets the short answer, not a refusal: health checks stay simple.
+async fn health_details(
+    s: &Shared,
+    socket: bool,
+    headers: &axum::http::HeaderMap,
+) -> Result<bool, crate::store::Error> {
+    if socket {
+        return Ok(true);
     }
+    let bearer = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, t)| t.trim().to_string());
+    let cookie = auth::cookie_secret(headers);
+    match (bearer, cookie) {
+        (Some(t), _) => Ok(s.store.token_verify(&t).await?.is_some()),
+        (None, Some(c)) => Ok(s.store.inbox_session_verify(&c).await?.is_some()),
+        (None, None) => Ok(s.config.http.open),
+    }
+}
+
+async fn healthz(
+    State(s): State<Shared>,
+    socket: Option<axum::Extension<OwnerSocket>>,
+    headers: axum::http::HeaderMap,
+) -> Result<axum::Json<Health>, ApiError> {
+    let unavailable = |e: crate::store::Error| {
+        tracing::error!(error = %e, "health check cannot read the store");
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "store_unavailable",
+            "the daemon cannot read its database; its log says why",
+        )
+    };
+    let seq = s.store.last_event_seq().await.map_err(unavailable)?;
+    let instance = s.roles.me().to_string();
+    let daemon = crate::store::fingerprint(std::path::Path::new(&instance));
+    let full = health_details(&s, socket.is_some(), &headers)
+        .await
+        .map_err(unavailable)?;
+    Ok(axum::Json(match full {
+        true => Health {
+            ok: true,
+            daemon,
+            last_seq: Some(seq),
+            database: Some(crate::store::fingerprint(s.store.path())),
+            instance: Some(instance),
+            roles: Some(s.roles.held()),
+        },
+        false => Health {
+            ok: true,
+            daemon,
+            last_seq: None,
+            database: None,
+            instance: None,
+            roles: None,
+        },
+    }))
 }

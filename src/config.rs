@@ -282,9 +282,20 @@ pub struct HttpConfig {
     /// Seconds a request's whole body may take to arrive.
     #[serde(default = "default_body_timeout")]
     pub body_timeout_secs: u64,
-    /// Connections served at once; one more is answered 503 and closed.
+    /// Seconds a new connection may take to send its first byte (at most
+    /// `header_timeout_secs`).
+    #[serde(default = "default_first_byte_timeout")]
+    pub first_byte_timeout_secs: u64,
+    /// Connections served at once. A newcomer beyond them closes the
+    /// oldest idle connection that presented no token; when there is none
+    /// it is answered 503 and closed.
     #[serde(default = "default_max_connections")]
     pub max_connections: usize,
+    /// Connections one client address may hold that have not presented a
+    /// valid token or Inbox session; past it, its own oldest idle one is
+    /// closed for the newcomer.
+    #[serde(default = "default_max_unauthenticated_per_client")]
+    pub max_unauthenticated_per_client: usize,
 }
 
 impl Default for HttpConfig {
@@ -295,7 +306,9 @@ impl Default for HttpConfig {
             public_url: None,
             header_timeout_secs: default_header_timeout(),
             body_timeout_secs: default_body_timeout(),
+            first_byte_timeout_secs: default_first_byte_timeout(),
             max_connections: default_max_connections(),
+            max_unauthenticated_per_client: default_max_unauthenticated_per_client(),
         }
     }
 }
@@ -325,6 +338,7 @@ impl HttpConfig {
         for (key, v) in [
             ("header_timeout_secs", self.header_timeout_secs),
             ("body_timeout_secs", self.body_timeout_secs),
+            ("first_byte_timeout_secs", self.first_byte_timeout_secs),
         ] {
             if !(1..=3600).contains(&v) {
                 return Err(Bad::at(
@@ -333,11 +347,16 @@ impl HttpConfig {
                 ));
             }
         }
-        if self.max_connections == 0 {
-            return Err(Bad::at(
-                at("max_connections"),
-                "http.max_connections must be at least 1",
-            ));
+        for (key, v) in [
+            ("max_connections", self.max_connections),
+            (
+                "max_unauthenticated_per_client",
+                self.max_unauthenticated_per_client,
+            ),
+        ] {
+            if v == 0 {
+                return Err(Bad::at(at(key), format!("http.{key} must be at least 1")));
+            }
         }
         Ok(())
     }
@@ -351,8 +370,16 @@ fn default_body_timeout() -> u64 {
     30
 }
 
+fn default_first_byte_timeout() -> u64 {
+    5
+}
+
 fn default_max_connections() -> usize {
     512
+}
+
+fn default_max_unauthenticated_per_client() -> usize {
+    64
 }
 
 fn default_listen() -> SocketAddr {

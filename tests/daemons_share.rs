@@ -20,6 +20,10 @@ const ME: i64 = 111;
 /// The header Telegram sends a webhook's secret in.
 const SECRET: &str = "X-Telegram-Bot-Api-Secret-Token";
 
+/// Open on loopback: `/healthz` shows a daemon's name and jobs only to a
+/// caller with credentials, and an open daemon's own host is one.
+const OPEN: &str = "\n[http]\nopen = true\n";
+
 /// `/healthz` of the daemon at `addr`.
 async fn health(addr: &str) -> serde_json::Value {
     reqwest::get(format!("http://{addr}/healthz"))
@@ -94,7 +98,7 @@ async fn message_of(fake: &FakeTelegram, title: &str) -> common::fake_telegram::
 async fn two_daemons() -> (TempDb, FakeTelegram, [Daemon; 2], Vec<String>) {
     let db = TempDb::new();
     let fake = FakeTelegram::start().await;
-    let cfg = write_config(db.dir.path(), &fake.url, &[("me", ME, &[ME], &[ME])], "");
+    let cfg = write_config(db.dir.path(), &fake.url, &[("me", ME, &[ME], &[ME])], OPEN);
     let env = [("HANDOFF_LEASE_MS", "1500")];
     let daemons = [
         Daemon::start_with(&db.path, &cfg, &env),
@@ -178,7 +182,7 @@ async fn two_daemons_poll_telegram_one_at_a_time_and_the_survivor_takes_over() {
 async fn a_webhook_update_delivered_to_two_daemons_is_applied_once() {
     let db = TempDb::new();
     let fake = FakeTelegram::start().await;
-    let cfg = write_config(db.dir.path(), &fake.url, &[("me", ME, &[ME], &[ME])], "");
+    let cfg = write_config(db.dir.path(), &fake.url, &[("me", ME, &[ME], &[ME])], OPEN);
     // Webhook mode, behind one URL: the same update may reach either daemon.
     let text = std::fs::read_to_string(&cfg).unwrap().replacen(
         "poll_timeout_secs = 1\n",
@@ -317,7 +321,7 @@ async fn a_paused_poller_loses_the_role_and_stops_polling_when_it_resumes() {
 async fn a_daemon_restarted_after_a_crash_takes_the_role_from_its_dead_predecessor() {
     let db = TempDb::new();
     let fake = FakeTelegram::start().await;
-    let cfg = write_config(db.dir.path(), &fake.url, &[("me", ME, &[ME], &[ME])], "");
+    let cfg = write_config(db.dir.path(), &fake.url, &[("me", ME, &[ME], &[ME])], OPEN);
     // The default lease period: without the take-over, the restarted daemon
     // would wait it out.
     let mut first = Daemon::start(&db.path, &cfg);
@@ -404,7 +408,7 @@ async fn a_redraw_owed_by_a_sender_that_died_is_drawn_by_the_daemon_taking_over(
 async fn an_update_whose_daemon_died_taking_it_is_applied_by_the_next() {
     let db = TempDb::new();
     let fake = FakeTelegram::start().await;
-    let cfg = write_config(db.dir.path(), &fake.url, &[("me", ME, &[ME], &[ME])], "");
+    let cfg = write_config(db.dir.path(), &fake.url, &[("me", ME, &[ME], &[ME])], OPEN);
     let mut a = Daemon::start_with(
         &db.path,
         &cfg,
@@ -441,7 +445,7 @@ async fn an_update_whose_daemon_died_taking_it_is_applied_by_the_next() {
 
 /// The config of webhook mode behind one URL, without a `webhook_secret`.
 fn webhook_config(db: &TempDb, fake: &FakeTelegram) -> std::path::PathBuf {
-    let cfg = write_config(db.dir.path(), &fake.url, &[("me", ME, &[ME], &[ME])], "");
+    let cfg = write_config(db.dir.path(), &fake.url, &[("me", ME, &[ME], &[ME])], OPEN);
     let text = std::fs::read_to_string(&cfg).unwrap().replacen(
         "poll_timeout_secs = 1\n",
         "poll_timeout_secs = 1\nmode = \"webhook\"\nwebhook_url = \"https://bot.example.invalid/telegram\"\n",

@@ -95,6 +95,7 @@ pub(crate) trait Arg {
 impl Arg for State<Shared> {}
 impl Arg for Extension<Caller> {}
 impl Arg for HeaderMap {}
+impl Arg for Option<Extension<crate::api::OwnerSocket>> {}
 impl Arg for Path<String> {}
 impl Arg for Path<(String, String)> {}
 impl Arg for axum::body::Bytes {}

@@ -6,7 +6,9 @@
 //! `#[serde(deny_unknown_fields)]`, bodies over [`BODY_LIMIT`] are refused
 //! with 413 before they are parsed, and a body must be a JSON object nested
 //! at most [`MAX_BODY_DEPTH`](crate::store::depth::MAX_BODY_DEPTH) levels
-//! (422 `not_an_object` / `too_deep`).
+//! (422 `not_an_object` / `too_deep`). Every text of a request (body, path,
+//! query) follows one rule, [`text`]: no control characters, no
+//! bidirectional overrides (422 naming the field).
 
 use std::time::Duration;
 
@@ -19,6 +21,8 @@ use serde::de::DeserializeOwned;
 
 use super::error::{ApiError, ApiResult};
 
+pub(crate) mod text;
+
 /// Largest request body accepted.
 pub(crate) const BODY_LIMIT: usize = 1 << 20;
 
@@ -29,8 +33,9 @@ pub(crate) const MAX_WAIT: Duration = Duration::from_secs(300);
 pub(crate) const DEFAULT_WAIT: Duration = Duration::from_secs(30);
 
 /// The schema pattern of a name field (`by`, `agent`, `project`, …): at
-/// most 200 characters, none of them a control character.
-pub(crate) const NAME: &str = r"^[^\x00-\x1f\x7f-\x9f]{0,200}$";
+/// most 200 characters, none of them a control character or a
+/// bidirectional override ([`text`]).
+pub(crate) const NAME: &str = concat!("^[^", text::refused_in_line!(), "]{0,200}$");
 
 /// The schema pattern of a duration above zero (`30s`, `5m`, `1500ms`,
 /// bare seconds), as [`crate::clock::parse_duration_ms`] reads it.
@@ -43,7 +48,8 @@ pub(crate) const TIMEOUT: &str =
 
 /// A JSON body parsed strictly: a JSON object (never an array read as a
 /// positional struct), nested at most
-/// [`MAX_BODY_DEPTH`](crate::store::depth::MAX_BODY_DEPTH) levels.
+/// [`MAX_BODY_DEPTH`](crate::store::depth::MAX_BODY_DEPTH) levels, every
+/// string and key following the [`text`] rule.
 pub(crate) struct Body<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
@@ -59,6 +65,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
             Err(r) => return Err(ApiError::new(r.status(), "bad_request", r.body_text())),
         };
         check_shape(&bytes)?;
+        text::check_body(&bytes)?;
         match axum::Json::<T>::from_bytes(&bytes) {
             Ok(axum::Json(v)) => Ok(Body(v)),
             Err(r) => Err(json_rejection(r)),

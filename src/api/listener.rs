@@ -1,12 +1,27 @@
 //! Serving the daemon's router on its listener, with the limits
-//! `axum::serve` does not offer: a header timeout (which also ends idle
-//! keep-alive connections), a whole-body deadline, a body size announced
-//! too large refused before it is read, and a cap on connections served at
-//! once, beyond which a connection gets a clear `503` and is closed.
-//! HTTP/1.1 only (hyper's HTTP/1 server), as before.
+//! `axum::serve` does not offer: a first-byte timeout for a new connection,
+//! a header timeout (which also ends idle keep-alive connections), a
+//! whole-body deadline, a body size announced too large refused before it
+//! is read, and a cap on connections served at once. HTTP/1.1 only
+//! (hyper's HTTP/1 server), as before.
+//!
+//! The cap is shared fairly: a connection that has not yet presented a
+//! valid credential (a token or an Inbox session; the owner-only socket's
+//! connections count as presented) is *unauthenticated*, and one client
+//! address may hold at most `[http] max_unauthenticated_per_client` of
+//! those. When a newcomer finds that limit or `max_connections` reached,
+//! the oldest unauthenticated connection with no request in flight (one
+//! that never sent a byte first) is closed to make room; only when there is
+//! none is the newcomer answered 503 and closed. So idle connections, from
+//! one client or many, cannot keep an authenticated client out, and an
+//! authenticated connection or a request being served is never cut for a
+//! newcomer.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
@@ -16,45 +31,86 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use serde_json::json;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, UnixListener};
-use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tower::ServiceExt;
 
 use crate::config::HttpConfig;
 
 /// Connections open right now.
 static OPEN: AtomicU64 = AtomicU64::new(0);
-/// Connections refused because `max_connections` were open.
+/// Connections refused because no slot could be made for them.
 static REFUSED: AtomicU64 = AtomicU64::new(0);
+/// Idle unauthenticated connections closed to make room for a newcomer.
+static EVICTED: AtomicU64 = AtomicU64::new(0);
 
-/// `(open, refused)` connection counts of this process, for `/metrics`.
-pub fn connection_counts() -> (u64, u64) {
+/// `(open, refused, evicted)` connection counts of this process, for
+/// `/metrics`.
+pub fn connection_counts() -> (u64, u64, u64) {
     // Relaxed: independent counters, read only for reporting.
     (
         OPEN.load(Ordering::Relaxed),
         REFUSED.load(Ordering::Relaxed),
+        EVICTED.load(Ordering::Relaxed),
     )
 }
 
 /// The largest request body: the API's and the inbound wake route's limit.
 const MAX_BODY: usize = crate::api::wake::MAX_BODY;
 
+/// How long an evicted connection may take to finish what it started.
+const EVICT_GRACE: Duration = Duration::from_secs(1);
+
 /// A listener the daemon serves on: its TCP address, or its owner-only
 /// Unix socket next to the database.
 pub(crate) trait Accept: Send {
-    type Io: AsyncRead + AsyncWrite + Unpin + Send + 'static;
+    type Io: AsyncRead + AsyncWrite + AsRawFd + Unpin + Send + 'static;
     /// The next connection; `None` for one refused at the door (dropped).
-    fn accept(&self) -> impl Future<Output = std::io::Result<Option<Self::Io>>> + Send;
+    fn accept(&self) -> impl Future<Output = std::io::Result<Option<Accepted<Self::Io>>>> + Send;
+    /// Resolves once `io` has bytes to read (or was closed).
+    fn readable(io: &Self::Io) -> impl Future<Output = std::io::Result<()>> + Send;
+}
+
+/// An accepted connection.
+pub(crate) struct Accepted<Io> {
+    io: Io,
+    /// The client's address; `None` for the owner-only socket, whose peer
+    /// is this host's owner.
+    peer: Option<IpAddr>,
+    /// Bytes were already waiting when it was accepted.
+    spoke: bool,
 }
 
 impl Accept for TcpListener {
     type Io = tokio::net::TcpStream;
-    async fn accept(&self) -> std::io::Result<Option<Self::Io>> {
-        Ok(Some(TcpListener::accept(self).await?.0))
+    /// Why the peek: under load the accept lags the handshake, so a client
+    /// that sends its request at once has it waiting here, and must count
+    /// as one that spoke before its task first runs (a silent connection
+    /// is closed first to make room).
+    async fn accept(&self) -> std::io::Result<Option<Accepted<Self::Io>>> {
+        let (stream, peer) = TcpListener::accept(self).await?;
+        let spoke = waiting(&stream);
+        Ok(Some(Accepted {
+            io: stream,
+            peer: Some(peer.ip()),
+            spoke,
+        }))
+    }
+    async fn readable(io: &Self::Io) -> std::io::Result<()> {
+        // Why the peek: a new registration reports readable before
+        // anything arrived; a peek that would block clears that.
+        loop {
+            io.readable().await?;
+            match io.try_io(tokio::io::Interest::READABLE, || peek(io)) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Err(e),
+                Ok(_) => return Ok(()),
+            }
+        }
     }
 }
 
@@ -63,11 +119,15 @@ impl Accept for UnixListener {
     /// Why the peer check on top of the socket's 0600 mode: a socket
     /// file's permissions are not honoured on every system; the kernel's
     /// peer credentials are.
-    async fn accept(&self) -> std::io::Result<Option<Self::Io>> {
+    async fn accept(&self) -> std::io::Result<Option<Accepted<Self::Io>>> {
         let (stream, _) = UnixListener::accept(self).await?;
         let me = nix::unistd::Uid::current().as_raw();
         match stream.peer_cred() {
-            Ok(c) if c.uid() == me => Ok(Some(stream)),
+            Ok(c) if c.uid() == me => Ok(Some(Accepted {
+                io: stream,
+                peer: None,
+                spoke: false,
+            })),
             Ok(c) => {
                 tracing::warn!(
                     uid = c.uid(),
@@ -81,6 +141,164 @@ impl Accept for UnixListener {
             }
         }
     }
+    async fn readable(io: &Self::Io) -> std::io::Result<()> {
+        // Why the peek: a new registration reports readable before
+        // anything arrived; a peek that would block clears that.
+        loop {
+            io.readable().await?;
+            match io.try_io(tokio::io::Interest::READABLE, || peek(io)) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Err(e),
+                Ok(_) => return Ok(()),
+            }
+        }
+    }
+}
+
+/// Peek at `io`'s socket buffer without blocking: the bytes waiting (0
+/// once the peer closed), or `WouldBlock` when none are.
+fn peek(io: &impl AsRawFd) -> std::io::Result<usize> {
+    use nix::sys::socket::{MsgFlags, recv};
+    let flags = MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT;
+    recv(io.as_raw_fd(), &mut [0u8; 1], flags).map_err(std::io::Error::from)
+}
+
+/// Whether bytes wait to be read on `io` now (the socket's own buffer,
+/// whatever the reactor has seen yet).
+fn waiting(io: &impl AsRawFd) -> bool {
+    matches!(peek(io), Ok(n) if n > 0)
+}
+
+/// One open connection, shared by its task, its requests (as a
+/// [`ConnHandle`] extension) and the accept loop.
+struct Conn {
+    /// Accept order: a lower id is older.
+    id: u64,
+    /// The client's address; `None` through the owner-only socket.
+    peer: Option<IpAddr>,
+    /// Its first byte arrived.
+    spoke: AtomicBool,
+    /// A request on it presented a valid credential.
+    authenticated: AtomicBool,
+    /// Requests being served on it now.
+    in_flight: AtomicU32,
+    /// Cancelled to close it for a newcomer (replaced when it turns out to
+    /// have spoken just then).
+    evict: Mutex<CancellationToken>,
+}
+
+impl Conn {
+    fn evict_token(&self) -> CancellationToken {
+        self.evict.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn evictable(&self) -> bool {
+        // Relaxed: a hint for choosing a victim; a request that starts
+        // just after is given EVICT_GRACE to finish.
+        !self.authenticated.load(Ordering::Relaxed) && self.in_flight.load(Ordering::Relaxed) == 0
+    }
+}
+
+/// A request's connection, so the API can mark it authenticated.
+#[derive(Clone)]
+pub(crate) struct ConnHandle(Arc<Conn>);
+
+impl ConnHandle {
+    /// The request presented a valid credential: the connection is no
+    /// longer counted against its client's unauthenticated limit, nor
+    /// closed to make room.
+    pub(crate) fn authenticated(&self) {
+        self.0.authenticated.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Marks an in-flight request for as long as it is served.
+struct InFlight(Arc<Conn>);
+
+impl InFlight {
+    fn enter(conn: &Arc<Conn>) -> Self {
+        conn.spoke.store(true, Ordering::Relaxed);
+        conn.in_flight.fetch_add(1, Ordering::Relaxed);
+        InFlight(conn.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Why a newcomer got no slot.
+enum Full {
+    /// `max_connections` are open and none can be closed for it.
+    Total(usize),
+    /// Its address holds the most unauthenticated connections allowed,
+    /// none of them idle.
+    Client(usize),
+}
+
+/// The open connections, oldest first. A std Mutex, not a tokio one: no
+/// `.await` happens while it is held.
+struct Conns {
+    open: Mutex<BTreeMap<u64, Arc<Conn>>>,
+    max: usize,
+    per_client: usize,
+}
+
+impl Conns {
+    /// Make room for `conn` (closing an idle unauthenticated connection
+    /// when a limit is reached) and count it in, or say why not.
+    fn admit(&self, conn: &Arc<Conn>) -> Result<(), Full> {
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(ip) = conn.peer {
+            let unauthenticated =
+                |c: &Conn| c.peer == Some(ip) && !c.authenticated.load(Ordering::Relaxed);
+            let held = open.values().filter(|c| unauthenticated(c)).count();
+            if held >= self.per_client {
+                evict(&mut open, |c| c.peer == Some(ip)).ok_or(Full::Client(self.per_client))?;
+            }
+        }
+        if open.len() >= self.max {
+            evict(&mut open, |_| true).ok_or(Full::Total(self.max))?;
+        }
+        open.insert(conn.id, conn.clone());
+        Ok(())
+    }
+
+    /// Count `conn` in again: chosen to be closed as silent, it had sent
+    /// its first bytes by then. Over a limit by one for as long as it
+    /// lasts, rather than cutting a client that spoke.
+    fn reinstate(&self, conn: &Arc<Conn>) {
+        *conn.evict.lock().unwrap_or_else(|p| p.into_inner()) = CancellationToken::new();
+        conn.spoke.store(true, Ordering::Relaxed);
+        EVICTED.fetch_sub(1, Ordering::Relaxed);
+        self.open
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(conn.id, conn.clone());
+    }
+
+    fn remove(&self, id: u64) {
+        self.open
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&id);
+    }
+}
+
+/// Close the oldest evictable connection `which` accepts, preferring one
+/// that never sent a byte; it leaves the count at once.
+fn evict(open: &mut BTreeMap<u64, Arc<Conn>>, which: impl Fn(&Conn) -> bool) -> Option<()> {
+    let candidates = || open.values().filter(|c| which(c) && c.evictable());
+    let victim = candidates()
+        .find(|c| !c.spoke.load(Ordering::Relaxed))
+        .or_else(|| candidates().next())?
+        .id;
+    let conn = open.remove(&victim)?;
+    conn.evict_token().cancel();
+    EVICTED.fetch_add(1, Ordering::Relaxed);
+    Some(())
 }
 
 /// Serve `app` on `listener` until `shutdown`, then let open requests
@@ -98,15 +316,24 @@ pub(crate) async fn serve<L: Accept>(
         read_body,
     ));
     let header_timeout = Duration::from_secs(cfg.header_timeout_secs);
-    let slots = Arc::new(Semaphore::new(cfg.max_connections));
-    let max = cfg.max_connections;
-    let graceful = GracefulShutdown::new();
+    let first_byte = Duration::from_secs(cfg.first_byte_timeout_secs).min(header_timeout);
+    let conns = Arc::new(Conns {
+        open: Mutex::new(BTreeMap::new()),
+        max: cfg.max_connections,
+        per_client: cfg.max_unauthenticated_per_client,
+    });
+    let tasks = TaskTracker::new();
+    let mut next_id = 0u64;
     loop {
         // Why select: shutdown must not wait for the next connection.
-        let stream = tokio::select! {
+        let Accepted {
+            io: stream,
+            peer,
+            spoke,
+        } = tokio::select! {
             _ = shutdown.cancelled() => break,
             r = listener.accept() => match r {
-                Ok(Some(stream)) => stream,
+                Ok(Some(accepted)) => accepted,
                 Ok(None) => continue,
                 Err(e) => {
                     // Out of file descriptors and the like: pause instead
@@ -117,44 +344,141 @@ pub(crate) async fn serve<L: Accept>(
                 }
             },
         };
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
+        next_id += 1;
+        let conn = Arc::new(Conn {
+            id: next_id,
+            peer,
+            spoke: AtomicBool::new(spoke),
+            // The owner-only socket admits only this host's owner.
+            authenticated: AtomicBool::new(peer.is_none()),
+            in_flight: AtomicU32::new(0),
+            evict: Mutex::new(CancellationToken::new()),
+        });
+        if let Err(full) = conns.admit(&conn) {
             REFUSED.fetch_add(1, Ordering::Relaxed);
-            tokio::spawn(refuse(stream, max));
+            tokio::spawn(refuse(stream, full));
             continue;
-        };
-        let mut builder = hyper::server::conn::http1::Builder::new();
-        builder
-            .timer(TokioTimer::new())
-            .header_read_timeout(header_timeout);
-        let conn =
-            builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
-        let conn = graceful.watch(conn);
+        }
         OPEN.fetch_add(1, Ordering::Relaxed);
-        tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!(error = %e, "connection ended with an error");
-            }
+        let app = app.clone();
+        let conns = conns.clone();
+        let shutdown = shutdown.clone();
+        tasks.spawn(async move {
+            serve_one::<L>(
+                stream,
+                &conn,
+                &conns,
+                app,
+                header_timeout,
+                first_byte,
+                &shutdown,
+            )
+            .await;
+            conns.remove(conn.id);
             OPEN.fetch_sub(1, Ordering::Relaxed);
-            drop(slot);
         });
     }
-    if tokio::time::timeout(grace, graceful.shutdown())
-        .await
-        .is_err()
-    {
+    tasks.close();
+    if tokio::time::timeout(grace, tasks.wait()).await.is_err() {
         tracing::warn!("open HTTP connections did not finish within {grace:?}; closing them");
     }
     Ok(())
 }
 
-/// Answer a connection over the cap with 503 and close it, without reading
-/// its request. Bounded: a peer that does not read cannot hold the task.
-async fn refuse<S: AsyncWrite + Unpin>(mut stream: S, max: usize) {
-    let body = json!({
-        "reason": "too_many_connections",
-        "message": format!("the daemon already serves {max} connections ([http] max_connections); close idle ones or retry shortly"),
-    })
-    .to_string();
+/// One connection: its first byte within `first_byte`, then HTTP/1.1 until
+/// it closes, is evicted (given [`EVICT_GRACE`] to finish a request that
+/// just started) or the daemon shuts down (open requests finish).
+async fn serve_one<L: Accept>(
+    stream: L::Io,
+    conn: &Arc<Conn>,
+    conns: &Conns,
+    app: Router,
+    header_timeout: Duration,
+    first_byte: Duration,
+    shutdown: &CancellationToken,
+) {
+    {
+        let first = tokio::time::timeout(first_byte, L::readable(&stream));
+        let mut first = std::pin::pin!(first);
+        // Why select: an evicted or silent connection must not wait for
+        // the header timeout, nor hold up shutdown. Biased: bytes that
+        // arrived win over an eviction that came at the same time.
+        let evict = conn.evict_token();
+        tokio::select! {
+            biased;
+            r = first.as_mut() => match r {
+                Ok(Ok(())) => conn.spoke.store(true, Ordering::Relaxed),
+                Ok(Err(_)) => return,
+                Err(_) => {
+                    tracing::debug!("a connection sent nothing within {first_byte:?}; closed");
+                    return;
+                }
+            },
+            _ = evict.cancelled() => {
+                // Chosen as silent: a request that reached the socket
+                // meanwhile is served after all.
+                if !waiting(&stream) {
+                    return;
+                }
+                conns.reinstate(conn);
+            }
+            _ = shutdown.cancelled() => return,
+        }
+    }
+    let handle = conn.clone();
+    let svc = tower::service_fn(move |mut req: Request<hyper::body::Incoming>| {
+        let app = app.clone();
+        let handle = handle.clone();
+        async move {
+            let _in_flight = InFlight::enter(&handle);
+            req.extensions_mut().insert(ConnHandle(handle));
+            app.oneshot(req.map(Body::new)).await
+        }
+    });
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_timeout);
+    let served = builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(svc));
+    let mut served = std::pin::pin!(served);
+    let evict = conn.evict_token();
+    let ended = tokio::select! {
+        r = served.as_mut() => Some(r),
+        _ = evict.cancelled() => None,
+        _ = shutdown.cancelled() => None,
+    };
+    let result = match ended {
+        Some(r) => r,
+        None => {
+            served.as_mut().graceful_shutdown();
+            if evict.is_cancelled() {
+                match tokio::time::timeout(EVICT_GRACE, served).await {
+                    Ok(r) => r,
+                    Err(_) => return,
+                }
+            } else {
+                served.await
+            }
+        }
+    };
+    if let Err(e) = result {
+        tracing::debug!(error = %e, "connection ended with an error");
+    }
+}
+
+/// Answer a connection no slot could be made for with 503 and close it,
+/// without reading its request. Bounded: a peer that does not read cannot
+/// hold the task.
+async fn refuse<S: AsyncWrite + Unpin>(mut stream: S, full: Full) {
+    let message = match full {
+        Full::Total(max) => format!(
+            "the daemon already serves {max} connections ([http] max_connections), none of them idle without a token; close idle ones or retry shortly"
+        ),
+        Full::Client(max) => format!(
+            "this address already holds {max} connections that presented no token ([http] max_unauthenticated_per_client), each with a request in flight; retry shortly"
+        ),
+    };
+    let body = json!({"reason": "too_many_connections", "message": message}).to_string();
     let resp = format!(
         "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}\r\nretry-after: 1\r\nconnection: close\r\nx-content-type-options: nosniff\r\n\r\n{body}",
         body.len()

@@ -148,7 +148,7 @@ fn daemon_counters(out: &mut String, last_seq: i64, waiters: usize) {
         "Chat sends and edits settled by a permanent Bot API error (message deleted, too old to edit, refused).",
         crate::chat::permanent_errors(),
     );
-    let (open_conns, refused) = crate::api::listener::connection_counts();
+    let (open_conns, refused, evicted) = crate::api::listener::connection_counts();
     single(
         out,
         "handoff_http_connections",
@@ -160,8 +160,15 @@ fn daemon_counters(out: &mut String, last_seq: i64, waiters: usize) {
         out,
         "handoff_http_connections_refused_total",
         "counter",
-        "Connections refused with 503 because [http] max_connections were open.",
+        "Connections refused with 503: [http] max_connections (or a client's max_unauthenticated_per_client) were open, none idle without a token.",
         refused,
+    );
+    single(
+        out,
+        "handoff_http_connections_evicted_total",
+        "counter",
+        "Idle connections without a token closed to make room for a new one.",
+        evicted,
     );
 }
 

@@ -2,13 +2,15 @@
 //! ([`super::ROUTES`]) so every route is documented and nothing documented
 //! is missing. Each route's query parameters, request body and success
 //! answers come from its handler's own types ([`super::doc`]); errors
-//! share one schema.
+//! share one schema. Every string a request carries states the API's text
+//! rule ([`super::input::text`]) as its pattern.
 
 use schemars::Schema;
 use serde_json::{Map, Value, json};
 
 use super::auth::Access;
 use super::doc::{Answer, Gens};
+use super::input::text::{self, Place};
 use super::page::NEXT_HEADER;
 use super::{ROUTES, Route};
 
@@ -138,10 +140,13 @@ fn operation(r: &Route, gens: &mut Gens) -> Value {
     let d = (r.describe)(gens);
     let mut parameters: Vec<Value> = path_params(r.path)
         .into_iter()
-        .map(|p| json!({"name": p, "in": "path", "required": true, "schema": {"type": "string", "minLength": 1, "pattern": "\\S"}}))
+        .map(|p| json!({"name": p, "in": "path", "required": true, "schema": {"type": "string", "minLength": 1, "pattern": text::LINE_NOT_BLANK}}))
         .collect();
     if let Some(q) = &d.query {
-        parameters.extend(query_parameters(q));
+        for mut p in query_parameters(q) {
+            text_rule(&mut p["schema"], Place::Line);
+            parameters.push(p);
+        }
     }
     let mut responses = refusals();
     for a in &d.answers {
@@ -160,12 +165,50 @@ fn operation(r: &Route, gens: &mut Gens) -> Value {
         op["security"] = json!([]);
     }
     if let Some(body) = d.body {
+        let mut body = body.to_value();
+        text_rule(&mut body, Place::Body);
         op["requestBody"] = json!({
             "required": true,
             "content": {"application/json": {"schema": body}},
         });
     }
     op
+}
+
+/// State the text rule in a request schema: a string with no pattern of
+/// its own gets the rule's, and one that must not be blank (`\S`) the
+/// rule's non-blank pattern. Other patterns (names, durations) refuse
+/// what the rule refuses already; enumerations need nothing.
+fn text_rule(schema: &mut Value, place: Place) {
+    match schema {
+        Value::Object(o) => {
+            let string = match o.get("type") {
+                Some(Value::String(t)) => t == "string",
+                Some(Value::Array(ts)) => ts.iter().any(|t| t == "string"),
+                _ => false,
+            };
+            if string && !o.contains_key("enum") && !o.contains_key("format") {
+                let (any, not_blank) = match place {
+                    Place::Body => (text::BODY_TEXT, text::BODY_TEXT_NOT_BLANK),
+                    Place::Line => (text::LINE_TEXT, text::LINE_NOT_BLANK),
+                };
+                match o.get("pattern").and_then(Value::as_str) {
+                    None => {
+                        o.insert("pattern".into(), json!(any));
+                    }
+                    Some(r"\S") => {
+                        o.insert("pattern".into(), json!(not_blank));
+                    }
+                    Some(_) => {}
+                }
+            }
+            for v in o.values_mut() {
+                text_rule(v, place);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| text_rule(v, place)),
+        _ => {}
+    }
 }
 
 /// The inbound wake route, outside the token table: each source
@@ -178,7 +221,7 @@ fn wake_path(gens: &mut Gens) -> Value {
         "summary": "Wake a session from outside (CI, GitHub): authenticated per [[wake.sources]] by a bearer secret, a Standard Webhooks signature or X-Hub-Signature-256; deduplicated by delivery id",
         "x-handoff-access": "wake-source",
         "security": [],
-        "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
+        "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string", "pattern": text::LINE_TEXT}}],
         "requestBody": {
             "required": false,
             "description": "Any payload (JSON or text), stored with the wake event",

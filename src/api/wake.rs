@@ -3,10 +3,12 @@
 //! token, a Standard Webhooks signature, or GitHub's `X-Hub-Signature-256`;
 //! deduplicated by `webhook-id` / `X-GitHub-Delivery`; recorded as a
 //! `session.wake` event, which the notify worker delivers to the session's
-//! wake target. Checks run in this order: size (413), authentication (401,
-//! nothing stored), session (404), nesting (422, deeper than
-//! [`MAX_BODY_DEPTH`](crate::store::depth::MAX_BODY_DEPTH)). It does not
-//! run any target itself.
+//! wake target. Checks run in this order: the path's text (400 not UTF-8,
+//! 422 a control character: the API's text rule), size (413),
+//! authentication (401, nothing stored), session (404), nesting (422,
+//! deeper than [`MAX_BODY_DEPTH`](crate::store::depth::MAX_BODY_DEPTH)),
+//! the payload's text (422, the same rule). It does not run any target
+//! itself.
 
 use axum::Router;
 use axum::body::Bytes;
@@ -46,6 +48,9 @@ enum WakeError {
         max = crate::store::depth::MAX_BODY_DEPTH
     )]
     TooDeep(usize),
+    /// The payload holds a control character or a bidirectional override.
+    #[error("{0}")]
+    Text(String),
     /// The store failed.
     #[error("store unavailable")]
     Store(#[from] crate::store::Error),
@@ -57,6 +62,7 @@ impl IntoResponse for WakeError {
             WakeError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),
             WakeError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             WakeError::TooDeep(_) => (StatusCode::UNPROCESSABLE_ENTITY, "too_deep"),
+            WakeError::Text(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid"),
             WakeError::Store(e) => {
                 tracing::error!(error = %e, "inbound wake cannot reach the store");
                 (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable")
@@ -106,6 +112,11 @@ async fn wake(
     let depth = crate::store::depth::value_depth(&payload);
     if depth > crate::store::depth::MAX_BODY_DEPTH {
         return Err(WakeError::TooDeep(depth));
+    }
+    // Why here and not in the route's layer: only an authenticated
+    // sender's payload is read.
+    if let Err(e) = crate::api::input::text::check_value(&payload) {
+        return Err(WakeError::Text(e.message));
     }
     let rec = match s
         .store

@@ -5,7 +5,9 @@
 //! default), folder included; running it again only says so. `status` says
 //! which config file and database the commands use, what waits in it, whether
 //! a daemon at the configured address serves that same file (its `/healthz`
-//! names the file by [`crate::store::fingerprint`]), whether chat is on, and,
+//! names the file by [`crate::store::fingerprint`] to a caller with a
+//! token; without one, the daemon answering on the file's owner-only socket
+//! must be the same daemon), whether chat is on, and,
 //! with `HANDOFF_URL` set, whether that daemon answers. Neither calls Telegram,
 //! and `status` creates nothing.
 
@@ -134,6 +136,9 @@ struct Daemon {
     serves_this_database: Option<bool>,
     /// Why it is not running, or what it answered.
     note: String,
+    /// The daemon's opaque id (`/healthz` `daemon`).
+    #[serde(skip)]
+    id: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -239,10 +244,21 @@ async fn local(
             running: false,
             serves_this_database: None,
             note: "[http] listen has port 0 (any free port): cannot tell where a daemon is".into(),
+            id: None,
         }
     } else {
         let base = format!("http://{}", super::inbox::loopback_of(cfg.http.listen));
         let mut d = probe(&base, mine.as_deref()).await;
+        if let (true, None, Some(id), Some(mine)) = (
+            d.running,
+            d.serves_this_database,
+            d.id.as_deref(),
+            mine.as_deref(),
+        ) {
+            let serves = serves_over_socket(&path, id, mine).await;
+            d.serves_this_database = Some(serves);
+            d.note = note(Some(serves));
+        }
         d.url = url;
         d
     });
@@ -263,6 +279,7 @@ async fn probe(base: &str, mine: Option<&str>) -> Daemon {
         running: false,
         serves_this_database: None,
         note,
+        id: None,
     };
     let client = match reqwest::Client::builder().timeout(PROBE_TIMEOUT).build() {
         Ok(c) => c,
@@ -289,12 +306,37 @@ async fn probe(base: &str, mine: Option<&str>) -> Daemon {
         url: base.to_string(),
         running: true,
         serves_this_database: serves,
-        note: match serves {
-            Some(true) => "running, serving this database".into(),
-            Some(false) => "running, but serving another database file".into(),
-            None => "running".into(),
-        },
+        note: note(serves),
+        id: body["daemon"].as_str().map(str::to_string),
     }
+}
+
+fn note(serves: Option<bool>) -> String {
+    match serves {
+        Some(true) => "running, serving this database".into(),
+        Some(false) => "running, but serving another database file".into(),
+        None => "running".into(),
+    }
+}
+
+/// Whether the daemon `id` (which named no database: `/healthz` gives that
+/// only to a caller with a token) serves the database at `path`: the
+/// daemon serving a file answers on the owner-only socket next to it, and
+/// says there which daemon it is and which file it serves. No answer
+/// there: it serves another file.
+async fn serves_over_socket(path: &std::path::Path, id: &str, mine: &str) -> bool {
+    let Ok(client) = reqwest::Client::builder()
+        .unix_socket(crate::store::socket_path(path))
+        .timeout(PROBE_TIMEOUT)
+        .build()
+    else {
+        return false;
+    };
+    let Ok(resp) = client.get("http://localhost/healthz").send().await else {
+        return false;
+    };
+    let body: serde_json::Value = resp.json().await.unwrap_or_default();
+    body["daemon"] == id && body["database"] == mine
 }
 
 fn text(s: &Status) -> String {
