@@ -1,4 +1,4 @@
-//! Codex CLI permission prompts (issue 13): the answer `handoff hook codex`
+//! Codex CLI permission prompts — the answer `handoff hook codex`
 //! prints, in Codex's own hook output format. Proposing, grants, rules and
 //! waiting are the same as for Claude Code (`ops/claude.rs`, with
 //! [`Agent::Codex`]): a prompt is a `codex.<tool_name>` action.

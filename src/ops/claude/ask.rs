@@ -1,4 +1,4 @@
-//! Claude Code's AskUserQuestion answered through handoff (issue 13 item 5).
+//! Claude Code's AskUserQuestion answered through handoff.
 //!
 //! The tool's input is `questions[]`, each with `question`, `header`,
 //! `options[{label, description}]` and `multiSelect`. Each question becomes

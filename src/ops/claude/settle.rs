@@ -1,4 +1,4 @@
-//! Answered elsewhere, told by a later event (issue 13 item 4): Claude
+//! Answered elsewhere, told by a later event: Claude
 //! Code runs the hook for later events of a session too. When one says the
 //! session went on without handoff's answer, the prompts still pending in
 //! handoff are settled as answered at the terminal, like a stopped hook's.
