@@ -1,4 +1,4 @@
-//! Wake-ups (DESIGN §7): when a human answers, declines, marks a row
+//! Wake-ups: when a human answers, declines, marks a row
 //! handled or decides an action — or an outside system posts an inbound
 //! wake — the session that waits is woken through its wake target and every
 //! matching global `[[notify]]` rule.

@@ -192,7 +192,7 @@ pub struct Store {
 pub(crate) enum Engine {
     /// One SQLite file (the embedded default).
     Sqlite(Lite),
-    /// A PostgreSQL database (issue 12): only some methods so far.
+    /// A PostgreSQL database: every part of the store but `backup`.
     Postgres(postgres::Pg),
 }
 

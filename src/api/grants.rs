@@ -1,4 +1,4 @@
-//! Grant routes (issue 13): the permission grants that "for this session"
+//! Grant routes: the permission grants that "for this session"
 //! and "always" taps saved, listed and revoked by people — what
 //! `handoff grants` does on the host, for the web Inbox and remote tools.
 //!

@@ -1,4 +1,4 @@
-//! A forum topic per project or per agent session (issue 13 item 7): for a
+//! A forum topic per project or per agent session: for a
 //! chat configured with `topics = "project" | "session"`, the first item of
 //! a project (or session) creates its topic with `createForumTopic`, the
 //! store remembers it, and every later push of that project goes there,

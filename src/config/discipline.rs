@@ -1,4 +1,4 @@
-//! Notification discipline (issue 13, item 8): `[[kinds]]`, a grace period
+//! Notification discipline: `[[kinds]]`, a grace period
 //! and a timeout per action kind, and quiet hours per chat. This module
 //! parses and checks them and answers "how long", "until when"; the chat
 //! bridge holds pushes back and the hooks take their timeout from here.

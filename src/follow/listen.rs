@@ -1,4 +1,4 @@
-//! Noticing writes made by other processes on PostgreSQL (issue 12 item 4):
+//! Noticing writes made by other processes on PostgreSQL:
 //! what [`super::watch`] does with inotify for an SQLite file, done with
 //! `LISTEN/NOTIFY`.
 //!

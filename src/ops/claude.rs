@@ -1,4 +1,4 @@
-//! Claude Code permission prompts as actions (issue 13): what `handoff hook
+//! Claude Code permission prompts as actions: what `handoff hook
 //! claude` does between reading a hook event and answering it.
 //!
 //! A `PermissionRequest` (or, for headless `-p` runs where no dialog

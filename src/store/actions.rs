@@ -1,4 +1,4 @@
-//! Pending actions (DESIGN §4): calls an agent may make only after a person
+//! Pending actions: calls an agent may make only after a person
 //! approves them.
 //!
 //! States: `pending → approved → executing → executed | failed | unknown`,

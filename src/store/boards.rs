@@ -1,4 +1,4 @@
-//! Boards and rows (DESIGN §3): a project's named checklists whose `blocked`
+//! Boards and rows: a project's named checklists whose `blocked`
 //! rows wait on a person.
 //!
 //! The agent owns the step fields of a row (status, note, next step, owner,
@@ -18,7 +18,7 @@
 //! `write` the agent's row writes (upsert, row); `step` advance, outcome and
 //! archive; `human` the human's writes (annotate, handled); `read` the reads
 //! (chat's row lookups included) and delivery (pending, unprocessed
-//! handoffs); `call` the one-call shape every winning write takes (issue 11),
+//! handoffs); `call` the one-call shape every winning write takes,
 //! `call_many` the row writes in it (upsert, row, outcome) and `call_one`
 //! the writes on one named row (advance, annotate, handled). It does not
 //! push anything to chat: followers of the event log do.

@@ -1,4 +1,4 @@
-//! Permission grants (issue 13): a person's "approve for this session" or
+//! Permission grants: a person's "approve for this session" or
 //! "always approve" on an agent's permission prompt, kept so that later
 //! prompts it covers are decided at once.
 //!

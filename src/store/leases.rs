@@ -1,5 +1,5 @@
 //! Jobs only one daemon may do at a time, when several share one database
-//! (issue 12, item 5), and the Telegram updates some daemon has taken.
+//!, and the Telegram updates some daemon has taken.
 //!
 //! A lease is a row naming its holder and when it lapses. [`Store::lease_take`]
 //! is one guarded upsert: it takes a lease nobody holds or whose holder let

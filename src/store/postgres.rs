@@ -1,4 +1,4 @@
-//! PostgreSQL, the second engine (issue 12): bringing a database's schema
+//! PostgreSQL, the second engine: bringing a database's schema
 //! (`migrations/postgres`) up to this build's, for `handoff migrate`;
 //! copying an SQLite file into an empty one ([`export`]) or one back into
 //! a new SQLite file ([`import`]), for `handoff export`; the LISTEN

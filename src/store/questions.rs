@@ -1,4 +1,4 @@
-//! Questions an agent hands to a human (DESIGN §2).
+//! Questions an agent hands to a human.
 //!
 //! An agent *flags* a question; humans reply through the Inbox (always wins)
 //! or a chat (conditional: never over an unclaimed reply); the agent may

@@ -1,4 +1,4 @@
-//! Agent sessions (DESIGN §5): who asked, and how to wake them.
+//! Agent sessions: who asked, and how to wake them.
 //!
 //! A session is registered by the agent (or its hook) with a client-chosen
 //! id, an agent name, project, working directory and an optional

@@ -1,5 +1,5 @@
 //! What happens to an action nobody decides, in words, for the chat
-//! message and the Inbox card (issue 13, item 8): an agent's permission
+//! message and the Inbox card: an agent's permission
 //! prompt is denied (its hook fails closed), an `on_expire = reject` action
 //! is rejected, any other one expires. Words only: the expiry itself is
 //! `recovery`'s sweep (and the hook's own timeout).

@@ -1,4 +1,4 @@
-//! The one-call shape of a board write (issue 11): what every winning
+//! The one-call shape of a board write: what every winning
 //! board write sends to SQLite as a single multi-statement call, and the
 //! pieces of SQL its writers share.
 //!

@@ -1,5 +1,5 @@
 //! The human's writes on a row: annotations (Inbox and chat, with the
-//! asymmetric rule of DESIGN §2) and the "handled" mark.
+//! asymmetric rule) and the "handled" mark.
 //!
 //! A write that wins is one database call (`call_one`): the guarded write,
 //! the board's version bump, the annotation log and the event. When it did

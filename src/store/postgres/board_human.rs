@@ -1,5 +1,5 @@
 //! A human's board writes on PostgreSQL: annotations (Inbox and chat, with
-//! the asymmetric rule of DESIGN §2, and the blank Inbox one that clears)
+//! the asymmetric rule, and the blank Inbox one that clears)
 //! and the "handled" mark, each one transaction of its own (`write.rs`).
 //! The board and then the row are locked first (see `board_writes.rs`), so
 //! a guarded UPDATE that changed nothing is explained by the state that

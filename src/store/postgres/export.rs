@@ -1,6 +1,6 @@
 //! `handoff export --to URL`: every row of the SQLite file copied into an
 //! empty PostgreSQL database, for a team moving its store onto a shared
-//! server (issue 12, item 6). The way back (PostgreSQL → a new SQLite
+//! server. The way back (PostgreSQL → a new SQLite
 //! file) is [`super::import`], which shares this module's pieces.
 //!
 //! What makes the copy trustworthy:

@@ -1,6 +1,6 @@
 //! The way back (`handoff export --to FILE` with a PostgreSQL source):
 //! every row of a PostgreSQL database copied into a new SQLite file, for a
-//! team leaving a shared server or taking a copy home (issue 12, item 6).
+//! team leaving a shared server or taking a copy home.
 //! The export's pieces serve both ways ([`super::export`]): its table
 //! lists, its column types, its parents-first order, its report.
 //!

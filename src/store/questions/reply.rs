@@ -1,4 +1,4 @@
-//! The three writers of a reply and the agent's pickup (DESIGN §2).
+//! The three writers of a reply and the agent's pickup.
 //!
 //! - Inbox: unconditional while open; overwrites and sets `reply_seen_at`
 //!   NULL. A blank Inbox reply clears only a reply nobody picked up. A
