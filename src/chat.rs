@@ -49,6 +49,7 @@ mod stranded;
 mod text;
 mod topics;
 mod unparsed;
+mod view;
 mod webhook;
 
 use std::collections::HashMap;
@@ -70,9 +71,9 @@ use crate::store::Store;
 
 pub use callback::{Callback, Item, Verb};
 use push::ChatFollower;
-pub use push::MAX_TEXT;
 pub use retry::permanent_errors;
 pub use unparsed::unparsed_updates;
+pub use view::MAX_TEXT;
 
 /// Errors starting the bridge.
 #[derive(Debug, thiserror::Error)]

@@ -18,8 +18,6 @@
 mod actions;
 mod boards;
 mod hook;
-mod hook_codex;
-mod hook_install;
 mod inbox;
 mod mcp;
 mod ops_kit;

@@ -24,8 +24,9 @@ use teloxide::types::{MessageId, ParseMode, ThreadId};
 
 use super::Bridge;
 use super::callback::Item;
-use super::push::{title, truncate};
+use super::push::title;
 use super::retry::{Failure, classify};
+use super::view::truncate;
 use crate::store::chat::Hold;
 use crate::store::{Store, short_id};
 

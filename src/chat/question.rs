@@ -7,8 +7,8 @@ use teloxide::prelude::*;
 use super::Bridge;
 use super::callback::{Callback, Item, Verb};
 use super::dispatch::Prompt;
-use super::push::View;
 use super::text::{by, cut, esc, quote};
+use super::view::View;
 use crate::store::questions::{NewReply, Question, Refusal, ReplyKind, Status};
 use crate::store::short_id;
 

@@ -28,7 +28,8 @@ use teloxide::{ApiError, RequestError};
 
 use super::Bridge;
 use super::callback::Item;
-use super::push::{self, Attachment, PushError, View, truncate};
+use super::push::{self, PushError};
+use super::view::{Attachment, View, truncate};
 use crate::store::chat::ChatMessage;
 
 /// Permanent Bot API errors settled so far in this process.

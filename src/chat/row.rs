@@ -6,8 +6,8 @@ use teloxide::prelude::*;
 use super::Bridge;
 use super::callback::{Callback, Item, Verb};
 use super::dispatch::Prompt;
-use super::push::{Meta, View};
 use super::text::{cut, esc, quote};
+use super::view::{Meta, View};
 use crate::store::boards::{
     Annotate, AnnotationKind, Board, Channel, Handled, Refusal, Row, RowStatus,
 };

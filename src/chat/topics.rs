@@ -8,7 +8,7 @@
 use teloxide::prelude::*;
 
 use super::Bridge;
-use super::push::Meta;
+use super::view::Meta;
 use crate::config::{Target, TopicsBy};
 
 /// Telegram's longest topic name, in characters.

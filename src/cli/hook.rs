@@ -13,6 +13,8 @@
 //! UserPromptSubmit, …) are handled in `hook/ask.rs`.
 
 mod ask;
+mod codex;
+mod install;
 
 use std::time::Duration;
 
@@ -26,16 +28,16 @@ use crate::store::Channel;
 use crate::store::grants::Grant;
 
 /// The most stdin a hook event may be (an Edit's strings included).
-pub(super) const MAX_EVENT: u64 = 4 << 20;
+pub(crate) const MAX_EVENT: u64 = 4 << 20;
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Cmd {
     /// Claude Code: turn a PermissionRequest (or PreToolUse) into an action and answer with the decision.
     Claude(ClaudeArgs),
     /// Codex CLI (0.122 or later): turn a PermissionRequest (or PreToolUse) into an action and answer with the decision.
-    Codex(super::hook_codex::CodexArgs),
+    Codex(codex::CodexArgs),
     /// Print the settings entries that run these hooks, or merge them into the file with --write.
-    Install(super::hook_install::InstallArgs),
+    Install(install::InstallArgs),
 }
 
 #[derive(Debug, Args)]
@@ -95,8 +97,8 @@ pub(super) fn timeout_of(
 pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
     match cmd {
         Cmd::Claude(args) => claude(ctx, args).await,
-        Cmd::Codex(args) => super::hook_codex::run(ctx, args).await,
-        Cmd::Install(args) => super::hook_install::run(ctx, args),
+        Cmd::Codex(args) => codex::run(ctx, args).await,
+        Cmd::Install(args) => install::run(ctx, args),
     }
 }
 

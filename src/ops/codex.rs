@@ -47,7 +47,7 @@
 //!   does *not* block, which is why malformed stdin exits 2 (a deny) here.
 //!
 //! This module reads no stdin and prints nothing: the CLI does
-//! (`cli/hook_codex.rs`).
+//! (`cli/hook/codex.rs`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -16,7 +16,7 @@ use serde::Serialize;
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::json;
 
-use super::{Ctx, exit, fail};
+use crate::cli::{Ctx, exit, fail};
 
 /// What turns hooks on in Codex's config.toml.
 const FLAG: &str = "[features]\ncodex_hooks = true\n";

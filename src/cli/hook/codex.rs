@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::hook::{decide, parse_timeout, project_in, read_event, timeout_of};
-use super::{Ctx, exit};
+use super::{decide, parse_timeout, project_in, read_event, timeout_of};
+use crate::cli::{Ctx, exit};
 use crate::ops::claude::Agent;
 
 #[derive(Debug, Args)]
@@ -77,7 +77,7 @@ pub(crate) async fn run(ctx: &Ctx, args: CodexArgs) -> anyhow::Result<u8> {
         }
     }
     if let Some(answer) = crate::ops::codex::output(&decision, kind) {
-        super::out(&answer.to_string());
+        crate::cli::out(&answer.to_string());
     }
     Ok(exit::OK)
 }
