@@ -31,6 +31,7 @@ pub mod counts;
 pub mod deliveries;
 pub mod depth;
 pub mod due;
+mod engine;
 pub mod events;
 pub mod grants;
 pub mod inbox_sessions;

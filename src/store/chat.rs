@@ -10,10 +10,13 @@
 
 pub use hold::{Held, Hold};
 
-use serde::Serialize;
-use sqlx::{ColumnIndex, Decode, Row, Type};
+use std::sync::Arc;
 
-use super::{Engine, Error, NewEvent, Result, Store};
+use serde::Serialize;
+use sqlx::{ColumnIndex, Decode, FromRow, Row, Type};
+
+use super::engine::Stmt;
+use super::{Error, NewEvent, Result, Store};
 use crate::store::Channel;
 
 /// One pushed (or being pushed) chat message for an item.
@@ -45,9 +48,21 @@ pub struct ChatMessage {
     pub document_id: Option<i32>,
 }
 
-/// A stored message record as a [`ChatMessage`], on either engine (its
-/// ids are 64-bit integers in PostgreSQL's schema, checked into `i32` here).
-pub(super) fn from_row<'r, R>(r: &'r R) -> Result<ChatMessage>
+/// A stored message record, on either engine (its ids are 64-bit
+/// integers in PostgreSQL's schema, checked into `i32` here).
+impl<'r, R> FromRow<'r, R> for ChatMessage
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+{
+    fn from_row(r: &'r R) -> sqlx::Result<ChatMessage> {
+        from_row(r).map_err(|e| sqlx::Error::Decode(e.to_string().into()))
+    }
+}
+
+fn from_row<'r, R>(r: &'r R) -> Result<ChatMessage>
 where
     R: Row,
     for<'a> &'a str: ColumnIndex<R>,
@@ -72,129 +87,32 @@ where
     })
 }
 
-/// Run one statement (the same text on both engines: `$N` placeholders)
-/// with the binds `$bind` adds to `$q`, retried while the database is
-/// busy; evaluates to the rows it changed.
-///
-/// Why under the write turn on SQLite: a write straight on the pool met
-/// the turn's writer (the daemon's answers, taps, deliveries) at SQLite's
-/// file lock and slept in its busy handler; in the turn it waits its place
-/// instead. On PostgreSQL the statement is a transaction of its own.
-macro_rules! chat_exec {
-    ($store:expr, $sql:expr, |$q:ident| $bind:expr) => {{
-        let store: &Store = $store;
-        match store.engine() {
-            Engine::Sqlite(_) => {
-                store
-                    .retry(|| async {
-                        let _turn = store.write_lock()?.clone().lock_owned().await;
-                        let $q = sqlx::query::<sqlx::Sqlite>($sql);
-                        Ok($bind.execute(store.pool()?).await?.rows_affected())
-                    })
-                    .await
-            }
-            Engine::Postgres(pg) => {
-                store
-                    .retry(|| async {
-                        let $q = sqlx::query::<sqlx::Postgres>($sql);
-                        Ok($bind.execute(pg.pool()).await?.rows_affected())
-                    })
-                    .await
-            }
-        }
-    }};
-}
-
-/// The message records a `SELECT *` (or, under `write`, a `RETURNING *`)
-/// yields on either engine, with the binds `$bind` adds to `$q`.
-macro_rules! chat_fetch {
-    ($store:expr, $sql:expr, |$q:ident| $bind:expr) => {{
-        let store: &Store = $store;
-        match store.engine() {
-            Engine::Sqlite(_) => {
-                let $q = sqlx::query::<sqlx::Sqlite>($sql);
-                let rows = $bind.fetch_all(store.pool()?).await?;
-                rows.iter().map(from_row).collect::<Result<Vec<_>>>()
-            }
-            Engine::Postgres(pg) => {
-                let $q = sqlx::query::<sqlx::Postgres>($sql);
-                let rows = $bind.fetch_all(pg.pool()).await?;
-                rows.iter().map(from_row).collect::<Result<Vec<_>>>()
-            }
-        }
-    }};
-    (write $store:expr, $sql:expr, |$q:ident| $bind:expr) => {{
-        let store: &Store = $store;
-        store
-            .retry(|| async {
-                let _turn = match store.engine() {
-                    Engine::Sqlite(_) => Some(store.write_lock()?.clone().lock_owned().await),
-                    Engine::Postgres(_) => None,
-                };
-                chat_fetch!(store, $sql, |$q| $bind)
-            })
-            .await
-    }};
-}
-
-/// One scalar (or optional row) read on either engine: `$fetch` is
-/// `fetch_one` or `fetch_optional`.
-macro_rules! chat_scalar {
-    ($store:expr, $fetch:ident, $query:ident, $sql:expr, |$q:ident| $bind:expr) => {{
-        let store: &Store = $store;
-        match store.engine() {
-            Engine::Sqlite(_) => {
-                let $q = sqlx::$query::<sqlx::Sqlite, _>($sql);
-                $bind.$fetch(store.pool()?).await?
-            }
-            Engine::Postgres(pg) => {
-                let $q = sqlx::$query::<sqlx::Postgres, _>($sql);
-                $bind.$fetch(pg.pool()).await?
-            }
-        }
-    }};
-}
-
-// After the macros: `hold` uses them too.
 mod hold;
 
 impl Store {
-    /// Append one chat event in its own write transaction.
-    async fn chat_event(&self, now: i64, ev: &NewEvent<'_>) -> Result<()> {
-        if let Engine::Postgres(pg) = self.engine() {
-            return super::postgres::chat::event(self, pg, now, ev).await;
-        }
-        self.retry(|| async {
-            let mut tx = self.begin_write().await?;
-            super::events::append(&mut tx, now, ev).await?;
-            tx.commit().await
-        })
-        .await
-    }
-
     /// The last `seq` the follower `name` fully applied (0 if never).
     pub async fn cursor(&self, name: &str) -> Result<i64> {
-        let seq: Option<i64> = chat_scalar!(
-            self,
-            fetch_optional,
-            query_scalar,
-            "SELECT seq FROM cursors WHERE name = $1",
-            |q| q.bind(name)
-        );
-        Ok(seq.unwrap_or(0))
+        let seq: Option<(i64,)> = self
+            .row(Stmt::new("SELECT seq FROM cursors WHERE name = $1").text(name))
+            .await?;
+        Ok(seq.map_or(0, |(s,)| s))
     }
 
     /// Move the follower `name` forward to `seq`. Never moves it back, so
     /// two daemons on one database cannot rewind each other.
     pub async fn set_cursor(&self, name: &str, seq: i64) -> Result<()> {
         let now = self.now();
-        chat_exec!(
-            self,
-            "INSERT INTO cursors (name, seq, updated_at) VALUES ($1, $2, $3)
-             ON CONFLICT(name) DO UPDATE SET seq = excluded.seq, updated_at = excluded.updated_at
-             WHERE excluded.seq > cursors.seq",
-            |q| q.bind(name).bind(seq).bind(now)
+        self.change(
+            Stmt::new(
+                "INSERT INTO cursors (name, seq, updated_at) VALUES ($1, $2, $3)
+                 ON CONFLICT(name) DO UPDATE SET seq = excluded.seq, updated_at = excluded.updated_at
+                 WHERE excluded.seq > cursors.seq",
+            )
+            .text(name)
+            .int(seq)
+            .int(now),
         )
+        .await
         .map(drop)
     }
 
@@ -212,18 +130,20 @@ impl Store {
     ) -> Result<bool> {
         let now = self.now();
         let thread_id = thread_id.map(i64::from);
-        let n = chat_exec!(
-            self,
-            "INSERT INTO chat_messages (item_kind, item_id, chat_id, thread_id, status, created_at, updated_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT DO NOTHING",
-            |q| q
-                .bind(item_kind)
-                .bind(item_id)
-                .bind(chat_id)
-                .bind(thread_id)
-                .bind(status)
-                .bind(now)
-        )?;
+        let n = self
+            .change(
+                Stmt::new(
+                    "INSERT INTO chat_messages (item_kind, item_id, chat_id, thread_id, status, created_at, updated_at)
+                     VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT DO NOTHING",
+                )
+                .text(item_kind)
+                .text(item_id)
+                .int(chat_id)
+                .int(thread_id)
+                .text(status)
+                .int(now),
+            )
+            .await?;
         Ok(n == 1)
     }
 
@@ -283,22 +203,23 @@ impl Store {
         // Why the CASE: a change marked while this rendering was on its
         // way is not shown by it, so its mark stays (redrawn at start-up
         // if the daemon stops first). Same-millisecond marks stay too.
-        chat_exec!(
-            self,
-            "UPDATE chat_messages SET message_id = COALESCE($1, message_id),
-                status = COALESCE($2, status), text_hash = $3, updated_at = $4,
-                dirty_at = CASE WHEN dirty_at >= $5 THEN dirty_at ELSE NULL END
-             WHERE item_kind = $6 AND item_id = $7 AND chat_id = $8",
-            |q| q
-                .bind(message_id)
-                .bind(status)
-                .bind(text_hash)
-                .bind(now)
-                .bind(since)
-                .bind(item_kind)
-                .bind(item_id)
-                .bind(chat_id)
+        self.change(
+            Stmt::new(
+                "UPDATE chat_messages SET message_id = COALESCE($1, message_id),
+                    status = COALESCE($2, status), text_hash = $3, updated_at = $4,
+                    dirty_at = CASE WHEN dirty_at >= $5 THEN dirty_at ELSE NULL END
+                 WHERE item_kind = $6 AND item_id = $7 AND chat_id = $8",
+            )
+            .int(message_id)
+            .text(status)
+            .text(text_hash)
+            .int(now)
+            .int(since)
+            .text(item_kind)
+            .text(item_id)
+            .int(chat_id),
         )
+        .await
         .map(drop)
     }
 
@@ -312,17 +233,18 @@ impl Store {
         document_id: i32,
     ) -> Result<()> {
         let now = self.now();
-        chat_exec!(
-            self,
-            "UPDATE chat_messages SET document_id = $1, updated_at = $2
-             WHERE item_kind = $3 AND item_id = $4 AND chat_id = $5",
-            |q| q
-                .bind(i64::from(document_id))
-                .bind(now)
-                .bind(item_kind)
-                .bind(item_id)
-                .bind(chat_id)
+        self.change(
+            Stmt::new(
+                "UPDATE chat_messages SET document_id = $1, updated_at = $2
+                 WHERE item_kind = $3 AND item_id = $4 AND chat_id = $5",
+            )
+            .int(i64::from(document_id))
+            .int(now)
+            .text(item_kind)
+            .text(item_id)
+            .int(chat_id),
         )
+        .await
         .map(drop)
     }
 
@@ -332,11 +254,12 @@ impl Store {
         item_kind: &str,
         item_id: &str,
     ) -> Result<Vec<ChatMessage>> {
-        chat_fetch!(
-            self,
-            "SELECT * FROM chat_messages WHERE item_kind = $1 AND item_id = $2",
-            |q| q.bind(item_kind).bind(item_id)
+        self.rows(
+            Stmt::new("SELECT * FROM chat_messages WHERE item_kind = $1 AND item_id = $2")
+                .text(item_kind)
+                .text(item_id),
         )
+        .await
     }
 
     /// The item a chat message shows (for replies-to-message).
@@ -345,33 +268,32 @@ impl Store {
         chat_id: i64,
         message_id: i32,
     ) -> Result<Option<(String, String)>> {
-        Ok(chat_scalar!(
-            self,
-            fetch_optional,
-            query_as,
-            "SELECT item_kind, item_id FROM chat_messages
-             WHERE chat_id = $1 AND message_id = $2 AND status = 'sent'",
-            |q| q.bind(chat_id).bind(i64::from(message_id))
-        ))
+        self.row(
+            Stmt::new(
+                "SELECT item_kind, item_id FROM chat_messages
+                 WHERE chat_id = $1 AND message_id = $2 AND status = 'sent'",
+            )
+            .int(chat_id)
+            .int(i64::from(message_id)),
+        )
+        .await
     }
 
     /// Pushes interrupted between `sending` and `sent` (to resend at start-up).
     pub async fn chat_unsent(&self) -> Result<Vec<ChatMessage>> {
-        chat_fetch!(
-            self,
+        self.rows(Stmt::new(
             "SELECT * FROM chat_messages WHERE status = 'sending' ORDER BY created_at",
-            |q| q
-        )
+        ))
+        .await
     }
 
     /// Messages whose item changed and that were not redrawn since (to
     /// redraw at start-up).
     pub async fn chat_dirty(&self) -> Result<Vec<ChatMessage>> {
-        chat_fetch!(
-            self,
+        self.rows(Stmt::new(
             "SELECT * FROM chat_messages WHERE dirty_at IS NOT NULL ORDER BY dirty_at",
-            |q| q
-        )
+        ))
+        .await
     }
 
     /// One message record of an item.
@@ -382,12 +304,15 @@ impl Store {
         chat_id: i64,
     ) -> Result<Option<ChatMessage>> {
         // The three columns are the table's primary key: at most one record.
-        let found = chat_fetch!(
-            self,
-            "SELECT * FROM chat_messages WHERE item_kind = $1 AND item_id = $2 AND chat_id = $3",
-            |q| q.bind(item_kind).bind(item_id).bind(chat_id)
-        )?;
-        Ok(found.into_iter().next())
+        self.row(
+            Stmt::new(
+                "SELECT * FROM chat_messages WHERE item_kind = $1 AND item_id = $2 AND chat_id = $3",
+            )
+            .text(item_kind)
+            .text(item_id)
+            .int(chat_id),
+        )
+        .await
     }
 
     /// Mark every message of an item as needing a redraw (the item
@@ -401,14 +326,18 @@ impl Store {
         item_id: &str,
     ) -> Result<Vec<ChatMessage>> {
         let now = self.now();
-        chat_fetch!(
-            write self,
-            "UPDATE chat_messages SET dirty_at = $1
-             WHERE item_kind = $2 AND item_id = $3
-               AND (status = 'sending' OR (status = 'sent' AND message_id IS NOT NULL))
-             RETURNING *",
-            |q| q.bind(now).bind(item_kind).bind(item_id)
+        self.change_returning(
+            Stmt::new(
+                "UPDATE chat_messages SET dirty_at = $1
+                 WHERE item_kind = $2 AND item_id = $3
+                   AND (status = 'sending' OR (status = 'sent' AND message_id IS NOT NULL))
+                 RETURNING *",
+            )
+            .int(now)
+            .text(item_kind)
+            .text(item_id),
         )
+        .await
     }
 
     /// The item's message in `chat_id` is gone (deleted, or too old to
@@ -421,13 +350,18 @@ impl Store {
         chat_id: i64,
     ) -> Result<()> {
         let now = self.now();
-        chat_exec!(
-            self,
-            "UPDATE chat_messages SET status = 'sending', message_id = NULL, text_hash = '',
-                dirty_at = NULL, updated_at = $1
-             WHERE item_kind = $2 AND item_id = $3 AND chat_id = $4",
-            |q| q.bind(now).bind(item_kind).bind(item_id).bind(chat_id)
+        self.change(
+            Stmt::new(
+                "UPDATE chat_messages SET status = 'sending', message_id = NULL, text_hash = '',
+                    dirty_at = NULL, updated_at = $1
+                 WHERE item_kind = $2 AND item_id = $3 AND chat_id = $4",
+            )
+            .int(now)
+            .text(item_kind)
+            .text(item_id)
+            .int(chat_id),
         )
+        .await
         .map(drop)
     }
 
@@ -443,17 +377,18 @@ impl Store {
         let now = self.now();
         // Why guarded on `sending`: only the push in flight is settled
         // here; a record already sent keeps its message id.
-        chat_exec!(
-            self,
-            "UPDATE chat_messages SET status = 'sent', text_hash = $1, dirty_at = NULL, updated_at = $2
-             WHERE status = 'sending' AND item_kind = $3 AND item_id = $4 AND chat_id = $5",
-            |q| q
-                .bind(text_hash)
-                .bind(now)
-                .bind(item_kind)
-                .bind(item_id)
-                .bind(chat_id)
+        self.change(
+            Stmt::new(
+                "UPDATE chat_messages SET status = 'sent', text_hash = $1, dirty_at = NULL, updated_at = $2
+                 WHERE status = 'sending' AND item_kind = $3 AND item_id = $4 AND chat_id = $5",
+            )
+            .text(text_hash)
+            .int(now)
+            .text(item_kind)
+            .text(item_id)
+            .int(chat_id),
         )
+        .await
         .map(drop)
     }
 
@@ -466,17 +401,18 @@ impl Store {
     ) -> Result<String> {
         let code = super::new_id()[24..].to_uppercase();
         let now = self.now();
-        chat_exec!(
-            self,
-            "INSERT INTO chat_pairings (code, user_id, chat_id, username, created_at)
-             VALUES ($1, $2, $3, $4, $5)",
-            |q| q
-                .bind(&code)
-                .bind(user_id)
-                .bind(chat_id)
-                .bind(username)
-                .bind(now)
-        )?;
+        self.change(
+            Stmt::new(
+                "INSERT INTO chat_pairings (code, user_id, chat_id, username, created_at)
+                 VALUES ($1, $2, $3, $4, $5)",
+            )
+            .text(code.as_str())
+            .int(user_id)
+            .int(chat_id)
+            .text(username)
+            .int(now),
+        )
+        .await?;
         Ok(code)
     }
 
@@ -484,49 +420,55 @@ impl Store {
     /// one hour. Returns (user id, chat id, username) or None for an unknown,
     /// used or stale code.
     pub async fn pairing_use(&self, code: &str, role: &str) -> Result<Option<(i64, i64, String)>> {
-        let now = self.now();
-        let code = code.trim().to_uppercase();
-        if let Engine::Postgres(pg) = self.engine() {
-            return super::postgres::chat::pairing_use(self, pg, code, role.to_string()).await;
-        }
-        self.retry(|| async {
-            let mut tx = self.begin_write().await?;
-            // The guard makes the code single-use even when two `pair` commands race.
-            let row: Option<(i64, i64, String)> = sqlx::query_as(PAIRING_USE)
-                .bind(now)
-                .bind(&code)
-                .bind(now - PAIRING_TTL_MS)
-                .fetch_optional(&mut *tx)
+        let input = Arc::new((code.trim().to_uppercase(), role.to_string()));
+        self.transact(input, |mut tx, input, now| {
+            Box::pin(async move {
+                let (code, role) = &*input;
+                // The guard makes the code single-use even when two `pair`
+                // commands race: on PostgreSQL the second waits for the
+                // first's row lock, re-checks `used_at IS NULL` and changes
+                // nothing.
+                let row: Option<(i64, i64, String)> = tx
+                    .row(
+                        &Stmt::new(PAIRING_USE)
+                            .int(now)
+                            .text(code.as_str())
+                            .int(now - PAIRING_TTL_MS),
+                    )
+                    .await?;
+                let Some((user, chat, name)) = row else {
+                    return Ok(None);
+                };
+                tx.change(
+                    &Stmt::new(PAIRING_ADMIT)
+                        .int(chat)
+                        .int(user)
+                        .text(role.as_str())
+                        .int(now),
+                )
                 .await?;
-            let Some((user, chat, name)) = row else {
-                return Ok(None);
-            };
-            sqlx::query(PAIRING_ADMIT)
-                .bind(chat)
-                .bind(user)
-                .bind(role)
-                .bind(now)
-                .execute(&mut *tx)
-                .await?;
-            let (chat_s, user_s) = (chat.to_string(), user.to_string());
-            let ev = paired(&chat_s, &user_s, user, role, &name);
-            super::events::append(&mut tx, now, &ev).await?;
-            tx.commit().await?;
-            Ok(Some((user, chat, name)))
+                let (chat_s, user_s) = (chat.to_string(), user.to_string());
+                tx.append(now, &paired(&chat_s, &user_s, user, role, &name))
+                    .await?;
+                Ok(Some((user, chat, name)))
+            })
         })
         .await
     }
 
     /// Whether a paired member has `role` in `chat_id`.
     pub async fn chat_member_has(&self, chat_id: i64, user_id: i64, role: &str) -> Result<bool> {
-        let n: i64 = chat_scalar!(
-            self,
-            fetch_one,
-            query_scalar,
-            "SELECT COUNT(*) FROM chat_members
-             WHERE chat_id = $1 AND user_id = $2 AND (role = $3 OR role = 'approve')",
-            |q| q.bind(chat_id).bind(user_id).bind(role)
-        );
+        let n: i64 = self
+            .first(
+                Stmt::new(
+                    "SELECT COUNT(*) FROM chat_members
+                     WHERE chat_id = $1 AND user_id = $2 AND (role = $3 OR role = 'approve')",
+                )
+                .int(chat_id)
+                .int(user_id)
+                .text(role),
+            )
+            .await?;
         Ok(n > 0)
     }
 
@@ -539,45 +481,49 @@ impl Store {
         item_kind: &str,
         item_id: &str,
     ) -> Result<()> {
-        self.chat_event(
-            self.now(),
-            &NewEvent {
-                kind: "chat.refused",
-                entity_kind: item_kind,
-                entity_id: item_id,
-                actor: who,
-                channel: Channel::Chat,
-                payload: serde_json::json!({"chat_id": chat_id, "user_id": user_id, "reason": "not allow-listed"}),
-                ..Default::default()
-            },
-        )
+        let input = Arc::new((
+            chat_id,
+            user_id,
+            who.to_string(),
+            item_kind.to_string(),
+            item_id.to_string(),
+        ));
+        self.transact(input, |mut tx, input, now| {
+            Box::pin(async move {
+                let (chat_id, user_id, who, item_kind, item_id) = &*input;
+                let ev = NewEvent {
+                    kind: "chat.refused",
+                    entity_kind: item_kind,
+                    entity_id: item_id,
+                    actor: who,
+                    channel: Channel::Chat,
+                    payload: serde_json::json!({"chat_id": chat_id, "user_id": user_id, "reason": "not allow-listed"}),
+                    ..Default::default()
+                };
+                tx.append(now, &ev).await.map(drop)
+            })
+        })
         .await
     }
 }
 
 /// How long a pairing code works (ms): one hour.
-pub(super) const PAIRING_TTL_MS: i64 = 3_600_000;
+const PAIRING_TTL_MS: i64 = 3_600_000;
 
 /// Use a pairing code: its user, chat and name, or no row when it is
 /// unknown, used or stale. Same text on both engines.
-pub(super) const PAIRING_USE: &str = "UPDATE chat_pairings SET used_at = $1
+const PAIRING_USE: &str = "UPDATE chat_pairings SET used_at = $1
      WHERE code = $2 AND used_at IS NULL AND created_at > $3
      RETURNING user_id, chat_id, username";
 
 /// Admit a paired user with a role (kept when already admitted).
-pub(super) const PAIRING_ADMIT: &str =
+const PAIRING_ADMIT: &str =
     "INSERT INTO chat_members (chat_id, user_id, role, added_at) VALUES ($1, $2, $3, $4)
      ON CONFLICT DO NOTHING";
 
 /// The `chat.paired` event of user `user` (`user_id`, in words) admitted
 /// to `chat` (its id in words) with `role`.
-pub(super) fn paired<'a>(
-    chat: &'a str,
-    user: &'a str,
-    user_id: i64,
-    role: &str,
-    name: &str,
-) -> NewEvent<'a> {
+fn paired<'a>(chat: &'a str, user: &'a str, user_id: i64, role: &str, name: &str) -> NewEvent<'a> {
     NewEvent {
         kind: "chat.paired",
         entity_kind: "chat",

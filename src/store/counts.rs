@@ -2,11 +2,12 @@
 //! effective status from the trigger-kept `action_counts` (plus a range over
 //! the partial index of pending actions past their expiry, which are still
 //! `pending` in their row), and open questions from the status index. Per
-//! project, so a scoped caller sees only its own.
+//! project, so a scoped caller sees only its own. Every statement here is
+//! the same text on both engines.
 
 use crate::store::actions::Status;
-use crate::store::postgres::counts as pg_counts;
-use crate::store::{Engine, Result, Store};
+use crate::store::engine::Stmt;
+use crate::store::{Result, Store};
 
 /// Blocked rows of boards not archived, and sessions not ended: the same
 /// text on both engines.
@@ -24,14 +25,35 @@ pub struct Counts {
     pub actions: Vec<(Status, i64)>,
 }
 
+/// Action counts by stored status (`SUM` of a BIGINT is NUMERIC on
+/// PostgreSQL: cast back).
+const STORED: &str = "SELECT status, CAST(SUM(n) AS BIGINT) FROM action_counts
+     WHERE (CAST($1 AS TEXT) IS NULL OR project = $1) GROUP BY status";
+
+/// Pending actions past their expiry at `$2`, by `on_expire`.
+const LAPSED: &str = "SELECT on_expire, COUNT(*) FROM actions
+     WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= $2
+       AND (CAST($1 AS TEXT) IS NULL OR project = $1)
+     GROUP BY on_expire";
+
+/// Open questions.
+const OPEN: &str = "SELECT COUNT(*) FROM questions
+     WHERE status = 'open' AND (CAST($1 AS TEXT) IS NULL OR project = $1)";
+
 impl Store {
-    /// The counts of `project` (all projects when `None`).
+    /// The counts of `project` (all projects when `None`): the three reads
+    /// in one snapshot, so they agree.
     pub async fn counts(&self, project: Option<&str>) -> Result<Counts> {
         let now = self.now();
-        let (stored, lapsed, open_questions) = match self.engine() {
-            Engine::Postgres(pg) => pg_counts::counts(pg, project, now).await?,
-            Engine::Sqlite(_) => self.lite_counts(project, now).await?,
-        };
+        let mut snap = self.snapshot().await?;
+        let stored: Vec<(String, i64)> = snap.tx().rows(&Stmt::new(STORED).text(project)).await?;
+        let lapsed: Vec<(String, i64)> = snap
+            .tx()
+            .rows(&Stmt::new(LAPSED).text(project).int(now))
+            .await?;
+        let open: Option<(i64,)> = snap.tx().row(&Stmt::new(OPEN).text(project)).await?;
+        snap.end().await?;
+        let open_questions = open.map_or(0, |(n,)| n);
         let of =
             |v: &[(String, i64)], k: &str| v.iter().find(|(s, _)| s == k).map_or(0, |(_, n)| *n);
         let (lapsed_expire, lapsed_reject) = (of(&lapsed, "expire"), of(&lapsed, "reject"));
@@ -53,40 +75,7 @@ impl Store {
             actions,
         })
     }
-
-    /// The three reads of [`Store::counts`] on SQLite: action counts by
-    /// stored status, pending actions past their expiry by `on_expire`,
-    /// and open questions.
-    async fn lite_counts(&self, project: Option<&str>, now: i64) -> Result<RawCounts> {
-        let stored: Vec<(String, i64)> = sqlx::query_as(
-            "SELECT status, SUM(n) FROM action_counts WHERE (?1 IS NULL OR project = ?1) GROUP BY status",
-        )
-        .bind(project)
-        .fetch_all(self.pool()?)
-        .await?;
-        let lapsed: Vec<(String, i64)> = sqlx::query_as(
-            "SELECT on_expire, COUNT(*) FROM actions
-             WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= ?2
-               AND (?1 IS NULL OR project = ?1)
-             GROUP BY on_expire",
-        )
-        .bind(project)
-        .bind(now)
-        .fetch_all(self.pool()?)
-        .await?;
-        let open_questions: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM questions WHERE status = 'open' AND (?1 IS NULL OR project = ?1)",
-        )
-        .bind(project)
-        .fetch_one(self.pool()?)
-        .await?;
-        Ok((stored, lapsed, open_questions))
-    }
 }
-
-/// What [`Store::counts`] reads before it sums: (stored status, n),
-/// (`on_expire` of lapsed pending actions, n) and the open questions.
-pub(crate) type RawCounts = (Vec<(String, i64)>, Vec<(String, i64)>, i64);
 
 /// What `handoff status` shows of a database: what waits on people and agents.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -116,10 +105,10 @@ impl Store {
                 .find(|(st, _)| *st == s)
                 .map_or(0, |(_, n)| *n)
         };
-        let (blocked_rows, live_sessions): (i64, i64) = match self.engine() {
-            Engine::Postgres(pg) => sqlx::query_as(OVERVIEW).fetch_one(pg.pool()).await?,
-            Engine::Sqlite(_) => sqlx::query_as(OVERVIEW).fetch_one(self.pool()?).await?,
-        };
+        let (blocked_rows, live_sessions): (i64, i64) = self
+            .row(Stmt::new(OVERVIEW))
+            .await?
+            .ok_or(sqlx::Error::RowNotFound)?;
         Ok(Overview {
             open_questions: counts.open_questions,
             pending_actions: of(Status::Pending),

@@ -124,7 +124,7 @@ pub(crate) async fn append(conn: &mut SqliteConnection, at: i64, ev: &NewEvent<'
 }
 
 /// Append one event, returning its seq: the same statement on both
-/// engines (PostgreSQL's is `postgres::chat::append`).
+/// engines (PostgreSQL's is `postgres::write::append`).
 pub(crate) const APPEND: &str =
     "INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING seq";

@@ -6,7 +6,8 @@
 //! sends it early. Which items wait, and for how long, is the chat bridge's
 //! call.
 
-use super::super::{Engine, Error, Result, Store};
+use super::super::engine::Stmt;
+use super::super::{Error, Result, Store};
 
 /// Why a push waits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,32 +87,35 @@ impl Store {
         due_at: i64,
     ) -> Result<bool> {
         let now = self.now();
-        let n = chat_exec!(
-            self,
-            "INSERT INTO chat_messages (item_kind, item_id, chat_id, thread_id, status, due_at, created_at, updated_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $7) ON CONFLICT DO NOTHING",
-            |q| q
-                .bind(item_kind)
-                .bind(item_id)
-                .bind(chat_id)
-                .bind(thread_id.map(i64::from))
-                .bind(hold.as_str())
-                .bind(due_at)
-                .bind(now)
-        )?;
+        let n = self
+            .change(
+                Stmt::new(
+                    "INSERT INTO chat_messages (item_kind, item_id, chat_id, thread_id, status, due_at, created_at, updated_at)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $7) ON CONFLICT DO NOTHING",
+                )
+                .text(item_kind)
+                .text(item_id)
+                .int(chat_id)
+                .int(thread_id.map(i64::from))
+                .text(hold.as_str())
+                .int(due_at)
+                .int(now),
+            )
+            .await?;
         Ok(n == 1)
     }
 
     /// Waiting pushes due at or before `now` (ms), earliest first.
     pub async fn chat_held_due(&self, now: i64) -> Result<Vec<Held>> {
-        let rows: Vec<(String, String, i64, Option<i64>, String, i64)> = chat_scalar!(
-            self,
-            fetch_all,
-            query_as,
-            "SELECT item_kind, item_id, chat_id, thread_id, status, due_at FROM chat_messages
-             WHERE status IN ('held', 'quiet', 'burst') AND due_at <= $1 ORDER BY due_at, created_at",
-            |q| q.bind(now)
-        );
+        let rows: Vec<(String, String, i64, Option<i64>, String, i64)> = self
+            .rows(
+                Stmt::new(
+                    "SELECT item_kind, item_id, chat_id, thread_id, status, due_at FROM chat_messages
+                     WHERE status IN ('held', 'quiet', 'burst') AND due_at <= $1 ORDER BY due_at, created_at",
+                )
+                .int(now),
+            )
+            .await?;
         rows.into_iter()
             .map(|(item_kind, item_id, chat_id, thread, status, due_at)| {
                 Ok(Held {
@@ -130,13 +134,10 @@ impl Store {
 
     /// When the next waiting push falls due (ms), if any waits.
     pub async fn chat_next_due(&self) -> Result<Option<i64>> {
-        Ok(chat_scalar!(
-            self,
-            fetch_one,
-            query_scalar,
+        self.first(Stmt::new(
             "SELECT MIN(due_at) FROM chat_messages WHERE status IN ('held', 'quiet', 'burst')",
-            |q| q
         ))
+        .await
     }
 
     /// Move a waiting push: `hold` until `due_at` (quiet hours began while
@@ -223,18 +224,20 @@ impl Store {
         let now = self.now();
         // Why guarded on the waiting statuses: an item covered by a digest
         // is never also sent on its own, nor the other way round.
-        let n = chat_exec!(
-            self,
-            "UPDATE chat_messages SET status = 'digest', message_id = $1, due_at = NULL, updated_at = $2
-             WHERE status IN ('held', 'quiet', 'burst')
-               AND item_kind = $3 AND item_id = $4 AND chat_id = $5",
-            |q| q
-                .bind(i64::from(message_id))
-                .bind(now)
-                .bind(item_kind)
-                .bind(item_id)
-                .bind(chat_id)
-        )?;
+        let n = self
+            .change(
+                Stmt::new(
+                    "UPDATE chat_messages SET status = 'digest', message_id = $1, due_at = NULL, updated_at = $2
+                     WHERE status IN ('held', 'quiet', 'burst')
+                       AND item_kind = $3 AND item_id = $4 AND chat_id = $5",
+                )
+                .int(i64::from(message_id))
+                .int(now)
+                .text(item_kind)
+                .text(item_id)
+                .int(chat_id),
+            )
+            .await?;
         Ok(n == 1)
     }
 
@@ -251,22 +254,24 @@ impl Store {
         let (set_thread, thread) = (thread_id.is_some(), thread_id.flatten().map(i64::from));
         // Why guarded on the waiting statuses: a record already
         // released (or sent) is never pulled back into waiting.
-        let n = chat_exec!(
-            self,
-            "UPDATE chat_messages SET status = $1, due_at = $2, updated_at = $3,
-                thread_id = CASE WHEN $4 THEN $5 ELSE thread_id END
-             WHERE status IN ('held', 'quiet', 'burst')
-               AND item_kind = $6 AND item_id = $7 AND chat_id = $8",
-            |q| q
-                .bind(status)
-                .bind(due_at)
-                .bind(now)
-                .bind(set_thread)
-                .bind(thread)
-                .bind(item_kind)
-                .bind(item_id)
-                .bind(chat_id)
-        )?;
+        let n = self
+            .change(
+                Stmt::new(
+                    "UPDATE chat_messages SET status = $1, due_at = $2, updated_at = $3,
+                        thread_id = CASE WHEN $4 THEN $5 ELSE thread_id END
+                     WHERE status IN ('held', 'quiet', 'burst')
+                       AND item_kind = $6 AND item_id = $7 AND chat_id = $8",
+                )
+                .text(status)
+                .int(due_at)
+                .int(now)
+                .bool(set_thread)
+                .int(thread)
+                .text(item_kind)
+                .text(item_id)
+                .int(chat_id),
+            )
+            .await?;
         Ok(n == 1)
     }
 }

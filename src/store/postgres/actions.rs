@@ -112,7 +112,7 @@ pub(crate) async fn claimable(pg: &Pg) -> Result<Vec<Action>> {
 /// Append one event in the caller's transaction (last in it: the event
 /// counter's row lock is held until commit).
 async fn append(conn: &mut PgConnection, at: i64, ev: &NewEvent<'_>) -> Result<()> {
-    super::chat::append(conn, at, ev).await?;
+    super::write::append(conn, at, ev).await?;
     Ok(())
 }
 

@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use super::Pg;
-use super::chat::append;
+use super::write::append;
 use crate::store::grants::{Grant, NewGrant, Revoked, grant_event, grant_from, several};
 use crate::store::{Channel, Result, Store, new_id};
 

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use super::Pg;
-use super::chat::append;
+use super::write::append;
 use crate::store::inbox_sessions::{self, InboxSession, Login, LoginLink, session_from};
 use crate::store::tokens::{
     Role, Token, constant_time_eq, name_taken, several, token_event, token_from,

@@ -32,8 +32,9 @@ use serde::de::DeserializeOwned;
 use sqlx::PgConnection;
 
 use super::Pg;
+use crate::store::events::check_depth;
 use crate::store::request::{self, Scope};
-use crate::store::{Error, Result, Store};
+use crate::store::{Error, NewEvent, Result, Store};
 
 impl Store {
     /// Run `op` with its own copy of `input` and the clock's time in a
@@ -124,4 +125,15 @@ async fn remember<T: Serialize>(
     .execute(&mut *tx)
     .await?;
     Ok(())
+}
+
+/// Append `ev` at time `at` inside the transaction on `conn`, last in it
+/// (the event counter's row stays locked until commit). The payload is
+/// serialised by Rust on both engines, so its text is SQLite's byte for byte.
+pub(crate) async fn append(conn: &mut PgConnection, at: i64, ev: &NewEvent<'_>) -> Result<i64> {
+    check_depth(&ev.payload)?;
+    let row = crate::store::events::bind_append(sqlx::query(crate::store::events::APPEND), at, ev)
+        .fetch_one(conn)
+        .await?;
+    Ok(sqlx::Row::try_get(&row, 0)?)
 }

@@ -1,0 +1,336 @@
+//! The engine seam: where a part of the store meets SQLite or PostgreSQL.
+//!
+//! A part writes each statement once, as a [`Stmt`] — its text (the same
+//! on both engines, `$N` placeholders; or one spelling per engine where
+//! the dialects differ) and its values — and runs it through the
+//! [`Store`]'s engine-neutral calls: reads on the pool ([`Store::rows`],
+//! [`Store::row`], [`Store::first`]), one guarded statement as a write of
+//! its own ([`Store::change`], [`Store::change_returning`]), or several
+//! in one transaction ([`Store::transact`], whose body gets a [`Tx`]).
+//! Only this file matches on which engine a store has for them; the
+//! parts hold the rules and the SQL, not the plumbing.
+//!
+//! What the calls keep from each engine: on SQLite a write waits its place
+//! in this process's write turn (never in SQLite's busy handler) and a
+//! transaction runs in the turn's group commit; on PostgreSQL each write
+//! is a transaction of its own; both retry a busy database, a serialization
+//! failure or a deadlock as [`Store::retry`] says.
+
+use futures_util::future::BoxFuture;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use sqlx::postgres::PgRow;
+use sqlx::sqlite::SqliteRow;
+use sqlx::{Database, Encode, FromRow, PgConnection, SqliteConnection, Type};
+
+use super::{Engine, NewEvent, Result, Store};
+
+/// One value bound to a statement: text, an integer or a boolean, any of
+/// them NULL.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Arg<'q> {
+    /// Text (`None`: NULL).
+    Text(Option<&'q str>),
+    /// A 64-bit integer (`None`: NULL).
+    Int(Option<i64>),
+    /// A boolean (`None`: NULL).
+    Bool(Option<bool>),
+}
+
+/// One statement and its values, runnable on either engine.
+#[derive(Clone, Debug)]
+pub(crate) struct Stmt<'q> {
+    lite: &'static str,
+    pg: &'static str,
+    args: Vec<Arg<'q>>,
+}
+
+impl<'q> Stmt<'q> {
+    /// A statement whose text is the same on both engines.
+    pub(crate) fn new(sql: &'static str) -> Stmt<'q> {
+        Stmt::spelled(sql, sql)
+    }
+
+    /// A statement spelled once per engine (a cast, a function name), the
+    /// values numbered the same in both.
+    pub(crate) fn spelled(lite: &'static str, pg: &'static str) -> Stmt<'q> {
+        Stmt {
+            lite,
+            pg,
+            args: Vec::new(),
+        }
+    }
+
+    /// Bind the next value: text, or NULL for `None`.
+    pub(crate) fn text(mut self, v: impl Into<Option<&'q str>>) -> Stmt<'q> {
+        self.args.push(Arg::Text(v.into()));
+        self
+    }
+
+    /// Bind the next value: an integer, or NULL for `None`.
+    pub(crate) fn int(mut self, v: impl Into<Option<i64>>) -> Stmt<'q> {
+        self.args.push(Arg::Int(v.into()));
+        self
+    }
+
+    /// Bind the next value: a boolean, or NULL for `None`.
+    pub(crate) fn bool(mut self, v: impl Into<Option<bool>>) -> Stmt<'q> {
+        self.args.push(Arg::Bool(v.into()));
+        self
+    }
+
+    /// The statement as a query of engine `DB`, in `sql`'s spelling.
+    fn query<DB>(&self, sql: &'static str) -> sqlx::query::Query<'q, DB, DB::Arguments>
+    where
+        DB: Database,
+        Option<&'q str>: Encode<'q, DB> + Type<DB>,
+        Option<i64>: Encode<'q, DB> + Type<DB>,
+        Option<bool>: Encode<'q, DB> + Type<DB>,
+    {
+        let mut q = sqlx::query::<DB>(sql);
+        for arg in &self.args {
+            q = match *arg {
+                Arg::Text(v) => q.bind(v),
+                Arg::Int(v) => q.bind(v),
+                Arg::Bool(v) => q.bind(v),
+            };
+        }
+        q
+    }
+
+    fn on_lite(&self) -> sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments> {
+        self.query(self.lite)
+    }
+
+    fn on_pg(&self) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+        self.query(self.pg)
+    }
+}
+
+/// A row type both engines decode: a tuple of plain values, or a struct
+/// with a `FromRow` for each.
+pub(crate) trait Rows:
+    for<'r> FromRow<'r, SqliteRow> + for<'r> FromRow<'r, PgRow> + Send + Unpin + 'static
+{
+}
+
+impl<T> Rows for T where
+    T: for<'r> FromRow<'r, SqliteRow> + for<'r> FromRow<'r, PgRow> + Send + Unpin + 'static
+{
+}
+
+/// The connection of a write in progress ([`Store::transact`]): every
+/// statement on it commits, or none does.
+pub(crate) enum Tx<'c> {
+    /// In SQLite's write turn, after its transaction (or savepoint) began.
+    Lite(&'c mut SqliteConnection),
+    /// In a PostgreSQL transaction of its own.
+    Pg(&'c mut PgConnection),
+}
+
+impl Tx<'_> {
+    /// Run `s`; the rows it changed.
+    pub(crate) async fn change(&mut self, s: &Stmt<'_>) -> Result<u64> {
+        Ok(match self {
+            Tx::Lite(c) => s.on_lite().execute(&mut **c).await?.rows_affected(),
+            Tx::Pg(c) => s.on_pg().execute(&mut **c).await?.rows_affected(),
+        })
+    }
+
+    /// The rows `s` yields (a `SELECT`, or a write's `RETURNING`).
+    pub(crate) async fn rows<T: Rows>(&mut self, s: &Stmt<'_>) -> Result<Vec<T>> {
+        Ok(match self {
+            Tx::Lite(c) => {
+                s.on_lite()
+                    .try_map(|r: SqliteRow| T::from_row(&r))
+                    .fetch_all(&mut **c)
+                    .await?
+            }
+            Tx::Pg(c) => {
+                s.on_pg()
+                    .try_map(|r: PgRow| T::from_row(&r))
+                    .fetch_all(&mut **c)
+                    .await?
+            }
+        })
+    }
+
+    /// The first row `s` yields, if any.
+    pub(crate) async fn row<T: Rows>(&mut self, s: &Stmt<'_>) -> Result<Option<T>> {
+        Ok(match self {
+            Tx::Lite(c) => {
+                s.on_lite()
+                    .try_map(|r: SqliteRow| T::from_row(&r))
+                    .fetch_optional(&mut **c)
+                    .await?
+            }
+            Tx::Pg(c) => {
+                s.on_pg()
+                    .try_map(|r: PgRow| T::from_row(&r))
+                    .fetch_optional(&mut **c)
+                    .await?
+            }
+        })
+    }
+
+    /// Append `ev` at time `at`, last in the write (the event counter's
+    /// row stays locked until commit); its sequence number.
+    pub(crate) async fn append(&mut self, at: i64, ev: &NewEvent<'_>) -> Result<i64> {
+        match self {
+            Tx::Lite(c) => super::events::append(c, at, ev).await,
+            Tx::Pg(c) => super::postgres::write::append(c, at, ev).await,
+        }
+    }
+}
+
+/// A read-only transaction: every read on it sees one snapshot of the
+/// database ([`Store::snapshot`]).
+pub(crate) enum Snapshot {
+    /// A deferred SQLite transaction (WAL: its first read fixes the snapshot).
+    Lite(sqlx::Transaction<'static, sqlx::Sqlite>),
+    /// A PostgreSQL transaction at REPEATABLE READ, READ ONLY.
+    Pg(sqlx::Transaction<'static, sqlx::Postgres>),
+}
+
+impl Snapshot {
+    /// The connection, to read on.
+    pub(crate) fn tx(&mut self) -> Tx<'_> {
+        match self {
+            Snapshot::Lite(t) => Tx::Lite(&mut *t),
+            Snapshot::Pg(t) => Tx::Pg(&mut *t),
+        }
+    }
+
+    /// End the snapshot (nothing was written).
+    pub(crate) async fn end(self) -> Result<()> {
+        match self {
+            Snapshot::Lite(t) => t.commit().await?,
+            Snapshot::Pg(t) => t.commit().await?,
+        }
+        Ok(())
+    }
+}
+
+impl Store {
+    /// A read-only transaction for reads that must agree with each other.
+    pub(crate) async fn snapshot(&self) -> Result<Snapshot> {
+        Ok(match self.engine() {
+            Engine::Sqlite(_) => Snapshot::Lite(self.pool()?.begin().await?),
+            Engine::Postgres(pg) => {
+                let mut tx = pg.pool().begin().await?;
+                sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                    .execute(&mut *tx)
+                    .await?;
+                Snapshot::Pg(tx)
+            }
+        })
+    }
+
+    /// The rows the read `s` yields.
+    pub(crate) async fn rows<T: Rows>(&self, s: Stmt<'_>) -> Result<Vec<T>> {
+        Ok(match self.engine() {
+            Engine::Sqlite(_) => {
+                s.on_lite()
+                    .try_map(|r: SqliteRow| T::from_row(&r))
+                    .fetch_all(self.pool()?)
+                    .await?
+            }
+            Engine::Postgres(pg) => {
+                s.on_pg()
+                    .try_map(|r: PgRow| T::from_row(&r))
+                    .fetch_all(pg.pool())
+                    .await?
+            }
+        })
+    }
+
+    /// The first row the read `s` yields, if any.
+    pub(crate) async fn row<T: Rows>(&self, s: Stmt<'_>) -> Result<Option<T>> {
+        Ok(match self.engine() {
+            Engine::Sqlite(_) => {
+                s.on_lite()
+                    .try_map(|r: SqliteRow| T::from_row(&r))
+                    .fetch_optional(self.pool()?)
+                    .await?
+            }
+            Engine::Postgres(pg) => {
+                s.on_pg()
+                    .try_map(|r: PgRow| T::from_row(&r))
+                    .fetch_optional(pg.pool())
+                    .await?
+            }
+        })
+    }
+
+    /// The one value of the first row the read `s` yields (a `COUNT(*)`).
+    pub(crate) async fn first<T>(&self, s: Stmt<'_>) -> Result<T>
+    where
+        (T,): Rows,
+    {
+        match self.row::<(T,)>(s).await? {
+            Some((v,)) => Ok(v),
+            None => Err(sqlx::Error::RowNotFound.into()),
+        }
+    }
+
+    /// Run the guarded statement `s` as a write of its own; the rows it
+    /// changed. Why under the write turn on SQLite: a write straight on the
+    /// pool met the turn's writers at SQLite's file lock and slept in its
+    /// busy handler; in the turn it waits its place instead.
+    pub(crate) async fn change(&self, s: Stmt<'_>) -> Result<u64> {
+        self.retry(|| async {
+            Ok(match self.engine() {
+                Engine::Sqlite(_) => {
+                    let _turn = self.write_lock()?.clone().lock_owned().await;
+                    s.on_lite().execute(self.pool()?).await?.rows_affected()
+                }
+                Engine::Postgres(pg) => s.on_pg().execute(pg.pool()).await?.rows_affected(),
+            })
+        })
+        .await
+    }
+
+    /// [`Store::change`] for a statement whose `RETURNING` yields rows.
+    pub(crate) async fn change_returning<T: Rows>(&self, s: Stmt<'_>) -> Result<Vec<T>> {
+        self.retry(|| async {
+            let _turn = match self.engine() {
+                Engine::Sqlite(_) => Some(self.write_lock()?.clone().lock_owned().await),
+                Engine::Postgres(_) => None,
+            };
+            self.rows(s.clone()).await
+        })
+        .await
+    }
+
+    /// Run `op` — several statements and usually an event — as one
+    /// transaction, with its own copy of `input` and the clock's time when
+    /// it runs (a retry reads it again); committed when `op` returns `Ok`
+    /// (a typed refusal is a normal outcome: committed too), undone on
+    /// `Err`. Under a request id the write remembers its value, or replays
+    /// what a first attempt of the same call remembered (see `request`).
+    pub(crate) async fn transact<I, T, F>(&self, input: I, op: F) -> Result<T>
+    where
+        I: Clone + Send + Sync + 'static,
+        T: Serialize + DeserializeOwned + Send + 'static,
+        F: for<'c> Fn(Tx<'c>, I, i64) -> BoxFuture<'c, Result<T>> + Clone + Send + Sync + 'static,
+    {
+        match self.engine() {
+            Engine::Sqlite(_) => {
+                self.write_retried(input, move |turn, input, now| {
+                    let op = op.clone();
+                    Box::pin(async move {
+                        turn.begin().await?;
+                        op(Tx::Lite(turn.conn()), input, now).await
+                    })
+                })
+                .await
+            }
+            Engine::Postgres(pg) => {
+                self.pg_write(pg, input, move |conn, input, now| {
+                    op(Tx::Pg(conn), input, now)
+                })
+                .await
+            }
+        }
+    }
+}
