@@ -10,14 +10,15 @@
 
 use std::sync::Arc;
 
+use futures_util::future::BoxFuture;
 use serde::Serialize;
 use serde_json::json;
-use sqlx::{ColumnIndex, Decode, Row, Type};
+use sqlx::{ColumnIndex, Decode, FromRow, Row, Type};
 
-use super::postgres::deliveries as pg;
+use super::engine::{Stmt, Tx};
 use super::sessions::WakeTarget;
-use super::writer::one_call;
-use super::{Engine, Error, Event, Result, Store, events};
+use super::writer::{Turn, one_call};
+use super::{Channel, Error, Event, NewEvent, Result, Store, events};
 
 /// A delivery of one event to one target.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
@@ -72,7 +73,7 @@ pub struct NewDelivery {
 }
 
 /// Map a `deliveries` row, of either engine (text and 64-bit integers on both).
-pub(crate) fn from_row<'r, R>(r: &'r R) -> Result<Delivery>
+fn from_row<'r, R>(r: &'r R) -> Result<Delivery>
 where
     R: Row,
     for<'a> &'a str: ColumnIndex<R>,
@@ -98,6 +99,57 @@ where
     })
 }
 
+/// A stored delivery, on either engine.
+impl<'r, R> FromRow<'r, R> for Delivery
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+{
+    fn from_row(r: &'r R) -> sqlx::Result<Delivery> {
+        from_row(r).map_err(|e| sqlx::Error::Decode(e.to_string().into()))
+    }
+}
+
+/// Enqueue one target for an event unless it is enqueued already or disabled.
+const ENQUEUE: &str = "INSERT INTO deliveries
+        (event_seq, target_key, origin, target, next_attempt_at, lease_ms, created_at, updated_at)
+     SELECT $1, $2, $3, $4, $5, $6, $7, $7
+     WHERE NOT EXISTS (SELECT 1 FROM disabled_targets WHERE target_key = $2)
+     ON CONFLICT (event_seq, target_key) DO NOTHING";
+
+/// Claim due rows. Why guarded: two workers (two daemons on one database)
+/// may pick the same ids; `status = 'pending'` in the outer predicate
+/// lets exactly one of them flip each row. On PostgreSQL the due rows are
+/// picked `FOR UPDATE SKIP LOCKED`, so two daemons claiming at once take
+/// different rows instead of the second waiting for the first and then
+/// finding its picks taken; and the pick is a CTE of its own, because as
+/// `id IN (… LIMIT n FOR UPDATE)` inside the UPDATE PostgreSQL may run the
+/// subquery more than once and claim more than `n` rows (a test caught 3
+/// claimed for a limit of 1): a locking CTE runs once. `$2` NULL: no limit.
+const CLAIM_LITE: &str = "UPDATE deliveries
+        SET status = 'delivering', attempts = attempts + 1,
+            lease_until = $1 + lease_ms, updated_at = $1
+      WHERE status = 'pending' AND next_attempt_at <= $1
+        AND id IN (SELECT id FROM deliveries
+                    WHERE status = 'pending' AND next_attempt_at <= $1
+                    ORDER BY next_attempt_at, id LIMIT COALESCE($2, -1))
+      RETURNING *";
+const CLAIM_PG: &str = "WITH picked AS (
+         SELECT id FROM deliveries
+          WHERE status = 'pending' AND next_attempt_at <= $1
+          ORDER BY next_attempt_at, id LIMIT $2
+          FOR UPDATE SKIP LOCKED
+     ), claimed AS (
+         UPDATE deliveries d
+            SET status = 'delivering', attempts = d.attempts + 1,
+                lease_until = $1 + d.lease_ms, updated_at = $1
+           FROM picked
+          WHERE d.id = picked.id AND d.status = 'pending' AND d.next_attempt_at <= $1
+          RETURNING d.*)
+     SELECT * FROM claimed ORDER BY next_attempt_at, id";
+
 impl Store {
     /// Enqueue `event_seq` for each target, first attempt due at
     /// `now + first_delay_ms`. Targets already enqueued for this event, and
@@ -118,34 +170,22 @@ impl Store {
                 .map_err(|e| Error::Invalid(format!("wake target: {e}")))?;
             rows.push((t.target_key.clone(), t.origin.clone(), target, t.lease_ms));
         }
-        let rows = std::sync::Arc::new(rows);
-        if let Engine::Postgres(p) = self.engine() {
-            return pg::enqueue(self, p, event_seq, rows, first_delay_ms).await;
-        }
-        self.write_retried(rows, move |turn, rows, now| {
+        self.write_with(Arc::new(rows), move |mut tx, rows, now| {
             Box::pin(async move {
                 if rows.len() > 1 {
-                    turn.begin().await?;
+                    tx.begin().await?;
                 }
                 let mut inserted = 0;
                 for (target_key, origin, target, lease_ms) in rows.iter() {
-                    inserted += sqlx::query(
-                        "INSERT INTO deliveries
-                            (event_seq, target_key, origin, target, next_attempt_at, lease_ms, created_at, updated_at)
-                         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7
-                         WHERE NOT EXISTS (SELECT 1 FROM disabled_targets WHERE target_key = ?2)
-                         ON CONFLICT (event_seq, target_key) DO NOTHING",
-                    )
-                    .bind(event_seq)
-                    .bind(target_key)
-                    .bind(origin)
-                    .bind(target)
-                    .bind(now + first_delay_ms)
-                    .bind(lease_ms)
-                    .bind(now)
-                    .execute(turn.conn())
-                    .await?
-                    .rows_affected();
+                    let insert = Stmt::new(ENQUEUE)
+                        .int(event_seq)
+                        .text(target_key.as_str())
+                        .text(origin.as_str())
+                        .text(target.as_str())
+                        .int(now + first_delay_ms)
+                        .int(*lease_ms)
+                        .int(now);
+                    inserted += tx.change(&insert).await?;
                 }
                 Ok(inserted)
             })
@@ -153,34 +193,16 @@ impl Store {
         .await
     }
 
-    /// Claim up to `limit` due deliveries: `pending` and due → `delivering`
-    /// with a lease, `attempts + 1`. The returned rows carry the new attempt
+    /// Claim up to `limit` due deliveries (all due ones when negative):
+    /// `pending` and due → `delivering` with a lease, `attempts + 1`, in
+    /// the order they fell due. The returned rows carry the new attempt
     /// number, which guards the outcome write.
     pub async fn claim_deliveries(&self, limit: i64) -> Result<Vec<Delivery>> {
-        if let Engine::Postgres(p) = self.engine() {
-            return pg::claim(self, p, limit).await;
-        }
-        self.write_retried((), move |turn, (), now| {
+        let limit = (limit >= 0).then_some(limit);
+        self.write_with((), move |mut tx, (), now| {
             Box::pin(async move {
-                // Why guarded: two workers (two daemons on one file) may
-                // pick the same ids in the subquery; `status = 'pending'`
-                // in the outer predicate lets exactly one of them flip
-                // each row.
-                let rows = sqlx::query(
-                    "UPDATE deliveries
-                        SET status = 'delivering', attempts = attempts + 1,
-                            lease_until = ?1 + lease_ms, updated_at = ?1
-                      WHERE status = 'pending' AND next_attempt_at <= ?1
-                        AND id IN (SELECT id FROM deliveries
-                                    WHERE status = 'pending' AND next_attempt_at <= ?1
-                                    ORDER BY next_attempt_at, id LIMIT ?2)
-                      RETURNING *",
-                )
-                .bind(now)
-                .bind(limit)
-                .fetch_all(turn.conn())
-                .await?;
-                rows.iter().map(from_row).collect()
+                let claim = Stmt::spelled(CLAIM_LITE, CLAIM_PG).int(now).int(limit);
+                tx.rows(&claim).await
             })
         })
         .await
@@ -190,25 +212,19 @@ impl Store {
     /// lost (the lease lapsed and another attempt took the row).
     pub async fn delivery_delivered(&self, d: &Delivery) -> Result<bool> {
         let (id, attempts) = (d.id, d.attempts);
-        if let Engine::Postgres(p) = self.engine() {
-            return pg::delivered(self, p, id, attempts).await;
-        }
-        self.write_retried((), move |turn, (), now| {
+        self.write_with((), move |mut tx, (), now| {
             Box::pin(async move {
                 // Why guarded by attempts: only the attempt that holds the
                 // claim may settle the row.
-                let n = sqlx::query(
+                let delivered = Stmt::new(
                     "UPDATE deliveries SET status = 'delivered', lease_until = NULL, last_error = NULL,
-                            updated_at = ?
-                      WHERE id = ? AND status = 'delivering' AND attempts = ?",
+                            updated_at = $1
+                      WHERE id = $2 AND status = 'delivering' AND attempts = $3",
                 )
-                .bind(now)
-                .bind(id)
-                .bind(attempts)
-                .execute(turn.conn())
-                .await?
-                .rows_affected();
-                Ok(n == 1)
+                .int(now)
+                .int(id)
+                .int(attempts);
+                Ok(tx.change(&delivered).await? == 1)
             })
         })
         .await
@@ -218,28 +234,21 @@ impl Store {
     /// the error that made it fail. False when the claim was lost.
     pub async fn delivery_retry(&self, d: &Delivery, next_at: i64, error: &str) -> Result<bool> {
         let (id, attempts) = (d.id, d.attempts);
-        let error = std::sync::Arc::new(error.to_string());
-        if let Engine::Postgres(p) = self.engine() {
-            return pg::retry(self, p, (id, attempts), next_at, error).await;
-        }
-        self.write_retried(error, move |turn, error, now| {
+        self.write_with(Arc::new(error.to_string()), move |mut tx, error, now| {
             Box::pin(async move {
                 // Why guarded by attempts: a stale attempt must not
                 // reschedule a row another attempt now holds.
-                let n = sqlx::query(
-                    "UPDATE deliveries SET status = 'pending', next_attempt_at = ?, lease_until = NULL,
-                            last_error = ?, updated_at = ?
-                      WHERE id = ? AND status = 'delivering' AND attempts = ?",
+                let retry = Stmt::new(
+                    "UPDATE deliveries SET status = 'pending', next_attempt_at = $1, lease_until = NULL,
+                            last_error = $2, updated_at = $3
+                      WHERE id = $4 AND status = 'delivering' AND attempts = $5",
                 )
-                .bind(next_at)
-                .bind(&*error)
-                .bind(now)
-                .bind(id)
-                .bind(attempts)
-                .execute(turn.conn())
-                .await?
-                .rows_affected();
-                Ok(n == 1)
+                .int(next_at)
+                .text(error.as_str())
+                .int(now)
+                .int(id)
+                .int(attempts);
+                Ok(tx.change(&retry).await? == 1)
             })
         })
         .await
@@ -268,88 +277,27 @@ impl Store {
             "disabled": disable,
         });
         events::check_depth(&payload)?;
-        let input = Arc::new((
-            d.clone(),
-            ev.clone(),
-            error.to_string(),
-            payload.to_string(),
-        ));
-        if let Engine::Postgres(p) = self.engine() {
-            return pg::dead(self, p, input, disable).await;
-        }
-        self.write_retried(input, move |turn, input, now| {
-            Box::pin(async move {
-                let (d, ev, error, payload) = &*input;
-                // One call, all or nothing. Why guarded by attempts: as
-                // for the other outcomes. The event is written only when
-                // the guard changed the row (`changes()` right after
-                // it); disabling the target, and the death of its other
-                // pending deliveries, follow only when this call's own
-                // write stands (the row dead at this attempt, this
-                // time, with this error) — both are idempotent, and
-                // only pending rows die: a row another attempt holds
-                // settles through its own guarded write.
-                let sql = one_call(
-                    "UPDATE deliveries SET status = 'dead', lease_until = NULL, last_error = ?1,
-                            updated_at = ?2
-                      WHERE id = ?3 AND status = 'delivering' AND attempts = ?4
-                      RETURNING id;
-                     INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
-                     SELECT ?2, 'delivery.dead', ?7, ?8, 'notify', 'daemon', ?9, ?10, ?11
-                      WHERE changes() = 1;
-                     INSERT INTO disabled_targets (target_key, reason, disabled_at)
-                     SELECT ?5, ?1, ?2 WHERE ?6 AND EXISTS (SELECT 1 FROM deliveries
-                          WHERE id = ?3 AND status = 'dead' AND attempts = ?4
-                            AND updated_at = ?2 AND last_error = ?1)
-                      ON CONFLICT (target_key) DO NOTHING;
-                     UPDATE deliveries SET status = 'dead', last_error = 'target disabled: ' || ?1,
-                            updated_at = ?2
-                      WHERE ?6 AND target_key = ?5 AND status = 'pending'
-                        AND EXISTS (SELECT 1 FROM deliveries
-                          WHERE id = ?3 AND status = 'dead' AND attempts = ?4
-                            AND updated_at = ?2 AND last_error = ?1)",
-                );
-                let q = sqlx::query(sql)
-                    .bind(error)
-                    .bind(now)
-                    .bind(d.id)
-                    .bind(d.attempts)
-                    .bind(&d.target_key)
-                    .bind(disable)
-                    .bind(&ev.entity_kind)
-                    .bind(&ev.entity_id)
-                    .bind(&ev.project)
-                    .bind(&ev.session)
-                    .bind(payload);
-                let rows = turn.savepoint_call(q).await?;
-                Ok(!rows.is_empty())
-            })
-        })
-        .await
+        let input = Arc::new((d.clone(), ev.clone(), error.to_string(), payload, disable));
+        self.write_split(input, dead_in_one_call, dead_step_by_step)
+            .await
     }
 
     /// Deliveries whose attempt crashed (lease lapsed while `delivering`)
     /// go back to `pending`, due now: at-least-once, with the same event id.
     /// Returns how many were recovered.
     pub async fn recover_deliveries(&self) -> Result<u64> {
-        if let Engine::Postgres(p) = self.engine() {
-            return pg::recover(self, p).await;
-        }
-        self.write_retried((), move |turn, (), now| {
+        self.write_with((), move |mut tx, (), now| {
             Box::pin(async move {
                 // Why guarded by the lease: a live attempt keeps its row;
                 // only a lapsed one (its worker died) is handed out again.
-                let n = sqlx::query(
-                    "UPDATE deliveries SET status = 'pending', next_attempt_at = ?1, lease_until = NULL,
+                let recover = Stmt::new(
+                    "UPDATE deliveries SET status = 'pending', next_attempt_at = $1, lease_until = NULL,
                             last_error = COALESCE(last_error, 'interrupted (the daemon stopped mid-delivery)'),
-                            updated_at = ?1
-                      WHERE status = 'delivering' AND lease_until <= ?1",
+                            updated_at = $1
+                      WHERE status = 'delivering' AND lease_until <= $1",
                 )
-                .bind(now)
-                .execute(turn.conn())
-                .await?
-                .rows_affected();
-                Ok(n)
+                .int(now);
+                tx.change(&recover).await
             })
         })
         .await
@@ -359,51 +307,44 @@ impl Store {
     /// delivery falling due or a lease lapsing. A read, so an idle worker
     /// polls without taking the write lock.
     pub async fn next_delivery_work(&self) -> Result<Option<i64>> {
-        if let Engine::Postgres(p) = self.engine() {
-            return pg::next_work(p).await;
-        }
-        Ok(sqlx::query_scalar(
+        self.first(Stmt::new(
             "SELECT MIN(CASE status WHEN 'pending' THEN next_attempt_at ELSE lease_until END)
                FROM deliveries WHERE status IN ('pending', 'delivering')",
-        )
-        .fetch_one(self.pool()?)
-        .await?)
+        ))
+        .await
     }
 
     /// Every delivery of one event, oldest first.
     pub async fn deliveries_of_event(&self, event_seq: i64) -> Result<Vec<Delivery>> {
-        if let Engine::Postgres(p) = self.engine() {
-            return pg::list(p, Some(event_seq)).await;
-        }
-        let rows = sqlx::query("SELECT * FROM deliveries WHERE event_seq = ? ORDER BY id")
-            .bind(event_seq)
-            .fetch_all(self.pool()?)
-            .await?;
-        rows.iter().map(from_row).collect()
+        self.deliveries_where(Some(event_seq)).await
     }
 
     /// Every delivery, oldest first (diagnostics and tests).
     pub async fn all_deliveries(&self) -> Result<Vec<Delivery>> {
-        if let Engine::Postgres(p) = self.engine() {
-            return pg::list(p, None).await;
-        }
-        let rows = sqlx::query("SELECT * FROM deliveries ORDER BY id")
-            .fetch_all(self.pool()?)
-            .await?;
-        rows.iter().map(from_row).collect()
+        self.deliveries_where(None).await
+    }
+
+    /// Deliveries, oldest first: of one event, or all.
+    async fn deliveries_where(&self, event_seq: Option<i64>) -> Result<Vec<Delivery>> {
+        self.rows(
+            Stmt::new(
+                "SELECT * FROM deliveries
+                  WHERE (CAST($1 AS BIGINT) IS NULL OR event_seq = $1) ORDER BY id",
+            )
+            .int(event_seq),
+        )
+        .await
     }
 
     /// Why `target_key` is disabled, if it is.
     pub async fn target_disabled(&self, target_key: &str) -> Result<Option<String>> {
-        if let Engine::Postgres(p) = self.engine() {
-            return pg::disabled(p, target_key).await;
-        }
-        Ok(
-            sqlx::query_scalar("SELECT reason FROM disabled_targets WHERE target_key = ?")
-                .bind(target_key)
-                .fetch_optional(self.pool()?)
-                .await?,
-        )
+        let reason: Option<(String,)> = self
+            .row(
+                Stmt::new("SELECT reason FROM disabled_targets WHERE target_key = $1")
+                    .text(target_key),
+            )
+            .await?;
+        Ok(reason.map(|(r,)| r))
     }
 
     /// The event with this `seq`.
@@ -414,4 +355,111 @@ impl Store {
             .into_iter()
             .find(|e| e.seq == seq))
     }
+}
+
+/// What giving up writes: the delivery, the event it carried, the error,
+/// the `delivery.dead` payload and whether to disable the target.
+type Dead = Arc<(Delivery, Event, String, serde_json::Value, bool)>;
+
+/// [`Store::delivery_dead`] on SQLite: one call, all or nothing. Why
+/// guarded by attempts: as for the other outcomes. The event is written
+/// only when the guard changed the row (`changes()` right after it);
+/// disabling the target, and the death of its other pending deliveries,
+/// follow only when this call's own write stands (the row dead at this
+/// attempt, this time, with this error) — both are idempotent, and only
+/// pending rows die: a row another attempt holds settles through its own
+/// guarded write.
+fn dead_in_one_call(turn: &mut Turn, input: Dead, now: i64) -> BoxFuture<'_, Result<bool>> {
+    Box::pin(async move {
+        let (d, ev, error, payload, disable) = &*input;
+        let sql = one_call(
+            "UPDATE deliveries SET status = 'dead', lease_until = NULL, last_error = ?1,
+                    updated_at = ?2
+              WHERE id = ?3 AND status = 'delivering' AND attempts = ?4
+              RETURNING id;
+             INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
+             SELECT ?2, 'delivery.dead', ?7, ?8, 'notify', 'daemon', ?9, ?10, ?11
+              WHERE changes() = 1;
+             INSERT INTO disabled_targets (target_key, reason, disabled_at)
+             SELECT ?5, ?1, ?2 WHERE ?6 AND EXISTS (SELECT 1 FROM deliveries
+                  WHERE id = ?3 AND status = 'dead' AND attempts = ?4
+                    AND updated_at = ?2 AND last_error = ?1)
+              ON CONFLICT (target_key) DO NOTHING;
+             UPDATE deliveries SET status = 'dead', last_error = 'target disabled: ' || ?1,
+                    updated_at = ?2
+              WHERE ?6 AND target_key = ?5 AND status = 'pending'
+                AND EXISTS (SELECT 1 FROM deliveries
+                  WHERE id = ?3 AND status = 'dead' AND attempts = ?4
+                    AND updated_at = ?2 AND last_error = ?1)",
+        );
+        let q = sqlx::query(sql)
+            .bind(error)
+            .bind(now)
+            .bind(d.id)
+            .bind(d.attempts)
+            .bind(&d.target_key)
+            .bind(*disable)
+            .bind(&ev.entity_kind)
+            .bind(&ev.entity_id)
+            .bind(&ev.project)
+            .bind(&ev.session)
+            .bind(payload.to_string());
+        let rows = turn.savepoint_call(q).await?;
+        Ok(!rows.is_empty())
+    })
+}
+
+/// [`Store::delivery_dead`] on PostgreSQL: the guarded UPDATE returning a
+/// row says this attempt's write stands, and the rest follows in the same
+/// transaction, the `delivery.dead` event last (the event counter's row
+/// stays locked until commit).
+fn dead_step_by_step(mut tx: Tx<'_>, input: Dead, now: i64) -> BoxFuture<'_, Result<bool>> {
+    Box::pin(async move {
+        let (d, ev, error, payload, disable) = &*input;
+        let dead = Stmt::new(
+            "UPDATE deliveries SET status = 'dead', lease_until = NULL, last_error = $1,
+                    updated_at = $2
+              WHERE id = $3 AND status = 'delivering' AND attempts = $4",
+        )
+        .text(error.as_str())
+        .int(now)
+        .int(d.id)
+        .int(d.attempts);
+        if tx.change(&dead).await? != 1 {
+            return Ok(false);
+        }
+        if *disable {
+            let disabled = Stmt::new(
+                "INSERT INTO disabled_targets (target_key, reason, disabled_at)
+                 VALUES ($1, $2, $3) ON CONFLICT (target_key) DO NOTHING",
+            )
+            .text(d.target_key.as_str())
+            .text(error.as_str())
+            .int(now);
+            tx.change(&disabled).await?;
+            // Only pending rows die: a row another attempt holds settles
+            // through its own guarded write.
+            let others = Stmt::new(
+                "UPDATE deliveries SET status = 'dead', last_error = 'target disabled: ' || $1,
+                        updated_at = $2
+                  WHERE target_key = $3 AND status = 'pending'",
+            )
+            .text(error.as_str())
+            .int(now)
+            .text(d.target_key.as_str());
+            tx.change(&others).await?;
+        }
+        let event = NewEvent {
+            kind: "delivery.dead",
+            entity_kind: &ev.entity_kind,
+            entity_id: &ev.entity_id,
+            actor: "notify",
+            channel: Channel::Daemon,
+            project: &ev.project,
+            session: &ev.session,
+            payload: payload.clone(),
+        };
+        tx.append(now, &event).await?;
+        Ok(true)
+    })
 }

@@ -23,6 +23,7 @@ use sqlx::postgres::PgRow;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Database, Encode, FromRow, PgConnection, SqliteConnection, Type};
 
+use super::writer::Turn;
 use super::{Engine, NewEvent, Result, Store};
 
 /// One value bound to a statement: text, an integer or a boolean, any of
@@ -119,19 +120,33 @@ impl<T> Rows for T where
 {
 }
 
-/// The connection of a write in progress ([`Store::transact`]): every
-/// statement on it commits, or none does.
+/// The connection of a write in progress ([`Store::write_with`],
+/// [`Store::transact`]), or of a [`Snapshot`].
 pub(crate) enum Tx<'c> {
-    /// In SQLite's write turn, after its transaction (or savepoint) began.
+    /// In SQLite's write turn.
+    Turn(&'c mut Turn),
+    /// In a SQLite read transaction.
     Lite(&'c mut SqliteConnection),
     /// In a PostgreSQL transaction of its own.
     Pg(&'c mut PgConnection),
 }
 
 impl Tx<'_> {
+    /// Make the rest of this write all-or-nothing. On SQLite the turn's
+    /// `begin` (alone: `BEGIN IMMEDIATE`; in a batch: a savepoint); a
+    /// PostgreSQL write is a transaction already. A single statement needs
+    /// none: each is atomic.
+    pub(crate) async fn begin(&mut self) -> Result<()> {
+        match self {
+            Tx::Turn(t) => t.begin().await,
+            Tx::Lite(_) | Tx::Pg(_) => Ok(()),
+        }
+    }
+
     /// Run `s`; the rows it changed.
     pub(crate) async fn change(&mut self, s: &Stmt<'_>) -> Result<u64> {
         Ok(match self {
+            Tx::Turn(t) => s.on_lite().execute(t.conn()).await?.rows_affected(),
             Tx::Lite(c) => s.on_lite().execute(&mut **c).await?.rows_affected(),
             Tx::Pg(c) => s.on_pg().execute(&mut **c).await?.rows_affected(),
         })
@@ -140,6 +155,12 @@ impl Tx<'_> {
     /// The rows `s` yields (a `SELECT`, or a write's `RETURNING`).
     pub(crate) async fn rows<T: Rows>(&mut self, s: &Stmt<'_>) -> Result<Vec<T>> {
         Ok(match self {
+            Tx::Turn(t) => {
+                s.on_lite()
+                    .try_map(|r: SqliteRow| T::from_row(&r))
+                    .fetch_all(t.conn())
+                    .await?
+            }
             Tx::Lite(c) => {
                 s.on_lite()
                     .try_map(|r: SqliteRow| T::from_row(&r))
@@ -158,6 +179,12 @@ impl Tx<'_> {
     /// The first row `s` yields, if any.
     pub(crate) async fn row<T: Rows>(&mut self, s: &Stmt<'_>) -> Result<Option<T>> {
         Ok(match self {
+            Tx::Turn(t) => {
+                s.on_lite()
+                    .try_map(|r: SqliteRow| T::from_row(&r))
+                    .fetch_optional(t.conn())
+                    .await?
+            }
             Tx::Lite(c) => {
                 s.on_lite()
                     .try_map(|r: SqliteRow| T::from_row(&r))
@@ -177,6 +204,7 @@ impl Tx<'_> {
     /// row stays locked until commit); its sequence number.
     pub(crate) async fn append(&mut self, at: i64, ev: &NewEvent<'_>) -> Result<i64> {
         match self {
+            Tx::Turn(t) => super::events::append(t.conn(), at, ev).await,
             Tx::Lite(c) => super::events::append(c, at, ev).await,
             Tx::Pg(c) => super::postgres::write::append(c, at, ev).await,
         }
@@ -302,13 +330,54 @@ impl Store {
         .await
     }
 
+    /// A write whose statements differ in shape per engine, not only in
+    /// spelling (SQLite runs several in one call where PostgreSQL runs
+    /// them one by one): `lite` in SQLite's write turn, `pg` in a
+    /// PostgreSQL transaction, each as [`Store::write_with`] runs its `op`.
+    pub(crate) async fn write_split<I, T, L, P>(&self, input: I, lite: L, pg: P) -> Result<T>
+    where
+        I: Clone + Send + Sync + 'static,
+        T: Serialize + DeserializeOwned + Send + 'static,
+        L: for<'t> Fn(&'t mut Turn, I, i64) -> BoxFuture<'t, Result<T>> + Clone + Send + 'static,
+        P: for<'c> Fn(Tx<'c>, I, i64) -> BoxFuture<'c, Result<T>> + Send + Sync,
+    {
+        match self.engine() {
+            Engine::Sqlite(_) => self.write_retried(input, lite).await,
+            Engine::Postgres(p) => {
+                self.pg_write(p, input, move |conn, input, now| {
+                    pg(Tx::Pg(conn), input, now)
+                })
+                .await
+            }
+        }
+    }
+
     /// Run `op` — several statements and usually an event — as one
-    /// transaction, with its own copy of `input` and the clock's time when
-    /// it runs (a retry reads it again); committed when `op` returns `Ok`
-    /// (a typed refusal is a normal outcome: committed too), undone on
-    /// `Err`. Under a request id the write remembers its value, or replays
-    /// what a first attempt of the same call remembered (see `request`).
+    /// transaction: [`Store::write_with`] with [`Tx::begin`] first.
     pub(crate) async fn transact<I, T, F>(&self, input: I, op: F) -> Result<T>
+    where
+        I: Clone + Send + Sync + 'static,
+        T: Serialize + DeserializeOwned + Send + 'static,
+        F: for<'c> Fn(Tx<'c>, I, i64) -> BoxFuture<'c, Result<T>> + Clone + Send + Sync + 'static,
+    {
+        self.write_with(input, move |mut tx, input, now| {
+            let op = op.clone();
+            Box::pin(async move {
+                tx.begin().await?;
+                op(tx, input, now).await
+            })
+        })
+        .await
+    }
+
+    /// Run the write `op` with its own copy of `input` and the clock's time
+    /// when it runs (a retry reads it again); kept when `op` returns `Ok`
+    /// (a typed refusal is a normal outcome: kept too), undone on `Err`.
+    /// Statements before [`Tx::begin`] stand alone on SQLite, where a lone
+    /// writer's single statement is its whole transaction (see `writer`).
+    /// Under a request id the write remembers its value, or replays what a
+    /// first attempt of the same call remembered (see `request`).
+    pub(crate) async fn write_with<I, T, F>(&self, input: I, op: F) -> Result<T>
     where
         I: Clone + Send + Sync + 'static,
         T: Serialize + DeserializeOwned + Send + 'static,
@@ -318,10 +387,7 @@ impl Store {
             Engine::Sqlite(_) => {
                 self.write_retried(input, move |turn, input, now| {
                     let op = op.clone();
-                    Box::pin(async move {
-                        turn.begin().await?;
-                        op(Tx::Lite(turn.conn()), input, now).await
-                    })
+                    Box::pin(async move { op(Tx::Turn(turn), input, now).await })
                 })
                 .await
             }
