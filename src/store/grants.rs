@@ -15,14 +15,15 @@ mod manage;
 pub mod pattern;
 
 pub use manage::Revoked;
-pub(crate) use manage::several;
+
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{Value, json};
-use sqlx::{ColumnIndex, Decode, Row, Type};
+use sqlx::{ColumnIndex, Decode, FromRow, Row, Type};
 
-use super::postgres::grants as pg_grants;
-use super::{Engine, Error, NewEvent, Result, Store, events, new_id};
+use super::engine::Stmt;
+use super::{Error, NewEvent, Result, Store, new_id};
 use crate::store::Channel;
 use crate::store::actions::{self, Action, Actor, ApproveOutcome};
 
@@ -155,8 +156,20 @@ pub struct NewGrant<'a> {
     pub by: &'a str,
 }
 
-/// A stored grant row as a [`Grant`], on either engine.
-pub(crate) fn grant_from<'r, R>(r: &'r R) -> Result<Grant>
+/// A stored grant, on either engine.
+impl<'r, R> FromRow<'r, R> for Grant
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+{
+    fn from_row(r: &'r R) -> sqlx::Result<Grant> {
+        grant_from(r).map_err(|e| sqlx::Error::Decode(e.to_string().into()))
+    }
+}
+
+fn grant_from<'r, R>(r: &'r R) -> Result<Grant>
 where
     R: Row,
     for<'a> &'a str: ColumnIndex<R>,
@@ -188,24 +201,11 @@ where
     })
 }
 
-async fn append_event(
-    conn: &mut sqlx::SqliteConnection,
-    now: i64,
-    kind: &str,
-    actor: &str,
-    channel: Channel,
-    g: &Grant,
-) -> Result<i64> {
-    events::append(conn, now, &grant_event(kind, actor, channel, g)).await
-}
+/// The grant given on a prompt.
+const OF_ACTION: &str = "SELECT * FROM grants WHERE action_id = $1";
 
-/// The `grant.*` event `kind` about `g` by `actor`, on either engine.
-pub(crate) fn grant_event<'a>(
-    kind: &'a str,
-    actor: &'a str,
-    channel: Channel,
-    g: &'a Grant,
-) -> NewEvent<'a> {
+/// The `grant.*` event `kind` about `g` by `actor`.
+fn grant_event<'a>(kind: &'a str, actor: &'a str, channel: Channel, g: &'a Grant) -> NewEvent<'a> {
     NewEvent {
         kind,
         entity_kind: "grant",
@@ -236,47 +236,55 @@ impl Store {
             Scope::Session => g.session,
             Scope::Always => "",
         };
-        if let Engine::Postgres(pg) = self.engine() {
-            return pg_grants::create(self, pg, g, session, channel).await;
-        }
-        self.retry(|| async {
-            let now = self.now();
-            let mut tx = self.begin_write().await?;
-            // Why ON CONFLICT DO NOTHING: the unique index on action_id
-            // decides two taps racing on one prompt; the loser reads the winner.
-            let row = sqlx::query(
-                "INSERT INTO grants (id, scope, agent, session, project, tool, pattern, action_id, created_by, created_at)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                 ON CONFLICT (action_id) DO NOTHING RETURNING *",
-            )
-            .bind(new_id())
-            .bind(g.scope.as_str())
-            .bind(g.agent)
-            .bind(session)
-            .bind(g.project)
-            .bind(g.tool)
-            .bind(g.pattern)
-            .bind(g.action_id)
-            .bind(g.by)
-            .bind(now)
-            .fetch_optional(&mut *tx)
-            .await?;
-            let grant = match row {
-                Some(r) => {
-                    let grant = grant_from(&r)?;
-                    append_event(&mut tx, now, "grant.created", g.by, channel, &grant).await?;
-                    grant
+        let input = Arc::new((
+            [
+                g.agent,
+                session,
+                g.project,
+                g.tool,
+                g.pattern,
+                g.action_id,
+                g.by,
+            ]
+            .map(str::to_string),
+            g.scope,
+        ));
+        self.transact(input, move |mut tx, input, now| {
+            Box::pin(async move {
+                let ([agent, session, project, tool, pattern, action_id, by], scope) = &*input;
+                let id = new_id();
+                // Why ON CONFLICT DO NOTHING: the unique index on action_id
+                // decides two taps racing on one prompt; the loser (on
+                // PostgreSQL after waiting for the winner's insert) reads
+                // the winner's grant.
+                let insert = Stmt::new(
+                    "INSERT INTO grants (id, scope, agent, session, project, tool, pattern, action_id, created_by, created_at)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                     ON CONFLICT (action_id) DO NOTHING RETURNING *",
+                )
+                .text(id.as_str())
+                .text(scope.as_str())
+                .text(agent.as_str())
+                .text(session.as_str())
+                .text(project.as_str())
+                .text(tool.as_str())
+                .text(pattern.as_str())
+                .text(action_id.as_str())
+                .text(by.as_str())
+                .int(now);
+                match tx.row::<Grant>(&insert).await? {
+                    Some(grant) => {
+                        tx.append(now, &grant_event("grant.created", by, channel, &grant))
+                            .await?;
+                        Ok(grant)
+                    }
+                    None => {
+                        let first = Stmt::new(OF_ACTION).text(action_id.as_str());
+                        let grant: Option<Grant> = tx.row(&first).await?;
+                        Ok(grant.ok_or(sqlx::Error::RowNotFound)?)
+                    }
                 }
-                None => {
-                    let r = sqlx::query("SELECT * FROM grants WHERE action_id = ?")
-                        .bind(g.action_id)
-                        .fetch_one(&mut *tx)
-                        .await?;
-                    grant_from(&r)?
-                }
-            };
-            tx.commit().await?;
-            Ok(grant)
+            })
         })
         .await
     }
@@ -364,37 +372,19 @@ impl Store {
     /// won; from then on it matches. False if it was confirmed or revoked
     /// already.
     pub async fn grant_confirm(&self, id: &str) -> Result<bool> {
-        if let Engine::Postgres(pg) = self.engine() {
-            return pg_grants::confirm(self, pg, id).await;
-        }
-        self.retry(|| async {
-            let now = self.now();
-            // In the write turn, so it never meets the turn's writer at
-            // SQLite's busy handler.
-            let _turn = self.write_lock()?.clone().lock_owned().await;
-            // Why guarded: confirming twice or after a revoke changes nothing.
-            let done = sqlx::query(
-                "UPDATE grants SET confirmed_at = ? WHERE id = ? AND confirmed_at IS NULL AND revoked_at IS NULL",
-            )
-            .bind(now)
-            .bind(id)
-            .execute(self.pool()?)
-            .await?;
-            Ok(done.rows_affected() == 1)
-        })
-        .await
+        // Why guarded: confirming twice or after a revoke changes nothing.
+        let confirm = Stmt::new(
+            "UPDATE grants SET confirmed_at = $1
+             WHERE id = $2 AND confirmed_at IS NULL AND revoked_at IS NULL",
+        )
+        .int(self.now())
+        .text(id);
+        Ok(self.change(confirm).await? == 1)
     }
 
     /// The grant given on prompt `action_id`, confirmed or not.
     pub async fn grant_for_action(&self, action_id: &str) -> Result<Option<Grant>> {
-        if let Engine::Postgres(pg) = self.engine() {
-            return pg_grants::for_action(pg, action_id).await;
-        }
-        let row = sqlx::query("SELECT * FROM grants WHERE action_id = ?")
-            .bind(action_id)
-            .fetch_optional(self.pool()?)
-            .await?;
-        row.as_ref().map(grant_from).transpose()
+        self.row(Stmt::new(OF_ACTION).text(action_id)).await
     }
 
     /// The oldest live grant of `agent` that covers `input` of `tool` in
@@ -407,31 +397,29 @@ impl Store {
         tool: &str,
         input: &Value,
     ) -> Result<Option<Grant>> {
-        if let Engine::Postgres(pg) = self.engine() {
-            let live = pg_grants::live(pg, agent, session, project, tool).await?;
-            return Ok(live
-                .into_iter()
-                .find(|g| pattern::covers(&g.tool, &g.pattern, input)));
-        }
-        let rows = sqlx::query(
-            "SELECT * FROM grants
-             WHERE revoked_at IS NULL AND confirmed_at IS NOT NULL
-               AND agent = ?1 AND tool = ?2 AND project = ?3
-               AND ((scope = 'session' AND session = ?4 AND ?4 <> '') OR scope = 'always')
-             ORDER BY created_at, id",
-        )
-        .bind(agent)
-        .bind(tool)
-        .bind(project)
-        .bind(session)
-        .fetch_all(self.pool()?)
-        .await?;
-        for r in &rows {
-            let g = grant_from(r)?;
-            if pattern::covers(&g.tool, &g.pattern, input) {
-                return Ok(Some(g));
-            }
-        }
-        Ok(None)
+        // The id breaks ties in bytewise order on both engines.
+        let live: Vec<Grant> = self
+            .rows(
+                Stmt::spelled(
+                    "SELECT * FROM grants
+                     WHERE revoked_at IS NULL AND confirmed_at IS NOT NULL
+                       AND agent = $1 AND tool = $2 AND project = $3
+                       AND ((scope = 'session' AND session = $4 AND $4 <> '') OR scope = 'always')
+                     ORDER BY created_at, id",
+                    "SELECT * FROM grants
+                     WHERE revoked_at IS NULL AND confirmed_at IS NOT NULL
+                       AND agent = $1 AND tool = $2 AND project = $3
+                       AND ((scope = 'session' AND session = $4 AND $4 <> '') OR scope = 'always')
+                     ORDER BY created_at, id COLLATE \"C\"",
+                )
+                .text(agent)
+                .text(tool)
+                .text(project)
+                .text(session),
+            )
+            .await?;
+        Ok(live
+            .into_iter()
+            .find(|g| pattern::covers(&g.tool, &g.pattern, input)))
     }
 }

@@ -27,7 +27,6 @@ pub(crate) mod board_writes;
 pub(crate) mod boards;
 pub(crate) mod events;
 pub mod export;
-pub(crate) mod grants;
 pub mod import;
 pub(crate) mod ledger;
 pub mod notify;

@@ -5,9 +5,11 @@
 //! neither match nor make a short id ambiguous. Deciding prompts is not
 //! here (see the parent module).
 
-use super::{Grant, append_event, grant_from};
-use crate::store::postgres::grants as pg_grants;
-use crate::store::{Channel, Engine, Error, Result, Store};
+use std::sync::Arc;
+
+use super::{Grant, grant_event};
+use crate::store::engine::Stmt;
+use crate::store::{Channel, Error, Result, Store};
 
 /// What revoking a grant did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,20 +37,19 @@ impl Store {
 
     /// [`Store::grant_list`] within `project` (`None`: every project).
     pub async fn grant_list_in(&self, all: bool, project: Option<&str>) -> Result<Vec<Grant>> {
-        if let Engine::Postgres(pg) = self.engine() {
-            return pg_grants::list(pg, all, project).await;
-        }
-        let rows = sqlx::query(
+        let list = Stmt::spelled(
             "SELECT * FROM grants
-             WHERE (?1 OR (revoked_at IS NULL AND confirmed_at IS NOT NULL))
-               AND (?2 IS NULL OR project = ?2)
+             WHERE ($1 OR (revoked_at IS NULL AND confirmed_at IS NOT NULL))
+               AND (CAST($2 AS TEXT) IS NULL OR project = $2)
              ORDER BY created_at DESC, id DESC",
+            "SELECT * FROM grants
+             WHERE ($1 OR (revoked_at IS NULL AND confirmed_at IS NOT NULL))
+               AND (CAST($2 AS TEXT) IS NULL OR project = $2)
+             ORDER BY created_at DESC, id COLLATE \"C\" DESC",
         )
-        .bind(all)
-        .bind(project)
-        .fetch_all(self.pool()?)
-        .await?;
-        rows.iter().map(grant_from).collect()
+        .bool(all)
+        .text(project);
+        self.rows(list).await
     }
 
     /// Revoke the grant `id` (full or short id). `Ok(None)` when no grant
@@ -80,59 +81,74 @@ impl Store {
                 "`{id}` is not a grant id: give at least its 8-character short id (see `handoff grants`)"
             )));
         }
-        if let Engine::Postgres(pg) = self.engine() {
-            return pg_grants::revoke(self, pg, &key, id, by, channel, project).await;
-        }
-        self.retry(|| async {
-            let now = self.now();
-            let mut tx = self.begin_write().await?;
-            let ids: Vec<String> = sqlx::query_scalar(
-                "SELECT id FROM grants
-                 WHERE (id = ?1 OR substr(id, -length(?1)) = ?1) AND (?2 IS NULL OR project = ?2)
-                 LIMIT 2",
-            )
-            .bind(&key)
-            .bind(project)
-            .fetch_all(&mut *tx)
+        let input = Arc::new((
+            key,
+            id.to_string(),
+            by.to_string(),
+            project.map(str::to_string),
+        ));
+        // (revoked now, the grant): what a write remembers under a request id.
+        let out: Option<(bool, Grant)> = self
+            .transact(input, move |mut tx, input, now| {
+                Box::pin(async move {
+                    let (key, shown, by, project) = &*input;
+                    let find = Stmt::spelled(
+                        "SELECT id FROM grants
+                     WHERE (id = $1 OR substr(id, -length($1)) = $1)
+                       AND (CAST($2 AS TEXT) IS NULL OR project = $2)
+                     LIMIT 2",
+                        "SELECT id FROM grants
+                     WHERE (id = $1 OR right(id, length($1)) = $1)
+                       AND (CAST($2 AS TEXT) IS NULL OR project = $2)
+                     LIMIT 2",
+                    )
+                    .text(key.as_str())
+                    .text(project.as_deref());
+                    let ids: Vec<(String,)> = tx.rows(&find).await?;
+                    let full = match ids.as_slice() {
+                        [] => return Ok(None),
+                        [(one,)] => one.clone(),
+                        _ => return Err(several(shown)),
+                    };
+                    // Why guarded on revoked_at IS NULL: revoking twice appends
+                    // no second event and keeps the first revoker (on
+                    // PostgreSQL the second, re-checking the guard on the
+                    // locked row, changes nothing and reads the first's).
+                    let revoke = Stmt::new(
+                        "UPDATE grants SET revoked_at = $1, revoked_by = $2
+                     WHERE id = $3 AND revoked_at IS NULL RETURNING *",
+                    )
+                    .int(now)
+                    .text(by.as_str())
+                    .text(full.as_str());
+                    match tx.row::<Grant>(&revoke).await? {
+                        Some(g) => {
+                            tx.append(now, &grant_event("grant.revoked", by, channel, &g))
+                                .await?;
+                            Ok(Some((true, g)))
+                        }
+                        None => {
+                            let read =
+                                Stmt::new("SELECT * FROM grants WHERE id = $1").text(full.as_str());
+                            let g: Option<Grant> = tx.row(&read).await?;
+                            Ok(Some((false, g.ok_or(sqlx::Error::RowNotFound)?)))
+                        }
+                    }
+                })
+            })
             .await?;
-            let full = match ids.as_slice() {
-                [] => return Ok(None),
-                [one] => one.clone(),
-                _ => return Err(several(id)),
-            };
-            // Why guarded on revoked_at IS NULL: revoking twice appends no
-            // second event and keeps the first revoker.
-            let row = sqlx::query(
-                "UPDATE grants SET revoked_at = ?, revoked_by = ? WHERE id = ? AND revoked_at IS NULL RETURNING *",
-            )
-            .bind(now)
-            .bind(by)
-            .bind(&full)
-            .fetch_optional(&mut *tx)
-            .await?;
-            let out = match row {
-                Some(r) => {
-                    let g = grant_from(&r)?;
-                    append_event(&mut tx, now, "grant.revoked", by, channel, &g).await?;
-                    Revoked::Now(g)
-                }
-                None => {
-                    let r = sqlx::query("SELECT * FROM grants WHERE id = ?")
-                        .bind(&full)
-                        .fetch_one(&mut *tx)
-                        .await?;
-                    Revoked::Already(grant_from(&r)?)
-                }
-            };
-            tx.commit().await?;
-            Ok(Some(out))
-        })
-        .await
+        Ok(out.map(|(now, g)| {
+            if now {
+                Revoked::Now(g)
+            } else {
+                Revoked::Already(g)
+            }
+        }))
     }
 }
 
 /// Refusal of a revocation whose id matches several grants (`id` as given).
-pub(crate) fn several(id: &str) -> Error {
+fn several(id: &str) -> Error {
     Error::Ambiguous(format!(
         "`{id}` matches several grants: give more characters of the id"
     ))
