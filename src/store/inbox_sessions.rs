@@ -8,13 +8,15 @@
 //! session acts as the name given at `inbox-link --as`; what it may do is
 //! the API's business, not this module's.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
-use sqlx::{ColumnIndex, Decode, Row, Type};
+use sqlx::{ColumnIndex, Decode, FromRow, Row, Type};
 
-use super::postgres::tokens as pg_auth;
-use super::{Engine, Error, NewEvent, Result, Store, events, new_id};
+use super::engine::Stmt;
+use super::{Error, NewEvent, Result, Store, new_id};
 use crate::store::Channel;
 
 /// How long a browser session lasts.
@@ -107,8 +109,20 @@ fn plausible(secret: &str) -> bool {
             .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
-/// A stored session row as an [`InboxSession`], on either engine.
-pub(super) fn session_from<'r, R>(r: &'r R) -> Result<InboxSession>
+/// A stored session, on either engine.
+impl<'r, R> FromRow<'r, R> for InboxSession
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+{
+    fn from_row(r: &'r R) -> sqlx::Result<InboxSession> {
+        session_from(r).map_err(|e| sqlx::Error::Decode(e.to_string().into()))
+    }
+}
+
+fn session_from<'r, R>(r: &'r R) -> Result<InboxSession>
 where
     R: Row,
     for<'a> &'a str: ColumnIndex<R>,
@@ -141,35 +155,38 @@ impl Store {
         }
         let code = random_hex()?;
         let digest = hash(&code);
-        if let Engine::Postgres(pg) = self.engine() {
-            return pg_auth::link_create(self, pg, name, ttl_ms, &code, &digest).await;
-        }
-        self.retry(|| async {
-            let now = self.now();
-            let id = new_id();
-            let mut tx = self.begin_write().await?;
-            sqlx::query(
-                "INSERT INTO inbox_login_codes (id, hash, name, created_at, expires_at)
-                 VALUES (?, ?, ?, ?, ?)",
-            )
-            .bind(&id)
-            .bind(&digest)
-            .bind(name)
-            .bind(now)
-            .bind(now + ttl_ms)
-            .execute(&mut *tx)
-            .await?;
-            append_event(&mut tx, now, "inbox.link_created", &id, name).await?;
-            tx.commit().await?;
-            Ok(LoginLink {
-                id,
-                name: name.to_string(),
-                code: code.clone(),
-                created_at: now,
-                expires_at: now + ttl_ms,
+        // Why the code is added after the write: a write under a request
+        // id remembers its value (see `request`), and the code must not be
+        // stored.
+        let input = Arc::new((name.to_string(), digest));
+        let (id, created_at): (String, i64) = self
+            .transact(input, move |mut tx, input, now| {
+                Box::pin(async move {
+                    let (name, digest) = &*input;
+                    let id = new_id();
+                    let insert = Stmt::new(
+                        "INSERT INTO inbox_login_codes (id, hash, name, created_at, expires_at)
+                         VALUES ($1, $2, $3, $4, $5)",
+                    )
+                    .text(id.as_str())
+                    .text(digest.as_str())
+                    .text(name.as_str())
+                    .int(now)
+                    .int(now + ttl_ms);
+                    tx.change(&insert).await?;
+                    tx.append(now, &event("inbox.link_created", &id, name))
+                        .await?;
+                    Ok((id, now))
+                })
             })
+            .await?;
+        Ok(LoginLink {
+            id,
+            name: name.to_string(),
+            code,
+            created_at,
+            expires_at: created_at + ttl_ms,
         })
-        .await
     }
 
     /// Trade `code` for a session lasting `session_ttl_ms`. A code works
@@ -182,72 +199,63 @@ impl Store {
         let digest = hash(code);
         let secret = random_hex()?;
         let secret_hash = hash(&secret);
-        if let Engine::Postgres(pg) = self.engine() {
-            return Ok(
-                match pg_auth::login(self, pg, &digest, &secret_hash, session_ttl_ms).await? {
-                    Ok(session) => Login::Opened { session, secret },
-                    Err(refused) => refused,
-                },
-            );
-        }
-        let opened = self
-            .retry(|| async {
-                let now = self.now();
-                let mut tx = self.begin_write().await?;
-                // Why guarded on used_at IS NULL and the expiry: the UPDATE
-                // decides; of two visits racing on one link exactly one
-                // marks the code used, and a code at its expiry ms is refused.
-                let row = sqlx::query(
-                    "UPDATE inbox_login_codes SET used_at = ?1
-                     WHERE hash = ?2 AND used_at IS NULL AND expires_at > ?1
-                     RETURNING id, name",
-                )
-                .bind(now)
-                .bind(&digest)
-                .fetch_optional(&mut *tx)
-                .await?;
-                let Some(row) = row else { return Ok(None) };
-                let code_id: String = row.try_get("id")?;
-                let name: String = row.try_get("name")?;
-                let session = InboxSession {
-                    id: new_id(),
-                    name,
-                    created_at: now,
-                    expires_at: now + session_ttl_ms,
-                };
-                sqlx::query(
-                    "INSERT INTO inbox_sessions (id, hash, name, code_id, created_at, expires_at)
-                     VALUES (?, ?, ?, ?, ?, ?)",
-                )
-                .bind(&session.id)
-                .bind(&secret_hash)
-                .bind(&session.name)
-                .bind(&code_id)
-                .bind(session.created_at)
-                .bind(session.expires_at)
-                .execute(&mut *tx)
-                .await?;
-                append_event(&mut tx, now, "inbox.login", &session.id, &session.name).await?;
-                tx.commit().await?;
-                Ok(Some(session))
+        let input = Arc::new((digest, secret_hash));
+        let opened: std::result::Result<InboxSession, Login> = self
+            .transact(input, move |mut tx, input, now| {
+                Box::pin(async move {
+                    let (digest, secret_hash) = &*input;
+                    // Why guarded on used_at IS NULL and the expiry: the
+                    // UPDATE decides; of two visits racing on one link
+                    // exactly one marks the code used, and a code at its
+                    // expiry ms is refused.
+                    let take = Stmt::new(
+                        "UPDATE inbox_login_codes SET used_at = $1
+                         WHERE hash = $2 AND used_at IS NULL AND expires_at > $1
+                         RETURNING id, name",
+                    )
+                    .int(now)
+                    .text(digest.as_str());
+                    let Some((code_id, name)) = tx.row::<(String, String)>(&take).await? else {
+                        // Read in the same write (on PostgreSQL under the
+                        // row lock), so the reason is the state that refused.
+                        let why = Stmt::spelled(
+                            "SELECT used_at FROM inbox_login_codes WHERE hash = $1",
+                            "SELECT used_at FROM inbox_login_codes WHERE hash = $1 FOR UPDATE",
+                        )
+                        .text(digest.as_str());
+                        let used: Option<(Option<i64>,)> = tx.row(&why).await?;
+                        return Ok(Err(match used {
+                            None => Login::Unknown,
+                            Some((Some(_),)) => Login::Used,
+                            Some((None,)) => Login::Expired,
+                        }));
+                    };
+                    let session = InboxSession {
+                        id: new_id(),
+                        name,
+                        created_at: now,
+                        expires_at: now + session_ttl_ms,
+                    };
+                    let insert = Stmt::new(
+                        "INSERT INTO inbox_sessions (id, hash, name, code_id, created_at, expires_at)
+                         VALUES ($1, $2, $3, $4, $5, $6)",
+                    )
+                    .text(session.id.as_str())
+                    .text(secret_hash.as_str())
+                    .text(session.name.as_str())
+                    .text(code_id.as_str())
+                    .int(session.created_at)
+                    .int(session.expires_at);
+                    tx.change(&insert).await?;
+                    tx.append(now, &event("inbox.login", &session.id, &session.name))
+                        .await?;
+                    Ok(Ok(session))
+                })
             })
             .await?;
-        if let Some(session) = opened {
-            return Ok(Login::Opened {
-                session,
-                secret: secret.clone(),
-            });
-        }
-        // Refused: read afterwards only to say why.
-        let used: Option<Option<i64>> =
-            sqlx::query_scalar("SELECT used_at FROM inbox_login_codes WHERE hash = ?")
-                .bind(&digest)
-                .fetch_optional(self.pool()?)
-                .await?;
-        Ok(match used {
-            None => Login::Unknown,
-            Some(Some(_)) => Login::Used,
-            Some(None) => Login::Expired,
+        Ok(match opened {
+            Ok(session) => Login::Opened { session, secret },
+            Err(refused) => refused,
         })
     }
 
@@ -256,18 +264,15 @@ impl Store {
         if !plausible(secret) {
             return Ok(None);
         }
-        if let Engine::Postgres(pg) = self.engine() {
-            return pg_auth::session_verify(pg, &hash(secret), self.now()).await;
-        }
-        let row = sqlx::query(
-            "SELECT * FROM inbox_sessions
-             WHERE hash = ? AND revoked_at IS NULL AND expires_at > ?",
+        self.row(
+            Stmt::new(
+                "SELECT * FROM inbox_sessions
+                 WHERE hash = $1 AND revoked_at IS NULL AND expires_at > $2",
+            )
+            .text(hash(secret).as_str())
+            .int(self.now()),
         )
-        .bind(hash(secret))
-        .bind(self.now())
-        .fetch_optional(self.pool()?)
-        .await?;
-        row.as_ref().map(session_from).transpose()
+        .await
     }
 
     /// End the session whose cookie value is `secret`; false when it was
@@ -277,45 +282,31 @@ impl Store {
             return Ok(false);
         }
         let digest = hash(secret);
-        if let Engine::Postgres(pg) = self.engine() {
-            return pg_auth::logout(self, pg, &digest).await;
-        }
-        self.retry(|| async {
-            let now = self.now();
-            let mut tx = self.begin_write().await?;
-            // Why guarded on revoked_at IS NULL: logging out twice changes
-            // nothing and appends no second event.
-            let row = sqlx::query(
-                "UPDATE inbox_sessions SET revoked_at = ?1
-                 WHERE hash = ?2 AND revoked_at IS NULL RETURNING *",
-            )
-            .bind(now)
-            .bind(&digest)
-            .fetch_optional(&mut *tx)
-            .await?;
-            let Some(row) = row else { return Ok(false) };
-            let s = session_from(&row)?;
-            append_event(&mut tx, now, "inbox.logout", &s.id, &s.name).await?;
-            tx.commit().await?;
-            Ok(true)
+        self.transact(Arc::new(digest), move |mut tx, digest, now| {
+            Box::pin(async move {
+                // Why guarded on revoked_at IS NULL: logging out twice
+                // changes nothing and appends no second event.
+                let end = Stmt::new(
+                    "UPDATE inbox_sessions SET revoked_at = $1
+                     WHERE hash = $2 AND revoked_at IS NULL RETURNING *",
+                )
+                .int(now)
+                .text(digest.as_str());
+                let Some(s) = tx.row::<InboxSession>(&end).await? else {
+                    return Ok(false);
+                };
+                tx.append(now, &event("inbox.logout", &s.id, &s.name))
+                    .await?;
+                Ok(true)
+            })
         })
         .await
     }
 }
 
-async fn append_event(
-    conn: &mut sqlx::SqliteConnection,
-    now: i64,
-    kind: &str,
-    id: &str,
-    name: &str,
-) -> Result<i64> {
-    events::append(conn, now, &event(kind, id, name)).await
-}
-
 /// The `inbox.*` event `kind` about session (or code) `id` of `name`, on
 /// either engine.
-pub(super) fn event<'a>(kind: &'a str, id: &'a str, name: &'a str) -> NewEvent<'a> {
+fn event<'a>(kind: &'a str, id: &'a str, name: &'a str) -> NewEvent<'a> {
     NewEvent {
         kind,
         entity_kind: "inbox_session",

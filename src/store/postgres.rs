@@ -34,7 +34,6 @@ pub(crate) mod questions;
 pub(crate) mod replies;
 pub(crate) mod seed;
 pub(crate) mod sessions;
-pub(crate) mod tokens;
 pub(crate) mod unported;
 pub(crate) mod write;
 

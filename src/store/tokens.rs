@@ -8,13 +8,15 @@
 //! UPDATE; a revoked token never works again. This module does not decide
 //! what a role may do — the API does.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
-use sqlx::{ColumnIndex, Decode, Row, Type};
+use sqlx::{ColumnIndex, Decode, FromRow, Row, Type};
 
-use super::postgres::tokens as pg_tokens;
-use super::{Engine, Error, NewEvent, Result, Store, events, new_id};
+use super::engine::Stmt;
+use super::{Error, NewEvent, Result, Store, new_id};
 use crate::store::Channel;
 
 /// What a token may do.
@@ -106,8 +108,36 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// A stored token, on either engine.
+impl<'r, R> FromRow<'r, R> for Token
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+{
+    fn from_row(r: &'r R) -> sqlx::Result<Token> {
+        token_from(r).map_err(|e| sqlx::Error::Decode(e.to_string().into()))
+    }
+}
+
+/// A stored token with its hash, for [`Store::token_verify`].
+struct Hashed(Token, String);
+
+impl<'r, R> FromRow<'r, R> for Hashed
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+{
+    fn from_row(r: &'r R) -> sqlx::Result<Hashed> {
+        Ok(Hashed(Token::from_row(r)?, r.try_get("hash")?))
+    }
+}
+
 /// A stored token row as a [`Token`], on either engine.
-pub(super) fn token_from<'r, R>(r: &'r R) -> Result<Token>
+fn token_from<'r, R>(r: &'r R) -> Result<Token>
 where
     R: Row,
     for<'a> &'a str: ColumnIndex<R>,
@@ -161,37 +191,32 @@ impl Store {
         }
         let secret = new_secret()?;
         let digest = hash(&secret);
-        if let Engine::Postgres(pg) = self.engine() {
-            let token = pg_tokens::create(self, pg, name, role, project, &digest).await?;
-            return Ok(Created { token, secret });
-        }
+        let input = Arc::new((name.to_string(), project.map(str::to_string), digest));
         let token = self
-            .retry(|| async {
-                let now = self.now();
-                let id = new_id();
-                let mut tx = self.begin_write().await?;
-                // Why ON CONFLICT DO NOTHING: the partial unique index on live
-                // names decides a race between two creators of one name.
-                let row = sqlx::query(
-                    "INSERT INTO api_tokens (id, name, role, project, hash, created_at)
-                     VALUES (?, ?, ?, ?, ?, ?)
-                     ON CONFLICT DO NOTHING RETURNING *",
-                )
-                .bind(&id)
-                .bind(name)
-                .bind(role.as_str())
-                .bind(project)
-                .bind(&digest)
-                .bind(now)
-                .fetch_optional(&mut *tx)
-                .await?;
-                let Some(row) = row else {
-                    return Err(name_taken(name));
-                };
-                let token = token_from(&row)?;
-                append_event(&mut tx, now, "token.created", &token).await?;
-                tx.commit().await?;
-                Ok(token)
+            .transact(input, move |mut tx, input, now| {
+                Box::pin(async move {
+                    let (name, project, digest) = &*input;
+                    let id = new_id();
+                    // Why ON CONFLICT DO NOTHING: the partial unique index on
+                    // live names decides a race between two creators of one name.
+                    let insert = Stmt::new(
+                        "INSERT INTO api_tokens (id, name, role, project, hash, created_at)
+                         VALUES ($1, $2, $3, $4, $5, $6)
+                         ON CONFLICT DO NOTHING RETURNING *",
+                    )
+                    .text(id.as_str())
+                    .text(name.as_str())
+                    .text(role.as_str())
+                    .text(project.as_deref())
+                    .text(digest.as_str())
+                    .int(now);
+                    let Some(token) = tx.row::<Token>(&insert).await? else {
+                        return Err(name_taken(name));
+                    };
+                    tx.append(now, &token_event("token.created", &token))
+                        .await?;
+                    Ok(token)
+                })
             })
             .await?;
         Ok(Created { token, secret })
@@ -199,27 +224,21 @@ impl Store {
 
     /// Every token, live and revoked, oldest first. No secrets.
     pub async fn token_list(&self) -> Result<Vec<Token>> {
-        if let Engine::Postgres(pg) = self.engine() {
-            return pg_tokens::list(pg).await;
-        }
-        let rows = sqlx::query("SELECT * FROM api_tokens ORDER BY created_at, id")
-            .fetch_all(self.pool()?)
-            .await?;
-        rows.iter().map(token_from).collect()
+        // Ties by id in byte order on both engines.
+        self.rows(Stmt::spelled(
+            "SELECT * FROM api_tokens ORDER BY created_at, id",
+            "SELECT * FROM api_tokens ORDER BY created_at, id COLLATE \"C\"",
+        ))
+        .await
     }
 
     /// Whether some token (live or revoked) acts as `name`: an item filed
     /// by another token must not name it as its agent.
     pub async fn token_name_exists(&self, name: &str) -> Result<bool> {
-        if let Engine::Postgres(pg) = self.engine() {
-            return pg_tokens::name_exists(pg, name).await;
-        }
-        Ok(
-            sqlx::query_scalar("SELECT EXISTS(SELECT 1 FROM api_tokens WHERE name = ?)")
-                .bind(name)
-                .fetch_one(self.pool()?)
-                .await?,
-        )
+        let n: i64 = self
+            .first(Stmt::new("SELECT COUNT(*) FROM api_tokens WHERE name = $1").text(name))
+            .await?;
+        Ok(n > 0)
     }
 
     /// Revoke the live token named `name_or_id` (a name, a full id or its
@@ -229,35 +248,33 @@ impl Store {
         if key.is_empty() {
             return Err(Error::Invalid("name the token to revoke".into()));
         }
-        if let Engine::Postgres(pg) = self.engine() {
-            return pg_tokens::revoke(self, pg, key).await;
-        }
-        self.retry(|| async {
-            let now = self.now();
-            let mut tx = self.begin_write().await?;
-            // Why guarded on revoked_at IS NULL: revoking twice changes
-            // nothing and appends no second event.
-            let rows = sqlx::query(
-                "UPDATE api_tokens SET revoked_at = ?1
-                 WHERE revoked_at IS NULL
-                   AND (name = ?2 OR id = ?2 OR (length(?2) >= 8 AND substr(id, -length(?2)) = ?2))
-                 RETURNING *",
-            )
-            .bind(now)
-            .bind(key)
-            .fetch_all(&mut *tx)
-            .await?;
-            match rows.as_slice() {
-                [] => Ok(None),
-                [one] => {
-                    let token = token_from(one)?;
-                    append_event(&mut tx, now, "token.revoked", &token).await?;
-                    tx.commit().await?;
-                    Ok(Some(token))
+        self.transact(Arc::new(key.to_string()), move |mut tx, key, now| {
+            Box::pin(async move {
+                // Why guarded on revoked_at IS NULL: revoking twice changes
+                // nothing and appends no second event.
+                let revoke = Stmt::spelled(
+                    "UPDATE api_tokens SET revoked_at = $1
+                     WHERE revoked_at IS NULL
+                       AND (name = $2 OR id = $2 OR (length($2) >= 8 AND substr(id, -length($2)) = $2))
+                     RETURNING *",
+                    "UPDATE api_tokens SET revoked_at = $1
+                     WHERE revoked_at IS NULL
+                       AND (name = $2 OR id = $2 OR (length($2) >= 8 AND right(id, length($2)) = $2))
+                     RETURNING *",
+                )
+                .int(now)
+                .text(key.as_str());
+                let revoked: Vec<Token> = tx.rows(&revoke).await?;
+                match revoked.as_slice() {
+                    [] => Ok(None),
+                    [token] => {
+                        tx.append(now, &token_event("token.revoked", token)).await?;
+                        Ok(Some(token.clone()))
+                    }
+                    // The refusal rolls the revocations back.
+                    _ => Err(several(&key)),
                 }
-                // Dropping the transaction rolls the revocations back.
-                _ => Err(several(key)),
-            }
+            })
         })
         .await
     }
@@ -268,59 +285,49 @@ impl Store {
             return Ok(None);
         }
         let digest = hash(presented);
-        if let Engine::Postgres(pg) = self.engine() {
-            return pg_tokens::verify(pg, &digest).await;
-        }
-        let row = sqlx::query("SELECT * FROM api_tokens WHERE hash = ? AND revoked_at IS NULL")
-            .bind(&digest)
-            .fetch_optional(self.pool()?)
+        let found: Option<Hashed> = self
+            .row(
+                Stmt::new("SELECT * FROM api_tokens WHERE hash = $1 AND revoked_at IS NULL")
+                    .text(digest.as_str()),
+            )
             .await?;
-        let Some(row) = row else { return Ok(None) };
-        let stored: String = row.try_get("hash")?;
+        let Some(Hashed(token, stored)) = found else {
+            return Ok(None);
+        };
         // The index lookup found it; compare again without an early exit so
         // the decision itself takes the same time for every stored hash.
         if !constant_time_eq(stored.as_bytes(), digest.as_bytes()) {
             return Ok(None);
         }
-        token_from(&row).map(Some)
+        Ok(Some(token))
     }
 
     /// Whether any live token exists (the daemon refuses a non-loopback
     /// listener without one).
     pub async fn tokens_exist(&self) -> Result<bool> {
-        if let Engine::Postgres(pg) = self.engine() {
-            return pg_tokens::exist(pg).await;
-        }
-        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM api_tokens WHERE revoked_at IS NULL")
-            .fetch_one(self.pool()?)
+        let n: i64 = self
+            .first(Stmt::new(
+                "SELECT COUNT(*) FROM api_tokens WHERE revoked_at IS NULL",
+            ))
             .await?;
         Ok(n > 0)
     }
 }
 
 /// Refusal of a second live token named `name`.
-pub(super) fn name_taken(name: &str) -> Error {
+fn name_taken(name: &str) -> Error {
     Error::Invalid(format!(
         "a live token named `{name}` exists: revoke it first or pick another name"
     ))
 }
 
 /// Refusal of a revocation whose key matches several live tokens.
-pub(super) fn several(key: &str) -> Error {
+fn several(key: &str) -> Error {
     Error::Invalid(format!("`{key}` matches several tokens: give the full id"))
 }
 
-async fn append_event(
-    conn: &mut sqlx::SqliteConnection,
-    now: i64,
-    kind: &str,
-    t: &Token,
-) -> Result<i64> {
-    events::append(conn, now, &token_event(kind, t)).await
-}
-
 /// The `token.*` event `kind` about `t`, on either engine.
-pub(super) fn token_event<'a>(kind: &'a str, t: &'a Token) -> NewEvent<'a> {
+fn token_event<'a>(kind: &'a str, t: &'a Token) -> NewEvent<'a> {
     NewEvent {
         kind,
         entity_kind: "token",
