@@ -28,7 +28,6 @@ pub(crate) mod boards;
 pub(crate) mod events;
 pub mod export;
 pub mod import;
-pub(crate) mod ledger;
 pub mod notify;
 pub(crate) mod questions;
 pub(crate) mod replies;

@@ -13,15 +13,15 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
+use futures_util::future::BoxFuture;
 use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use sqlx::{ColumnIndex, Decode, Row, SqliteConnection, Type};
+use sqlx::{ColumnIndex, Decode, FromRow, Row, Type};
 
 use crate::store::actions::codec::canonical;
-use crate::store::postgres::ledger as pg;
-use crate::store::writer::Turn;
-use crate::store::{Engine, Error, Result, Store};
+use crate::store::engine::{Stmt, Tx};
+use crate::store::{Error, Result, Store};
 
 /// The largest payload or result accepted, in canonical JSON bytes (1 MiB).
 pub const MAX_LEDGER_BYTES: usize = 1024 * 1024;
@@ -151,9 +151,22 @@ fn parse_json(what: &str, text: &str) -> Result<Value> {
     serde_json::from_str(text).map_err(|e| Error::Corrupt(format!("ledger {what}: {e}")))
 }
 
+/// A stored ledger row, on either engine.
+impl<'r, R> FromRow<'r, R> for LedgerEntry
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+{
+    fn from_row(r: &'r R) -> sqlx::Result<LedgerEntry> {
+        entry_from(r).map_err(|e| sqlx::Error::Decode(e.to_string().into()))
+    }
+}
+
 /// Map an `execution_ledger` row, of either engine (`replay_safe` is 0/1:
 /// an INTEGER on SQLite, a BIGINT on PostgreSQL).
-pub(crate) fn entry_from<'r, R>(r: &'r R) -> Result<LedgerEntry>
+fn entry_from<'r, R>(r: &'r R) -> Result<LedgerEntry>
 where
     R: Row,
     for<'a> &'a str: ColumnIndex<R>,
@@ -176,55 +189,41 @@ where
     })
 }
 
-async fn started_row(
-    conn: &mut SqliteConnection,
+/// A call's start (`started`) or its outcome (any other status).
+async fn row_of(
+    tx: &mut Tx<'_>,
     session_id: &str,
     event_id: &str,
+    started: bool,
 ) -> Result<Option<LedgerEntry>> {
-    let row = sqlx::query(
-        "SELECT * FROM execution_ledger WHERE session_id = ? AND event_id = ? AND status = 'started'",
-    )
-    .bind(session_id)
-    .bind(event_id)
-    .fetch_optional(conn)
-    .await?;
-    row.as_ref().map(entry_from).transpose()
-}
-
-async fn outcome_row(
-    conn: &mut SqliteConnection,
-    session_id: &str,
-    event_id: &str,
-) -> Result<Option<LedgerEntry>> {
-    let row = sqlx::query(
-        "SELECT * FROM execution_ledger WHERE session_id = ? AND event_id = ? AND status <> 'started'",
-    )
-    .bind(session_id)
-    .bind(event_id)
-    .fetch_optional(conn)
-    .await?;
-    row.as_ref().map(entry_from).transpose()
+    let sql = if started {
+        "SELECT * FROM execution_ledger WHERE session_id = $1 AND event_id = $2 AND status = 'started'"
+    } else {
+        "SELECT * FROM execution_ledger WHERE session_id = $1 AND event_id = $2 AND status <> 'started'"
+    };
+    tx.row(&Stmt::new(sql).text(session_id).text(event_id))
+        .await
 }
 
 /// A call to record as begun, checked and canonical.
 #[derive(Debug)]
-pub(crate) struct Call {
-    pub(crate) event_id: String,
-    pub(crate) session_id: String,
-    pub(crate) tool: String,
-    pub(crate) payload: String,
-    pub(crate) hash: String,
-    pub(crate) replay_safe: bool,
+struct Call {
+    event_id: String,
+    session_id: String,
+    tool: String,
+    payload: String,
+    hash: String,
+    replay_safe: bool,
 }
 
 /// An outcome to record, checked and canonical.
 #[derive(Debug)]
-pub(crate) struct Outcome {
-    pub(crate) session_id: String,
-    pub(crate) event_id: String,
-    pub(crate) status: &'static str,
-    pub(crate) text: String,
-    pub(crate) hash: String,
+struct Outcome {
+    session_id: String,
+    event_id: String,
+    status: &'static str,
+    text: String,
+    hash: String,
 }
 
 /// The message of the trigger that refuses a row of an unregistered session.
@@ -232,27 +231,19 @@ const UNREGISTERED: &str = "the ledger belongs to a registered session";
 
 /// A start's insert, with the trigger's refusal of an unregistered
 /// session said in words rather than as an engine abort (on either engine).
-pub(crate) fn registered<T>(
-    row: std::result::Result<T, sqlx::Error>,
-    session_id: &str,
-) -> Result<T> {
+fn registered<T>(row: Result<T>, session_id: &str) -> Result<T> {
     match row {
-        Err(e) if e.to_string().contains(UNREGISTERED) => Err(Error::Invalid(format!(
+        Err(Error::Db(e)) if e.to_string().contains(UNREGISTERED) => Err(Error::Invalid(format!(
             "session `{session_id}` is not registered: register it first \
              (`handoff session register --session {session_id}`, POST /v1/sessions, \
              or the SessionStart hook), then record its calls"
         ))),
-        other => Ok(other?),
+        other => other,
     }
 }
 
 /// Which fields of a repeated start differ from the stored one.
-pub(crate) fn begin_differs(
-    existing: &LedgerEntry,
-    tool: &str,
-    hash: &str,
-    replay_safe: bool,
-) -> Vec<String> {
+fn begin_differs(existing: &LedgerEntry, tool: &str, hash: &str, replay_safe: bool) -> Vec<String> {
     let mut differs = Vec::new();
     if existing.tool != tool {
         differs.push("tool".to_string());
@@ -267,94 +258,89 @@ pub(crate) fn begin_differs(
 }
 
 /// Record a start: one `INSERT … ON CONFLICT DO NOTHING RETURNING` whose
-/// trigger appends `ledger.started`. Nothing inserted: a repeat, compared
-/// with the stored row (more reads, on the rare path).
-async fn begin_in(turn: &mut Turn, c: Arc<Call>, now: i64) -> Result<Begin> {
-    // Why ON CONFLICT DO NOTHING: UNIQUE(session_id, event_id, status)
-    // decides whether this is the first start; a retry inserts nothing and
-    // is compared with the stored row below.
-    let row = sqlx::query(
-        "INSERT INTO execution_ledger
-             (event_id, session_id, tool, payload, payload_hash, status, replay_safe, at)
-         VALUES (?, ?, ?, ?, ?, 'started', ?, ?)
-         ON CONFLICT DO NOTHING RETURNING *",
-    )
-    .bind(&c.event_id)
-    .bind(&c.session_id)
-    .bind(&c.tool)
-    .bind(&c.payload)
-    .bind(&c.hash)
-    .bind(c.replay_safe)
-    .bind(now)
-    .fetch_optional(turn.conn())
-    .await;
-    let row = registered(row, &c.session_id)?;
-    if let Some(row) = row {
-        return Ok(Begin::Started {
-            entry: entry_from(&row)?,
-        });
-    }
-    let existing = started_row(turn.conn(), &c.session_id, &c.event_id)
-        .await?
-        .ok_or_else(|| Error::Corrupt("ledger start vanished".into()))?;
-    let differs = begin_differs(&existing, &c.tool, &c.hash, c.replay_safe);
-    if !differs.is_empty() {
-        return Ok(Begin::Conflict { existing, differs });
-    }
-    let finished = outcome_row(turn.conn(), &c.session_id, &c.event_id).await?;
-    Ok(Begin::Existing {
-        entry: existing,
-        finished,
+/// trigger appends `ledger.started` (on PostgreSQL with SQLite's payload
+/// text). Nothing inserted: a repeat, compared with the stored row (more
+/// reads, on the rare path; on PostgreSQL a racing twin waits for the
+/// first insert's commit, inserts nothing and reads the committed row).
+fn begin_in(mut tx: Tx<'_>, c: Arc<Call>, now: i64) -> BoxFuture<'_, Result<Begin>> {
+    Box::pin(async move {
+        // Why ON CONFLICT DO NOTHING: UNIQUE(session_id, event_id, status)
+        // decides whether this is the first start; a retry inserts nothing
+        // and is compared with the stored row below.
+        let insert = Stmt::new(
+            "INSERT INTO execution_ledger
+                 (event_id, session_id, tool, payload, payload_hash, status, replay_safe, at)
+             VALUES ($1, $2, $3, $4, $5, 'started', $6, $7)
+             ON CONFLICT DO NOTHING RETURNING *",
+        )
+        .text(c.event_id.as_str())
+        .text(c.session_id.as_str())
+        .text(c.tool.as_str())
+        .text(c.payload.as_str())
+        .text(c.hash.as_str())
+        .int(i64::from(c.replay_safe))
+        .int(now);
+        if let Some(entry) = registered(tx.row(&insert).await, &c.session_id)? {
+            return Ok(Begin::Started { entry });
+        }
+        let existing = row_of(&mut tx, &c.session_id, &c.event_id, true)
+            .await?
+            .ok_or_else(|| Error::Corrupt("ledger start vanished".into()))?;
+        let differs = begin_differs(&existing, &c.tool, &c.hash, c.replay_safe);
+        if !differs.is_empty() {
+            return Ok(Begin::Conflict { existing, differs });
+        }
+        let finished = row_of(&mut tx, &c.session_id, &c.event_id, false).await?;
+        Ok(Begin::Existing {
+            entry: existing,
+            finished,
+        })
     })
 }
 
 /// Record an outcome: one `INSERT … SELECT` whose trigger appends
 /// `ledger.completed` / `ledger.failed`. Nothing inserted: not begun, or a
 /// repeat compared with the stored outcome.
-async fn complete_in(turn: &mut Turn, o: Arc<Outcome>, now: i64) -> Result<Complete> {
-    // Why INSERT … SELECT with ON CONFLICT DO NOTHING: the outcome copies
-    // the started row (so it exists only if the call was begun), and the
-    // UNIQUE indexes let exactly one outcome in — a racing `completed` and
-    // `failed` cannot both land.
-    let row = sqlx::query(
-        "INSERT INTO execution_ledger
-             (event_id, session_id, tool, payload, payload_hash, status, result, result_hash, replay_safe, at)
-         SELECT event_id, session_id, tool, payload, payload_hash, ?1, ?2, ?3, replay_safe, ?4
-         FROM execution_ledger WHERE session_id = ?6 AND event_id = ?5 AND status = 'started'
-         ON CONFLICT DO NOTHING RETURNING *",
-    )
-    .bind(o.status)
-    .bind(&o.text)
-    .bind(&o.hash)
-    .bind(now)
-    .bind(&o.event_id)
-    .bind(&o.session_id)
-    .fetch_optional(turn.conn())
-    .await?;
-    if let Some(row) = row {
-        return Ok(Complete::Completed {
-            entry: entry_from(&row)?,
-        });
-    }
-    let Some(existing) = outcome_row(turn.conn(), &o.session_id, &o.event_id).await? else {
-        return Ok(Complete::NotStarted);
-    };
-    let stored_hash: Option<String> =
-        sqlx::query_scalar("SELECT result_hash FROM execution_ledger WHERE seq = ?")
-            .bind(existing.seq)
-            .fetch_one(turn.conn())
-            .await?;
-    Ok(complete_refused(existing, stored_hash.as_deref(), &o))
+fn complete_in(mut tx: Tx<'_>, o: Arc<Outcome>, now: i64) -> BoxFuture<'_, Result<Complete>> {
+    Box::pin(async move {
+        // Why INSERT … SELECT with ON CONFLICT DO NOTHING: the outcome
+        // copies the started row (so it exists only if the call was begun),
+        // and the UNIQUE indexes let exactly one outcome in — a racing
+        // `completed` and `failed` cannot both land.
+        let insert = Stmt::new(
+            "INSERT INTO execution_ledger
+                 (event_id, session_id, tool, payload, payload_hash, status, result, result_hash, replay_safe, at)
+             SELECT event_id, session_id, tool, payload, payload_hash, $1, $2, $3, replay_safe, $4
+             FROM execution_ledger WHERE session_id = $6 AND event_id = $5 AND status = 'started'
+             ON CONFLICT DO NOTHING RETURNING *",
+        )
+        .text(o.status)
+        .text(o.text.as_str())
+        .text(o.hash.as_str())
+        .int(now)
+        .text(o.event_id.as_str())
+        .text(o.session_id.as_str());
+        if let Some(entry) = tx.row(&insert).await? {
+            return Ok(Complete::Completed { entry });
+        }
+        let Some(existing) = row_of(&mut tx, &o.session_id, &o.event_id, false).await? else {
+            return Ok(Complete::NotStarted);
+        };
+        let hash =
+            Stmt::new("SELECT result_hash FROM execution_ledger WHERE seq = $1").int(existing.seq);
+        let stored: Option<(Option<String>,)> = tx.row(&hash).await?;
+        Ok(complete_refused(
+            existing,
+            stored.and_then(|(h,)| h).as_deref(),
+            &o,
+        ))
+    })
 }
 
 /// A completion that found an outcome already stored (`existing`, whose
 /// result hash is `stored_hash`): the same outcome again, or a conflict
 /// naming what differs. Shared by both engines.
-pub(crate) fn complete_refused(
-    existing: LedgerEntry,
-    stored_hash: Option<&str>,
-    o: &Outcome,
-) -> Complete {
+fn complete_refused(existing: LedgerEntry, stored_hash: Option<&str>, o: &Outcome) -> Complete {
     let mut differs = Vec::new();
     if existing.status != o.status {
         differs.push("status".to_string());
@@ -388,15 +374,7 @@ impl Store {
             hash,
             replay_safe: call.replay_safe,
         });
-        if let Engine::Postgres(p) = self.engine() {
-            return pg::begin(self, p, call).await;
-        }
-        let clock = self.clock().clone();
-        self.retry(|| {
-            let (call, clock) = (call.clone(), clock.clone());
-            self.write(move |turn| Box::pin(begin_in(turn, call, clock.now_ms())))
-        })
-        .await
+        self.write_with(call, begin_in).await
     }
 
     /// Record a begun call's outcome: `ok` → `completed`, else `failed`,
@@ -422,15 +400,7 @@ impl Store {
             text,
             hash,
         });
-        if let Engine::Postgres(p) = self.engine() {
-            return pg::complete(self, p, outcome).await;
-        }
-        let clock = self.clock().clone();
-        self.retry(|| {
-            let (outcome, clock) = (outcome.clone(), clock.clone());
-            self.write(move |turn| Box::pin(complete_in(turn, outcome, clock.now_ms())))
-        })
-        .await
+        self.write_with(outcome, complete_in).await
     }
 
     /// The sessions of `project` (all when `None`) that began a call
@@ -442,20 +412,27 @@ impl Store {
         project: Option<&str>,
         limit: i64,
     ) -> Result<Vec<String>> {
-        if let Engine::Postgres(p) = self.engine() {
-            return pg::sessions(p, event_id, project, limit).await;
-        }
-        Ok(sqlx::query_scalar(
-            "SELECT l.session_id FROM execution_ledger l JOIN agent_sessions s ON s.session_id = l.session_id
-             WHERE l.event_id = ? AND l.status = 'started' AND (? IS NULL OR s.project = ?)
-             ORDER BY l.seq LIMIT ?",
-        )
-        .bind(event_id)
-        .bind(project)
-        .bind(project)
-        .bind(limit)
-        .fetch_all(self.pool()?)
-        .await?)
+        // A NULL limit: none (SQLite's LIMIT reads -1 so).
+        let sessions: Vec<(String,)> = self
+            .rows(
+                Stmt::spelled(
+                    "SELECT l.session_id FROM execution_ledger l
+                         JOIN agent_sessions s ON s.session_id = l.session_id
+                     WHERE l.event_id = $1 AND l.status = 'started'
+                       AND (CAST($2 AS TEXT) IS NULL OR s.project = $2)
+                     ORDER BY l.seq LIMIT COALESCE($3, -1)",
+                    "SELECT l.session_id FROM execution_ledger l
+                         JOIN agent_sessions s ON s.session_id = l.session_id
+                     WHERE l.event_id = $1 AND l.status = 'started'
+                       AND (CAST($2 AS TEXT) IS NULL OR s.project = $2)
+                     ORDER BY l.seq LIMIT $3",
+                )
+                .text(event_id)
+                .text(project)
+                .int((limit >= 0).then_some(limit)),
+            )
+            .await?;
+        Ok(sessions.into_iter().map(|(s,)| s).collect())
     }
 
     /// Ledger rows of a session, oldest first; with `last`, only the newest
@@ -465,39 +442,37 @@ impl Store {
         session_id: &str,
         last: Option<i64>,
     ) -> Result<Vec<LedgerEntry>> {
-        if let Engine::Postgres(p) = self.engine() {
-            return pg::list(p, session_id, last).await;
-        }
-        let rows = sqlx::query(
-            "SELECT * FROM (
-                 SELECT * FROM execution_ledger WHERE session_id = ?1
-                 ORDER BY seq DESC LIMIT COALESCE(?2, -1)
-             ) ORDER BY seq",
+        self.rows(
+            Stmt::spelled(
+                "SELECT * FROM (
+                     SELECT * FROM execution_ledger WHERE session_id = $1
+                     ORDER BY seq DESC LIMIT COALESCE($2, -1)
+                 ) tail ORDER BY seq",
+                "SELECT * FROM (
+                     SELECT * FROM execution_ledger WHERE session_id = $1
+                     ORDER BY seq DESC LIMIT $2
+                 ) tail ORDER BY seq",
+            )
+            .text(session_id)
+            .int(last.filter(|n| *n >= 0)),
         )
-        .bind(session_id)
-        .bind(last)
-        .fetch_all(self.pool()?)
-        .await?;
-        rows.iter().map(entry_from).collect()
+        .await
     }
 
     /// Calls of a session that were begun and never completed nor failed
     /// (interrupted by a crash, or still running), oldest first.
     pub async fn ledger_interrupted(&self, session_id: &str) -> Result<Vec<LedgerEntry>> {
-        if let Engine::Postgres(p) = self.engine() {
-            return pg::interrupted(p, session_id).await;
-        }
-        let rows = sqlx::query(
-            "SELECT s.* FROM execution_ledger s
-             WHERE s.session_id = ? AND s.status = 'started'
-               AND NOT EXISTS (SELECT 1 FROM execution_ledger o
-                               WHERE o.session_id = s.session_id AND o.event_id = s.event_id
-                                 AND o.status <> 'started')
-             ORDER BY s.seq",
+        self.rows(
+            Stmt::new(
+                "SELECT s.* FROM execution_ledger s
+                 WHERE s.session_id = $1 AND s.status = 'started'
+                   AND NOT EXISTS (SELECT 1 FROM execution_ledger o
+                                   WHERE o.session_id = s.session_id AND o.event_id = s.event_id
+                                     AND o.status <> 'started')
+                 ORDER BY s.seq",
+            )
+            .text(session_id),
         )
-        .bind(session_id)
-        .fetch_all(self.pool()?)
-        .await?;
-        rows.iter().map(entry_from).collect()
+        .await
     }
 }
