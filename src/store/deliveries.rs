@@ -278,8 +278,10 @@ impl Store {
         });
         events::check_depth(&payload)?;
         let input = Arc::new((d.clone(), ev.clone(), error.to_string(), payload, disable));
-        self.write_split(input, dead_in_one_call, dead_step_by_step)
-            .await
+        self.write_split(input, dead_in_one_call, |conn, input, now| {
+            dead_step_by_step(Tx::Pg(conn), input, now)
+        })
+        .await
     }
 
     /// Deliveries whose attempt crashed (lease lapsed while `delivering`)

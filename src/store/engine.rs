@@ -16,6 +16,8 @@
 //! is a transaction of its own; both retry a busy database, a serialization
 //! failure or a deadlock as [`Store::retry`] says.
 
+use std::future::Future;
+
 use futures_util::future::BoxFuture;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -330,6 +332,21 @@ impl Store {
         .await
     }
 
+    /// A read whose Rust differs per engine (a row type decoded by hand):
+    /// `lite` on SQLite's pool, `pg` on PostgreSQL's.
+    pub(crate) async fn read_split<'a, T, L, P, LF, PF>(&'a self, lite: L, pg: P) -> Result<T>
+    where
+        L: FnOnce(&'a sqlx::SqlitePool) -> LF,
+        P: FnOnce(&'a sqlx::PgPool) -> PF,
+        LF: Future<Output = Result<T>>,
+        PF: Future<Output = Result<T>>,
+    {
+        match self.engine() {
+            Engine::Sqlite(_) => lite(self.pool()?).await,
+            Engine::Postgres(p) => pg(p.pool()).await,
+        }
+    }
+
     /// A write whose statements differ in shape per engine, not only in
     /// spelling (SQLite runs several in one call where PostgreSQL runs
     /// them one by one): `lite` in SQLite's write turn, `pg` in a
@@ -339,16 +356,11 @@ impl Store {
         I: Clone + Send + Sync + 'static,
         T: Serialize + DeserializeOwned + Send + 'static,
         L: for<'t> Fn(&'t mut Turn, I, i64) -> BoxFuture<'t, Result<T>> + Clone + Send + 'static,
-        P: for<'c> Fn(Tx<'c>, I, i64) -> BoxFuture<'c, Result<T>> + Send + Sync,
+        P: for<'c> Fn(&'c mut PgConnection, I, i64) -> BoxFuture<'c, Result<T>> + Send + Sync,
     {
         match self.engine() {
             Engine::Sqlite(_) => self.write_retried(input, lite).await,
-            Engine::Postgres(p) => {
-                self.pg_write(p, input, move |conn, input, now| {
-                    pg(Tx::Pg(conn), input, now)
-                })
-                .await
-            }
+            Engine::Postgres(p) => self.pg_write(p, input, pg).await,
         }
     }
 

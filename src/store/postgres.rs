@@ -32,7 +32,6 @@ pub mod notify;
 pub(crate) mod questions;
 pub(crate) mod replies;
 pub(crate) mod seed;
-pub(crate) mod sessions;
 pub(crate) mod unported;
 pub(crate) mod write;
 

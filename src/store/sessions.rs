@@ -8,17 +8,18 @@
 
 use std::sync::Arc;
 
+use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
-use sqlx::{ColumnIndex, Decode, Row, Type};
+use sqlx::{ColumnIndex, Decode, FromRow, Row, Type};
 
-use super::postgres::sessions as pg;
-use super::writer::one_call;
-use super::{Engine, Error, Result, Store};
+use super::engine::Stmt;
+use super::writer::{Turn, one_call};
+use super::{Error, Result, Store};
 
 mod home;
-pub(crate) use home::HOME;
 pub(crate) mod ledger;
 mod lifecycle;
+mod postgres;
 mod resume;
 mod wait;
 mod wake;
@@ -145,9 +146,22 @@ pub struct NewSession {
     pub wake_target: Option<WakeTarget>,
 }
 
+/// A stored session, on either engine.
+impl<'r, R> FromRow<'r, R> for Session
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+{
+    fn from_row(r: &'r R) -> sqlx::Result<Session> {
+        session_from(r).map_err(|e| sqlx::Error::Decode(e.to_string().into()))
+    }
+}
+
 /// Map an `agent_sessions` row, of either engine (its columns are text and
 /// 64-bit integers on both).
-pub(crate) fn session_from<'r, R>(r: &'r R) -> Result<Session>
+fn session_from<'r, R>(r: &'r R) -> Result<Session>
 where
     R: Row,
     for<'a> &'a str: ColumnIndex<R>,
@@ -198,11 +212,9 @@ impl Store {
             s.cwd.clone(),
             wake,
         ));
-        let registered = if let Engine::Postgres(p) = self.engine() {
-            pg::register(self, p, s.clone()).await?
-        } else {
-            self.register_sqlite(s.clone()).await?
-        };
+        let registered = self
+            .write_split(s.clone(), register_in_one_call, postgres::register)
+            .await?;
         match registered {
             Some(r) => {
                 self.known_home(&r.session_id, &r.project);
@@ -217,17 +229,29 @@ impl Store {
         }
     }
 
-    async fn register_sqlite(&self, s: pg::Registration) -> Result<Option<Session>> {
-        self.write_retried(s, move |turn, s, now| {
-            Box::pin(async move {
-                let (id, agent, project, cwd, wake) = &*s;
-                // One call: the upsert and its `session.registered` event
-                // (the wake target's kind read from the row as stored).
-                // Why guarded: a session keeps its home. Nothing is written
-                // when another project's items name it (the SELECT's WHERE)
-                // or it is registered in another project (the upsert's); a
-                // project left empty keeps the one it has.
-                let sql = one_call(
+    /// A session by id.
+    pub async fn get_session(&self, id: &str) -> Result<Option<Session>> {
+        self.row(Stmt::new("SELECT * FROM agent_sessions WHERE session_id = $1").text(id))
+            .await
+    }
+}
+
+/// [`Store::register_session`] on SQLite: one call, the upsert and its
+/// `session.registered` event.
+fn register_in_one_call(
+    turn: &mut Turn,
+    s: postgres::Registration,
+    now: i64,
+) -> BoxFuture<'_, Result<Option<Session>>> {
+    Box::pin(async move {
+        let (id, agent, project, cwd, wake) = &*s;
+        // One call: the upsert and its `session.registered` event
+        // (the wake target's kind read from the row as stored).
+        // Why guarded: a session keeps its home. Nothing is written
+        // when another project's items name it (the SELECT's WHERE)
+        // or it is registered in another project (the upsert's); a
+        // project left empty keeps the one it has.
+        let sql = one_call(
                     "INSERT INTO agent_sessions (session_id, agent, project, cwd, wake_target, created_at, updated_at)
                      SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?6
                      WHERE ?3 = '' OR NOT EXISTS (SELECT 1 FROM events
@@ -245,31 +269,16 @@ impl Store {
                             json_object('wake', json_extract(wake_target, '$.type'))
                      FROM agent_sessions WHERE session_id = ?1 AND changes() = 1",
                 );
-                let q = sqlx::query(sql)
-                    .bind(id)
-                    .bind(agent)
-                    .bind(project)
-                    .bind(cwd)
-                    .bind(wake)
-                    .bind(now);
-                let rows = turn.savepoint_call(q).await?;
-                rows.first().map(session_from).transpose()
-            })
-        })
-        .await
-    }
-
-    /// A session by id.
-    pub async fn get_session(&self, id: &str) -> Result<Option<Session>> {
-        if let Engine::Postgres(p) = self.engine() {
-            return pg::get(p, id).await;
-        }
-        let row = sqlx::query("SELECT * FROM agent_sessions WHERE session_id = ?")
+        let q = sqlx::query(sql)
             .bind(id)
-            .fetch_optional(self.pool()?)
-            .await?;
-        row.as_ref().map(session_from).transpose()
-    }
+            .bind(agent)
+            .bind(project)
+            .bind(cwd)
+            .bind(wake)
+            .bind(now);
+        let rows = turn.savepoint_call(q).await?;
+        rows.first().map(session_from).transpose()
+    })
 }
 
 /// The tag of a target (`exec`, `webhook`, `tmux`), for events and logs.

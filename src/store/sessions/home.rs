@@ -20,14 +20,14 @@
 //! winning write stays one call; registration itself decides in its own
 //! statement.
 
-use crate::store::postgres::sessions as pg;
-use crate::store::{Engine, Error, Result, Store};
+use crate::store::engine::Stmt;
+use crate::store::{Error, Result, Store};
 
 /// The home of session `$1`: its registered project (first column), and
 /// the project of the earliest event naming it with one (second), each
 /// `''` for none. The same text on both engines (`events_session` serves
 /// the second read).
-pub(crate) const HOME: &str = "SELECT
+const HOME: &str = "SELECT
         COALESCE((SELECT project FROM agent_sessions WHERE session_id = $1 AND project <> ''), ''),
         COALESCE((SELECT project FROM events WHERE session = $1 AND project <> ''
                   ORDER BY seq LIMIT 1), '')";
@@ -70,15 +70,10 @@ impl Store {
         if let Some(home) = self.homes.get(session) {
             return Ok(home.clone());
         }
-        let (registered, named): (String, String) = match self.engine() {
-            Engine::Postgres(p) => pg::home(p, session).await?,
-            Engine::Sqlite(_) => {
-                sqlx::query_as(HOME)
-                    .bind(session)
-                    .fetch_one(self.pool()?)
-                    .await?
-            }
-        };
+        let (registered, named): (String, String) = self
+            .row(Stmt::new(HOME).text(session))
+            .await?
+            .ok_or(sqlx::Error::RowNotFound)?;
         if registered.is_empty() {
             return Ok(named);
         }

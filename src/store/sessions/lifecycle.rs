@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::{Session, session_from};
-use crate::store::postgres::sessions as pg;
-use crate::store::writer::one_call;
-use crate::store::{Engine, Error, Result, Store};
+use super::{Session, postgres, session_from};
+use crate::store::engine::Stmt;
+use crate::store::writer::{Turn, one_call};
+use crate::store::{Error, Result, Store};
 
 /// The largest checkpoint blob accepted (1 MiB).
 pub const MAX_STATE_BYTES: usize = 1024 * 1024;
@@ -70,26 +70,31 @@ impl Store {
         project: Option<&str>,
     ) -> Result<Option<String>> {
         let id = super::check_id(id)?;
-        let ids: Vec<String> = if let Engine::Postgres(p) = self.engine() {
-            pg::resolve(p, id, project).await?
-        } else {
-            sqlx::query_scalar(
-                "WITH mine AS (SELECT session_id FROM agent_sessions
-                               WHERE ?2 IS NULL OR project = ?2)
-                 SELECT session_id FROM mine
-                 WHERE session_id = ?1
-                    OR (length(?1) >= 4 AND substr(session_id, -length(?1)) = ?1
-                        AND NOT EXISTS (SELECT 1 FROM mine WHERE session_id = ?1))
-                 LIMIT 2",
+        let ids: Vec<(String,)> = self
+            .rows(
+                Stmt::spelled(
+                    "WITH mine AS (SELECT session_id FROM agent_sessions
+                                   WHERE CAST($2 AS TEXT) IS NULL OR project = $2)
+                     SELECT session_id FROM mine
+                     WHERE session_id = $1
+                        OR (length($1) >= 4 AND substr(session_id, -length($1)) = $1
+                            AND NOT EXISTS (SELECT 1 FROM mine WHERE session_id = $1))
+                     LIMIT 2",
+                    "WITH mine AS (SELECT session_id FROM agent_sessions
+                                   WHERE CAST($2 AS TEXT) IS NULL OR project = $2)
+                     SELECT session_id FROM mine
+                     WHERE session_id = $1
+                        OR (length($1) >= 4 AND right(session_id, length($1)) = $1
+                            AND NOT EXISTS (SELECT 1 FROM mine WHERE session_id = $1))
+                     LIMIT 2",
+                )
+                .text(id)
+                .text(project),
             )
-            .bind(id)
-            .bind(project)
-            .fetch_all(self.pool()?)
-            .await?
-        };
+            .await?;
         match ids.as_slice() {
             [] => Ok(None),
-            [one] => Ok(Some(one.clone())),
+            [(one,)] => Ok(Some(one.clone())),
             _ => Err(Error::Invalid(format!(
                 "`{id}` matches several sessions; give the full session id"
             ))),
@@ -103,19 +108,22 @@ impl Store {
         status: Option<&str>,
         project: Option<&str>,
     ) -> Result<Vec<Session>> {
-        if let Engine::Postgres(p) = self.engine() {
-            return pg::list(p, status, project).await;
-        }
-        let rows = sqlx::query(
-            "SELECT * FROM agent_sessions
-             WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR project = ?2)
-             ORDER BY updated_at DESC, session_id",
+        // Ties by id in byte order on both engines.
+        self.rows(
+            Stmt::spelled(
+                "SELECT * FROM agent_sessions
+                 WHERE (CAST($1 AS TEXT) IS NULL OR status = $1)
+                   AND (CAST($2 AS TEXT) IS NULL OR project = $2)
+                 ORDER BY updated_at DESC, session_id",
+                "SELECT * FROM agent_sessions
+                 WHERE (CAST($1 AS TEXT) IS NULL OR status = $1)
+                   AND (CAST($2 AS TEXT) IS NULL OR project = $2)
+                 ORDER BY updated_at DESC, session_id COLLATE \"C\"",
+            )
+            .text(status)
+            .text(project),
         )
-        .bind(status)
-        .bind(project)
-        .fetch_all(self.pool()?)
-        .await?;
-        rows.iter().map(session_from).collect()
+        .await
     }
 
     /// Store `state` as the session's checkpoint if its revision is still
@@ -135,11 +143,9 @@ impl Store {
         }
         let id = super::check_id(session_id)?;
         let input = Arc::new((id.to_string(), state.to_string()));
-        if let Engine::Postgres(p) = self.engine() {
-            return pg::checkpoint(self, p, input, expected_revision).await;
-        }
-        let saved = self
-            .write_retried(input, move |turn, input, now| {
+        self.write_split(
+            input,
+            move |turn, input, now| {
                 Box::pin(async move {
                 let (id, state) = &*input;
                 // Why guarded on revision: two writers holding the same
@@ -163,21 +169,24 @@ impl Store {
                     .bind(expected_revision)
                     .bind(state.len() as i64);
                 let rows = turn.savepoint_call(q).await?;
-                rows.first().map(session_from).transpose()
+                if let Some(row) = rows.first() {
+                    return Ok(Checkpointed::Saved { session: session_from(row)? });
+                }
+                // Refused: read in the same turn only to say why.
+                Ok(match current(turn, id).await? {
+                    None => Checkpointed::NotFound,
+                    Some(s) if s.status == "ended" => Checkpointed::Ended { session: s },
+                    Some(s) => Checkpointed::Stale {
+                        expected: expected_revision,
+                        current: s.revision,
+                    },
                 })
-            })
-            .await?;
-        if let Some(session) = saved {
-            return Ok(Checkpointed::Saved { session });
-        }
-        Ok(match self.get_session(id).await? {
-            None => Checkpointed::NotFound,
-            Some(s) if s.status == "ended" => Checkpointed::Ended { session: s },
-            Some(s) => Checkpointed::Stale {
-                expected: expected_revision,
-                current: s.revision,
+                })
             },
+            move |conn, input, now| {
+            postgres::checkpoint(conn, input, expected_revision, now)
         })
+        .await
     }
 
     /// Mark the session ended. Its checkpoint, ledger and history stay;
@@ -185,11 +194,9 @@ impl Store {
     pub async fn end_session(&self, session_id: &str) -> Result<Ended> {
         let id = super::check_id(session_id)?;
         let input = Arc::new(id.to_string());
-        if let Engine::Postgres(p) = self.engine() {
-            return pg::end(self, p, input).await;
-        }
-        let ended = self
-            .write_retried(input, move |turn, id, now| {
+        self.write_split(
+            input,
+            move |turn, id, now| {
                 Box::pin(async move {
                     // Why guarded: ending twice is a no-op that says so, not
                     // a second `session.ended` event (written in the same
@@ -203,16 +210,25 @@ impl Store {
                     );
                     let q = sqlx::query(sql).bind(now).bind(&*id);
                     let rows = turn.savepoint_call(q).await?;
-                    rows.first().map(session_from).transpose()
+                    if let Some(row) = rows.first() {
+                        return Ok(Ended::Ended { session: session_from(row)? });
+                    }
+                    // Refused: read in the same turn only to say why.
+                    Ok(match current(turn, &id).await? {
+                        None => Ended::NotFound,
+                        Some(session) => Ended::AlreadyEnded { session },
+                    })
                 })
-            })
-            .await?;
-        if let Some(session) = ended {
-            return Ok(Ended::Ended { session });
-        }
-        Ok(match self.get_session(id).await? {
-            None => Ended::NotFound,
-            Some(session) => Ended::AlreadyEnded { session },
-        })
+            },
+            postgres::end).await
     }
+}
+
+/// The session `id` as it stands, read in the write turn that was refused.
+async fn current(turn: &mut Turn, id: &str) -> Result<Option<Session>> {
+    let row = sqlx::query("SELECT * FROM agent_sessions WHERE session_id = ?")
+        .bind(id)
+        .fetch_optional(turn.conn())
+        .await?;
+    row.as_ref().map(session_from).transpose()
 }

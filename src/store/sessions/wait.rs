@@ -14,11 +14,12 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use super::postgres;
 use crate::store::boards::PendingRow;
-use crate::store::postgres::sessions as pg;
+use crate::store::engine::Stmt;
 use crate::store::questions::Question;
 use crate::store::writer::one_call;
-use crate::store::{Engine, Event, Result, Store};
+use crate::store::{Event, Result, Store};
 
 /// Action events that tell the proposing session its action was decided or
 /// finished.
@@ -71,28 +72,22 @@ impl Store {
     /// Whether anything ever happened under session `session_id`: it was
     /// registered, or some item or wake carries it (one indexed read each).
     pub async fn session_known(&self, session_id: &str) -> Result<bool> {
-        if let Engine::Postgres(p) = self.engine() {
-            return pg::known(p, session_id).await;
-        }
-        Ok(sqlx::query_scalar(
-            "SELECT EXISTS(SELECT 1 FROM agent_sessions WHERE session_id = ?1)
-                 OR EXISTS(SELECT 1 FROM events WHERE session = ?1)",
+        self.first(
+            Stmt::new(
+                "SELECT EXISTS(SELECT 1 FROM agent_sessions WHERE session_id = $1)
+                     OR EXISTS(SELECT 1 FROM events WHERE session = $1)",
+            )
+            .text(session_id),
         )
-        .bind(session_id)
-        .fetch_one(self.pool()?)
-        .await?)
+        .await
     }
 
     /// The newest event `seq` that concerns `session_id` (0 if none): a
     /// cheap change detector for pollers — nothing new can have arrived for
     /// the session while it stays the same.
     pub async fn session_event_mark(&self, session_id: &str) -> Result<i64> {
-        if let Engine::Postgres(p) = self.engine() {
-            return pg::event_mark(p, session_id).await;
-        }
-        let seq: Option<i64> = sqlx::query_scalar("SELECT MAX(seq) FROM events WHERE session = ?")
-            .bind(session_id)
-            .fetch_one(self.pool()?)
+        let seq: Option<i64> = self
+            .first(Stmt::new("SELECT MAX(seq) FROM events WHERE session = $1").text(session_id))
             .await?;
         Ok(seq.unwrap_or(0))
     }
@@ -102,11 +97,15 @@ impl Store {
     /// `home.rs`). A read: nothing is marked.
     pub async fn unclaimed_events(&self, session_id: &str) -> Result<(i64, Vec<Event>)> {
         let project = self.delivery_project(session_id).await?;
-        if let Engine::Postgres(p) = self.engine() {
-            return pg::unclaimed(p, session_id, project.as_deref()).await;
-        }
-        let mut conn = self.pool()?.acquire().await?;
-        unclaimed_on(&mut conn, session_id, project.as_deref()).await
+        let project = project.as_deref();
+        self.read_split(
+            |pool| async move {
+                let mut conn = pool.acquire().await?;
+                unclaimed_on(&mut conn, session_id, project).await
+            },
+            |pool| postgres::unclaimed(pool, session_id, project),
+        )
+        .await
     }
 
     /// Move the session's wait cursor from `from` to `to` (creating a bare
@@ -121,10 +120,9 @@ impl Store {
     ) -> Result<bool> {
         let id = super::check_id(session_id)?;
         let input = Arc::new((id.to_string(), by.to_string()));
-        if let Engine::Postgres(p) = self.engine() {
-            return pg::advance_cursor(self, p, input, from, to).await;
-        }
-        self.write_retried(input, move |turn, input, now| {
+        self.write_split(
+            input,
+            move |turn, input, now| {
             Box::pin(async move {
                 let (id, by) = &*input;
                 // Why guarded on the old value: this is the claim. Two
@@ -152,6 +150,9 @@ impl Store {
                 let rows = turn.savepoint_call(q).await?;
                 Ok(!rows.is_empty())
             })
+            },
+            move |conn, input, now| {
+            postgres::advance_cursor(conn, input, (from, to), now)
         })
         .await
     }

@@ -13,9 +13,9 @@ use std::sync::Arc;
 
 use sqlx::Row;
 
-use crate::store::postgres::sessions as pg;
+use super::postgres;
 use crate::store::writer::one_call;
-use crate::store::{Engine, Result, Store, events, new_id};
+use crate::store::{Result, Store, events, new_id};
 
 /// What [`Store::record_wake`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -55,10 +55,9 @@ impl Store {
             delivery_id,
             payload.to_string(),
         ));
-        if let Engine::Postgres(p) = self.engine() {
-            return pg::record_wake(self, p, input).await;
-        }
-        self.write_retried(input, move |turn, input, now| {
+        self.write_split(
+            input,
+            move |turn, input, now| {
             Box::pin(async move {
                 let (session, source, delivery, payload) = &*input;
                 // One call, all or nothing. Why ON CONFLICT DO NOTHING: the
@@ -95,7 +94,7 @@ impl Store {
                     seq: row.try_get("event_seq")?,
                 })
             })
-        })
-        .await
+            },
+            postgres::record_wake).await
     }
 }
