@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::hook::{bash, finish, permission_request, spawn_hook};
+use common::hook::{TIMED_OUT, bash, finish, permission_request, spawn_hook, timed_out};
 use common::{TempDb, wait_for};
 use handoff::store::Store;
 use handoff::store::actions::{Action, Actor, Status};
@@ -129,21 +129,17 @@ async fn nobody_deciding_in_time_denies_and_settles_the_action() {
     let store = db.open().await;
     let ev = permission_request("s-1", "Bash", bash("make deploy"));
     let hook = spawn_hook(&db, &ev.to_string(), &["--timeout", "1s"], &[]);
-    let (code, out, _) = finish(hook);
-    assert_eq!(code, 0);
-    let d = &out["hookSpecificOutput"]["decision"];
-    assert_eq!(d["behavior"], "deny");
-    assert!(
-        d["message"].as_str().unwrap().contains("fail closed"),
-        "{d}"
+    let (code, out, err) = finish(hook);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out["hookSpecificOutput"]["decision"],
+        json!({"behavior": "deny", "message": TIMED_OUT}),
+        "{err}"
     );
-    let all = store.list_actions(None).await.unwrap();
-    assert_eq!(all.len(), 1);
-    assert_ne!(
-        all[0].status,
-        Status::Pending,
-        "a late tap must find it decided"
-    );
+    // It asked: the prompt it filed is the only action, expired (so a late
+    // tap finds it decided).
+    timed_out(&store, "claude.Bash", "s-1", &bash("make deploy")).await;
+    assert_eq!(store.list_actions(None).await.unwrap().len(), 1);
 }
 
 #[tokio::test]
@@ -307,20 +303,30 @@ async fn a_session_grant_decides_only_what_it_covers() {
         ),
     ];
     for ev in cases {
-        let (code, out, _) = finish(spawn_hook(&db, &ev.to_string(), &["--timeout", "1s"], &[]));
-        assert_eq!(code, 0);
+        let (code, out, err) = finish(spawn_hook(&db, &ev.to_string(), &["--timeout", "1s"], &[]));
+        assert_eq!(code, 0, "{err}");
         assert_eq!(
-            out["hookSpecificOutput"]["decision"]["behavior"], "deny",
+            out["hookSpecificOutput"]["decision"],
+            json!({"behavior": "deny", "message": TIMED_OUT}),
             "not covered, so it asked and timed out: {ev}"
         );
+        let (session, tool) = (ev["session_id"].as_str(), ev["tool_name"].as_str());
+        let kind = format!("claude.{}", tool.unwrap());
+        timed_out(&store, &kind, session.unwrap(), &ev["tool_input"]).await;
     }
 
     // Revoked in the CLI: the covered prompt asks again.
     let o = db.cli(&["grants", "revoke", &gid[gid.len() - 8..], "--as", "alice"]);
     assert!(o.status.success(), "{}", common::stderr(&o));
     let ev = permission_request("s-1", "Bash", bash("npm test"));
-    let (_, out, _) = finish(spawn_hook(&db, &ev.to_string(), &["--timeout", "1s"], &[]));
-    assert_eq!(out["hookSpecificOutput"]["decision"]["behavior"], "deny");
+    let (_, out, err) = finish(spawn_hook(&db, &ev.to_string(), &["--timeout", "1s"], &[]));
+    assert_eq!(
+        out["hookSpecificOutput"]["decision"],
+        json!({"behavior": "deny", "message": TIMED_OUT}),
+        "{err}"
+    );
+    // Asked, not decided by the revoked grant.
+    timed_out(&store, "claude.Bash", "s-1", &bash("npm test")).await;
 }
 
 #[tokio::test]
