@@ -1,4 +1,4 @@
-//! `handoff hook claude` (issue 13): the real binary reads real Claude Code
+//! `handoff hook claude`: the real binary reads real Claude Code
 //! hook events on stdin and answers on stdout, decided from other processes
 //! (`handoff approve` / `reject`), by rules, by grants, or not at all (fail
 //! closed). Event samples are shaped exactly like the documented events.

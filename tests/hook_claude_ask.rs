@@ -1,5 +1,5 @@
 //! Claude Code's AskUserQuestion through `handoff hook claude`, the real
-//! daemon and the fake Bot API (issue 13 item 5): a single choice tapped,
+//! daemon and the fake Bot API: a single choice tapped,
 //! a multiple choice ticked and Done, "Other…" answered in words through a
 //! force-reply prompt, stale taps refused; and (item 4) a later
 //! PostToolUse / Stop event of a session settling its pending prompt.

@@ -1,5 +1,5 @@
 //! Claude Code permission prompts through the real daemon and the fake Bot
-//! API (issue 13): the message shows the exact rule a grant would save
+//! API: the message shows the exact rule a grant would save
 //! before anyone taps; "for this session" decides the next covered prompt
 //! of that session without a message; other sessions and wider commands
 //! still ask; "always" answers with Claude Code's permission update.

@@ -1,4 +1,4 @@
-//! `handoff hook codex` (issue 13 item 2): the real binary reads Codex CLI
+//! `handoff hook codex`: the real binary reads Codex CLI
 //! hook events on stdin and answers on stdout in Codex's own format. The
 //! events are shaped exactly like Codex's `PermissionRequest` sample (openai/codex
 //! PR #17563, `codex-rs/hooks/schema/generated/permission-request.command.input.schema.json`)
