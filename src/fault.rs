@@ -25,6 +25,10 @@
 //! aborts after committing a socket or API call's write, before answering
 //! it), for the tests of request ids, and `die-mid-update` (it aborts after
 //! taking a Telegram update, before handling it), for tests/daemons_share.rs.
+//! One is a test knob: `no-recheck` (a long poll and a local wait on
+//! PostgreSQL re-read only when woken, or at the fallback interval, never
+//! on their own short timers), for tests/pg_daemons.rs to show a wake came
+//! from another process's write through LISTEN/NOTIFY.
 //!
 //! It does nothing else: no fault is ever on by default.
 

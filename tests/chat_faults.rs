@@ -7,11 +7,30 @@
 
 mod common;
 
+use std::time::{Duration, Instant};
+
 use common::daemon::{Daemon, write_config};
 use common::fake_telegram::{FakeTelegram, Fault, Msg};
 use common::{TempDb, json};
 
 const ME: i64 = 111;
+
+/// How soon after a hang began what must not wait behind it has to reach
+/// the fake Bot API. Teloxide's client gives up on a call after 17 s, and
+/// a sender queued behind the hung call goes on then: anything arriving
+/// after that proves nothing, so the bound stays well below it. Measured
+/// from a moment before the hung call was made, so it is never short.
+const BEFORE_THE_CLIENT_GIVES_UP: Duration = Duration::from_secs(12);
+
+/// Fail unless `at` (when the fake took a call) came within
+/// [`BEFORE_THE_CLIENT_GIVES_UP`] of `hang_from`.
+fn while_hung(what: &str, hang_from: Instant, at: Instant) {
+    let after = at.saturating_duration_since(hang_from);
+    assert!(
+        after < BEFORE_THE_CLIENT_GIVES_UP,
+        "{what} reached the Bot API {after:?} after the hang began: it waited behind the hung call (teloxide's client gives up on it after 17 s)"
+    );
+}
 
 async fn setup() -> (TempDb, FakeTelegram, Daemon) {
     let db = TempDb::new();
@@ -254,8 +273,10 @@ async fn a_slow_edit_does_not_hold_up_a_new_question() {
         "editMessageText",
         ME,
         msg.message_id,
-        Fault::Slow(std::time::Duration::from_secs(120)),
+        Fault::Slow(Duration::from_secs(120)),
     );
+    // Before the approval that makes the edit: the hang begins after this.
+    let hang_from = Instant::now();
     approve(&db, &id, "alice");
     fake.until(30, "the slow edit under way", |f| {
         (f.faulted("editmessagetext") >= 1).then_some(())
@@ -263,10 +284,13 @@ async fn a_slow_edit_does_not_hold_up_a_new_question() {
     .await;
     let q = ask(&db, "Asked while an edit hangs?");
     let short = q[q.len() - 8..].to_string();
-    fake.until(30, "the new question in chat", |f| {
-        f.sent_texts(ME).into_iter().find(|t| t.contains(&short))
-    })
-    .await;
+    let sent = fake
+        .until(30, "the new question in chat", |f| {
+            f.messages(ME).into_iter().find(|m| m.text.contains(&short))
+        })
+        .await;
+    // Sent while the edit hangs, not once the client gave up on it.
+    while_hung("the new question", hang_from, sent.sent_at);
 }
 
 #[tokio::test]
@@ -293,7 +317,8 @@ async fn an_edit_owed_when_the_daemon_dies_is_made_after_a_restart() {
 
 /// A tap's outcome is drawn by the message's own task: an edit the Bot API
 /// sits on for a minute holds up neither the next tap (another person's,
-/// on another question) nor that question's redraw.
+/// on another question) nor that question's redraw: both reach the Bot API
+/// while the edit hangs, well before the client gives up on it.
 #[tokio::test]
 async fn a_hanging_edit_holds_up_no_other_tap() {
     let (db, fake, _d) = setup().await;
@@ -312,28 +337,48 @@ async fn a_hanging_edit_holds_up_no_other_tap() {
         "editMessageText",
         ME,
         m1.message_id,
-        Fault::Slow(std::time::Duration::from_secs(60)),
+        Fault::Slow(Duration::from_secs(60)),
     );
 
+    // Before the tap whose edit hangs: the hang begins after this.
+    let hang_from = Instant::now();
     fake.tap(ME, ME, m1.message_id, &m1.button("yes"));
-    fake.until(10, "the first tap's edit to hang", |f| {
+    fake.until(30, "the first tap's edit to hang", |f| {
         (f.faulted("editmessagetext") >= 1).then_some(())
     })
     .await;
-    fake.tap(ME, ME, m2.message_id, &m2.button("no"));
-    // Well inside the hanging minute: the second tap is recorded and drawn.
-    fake.until(10, "the second tap's toast", |f| {
-        (f.toasts().iter().filter(|t| t.contains("Recorded")).count() >= 2).then_some(())
-    })
-    .await;
-    fake.until(
-        10,
-        "the second question's message to show its answer",
-        |f| {
-            f.message(ME, m2.message_id)
-                .filter(|m| m.text.contains("in Telegram"))
-                .map(|_| ())
-        },
-    )
-    .await;
+    let (cb, _) = fake.tap_traced(ME, ME, m2.message_id, &m2.button("no"));
+    // The second tap is recorded and drawn, while the first edit hangs.
+    let toast = fake
+        .until(30, "the second tap's toast", |f| {
+            f.calls("answercallbackquery")
+                .into_iter()
+                .find(|c| c.body["callback_query_id"] == cb.as_str())
+        })
+        .await;
+    assert!(
+        toast.body["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Recorded"),
+        "{:?}",
+        toast.body
+    );
+    while_hung("the second tap's toast", hang_from, toast.at);
+    let redraw = fake
+        .until(
+            30,
+            "the second question's message to show its answer",
+            |f| {
+                f.calls("editmessagetext").into_iter().find(|c| {
+                    c.body["message_id"] == m2.message_id
+                        && c.body["text"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .contains("in Telegram")
+                })
+            },
+        )
+        .await;
+    while_hung("the second question's redraw", hang_from, redraw.at);
 }

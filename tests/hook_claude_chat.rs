@@ -1,5 +1,5 @@
 //! Claude Code permission prompts through the real daemon and the fake Bot
-//! API (issue 13): the message shows the exact rule a grant would save
+//! API: the message shows the exact rule a grant would save
 //! before anyone taps; "for this session" decides the next covered prompt
 //! of that session without a message; other sessions and wider commands
 //! still ask; "always" answers with Claude Code's permission update.
@@ -9,7 +9,7 @@ mod common;
 use common::TempDb;
 use common::daemon::{Daemon, write_config};
 use common::fake_telegram::{FakeTelegram, Msg};
-use common::hook::{bash, finish, permission_request, spawn_hook};
+use common::hook::{TIMED_OUT, bash, finish, permission_request, spawn_hook, timed_out};
 use serde_json::json;
 
 const ME: i64 = 4242;
@@ -143,13 +143,16 @@ async fn always_answers_with_the_permission_update_and_lists_the_grant() {
     assert_eq!(v["grants"][0]["rule"], "Edit(//home/dev/shop/src/db.rs)");
     assert_eq!(v["grants"][0]["created_by"], "@user4242");
     // Not another tool on the same file.
-    let ev = permission_request(
-        "s-3",
-        "Write",
-        json!({"file_path": "/home/dev/shop/src/db.rs", "content": "x"}),
+    let input = json!({"file_path": "/home/dev/shop/src/db.rs", "content": "x"});
+    let ev = permission_request("s-3", "Write", input.clone());
+    let (_, out, err) = finish(spawn_hook(&db, &ev.to_string(), &["--timeout", "1s"], &env));
+    assert_eq!(
+        out["hookSpecificOutput"]["decision"],
+        json!({"behavior": "deny", "message": TIMED_OUT}),
+        "{err}"
     );
-    let (_, out, _) = finish(spawn_hook(&db, &ev.to_string(), &["--timeout", "1s"], &env));
-    assert_eq!(out["hookSpecificOutput"]["decision"]["behavior"], "deny");
+    // It asked (the grant did not cover it), and nobody answered.
+    timed_out(&db.open().await, "claude.Write", "s-3", &input).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

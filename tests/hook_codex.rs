@@ -1,4 +1,4 @@
-//! `handoff hook codex` (issue 13 item 2): the real binary reads Codex CLI
+//! `handoff hook codex`: the real binary reads Codex CLI
 //! hook events on stdin and answers on stdout in Codex's own format. The
 //! events are shaped exactly like Codex's `PermissionRequest` sample (openai/codex
 //! PR #17563, `codex-rs/hooks/schema/generated/permission-request.command.input.schema.json`)
@@ -9,6 +9,7 @@ mod common;
 use std::io::Write;
 use std::process::{Child, Command, Stdio};
 
+use common::hook::{TIMED_OUT, timed_out};
 use common::{TempDb, wait_for};
 use handoff::store::Store;
 use handoff::store::actions::{Action, Actor, Status};
@@ -88,6 +89,13 @@ fn finish(child: Child) -> (i32, String, String) {
         out.status.code().unwrap_or(-1),
         String::from_utf8(out.stdout).unwrap(),
         String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+/// A PermissionRequest's answer when nobody decided in time.
+fn timed_out_answer() -> String {
+    format!(
+        "{{\"hookSpecificOutput\":{{\"decision\":{{\"behavior\":\"deny\",\"message\":\"{TIMED_OUT}\"}},\"hookEventName\":\"PermissionRequest\"}}}}\n"
     )
 }
 
@@ -210,12 +218,18 @@ async fn pre_tool_use_allows_silently_and_denies_in_its_format() {
     let mut ev = pre_tool_use("th-2", "cargo publish");
     ev["tool_use_id"] = json!("call_Yz3");
     let hook = spawn(&db, &ev.to_string(), &["--timeout", "1s"]);
-    let (code, out, _) = finish(hook);
-    assert_eq!(code, 0);
-    assert!(
-        out.starts_with("{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"deny\",\"permissionDecisionReason\":\"handoff denied this (fail closed): nobody decided "),
-        "{out}"
+    let (code, out, err) = finish(hook);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out,
+        format!(
+            "{{\"hookSpecificOutput\":{{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"deny\",\"permissionDecisionReason\":\"{TIMED_OUT}\"}}}}\n"
+        ),
+        "{err}"
     );
+    // It asked, and nobody answered.
+    let asked = timed_out(&store, "codex.Bash", "th-2", &ev["tool_input"]).await;
+    assert_eq!(asked.dedup_key.as_deref(), Some("codex:th-2:call_Yz3"));
 }
 
 /// A "for this session" tap on a Codex prompt saves a `codex` grant: the
@@ -264,11 +278,10 @@ async fn a_session_grant_decides_only_that_codex_thread() {
         permission_request("th-2", "npm test"),
         permission_request("th-1", "npm test && npm publish"),
     ] {
-        let (_, out, _) = finish(spawn(&db, &ev.to_string(), &["--timeout", "1s"]));
-        assert!(
-            out.contains("\"behavior\":\"deny\""),
-            "not covered: {ev} → {out}"
-        );
+        let (_, out, err) = finish(spawn(&db, &ev.to_string(), &["--timeout", "1s"]));
+        assert_eq!(out, timed_out_answer(), "not covered: {ev}: {err}");
+        let session = ev["session_id"].as_str().unwrap();
+        timed_out(&store, "codex.Bash", session, &ev["tool_input"]).await;
     }
     // The same session id from Claude Code: a different agent, still asks.
     let mut claude = permission_request("th-1", "npm test");
@@ -292,7 +305,8 @@ async fn a_session_grant_decides_only_that_codex_thread() {
         })
         .unwrap();
     let out = String::from_utf8(out.stdout).unwrap();
-    assert!(out.contains("\"behavior\":\"deny\""), "{out}");
+    assert_eq!(out, timed_out_answer());
+    timed_out(&store, "claude.Bash", "th-1", &claude["tool_input"]).await;
 }
 
 /// Stdin that is not a hook event: exit 2 with the reason on stderr, which

@@ -1,8 +1,16 @@
-//! Three real `handoff serve` processes on one PostgreSQL database (issue
-//! 12, items 4 and 5; its Proof): the jobs only one may do are held by one
-//! daemon at a time and move when it dies; a write through one daemon wakes
-//! a long poll held by another (LISTEN/NOTIFY); 64 deciders spread over the
-//! three make exactly one decision and one execution per action.
+//! Three real `handoff serve` processes on one PostgreSQL database: the
+//! jobs only one may do are held by one daemon at a time and move when it
+//! dies; a write through one daemon wakes a long poll held by another
+//! (LISTEN/NOTIFY); 64 deciders spread over the three make exactly one
+//! decision and one execution per action. And the CLI on PostgreSQL: a
+//! wait ended by another process's commit through LISTEN/NOTIFY.
+//!
+//! Where a test shows a wake came through LISTEN/NOTIFY, the process
+//! woken runs with every other way to notice the write turned off: the
+//! fallback poll of the event log once an hour (`HANDOFF_WATCH_FALLBACK_MS`)
+//! and the `no-recheck` test switch (src/fault.rs), without which a long
+//! poll re-reads the store every second and a CLI wait every 250 ms. Only
+//! a notification can then end the wait within the test's window.
 
 mod common;
 
@@ -17,7 +25,30 @@ use serde_json::{Value, json};
 
 const ME: i64 = 111;
 
-/// Three daemons on `pg`, chat against `fake`, open on loopback.
+/// What a process that must notice other processes' writes only through
+/// LISTEN/NOTIFY runs with: no fallback poll within an hour, and no
+/// re-read of its own between wakes (see the module doc).
+const NOTIFY_ONLY: [(&str, &str); 3] = [
+    ("HANDOFF_WATCH_FALLBACK_MS", "3600000"),
+    ("HANDOFF_FAULT", "no-recheck"),
+    ("HANDOFF_TEST_FAULTS_OK", "1"),
+];
+
+/// How long a wait that only a notification can end is given: generous on
+/// a loaded machine, and far inside the hour a fallback poll would take.
+/// The wait's own timeout is longer still ([`WAIT_TIMEOUT`]): a wait ended
+/// by its timeout reads once more, and that read would see the write.
+const NOTIFIED_WITHIN: Duration = Duration::from_secs(30);
+
+/// The timeout the waits under test are given (the API's longest).
+const WAIT_TIMEOUT: &str = "300s";
+
+/// The name daemon 1's sessions on the server carry (see [`settled`]).
+const DAEMON_1: &str = "handoff-daemon-1";
+
+/// Three daemons on `pg`, chat against `fake`, open on loopback; daemon 1
+/// notices the others' writes only through LISTEN/NOTIFY ([`NOTIFY_ONLY`]),
+/// and its sessions on the server are named [`DAEMON_1`].
 fn three(dir: &Path, pg: &PgDb, fake: &FakeTelegram) -> Vec<Daemon> {
     let cfg = write_config(
         dir,
@@ -25,10 +56,38 @@ fn three(dir: &Path, pg: &PgDb, fake: &FakeTelegram) -> Vec<Daemon> {
         &[("me", ME, &[ME], &[ME])],
         "\n[http]\nopen = true\n",
     );
-    let env = [("HANDOFF_LEASE_MS", "1500")];
+    let lease = ("HANDOFF_LEASE_MS", "1500");
     (0..3)
-        .map(|_| Daemon::start_with(Path::new(&pg.url), &cfg, &env))
+        .map(|i| {
+            let mut env = vec![lease];
+            let mut url = pg.url.clone();
+            if i == 1 {
+                env.extend(NOTIFY_ONLY);
+                url = named(&pg.url, DAEMON_1);
+            }
+            Daemon::start_with(Path::new(&url), &cfg, &env)
+        })
         .collect()
+}
+
+/// `url` with its sessions named `app` on the server.
+fn named(url: &str, app: &str) -> String {
+    format!("{url}&application_name={app}")
+}
+
+/// The number of entities daemon `addr` has long polls (or streams)
+/// waiting on, from its `/metrics`.
+async fn waiters(addr: &str) -> u64 {
+    let text = reqwest::get(format!("http://{addr}/metrics"))
+        .await
+        .expect("metrics answer")
+        .text()
+        .await
+        .expect("metrics text");
+    text.lines()
+        .find_map(|l| l.strip_prefix("handoff_waiters "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no handoff_waiters in {text}"))
 }
 
 async fn health(addr: &str) -> Value {
@@ -86,7 +145,8 @@ async fn three_daemons_share_one_database_and_each_job_runs_once() {
     let http = reqwest::Client::new();
 
     // A question flagged through daemon 0, long-polled on daemon 1,
-    // answered through daemon 2.
+    // answered through daemon 2: only the reply's notification can end
+    // daemon 1's poll within its timeout.
     let (st, v) = call(
         &http,
         &addrs[0],
@@ -104,7 +164,7 @@ async fn three_daemons_share_one_database_and_each_job_runs_once() {
                 &http,
                 &addr,
                 "GET",
-                &format!("/v1/questions/{id}?wait=reply&timeout=60s"),
+                &format!("/v1/questions/{id}?wait=reply&timeout={WAIT_TIMEOUT}"),
                 Value::Null,
             )
             .await
@@ -118,7 +178,16 @@ async fn three_daemons_share_one_database_and_each_job_runs_once() {
                 .find(|m| m.text.contains("Ship v2?"))
         })
         .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The poll waits on daemon 1, its first read over, before the reply
+    // is written: a read after the reply would see it without a wake.
+    wait_for(30, "daemon 1's long poll waiting", || async {
+        (waiters(&addrs[1]).await > 0).then_some(())
+    })
+    .await;
+    let pool = sqlx::PgPool::connect(&pg.url)
+        .await
+        .expect("a pool of the test's");
+    settled(&pool, DAEMON_1, daemons[1].child.id()).await;
     let (st, v) = call(
         &http,
         &addrs[2],
@@ -128,8 +197,12 @@ async fn three_daemons_share_one_database_and_each_job_runs_once() {
     )
     .await;
     assert!((200..300).contains(&st), "{st}: {v}");
-    let (st, v) = poll.await.unwrap();
+    let (st, v) = tokio::time::timeout(NOTIFIED_WITHIN, poll)
+        .await
+        .expect("daemon 1's long poll woken: only the reply's notification could wake it")
+        .unwrap();
     assert!((200..300).contains(&st), "{st}: {v}");
+    assert_eq!(v["outcome"], "done", "{v}");
     assert_eq!(v["question"]["reply"]["text"], "yes, after lunch", "{v}");
     fake.until(30, "the message to show the answer", |f| {
         f.message(ME, msg.message_id)
@@ -241,6 +314,7 @@ async fn three_daemons_share_one_database_and_each_job_runs_once() {
     )
     .await;
     assert!((200..300).contains(&st), "{st}: {v}");
+    let rollback = v["question"]["id"].as_str().expect("id").to_string();
     let msg = fake
         .until(30, "the second question in chat", |f| {
             f.messages(ME)
@@ -248,13 +322,33 @@ async fn three_daemons_share_one_database_and_each_job_runs_once() {
                 .find(|m| m.text.contains("Roll back?"))
         })
         .await;
-    let (cb, _) = fake.tap_traced(ME, ME, msg.message_id, &msg.button("no"));
+    let (cb, update) = fake.tap_traced(ME, ME, msg.message_id, &msg.button("no"));
     fake.until(30, "the tap answered", |f| {
         f.answers_to(&cb).first().cloned()
     })
     .await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(fake.answers_to(&cb).len(), 1, "the tap applied once");
+    // Handled and confirmed (a poll asked past it): no daemon takes the
+    // tap again, so what the store holds now is all it will hold of it.
+    fake.until(30, "the tap's update confirmed", |f| {
+        f.confirmed(update).then_some(())
+    })
+    .await;
+    let store = handoff::store::Store::open_postgres(
+        &pg.url,
+        std::sync::Arc::new(handoff::clock::SystemClock),
+    )
+    .await
+    .expect("open the store");
+    let history = store
+        .question_replies(&rollback)
+        .await
+        .expect("read the reply history");
+    assert_eq!(history.len(), 1, "the tap applied once: {history:?}");
+    assert_eq!(
+        (history[0].reply.as_deref(), history[0].source),
+        (Some("no"), handoff::store::Channel::Chat),
+        "{history:?}"
+    );
     assert_eq!(fake.conflicts(), 0, "two daemons polled at once");
 }
 
@@ -299,11 +393,13 @@ async fn the_cli_works_on_a_postgres_database() {
 }
 
 /// A `handoff propose` waiting for its decision with no daemon (the CLI on
-/// the server itself) listens for commits instead of only polling: while
-/// it waits the server shows its LISTEN session, and an approval made by
-/// another process ends the wait with the approved action.
+/// the server itself) is ended by an approval another process commits,
+/// through LISTEN/NOTIFY. The CLI runs with [`NOTIFY_ONLY`], so neither its
+/// own re-reads nor the fallback poll can end the wait; and the approval
+/// comes only once the CLI is parked in its wait (see [`settled`]), so it
+/// is that approval's notification, and nothing else, that wakes it.
 #[tokio::test]
-async fn a_cli_wait_on_postgres_listens_for_other_processes_commits() {
+async fn a_cli_wait_on_postgres_is_ended_by_another_processs_commit_through_notify() {
     let pg = PgDb::new().await;
     let store = handoff::store::Store::open_postgres(
         &pg.url,
@@ -311,6 +407,8 @@ async fn a_cli_wait_on_postgres_listens_for_other_processes_commits() {
     )
     .await
     .expect("open the store");
+    // Named, so the test can tell the CLI's sessions on the server.
+    let app = "handoff-cli-wait";
     let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_handoff"))
         .args([
             "--json",
@@ -320,8 +418,9 @@ async fn a_cli_wait_on_postgres_listens_for_other_processes_commits() {
             "--summary",
             "ship it",
         ])
-        .args(["--wait", "--timeout", "60s"])
-        .env("HANDOFF_DB", &pg.url)
+        .args(["--wait", "--timeout", WAIT_TIMEOUT])
+        .env("HANDOFF_DB", named(&pg.url, app))
+        .envs(NOTIFY_ONLY)
         .env_remove("HANDOFF_URL")
         .env_remove("HANDOFF_TOKEN")
         .stdout(std::process::Stdio::piped())
@@ -329,6 +428,7 @@ async fn a_cli_wait_on_postgres_listens_for_other_processes_commits() {
         .kill_on_drop(true)
         .spawn()
         .expect("spawn handoff propose");
+    let pid = child.id().expect("the CLI's pid");
     let id = wait_for(30, "the proposal", || {
         let store = store.clone();
         async move {
@@ -343,27 +443,16 @@ async fn a_cli_wait_on_postgres_listens_for_other_processes_commits() {
     let pool = sqlx::PgPool::connect(&pg.url)
         .await
         .expect("a pool of the test's");
-    wait_for(30, "the CLI's LISTEN session", || {
-        let c = pool.clone();
-        async move {
-            let listening: i64 = sqlx::query_scalar(
-                "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN%handoff_events%'",
-            )
-            .fetch_one(&c)
-            .await
-            .expect("read pg_stat_activity");
-            (listening > 0).then_some(())
-        }
-    })
-    .await;
+    // Parked: LISTEN in place, and the read its first nudge starts over.
+    settled(&pool, app, pid).await;
     let actor = handoff::store::actions::Actor {
         name: "carol",
         channel: handoff::store::Channel::Inbox,
     };
     store.approve(&id, actor, None).await.expect("approve");
-    let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+    let out = tokio::time::timeout(NOTIFIED_WITHIN, child.wait_with_output())
         .await
-        .expect("propose returned after the approval")
+        .expect("propose returned after the approval: only its notification could end the wait")
         .expect("propose ran");
     assert!(
         out.status.success(),
@@ -372,4 +461,76 @@ async fn a_cli_wait_on_postgres_listens_for_other_processes_commits() {
     );
     let v: Value = serde_json::from_slice(&out.stdout).expect("propose prints JSON");
     assert_eq!(v["action"]["status"], "approved", "{v}");
+    assert_eq!(v["action"]["decided_by"], "carol", "{v}");
+}
+
+/// Wait until process `pid`, whose sessions on the server are named `app`,
+/// has settled: its LISTEN session is in place and it ran a statement
+/// since, none of its sessions runs one now, and it and its server
+/// processes are all asleep, alike on two looks in a row, so nothing is in
+/// flight between them. What it read last, it has taken; it now waits for
+/// a nudge. Why: a read still under way when the write under test commits
+/// sees it without any wake, and a notification that comes while a wait
+/// is still reading is lost to it (with [`NOTIFY_ONLY`], for good).
+async fn settled(pool: &sqlx::PgPool, app: &str, pid: u32) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut last = None;
+    loop {
+        let now = quiet(pool, app, pid).await;
+        if now.is_some() && now == last {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{app} never settled within 30 s; last look: {now:?}"
+        );
+        last = now;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The sessions of `app` (server pid, start of its last statement) if
+/// process `pid` looks settled now (see [`settled`]), else None.
+async fn quiet(pool: &sqlx::PgPool, app: &str, pid: u32) -> Option<Vec<(i32, f64)>> {
+    if !asleep(pid) {
+        return None;
+    }
+    let sessions: Vec<(i32, String, String, f64)> = sqlx::query_as(
+        "SELECT pid, coalesce(state, ''), coalesce(query, ''),
+                coalesce(extract(epoch FROM query_start), 0)::float8
+         FROM pg_stat_activity WHERE application_name = $1 ORDER BY pid",
+    )
+    .bind(app)
+    .fetch_all(pool)
+    .await
+    .expect("read pg_stat_activity");
+    let is_listen = |q: &str| q.starts_with("LISTEN") && q.contains("handoff_events");
+    let listen = sessions
+        .iter()
+        .find(|(_, state, q, _)| is_listen(q) && state == "idle")?
+        .3;
+    let others = || sessions.iter().filter(|(_, _, q, _)| !is_listen(q));
+    let read_since = others().any(|(_, _, _, at)| *at > listen);
+    let none_running = others().all(|(_, state, _, _)| state == "idle");
+    let servers_asleep = sessions.iter().all(|(p, _, _, _)| asleep(*p as u32));
+    (read_since && none_running && servers_asleep && asleep(pid))
+        .then(|| sessions.iter().map(|(p, _, _, at)| (*p, *at)).collect())
+}
+
+/// Whether every thread of process `pid` is asleep (state `S` in
+/// `/proc/<pid>/task/*/stat`): none is running or waiting to run.
+fn asleep(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().all(|t| {
+        std::fs::read_to_string(t.path().join("stat"))
+            .ok()
+            .and_then(|stat| {
+                // `pid (comm) S …`: the state follows the last `)`.
+                stat.rsplit_once(") ")
+                    .map(|(_, rest)| rest.starts_with('S'))
+            })
+            .unwrap_or(false)
+    })
 }

@@ -20,6 +20,18 @@ use crate::shared::Shared;
 /// expiry that no event announces).
 pub(crate) const RECHECK: Duration = Duration::from_secs(1);
 
+/// How long a long poll sleeps without a wake: [`RECHECK`], or the
+/// fallback interval with the `no-recheck` test switch (`crate::fault`),
+/// so a test can tell a wake by another process's write from a re-read.
+fn recheck() -> Duration {
+    if crate::fault::on("no-recheck") {
+        // FAULT(no-recheck): no re-read of our own between wakes.
+        crate::follow::watch::fallback()
+    } else {
+        RECHECK
+    }
+}
+
 /// How a long poll ended.
 #[derive(Debug, Clone, Copy, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -130,7 +142,7 @@ where
         }
         tokio::select! {
             _ = notified => {}
-            _ = tokio::time::sleep_until(deadline.min(now + RECHECK)) => {}
+            _ = tokio::time::sleep_until(deadline.min(now + recheck())) => {}
             _ = s.shutdown.cancelled() => {}
         }
     }

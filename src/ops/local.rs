@@ -98,6 +98,14 @@ impl Local {
             ));
             nudge
         });
+        // FAULT(no-recheck): the pause ends only at a nudge (or the
+        // listener's fallback interval), so a test can tell a wake by
+        // another process's commit from the wait's own re-read.
+        let at_most = if crate::fault::on("no-recheck") {
+            crate::follow::watch::fallback()
+        } else {
+            at_most
+        };
         let _ = tokio::time::timeout(at_most, nudge.notified()).await;
     }
 

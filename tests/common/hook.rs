@@ -74,3 +74,44 @@ pub fn finish(child: Child) -> (i32, Value, String) {
         String::from_utf8_lossy(&out.stderr).to_string(),
     )
 }
+
+/// The reason a hook denies with when nobody decided its prompt within its
+/// `--timeout`: the timeout's own, which no error gives (an error's deny
+/// says "handoff denied this (fail closed): " and the error).
+pub const TIMED_OUT: &str = "handoff denied this (fail closed): nobody decided in time";
+
+/// The prompt a hook filed for `kind` with tool input `input` in `session`
+/// and left to time out: exactly one such action, expired by the expiry
+/// (the hook's timeout is its time to live), so a late tap finds it
+/// decided. Proves the hook asked: a hook failing before it filed the
+/// prompt leaves none.
+pub async fn timed_out(
+    store: &handoff::store::Store,
+    kind: &str,
+    session: &str,
+    input: &Value,
+) -> handoff::store::actions::Action {
+    let mut filed: Vec<_> = store
+        .list_actions(None)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|a| a.kind == kind && a.session == session && a.args == *input)
+        .collect();
+    assert_eq!(
+        filed.len(),
+        1,
+        "one {kind} prompt of {session} for {input}: {filed:#?}"
+    );
+    let a = filed.pop().unwrap();
+    assert_eq!(
+        (a.status, a.decided_by.as_deref(), a.reason.as_deref()),
+        (
+            handoff::store::actions::Status::Expired,
+            Some("expiry"),
+            Some("expired: nobody decided in time")
+        ),
+        "{a:#?}"
+    );
+    a
+}
