@@ -1,5 +1,5 @@
 //! The durable store: one SQLite file shared by every handoff process, or
-//! (in part, so far) a PostgreSQL database shared by several.
+//! a PostgreSQL database shared by several.
 //!
 //! The daemon, CLI invocations and MCP servers may all have the file open at
 //! once. Every state change is one guarded statement or one `BEGIN IMMEDIATE`
@@ -13,8 +13,10 @@
 //!
 //! Two engines behind one API: a [`Store`] holds an [`Engine`], SQLite (the
 //! pool, the write turn, the file) or PostgreSQL ([`postgres::Pg`], a pool).
-//! Each method matches on it and calls its statements in `postgres/` (or
-//! runs one statement text on either). Every part of the store runs on
+//! A part reaches them through the seam in `engine` (one statement text
+//! for both, or one spelling each; a write whose shape differs takes both
+//! bodies, kept side by side in the part); the parts not moved onto it yet
+//! match on the engine and call their statements in `postgres/`. Every part of the store runs on
 //! both but `backup` (an SQLite file copy: it says to use pg_dump); a
 //! method reaching SQLite through [`Store::pool`],
 //! [`Store::write`] or [`Store::begin_write`] on a PostgreSQL store gets
