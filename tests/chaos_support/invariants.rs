@@ -899,8 +899,13 @@ pub async fn check(
     }
     let settled: HashSet<&String> = log.settle_runs.iter().collect();
     t.note = format!(
-        "(statuses {by_status:?}; {quorum_two} approved at a quorum of 2; {} approved actions nobody was left to run, one of them left so on purpose, taken by a person's Run now after the storm)",
-        settled.len()
+        "(statuses {by_status:?}; {quorum_two} approved at a quorum of 2; {} approved actions nobody was left to run{}, taken by a person's Run now after the storm)",
+        settled.len(),
+        if stranded.is_some() {
+            ", one of them left so on purpose"
+        } else {
+            ""
+        }
     );
     tallies.push(t);
 
