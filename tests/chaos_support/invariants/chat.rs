@@ -59,8 +59,11 @@ pub async fn items(pool: &Raw) -> Vec<Item> {
 /// One item's chat record: (chat, topic, message, status).
 type Record = (i64, Option<i64>, Option<i64>, String);
 
+/// A `chat_messages` row: the item's id and its [`Record`].
+type Row = (String, i64, Option<i64>, Option<i64>, String);
+
 async fn records(pool: &Raw) -> HashMap<String, Vec<Record>> {
-    let rows: Vec<(String, i64, Option<i64>, Option<i64>, String)> = pool
+    let rows: Vec<Row> = pool
         .all(
             "SELECT item_id, chat_id, thread_id, message_id, status FROM chat_messages",
             &[],
