@@ -1,4 +1,4 @@
-//! The crash harness (issue 7): the real daemon (`handoff serve`) killed
+//! The crash harness: the real daemon (`handoff serve`) killed
 //! with -9 at random moments and restarted, again and again, while 8 agent
 //! processes loop (`ask --wait`, `propose --exec` — some killed -9
 //! mid-command — and `wait --session`; their calls go through the daemon's
@@ -17,6 +17,10 @@
 //! floor: a round that exercised nothing fails. `tests/chaos_faults.rs`
 //! shows each invariant failing on the bug it exists for.
 //!
+//! A second round does the same under bursts (see its test): the chat's
+//! digest rule on, items filed six to nine at once to a private chat and
+//! to forum topics, each to be shown exactly once — a card or a digest.
+//!
 //! `HANDOFF_CHAOS_KILLS` (default 30) sets how many times the daemon is
 //! killed; `HANDOFF_CHAOS_SEED` pins the random choices. `.ci/chaos` runs
 //! it with hundreds of kills in release mode.
@@ -26,12 +30,34 @@ mod common;
 
 use chaos_support::{Plan, round};
 
+/// One round at a time: each is a daemon and its agents.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn kill_9_the_daemon_under_load_and_every_invariant_holds() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let (kills, seed) = chaos_support::kills_and_seed();
     println!(
         "chaos: {kills} daemon kills, seed {seed} (HANDOFF_CHAOS_SEED={seed} to replay the choices)"
     );
     let found = round::run(Plan::single(kills, seed)).await;
+    found.assert_none();
+}
+
+/// The burst round: the digest rule at its default (more than 5 items
+/// within 3 s per chat and topic become one digest), burst agents filing
+/// 6 to 9 questions at once to a private chat and to two topics of a
+/// forum group while the daemon is killed -9 and restarted, the humans
+/// tapping, replying and dismissing; every item must be shown once in its
+/// chat and topic — its own card or one digest listing it, never both —
+/// and at least one item of each chat must have gone each way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kill_9_the_daemon_under_bursts_and_every_item_is_shown_once() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let (kills, seed) = chaos_support::kills_and_seed();
+    println!(
+        "chaos: {kills} daemon kills under bursts, seed {seed} (HANDOFF_CHAOS_SEED={seed} to replay the choices)"
+    );
+    let found = round::run(Plan::bursts(kills, seed)).await;
     found.assert_none();
 }

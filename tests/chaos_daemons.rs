@@ -1,4 +1,4 @@
-//! The crash harness in its several-daemons mode (issue 12's Proof): three
+//! The crash harness in its several-daemons mode: three
 //! real daemons (`handoff serve`) on one throw-away PostgreSQL database,
 //! one of them killed with -9 at random moments and restarted, again and
 //! again, while the same agents, humans and Telegram weather as

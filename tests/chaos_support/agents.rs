@@ -12,6 +12,8 @@ use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 use tokio::process::Command;
 
+use handoff::store::actions::ApproveOutcome;
+
 use super::raw::{Arg, Raw};
 use super::{Ctx, Proposed, Rng};
 
@@ -173,9 +175,13 @@ pub async fn proposer(ctx: Ctx, k: usize, mut rng: Rng) {
             (_, "2") => "14s",
             _ => "8s",
         };
+        let summary = format!("act a{k} n{n}");
+        ctx.log()
+            .quorum_asked
+            .insert(summary.clone(), if quorum == "2" { 2 } else { 1 });
         let mut cmd = handoff(&ctx);
         cmd.args(["--json", "propose", "--kind", "chaos.run"])
-            .args(["--summary", &format!("act a{k} n{n}")])
+            .args(["--summary", &summary])
             .args(["--args", &format!(r#"{{"n":{n},"agent":{k}}}"#)])
             .args(["--project", "chaos", "--session", &format!("s{k}")])
             // Why a longer expiry at quorum 2: two people must each tap
@@ -313,9 +319,11 @@ pub async fn waiter(ctx: Ctx, k: usize, sessions: [usize; 2]) {
 pub async fn strand_one(ctx: &Ctx, store: &handoff::store::Store) -> Option<String> {
     let side = ctx.side_effects().display().to_string();
     let script = format!("sleep 0.3; echo \"$HANDOFF_ACTION_ID $PPID\" >> '{side}'");
+    let summary = "left behind after the storm";
+    ctx.log().quorum_asked.insert(summary.to_string(), 1);
     let out = handoff(ctx)
         .args(["--json", "propose", "--kind", "chaos.run"])
-        .args(["--summary", "left behind after the storm"])
+        .args(["--summary", summary])
         .args(["--args", r#"{"stranded":true}"#])
         .args(["--project", "chaos", "--session", "s3"])
         .args(["--ttl", "10m", "--lease", "2s", "--timeout", "1s"])
@@ -333,10 +341,77 @@ pub async fn strand_one(ctx: &Ctx, store: &handoff::store::Store) -> Option<Stri
         name: "carol",
         channel: handoff::store::Channel::Inbox,
     };
-    store
+    let out = store
         .approve(id, carol, None)
         .await
         .expect("approve the action left behind");
-    ctx.log().inbox_approvals += 1;
+    let mut log = ctx.log();
+    log.inbox_approvals += 1;
+    if matches!(
+        out,
+        ApproveOutcome::Approved { .. } | ApproveOutcome::ApprovalAdded { .. }
+    ) {
+        log.inbox_approved
+            .push((id.to_string(), "carol".to_string()));
+    }
     Some(id.to_string())
+}
+
+/// A burst agent: again and again, file 6 to 9 questions to `project` at
+/// once (a `handoff ask` process each, started together: more than the
+/// digest rule's 5 within its 3 s), then now and then resolve one it
+/// filed earlier — sometimes while it still waits for its digest, so it
+/// is never pushed — and pause before the next burst.
+pub async fn burster(ctx: Ctx, project: &'static str, mut rng: Rng) {
+    let mut filed: Vec<String> = Vec::new();
+    let mut n = 0u64;
+    while !ctx.stopped() {
+        n += 1;
+        let k = rng.range(6, 10);
+        let children: Vec<_> = (0..k)
+            .map(|i| {
+                let (yes, no) = (
+                    format!("y-{project}-{n}-{i}"),
+                    format!("n-{project}-{n}-{i}"),
+                );
+                handoff(&ctx)
+                    .args(["--json", "ask", &format!("burst {project} b{n} i{i}")])
+                    .args(["--option", &yes, "--option", &no])
+                    .args(["--project", project, "--agent", "burster"])
+                    .spawn()
+                    .expect("spawn handoff ask")
+            })
+            .collect();
+        {
+            let mut log = ctx.log();
+            log.bursts += 1;
+            log.burst_items += k;
+            log.asks += k;
+        }
+        for c in children {
+            let out = c.wait_with_output().await.expect("wait for handoff ask");
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+            match (out.status.code(), v["question"]["id"].as_str()) {
+                (Some(0), Some(id)) => filed.push(id.to_string()),
+                _ => unexpected(&ctx, "ask (a burst)", &out),
+            }
+        }
+        tokio::time::sleep(rng.ms(0, 2000)).await;
+        for _ in 0..rng.range(0, 3) {
+            if filed.is_empty() {
+                break;
+            }
+            let id = filed.swap_remove(rng.range(0, filed.len() as u64) as usize);
+            let out = handoff(&ctx)
+                .args(["resolve", &id, "--outcome", "done", "--by", "burster"])
+                .output()
+                .await
+                .expect("run handoff resolve");
+            // 3: answered and dismissed meanwhile.
+            if !matches!(out.status.code(), Some(0 | 3)) {
+                unexpected(&ctx, "resolve (a burst)", &out);
+            }
+        }
+        tokio::time::sleep(rng.ms(500, 3000)).await;
+    }
 }

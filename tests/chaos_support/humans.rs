@@ -16,7 +16,7 @@ use handoff::store::actions::{Actor, ApproveOutcome, Status as ActionStatus};
 use handoff::store::questions::{ListFilter, Status};
 
 use super::raw::Raw;
-use super::{ALICE, BOB, CHAT, Ctx, Rng, Tap};
+use super::{ALICE, CHAT, Ctx, Rng, Tap};
 use crate::common::fake_telegram::{FakeTelegram, Fault};
 
 /// Tap buttons on every message the chat shows, once per drawn button set
@@ -24,8 +24,17 @@ use crate::common::fake_telegram::{FakeTelegram, Fault};
 pub async fn tapper(ctx: Ctx, fake: FakeTelegram, mut rng: Rng) {
     // Callback data already acted on.
     let mut done: HashMap<String, u32> = HashMap::new();
+    let chats = ctx.chats();
     while !ctx.stopped() {
-        for m in fake.messages(CHAT) {
+        // Message ids are unique across the fake's chats.
+        let shown = chats.iter().flat_map(|(chat, users)| {
+            // In a private chat the one user is both.
+            let (first, other) = (users[0], users[users.len() - 1]);
+            fake.messages(*chat)
+                .into_iter()
+                .map(move |m| (*chat, first, other, m))
+        });
+        for (chat, alice, bob, m) in shown {
             let buttons: Vec<(String, Callback)> = m
                 .buttons()
                 .into_iter()
@@ -47,14 +56,14 @@ pub async fn tapper(ctx: Ctx, fake: FakeTelegram, mut rng: Rng) {
                 }
                 done.insert(key, 1);
                 let pick = options[rng.range(0, options.len() as u64) as usize].clone();
-                taps.push((ALICE, pick.clone()));
+                taps.push((alice, pick.clone()));
                 if rng.chance(0.2) {
-                    taps.push((ALICE, pick)); // a double tap
+                    taps.push((alice, pick)); // a double tap
                 }
                 if rng.chance(0.15) {
                     // The other human picks too, at the same moment.
                     let other = options[rng.range(0, options.len() as u64) as usize].clone();
-                    taps.push((BOB, other));
+                    taps.push((bob, other));
                 }
             } else if let (Some((data, _)), Some((rj, _))) = (approve, reject) {
                 let key = format!("a:{data}");
@@ -63,15 +72,15 @@ pub async fn tapper(ctx: Ctx, fake: FakeTelegram, mut rng: Rng) {
                 }
                 done.insert(key, 1);
                 if rng.chance(0.08) {
-                    taps.push((BOB, rj.clone()));
+                    taps.push((bob, rj.clone()));
                 } else {
-                    taps.push((ALICE, data.clone()));
+                    taps.push((alice, data.clone()));
                     // Quorum 2 needs both; sometimes both race on quorum 1.
                     if m.text.contains("of 2 approvals") || rng.chance(0.3) {
-                        taps.push((BOB, data.clone()));
+                        taps.push((bob, data.clone()));
                     }
                     if rng.chance(0.2) {
-                        taps.push((ALICE, data.clone())); // a double tap
+                        taps.push((alice, data.clone())); // a double tap
                     }
                 }
             } else if let Some((data, _)) = run {
@@ -83,7 +92,7 @@ pub async fn tapper(ctx: Ctx, fake: FakeTelegram, mut rng: Rng) {
                 }
                 done.insert(key, 1);
                 if rng.chance(0.3) {
-                    taps.push((BOB, data.clone()));
+                    taps.push((bob, data.clone()));
                 }
             }
             for (user, data) in taps {
@@ -96,8 +105,9 @@ pub async fn tapper(ctx: Ctx, fake: FakeTelegram, mut rng: Rng) {
                     .filter(|_| {
                         Callback::decode(&data).is_some_and(|cb| matches!(cb.verb, Verb::Option(_)))
                     });
-                let (callback, update) = fake.tap_traced(CHAT, user, m.message_id, &data);
+                let (callback, update) = fake.tap_traced(chat, user, m.message_id, &data);
                 ctx.log().taps.push(Tap {
+                    chat,
                     callback,
                     update,
                     message: m.message_id,
@@ -125,7 +135,6 @@ pub async fn inbox(ctx: Ctx, store: Store, mut rng: Rng) {
         let open = store
             .list_questions(&ListFilter {
                 status: Some(Status::Open),
-                project: Some("chaos".into()),
                 ..Default::default()
             })
             .await
@@ -177,6 +186,11 @@ pub async fn inbox(ctx: Ctx, store: Store, mut rng: Rng) {
                     .await
                     .expect("approve");
                 ctx.log().inbox_approvals += 1;
+                if counted(&out) {
+                    ctx.log()
+                        .inbox_approved
+                        .push((a.id.clone(), "carol".into()));
+                }
                 // A second person in the Inbox, now and then, completes a
                 // quorum of 2 there. Why: the chat's two approvers must
                 // both tap within the action's 12 s while daemons die
@@ -184,17 +198,28 @@ pub async fn inbox(ctx: Ctx, store: Store, mut rng: Rng) {
                 // mode, where each tap waits for a daemon to answer 200)
                 // got no quorum-2 action approved at all.
                 if matches!(out, ApproveOutcome::ApprovalAdded { .. }) && rng.chance(0.5) {
-                    store
+                    let out = store
                         .approve(&a.id, actor("dave"), None)
                         .await
                         .expect("approve");
                     ctx.log().inbox_approvals += 1;
+                    if counted(&out) {
+                        ctx.log().inbox_approved.push((a.id.clone(), "dave".into()));
+                    }
                 }
             }
         }
     }
     // Let the last taps land before the humans go quiet.
     tokio::time::sleep(Duration::from_millis(100)).await;
+}
+
+/// Whether an approval was counted (the store wrote it).
+fn counted(out: &ApproveOutcome) -> bool {
+    matches!(
+        out,
+        ApproveOutcome::Approved { .. } | ApproveOutcome::ApprovalAdded { .. }
+    )
 }
 
 /// The weather: now and then the fake Bot API answers a burst of calls
@@ -328,6 +353,7 @@ impl Settler {
             let (callback, update) = fake.tap_traced(CHAT, ALICE, message, &data);
             let mut log = ctx.log();
             log.taps.push(Tap {
+                chat: CHAT,
                 callback,
                 update,
                 message,

@@ -33,6 +33,15 @@ pub const CHAT: i64 = -1001;
 /// Two humans allowed to answer and approve.
 pub const ALICE: i64 = 111;
 pub const BOB: i64 = 222;
+/// A burst round's private chat with Alice (a private chat's id is its
+/// user's id).
+pub const DM: i64 = ALICE;
+/// A burst round's forum group: one topic per project.
+pub const FORUM: i64 = -1002;
+/// A burst round's projects and the chat each is routed to: one to the
+/// private chat, two to topics of their own in the forum group.
+pub const BURST_PROJECTS: &[(&str, i64)] =
+    &[("burst-dm", DM), ("burst-a", FORUM), ("burst-b", FORUM)];
 
 /// Event types the harness's `[[notify]]` rule fires on.
 pub const RULE_EVENTS: &[&str] = &[
@@ -88,6 +97,8 @@ impl Rng {
 /// One chat tap the harness made, as Telegram would carry it.
 #[derive(Debug, Clone)]
 pub struct Tap {
+    /// The chat it was tapped in.
+    pub chat: i64,
     /// The callback query id (what answerCallbackQuery names).
     pub callback: String,
     /// The update that carried it.
@@ -136,6 +147,16 @@ pub struct Log {
     pub taps: Vec<Tap>,
     /// Every `propose --exec` that was not killed.
     pub proposed: Vec<Proposed>,
+    /// The quorum the harness asked for, by the proposal's summary (each
+    /// summary is unique): what the audit is replayed against, rather
+    /// than the quorum the store says it was given.
+    pub quorum_asked: std::collections::HashMap<String, i64>,
+    /// Approvals the Inbox user made that the store counted: (action id,
+    /// approver).
+    pub inbox_approved: Vec<(String, String)>,
+    /// Bursts the burst agents filed, and the questions in them.
+    pub bursts: u64,
+    pub burst_items: u64,
     /// Runs `handoff recover` reported: (recover's pid, action id, claimed).
     pub recover_ran: Vec<(u32, String, bool)>,
     /// Agent processes that ended in a way no run should (an error exit).
@@ -180,6 +201,11 @@ pub struct Plan {
     /// harness's postman delivers each update to one daemon after another
     /// until one answers 200, as Telegram retries.
     pub webhook: bool,
+    /// A burst round: the digest rule at its default (more than 5 items
+    /// within 3 s per chat and topic), and instead of the usual agents,
+    /// burst agents filing 6 to 9 questions at once to a private chat and
+    /// to two forum topics (see `agents::burster`).
+    pub bursts: bool,
 }
 
 impl Plan {
@@ -197,6 +223,17 @@ impl Plan {
             daemons: 1,
             postgres: false,
             webhook: false,
+            bursts: false,
+        }
+    }
+
+    /// A burst round on one daemon and a SQLite file: the floors are the
+    /// burst round's own (digests and cards in the private chat and in a
+    /// topic), not the usual agents'.
+    pub fn bursts(kills: u64, seed: u64) -> Plan {
+        Plan {
+            bursts: true,
+            ..Plan::single(kills, seed)
         }
     }
 }
@@ -213,6 +250,8 @@ pub struct Ctx {
     pub quorum_two_every: u64,
     /// Telegram in webhook mode (see [`Plan::webhook`]).
     pub webhook: bool,
+    /// A burst round (see [`Plan::bursts`]).
+    pub bursts: bool,
     pub dir: PathBuf,
     pub log: Arc<Mutex<Log>>,
     pub stop: Arc<AtomicBool>,
@@ -232,6 +271,7 @@ impl Ctx {
             exec_kill_chance: plan.exec_kill_chance,
             quorum_two_every: plan.quorum_two_every,
             webhook: plan.webhook,
+            bursts: plan.bursts,
             dir: dir.to_path_buf(),
             log: Arc::new(Mutex::new(Log::default())),
             stop: Arc::new(AtomicBool::new(false)),
@@ -248,6 +288,17 @@ impl Ctx {
         (0..daemons.len())
             .map(|k| &daemons[(start + k) % daemons.len()])
             .find_map(Clone::clone)
+    }
+
+    /// The chats of the round and who taps in each: the group, and in a
+    /// burst round the private chat and the forum group too.
+    pub fn chats(&self) -> Vec<(i64, Vec<i64>)> {
+        let mut chats = vec![(CHAT, vec![ALICE, BOB])];
+        if self.bursts {
+            chats.push((DM, vec![ALICE]));
+            chats.push((FORUM, vec![ALICE, BOB]));
+        }
+        chats
     }
 
     /// Whether the daemons share a PostgreSQL database.
@@ -284,8 +335,11 @@ impl Ctx {
 }
 
 /// The daemon's config: one group chat with two answerers/approvers,
-/// generous Telegram limits, no digests, short polls, a fast retry
-/// schedule and an exec `[[notify]]` rule writing event ids to a file.
+/// generous Telegram limits, no digests (in a burst round: the default
+/// digest rule, a private chat and a forum group with a topic per
+/// project, each burst project routed to one of them), short polls, a
+/// fast retry schedule and an exec `[[notify]]` rule writing event ids to
+/// a file.
 pub fn write_config(ctx: &Ctx, api_url: &str) -> PathBuf {
     let events: Vec<String> = RULE_EVENTS.iter().map(|e| format!("\"{e}\"")).collect();
     // No webhook_secret: the daemons derive one from the bot token.
@@ -294,13 +348,42 @@ pub fn write_config(ctx: &Ctx, api_url: &str) -> PathBuf {
     } else {
         ""
     };
+    let digest = if ctx.bursts {
+        "digest_threshold = 5\ndigest_window_secs = 3\n"
+    } else {
+        "digest_threshold = 100000\n"
+    };
+    let mut bursts = String::new();
+    if ctx.bursts {
+        bursts.push_str(&format!(
+            r#"
+[[telegram.chats]]
+name = "dm"
+chat_id = {DM}
+answer = [{ALICE}]
+approve = [{ALICE}]
+
+[[telegram.chats]]
+name = "forum"
+chat_id = {FORUM}
+topics = "project"
+answer = [{ALICE}, {BOB}]
+approve = [{ALICE}, {BOB}]
+"#
+        ));
+        for (project, chat) in BURST_PROJECTS {
+            let name = if *chat == DM { "dm" } else { "forum" };
+            bursts.push_str(&format!(
+                "\n[[route]]\nproject = \"{project}\"\nchat = \"{name}\"\n"
+            ));
+        }
+    }
     let text = format!(
         r#"[telegram]
 token = "123:TEST"
 api_url = "{api_url}"
 poll_timeout_secs = 1
-digest_threshold = 100000
-{mode}
+{digest}{mode}
 [telegram.limits]
 per_chat_per_sec = 1000
 per_chat_per_min = 60000
@@ -312,7 +395,7 @@ name = "team"
 chat_id = {CHAT}
 answer = [{ALICE}, {BOB}]
 approve = [{ALICE}, {BOB}]
-
+{bursts}
 [wake]
 retry_schedule_ms = [0, 100, 250, 500, 1000, 1000, 2000, 2000, 3000, 3000, 5000, 5000, 5000, 5000]
 

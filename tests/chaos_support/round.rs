@@ -179,16 +179,27 @@ pub async fn run(plan: Plan) -> Found {
         .to_string();
     *ctx.token.lock().unwrap() = token;
     let mut tasks = Vec::new();
-    for k in 0..3 {
-        tasks.push(tokio::spawn(agents::asker(ctx.clone(), k, rng.fork())));
-    }
-    for k in 3..6 {
-        tasks.push(tokio::spawn(agents::proposer(ctx.clone(), k, rng.fork())));
-    }
-    tasks.push(tokio::spawn(agents::waiter(ctx.clone(), 6, [0, 3])));
-    tasks.push(tokio::spawn(agents::waiter(ctx.clone(), 7, [1, 4])));
-    for _ in 0..2 {
-        tasks.push(tokio::spawn(agents::recoverer(ctx.clone(), rng.fork())));
+    if plan.bursts {
+        // A burst round: a burst agent per burst project instead.
+        for (project, _) in super::BURST_PROJECTS {
+            tasks.push(tokio::spawn(agents::burster(
+                ctx.clone(),
+                project,
+                rng.fork(),
+            )));
+        }
+    } else {
+        for k in 0..3 {
+            tasks.push(tokio::spawn(agents::asker(ctx.clone(), k, rng.fork())));
+        }
+        for k in 3..6 {
+            tasks.push(tokio::spawn(agents::proposer(ctx.clone(), k, rng.fork())));
+        }
+        tasks.push(tokio::spawn(agents::waiter(ctx.clone(), 6, [0, 3])));
+        tasks.push(tokio::spawn(agents::waiter(ctx.clone(), 7, [1, 4])));
+        for _ in 0..2 {
+            tasks.push(tokio::spawn(agents::recoverer(ctx.clone(), rng.fork())));
+        }
     }
     tasks.push(tokio::spawn(humans::tapper(
         ctx.clone(),
@@ -253,7 +264,12 @@ pub async fn run(plan: Plan) -> Found {
             }
         }
     }
-    let stranded = agents::strand_one(&ctx, &store).await;
+    // A burst round proposes nothing: nothing to leave behind.
+    let stranded = if plan.bursts {
+        None
+    } else {
+        agents::strand_one(&ctx, &store).await
+    };
     fake.clear_faults();
     for k in 0..plan.daemons {
         daemons.kill9(k, &ctx);
@@ -295,7 +311,7 @@ pub async fn run(plan: Plan) -> Found {
         }
     }
     println!(
-        "chaos: storm {:.1}s, total {:.1}s, {} daemon kills ({} daemons on {}){}",
+        "chaos: storm {:.1}s, total {:.1}s, {} daemon kills ({} daemons on {}{}){}",
         storm.as_secs_f64(),
         started.elapsed().as_secs_f64(),
         plan.kills,
@@ -306,6 +322,7 @@ pub async fn run(plan: Plan) -> Found {
             (false, true) => "a SQLite file, Telegram webhook",
             (false, false) => "a SQLite file",
         },
+        if plan.bursts { ", bursts" } else { "" },
         plan.fault
             .map(|f| format!(", fault {f}"))
             .unwrap_or_default()
