@@ -9,6 +9,12 @@
 //! durable cursor; the waiter follower starts at the log's end (its waiters
 //! live only in memory).
 //!
+//! A batch is read with its payloads as stored text; each event's payload
+//! becomes a tree only as that event is applied, and only for a follower
+//! that looks at it ([`Apply::reads_payload`]): a tree weighs many times
+//! its text, and a batch of megabyte payloads (action arguments) read as
+//! trees at once weighed over a hundred megabytes.
+//!
 //! A stored event that does not decode arrives as
 //! [`UNREADABLE`](crate::store::events::UNREADABLE): it is skipped with a
 //! warning naming its seq and the error, and counted in
@@ -48,6 +54,11 @@ const BATCH: i64 = 256;
 pub trait Apply: Send {
     /// The follower's name in logs and metrics (`chat`, `notify`, `waiters`).
     const NAME: &'static str;
+    /// Whether applying an event of type `kind` looks at its payload; when
+    /// not, [`Apply::apply`] gets the event with a `null` payload.
+    fn reads_payload(&self, _kind: &str) -> bool {
+        true
+    }
     /// Apply one event. False means "not done, retry this event later"
     /// (e.g. Telegram unreachable); the cursor then stays put.
     fn apply(&mut self, ev: &Event) -> impl Future<Output = bool> + Send;
@@ -72,7 +83,7 @@ pub async fn follow<A: Apply>(
         let nudged = nudge.notified();
         tokio::pin!(nudged);
         nudged.as_mut().enable();
-        let batch = match store.events_after(cursor, BATCH).await {
+        let batch = match store.events_after_raw(cursor, BATCH).await {
             Ok(b) => {
                 if b.is_empty() {
                     failures = 0; // nothing waits to be retried
@@ -88,17 +99,20 @@ pub async fn follow<A: Apply>(
             }
         };
         let mut moved = false;
-        for ev in &batch {
+        let full = batch.len() as i64 == BATCH;
+        for ev in batch {
             if cancel.is_cancelled() {
                 break;
             }
+            let with_payload = ev.kind == UNREADABLE || consumer.reads_payload(&ev.kind);
+            let ev = ev.decoded(with_payload);
             if ev.kind == UNREADABLE {
-                skip(A::NAME, ev);
+                skip(A::NAME, &ev);
                 cursor = ev.seq;
                 moved = true;
                 continue;
             }
-            if consumer.apply(ev).await {
+            if consumer.apply(&ev).await {
                 cursor = ev.seq;
                 moved = true;
                 failures = 0;
@@ -110,7 +124,7 @@ pub async fn follow<A: Apply>(
         if moved {
             consumer.save(cursor).await;
         }
-        if batch.len() as i64 == BATCH && failures == 0 {
+        if full && failures == 0 {
             continue; // more to read right away
         }
         let pause = if failures > 0 {

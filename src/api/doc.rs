@@ -11,7 +11,6 @@ use std::marker::PhantomData;
 use axum::Extension;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::sse::Sse;
 use axum::response::{IntoResponse, Response};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::Value;
@@ -117,7 +116,7 @@ pub(crate) trait Reply {
     fn describe(d: &mut Described, g: &mut Gens);
 }
 
-fn json_answer(status: u16, schema: Schema, paged: bool) -> Answer {
+pub(crate) fn json_answer(status: u16, schema: Schema, paged: bool) -> Answer {
     Answer {
         status,
         media: "application/json",
@@ -143,26 +142,6 @@ impl<T: JsonSchema> Reply for Paged<T> {
 impl<T: Reply> Reply for Result<T, ApiError> {
     fn describe(d: &mut Described, g: &mut Gens) {
         T::describe(d, g)
-    }
-}
-
-impl<S> Reply for Sse<S> {
-    fn describe(d: &mut Described, _g: &mut Gens) {
-        // Each server-sent event: `id` is the event's seq, `data` the
-        // event as JSON; a closing `end` event carries `{reason, message}`.
-        d.answers.push(Answer {
-            status: 200,
-            media: "text/event-stream",
-            schema: Some(schemars::json_schema!({
-                "type": "object",
-                "properties": {
-                    "id": {"type": "string", "description": "the event's seq"},
-                    "event": {"type": "string", "enum": ["message", "end"]},
-                    "data": {"type": "string", "description": "the Event as JSON; for `end`, {reason, message}"},
-                },
-            })),
-            paged: false,
-        });
     }
 }
 

@@ -58,6 +58,10 @@ impl Waiters {
 
 impl crate::follow::Apply for Waiters {
     const NAME: &'static str = "waiters";
+    /// Waking and the log line need only the event's envelope.
+    fn reads_payload(&self, _kind: &str) -> bool {
+        false
+    }
     async fn apply(&mut self, ev: &Event) -> bool {
         // One line per state change the daemon sees, whichever process
         // (CLI, MCP, chat, Inbox) made it: the log tells what happened.

@@ -112,6 +112,10 @@ struct Enqueuer {
 
 impl follow::Apply for Enqueuer {
     const NAME: &'static str = "notify";
+    /// Only a wake event's payload decides anything ([`super::wakes`]).
+    fn reads_payload(&self, kind: &str) -> bool {
+        crate::store::events::WAKE_EVENTS.contains(&kind)
+    }
     async fn apply(&mut self, ev: &Event) -> bool {
         if !super::wakes(ev) {
             return true;

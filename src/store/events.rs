@@ -9,10 +9,20 @@
 //! deeper than [`MAX_PAYLOAD_DEPTH`] (so it can be read back), and a row that
 //! still does not decode (a hand-edited file, a bug) is read as an
 //! [`UNREADABLE`] event carrying the error, which followers skip loudly.
+//!
+//! Payloads are read as [`Value`] trees for the daemon's followers, or kept
+//! as their stored text ([`RawEvent`], `payload`) for readers that only pass
+//! them on: the HTTP event routes, which also read a page's rows a few at a
+//! time ([`Store::events_span_after`], [`Store::events_span_tail`],
+//! [`Store::events_raw`]).
+
+mod payload;
 
 use serde::Serialize;
 use serde_json::Value;
 use sqlx::{ColumnIndex, Decode, Row, SqliteConnection, Type};
+
+pub use payload::{AsTree, Payload, RawPayload};
 
 use super::depth::{MAX_PAYLOAD_DEPTH, value_depth};
 use super::postgres::events as pg_events;
@@ -61,8 +71,11 @@ pub struct NewEvent<'a> {
 }
 
 /// A committed event.
+// `P`: the payload as a `Value` tree, or as its stored text (`RawEvent`):
+// the same JSON either way. (A `//` comment: the doc is the API's.)
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, schemars::JsonSchema)]
-pub struct Event {
+#[schemars(rename = "Event")]
+pub struct Event<P = Value> {
     /// Position in the log; strictly increasing, no gaps.
     pub seq: i64,
     /// When it was appended.
@@ -85,8 +98,11 @@ pub struct Event {
     /// Agent session of the entity.
     pub session: String,
     /// Event details.
-    pub payload: Value,
+    pub payload: P,
 }
+
+/// An event whose payload is kept as its stored JSON text.
+pub type RawEvent = Event<RawPayload>;
 
 /// A slice of the event log and where to continue reading it.
 #[derive(Debug, Clone, Default, Serialize, serde::Deserialize, PartialEq)]
@@ -159,18 +175,23 @@ where
     String: Decode<'r, R::Database> + Type<R::Database>,
     i64: Decode<'r, R::Database> + Type<R::Database>,
 {
+    from_row_as(r)
+}
+
+/// [`from_row`], the payload read as `P`.
+pub(crate) fn from_row_as<'r, R, P: Payload>(r: &'r R) -> Result<Event<P>>
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+{
     let mut kind: String = r.try_get("type")?;
-    let payload = match r
+    let payload = r
         .try_get::<String, _>("payload")
         .map_err(|e| e.to_string())
-        .and_then(|p| serde_json::from_str(&p).map_err(|e| e.to_string()))
-    {
-        Ok(v) => v,
-        Err(error) => {
-            let stored = std::mem::replace(&mut kind, UNREADABLE.to_string());
-            serde_json::json!({"type": stored, "error": format!("event payload: {error}")})
-        }
-    };
+        .and_then(P::decode);
+    let payload = or_unreadable(&mut kind, payload);
     Ok(Event {
         seq: r.try_get("seq")?,
         at: r.try_get("at")?,
@@ -185,24 +206,125 @@ where
     })
 }
 
+/// The payload `decoded`, or in its place the [`UNREADABLE`] stand-in
+/// (`kind` then becomes [`UNREADABLE`]).
+fn or_unreadable<P: Payload>(kind: &mut String, decoded: std::result::Result<P, String>) -> P {
+    decoded.unwrap_or_else(|error| {
+        let stored = std::mem::replace(kind, UNREADABLE.to_string());
+        P::from_value(
+            serde_json::json!({"type": stored, "error": format!("event payload: {error}")}),
+        )
+    })
+}
+
+impl RawEvent {
+    /// This event with its payload as a tree (`with_payload`), or as
+    /// `null` for a reader that has said it does not look at it.
+    pub fn decoded(self, with_payload: bool) -> Event {
+        let Event {
+            seq,
+            at,
+            mut kind,
+            entity_kind,
+            entity_id,
+            actor,
+            channel,
+            project,
+            session,
+            payload,
+        } = self;
+        let payload = if with_payload {
+            // Checked when read, by the walk that builds the tree.
+            or_unreadable(
+                &mut kind,
+                serde_json::from_str(payload.get()).map_err(|e| e.to_string()),
+            )
+        } else {
+            Value::Null
+        };
+        Event {
+            seq,
+            at,
+            kind,
+            entity_kind,
+            entity_id,
+            actor,
+            channel,
+            project,
+            session,
+            payload,
+        }
+    }
+}
+
 /// About how many bytes of event payload one read of the log returns.
 pub const PAGE_BYTES: i64 = 4 * 1024 * 1024;
 
-/// The last `seq` of `sizes` (seq, payload bytes; in reading order) that
-/// fits [`PAGE_BYTES`] counted from the first: always at least the first.
-/// None when `sizes` is empty. Both engines page the log with it.
-pub(crate) fn fits(sizes: Vec<(i64, i64)>) -> Option<i64> {
+/// How many of `sizes` (seq, payload bytes; in reading order) fit
+/// [`PAGE_BYTES`] counted from the first: always at least the first.
+/// Both engines page the log with it.
+pub(crate) fn fitting(sizes: &[(i64, i64)]) -> usize {
     let mut total = 0i64;
-    let mut last = None;
-    for (seq, bytes) in sizes {
-        if last.is_some() && total + bytes > PAGE_BYTES {
+    let mut n = 0;
+    for &(_, bytes) in sizes {
+        if n > 0 && total + bytes > PAGE_BYTES {
             break;
         }
         total += bytes;
-        last = Some(seq);
+        n += 1;
     }
-    last
+    n
 }
+
+/// Where one read of the log lies, known before any payload is read: the
+/// seq and payload size of each event it covers, and where to continue.
+/// Its events are exactly those with `after < seq <= last`: seqs become
+/// visible in order and a stored event never changes, so they can be read
+/// later, in parts, and still be what the sizes described.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Span {
+    /// Where reading starts: every event covered has a greater seq.
+    pub after: i64,
+    /// `(seq, payload bytes)` of each event covered, oldest first.
+    pub sizes: Vec<(i64, i64)>,
+    /// As [`EventPage::next_after`].
+    pub next_after: i64,
+}
+
+impl Span {
+    /// The first of `sizes` (oldest first, after `after`) that fit the
+    /// budget.
+    fn forward(after: i64, mut sizes: Vec<(i64, i64)>) -> Span {
+        sizes.truncate(fitting(&sizes));
+        let next_after = sizes.last().map_or(after, |&(seq, _)| seq);
+        Span {
+            after,
+            sizes,
+            next_after,
+        }
+    }
+
+    /// The first of `sizes` (newest first, at most `newest`) that fit the
+    /// budget, oldest first; continued from `newest`.
+    pub(crate) fn backward(newest: i64, mut sizes: Vec<(i64, i64)>) -> Span {
+        sizes.truncate(fitting(&sizes));
+        sizes.reverse();
+        let after = sizes.first().map_or(newest, |&(seq, _)| seq - 1);
+        Span {
+            after,
+            sizes,
+            next_after: newest,
+        }
+    }
+
+    /// The newest seq covered, if any.
+    pub fn last(&self) -> Option<i64> {
+        self.sizes.last().map(|&(seq, _)| seq)
+    }
+}
+
+/// The events with `$1 < seq <= $2`, oldest first: the same on both engines.
+pub(crate) const BETWEEN: &str = "SELECT * FROM events WHERE seq > $1 AND seq <= $2 ORDER BY seq";
 
 impl Store {
     /// Events with `seq > after`, oldest first, at most `limit` — and at
@@ -212,27 +334,65 @@ impl Store {
     /// instead of hundreds of megabytes at once. Callers continue from the
     /// last `seq` they got, as for `limit`.
     pub async fn events_after(&self, after: i64, limit: i64) -> Result<Vec<Event>> {
-        if let Engine::Postgres(pg) = self.engine() {
-            return pg_events::after(pg, after, limit).await;
-        }
-        // First the sizes (octet_length reads the record headers, not the
-        // payloads), then only the rows that fit the budget.
-        let sizes: Vec<(i64, i64)> = sqlx::query_as(
-            "SELECT seq, octet_length(payload) FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
-        )
-        .bind(after)
-        .bind(limit)
-        .fetch_all(self.pool()?)
-        .await?;
-        let Some(last) = fits(sizes) else {
+        let span = self.events_span_after(after, limit).await?;
+        self.events_between(span.after, span.last()).await
+    }
+
+    /// [`Store::events_after`], the payloads as stored text.
+    pub async fn events_after_raw(&self, after: i64, limit: i64) -> Result<Vec<RawEvent>> {
+        let span = self.events_span_after(after, limit).await?;
+        self.events_between(span.after, span.last()).await
+    }
+
+    /// Where [`Store::events_after`] reads, without reading a payload.
+    pub async fn events_span_after(&self, after: i64, limit: i64) -> Result<Span> {
+        let sizes = match self.engine() {
+            Engine::Postgres(pg) => pg_events::sizes_after(pg, after, limit).await?,
+            // octet_length reads the record headers, not the payloads.
+            Engine::Sqlite(_) => sqlx::query_as(
+                "SELECT seq, octet_length(payload) FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
+            )
+            .bind(after)
+            .bind(limit)
+            .fetch_all(self.pool()?)
+            .await?,
+        };
+        Ok(Span::forward(after, sizes))
+    }
+
+    /// The events with `after < seq <= last`, their payloads as stored
+    /// text: a [`Span`]'s events, or a part of them.
+    pub async fn events_raw(&self, after: i64, last: i64) -> Result<Vec<RawEvent>> {
+        self.events_between(after, Some(last)).await
+    }
+
+    async fn events_between<P: Payload>(
+        &self,
+        after: i64,
+        last: Option<i64>,
+    ) -> Result<Vec<Event<P>>> {
+        let Some(last) = last else {
             return Ok(Vec::new());
         };
-        let rows = sqlx::query("SELECT * FROM events WHERE seq > ? AND seq <= ? ORDER BY seq")
-            .bind(after)
-            .bind(last)
-            .fetch_all(self.pool()?)
-            .await?;
-        rows.iter().map(from_row).collect()
+        match self.engine() {
+            Engine::Postgres(pg) => {
+                let rows = sqlx::query(BETWEEN)
+                    .bind(after)
+                    .bind(last)
+                    .fetch_all(pg.pool())
+                    .await?;
+                // Each row is let go once converted: a batch is not held twice.
+                rows.into_iter().map(|r| from_row_as(&r)).collect()
+            }
+            Engine::Sqlite(_) => {
+                let rows = sqlx::query(BETWEEN)
+                    .bind(after)
+                    .bind(last)
+                    .fetch_all(self.pool()?)
+                    .await?;
+                rows.into_iter().map(|r| from_row_as(&r)).collect()
+            }
+        }
     }
 
     /// The newest `n` events (0 to any number), oldest first, within the
@@ -248,9 +408,25 @@ impl Store {
         // One read transaction, so the sizes and the rows come from the
         // same snapshot even while other processes append.
         let mut tx = self.pool()?.begin().await?;
-        let page = tail_in(&mut tx, n).await?;
+        let span = tail_span_in(&mut tx, n).await?;
+        let events = span_rows_in(&mut tx, &span).await?;
         tx.commit().await?;
-        Ok(page)
+        Ok(EventPage {
+            events,
+            next_after: span.next_after,
+        })
+    }
+
+    /// Where [`Store::events_tail`] reads, without reading a payload: the
+    /// newest seq and the sizes from one snapshot.
+    pub async fn events_span_tail(&self, n: i64) -> Result<Span> {
+        if let Engine::Postgres(pg) = self.engine() {
+            return pg_events::tail_span(pg, n).await;
+        }
+        let mut tx = self.pool()?.begin().await?;
+        let span = tail_span_in(&mut tx, n).await?;
+        tx.commit().await?;
+        Ok(span)
     }
 
     /// Like [`Store::events_after`], with where to continue: the last
@@ -289,17 +465,18 @@ impl Store {
 }
 
 /// The reads of [`Store::events_tail`] inside the caller's one-snapshot
-/// transaction, defining `tail_in(conn, n)` on `$conn` (one engine's
-/// connection type) in the module that invokes it. Why a macro: the two
-/// connection types differ, the Rust does not, nor do the statements but
-/// for the sizes' (`sizes`, `$1` the newest seq and `$2` the count:
-/// PostgreSQL's `octet_length` is a 32-bit integer, cast to 64).
+/// transaction, defining `tail_span_in(conn, n)` (the newest seq and the
+/// sizes) and `span_rows_in(conn, span)` (the span's events) on `$conn`
+/// (one engine's connection type) in the module that invokes it. Why a
+/// macro: the two connection types differ, the Rust does not, nor do the
+/// statements but for the sizes' (`sizes`, `$1` the newest seq and `$2`
+/// the count: PostgreSQL's `octet_length` is a 32-bit integer, cast to 64).
 macro_rules! tail_reads {
     ($conn:ty, sizes: $sizes:expr $(,)?) => {
-        async fn tail_in(
+        async fn tail_span_in(
             conn: &mut $conn,
             n: i64,
-        ) -> $crate::store::Result<$crate::store::events::EventPage> {
+        ) -> $crate::store::Result<$crate::store::events::Span> {
             let newest: Option<i64> = sqlx::query_scalar("SELECT MAX(seq) FROM events")
                 .fetch_one(&mut *conn)
                 .await?;
@@ -309,25 +486,24 @@ macro_rules! tail_reads {
                 .bind(n.max(0))
                 .fetch_all(&mut *conn)
                 .await?;
-            let events = match $crate::store::events::fits(sizes) {
-                None => Vec::new(),
-                Some(first) => {
-                    let rows = sqlx::query(
-                        "SELECT * FROM events WHERE seq >= $1 AND seq <= $2 ORDER BY seq",
-                    )
-                    .bind(first)
-                    .bind(newest)
-                    .fetch_all(&mut *conn)
-                    .await?;
-                    rows.iter()
-                        .map($crate::store::events::from_row)
-                        .collect::<$crate::store::Result<Vec<_>>>()?
-                }
+            Ok($crate::store::events::Span::backward(newest, sizes))
+        }
+
+        async fn span_rows_in(
+            conn: &mut $conn,
+            span: &$crate::store::events::Span,
+        ) -> $crate::store::Result<Vec<$crate::store::Event>> {
+            let Some(last) = span.last() else {
+                return Ok(Vec::new());
             };
-            Ok($crate::store::events::EventPage {
-                events,
-                next_after: newest,
-            })
+            let rows = sqlx::query($crate::store::events::BETWEEN)
+                .bind(span.after)
+                .bind(last)
+                .fetch_all(&mut *conn)
+                .await?;
+            rows.iter()
+                .map($crate::store::events::from_row)
+                .collect::<$crate::store::Result<Vec<_>>>()
         }
     };
 }

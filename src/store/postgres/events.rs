@@ -9,15 +9,15 @@
 
 use sqlx::PgConnection;
 
-use crate::store::events::{Event, EventPage, fits, from_row, tail_reads};
-use crate::store::{Error, Result};
+use crate::store::events::{EventPage, Span, from_row, tail_reads};
+use crate::store::{Error, Event, Result};
 
 use super::Pg;
 
-/// Events with `seq > after`, at most `limit` and within the page budget
-/// (see [`crate::store::Store::events_after`]).
-pub(crate) async fn after(pg: &Pg, after: i64, limit: i64) -> Result<Vec<Event>> {
-    let sizes: Vec<(i64, i64)> = sqlx::query_as(
+/// The sizes of the events with `seq > after`, at most `limit` (see
+/// [`crate::store::Store::events_span_after`]).
+pub(crate) async fn sizes_after(pg: &Pg, after: i64, limit: i64) -> Result<Vec<(i64, i64)>> {
+    Ok(sqlx::query_as(
         "SELECT seq, octet_length(payload)::BIGINT FROM events WHERE seq > $1 ORDER BY seq LIMIT $2",
     )
     .bind(after)
@@ -25,33 +25,40 @@ pub(crate) async fn after(pg: &Pg, after: i64, limit: i64) -> Result<Vec<Event>>
     // reads NULL so.
     .bind((limit >= 0).then_some(limit))
     .fetch_all(pg.pool())
-    .await?;
-    let Some(last) = fits(sizes) else {
-        return Ok(Vec::new());
-    };
-    // Every seq up to `last` was visible to the read above (commit order),
-    // so this read returns exactly those rows.
-    let rows = sqlx::query("SELECT * FROM events WHERE seq > $1 AND seq <= $2 ORDER BY seq")
-        .bind(after)
-        .bind(last)
-        .fetch_all(pg.pool())
+    .await?)
+}
+
+/// A read-only transaction with one snapshot. Why REPEATABLE READ: under
+/// PostgreSQL's default READ COMMITTED each statement takes its own
+/// snapshot; the newest seq, the sizes and the rows must come from one.
+/// Read-only, so it can never fail to serialize.
+async fn snapshot(pg: &Pg) -> Result<sqlx::Transaction<'static, sqlx::Postgres>> {
+    let mut tx = pg.pool().begin().await?;
+    sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        .execute(&mut *tx)
         .await?;
-    rows.iter().map(from_row).collect()
+    Ok(tx)
 }
 
 /// The newest `n` events within the page budget, and the newest seq (see
 /// [`crate::store::Store::events_tail`]).
 pub(crate) async fn tail(pg: &Pg, n: i64) -> Result<EventPage> {
-    // Why REPEATABLE READ: under PostgreSQL's default READ COMMITTED each
-    // statement takes its own snapshot; the newest seq, the sizes and the
-    // rows must come from one. Read-only, so it can never fail to serialize.
-    let mut tx = pg.pool().begin().await?;
-    sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        .execute(&mut *tx)
-        .await?;
-    let page = tail_in(&mut tx, n).await?;
+    let mut tx = snapshot(pg).await?;
+    let span = tail_span_in(&mut tx, n).await?;
+    let events = span_rows_in(&mut tx, &span).await?;
     tx.commit().await?;
-    Ok(page)
+    Ok(EventPage {
+        events,
+        next_after: span.next_after,
+    })
+}
+
+/// Where [`tail`] reads (see [`crate::store::Store::events_span_tail`]).
+pub(crate) async fn tail_span(pg: &Pg, n: i64) -> Result<Span> {
+    let mut tx = snapshot(pg).await?;
+    let span = tail_span_in(&mut tx, n).await?;
+    tx.commit().await?;
+    Ok(span)
 }
 
 tail_reads!(
