@@ -1,4 +1,4 @@
-//! Bounded responses (issue 15, finding 3): every list route is paged
+//! Bounded responses: every list route is paged
 //! (`limit`, `after`, `X-Next-Cursor`), action lists carry no arguments, and
 //! a daemon holding 100 actions of 1 MB arguments answers 16 concurrent list
 //! calls within a stated memory ceiling.

@@ -1,4 +1,4 @@
-//! Board writes when they win are one database call each (issue 11): a
+//! Board writes when they win are one database call each: a
 //! row written or changed, an upsert (a new board with its rows), an
 //! advance, an outcome, an annotation and a handled mark. The calls are
 //! counted by the layer in `common::calls`.

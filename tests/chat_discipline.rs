@@ -1,4 +1,4 @@
-//! Notification discipline (issue 13, item 8) through the real daemon and
+//! Notification discipline through the real daemon and
 //! the fake Bot API: a grace period per kind keeps prompts settled in time
 //! out of chat (and survives a restart), a chat's quiet hours hold items
 //! back and send the still-open ones as one digest after, and a message of

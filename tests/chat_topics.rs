@@ -1,4 +1,4 @@
-//! A forum topic per project or session (issue 13 item 7), through the real
+//! A forum topic per project or session, through the real
 //! daemon and the fake Bot API: each project's first item creates its topic
 //! with createForumTopic, every item of that project is sent with its
 //! `message_thread_id`, and a restarted daemon reuses the topics it

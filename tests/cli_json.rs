@@ -1,5 +1,5 @@
 //! The one JSON contract and the one exit-code rule, pinned through the real
-//! binary for every command (issue 16, items 7 and 8).
+//! binary for every command.
 //!
 //! Each success prints ONE object whose top-level keys are written out
 //! here (not computed from the code under test); each entity carries `id`

@@ -1,4 +1,4 @@
-//! The local daemon as the one writer (issue 11, item 4): with `handoff
+//! The local daemon as the one writer: with `handoff
 //! serve` running on a database, the real CLI sends its calls to the
 //! daemon's owner-only socket next to the file; with the daemon down, hung
 //! or killed mid-call, the same call completes through the file — same

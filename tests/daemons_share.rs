@@ -1,4 +1,4 @@
-//! Several daemons on one database (issue 12, item 5): a job only one may do
+//! Several daemons on one database: a job only one may do
 //! (polling Telegram, pushing and editing chat messages) is held by a lease
 //! in the database and moves to another daemon when its holder dies; a
 //! Telegram update that reaches two daemons is applied once. Daemons are

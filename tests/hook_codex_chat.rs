@@ -1,5 +1,5 @@
 //! Codex permission prompts through the real daemon and the fake Bot API
-//! (issue 13 item 2): the message offers the same grant buttons as for
+//! (the message offers the same grant buttons as for
 //! Claude Code, shows the exact line "Always" adds to Codex's own rules
 //! file (Codex takes no rule back from a hook), and an "Always" tap answers
 //! Codex with a plain allow and writes that line, after which another

@@ -1,4 +1,4 @@
-//! `handoff hook install claude|codex` (issue 13 item 9): the real binary
+//! `handoff hook install claude|codex`: the real binary
 //! prints the settings entries, merges them with `--write` after printing a
 //! diff (every existing key kept, a backup written), changes nothing the
 //! second time, and refuses a file that does not parse, leaving it as it was.

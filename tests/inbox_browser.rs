@@ -245,7 +245,7 @@ async fn inbox_in_chromium_answers_a_question_and_approves_an_edited_action() {
 const KEY_OF: &str = "const c = [...document.querySelectorAll('article')].find((a) => a.innerText.includes(arguments[0]));
                       return c ? c.dataset.key : null;";
 
-/// Issue 13 in the Inbox: a multiple-choice AskUserQuestion card answered
+/// In the Inbox: a multiple-choice AskUserQuestion card answered
 /// with two ticks and words (the hook hands Claude Code the chat's answer
 /// shape), and a standing grant revoked by a click (the CLI sees it gone).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

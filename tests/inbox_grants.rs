@@ -1,4 +1,4 @@
-//! The Inbox side of issue 13 over HTTP (no browser): permission grants
+//! The Inbox side of grants over HTTP (no browser): permission grants
 //! listed and revoked through `GET /v1/grants` and
 //! `POST /v1/grants/{id}/revoke` with the Inbox's session cookie (the same
 //! grants `handoff grants` prints; a revoked one stops deciding a real

@@ -1,4 +1,4 @@
-//! The small things a new user trips over (issue 16, finding 12): `propose`
+//! The small things a new user trips over: `propose`
 //! takes its project from `$HANDOFF_PROJECT` like `ask`, and messages speak
 //! English ("1 option", "patch: not valid JSON").
 

@@ -1,5 +1,4 @@
-//! One configuration for every command (issue 16, items 1, 3, 4 and the
-//! config parts of 12): the CLI, `mcp` and `serve` find the same config file
+//! One configuration for every command: the CLI, `mcp` and `serve` find the same config file
 //! and database; a database someone named must exist (`handoff init` makes
 //! it); remote mode refuses host-only commands in one line; `handoff status`
 //! says which config, database and daemon are in play. Every test runs the

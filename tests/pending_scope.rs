@@ -1,4 +1,4 @@
-//! Each agent gets only its own replies (issue 16, finding 2): `pending`
+//! Each agent gets only its own replies: `pending`
 //! and `board pending` default to the caller's `$HANDOFF_SESSION` (else
 //! `$HANDOFF_PROJECT`), and `--all` widens explicitly. Two agents, the real
 //! binary, one database.

@@ -1,4 +1,4 @@
-//! Boards on PostgreSQL (issue 12): the same board writes leave the same
+//! Boards on PostgreSQL: the same board writes leave the same
 //! events (payload text byte for byte), rows and history on both engines,
 //! and racing writers on two store handles (two pools, as two processes)
 //! are decided as on SQLite: one wins, the others are refused as stale.

@@ -1,4 +1,4 @@
-//! The event log never skips on PostgreSQL (issue 12 item 3): `events.seq`
+//! The event log never skips on PostgreSQL: `events.seq`
 //! is handed out in commit order (migrations/postgres/…510_event_order.sql),
 //! so a follower reading `seq > cursor` sees every committed event once,
 //! under many concurrent writers, where a plain sequence would let a late

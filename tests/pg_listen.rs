@@ -1,4 +1,4 @@
-//! Cross-process wake-ups on PostgreSQL (issue 12 item 4): `follow::listen`
+//! Cross-process wake-ups on PostgreSQL: `follow::listen`
 //! nudges when any connection commits events (the `events_notify` trigger,
 //! migrations/postgres/…530_notify.sql), never for a rollback, keeps doing
 //! so after its connection is killed, and its fallback poll catches a commit

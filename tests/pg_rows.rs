@@ -1,4 +1,4 @@
-//! The same statements on SQLite and PostgreSQL (issue 12) give the same
+//! The same statements on SQLite and PostgreSQL give the same
 //! rows: actions, questions and the ledger written through their t_* columns
 //! and triggers, compared row by row (audit, approvals, history, events with
 //! their payloads, counters) between a store-made SQLite file and a

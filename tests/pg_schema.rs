@@ -1,4 +1,4 @@
-//! handoff's schema on PostgreSQL (issue 12) against the SQLite one it
+//! handoff's schema on PostgreSQL against the SQLite one it
 //! mirrors, on a real throw-away server (tests/common/postgres.rs): the same
 //! tables, columns, keys, indexes and triggers, and append-only tables
 //! refused with the same messages. tests/pg_rows.rs checks that the same

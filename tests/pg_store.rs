@@ -1,4 +1,4 @@
-//! The Store on PostgreSQL itself (issue 12): opening a database migrates
+//! The Store on PostgreSQL itself: opening a database migrates
 //! it and refuses a newer one, the parts not ported yet say so instead of
 //! panicking or writing, a deadlock PostgreSQL breaks by rolling the
 //! store's transaction back is retried, a request id replays there as on

@@ -1,4 +1,4 @@
-//! Project isolation through the HTTP API (issue 15, finding 2): a
+//! Project isolation through the HTTP API: a
 //! project-scoped token learns nothing about another project's actions,
 //! dedup keys or ledger ids, and cannot squat them.
 

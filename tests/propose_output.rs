@@ -1,5 +1,5 @@
 //! `propose --exec` says what it is doing and keeps stdout for the command
-//! (issue 16, finding 6): a waiting line on stderr, the command's own
+//! alone: a waiting line on stderr, the command's own
 //! output alone on stdout, handoff's summary on stderr. A command that
 //! cannot start fails in one line; a run held by another executor is
 //! followed, not repeated.

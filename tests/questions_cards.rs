@@ -1,4 +1,4 @@
-//! Question cards in the store (issue 13 item 5): a multiple choice's
+//! Question cards in the store: a multiple choice's
 //! toggles are guarded by the revision they were drawn for, so of two taps
 //! on one drawing exactly one applies; a toggle never lands on a plain
 //! question, past an unread answer, or on a closed card; re-asking resets.

@@ -1,4 +1,4 @@
-//! Request ids (issue 11, item 4): a call repeated under the same request
+//! Request ids: a call repeated under the same request
 //! id — the CLI retrying on the file a call whose answer the daemon never
 //! sent — gets the first attempt's outcome and writes nothing again. The
 //! store remembers each write's value in that write's own transaction.

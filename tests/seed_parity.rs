@@ -1,4 +1,4 @@
-//! Guarantees the seed designs make explicitly (issue 17): dedup over
+//! Guarantees the seed designs make explicitly: dedup over
 //! unknown outcomes, answers that auto-archive cannot hide, at-least-once
 //! delivery until the agent resolves, no secrets in free text, a ledger tied
 //! to registered sessions, and row transitions that lose nothing.

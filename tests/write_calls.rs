@@ -1,4 +1,4 @@
-//! One database call per winning transition (issue 11): every statement the
+//! One database call per winning transition: every statement the
 //! store sends to SQLite goes through sqlx's executor, which reports each
 //! one as a `sqlx::query` tracing event (from the connection's worker
 //! thread). The layer in `common::calls`, installed for this whole test

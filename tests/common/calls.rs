@@ -1,4 +1,4 @@
-//! Counting the database calls a store operation makes (issue 11): every
+//! Counting the database calls a store operation makes: every
 //! statement the store sends to SQLite goes through sqlx's executor, which
 //! reports each one as a `sqlx::query` tracing event (one per call, however
 //! many statements its text holds). A layer installed for the whole test

@@ -1,4 +1,4 @@
-//! A throw-away PostgreSQL server for tests (issue 12).
+//! A throw-away PostgreSQL server for tests.
 //!
 //! The first test of a binary that asks for a database starts one server
 //! for the whole binary: `initdb` into a fresh temp dir, then `postgres`

@@ -1,5 +1,5 @@
 //! What the cross-process wake-ups on PostgreSQL need from the database
-//!: the channel the `events_notify` trigger
+//! — the channel the `events_notify` trigger
 //! (migrations/postgres/…530_notify.sql) notifies on, a listening session
 //! on it ([`Listener`], [`Subscription`]), and the newest seq, read by the
 //! fallback poll.
