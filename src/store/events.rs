@@ -217,10 +217,11 @@ fn or_unreadable<P: Payload>(kind: &mut String, decoded: std::result::Result<P, 
     })
 }
 
-impl RawEvent {
-    /// This event with its payload as a tree (`with_payload`), or as
-    /// `null` for a reader that has said it does not look at it.
-    pub fn decoded(self, with_payload: bool) -> Event {
+impl<P> Event<P> {
+    /// This event with its payload made into `Q` by `f`, which may also
+    /// change its type (a payload that does not read makes it
+    /// [`UNREADABLE`]).
+    pub fn map_payload<Q>(self, f: impl FnOnce(&mut String, P) -> Q) -> Event<Q> {
         let Event {
             seq,
             at,
@@ -233,15 +234,7 @@ impl RawEvent {
             session,
             payload,
         } = self;
-        let payload = if with_payload {
-            // Checked when read, by the walk that builds the tree.
-            or_unreadable(
-                &mut kind,
-                serde_json::from_str(payload.get()).map_err(|e| e.to_string()),
-            )
-        } else {
-            Value::Null
-        };
+        let payload = f(&mut kind, payload);
         Event {
             seq,
             at,
@@ -254,6 +247,24 @@ impl RawEvent {
             session,
             payload,
         }
+    }
+}
+
+impl RawEvent {
+    /// This event with its payload as a tree (`with_payload`), or as
+    /// `null` for a reader that has said it does not look at it.
+    pub fn decoded(self, with_payload: bool) -> Event {
+        self.map_payload(|kind, payload| {
+            if with_payload {
+                // Checked when read, by the walk that builds the tree.
+                or_unreadable(
+                    kind,
+                    serde_json::from_str(payload.get()).map_err(|e| e.to_string()),
+                )
+            } else {
+                Value::Null
+            }
+        })
     }
 }
 
