@@ -435,7 +435,7 @@ impl Store {
     /// The SQLite engine's parts, or [`Error::Unsupported`] naming the part
     /// of the store that called (see [`NOT_ON_POSTGRES_YET`]).
     #[track_caller]
-    fn lite(&self) -> Result<&Lite> {
+    pub(crate) fn lite(&self) -> Result<&Lite> {
         match &self.engine {
             Engine::Sqlite(lite) => Ok(lite),
             Engine::Postgres(_) => Err(unsupported(Location::caller())),
@@ -555,7 +555,9 @@ impl Store {
             Engine::Sqlite(lite) => Ok(sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
                 .fetch_one(&lite.pool)
                 .await?),
-            Engine::Postgres(pg) => postgres::events::count_rows(pg, sql).await,
+            Engine::Postgres(pg) => Ok(sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+                .fetch_one(pg.pool())
+                .await?),
         }
     }
 

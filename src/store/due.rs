@@ -3,7 +3,8 @@
 //! can sleep until then instead of sweeping on a fixed cadence. It only
 //! reads; the sweeps themselves are `Store::expire_due` and recovery.
 
-use crate::store::{Engine, Result, Store};
+use crate::store::engine::Stmt;
+use crate::store::{Result, Store};
 
 /// Two index ranges on `actions_status (status, expires_at)`. The same
 /// text on both engines (PostgreSQL wants the subquery named).
@@ -19,9 +20,6 @@ impl Store {
     /// would change something: a pending action's `expires_at` or an
     /// executing action's `lease_until`. `None` when neither exists.
     pub async fn next_housekeeping_due(&self) -> Result<Option<i64>> {
-        Ok(match self.engine() {
-            Engine::Postgres(pg) => sqlx::query_scalar(DUE).fetch_one(pg.pool()).await?,
-            Engine::Sqlite(_) => sqlx::query_scalar(DUE).fetch_one(self.pool()?).await?,
-        })
+        self.first(Stmt::new(DUE)).await
     }
 }

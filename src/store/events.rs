@@ -20,13 +20,13 @@ mod payload;
 
 use serde::Serialize;
 use serde_json::Value;
-use sqlx::{ColumnIndex, Decode, Row, SqliteConnection, Type};
+use sqlx::{ColumnIndex, Decode, FromRow, Row, SqliteConnection, Type};
 
 pub use payload::{AsTree, Payload, RawPayload};
 
 use super::depth::{MAX_PAYLOAD_DEPTH, value_depth};
-use super::postgres::events as pg_events;
-use super::{Engine, Result, Store};
+use super::engine::{Stmt, Tx};
+use super::{Result, Store};
 use crate::store::Channel;
 
 /// The type given to a stored event whose payload does not decode. Its
@@ -131,79 +131,80 @@ pub(crate) fn check_depth(payload: &Value) -> Result<()> {
     Ok(())
 }
 
+/// Append `ev` at time `at` on `conn`, which must be inside the
+/// transaction of the change it describes; its `seq` (see [`Tx::append`]).
 pub(crate) async fn append(conn: &mut SqliteConnection, at: i64, ev: &NewEvent<'_>) -> Result<i64> {
-    check_depth(&ev.payload)?;
-    let row = bind_append(sqlx::query(APPEND), at, ev)
-        .fetch_one(conn)
-        .await?;
-    Ok(row.try_get(0)?)
+    Tx::Lite(conn).append(at, ev).await
 }
 
 /// Append one event, returning its seq: the same statement on both
-/// engines (PostgreSQL's is `postgres::write::append`).
-pub(crate) const APPEND: &str =
+/// engines.
+const APPEND: &str =
     "INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING seq";
 
-crate::store::binds::binder! {
-    /// Bind [`APPEND`] for `ev`, written at `at`.
-    pub(crate) fn bind_append<'q, DB>(
-        q: crate::store::binds::Query<'q, DB>,
-        at: i64,
-        ev: &NewEvent<'q>,
-    ) -> crate::store::binds::Query<'q, DB> {
-        q.bind(at)
-            .bind(ev.kind)
-            .bind(ev.entity_kind)
-            .bind(ev.entity_id)
-            .bind(ev.actor)
-            .bind(ev.channel.as_str())
-            .bind(ev.project)
-            .bind(ev.session)
-            .bind(ev.payload.to_string())
+/// [`APPEND`] for `ev` written at `at`, its payload's text `payload`.
+/// The payload is serialised by Rust on both engines, so its text is the
+/// same byte for byte.
+fn append_stmt<'q>(at: i64, ev: &NewEvent<'q>, payload: &'q str) -> Stmt<'q> {
+    Stmt::new(APPEND)
+        .int(at)
+        .text(ev.kind)
+        .text(ev.entity_kind)
+        .text(ev.entity_id)
+        .text(ev.actor)
+        .text(ev.channel.as_str())
+        .text(ev.project)
+        .text(ev.session)
+        .text(payload)
+}
+
+impl Tx<'_> {
+    /// Append `ev` at time `at`, last in the write (on PostgreSQL the
+    /// event counter's row stays locked until commit); its seq. Refuses
+    /// a payload nested too deep to be read back.
+    pub(crate) async fn append(&mut self, at: i64, ev: &NewEvent<'_>) -> Result<i64> {
+        check_depth(&ev.payload)?;
+        let payload = ev.payload.to_string();
+        let appended = self.row(&append_stmt(at, ev, &payload)).await?;
+        appended
+            .map(|(seq,)| seq)
+            .ok_or_else(|| sqlx::Error::RowNotFound.into())
     }
 }
 
-/// A stored row as an event. A payload that does not decode yields an
+/// A stored row as an event, of either engine (its columns are text and
+/// 64-bit integers on both). A payload that does not decode yields an
 /// [`UNREADABLE`] event in its place rather than an error, so one bad row
-/// cannot stop a reader of the log.
-/// Of either engine (its columns are text and 64-bit integers on both).
-pub(crate) fn from_row<'r, R>(r: &'r R) -> Result<Event>
+/// cannot stop a reader of the log: only a missing or mistyped column is
+/// an error.
+impl<'r, R, P: Payload> FromRow<'r, R> for Event<P>
 where
     R: Row,
     for<'a> &'a str: ColumnIndex<R>,
     String: Decode<'r, R::Database> + Type<R::Database>,
     i64: Decode<'r, R::Database> + Type<R::Database>,
 {
-    from_row_as(r)
-}
-
-/// [`from_row`], the payload read as `P`.
-pub(crate) fn from_row_as<'r, R, P: Payload>(r: &'r R) -> Result<Event<P>>
-where
-    R: Row,
-    for<'a> &'a str: ColumnIndex<R>,
-    String: Decode<'r, R::Database> + Type<R::Database>,
-    i64: Decode<'r, R::Database> + Type<R::Database>,
-{
-    let mut kind: String = r.try_get("type")?;
-    let payload = r
-        .try_get::<String, _>("payload")
-        .map_err(|e| e.to_string())
-        .and_then(P::decode);
-    let payload = or_unreadable(&mut kind, payload);
-    Ok(Event {
-        seq: r.try_get("seq")?,
-        at: r.try_get("at")?,
-        kind,
-        entity_kind: r.try_get("entity_kind")?,
-        entity_id: r.try_get("entity_id")?,
-        actor: r.try_get("actor")?,
-        channel: r.try_get("channel")?,
-        project: r.try_get("project")?,
-        session: r.try_get("session")?,
-        payload,
-    })
+    fn from_row(r: &'r R) -> sqlx::Result<Event<P>> {
+        let mut kind: String = r.try_get("type")?;
+        let payload = r
+            .try_get::<String, _>("payload")
+            .map_err(|e| e.to_string())
+            .and_then(P::decode);
+        let payload = or_unreadable(&mut kind, payload);
+        Ok(Event {
+            seq: r.try_get("seq")?,
+            at: r.try_get("at")?,
+            kind,
+            entity_kind: r.try_get("entity_kind")?,
+            entity_id: r.try_get("entity_id")?,
+            actor: r.try_get("actor")?,
+            channel: r.try_get("channel")?,
+            project: r.try_get("project")?,
+            session: r.try_get("session")?,
+            payload,
+        })
+    }
 }
 
 /// The payload `decoded`, or in its place the [`UNREADABLE`] stand-in
@@ -357,18 +358,18 @@ impl Store {
 
     /// Where [`Store::events_after`] reads, without reading a payload.
     pub async fn events_span_after(&self, after: i64, limit: i64) -> Result<Span> {
-        let sizes = match self.engine() {
-            Engine::Postgres(pg) => pg_events::sizes_after(pg, after, limit).await?,
-            // octet_length reads the record headers, not the payloads.
-            Engine::Sqlite(_) => sqlx::query_as(
-                "SELECT seq, octet_length(payload) FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
-            )
-            .bind(after)
-            .bind(limit)
-            .fetch_all(self.pool()?)
-            .await?,
-        };
-        Ok(Span::forward(after, sizes))
+        // octet_length reads the record headers, not the payloads (a
+        // 32-bit integer on PostgreSQL); no LIMIT is -1 on SQLite, NULL on
+        // PostgreSQL (which refuses a negative one).
+        let sizes = Stmt::spelled(
+            "SELECT seq, octet_length(payload) FROM events WHERE seq > $1
+             ORDER BY seq LIMIT coalesce($2, -1)",
+            "SELECT seq, octet_length(payload)::BIGINT FROM events WHERE seq > $1
+             ORDER BY seq LIMIT $2",
+        )
+        .int(after)
+        .int((limit >= 0).then_some(limit));
+        Ok(Span::forward(after, self.rows(sizes).await?))
     }
 
     /// The events with `after < seq <= last`, their payloads as stored
@@ -377,33 +378,14 @@ impl Store {
         self.events_between(after, Some(last)).await
     }
 
-    async fn events_between<P: Payload>(
-        &self,
-        after: i64,
-        last: Option<i64>,
-    ) -> Result<Vec<Event<P>>> {
+    async fn events_between<P>(&self, after: i64, last: Option<i64>) -> Result<Vec<Event<P>>>
+    where
+        P: Payload + Send + Unpin + 'static,
+    {
         let Some(last) = last else {
             return Ok(Vec::new());
         };
-        match self.engine() {
-            Engine::Postgres(pg) => {
-                let rows = sqlx::query(BETWEEN)
-                    .bind(after)
-                    .bind(last)
-                    .fetch_all(pg.pool())
-                    .await?;
-                // Each row is let go once converted: a batch is not held twice.
-                rows.into_iter().map(|r| from_row_as(&r)).collect()
-            }
-            Engine::Sqlite(_) => {
-                let rows = sqlx::query(BETWEEN)
-                    .bind(after)
-                    .bind(last)
-                    .fetch_all(self.pool()?)
-                    .await?;
-                rows.into_iter().map(|r| from_row_as(&r)).collect()
-            }
-        }
+        self.rows(Stmt::new(BETWEEN).int(after).int(last)).await
     }
 
     /// The newest `n` events (0 to any number), oldest first, within the
@@ -413,15 +395,18 @@ impl Store {
     /// log): following the log from there misses nothing and repeats
     /// nothing.
     pub async fn events_tail(&self, n: i64) -> Result<EventPage> {
-        if let Engine::Postgres(pg) = self.engine() {
-            return pg_events::tail(pg, n).await;
-        }
-        // One read transaction, so the sizes and the rows come from the
-        // same snapshot even while other processes append.
-        let mut tx = self.pool()?.begin().await?;
-        let span = tail_span_in(&mut tx, n).await?;
-        let events = span_rows_in(&mut tx, &span).await?;
-        tx.commit().await?;
+        // One snapshot, so the sizes and the rows agree even while other
+        // processes append.
+        let mut snap = self.snapshot().await?;
+        let span = tail_span_in(&mut snap.tx(), n).await?;
+        let events = match span.last() {
+            Some(last) => {
+                let between = Stmt::new(BETWEEN).int(span.after).int(last);
+                snap.tx().rows(&between).await?
+            }
+            None => Vec::new(),
+        };
+        snap.end().await?;
         Ok(EventPage {
             events,
             next_after: span.next_after,
@@ -431,12 +416,9 @@ impl Store {
     /// Where [`Store::events_tail`] reads, without reading a payload: the
     /// newest seq and the sizes from one snapshot.
     pub async fn events_span_tail(&self, n: i64) -> Result<Span> {
-        if let Engine::Postgres(pg) = self.engine() {
-            return pg_events::tail_span(pg, n).await;
-        }
-        let mut tx = self.pool()?.begin().await?;
-        let span = tail_span_in(&mut tx, n).await?;
-        tx.commit().await?;
+        let mut snap = self.snapshot().await?;
+        let span = tail_span_in(&mut snap.tx(), n).await?;
+        snap.end().await?;
         Ok(span)
     }
 
@@ -450,77 +432,35 @@ impl Store {
 
     /// Events about one entity, oldest first.
     pub async fn events_for(&self, entity_kind: &str, entity_id: &str) -> Result<Vec<Event>> {
-        if let Engine::Postgres(pg) = self.engine() {
-            return pg_events::of_entity(pg, entity_kind, entity_id).await;
-        }
-        let rows = sqlx::query(
-            "SELECT * FROM events WHERE entity_kind = ? AND entity_id = ? ORDER BY seq",
+        let about = Stmt::new(
+            "SELECT * FROM events WHERE entity_kind = $1 AND entity_id = $2 ORDER BY seq",
         )
-        .bind(entity_kind)
-        .bind(entity_id)
-        .fetch_all(self.pool()?)
-        .await?;
-        rows.iter().map(from_row).collect()
+        .text(entity_kind)
+        .text(entity_id);
+        self.rows(about).await
     }
 
     /// The newest `seq`, or 0 for an empty log.
     pub async fn last_event_seq(&self) -> Result<i64> {
-        if let Engine::Postgres(pg) = self.engine() {
-            return pg_events::newest(pg).await;
-        }
-        let seq: Option<i64> = sqlx::query_scalar("SELECT MAX(seq) FROM events")
-            .fetch_one(self.pool()?)
-            .await?;
+        let seq: Option<i64> = self.first(Stmt::new(NEWEST)).await?;
         Ok(seq.unwrap_or(0))
     }
 }
 
-/// The reads of [`Store::events_tail`] inside the caller's one-snapshot
-/// transaction, defining `tail_span_in(conn, n)` (the newest seq and the
-/// sizes) and `span_rows_in(conn, span)` (the span's events) on `$conn`
-/// (one engine's connection type) in the module that invokes it. Why a
-/// macro: the two connection types differ, the Rust does not, nor do the
-/// statements but for the sizes' (`sizes`, `$1` the newest seq and `$2`
-/// the count: PostgreSQL's `octet_length` is a 32-bit integer, cast to 64).
-macro_rules! tail_reads {
-    ($conn:ty, sizes: $sizes:expr $(,)?) => {
-        async fn tail_span_in(
-            conn: &mut $conn,
-            n: i64,
-        ) -> $crate::store::Result<$crate::store::events::Span> {
-            let newest: Option<i64> = sqlx::query_scalar("SELECT MAX(seq) FROM events")
-                .fetch_one(&mut *conn)
-                .await?;
-            let newest = newest.unwrap_or(0);
-            let sizes: Vec<(i64, i64)> = sqlx::query_as($sizes)
-                .bind(newest)
-                .bind(n.max(0))
-                .fetch_all(&mut *conn)
-                .await?;
-            Ok($crate::store::events::Span::backward(newest, sizes))
-        }
+/// The newest seq (NULL for an empty log).
+const NEWEST: &str = "SELECT MAX(seq) FROM events";
 
-        async fn span_rows_in(
-            conn: &mut $conn,
-            span: &$crate::store::events::Span,
-        ) -> $crate::store::Result<Vec<$crate::store::Event>> {
-            let Some(last) = span.last() else {
-                return Ok(Vec::new());
-            };
-            let rows = sqlx::query($crate::store::events::BETWEEN)
-                .bind(span.after)
-                .bind(last)
-                .fetch_all(&mut *conn)
-                .await?;
-            rows.iter()
-                .map($crate::store::events::from_row)
-                .collect::<$crate::store::Result<Vec<_>>>()
-        }
-    };
+/// The newest seq and the sizes of the newest `n` events within the page
+/// budget, read on `tx` (one snapshot).
+async fn tail_span_in(tx: &mut Tx<'_>, n: i64) -> Result<Span> {
+    let newest: Option<(Option<i64>,)> = tx.row(&Stmt::new(NEWEST)).await?;
+    let newest = newest.and_then(|(seq,)| seq).unwrap_or(0);
+    let sizes = Stmt::spelled(
+        "SELECT seq, octet_length(payload) FROM events WHERE seq <= $1 ORDER BY seq DESC LIMIT $2",
+        "SELECT seq, octet_length(payload)::BIGINT FROM events WHERE seq <= $1
+         ORDER BY seq DESC LIMIT $2",
+    )
+    .int(newest)
+    .int(n.max(0));
+    Ok(Span::backward(newest, tx.rows(&sizes).await?))
 }
-pub(crate) use tail_reads;
-
-tail_reads!(
-    SqliteConnection,
-    sizes: "SELECT seq, octet_length(payload) FROM events WHERE seq <= $1 ORDER BY seq DESC LIMIT $2",
-);

@@ -14,7 +14,8 @@
 
 use std::sync::Arc;
 
-use super::{Engine, Result, Store};
+use super::engine::Stmt;
+use super::{Result, Store};
 
 /// Take a lease that is free or lapsed, or renew this holder's; no row
 /// when another holder's is live. Why `taken_at` is kept on a renewal:
@@ -57,35 +58,6 @@ const UPDATE_TAKER: &str =
 
 const FORGET_UPDATES: &str = "DELETE FROM chat_updates WHERE taken_at < $1";
 
-/// One write of a single statement on whichever engine the store has: on
-/// SQLite under the write turn with busy retries, on PostgreSQL in a
-/// transaction of its own. `$body` sees the connection as `$conn`, the
-/// input as `$input` and the clock's time as `$now`. Why a macro: the two
-/// connection types differ, the statement text and binds do not.
-macro_rules! either_write {
-    ($store:expr, $value:expr, |$conn:ident, $input:pat_param, $now:pat_param| $body:expr) => {
-        match $store.engine() {
-            Engine::Postgres(pg) => {
-                $store
-                    .pg_write(pg, $value, move |$conn, $input, $now| {
-                        Box::pin(async move { Ok($body) })
-                    })
-                    .await
-            }
-            Engine::Sqlite(_) => {
-                $store
-                    .write_retried($value, move |turn, $input, $now| {
-                        Box::pin(async move {
-                            let $conn = turn.conn();
-                            Ok($body)
-                        })
-                    })
-                    .await
-            }
-        }
-    };
-}
-
 /// How long a Telegram update id is remembered: Telegram keeps an
 /// unconfirmed update for at most 24 hours, so none comes back after that.
 const KEEP_UPDATES_MS: i64 = 24 * 3600 * 1000;
@@ -110,16 +82,18 @@ impl Store {
     /// daemons taking a lapsed lease at once cannot both win.
     pub async fn lease_take(&self, name: &str, holder: &str, ttl_ms: i64) -> Result<Option<i64>> {
         let input = Arc::new((name.to_string(), holder.to_string()));
-        either_write!(self, input, |conn, input, now| {
-            let (name, holder) = &*input;
-            sqlx::query_scalar(TAKE)
-                .bind(name)
-                .bind(holder)
-                .bind(now + ttl_ms)
-                .bind(now)
-                .fetch_optional(conn)
-                .await?
+        self.write_with(input, move |mut tx, input, now| {
+            Box::pin(async move {
+                let (name, holder) = &*input;
+                let take = Stmt::new(TAKE)
+                    .text(name.as_str())
+                    .text(holder.as_str())
+                    .int(now + ttl_ms)
+                    .int(now);
+                Ok(tx.row::<(i64,)>(&take).await?.map(|(until,)| until))
+            })
         })
+        .await
     }
 
     /// Take the lease `name` from `dead`, a holder known to have died (a
@@ -134,41 +108,32 @@ impl Store {
         ttl_ms: i64,
     ) -> Result<Option<i64>> {
         let input = Arc::new((name.to_string(), holder.to_string(), dead.to_string()));
-        either_write!(self, input, |conn, input, now| {
-            let (name, holder, dead) = &*input;
-            sqlx::query_scalar(TAKE_FROM)
-                .bind(name)
-                .bind(holder)
-                .bind(now + ttl_ms)
-                .bind(now)
-                .bind(dead)
-                .fetch_optional(conn)
-                .await?
+        self.write_with(input, move |mut tx, input, now| {
+            Box::pin(async move {
+                let (name, holder, dead) = &*input;
+                let take = Stmt::new(TAKE_FROM)
+                    .text(name.as_str())
+                    .text(holder.as_str())
+                    .int(now + ttl_ms)
+                    .int(now)
+                    .text(dead.as_str());
+                Ok(tx.row::<(i64,)>(&take).await?.map(|(until,)| until))
+            })
         })
+        .await
     }
 
     /// Give up the lease `name` if `holder` holds it (a clean shutdown), so
     /// another daemon takes the job at its next try instead of after the
     /// lease lapses. False when `holder` did not hold it.
     pub async fn lease_release(&self, name: &str, holder: &str) -> Result<bool> {
-        let input = Arc::new((name.to_string(), holder.to_string()));
-        either_write!(self, input, |conn, input, _now| {
-            let (name, holder) = &*input;
-            let gone = sqlx::query(RELEASE)
-                .bind(name)
-                .bind(holder)
-                .execute(conn)
-                .await?;
-            gone.rows_affected() == 1
-        })
+        let gone = Stmt::new(RELEASE).text(name).text(holder);
+        Ok(self.change(gone).await? == 1)
     }
 
     /// Every lease row, by name (lapsed ones too: their `expires_at` says so).
     pub async fn lease_holders(&self) -> Result<Vec<Lease>> {
-        let rows: Vec<(String, String, i64, i64)> = match self.engine() {
-            Engine::Postgres(pg) => sqlx::query_as(HOLDERS).fetch_all(pg.pool()).await?,
-            Engine::Sqlite(_) => sqlx::query_as(HOLDERS).fetch_all(self.pool()?).await?,
-        };
+        let rows: Vec<(String, String, i64, i64)> = self.rows(Stmt::new(HOLDERS)).await?;
         Ok(rows
             .into_iter()
             .map(|(name, holder, expires_at, taken_at)| Lease {
@@ -195,34 +160,23 @@ impl Store {
         stale_ms: i64,
     ) -> Result<bool> {
         let input = Arc::new(holder.to_string());
-        either_write!(self, input, |conn, holder, now| {
-            let taken = sqlx::query(TAKE_UPDATE)
-                .bind(update_id)
-                .bind(&*holder)
-                .bind(now)
-                .bind(stale_ms)
-                .execute(conn)
-                .await?;
-            taken.rows_affected() == 1
+        self.write_with(input, move |mut tx, holder, now| {
+            Box::pin(async move {
+                let take = Stmt::new(TAKE_UPDATE)
+                    .int(update_id)
+                    .text(holder.as_str())
+                    .int(now)
+                    .int(stale_ms);
+                Ok(tx.change(&take).await? == 1)
+            })
         })
+        .await
     }
 
     /// Who took update `update_id` and has not finished it, if anyone.
     pub async fn chat_update_taker(&self, update_id: i64) -> Result<Option<String>> {
-        Ok(match self.engine() {
-            Engine::Postgres(pg) => {
-                sqlx::query_scalar(UPDATE_TAKER)
-                    .bind(update_id)
-                    .fetch_optional(pg.pool())
-                    .await?
-            }
-            Engine::Sqlite(_) => {
-                sqlx::query_scalar(UPDATE_TAKER)
-                    .bind(update_id)
-                    .fetch_optional(self.pool()?)
-                    .await?
-            }
-        })
+        let taker: Option<(String,)> = self.row(Stmt::new(UPDATE_TAKER).int(update_id)).await?;
+        Ok(taker.map(|(holder,)| holder))
     }
 
     /// Take update `update_id` from `dead`, a taker known to have died
@@ -234,42 +188,44 @@ impl Store {
         dead: &str,
     ) -> Result<bool> {
         let input = Arc::new((holder.to_string(), dead.to_string()));
-        either_write!(self, input, |conn, input, now| {
-            let (holder, dead) = &*input;
-            let taken = sqlx::query(TAKE_UPDATE_FROM)
-                .bind(update_id)
-                .bind(holder)
-                .bind(now)
-                .bind(dead)
-                .execute(conn)
-                .await?;
-            taken.rows_affected() == 1
+        self.write_with(input, move |mut tx, input, now| {
+            Box::pin(async move {
+                let (holder, dead) = &*input;
+                let take = Stmt::new(TAKE_UPDATE_FROM)
+                    .int(update_id)
+                    .text(holder.as_str())
+                    .int(now)
+                    .text(dead.as_str());
+                Ok(tx.change(&take).await? == 1)
+            })
         })
+        .await
     }
 
     /// Mark update `update_id`, taken by `holder`, handled: it is never
     /// taken again. False when `holder` no longer holds it.
     pub async fn chat_update_done(&self, update_id: i64, holder: &str) -> Result<bool> {
         let input = Arc::new(holder.to_string());
-        either_write!(self, input, |conn, holder, now| {
-            let done = sqlx::query(UPDATE_DONE)
-                .bind(update_id)
-                .bind(&*holder)
-                .bind(now)
-                .execute(conn)
-                .await?;
-            done.rows_affected() == 1
+        self.write_with(input, move |mut tx, holder, now| {
+            Box::pin(async move {
+                let done = Stmt::new(UPDATE_DONE)
+                    .int(update_id)
+                    .text(holder.as_str())
+                    .int(now);
+                Ok(tx.change(&done).await? == 1)
+            })
         })
+        .await
     }
 
     /// Forget update ids older than Telegram keeps updates; how many went.
     pub async fn forget_chat_updates(&self) -> Result<u64> {
-        either_write!(self, (), |conn, (), now| {
-            let gone = sqlx::query(FORGET_UPDATES)
-                .bind(now - KEEP_UPDATES_MS)
-                .execute(conn)
-                .await?;
-            gone.rows_affected()
+        self.write_with((), |mut tx, (), now| {
+            Box::pin(async move {
+                let gone = Stmt::new(FORGET_UPDATES).int(now - KEEP_UPDATES_MS);
+                tx.change(&gone).await
+            })
         })
+        .await
     }
 }

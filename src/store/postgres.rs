@@ -25,7 +25,6 @@ pub(crate) mod actions;
 pub(crate) mod board_human;
 pub(crate) mod board_writes;
 pub(crate) mod boards;
-pub(crate) mod events;
 pub mod export;
 pub mod import;
 pub mod notify;

@@ -29,9 +29,11 @@ use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use sqlx::SqliteConnection;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
-use super::{Engine, Result, Store};
+use super::engine::{Stmt, Tx};
+use super::{Error, Result, Store};
 
 /// How long a request id is remembered.
 pub const KEEP_MS: i64 = 24 * 60 * 60 * 1000;
@@ -98,43 +100,49 @@ impl Scope {
     }
 }
 
-/// The value the `n`-th write of `key` produced, if it is remembered and of
-/// `kind`.
-pub(crate) async fn remembered(
-    conn: &mut SqliteConnection,
-    key: &str,
-    n: i64,
-    kind: &str,
-) -> Result<Option<String>> {
-    let row: Option<(String, String)> =
-        sqlx::query_as("SELECT kind, value FROM requests WHERE key = ?1 AND n = ?2")
-            .bind(key)
-            .bind(n)
-            .fetch_optional(conn)
-            .await?;
-    Ok(row.and_then(|(k, v)| (k == kind).then_some(v)))
+/// The value the scope's next write produced in an earlier attempt, if it
+/// is remembered and of type `T`.
+pub(crate) async fn remembered<T: DeserializeOwned>(
+    tx: &mut Tx<'_>,
+    scope: &Scope,
+) -> Result<Option<T>> {
+    let stored = Stmt::new("SELECT kind, value FROM requests WHERE key = $1 AND n = $2")
+        .text(scope.key())
+        .int(scope.next());
+    let row: Option<(String, String)> = tx.row(&stored).await?;
+    Ok(row
+        .filter(|(kind, _)| kind == std::any::type_name::<T>())
+        .and_then(|(_, value)| serde_json::from_str(&value).ok()))
 }
 
-/// Remember what the `n`-th write of `key` produced. Replaces a row of
-/// another kind (the repeat took another path; its own value now stands).
-pub(crate) async fn remember(
-    conn: &mut SqliteConnection,
-    key: &str,
-    n: i64,
-    kind: &str,
-    value: &str,
+/// `out` as the text [`remember`] keeps.
+pub(crate) fn value_of<T: Serialize>(out: &T) -> Result<String> {
+    serde_json::to_string(out).map_err(|e| Error::Write {
+        reason: format!("cannot remember a write's value: {e}"),
+        busy: false,
+    })
+}
+
+/// Remember `value` (a `T`, as [`value_of`] wrote it) as the scope's next
+/// write. Replaces a row of another kind (the repeat took another path;
+/// its own value now stands).
+pub(crate) async fn remember<T>(
+    tx: &mut Tx<'_>,
+    scope: &Scope,
+    value: String,
     now: i64,
 ) -> Result<()> {
-    sqlx::query(
-        "INSERT OR REPLACE INTO requests (key, n, kind, value, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+    let keep = Stmt::new(
+        "INSERT INTO requests (key, n, kind, value, created_at) VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (key, n) DO UPDATE
+         SET kind = excluded.kind, value = excluded.value, created_at = excluded.created_at",
     )
-    .bind(key)
-    .bind(n)
-    .bind(kind)
-    .bind(value)
-    .bind(now)
-    .execute(conn)
-    .await?;
+    .text(scope.key())
+    .int(scope.next())
+    .text(std::any::type_name::<T>())
+    .text(value.as_str())
+    .int(now);
+    tx.change(&keep).await?;
     Ok(())
 }
 
@@ -146,25 +154,6 @@ impl Store {
     /// were forgotten.
     pub async fn forget_requests(&self) -> Result<u64> {
         let before = self.now() - KEEP_MS;
-        if let Engine::Postgres(pg) = self.engine() {
-            // One statement: its own transaction, retried as every write is.
-            return self
-                .retry(|| async {
-                    Ok(sqlx::query(FORGET)
-                        .bind(before)
-                        .execute(pg.pool())
-                        .await?
-                        .rows_affected())
-                })
-                .await;
-        }
-        let mut tx = self.begin_write().await?;
-        let n = sqlx::query(FORGET)
-            .bind(before)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-        tx.commit().await?;
-        Ok(n)
+        self.change(Stmt::new(FORGET).int(before)).await
     }
 }

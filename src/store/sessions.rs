@@ -27,7 +27,6 @@ mod wake;
 pub use ledger::{Begin, Complete, LedgerEntry, NewCall};
 pub use lifecycle::{Checkpointed, Ended};
 pub use resume::{DEFAULT_LEDGER_TAIL, Interrupted, Resume};
-pub(crate) use wait::wait_reads;
 pub use wait::{Arrival, DECISION_EVENTS};
 pub use wake::WakeRecorded;
 

@@ -3,7 +3,8 @@
 //! across restarts. This module only remembers: creating a topic is the
 //! chat bridge's (`chat/topics.rs`).
 
-use super::{Engine, Error, Result, Store};
+use super::engine::Stmt;
+use super::{Error, Result, Store};
 
 /// The topic remembered for a key in a chat. Same text on both engines.
 const GET: &str = "SELECT thread_id FROM chat_topics WHERE chat_id = $1 AND key = $2";
@@ -23,28 +24,14 @@ fn thread(id: i64) -> Result<i32> {
 impl Store {
     /// The topic remembered for `key` in `chat_id`, if any.
     pub async fn topic_get(&self, chat_id: i64, key: &str) -> Result<Option<i32>> {
-        let id: Option<i64> = match self.engine() {
-            Engine::Postgres(pg) => {
-                sqlx::query_scalar(GET)
-                    .bind(chat_id)
-                    .bind(key)
-                    .fetch_optional(pg.pool())
-                    .await?
-            }
-            Engine::Sqlite(_) => {
-                sqlx::query_scalar(GET)
-                    .bind(chat_id)
-                    .bind(key)
-                    .fetch_optional(self.pool()?)
-                    .await?
-            }
-        };
-        id.map(thread).transpose()
+        let id: Option<(i64,)> = self.row(Stmt::new(GET).int(chat_id).text(key)).await?;
+        id.map(|(id,)| thread(id)).transpose()
     }
 
     /// Remember `thread_id` as the topic of `key` in `chat_id`; the topic
     /// that holds after the call (an earlier one wins: its messages are
-    /// already there).
+    /// already there). Two statements, each a write or read of its own:
+    /// the read after the insert sees whichever save committed first.
     pub async fn topic_save(
         &self,
         chat_id: i64,
@@ -52,48 +39,13 @@ impl Store {
         name: &str,
         thread_id: i32,
     ) -> Result<i32> {
-        let held: i64 = self
-            .retry(|| async {
-                let now = self.now();
-                match self.engine() {
-                    // Two statements, each its own transaction: the read
-                    // after the insert sees whichever save committed first.
-                    Engine::Postgres(pg) => {
-                        sqlx::query(SAVE)
-                            .bind(chat_id)
-                            .bind(key)
-                            .bind(i64::from(thread_id))
-                            .bind(name)
-                            .bind(now)
-                            .execute(pg.pool())
-                            .await?;
-                        Ok(sqlx::query_scalar(GET)
-                            .bind(chat_id)
-                            .bind(key)
-                            .fetch_one(pg.pool())
-                            .await?)
-                    }
-                    Engine::Sqlite(_) => {
-                        // In the write turn, so it never meets the turn's
-                        // writer at SQLite's busy handler.
-                        let _turn = self.write_lock()?.clone().lock_owned().await;
-                        sqlx::query(SAVE)
-                            .bind(chat_id)
-                            .bind(key)
-                            .bind(thread_id)
-                            .bind(name)
-                            .bind(now)
-                            .execute(self.pool()?)
-                            .await?;
-                        Ok(sqlx::query_scalar(GET)
-                            .bind(chat_id)
-                            .bind(key)
-                            .fetch_one(self.pool()?)
-                            .await?)
-                    }
-                }
-            })
-            .await?;
-        thread(held)
+        let save = Stmt::new(SAVE)
+            .int(chat_id)
+            .text(key)
+            .int(i64::from(thread_id))
+            .text(name)
+            .int(self.now());
+        self.change(save).await?;
+        thread(self.first(Stmt::new(GET).int(chat_id).text(key)).await?)
     }
 }

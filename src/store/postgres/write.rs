@@ -32,9 +32,9 @@ use serde::de::DeserializeOwned;
 use sqlx::PgConnection;
 
 use super::Pg;
-use crate::store::events::check_depth;
+use crate::store::engine::Tx;
 use crate::store::request::{self, Scope};
-use crate::store::{Error, NewEvent, Result, Store};
+use crate::store::{NewEvent, Result, Store};
 
 impl Store {
     /// Run `op` with its own copy of `input` and the clock's time in a
@@ -56,14 +56,19 @@ impl Store {
                 let mut tx = pg.pool().begin().await?;
                 let out = match scope {
                     None => op(&mut tx, input, clock.now_ms()).await?,
-                    Some(scope) => match remembered::<T>(&mut tx, scope).await? {
-                        Some(value) => value,
-                        None => {
-                            let out = op(&mut tx, input, clock.now_ms()).await?;
-                            remember(&mut tx, scope, &out, clock.now_ms()).await?;
-                            out
+                    Some(scope) => {
+                        take_turn(&mut tx, scope).await?;
+                        match request::remembered::<T>(&mut Tx::Pg(&mut tx), scope).await? {
+                            Some(value) => value,
+                            None => {
+                                let out = op(&mut tx, input, clock.now_ms()).await?;
+                                let (value, now) = (request::value_of(&out)?, clock.now_ms());
+                                request::remember::<T>(&mut Tx::Pg(&mut tx), scope, value, now)
+                                    .await?;
+                                out
+                            }
                         }
-                    },
+                    }
                 };
                 tx.commit().await?;
                 if let Some(scope) = scope {
@@ -76,64 +81,20 @@ impl Store {
     }
 }
 
-/// The value the scope's next write remembered in an earlier attempt, if
-/// it is of type `T`. Takes a transaction-scoped advisory lock on (request
-/// id, write number) first, so two attempts of one call racing on two
-/// connections run one after the other: the second replays the first.
-async fn remembered<T: DeserializeOwned>(
-    tx: &mut PgConnection,
-    scope: &Scope,
-) -> Result<Option<T>> {
+/// Take a transaction-scoped advisory lock on the scope's (request id,
+/// write number), so two attempts of one call racing on two connections
+/// run one after the other: the second replays the first.
+async fn take_turn(tx: &mut PgConnection, scope: &Scope) -> Result<()> {
     sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, $2))")
         .bind(scope.key())
         .bind(scope.next())
         .execute(&mut *tx)
         .await?;
-    let row: Option<(String, String)> =
-        sqlx::query_as("SELECT kind, value FROM requests WHERE key = $1 AND n = $2")
-            .bind(scope.key())
-            .bind(scope.next())
-            .fetch_optional(&mut *tx)
-            .await?;
-    Ok(row
-        .filter(|(kind, _)| kind == std::any::type_name::<T>())
-        .and_then(|(_, value)| serde_json::from_str(&value).ok()))
-}
-
-/// Remember `out` as the scope's next write (replacing a row of another
-/// kind: the repeat took another path, and its own value now stands).
-async fn remember<T: Serialize>(
-    tx: &mut PgConnection,
-    scope: &Scope,
-    out: &T,
-    now: i64,
-) -> Result<()> {
-    let value = serde_json::to_string(out).map_err(|e| Error::Write {
-        reason: format!("cannot remember a write's value: {e}"),
-        busy: false,
-    })?;
-    sqlx::query(
-        "INSERT INTO requests (key, n, kind, value, created_at) VALUES ($1, $2, $3, $4, $5)
-         ON CONFLICT (key, n) DO UPDATE
-         SET kind = excluded.kind, value = excluded.value, created_at = excluded.created_at",
-    )
-    .bind(scope.key())
-    .bind(scope.next())
-    .bind(std::any::type_name::<T>())
-    .bind(value)
-    .bind(now)
-    .execute(&mut *tx)
-    .await?;
     Ok(())
 }
 
 /// Append `ev` at time `at` inside the transaction on `conn`, last in it
-/// (the event counter's row stays locked until commit). The payload is
-/// serialised by Rust on both engines, so its text is SQLite's byte for byte.
+/// (the event counter's row stays locked until commit); see [`Tx::append`].
 pub(crate) async fn append(conn: &mut PgConnection, at: i64, ev: &NewEvent<'_>) -> Result<i64> {
-    check_depth(&ev.payload)?;
-    let row = crate::store::events::bind_append(sqlx::query(crate::store::events::APPEND), at, ev)
-        .fetch_one(conn)
-        .await?;
-    Ok(sqlx::Row::try_get(&row, 0)?)
+    Tx::Pg(conn).append(at, ev).await
 }

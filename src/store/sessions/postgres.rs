@@ -20,8 +20,8 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use sqlx::PgConnection;
 
-use super::{Checkpointed, Ended, Session, WakeRecorded, session_from, wait_reads};
-use crate::store::{Error, Event, Result};
+use super::{Checkpointed, Ended, Session, WakeRecorded, session_from};
+use crate::store::{Error, Result};
 
 /// One event to append, every column as text but `at`.
 struct Append<'a> {
@@ -246,18 +246,6 @@ pub(super) fn end(
         Ok(Ended::Ended { session })
     })
 }
-
-/// The wait cursor and the decision and wake events after it.
-pub(super) async fn unclaimed(
-    pool: &sqlx::PgPool,
-    id: &str,
-    project: Option<&str>,
-) -> Result<(i64, Vec<Event>)> {
-    let mut conn = pool.acquire().await?;
-    unclaimed_on(&mut conn, id, project).await
-}
-
-wait_reads!(PgConnection);
 
 /// Move the wait cursor from `from` to `to` (a bare row when the session
 /// never registered), appending `session.picked_up`; false when another

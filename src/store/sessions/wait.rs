@@ -98,14 +98,28 @@ impl Store {
     pub async fn unclaimed_events(&self, session_id: &str) -> Result<(i64, Vec<Event>)> {
         let project = self.delivery_project(session_id).await?;
         let project = project.as_deref();
-        self.read_split(
-            |pool| async move {
-                let mut conn = pool.acquire().await?;
-                unclaimed_on(&mut conn, session_id, project).await
-            },
-            |pool| postgres::unclaimed(pool, session_id, project),
+        let cursor: i64 = self
+            .first(
+                Stmt::new(
+                    "SELECT COALESCE((SELECT last_wait_seq FROM agent_sessions
+                                       WHERE session_id = $1), 0)",
+                )
+                .text(session_id),
+            )
+            .await?;
+        // Why reading after the cursor is safe on PostgreSQL too: seqs
+        // become visible in commit order, so no lower one can appear later.
+        let after = Stmt::new(
+            "SELECT * FROM events WHERE session = $1 AND seq > $2
+               AND type IN ('session.wake', 'action.approved', 'action.rejected', 'action.expired',
+                            'action.executed', 'action.failed', 'action.unknown')
+               AND (CAST($3 AS TEXT) IS NULL OR project = $3)
+             ORDER BY seq",
         )
-        .await
+        .text(session_id)
+        .int(cursor)
+        .text(project);
+        Ok((cursor, self.rows(after).await?))
     }
 
     /// Move the session's wait cursor from `from` to `to` (creating a bare
@@ -203,47 +217,3 @@ impl Store {
         Ok(out)
     }
 }
-
-/// The read of [`Store::unclaimed_events`], defined as `unclaimed_on(conn,
-/// session_id)` on `$conn` (one engine's connection type) in the module
-/// that invokes it. Why a macro: the two connection types differ, the
-/// statements (`$N` placeholders, which SQLite takes too) and the Rust do
-/// not. Why reading after the cursor is safe on PostgreSQL too: seqs
-/// become visible in commit order (see `postgres/events.rs`), so no lower
-/// one can appear later.
-macro_rules! wait_reads {
-    ($conn:ty) => {
-        async fn unclaimed_on(
-            conn: &mut $conn,
-            session_id: &str,
-            project: Option<&str>,
-        ) -> $crate::store::Result<(i64, Vec<$crate::store::Event>)> {
-            let cursor: i64 = sqlx::query_scalar(
-                "SELECT COALESCE((SELECT last_wait_seq FROM agent_sessions WHERE session_id = $1), 0)",
-            )
-            .bind(session_id)
-            .fetch_one(&mut *conn)
-            .await?;
-            let rows = sqlx::query(
-                "SELECT * FROM events WHERE session = $1 AND seq > $2
-                   AND type IN ('session.wake', 'action.approved', 'action.rejected', 'action.expired',
-                                'action.executed', 'action.failed', 'action.unknown')
-                   AND (CAST($3 AS TEXT) IS NULL OR project = $3)
-                 ORDER BY seq",
-            )
-            .bind(session_id)
-            .bind(cursor)
-            .bind(project)
-            .fetch_all(&mut *conn)
-            .await?;
-            let evs = rows
-                .iter()
-                .map($crate::store::events::from_row)
-                .collect::<$crate::store::Result<Vec<_>>>()?;
-            Ok((cursor, evs))
-        }
-    };
-}
-pub(crate) use wait_reads;
-
-wait_reads!(sqlx::SqliteConnection);
