@@ -30,7 +30,6 @@ pub mod import;
 pub mod notify;
 pub(crate) mod questions;
 pub(crate) mod replies;
-pub(crate) mod seed;
 pub(crate) mod unported;
 pub(crate) mod write;
 

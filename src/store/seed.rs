@@ -9,17 +9,71 @@
 //! a daemon that kept up; start-up must then not depend on how long the
 //! history is.
 //!
-//! On PostgreSQL the same rows are written by `postgres::seed`, in that
-//! engine's spelling.
+//! The same rows on both engines, by the same statements but for how
+//! they spell an id.
 
-use super::postgres::seed as pg_seed;
-use super::{Engine, Result, Store};
+use super::engine::Stmt;
+use super::{Result, Store};
 
 /// Rows [`Store::seed_history`] writes per question.
 pub const ROWS_PER_QUESTION: u64 = 6;
 
 /// Questions written per transaction, so the WAL stays bounded.
 const BATCH: u64 = 20_000;
+
+/// The four statements that write questions `$1..=$2`, ending at `$3`, with
+/// `$id` spelling a seeded question's id from its number `i`. Ids are not
+/// UUIDv7 but share their shape (32 hex digits), and the leading `5eed`
+/// keeps them apart from real ids. Older questions lie further back: one a
+/// minute, the last one at `$3`. The events get their seqs in the order the
+/// statement inserts them (`ORDER BY i, k`; on PostgreSQL from the
+/// commit-order trigger, one row at a time).
+macro_rules! seeding {
+    ($id:literal) => {
+        [
+            concat!(
+                "WITH RECURSIVE s(i) AS (SELECT CAST($1 AS BIGINT) UNION ALL SELECT i + 1 FROM s WHERE i < $2)
+                 INSERT INTO questions (id, project, agent, session, title, detail, status,
+                     outcome, reply, reply_kind, reply_source, replied_by, replied_at, reply_seen_at,
+                     reply_seq, created_at, updated_at, resolved_at)
+                 SELECT ", $id, ", 'project-' || (i % 20), 'agent-' || (i % 50), 'session-' || (i % 500),
+                     'Seeded question ' || i, 'Which way should step ' || i || ' go?', 'resolved', 'done',
+                     'Option A', 'answer', 'chat', 'human', ", seeding!(@at), ", ", seeding!(@at), ", 1, ",
+                     seeding!(@at), " - 300000, ", seeding!(@at), ", ", seeding!(@at), " FROM s"
+            ),
+            concat!(
+                "WITH RECURSIVE s(i) AS (SELECT CAST($1 AS BIGINT) UNION ALL SELECT i + 1 FROM s WHERE i < $2)
+                 INSERT INTO question_replies (question_id, reply_seq, action, reply, kind, source, \"by\",
+                     revision, at)
+                 SELECT ", $id, ", 1, 'reply', 'Option A', 'answer', 'chat', 'human', 1, ",
+                     seeding!(@at), " FROM s"
+            ),
+            concat!(
+                "WITH RECURSIVE s(i) AS (SELECT CAST($1 AS BIGINT) UNION ALL SELECT i + 1 FROM s WHERE i < $2)
+                 INSERT INTO chat_messages (item_kind, item_id, chat_id, message_id, status, revision,
+                     created_at, updated_at)
+                 SELECT 'question', ", $id, ", 1, i, 'sent', 1, ", seeding!(@at), " - 300000, ",
+                     seeding!(@at), " FROM s"
+            ),
+            concat!(
+                "WITH RECURSIVE s(i) AS (SELECT CAST($1 AS BIGINT) UNION ALL SELECT i + 1 FROM s WHERE i < $2),
+                 e(k, type, channel) AS (VALUES (0, 'question.flagged', 'agent'),
+                     (1, 'question.answered', 'chat'), (2, 'question.resolved', 'agent'))
+                 INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session)
+                 SELECT ", seeding!(@at), " - 300000 + k * 100000, type, 'question', ", $id, ", 'seed',
+                     channel, 'project-' || (i % 20), 'session-' || (i % 500) FROM s, e ORDER BY i, k"
+            ),
+        ]
+    };
+    (@at) => {
+        "(CAST($3 AS BIGINT) - (CAST($2 AS BIGINT) - i) * 60000)"
+    };
+}
+
+/// The statements in SQLite's spelling of the id (`printf`)…
+const LITE: [&str; 4] = seeding!("printf('5eed%028x', i)");
+/// …and in PostgreSQL's (`to_hex`, `lpad`).
+const PG: [&str; 4] = seeding!("'5eed' || lpad(to_hex(i), 28, '0')");
 
 impl Store {
     /// Append `questions` finished questions (six rows each, see the module
@@ -34,55 +88,16 @@ impl Store {
         while done < questions {
             let n = BATCH.min(questions - done);
             let (first, last) = (done as i64 + 1, (done + n) as i64);
-            if let Engine::Postgres(pg) = self.engine() {
-                pg_seed::batch(pg, first, last, now).await?;
-                done += n;
-                continue;
-            }
-            let mut tx = self.begin_write().await?;
-            let series =
-                "WITH RECURSIVE s(i) AS (SELECT ?1 UNION ALL SELECT i + 1 FROM s WHERE i < ?2)";
-            // Ids are not UUIDv7 but share their shape (32 hex digits), and
-            // the leading `5eed` keeps them apart from real ids.
-            let id = "printf('5eed%028x', i)";
-            // Older questions further back: one a minute, the last one now.
-            let at = "(?3 - (?2 - i) * 60000)";
-            let statements = [
-                format!(
-                    "{series} INSERT INTO questions (id, project, agent, session, title, detail, status, \
-                     outcome, reply, reply_kind, reply_source, replied_by, replied_at, reply_seen_at, \
-                     reply_seq, created_at, updated_at, resolved_at) \
-                     SELECT {id}, 'project-' || (i % 20), 'agent-' || (i % 50), 'session-' || (i % 500), \
-                     'Seeded question ' || i, 'Which way should step ' || i || ' go?', 'resolved', 'done', \
-                     'Option A', 'answer', 'chat', 'human', {at}, {at}, 1, {at} - 300000, {at}, {at} FROM s"
-                ),
-                format!(
-                    "{series} INSERT INTO question_replies (question_id, reply_seq, action, reply, kind, \
-                     source, by, revision, at) \
-                     SELECT {id}, 1, 'reply', 'Option A', 'answer', 'chat', 'human', 1, {at} FROM s"
-                ),
-                format!(
-                    "{series} INSERT INTO chat_messages (item_kind, item_id, chat_id, message_id, status, \
-                     revision, created_at, updated_at) \
-                     SELECT 'question', {id}, 1, i, 'sent', 1, {at} - 300000, {at} FROM s"
-                ),
-                format!(
-                    "{series}, e(k, type, channel) AS (VALUES (0, 'question.flagged', 'agent'), \
-                     (1, 'question.answered', 'chat'), (2, 'question.resolved', 'agent')) \
-                     INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session) \
-                     SELECT {at} - 300000 + k * 100000, type, 'question', {id}, 'seed', channel, \
-                     'project-' || (i % 20), 'session-' || (i % 500) FROM s, e ORDER BY i, k"
-                ),
-            ];
-            for sql in &statements {
-                sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
-                    .bind(first)
-                    .bind(last)
-                    .bind(now)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            tx.commit().await?;
+            self.transact((), move |mut tx, (), _| {
+                Box::pin(async move {
+                    for (lite, pg) in LITE.into_iter().zip(PG) {
+                        let batch = Stmt::spelled(lite, pg).int(first).int(last).int(now);
+                        tx.change(&batch).await?;
+                    }
+                    Ok(())
+                })
+            })
+            .await?;
             done += n;
         }
         let end = self.last_event_seq().await?;
