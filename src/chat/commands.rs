@@ -3,7 +3,7 @@
 
 use super::Bridge;
 use super::callback::Item;
-use super::dispatch::{NOT_ALLOWED, Role, actor};
+use super::dispatch::{NOT_ALLOWED, Right, actor};
 use super::row::row_of;
 use super::text::cut;
 use crate::store::questions::ReplyKind;
@@ -41,7 +41,7 @@ impl Bridge {
         if cmd == "help" {
             return self.say(chat_id, thread, HELP).await;
         }
-        if !self.allowed(chat_id, from.id.0, Role::Answer).await {
+        if !self.allowed(chat_id, from.id.0, Right::Answer).await {
             return self.say(chat_id, thread, NOT_ALLOWED).await;
         }
         let who = actor(from);
@@ -105,7 +105,7 @@ impl Bridge {
         from: &teloxide::types::User,
         configured: bool,
     ) {
-        if configured && self.allowed(chat_id, from.id.0, Role::Answer).await {
+        if configured && self.allowed(chat_id, from.id.0, Right::Answer).await {
             return self.say(chat_id, thread, HELP).await;
         }
         let name = from.username.clone().unwrap_or_default();

@@ -2,7 +2,7 @@
 //! one entry for every update, the allow-list check, taps dispatched to
 //! their item kind, text replies matched to the item or prompt they answer.
 //!
-//! Every input is checked against the chat's allow-list (config roles plus
+//! Every input is checked against the chat's allow-list (config lists plus
 //! paired members), decided by the store's guarded chat functions, and
 //! answered in words: a toast for taps, a message for replies and commands.
 //! Nothing here panics on foreign input: unknown buttons, unrelated
@@ -39,9 +39,10 @@ pub(crate) fn actor(u: &teloxide::types::User) -> String {
     }
 }
 
-/// The role a user needs for an item.
+/// What a user must be allowed to do with an item: its chat's `answer` or
+/// `approve` list. (Not a token's role, nor a daemon's.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Role {
+pub(crate) enum Right {
     Answer,
     Approve,
 }
@@ -51,12 +52,12 @@ pub(super) const NOT_ALLOWED: &str =
     "Sorry, you're not allowed to answer here. Send /start to ask to be admitted.";
 
 impl Bridge {
-    /// Whether `user` may act with `role` in `chat_id`.
-    pub(crate) async fn allowed(&self, chat_id: i64, user: u64, role: Role) -> bool {
+    /// Whether `user` has `right` in `chat_id`.
+    pub(crate) async fn allowed(&self, chat_id: i64, user: u64, right: Right) -> bool {
         if let Some(c) = self.config.chat_by_id(chat_id) {
-            let listed = match role {
-                Role::Answer => c.answer.contains(&user) || c.approve.contains(&user),
-                Role::Approve => c.approve.contains(&user),
+            let listed = match right {
+                Right::Answer => c.answer.contains(&user) || c.approve.contains(&user),
+                Right::Approve => c.approve.contains(&user),
             };
             if listed {
                 return true;
@@ -64,9 +65,9 @@ impl Bridge {
         } else {
             return false;
         }
-        let r = match role {
-            Role::Answer => "answer",
-            Role::Approve => "approve",
+        let r = match right {
+            Right::Answer => "answer",
+            Right::Approve => "approve",
         };
         self.store
             .chat_member_has(chat_id, user as i64, r)
@@ -112,13 +113,13 @@ impl Bridge {
             .await;
             return;
         };
-        let role = if cb.item == Item::Action {
-            Role::Approve
+        let right = if cb.item == Item::Action {
+            Right::Approve
         } else {
-            Role::Answer
+            Right::Answer
         };
-        if !self.allowed(chat_id, q.from.id.0, role).await {
-            let what = if role == Role::Approve {
+        if !self.allowed(chat_id, q.from.id.0, right).await {
+            let what = if right == Right::Approve {
                 "decide actions"
             } else {
                 "answer"
@@ -236,7 +237,7 @@ impl Bridge {
                 .say(chat_id, thread, "To answer, reply to the item's message, or use /answer <id> <text>. /help for more.")
                 .await;
         };
-        if !self.allowed(chat_id, from.id.0, Role::Answer).await {
+        if !self.allowed(chat_id, from.id.0, Right::Answer).await {
             return self.say(chat_id, thread, NOT_ALLOWED).await;
         }
         let who = actor(&from);
@@ -369,7 +370,7 @@ impl Bridge {
                     .await
             }
             Prompt::ActionEdit { id } => {
-                if !self.allowed(chat_id, from.id.0, Role::Approve).await {
+                if !self.allowed(chat_id, from.id.0, Right::Approve).await {
                     return self
                         .say(
                             chat_id,
