@@ -75,6 +75,15 @@ fn lines(child: &mut Child) -> (String, impl FnOnce() -> Value) {
     })
 }
 
+/// A database where session `sess-1` is registered (a wait for a session
+/// nothing ever named is refused, as `handoff wait --session` refuses it).
+fn registered() -> TempDb {
+    let db = TempDb::new();
+    let o = db.cli(&["session", "register", "--session", "sess-1"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    db
+}
+
 #[test]
 fn wait_returns_the_answer_when_it_comes() {
     let db = TempDb::new();
@@ -104,7 +113,7 @@ fn wait_returns_the_answer_when_it_comes() {
 
 #[test]
 fn with_nothing_arriving_wait_says_waiting_before_55_seconds() {
-    let db = TempDb::new();
+    let db = registered();
     let start = Instant::now();
     let mut c = client(&db, "wait-only", "{}");
     let (_, result) = lines(&mut c);
@@ -120,7 +129,7 @@ fn with_nothing_arriving_wait_says_waiting_before_55_seconds() {
 
 #[test]
 fn a_wait_longer_than_50_seconds_is_refused_in_words() {
-    let db = TempDb::new();
+    let db = registered();
     let mut c = client(&db, "wait-only", r#"{"wait_seconds": 120}"#);
     let (_, result) = lines(&mut c);
     let v = result();

@@ -19,6 +19,16 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 
+def structured(result):
+    """The result's structured content (`structured_content` in SDK 2.x,
+    `structuredContent` before)."""
+    for name in ("structured_content", "structuredContent"):
+        value = getattr(result, name, None)
+        if value is not None:
+            return value
+    return None
+
+
 async def main() -> None:
     binary, mode = sys.argv[1], sys.argv[2]
     wait_args = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}
@@ -33,7 +43,7 @@ async def main() -> None:
                 asked = await session.call_tool(
                     "ask", {"title": "Ship on Friday?", "key": "ship"}
                 )
-                qid = asked.structuredContent["question"]["id"]
+                qid = structured(asked)["question"]["id"]
                 print(f"asked {qid}", flush=True)
             else:
                 print("asked -", flush=True)
@@ -44,8 +54,8 @@ async def main() -> None:
                 json.dumps(
                     {
                         "elapsed": elapsed,
-                        "is_error": bool(result.isError),
-                        "structured": result.structuredContent,
+                        "is_error": bool(getattr(result, "is_error", None) or getattr(result, "isError", None)),
+                        "structured": structured(result),
                         "description": wait.description,
                     }
                 ),
