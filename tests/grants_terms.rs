@@ -143,16 +143,40 @@ async fn a_place_covers_its_folder_only_and_never_a_chained_command(db: Db) {
                 .is_some()
         }
     };
-    assert!(matches("git push", "/home/dev/shop").await, "in the repository");
-    assert!(matches("git push origin main", "/home/dev/shop/web").await, "below it");
-    assert!(!matches("git push", "/home/dev/bank").await, "another folder");
-    assert!(!matches("git push", "/home/dev/shop-old").await, "a sibling");
-    assert!(!matches("git push", "/home/dev/shop/../bank").await, "out by ..");
+    assert!(
+        matches("git push", "/home/dev/shop").await,
+        "in the repository"
+    );
+    assert!(
+        matches("git push origin main", "/home/dev/shop/web").await,
+        "below it"
+    );
+    assert!(
+        !matches("git push", "/home/dev/bank").await,
+        "another folder"
+    );
+    assert!(
+        !matches("git push", "/home/dev/shop-old").await,
+        "a sibling"
+    );
+    assert!(
+        !matches("git push", "/home/dev/shop/../bank").await,
+        "out by .."
+    );
     assert!(!matches("git push", "").await, "a prompt naming no folder");
-    assert!(!matches("git push; rm -rf ~", "/home/dev/shop").await, "chained");
+    assert!(
+        !matches("git push; rm -rf ~", "/home/dev/shop").await,
+        "chained"
+    );
     assert!(!matches("git push | sh", "/home/dev/shop").await, "piped");
-    assert!(!matches("git push > /tmp/x", "/home/dev/shop").await, "redirected");
-    assert!(!matches("git pull", "/home/dev/shop").await, "another command");
+    assert!(
+        !matches("git push > /tmp/x", "/home/dev/shop").await,
+        "redirected"
+    );
+    assert!(
+        !matches("git pull", "/home/dev/shop").await,
+        "another command"
+    );
     // A bad place is refused in words.
     let e = store
         .grant_create(
@@ -191,15 +215,26 @@ async fn the_prompt_cwd_is_read_from_the_hooks_summary(db: Db) {
         }
     };
     assert_eq!(
-        cwd("claude.Bash", "Claude Code wants to use Bash (in /home/dev/shop): npm test").await,
+        cwd(
+            "claude.Bash",
+            "Claude Code wants to use Bash (in /home/dev/shop): npm test"
+        )
+        .await,
         Some("/home/dev/shop".into())
     );
     assert_eq!(
         cwd("codex.Bash", "Codex wants to use Bash (in /srv/app)").await,
         Some("/srv/app".into())
     );
-    assert_eq!(cwd("claude.Bash", "Claude Code wants to use Bash: ls").await, None);
-    assert_eq!(cwd("email.send", "send (in /x): y").await, None, "not a prompt");
+    assert_eq!(
+        cwd("claude.Bash", "Claude Code wants to use Bash: ls").await,
+        None
+    );
+    assert_eq!(
+        cwd("email.send", "send (in /x): y").await,
+        None,
+        "not a prompt"
+    );
     assert_eq!(
         cwd("claude.Bash", "Claude Code wants to use Bash (in rel): x").await,
         None

@@ -44,7 +44,13 @@ async fn for_this_session_decides_later_covered_prompts_of_that_session_only() {
     // The exact rule, shown before anyone taps.
     assert!(msg.text.contains("Bash(npm test:*)"), "{}", msg.text);
     let labels: Vec<String> = msg.buttons().into_iter().map(|(t, _)| t).collect();
-    for want in ["This once", "This session", "For 1 h", "Always here", "Reject"] {
+    for want in [
+        "This once",
+        "This session",
+        "For 1 h",
+        "Always here",
+        "Reject",
+    ] {
         assert!(
             labels.iter().any(|l| l.contains(want)),
             "{want} in {labels:?}"
@@ -399,7 +405,11 @@ async fn a_prompt_answered_at_the_terminal_closes_within_a_second_of_post_tool_u
         .into_iter()
         .find(|a| a.summary.contains("cargo publish"))
         .unwrap();
-    assert_eq!(a.decided_by.as_deref(), Some("terminal"), "the tap changed nothing");
+    assert_eq!(
+        a.decided_by.as_deref(),
+        Some("terminal"),
+        "the tap changed nothing"
+    );
 }
 
 /// Exit code, stdout and stderr of a hook that prints no decision.
@@ -452,10 +462,15 @@ async fn for_an_hour_then_revoked_from_chat() {
     .await;
     assert!(store.grant_list(false).await.unwrap().is_empty());
     let all = store.grant_list(true).await.unwrap();
-    assert_eq!(all[0].revoked_by.as_deref().map(|b| !b.is_empty()), Some(true));
+    assert_eq!(
+        all[0].revoked_by.as_deref().map(|b| !b.is_empty()),
+        Some(true)
+    );
     fake.tap(ME, ME, list.message_id, &revoke);
     fake.until(30, "told it was revoked already", |f| {
-        f.toasts().into_iter().find(|t| t.contains("already revoked"))
+        f.toasts()
+            .into_iter()
+            .find(|t| t.contains("already revoked"))
     })
     .await;
 }

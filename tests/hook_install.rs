@@ -218,7 +218,10 @@ fn codex_write_fills_hooks_json_and_turns_hooks_on_in_config_toml() {
         "{out}"
     );
     assert!(out.contains("[features]\nhooks = true"), "{out}");
-    assert!(!out.contains("codex_hooks"), "never the deprecated key: {out}");
+    assert!(
+        !out.contains("codex_hooks"),
+        "never the deprecated key: {out}"
+    );
     // The trust step, and what `codex exec` needs without it.
     assert!(out.contains("open `/hooks`"), "{out}");
     assert!(out.contains("--dangerously-bypass-hook-trust"), "{out}");
@@ -229,7 +232,10 @@ fn codex_write_fills_hooks_json_and_turns_hooks_on_in_config_toml() {
     let out = text(&o.stdout);
     assert!(out.contains("--- /dev/null\n"), "a new hooks.json: {out}");
     assert!(out.contains("+hooks = true\n"), "{out}");
-    assert!(out.contains("Next: Codex runs a new or changed hook only once a person trusts it"), "{out}");
+    assert!(
+        out.contains("Next: Codex runs a new or changed hook only once a person trusts it"),
+        "{out}"
+    );
     let hooks: Value =
         serde_json::from_str(&std::fs::read_to_string(codex.join("hooks.json")).unwrap()).unwrap();
     assert_eq!(
@@ -333,12 +339,7 @@ fn json_output_names_each_file_and_what_changed() {
     );
     assert_eq!(files[0]["changed"], true);
     assert!(files[0]["backup"].is_null(), "a new file has no backup");
-    assert!(
-        files[1]["diff"]
-            .as_str()
-            .unwrap()
-            .contains("+hooks = true")
-    );
+    assert!(files[1]["diff"].as_str().unwrap().contains("+hooks = true"));
     assert!(v["install"]["next"].as_str().unwrap().contains("/hooks"));
     let o = install(dir.path(), &["codex", "--write", "--json"]);
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -391,7 +392,12 @@ fn doctor_tells_installed_current_and_trusted() {
     // Nothing installed: both say so, and what to run.
     let r = doctor(dir.path());
     assert_eq!(by(&r, "claude")["installed"], json!([]));
-    assert!(by(&r, "claude")["note"].as_str().unwrap().contains("hook install claude"));
+    assert!(
+        by(&r, "claude")["note"]
+            .as_str()
+            .unwrap()
+            .contains("hook install claude")
+    );
     assert_eq!(by(&r, "codex")["installed"], json!([]));
 
     // An older Claude install (PermissionRequest only): installed, not current.
@@ -406,16 +412,27 @@ fn doctor_tells_installed_current_and_trusted() {
     .unwrap();
     let c = by(&doctor(dir.path()), "claude");
     assert_eq!(c["current"], false, "{c}");
-    assert_eq!(c["missing"], json!(["PostToolUse", "Stop", "UserPromptSubmit"]));
+    assert_eq!(
+        c["missing"],
+        json!(["PostToolUse", "Stop", "UserPromptSubmit"])
+    );
     assert!(install(dir.path(), &["claude", "--write"]).status.success());
     let c = by(&doctor(dir.path()), "claude");
-    assert_eq!((c["current"].clone(), c["trusted"].clone()), (json!(true), Value::Null), "{c}");
+    assert_eq!(
+        (c["current"].clone(), c["trusted"].clone()),
+        (json!(true), Value::Null),
+        "{c}"
+    );
 
     // Codex: installed and current, but not trusted until /hooks says so.
     assert!(install(dir.path(), &["codex", "--write"]).status.success());
     let x = by(&doctor(dir.path()), "codex");
     assert_eq!(x["installed"], json!(["PermissionRequest"]), "{x}");
-    assert_eq!((x["current"].clone(), x["trusted"].clone()), (json!(true), json!(false)), "{x}");
+    assert_eq!(
+        (x["current"].clone(), x["trusted"].clone()),
+        (json!(true), json!(false)),
+        "{x}"
+    );
     assert!(x["note"].as_str().unwrap().contains("/hooks"), "{x}");
     let config = codex.join("config.toml");
     let before = std::fs::read_to_string(&config).unwrap();

@@ -95,14 +95,21 @@ fn wait_returns_the_answer_when_it_comes() {
     assert!(o.status.success(), "{}", common::stderr(&o));
     let v = result();
     let st = c.wait_with_output().unwrap();
-    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
     assert_eq!(v["is_error"], false, "{v}");
     let s = &v["structured"];
     assert_eq!(s["waiting"], false, "{v}");
     assert_eq!(s["session_id"], "sess-1");
     assert_eq!(s["arrivals"][0]["type"], "reply", "{v}");
     assert_eq!(s["arrivals"][0]["question"]["id"], qid.as_str());
-    assert_eq!(s["arrivals"][0]["question"]["reply"]["text"], "yes, ship it");
+    assert_eq!(
+        s["arrivals"][0]["question"]["reply"]["text"],
+        "yes, ship it"
+    );
     assert!(v["elapsed"].as_f64().unwrap() < 30.0, "{v}");
     let desc = v["description"].as_str().unwrap();
     assert!(desc.contains("CALL `wait` AGAIN"), "{desc}");
@@ -119,7 +126,11 @@ fn with_nothing_arriving_wait_says_waiting_before_55_seconds() {
     let (_, result) = lines(&mut c);
     let v = result();
     let st = c.wait_with_output().unwrap();
-    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
     assert_eq!(v["is_error"], false, "{v}");
     assert_eq!(v["structured"]["waiting"], true, "{v}");
     let elapsed = v["elapsed"].as_f64().unwrap();

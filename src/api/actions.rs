@@ -498,9 +498,9 @@ pub(crate) async fn approve(
         ));
     }
     let until = match b.until.as_deref() {
-        Some(spec) => Some(
-            crate::store::grants::end::parse(spec, s.store.now()).map_err(ApiError::invalid)?,
-        ),
+        Some(spec) => {
+            Some(crate::store::grants::end::parse(spec, s.store.now()).map_err(ApiError::invalid)?)
+        }
         None => None,
     };
     let out = match scope {

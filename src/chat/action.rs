@@ -438,10 +438,18 @@ impl Bridge {
                     format!("Approved ✅ and saved {} for this session.", g.rule)
                 }
                 (Scope::Always, Some(_)) => {
-                    format!("Approved ✅ and saved {} {} for one hour.", g.rule, g.place())
+                    format!(
+                        "Approved ✅ and saved {} {} for one hour.",
+                        g.rule,
+                        g.place()
+                    )
                 }
                 (Scope::Always, None) => {
-                    format!("Approved ✅ and saved {} {} until revoked.", g.rule, g.place())
+                    format!(
+                        "Approved ✅ and saved {} {} until revoked.",
+                        g.rule,
+                        g.place()
+                    )
                 }
             },
             Ok((out, None)) => approve_words(&out, actor.name),

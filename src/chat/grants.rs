@@ -61,7 +61,11 @@ impl Bridge {
             Err(e) => {
                 tracing::error!(error = %e, "cannot list grants");
                 return self
-                    .say(chat_id, thread, "Something went wrong on the host; try again.")
+                    .say(
+                        chat_id,
+                        thread,
+                        "Something went wrong on the host; try again.",
+                    )
                     .await;
             }
         };
@@ -110,7 +114,11 @@ impl Bridge {
 
     /// A Revoke tap on grant `id` by `who`; the toast that says what happened.
     pub(super) async fn revoke_words(&self, id: &str, who: &str) -> String {
-        match self.store.grant_revoke_in(id, who, Channel::Chat, None).await {
+        match self
+            .store
+            .grant_revoke_in(id, who, Channel::Chat, None)
+            .await
+        {
             Ok(Some(Revoked::Now(g))) => format!(
                 "Revoked #{} {}: later prompts it covered ask again.",
                 g.short_id(),

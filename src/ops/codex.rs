@@ -233,7 +233,9 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(
-            o.contains("deny") && o.contains("npm publish --dry-run") && !o.contains("updatedInput"),
+            o.contains("deny")
+                && o.contains("npm publish --dry-run")
+                && !o.contains("updatedInput"),
             "{o}"
         );
         let o = output(&edited, Kind::PreToolUse).unwrap();

@@ -158,10 +158,9 @@ impl Ops {
                 "wait_seconds is 1 to {MAX_SESSION_WAIT_SECONDS}: call `wait` again to keep waiting"
             )));
         }
-        let by = r
-            .by
-            .filter(|b| !b.trim().is_empty())
-            .unwrap_or_else(|| "handoff wait".into());
+        let by =
+            r.by.filter(|b| !b.trim().is_empty())
+                .unwrap_or_else(|| "handoff wait".into());
         let arrivals = self
             .wait_arrivals(&id, &by, Some(std::time::Duration::from_secs(secs)))
             .await?;

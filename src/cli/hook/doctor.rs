@@ -54,7 +54,11 @@ fn read_json(path: &Path) -> Option<Value> {
 
 /// The hook entries under `hooks.<event>` that run `cmd`:
 /// (group index, hook index, group, hook).
-fn entries<'a>(root: &'a Value, event: &str, cmd: &str) -> Vec<(usize, usize, &'a Value, &'a Value)> {
+fn entries<'a>(
+    root: &'a Value,
+    event: &str,
+    cmd: &str,
+) -> Vec<(usize, usize, &'a Value, &'a Value)> {
     let mut out = Vec::new();
     let Some(groups) = root["hooks"][event].as_array() else {
         return out;
@@ -73,7 +77,10 @@ fn entries<'a>(root: &'a Value, event: &str, cmd: &str) -> Vec<(usize, usize, &'
 /// Codex's trust hash of one hook (see the module docs).
 fn codex_hash(event_snake: &str, group: &Value, hook: &Value) -> String {
     let mut handler = serde_json::Map::new();
-    handler.insert("async".into(), json!(hook["async"].as_bool().unwrap_or(false)));
+    handler.insert(
+        "async".into(),
+        json!(hook["async"].as_bool().unwrap_or(false)),
+    );
     handler.insert("command".into(), hook["command"].clone());
     handler.insert(
         "timeout".into(),
@@ -98,7 +105,9 @@ fn claude(path: PathBuf) -> Report {
     let cmd = command(Agent::Claude);
     let (mut installed, mut missing) = (Vec::new(), Vec::new());
     for e in events(Agent::Claude) {
-        let here = root.as_ref().is_some_and(|r| !entries(r, e, cmd).is_empty());
+        let here = root
+            .as_ref()
+            .is_some_and(|r| !entries(r, e, cmd).is_empty());
         if here { &mut installed } else { &mut missing }.push(e.to_string());
     }
     let current = missing.is_empty();
@@ -188,7 +197,9 @@ fn codex(home: &Path) -> Report {
 
 /// `handoff doctor`.
 pub(crate) fn run(ctx: &Ctx) -> anyhow::Result<u8> {
-    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default();
     let mut reports: Vec<Report> = [
         PathBuf::from(".claude/settings.json"),
         PathBuf::from(".claude/settings.local.json"),
@@ -224,7 +235,11 @@ pub(crate) fn run(ctx: &Ctx) -> anyhow::Result<u8> {
                     r.agent,
                     r.file,
                     r.installed.join(", "),
-                    if r.current { ", current" } else { ", not current" },
+                    if r.current {
+                        ", current"
+                    } else {
+                        ", not current"
+                    },
                     r.note
                 )
             })
@@ -245,7 +260,10 @@ mod tests {
         let want = {
             let c = r#"{"event_name":"permission_request","hooks":[{"async":false,"command":"handoff hook codex","timeout":600,"type":"command"}]}"#;
             let d = Sha256::digest(c.as_bytes());
-            format!("sha256:{}", d.iter().map(|b| format!("{b:02x}")).collect::<String>())
+            format!(
+                "sha256:{}",
+                d.iter().map(|b| format!("{b:02x}")).collect::<String>()
+            )
         };
         assert_eq!(codex_hash("permission_request", &g, h), want);
     }

@@ -97,9 +97,22 @@ mod tests {
             at("until 2026-12-03T08:00:00Z").unwrap(),
             "2026-12-03T08:00:00.000Z"
         );
-        for bad in ["", "soon", "for", "until 25:00", "until 18:61", "for -1h", "until 2026-11-01T00:00:00Z", "0s"] {
+        for bad in [
+            "",
+            "soon",
+            "for",
+            "until 25:00",
+            "until 18:61",
+            "for -1h",
+            "until 2026-11-01T00:00:00Z",
+            "0s",
+        ] {
             assert!(parse(bad, now).is_err(), "{bad}");
         }
-        assert!(parse("until 2026-11-01T00:00:00Z", now).unwrap_err().contains("not after now"));
+        assert!(
+            parse("until 2026-11-01T00:00:00Z", now)
+                .unwrap_err()
+                .contains("not after now")
+        );
     }
 }
