@@ -430,9 +430,9 @@ fn finish_raw(child: std::process::Child) -> (i32, String, String) {
 async fn for_an_hour_then_revoked_from_chat() {
     let (db, fake, _d, cfg) = setup().await;
     let env = [("HANDOFF_CONFIG", cfg.as_str())];
-    let ev = permission_request("s-1", "Bash", bash("git push origin main"));
+    let ev = permission_request("s-1", "Bash", bash("git push"));
     let hook = spawn_hook(&db, &ev.to_string(), &["--timeout", "60s"], &env);
-    let msg = message_with(&fake, "git push origin main").await;
+    let msg = message_with(&fake, "git push").await;
     assert!(msg.text.contains("/home/dev/shop/**"), "{}", msg.text);
     fake.tap(ME, ME, msg.message_id, &msg.button("For 1 h"));
     let (_, out, _) = finish(hook);
