@@ -597,15 +597,17 @@ mod tests {
     #[test]
     fn json_merge_keeps_order_and_is_idempotent() {
         let p = Path::new("s.json");
-        let old =
-            "{\n  \"model\": \"x\",\n  \"hooks\": {\n    \"Stop\": []\n  },\n  \"env\": {}\n}\n";
+        let old = "{\n  \"model\": \"x\",\n  \"hooks\": {\n    \"Notification\": []\n  },\n  \"env\": {}\n}\n";
         let new = merge_json(Agent::Claude, p, Some(old)).unwrap().unwrap();
-        assert!(new.starts_with("{\n  \"model\": \"x\",\n  \"hooks\": {\n    \"Stop\": [],\n    \"PermissionRequest\": ["), "{new}");
+        assert!(new.starts_with("{\n  \"model\": \"x\",\n  \"hooks\": {\n    \"Notification\": [],\n    \"PermissionRequest\": ["), "{new}");
         assert!(new.ends_with("  \"env\": {}\n}\n"), "{new}");
         assert_eq!(merge_json(Agent::Claude, p, Some(&new)).unwrap(), None);
         let d = diff(p, old, &new);
         assert!(d.starts_with("--- s.json\n+++ s.json\n@@ -1,"), "{d}");
-        assert!(d.contains("-    \"Stop\": []\n+    \"Stop\": [],\n"), "{d}");
+        assert!(
+            d.contains("-    \"Notification\": []\n+    \"Notification\": [],\n"),
+            "{d}"
+        );
     }
 
     #[test]
