@@ -40,6 +40,7 @@ mod card;
 mod commands;
 mod digest;
 mod dispatch;
+mod grants;
 mod hold;
 mod push;
 mod question;

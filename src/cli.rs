@@ -134,6 +134,8 @@ enum Command {
     Migrate,
     /// Show which config and database the commands use, and whether a daemon serves it.
     Status,
+    /// Check the agent hooks handoff installs: installed, current, and (Codex) trusted.
+    Doctor,
     /// Admit a Telegram user who sent /start, with the code the bot gave them.
     Pair {
         /// The one-time code.
@@ -470,6 +472,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Init => status::init(&ctx).await,
         Command::Migrate => status::migrate(&ctx).await,
         Command::Status => status::run(&ctx).await,
+        Command::Doctor => hook::doctor::run(&ctx),
         Command::InboxLink { url, ttl, name } => inbox::run(url, &ttl, &name, &ctx).await,
         Command::Pair { code, role } => {
             let store = ctx.host_store("pair").await?;

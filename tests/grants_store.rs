@@ -39,6 +39,8 @@ async fn save(
                 pattern: &p,
                 action_id: action,
                 by,
+                expires_at: None,
+                path: "",
             },
             Channel::Inbox,
         )

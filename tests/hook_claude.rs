@@ -260,6 +260,8 @@ async fn grant(store: &Store, scope: Scope, session: &str, tool: &str, input: Va
                 pattern: &pattern,
                 action_id: &a.id,
                 by: "alice",
+                expires_at: None,
+                path: "",
             },
             handoff::store::Channel::Chat,
         )
@@ -351,6 +353,8 @@ async fn an_always_grant_writes_the_rule_back_and_holds_across_sessions() {
                 pattern: "cargo test:*",
                 action_id: &a.id,
                 by: "alice",
+                expires_at: None,
+                path: "",
             },
             handoff::store::Channel::Chat,
         )
@@ -493,6 +497,8 @@ async fn a_lost_or_repeated_grant_tap_never_makes_a_live_grant() {
         pattern: "cargo test:*",
         action_id: &b.id,
         by: "alice",
+        expires_at: None,
+        path: "",
     };
     store
         .grant_create(&first, handoff::store::Channel::Chat)

@@ -44,13 +44,19 @@ async fn for_this_session_decides_later_covered_prompts_of_that_session_only() {
     // The exact rule, shown before anyone taps.
     assert!(msg.text.contains("Bash(npm test:*)"), "{}", msg.text);
     let labels: Vec<String> = msg.buttons().into_iter().map(|(t, _)| t).collect();
-    for want in ["Approve once", "For this session", "Always", "Reject"] {
+    for want in [
+        "This once",
+        "This session",
+        "For 1 h",
+        "Always here",
+        "Reject",
+    ] {
         assert!(
             labels.iter().any(|l| l.contains(want)),
             "{want} in {labels:?}"
         );
     }
-    fake.tap(ME, ME, msg.message_id, &msg.button("For this session"));
+    fake.tap(ME, ME, msg.message_id, &msg.button("This session"));
     let (code, out, err) = finish(hook);
     assert_eq!(code, 0, "{err}");
     assert_eq!(
@@ -185,7 +191,7 @@ async fn a_long_diff_arrives_as_a_summary_plus_a_document_never_cut() {
     );
     assert!(doc.contains("-line 599\n") && doc.contains("+line 599 changed to a longer text"));
     assert!(doc.contains(&ME.to_string()), "sent to the prompt's chat");
-    fake.tap(ME, ME, msg.message_id, &msg.button("Approve once"));
+    fake.tap(ME, ME, msg.message_id, &msg.button("This once"));
     let (_, out, _) = finish(hook);
     assert_eq!(out["hookSpecificOutput"]["decision"]["behavior"], "allow");
     // Every message with buttons fits as drawn: nothing was cut.
@@ -308,7 +314,7 @@ async fn against_a_daemon_grants_decide_on_its_host() {
     let ev = permission_request("s-r", "Bash", bash("make test"));
     let hook = spawn_hook(&db, &ev.to_string(), &["--timeout", "60s"], &remote);
     let msg = message_with(&fake, "make test").await;
-    fake.tap(ME, ME, msg.message_id, &msg.button("For this session"));
+    fake.tap(ME, ME, msg.message_id, &msg.button("This session"));
     let (code, out, err) = finish(hook);
     assert_eq!(code, 0, "{err}");
     assert_eq!(
@@ -340,4 +346,131 @@ async fn against_a_daemon_grants_decide_on_its_host() {
         "{:?}",
         a.decided_by
     );
+}
+
+/// Claude Code neither stops nor tells the PermissionRequest hook when the
+/// person answers the same prompt at the terminal; the tool then runs and
+/// the session's next hook event (PostToolUse, which `hook install` now
+/// writes) closes the card: within a second, in chat, and a tap on it
+/// afterwards is told in words that the terminal answered it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_answered_at_the_terminal_closes_within_a_second_of_post_tool_use() {
+    let (db, fake, _d, cfg) = setup().await;
+    let env = [("HANDOFF_CONFIG", cfg.as_str())];
+    let mut ev = permission_request("s-1", "Bash", bash("cargo publish"));
+    ev["tool_use_id"] = json!("toolu_pub");
+    let hook = spawn_hook(&db, &ev.to_string(), &["--timeout", "60s"], &env);
+    let msg = message_with(&fake, "cargo publish").await;
+
+    // Answered at the terminal: the tool ran, Claude Code says PostToolUse.
+    let post = json!({
+        "session_id": "s-1", "transcript_path": "/t.jsonl", "cwd": "/home/dev/shop",
+        "permission_mode": "default", "hook_event_name": "PostToolUse",
+        "tool_name": "Bash", "tool_input": bash("cargo publish"),
+        "tool_response": {"stdout": "published", "stderr": "", "interrupted": false},
+        "tool_use_id": "toolu_pub"
+    });
+    let start = std::time::Instant::now();
+    let (code, _, err) = finish_raw(spawn_hook(&db, &post.to_string(), &[], &env));
+    assert_eq!(code, 0, "{err}");
+    let closed = fake
+        .until(5, "the card closed", |f| {
+            f.message(ME, msg.message_id)
+                .filter(|m| m.text.contains("Answered at the terminal") && m.buttons().is_empty())
+        })
+        .await;
+    let took = start.elapsed();
+    assert!(
+        took < std::time::Duration::from_secs(1),
+        "closed {took:?} after the PostToolUse event: {}",
+        closed.text
+    );
+    // The waiting hook learns it too, and denies what nobody waits for.
+    let (_, out, _) = finish(hook);
+    assert_eq!(out["hookSpecificOutput"]["decision"]["behavior"], "deny");
+
+    // A tap on the closed card (an old button still on a phone): refused in words.
+    fake.tap(ME, ME, msg.message_id, &msg.button("This once"));
+    let toast = fake
+        .until(30, "the tap's answer", |f| {
+            f.toasts().into_iter().find(|t| t.contains("terminal"))
+        })
+        .await;
+    assert!(toast.contains("answered at the terminal"), "{toast}");
+    let store = db.open().await;
+    let a = store
+        .list_actions(None)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|a| a.summary.contains("cargo publish"))
+        .unwrap();
+    assert_eq!(
+        a.decided_by.as_deref(),
+        Some("terminal"),
+        "the tap changed nothing"
+    );
+}
+
+/// Exit code, stdout and stderr of a hook that prints no decision.
+fn finish_raw(child: std::process::Child) -> (i32, String, String) {
+    let o = child.wait_with_output().unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// "For 1 h" saves a grant of the project kept to the prompt's folder with
+/// an end an hour away; `/grants` lists it with who gave it, its place and
+/// its end, and its Revoke button revokes it (a second tap is told it was
+/// revoked already).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn for_an_hour_then_revoked_from_chat() {
+    let (db, fake, _d, cfg) = setup().await;
+    let env = [("HANDOFF_CONFIG", cfg.as_str())];
+    let ev = permission_request("s-1", "Bash", bash("git push"));
+    let hook = spawn_hook(&db, &ev.to_string(), &["--timeout", "60s"], &env);
+    let msg = message_with(&fake, "git push").await;
+    assert!(msg.text.contains("/home/dev/shop/**"), "{}", msg.text);
+    fake.tap(ME, ME, msg.message_id, &msg.button("For 1 h"));
+    let (_, out, _) = finish(hook);
+    assert_eq!(out["hookSpecificOutput"]["decision"]["behavior"], "allow");
+    let store = db.open().await;
+    let g = store.grant_list(false).await.unwrap().remove(0);
+    assert_eq!(g.path, "/home/dev/shop/**");
+    let left = g.expires_at.unwrap() - store.now();
+    assert!((3_500_000..=3_600_000).contains(&left), "{left}");
+
+    fake.send_text(ME, ME, "/grants", None);
+    let list = fake
+        .until(30, "the grants list", |f| {
+            f.messages(ME)
+                .into_iter()
+                .find(|m| m.text.contains("Grants that hold here"))
+        })
+        .await;
+    assert!(list.text.contains("Bash(git push:*)"), "{}", list.text);
+    assert!(list.text.contains("in /home/dev/shop/**"), "{}", list.text);
+    assert!(list.text.contains("until 20"), "the end: {}", list.text);
+    let revoke = list.button("Revoke");
+    fake.tap(ME, ME, list.message_id, &revoke);
+    fake.until(30, "revoked", |f| {
+        f.toasts().into_iter().find(|t| t.starts_with("Revoked"))
+    })
+    .await;
+    assert!(store.grant_list(false).await.unwrap().is_empty());
+    let all = store.grant_list(true).await.unwrap();
+    assert_eq!(
+        all[0].revoked_by.as_deref().map(|b| !b.is_empty()),
+        Some(true)
+    );
+    fake.tap(ME, ME, list.message_id, &revoke);
+    fake.until(30, "told it was revoked already", |f| {
+        f.toasts()
+            .into_iter()
+            .find(|t| t.contains("already revoked"))
+    })
+    .await;
 }

@@ -197,6 +197,33 @@ async fn an_edited_approval_is_denied_with_the_approved_version() {
     );
 }
 
+/// PreToolUse takes an edited approval as `permissionDecision: "allow"`
+/// with `updatedInput` (Codex's `permission_decision_allow_can_update_input`),
+/// and runs the edited input instead of the original. The answer below is
+/// written by hand from Codex's PreToolUse output shape.
+#[tokio::test]
+async fn a_pre_tool_use_edited_approval_allows_with_the_updated_input() {
+    let db = TempDb::new();
+    let store = db.open().await;
+    let hook = spawn(&db, &pre_tool_use("th-5", "npm publish").to_string(), &[]);
+    let a = pending(&store, "codex.Bash").await;
+    let o = db.cli(&[
+        "approve",
+        &a.id,
+        "--as",
+        "alice",
+        "--patch",
+        r#"{"command": "npm publish --dry-run"}"#,
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let (code, out, err) = finish(hook);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out,
+        "{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"allow\",\"permissionDecisionReason\":\"approved in handoff by alice, with a change\",\"updatedInput\":{\"command\":\"npm publish --dry-run\"}}}\n"
+    );
+}
+
 /// PreToolUse: an allow is an empty stdout (Codex treats
 /// `permissionDecision: allow` without `updatedInput` as invalid), a deny
 /// is `permissionDecision: deny` with the reason.

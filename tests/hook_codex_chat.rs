@@ -140,7 +140,7 @@ async fn an_apply_patch_prompt_shows_a_unified_diff_and_a_long_one_as_a_file() {
         msg.text
     );
     assert!(msg.text.contains("No grant is offered"), "{}", msg.text);
-    fake.tap(ME, ME, msg.message_id, &msg.button("Approve once"));
+    fake.tap(ME, ME, msg.message_id, &msg.button("This once"));
     let out = hook.wait_with_output().unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("\"behavior\":\"allow\""));
 
@@ -161,7 +161,7 @@ async fn an_apply_patch_prompt_shows_a_unified_diff_and_a_long_one_as_a_file() {
         &doc[..200.min(doc.len())]
     );
     assert!(doc.contains("+++ src/big.py") && doc.contains("+line 799 of the new module"));
-    fake.tap(ME, ME, msg.message_id, &msg.button("Approve once"));
+    fake.tap(ME, ME, msg.message_id, &msg.button("This once"));
     let out = hook.wait_with_output().unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("\"behavior\":\"allow\""));
 }

@@ -280,6 +280,8 @@ async fn inbox_in_chromium_submits_a_multiple_choice_and_revokes_a_grant() {
                 pattern: "cargo build:*",
                 action_id: &a.id,
                 by: "bob",
+                expires_at: None,
+                path: "",
             },
             handoff::store::Channel::Chat,
         )

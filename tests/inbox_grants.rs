@@ -97,6 +97,8 @@ async fn grant(api: &Api, project: &str, session: &str, input: Value) -> String 
                 pattern: &pattern,
                 action_id: &a.id,
                 by: "bob",
+                expires_at: None,
+                path: "",
             },
             handoff::store::Channel::Chat,
         )

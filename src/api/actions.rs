@@ -452,10 +452,19 @@ pub(crate) struct ApproveBody {
     /// `inbox` (default) or `cli`.
     #[schemars(extend("enum" = ["inbox", "cli", null]))]
     channel: Option<String>,
-    /// A Claude Code prompt only: also save a grant, for this `session` or
-    /// `always`, of the rule its `grant_rule` shows (not with `patch`).
+    /// An agent's prompt only: also save a grant, for this `session` or
+    /// `always` (every session of the project), of the rule its
+    /// `grant_rule` shows (not with `patch`).
     #[schemars(extend("enum" = ["session", "always", null]))]
     grant: Option<String>,
+    /// With `grant`: when it ends — `for 2h` (30m, 1h, 7d …), `until 18:00`
+    /// (UTC unless an offset follows: `18:00+01:00`) or `until` an RFC 3339
+    /// time; left out, it holds until revoked.
+    #[schemars(length(min = 1, max = 64))]
+    until: Option<String>,
+    /// With `grant`: keep it to the prompt's working directory and below
+    /// (the Inbox's "for 1 h" and "always here").
+    here: Option<bool>,
 }
 
 /// `POST /v1/actions/{id}/approve`: add the caller's approval, optionally
@@ -483,13 +492,31 @@ pub(crate) async fn approve(
             )));
         }
     };
+    if scope.is_none() && (b.until.is_some() || b.here.is_some()) {
+        return Err(ApiError::invalid(
+            "`until` and `here` are terms of a grant: give `grant` (session or always) too",
+        ));
+    }
+    let until = match b.until.as_deref() {
+        Some(spec) => {
+            Some(crate::store::grants::end::parse(spec, s.store.now()).map_err(ApiError::invalid)?)
+        }
+        None => None,
+    };
     let out = match scope {
         Some(_) if patch.is_some() => {
             return Err(ApiError::invalid(
                 "a grant saves the rule of the arguments as shown: approve an edited prompt once (no grant)",
             ));
         }
-        Some(scope) => s.store.approve_granting(&a, actor, scope).await?.0,
+        Some(scope) => {
+            let terms = crate::store::grants::Terms {
+                scope,
+                until,
+                here: b.here.unwrap_or(false),
+            };
+            s.store.approve_granting_for(&a, actor, terms).await?.0
+        }
         None => s.store.approve(&a.id, actor, patch.as_deref()).await?,
     };
     wrote(&s);

@@ -16,8 +16,13 @@ use crate::store::actions::{
     Action, Actor, ApproveOutcome, RejectOutcome, Resolution, Status as ActionStatus, expiry_note,
     timed_out,
 };
-use crate::store::grants::{Scope, offer as grant_pattern, pattern, prompt_of, prompt_tool};
+use crate::store::grants::{
+    Scope, Terms, offer as grant_pattern, pattern, prompt_cwd, prompt_of, prompt_tool,
+};
 use crate::store::{Result, Store, short_id};
+
+/// How long a "For 1 h" grant holds.
+const HOUR_MS: i64 = 3_600_000;
 
 /// An action, or `None` when it is gone (purged).
 pub(crate) async fn action_of(store: &Store, id: &str) -> Result<Option<Action>> {
@@ -65,8 +70,9 @@ async fn granted(store: &Store, a: &Action, status: ActionStatus) -> Result<bool
     let Some((agent, tool)) = prompt_of(a).filter(|_| status == ActionStatus::Pending) else {
         return Ok(false);
     };
+    let cwd = prompt_cwd(a).unwrap_or_default();
     Ok(store
-        .grant_matching(agent, &a.session, &a.project, tool, &a.effective_args)
+        .grant_covering(agent, &a.session, &a.project, tool, &a.effective_args, cwd)
         .await?
         .is_some())
 }
@@ -206,10 +212,19 @@ fn grant_offer(a: &Action) -> Option<String> {
         },
         _ => String::new(),
     };
+    let place = match prompt_cwd(a) {
+        Some(cwd) => format!(
+            "in <code>{}</code> and below",
+            esc(&cut(&pattern::here(cwd), 120))
+        ),
+        None => "anywhere in it (this prompt named no folder)".to_string(),
+    };
     Some(format!(
-        "🔐 <b>For this session</b> saves <code>{rule}</code> for {session}.\n\
-         <b>Always</b> saves <code>{rule}</code> for project <code>{}</code>{settings}.\n\
-         It never covers another tool or a wider command.",
+        "🔐 <b>This session</b> saves <code>{rule}</code> for {session}.\n\
+         <b>For 1 h</b> saves it for project <code>{}</code>, {place}, for one hour.\n\
+         <b>Always here</b> saves it for project <code>{}</code>, {place}, until revoked{settings}.\n\
+         It never covers another tool, a wider command, or one chained, piped or redirected. /grants lists and revokes grants.",
+        esc(&a.project),
         esc(&a.project)
     ))
 }
@@ -282,15 +297,18 @@ fn buttons(a: &Action, status: ActionStatus) -> Vec<Vec<(String, Callback)>> {
     };
     match status {
         ActionStatus::Pending if prompt_tool(a).is_some() => {
-            let mut first = vec![("✅ Approve once".to_string(), cb(Verb::Approve))];
+            let mut first = vec![("✅ This once".to_string(), cb(Verb::Approve))];
+            let mut grants = Vec::new();
             if grant_pattern(a).is_some() {
                 if !a.session.is_empty() {
-                    first.push(("🔁 For this session".to_string(), cb(Verb::ApproveSession)));
+                    first.push(("🔁 This session".to_string(), cb(Verb::ApproveSession)));
                 }
-                first.push(("♾ Always".to_string(), cb(Verb::ApproveAlways)));
+                grants.push(("⏱ For 1 h".to_string(), cb(Verb::ApproveHour)));
+                grants.push(("♾ Always here".to_string(), cb(Verb::ApproveAlways)));
             }
             vec![
                 first,
+                grants,
                 vec![
                     ("🚫 Reject".to_string(), cb(Verb::Reject)),
                     ("✏️ Edit".to_string(), cb(Verb::Edit)),
@@ -351,7 +369,9 @@ impl Bridge {
         };
         let stale = action_revision(&action) != cb.revision;
         let text = match cb.verb {
-            Verb::Approve | Verb::ApproveSession | Verb::ApproveAlways if stale => {
+            Verb::Approve | Verb::ApproveSession | Verb::ApproveHour | Verb::ApproveAlways
+                if stale =>
+            {
                 "The arguments changed since this message was drawn — see the updated message."
                     .to_string()
             }
@@ -359,8 +379,26 @@ impl Bridge {
                 Ok(o) => approve_words(&o, who),
                 Err(e) => format!("Not approved: {e}"),
             },
-            Verb::ApproveSession => self.approve_granting(&action, actor, Scope::Session).await,
-            Verb::ApproveAlways => self.approve_granting(&action, actor, Scope::Always).await,
+            Verb::ApproveSession => {
+                self.approve_granting(&action, actor, Terms::scope(Scope::Session))
+                    .await
+            }
+            Verb::ApproveHour => {
+                let terms = Terms {
+                    scope: Scope::Always,
+                    until: Some(self.store.now() + HOUR_MS),
+                    here: true,
+                };
+                self.approve_granting(&action, actor, terms).await
+            }
+            Verb::ApproveAlways => {
+                let terms = Terms {
+                    scope: Scope::Always,
+                    until: None,
+                    here: true,
+                };
+                self.approve_granting(&action, actor, terms).await
+            }
             Verb::Reject => self.reject_words(&cb.id, actor).await,
             Verb::Edit => {
                 let prompt = format!(
@@ -393,11 +431,26 @@ impl Bridge {
 
     /// Approve a permission prompt and save the grant its message showed
     /// (live only if this approval won: see `Store::approve_granting`).
-    async fn approve_granting(&self, a: &Action, actor: Actor<'_>, scope: Scope) -> String {
-        match self.store.approve_granting(a, actor, scope).await {
-            Ok((_, Some(g))) => match scope {
-                Scope::Session => format!("Approved ✅ and saved {} for this session.", g.rule),
-                Scope::Always => format!("Approved ✅ and saved {} for good.", g.rule),
+    async fn approve_granting(&self, a: &Action, actor: Actor<'_>, terms: Terms) -> String {
+        match self.store.approve_granting_for(a, actor, terms).await {
+            Ok((_, Some(g))) => match (g.scope, g.expires_at) {
+                (Scope::Session, _) => {
+                    format!("Approved ✅ and saved {} for this session.", g.rule)
+                }
+                (Scope::Always, Some(_)) => {
+                    format!(
+                        "Approved ✅ and saved {} {} for one hour.",
+                        g.rule,
+                        g.place()
+                    )
+                }
+                (Scope::Always, None) => {
+                    format!(
+                        "Approved ✅ and saved {} {} until revoked.",
+                        g.rule,
+                        g.place()
+                    )
+                }
             },
             Ok((out, None)) => approve_words(&out, actor.name),
             Err(e) => format!("Not approved: {e}"),
@@ -409,6 +462,11 @@ impl Bridge {
         let reason = format!("rejected in Telegram by {}", actor.name);
         match self.store.reject(id, actor, &reason).await {
             Ok(RejectOutcome::Rejected { .. }) => "Rejected 🚫".to_string(),
+            Ok(RejectOutcome::AlreadyDecided { action })
+                if action.decided_by.as_deref() == Some(crate::ops::claude::TERMINAL) =>
+            {
+                AT_TERMINAL.to_string()
+            }
             Ok(RejectOutcome::AlreadyDecided { action }) => format!(
                 "Already {} by {}.",
                 action.status,
@@ -466,6 +524,9 @@ impl Bridge {
     }
 }
 
+/// A tap on a prompt the person answered at the terminal.
+const AT_TERMINAL: &str = "Too late: this prompt was answered at the terminal, so the agent no longer waits for a decision here. Nothing changed.";
+
 pub(super) fn approve_words(o: &ApproveOutcome, who: &str) -> String {
     match o {
         ApproveOutcome::Approved { .. } => "Approved ✅".to_string(),
@@ -477,6 +538,11 @@ pub(super) fn approve_words(o: &ApproveOutcome, who: &str) -> String {
             "You ({who}) already approved: {} of {}.",
             action.approvals, action.approvals_required
         ),
+        ApproveOutcome::AlreadyDecided { decided_by, .. }
+            if decided_by.as_deref() == Some(crate::ops::claude::TERMINAL) =>
+        {
+            AT_TERMINAL.to_string()
+        }
         ApproveOutcome::AlreadyDecided {
             status, decided_by, ..
         } => format!(

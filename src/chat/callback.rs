@@ -69,7 +69,11 @@ pub enum Verb {
     Approve,
     /// Approve an agent's permission prompt and save a grant for its session.
     ApproveSession,
-    /// Approve an agent's permission prompt and save an always grant.
+    /// Approve an agent's permission prompt and save a grant of its
+    /// project, in the prompt's folder, for one hour.
+    ApproveHour,
+    /// Approve an agent's permission prompt and save an always grant of
+    /// its project, in the prompt's folder.
     ApproveAlways,
     /// Reject an action (asks for a reason, or rejects with none).
     Reject,
@@ -95,7 +99,11 @@ impl Verb {
     pub(crate) fn approves(self) -> bool {
         matches!(
             self,
-            Verb::Approve | Verb::ApproveSession | Verb::ApproveAlways | Verb::Edit
+            Verb::Approve
+                | Verb::ApproveSession
+                | Verb::ApproveHour
+                | Verb::ApproveAlways
+                | Verb::Edit
         )
     }
 }
@@ -135,6 +143,7 @@ impl Callback {
             Verb::Handled => ("h", String::new()),
             Verb::Approve => ("ap", String::new()),
             Verb::ApproveSession => ("as", String::new()),
+            Verb::ApproveHour => ("ah", String::new()),
             Verb::ApproveAlways => ("aa", String::new()),
             Verb::Reject => ("rj", String::new()),
             Verb::Edit => ("ed", String::new()),
@@ -186,6 +195,7 @@ impl Callback {
             "h" => no_arg(Verb::Handled)?,
             "ap" => no_arg(Verb::Approve)?,
             "as" => no_arg(Verb::ApproveSession)?,
+            "ah" => no_arg(Verb::ApproveHour)?,
             "aa" => no_arg(Verb::ApproveAlways)?,
             "rj" => no_arg(Verb::Reject)?,
             "ed" => no_arg(Verb::Edit)?,
@@ -247,6 +257,7 @@ mod tests {
             (Item::Row, Verb::Decline),
             (Item::Action, Verb::Approve),
             (Item::Action, Verb::ApproveSession),
+            (Item::Action, Verb::ApproveHour),
             (Item::Action, Verb::ApproveAlways),
             (Item::Action, Verb::Reject),
             (Item::Action, Verb::Edit),

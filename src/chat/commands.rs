@@ -15,6 +15,7 @@ pub(super) const HELP: &str = "I pass your answers and decisions to the agents t
 • /answer <id> <text> — answer by short id (the #code on each message).\n\
 • /clarify <id> <text> — correct your chat answer the agent hasn't picked up yet (or reply to the message with /clarify <text>).\n\
 • /list — open items of this chat.\n\
+• /grants — the grants that hold here (who gave each, its scope and end), with Revoke buttons.\n\
 • /help — this text.";
 
 impl Bridge {
@@ -47,6 +48,7 @@ impl Bridge {
         let who = actor(from);
         match cmd.as_str() {
             "list" => self.cmd_list(chat_id, thread).await,
+            "grants" => self.cmd_grants(chat_id, thread).await,
             "answer" => {
                 self.cmd_answer(chat_id, thread, args, &who, ReplyKind::Answer)
                     .await

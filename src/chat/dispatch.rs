@@ -105,6 +105,19 @@ impl Bridge {
             return;
         };
         let chat_id = msg.chat.id.0;
+        if let Some(id) = q.data.as_deref().and_then(super::grants::revoke_of) {
+            // Revoking a grant is deciding prompts: the approvers' role.
+            if !self.allowed(chat_id, q.from.id.0, Role::Approve).await {
+                return self
+                    .toast(
+                        &q,
+                        "Sorry, you're not allowed to revoke grants here. Send /start to ask to be admitted.",
+                    )
+                    .await;
+            }
+            let text = self.revoke_words(id, &actor(&q.from)).await;
+            return self.toast(&q, &text).await;
+        }
         let Some(cb) = q.data.as_deref().and_then(Callback::decode) else {
             self.toast(
                 &q,

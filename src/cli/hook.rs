@@ -14,6 +14,7 @@
 
 mod ask;
 mod codex;
+pub(crate) mod doctor;
 mod install;
 
 use std::time::Duration;

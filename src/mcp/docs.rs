@@ -19,7 +19,8 @@ for approval (`action_status` with wait_seconds). Only when it is approved: `cla
 returned effective_args (an approver may have edited them), then `complete_action`. Never run a rejected, \
 expired or unapproved action.
 - Sessions: `checkpoint` your state, record tool calls in the ledger (`ledger_record`), and after a restart or \
-wake-up call `resume` first.
+wake-up call `resume` first. With nothing else to do until a human answers, block in `wait`: it returns the \
+next answer, decision or wake for your session, or `{\"waiting\": true}` after at most 50 s — then call it again.
 Errors come back as results with isError and a JSON body {reason, message, detail}: read the message, it says \
 what to do.";
 
@@ -131,3 +132,11 @@ ledger tail, calls started and never finished (`interrupted`: replay only if `di
 otherwise check whether it took effect or ask a human), answers you have not resolved (a delivered one has \
 `reply.seen_at`), board rows waiting on you, \
 and action decisions. It marks nothing: use pending to pick answers up.";
+
+pub(crate) const WAIT: &str = "\
+Block until the next answer, decision or wake for your session arrives, and pick it up: returns \
+`{\"waiting\": false, \"arrivals\": [...]}` the moment one comes (the same arrivals `handoff wait --session` \
+prints: question replies, action decisions, board-row responses, wakes from outside). \
+After at most `wait_seconds` (default and most 50, under your MCP client's 60 s tool timeout) with nothing \
+arrived it returns `{\"waiting\": true}`: nothing is lost, so CALL `wait` AGAIN to keep waiting, for as long as \
+you have nothing else to do. Use it after `ask` or `propose_action` instead of polling `pending` in a loop.";

@@ -21,7 +21,7 @@ use crate::ops::requests::*;
 use crate::ops::{self, Ops};
 
 /// Every tool this server offers, in the order they are documented.
-pub const TOOL_NAMES: [&str; 15] = [
+pub const TOOL_NAMES: [&str; 16] = [
     "ask",
     "pending",
     "answer",
@@ -37,6 +37,7 @@ pub const TOOL_NAMES: [&str; 15] = [
     "checkpoint",
     "ledger_record",
     "resume",
+    "wait",
 ];
 
 /// The prefix rmcp gives a tool-argument deserialization failure.
@@ -214,6 +215,13 @@ impl Server {
     async fn resume(&self, Parameters(mut r): Parameters<ResumeRequest>) -> CallToolResult {
         r.session = or(r.session, &self.d.session);
         reply(self.ops.resume(r).await)
+    }
+
+    #[tool(description = docs::WAIT)]
+    async fn wait(&self, Parameters(mut r): Parameters<WaitRequest>) -> CallToolResult {
+        r.session = or(r.session, &self.d.session);
+        r.by = or(r.by, &self.d.actor);
+        reply(self.ops.wait(r).await)
     }
 }
 

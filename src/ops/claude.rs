@@ -376,7 +376,7 @@ impl Ops {
             Status::Approved | Status::Executing | Status::Executed => {
                 let always = match self.grant_check(&a.id).await?.given {
                     Some(g) if g.scope == Scope::Always => Some((
-                        g.tool.clone(),
+                        pattern::claude_rule_tool(&g.tool).to_string(),
                         pattern::claude_rule_content(&g.tool, &g.pattern),
                     )),
                     _ => None,

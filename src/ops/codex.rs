@@ -18,8 +18,9 @@
 //!   `{"hookSpecificOutput": {"hookEventName": "PermissionRequest",
 //!   "decision": {"behavior": "allow" | "deny", "message": …}}}`. An answer
 //!   carrying `updatedInput` or `updatedPermissions` is treated as invalid,
-//!   so handoff never sends them: an edited approval cannot be run by Codex
-//!   from a hook and is denied with the edited command in the message. Exit
+//!   so handoff never sends them there: an edited approval cannot be run by
+//!   Codex from a PermissionRequest hook and is denied with the edited
+//!   command in the message (PreToolUse can run it: below). Exit
 //!   2 with a reason on stderr is a deny; any other failure leaves Codex to
 //!   its own prompt.
 //! - Codex's own "don't ask again" list is its execpolicy rules files: at
@@ -77,8 +78,22 @@ pub fn output(decision: &Decision, kind: Kind) -> Option<Value> {
         }),
     };
     match decision {
-        // Why deny: Codex cannot run an edited input from a hook, and the
-        // original is not what the approver allowed.
+        // PreToolUse runs the edited input in place of the original.
+        Decision::Allow {
+            by,
+            input: Some(edited),
+            ..
+        } if kind == Kind::PreToolUse => Some(json!({
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "allow",
+                "permissionDecisionReason": format!("approved in handoff by {by}, with a change"),
+                "updatedInput": edited,
+            }
+        })),
+        // Why deny: Codex cannot run an edited input from a
+        // PermissionRequest hook, and the original is not what the
+        // approver allowed.
         Decision::Allow {
             by,
             input: Some(edited),
@@ -214,15 +229,21 @@ mod tests {
             input: Some(json!({"command": "npm publish --dry-run"})),
             always: None,
         };
-        for kind in [Kind::PermissionRequest, Kind::PreToolUse] {
-            let o = output(&edited, kind).unwrap().to_string();
-            assert!(
-                o.contains("deny")
-                    && o.contains("npm publish --dry-run")
-                    && !o.contains("updatedInput"),
-                "{o}"
-            );
-        }
+        let o = output(&edited, Kind::PermissionRequest)
+            .unwrap()
+            .to_string();
+        assert!(
+            o.contains("deny")
+                && o.contains("npm publish --dry-run")
+                && !o.contains("updatedInput"),
+            "{o}"
+        );
+        let o = output(&edited, Kind::PreToolUse).unwrap();
+        assert_eq!(o["hookSpecificOutput"]["permissionDecision"], "allow");
+        assert_eq!(
+            o["hookSpecificOutput"]["updatedInput"],
+            json!({"command": "npm publish --dry-run"})
+        );
     }
 
     #[test]

@@ -380,6 +380,27 @@ pub struct LedgerRecordRequest {
     pub session: Option<String>,
 }
 
+/// The longest one `wait` call blocks, in seconds: under the 60 s an MCP
+/// client waits for a tool call by default, so the client never gives up
+/// first.
+pub const MAX_SESSION_WAIT_SECONDS: u64 = 50;
+
+/// Block until the next answer, decision or wake for a session (`wait`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WaitRequest {
+    /// Session id [default: the server's session].
+    #[serde(default)]
+    pub session: Option<String>,
+    /// How long to block, 1 to 50 seconds (default 50).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 50))]
+    pub wait_seconds: Option<u64>,
+    /// Who picks it up, recorded in the event log [default: the agent].
+    #[serde(default)]
+    pub by: Option<String>,
+}
+
 /// Everything a woken agent needs (`resume`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -5,7 +5,9 @@
 use serde_json::{Value, json};
 
 use super::local::{detail, required};
-use super::requests::{CheckpointRequest, LedgerRecordRequest, ResumeRequest};
+use super::requests::{
+    CheckpointRequest, LedgerRecordRequest, MAX_SESSION_WAIT_SECONDS, ResumeRequest, WaitRequest,
+};
 use super::results::Ledgered;
 use super::{Error, Ops, Result};
 use crate::store::sessions::{
@@ -141,5 +143,31 @@ impl Ops {
             return Err(Error::invalid("ledger_tail is 0 to 1000"));
         }
         self.read_resume(&id, tail).await
+    }
+
+    /// Block up to `wait_seconds` (at most 50) for the next answer,
+    /// decision or wake for the session, claim and return it: what
+    /// `handoff wait --session` does, bounded so an MCP client's own
+    /// timeout never trips. `waiting: true` when nothing came in time.
+    pub async fn wait(&self, r: WaitRequest) -> Result<Value> {
+        let id = session_of(r.session)?;
+        crate::store::sessions::check_id(&id).map_err(|e| Error::invalid(e.to_string()))?;
+        let secs = r.wait_seconds.unwrap_or(MAX_SESSION_WAIT_SECONDS);
+        if !(1..=MAX_SESSION_WAIT_SECONDS).contains(&secs) {
+            return Err(Error::invalid(format!(
+                "wait_seconds is 1 to {MAX_SESSION_WAIT_SECONDS}: call `wait` again to keep waiting"
+            )));
+        }
+        let by =
+            r.by.filter(|b| !b.trim().is_empty())
+                .unwrap_or_else(|| "handoff wait".into());
+        let arrivals = self
+            .wait_arrivals(&id, &by, Some(std::time::Duration::from_secs(secs)))
+            .await?;
+        Ok(if arrivals.is_empty() {
+            json!({"waiting": true, "session_id": id})
+        } else {
+            json!({"waiting": false, "session_id": id, "arrivals": arrivals})
+        })
     }
 }

@@ -4,13 +4,20 @@
 //!
 //! A grant holds one tool and one [`pattern`] (never another tool, never a
 //! wider pattern than the message showed). A session grant covers one agent
-//! session; an always grant every session of its project. A grant is saved
+//! session; an always grant every session of its project. Either may also
+//! have an end (`expires_at`: "for 1 h", "until 18:00", see [`end`]) and a
+//! place (`path`: a glob the prompt's working directory must match, "always
+//! here"). The end is in the matching query itself, compared with the
+//! store's clock: an expired grant decides nothing whether or not anything
+//! swept it. Every prompt a grant decides appends a `grant.used` event. A
+//! grant is saved
 //! unconfirmed, the prompt is approved, and only an approval that won
 //! confirms it ([`Store::grant_confirm`]); only confirmed, unrevoked grants
 //! match. Revocation is a guarded UPDATE. This module decides nothing about
 //! prompts itself: the hook asks [`Store::grant_matching`] and approves the
 //! prompt as `grant:<id>` through the actions engine.
 
+pub mod end;
 mod manage;
 pub mod pattern;
 
@@ -115,6 +122,13 @@ pub struct Grant {
     #[serde(with = "crate::clock::rfc3339::option")]
     #[schemars(with = "Option<crate::clock::Timestamp>")]
     pub confirmed_at: Option<i64>,
+    /// When it stops matching (None: until revoked).
+    #[serde(with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<crate::clock::Timestamp>")]
+    pub expires_at: Option<i64>,
+    /// The glob the prompt's working directory must match
+    /// (`/home/dev/shop/**`); empty: anywhere in the project.
+    pub path: String,
     /// When it was revoked (None while it holds).
     #[serde(with = "crate::clock::rfc3339::option")]
     #[schemars(with = "Option<crate::clock::Timestamp>")]
@@ -129,10 +143,62 @@ impl Grant {
         super::short_id(&self.id)
     }
 
-    /// Whether it decides prompts now.
+    /// Whether it decides prompts (confirmed, not revoked), ignoring its end.
     pub fn live(&self) -> bool {
         self.confirmed_at.is_some() && self.revoked_at.is_none()
     }
+
+    /// Whether it decides prompts at `now`: live and not past its end.
+    pub fn holds(&self, now: i64) -> bool {
+        self.live() && self.expires_at.is_none_or(|e| e > now)
+    }
+
+    /// Where it holds, in words: `anywhere in shop`, `in /home/dev/shop/**`.
+    pub fn place(&self) -> String {
+        if self.path.is_empty() {
+            format!("anywhere in {}", self.project)
+        } else {
+            format!("in {}", self.path)
+        }
+    }
+}
+
+/// What a "for this session" / "for 1 h" / "always here" tap saves beside
+/// its rule: how far, until when, and whether only in the prompt's folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Terms {
+    /// Session or always.
+    pub scope: Scope,
+    /// The end, in ms (None: until revoked).
+    pub until: Option<i64>,
+    /// Only where the prompt ran: its working directory and below.
+    pub here: bool,
+}
+
+impl Terms {
+    /// Just a scope: no end, anywhere in the project.
+    pub fn scope(scope: Scope) -> Terms {
+        Terms {
+            scope,
+            until: None,
+            here: false,
+        }
+    }
+}
+
+/// The working directory of an agent's permission prompt, as its hook
+/// wrote it into the summary (`Claude Code wants to use Bash (in
+/// /home/dev/shop): npm test`); `None` when the summary names none (or a
+/// cut summary lost its end).
+pub fn prompt_cwd(a: &Action) -> Option<&str> {
+    prompt_of(a)?;
+    let (_, rest) = a.summary.split_once(" (in ")?;
+    let cwd = match rest.find("): ") {
+        Some(i) => &rest[..i],
+        None => rest.strip_suffix(')')?,
+    };
+    let cwd = cwd.strip_prefix('/').map(|_| cwd)?;
+    (!cwd.contains('\n')).then_some(cwd)
 }
 
 /// A grant to save.
@@ -150,6 +216,11 @@ pub struct NewGrant<'a> {
     pub tool: &'a str,
     /// The pattern, from [`pattern::derive`].
     pub pattern: &'a str,
+    /// The end, in ms (None: until revoked).
+    pub expires_at: Option<i64>,
+    /// The glob of working directories it holds in ('' anywhere), from
+    /// [`pattern::here`].
+    pub path: &'a str,
     /// The prompt it is given on.
     pub action_id: &'a str,
     /// Who gives it.
@@ -196,6 +267,8 @@ where
         created_by: r.try_get("created_by")?,
         created_at: r.try_get("created_at")?,
         confirmed_at: r.try_get("confirmed_at")?,
+        expires_at: r.try_get("expires_at")?,
+        path: r.try_get("path")?,
         revoked_at: r.try_get("revoked_at")?,
         revoked_by: r.try_get("revoked_by")?,
     })
@@ -214,7 +287,10 @@ fn grant_event<'a>(kind: &'a str, actor: &'a str, channel: Channel, g: &'a Grant
         channel,
         project: &g.project,
         session: &g.session,
-        payload: json!({"scope": g.scope, "tool": g.tool, "rule": g.rule, "action_id": g.action_id}),
+        payload: json!({
+            "scope": g.scope, "tool": g.tool, "rule": g.rule, "action_id": g.action_id,
+            "expires_at": g.expires_at.map(crate::clock::format_rfc3339), "path": g.path,
+        }),
     }
 }
 
@@ -236,6 +312,17 @@ impl Store {
             Scope::Session => g.session,
             Scope::Always => "",
         };
+        if let Some(end) = g.expires_at
+            && end <= self.now()
+        {
+            return Err(Error::Invalid(format!(
+                "the grant's end ({}) is not in the future: give a later time",
+                crate::clock::format_rfc3339(end)
+            )));
+        }
+        if !g.path.is_empty() {
+            pattern::check_glob(g.path).map_err(Error::Invalid)?;
+        }
         let input = Arc::new((
             [
                 g.agent,
@@ -245,21 +332,24 @@ impl Store {
                 g.pattern,
                 g.action_id,
                 g.by,
+                g.path,
             ]
             .map(str::to_string),
             g.scope,
+            g.expires_at,
         ));
         self.transact(input, move |mut tx, input, now| {
             Box::pin(async move {
-                let ([agent, session, project, tool, pattern, action_id, by], scope) = &*input;
+                let ([agent, session, project, tool, pattern, action_id, by, path], scope, end) =
+                    &*input;
                 let id = new_id();
                 // Why ON CONFLICT DO NOTHING: the unique index on action_id
                 // decides two taps racing on one prompt; the loser (on
                 // PostgreSQL after waiting for the winner's insert) reads
                 // the winner's grant.
                 let insert = Stmt::new(
-                    "INSERT INTO grants (id, scope, agent, session, project, tool, pattern, action_id, created_by, created_at)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                    "INSERT INTO grants (id, scope, agent, session, project, tool, pattern, action_id, created_by, created_at, expires_at, path)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
                      ON CONFLICT (action_id) DO NOTHING RETURNING *",
                 )
                 .text(id.as_str())
@@ -271,7 +361,9 @@ impl Store {
                 .text(pattern.as_str())
                 .text(action_id.as_str())
                 .text(by.as_str())
-                .int(now);
+                .int(now)
+                .int(*end)
+                .text(path.as_str());
                 match tx.row::<Grant>(&insert).await? {
                     Some(grant) => {
                         tx.append(now, &grant_event("grant.created", by, channel, &grant))
@@ -299,6 +391,25 @@ impl Store {
         actor: Actor<'_>,
         scope: Scope,
     ) -> actions::Result<(ApproveOutcome, Option<Grant>)> {
+        self.approve_granting_for(a, actor, Terms::scope(scope))
+            .await
+    }
+
+    /// [`Store::approve_granting`] with an end and a place: `terms.until`
+    /// ends the grant, `terms.here` keeps it to the prompt's working
+    /// directory and below (anywhere in the project when the prompt names
+    /// no directory).
+    pub async fn approve_granting_for(
+        &self,
+        a: &Action,
+        actor: Actor<'_>,
+        terms: Terms,
+    ) -> actions::Result<(ApproveOutcome, Option<Grant>)> {
+        let scope = terms.scope;
+        let path = match prompt_cwd(a) {
+            Some(cwd) if terms.here => pattern::here(cwd),
+            _ => String::new(),
+        };
         let agent = prompt_of(a).map_or(CLAUDE, |(agent, _)| agent);
         let Some((tool, p)) = offer(a) else {
             return Err(Error::Invalid(
@@ -317,6 +428,8 @@ impl Store {
                     pattern: &p,
                     action_id: &a.id,
                     by: actor.name,
+                    expires_at: terms.until,
+                    path: &path,
                 },
                 actor.channel,
             )
@@ -326,7 +439,10 @@ impl Store {
             if action.decided_by.as_deref() == Some(actor.name));
         // Only the grant this tap saved (a double tap of another button
         // finds the first tap's grant: that one is not what this tap showed).
-        let ours = grant.created_by == actor.name && grant.scope == scope;
+        let ours = grant.created_by == actor.name
+            && grant.scope == scope
+            && grant.expires_at == terms.until
+            && grant.path == path;
         if !won || !ours || !self.grant_confirm(&grant.id).await? {
             return Ok((out, None));
         }
@@ -344,8 +460,9 @@ impl Store {
         if a.status != actions::Status::Pending {
             return Ok(None);
         }
+        let cwd = prompt_cwd(a).unwrap_or_default();
         let Some(g) = self
-            .grant_matching(agent, &a.session, &a.project, tool, &a.effective_args)
+            .grant_covering(agent, &a.session, &a.project, tool, &a.effective_args, cwd)
             .await?
         else {
             return Ok(None);
@@ -356,7 +473,28 @@ impl Store {
             channel: Channel::Daemon,
         };
         let out = self.approve(&a.id, actor, None).await?;
-        Ok(matches!(out, ApproveOutcome::Approved { .. }).then_some(g))
+        let ApproveOutcome::Approved { action } = out else {
+            return Ok(None);
+        };
+        self.grant_used(&g, &action).await?;
+        Ok(Some(g))
+    }
+
+    /// Audit one use of `g`: the prompt `a` it just decided, as a
+    /// `grant.used` event (the approval's own event names `grant:<id>` too).
+    async fn grant_used(&self, g: &Grant, a: &Action) -> Result<()> {
+        let input = Arc::new((g.clone(), a.id.clone(), a.summary.clone()));
+        self.transact(input, move |mut tx, input, now| {
+            Box::pin(async move {
+                let (g, action_id, summary) = &*input;
+                let actor = format!("grant:{}", g.id);
+                let mut ev = grant_event("grant.used", &actor, Channel::Daemon, g);
+                ev.payload = json!({"rule": g.rule, "action_id": action_id, "summary": summary});
+                tx.append(now, &ev).await?;
+                Ok(())
+            })
+        })
+        .await
     }
 
     /// The grant whose giver's approval decided `a`, if it still holds
@@ -388,7 +526,9 @@ impl Store {
     }
 
     /// The oldest live grant of `agent` that covers `input` of `tool` in
-    /// `session` (session grants) or `project` (always grants).
+    /// `session` (session grants) or `project` (always grants), for a
+    /// prompt whose working directory is unknown: a grant kept to a folder
+    /// never matches it.
     pub async fn grant_matching(
         &self,
         agent: &str,
@@ -397,17 +537,37 @@ impl Store {
         tool: &str,
         input: &Value,
     ) -> Result<Option<Grant>> {
+        self.grant_covering(agent, session, project, tool, input, "")
+            .await
+    }
+
+    /// The oldest grant of `agent` that holds now and covers `input` of
+    /// `tool` in `session` (session grants) or `project` (always grants),
+    /// run in the working directory `cwd` ('' unknown).
+    pub async fn grant_covering(
+        &self,
+        agent: &str,
+        session: &str,
+        project: &str,
+        tool: &str,
+        input: &Value,
+        cwd: &str,
+    ) -> Result<Option<Grant>> {
+        // Why the end is compared here, in the predicate: a grant past its
+        // end must never decide a prompt, whether or not anything swept it.
         // The id breaks ties in bytewise order on both engines.
         let live: Vec<Grant> = self
             .rows(
                 Stmt::spelled(
                     "SELECT * FROM grants
                      WHERE revoked_at IS NULL AND confirmed_at IS NOT NULL
+                       AND (expires_at IS NULL OR expires_at > $5)
                        AND agent = $1 AND tool = $2 AND project = $3
                        AND ((scope = 'session' AND session = $4 AND $4 <> '') OR scope = 'always')
                      ORDER BY created_at, id",
                     "SELECT * FROM grants
                      WHERE revoked_at IS NULL AND confirmed_at IS NOT NULL
+                       AND (expires_at IS NULL OR expires_at > $5)
                        AND agent = $1 AND tool = $2 AND project = $3
                        AND ((scope = 'session' AND session = $4 AND $4 <> '') OR scope = 'always')
                      ORDER BY created_at, id COLLATE \"C\"",
@@ -415,11 +575,12 @@ impl Store {
                 .text(agent)
                 .text(tool)
                 .text(project)
-                .text(session),
+                .text(session)
+                .int(self.now()),
             )
             .await?;
-        Ok(live
-            .into_iter()
-            .find(|g| pattern::covers(&g.tool, &g.pattern, input)))
+        Ok(live.into_iter().find(|g| {
+            pattern::covers(&g.tool, &g.pattern, input) && pattern::in_place(&g.path, cwd)
+        }))
     }
 }

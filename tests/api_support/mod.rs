@@ -205,6 +205,8 @@ pub async fn fixture(api: &Api) -> Fixture {
                 pattern: "npm test:*",
                 action_id: "fixture-prompt",
                 by: "fixture-admin",
+                expires_at: None,
+                path: "",
             },
             handoff::store::Channel::Chat,
         )

@@ -18,16 +18,43 @@ use serde_json::json;
 
 use crate::cli::{Ctx, exit, fail};
 
-/// What turns hooks on in Codex's config.toml.
-const FLAG: &str = "[features]\ncodex_hooks = true\n";
+/// What turns hooks on in Codex's config.toml: `hooks`, the canonical
+/// feature key (`codex_hooks` is its deprecated older name).
+const FLAG: &str = "[features]\nhooks = true\n";
 
 /// How long the agent lets the hook run, in seconds: above the hook's own
 /// default `--timeout` (9 minutes), so handoff answers first.
-const HOOK_TIMEOUT_SECS: u64 = 600;
+pub(crate) const HOOK_TIMEOUT_SECS: u64 = 600;
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
+/// How long the agent lets a later event's hook run (it only settles
+/// prompts answered at the terminal, in well under a second).
+const LATER_TIMEOUT_SECS: u64 = 30;
+
+/// The events whose hook `install` writes, per agent, and whether the
+/// group carries a tool matcher. Claude Code answers its permission
+/// prompts in PermissionRequest and tells of a prompt answered at the
+/// terminal only through the session's next events: PostToolUse (that
+/// call ran), Stop (the turn ended) and UserPromptSubmit (the person typed
+/// at the terminal). Codex answers in PermissionRequest only.
+pub(crate) fn events(agent: Agent) -> &'static [&'static str] {
+    match agent {
+        Agent::Claude => &[
+            "PermissionRequest",
+            "PostToolUse",
+            "Stop",
+            "UserPromptSubmit",
+        ],
+        Agent::Codex => &["PermissionRequest"],
+    }
+}
+
+/// What a person does before Codex runs handoff's hook, printed by the
+/// installer and `handoff doctor`.
+pub(crate) const CODEX_TRUST_STEP: &str = "Codex runs a new or changed hook only once a person trusts it: start `codex`, open `/hooks`, review handoff's PermissionRequest hook and trust it (Codex keeps the trust as the hook's hash under [hooks.state] in config.toml, so a changed hook must be trusted again). Until then Codex skips it and shows its own prompt, and `codex exec` runs UNGATED: trust the hook first, or run `codex exec --dangerously-bypass-hook-trust` (which runs every configured hook unreviewed for that run). `handoff doctor` shows whether the trust is recorded.";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Agent {
-    /// Claude Code: a PermissionRequest hook in `.claude/settings.json`.
+    /// Claude Code: PermissionRequest, PostToolUse, Stop and UserPromptSubmit hooks in `.claude/settings.json`.
     Claude,
     /// Codex CLI: a PermissionRequest hook in `hooks.json`, and hooks turned on in `config.toml`.
     Codex,
@@ -162,24 +189,30 @@ impl J {
 }
 
 /// The command an agent's settings run.
-fn command(agent: Agent) -> &'static str {
+pub(crate) fn command(agent: Agent) -> &'static str {
     match agent {
         Agent::Claude => "handoff hook claude",
         Agent::Codex => "handoff hook codex",
     }
 }
 
-/// The matcher group to add under `hooks.PermissionRequest`. Claude Code
-/// matches every tool with `*`; Codex matchers are regular expressions, and
-/// a group without one matches every tool.
-fn group(agent: Agent) -> J {
+/// The matcher group to add under `hooks.<event>`. Claude Code matches
+/// every tool with `*` (its Stop and UserPromptSubmit groups take no
+/// matcher); Codex matchers are regular expressions, and a group without
+/// one matches every tool.
+fn group(agent: Agent, event: &str) -> J {
+    let timeout = if event == "PermissionRequest" {
+        HOOK_TIMEOUT_SECS
+    } else {
+        LATER_TIMEOUT_SECS
+    };
     let hook = J::Obj(vec![
         ("type".into(), J::Str("command".into())),
         ("command".into(), J::Str(command(agent).into())),
-        ("timeout".into(), J::Num(HOOK_TIMEOUT_SECS.into())),
+        ("timeout".into(), J::Num(timeout.into())),
     ]);
     let mut g = Vec::new();
-    if let Agent::Claude = agent {
+    if agent == Agent::Claude && matches!(event, "PermissionRequest" | "PostToolUse") {
         g.push(("matcher".into(), J::Str("*".into())));
     }
     g.push(("hooks".into(), J::Arr(vec![hook])));
@@ -188,13 +221,11 @@ fn group(agent: Agent) -> J {
 
 /// The whole entry, as it would stand in an empty file.
 fn snippet(agent: Agent) -> J {
-    J::Obj(vec![(
-        "hooks".into(),
-        J::Obj(vec![(
-            "PermissionRequest".into(),
-            J::Arr(vec![group(agent)]),
-        )]),
-    )])
+    let events = events(agent)
+        .iter()
+        .map(|e| (e.to_string(), J::Arr(vec![group(agent, e)])))
+        .collect();
+    J::Obj(vec![("hooks".into(), J::Obj(events))])
 }
 
 /// Whether a matcher group already runs `cmd`.
@@ -236,21 +267,23 @@ fn merge_json(agent: Agent, path: &Path, text: Option<&str>) -> anyhow::Result<O
     if !top.iter().any(|(k, _)| k == "hooks") {
         top.push(("hooks".into(), J::Obj(Vec::new())));
     }
-    let hooks = root.get_mut("hooks").expect("inserted above");
-    let J::Obj(events) = hooks else {
+    let Some(J::Obj(events)) = root.get_mut("hooks") else {
         return Err(shape("`hooks` is not an object"));
     };
-    if !events.iter().any(|(k, _)| k == "PermissionRequest") {
-        events.push(("PermissionRequest".into(), J::Arr(Vec::new())));
+    let mut changed = false;
+    for event in self::events(agent) {
+        if !events.iter().any(|(k, _)| k == event) {
+            events.push((event.to_string(), J::Arr(Vec::new())));
+        }
+        let Some((_, J::Arr(groups))) = events.iter_mut().find(|(k, _)| k == event) else {
+            return Err(shape(&format!("`hooks.{event}` is not a list")));
+        };
+        if !groups.iter().any(|g| runs(g, command(agent))) {
+            groups.push(group(agent, event));
+            changed = true;
+        }
     }
-    let Some(J::Arr(groups)) = hooks.get_mut("PermissionRequest") else {
-        return Err(shape("`hooks.PermissionRequest` is not a list"));
-    };
-    if groups.iter().any(|g| runs(g, command(agent))) {
-        return Ok(None);
-    }
-    groups.push(group(agent));
-    Ok(Some(root.pretty()))
+    Ok(changed.then(|| root.pretty()))
 }
 
 /// Codex's `config.toml` with hooks turned on; `Ok(None)` when they are.
@@ -276,13 +309,12 @@ fn merge_toml(path: &Path, text: Option<&str>) -> anyhow::Result<Option<String>>
             format!("{shown}: `features` is not a table: fix it first; nothing was written"),
         ));
     };
-    // `hooks` is the newer name of the flag, `codex_hooks` the one every
-    // release with PermissionRequest hooks reads.
+    // `hooks` is the canonical name of the flag, `codex_hooks` its
+    // deprecated older one: either set to false is the person's choice.
     let flag = |k: &str| features.get(k).and_then(|v| v.as_bool());
-    if let Some((k, false)) = ["hooks", "codex_hooks"]
-        .iter()
-        .find_map(|k| flag(k).map(|v| (*k, v)))
-        .filter(|(_, v)| !v)
+    if let Some(k) = ["hooks", "codex_hooks"]
+        .into_iter()
+        .find(|k| flag(k) == Some(false))
     {
         return Err(fail(
             exit::REFUSED,
@@ -291,10 +323,10 @@ fn merge_toml(path: &Path, text: Option<&str>) -> anyhow::Result<Option<String>>
             ),
         ));
     }
-    if flag("codex_hooks") == Some(true) || flag("hooks") == Some(true) {
+    if flag("hooks") == Some(true) {
         return Ok(None);
     }
-    features.insert("codex_hooks", toml_edit::value(true));
+    features.insert("hooks", toml_edit::value(true));
     Ok(Some(doc.to_string()))
 }
 
@@ -414,6 +446,15 @@ struct FileReport {
     backup: Option<String>,
 }
 
+/// What a person does after the install before the hook runs: `None`
+/// when nothing (Claude Code runs hooks from its settings as they are).
+fn next_step(agent: Agent) -> Option<&'static str> {
+    match agent {
+        Agent::Claude => None,
+        Agent::Codex => Some(CODEX_TRUST_STEP),
+    }
+}
+
 pub(crate) fn run(ctx: &Ctx, args: InstallArgs) -> anyhow::Result<u8> {
     let agent = args.agent;
     if matches!(agent, Agent::Claude) && args.config_toml.is_some() {
@@ -451,7 +492,8 @@ pub(crate) fn run(ctx: &Ctx, args: InstallArgs) -> anyhow::Result<u8> {
                 backup: None,
             });
         }
-        ctx.show("install", &json!({"agent": name, "written": false, "files": &files}), || {
+        let next = next_step(agent);
+        ctx.show("install", &json!({"agent": name, "written": false, "files": &files, "next": next}), || {
             let mut t = format!(
                 "Add this to {} (or run `handoff hook install {name}` with --write to merge it; a diff is shown first):\n{}",
                 files[0].path,
@@ -463,6 +505,9 @@ pub(crate) fn run(ctx: &Ctx, args: InstallArgs) -> anyhow::Result<u8> {
                     f.path,
                     f.add.as_deref().unwrap_or_default()
                 ));
+            }
+            if let Some(n) = next {
+                t.push_str(&format!("\nThen: {n}\n"));
             }
             t
         });
@@ -515,9 +560,10 @@ pub(crate) fn run(ctx: &Ctx, args: InstallArgs) -> anyhow::Result<u8> {
             backup: backup.map(|b| b.display().to_string()),
         });
     }
+    let next = next_step(agent);
     ctx.show(
         "install",
-        &json!({"agent": name, "written": true, "files": &files}),
+        &json!({"agent": name, "written": true, "files": &files, "next": next}),
         || {
             let mut t = String::new();
             for f in &files {
@@ -535,6 +581,9 @@ pub(crate) fn run(ctx: &Ctx, args: InstallArgs) -> anyhow::Result<u8> {
                     }
                 }
             }
+            if let Some(n) = next {
+                t.push_str(&format!("Next: {n}\n"));
+            }
             t
         },
     );
@@ -548,15 +597,17 @@ mod tests {
     #[test]
     fn json_merge_keeps_order_and_is_idempotent() {
         let p = Path::new("s.json");
-        let old =
-            "{\n  \"model\": \"x\",\n  \"hooks\": {\n    \"Stop\": []\n  },\n  \"env\": {}\n}\n";
+        let old = "{\n  \"model\": \"x\",\n  \"hooks\": {\n    \"Notification\": []\n  },\n  \"env\": {}\n}\n";
         let new = merge_json(Agent::Claude, p, Some(old)).unwrap().unwrap();
-        assert!(new.starts_with("{\n  \"model\": \"x\",\n  \"hooks\": {\n    \"Stop\": [],\n    \"PermissionRequest\": ["), "{new}");
+        assert!(new.starts_with("{\n  \"model\": \"x\",\n  \"hooks\": {\n    \"Notification\": [],\n    \"PermissionRequest\": ["), "{new}");
         assert!(new.ends_with("  \"env\": {}\n}\n"), "{new}");
         assert_eq!(merge_json(Agent::Claude, p, Some(&new)).unwrap(), None);
         let d = diff(p, old, &new);
         assert!(d.starts_with("--- s.json\n+++ s.json\n@@ -1,"), "{d}");
-        assert!(d.contains("-    \"Stop\": []\n+    \"Stop\": [],\n"), "{d}");
+        assert!(
+            d.contains("-    \"Notification\": []\n+    \"Notification\": [],\n"),
+            "{d}"
+        );
     }
 
     #[test]
@@ -566,10 +617,18 @@ mod tests {
         let new = merge_toml(p, Some(old)).unwrap().unwrap();
         assert_eq!(
             new,
-            "# mine\nmodel = \"o3\"\n\n[features]\nweb = true\ncodex_hooks = true\n"
+            "# mine\nmodel = \"o3\"\n\n[features]\nweb = true\nhooks = true\n"
         );
         assert_eq!(merge_toml(p, Some(&new)).unwrap(), None);
         assert!(merge_toml(p, Some("[features]\nhooks = false\n")).is_err());
+        assert!(merge_toml(p, Some("[features]\ncodex_hooks = false\n")).is_err());
+        // The deprecated key alone: the canonical one is added beside it.
+        assert_eq!(
+            merge_toml(p, Some("[features]\ncodex_hooks = true\n"))
+                .unwrap()
+                .unwrap(),
+            "[features]\ncodex_hooks = true\nhooks = true\n"
+        );
         assert!(merge_toml(p, Some("[features\n")).is_err());
     }
 }

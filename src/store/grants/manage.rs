@@ -30,7 +30,7 @@ impl Revoked {
 }
 
 impl Store {
-    /// Grants, newest first; revoked and unconfirmed ones only with `all`.
+    /// Grants, newest first; revoked, ended and unconfirmed ones only with `all`.
     pub async fn grant_list(&self, all: bool) -> Result<Vec<Grant>> {
         self.grant_list_in(all, None).await
     }
@@ -39,16 +39,19 @@ impl Store {
     pub async fn grant_list_in(&self, all: bool, project: Option<&str>) -> Result<Vec<Grant>> {
         let list = Stmt::spelled(
             "SELECT * FROM grants
-             WHERE ($1 OR (revoked_at IS NULL AND confirmed_at IS NOT NULL))
+             WHERE ($1 OR (revoked_at IS NULL AND confirmed_at IS NOT NULL
+                           AND (expires_at IS NULL OR expires_at > $3)))
                AND (CAST($2 AS TEXT) IS NULL OR project = $2)
              ORDER BY created_at DESC, id DESC",
             "SELECT * FROM grants
-             WHERE ($1 OR (revoked_at IS NULL AND confirmed_at IS NOT NULL))
+             WHERE ($1 OR (revoked_at IS NULL AND confirmed_at IS NOT NULL
+                           AND (expires_at IS NULL OR expires_at > $3)))
                AND (CAST($2 AS TEXT) IS NULL OR project = $2)
              ORDER BY created_at DESC, id COLLATE \"C\" DESC",
         )
         .bool(all)
-        .text(project);
+        .text(project)
+        .int(self.now());
         self.rows(list).await
     }
 

@@ -13,6 +13,12 @@
 //! - `Edit`, `Write`, `MultiEdit`: the absolute `file_path`, exactly;
 //!   `NotebookEdit`: the absolute `notebook_path`, exactly.
 //! - any other tool: no grant is offered (approve once only).
+//!
+//! A grant may also be kept to a place: a glob over the prompt's working
+//! directory ([`in_place`]), `/home/dev/shop/**` for "here" ([`here`]).
+//! `*` stands for any characters within one folder name, `**` for any
+//! number of folders (none included); a directory with `.` or `..` parts
+//! matches no glob, so a grant never reaches outside its folder that way.
 
 use serde_json::Value;
 
@@ -94,6 +100,18 @@ pub fn covers(tool: &str, pattern: &str, input: &Value) -> bool {
     }
 }
 
+/// The tool name of the rule Claude Code documents for `tool`: `Edit` for
+/// every file-editing tool (Claude Code's `Edit(…)` rules apply to all its
+/// built-in file edits: Edit, Write, MultiEdit, NotebookEdit), else the
+/// tool itself.
+pub fn claude_rule_tool(tool: &str) -> &str {
+    if path_key(tool).is_some() {
+        "Edit"
+    } else {
+        tool
+    }
+}
+
 /// The rule as Claude Code writes it: `Bash(npm test:*)`, `Edit(//abs/path)`
 /// (a `//` path is absolute in Claude Code's permission rules).
 pub fn claude_rule_content(tool: &str, pattern: &str) -> String {
@@ -104,9 +122,14 @@ pub fn claude_rule_content(tool: &str, pattern: &str) -> String {
     }
 }
 
-/// The rule shown to people: `Tool(content)`.
+/// The rule shown to people, in Claude Code's documented form:
+/// `Bash(npm test:*)`, `Edit(//abs/path)` (for a Write too).
 pub fn shown(tool: &str, pattern: &str) -> String {
-    format!("{tool}({})", claude_rule_content(tool, pattern))
+    format!(
+        "{}({})",
+        claude_rule_tool(tool),
+        claude_rule_content(tool, pattern)
+    )
 }
 
 /// The rule Codex's own allow-list takes for a `Bash` grant of `pattern`,
@@ -135,6 +158,62 @@ pub fn codex_prefix_rule(tool: &str, pattern: &str) -> Option<String> {
         "prefix_rule(pattern=[{}], decision=\"allow\")",
         tokens.join(", ")
     ))
+}
+
+/// The glob of "here": the folder `cwd` and everything beneath it.
+pub fn here(cwd: &str) -> String {
+    let dir = cwd.trim_end_matches('/');
+    format!("{dir}/**")
+}
+
+/// Why `glob` cannot keep a grant to a place, if it cannot: it must be an
+/// absolute path on one line.
+pub fn check_glob(glob: &str) -> Result<(), String> {
+    if !glob.starts_with('/') || glob.contains(['\n', '\r', '\0']) {
+        return Err(format!(
+            "the grant's place `{glob}` is not an absolute folder glob: give one like /home/dev/shop/**"
+        ));
+    }
+    Ok(())
+}
+
+/// Whether a prompt run in `cwd` is within a grant's place `glob` (''
+/// anywhere; an unknown `cwd`, '', is within no place).
+pub fn in_place(glob: &str, cwd: &str) -> bool {
+    if glob.is_empty() {
+        return true;
+    }
+    if !cwd.starts_with('/') {
+        return false;
+    }
+    let parts: Vec<&str> = cwd.split('/').filter(|p| !p.is_empty()).collect();
+    if parts.iter().any(|p| *p == "." || *p == "..") {
+        return false;
+    }
+    let globs: Vec<&str> = glob.split('/').filter(|p| !p.is_empty()).collect();
+    segments(&globs, &parts)
+}
+
+/// Folder names `parts` against glob parts `globs` (`**` any number).
+fn segments(globs: &[&str], parts: &[&str]) -> bool {
+    match globs.split_first() {
+        None => parts.is_empty(),
+        Some((&"**", rest)) => (0..=parts.len()).any(|i| segments(rest, &parts[i..])),
+        Some((g, rest)) => parts
+            .split_first()
+            .is_some_and(|(p, tail)| name(g.as_bytes(), p.as_bytes()) && segments(rest, tail)),
+    }
+}
+
+/// One folder name against one glob part (`*` any characters).
+fn name(g: &[u8], n: &[u8]) -> bool {
+    match g.split_first() {
+        None => n.is_empty(),
+        Some((b'*', rest)) => (0..=n.len()).any(|i| name(rest, &n[i..])),
+        Some((c, rest)) => n
+            .split_first()
+            .is_some_and(|(d, tail)| c == d && name(rest, tail)),
+    }
 }
 
 #[cfg(test)]
@@ -190,6 +269,32 @@ mod tests {
     }
 
     #[test]
+    fn a_place_is_its_folder_and_below_never_beside_it() {
+        let g = here("/home/dev/shop/");
+        assert_eq!(g, "/home/dev/shop/**");
+        for (cwd, want) in [
+            ("/home/dev/shop", true),
+            ("/home/dev/shop/src/api", true),
+            ("/home/dev/shop2", false),
+            ("/home/dev", false),
+            ("/home/dev/shop/../bank", false),
+            ("/tmp", false),
+            ("", false),
+            ("shop", false),
+        ] {
+            assert_eq!(in_place(&g, cwd), want, "{cwd}");
+        }
+        assert!(in_place("", ""), "no place: anywhere");
+        assert!(in_place("/home/*/shop/**", "/home/ann/shop/x"));
+        assert!(!in_place("/home/*/shop/**", "/home/ann/bank"));
+        assert!(in_place("/srv/app-*", "/srv/app-2"));
+        assert!(!in_place("/srv/app-*", "/srv/app-2/x"));
+        assert!(check_glob("/a/**").is_ok());
+        assert!(check_glob("a/**").is_err());
+        assert!(check_glob("/a\n").is_err());
+    }
+
+    #[test]
     fn file_tools_cover_their_exact_path() {
         let i = json!({"file_path": "/p/src/db.rs", "old_string": "a", "new_string": "b"});
         assert_eq!(derive("Edit", &i).as_deref(), Some("/p/src/db.rs"));
@@ -201,7 +306,13 @@ mod tests {
             &json!({"file_path": "/p/src/db.rs.bak"})
         ));
         assert_eq!(derive("Edit", &json!({"file_path": "rel/x.rs"})), None);
-        assert_eq!(shown("Write", "/p/a.rs"), "Write(//p/a.rs)");
+        // File edits in Claude Code's documented `Edit(…)` form, whatever
+        // the editing tool.
+        for tool in ["Edit", "Write", "MultiEdit", "NotebookEdit"] {
+            assert_eq!(shown(tool, "/p/a.rs"), "Edit(//p/a.rs)", "{tool}");
+            assert_eq!(claude_rule_tool(tool), "Edit");
+        }
+        assert_eq!(claude_rule_tool("Bash"), "Bash");
         assert_eq!(shown("Bash", "npm test:*"), "Bash(npm test:*)");
         assert_eq!(derive("WebFetch", &json!({"url": "https://x"})), None);
         assert_eq!(

@@ -331,11 +331,14 @@
     const where = g.scope === 'session'
       ? 'in session ' + g.session
       : 'in every session of ' + (g.project || 'this project');
+    const place = g.path ? ', run in ' + g.path : '';
+    const end = g.expires_at ? 'until ' + new Date(g.expires_at).toLocaleString() : 'until revoked';
     return el('article', { class: 'card grant' },
-      meta(el('span', { class: 'badge' }, g.scope === 'session' ? 'for this session' : 'always'), g.project, g.agent,
-        'granted by ' + g.created_by, time(g.created_at), '#' + g.id.slice(-8)),
+      meta(el('span', { class: 'badge' }, g.scope === 'session' ? 'this session' : (g.expires_at ? 'until a time' : 'always')),
+        g.project, g.agent, 'granted by ' + g.created_by, time(g.created_at), '#' + g.id.slice(-8)),
       el('h3', { data: { rule: g.rule } }, g.rule),
-      el('p', { class: 'note' }, 'Approves ' + g.agent + ' prompts of ' + g.tool + ' it covers, at once, ' + where + '.'),
+      el('p', { class: 'note' }, 'Approves ' + g.agent + ' prompts of ' + g.tool + ' it covers, at once, ' + where + place + '.'),
+      el('p', { class: 'status', data: { end: g.expires_at || 'never' } }, 'Holds ' + end + '.'),
       el('div', { class: 'buttons' },
         el('button', { type: 'button', class: 'danger', data: { act: 'revoke-open' }, onclick: toggle('revoke') }, 'Revoke…')),
       el('div', { data: { panel: 'revoke' }, hidden: true },
@@ -406,6 +409,19 @@
     return '';
   }
 
+  /** The end a person typed for a grant, as the API takes it: `for 2h`
+   *  as is; `until 18:00` in this browser's time zone, as an RFC 3339 time. */
+  function grantEnd(text) {
+    const t = (text || '').trim();
+    const m = /^until (\d{1,2}):(\d{2})$/.exec(t);
+    if (!t) throw new Error('Type when the grant ends first: for 2h, or until 18:00.');
+    if (!m) return t;
+    const at = new Date();
+    at.setHours(Number(m[1]), Number(m[2]), 0, 0);
+    if (at <= new Date()) at.setDate(at.getDate() + 1);
+    return 'until ' + at.toISOString();
+  }
+
   function actionCard(a) {
     const path = '/v1/actions/' + encodeURIComponent(a.id);
     const text = JSON.stringify(args(a), null, 2);
@@ -417,13 +433,18 @@
       a.approvals_required > 1 ? el('p', { class: 'status' }, a.approvals + ' of ' + a.approvals_required + ' approvals') : null,
       a.preview ? el('pre', { class: 'args', data: { preview: 'prompt' } }, a.preview) : el('pre', { class: 'args' }, text),
       a.grant_rule ? el('p', { class: 'status', data: { grant: 'rule' } },
-        'For this session / Always saves ' + a.grant_rule +
-        ' (this tool only; always = every session of ' + (a.project || 'this project') + alsoSaved(a) + ')') : null,
+        'This session / For 1 h / Always here saves ' + a.grant_rule +
+        ' (this tool only; for 1 h and always here = every session of ' + (a.project || 'this project') +
+        ' run in this prompt\'s folder' + alsoSaved(a) + '). Or give your own end: for 2h, until 18:00.') : null,
       el('div', { class: 'buttons' },
-        act(a.grant_rule ? 'Approve once' : 'Approve', 'approve', () => api('POST', path + '/approve', {}), 'primary'),
-        a.grant_rule && a.session ? act('For this session', 'approve-session', () => api('POST', path + '/approve', { grant: 'session' })) : null,
-        a.grant_rule ? act('Always', 'approve-always', () => api('POST', path + '/approve', { grant: 'always' })) : null,
+        act(a.grant_rule ? 'This once' : 'Approve', 'approve', () => api('POST', path + '/approve', {}), 'primary'),
+        a.grant_rule && a.session ? act('This session', 'approve-session', () => api('POST', path + '/approve', { grant: 'session' })) : null,
+        a.grant_rule ? act('For 1 h', 'approve-hour', () => api('POST', path + '/approve', { grant: 'always', until: 'for 1h', here: true })) : null,
+        a.grant_rule ? act('Always here', 'approve-always', () => api('POST', path + '/approve', { grant: 'always', here: true })) : null,
+        a.grant_rule ? act('Until…', 'approve-until', (card) => api('POST', path + '/approve',
+          { grant: 'always', until: grantEnd(draft(card, 'until')), here: true })) : null,
         el('button', { type: 'button', data: { act: 'edit' }, onclick: toggle('edit') }, 'Edit arguments'),
+        a.grant_rule ? el('input', { type: 'text', 'aria-label': 'Grant end', placeholder: 'for 2h / until 18:00', data: { draft: 'until' } }) : null,
         el('button', { type: 'button', class: 'danger', data: { act: 'reject-open' }, onclick: toggle('reject') }, 'Reject…')),
       el('div', { data: { panel: 'edit' }, hidden: true },
         el('textarea', { class: 'json', 'aria-label': 'Arguments (JSON)', spellcheck: 'false', data: { draft: 'args' } }, text),
