@@ -107,7 +107,7 @@ impl Bridge {
         let chat_id = msg.chat.id.0;
         if let Some(id) = q.data.as_deref().and_then(super::grants::revoke_of) {
             // Revoking a grant is deciding prompts: the approvers' role.
-            if !self.allowed(chat_id, q.from.id.0, Role::Approve).await {
+            if !self.allowed(chat_id, q.from.id.0, Right::Approve).await {
                 return self
                     .toast(
                         &q,
