@@ -12,27 +12,19 @@
 //! changes its status.
 //!
 //! Layout: this file holds the public types; `validate` the input checks;
-//! `load` decoding, loading and resolving boards and rows, and the opening
-//! of every one-row write (`open_row`);
-//! `record` what every write records (version bump, events, auto-archive);
-//! `write` the agent's row writes (upsert, row); `step` advance, outcome and
-//! archive; `human` the human's writes (annotate, handled); `read` the reads
-//! (chat's row lookups included) and delivery (pending, unprocessed
-//! handoffs); `call` the one-call shape every winning write takes,
-//! `call_many` the row writes in it (upsert, row, outcome) and `call_one`
-//! the writes on one named row (advance, annotate, handled). It does not
-//! push anything to chat: followers of the event log do.
-
-/// The `?` of a refusal: the value of an `Ok`, or return the refusal as
-/// `Ok(Err(refusal))` from the enclosing `Result<Decided<_>>` function.
-macro_rules! decided {
-    ($e:expr) => {
-        match $e {
-            Ok(v) => v,
-            Err(refusal) => return Ok(Err(refusal)),
-        }
-    };
-}
+//! `load` decoding, loading and resolving boards and rows; `record` what
+//! every write records (the board's lock, version bump, events,
+//! auto-archive); `write` the agent's row writes (upsert, row); `step`
+//! advance, outcome and archive; `human` the human's writes (annotate,
+//! handled); `read` the reads (chat's row lookups included) and delivery
+//! (pending, unprocessed handoffs). Those run on both engines, written once
+//! through the engine seam (`store::engine`). `call` is the one-call shape
+//! every winning write takes on SQLite, `call_many` the row writes in it
+//! (upsert, row, outcome) and `call_one` the writes on one named row
+//! (advance, annotate, handled); PostgreSQL has no such call, and there
+//! (as on SQLite when a call did not win) the older transactions of
+//! `write`, `step` and `human` run. It does not push anything to chat:
+//! followers of the event log do.
 
 mod call;
 mod call_many;
@@ -45,18 +37,9 @@ mod step;
 mod validate;
 mod write;
 
-use load::*;
-use record::*;
+use load::row_from;
+use record::Who;
 use validate::*;
-
-// For the PostgreSQL statements (`store/postgres/board*.rs`), which share
-// the decoding and the rules of a write with SQLite's.
-pub(crate) use human::{stale_of, unchanged};
-pub(crate) use load::{BOARD_SELECT, board_from, board_loads, is_short_id, row_from, single};
-pub(crate) use read::{delivery_stamps, pending_from};
-pub(crate) use record::board_records;
-pub(crate) use step::{INSTALL_NEXT, advance_checked, advance_events, bind_next};
-pub(crate) use write::{Pending, Plan, mismatches, plan_rows, update_row};
 
 use serde::{Deserialize, Serialize};
 
@@ -531,6 +514,45 @@ impl std::fmt::Display for Refusal {
 
 /// A store result that may be a typed refusal.
 pub type Decided<T> = std::result::Result<T, Refusal>;
+
+/// Why a write's steps stopped early: refused (a normal outcome) or
+/// failed. `?` ends a step with either.
+pub(crate) enum Stop {
+    /// Refused: nothing more is written, and the refusal is the answer.
+    Refused(Refusal),
+    /// Failed: the write is undone.
+    Failed(Error),
+}
+
+impl From<Refusal> for Stop {
+    fn from(r: Refusal) -> Stop {
+        Stop::Refused(r)
+    }
+}
+
+impl From<Error> for Stop {
+    fn from(e: Error) -> Stop {
+        Stop::Failed(e)
+    }
+}
+
+impl From<sqlx::Error> for Stop {
+    fn from(e: sqlx::Error) -> Stop {
+        Stop::Failed(e.into())
+    }
+}
+
+/// The steps of a write (or a read that may be refused), ended by a [`Stop`].
+pub(crate) type Steps<T> = std::result::Result<T, Stop>;
+
+/// `steps` as the store answers: a value, a refusal, or an error.
+fn decided<T>(steps: Steps<T>) -> Result<Decided<T>> {
+    match steps {
+        Ok(v) => Ok(Ok(v)),
+        Err(Stop::Refused(r)) => Ok(Err(r)),
+        Err(Stop::Failed(e)) => Err(e),
+    }
+}
 
 fn not_found(what: impl Into<String>) -> Refusal {
     Refusal::NotFound { what: what.into() }

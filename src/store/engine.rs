@@ -355,6 +355,25 @@ impl Store {
         }
     }
 
+    /// A write only SQLite has a shape for (one multi-statement call that
+    /// wins or writes nothing): `lite` in SQLite's write turn, as
+    /// [`Store::write_split`] runs it; on PostgreSQL `None` without a
+    /// statement, for the caller's general path.
+    pub(crate) async fn write_lite<I, T, L>(&self, input: I, lite: L) -> Result<Option<T>>
+    where
+        I: Clone + Send + Sync + 'static,
+        T: Serialize + DeserializeOwned + Send + 'static,
+        L: for<'t> Fn(&'t mut Turn, I, i64) -> BoxFuture<'t, Result<Option<T>>>
+            + Clone
+            + Send
+            + 'static,
+    {
+        match self.engine() {
+            Engine::Sqlite(_) => self.write_retried(input, lite).await,
+            Engine::Postgres(_) => Ok(None),
+        }
+    }
+
     /// Run `op` — several statements and usually an event — as one
     /// transaction: [`Store::write_with`] with [`Tx::begin`] first.
     pub(crate) async fn transact<I, T, F>(&self, input: I, op: F) -> Result<T>

@@ -22,14 +22,9 @@ use super::{Error, Result};
 
 pub(crate) mod action_moves;
 pub(crate) mod actions;
-pub(crate) mod board_human;
-pub(crate) mod board_writes;
-pub(crate) mod boards;
 pub mod export;
 pub mod import;
 pub mod notify;
-pub(crate) mod questions;
-pub(crate) mod replies;
 pub(crate) mod unported;
 pub(crate) mod write;
 

@@ -6,23 +6,21 @@
 //! agent *picks up* replies, marking only the exact reply it read, and
 //! finally *resolves* the question with an outcome (or a human dismisses it).
 //!
-//! Every write is one guarded statement inside one `BEGIN IMMEDIATE`
-//! transaction that also appends its event (and, for replies, a row of the
-//! append-only `question_replies` history). Refusals that are normal outcomes
+//! Every write is one guarded statement whose triggers append its event
+//! (and, for replies, a row of the append-only `question_replies`
+//! history) in that same statement, on SQLite and PostgreSQL alike: each
+//! is written once through the engine seam (`store::engine`), spelled per
+//! engine only where the dialects differ. Refusals that are normal outcomes
 //! come back as [`Refusal`], not as errors.
 //!
 //! Layout: [`validate`] (limits on input), `read` (get, list, short ids,
 //! history), `write` (flag, resolve, dismiss, snooze), `reply` (the three
-//! writers, pickup). This module does not talk to chats or wake agents: it
+//! writers, pickup), `pick` (a multiple choice's toggles). This module does not talk to chats or wake agents: it
 //! records, and the daemon follows the event log.
 
 mod pick;
 mod read;
 mod reply;
-
-// For the PostgreSQL replies (`store/postgres/replies.rs`), which share
-// the binds and the refusals with SQLite's.
-pub(crate) use reply::{Submitted, actor_of, bind_mark, explain_open, picked_up_or_empty};
 pub mod validate;
 mod write;
 
@@ -30,7 +28,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
-use sqlx::{ColumnIndex, Decode, Row, Type};
+use sqlx::{ColumnIndex, Decode, FromRow, Row, Type};
 
 use super::{Error, Result};
 
@@ -446,9 +444,35 @@ fn parse_col<T: FromStr<Err = String>>(v: &str) -> Result<T> {
     v.parse().map_err(Error::Corrupt)
 }
 
+/// A stored question, on either engine.
+impl<'r, R> FromRow<'r, R> for Question
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+{
+    fn from_row(r: &'r R) -> sqlx::Result<Question> {
+        from_row(r).map_err(|e| sqlx::Error::Decode(e.to_string().into()))
+    }
+}
+
+/// One entry of the reply history, on either engine.
+impl<'r, R> FromRow<'r, R> for ReplyRecord
+where
+    R: Row,
+    for<'a> &'a str: ColumnIndex<R>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    i64: Decode<'r, R::Database> + Type<R::Database>,
+{
+    fn from_row(r: &'r R) -> sqlx::Result<ReplyRecord> {
+        record_from_row(r).map_err(|e| sqlx::Error::Decode(e.to_string().into()))
+    }
+}
+
 /// Map a `questions` row, of either engine (its columns are text and
 /// 64-bit integers on both).
-pub(crate) fn from_row<'r, R>(r: &'r R) -> Result<Question>
+fn from_row<'r, R>(r: &'r R) -> Result<Question>
 where
     R: Row,
     for<'a> &'a str: ColumnIndex<R>,
@@ -505,7 +529,7 @@ where
 }
 
 /// Map a `question_replies` row, of either engine.
-pub(crate) fn record_from_row<'r, R>(r: &'r R) -> Result<ReplyRecord>
+fn record_from_row<'r, R>(r: &'r R) -> Result<ReplyRecord>
 where
     R: Row,
     for<'a> &'a str: ColumnIndex<R>,

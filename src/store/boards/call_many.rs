@@ -292,27 +292,22 @@ struct Many {
 }
 
 impl Store {
-    /// Run one of the calls above under the write turn: the board as it
-    /// left it, or `None` when it did not win.
+    /// Run one of the calls above under SQLite's write turn: the board as
+    /// it left it, or `None` when it did not win (on PostgreSQL, always).
     async fn many_call(&self, m: Many) -> Result<Option<BoardFull>> {
-        let m = Arc::new(m);
-        let clock = self.clock().clone();
-        self.retry(|| {
-            let (m, clock) = (m.clone(), clock.clone());
-            self.write(move |turn| {
-                Box::pin(async move {
-                    let q = m
-                        .head
-                        .bind(sqlx::query(m.sql), clock.now_ms())
-                        .bind(&m.rows)
-                        .bind(m.board_version)
-                        .bind(&m.agent)
-                        .bind(&m.session)
-                        .bind(&m.labels)
-                        .bind(new_id())
-                        .bind(m.created);
-                    board_call(turn, q).await
-                })
+        self.write_lite(Arc::new(m), |turn, m, now| {
+            Box::pin(async move {
+                let q = m
+                    .head
+                    .bind(sqlx::query(m.sql), now)
+                    .bind(&m.rows)
+                    .bind(m.board_version)
+                    .bind(&m.agent)
+                    .bind(&m.session)
+                    .bind(&m.labels)
+                    .bind(new_id())
+                    .bind(m.created);
+                board_call(turn, q).await
             })
         })
         .await

@@ -258,28 +258,23 @@ struct One {
 }
 
 impl Store {
-    /// Run `one` under the write turn; `decode` reads its result rows
-    /// (none: it did not win).
+    /// Run `one` under SQLite's write turn; `decode` reads its result
+    /// rows (none: it did not win). On PostgreSQL, `None`.
     async fn one_call<T, D>(&self, one: One, decode: D) -> Result<Option<T>>
     where
         T: serde::Serialize + serde::de::DeserializeOwned + Send + 'static,
         D: Fn(Vec<sqlx::sqlite::SqliteRow>) -> Result<Option<T>> + Copy + Send + Sync + 'static,
     {
-        let one = Arc::new(one);
-        let clock = self.clock().clone();
-        self.retry(|| {
-            let (one, clock) = (one.clone(), clock.clone());
-            self.write(move |turn: &mut Turn| {
-                Box::pin(async move {
-                    let mut q = one.head.bind(sqlx::query(one.sql), clock.now_ms());
-                    for arg in &one.own {
-                        q = match arg {
-                            Arg::Int(v) => q.bind(*v),
-                            Arg::Text(v) => q.bind(v.as_deref()),
-                        };
-                    }
-                    decode(turn.savepoint_call(q).await?)
-                })
+        self.write_lite(Arc::new(one), move |turn: &mut Turn, one, now| {
+            Box::pin(async move {
+                let mut q = one.head.bind(sqlx::query(one.sql), now);
+                for arg in &one.own {
+                    q = match arg {
+                        Arg::Int(v) => q.bind(*v),
+                        Arg::Text(v) => q.bind(v.as_deref()),
+                    };
+                }
+                decode(turn.savepoint_call(q).await?)
             })
         })
         .await

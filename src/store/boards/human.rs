@@ -1,23 +1,28 @@
 //! The human's writes on a row: annotations (Inbox and chat, with the
 //! asymmetric rule) and the "handled" mark.
 //!
-//! A write that wins is one database call (`call_one`): the guarded write,
-//! the board's version bump, the annotation log and the event. When it did
-//! not win, the older form here runs: one guarded UPDATE inside a `BEGIN
-//! IMMEDIATE` transaction that also bumps the board version and appends the
-//! event; when the UPDATE touches no row the current state is read only to
-//! explain the refusal. Marking handled
+//! A write that wins on SQLite is one database call (`call_one`): the
+//! guarded write, the board's version bump, the annotation log and the
+//! event. When it did not win, and on PostgreSQL, the older form here runs:
+//! one guarded UPDATE inside a transaction (`Store::transact`), the board
+//! and the row locked first (`record::open_board`), that also bumps the
+//! board version and appends the event; when the UPDATE touches no row the
+//! current state is read only to explain the refusal. Marking handled
 //! never unblocks a row: only the agent's outcome or status change does.
+
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::json;
-use sqlx::SqliteConnection;
 
+use super::load::{load_board, load_row, resolve_row};
+use super::record::{Who, bump_version, open_board, row_event};
 use super::{
-    AnnotationKind, Board, Channel, Decided, MAX_TEXT, Refusal, Row, RowStatus, StaleRow, Who,
-    bump_version, check_len, load_row, row_event,
+    AnnotationKind, Board, Channel, Decided, MAX_TEXT, Refusal, Row, RowStatus, StaleRow, Steps,
+    check_len, decided,
 };
-use crate::store::{Engine, Result, Store, postgres};
+use crate::store::engine::{Stmt, Tx};
+use crate::store::{Result, Store};
 
 /// A human's annotation on a row.
 #[derive(Debug, Clone, Default)]
@@ -71,7 +76,7 @@ pub struct RowChange {
 }
 
 /// Explain a guarded UPDATE that touched nothing because of a version guard.
-pub(crate) fn stale_of(
+fn stale_of(
     row: &Row,
     board_version: i64,
     revision: Option<i64>,
@@ -88,46 +93,52 @@ pub(crate) fn stale_of(
     })
 }
 
-/// After a guarded UPDATE touched nothing: read the row only to explain
-/// why, refusing as stale first when a version the human saw moved.
-async fn explain(
-    conn: &mut SqliteConnection,
-    board: &Board,
-    row_id: &str,
-    revision: Option<i64>,
-    action_version: Option<i64>,
-) -> Result<Decided<Row>> {
-    let row = load_row(conn, row_id).await?;
-    Ok(
-        match stale_of(&row, board.board_version, revision, action_version) {
-            Some(stale) => Err(stale),
-            None => Ok(row),
-        },
-    )
-}
-
 /// Clearing what is already clear: a success that changed nothing.
-pub(crate) fn unchanged(board: &Board, row: Row) -> Decided<RowChange> {
-    Ok(RowChange {
+fn unchanged(board: &Board, row: Row) -> RowChange {
+    RowChange {
         board_version: board.board_version,
         changed: false,
         row,
-    })
+    }
 }
 
-/// Bump the board, append the event and read the row back.
+/// The opening of a human's write: the board named (locked) and active,
+/// the row named (on PostgreSQL locked too, so a refusal is explained by
+/// the state that refused).
+async fn open_human(
+    tx: &mut Tx<'_>,
+    board: &str,
+    project: Option<&str>,
+    label: &str,
+) -> Steps<(Board, String)> {
+    let board_id = open_board(tx, board, project).await?;
+    let row_id = resolve_row(tx, &board_id, label).await?;
+    let board = load_board(tx, &board_id).await?;
+    if board.archived_at.is_some() {
+        return Err(Refusal::Archived.into());
+    }
+    let lock = Stmt::spelled(
+        "SELECT id FROM board_rows WHERE id = $1",
+        "SELECT id FROM board_rows WHERE id = $1 FOR UPDATE",
+    )
+    .text(row_id.as_str());
+    tx.rows::<(String,)>(&lock).await?;
+    Ok((board, row_id))
+}
+
+/// Bump the board, read the row back and append the human's event.
 async fn finish(
-    conn: &mut SqliteConnection,
+    tx: &mut Tx<'_>,
     now: i64,
     board_id: &str,
     row_id: &str,
     kind: &str,
     who: Who<'_>,
-    extra: serde_json::Value,
+    own: serde_json::Value,
 ) -> Result<RowChange> {
-    let board = bump_version(conn, now, board_id).await?;
-    let row = load_row(conn, row_id).await?;
-    row_event(conn, now, kind, &board, &row, who, extra).await?;
+    let board = bump_version(tx, now, board_id).await?;
+    let row = load_row(tx, row_id).await?;
+    row_event(tx, now, kind, &board, &row, who, &own).await?;
     Ok(RowChange {
         board_version: board.board_version,
         changed: true,
@@ -135,227 +146,220 @@ async fn finish(
     })
 }
 
-/// Binding the optional version guards of an annotation,
-/// `(? IS NULL OR revision = ?) AND (? IS NULL OR action_version = ?)`.
-trait SeenVersions {
-    fn seen_versions(self, a: &Annotate) -> Self;
+/// The versions a human saw, as an annotation's guards test them (`$3`
+/// the revision, `$4` the step; NULL: not tracked).
+macro_rules! seen {
+    () => {
+        "($3 IS NULL OR revision = $3) AND ($4 IS NULL OR action_version = $4)"
+    };
+    (pg) => {
+        "($3::BIGINT IS NULL OR revision = $3) AND ($4::BIGINT IS NULL OR action_version = $4)"
+    };
 }
 
-impl SeenVersions for sqlx::query::Query<'_, sqlx::Sqlite, sqlx::sqlite::SqliteArguments> {
-    fn seen_versions(self, a: &Annotate) -> Self {
-        self.bind(a.expected_revision)
-            .bind(a.expected_revision)
-            .bind(a.action_version)
-            .bind(a.action_version)
-    }
-}
-
-/// The guarded UPDATE of an annotation (`text` trimmed; blank clears).
-/// Returns how many rows it wrote: 0 means refused.
-async fn write_annotation(
-    conn: &mut SqliteConnection,
-    now: i64,
-    row_id: &str,
-    a: &Annotate,
-    text: &str,
-) -> Result<u64> {
-    let done = if text.is_empty() {
+/// An annotation (`a.text` trimmed; blank clears), with the asymmetric
+/// rule (see [`Store::annotate`]).
+async fn annotate_in(tx: &mut Tx<'_>, a: &Annotate, now: i64) -> Steps<RowChange> {
+    let (board, row_id) = open_human(tx, &a.board, a.project.as_deref(), &a.label).await?;
+    let text = a.text.trim();
+    let clear = text.is_empty();
+    let write = if clear {
         // Why guarded: a blank clears only an annotation no agent has
         // received; erasing one it may have acted on would lie to the human.
-        sqlx::query(
-            "UPDATE board_rows SET annotation = NULL, annotation_kind = NULL, annotation_source = NULL,
-                annotated_by = NULL, annotated_at = NULL, annotation_seen_at = NULL,
-                revision = revision + 1, updated_at = ?
-             WHERE id = ? AND annotation IS NOT NULL AND annotation_seen_at IS NULL
-               AND (? IS NULL OR revision = ?) AND (? IS NULL OR action_version = ?)",
+        Stmt::spelled(
+            concat!(
+                "UPDATE board_rows SET annotation = NULL, annotation_kind = NULL, annotation_source = NULL,
+                    annotated_by = NULL, annotated_at = NULL, annotation_seen_at = NULL,
+                    revision = revision + 1, updated_at = $1
+                 WHERE id = $2 AND annotation IS NOT NULL AND annotation_seen_at IS NULL AND ",
+                seen!()
+            ),
+            concat!(
+                "UPDATE board_rows SET annotation = NULL, annotation_kind = NULL, annotation_source = NULL,
+                    annotated_by = NULL, annotated_at = NULL, annotation_seen_at = NULL,
+                    revision = revision + 1, updated_at = $1
+                 WHERE id = $2 AND annotation IS NOT NULL AND annotation_seen_at IS NULL AND ",
+                seen!(pg)
+            ),
         )
-        .bind(now)
-        .bind(row_id)
-        .seen_versions(a)
-        .execute(&mut *conn)
-        .await?
     } else if a.source == Channel::Inbox {
-        // Why unconditional (but for the optional version guards): the
-        // Inbox always wins, and resetting annotation_seen_at makes the
-        // agent pick the new text up.
-        sqlx::query(
-            "UPDATE board_rows SET annotation = ?, annotation_kind = ?, annotation_source = 'inbox',
-                annotated_by = ?, annotated_at = ?, annotation_seen_at = NULL,
-                response_open = 1, revision = revision + 1, updated_at = ?
-             WHERE id = ? AND (? IS NULL OR revision = ?) AND (? IS NULL OR action_version = ?)",
+        // Why unconditional (but for the versions seen): the Inbox always
+        // wins, and resetting annotation_seen_at makes the agent pick the
+        // new text up.
+        Stmt::spelled(
+            concat!(
+                "UPDATE board_rows SET annotation = $5, annotation_kind = $6, annotation_source = 'inbox',
+                    annotated_by = $7, annotated_at = $1, annotation_seen_at = NULL,
+                    response_open = 1, revision = revision + 1, updated_at = $1
+                 WHERE id = $2 AND ",
+                seen!()
+            ),
+            concat!(
+                "UPDATE board_rows SET annotation = $5, annotation_kind = $6, annotation_source = 'inbox',
+                    annotated_by = $7, annotated_at = $1, annotation_seen_at = NULL,
+                    response_open = 1, revision = revision + 1, updated_at = $1
+                 WHERE id = $2 AND ",
+                seen!(pg)
+            ),
         )
-        .bind(text)
-        .bind(a.kind.as_str())
-        .bind(&a.by)
-        .bind(now)
-        .bind(now)
-        .bind(row_id)
-        .seen_versions(a)
-        .execute(&mut *conn)
-        .await?
     } else {
         // Why guarded: chat may write only while no unclaimed annotation
         // waits, so an unread Inbox answer always beats a later chat one;
         // a chat `clarify` may also correct an unclaimed *chat* answer.
-        sqlx::query(
-            "UPDATE board_rows SET annotation = ?, annotation_kind = ?, annotation_source = 'chat',
-                annotated_by = ?, annotated_at = ?, annotation_seen_at = NULL,
-                response_open = 1, revision = revision + 1, updated_at = ?
-             WHERE id = ? AND (? IS NULL OR revision = ?) AND (? IS NULL OR action_version = ?)
-               AND (annotation IS NULL OR annotation_seen_at IS NOT NULL
-                    OR (? = 'clarify' AND annotation_source = 'chat'))",
+        Stmt::spelled(
+            concat!(
+                "UPDATE board_rows SET annotation = $5, annotation_kind = $6, annotation_source = 'chat',
+                    annotated_by = $7, annotated_at = $1, annotation_seen_at = NULL,
+                    response_open = 1, revision = revision + 1, updated_at = $1
+                 WHERE id = $2 AND ",
+                seen!(),
+                " AND (annotation IS NULL OR annotation_seen_at IS NOT NULL
+                      OR ($6 = 'clarify' AND annotation_source = 'chat'))"
+            ),
+            concat!(
+                "UPDATE board_rows SET annotation = $5, annotation_kind = $6, annotation_source = 'chat',
+                    annotated_by = $7, annotated_at = $1, annotation_seen_at = NULL,
+                    response_open = 1, revision = revision + 1, updated_at = $1
+                 WHERE id = $2 AND ",
+                seen!(pg),
+                " AND (annotation IS NULL OR annotation_seen_at IS NOT NULL
+                      OR ($6 = 'clarify' AND annotation_source = 'chat'))"
+            ),
         )
-        .bind(text)
-        .bind(a.kind.as_str())
-        .bind(&a.by)
-        .bind(now)
-        .bind(now)
-        .bind(row_id)
-        .seen_versions(a)
-        .bind(a.kind.as_str())
-        .execute(&mut *conn)
-        .await?
     };
-    Ok(done.rows_affected())
-}
-
-/// Why an annotation wrote nothing: a moved version, clearing what is
-/// clear (a success without change) or already delivered, or (a chat
-/// answer) the unclaimed annotation that waits.
-async fn annotation_refused(
-    conn: &mut SqliteConnection,
-    board: &Board,
-    row_id: &str,
-    a: &Annotate,
-    clear: bool,
-) -> Result<Decided<RowChange>> {
-    let row = decided!(explain(conn, board, row_id, a.expected_revision, a.action_version).await?);
-    if clear {
-        if row.response.annotation.is_none() {
-            return Ok(unchanged(board, row));
+    let write = write
+        .int(now)
+        .text(row_id.as_str())
+        .int(a.expected_revision)
+        .int(a.action_version);
+    // A clear has no `$5`–`$7` (PostgreSQL takes no value a statement lacks).
+    let write = if clear {
+        write
+    } else {
+        write.text(text).text(a.kind.as_str()).text(a.by.as_str())
+    };
+    if tx.change(&write).await? == 0 {
+        // Refused: the row (locked) says why.
+        let row = load_row(tx, &row_id).await?;
+        if let Some(stale) = stale_of(
+            &row,
+            board.board_version,
+            a.expected_revision,
+            a.action_version,
+        ) {
+            return Err(stale.into());
         }
-        return Ok(Err(Refusal::AlreadyDelivered));
+        if clear {
+            if row.response.annotation.is_none() {
+                return Ok(unchanged(&board, row));
+            }
+            return Err(Refusal::AlreadyDelivered.into());
+        }
+        return Err(Refusal::UnreadAnswer {
+            annotation: row.response.annotation.unwrap_or_default(),
+            kind: row.response.annotation_kind,
+            source: row.response.annotation_source,
+            by: row.response.annotated_by,
+        }
+        .into());
     }
-    Ok(Err(Refusal::UnreadAnswer {
-        annotation: row.response.annotation.unwrap_or_default(),
-        kind: row.response.annotation_kind,
-        source: row.response.annotation_source,
-        by: row.response.annotated_by,
-    }))
-}
-
-/// Keep the annotation (or its clearing, with no text) in the row's
-/// annotation log, under the step it was written on.
-async fn log_annotation(
-    conn: &mut SqliteConnection,
-    now: i64,
-    board_id: &str,
-    row_id: &str,
-    a: &Annotate,
-    text: Option<&str>,
-) -> Result<()> {
-    let action_version: i64 =
-        sqlx::query_scalar("SELECT action_version FROM board_rows WHERE id = ?")
-            .bind(row_id)
-            .fetch_one(&mut *conn)
-            .await?;
-    sqlx::query(
-        "INSERT INTO board_row_annotations (row_id, board_id, action_version, annotation, kind, source, by, at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    let logged = (!clear).then_some(text);
+    // Kept in the row's annotation log, under the step it was written on.
+    let log = Stmt::new(
+        "INSERT INTO board_row_annotations (row_id, board_id, action_version, annotation, kind, source, \"by\", at)
+         SELECT id, $2, action_version, $3, $4, $5, $6, $7 FROM board_rows WHERE id = $1",
     )
-    .bind(row_id)
-    .bind(board_id)
-    .bind(action_version)
-    .bind(text)
-    .bind(text.map(|_| a.kind.as_str()))
-    .bind(a.source.as_str())
-    .bind(&a.by)
-    .bind(now)
-    .execute(&mut *conn)
-    .await?;
-    Ok(())
+    .text(row_id.as_str())
+    .text(board.id.as_str())
+    .text(logged)
+    .text(logged.map(|_| a.kind.as_str()))
+    .text(a.source.as_str())
+    .text(a.by.as_str())
+    .int(now);
+    tx.change(&log).await?;
+    let who = Who {
+        actor: &a.by,
+        channel: a.source,
+    };
+    // The answer itself travels with the event (for wake-up receivers).
+    let own = json!({
+        "kind": (!clear).then_some(a.kind),
+        "text": logged,
+        "source": a.source,
+        "by": a.by,
+        "cleared": clear,
+    });
+    Ok(finish(tx, now, &board.id, &row_id, "row.annotated", who, own).await?)
 }
 
-/// The guarded UPDATE of a handled mark (or its clearing). Returns how
-/// many rows it wrote: 0 means refused.
-async fn write_handled(
-    conn: &mut SqliteConnection,
-    now: i64,
-    row_id: &str,
-    h: &Handled,
-    clear: bool,
-) -> Result<u64> {
-    let done = if clear {
-        // Why guarded: once an agent received the mark, un-marking
-        // cannot un-tell it; refuse instead of pretending.
-        sqlx::query(
+/// A handled mark (`clear`: its clearing, only while undelivered).
+async fn handled_in(tx: &mut Tx<'_>, h: &Handled, clear: bool, now: i64) -> Steps<RowChange> {
+    let (board, row_id) = open_human(tx, &h.board, h.project.as_deref(), &h.label).await?;
+    let write = if clear {
+        // Why guarded: once an agent received the mark, un-marking cannot
+        // un-tell it; refuse instead of pretending.
+        Stmt::spelled(
             "UPDATE board_rows SET handled_at = NULL, handled_by = NULL, handled_seen_at = NULL,
-                revision = revision + 1, updated_at = ?
-             WHERE id = ? AND handled_at IS NOT NULL AND handled_seen_at IS NULL
-               AND (? IS NULL OR revision = ?)",
+                revision = revision + 1, updated_at = $1
+             WHERE id = $2 AND handled_at IS NOT NULL AND handled_seen_at IS NULL
+               AND ($3 IS NULL OR revision = $3)",
+            "UPDATE board_rows SET handled_at = NULL, handled_by = NULL, handled_seen_at = NULL,
+                revision = revision + 1, updated_at = $1
+             WHERE id = $2 AND handled_at IS NOT NULL AND handled_seen_at IS NULL
+               AND ($3::BIGINT IS NULL OR revision = $3)",
         )
-        .bind(now)
-        .bind(row_id)
-        .bind(h.expected_revision)
-        .bind(h.expected_revision)
-        .execute(&mut *conn)
-        .await?
     } else {
         // Why guarded: only a blocked row waits on a human; a new mark
         // resets its delivery so the agent is told again.
-        sqlx::query(
-            "UPDATE board_rows SET handled_at = ?, handled_by = ?, handled_seen_at = NULL,
-                response_open = 1, revision = revision + 1, updated_at = ?
-             WHERE id = ? AND status = 'blocked' AND (? IS NULL OR revision = ?)",
+        Stmt::spelled(
+            "UPDATE board_rows SET handled_at = $1, handled_by = $4, handled_seen_at = NULL,
+                response_open = 1, revision = revision + 1, updated_at = $1
+             WHERE id = $2 AND status = 'blocked' AND ($3 IS NULL OR revision = $3)",
+            "UPDATE board_rows SET handled_at = $1, handled_by = $4, handled_seen_at = NULL,
+                response_open = 1, revision = revision + 1, updated_at = $1
+             WHERE id = $2 AND status = 'blocked' AND ($3::BIGINT IS NULL OR revision = $3)",
         )
-        .bind(now)
-        .bind(&h.by)
-        .bind(now)
-        .bind(row_id)
-        .bind(h.expected_revision)
-        .bind(h.expected_revision)
-        .execute(&mut *conn)
-        .await?
     };
-    Ok(done.rows_affected())
-}
-
-/// Why a handled mark wrote nothing: a moved revision, a row that is not
-/// blocked, clearing what is clear (a success without change) or a mark
-/// already delivered.
-async fn handled_refused(
-    conn: &mut SqliteConnection,
-    board: &Board,
-    row_id: &str,
-    h: &Handled,
-    clear: bool,
-) -> Result<Decided<RowChange>> {
-    let row = decided!(explain(conn, board, row_id, h.expected_revision, None).await?);
-    if !clear {
-        return Ok(Err(Refusal::NotBlocked { status: row.status }));
+    let write = write
+        .int(now)
+        .text(row_id.as_str())
+        .int(h.expected_revision);
+    // A clear has no `$4` (PostgreSQL takes no value a statement lacks).
+    let write = if clear {
+        write
+    } else {
+        write.text(h.by.as_str())
+    };
+    if tx.change(&write).await? == 0 {
+        // Refused: the row (locked) says why.
+        let row = load_row(tx, &row_id).await?;
+        if let Some(stale) = stale_of(&row, board.board_version, h.expected_revision, None) {
+            return Err(stale.into());
+        }
+        if !clear {
+            return Err(Refusal::NotBlocked { status: row.status }.into());
+        }
+        if row.response.handled_at.is_none() {
+            return Ok(unchanged(&board, row));
+        }
+        return Err(Refusal::AlreadyDelivered.into());
     }
-    if row.response.handled_at.is_none() {
-        return Ok(unchanged(board, row));
-    }
-    Ok(Err(Refusal::AlreadyDelivered))
+    let who = Who {
+        actor: &h.by,
+        channel: h.source,
+    };
+    let kind = if clear {
+        "row.handled_cleared"
+    } else {
+        "row.handled"
+    };
+    let own = json!({"by": h.by, "source": h.source});
+    let change = finish(tx, now, &board.id, &row_id, kind, who, own).await?;
+    debug_assert!(clear || change.row.status == RowStatus::Blocked);
+    Ok(change)
 }
 
 impl Store {
-    /// The opening of a human's write: [`Store::open_row`], refused on an
-    /// archived board.
-    async fn open_active(
-        &self,
-        board: &str,
-        project: Option<&str>,
-        label: &str,
-    ) -> Result<Decided<super::Opened>> {
-        let opened = decided!(self.open_row(board, project, label).await?);
-        if opened.2.archived_at.is_some() {
-            return Ok(Err(Refusal::Archived));
-        }
-        Ok(Ok(opened))
-    }
-
     /// Write a human's annotation on a row.
     ///
     /// Inbox: unconditional; overwrites and sets `annotation_seen_at = NULL`
@@ -369,104 +373,40 @@ impl Store {
         if a.source == Channel::Chat && a.text.trim().is_empty() {
             return Ok(Err(Refusal::Empty));
         }
-        if let Engine::Postgres(pg) = self.engine() {
-            return postgres::board_human::annotate(self, pg, a).await;
-        }
         if let Some(change) = self.annotate_call(a).await? {
             return Ok(Ok(change));
         }
-        self.retry(|| self.annotate_once(a)).await
-    }
-
-    // The `*_once` writers below are the older transactions of several
-    // calls: they run when the one call (`call_one`) did not win, so a
-    // refusal (or clearing what is clear) is explained by the same reads
-    // and words as ever.
-
-    async fn annotate_once(&self, a: &Annotate) -> Result<Decided<RowChange>> {
-        let (mut tx, now, board, row_id) = decided!(
-            self.open_active(&a.board, a.project.as_deref(), &a.label)
-                .await?
-        );
-        let text = a.text.trim();
-        let clear = text.is_empty();
-        if write_annotation(&mut tx, now, &row_id, a, text).await? == 0 {
-            return annotation_refused(&mut tx, &board, &row_id, a, clear).await;
-        }
-        let text = (!clear).then_some(text);
-        log_annotation(&mut tx, now, &board.id, &row_id, a, text).await?;
-        let who = Who {
-            actor: &a.by,
-            channel: a.source,
-        };
-        // The answer itself travels with the event (for wake-up receivers).
-        let extra = json!({
-            "kind": (!clear).then_some(a.kind),
-            "text": text,
-            "source": a.source,
-            "by": a.by,
-            "cleared": clear,
-        });
-        let change = finish(
-            &mut tx,
-            now,
-            &board.id,
-            &row_id,
-            "row.annotated",
-            who,
-            extra,
-        )
-        .await?;
-        tx.commit().await?;
-        Ok(Ok(change))
+        // The one call did not win (on PostgreSQL there is none): the
+        // older transaction of several statements, so a refusal (or
+        // clearing what is clear) is explained by the same reads and words
+        // as ever.
+        self.transact(Arc::new(a.clone()), |mut tx, a, now| {
+            Box::pin(async move { decided(annotate_in(&mut tx, &a, now).await) })
+        })
+        .await
     }
 
     /// A human marks their part of a blocked row done. The row stays
     /// `blocked` until the agent stores an outcome; a re-mark is a new mark
     /// (delivered again).
     pub async fn mark_handled(&self, h: &Handled) -> Result<Decided<RowChange>> {
-        if let Engine::Postgres(pg) = self.engine() {
-            return postgres::board_human::handled(self, pg, h, false).await;
-        }
-        if let Some(change) = self.handled_call(h, false).await? {
-            return Ok(Ok(change));
-        }
-        self.retry(|| self.handled_once(h, false)).await
+        self.handled(h, false).await
     }
 
     /// Take the "handled" mark back, only while no agent has received it.
     /// Clearing an already clear row succeeds without a change.
     pub async fn clear_handled(&self, h: &Handled) -> Result<Decided<RowChange>> {
-        if let Engine::Postgres(pg) = self.engine() {
-            return postgres::board_human::handled(self, pg, h, true).await;
-        }
-        if let Some(change) = self.handled_call(h, true).await? {
-            return Ok(Ok(change));
-        }
-        self.retry(|| self.handled_once(h, true)).await
+        self.handled(h, true).await
     }
 
-    async fn handled_once(&self, h: &Handled, clear: bool) -> Result<Decided<RowChange>> {
-        let (mut tx, now, board, row_id) = decided!(
-            self.open_active(&h.board, h.project.as_deref(), &h.label)
-                .await?
-        );
-        if write_handled(&mut tx, now, &row_id, h, clear).await? == 0 {
-            return handled_refused(&mut tx, &board, &row_id, h, clear).await;
+    async fn handled(&self, h: &Handled, clear: bool) -> Result<Decided<RowChange>> {
+        if let Some(change) = self.handled_call(h, clear).await? {
+            return Ok(Ok(change));
         }
-        let who = Who {
-            actor: &h.by,
-            channel: h.source,
-        };
-        let kind = if clear {
-            "row.handled_cleared"
-        } else {
-            "row.handled"
-        };
-        let extra = json!({"by": h.by, "source": h.source});
-        let change = finish(&mut tx, now, &board.id, &row_id, kind, who, extra).await?;
-        debug_assert!(clear || change.row.status == RowStatus::Blocked);
-        tx.commit().await?;
-        Ok(Ok(change))
+        // As for an annotation.
+        self.transact(Arc::new(h.clone()), move |mut tx, h, now| {
+            Box::pin(async move { decided(handled_in(&mut tx, &h, clear, now).await) })
+        })
+        .await
     }
 }

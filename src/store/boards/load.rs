@@ -1,15 +1,18 @@
-//! Reading boards and rows inside a transaction: decoding rows, loading a
-//! board with its rows, and resolving full or short ids, titles and labels.
+//! Reading boards and rows inside a transaction, on either engine:
+//! decoding rows, loading a board with its rows, and resolving full or
+//! short ids, titles and labels (the order the one-call's `call::BOARD_REF`
+//! and `call::row_ref` resolve them in).
 
-use sqlx::SqliteConnection;
+use std::sync::LazyLock;
 
 use super::validate::parse_opt;
-use super::{Board, Decided, Progress, Response, Row, not_found};
-use crate::store::{Error, Result, Store, WriteTx};
+use super::{Board, BoardFull, Progress, Response, Row, Steps, not_found};
+use crate::store::engine::{Stmt, Tx};
+use crate::store::{Error, Result};
 
 /// A stored row, of either engine (their columns are text and 64-bit
 /// integers on both).
-pub(crate) fn row_from<'r, R>(r: &'r R) -> Result<Row>
+pub(super) fn row_from<'r, R>(r: &'r R) -> Result<Row>
 where
     R: sqlx::Row,
     for<'a> &'a str: sqlx::ColumnIndex<R>,
@@ -56,7 +59,7 @@ where
 }
 
 /// The board columns plus progress aggregated over its rows.
-pub(crate) const BOARD_SELECT: &str = "SELECT b.*,
+pub(super) const BOARD_SELECT: &str = "SELECT b.*,
     (SELECT COUNT(*) FROM board_rows r WHERE r.board_id = b.id) AS n_rows,
     (SELECT COUNT(*) FROM board_rows r WHERE r.board_id = b.id AND r.status <> 'na') AS n_counted,
     (SELECT COALESCE(SUM(CASE r.status WHEN 'done' THEN 2 WHEN 'partial' THEN 1 ELSE 0 END), 0)
@@ -66,7 +69,7 @@ pub(crate) const BOARD_SELECT: &str = "SELECT b.*,
 
 /// A stored board with its progress columns ([`BOARD_SELECT`]), of
 /// either engine.
-pub(crate) fn board_from<'r, R>(r: &'r R) -> Result<Board>
+pub(super) fn board_from<'r, R>(r: &'r R) -> Result<Board>
 where
     R: sqlx::Row,
     for<'a> &'a str: sqlx::ColumnIndex<R>,
@@ -98,217 +101,175 @@ where
     })
 }
 
-/// The loads and the id resolutions of boards and rows, on `$conn` (one
-/// engine's connection type), defined in the module that invokes it.
-/// Why a macro: the two connection types differ, the Rust around the
-/// statements does not, and most statement texts are the same on both
-/// engines (`$N` placeholders, which SQLite takes too). The two that are
-/// not come in: `rows` (the rows of a board in board order: PostgreSQL
-/// orders ids with `COLLATE "C"`, SQLite's byte order) and
-/// `board_by_suffix` (`$1` an id suffix, `$2` an optional project).
-macro_rules! board_loads {
-    ($conn:ty, rows: $rows:expr, board_by_suffix: $by_suffix:expr $(,)?) => {
-        /// The board `id` (an id this transaction resolved or wrote, so a
-        /// missing board is a corrupt database, not a refusal).
-        pub(super) async fn load_board(
-            conn: &mut $conn,
-            id: &str,
-        ) -> $crate::store::Result<$crate::store::boards::Board> {
-            let sql = format!("{} WHERE b.id = $1", $crate::store::boards::BOARD_SELECT);
-            let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-                .bind(id)
-                .fetch_optional(conn)
-                .await?;
-            row.as_ref()
-                .map($crate::store::boards::board_from)
-                .transpose()?
-                .ok_or_else(|| $crate::store::Error::Corrupt(format!("board {id} vanished")))
-        }
-
-        /// The rows of board `board_id` in board order.
-        pub(super) async fn load_rows(
-            conn: &mut $conn,
-            board_id: &str,
-        ) -> $crate::store::Result<Vec<$crate::store::boards::Row>> {
-            let rows = sqlx::query($rows).bind(board_id).fetch_all(conn).await?;
-            rows.iter().map($crate::store::boards::row_from).collect()
-        }
-
-        /// The board `id` with its rows (missing: corrupt, as for [`load_board`]).
-        pub(super) async fn load_full(
-            conn: &mut $conn,
-            id: &str,
-        ) -> $crate::store::Result<$crate::store::boards::BoardFull> {
-            let board = load_board(conn, id).await?;
-            let rows = load_rows(conn, id).await?;
-            Ok($crate::store::boards::BoardFull { board, rows })
-        }
-
-        /// The row `row_id` (missing: corrupt; rows are never deleted).
-        pub(super) async fn load_row(
-            conn: &mut $conn,
-            row_id: &str,
-        ) -> $crate::store::Result<$crate::store::boards::Row> {
-            let row = sqlx::query("SELECT * FROM board_rows WHERE id = $1")
-                .bind(row_id)
-                .fetch_optional(conn)
-                .await?;
-            row.as_ref()
-                .map($crate::store::boards::row_from)
-                .transpose()?
-                .ok_or_else(|| $crate::store::Error::Corrupt(format!("row {row_id} vanished")))
-        }
-
-        /// Find a board by full id, by title in `project`, by a unique id
-        /// suffix (the short id), or by a title unique across projects.
-        pub(super) async fn resolve_board(
-            conn: &mut $conn,
-            reference: &str,
-            project: Option<&str>,
-        ) -> $crate::store::Result<$crate::store::boards::Decided<String>> {
-            let reference = reference.trim();
-            if reference.is_empty() {
-                return Err($crate::store::Error::Invalid(
-                    "no board given: pass its id, short id or title".into(),
-                ));
-            }
-            if let Some(id) = sqlx::query_scalar::<_, String>("SELECT id FROM boards WHERE id = $1")
-                .bind(reference)
-                .fetch_optional(&mut *conn)
-                .await?
-            {
-                return Ok(Ok(id));
-            }
-            if let Some(p) = project
-                && let Some(id) = sqlx::query_scalar::<_, String>(
-                    "SELECT id FROM boards WHERE project = $1 AND title = $2",
-                )
-                .bind(p)
-                .bind(reference)
-                .fetch_optional(&mut *conn)
-                .await?
-            {
-                return Ok(Ok(id));
-            }
-            let by_suffix: Vec<String> = if $crate::store::boards::is_short_id(reference) {
-                sqlx::query_scalar($by_suffix)
-                    .bind(reference.to_ascii_lowercase())
-                    .bind(project)
-                    .fetch_all(&mut *conn)
-                    .await?
-            } else {
-                Vec::new()
-            };
-            let found = if by_suffix.is_empty() && project.is_none() {
-                sqlx::query_scalar("SELECT id FROM boards WHERE title = $1")
-                    .bind(reference)
-                    .fetch_all(&mut *conn)
-                    .await?
-            } else {
-                by_suffix
-            };
-            let missing = match project {
-                Some(p) => format!("board `{reference}` in project `{p}`"),
-                None => format!("board `{reference}`"),
-            };
-            $crate::store::boards::single(found, missing, |n| {
-                format!(
-                    "`{reference}` matches {n} boards: use the full id, or the title with --project"
-                )
-            })
-        }
-
-        /// Find a row of `board_id` by label, else by full id or unique id suffix.
-        pub(super) async fn resolve_row(
-            conn: &mut $conn,
-            board_id: &str,
-            reference: &str,
-        ) -> $crate::store::Result<$crate::store::boards::Decided<String>> {
-            if let Some(id) = sqlx::query_scalar::<_, String>(
-                "SELECT id FROM board_rows WHERE board_id = $1 AND label = $2",
-            )
-            .bind(board_id)
-            .bind(reference)
-            .fetch_optional(&mut *conn)
-            .await?
-            {
-                return Ok(Ok(id));
-            }
-            let found: Vec<String> = if $crate::store::boards::is_short_id(reference) {
-                sqlx::query_scalar(
-                    "SELECT id FROM board_rows WHERE board_id = $1 AND id LIKE '%' || $2",
-                )
-                .bind(board_id)
-                .bind(reference.to_ascii_lowercase())
-                .fetch_all(&mut *conn)
-                .await?
-            } else {
-                Vec::new()
-            };
-            $crate::store::boards::single(found, format!("row `{reference}`"), |n| {
-                format!("`{reference}` matches {n} rows: use the label or the full id")
-            })
-        }
-    };
-}
-pub(crate) use board_loads;
-
-board_loads!(
-    SqliteConnection,
-    rows: "SELECT * FROM board_rows WHERE board_id = $1 ORDER BY position, id",
-    board_by_suffix: "SELECT id FROM boards WHERE id LIKE '%' || $1 AND ($2 IS NULL OR project = $2)",
-);
-
-/// A write on one row, opened: its transaction, the time it writes, the
-/// board and the row's id.
-pub(super) type Opened = (WriteTx, i64, Board, String);
-
-impl Store {
-    /// The opening of every write on one row: take the write lock, read the
-    /// clock, resolve the board and row named and load the board. Refused
-    /// when either is not found.
-    pub(super) async fn open_row(
-        &self,
-        board: &str,
-        project: Option<&str>,
-        label: &str,
-    ) -> Result<Decided<Opened>> {
-        let mut tx = self.begin_write().await?;
-        let now = self.now();
-        let (board, row_id) = decided!(locate(&mut tx, board, project, label).await?);
-        Ok(Ok((tx, now, board, row_id)))
+/// A stored row, on either engine.
+impl<'r, R> sqlx::FromRow<'r, R> for Row
+where
+    R: sqlx::Row,
+    for<'a> &'a str: sqlx::ColumnIndex<R>,
+    String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
+    fn from_row(r: &'r R) -> sqlx::Result<Row> {
+        row_from(r).map_err(|e| sqlx::Error::Decode(e.to_string().into()))
     }
 }
 
+/// A stored board with its progress columns ([`BOARD_SELECT`]), on either
+/// engine.
+impl<'r, R> sqlx::FromRow<'r, R> for Board
+where
+    R: sqlx::Row,
+    for<'a> &'a str: sqlx::ColumnIndex<R>,
+    String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
+    fn from_row(r: &'r R) -> sqlx::Result<Board> {
+        board_from(r).map_err(|e| sqlx::Error::Decode(e.to_string().into()))
+    }
+}
+
+/// One board by id, with its progress.
+static BOARD_BY_ID: LazyLock<String> = LazyLock::new(|| format!("{BOARD_SELECT} WHERE b.id = $1"));
+
+/// The board `id` (an id this transaction resolved or wrote, so a
+/// missing board is a corrupt database, not a refusal).
+pub(super) async fn load_board(tx: &mut Tx<'_>, id: &str) -> Result<Board> {
+    tx.row(&Stmt::new(BOARD_BY_ID.as_str()).text(id))
+        .await?
+        .ok_or_else(|| Error::Corrupt(format!("board {id} vanished")))
+}
+
+/// The rows of board `board_id` in board order.
+pub(super) fn rows_of(board_id: &str) -> Stmt<'_> {
+    // `COLLATE "C"`: SQLite's byte order for ids whatever PostgreSQL's collation.
+    Stmt::spelled(
+        "SELECT * FROM board_rows WHERE board_id = $1 ORDER BY position, id",
+        "SELECT * FROM board_rows WHERE board_id = $1 ORDER BY position, id COLLATE \"C\"",
+    )
+    .text(board_id)
+}
+
+/// The rows of board `board_id` in board order.
+pub(super) async fn load_rows(tx: &mut Tx<'_>, board_id: &str) -> Result<Vec<Row>> {
+    tx.rows(&rows_of(board_id)).await
+}
+
+/// The board `id` with its rows (missing: corrupt, as for [`load_board`]).
+pub(super) async fn load_full(tx: &mut Tx<'_>, id: &str) -> Result<BoardFull> {
+    let board = load_board(tx, id).await?;
+    let rows = load_rows(tx, id).await?;
+    Ok(BoardFull { board, rows })
+}
+
+/// The row `row_id` (missing: corrupt; rows are never deleted).
+pub(super) async fn load_row(tx: &mut Tx<'_>, row_id: &str) -> Result<Row> {
+    tx.row(&Stmt::new("SELECT * FROM board_rows WHERE id = $1").text(row_id))
+        .await?
+        .ok_or_else(|| Error::Corrupt(format!("row {row_id} vanished")))
+}
+
+/// The ids `s` yields.
+async fn ids(tx: &mut Tx<'_>, s: Stmt<'_>) -> Result<Vec<String>> {
+    Ok(tx
+        .rows::<(String,)>(&s)
+        .await?
+        .into_iter()
+        .map(|(id,)| id)
+        .collect())
+}
+
+/// Find a board by full id, by title in `project`, by a unique id
+/// suffix (the short id), or by a title unique across projects.
+pub(super) async fn resolve_board(
+    tx: &mut Tx<'_>,
+    reference: &str,
+    project: Option<&str>,
+) -> Steps<String> {
+    let reference = reference.trim();
+    if reference.is_empty() {
+        return Err(Error::Invalid("no board given: pass its id, short id or title".into()).into());
+    }
+    let by_id = Stmt::new("SELECT id FROM boards WHERE id = $1").text(reference);
+    if let Some((id,)) = tx.row::<(String,)>(&by_id).await? {
+        return Ok(id);
+    }
+    if let Some(p) = project {
+        let by_title = Stmt::new("SELECT id FROM boards WHERE project = $1 AND title = $2")
+            .text(p)
+            .text(reference);
+        if let Some((id,)) = tx.row::<(String,)>(&by_title).await? {
+            return Ok(id);
+        }
+    }
+    let lower = reference.to_ascii_lowercase();
+    let by_suffix = if is_short_id(reference) {
+        let like = Stmt::spelled(
+            "SELECT id FROM boards WHERE id LIKE '%' || $1 AND ($2 IS NULL OR project = $2)",
+            "SELECT id FROM boards WHERE id LIKE '%' || $1 AND ($2::TEXT IS NULL OR project = $2)",
+        )
+        .text(lower.as_str())
+        .text(project);
+        ids(tx, like).await?
+    } else {
+        Vec::new()
+    };
+    let found = if by_suffix.is_empty() && project.is_none() {
+        ids(
+            tx,
+            Stmt::new("SELECT id FROM boards WHERE title = $1").text(reference),
+        )
+        .await?
+    } else {
+        by_suffix
+    };
+    let missing = match project {
+        Some(p) => format!("board `{reference}` in project `{p}`"),
+        None => format!("board `{reference}`"),
+    };
+    single(found, missing, |n| {
+        format!("`{reference}` matches {n} boards: use the full id, or the title with --project")
+    })
+}
+
+/// Find a row of `board_id` by label, else by full id or unique id suffix.
+pub(super) async fn resolve_row(tx: &mut Tx<'_>, board_id: &str, reference: &str) -> Steps<String> {
+    let by_label = Stmt::new("SELECT id FROM board_rows WHERE board_id = $1 AND label = $2")
+        .text(board_id)
+        .text(reference);
+    if let Some((id,)) = tx.row::<(String,)>(&by_label).await? {
+        return Ok(id);
+    }
+    let lower = reference.to_ascii_lowercase();
+    let found = if is_short_id(reference) {
+        let like = Stmt::new("SELECT id FROM board_rows WHERE board_id = $1 AND id LIKE '%' || $2")
+            .text(board_id)
+            .text(lower.as_str());
+        ids(tx, like).await?
+    } else {
+        Vec::new()
+    };
+    single(found, format!("row `{reference}`"), |n| {
+        format!("`{reference}` matches {n} rows: use the label or the full id")
+    })
+}
+
 /// Whether `s` can be a short id: at least four hex digits (the end of a full id).
-pub(crate) fn is_short_id(s: &str) -> bool {
+pub(super) fn is_short_id(s: &str) -> bool {
     s.len() >= 4 && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// The one id a lookup found; none is a refusal naming `missing`, more
 /// than one an error (`ambiguous` says how to be exact).
-pub(crate) fn single(
+fn single(
     found: Vec<String>,
     missing: String,
     ambiguous: impl FnOnce(usize) -> String,
-) -> Result<Decided<String>> {
+) -> Steps<String> {
     let n = found.len();
     let mut found = found.into_iter();
     match (found.next(), n) {
-        (None, _) => Ok(Err(not_found(missing))),
-        (Some(id), 1) => Ok(Ok(id)),
-        (Some(_), n) => Err(Error::Ambiguous(ambiguous(n))),
+        (None, _) => Err(not_found(missing).into()),
+        (Some(id), 1) => Ok(id),
+        (Some(_), n) => Err(Error::Ambiguous(ambiguous(n)).into()),
     }
-}
-
-/// Resolve the board and row named, and load the board.
-pub(super) async fn locate(
-    conn: &mut SqliteConnection,
-    board: &str,
-    project: Option<&str>,
-    label: &str,
-) -> Result<Decided<(Board, String)>> {
-    let board_id = decided!(resolve_board(conn, board, project).await?);
-    let row_id = decided!(resolve_row(conn, &board_id, label).await?);
-    Ok(Ok((load_board(conn, &board_id).await?, row_id)))
 }

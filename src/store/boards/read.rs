@@ -9,16 +9,16 @@
 //! board is archived. Delivery stamps only the exact response read, so a
 //! response the human rewrote between the read and the stamp stays queued.
 
+use std::sync::{Arc, LazyLock};
+
 use serde::Serialize;
 use serde_json::json;
-use sqlx::SqliteConnection;
 
-use super::{
-    BOARD_SELECT, Board, BoardFull, Decided, Row, board_from, is_short_id, load_full,
-    resolve_board, row_from,
-};
+use super::load::{BOARD_SELECT, is_short_id, load_full, resolve_board, row_from};
+use super::{Board, BoardFull, Decided, Row, decided};
 use crate::store::Channel;
-use crate::store::{Engine, Result, Store, postgres};
+use crate::store::engine::{Stmt, Tx};
+use crate::store::{Result, Store};
 
 /// A row waiting for an agent, with its board.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
@@ -42,69 +42,52 @@ pub struct PendingRow {
     pub row: Row,
 }
 
-/// The delivery stamps of one row, defined as `stamp_delivered(conn, now,
-/// r)` on `$conn` (one engine's connection type) in the module that
-/// invokes it: stamp the parts of `r`'s response no agent had received as
-/// delivered, each only if it is still exactly what was read; whether
-/// every part read was still current, and the parts stamped. Why a macro:
-/// the two connection types differ, the Rust does not; the statements
-/// differ only in how they compare a nullable value (SQLite's `IS`,
-/// PostgreSQL's `IS NOT DISTINCT FROM`), so they are passed in:
-/// `annotation` (`$1` now, `$2` the row id, `$3` the annotation and `$4`
-/// its time, as read) and `handled` (`$1` now, `$2` the row id, `$3` the
-/// handled time read).
-macro_rules! delivery_stamps {
-    ($conn:ty, annotation: $annotation:expr, handled: $handled:expr $(,)?) => {
-        async fn stamp_delivered(
-            conn: &mut $conn,
-            now: i64,
-            r: &$crate::store::boards::Row,
-        ) -> $crate::store::Result<(bool, Vec<&'static str>)> {
-            let mut ok = true;
-            let mut marked = Vec::new();
-            if r.response.annotation.is_some() && r.response.annotation_seen_at.is_none() {
-                // Why guarded: stamp only the exact annotation read; if the
-                // human rewrote it since, it stays unseen and queued.
-                let n = sqlx::query($annotation)
-                    .bind(now)
-                    .bind(&r.id)
-                    .bind(&r.response.annotation)
-                    .bind(r.response.annotated_at)
-                    .execute(&mut *conn)
-                    .await?
-                    .rows_affected();
-                ok &= n == 1;
-                marked.extend((n == 1).then_some("annotation"));
-            }
-            if r.response.handled_at.is_some() && r.handled_seen_at.is_none() {
-                // Why guarded: the same for the handled mark.
-                let n = sqlx::query($handled)
-                    .bind(now)
-                    .bind(&r.id)
-                    .bind(r.response.handled_at)
-                    .execute(&mut *conn)
-                    .await?
-                    .rows_affected();
-                ok &= n == 1;
-                marked.extend((n == 1).then_some("handled"));
-            }
-            Ok((ok, marked))
-        }
-    };
+/// Stamp the parts of `r`'s response no agent had received as delivered,
+/// each only if it is still exactly what was read; whether every part
+/// read was still current, and the parts stamped. SQLite compares a
+/// nullable value with `IS`, PostgreSQL with `IS NOT DISTINCT FROM`.
+async fn stamp_delivered(tx: &mut Tx<'_>, now: i64, r: &Row) -> Result<(bool, Vec<&'static str>)> {
+    let mut ok = true;
+    let mut marked = Vec::new();
+    if r.response.annotation.is_some() && r.response.annotation_seen_at.is_none() {
+        // Why guarded: stamp only the exact annotation read; if the
+        // human rewrote it since, it stays unseen and queued.
+        let stamp = Stmt::spelled(
+            "UPDATE board_rows SET annotation_seen_at = $1
+             WHERE id = $2 AND annotation_seen_at IS NULL AND annotation IS $3 AND annotated_at IS $4",
+            "UPDATE board_rows SET annotation_seen_at = $1
+             WHERE id = $2 AND annotation_seen_at IS NULL
+               AND annotation IS NOT DISTINCT FROM $3 AND annotated_at IS NOT DISTINCT FROM $4",
+        )
+        .int(now)
+        .text(r.id.as_str())
+        .text(r.response.annotation.as_deref())
+        .int(r.response.annotated_at);
+        let n = tx.change(&stamp).await?;
+        ok &= n == 1;
+        marked.extend((n == 1).then_some("annotation"));
+    }
+    if r.response.handled_at.is_some() && r.handled_seen_at.is_none() {
+        // Why guarded: the same for the handled mark.
+        let stamp = Stmt::spelled(
+            "UPDATE board_rows SET handled_seen_at = $1
+             WHERE id = $2 AND handled_seen_at IS NULL AND handled_at IS $3",
+            "UPDATE board_rows SET handled_seen_at = $1
+             WHERE id = $2 AND handled_seen_at IS NULL AND handled_at IS NOT DISTINCT FROM $3",
+        )
+        .int(now)
+        .text(r.id.as_str())
+        .int(r.response.handled_at);
+        let n = tx.change(&stamp).await?;
+        ok &= n == 1;
+        marked.extend((n == 1).then_some("handled"));
+    }
+    Ok((ok, marked))
 }
-pub(crate) use delivery_stamps;
-
-delivery_stamps!(
-    SqliteConnection,
-    annotation: "UPDATE board_rows SET annotation_seen_at = $1
-         WHERE id = $2 AND annotation_seen_at IS NULL AND annotation IS $3 AND annotated_at IS $4",
-    handled: "UPDATE board_rows SET handled_seen_at = $1
-         WHERE id = $2 AND handled_seen_at IS NULL AND handled_at IS $3",
-);
 
 /// A row of a pending read (the row's columns and its board's, aliased
 /// `board_*`), of either engine.
-pub(crate) fn pending_from<'r, R>(r: &'r R) -> Result<PendingRow>
+fn pending_from<'r, R>(r: &'r R) -> Result<PendingRow>
 where
     R: sqlx::Row,
     for<'a> &'a str: sqlx::ColumnIndex<R>,
@@ -125,24 +108,93 @@ where
     })
 }
 
+/// A row of a pending read, on either engine.
+impl<'r, R> sqlx::FromRow<'r, R> for PendingRow
+where
+    R: sqlx::Row,
+    for<'a> &'a str: sqlx::ColumnIndex<R>,
+    String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
+    fn from_row(r: &'r R) -> sqlx::Result<PendingRow> {
+        pending_from(r).map_err(|e| sqlx::Error::Decode(e.to_string().into()))
+    }
+}
+
+/// The boards of a project (`$1`, NULL: all), active only unless `$2`,
+/// newest first (PostgreSQL breaking ties in SQLite's byte order).
+static LIST: LazyLock<[String; 2]> = LazyLock::new(|| {
+    [
+        format!(
+            "{BOARD_SELECT} WHERE ($1 IS NULL OR b.project = $1) AND ($2 OR b.archived_at IS NULL)
+             ORDER BY b.updated_at DESC, b.id"
+        ),
+        format!(
+            "{BOARD_SELECT} WHERE ($1::TEXT IS NULL OR b.project = $1) AND ($2 OR b.archived_at IS NULL)
+             ORDER BY b.updated_at DESC, b.id COLLATE \"C\""
+        ),
+    ]
+});
+
+/// The rows of a pending read and their boards, passing `{filter}` in
+/// `{order}` (each the caller's SQL fragment).
+const PENDING_SELECT: [&str; 2] = [
+    "SELECT r.*, b.title AS board_title, b.revision AS board_version, b.project AS board_project,
+            b.session AS board_session, b.agent AS board_agent
+     FROM board_rows r JOIN boards b ON b.id = r.board_id
+     WHERE ($1 IS NULL OR b.project = $1) AND ($2 IS NULL OR b.session = $2) AND {filter}
+     ORDER BY {order}",
+    "SELECT r.*, b.title AS board_title, b.revision AS board_version, b.project AS board_project,
+            b.session AS board_session, b.agent AS board_agent
+     FROM board_rows r JOIN boards b ON b.id = r.board_id
+     WHERE ($1::TEXT IS NULL OR b.project = $1) AND ($2::TEXT IS NULL OR b.session = $2)
+       AND {filter}
+     ORDER BY {order}",
+];
+
+/// What a pending read selects: each spelling's text.
+struct Pending {
+    filter: &'static str,
+    order: &'static str,
+}
+
+/// The texts of [`Store::pending_rows_peek`] and
+/// [`Store::unprocessed_handoffs`], made once.
+static PENDING: LazyLock<[[String; 2]; 2]> = LazyLock::new(|| {
+    let spell = |p: Pending| {
+        let [lite, pg] = PENDING_SELECT;
+        [
+            lite.replace("{filter}", p.filter)
+                .replace("{order}", p.order),
+            pg.replace("{filter}", p.filter)
+                .replace("{order}", &p.order.replace("r.id", "r.id COLLATE \"C\"")),
+        ]
+    };
+    [
+        // Why `response_open` on archived boards: a response the agent has
+        // not resolved must not vanish into the archive.
+        spell(Pending {
+            filter: "(b.archived_at IS NULL OR r.response_open = 1)
+               AND (r.annotation IS NOT NULL OR r.handled_at IS NOT NULL)
+               AND (r.status = 'blocked' OR r.response_open = 1
+                    OR r.annotation_seen_at IS NULL AND r.annotation IS NOT NULL
+                    OR r.handled_seen_at IS NULL AND r.handled_at IS NOT NULL)",
+            order: "COALESCE(r.annotated_at, r.handled_at), r.id",
+        }),
+        spell(Pending {
+            filter: "r.handled_at IS NOT NULL AND r.outcome = ''",
+            order: "r.handled_at, r.id",
+        }),
+    ]
+});
+
 impl Store {
     /// Boards of `project` (all projects when `None`), active only unless
     /// `archived`, with their progress, newest first.
     pub async fn board_list(&self, project: Option<&str>, archived: bool) -> Result<Vec<Board>> {
-        if let Engine::Postgres(pg) = self.engine() {
-            return postgres::boards::list(pg, project, archived).await;
-        }
-        let sql = format!(
-            "{BOARD_SELECT} WHERE (? IS NULL OR b.project = ?) AND (? OR b.archived_at IS NULL)
-             ORDER BY b.updated_at DESC, b.id"
-        );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(project)
-            .bind(project)
-            .bind(archived)
-            .fetch_all(self.pool()?)
-            .await?;
-        rows.iter().map(board_from).collect()
+        let [lite, pg] = &*LIST;
+        self.rows(Stmt::spelled(lite, pg).text(project).bool(archived))
+            .await
     }
 
     /// One board with all its rows, read from the database (never a cache).
@@ -151,12 +203,14 @@ impl Store {
         board: &str,
         project: Option<&str>,
     ) -> Result<Decided<BoardFull>> {
-        if let Engine::Postgres(pg) = self.engine() {
-            return postgres::boards::get(pg, board, project).await;
-        }
-        let mut conn = self.pool()?.acquire().await?;
-        let id = decided!(resolve_board(&mut conn, board, project).await?);
-        Ok(Ok(load_full(&mut conn, &id).await?))
+        let mut snapshot = self.snapshot().await?;
+        let mut tx = snapshot.tx();
+        let full = match resolve_board(&mut tx, board, project).await {
+            Ok(id) => Ok(load_full(&mut tx, &id).await?),
+            Err(stop) => Err(stop),
+        };
+        snapshot.end().await?;
+        decided(full)
     }
 
     /// Read the rows waiting for an agent without marking anything
@@ -166,19 +220,7 @@ impl Store {
         project: Option<&str>,
         session: Option<&str>,
     ) -> Result<Vec<PendingRow>> {
-        // Why `response_open` on archived boards: a response the agent has
-        // not resolved must not vanish into the archive.
-        self.pending_select(
-            "(b.archived_at IS NULL OR r.response_open = 1)
-               AND (r.annotation IS NOT NULL OR r.handled_at IS NOT NULL)
-               AND (r.status = 'blocked' OR r.response_open = 1
-                    OR r.annotation_seen_at IS NULL AND r.annotation IS NOT NULL
-                    OR r.handled_seen_at IS NULL AND r.handled_at IS NOT NULL)",
-            "COALESCE(r.annotated_at, r.handled_at), r.id",
-            project,
-            session,
-        )
-        .await
+        self.pending_select(&PENDING[0], project, session).await
     }
 
     /// Record that `rows` (as read by [`Store::pending_rows_peek`]) were
@@ -193,30 +235,24 @@ impl Store {
         if !rows.iter().any(|p| p.new) {
             return Ok(vec![true; rows.len()]);
         }
-        if let Engine::Postgres(pg) = self.engine() {
-            return postgres::boards::mark_delivered(self, pg, rows.to_vec(), reader.to_string())
-                .await;
-        }
-        self.retry(|| self.mark_rows_delivered_once(rows, reader))
-            .await
-    }
-
-    async fn mark_rows_delivered_once(
-        &self,
-        rows: &[PendingRow],
-        reader: &str,
-    ) -> Result<Vec<bool>> {
-        let mut tx = self.begin_write().await?;
-        let now = self.now();
-        let mut current = Vec::with_capacity(rows.len());
-        for p in rows {
-            let r = &p.row;
-            let (ok, marked) = stamp_delivered(&mut tx, now, r).await?;
-            if !marked.is_empty() {
-                crate::store::events::append(
-                    &mut tx,
-                    now,
-                    &crate::store::NewEvent {
+        let input = Arc::new((rows.to_vec(), reader.to_string()));
+        self.transact(input, |mut tx, input, now| {
+            Box::pin(async move {
+                let (rows, reader) = &*input;
+                let mut current = Vec::with_capacity(rows.len());
+                let mut stamped = Vec::new();
+                for p in rows {
+                    let (ok, marked) = stamp_delivered(&mut tx, now, &p.row).await?;
+                    if !marked.is_empty() {
+                        stamped.push((p, marked));
+                    }
+                    current.push(ok);
+                }
+                // The events last (PostgreSQL's event counter stays locked
+                // from the first append until commit).
+                for (p, marked) in stamped {
+                    let r = &p.row;
+                    let delivered = crate::store::NewEvent {
                         kind: "row.delivered",
                         entity_kind: "row",
                         entity_id: &r.id,
@@ -230,14 +266,13 @@ impl Store {
                             "action_version": r.action_version,
                             "delivered": marked,
                         }),
-                    },
-                )
-                .await?;
-            }
-            current.push(ok);
-        }
-        tx.commit().await?;
-        Ok(current)
+                    };
+                    tx.append(now, &delivered).await?;
+                }
+                Ok(current)
+            })
+        })
+        .await
     }
 
     /// Rows waiting for an agent in `project` / `session` (each `None` = any):
@@ -264,56 +299,25 @@ impl Store {
     /// Rows a human marked handled whose outcome the agent has not stored
     /// yet (`handled_at IS NOT NULL AND outcome = ''`).
     pub async fn unprocessed_handoffs(&self, project: Option<&str>) -> Result<Vec<PendingRow>> {
-        self.pending_select(
-            "r.handled_at IS NOT NULL AND r.outcome = ''",
-            "r.handled_at, r.id",
-            project,
-            None,
-        )
-        .await
+        self.pending_select(&PENDING[1], project, None).await
     }
 
-    /// Rows of `project` / `session` (each `None` = any) that pass
-    /// `filter`, with their board, in `order`. Both are SQL fragments
-    /// written in this file, never user input.
+    /// Rows of `project` / `session` (each `None` = any) that pass a
+    /// read's filter, with their board, in its order ([`PENDING`]).
     async fn pending_select(
         &self,
-        filter: &str,
-        order: &str,
+        [lite, pg]: &'static [String; 2],
         project: Option<&str>,
         session: Option<&str>,
     ) -> Result<Vec<PendingRow>> {
-        if let Engine::Postgres(pg) = self.engine() {
-            return postgres::boards::pending_select(pg, filter, order, project, session).await;
-        }
-        let sql = format!(
-            "SELECT r.*, b.title AS board_title, b.revision AS board_version, b.project AS board_project,
-                    b.session AS board_session, b.agent AS board_agent
-             FROM board_rows r JOIN boards b ON b.id = r.board_id
-             WHERE (? IS NULL OR b.project = ?) AND (? IS NULL OR b.session = ?) AND {filter}
-             ORDER BY {order}"
-        );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(project)
-            .bind(project)
-            .bind(session)
-            .bind(session)
-            .fetch_all(self.pool()?)
-            .await?;
-        rows.iter().map(pending_from).collect()
+        self.rows(Stmt::spelled(lite, pg).text(project).text(session))
+            .await
     }
 
     /// The board id and label of the row `id` (for chat rendering and taps).
     pub async fn row_locator(&self, id: &str) -> Result<Option<(String, String)>> {
-        if let Engine::Postgres(pg) = self.engine() {
-            return postgres::boards::row_locator(pg, id).await;
-        }
-        Ok(
-            sqlx::query_as("SELECT board_id, label FROM board_rows WHERE id = ?")
-                .bind(id)
-                .fetch_optional(self.pool()?)
-                .await?,
-        )
+        self.row(Stmt::new("SELECT board_id, label FROM board_rows WHERE id = $1").text(id))
+            .await
     }
 
     /// A row id from its full id or a unique short id (suffix); `None` when
@@ -323,31 +327,24 @@ impl Store {
         if !is_short_id(&s) {
             return Ok(None);
         }
-        let ids: Vec<String> = match self.engine() {
-            Engine::Postgres(pg) => postgres::boards::row_ids_like(pg, &s).await?,
-            Engine::Sqlite(_) => {
-                sqlx::query_scalar(
-                    "SELECT id FROM board_rows WHERE id = ?1 OR id LIKE '%' || ?1 LIMIT 2",
-                )
-                .bind(&s)
-                .fetch_all(self.pool()?)
-                .await?
-            }
-        };
-        let mut ids = ids.into_iter();
-        Ok(ids.next().filter(|_| ids.next().is_none()))
+        let like =
+            Stmt::new("SELECT id FROM board_rows WHERE id = $1 OR id LIKE '%' || $1 LIMIT 2")
+                .text(s.as_str());
+        let mut ids = self.rows::<(String,)>(like).await?.into_iter();
+        Ok(ids.next().filter(|_| ids.next().is_none()).map(|(id,)| id))
     }
 
     /// Ids of blocked rows on active boards (for `/list`).
     pub async fn blocked_row_ids(&self) -> Result<Vec<String>> {
-        if let Engine::Postgres(pg) = self.engine() {
-            return postgres::boards::blocked_row_ids(pg).await;
-        }
-        Ok(sqlx::query_scalar(
+        let blocked = Stmt::new(
             "SELECT r.id FROM board_rows r JOIN boards b ON b.id = r.board_id
              WHERE r.status = 'blocked' AND b.archived_at IS NULL ORDER BY r.updated_at DESC LIMIT 200",
-        )
-        .fetch_all(self.pool()?)
-        .await?)
+        );
+        Ok(self
+            .rows::<(String,)>(blocked)
+            .await?
+            .into_iter()
+            .map(|(id,)| id)
+            .collect())
     }
 }

@@ -2,21 +2,26 @@
 //! (archive the current step into `history`, install the next blocked
 //! one), `board_outcome` (store the result and leave `blocked`) and
 //! `board_archive`. Each checks CAS on the versions the caller read. A
-//! winning advance or outcome is one database call (`call_one`,
-//! `call_many`); the `BEGIN IMMEDIATE` transactions here run when it did
-//! not win, to explain the refusal. An archive is still such a transaction.
+//! winning advance or outcome on SQLite is one database call (`call_one`,
+//! `call_many`); the transactions here run when it did not win, to explain
+//! the refusal, and for every such write on PostgreSQL. An archive is
+//! always such a transaction.
+
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::json;
 
+use super::load::{load_board, load_row, resolve_row};
+use super::record::{Who, board_event, confirm_one, open_board};
 use super::write::{Pending, finish};
 use super::{
     Board, BoardFull, Decided, MAX_TEXT, Refusal, Row, RowInput, RowOption, RowOwner, RowStatus,
-    RowWrite, StaleRow, Step, Who, board_event, check_len, check_name, confirm_one, load_board,
-    load_row, locate, resolve_board,
+    RowWrite, StaleRow, Step, Steps, check_len, check_name, decided,
 };
 use crate::store::Channel;
-use crate::store::{Engine, Error, Result, Store, postgres};
+use crate::store::engine::{Stmt, Tx};
+use crate::store::{Error, Result, Store};
 
 /// The next step `board_advance` installs (always `blocked`).
 #[derive(Debug, Clone, Default, serde::Serialize, Deserialize, schemars::JsonSchema)]
@@ -106,37 +111,16 @@ impl Store {
             ..RowInput::default()
         };
         probe.validate()?;
-        if let Engine::Postgres(pg) = self.engine() {
-            return postgres::board_writes::advance(self, pg, a).await;
-        }
         if let Some(full) = self.board_advance_call(a).await? {
             return Ok(Ok(full));
         }
-        self.retry(|| self.board_advance_once(a)).await
-    }
-
-    /// The advance as one transaction of several calls. It runs when the
-    /// one call (`call_one`) did not win, so a refusal is explained by the
-    /// same reads and words as ever.
-    async fn board_advance_once(&self, a: &Advance) -> Result<Decided<BoardFull>> {
-        let (mut tx, now, board, row_id) = decided!(
-            self.open_row(&a.board, a.project.as_deref(), &a.label)
-                .await?
-        );
-        let row = load_row(&mut tx, &row_id).await?;
-        let outcome = decided!(advance_checked(&board, &row, a));
-        let done = bind_next(sqlx::query(INSTALL_NEXT), now, &row, &outcome, &a.next)?
-            .execute(&mut *tx)
-            .await?;
-        confirm_one(done.rows_affected(), &row.id)?;
-        let events = advance_events(&row, row_id, &outcome);
-        let who = Who {
-            actor: &a.by,
-            channel: Channel::Agent,
-        };
-        let full = finish(&mut tx, now, &board.id, None, events, who).await?;
-        tx.commit().await?;
-        Ok(Ok(full))
+        // The one call did not win (on PostgreSQL there is none): the
+        // advance as one transaction of several statements, so a refusal
+        // is explained by the same reads and words as ever.
+        self.transact(Arc::new(a.clone()), |mut tx, a, now| {
+            Box::pin(async move { decided(advance_in(&mut tx, &a, now).await) })
+        })
+        .await
     }
 
     /// Store the outcome of a row's step and move it out of `blocked`
@@ -166,27 +150,10 @@ impl Store {
             },
             by: w.by.clone(),
         };
-        if let Engine::Postgres(pg) = self.engine() {
-            return postgres::board_writes::row(self, pg, &write, true).await;
-        }
         if let Some(full) = self.board_row_call(&write, true).await? {
             return Ok(Ok(full));
         }
-        self.retry(|| self.board_outcome_once(&write)).await
-    }
-
-    async fn board_outcome_once(&self, w: &RowWrite) -> Result<Decided<BoardFull>> {
-        // The row may be named by id: look its label up first. This read
-        // decides nothing; the write below re-checks the revision under the
-        // write lock.
-        let mut conn = self.pool()?.acquire().await?;
-        let (_, row_id) =
-            decided!(locate(&mut conn, &w.board, w.project.as_deref(), &w.row.label).await?);
-        let row = load_row(&mut conn, &row_id).await?;
-        drop(conn);
-        let mut w = w.clone();
-        w.row.label = row.label;
-        self.board_row_once(&w).await
+        self.board_row_once(&write, true).await
     }
 
     /// Archive a board by hand (CAS on `board_version`). A later agent write
@@ -198,64 +165,91 @@ impl Store {
         board_version: i64,
         by: &str,
     ) -> Result<Decided<Archived>> {
-        if let Engine::Postgres(pg) = self.engine() {
-            return postgres::board_writes::archive(self, pg, board, project, board_version, by)
-                .await;
-        }
-        self.retry(|| self.board_archive_once(board, project, board_version, by))
-            .await
-    }
-
-    async fn board_archive_once(
-        &self,
-        board: &str,
-        project: Option<&str>,
-        board_version: i64,
-        by: &str,
-    ) -> Result<Decided<Archived>> {
-        let mut tx = self.begin_write().await?;
-        let now = self.now();
-        let board_id = decided!(resolve_board(&mut tx, board, project).await?);
-        // Why guarded: the version is the CAS token and only an active board
-        // can be archived; rows_affected() decides.
-        let done = sqlx::query(
-            "UPDATE boards SET archived_at = ?, auto_archived = 0, revision = revision + 1, updated_at = ?
-             WHERE id = ? AND revision = ? AND archived_at IS NULL",
-        )
-        .bind(now)
-        .bind(now)
-        .bind(&board_id)
-        .bind(board_version)
-        .execute(&mut *tx)
-        .await?;
-        let current = load_board(&mut tx, &board_id).await?;
-        if done.rows_affected() == 0 {
-            return Ok(Err(if current.board_version != board_version {
-                Refusal::Stale {
-                    board_version: current.board_version,
-                    rows: Vec::new(),
-                }
-            } else {
-                Refusal::Archived
-            }));
-        }
-        let who = Who {
-            actor: by,
-            channel: Channel::Cli,
-        };
-        let payload = json!({
-            "title": current.title,
-            "board_version": current.board_version,
-            "auto": false,
-        });
-        board_event(&mut tx, now, "board.archived", &current, who, payload).await?;
-        tx.commit().await?;
-        Ok(Ok(current))
+        let input = Arc::new((
+            board.to_string(),
+            project.map(str::to_string),
+            by.to_string(),
+        ));
+        self.transact(input, move |mut tx, input, now| {
+            Box::pin(async move {
+                let (board, project, by) = &*input;
+                decided(
+                    archive_in(&mut tx, now, board, project.as_deref(), board_version, by).await,
+                )
+            })
+        })
+        .await
     }
 }
 
+/// The advance: archive the row's step into its history and install the
+/// next one, blocked.
+async fn advance_in(tx: &mut Tx<'_>, a: &Advance, now: i64) -> Steps<BoardFull> {
+    let board_id = open_board(tx, &a.board, a.project.as_deref()).await?;
+    let row_id = resolve_row(tx, &board_id, &a.label).await?;
+    let board = load_board(tx, &board_id).await?;
+    let row = load_row(tx, &row_id).await?;
+    let outcome = advance_checked(&board, &row, a)?;
+    let done = tx
+        .change(&install_next(now, &row, &outcome, &a.next)?.stmt())
+        .await?;
+    confirm_one(done, &row.id)?;
+    let events = advance_events(&row, row_id, &outcome);
+    let who = Who {
+        actor: &a.by,
+        channel: Channel::Agent,
+    };
+    Ok(finish(tx, now, &board_id, None, events, who, false).await?)
+}
+
+/// Archive the board named by hand, at `board_version`.
+async fn archive_in(
+    tx: &mut Tx<'_>,
+    now: i64,
+    board: &str,
+    project: Option<&str>,
+    board_version: i64,
+    by: &str,
+) -> Steps<Archived> {
+    let board_id = open_board(tx, board, project).await?;
+    // Why guarded: the version is the CAS token and only an active board
+    // can be archived; the rows it changed decide.
+    let archive = Stmt::new(
+        "UPDATE boards SET archived_at = $1, auto_archived = 0, revision = revision + 1,
+            updated_at = $1
+         WHERE id = $2 AND revision = $3 AND archived_at IS NULL",
+    )
+    .int(now)
+    .text(board_id.as_str())
+    .int(board_version);
+    let done = tx.change(&archive).await?;
+    let current = load_board(tx, &board_id).await?;
+    if done == 0 {
+        return Err(if current.board_version != board_version {
+            Refusal::Stale {
+                board_version: current.board_version,
+                rows: Vec::new(),
+            }
+        } else {
+            Refusal::Archived
+        }
+        .into());
+    }
+    let who = Who {
+        actor: by,
+        channel: Channel::Cli,
+    };
+    let payload = json!({
+        "title": current.title,
+        "board_version": current.board_version,
+        "auto": false,
+    });
+    board_event(tx, now, "board.archived", &current, who, &payload).await?;
+    Ok(current)
+}
+
 /// The step `row` is on, as archived into its history with `outcome`.
-pub(crate) fn archived_step(row: &Row, outcome: &str, now: i64) -> Step {
+fn archived_step(row: &Row, outcome: &str, now: i64) -> Step {
     Step {
         action_version: row.action_version,
         status: row.status,
@@ -275,7 +269,7 @@ pub(crate) fn archived_step(row: &Row, outcome: &str, now: i64) -> Step {
 /// An advance's checks on the board and row it read (the caller holds
 /// the write lock or the board's lock): the outcome to archive the step
 /// with, or why the advance is refused. Shared by both engines.
-pub(crate) fn advance_checked(board: &Board, row: &Row, a: &Advance) -> Decided<String> {
+fn advance_checked(board: &Board, row: &Row, a: &Advance) -> Decided<String> {
     if board.board_version != a.board_version || row.revision != a.expected_revision {
         return Err(Refusal::Stale {
             board_version: board.board_version,
@@ -305,7 +299,7 @@ pub(crate) fn advance_checked(board: &Board, row: &Row, a: &Advance) -> Decided<
 }
 
 /// The events of a winning advance of `row` (`row_id`), in their order.
-pub(crate) fn advance_events(row: &Row, row_id: String, outcome: &str) -> Vec<Pending> {
+fn advance_events(row: &Row, row_id: String, outcome: &str) -> Vec<Pending> {
     vec![
         Pending {
             kind: "row.advanced",
@@ -324,49 +318,62 @@ pub(crate) fn advance_events(row: &Row, row_id: String, outcome: &str) -> Vec<Pe
     ]
 }
 
-/// Archive the step a row is on into its history and install the next,
-/// blocked, with the human fields reset; bound by [`bind_next`]. The same
-/// text runs on both engines. Why guarded: `revision = $10` is the row's
-/// CAS token, checked by the caller under the same lock (SQLite's write
-/// lock, PostgreSQL's board lock), so this cannot lose, only confirm.
-pub(crate) const INSTALL_NEXT: &str =
-    "UPDATE board_rows SET status = 'blocked', note = $1, next_step = $2, owner = $3, impact = $4,
-        options = $5, context = $6, outcome = '', outcome_at = NULL,
-        annotation = NULL, annotation_kind = NULL, annotation_source = NULL,
-        annotated_by = NULL, annotated_at = NULL, annotation_seen_at = NULL,
-        handled_at = NULL, handled_by = NULL, handled_seen_at = NULL, response_open = 0,
-        history = $7, action_version = action_version + 1, action_started_at = $8,
-        revision = revision + 1, updated_at = $8
-     WHERE id = $9 AND revision = $10";
-
-/// Bind [`INSTALL_NEXT`] for `row`, archiving its step with `outcome`
-/// into its history and installing `next`, on either engine.
-pub(crate) fn bind_next<'q, DB>(
-    query: sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments>,
+/// The next step installed on a row, its step archived into its history.
+struct Install<'a> {
+    row: &'a Row,
+    next: &'a NextStep,
+    history: String,
+    options: String,
     now: i64,
-    row: &Row,
+}
+
+/// Archive `row`'s step with `outcome` into its history and install `next`.
+fn install_next<'a>(
+    now: i64,
+    row: &'a Row,
     outcome: &str,
-    next: &NextStep,
-) -> Result<sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments>>
-where
-    DB: sqlx::Database,
-    for<'t> &'t str: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-    for<'t> String: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-    for<'t> i64: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-{
+    next: &'a NextStep,
+) -> Result<Install<'a>> {
     let mut history = row.history.clone();
     history.push(archived_step(row, outcome, now));
     let history = serde_json::to_string(&history)
         .map_err(|e| Error::Corrupt(format!("cannot encode history: {e}")))?;
-    Ok(query
-        .bind(next.note.as_str())
-        .bind(next.next_step.as_str())
-        .bind(next.owner.as_str())
-        .bind(next.impact.as_str())
-        .bind(serde_json::to_string(&next.options).unwrap_or_else(|_| "[]".into()))
-        .bind(next.context.as_str())
-        .bind(history)
-        .bind(now)
-        .bind(row.id.as_str())
-        .bind(row.revision))
+    let options = serde_json::to_string(&next.options).unwrap_or_else(|_| "[]".into());
+    Ok(Install {
+        row,
+        next,
+        history,
+        options,
+        now,
+    })
+}
+
+impl Install<'_> {
+    /// The guarded UPDATE: the human fields reset, the versions bumped.
+    /// Why guarded: `revision = $10` is the row's CAS token, checked by
+    /// the caller under the same lock (SQLite's write turn, PostgreSQL's
+    /// board lock), so this cannot lose, only confirm.
+    fn stmt(&self) -> Stmt<'_> {
+        let next = self.next;
+        Stmt::new(
+            "UPDATE board_rows SET status = 'blocked', note = $1, next_step = $2, owner = $3, impact = $4,
+                options = $5, context = $6, outcome = '', outcome_at = NULL,
+                annotation = NULL, annotation_kind = NULL, annotation_source = NULL,
+                annotated_by = NULL, annotated_at = NULL, annotation_seen_at = NULL,
+                handled_at = NULL, handled_by = NULL, handled_seen_at = NULL, response_open = 0,
+                history = $7, action_version = action_version + 1, action_started_at = $8,
+                revision = revision + 1, updated_at = $8
+             WHERE id = $9 AND revision = $10",
+        )
+        .text(next.note.as_str())
+        .text(next.next_step.as_str())
+        .text(next.owner.as_str())
+        .text(next.impact.as_str())
+        .text(self.options.as_str())
+        .text(next.context.as_str())
+        .text(self.history.as_str())
+        .int(self.now)
+        .text(self.row.id.as_str())
+        .int(self.row.revision)
+    }
 }

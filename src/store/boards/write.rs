@@ -1,29 +1,34 @@
 //! The agent's row writes: `board_upsert` (many rows, all or nothing) and
 //! `board_row` (one row), and the shared row-merge logic `step` reuses.
 //!
-//! A write that wins is one database call (`call_many`). The transactions
-//! here are what runs when that call did not win: each is one `BEGIN
-//! IMMEDIATE` transaction that re-decides with the reads it always made,
-//! so a refusal (or an unchanged board) is explained exactly as before.
-//! Because the write lock is held from the first statement, versions read
-//! inside the transaction are the versions the writes land on; every row
-//! UPDATE still carries its `revision = ?` guard, so a bug here can only
-//! refuse, never overwrite.
+//! A write that wins on SQLite is one database call (`call_many`). The
+//! transactions here are what runs when that call did not win, and every
+//! such write on PostgreSQL: each is one transaction (`Store::transact`)
+//! that re-decides with the reads it always made, so a refusal (or an
+//! unchanged board) is explained exactly as before. Because the board is
+//! locked from the first statements (SQLite's write turn; PostgreSQL's
+//! row lock, `record::open_board`), versions read inside the transaction
+//! are the versions the writes land on; every refusal is decided before
+//! anything is written (a typed refusal commits), and every row UPDATE
+//! still carries its `revision = $N` guard, so a bug here can only refuse,
+//! never overwrite. Events are appended after the writes.
 //! Human fields (annotation, handled) are never written here, except that a
 //! *fresh* block (a row that was not blocked and now is) starts from nothing.
 
+use std::sync::Arc;
+
 use serde::Deserialize;
 use serde_json::json;
-use sqlx::SqliteConnection;
 
+use super::load::{load_board, load_full, load_row, load_rows, resolve_row};
+use super::record::{Who, board_event, bump_version, confirm_one, open_board, row_event, settle};
 use super::{
     BoardFull, Decided, MAX_CONTEXT, MAX_ROWS, MAX_TEXT, Refusal, Row, RowOption, RowOwner,
-    RowStatus, StaleRow, Who, board_event, bump_version, check_len, check_name, check_options,
-    confirm_one, load_board, load_full, load_row, load_rows, not_found, resolve_board, row_event,
-    settle,
+    RowStatus, StaleRow, Steps, check_len, check_name, check_options, decided, not_found,
 };
 use crate::store::Channel;
-use crate::store::{Engine, Error, Result, Store, new_id, postgres};
+use crate::store::engine::{Stmt, Tx};
+use crate::store::{Error, Result, Store, new_id};
 
 /// One row as an agent writes it. Omitted fields keep their stored value
 /// (a new row gets the default), so a partial write never erases anything.
@@ -118,15 +123,15 @@ pub struct RowWrite {
 
 /// Row fields after merging an input onto the stored row.
 #[derive(PartialEq)]
-pub(crate) struct Fields {
-    pub(crate) status: RowStatus,
-    pub(crate) note: String,
-    pub(crate) next_step: String,
-    pub(crate) owner: RowOwner,
-    pub(crate) impact: String,
-    pub(crate) options: Vec<RowOption>,
-    pub(crate) context: String,
-    pub(crate) outcome: String,
+pub(super) struct Fields {
+    pub(super) status: RowStatus,
+    pub(super) note: String,
+    pub(super) next_step: String,
+    pub(super) owner: RowOwner,
+    pub(super) impact: String,
+    pub(super) options: Vec<RowOption>,
+    pub(super) context: String,
+    pub(super) outcome: String,
 }
 
 impl Fields {
@@ -184,21 +189,21 @@ impl Fields {
     }
 
     /// The options as stored (JSON text).
-    pub(crate) fn options_json(&self) -> String {
+    pub(super) fn options_json(&self) -> String {
         serde_json::to_string(&self.options).unwrap_or_else(|_| "[]".into())
     }
 }
 
 /// A row event to append once the new board version is known.
-pub(crate) struct Pending {
-    pub(crate) kind: &'static str,
-    pub(crate) row_id: String,
-    pub(crate) extra: serde_json::Value,
+pub(super) struct Pending {
+    pub(super) kind: &'static str,
+    pub(super) row_id: String,
+    pub(super) extra: serde_json::Value,
 }
 
 /// Check every input row against the stored rows; the refusal lists all
 /// mismatches at once.
-pub(crate) fn mismatches(stored: &[Row], inputs: &[RowInput]) -> Vec<StaleRow> {
+pub(super) fn mismatches(stored: &[Row], inputs: &[RowInput]) -> Vec<StaleRow> {
     inputs
         .iter()
         .filter_map(|i| {
@@ -215,20 +220,23 @@ pub(crate) fn mismatches(stored: &[Row], inputs: &[RowInput]) -> Vec<StaleRow> {
 }
 
 /// One row write an agent's write makes (versions already checked).
-pub(crate) enum Plan {
-    /// Create the row `id` with `fields` at `position`.
+pub(super) enum Plan {
+    /// Create the row `id` with `fields` (`options` as stored) at `position`.
     Insert {
         id: String,
         label: String,
         fields: Fields,
+        options: String,
         position: i64,
     },
     /// Change the stored row `old_id` (at `old_revision`) to `after`,
-    /// storing `outcome`; a `fresh` block resets the human's fields.
+    /// storing `outcome` (`options` as stored); a `fresh` block resets the
+    /// human's fields.
     Update {
         old_id: String,
         old_revision: i64,
         after: Fields,
+        options: String,
         outcome: String,
         fresh: bool,
     },
@@ -238,7 +246,7 @@ pub(crate) enum Plan {
 /// is written (so a refusal writes nothing on either engine): the row
 /// writes and the events to append after them, in input order. A row the
 /// input would not change is left out.
-pub(crate) fn plan_rows(stored: &[Row], inputs: &[RowInput]) -> Decided<(Vec<Plan>, Vec<Pending>)> {
+pub(super) fn plan_rows(stored: &[Row], inputs: &[RowInput]) -> Decided<(Vec<Plan>, Vec<Pending>)> {
     let mut plans = Vec::new();
     let mut events = Vec::new();
     // New rows go after every stored one, in input order (gaps are fine).
@@ -275,6 +283,7 @@ fn plan_insert(input: &RowInput, position: i64, events: &mut Vec<Pending>) -> Pl
     Plan::Insert {
         id,
         label: input.label.clone(),
+        options: fields.options_json(),
         fields,
         position,
     }
@@ -330,49 +339,31 @@ fn plan_update(old: &Row, input: &RowInput, events: &mut Vec<Pending>) -> Decide
     Ok(Some(Plan::Update {
         old_id: old.id.clone(),
         old_revision: old.revision,
+        options: after.options_json(),
         after,
         outcome,
         fresh,
     }))
 }
 
-/// Apply `inputs` to the board `board_id` (versions already checked).
-/// Returns the events to append, or a refusal that aborts the transaction.
-async fn apply_rows(
-    conn: &mut SqliteConnection,
-    now: i64,
-    board_id: &str,
-    stored: &[Row],
-    inputs: &[RowInput],
-) -> Result<Decided<Vec<Pending>>> {
-    let (plans, events) = decided!(plan_rows(stored, inputs));
-    for plan in &plans {
-        let done = plan
-            .query(now, board_id, UPDATE_ROW)
-            .execute(&mut *conn)
-            .await?;
+/// Write the planned rows (every refusal was decided before).
+async fn apply(tx: &mut Tx<'_>, now: i64, board_id: &str, plans: &[Plan]) -> Result<()> {
+    for plan in plans {
+        let done = tx.change(&plan.stmt(now, board_id)).await?;
         if let Plan::Update { old_id, .. } = plan {
-            // Why: the guard was checked under the same write lock, so 0
-            // rows here means a bug, not a race.
-            confirm_one(done.rows_affected(), old_id)?;
+            // Why: the guard was checked under the same lock, so 0 rows
+            // here means a bug, not a race.
+            confirm_one(done, old_id)?;
         }
     }
-    Ok(Ok(events))
+    Ok(())
 }
 
-/// The guarded UPDATE of an agent's row write, as a literal, with
-/// `$eq` comparing the stored outcome to the new one: SQLite's `IS`,
-/// PostgreSQL's `=` (neither side is ever NULL). Bound by [`Plan::query`].
-/// Why guarded: `revision = $12` is the row's CAS, checked by the caller
-/// under the same lock, so 0 rows here means a bug, not a race.
-macro_rules! update_row {
-    ($eq:literal) => {
-        concat!(
-            "UPDATE board_rows SET status = $1, note = $2, next_step = $3, owner = $4, impact = $5,
-        options = $6, context = $7, outcome = $8,
-        outcome_at = CASE WHEN outcome ",
-            $eq,
-            " $8 THEN outcome_at WHEN $8 = '' THEN NULL ELSE $9 END,
+/// The rest of a row UPDATE after its `outcome_at` (the same on both
+/// engines): a `fresh` block (`$10`) resets the human's fields.
+macro_rules! update_row_rest {
+    () => {
+        "
         handled_at = CASE WHEN $10 THEN NULL ELSE handled_at END,
         handled_by = CASE WHEN $10 THEN NULL ELSE handled_by END,
         handled_seen_at = CASE WHEN $10 THEN NULL ELSE handled_seen_at END,
@@ -386,163 +377,250 @@ macro_rules! update_row {
                              THEN response_open ELSE 0 END,
         revision = revision + 1, updated_at = $9
      WHERE id = $11 AND revision = $12"
-        )
     };
 }
-pub(crate) use update_row;
-
-/// SQLite's spelling of [`update_row!`].
-const UPDATE_ROW: &str = update_row!("IS");
-
-/// A planned row's INSERT; the same text runs on both engines.
-const INSERT_ROW: &str =
-    "INSERT INTO board_rows (id, board_id, label, status, note, next_step, owner, impact,
-        options, context, outcome, outcome_at, action_started_at, position, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $13, $13)";
 
 impl Plan {
-    /// This plan's statement, bound, on either engine: the INSERT of a new
-    /// row of `board_id`, or `update` (the engine's spelling of the
-    /// guarded row UPDATE, placeholders `$1`–`$12` as [`UPDATE_ROW`]'s:
-    /// `after`, the outcome, now, `fresh`, the old id and revision).
-    pub(crate) fn query<DB>(
-        &self,
-        now: i64,
-        board_id: &str,
-        update: &'static str,
-    ) -> sqlx::query::Query<'static, DB, <DB as sqlx::Database>::Arguments>
-    where
-        DB: sqlx::Database,
-        for<'t> &'t str: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-        for<'t> String: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-        for<'t> i64: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-        for<'t> Option<i64>: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-        for<'t> bool: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
-    {
+    /// This plan's statement: the INSERT of a new row of `board_id`, or
+    /// the guarded UPDATE of a stored one. Why guarded: `revision = $12`
+    /// is the row's CAS, checked by the caller under the same lock, so 0
+    /// rows here means a bug, not a race. The stored outcome is compared
+    /// with SQLite's `IS`, PostgreSQL's `=` (neither side is ever NULL).
+    fn stmt<'q>(&'q self, now: i64, board_id: &'q str) -> Stmt<'q> {
         match self {
             Plan::Insert {
                 id,
                 label,
                 fields: f,
+                options,
                 position,
-            } => sqlx::query(INSERT_ROW)
-                .bind(id.as_str())
-                .bind(board_id)
-                .bind(label.as_str())
-                .bind(f.status.as_str())
-                .bind(f.note.as_str())
-                .bind(f.next_step.as_str())
-                .bind(f.owner.as_str())
-                .bind(f.impact.as_str())
-                .bind(f.options_json())
-                .bind(f.context.as_str())
-                .bind(f.outcome.as_str())
-                .bind((!f.outcome.is_empty()).then_some(now))
-                .bind(now)
-                .bind(*position),
+            } => Stmt::new(
+                "INSERT INTO board_rows (id, board_id, label, status, note, next_step, owner, impact,
+                    options, context, outcome, outcome_at, action_started_at, position, created_at, updated_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $13, $13)",
+            )
+            .text(id.as_str())
+            .text(board_id)
+            .text(label.as_str())
+            .text(f.status.as_str())
+            .text(f.note.as_str())
+            .text(f.next_step.as_str())
+            .text(f.owner.as_str())
+            .text(f.impact.as_str())
+            .text(options.as_str())
+            .text(f.context.as_str())
+            .text(f.outcome.as_str())
+            .int((!f.outcome.is_empty()).then_some(now))
+            .int(now)
+            .int(*position),
             Plan::Update {
                 old_id,
                 old_revision,
                 after,
+                options,
                 outcome,
                 fresh,
-            } => sqlx::query(update)
-                .bind(after.status.as_str())
-                .bind(after.note.as_str())
-                .bind(after.next_step.as_str())
-                .bind(after.owner.as_str())
-                .bind(after.impact.as_str())
-                .bind(after.options_json())
-                .bind(after.context.as_str())
-                .bind(outcome.as_str())
-                .bind(now)
-                .bind(*fresh)
-                .bind(old_id.as_str())
-                .bind(*old_revision),
+            } => Stmt::spelled(
+                concat!(
+                    "UPDATE board_rows SET status = $1, note = $2, next_step = $3, owner = $4, impact = $5,
+                        options = $6, context = $7, outcome = $8,
+                        outcome_at = CASE WHEN outcome IS $8 THEN outcome_at WHEN $8 = '' THEN NULL ELSE $9 END,",
+                    update_row_rest!()
+                ),
+                concat!(
+                    "UPDATE board_rows SET status = $1, note = $2, next_step = $3, owner = $4, impact = $5,
+                        options = $6, context = $7, outcome = $8,
+                        outcome_at = CASE WHEN outcome = $8 THEN outcome_at WHEN $8 = '' THEN NULL ELSE $9 END,",
+                    update_row_rest!()
+                ),
+            )
+            .text(after.status.as_str())
+            .text(after.note.as_str())
+            .text(after.next_step.as_str())
+            .text(after.owner.as_str())
+            .text(after.impact.as_str())
+            .text(options.as_str())
+            .text(after.context.as_str())
+            .text(outcome.as_str())
+            .int(now)
+            .bool(*fresh)
+            .text(old_id.as_str())
+            .int(*old_revision),
         }
     }
 }
 
-/// Bump the board, append `on_board` (an event about the board, if any) and the row events, settle
-/// auto-archive (not for a board this write created: one created with every
-/// row done stays in the list until a later write leaves it complete, rather
-/// than vanishing into the archive the moment it appears), and read the board back.
+/// Bump the board, append `on_board` (`board.upserted`, if any) and the row
+/// events, settle auto-archive (not for a board this write `created`: one
+/// created with every row done stays in the list until a later write leaves
+/// it complete, rather than vanishing into the archive the moment it
+/// appears), and read the board back.
 pub(super) async fn finish(
-    conn: &mut SqliteConnection,
+    tx: &mut Tx<'_>,
     now: i64,
     board_id: &str,
-    on_board: Option<(&str, serde_json::Value)>,
+    on_board: Option<serde_json::Value>,
     events: Vec<Pending>,
     who: Who<'_>,
+    created: bool,
 ) -> Result<BoardFull> {
-    let board = bump_version(conn, now, board_id).await?;
-    let created = on_board.as_ref().is_some_and(|(_, p)| p["created"] == true);
-    if let Some((kind, payload)) = on_board {
-        board_event(conn, now, kind, &board, who, payload).await?;
+    let board = bump_version(tx, now, board_id).await?;
+    if let Some(payload) = on_board {
+        board_event(tx, now, "board.upserted", &board, who, &payload).await?;
     }
     for ev in events {
-        let row = load_row(conn, &ev.row_id).await?;
-        row_event(conn, now, ev.kind, &board, &row, who, ev.extra).await?;
+        let row = load_row(tx, &ev.row_id).await?;
+        row_event(tx, now, ev.kind, &board, &row, who, &ev.extra).await?;
     }
     if !created {
-        settle(conn, now, board, who).await?;
+        settle(tx, now, board, who).await?;
     }
-    load_full(conn, board_id).await
+    load_full(tx, board_id).await
 }
 
-/// The board an upsert writes to, checked against the versions the
-/// caller read, or created when it names no version: its id, whether this
-/// write created it, and its stored rows.
-async fn open_board(
-    conn: &mut SqliteConnection,
+/// The board an upsert writes to, locked and checked against the versions
+/// read, or created when no version is given: its id, whether this write
+/// created it, and its stored rows.
+async fn open_upsert(
+    tx: &mut Tx<'_>,
     now: i64,
     up: &BoardUpsert,
-) -> Result<Decided<(String, bool, Vec<Row>)>> {
-    let existing: Option<(String, i64)> =
-        sqlx::query_as("SELECT id, revision FROM boards WHERE project = ? AND title = ?")
-            .bind(&up.project)
-            .bind(&up.title)
-            .fetch_optional(&mut *conn)
-            .await?;
-    let Some((id, current)) = existing else {
-        if up.board_version.is_some() {
-            return Ok(Err(not_found(format!(
-                "board `{}` in project `{}` (a new board is written without a version)",
-                up.title, up.project
-            ))));
+) -> Steps<(String, bool, Vec<Row>)> {
+    let existing = match named(tx, up).await? {
+        Some(found) => found,
+        None => {
+            if up.board_version.is_some() {
+                return Err(not_found(format!(
+                    "board `{}` in project `{}` (a new board is written without a version)",
+                    up.title, up.project
+                ))
+                .into());
+            }
+            let stale = mismatches(&[], &up.rows);
+            if !stale.is_empty() {
+                return Err(Refusal::Stale {
+                    board_version: 0,
+                    rows: stale,
+                }
+                .into());
+            }
+            // Why ON CONFLICT: two creators at once on PostgreSQL; the
+            // second waits for the first's insert, writes nothing, and then
+            // finds the board (and is refused as stale: it read no version).
+            let id = new_id();
+            let insert = Stmt::new(
+                "INSERT INTO boards (id, project, title, revision, agent, session, created_at, updated_at)
+                 VALUES ($1, $2, $3, 0, $4, $5, $6, $6) ON CONFLICT (project, title) DO NOTHING",
+            )
+            .text(id.as_str())
+            .text(up.project.as_str())
+            .text(up.title.as_str())
+            .text(up.agent.as_str())
+            .text(up.session.as_str())
+            .int(now);
+            if tx.change(&insert).await? == 1 {
+                return Ok((id, true, Vec::new()));
+            }
+            named(tx, up)
+                .await?
+                .ok_or_else(|| Error::Corrupt(format!("board `{}` vanished", up.title)))?
         }
-        let stale = mismatches(&[], &up.rows);
-        if !stale.is_empty() {
-            return Ok(Err(Refusal::Stale {
-                board_version: 0,
-                rows: stale,
-            }));
-        }
-        let id = new_id();
-        sqlx::query(
-            "INSERT INTO boards (id, project, title, revision, agent, session, created_at, updated_at)
-             VALUES (?, ?, ?, 0, ?, ?, ?, ?)",
-        )
-        .bind(&id)
-        .bind(&up.project)
-        .bind(&up.title)
-        .bind(&up.agent)
-        .bind(&up.session)
-        .bind(now)
-        .bind(now)
-        .execute(&mut *conn)
-        .await?;
-        return Ok(Ok((id, true, Vec::new())));
     };
-    let stored = load_rows(conn, &id).await?;
+    let (id, current) = existing;
+    let stored = load_rows(tx, &id).await?;
     let stale = mismatches(&stored, &up.rows);
     if up.board_version != Some(current) || !stale.is_empty() {
-        return Ok(Err(Refusal::Stale {
+        return Err(Refusal::Stale {
             board_version: current,
             rows: stale,
-        }));
+        }
+        .into());
     }
-    Ok(Ok((id, false, stored)))
+    Ok((id, false, stored))
+}
+
+/// The board an upsert names (project and title), locked (see
+/// `record::open_board`), with its version.
+async fn named(tx: &mut Tx<'_>, up: &BoardUpsert) -> Result<Option<(String, i64)>> {
+    let named = Stmt::spelled(
+        "SELECT id, revision FROM boards WHERE project = $1 AND title = $2",
+        "SELECT id, revision FROM boards WHERE project = $1 AND title = $2 FOR UPDATE",
+    )
+    .text(up.project.as_str())
+    .text(up.title.as_str());
+    tx.row(&named).await
+}
+
+/// `board_upsert` as one transaction of several statements.
+async fn upsert_in(tx: &mut Tx<'_>, up: &BoardUpsert, now: i64) -> Steps<BoardFull> {
+    let (board_id, created, stored) = open_upsert(tx, now, up).await?;
+    let (plans, events) = plan_rows(&stored, &up.rows)?;
+    if !created && events.is_empty() {
+        // Nothing changed: no version bump, no event (an idempotent refresh).
+        return Ok(load_full(tx, &board_id).await?);
+    }
+    if !created && (!up.agent.is_empty() || !up.session.is_empty()) {
+        let owner = Stmt::new(
+            "UPDATE boards SET agent = CASE WHEN $1 = '' THEN agent ELSE $1 END,
+                session = CASE WHEN $2 = '' THEN session ELSE $2 END WHERE id = $3",
+        )
+        .text(up.agent.as_str())
+        .text(up.session.as_str())
+        .text(board_id.as_str());
+        tx.change(&owner).await?;
+    }
+    apply(tx, now, &board_id, &plans).await?;
+    let labels: Vec<&str> = up.rows.iter().map(|r| r.label.as_str()).collect();
+    let who = Who {
+        actor: &up.agent,
+        channel: Channel::Agent,
+    };
+    let on_board = json!({"title": up.title, "created": created, "rows": labels});
+    Ok(finish(tx, now, &board_id, Some(on_board), events, who, created).await?)
+}
+
+/// `board_row` (`by_ref`: the write of `board_outcome`, its row named by
+/// label or id) as one transaction of several statements.
+pub(super) async fn row_in(
+    tx: &mut Tx<'_>,
+    w: &RowWrite,
+    by_ref: bool,
+    now: i64,
+) -> Steps<BoardFull> {
+    let board_id = open_board(tx, &w.board, w.project.as_deref()).await?;
+    let named;
+    let w = if by_ref {
+        // The row may be named by id: the write names it by its label.
+        let row_id = resolve_row(tx, &board_id, &w.row.label).await?;
+        let mut by_label = w.clone();
+        by_label.row.label = load_row(tx, &row_id).await?.label;
+        named = by_label;
+        &named
+    } else {
+        w
+    };
+    let board = load_board(tx, &board_id).await?;
+    let stored = load_rows(tx, &board_id).await?;
+    let rows = std::slice::from_ref(&w.row);
+    let stale = mismatches(&stored, rows);
+    let board_stale = w.board_version.is_some_and(|v| v != board.board_version);
+    if board_stale || !stale.is_empty() {
+        return Err(Refusal::Stale {
+            board_version: board.board_version,
+            rows: stale,
+        }
+        .into());
+    }
+    let (plans, events) = plan_rows(&stored, rows)?;
+    if events.is_empty() {
+        return Ok(load_full(tx, &board_id).await?);
+    }
+    apply(tx, now, &board_id, &plans).await?;
+    let who = Who {
+        actor: &w.by,
+        channel: Channel::Agent,
+    };
+    Ok(finish(tx, now, &board_id, None, events, who, false).await?)
 }
 
 fn check_inputs(rows: &[RowInput]) -> Result<()> {
@@ -590,92 +668,40 @@ impl Store {
             };
             &claimed
         };
-        if let Engine::Postgres(pg) = self.engine() {
-            return postgres::board_writes::upsert(self, pg, up).await;
-        }
         if let Some(full) = self.board_upsert_call(up).await? {
             return Ok(Ok(full));
         }
-        self.retry(|| self.board_upsert_once(up)).await
-    }
-
-    /// The write as one transaction of several calls. It runs when the one
-    /// call (`call_many`) did not win, so a refusal is explained (or an
-    /// unchanged board returned) by the same reads and words as ever.
-    async fn board_upsert_once(&self, up: &BoardUpsert) -> Result<Decided<BoardFull>> {
-        let mut tx = self.begin_write().await?;
-        let now = self.now();
-        let (board_id, created, stored) = decided!(open_board(&mut tx, now, up).await?);
-        let events = decided!(apply_rows(&mut tx, now, &board_id, &stored, &up.rows).await?);
-        if !created && events.is_empty() {
-            // Nothing changed: no version bump, no event (an idempotent refresh).
-            return Ok(Ok(load_full(&mut tx, &board_id).await?));
-        }
-        if !created && (!up.agent.is_empty() || !up.session.is_empty()) {
-            sqlx::query(
-                "UPDATE boards SET agent = CASE WHEN ? = '' THEN agent ELSE ? END,
-                    session = CASE WHEN ? = '' THEN session ELSE ? END WHERE id = ?",
-            )
-            .bind(&up.agent)
-            .bind(&up.agent)
-            .bind(&up.session)
-            .bind(&up.session)
-            .bind(&board_id)
-            .execute(&mut *tx)
-            .await?;
-        }
-        let labels: Vec<&str> = up.rows.iter().map(|r| r.label.as_str()).collect();
-        let who = Who {
-            actor: &up.agent,
-            channel: Channel::Agent,
-        };
-        let board_event = (
-            "board.upserted",
-            json!({"title": up.title, "created": created, "rows": labels}),
-        );
-        let full = finish(&mut tx, now, &board_id, Some(board_event), events, who).await?;
-        tx.commit().await?;
-        Ok(Ok(full))
+        // The one call did not win (on PostgreSQL there is none): the write
+        // as one transaction of several statements, so a refusal is
+        // explained (or an unchanged board returned) by the same reads and
+        // words as ever.
+        self.transact(Arc::new(up.clone()), |mut tx, up, now| {
+            Box::pin(async move { decided(upsert_in(&mut tx, &up, now).await) })
+        })
+        .await
     }
 
     /// Write one row (create it, or change it with its `revision`), checking
     /// the board version too when given.
     pub async fn board_row(&self, w: &RowWrite) -> Result<Decided<BoardFull>> {
         w.row.validate()?;
-        if let Engine::Postgres(pg) = self.engine() {
-            return postgres::board_writes::row(self, pg, w, false).await;
-        }
         if let Some(full) = self.board_row_call(w, false).await? {
             return Ok(Ok(full));
         }
-        self.retry(|| self.board_row_once(w)).await
+        self.board_row_once(w, false).await
     }
 
-    pub(super) async fn board_row_once(&self, w: &RowWrite) -> Result<Decided<BoardFull>> {
-        let mut tx = self.begin_write().await?;
-        let now = self.now();
-        let board_id = decided!(resolve_board(&mut tx, &w.board, w.project.as_deref()).await?);
-        let board = load_board(&mut tx, &board_id).await?;
-        let stored = load_rows(&mut tx, &board_id).await?;
-        let rows = std::slice::from_ref(&w.row);
-        let stale = mismatches(&stored, rows);
-        let board_stale = w.board_version.is_some_and(|v| v != board.board_version);
-        if board_stale || !stale.is_empty() {
-            return Ok(Err(Refusal::Stale {
-                board_version: board.board_version,
-                rows: stale,
-            }));
-        }
-        let events = decided!(apply_rows(&mut tx, now, &board_id, &stored, rows).await?);
-        if events.is_empty() {
-            return Ok(Ok(load_full(&mut tx, &board_id).await?));
-        }
-        let who = Who {
-            actor: &w.by,
-            channel: Channel::Agent,
-        };
-        let full = finish(&mut tx, now, &board_id, None, events, who).await?;
-        tx.commit().await?;
-        Ok(Ok(full))
+    /// `board_row` (`by_ref`: `board_outcome`'s write) as one transaction
+    /// of several statements: when the one call (`call_many`) did not win,
+    /// and on PostgreSQL.
+    pub(super) async fn board_row_once(
+        &self,
+        w: &RowWrite,
+        by_ref: bool,
+    ) -> Result<Decided<BoardFull>> {
+        self.transact(Arc::new(w.clone()), move |mut tx, w, now| {
+            Box::pin(async move { decided(row_in(&mut tx, &w, by_ref, now).await) })
+        })
+        .await
     }
 }

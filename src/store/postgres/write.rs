@@ -8,7 +8,7 @@
 //! predicate on the new row, so of N racing writers exactly one wins, as
 //! SQLite's single writer decides. What a refused write reads to explain
 //! itself is read under a row lock (`SELECT … FOR UPDATE`, see
-//! `questions.rs`), so the explanation is the state that refused.
+//! `store/questions/reply.rs`), so the explanation is the state that refused.
 //!
 //! Where SQLite runs one multi-statement call guarded by `changes()`
 //! (sessions, inbound wakes: see `sessions.rs`), the PostgreSQL version is

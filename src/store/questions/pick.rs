@@ -5,14 +5,13 @@
 
 use std::sync::Arc;
 
-use super::read::get_on;
+use super::read::lock;
 use super::write::explain_closed;
-use super::{Channel, Outcome, Question, Refusal, Status, from_row};
-use crate::store::postgres::questions as pg;
-use crate::store::writer::Turn;
-use crate::store::{Engine, Result, Store};
+use super::{Channel, Outcome, Question, Refusal, Status};
+use crate::store::engine::{Stmt, Tx};
+use crate::store::{Result, Store};
 
-/// One toggle, owned for the write queue.
+/// One toggle, owned for the write.
 struct Toggle {
     id: String,
     option: u8,
@@ -33,16 +32,6 @@ impl Store {
         by: &str,
         via: Channel,
     ) -> Result<Outcome<Question>> {
-        if let Engine::Postgres(p) = self.engine() {
-            let t = pg::Toggle {
-                id: id.to_string(),
-                option,
-                expected_revision,
-                by: by.to_string(),
-                via,
-            };
-            return pg::toggle(self, p, t).await;
-        }
         let t = Arc::new(Toggle {
             id: id.to_string(),
             option,
@@ -50,59 +39,27 @@ impl Store {
             by: by.to_string(),
             via,
         });
-        let clock = self.clock().clone();
-        self.retry(|| {
-            let (t, clock) = (t.clone(), clock.clone());
-            self.write(move |turn| {
-                Box::pin(async move { toggle_in(turn, &t, clock.now_ms()).await })
-            })
-        })
-        .await
+        self.write_with(t, |tx, t, now| Box::pin(toggle_in(tx, t, now)))
+            .await
     }
 }
 
-async fn toggle_in(turn: &mut Turn, t: &Toggle, now: i64) -> Result<Outcome<Question>> {
-    let bit: i64 = 1 << t.option.min(62);
-    // Why this predicate: the tap applies only to the card it was drawn
-    // on (`revision = ?`), of an open multiple choice that has such an
-    // option, while no answer waits unread; the bump makes every earlier
-    // drawing stale, so of two racing taps on one drawing exactly one wins.
-    // `(picked | b) - (picked & b)` is `picked XOR b` (SQLite has no XOR).
-    let row = sqlx::query(
-        "UPDATE questions SET picked = (picked | ?3) - (picked & ?3), revision = revision + 1,
-             updated_at = ?1, t_seq = t_seq + 1, t_at = ?1, t_event = 'question.toggled',
-             t_history = NULL, t_by = ?5, t_actor = ?6, t_channel = ?7,
-             t_payload = json_object('option', ?8, 'picked', (picked | ?3) - (picked & ?3),
-                                     'revision', revision + 1, 'by', ?5)
-         WHERE id = ?2 AND status = 'open' AND choice = 'many' AND revision = ?4
-           AND ?8 < json_array_length(options)
-           AND (reply IS NULL OR reply_seen_at IS NOT NULL)
-         RETURNING *",
-    )
-    .bind(now)
-    .bind(&t.id)
-    .bind(bit)
-    .bind(t.expected_revision)
-    .bind(&t.by)
-    .bind(if t.by.is_empty() {
-        t.via.as_str()
-    } else {
-        &t.by
-    })
-    .bind(t.via.as_str())
-    .bind(i64::from(t.option))
-    .fetch_optional(turn.conn())
-    .await?;
-    if let Some(row) = row {
-        return Ok(Ok(from_row(&row)?));
+/// The toggle; refused, once more after [`Tx::begin`] with the row read
+/// (and on PostgreSQL locked) first, so the refusal is explained by the
+/// state that refused it (see `reply.rs`).
+async fn toggle_in(mut tx: Tx<'_>, t: Arc<Toggle>, now: i64) -> Result<Outcome<Question>> {
+    if let Some(q) = tx.row(&toggle(&t, now)).await? {
+        return Ok(Ok(q));
     }
-    turn.begin().await?;
-    let conn = turn.conn();
-    let Some(q) = get_on(conn, &t.id).await? else {
+    tx.begin().await?;
+    let Some(q) = tx.row::<Question>(&lock(&t.id)).await? else {
         return Ok(Err(Refusal::NotFound));
     };
+    if let Some(q) = tx.row(&toggle(&t, now)).await? {
+        return Ok(Ok(q));
+    }
     if q.status != Status::Open {
-        return Ok(Err(explain_closed(conn, &t.id).await?));
+        return Ok(Err(explain_closed(Some(&q))));
     }
     if let Some(r) = q.reply.filter(|r| r.seen_at.is_none()) {
         return Ok(Err(Refusal::UnreadAnswer {
@@ -116,4 +73,47 @@ async fn toggle_in(turn: &mut Turn, t: &Toggle, now: i64) -> Result<Outcome<Ques
     Ok(Err(Refusal::Stale {
         current_revision: q.revision,
     }))
+}
+
+/// The toggle's guarded UPDATE.
+fn toggle(t: &Toggle, now: i64) -> Stmt<'_> {
+    let bit: i64 = 1 << t.option.min(62);
+    // Why this predicate: the tap applies only to the card it was drawn
+    // on (`revision = $4`), of an open multiple choice that has such an
+    // option, while no answer waits unread; the bump makes every earlier
+    // drawing stale, so of two racing taps on one drawing exactly one wins.
+    // `(picked | b) - (picked & b)` is `picked XOR b` (SQLite has no XOR).
+    Stmt::spelled(
+        "UPDATE questions SET picked = (picked | $3) - (picked & $3), revision = revision + 1,
+             updated_at = $1, t_seq = t_seq + 1, t_at = $1, t_event = 'question.toggled',
+             t_history = NULL, t_by = $5, t_actor = $6, t_channel = $7,
+             t_payload = json_object('option', $8, 'picked', (picked | $3) - (picked & $3),
+                                     'revision', revision + 1, 'by', $5)
+         WHERE id = $2 AND status = 'open' AND choice = 'many' AND revision = $4
+           AND $8 < json_array_length(options)
+           AND (reply IS NULL OR reply_seen_at IS NOT NULL)
+         RETURNING *",
+        "UPDATE questions SET picked = picked # $3, revision = revision + 1,
+             updated_at = $1, t_seq = t_seq + 1, t_at = $1, t_event = 'question.toggled',
+             t_history = NULL, t_by = $5, t_actor = $6, t_channel = $7,
+             t_payload = handoff_json_set(json_build_object(
+                 'option', $8, 'picked', picked # $3, 'revision', revision + 1, 'by', $5)::text,
+                 '{}', '{}')
+         WHERE id = $2 AND status = 'open' AND choice = 'many' AND revision = $4
+           AND $8 < json_array_length(options::json)
+           AND (reply IS NULL OR reply_seen_at IS NOT NULL)
+         RETURNING *",
+    )
+    .int(now)
+    .text(t.id.as_str())
+    .int(bit)
+    .int(t.expected_revision)
+    .text(t.by.as_str())
+    .text(if t.by.is_empty() {
+        t.via.as_str()
+    } else {
+        &t.by
+    })
+    .text(t.via.as_str())
+    .int(i64::from(t.option))
 }

@@ -1,31 +1,34 @@
 //! Reading questions: one by id, short-id lookup, lists, reply history.
 //!
 //! Reads never decide a write; they only show state and explain refusals.
+//! Where the engines' spellings differ (a suffix, an unlimited `LIMIT`,
+//! PostgreSQL's `COLLATE "C"` so ids break ties in SQLite's byte order
+//! whatever the database's collation), a statement is spelled once each.
 
-use sqlx::SqliteConnection;
+use super::{ListFilter, Question, ReplyRecord};
+use crate::store::engine::Stmt;
+use crate::store::{Error, Result, Store};
 
-use super::{ListFilter, Question, ReplyRecord, from_row, record_from_row};
-use crate::store::postgres::questions as pg;
-use crate::store::{Engine, Error, Result, Store};
+/// Read one question (inside a write: to explain a refusal).
+pub(super) fn get(id: &str) -> Stmt<'_> {
+    Stmt::new("SELECT * FROM questions WHERE id = $1").text(id)
+}
 
-/// Read one question on `conn` (inside a transaction, to explain a refusal
-/// from the same snapshot that refused).
-pub(super) async fn get_on(conn: &mut SqliteConnection, id: &str) -> Result<Option<Question>> {
-    let row = sqlx::query("SELECT * FROM questions WHERE id = ?")
-        .bind(id)
-        .fetch_optional(conn)
-        .await?;
-    row.as_ref().map(from_row).transpose()
+/// Read one question inside a write and, on PostgreSQL, lock its row
+/// until the write ends, so nothing changes it between this read and
+/// what follows (SQLite's write turn, once begun, lets nobody else write).
+pub(super) fn lock(id: &str) -> Stmt<'_> {
+    Stmt::spelled(
+        "SELECT * FROM questions WHERE id = $1",
+        "SELECT * FROM questions WHERE id = $1 FOR UPDATE",
+    )
+    .text(id)
 }
 
 impl Store {
     /// One question by its full id.
     pub async fn get_question(&self, id: &str) -> Result<Option<Question>> {
-        if let Engine::Postgres(p) = self.engine() {
-            return pg::get(p, id).await;
-        }
-        let mut conn = self.pool()?.acquire().await?;
-        get_on(&mut conn, id).await
+        self.row(get(id)).await
     }
 
     /// The full id for `id_or_short`: the exact id, else the one id ending
@@ -37,20 +40,23 @@ impl Store {
         if s.is_empty() {
             return Err(Error::Invalid("the question id is empty".into()));
         }
-        let ids: Vec<String> = match self.engine() {
-            Engine::Postgres(p) => pg::ids_like(p, &s).await?,
-            Engine::Sqlite(_) => {
-                sqlx::query_scalar(
-                    "SELECT id FROM questions WHERE id = ?1
+        let like = Stmt::spelled(
+            "SELECT id FROM questions WHERE id = $1
              UNION
-             SELECT id FROM questions WHERE length(?1) >= 4 AND substr(id, -length(?1)) = ?1
+             SELECT id FROM questions WHERE length($1) >= 4 AND substr(id, -length($1)) = $1
              LIMIT 3",
-                )
-                .bind(&s)
-                .fetch_all(self.pool()?)
-                .await?
-            }
-        };
+            "SELECT id FROM questions WHERE id = $1
+             UNION
+             SELECT id FROM questions WHERE length($1) >= 4 AND right(id, length($1)) = $1
+             LIMIT 3",
+        )
+        .text(s.as_str());
+        let ids: Vec<String> = self
+            .rows::<(String,)>(like)
+            .await?
+            .into_iter()
+            .map(|(id,)| id)
+            .collect();
         if ids.contains(&s) {
             return Ok(Some(s));
         }
@@ -65,38 +71,38 @@ impl Store {
 
     /// Questions matching `filter`, oldest first.
     pub async fn list_questions(&self, filter: &ListFilter) -> Result<Vec<Question>> {
-        if let Engine::Postgres(p) = self.engine() {
-            return pg::list(p, filter, self.now()).await;
-        }
-        let rows = sqlx::query(
+        // A negative limit, or none, is no limit: SQLite reads -1 so,
+        // PostgreSQL a NULL.
+        let list = Stmt::spelled(
             "SELECT * FROM questions
-             WHERE (?1 IS NULL OR status = ?1)
-               AND (?2 IS NULL OR project = ?2)
-               AND (?3 IS NULL OR session = ?3)
-               AND (NOT ?4 OR snoozed_until IS NULL OR snoozed_until <= ?5)
+             WHERE ($1 IS NULL OR status = $1)
+               AND ($2 IS NULL OR project = $2)
+               AND ($3 IS NULL OR session = $3)
+               AND (NOT $4 OR snoozed_until IS NULL OR snoozed_until <= $5)
              ORDER BY created_at, id
-             LIMIT ?6",
+             LIMIT COALESCE($6, -1)",
+            "SELECT * FROM questions
+             WHERE ($1::TEXT IS NULL OR status = $1)
+               AND ($2::TEXT IS NULL OR project = $2)
+               AND ($3::TEXT IS NULL OR session = $3)
+               AND (NOT $4 OR snoozed_until IS NULL OR snoozed_until <= $5)
+             ORDER BY created_at, id COLLATE \"C\"
+             LIMIT $6",
         )
-        .bind(filter.status.map(|s| s.as_str()))
-        .bind(filter.project.as_deref())
-        .bind(filter.session.as_deref())
-        .bind(filter.awake_only)
-        .bind(self.now())
-        .bind(filter.limit.unwrap_or(-1))
-        .fetch_all(self.pool()?)
-        .await?;
-        rows.iter().map(from_row).collect()
+        .text(filter.status.map(|s| s.as_str()))
+        .text(filter.project.as_deref())
+        .text(filter.session.as_deref())
+        .bool(filter.awake_only)
+        .int(self.now())
+        .int(filter.limit.filter(|n| *n >= 0));
+        self.rows(list).await
     }
 
     /// The append-only reply history of one question, oldest first.
     pub async fn question_replies(&self, id: &str) -> Result<Vec<ReplyRecord>> {
-        if let Engine::Postgres(p) = self.engine() {
-            return pg::replies(p, id).await;
-        }
-        let rows = sqlx::query("SELECT * FROM question_replies WHERE question_id = ? ORDER BY seq")
-            .bind(id)
-            .fetch_all(self.pool()?)
-            .await?;
-        rows.iter().map(record_from_row).collect()
+        let history =
+            Stmt::new("SELECT * FROM question_replies WHERE question_id = $1 ORDER BY seq")
+                .text(id);
+        self.rows(history).await
     }
 }

@@ -9,40 +9,31 @@
 //!   handed the unread answer (and that exact reply is marked picked up).
 //! - Pickup marks `reply_seen_at` only for the exact reply read, named by
 //!   `reply_seq` (two replies in one millisecond share `replied_at`).
-//! - A refused write runs its guarded statement once more after
-//!   [`Turn::begin`] before it explains itself. Why: alone, the refused
-//!   statement was its own transaction, so another process (another
-//!   store's pool) may have changed the row before the explanation read it
-//!   — an unread reply picked up, and a chat reply then told it was
-//!   "empty". Under `BEGIN IMMEDIATE` nobody else writes: the second try
-//!   wins, or it is refused by exactly the state the explanation reads.
-//!   Only a refused write pays for it; a winning one is one statement.
+//! - A refused write reads the row and runs its guarded statement once
+//!   more after [`Tx::begin`] before it explains itself. Why: alone, the
+//!   refused statement was its own transaction, so another writer may
+//!   have changed the row before the explanation read it — an unread
+//!   reply picked up, and a chat reply then told it was "empty". On
+//!   SQLite, under `BEGIN IMMEDIATE` nobody else writes; on PostgreSQL
+//!   (READ COMMITTED) the read locks the row (`FOR UPDATE`): the second
+//!   try wins, or it is refused by exactly the state the explanation
+//!   reads. Only a refused write pays for it; a winning one is one
+//!   statement.
+//!
+//! Each statement is written once per engine only where its JSON payload
+//! is spelled differently (see `write.rs`) or PostgreSQL needs a typed
+//! NULL test (`$N::BIGINT IS NULL`); the values are numbered the same.
 
 use std::sync::Arc;
 
-use sqlx::SqliteConnection;
-
-use super::read::get_on;
+use super::read::lock;
 use super::write::explain_closed;
-use super::{
-    Channel, Delivery, NewReply, Outcome, Question, Refusal, ReplyKind, Status, from_row, validate,
-};
-use crate::store::binds::{Query, binder};
-use crate::store::postgres::replies as pg;
-use crate::store::writer::Turn;
-use crate::store::{Engine, Result, Store};
-
-/// The `question.answered` event and its history row, named in the
-/// reply UPDATE's `t_*` columns for the trigger: `?1` text, `?2` context,
-/// `?3` kind, `?4` source, `?5` by, `?6` now and `?11` the actor (`?7` to
-/// `?10` are each writer's own).
-const ANSWERED: &str = "t_seq = t_seq + 1, t_at = ?6, t_event = 'question.answered',
-     t_history = 'reply', t_by = ?5, t_actor = ?11, t_channel = ?4,
-     t_payload = json_object('by', ?5, 'context', ?2, 'kind', ?3, 'reply_seq', reply_seq + 1,
-                             'revision', revision, 'source', ?4, 'text', ?1)";
+use super::{Channel, Delivery, NewReply, Outcome, Question, Refusal, ReplyKind, Status, validate};
+use crate::store::engine::{Stmt, Tx};
+use crate::store::{Result, Store};
 
 /// Who a reply's event names: the person, else the door.
-pub(crate) fn actor_of(r: &NewReply, channel: Channel) -> &str {
+fn actor_of(r: &NewReply, channel: Channel) -> &str {
     if r.by.is_empty() {
         channel.as_str()
     } else {
@@ -50,87 +41,17 @@ pub(crate) fn actor_of(r: &NewReply, channel: Channel) -> &str {
     }
 }
 
-/// One reply to write, owned for the write queue (SQLite) or the
-/// retries (PostgreSQL).
+/// One reply to write, owned for the write.
 #[derive(Debug)]
-pub(crate) struct Submitted {
-    pub(crate) id: String,
-    pub(crate) r: NewReply,
-    pub(crate) source: Channel,
-}
-
-impl Submitted {
-    binder! {
-        /// Bind a chat or agent reply's guarded UPDATE, the same numbering on
-        /// both engines: `1` text, `2` context, `3` kind, `4` source, `5` by,
-        /// `6` now, `7` born seen (the agent's own), `8` id, `9` the expected
-        /// revision, `10` a chat clarify, `11` the actor.
-        pub(crate) fn bind_conditional<'q, DB>(
-            &self,
-            query: Query<'q, DB>,
-            now: i64,
-        ) -> Query<'q, DB> {
-            let (r, source) = (&self.r, self.source);
-            let born_seen = source == Channel::Agent;
-            let clarify_chat = source == Channel::Chat && r.kind == ReplyKind::Clarify;
-            query
-                .bind(r.text.trim())
-                .bind(r.context.as_deref())
-                .bind(r.kind.as_str())
-                .bind(source.as_str())
-                .bind(r.by.as_str())
-                .bind(now)
-                .bind(born_seen)
-                .bind(self.id.as_str())
-                .bind(r.expected_revision)
-                .bind(clarify_chat)
-                .bind(actor_of(r, source))
-        }
-    }
-
-    binder! {
-        /// Bind a blank Inbox reply's guarded clear, the same numbering on
-        /// both engines: `1` now, `2` id, `3` the expected revision, `4` by,
-        /// `5` the actor.
-        pub(crate) fn bind_clear<'q, DB>(
-            &self,
-            query: Query<'q, DB>,
-            now: i64,
-        ) -> Query<'q, DB> {
-            let r = &self.r;
-            query
-                .bind(now)
-                .bind(self.id.as_str())
-                .bind(r.expected_revision)
-                .bind(r.by.as_str())
-                .bind(actor_of(r, Channel::Inbox))
-        }
-    }
-}
-
-binder! {
-    /// Bind the pickup mark of reply `reply_seq` of question `id` by `by`, the
-    /// same numbering on both engines: `1` now, `2` id, `3` the reply's
-    /// number, `4` by, `5` the actor.
-    pub(crate) fn bind_mark<'q, DB>(
-        query: Query<'q, DB>,
-        now: i64,
-        id: &str,
-        reply_seq: i64,
-        by: &str,
-    ) -> Query<'q, DB> {
-        query
-            .bind(now)
-            .bind(id)
-            .bind(reply_seq)
-            .bind(by)
-            .bind(if by.is_empty() { "agent" } else { by })
-    }
+struct Submitted {
+    id: String,
+    r: NewReply,
+    source: Channel,
 }
 
 /// Why a reply to the open question `q` was refused: stale, or an
 /// unclaimed reply in the way (`Empty` if neither: the caller refines it).
-pub(crate) fn explain_open(q: &Question, expected_revision: Option<i64>) -> Refusal {
+fn explain_open(q: &Question, expected_revision: Option<i64>) -> Refusal {
     if let Some(rev) = expected_revision
         && rev != q.revision
     {
@@ -149,9 +70,22 @@ pub(crate) fn explain_open(q: &Question, expected_revision: Option<i64>) -> Refu
     }
 }
 
+/// Explain a refused reply from the row read under the write: missing,
+/// closed, stale, or an unclaimed reply in the way (`Empty` if none of
+/// these — the caller refines it).
+fn explain(q: Option<&Question>, expected_revision: Option<i64>) -> Refusal {
+    let Some(q) = q else {
+        return Refusal::NotFound;
+    };
+    if q.status != Status::Open {
+        return explain_closed(Some(q));
+    }
+    explain_open(q, expected_revision)
+}
+
 /// A write that found nothing to clear or was refused by a card's answer:
 /// the agent already has the standing reply of `q`, or there is none.
-pub(crate) fn picked_up_or_empty(q: Option<&Question>) -> Refusal {
+fn picked_up_or_empty(q: Option<&Question>) -> Refusal {
     match q.and_then(|q| q.reply.as_ref()) {
         Some(reply) => Refusal::AlreadyPickedUp {
             reply: reply.text.clone(),
@@ -176,27 +110,17 @@ impl Store {
     pub async fn reply_inbox(&self, id: &str, r: &NewReply) -> Result<Outcome<Question>> {
         validate::reply(r)?;
         let blank = is_blank(r);
-        if let Engine::Postgres(p) = self.engine() {
-            return pg::inbox(self, p, id, r, blank).await;
-        }
         let one = Arc::new(Submitted {
             id: id.to_string(),
             r: r.clone(),
             source: Channel::Inbox,
         });
-        let clock = self.clock().clone();
-        self.retry(|| {
-            let (one, clock) = (one.clone(), clock.clone());
-            self.write(move |turn| {
-                Box::pin(async move {
-                    let now = clock.now_ms();
-                    if blank {
-                        clear_in(turn, &one, now).await
-                    } else {
-                        reply_inbox_in(turn, &one, now).await
-                    }
-                })
-            })
+        self.write_with(one, move |tx, one, now| {
+            if blank {
+                Box::pin(clear_in(tx, one, now))
+            } else {
+                Box::pin(reply_inbox_in(tx, one, now))
+            }
         })
         .await
     }
@@ -231,20 +155,13 @@ impl Store {
         r: &NewReply,
         source: Channel,
     ) -> Result<Outcome<Question>> {
-        if let Engine::Postgres(p) = self.engine() {
-            return pg::conditional(self, p, id, r, source).await;
-        }
         let one = Arc::new(Submitted {
             id: id.to_string(),
             r: r.clone(),
             source,
         });
-        let clock = self.clock().clone();
-        self.retry(|| {
-            let (one, clock) = (one.clone(), clock.clone());
-            self.write(move |turn| Box::pin(conditional_in(turn, one, clock.now_ms())))
-        })
-        .await
+        self.write_with(one, |tx, one, now| Box::pin(conditional_in(tx, one, now)))
+            .await
     }
 
     /// Open questions in scope with an unseen reply (and, with
@@ -257,39 +174,37 @@ impl Store {
         session: Option<&str>,
         include_seen: bool,
     ) -> Result<Vec<Question>> {
-        if let Engine::Postgres(p) = self.engine() {
-            return pg::read_pending(p, project, session, include_seen).await;
-        }
         // Two spellings so SQLite can use the `questions_pending` index on
-        // the session when one is given (an `?2 IS NULL OR …` filter can't).
-        let rows = match session {
-            Some(session) => {
-                sqlx::query(
-                    "SELECT * FROM questions
-                 WHERE status = 'open' AND reply IS NOT NULL AND session = ?2
-                   AND (?1 IS NULL OR project = ?1) AND (?3 OR reply_seen_at IS NULL)
+        // the session when one is given (a `$2 IS NULL OR …` filter can't);
+        // on PostgreSQL `COLLATE "C"` breaks ties in SQLite's byte order.
+        let pending = match session {
+            Some(session) => Stmt::spelled(
+                "SELECT * FROM questions
+                 WHERE status = 'open' AND reply IS NOT NULL AND session = $2
+                   AND ($1 IS NULL OR project = $1) AND ($3 OR reply_seen_at IS NULL)
                  ORDER BY replied_at, id",
-                )
-                .bind(project)
-                .bind(session)
-                .bind(include_seen)
-                .fetch_all(self.pool()?)
-                .await?
-            }
-            None => {
-                sqlx::query(
-                    "SELECT * FROM questions
+                "SELECT * FROM questions
+                 WHERE status = 'open' AND reply IS NOT NULL AND session = $2
+                   AND ($1::TEXT IS NULL OR project = $1) AND ($3 OR reply_seen_at IS NULL)
+                 ORDER BY replied_at, id COLLATE \"C\"",
+            )
+            .text(project)
+            .text(session)
+            .bool(include_seen),
+            None => Stmt::spelled(
+                "SELECT * FROM questions
                  WHERE status = 'open' AND reply IS NOT NULL
-                   AND (?1 IS NULL OR project = ?1) AND (?2 OR reply_seen_at IS NULL)
+                   AND ($1 IS NULL OR project = $1) AND ($2 OR reply_seen_at IS NULL)
                  ORDER BY replied_at, id",
-                )
-                .bind(project)
-                .bind(include_seen)
-                .fetch_all(self.pool()?)
-                .await?
-            }
+                "SELECT * FROM questions
+                 WHERE status = 'open' AND reply IS NOT NULL
+                   AND ($1::TEXT IS NULL OR project = $1) AND ($2 OR reply_seen_at IS NULL)
+                 ORDER BY replied_at, id COLLATE \"C\"",
+            )
+            .text(project)
+            .bool(include_seen),
         };
-        rows.iter().map(from_row).collect()
+        self.rows(pending).await
     }
 
     /// Mark the exact reply `q` carries (its `reply_seq`) as picked up by
@@ -297,21 +212,11 @@ impl Store {
     /// since `q` was read (the newer one stays queued), was already marked,
     /// or the question closed.
     pub async fn mark_reply_seen(&self, q: &Question, by: &str) -> Result<Option<i64>> {
-        if let Engine::Postgres(p) = self.engine() {
-            return pg::mark_seen(self, p, &q.id, q.reply_seq, by).await;
-        }
         let one = Arc::new((q.id.clone(), q.reply_seq, by.to_string()));
-        let clock = self.clock().clone();
-        self.retry(|| {
-            let (one, clock) = (one.clone(), clock.clone());
-            self.write(move |turn| {
-                Box::pin(async move {
-                    let now = clock.now_ms();
-                    let (id, seq, by) = &*one;
-                    Ok(mark_in(turn.conn(), now, id, *seq, by)
-                        .await?
-                        .then_some(now))
-                })
+        self.write_with(one, |mut tx, one, now| {
+            Box::pin(async move {
+                let (id, seq, by) = &*one;
+                Ok(mark_in(&mut tx, now, id, *seq, by).await?.then_some(now))
             })
         })
         .await
@@ -354,207 +259,234 @@ impl Store {
 }
 
 /// The Inbox reply: unconditional on the reply columns while open.
-async fn reply_inbox_in(turn: &mut Turn, one: &Submitted, now: i64) -> Result<Outcome<Question>> {
-    if let Some(row) = reply_inbox_once(turn.conn(), one, now).await? {
-        return Ok(Ok(from_row(&row)?));
+async fn reply_inbox_in(
+    mut tx: Tx<'_>,
+    one: Arc<Submitted>,
+    now: i64,
+) -> Result<Outcome<Question>> {
+    if let Some(q) = tx.row(&reply_inbox(&one, now)).await? {
+        return Ok(Ok(q));
     }
     // Refused: once more under the lock (see the module docs).
-    turn.begin().await?;
-    if let Some(row) = reply_inbox_once(turn.conn(), one, now).await? {
-        return Ok(Ok(from_row(&row)?));
+    tx.begin().await?;
+    let locked = tx.row::<Question>(&lock(&one.id)).await?;
+    if let Some(q) = tx.row(&reply_inbox(&one, now)).await? {
+        return Ok(Ok(q));
     }
-    let conn = turn.conn();
-    // A card answered and already picked up (its hook is closing it).
+    // A card answered: unread, or picked up (its hook is closing it).
     Ok(Err(
-        match explain(conn, &one.id, one.r.expected_revision).await? {
-            Refusal::Empty => picked_up_or_empty(get_on(conn, &one.id).await?.as_ref()),
+        match explain(locked.as_ref(), one.r.expected_revision) {
+            Refusal::Empty => picked_up_or_empty(locked.as_ref()),
             other => other,
         },
     ))
 }
 
-/// The Inbox reply's guarded statement: the row when it won.
-async fn reply_inbox_once(
-    conn: &mut SqliteConnection,
-    one: &Submitted,
-    now: i64,
-) -> Result<Option<sqlx::sqlite::SqliteRow>> {
+/// The Inbox reply's guarded statement: `$1` text, `$2` context, `$3`
+/// kind, `$4` source, `$5` by, `$6` now, `$7` id, `$8` the expected
+/// revision, `$9` the actor; its trigger appends `question.answered` and
+/// the history row.
+fn reply_inbox(one: &Submitted, now: i64) -> Stmt<'_> {
     let r = &one.r;
     // Why unconditional on the reply columns: the Inbox is the human's
     // authoritative door; only the question being open (and, if the
     // caller drew a revision, that revision) guards it. Except on a card
     // (an agent's own multiple-choice prompt): its hook takes the first
     // answer and closes it, so a later one would be lost; it is refused.
-    let sql = format!(
-        "UPDATE questions SET reply = ?1, reply_context = ?2, reply_kind = ?3,
-             reply_source = ?4, replied_by = ?5, replied_at = ?6,
-             reply_seen_at = NULL, reply_seq = reply_seq + 1, updated_at = ?6, {ANSWERED}
-         WHERE id = ?7 AND status = 'open' AND (?8 IS NULL OR revision = ?8)
+    Stmt::spelled(
+        "UPDATE questions SET reply = $1, reply_context = $2, reply_kind = $3,
+             reply_source = $4, replied_by = $5, replied_at = $6,
+             reply_seen_at = NULL, reply_seq = reply_seq + 1, updated_at = $6,
+             t_seq = t_seq + 1, t_at = $6, t_event = 'question.answered',
+             t_history = 'reply', t_by = $5, t_actor = $9, t_channel = $4,
+             t_payload = json_object('by', $5, 'context', $2, 'kind', $3, 'reply_seq', reply_seq + 1,
+                                     'revision', revision, 'source', $4, 'text', $1)
+         WHERE id = $7 AND status = 'open' AND ($8 IS NULL OR revision = $8)
            AND (choice = '' OR reply IS NULL)
-         RETURNING *"
-    );
-    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(r.text.trim())
-        .bind(r.context.as_deref())
-        .bind(r.kind.as_str())
-        .bind(Channel::Inbox.as_str())
-        .bind(&r.by)
-        .bind(now)
-        .bind(&one.id)
-        .bind(r.expected_revision)
-        .bind(None::<i64>) // ?9 unused
-        .bind(None::<i64>) // ?10 unused
-        .bind(actor_of(r, Channel::Inbox))
-        .fetch_optional(conn)
-        .await?;
-    Ok(row)
+         RETURNING *",
+        "UPDATE questions SET reply = $1, reply_context = $2, reply_kind = $3,
+             reply_source = $4, replied_by = $5, replied_at = $6,
+             reply_seen_at = NULL, reply_seq = reply_seq + 1, updated_at = $6,
+             t_seq = t_seq + 1, t_at = $6, t_event = 'question.answered',
+             t_history = 'reply', t_by = $5, t_actor = $9, t_channel = $4,
+             t_payload = handoff_json_set(json_build_object(
+                 'by', $5, 'context', $2, 'kind', $3, 'reply_seq', reply_seq + 1,
+                 'revision', revision, 'source', $4, 'text', $1)::text, '{}', '{}')
+         WHERE id = $7 AND status = 'open' AND ($8::BIGINT IS NULL OR revision = $8)
+           AND (choice = '' OR reply IS NULL)
+         RETURNING *",
+    )
+    .text(r.text.trim())
+    .text(r.context.as_deref())
+    .text(r.kind.as_str())
+    .text(Channel::Inbox.as_str())
+    .text(r.by.as_str())
+    .int(now)
+    .text(one.id.as_str())
+    .int(r.expected_revision)
+    .text(actor_of(r, Channel::Inbox))
 }
 
 /// A blank Inbox reply: clears a reply nobody picked up.
-async fn clear_in(turn: &mut Turn, one: &Submitted, now: i64) -> Result<Outcome<Question>> {
-    if let Some(row) = clear_once(turn.conn(), one, now).await? {
-        return Ok(Ok(from_row(&row)?));
+async fn clear_in(mut tx: Tx<'_>, one: Arc<Submitted>, now: i64) -> Result<Outcome<Question>> {
+    if let Some(q) = tx.row(&clear(&one, now)).await? {
+        return Ok(Ok(q));
     }
     // Refused: once more under the lock (see the module docs).
-    turn.begin().await?;
-    if let Some(row) = clear_once(turn.conn(), one, now).await? {
-        return Ok(Ok(from_row(&row)?));
+    tx.begin().await?;
+    let locked = tx.row::<Question>(&lock(&one.id)).await?;
+    if let Some(q) = tx.row(&clear(&one, now)).await? {
+        return Ok(Ok(q));
     }
     // Open and on the expected revision, yet not cleared: there is no
     // reply, or the agent already has it.
-    let conn = turn.conn();
-    let refusal = match explain(conn, &one.id, one.r.expected_revision).await? {
-        Refusal::Empty | Refusal::UnreadAnswer { .. } => {
-            picked_up_or_empty(get_on(conn, &one.id).await?.as_ref())
-        }
-        other => other,
-    };
-    Ok(Err(refusal))
+    Ok(Err(
+        match explain(locked.as_ref(), one.r.expected_revision) {
+            Refusal::Empty | Refusal::UnreadAnswer { .. } => picked_up_or_empty(locked.as_ref()),
+            other => other,
+        },
+    ))
 }
 
-/// The clear's guarded statement: the row when it won.
-async fn clear_once(
-    conn: &mut SqliteConnection,
-    one: &Submitted,
-    now: i64,
-) -> Result<Option<sqlx::sqlite::SqliteRow>> {
+/// The clear's guarded statement: `$1` now, `$2` id, `$3` the expected
+/// revision, `$4` by, `$5` the actor.
+fn clear(one: &Submitted, now: i64) -> Stmt<'_> {
+    let r = &one.r;
     // Why `reply_seen_at IS NULL`: a reply the agent already picked up
     // cannot be taken back by clearing; only an unpicked one can.
-    let row = one
-        .bind_clear(
-            sqlx::query(
-                "UPDATE questions SET reply = NULL, reply_context = NULL, reply_kind = NULL,
+    Stmt::spelled(
+        "UPDATE questions SET reply = NULL, reply_context = NULL, reply_kind = NULL,
              reply_source = NULL, replied_by = NULL, replied_at = NULL,
-             reply_seen_at = NULL, reply_seq = reply_seq + 1, updated_at = ?1,
-             t_seq = t_seq + 1, t_at = ?1, t_event = 'question.reply_cleared',
-             t_history = 'clear', t_by = ?4, t_actor = ?5, t_channel = 'inbox',
+             reply_seen_at = NULL, reply_seq = reply_seq + 1, updated_at = $1,
+             t_seq = t_seq + 1, t_at = $1, t_event = 'question.reply_cleared',
+             t_history = 'clear', t_by = $4, t_actor = $5, t_channel = 'inbox',
              t_payload = json_object('reply_seq', reply_seq + 1, 'revision', revision)
-         WHERE id = ?2 AND status = 'open' AND reply IS NOT NULL AND reply_seen_at IS NULL
-           AND (?3 IS NULL OR revision = ?3)
+         WHERE id = $2 AND status = 'open' AND reply IS NOT NULL AND reply_seen_at IS NULL
+           AND ($3 IS NULL OR revision = $3)
          RETURNING *",
-            ),
-            now,
-        )
-        .fetch_optional(conn)
-        .await?;
-    Ok(row)
+        "UPDATE questions SET reply = NULL, reply_context = NULL, reply_kind = NULL,
+             reply_source = NULL, replied_by = NULL, replied_at = NULL,
+             reply_seen_at = NULL, reply_seq = reply_seq + 1, updated_at = $1,
+             t_seq = t_seq + 1, t_at = $1, t_event = 'question.reply_cleared',
+             t_history = 'clear', t_by = $4, t_actor = $5, t_channel = 'inbox',
+             t_payload = handoff_json_set(json_build_object(
+                 'reply_seq', reply_seq + 1, 'revision', revision)::text, '{}', '{}')
+         WHERE id = $2 AND status = 'open' AND reply IS NOT NULL AND reply_seen_at IS NULL
+           AND ($3::BIGINT IS NULL OR revision = $3)
+         RETURNING *",
+    )
+    .int(now)
+    .text(one.id.as_str())
+    .int(r.expected_revision)
+    .text(r.by.as_str())
+    .text(actor_of(r, Channel::Inbox))
 }
 
 /// A chat or agent reply: only while no unclaimed reply waits.
 async fn conditional_in(
-    turn: &mut Turn,
+    mut tx: Tx<'_>,
     one: Arc<Submitted>,
     now: i64,
 ) -> Result<Outcome<Question>> {
-    if let Some(row) = conditional_once(turn.conn(), &one, now).await? {
-        return Ok(Ok(from_row(&row)?));
+    if let Some(q) = tx.row(&conditional(&one, now)).await? {
+        return Ok(Ok(q));
     }
     // Refused: once more under the lock (see the module docs).
-    turn.begin().await?;
-    if let Some(row) = conditional_once(turn.conn(), &one, now).await? {
-        return Ok(Ok(from_row(&row)?));
+    tx.begin().await?;
+    let locked = tx.row::<Question>(&lock(&one.id)).await?;
+    if let Some(q) = tx.row(&conditional(&one, now)).await? {
+        return Ok(Ok(q));
     }
-    let r = &one.r;
-    let refusal = explain(turn.conn(), &one.id, r.expected_revision).await?;
+    let refusal = explain(locked.as_ref(), one.r.expected_revision);
     if one.source == Channel::Agent
         && let Refusal::UnreadAnswer { .. } = refusal
+        && let Some(q) = &locked
     {
-        // The agent is handed the unread answer: record that exact
-        // reply as delivered, in this same transaction.
-        if let Some(q) = get_on(turn.conn(), &one.id).await? {
-            mark_in(turn.conn(), now, &q.id, q.reply_seq, &r.by).await?;
-        }
+        // The agent is handed the unread answer: record that exact reply
+        // as delivered, in this same transaction (nobody else writes the
+        // row meanwhile, so it is the reply the refusal carries).
+        mark_in(&mut tx, now, &q.id, q.reply_seq, &one.r.by).await?;
     }
     Ok(Err(refusal))
 }
 
-/// A chat or agent reply's guarded statement: the row when it won.
-async fn conditional_once(
-    conn: &mut SqliteConnection,
-    one: &Submitted,
-    now: i64,
-) -> Result<Option<sqlx::sqlite::SqliteRow>> {
+/// A chat or agent reply's guarded statement: `$1` text, `$2` context,
+/// `$3` kind, `$4` source, `$5` by, `$6` now, `$7` born seen (the agent's
+/// own), `$8` id, `$9` the expected revision, `$10` a chat clarify, `$11`
+/// the actor; its trigger appends `question.answered` and the history row.
+fn conditional(one: &Submitted, now: i64) -> Stmt<'_> {
+    let (r, source) = (&one.r, one.source);
     // Why this predicate: a reply nobody has picked up yet (above all an
     // Inbox one) must never be overwritten from chat or by the agent —
     // the engine decides, so of N racing writers exactly one wins. A chat
     // `clarify` may correct an unclaimed *chat* reply, never an Inbox one.
-    let sql = format!(
-        "UPDATE questions SET reply = ?1, reply_context = ?2, reply_kind = ?3,
-             reply_source = ?4, replied_by = ?5, replied_at = ?6,
-             reply_seen_at = CASE WHEN ?7 THEN ?6 ELSE NULL END,
-             reply_seq = reply_seq + 1, updated_at = ?6, {ANSWERED}
-         WHERE id = ?8 AND status = 'open' AND (?9 IS NULL OR revision = ?9)
+    Stmt::spelled(
+        "UPDATE questions SET reply = $1, reply_context = $2, reply_kind = $3,
+             reply_source = $4, replied_by = $5, replied_at = $6,
+             reply_seen_at = CASE WHEN $7 THEN $6 ELSE NULL END,
+             reply_seq = reply_seq + 1, updated_at = $6,
+             t_seq = t_seq + 1, t_at = $6, t_event = 'question.answered',
+             t_history = 'reply', t_by = $5, t_actor = $11, t_channel = $4,
+             t_payload = json_object('by', $5, 'context', $2, 'kind', $3, 'reply_seq', reply_seq + 1,
+                                     'revision', revision, 'source', $4, 'text', $1)
+         WHERE id = $8 AND status = 'open' AND ($9 IS NULL OR revision = $9)
            AND (reply IS NULL OR reply_seen_at IS NOT NULL
-                OR (?10 AND reply_source = 'chat'))
-         RETURNING *"
-    );
-    let row = one
-        .bind_conditional(sqlx::query(sqlx::AssertSqlSafe(sql)), now)
-        .fetch_optional(conn)
-        .await?;
-    Ok(row)
+                OR ($10 AND reply_source = 'chat'))
+         RETURNING *",
+        "UPDATE questions SET reply = $1, reply_context = $2, reply_kind = $3,
+             reply_source = $4, replied_by = $5, replied_at = $6,
+             reply_seen_at = CASE WHEN $7 THEN $6 ELSE NULL END,
+             reply_seq = reply_seq + 1, updated_at = $6,
+             t_seq = t_seq + 1, t_at = $6, t_event = 'question.answered',
+             t_history = 'reply', t_by = $5, t_actor = $11, t_channel = $4,
+             t_payload = handoff_json_set(json_build_object(
+                 'by', $5, 'context', $2, 'kind', $3, 'reply_seq', reply_seq + 1,
+                 'revision', revision, 'source', $4, 'text', $1)::text, '{}', '{}')
+         WHERE id = $8 AND status = 'open' AND ($9::BIGINT IS NULL OR revision = $9)
+           AND (reply IS NULL OR reply_seen_at IS NOT NULL
+                OR ($10 AND reply_source = 'chat'))
+         RETURNING *",
+    )
+    .text(r.text.trim())
+    .text(r.context.as_deref())
+    .text(r.kind.as_str())
+    .text(source.as_str())
+    .text(r.by.as_str())
+    .int(now)
+    .bool(source == Channel::Agent)
+    .text(one.id.as_str())
+    .int(r.expected_revision)
+    .bool(source == Channel::Chat && r.kind == ReplyKind::Clarify)
+    .text(actor_of(r, source))
 }
 
 /// Mark reply `reply_seq` of question `id` picked up by `by`: one guarded
 /// UPDATE whose trigger appends `question.picked_up`. Whether it marked.
-async fn mark_in(
-    conn: &mut SqliteConnection,
-    now: i64,
-    id: &str,
-    reply_seq: i64,
-    by: &str,
-) -> Result<bool> {
-    // Why `reply_seq = ?`: mark only the reply that was read. If a human
+async fn mark_in(tx: &mut Tx<'_>, now: i64, id: &str, reply_seq: i64, by: &str) -> Result<bool> {
+    // Why `reply_seq = $3`: mark only the reply that was read. If a human
     // re-replied between read and mark — even within the same
     // millisecond — the counter moved, the mark fails and the newer
     // reply stays queued.
-    let query = sqlx::query(
-        "UPDATE questions SET reply_seen_at = ?1,
-             t_seq = t_seq + 1, t_at = ?1, t_event = 'question.picked_up', t_history = NULL,
-             t_by = ?4, t_actor = ?5, t_channel = 'agent',
+    let mark = Stmt::spelled(
+        "UPDATE questions SET reply_seen_at = $1,
+             t_seq = t_seq + 1, t_at = $1, t_event = 'question.picked_up', t_history = NULL,
+             t_by = $4, t_actor = $5, t_channel = 'agent',
              t_payload = json_object('kind', reply_kind, 'reply_seq', reply_seq, 'source', reply_source)
-         WHERE id = ?2 AND status = 'open' AND reply IS NOT NULL
-           AND reply_seen_at IS NULL AND reply_seq = ?3",
-    );
-    let done = bind_mark(query, now, id, reply_seq, by)
-        .execute(conn)
-        .await?
-        .rows_affected();
-    Ok(done == 1)
-}
-
-/// Explain a refused reply: missing, closed, stale, or an unclaimed reply
-/// in the way (`Empty` if none of these — the caller refines it).
-async fn explain(
-    conn: &mut SqliteConnection,
-    id: &str,
-    expected_revision: Option<i64>,
-) -> Result<Refusal> {
-    let Some(q) = get_on(conn, id).await? else {
-        return Ok(Refusal::NotFound);
-    };
-    if q.status != Status::Open {
-        return explain_closed(conn, id).await;
-    }
-    Ok(explain_open(&q, expected_revision))
+         WHERE id = $2 AND status = 'open' AND reply IS NOT NULL
+           AND reply_seen_at IS NULL AND reply_seq = $3",
+        "UPDATE questions SET reply_seen_at = $1,
+             t_seq = t_seq + 1, t_at = $1, t_event = 'question.picked_up', t_history = NULL,
+             t_by = $4, t_actor = $5, t_channel = 'agent',
+             t_payload = handoff_json_set(json_build_object(
+                 'kind', reply_kind, 'reply_seq', reply_seq, 'source', reply_source)::text,
+                 '{}', '{}')
+         WHERE id = $2 AND status = 'open' AND reply IS NOT NULL
+           AND reply_seen_at IS NULL AND reply_seq = $3",
+    )
+    .int(now)
+    .text(id)
+    .int(reply_seq)
+    .text(by)
+    .text(if by.is_empty() { "agent" } else { by });
+    Ok(tx.change(&mark).await? == 1)
 }

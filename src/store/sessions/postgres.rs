@@ -12,7 +12,7 @@
 //! `json_object` writes (the same members in the same order, compact). A
 //! failed event aborts the transaction, so the change goes with it, as
 //! SQLite's savepoint makes it. A refused checkpoint or end is tried once
-//! more under `SELECT … FOR UPDATE` (see `questions.rs`), so the refusal
+//! more under `SELECT … FOR UPDATE` (see `store/questions/reply.rs`), so the refusal
 //! names the state that refused it.
 
 use std::sync::Arc;
