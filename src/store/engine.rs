@@ -127,7 +127,8 @@ impl<T> Rows for T where
 pub(crate) enum Tx<'c> {
     /// In SQLite's write turn.
     Turn(&'c mut Turn),
-    /// In a SQLite read transaction.
+    /// In a SQLite transaction outside the write turn's group commit (a
+    /// [`Snapshot`], or [`Store::transact_apart`]).
     Lite(&'c mut SqliteConnection),
     /// In a PostgreSQL transaction of its own.
     Pg(&'c mut PgConnection),
@@ -400,6 +401,38 @@ impl Store {
                 self.write_retried(input, move |turn, input, now| {
                     let op = op.clone();
                     Box::pin(async move { op(Tx::Turn(turn), input, now).await })
+                })
+                .await
+            }
+            Engine::Postgres(pg) => {
+                self.pg_write(pg, input, move |conn, input, now| {
+                    op(Tx::Pg(conn), input, now)
+                })
+                .await
+            }
+        }
+    }
+
+    /// Run `op` as a transaction of its own, outside SQLite's group
+    /// commit: there a `BEGIN IMMEDIATE` under the write turn's lock
+    /// ([`Store::begin_write`]; not remembered under a request id), on
+    /// PostgreSQL a write as [`Store::write_with`] runs it. For the older
+    /// writers that stand apart from the turn's batches; retried as
+    /// [`Store::retry`] says.
+    pub(crate) async fn transact_apart<I, T, F>(&self, input: I, op: F) -> Result<T>
+    where
+        I: Clone + Send + Sync + 'static,
+        T: Serialize + DeserializeOwned + Send + 'static,
+        F: for<'c> Fn(Tx<'c>, I, i64) -> BoxFuture<'c, Result<T>> + Clone + Send + Sync + 'static,
+    {
+        match self.engine() {
+            Engine::Sqlite(_) => {
+                self.retry(|| async {
+                    let now = self.now();
+                    let mut tx = self.begin_write().await?;
+                    let out = op(Tx::Lite(&mut tx), input.clone(), now).await?;
+                    tx.commit().await?;
+                    Ok(out)
                 })
                 .await
             }

@@ -20,8 +20,6 @@ use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 
 use super::{Error, Result};
 
-pub(crate) mod action_moves;
-pub(crate) mod actions;
 pub(crate) mod board_human;
 pub(crate) mod board_writes;
 pub(crate) mod boards;
