@@ -18,7 +18,8 @@
 //!   (get, list, audit) and the stored row every statement decodes;
 //! - [`codec`]: strict JSON, canonical form, fingerprint, patches, redaction;
 //! - `outcomes`: the proposal and the typed outcome of each transition;
-//! - `transitions`: propose, approve, reject;
+//! - `transitions`: propose, approve, reject; `approval`: what an approval
+//!   applies and SQLite's one call for it, `postgres` PostgreSQL's steps;
 //! - `execution`: claim, lease renewal, complete, waits;
 //! - `recovery`: expiry sweeps, crash recovery, resolve-unknown, purge;
 //! - `attempts`: the audit of a refused decision attempt;
@@ -29,12 +30,13 @@
 //! PostgreSQL spells a word differently, `spelling` renders each
 //! statement for it. One write differs in shape, the approval: SQLite's
 //! one call that also reads a refusal's explanation, PostgreSQL's steps
-//! under a row lock (`postgres`, beside its twin in `transitions`).
+//! under a row lock (`postgres`, beside its twin in `approval`).
 //!
 //! This module does not run executors (the CLI does) and has no background
 //! thread: expiry is lazy, and `expire_due()` is called by whoever owns a
 //! cadence (the daemon, `handoff expire`).
 
+mod approval;
 mod attempts;
 pub mod codec;
 mod execution;

@@ -1,5 +1,5 @@
 //! The approval on PostgreSQL: the body of the write its SQLite twin in
-//! `transitions.rs` (`approve_in_one_call`) runs beside it, through
+//! `approval.rs` (`approve_in_one_call`) runs beside it, through
 //! `Store::write_split`. The rules and the guarded UPDATE are the same;
 //! what differs is the shape.
 //!
@@ -18,8 +18,8 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use sqlx::PgConnection;
 
+use super::approval::{Approval, Approving, approve_sql};
 use super::spelling::Sql;
-use super::transitions::{Approval, Approving, approve_sql};
 use super::{load, one};
 use crate::store::Result;
 use crate::store::engine::{Stmt, Tx};
