@@ -630,7 +630,7 @@ impl Store {
     }
 
     /// The actions `s` reads, decoded.
-    pub(crate) async fn actions_read(&self, s: Stmt<'_>) -> Result<Vec<Action>> {
+    pub(crate) async fn read_actions(&self, s: Stmt<'_>) -> Result<Vec<Action>> {
         let rows = self.rows::<Stored>(s).await?;
         Ok(rows
             .into_iter()
@@ -663,7 +663,7 @@ impl Store {
         project: Option<&str>,
     ) -> Result<Vec<Action>> {
         let now = self.now();
-        let all = self.actions_read(list.stmt().text(project)).await?;
+        let all = self.read_actions(list.stmt().text(project)).await?;
         let mut out = Vec::with_capacity(all.len());
         for mut a in all {
             let eff = a.effective_status(now);

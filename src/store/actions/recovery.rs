@@ -250,7 +250,7 @@ impl Store {
     /// `executing` actions whose lease ran out, oldest first: what recovery
     /// ([`crate::programs::recover`]) settles.
     pub async fn lapsed(&self) -> Result<Vec<Action>> {
-        let mut lapsed = self.actions_read(LAPSED.stmt().int(self.now())).await?;
+        let mut lapsed = self.read_actions(LAPSED.stmt().int(self.now())).await?;
         if crate::fault::on("skip-recovery") {
             lapsed.clear(); // FAULT(skip-recovery)
         }
@@ -273,7 +273,7 @@ impl Store {
         // Only the approved rows are read: recovery runs on the daemon's
         // housekeeping cadence, and reading every action's arguments each
         // time would cost the whole table.
-        self.actions_read(CLAIMABLE.stmt()).await
+        self.read_actions(CLAIMABLE.stmt()).await
     }
 
     /// Take over a lapsed execution so that its verifier (`argv`) runs once.
@@ -420,20 +420,23 @@ impl Store {
     }
 }
 
-/// The purge's guard: the ids of the settled actions last changed before
-/// `$1`, which the delete triggers let go. A settled action never changes
-/// again, so what it picks stays settled; on PostgreSQL a purge racing
-/// this one waits on the guard rows and then finds their actions gone
-/// (`ON CONFLICT DO NOTHING`); SQLite's write lock leaves no such rows.
-const PURGE_GUARD: [&str; 2] = [
-    "INSERT INTO action_purge_guard (action_id)
-     SELECT id FROM actions
-     WHERE updated_at < $1 AND status IN ('executed','failed','rejected','expired')",
-    "INSERT INTO action_purge_guard (action_id)
-     SELECT id FROM actions
-     WHERE updated_at < $1 AND status IN ('executed','failed','rejected','expired')
-     ON CONFLICT DO NOTHING",
-];
+/// The purge's guard (`$1` the cutoff): the ids of the settled actions
+/// last changed before it, which the delete triggers let go. A settled
+/// action never changes again, so what it picks stays settled; on
+/// PostgreSQL a purge racing this one waits on the guard rows and then
+/// finds their actions gone (`ON CONFLICT DO NOTHING`); SQLite's write
+/// lock leaves no such rows.
+fn purge_guard<'q>() -> Stmt<'q> {
+    Stmt::spelled(
+        "INSERT INTO action_purge_guard (action_id)
+         SELECT id FROM actions
+         WHERE updated_at < $1 AND status IN ('executed','failed','rejected','expired')",
+        "INSERT INTO action_purge_guard (action_id)
+         SELECT id FROM actions
+         WHERE updated_at < $1 AND status IN ('executed','failed','rejected','expired')
+         ON CONFLICT DO NOTHING",
+    )
+}
 
 /// The actions the guard picked.
 static DOOMED: Sql = Sql::new(|_| {
@@ -445,8 +448,7 @@ static DOOMED: Sql = Sql::new(|_| {
 /// guard emptied, what is kept counted, and an `action.purged` event for
 /// each, last.
 async fn purge_in(tx: &mut Tx<'_>, before: i64, now: i64) -> crate::store::Result<PurgeReport> {
-    tx.change(&Stmt::spelled(PURGE_GUARD[0], PURGE_GUARD[1]).int(before))
-        .await?;
+    tx.change(&purge_guard().int(before)).await?;
     let doomed = all(tx, &DOOMED.stmt()).await?;
     // The delete trigger lets these through only because each id is in
     // the guard table *and* its action is settled.
