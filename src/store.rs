@@ -25,7 +25,6 @@
 
 pub mod actions;
 pub mod backup;
-mod binds;
 pub mod boards;
 pub mod channel;
 pub mod chat;

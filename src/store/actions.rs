@@ -3,10 +3,11 @@
 //!
 //! States: `pending → approved → executing → executed | failed | unknown`,
 //! and `pending → rejected | expired`. Every transition is one guarded
-//! `UPDATE … WHERE <state predicate>` inside one `BEGIN IMMEDIATE`
-//! transaction that also writes its [audit](AuditEntry) row and its event;
-//! the predicate decides races, `rows_affected()` tells who won, and losers
-//! get the winner's decision back as a typed result.
+//! `UPDATE … WHERE <state predicate>` (or the proposal's `INSERT`) whose
+//! table triggers write its [audit](AuditEntry) row and its event in the
+//! same statement; the predicate decides races, whether it returned a row
+//! tells who won, and losers get the winner's decision back as a typed
+//! result.
 //!
 //! Exactly-once, stated honestly: never two executions at once — always;
 //! exactly one — if the executor survived the call; after a crash mid-call —
@@ -14,40 +15,47 @@
 //!
 //! Layout:
 //! - this file: the model ([`Action`], [`Status`]), the module error, reads
-//!   (get, list, audit) and the audit/event writer every transition uses;
+//!   (get, list, audit) and the stored row every statement decodes;
 //! - [`codec`]: strict JSON, canonical form, fingerprint, patches, redaction;
 //! - `outcomes`: the proposal and the typed outcome of each transition;
-//! - `transitions`: propose, approve, reject;
+//! - `transitions`: propose, approve, reject; `approval`: what an approval
+//!   applies and SQLite's one call for it, `postgres` PostgreSQL's steps;
 //! - `execution`: claim, lease renewal, complete, waits;
 //! - `recovery`: expiry sweeps, crash recovery, resolve-unknown, purge;
+//! - `attempts`: the audit of a refused decision attempt;
 //! - [`rules`]: auto-decision rules and the external deciders/verifiers.
 //!
-//! On a PostgreSQL store every method here runs the same guarded
-//! statements in PostgreSQL's spelling, each write a transaction of its
-//! own (`store/postgres/actions.rs` for the reads, refused attempts and
-//! purge; `store/postgres/action_moves.rs` for the transitions).
+//! Both engines run the same statements, written once (`$N` values) and
+//! run through the store's engine seam (`store/engine.rs`); where
+//! PostgreSQL spells a word differently, `spelling` renders each
+//! statement for it. One write differs in shape, the approval: SQLite's
+//! one call that also reads a refusal's explanation, PostgreSQL's steps
+//! under a row lock (`postgres`, beside its twin in `approval`).
 //!
 //! This module does not run executors (the CLI does) and has no background
 //! thread: expiry is lazy, and `expire_due()` is called by whoever owns a
 //! cadence (the daemon, `handoff expire`).
 
+mod approval;
 mod attempts;
 pub mod codec;
 mod execution;
 mod expiry;
 mod outcomes;
-pub(crate) mod recovery;
+mod postgres;
+mod recovery;
 pub mod rules;
 mod scrub;
-pub(crate) mod transitions;
+mod spelling;
+mod transitions;
 
 use serde::Serialize;
 use serde_json::{Value, json};
-use sqlx::{ColumnIndex, Decode, Row, SqliteConnection, Type};
 
-use super::postgres::actions as pg;
-use super::{Engine, NewEvent, Store, events};
+use super::Store;
+use super::engine::{Stmt, Tx};
 use crate::store::Channel;
+use spelling::{Spelling, Sql};
 
 pub use codec::Redactor;
 pub use expiry::{expiry_note, timed_out};
@@ -388,99 +396,162 @@ pub(crate) const COLUMNS: &str = "id, kind, summary, args, fingerprint, dedup_ke
      redact_keys, exec, verify, owner, lease_until, result, error, attempts, proposer, project, \
      session, created_at, updated_at";
 
-fn corrupt(what: &str, e: impl std::fmt::Display) -> Error {
-    Error::Store(super::Error::Corrupt(format!("action {what}: {e}")))
+/// One action by full id (`$1`).
+static LOAD: Sql = Sql::new(|_| format!("SELECT {COLUMNS} FROM actions WHERE id = $1"));
+
+/// [`LOAD`], the row locked until the write ends (see [`Spelling::lock`]).
+static LOAD_LOCKED: Sql =
+    Sql::new(|s| format!("SELECT {COLUMNS} FROM actions WHERE id = $1{}", s.lock));
+
+/// Every action of `$1`'s project (all when NULL), newest first, reading
+/// the columns `columns` names.
+fn list_sql(s: &Spelling, columns: &str) -> String {
+    format!(
+        "SELECT {columns} FROM actions WHERE ($1 IS NULL OR project = $1)
+         ORDER BY created_at DESC, id{} DESC",
+        s.bytewise
+    )
 }
 
-fn parse_json<T: serde::de::DeserializeOwned>(what: &str, s: &str) -> Result<T> {
+/// [`list_sql`] with every column.
+static LIST: Sql = Sql::new(|s| list_sql(s, COLUMNS));
+
+/// [`list_sql`] without the arguments, patch and result (`null`), which
+/// may be megabytes each: a list reads and holds only what a list line
+/// shows. Column by column, so a change to [`COLUMNS`] cannot silently
+/// bring the heavy ones back.
+static LIST_SUMMARIES: Sql = Sql::new(|s| {
+    let light: Vec<String> = COLUMNS
+        .split(',')
+        .map(str::trim)
+        .map(|c| match c {
+            "args" | "effective_args" => format!("'null' AS {c}"),
+            "patch" | "result" => format!("NULL AS {c}"),
+            other => other.to_string(),
+        })
+        .collect();
+    list_sql(s, &light.join(", "))
+});
+
+fn corrupt(what: &str, e: impl std::fmt::Display) -> super::Error {
+    super::Error::Corrupt(format!("action {what}: {e}"))
+}
+
+fn parse_json<T: serde::de::DeserializeOwned>(what: &str, s: &str) -> super::Result<T> {
     serde_json::from_str(s).map_err(|e| corrupt(what, e))
 }
 
-fn opt_json<T: serde::de::DeserializeOwned>(what: &str, s: Option<String>) -> Result<Option<T>> {
+fn opt_json<T: serde::de::DeserializeOwned>(
+    what: &str,
+    s: Option<String>,
+) -> super::Result<Option<T>> {
     s.map(|s| parse_json(what, &s)).transpose()
 }
 
-/// A stored row as an action, of either engine (its columns are text and
-/// 64-bit integers on both).
-pub(crate) fn from_row<'r, R>(r: &'r R) -> Result<Action>
-where
-    R: Row,
-    for<'a> &'a str: ColumnIndex<R>,
-    String: Decode<'r, R::Database> + Type<R::Database>,
-    i64: Decode<'r, R::Database> + Type<R::Database>,
-{
-    let status: String = r.try_get("status")?;
-    let on_expire: String = r.try_get("on_expire")?;
-    Ok(Action {
-        id: r.try_get("id")?,
-        kind: r.try_get("kind")?,
-        summary: r.try_get("summary")?,
-        args: parse_json("args", &r.try_get::<String, _>("args")?)?,
-        fingerprint: r.try_get("fingerprint")?,
-        dedup_key: r.try_get("dedup_key")?,
-        status: Status::parse(&status).ok_or_else(|| corrupt("status", &status))?,
-        expires_at: r.try_get("expires_at")?,
-        on_expire: if on_expire == "reject" {
-            OnExpire::Reject
-        } else {
-            OnExpire::Expire
-        },
-        approvals_required: r.try_get("approvals_required")?,
-        approvals: r.try_get("approvals")?,
-        decided_by: r.try_get("decided_by")?,
-        decided_at: r.try_get("decided_at")?,
-        reason: r.try_get("reason")?,
-        patch: opt_json("patch", r.try_get("patch")?)?,
-        effective_args: parse_json("effective_args", &r.try_get::<String, _>("effective_args")?)?,
-        redact_keys: parse_json("redact_keys", &r.try_get::<String, _>("redact_keys")?)?,
-        exec: opt_json("exec", r.try_get("exec")?)?,
-        verify: opt_json("verify", r.try_get("verify")?)?,
-        owner: r.try_get("owner")?,
-        lease_until: r.try_get("lease_until")?,
-        result: opt_json("result", r.try_get("result")?)?,
-        error: r.try_get("error")?,
-        attempts: r.try_get("attempts")?,
-        proposer: r.try_get("proposer")?,
-        project: r.try_get("project")?,
-        session: r.try_get("session")?,
-        created_at: r.try_get("created_at")?,
-        updated_at: r.try_get("updated_at")?,
-    })
+/// An action's row as either engine stores it ([`COLUMNS`]: text and
+/// 64-bit integers on both), before its JSON and words are read.
+#[derive(sqlx::FromRow)]
+pub(crate) struct Stored {
+    id: String,
+    kind: String,
+    summary: String,
+    args: String,
+    fingerprint: String,
+    dedup_key: Option<String>,
+    status: String,
+    expires_at: Option<i64>,
+    on_expire: String,
+    approvals_required: i64,
+    approvals: i64,
+    decided_by: Option<String>,
+    decided_at: Option<i64>,
+    reason: Option<String>,
+    patch: Option<String>,
+    effective_args: String,
+    redact_keys: String,
+    exec: Option<String>,
+    verify: Option<String>,
+    owner: Option<String>,
+    lease_until: Option<i64>,
+    result: Option<String>,
+    error: Option<String>,
+    attempts: i64,
+    proposer: String,
+    project: String,
+    session: String,
+    created_at: i64,
+    updated_at: i64,
 }
 
-/// A stored audit row, of either engine.
-pub(crate) fn audit_from_row<'r, R>(r: &'r R) -> Result<AuditEntry>
-where
-    R: Row,
-    for<'a> &'a str: ColumnIndex<R>,
-    String: Decode<'r, R::Database> + Type<R::Database>,
-    i64: Decode<'r, R::Database> + Type<R::Database>,
-{
-    Ok(AuditEntry {
-        seq: r.try_get("seq")?,
-        action_id: r.try_get("action_id")?,
-        at: r.try_get("at")?,
-        actor: r.try_get("actor")?,
-        event: r.try_get("event")?,
-        details: parse_json("audit details", &r.try_get::<String, _>("details")?)?,
-    })
-}
-
-/// Read one action by full id on `conn` (inside or outside a transaction).
-pub(crate) async fn load(conn: &mut SqliteConnection, id: &str) -> Result<Action> {
-    let sql = format!("SELECT {COLUMNS} FROM actions WHERE id = ?");
-    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(id)
-        .fetch_optional(conn)
-        .await?;
-    match row {
-        Some(r) => from_row(&r),
-        None => Err(Error::NotFound(id.to_string())),
+impl Stored {
+    /// The action this row holds; [`super::Error::Corrupt`] when its JSON
+    /// or a word is not one this build writes.
+    pub(crate) fn action(self) -> super::Result<Action> {
+        let args = parse_json("args", &self.args)?;
+        let status = Status::parse(&self.status).ok_or_else(|| corrupt("status", &self.status))?;
+        Ok(Action {
+            args,
+            status,
+            on_expire: if self.on_expire == "reject" {
+                OnExpire::Reject
+            } else {
+                OnExpire::Expire
+            },
+            patch: opt_json("patch", self.patch)?,
+            effective_args: parse_json("effective_args", &self.effective_args)?,
+            redact_keys: parse_json("redact_keys", &self.redact_keys)?,
+            exec: opt_json("exec", self.exec)?,
+            verify: opt_json("verify", self.verify)?,
+            result: opt_json("result", self.result)?,
+            id: self.id,
+            kind: self.kind,
+            summary: self.summary,
+            fingerprint: self.fingerprint,
+            dedup_key: self.dedup_key,
+            expires_at: self.expires_at,
+            approvals_required: self.approvals_required,
+            approvals: self.approvals,
+            decided_by: self.decided_by,
+            decided_at: self.decided_at,
+            reason: self.reason,
+            owner: self.owner,
+            lease_until: self.lease_until,
+            error: self.error,
+            attempts: self.attempts,
+            proposer: self.proposer,
+            project: self.project,
+            session: self.session,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        })
     }
 }
 
-/// The event payload of a transition written by [`record`]: its audit
-/// details with the action's status, kind and summary.
+/// The action the statement `s` returns on `tx`, if any (a read, or a
+/// guarded write's `RETURNING`).
+pub(crate) async fn one(tx: &mut Tx<'_>, s: &Stmt<'_>) -> super::Result<Option<Action>> {
+    tx.row::<Stored>(s).await?.map(Stored::action).transpose()
+}
+
+/// Every action the statement `s` returns on `tx`.
+pub(crate) async fn all(tx: &mut Tx<'_>, s: &Stmt<'_>) -> super::Result<Vec<Action>> {
+    tx.rows::<Stored>(s)
+        .await?
+        .into_iter()
+        .map(Stored::action)
+        .collect()
+}
+
+/// Read one action by full id on `tx`, its row locked until the write
+/// ends when `locked` (see [`Spelling::lock`]); `None` when there is none.
+pub(crate) async fn load(tx: &mut Tx<'_>, id: &str, locked: bool) -> super::Result<Option<Action>> {
+    let sql = if locked { &LOAD_LOCKED } else { &LOAD };
+    one(tx, &sql.stmt().text(id)).await
+}
+
+/// The event payload of a transition audited by hand (a refused attempt,
+/// as the transition triggers write theirs): its audit details with the
+/// action's status, kind and summary.
 pub(crate) fn record_payload(action: &Action, details: Value) -> Value {
     let mut payload = details;
     if let Value::Object(m) = &mut payload {
@@ -489,45 +560,6 @@ pub(crate) fn record_payload(action: &Action, details: Value) -> Value {
         m.insert("summary".into(), json!(action.summary));
     }
     payload
-}
-
-/// Write the audit row and the event of one transition, on the connection
-/// of the transaction that made it. `details` must already be redacted.
-pub(crate) async fn record(
-    conn: &mut SqliteConnection,
-    now: i64,
-    action: &Action,
-    actor: Actor<'_>,
-    event: &str,
-    details: Value,
-) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO action_audit (action_id, at, actor, event, details) VALUES (?, ?, ?, ?, ?)",
-    )
-    .bind(&action.id)
-    .bind(now)
-    .bind(actor.name)
-    .bind(event)
-    .bind(details.to_string())
-    .execute(&mut *conn)
-    .await?;
-    let payload = record_payload(action, details);
-    events::append(
-        conn,
-        now,
-        &NewEvent {
-            kind: &format!("action.{event}"),
-            entity_kind: "action",
-            entity_id: &action.id,
-            actor: actor.name,
-            channel: actor.channel,
-            project: &action.project,
-            session: &action.session,
-            payload,
-        },
-    )
-    .await?;
-    Ok(())
 }
 
 impl Store {
@@ -560,25 +592,24 @@ impl Store {
         if needle.is_empty() || !needle.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(Error::NotFound(id_or_short.to_string()));
         }
-        if let Engine::Postgres(p) = self.engine() {
-            return match pg::ids_like(p, &needle, project).await?.as_slice() {
-                [one] => Ok(one.clone()),
-                [] => Err(Error::NotFound(id_or_short.to_string())),
-                _ => Err(Error::Ambiguous(id_or_short.to_string())),
-            };
-        }
-        let ids: Vec<String> = sqlx::query_scalar(
-            "SELECT id FROM actions
-             WHERE (id = ?1 OR (length(?1) < 32 AND substr(id, -length(?1)) = ?1))
-               AND (?2 IS NULL OR project = ?2)
-             LIMIT 2",
-        )
-        .bind(&needle)
-        .bind(project)
-        .fetch_all(self.pool()?)
-        .await?;
+        let ids: Vec<(String,)> = self
+            .rows(
+                Stmt::spelled(
+                    "SELECT id FROM actions
+                     WHERE (id = $1 OR (length($1) < 32 AND substr(id, -length($1)) = $1))
+                       AND ($2 IS NULL OR project = $2)
+                     LIMIT 2",
+                    "SELECT id FROM actions
+                     WHERE (id = $1 OR (length($1) < 32 AND right(id, length($1)) = $1))
+                       AND ($2 IS NULL OR project = $2)
+                     LIMIT 2",
+                )
+                .text(needle.as_str())
+                .text(project),
+            )
+            .await?;
         match ids.as_slice() {
-            [one] => Ok(one.clone()),
+            [(one,)] => Ok(one.clone()),
             [] => Err(Error::NotFound(id_or_short.to_string())),
             _ => Err(Error::Ambiguous(id_or_short.to_string())),
         }
@@ -592,17 +623,25 @@ impl Store {
     /// One action of `project` (all projects when `None`).
     pub async fn get_action_in(&self, id: &str, project: Option<&str>) -> Result<Action> {
         let id = self.resolve_action_id_in(id, project).await?;
-        if let Engine::Postgres(p) = self.engine() {
-            return pg::get(p, &id).await;
+        match self.row::<Stored>(LOAD.stmt().text(id.as_str())).await? {
+            Some(row) => Ok(row.action()?),
+            None => Err(Error::NotFound(id)),
         }
-        let mut conn = self.pool()?.acquire().await?;
-        load(&mut conn, &id).await
+    }
+
+    /// The actions `s` reads, decoded.
+    pub(crate) async fn read_actions(&self, s: Stmt<'_>) -> Result<Vec<Action>> {
+        let rows = self.rows::<Stored>(s).await?;
+        Ok(rows
+            .into_iter()
+            .map(Stored::action)
+            .collect::<super::Result<_>>()?)
     }
 
     /// Actions, newest first, optionally only those whose *effective*
     /// status (lazy expiry applied) is `status`.
     pub async fn list_actions(&self, status: Option<Status>) -> Result<Vec<Action>> {
-        self.list_with(COLUMNS, status, None).await
+        self.list_with(&LIST, status, None).await
     }
 
     /// Actions of `project` (all when `None`) for a list, newest first,
@@ -614,41 +653,17 @@ impl Store {
         status: Option<Status>,
         project: Option<&str>,
     ) -> Result<Vec<Action>> {
-        // Column by column, so a change to COLUMNS cannot silently bring
-        // the heavy ones back.
-        let light: Vec<String> = COLUMNS
-            .split(',')
-            .map(str::trim)
-            .map(|c| match c {
-                "args" | "effective_args" => format!("'null' AS {c}"),
-                "patch" | "result" => format!("NULL AS {c}"),
-                other => other.to_string(),
-            })
-            .collect();
-        self.list_with(&light.join(", "), status, project).await
+        self.list_with(&LIST_SUMMARIES, status, project).await
     }
 
     async fn list_with(
         &self,
-        columns: &str,
+        list: &'static Sql,
         status: Option<Status>,
         project: Option<&str>,
     ) -> Result<Vec<Action>> {
         let now = self.now();
-        let all = match self.engine() {
-            Engine::Postgres(p) => pg::list(p, columns, project).await?,
-            Engine::Sqlite(_) => {
-                let sql = format!(
-                    "SELECT {columns} FROM actions WHERE (?1 IS NULL OR project = ?1)
-                     ORDER BY created_at DESC, id DESC"
-                );
-                let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-                    .bind(project)
-                    .fetch_all(self.pool()?)
-                    .await?;
-                rows.iter().map(from_row).collect::<Result<Vec<_>>>()?
-            }
-        };
+        let all = self.read_actions(list.stmt().text(project)).await?;
         let mut out = Vec::with_capacity(all.len());
         for mut a in all {
             let eff = a.effective_status(now);
@@ -665,15 +680,26 @@ impl Store {
     /// The audit trail of one action, oldest first.
     pub async fn action_audit(&self, id: &str) -> Result<Vec<AuditEntry>> {
         let id = self.resolve_action_id(id).await?;
-        if let Engine::Postgres(p) = self.engine() {
-            return pg::audit(p, &id).await;
-        }
-        let rows = sqlx::query(
-            "SELECT seq, action_id, at, actor, event, details FROM action_audit WHERE action_id = ? ORDER BY seq",
-        )
-        .bind(&id)
-        .fetch_all(self.pool()?)
-        .await?;
-        rows.iter().map(audit_from_row).collect()
+        let rows: Vec<(i64, String, i64, String, String, String)> = self
+            .rows(
+                Stmt::new(
+                    "SELECT seq, action_id, at, actor, event, details FROM action_audit
+                     WHERE action_id = $1 ORDER BY seq",
+                )
+                .text(id.as_str()),
+            )
+            .await?;
+        rows.into_iter()
+            .map(|(seq, action_id, at, actor, event, details)| {
+                Ok(AuditEntry {
+                    seq,
+                    action_id,
+                    at,
+                    actor,
+                    event,
+                    details: parse_json("audit details", &details)?,
+                })
+            })
+            .collect()
     }
 }

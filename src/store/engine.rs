@@ -16,8 +16,6 @@
 //! is a transaction of its own; both retry a busy database, a serialization
 //! failure or a deadlock as [`Store::retry`] says.
 
-use std::future::Future;
-
 use futures_util::future::BoxFuture;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -127,7 +125,8 @@ impl<T> Rows for T where
 pub(crate) enum Tx<'c> {
     /// In SQLite's write turn.
     Turn(&'c mut Turn),
-    /// In a SQLite read transaction.
+    /// In a SQLite transaction outside the write turn's group commit (a
+    /// [`Snapshot`], or [`Store::transact_apart`]).
     Lite(&'c mut SqliteConnection),
     /// In a PostgreSQL transaction of its own.
     Pg(&'c mut PgConnection),
@@ -322,22 +321,6 @@ impl Store {
         .await
     }
 
-    /// A read whose Rust differs per engine (a row type decoded by hand):
-    /// `lite` on SQLite's pool, `pg` on PostgreSQL's.
-    #[allow(dead_code, reason = "kept for the parts still moving onto the seam")]
-    pub(crate) async fn read_split<'a, T, L, P, LF, PF>(&'a self, lite: L, pg: P) -> Result<T>
-    where
-        L: FnOnce(&'a sqlx::SqlitePool) -> LF,
-        P: FnOnce(&'a sqlx::PgPool) -> PF,
-        LF: Future<Output = Result<T>>,
-        PF: Future<Output = Result<T>>,
-    {
-        match self.engine() {
-            Engine::Sqlite(_) => lite(self.pool()?).await,
-            Engine::Postgres(p) => pg(p.pool()).await,
-        }
-    }
-
     /// A write whose statements differ in shape per engine, not only in
     /// spelling (SQLite runs several in one call where PostgreSQL runs
     /// them one by one): `lite` in SQLite's write turn, `pg` in a
@@ -410,6 +393,38 @@ impl Store {
                 self.write_retried(input, move |turn, input, now| {
                     let op = op.clone();
                     Box::pin(async move { op(Tx::Turn(turn), input, now).await })
+                })
+                .await
+            }
+            Engine::Postgres(pg) => {
+                self.pg_write(pg, input, move |conn, input, now| {
+                    op(Tx::Pg(conn), input, now)
+                })
+                .await
+            }
+        }
+    }
+
+    /// Run `op` as a transaction of its own, outside SQLite's group
+    /// commit: there a `BEGIN IMMEDIATE` under the write turn's lock
+    /// ([`Store::begin_write`]; not remembered under a request id), on
+    /// PostgreSQL a write as [`Store::write_with`] runs it. For the older
+    /// writers that stand apart from the turn's batches; retried as
+    /// [`Store::retry`] says.
+    pub(crate) async fn transact_apart<I, T, F>(&self, input: I, op: F) -> Result<T>
+    where
+        I: Clone + Send + Sync + 'static,
+        T: Serialize + DeserializeOwned + Send + 'static,
+        F: for<'c> Fn(Tx<'c>, I, i64) -> BoxFuture<'c, Result<T>> + Clone + Send + Sync + 'static,
+    {
+        match self.engine() {
+            Engine::Sqlite(_) => {
+                self.retry(|| async {
+                    let now = self.now();
+                    let mut tx = self.begin_write().await?;
+                    let out = op(Tx::Lite(&mut tx), input.clone(), now).await?;
+                    tx.commit().await?;
+                    Ok(out)
                 })
                 .await
             }

@@ -20,7 +20,7 @@ mod payload;
 
 use serde::Serialize;
 use serde_json::Value;
-use sqlx::{ColumnIndex, Decode, FromRow, Row, SqliteConnection, Type};
+use sqlx::{ColumnIndex, Decode, FromRow, Row, Type};
 
 pub use payload::{AsTree, Payload, RawPayload};
 
@@ -115,8 +115,6 @@ pub struct EventPage {
     pub next_after: i64,
 }
 
-/// Append `ev` at time `at` on `conn`, which must be inside the transaction
-/// of the change it describes. Returns the new `seq`.
 /// Refuse a payload nested deeper than the reader's recursion limit. Why
 /// everywhere: every writer checks its payload before it is stored (here,
 /// or before a statement whose trigger appends the event), so no door can
@@ -129,12 +127,6 @@ pub(crate) fn check_depth(payload: &Value) -> Result<()> {
         )));
     }
     Ok(())
-}
-
-/// Append `ev` at time `at` on `conn`, which must be inside the
-/// transaction of the change it describes; its `seq` (see [`Tx::append`]).
-pub(crate) async fn append(conn: &mut SqliteConnection, at: i64, ev: &NewEvent<'_>) -> Result<i64> {
-    Tx::Lite(conn).append(at, ev).await
 }
 
 /// Append one event, returning its seq: the same statement on both

@@ -20,8 +20,6 @@ use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 
 use super::{Error, Result};
 
-pub(crate) mod action_moves;
-pub(crate) mod actions;
 pub mod export;
 pub mod import;
 pub mod notify;

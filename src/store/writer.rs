@@ -20,7 +20,6 @@
 //! take, so the two kinds of writers never meet at SQLite's busy handler.
 
 use std::any::Any;
-use std::future::Future;
 use std::panic::{AssertUnwindSafe, Location};
 use std::sync::{Arc, Mutex};
 
@@ -176,33 +175,13 @@ impl Writer {
 
 impl Store {
     /// Run `op` with the write turn, batched with whatever other writers
-    /// are queued (see the module docs). `op` returns its own result; an
-    /// `Err` (or a panic) undoes its writes and nobody else's. The caller
-    /// retries a busy database (see [`Store::retry`]).
-    ///
-    /// Under a request id ([`super::request`]) the write also remembers
-    /// its value, in its own transaction, or replays the value a first
-    /// attempt of the same call remembered instead of writing again.
-    ///
-    /// SQLite only: on a PostgreSQL store, [`Error::Unsupported`] naming
-    /// the caller's part of the store.
-    #[track_caller]
-    pub(crate) fn write<T, E, F>(
-        &self,
-        op: F,
-    ) -> impl Future<Output = std::result::Result<T, E>> + use<'_, T, E, F>
-    where
-        T: Serialize + DeserializeOwned + Send + 'static,
-        E: From<Error> + Send + 'static,
-        F: for<'t> FnOnce(&'t mut Turn) -> BoxFuture<'t, std::result::Result<T, E>>
-            + Send
-            + 'static,
-    {
-        self.write_at(Location::caller(), op)
-    }
-
-    /// [`Store::write`] on behalf of a caller at `at` (the location an
-    /// [`Error::Unsupported`] names).
+    /// are queued (see the module docs), on behalf of a caller at `at` (the
+    /// location an [`Error::Unsupported`] names on a PostgreSQL store).
+    /// `op` returns its own result; an `Err` (or a panic) undoes its writes
+    /// and nobody else's. The caller retries a busy database (see
+    /// [`Store::retry`]). Under a request id ([`super::request`]) the write
+    /// also remembers its value, in its own transaction, or replays the
+    /// value a first attempt of the same call remembered.
     pub(crate) async fn write_at<T, E, F>(
         &self,
         at: &'static Location<'static>,

@@ -1,46 +1,70 @@
 //! Refused attempts: someone who may not decide tried to (a chat member not
 //! on the approvers' list). Nothing changes, but the audit keeps the attempt.
 
+use std::sync::Arc;
+
 use serde_json::json;
 
-use super::{Actor, Result, load, record};
-use crate::store::postgres::actions as pg;
-use crate::store::{Engine, Store};
+use super::{Actor, Error, Result, load, record_payload};
+use crate::store::engine::Stmt;
+use crate::store::{Channel, NewEvent, Store};
 
 impl Store {
     /// Audit a refused decision attempt on action `id` by `actor`, with the
-    /// reason it was refused. Changes no state.
+    /// reason it was refused: its audit row and its event, in a transaction
+    /// of its own. Changes no state.
     pub async fn audit_refused_attempt(
         &self,
         id: &str,
         actor: Actor<'_>,
         reason: &str,
     ) -> Result<()> {
-        if let Engine::Postgres(p) = self.engine() {
-            let a = pg::Attempt {
-                id: id.to_string(),
-                actor: actor.name.to_string(),
-                channel: actor.channel,
-                reason: reason.to_string(),
-            };
-            return pg::refused_attempt(self, p, a).await;
-        }
-        self.retry_actions(|| async {
-            let now = self.now();
-            let mut tx = self.begin_write().await?;
-            let action = load(&mut tx, id).await?;
-            record(
-                &mut tx,
-                now,
-                &action,
-                actor,
-                "refused_attempt",
-                json!({ "reason": reason }),
-            )
+        let input = Arc::new((
+            id.to_string(),
+            actor.name.to_string(),
+            actor.channel,
+            reason.to_string(),
+        ));
+        let found = self
+            .transact_apart(input, |mut tx, input, now| {
+                Box::pin(async move {
+                    let (id, actor, channel, reason): &(String, String, Channel, String) = &input;
+                    let Some(action) = load(&mut tx, id, false).await? else {
+                        return Ok(false);
+                    };
+                    let details = json!({ "reason": reason });
+                    let audit = Stmt::new(
+                        "INSERT INTO action_audit (action_id, at, actor, event, details)
+                         VALUES ($1, $2, $3, 'refused_attempt', $4)",
+                    );
+                    let details_text = details.to_string();
+                    tx.change(
+                        &audit
+                            .text(action.id.as_str())
+                            .int(now)
+                            .text(actor.as_str())
+                            .text(details_text.as_str()),
+                    )
+                    .await?;
+                    let ev = NewEvent {
+                        kind: "action.refused_attempt",
+                        entity_kind: "action",
+                        entity_id: &action.id,
+                        actor,
+                        channel: *channel,
+                        project: &action.project,
+                        session: &action.session,
+                        payload: record_payload(&action, details),
+                    };
+                    tx.append(now, &ev).await?;
+                    Ok(true)
+                })
+            })
             .await?;
-            tx.commit().await?;
+        if found {
             Ok(())
-        })
-        .await
+        } else {
+            Err(Error::NotFound(id.to_string()))
+        }
     }
 }

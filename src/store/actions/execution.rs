@@ -11,11 +11,11 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::codec;
+use super::spelling::Sql;
 use super::transitions::invalid;
-use super::{Action, COLUMNS, ClaimOutcome, CompleteOutcome, Result, Settled, Status, from_row};
-use crate::store::postgres::action_moves as pg;
-use crate::store::writer::Turn;
-use crate::store::{Engine, Store};
+use super::{Action, COLUMNS, ClaimOutcome, CompleteOutcome, Result, Settled, Status, one};
+use crate::store::Store;
+use crate::store::engine::{Stmt, Tx};
 
 impl Store {
     /// Claim an approved action for execution (`approved → executing`) as
@@ -25,17 +25,9 @@ impl Store {
             return Err(invalid("a claim needs an owner id and a positive lease"));
         }
         let c = Arc::new((self.write_target(id).await?, owner.to_string(), lease_ms));
-        let clock = self.clock().clone();
-        let won = match self.engine() {
-            Engine::Postgres(p) => pg::claim(self, p, c.clone()).await?,
-            Engine::Sqlite(_) => {
-                self.retry_actions(|| {
-                    let (c, clock) = (c.clone(), clock.clone());
-                    self.write(move |turn| Box::pin(claim_in(turn, c, clock.now_ms())))
-                })
-                .await?
-            }
-        };
+        let won = self
+            .write_with(c.clone(), |tx, c, now| Box::pin(claim_in(tx, c, now)))
+            .await?;
         Ok(match won {
             Some(action) => ClaimOutcome::Claimed { action },
             None => ClaimOutcome::NotClaimable {
@@ -51,32 +43,22 @@ impl Store {
         // Why through the write turn: a renewal straight on the pool met the
         // turn's writer at SQLite's file lock and slept in its busy handler.
         let id = self.write_target(id).await?;
-        if let Engine::Postgres(p) = self.engine() {
-            return pg::extend_lease(self, p, id, owner.to_string(), lease_ms).await;
-        }
-        let id = Arc::new(id);
-        let owner = Arc::new(owner.to_string());
-        let clock = self.clock().clone();
-        self.retry_actions(|| {
-            let (id, owner, clock) = (id.clone(), owner.clone(), clock.clone());
-            self.write(move |turn| {
+        let renewal = Arc::new((id, owner.to_string()));
+        Ok(self
+            .write_with(renewal, move |mut tx, renewal, now| {
                 Box::pin(async move {
                     // Why guarded: a lease that recovery already turned into
                     // `unknown` (or another owner's claim) must not be revived.
-                    let res = sqlx::query(
-                        "UPDATE actions SET lease_until = MAX(COALESCE(lease_until, 0), ?3)
-                         WHERE id = ?1 AND status = 'executing' AND owner = ?2",
-                    )
-                    .bind(&*id)
-                    .bind(&*owner)
-                    .bind(clock.now_ms().saturating_add(lease_ms))
-                    .execute(turn.conn())
-                    .await?;
-                    Ok(res.rows_affected() == 1)
+                    let (id, owner) = &*renewal;
+                    let extend = EXTEND_LEASE
+                        .stmt()
+                        .text(id.as_str())
+                        .text(owner.as_str())
+                        .int(now.saturating_add(lease_ms));
+                    Ok(tx.change(&extend).await? == 1)
                 })
             })
-        })
-        .await
+            .await?)
     }
 
     /// Record the end of an execution: `executed` (success) or `failed`,
@@ -119,26 +101,21 @@ impl Store {
             result: codec::canonical(&claimed.scrub_value(&result)),
             error: error.map(|e| claimed.scrub_text(e)),
         });
-        let clock = self.clock().clone();
-        let won = match self.engine() {
-            Engine::Postgres(p) => {
-                let c = (
-                    done.id.clone(),
-                    done.owner.clone(),
-                    done.status,
-                    done.result.clone(),
-                    done.error.clone(),
-                );
-                pg::complete(self, p, Arc::new(c)).await?
-            }
-            Engine::Sqlite(_) => {
-                self.retry_actions(|| {
-                    let (done, clock) = (done.clone(), clock.clone());
-                    self.write(move |turn| Box::pin(complete_in(turn, done, clock.now_ms())))
+        let won = self
+            .write_with(done.clone(), |mut tx, c, now| {
+                Box::pin(async move {
+                    let complete = COMPLETE
+                        .stmt()
+                        .text(c.id.as_str())
+                        .text(c.owner.as_str())
+                        .text(c.status.as_str())
+                        .text(c.result.as_str())
+                        .text(c.error.as_deref())
+                        .int(now);
+                    one(&mut tx, &complete).await
                 })
-                .await?
-            }
-        };
+            })
+            .await?;
         Ok(match won {
             Some(action) => CompleteOutcome::Completed { action },
             None => CompleteOutcome::NotOwner {
@@ -195,51 +172,64 @@ impl Store {
     }
 }
 
+/// A renewal (`$1` id, `$2` owner, `$3` the new end of the lease). Not a
+/// transition: no audit row.
+static EXTEND_LEASE: Sql = Sql::new(|s| {
+    format!(
+        "UPDATE actions SET lease_until = {}(COALESCE(lease_until, 0), $3)
+         WHERE id = $1 AND status = 'executing' AND owner = $2",
+        s.greatest
+    )
+});
+
+/// A claim (`$1` id, `$2` owner, `$3` the end of the lease, `$4` now, `$5`
+/// the double-claim fault, `$6` the skip-event fault, `$7` the end of the
+/// lease as text). Why guarded: of several executors (or a restart racing
+/// the original process) exactly one moves it out of `approved`; the
+/// others see it already executing.
+static CLAIM: Sql = Sql::new(|s| {
+    format!(
+        "UPDATE actions SET status = 'executing', owner = $2, lease_until = $3,
+             attempts = attempts + 1, updated_at = $4,
+             t_seq = t_seq + 1 - $6, t_event = 'claimed', t_actor = $2, t_channel = 'cli',
+             t_patched = NULL, t_details = {}
+         WHERE id = $1 AND (status = 'approved' OR ($5 AND status = 'executing'))
+         RETURNING {COLUMNS}",
+        s.object("'attempt', attempts + 1, 'lease_until', $7, 'owner', $2")
+    )
+});
+
 /// Claim one action (id, owner, lease in ms): one guarded `UPDATE …
 /// RETURNING` whose trigger writes the audit row and the event.
-/// `None`: not claimable (the caller reads it, outside the turn).
+/// `None`: not claimable (the caller reads it, outside the write).
 async fn claim_in(
-    turn: &mut Turn,
+    mut tx: Tx<'_>,
     c: Arc<(String, String, i64)>,
     now: i64,
-) -> Result<Option<Action>> {
+) -> crate::store::Result<Option<Action>> {
     let (id, owner, lease_ms) = &*c;
     let lease_until = now.saturating_add(*lease_ms);
     let skip_event = crate::fault::on("skip-event"); // FAULT(skip-event)
-    // Why guarded: of several executors (or a restart racing the original
-    // process) exactly one moves it out of `approved`; the others see it
-    // already executing.
-    let sql = format!(
-        "UPDATE actions SET status = 'executing', owner = ?2, lease_until = ?3, attempts = attempts + 1,
-             updated_at = ?4,
-             t_seq = t_seq + 1 - ?6, t_event = 'claimed', t_actor = ?2, t_channel = 'cli', t_patched = NULL,
-             t_details = json_object('attempt', attempts + 1, 'lease_until', ?7, 'owner', ?2)
-         WHERE id = ?1 AND (status = 'approved' OR (?5 AND status = 'executing'))
-         RETURNING {COLUMNS}"
-    );
-    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(id)
-        .bind(owner)
-        .bind(lease_until)
-        .bind(now)
-        .bind(crate::fault::on("double-claim")) // FAULT(double-claim)
-        .bind(i64::from(skip_event))
-        .bind(crate::clock::format_rfc3339(lease_until))
-        .fetch_optional(turn.conn())
-        .await?;
-    let Some(row) = row else {
+    let until = crate::clock::format_rfc3339(lease_until);
+    let claim = CLAIM
+        .stmt()
+        .text(id.as_str())
+        .text(owner.as_str())
+        .int(lease_until)
+        .int(now)
+        .bool(crate::fault::on("double-claim")) // FAULT(double-claim)
+        .int(i64::from(skip_event))
+        .text(until.as_str());
+    let Some(action) = one(&mut tx, &claim).await? else {
         return Ok(None);
     };
-    let action = from_row(&row)?;
     if skip_event {
         // The fault writes the audit row alone: its event is missing.
-        sqlx::query(
+        let audit = Stmt::new(
             "INSERT INTO action_audit (action_id, at, actor, event, details)
-             SELECT id, updated_at, owner, 'claimed', '{}' FROM actions WHERE id = ?",
-        )
-        .bind(id)
-        .execute(turn.conn())
-        .await?;
+             SELECT id, updated_at, owner, 'claimed', '{}' FROM actions WHERE id = $1",
+        );
+        tx.change(&audit.text(id.as_str())).await?;
     }
     Ok(Some(action))
 }
@@ -255,27 +245,21 @@ struct Completion {
     error: Option<String>,
 }
 
-/// Record one completion: one guarded `UPDATE … RETURNING` whose trigger
-/// writes the audit row and the event. `None`: not the owner of an
-/// executing claim (the caller reads the action, outside the turn).
-async fn complete_in(turn: &mut Turn, c: Arc<Completion>, now: i64) -> Result<Option<Action>> {
-    // Why guarded: only the executor holding the claim reports; a stranger,
-    // or an owner whose lapsed lease recovery already marked unknown, is refused.
-    let sql = format!(
-        "UPDATE actions SET status = ?3, result = ?4, error = ?5, lease_until = NULL, updated_at = ?6,
-             t_seq = t_seq + 1, t_event = ?3, t_actor = ?2, t_channel = 'cli', t_patched = NULL,
-             t_details = json_object('error', ?5, 'owner', ?2, 'result', json(?4))
-         WHERE id = ?1 AND status = 'executing' AND owner = ?2
-         RETURNING {COLUMNS}"
-    );
-    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(&c.id)
-        .bind(&c.owner)
-        .bind(c.status.as_str())
-        .bind(&c.result)
-        .bind(&c.error)
-        .bind(now)
-        .fetch_optional(turn.conn())
-        .await?;
-    row.as_ref().map(from_row).transpose()
-}
+/// A completion (`$1` id, `$2` owner, `$3` executed or failed, `$4` the
+/// result, `$5` the error, `$6` now). Why guarded: only the executor
+/// holding the claim reports; a stranger, or an owner whose lapsed lease
+/// recovery already marked unknown, is refused.
+static COMPLETE: Sql = Sql::new(|s| {
+    format!(
+        "UPDATE actions SET status = $3, result = $4, error = $5, lease_until = NULL,
+             updated_at = $6,
+             t_seq = t_seq + 1, t_event = $3, t_actor = $2, t_channel = 'cli', t_patched = NULL,
+             t_details = {}
+         WHERE id = $1 AND status = 'executing' AND owner = $2
+         RETURNING {COLUMNS}",
+        s.object(&format!(
+            "'error', $5, 'owner', $2, 'result', {}",
+            s.json("$4")
+        ))
+    )
+});

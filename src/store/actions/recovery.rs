@@ -10,13 +10,12 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::json;
-use sqlx::SqliteConnection;
 
 use super::rules::Verdict;
-use super::{Action, Actor, COLUMNS, Error, Result, from_row};
-use crate::store::postgres::action_moves as pg;
-use crate::store::postgres::actions as pg_reads;
-use crate::store::{Engine, Store};
+use super::spelling::Sql;
+use super::{Action, Actor, COLUMNS, Error, Result, all, one};
+use crate::store::engine::{Stmt, Tx};
+use crate::store::{Channel, NewEvent, Store};
 
 /// How long recovery holds an interrupted action while its verifier runs.
 const VERIFY_LEASE_MS: i64 = 120_000;
@@ -59,60 +58,172 @@ pub struct PurgeReport {
     pub kept_live: i64,
 }
 
-/// In the caller's transaction, settle pending actions whose expiry has
-/// passed (all, one `id`, or the holder of `dedup_key` in `project`),
-/// writing audit rows and events. Returns the settled actions.
-pub(crate) async fn expire_in(
-    conn: &mut SqliteConnection,
-    now: i64,
-    id: Option<&str>,
-    dedup_key: Option<(&str, &str)>,
-) -> Result<Vec<Action>> {
-    match dedup_key {
-        Some((project, key)) => expire_matching(conn, now, id, Some(key), Some(project)).await,
-        None => expire_matching(conn, now, id, None, None).await,
-    }
-}
+/// Settle pending actions past their expiry (`$1` now; all, or `$2` one
+/// id, `$3` the holder of a dedup key, `$4` in one project). Why guarded:
+/// `status = 'pending'` makes concurrent sweeps (and a sweep racing an
+/// approval) settle each action exactly once; `expires_at <= now` is the
+/// exact complement of the approval CAS's `expires_at > now`. Why t_*: the
+/// transition trigger appends each settled action's audit row and event,
+/// so a sweep is one statement however many it settles.
+static EXPIRE: Sql = Sql::new(|s| {
+    format!(
+        "UPDATE actions SET
+             status = CASE on_expire WHEN 'reject' THEN 'rejected' ELSE 'expired' END,
+             decided_by = 'expiry', decided_at = $1,
+             reason = 'expired: nobody decided in time', updated_at = $1,
+             t_seq = t_seq + 1,
+             t_event = CASE on_expire WHEN 'reject' THEN 'rejected' ELSE 'expired' END,
+             t_actor = 'expiry', t_channel = 'daemon', t_patched = NULL,
+             t_details = {}
+         WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= $1
+           AND ($2 IS NULL OR id = $2) AND ($3 IS NULL OR dedup_key = $3)
+           AND ($4 IS NULL OR project = $4)
+         RETURNING {COLUMNS}",
+        s.object(&format!(
+            "'expires_at', {}, 'on_expire', on_expire",
+            s.expires_text
+        ))
+    )
+});
 
-/// [`expire_in`], optionally only for actions of `project`.
-async fn expire_matching(
-    conn: &mut SqliteConnection,
+/// In the caller's write, settle pending actions whose expiry has passed
+/// (all, one `id`, or the holder of `dedup_key`, in `project` or all),
+/// writing audit rows and events. Returns the settled actions.
+pub(crate) async fn expire_matching(
+    tx: &mut Tx<'_>,
     now: i64,
     id: Option<&str>,
     dedup_key: Option<&str>,
     project: Option<&str>,
-) -> Result<Vec<Action>> {
-    // Why guarded: `status = 'pending'` makes concurrent sweeps (and a sweep
-    // racing an approval) settle each action exactly once; `expires_at <= now`
-    // is the exact complement of the approval CAS's `expires_at > now`.
-    // Why t_*: the transition trigger appends each settled action's audit
-    // row and event, so a sweep is one statement however many it settles
-    // (the details as `format_rfc3339` writes them: milliseconds, `Z`).
-    let sql = format!(
-        "UPDATE actions SET
-             status = CASE on_expire WHEN 'reject' THEN 'rejected' ELSE 'expired' END,
-             decided_by = 'expiry', decided_at = ?1,
-             reason = 'expired: nobody decided in time', updated_at = ?1,
-             t_seq = t_seq + 1,
-             t_event = CASE on_expire WHEN 'reject' THEN 'rejected' ELSE 'expired' END,
-             t_actor = 'expiry', t_channel = 'daemon', t_patched = NULL,
-             t_details = json_object(
-                 'expires_at', strftime('%Y-%m-%dT%H:%M:%S', expires_at / 1000, 'unixepoch')
-                     || printf('.%03dZ', expires_at % 1000),
-                 'on_expire', on_expire)
-         WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= ?1
-           AND (?2 IS NULL OR id = ?2) AND (?3 IS NULL OR dedup_key = ?3)
-           AND (?4 IS NULL OR project = ?4)
+) -> crate::store::Result<Vec<Action>> {
+    let expire = EXPIRE
+        .stmt()
+        .int(now)
+        .text(id)
+        .text(dedup_key)
+        .text(project);
+    all(tx, &expire).await
+}
+
+/// `executing` actions whose lease ran out by `$1`, oldest first.
+static LAPSED: Sql = Sql::new(|s| {
+    format!(
+        "SELECT {COLUMNS} FROM actions WHERE status = 'executing' AND lease_until <= $1
+         ORDER BY created_at{}",
+        s.then_by_id
+    )
+});
+
+/// Approved actions nobody has claimed, newest first.
+static CLAIMABLE: Sql = Sql::new(|s| {
+    format!(
+        "SELECT {COLUMNS} FROM actions WHERE status = 'approved'
+         ORDER BY created_at DESC, id{} DESC",
+        s.bytewise
+    )
+});
+
+/// A verifier's take-over of a lapsed claim (`$1` id, `$2` the recoverer,
+/// `$3` the details, `$4` now, `$5` its lease in ms). Why guarded: of
+/// several recoverers exactly one takes over the lapsed claim, so the
+/// verifier runs once. The trigger appends the `verifying` audit row and
+/// event in the same statement.
+static TAKE_FOR_VERIFIER: Sql = Sql::new(|_| {
+    format!(
+        "UPDATE actions SET owner = $2, lease_until = $4 + $5, updated_at = $4,
+             t_seq = t_seq + 1, t_event = 'verifying', t_actor = $2, t_channel = 'daemon',
+             t_patched = NULL, t_details = $3
+         WHERE id = $1 AND status = 'executing' AND lease_until <= $4
          RETURNING {COLUMNS}"
-    );
-    let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(now)
-        .bind(id)
-        .bind(dedup_key)
-        .bind(project)
-        .fetch_all(&mut *conn)
-        .await?;
-    rows.iter().map(from_row).collect()
+    )
+});
+
+/// `executing → unknown` (`$1` id, `$2` the recoverer holding it, or NULL
+/// for a lapsed lease, `$3` the reason, `$4` now). Why guarded: the
+/// executor may have renewed its lease or completed since we looked; then
+/// it is alive and this must not fire.
+static MARK_UNKNOWN: Sql = Sql::new(|s| {
+    format!(
+        "UPDATE actions SET status = 'unknown', error = $3, lease_until = NULL, updated_at = $4,
+             t_seq = t_seq + 1, t_event = 'unknown', t_actor = 'recovery', t_channel = 'daemon',
+             t_patched = NULL, t_details = {}
+         WHERE id = $1 AND status = 'executing'
+           AND (($2 IS NULL AND lease_until <= $4) OR owner = $2)
+         RETURNING {COLUMNS}",
+        s.object("'owner', owner, 'reason', $3")
+    )
+});
+
+/// A verifier's claim handed back for a re-run (`$1` id, `$2` the
+/// recoverer, `$3` the reason, `$4` now). Why guarded: only the recoverer
+/// that took over the claim may hand it back.
+static BACK_TO_APPROVED: Sql = Sql::new(|s| {
+    format!(
+        "UPDATE actions SET status = 'approved', owner = NULL, lease_until = NULL, updated_at = $4,
+             t_seq = t_seq + 1, t_event = 'retry', t_actor = $2, t_channel = 'daemon',
+             t_patched = NULL, t_details = {}
+         WHERE id = $1 AND status = 'executing' AND owner = $2
+         RETURNING {COLUMNS}",
+        s.object("'attempts', attempts, 'reason', $3")
+    )
+});
+
+/// A person settling an `unknown` action (`$1` id, `$2` the person, `$3`
+/// the details, `$4` now, `$5` the new status, `$6` the audit event, `$7`
+/// the channel). Why guarded: only `unknown` waits for a person; any other
+/// state (already resolved by someone else) stays as it is.
+static RESOLVE_UNKNOWN: Sql = Sql::new(|_| {
+    format!(
+        "UPDATE actions SET status = $5,
+             owner = CASE WHEN $5 = 'approved' THEN NULL ELSE owner END,
+             lease_until = NULL, reason = 'resolved by ' || $2 || ': ' || $5, updated_at = $4,
+             t_seq = t_seq + 1, t_event = $6, t_actor = $2, t_channel = $7,
+             t_patched = NULL, t_details = $3
+         WHERE id = $1 AND status = 'unknown'
+         RETURNING {COLUMNS}"
+    )
+});
+
+/// One of recovery's guarded moves to run: its statement, `$1` the action
+/// id, `$2` the owner or actor, `$3` a text (a reason, the details), `$4`
+/// now (the write's), then `ms` a number of ms and `words`, when given.
+struct Move {
+    sql: &'static Sql,
+    id: String,
+    who: Option<String>,
+    text: String,
+    ms: Option<i64>,
+    words: Vec<String>,
+}
+
+impl Move {
+    fn new(sql: &'static Sql, id: &str, who: Option<&str>, text: &str) -> Move {
+        Move {
+            sql,
+            id: id.to_string(),
+            who: who.map(str::to_string),
+            text: text.to_string(),
+            ms: None,
+            words: Vec::new(),
+        }
+    }
+
+    fn stmt(&self, now: i64) -> Stmt<'_> {
+        let mut s = self
+            .sql
+            .stmt()
+            .text(self.id.as_str())
+            .text(self.who.as_deref())
+            .text(self.text.as_str())
+            .int(now);
+        if let Some(ms) = self.ms {
+            s = s.int(ms);
+        }
+        for w in &self.words {
+            s = s.text(w.as_str());
+        }
+        s
+    }
 }
 
 impl Store {
@@ -127,43 +238,23 @@ impl Store {
     /// (all when `None`).
     pub async fn expire_due_in(&self, project: Option<&str>) -> Result<Vec<Action>> {
         let project = project.map(str::to_string);
-        if let Engine::Postgres(p) = self.engine() {
-            return pg::expire_due(self, p, project).await;
-        }
-        let clock = self.clock().clone();
-        self.retry_actions(|| {
-            let (project, clock) = (project.clone(), clock.clone());
-            self.write(move |turn| {
+        Ok(self
+            .write_with(project, |mut tx, project, now| {
                 Box::pin(async move {
-                    expire_matching(turn.conn(), clock.now_ms(), None, None, project.as_deref())
-                        .await
+                    expire_matching(&mut tx, now, None, None, project.as_deref()).await
                 })
             })
-        })
-        .await
+            .await?)
     }
 
     /// `executing` actions whose lease ran out, oldest first: what recovery
     /// ([`crate::programs::recover`]) settles.
     pub async fn lapsed(&self) -> Result<Vec<Action>> {
-        if let Engine::Postgres(p) = self.engine() {
-            let mut lapsed = pg_reads::lapsed(p, self.now()).await?;
-            if crate::fault::on("skip-recovery") {
-                lapsed.clear(); // FAULT(skip-recovery)
-            }
-            return Ok(lapsed);
-        }
-        let sql = format!(
-            "SELECT {COLUMNS} FROM actions WHERE status = 'executing' AND lease_until <= ? ORDER BY created_at"
-        );
-        let mut lapsed = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(self.now())
-            .fetch_all(self.pool()?)
-            .await?;
+        let mut lapsed = self.read_actions(LAPSED.stmt().int(self.now())).await?;
         if crate::fault::on("skip-recovery") {
             lapsed.clear(); // FAULT(skip-recovery)
         }
-        lapsed.iter().map(from_row).collect()
+        Ok(lapsed)
     }
 
     /// A lapsed execution without a verifier becomes `unknown`: the side
@@ -182,18 +273,7 @@ impl Store {
         // Only the approved rows are read: recovery runs on the daemon's
         // housekeeping cadence, and reading every action's arguments each
         // time would cost the whole table.
-        if let Engine::Postgres(p) = self.engine() {
-            return pg_reads::claimable(p).await;
-        }
-        let sql = format!(
-            "SELECT {COLUMNS} FROM actions WHERE status = 'approved' ORDER BY created_at DESC, id DESC"
-        );
-        sqlx::query(sqlx::AssertSqlSafe(sql))
-            .fetch_all(self.pool()?)
-            .await?
-            .iter()
-            .map(from_row)
-            .collect()
+        self.read_actions(CLAIMABLE.stmt()).await
     }
 
     /// Take over a lapsed execution so that its verifier (`argv`) runs once.
@@ -206,32 +286,11 @@ impl Store {
     ) -> Result<Option<String>> {
         let me = format!("recovery:{}", crate::store::new_id());
         let details = json!({"previous_owner": action.owner, "verifier": argv}).to_string();
-        if let Engine::Postgres(p) = self.engine() {
-            let sql = pg::take_for_verifier_sql();
-            let took = pg::transition(
-                self,
-                p,
-                sql,
-                &action.id,
-                Some(&me),
-                &details,
-                Some(VERIFY_LEASE_MS),
-            )
-            .await?;
-            return Ok(took.map(|_| me));
-        }
-        // Why guarded: of several recoverers exactly one takes over the
-        // lapsed claim, so the verifier runs once. The trigger appends the
-        // `verifying` audit row and event in the same statement.
-        let sql = format!(
-            "UPDATE actions SET owner = ?2, lease_until = ?4 + ?5, updated_at = ?4,
-                 t_seq = t_seq + 1, t_event = 'verifying', t_actor = ?2, t_channel = 'daemon',
-                 t_patched = NULL, t_details = ?3
-             WHERE id = ?1 AND status = 'executing' AND lease_until <= ?4
-             RETURNING {COLUMNS}"
-        );
         let took = self
-            .one_transition(sql, &action.id, Some(&me), &details, VERIFY_LEASE_MS)
+            .transition(Move {
+                ms: Some(VERIFY_LEASE_MS),
+                ..Move::new(&TAKE_FOR_VERIFIER, &action.id, Some(&me), &details)
+            })
             .await?;
         Ok(took.map(|_| me))
     }
@@ -283,79 +342,26 @@ impl Store {
     ) -> Result<Option<Action>> {
         // `why` may carry a verifier's words: scrub them like any error.
         let why = action.scrub_text(why);
-        if let Engine::Postgres(p) = self.engine() {
-            let sql = pg::mark_unknown_sql();
-            return pg::transition(self, p, sql, &action.id, owner, &why, None).await;
-        }
-        // Why guarded: the executor may have renewed its lease or completed
-        // since we looked; then it is alive and this must not fire.
-        let sql = format!(
-            "UPDATE actions SET status = 'unknown', error = ?3, lease_until = NULL, updated_at = ?4,
-                 t_seq = t_seq + 1, t_event = 'unknown', t_actor = 'recovery', t_channel = 'daemon',
-                 t_patched = NULL, t_details = json_object('owner', owner, 'reason', ?3)
-             WHERE id = ?1 AND status = 'executing'
-               AND ((?2 IS NULL AND lease_until <= ?4) OR owner = ?2)
-             RETURNING {COLUMNS}"
-        );
-        self.one_transition(sql, &action.id, owner, &why, 0).await
+        self.transition(Move::new(&MARK_UNKNOWN, &action.id, owner, &why))
+            .await
     }
 
     /// `executing` (held by the verifier `owner`) → `approved` for a re-run.
     async fn back_to_approved(&self, id: &str, owner: &str, why: &str) -> Result<Option<Action>> {
-        // Why guarded: only the recoverer that took over the claim may hand it back.
-        if let Engine::Postgres(p) = self.engine() {
-            let sql = pg::back_to_approved_sql();
-            return pg::transition(self, p, sql, id, Some(owner), why, None).await;
-        }
-        let sql = format!(
-            "UPDATE actions SET status = 'approved', owner = NULL, lease_until = NULL, updated_at = ?4,
-                 t_seq = t_seq + 1, t_event = 'retry', t_actor = ?2, t_channel = 'daemon',
-                 t_patched = NULL, t_details = json_object('attempts', attempts, 'reason', ?3)
-             WHERE id = ?1 AND status = 'executing' AND owner = ?2
-             RETURNING {COLUMNS}"
-        );
-        self.one_transition(sql, id, Some(owner), why, 0).await
+        self.transition(Move::new(&BACK_TO_APPROVED, id, Some(owner), why))
+            .await
     }
 
-    /// Run one guarded `UPDATE … RETURNING` of a recovery transition in the
-    /// write turn, its audit row and event appended by the transition
-    /// trigger in that statement: `?1` the action id, `?2` the owner or
-    /// actor, `?3` a text (a reason, the details), `?4` now, `?5` a number
-    /// of ms. `None` when the guard matched nothing.
-    async fn one_transition(
-        &self,
-        sql: String,
-        id: &str,
-        who: Option<&str>,
-        text: &str,
-        ms: i64,
-    ) -> Result<Option<Action>> {
-        let args = Arc::new((
-            sql,
-            id.to_string(),
-            who.map(str::to_string),
-            text.to_string(),
-        ));
-        let clock = self.clock().clone();
-        self.retry_actions(|| {
-            let (args, clock) = (args.clone(), clock.clone());
-            self.write(move |turn| {
-                Box::pin(async move {
-                    let (sql, id, who, text) = &*args;
-                    let row = sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
-                        .bind(id)
-                        .bind(who)
-                        .bind(text)
-                        .bind(clock.now_ms())
-                        .bind(ms)
-                        .fetch_optional(turn.conn())
-                        .await
-                        .map_err(crate::store::Error::from)?;
-                    row.as_ref().map(from_row).transpose()
-                })
+    /// Run one guarded `UPDATE … RETURNING` of a recovery transition as a
+    /// write of its own, its audit row and event appended by the
+    /// transition trigger in that statement. `None` when the guard matched
+    /// nothing.
+    async fn transition(&self, m: Move) -> Result<Option<Action>> {
+        Ok(self
+            .write_with(Arc::new(m), |mut tx, m, now| {
+                Box::pin(async move { one(&mut tx, &m.stmt(now)).await })
             })
-        })
-        .await
+            .await?)
     }
 
     /// A person settles an `unknown` action: it did happen (`Executed`), it
@@ -384,38 +390,17 @@ impl Store {
             details["note"] =
                 json!("at-least-once: a person chose to run it again after an unknown outcome");
         }
-        // Why guarded: only `unknown` waits for a person; any other state
-        // (already resolved by someone else) stays as it is. The status,
-        // event and channel are fixed words, written into the statement.
-        let sql = format!(
-            "UPDATE actions SET status = '{status}',
-                 owner = CASE WHEN '{status}' = 'approved' THEN NULL ELSE owner END,
-                 lease_until = NULL, reason = 'resolved by ' || ?2 || ': {status}', updated_at = ?4,
-                 t_seq = t_seq + 1, t_event = '{event}', t_actor = ?2, t_channel = '{channel}',
-                 t_patched = NULL, t_details = ?3
-             WHERE id = ?1 AND status = 'unknown'
-             RETURNING {COLUMNS}",
-            channel = actor.channel.as_str(),
-        );
-        let won = match self.engine() {
-            Engine::Postgres(p) => {
-                let sql = pg::resolve_unknown_sql(status, event, actor.channel.as_str());
-                pg::transition(
-                    self,
-                    p,
-                    sql,
+        let won = self
+            .transition(Move {
+                words: vec![status.into(), event.into(), actor.channel.as_str().into()],
+                ..Move::new(
+                    &RESOLVE_UNKNOWN,
                     &id,
                     Some(actor.name),
                     &details.to_string(),
-                    None,
                 )
-                .await?
-            }
-            Engine::Sqlite(_) => {
-                self.one_transition(sql, &id, Some(actor.name), &details.to_string(), 0)
-                    .await?
-            }
-        };
+            })
+            .await?;
         Ok(match won {
             Some(a) => Ok(a),
             None => Err(self.get_action(&id).await?),
@@ -427,94 +412,78 @@ impl Store {
     /// transaction. Live and `unknown` actions are kept (counted in
     /// `kept_live`). The only way an audit row ever disappears.
     pub async fn purge_actions(&self, before: i64) -> Result<PurgeReport> {
-        if let Engine::Postgres(p) = self.engine() {
-            return pg_reads::purge(self, p, before).await;
-        }
-        self.retry_actions(|| async {
-            let now = self.now();
-            let mut tx = self.begin_write().await?;
-            let report = purge_in(&mut tx, before, now).await?;
-            tx.commit().await?;
-            Ok(report)
-        })
-        .await
+        Ok(self
+            .transact_apart(before, |mut tx, before, now| {
+                Box::pin(async move { purge_in(&mut tx, before, now).await })
+            })
+            .await?)
     }
 }
 
-/// The purge's statements after the caller took its lock, defining
-/// `purge_in(conn, before, now)` on `$conn` (one engine's connection
-/// type) in the module that invokes it; `$append` appends an event on it.
-/// Why a macro: the two connection types differ, the statements and the
-/// Rust around them do not, but for how the guard rows are inserted
-/// (`guard`, `$1` the cutoff: PostgreSQL lets a racing purge's rows be,
-/// SQLite's write lock leaves none).
-macro_rules! purge_statements {
-    ($conn:ty, guard: $guard:expr, append: $append:path $(,)?) => {
-        async fn purge_in(
-            conn: &mut $conn,
-            before: i64,
-            now: i64,
-        ) -> $crate::store::actions::Result<$crate::store::actions::PurgeReport> {
-            use $crate::store::actions::{Action, COLUMNS, from_row};
-            sqlx::query($guard)
-                .bind(before)
-                .execute(&mut *conn)
-                .await?;
-            let sql = format!(
-                "SELECT {COLUMNS} FROM actions WHERE id IN (SELECT action_id FROM action_purge_guard)"
-            );
-            let doomed: Vec<Action> = sqlx::query(sqlx::AssertSqlSafe(sql))
-                .fetch_all(&mut *conn)
-                .await?
-                .iter()
-                .map(from_row)
-                .collect::<$crate::store::actions::Result<_>>()?;
-            // The delete trigger lets these through only because each id is
-            // in the guard table *and* its action is settled.
-            let audit = sqlx::query(
-                "DELETE FROM action_audit WHERE action_id IN (SELECT action_id FROM action_purge_guard)",
-            )
-            .execute(&mut *conn)
-            .await?;
-            for sql in [
-                "DELETE FROM action_approvals WHERE action_id IN (SELECT action_id FROM action_purge_guard)",
-                "DELETE FROM actions WHERE id IN (SELECT action_id FROM action_purge_guard)",
-                "DELETE FROM action_purge_guard",
-            ] {
-                sqlx::query(sql).execute(&mut *conn).await?;
-            }
-            let kept_live: i64 =
-                sqlx::query_scalar("SELECT COUNT(*) FROM actions WHERE created_at < $1")
-                    .bind(before)
-                    .fetch_one(&mut *conn)
-                    .await?;
-            for a in &doomed {
-                let ev = $crate::store::NewEvent {
-                    kind: "action.purged",
-                    entity_kind: "action",
-                    entity_id: &a.id,
-                    actor: "purge",
-                    channel: $crate::store::Channel::Cli,
-                    project: &a.project,
-                    session: &a.session,
-                    payload: serde_json::json!({"status": a.status, "kind": a.kind}),
-                };
-                $append(&mut *conn, now, &ev).await?;
-            }
-            Ok($crate::store::actions::PurgeReport {
-                purged: doomed.into_iter().map(|a| a.id).collect(),
-                audit_rows: audit.rows_affected(),
-                kept_live,
-            })
-        }
-    };
-}
-pub(crate) use purge_statements;
-
-purge_statements!(
-    SqliteConnection,
-    guard: "INSERT INTO action_purge_guard (action_id)
+/// The purge's guard (`$1` the cutoff): the ids of the settled actions
+/// last changed before it, which the delete triggers let go. A settled
+/// action never changes again, so what it picks stays settled; on
+/// PostgreSQL a purge racing this one waits on the guard rows and then
+/// finds their actions gone (`ON CONFLICT DO NOTHING`); SQLite's write
+/// lock leaves no such rows.
+fn purge_guard<'q>() -> Stmt<'q> {
+    Stmt::spelled(
+        "INSERT INTO action_purge_guard (action_id)
          SELECT id FROM actions
          WHERE updated_at < $1 AND status IN ('executed','failed','rejected','expired')",
-    append: crate::store::events::append,
-);
+        "INSERT INTO action_purge_guard (action_id)
+         SELECT id FROM actions
+         WHERE updated_at < $1 AND status IN ('executed','failed','rejected','expired')
+         ON CONFLICT DO NOTHING",
+    )
+}
+
+/// The actions the guard picked.
+static DOOMED: Sql = Sql::new(|_| {
+    format!("SELECT {COLUMNS} FROM actions WHERE id IN (SELECT action_id FROM action_purge_guard)")
+});
+
+/// The purge's statements in the caller's transaction: the guard, the
+/// doomed actions read, their audit rows, approvals and rows deleted, the
+/// guard emptied, what is kept counted, and an `action.purged` event for
+/// each, last.
+async fn purge_in(tx: &mut Tx<'_>, before: i64, now: i64) -> crate::store::Result<PurgeReport> {
+    tx.change(&purge_guard().int(before)).await?;
+    let doomed = all(tx, &DOOMED.stmt()).await?;
+    // The delete trigger lets these through only because each id is in
+    // the guard table *and* its action is settled.
+    let audit_rows = tx
+        .change(&Stmt::new(
+            "DELETE FROM action_audit WHERE action_id IN (SELECT action_id FROM action_purge_guard)",
+        ))
+        .await?;
+    for sql in [
+        "DELETE FROM action_approvals WHERE action_id IN (SELECT action_id FROM action_purge_guard)",
+        "DELETE FROM actions WHERE id IN (SELECT action_id FROM action_purge_guard)",
+        "DELETE FROM action_purge_guard",
+    ] {
+        tx.change(&Stmt::new(sql)).await?;
+    }
+    let (kept_live,): (i64,) = tx
+        .row(&Stmt::new("SELECT COUNT(*) FROM actions WHERE created_at < $1").int(before))
+        .await?
+        .ok_or(sqlx::Error::RowNotFound)?;
+    for a in &doomed {
+        let ev = NewEvent {
+            kind: "action.purged",
+            entity_kind: "action",
+            entity_id: &a.id,
+            actor: "purge",
+            channel: Channel::Cli,
+            project: &a.project,
+            session: &a.session,
+            payload: json!({"status": a.status, "kind": a.kind}),
+        };
+        tx.append(now, &ev).await?;
+    }
+    Ok(PurgeReport {
+        purged: doomed.into_iter().map(|a| a.id).collect(),
+        audit_rows,
+        kept_live,
+    })
+}

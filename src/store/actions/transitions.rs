@@ -1,28 +1,36 @@
 //! The deciding transitions: propose (with dedup), approve (quorum,
 //! patches) and reject.
 //!
-//! Each public write is wrapped in the store's busy retry and queued for the
-//! write turn (`store::writer`, group commit). When it wins it is one
-//! statement: the guarded `UPDATE … RETURNING` (or the proposal's INSERT)
-//! names the transition in the `t_*` columns, and the table's triggers
-//! append the audit row, the event and the approvals row in that same
-//! statement. A refusal reads more, in a transaction, to explain itself.
-//! Nothing slow (executors, deciders) runs inside a transaction.
+//! Each public write is one write of the store (`Store::write_with`: on
+//! SQLite queued for the write turn, `store::writer`, group commit; on
+//! PostgreSQL a transaction of its own), retried when the database is
+//! busy. When it wins it is one statement: the guarded `UPDATE …
+//! RETURNING` (or the proposal's INSERT) names the transition in the `t_*`
+//! columns, and the table's triggers append the audit row, the event and
+//! the approvals row in that same statement. A refusal reads more, in a
+//! transaction, to explain itself. Nothing slow (executors, deciders) runs
+//! inside a transaction.
+//!
+//! One write differs in shape per engine, the approval: SQLite's one call
+//! (`approval.rs`) reads a refusal's explanation with `changes() = 0`;
+//! PostgreSQL's twin (`postgres.rs`) locks the row first and reads it
+//! after.
 
 use std::sync::Arc;
 
+use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
-use sqlx::SqliteConnection;
 
+use super::approval::{Approval, Approving, Patched, approve_in_one_call};
 use super::codec::{self, Redactor};
+use super::recovery::expire_matching;
+use super::spelling::Sql;
 use super::{
     Action, Actor, ApproveOutcome, COLUMNS, Error, NewAction, Proposed, RejectOutcome, Result,
-    Status, from_row, load,
+    Status, load, one,
 };
-use crate::store::binds::{Query, binder};
-use crate::store::postgres::action_moves as pg;
-use crate::store::writer::Turn;
-use crate::store::{Engine, Store};
+use crate::store::Store;
+use crate::store::engine::{Stmt, Tx};
 
 pub(crate) fn invalid(msg: impl Into<String>) -> Error {
     Error::Store(crate::store::Error::Invalid(msg.into()))
@@ -57,30 +65,7 @@ fn check_new(new: &NewAction) -> Result<()> {
     Ok(())
 }
 
-fn is_unique_violation(e: &Error) -> bool {
-    matches!(e, Error::Store(crate::store::Error::Db(sqlx::Error::Database(d))) if d.is_unique_violation())
-}
-
 impl Store {
-    /// Run one actions transaction under the store's busy retry. Store
-    /// errors (busy) are retried; engine errors (conflicts) pass through.
-    pub(crate) async fn retry_actions<T, F, Fut>(&self, mut op: F) -> Result<T>
-    where
-        F: FnMut() -> Fut,
-        Fut: Future<Output = Result<T>>,
-    {
-        self.retry(|| {
-            let fut = op();
-            async move {
-                match fut.await {
-                    Err(Error::Store(e)) => Err(e),
-                    other => Ok(other),
-                }
-            }
-        })
-        .await?
-    }
-
     /// Propose an action. Arguments are parsed strictly (a JSON object, no
     /// NaN/Infinity, no lone surrogates, ≤ 1 MiB) before anything is written.
     /// With a dedup key held by a live action: the same payload returns that
@@ -108,6 +93,7 @@ impl Store {
         };
         let now = self.now();
         let p = Arc::new(Proposal {
+            at: now,
             id: crate::store::new_id(),
             canonical: codec::canonical(&args),
             fingerprint: codec::fingerprint(new.kind.trim(), &new.summary, &args),
@@ -136,14 +122,21 @@ impl Store {
             details: details.to_string(),
             ..Arc::unwrap_or_clone(p)
         });
-        if let Engine::Postgres(pg) = self.engine() {
-            return pg::propose(self, pg, p).await;
+        let out = self
+            .write_with(p.clone(), |tx, p, _| Box::pin(propose_in(tx, p)))
+            .await?;
+        match out {
+            Proposing::Made(made) => Ok(*made),
+            Proposing::Conflict {
+                existing_id,
+                existing_fingerprint,
+            } => Err(Error::DedupConflict {
+                key: p.new.dedup_key.clone().unwrap_or_default(),
+                existing_id,
+                existing_fingerprint,
+                new_fingerprint: p.fingerprint.clone(),
+            }),
         }
-        self.retry_actions(|| {
-            let p = p.clone();
-            self.write(move |turn| Box::pin(propose_in(turn, p, now)))
-        })
-        .await
     }
 
     /// Add `actor`'s approval, optionally with a patch of the arguments.
@@ -202,17 +195,9 @@ impl Store {
             patched,
             outright,
         });
-        let clock = self.clock().clone();
-        let won = match self.engine() {
-            Engine::Postgres(pg) => pg::approve(self, pg, a.clone()).await?,
-            Engine::Sqlite(_) => {
-                self.retry_actions(|| {
-                    let (a, clock) = (a.clone(), clock.clone());
-                    self.write(move |turn| Box::pin(approve_in(turn, a, clock.now_ms())))
-                })
-                .await?
-            }
-        };
+        let won = self
+            .write_split(a.clone(), approve_in_one_call, super::postgres::approve)
+            .await?;
         match won {
             Approving::Won(outcome) => Ok(*outcome),
             Approving::Refused { action, counted } => {
@@ -263,23 +248,15 @@ impl Store {
     /// Settle `id` if it is pending past its expiry (a guarded write that
     /// a concurrent decision may have beaten), and return it as it stands.
     pub(crate) async fn settle_expired(&self, id: &str) -> Result<Action> {
-        if let Engine::Postgres(pg) = self.engine() {
-            return pg::settle_expired(self, pg, id).await;
-        }
-        let id = Arc::new(id.to_string());
-        let clock = self.clock().clone();
-        self.retry_actions(|| {
-            let (id, clock) = (id.clone(), clock.clone());
-            self.write(move |turn| {
+        let found = self
+            .transact(Arc::new(id.to_string()), |mut tx, id, now| {
                 Box::pin(async move {
-                    turn.begin().await?;
-                    super::recovery::expire_in(turn.conn(), clock.now_ms(), Some(&id), None)
-                        .await?;
-                    load(turn.conn(), &id).await
+                    expire_matching(&mut tx, now, Some(&id), None, None).await?;
+                    load(&mut tx, &id, false).await
                 })
             })
-        })
-        .await
+            .await?;
+        found.ok_or_else(|| Error::NotFound(id.to_string()))
     }
 
     /// Reject a pending action with a reason. One rejection rejects.
@@ -296,17 +273,21 @@ impl Store {
         // needs no write turn.
         let reason = self.get_action(&id).await?.scrub_text(reason);
         let r = Arc::new((id, actor.name.to_string(), actor.channel, reason));
-        let clock = self.clock().clone();
-        let won = match self.engine() {
-            Engine::Postgres(pg) => pg::reject(self, pg, r.clone()).await?,
-            Engine::Sqlite(_) => {
-                self.retry_actions(|| {
-                    let (r, clock) = (r.clone(), clock.clone());
-                    self.write(move |turn| Box::pin(reject_in(turn, r, clock.now_ms())))
+        let won = self
+            .write_with(r.clone(), |mut tx, r, now| {
+                Box::pin(async move {
+                    let (id, actor, channel, reason) = &*r;
+                    let reject = REJECT
+                        .stmt()
+                        .text(id.as_str())
+                        .text(actor.as_str())
+                        .int(now)
+                        .text(reason.as_str())
+                        .text(channel.as_str());
+                    one(&mut tx, &reject).await
                 })
-                .await?
-            }
-        };
+            })
+            .await?;
         if let Some(action) = won {
             return Ok(RejectOutcome::Rejected { action });
         }
@@ -327,6 +308,8 @@ impl Store {
 /// A proposal ready to insert: everything derived from the input.
 #[derive(Clone)]
 pub(crate) struct Proposal {
+    /// When it is proposed (its expiry counts from here).
+    pub(crate) at: i64,
     pub(crate) id: String,
     pub(crate) new: NewAction,
     pub(crate) canonical: String,
@@ -339,269 +322,139 @@ pub(crate) struct Proposal {
     pub(crate) details: String,
 }
 
-/// An approval patch, checked against the arguments it was made for.
-pub(crate) struct Patched {
-    /// The patch (canonical JSON).
-    pub(crate) patch: String,
-    /// The arguments with the patch applied (canonical JSON).
-    pub(crate) effective: String,
-    /// The arguments the patch was checked against (canonical JSON).
-    pub(crate) expected: String,
-    /// The audit details of `patched` (redacted JSON).
-    pub(crate) details: String,
-}
-
-/// One approval to apply.
-pub(crate) struct Approval {
-    pub(crate) id: String,
-    pub(crate) actor: String,
-    pub(crate) channel: crate::store::Channel,
-    pub(crate) patched: Option<Patched>,
-    pub(crate) outright: bool,
-}
-
 impl Proposal {
-    binder! {
-        /// Bind the proposal's INSERT (`$1`–`$18` or `?1`–`?18`, the same on
-        /// both engines: id, kind, summary, arguments, fingerprint, dedup key,
-        /// expiry, on-expire, approvals required, redact keys, exec, verify,
-        /// proposer, project, session, now, channel, audit details).
-        pub(crate) fn bind<'q, DB>(
-            &self,
-            query: Query<'q, DB>,
-            now: i64,
-        ) -> Query<'q, DB> {
-            let new = &self.new;
-            query
-                .bind(self.id.as_str())
-                .bind(new.kind.trim())
-                .bind(new.summary.as_str())
-                .bind(self.canonical.as_str())
-                .bind(self.fingerprint.as_str())
-                .bind(new.dedup_key.as_deref())
-                .bind(self.expires_at)
-                .bind(new.on_expire.as_str())
-                .bind(new.approvals_required)
-                .bind(self.redact_json.as_str())
-                .bind(self.exec.as_deref())
-                .bind(self.verify.as_deref())
-                .bind(new.proposer.as_str())
-                .bind(new.project.as_str())
-                .bind(new.session.as_str())
-                .bind(now)
-                .bind(new.channel.as_str())
-                .bind(self.details.as_str())
-        }
+    /// The proposal's INSERT with its values (`$1`–`$18`: id, kind,
+    /// summary, arguments, fingerprint, dedup key, expiry, on-expire,
+    /// approvals required, redact keys, exec, verify, proposer, project,
+    /// session, now, channel, audit details).
+    fn insert(&self) -> Stmt<'_> {
+        let new = &self.new;
+        INSERT
+            .stmt()
+            .text(self.id.as_str())
+            .text(new.kind.trim())
+            .text(new.summary.as_str())
+            .text(self.canonical.as_str())
+            .text(self.fingerprint.as_str())
+            .text(new.dedup_key.as_deref())
+            .int(self.expires_at)
+            .text(new.on_expire.as_str())
+            .int(new.approvals_required)
+            .text(self.redact_json.as_str())
+            .text(self.exec.as_deref())
+            .text(self.verify.as_deref())
+            .text(new.proposer.as_str())
+            .text(new.project.as_str())
+            .text(new.session.as_str())
+            .int(self.at)
+            .text(new.channel.as_str())
+            .text(self.details.as_str())
     }
 }
 
-impl Approval {
-    binder! {
-        /// Bind the approval's guarded UPDATE (`$1`–`$10` or `?1`–`?10`, the
-        /// same on both engines: id, approver, now, patch, outright, patched
-        /// arguments, the arguments patched, the early-quorum fault, channel,
-        /// the patch's audit details).
-        pub(crate) fn bind<'q, DB>(
-            &self,
-            query: Query<'q, DB>,
-            now: i64,
-        ) -> Query<'q, DB> {
-            let patched = self.patched.as_ref();
-            query
-                .bind(self.id.as_str())
-                .bind(self.actor.as_str())
-                .bind(now)
-                .bind(patched.map(|p| p.patch.as_str()))
-                .bind(self.outright)
-                .bind(patched.map(|p| p.effective.as_str()))
-                .bind(patched.map(|p| p.expected.as_str()))
-                .bind(i64::from(crate::fault::on("early-quorum"))) // FAULT(early-quorum)
-                .bind(self.channel.as_str())
-                .bind(patched.map(|p| p.details.as_str()))
-        }
-    }
+/// The proposal's INSERT, whose trigger writes the audit row and the
+/// event; it inserts nothing when a live action holds the dedup key.
+static INSERT: Sql = Sql::new(|_| {
+    format!(
+        "INSERT INTO actions (id, kind, summary, args, fingerprint, dedup_key, status, expires_at,
+             on_expire, approvals_required, effective_args, redact_keys, exec, verify, proposer,
+             project, session, created_at, updated_at, t_event, t_actor, t_channel, t_details)
+         VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $8, $9, $4, $10, $11, $12, $13, $14, $15,
+                 $16, $16, 'proposed', $13, $17, $18)
+         ON CONFLICT (project, dedup_key)
+             WHERE dedup_key IS NOT NULL AND status IN ('pending', 'approved', 'executing', 'unknown')
+             DO NOTHING
+         RETURNING {COLUMNS}"
+    )
+});
+
+/// The live action holding a dedup key (`$1` project, `$2` key), locked
+/// where a refusal is explained under a lock (an `unknown` outcome counts
+/// as live: it may have happened).
+static DEDUP_HOLDER: Sql = Sql::new(|s| {
+    format!(
+        "SELECT {COLUMNS} FROM actions WHERE project = $1 AND dedup_key = $2
+           AND status IN ('pending','approved','executing','unknown'){}",
+        s.lock
+    )
+});
+
+/// What a proposal found: its new action (or the live one with the same
+/// key and payload), or a live holder with another payload.
+#[derive(serde::Serialize, serde::Deserialize)]
+enum Proposing {
+    Made(Box<Proposed>),
+    Conflict {
+        existing_id: String,
+        existing_fingerprint: String,
+    },
 }
 
 /// Insert the proposal: one statement whose trigger writes the audit row
 /// and the event. A live holder of the dedup key refuses the INSERT; a
-/// holder past its expiry is settled first (it neither blocks nor answers
-/// for the key) and the INSERT tried once more.
-async fn propose_in(turn: &mut Turn, p: Arc<Proposal>, now: i64) -> Result<Proposed> {
-    match insert_proposal(turn.conn(), &p, now).await {
-        Err(e) if is_unique_violation(&e) => {}
-        other => {
-            return other.map(|action| Proposed {
-                action,
-                created: true,
-            });
-        }
-    }
-    turn.begin().await?;
-    let new = &p.new;
-    let key = new.dedup_key.as_deref().unwrap_or_default();
-    let settled =
-        super::recovery::expire_in(turn.conn(), now, None, Some((&new.project, key))).await?;
-    if !settled.is_empty() {
-        match insert_proposal(turn.conn(), &p, now).await {
-            Err(e) if is_unique_violation(&e) => {}
-            other => {
-                return other.map(|action| Proposed {
+/// holder past its expiry is settled then (it neither blocks nor answers
+/// for the key) and the INSERT tried again; else the holder answers: the
+/// same payload as that action, another one as a conflict.
+fn propose_in(mut tx: Tx<'_>, p: Arc<Proposal>) -> BoxFuture<'_, crate::store::Result<Proposing>> {
+    Box::pin(async move {
+        let new = &p.new;
+        let key = new.dedup_key.as_deref().unwrap_or_default();
+        // Why a bounded loop: on PostgreSQL a holder may settle between
+        // the INSERT that met it and the read that looks for it; then the
+        // key is free again (SQLite's write turn holds it still). Three
+        // rounds outlast any such race but a pathological one, which is
+        // then retried whole as busy.
+        for round in 0..3 {
+            if let Some(action) = one(&mut tx, &p.insert()).await? {
+                return Ok(Proposing::Made(Box::new(Proposed {
                     action,
                     created: true,
+                })));
+            }
+            if round == 0 {
+                // The INSERT alone was the whole write when it won; what
+                // follows is all or nothing.
+                tx.begin().await?;
+            }
+            let settled =
+                expire_matching(&mut tx, p.at, None, Some(key), Some(&new.project)).await?;
+            if !settled.is_empty() {
+                continue;
+            }
+            let holder = DEDUP_HOLDER.stmt().text(new.project.as_str()).text(key);
+            if let Some(existing) = one(&mut tx, &holder).await? {
+                return Ok(if existing.fingerprint == p.fingerprint {
+                    Proposing::Made(Box::new(Proposed {
+                        action: existing,
+                        created: false,
+                    }))
+                } else {
+                    Proposing::Conflict {
+                        existing_id: existing.id,
+                        existing_fingerprint: existing.fingerprint,
+                    }
                 });
             }
         }
-    }
-    dedup_holder(turn.conn(), new, &p.fingerprint).await
-}
-
-async fn insert_proposal(conn: &mut SqliteConnection, p: &Proposal, now: i64) -> Result<Action> {
-    let sql = format!(
-        "INSERT INTO actions (id, kind, summary, args, fingerprint, dedup_key, status, expires_at,
-             on_expire, approvals_required, effective_args, redact_keys, exec, verify, proposer,
-             project, session, created_at, updated_at, t_event, t_actor, t_channel, t_details)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', ?7, ?8, ?9, ?4, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?16,
-                 'proposed', ?13, ?17, ?18)
-         RETURNING {COLUMNS}"
-    );
-    let row = p
-        .bind(sqlx::query(sqlx::AssertSqlSafe(sql)), now)
-        .fetch_one(conn)
-        .await?;
-    from_row(&row)
-}
-
-/// What one approval call found: it counted, or it was refused (the row
-/// as it stands and whether this approver already counted), or there is
-/// no such action.
-#[derive(serde::Serialize, serde::Deserialize)]
-pub(crate) enum Approving {
-    Won(Box<ApproveOutcome>),
-    Refused { action: Box<Action>, counted: bool },
-    Missing,
-}
-
-impl Approving {
-    /// A counted approval, as `action` stands after it.
-    pub(crate) fn won(action: Action) -> Self {
-        Approving::Won(Box::new(if action.status == Status::Approved {
-            ApproveOutcome::Approved { action }
-        } else {
-            ApproveOutcome::ApprovalAdded { action }
-        }))
-    }
-}
-
-/// Apply one approval: one guarded `UPDATE … RETURNING` whose trigger
-/// writes the approvals row, the audit rows and the events — and, in the
-/// same call, a read of the row that only answers when the UPDATE changed
-/// nothing (`changes() = 0`), so a refusal explains itself without a
-/// second round trip. Why it matters: of 8 approvers racing on one action
-/// 7 are refused.
-async fn approve_in(turn: &mut Turn, a: Arc<Approval>, now: i64) -> Result<Approving> {
-    // Why guarded: the state, the TTL, the "not counted yet" check and (for
-    // a patch) "nobody approved these arguments yet" are all in the one
-    // predicate, so of N concurrent approvers exactly the right ones count
-    // and approving at or after the expiry millisecond cannot happen.
-    let sql = format!(
-        "UPDATE actions SET
-             approvals = approvals + 1,
-             status = CASE WHEN ?5 OR approvals + 1 + ?8 >= approvals_required THEN 'approved' ELSE 'pending' END,
-             decided_by = CASE WHEN ?5 OR approvals + 1 + ?8 >= approvals_required THEN ?2 ELSE decided_by END,
-             decided_at = CASE WHEN ?5 OR approvals + 1 + ?8 >= approvals_required THEN ?3 ELSE decided_at END,
-             patch = COALESCE(?4, patch),
-             effective_args = COALESCE(?6, effective_args),
-             updated_at = ?3,
-             t_seq = t_seq + 1,
-             t_event = CASE WHEN ?5 OR approvals + 1 + ?8 >= approvals_required THEN 'approved' ELSE 'approval_added' END,
-             t_actor = ?2, t_channel = ?9, t_patched = ?10,
-             t_details = json_object('approvals', approvals + 1, 'approver', ?2, 'required', approvals_required)
-         WHERE id = ?1 AND status = 'pending' AND (expires_at IS NULL OR expires_at > ?3)
-           AND NOT EXISTS (SELECT 1 FROM action_approvals WHERE action_id = ?1 AND approver = ?2)
-           AND (?7 IS NULL OR (approvals = 0 AND effective_args = ?7))
-         RETURNING {COLUMNS}, 1 AS won, 0 AS counted;
-         SELECT {COLUMNS}, 0 AS won, EXISTS (SELECT 1 FROM action_approvals
-                 WHERE action_id = ?1 AND approver = ?2) AS counted
-         FROM actions WHERE id = ?1 AND changes() = 0"
-    );
-    let row = a
-        .bind(sqlx::query(sqlx::AssertSqlSafe(sql)), now)
-        .fetch_all(turn.conn())
-        .await?;
-    let Some(row) = row.first() else {
-        return Ok(Approving::Missing);
-    };
-    let action = from_row(row)?;
-    let flag =
-        |name: &str| sqlx::Row::try_get::<bool, _>(row, name).map_err(crate::store::Error::from);
-    if !flag("won")? {
-        return Ok(Approving::Refused {
-            counted: flag("counted")?,
-            action: Box::new(action),
-        });
-    }
-    Ok(Approving::won(action))
-}
-
-/// Apply one rejection (id, rejecter, channel, scrubbed reason). `None`:
-/// refused (the caller explains why, outside the turn).
-async fn reject_in(
-    turn: &mut Turn,
-    r: Arc<(String, String, crate::store::Channel, String)>,
-    now: i64,
-) -> Result<Option<Action>> {
-    let (id, actor, channel, reason) = &*r;
-    // Why guarded: only a still-pending, unexpired action can be rejected;
-    // a concurrent approval or expiry that won keeps its decision.
-    let sql = format!(
-        "UPDATE actions SET status = 'rejected', decided_by = ?2, decided_at = ?3, reason = ?4, updated_at = ?3,
-             t_seq = t_seq + 1, t_event = 'rejected', t_actor = ?2, t_channel = ?5, t_patched = NULL,
-             t_details = json_object('reason', ?4, 'rejecter', ?2)
-         WHERE id = ?1 AND status = 'pending' AND (expires_at IS NULL OR expires_at > ?3)
-         RETURNING {COLUMNS}"
-    );
-    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(id)
-        .bind(actor)
-        .bind(now)
-        .bind(reason)
-        .bind(channel.as_str())
-        .fetch_optional(turn.conn())
-        .await?;
-    row.as_ref().map(from_row).transpose()
-}
-
-/// The live action holding `new`'s dedup key (the partial unique index
-/// refused a second): the same payload answers as that action, another
-/// payload is a loud [`Error::DedupConflict`].
-async fn dedup_holder(
-    conn: &mut SqliteConnection,
-    new: &NewAction,
-    fingerprint: &str,
-) -> Result<Proposed> {
-    // An `unknown` outcome counts as live: it may have happened. The
-    // caller holds the write lock, so the holder is stable.
-    let key = new.dedup_key.clone().unwrap_or_default();
-    let sql = format!(
-        "SELECT {COLUMNS} FROM actions WHERE project = ? AND dedup_key = ?
-           AND status IN ('pending','approved','executing','unknown')"
-    );
-    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(&new.project)
-        .bind(&key)
-        .fetch_one(&mut *conn)
-        .await?;
-    let existing = super::from_row(&row)?;
-    if existing.fingerprint == fingerprint {
-        return Ok(Proposed {
-            action: existing,
-            created: false,
-        });
-    }
-    Err(Error::DedupConflict {
-        key,
-        existing_id: existing.id,
-        existing_fingerprint: existing.fingerprint,
-        new_fingerprint: fingerprint.to_string(),
+        Err(crate::store::Error::Write {
+            reason: "the dedup key's holder kept changing".into(),
+            busy: true,
+        })
     })
 }
+
+/// A rejection (`$1` id, `$2` rejecter, `$3` now, `$4` the scrubbed
+/// reason, `$5` channel). Why guarded: only a still-pending, unexpired
+/// action can be rejected; a concurrent approval or expiry that won keeps
+/// its decision.
+static REJECT: Sql = Sql::new(|s| {
+    format!(
+        "UPDATE actions SET status = 'rejected', decided_by = $2, decided_at = $3, reason = $4,
+             updated_at = $3,
+             t_seq = t_seq + 1, t_event = 'rejected', t_actor = $2, t_channel = $5, t_patched = NULL,
+             t_details = {}
+         WHERE id = $1 AND status = 'pending' AND (expires_at IS NULL OR expires_at > $3)
+         RETURNING {COLUMNS}",
+        s.object("'reason', $4, 'rejecter', $2")
+    )
+});

@@ -34,7 +34,7 @@ use sqlx::PgConnection;
 use super::Pg;
 use crate::store::engine::Tx;
 use crate::store::request::{self, Scope};
-use crate::store::{NewEvent, Result, Store};
+use crate::store::{Result, Store};
 
 impl Store {
     /// Run `op` with its own copy of `input` and the clock's time in a
@@ -91,10 +91,4 @@ async fn take_turn(tx: &mut PgConnection, scope: &Scope) -> Result<()> {
         .execute(&mut *tx)
         .await?;
     Ok(())
-}
-
-/// Append `ev` at time `at` inside the transaction on `conn`, last in it
-/// (the event counter's row stays locked until commit); see [`Tx::append`].
-pub(crate) async fn append(conn: &mut PgConnection, at: i64, ev: &NewEvent<'_>) -> Result<i64> {
-    Tx::Pg(conn).append(at, ev).await
 }
