@@ -63,6 +63,7 @@ use sqlx::{Sqlite, Transaction};
 use crate::clock::{Clock, SystemClock};
 
 pub use channel::Channel;
+pub(crate) use engine::Engine;
 pub use events::{Event, NewEvent};
 pub use postgres::unported::NOT_ON_POSTGRES_YET;
 pub(crate) use postgres::unported::unsupported;
@@ -189,29 +190,6 @@ pub struct Store {
     homes: Arc<dashmap::DashMap<String, String>>,
 }
 
-/// The database under a [`Store`].
-#[derive(Clone, Debug)]
-pub(crate) enum Engine {
-    /// One SQLite file (the embedded default).
-    Sqlite(Lite),
-    /// A PostgreSQL database: every part of the store but `backup`.
-    Postgres(postgres::Pg),
-}
-
-/// The SQLite engine's parts.
-#[derive(Clone, Debug)]
-pub(crate) struct Lite {
-    pool: SqlitePool,
-    /// Serialises this process's writers before they ask SQLite for the
-    /// write lock: queued on a fair async mutex instead of spinning in
-    /// SQLite's busy handler (which sleeps up to tens of ms per round).
-    /// Writers in other processes still meet at SQLite's lock.
-    write_lock: Arc<tokio::sync::Mutex<()>>,
-    /// The operations queued for the write turn (group commit).
-    writer: Arc<writer::Writer>,
-    path: PathBuf,
-}
-
 impl Store {
     /// Open (creating if needed) the database at `path` with the system clock.
     pub async fn open(path: &Path) -> Result<Store> {
@@ -282,12 +260,7 @@ impl Store {
         let store = Store {
             clock,
             homes: Arc::default(),
-            engine: Engine::Sqlite(Lite {
-                pool,
-                write_lock: Arc::new(tokio::sync::Mutex::new(())),
-                writer: writer::Writer::new(shape == Shape::Serving),
-                path: path.to_path_buf(),
-            }),
+            engine: engine::sqlite(pool, path, shape == Shape::Serving),
         };
         let applied = store.migrate().await?;
         Ok((store, applied))
@@ -303,7 +276,7 @@ impl Store {
         Ok(Store {
             clock,
             homes: Arc::default(),
-            engine: Engine::Postgres(postgres::Pg::open(url).await?),
+            engine: engine::postgres(url).await?,
         })
     }
 
@@ -398,67 +371,6 @@ impl Store {
         &self.clock
     }
 
-    /// The database file. A PostgreSQL store has none: there it is the
-    /// URL without its password (so a fingerprint of it still tells two
-    /// databases apart); [`Store::file`] says which.
-    pub fn path(&self) -> &Path {
-        match &self.engine {
-            Engine::Sqlite(lite) => &lite.path,
-            Engine::Postgres(pg) => pg.shown(),
-        }
-    }
-
-    /// The database file, or `None` for a PostgreSQL store.
-    pub fn file(&self) -> Option<&Path> {
-        match &self.engine {
-            Engine::Sqlite(lite) => Some(&lite.path),
-            Engine::Postgres(_) => None,
-        }
-    }
-
-    /// On PostgreSQL, the pool a listener for other processes' commits
-    /// takes its server and credentials from (`follow::listen`); `None` on
-    /// SQLite, whose files are watched instead.
-    pub fn notifications(&self) -> Option<postgres::notify::PgPool> {
-        match &self.engine {
-            Engine::Sqlite(_) => None,
-            Engine::Postgres(pg) => Some(pg.pool().clone()),
-        }
-    }
-
-    /// The engine, for the methods that run on both.
-    pub(crate) fn engine(&self) -> &Engine {
-        &self.engine
-    }
-
-    /// The SQLite engine's parts, or [`Error::Unsupported`] naming the part
-    /// of the store that called (see [`NOT_ON_POSTGRES_YET`]).
-    #[track_caller]
-    pub(crate) fn lite(&self) -> Result<&Lite> {
-        match &self.engine {
-            Engine::Sqlite(lite) => Ok(lite),
-            Engine::Postgres(_) => Err(unsupported(Location::caller())),
-        }
-    }
-
-    /// The SQLite connection pool, for reads inside the store module; on a
-    /// PostgreSQL store, [`Error::Unsupported`] naming the caller's part of
-    /// the store.
-    #[track_caller]
-    pub(crate) fn pool(&self) -> Result<&SqlitePool> {
-        match &self.engine {
-            Engine::Sqlite(lite) => Ok(&lite.pool),
-            Engine::Postgres(_) => Err(unsupported(Location::caller())),
-        }
-    }
-
-    /// This process's write turn (SQLite only), for a writer that runs its
-    /// own statement on the pool rather than through [`Store::write`].
-    #[track_caller]
-    pub(crate) fn write_lock(&self) -> Result<&Arc<tokio::sync::Mutex<()>>> {
-        Ok(&self.lite()?.write_lock)
-    }
-
     /// Start a write transaction that takes the write lock up front
     /// (`BEGIN IMMEDIATE`), so it can never fail later with
     /// `SQLITE_BUSY_SNAPSHOT` when a read upgrades to a write. Dropping the
@@ -537,37 +449,6 @@ impl Store {
                 self.write_at(at, move |turn| op(turn, input, clock.now_ms()))
             })
             .await
-        }
-    }
-
-    /// Number of rows in `table`. For tests and diagnostics; `table` must be
-    /// one of the store's own table names.
-    pub async fn count_rows(&self, table: &str) -> Result<i64> {
-        if !table
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_')
-        {
-            return Err(Error::Invalid(format!("`{table}` is not a table name")));
-        }
-        let sql = format!("SELECT COUNT(*) FROM {table}");
-        match &self.engine {
-            Engine::Sqlite(lite) => Ok(sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-                .fetch_one(&lite.pool)
-                .await?),
-            Engine::Postgres(pg) => Ok(sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-                .fetch_one(pg.pool())
-                .await?),
-        }
-    }
-
-    /// Close the pool (on SQLite, checkpointing the WAL).
-    pub async fn close(&self) {
-        match &self.engine {
-            Engine::Sqlite(lite) => {
-                lite.writer.release();
-                lite.pool.close().await;
-            }
-            Engine::Postgres(pg) => pg.close().await,
         }
     }
 }

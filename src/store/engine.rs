@@ -23,8 +23,17 @@ use sqlx::postgres::PgRow;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Database, Encode, FromRow, PgConnection, SqliteConnection, Type};
 
+use std::panic::Location;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use sqlx::SqlitePool;
+
+use super::postgres::Pg;
+use super::postgres::unported::unsupported;
+use super::writer::Writer;
 use super::writer::turn::Turn;
-use super::{Engine, Result, Store};
+use super::{Error, Result, Store};
 
 /// One value bound to a statement: text, an integer or a boolean, any of
 /// them NULL.
@@ -434,6 +443,140 @@ impl Store {
                 })
                 .await
             }
+        }
+    }
+}
+
+/// The database under a [`Store`].
+#[derive(Clone, Debug)]
+pub(crate) enum Engine {
+    /// One SQLite file (the embedded default).
+    Sqlite(Lite),
+    /// A PostgreSQL database: every part of the store but `backup`.
+    Postgres(Pg),
+}
+
+/// The SQLite engine's parts.
+#[derive(Clone, Debug)]
+pub(crate) struct Lite {
+    pub(super) pool: SqlitePool,
+    /// Serialises this process's writers before they ask SQLite for the
+    /// write lock: queued on a fair async mutex instead of spinning in
+    /// SQLite's busy handler (which sleeps up to tens of ms per round).
+    /// Writers in other processes still meet at SQLite's lock.
+    pub(super) write_lock: Arc<tokio::sync::Mutex<()>>,
+    /// The operations queued for the write turn (group commit).
+    pub(super) writer: Arc<Writer>,
+    pub(super) path: PathBuf,
+}
+
+/// An SQLite store's engine: `pool` on the file at `path`, with a write
+/// turn (`serving`: a daemon's, which keeps its own connection).
+pub(super) fn sqlite(pool: SqlitePool, path: &Path, serving: bool) -> Engine {
+    Engine::Sqlite(Lite {
+        pool,
+        write_lock: Arc::new(tokio::sync::Mutex::new(())),
+        writer: Writer::new(serving),
+        path: path.to_path_buf(),
+    })
+}
+
+/// A PostgreSQL store's engine: a pool on `url`, migrated (see
+/// [`Store::open_postgres`]).
+pub(super) async fn postgres(url: &str) -> Result<Engine> {
+    Ok(Engine::Postgres(Pg::open(url).await?))
+}
+
+impl Store {
+    /// The database file. A PostgreSQL store has none: there it is the
+    /// URL without its password (so a fingerprint of it still tells two
+    /// databases apart); [`Store::file`] says which.
+    pub fn path(&self) -> &Path {
+        match &self.engine {
+            Engine::Sqlite(lite) => &lite.path,
+            Engine::Postgres(pg) => pg.shown(),
+        }
+    }
+
+    /// The database file, or `None` for a PostgreSQL store.
+    pub fn file(&self) -> Option<&Path> {
+        match &self.engine {
+            Engine::Sqlite(lite) => Some(&lite.path),
+            Engine::Postgres(_) => None,
+        }
+    }
+
+    /// On PostgreSQL, the pool a listener for other processes' commits
+    /// takes its server and credentials from (`follow::listen`); `None` on
+    /// SQLite, whose files are watched instead.
+    pub fn notifications(&self) -> Option<sqlx::PgPool> {
+        match &self.engine {
+            Engine::Sqlite(_) => None,
+            Engine::Postgres(pg) => Some(pg.pool().clone()),
+        }
+    }
+
+    /// The engine, for the methods that run on both.
+    pub(crate) fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The SQLite engine's parts, or [`Error::Unsupported`] naming the part
+    /// of the store that called (see [`NOT_ON_POSTGRES_YET`]).
+    #[track_caller]
+    pub(crate) fn lite(&self) -> Result<&Lite> {
+        match &self.engine {
+            Engine::Sqlite(lite) => Ok(lite),
+            Engine::Postgres(_) => Err(unsupported(Location::caller())),
+        }
+    }
+
+    /// The SQLite connection pool, for reads inside the store module; on a
+    /// PostgreSQL store, [`Error::Unsupported`] naming the caller's part of
+    /// the store.
+    #[track_caller]
+    pub(crate) fn pool(&self) -> Result<&SqlitePool> {
+        match &self.engine {
+            Engine::Sqlite(lite) => Ok(&lite.pool),
+            Engine::Postgres(_) => Err(unsupported(Location::caller())),
+        }
+    }
+
+    /// This process's write turn (SQLite only), for a writer that runs its
+    /// own statement on the pool rather than through [`Store::write`].
+    #[track_caller]
+    pub(crate) fn write_lock(&self) -> Result<&Arc<tokio::sync::Mutex<()>>> {
+        Ok(&self.lite()?.write_lock)
+    }
+
+    /// Number of rows in `table`. For tests and diagnostics; `table` must be
+    /// one of the store's own table names.
+    pub async fn count_rows(&self, table: &str) -> Result<i64> {
+        if !table
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        {
+            return Err(Error::Invalid(format!("`{table}` is not a table name")));
+        }
+        let sql = format!("SELECT COUNT(*) FROM {table}");
+        match &self.engine {
+            Engine::Sqlite(lite) => Ok(sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+                .fetch_one(&lite.pool)
+                .await?),
+            Engine::Postgres(pg) => Ok(sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+                .fetch_one(pg.pool())
+                .await?),
+        }
+    }
+
+    /// Close the pool (on SQLite, checkpointing the WAL).
+    pub async fn close(&self) {
+        match &self.engine {
+            Engine::Sqlite(lite) => {
+                lite.writer.release();
+                lite.pool.close().await;
+            }
+            Engine::Postgres(pg) => pg.close().await,
         }
     }
 }
