@@ -6,8 +6,9 @@
 //! - [`clock`]: the injectable wall clock; RFC 3339 and duration parsing.
 //! - [`config`]: the TOML configuration (chats, routes, rules, notify, wake sources),
 //!   where every command finds it, and which database a command uses.
-//! - [`store`]: the SQLite store — questions, boards, actions, sessions, ledger,
-//!   events, chat records, deliveries, tokens. All SQL lives here.
+//! - [`store`]: the store, on SQLite or PostgreSQL — questions, boards, actions,
+//!   sessions, ledger, events, chat records, deliveries, grants, tokens. All SQL
+//!   lives here, written once for both engines.
 //! - [`daemon`]: `handoff serve`; wiring only (nothing but the CLI imports it).
 //! - [`shared`]: what the daemon's handlers and workers share, and `wrote()`.
 //! - [`follow`]: following the event log by `seq`; in-process waiters.
@@ -15,7 +16,8 @@
 //! - [`notify`]: wake-ups: exec / webhook / tmux targets and durable deliveries.
 //! - [`api`]: the HTTP API (`/v1`, auth tokens, long polls, SSE, metrics, inbound wakes),
 //!   and the web Inbox page with its login links and session cookies (`api::inbox`).
-//! - [`ops`]: the agent-side operations, one interface over the local store (and later HTTP).
+//! - [`ops`]: the agent-side operations, one interface over the local store,
+//!   the daemon's socket or HTTP.
 //! - [`programs`]: the operator's programs (rule commands, verifiers), run outside the
 //!   store; the store records what they decide.
 //! - [`mcp`]: `handoff mcp`, the stdio MCP server over [`ops`].

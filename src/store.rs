@@ -13,15 +13,16 @@
 //!
 //! Two engines behind one API: a [`Store`] holds an [`Engine`], SQLite (the
 //! pool, the write turn, the file) or PostgreSQL ([`postgres::Pg`], a pool).
-//! A part reaches them through the seam in `engine` (one statement text
-//! for both, or one spelling each; a write whose shape differs takes both
-//! bodies, kept side by side in the part); the parts not moved onto it yet
-//! match on the engine and call their statements in `postgres/`. Every part of the store runs on
-//! both but `backup` (an SQLite file copy: it says to use pg_dump); a
-//! method reaching SQLite through [`Store::pool`],
-//! [`Store::write`] or [`Store::begin_write`] on a PostgreSQL store gets
-//! [`Error::Unsupported`] naming its part (see [`NOT_ON_POSTGRES_YET`]),
-//! never a panic.
+//! Every part reaches them through the seam in `engine`, the only place
+//! that matches on the engine: one statement text for both (or one
+//! spelling each), run as a read, a guarded write or a transaction; a
+//! write whose shape differs per engine takes both bodies, kept side by
+//! side in the part's own folder (`actions/postgres.rs`,
+//! `sessions/postgres.rs`). Every part of the store runs on both but
+//! `backup` (an SQLite file copy: it says to use pg_dump); a method
+//! reaching SQLite alone through [`Store::pool`] or [`Store::begin_write`]
+//! on a PostgreSQL store gets [`Error::Unsupported`] naming its part (see
+//! [`NOT_ON_POSTGRES_YET`]), never a panic.
 
 pub mod actions;
 pub mod backup;

@@ -2,9 +2,10 @@
 //! (`migrations/postgres`) up to this build's, for `handoff migrate`;
 //! copying an SQLite file into an empty one ([`export`]) or one back into
 //! a new SQLite file ([`import`]), for `handoff export`; the LISTEN
-//! session of `follow::listen` ([`notify`]); and the [`super::Store`]'s
-//! statements on this engine ([`Pg`]: one file per part of the store, each
-//! write in a transaction of its own by [`write`]).
+//! session of `follow::listen` ([`notify`]); and the pool a store on this
+//! engine runs on ([`Pg`]), each write in a transaction of its own
+//! ([`write`]). The parts' statements are not here: each part writes its
+//! SQL once for both engines (see `engine.rs`).
 //!
 //! What a deploy step needs from it: the migrations this build carries
 //! applied in order (sqlx's migrator takes PostgreSQL's advisory lock, so

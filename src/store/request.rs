@@ -12,18 +12,16 @@
 //! keeps its number) and checks the kind of a remembered value before
 //! replaying it.
 //!
-//! Covered: every write that goes through the write turn's `write`
-//! (actions, questions, sessions, the ledger, inbound wakes, deliveries and
-//! boards' winning calls), and on PostgreSQL the question, session, ledger,
-//! inbound wake and delivery writes
-//! (`postgres::write`, under an advisory lock on the id and number, so two
-//! attempts on two connections run one after the other). The older
-//! `begin_write` writers (a board's
-//! archive by hand, a board write's refusal path, tokens, grants, Inbox
-//! sessions, pairing, purge, chat's own events and refused-attempt audits)
-//! are not remembered; their writes are idempotent by their own
-//! keys (CAS versions, names), so a repeat is refused or answered as
-//! already done rather than applied twice.
+//! Covered: every write through the engine seam's `write_with`,
+//! `transact` and `write_split` on either engine (on SQLite the write
+//! turn, on PostgreSQL `postgres::write` under an advisory lock on the id
+//! and number, so two attempts on two connections run one after the
+//! other). Not remembered: the writes outside the group commit
+//! (`transact_apart`: purge, refused-attempt audits) and single statements
+//! run with `change` (chat message records, grant confirmations, topics, a
+//! lease release, forgetting old rows); a repeat of one
+//! of those finds nothing left to do or records a refusal again, never a
+//! second change.
 
 use std::future::Future;
 use std::sync::Arc;
