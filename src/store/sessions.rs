@@ -235,6 +235,30 @@ impl Store {
     }
 }
 
+/// The upsert that registers a session, the same on both engines
+/// (`RETURNING *`: no row when its home is another project). Nothing is
+/// written when another project's items name the session (the SELECT's
+/// WHERE) or it is registered in another project (the upsert's); a
+/// project left empty keeps the one it has. A macro only so that SQLite's
+/// one call can append its event statement to the same literal.
+macro_rules! register_upsert {
+    () => {
+        "INSERT INTO agent_sessions (session_id, agent, project, cwd, wake_target, created_at, updated_at)
+         SELECT $1, $2, $3, $4, $5, $6, $6
+         WHERE $3 = '' OR NOT EXISTS (SELECT 1 FROM events
+                                      WHERE session = $1 AND project <> '' AND project <> $3)
+         ON CONFLICT (session_id) DO UPDATE SET
+            agent = excluded.agent, cwd = excluded.cwd,
+            project = CASE WHEN excluded.project = '' THEN agent_sessions.project
+                           ELSE excluded.project END,
+            wake_target = COALESCE(excluded.wake_target, agent_sessions.wake_target),
+            status = 'active', ended_at = NULL, updated_at = excluded.updated_at
+         WHERE excluded.project = '' OR agent_sessions.project IN ('', excluded.project)
+         RETURNING *"
+    };
+}
+pub(super) use register_upsert;
+
 /// [`Store::register_session`] on SQLite: one call, the upsert and its
 /// `session.registered` event.
 fn register_in_one_call(
@@ -244,30 +268,17 @@ fn register_in_one_call(
 ) -> BoxFuture<'_, Result<Option<Session>>> {
     Box::pin(async move {
         let (id, agent, project, cwd, wake) = &*s;
-        // One call: the upsert and its `session.registered` event
-        // (the wake target's kind read from the row as stored).
-        // Why guarded: a session keeps its home. Nothing is written
-        // when another project's items name it (the SELECT's WHERE)
-        // or it is registered in another project (the upsert's); a
-        // project left empty keeps the one it has.
-        let sql = one_call(
-                    "INSERT INTO agent_sessions (session_id, agent, project, cwd, wake_target, created_at, updated_at)
-                     SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?6
-                     WHERE ?3 = '' OR NOT EXISTS (SELECT 1 FROM events
-                                                  WHERE session = ?1 AND project <> '' AND project <> ?3)
-                     ON CONFLICT(session_id) DO UPDATE SET
-                        agent = excluded.agent, cwd = excluded.cwd,
-                        project = CASE WHEN excluded.project = '' THEN agent_sessions.project
-                                       ELSE excluded.project END,
-                        wake_target = COALESCE(excluded.wake_target, agent_sessions.wake_target),
-                        status = 'active', ended_at = NULL, updated_at = excluded.updated_at
-                     WHERE excluded.project = '' OR agent_sessions.project IN ('', excluded.project)
-                     RETURNING *;
-                     INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
-                     SELECT ?6, 'session.registered', 'session', ?1, ?2, 'agent', project, ?1,
-                            json_object('wake', json_extract(wake_target, '$.type'))
-                     FROM agent_sessions WHERE session_id = ?1 AND changes() = 1",
-                );
+        // One call: the upsert and its `session.registered` event (the
+        // wake target's kind read from the row as stored), written only
+        // when the upsert wrote a row.
+        let sql = one_call(concat!(
+            register_upsert!(),
+            ";
+             INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
+             SELECT $6, 'session.registered', 'session', $1, $2, 'agent', project, $1,
+                    json_object('wake', json_extract(wake_target, '$.type'))
+             FROM agent_sessions WHERE session_id = $1 AND changes() = 1"
+        ));
         let q = sqlx::query(sql)
             .bind(id)
             .bind(agent)

@@ -174,23 +174,6 @@ impl Writer {
 }
 
 impl Store {
-    /// [`Store::write_at`] here: for the write turn's own tests.
-    #[cfg(test)]
-    #[track_caller]
-    pub(crate) fn write<T, E, F>(
-        &self,
-        op: F,
-    ) -> impl std::future::Future<Output = std::result::Result<T, E>> + use<'_, T, E, F>
-    where
-        T: Serialize + DeserializeOwned + Send + 'static,
-        E: From<Error> + Send + 'static,
-        F: for<'t> FnOnce(&'t mut Turn) -> BoxFuture<'t, std::result::Result<T, E>>
-            + Send
-            + 'static,
-    {
-        self.write_at(Location::caller(), op)
-    }
-
     /// Run `op` with the write turn, batched with whatever other writers
     /// are queued (see the module docs), on behalf of a caller at `at` (the
     /// location an [`Error::Unsupported`] names on a PostgreSQL store).

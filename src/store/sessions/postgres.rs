@@ -20,7 +20,7 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use sqlx::PgConnection;
 
-use super::{Checkpointed, Ended, Session, WakeRecorded, session_from};
+use super::{Checkpointed, Ended, Session, WakeRecorded, register_upsert, session_from};
 use crate::store::{Error, Result};
 
 /// One event to append, every column as text but `at`.
@@ -102,21 +102,7 @@ pub(super) fn register(
     Box::pin(async move {
         let (id, agent, project, cwd, wake) = &*input;
         // Why guarded: a session keeps its home (see SQLite's twin).
-        let row = sqlx::query(
-                "INSERT INTO agent_sessions
-                     (session_id, agent, project, cwd, wake_target, created_at, updated_at)
-                 SELECT $1, $2, $3, $4, $5, $6, $6
-                 WHERE $3 = '' OR NOT EXISTS (SELECT 1 FROM events
-                                              WHERE session = $1 AND project <> '' AND project <> $3)
-                 ON CONFLICT (session_id) DO UPDATE SET
-                    agent = excluded.agent, cwd = excluded.cwd,
-                    project = CASE WHEN excluded.project = '' THEN agent_sessions.project
-                                   ELSE excluded.project END,
-                    wake_target = COALESCE(excluded.wake_target, agent_sessions.wake_target),
-                    status = 'active', ended_at = NULL, updated_at = excluded.updated_at
-                 WHERE excluded.project = '' OR agent_sessions.project IN ('', excluded.project)
-                 RETURNING *",
-            )
+        let row = sqlx::query(register_upsert!())
             .bind(id)
             .bind(agent)
             .bind(project)

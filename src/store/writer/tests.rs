@@ -30,7 +30,7 @@ enum Got {
 /// event must not survive, and nobody else's write may be lost.
 async fn broken(store: &Store, panic: bool) -> std::result::Result<(), Error> {
     store
-        .write(move |turn| {
+        .write_at(Location::caller(), move |turn| {
             Box::pin(async move {
                 turn.begin().await?;
                 sqlx::query(
@@ -159,7 +159,7 @@ async fn a_savepoint_call_that_fails_midway_leaves_nothing_and_no_transaction() 
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("h.db")).await.unwrap();
     let failed = store
-        .write(|turn| {
+        .write_at(Location::caller(), |turn| {
             Box::pin(async move {
                 turn.savepoint_call(sqlx::query(
                     "SAVEPOINT one_call;
@@ -187,7 +187,7 @@ async fn a_caller_that_gives_up_mid_transaction_leaves_nothing_open() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("h.db")).await.unwrap();
     // Alone, inside its own transaction, then stuck: the caller gives up.
-    let stuck = store.write(|turn| {
+    let stuck = store.write_at(Location::caller(), |turn| {
         Box::pin(async move {
             turn.begin().await?;
             sqlx::query(
