@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::daemon::{Daemon, write_config};
-use common::fake_telegram::{Fault, FakeTelegram, Msg};
+use common::fake_telegram::{FakeTelegram, Fault, Msg};
 use common::{TempDb, json};
 
 const ME: i64 = 111;
@@ -72,8 +72,16 @@ async fn setup(voice: &str) -> (TempDb, FakeTelegram, Daemon, PathBuf) {
     db.open().await.close().await;
     let fake = FakeTelegram::start().await;
     let audio = db.dir.path().join("audio");
-    let extra = format!("\n[voice]\ndir = {:?}\n{voice}\n", audio.display().to_string());
-    let cfg = write_config(db.dir.path(), &fake.url, &[("me", ME, &[ME], &[ME])], &extra);
+    let extra = format!(
+        "\n[voice]\ndir = {:?}\n{voice}\n",
+        audio.display().to_string()
+    );
+    let cfg = write_config(
+        db.dir.path(),
+        &fake.url,
+        &[("me", ME, &[ME], &[ME])],
+        &extra,
+    );
     let daemon = Daemon::start(&db.path, &cfg);
     (db, fake, daemon, audio)
 }
@@ -133,12 +141,27 @@ fn voice_replies(v: &serde_json::Value) -> usize {
 #[tokio::test]
 async fn a_spoken_answer_is_transcribed_by_pocketsphinx_and_reaches_the_waiting_agent() {
     need("pocketsphinx_continuous");
-    let (db, fake, _d, audio) =
-        setup(&format!("command = '''{POCKETSPHINX}'''\ntimeout_secs = 120")).await;
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    assert!(
+        readme.contains(POCKETSPHINX),
+        "the README shows the recipe this test runs"
+    );
+    let (db, fake, _d, audio) = setup(&format!(
+        "command = '''{POCKETSPHINX}'''\ntimeout_secs = 120"
+    ))
+    .await;
     fake.add_file("spoken", speak(db.dir.path(), PHRASE));
     let id = ask(&db, &["--session", "phone-1", "Deploy the release now?"]);
     let waiter = Command::new(env!("CARGO_BIN_EXE_handoff"))
-        .args(["wait", "--session", "phone-1", "--timeout", "120s", "--json"])
+        .args([
+            "wait",
+            "--session",
+            "phone-1",
+            "--timeout",
+            "120s",
+            "--json",
+        ])
         .env("HANDOFF_DB", &db.path)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -273,7 +296,10 @@ async fn each_transcription_service_failure_is_one_line_and_holds_up_no_other_ta
     assert!(said.contains("still open"), "{said}");
     let first = seen.lock().unwrap()[0].clone();
     assert!(first.starts_with("Bearer sk-test"), "{first}");
-    assert!(first.contains("name=\"language\"") && first.contains("name=\"model\""), "{first}");
+    assert!(
+        first.contains("name=\"language\"") && first.contains("name=\"model\""),
+        "{first}"
+    );
 
     for (m, want) in [
         (Mode::Status500, "answered 500"),
@@ -295,14 +321,25 @@ async fn each_transcription_service_failure_is_one_line_and_holds_up_no_other_ta
     let said = said_after(&fake, before, "too long", 30).await;
     assert!(said.contains("61s") && said.contains("60s"), "{said}");
     let before = fake.sent_texts(ME).len();
-    fake.send_voice(ME, ME, "note", 3, Some(msg.message_id), None, Some(5_000_000));
+    fake.send_voice(
+        ME,
+        ME,
+        "note",
+        3,
+        Some(msg.message_id),
+        None,
+        Some(5_000_000),
+    );
     said_after(&fake, before, "too big", 30).await;
     assert_eq!(fake.downloads("note"), downloads, "downloaded past a limit");
     fake.fault("getfile", Fault::ServerError);
     let before = fake.sent_texts(ME).len();
     fake.send_voice(ME, ME, "note", 3, Some(msg.message_id), None, None);
     let said = said_after(&fake, before, "not transcribed", 30).await;
-    assert!(said.contains("Telegram did not hand over the audio"), "{said}");
+    assert!(
+        said.contains("Telegram did not hand over the audio"),
+        "{said}"
+    );
     fake.clear_faults();
 
     // Nothing was recorded by any of them; the question stays open and a
@@ -317,7 +354,9 @@ async fn each_transcription_service_failure_is_one_line_and_holds_up_no_other_ta
     assert!(t.text.contains("«use postgres»"), "{}", t.text);
     fake.tap(ME, ME, t.message_id, &t.button("Send"));
     fake.until(30, "the Sent toast", |f| {
-        f.toasts().into_iter().find(|t| t.contains("Sent: use postgres"))
+        f.toasts()
+            .into_iter()
+            .find(|t| t.contains("Sent: use postgres"))
     })
     .await;
     assert_eq!(show(&db, &id)["question"]["reply"]["medium"], "voice");
@@ -370,16 +409,18 @@ async fn a_command_that_fails_times_out_or_prints_garbage_gets_its_line_and_reco
     let t2 = fake
         .until(30, "a second transcript", |f| {
             f.messages(ME).into_iter().find(|m| {
-                m.message_id != t.message_id && m.text.contains("Transcript") && !m.buttons().is_empty()
+                m.message_id != t.message_id
+                    && m.text.contains("Transcript")
+                    && !m.buttons().is_empty()
             })
         })
         .await;
     fake.tap(ME, ME, t2.message_id, &t2.button("Edit"));
     let prompt = fake
         .until(30, "the correction prompt", |f| {
-            f.messages(ME)
-                .into_iter()
-                .find(|m| m.text.contains("Correct the transcript") && m.text.contains("go ahead en"))
+            f.messages(ME).into_iter().find(|m| {
+                m.text.contains("Correct the transcript") && m.text.contains("go ahead en")
+            })
         })
         .await;
     let said = fake
@@ -435,7 +476,10 @@ async fn an_unread_inbox_answer_beats_a_confirmed_voice_reply_and_the_speaker_is
     let before = fake.sent_texts(ME).len();
     fake.tap(ME, ME, t.message_id, &t.button("Send"));
     let said = said_after(&fake, before, "Inbox answer", 30).await;
-    assert!(said.contains("wait until Monday") && said.contains("not recorded"), "{said}");
+    assert!(
+        said.contains("wait until Monday") && said.contains("not recorded"),
+        "{said}"
+    );
     let v = show(&db, &id);
     assert_eq!(v["question"]["reply"]["text"], "wait until Monday", "{v}");
     assert_eq!(v["question"]["reply"]["source"], "inbox", "{v}");
@@ -451,7 +495,10 @@ async fn without_a_transcriber_voice_is_off_and_an_unconfirmed_transcript_expire
     fake.add_file("note", b"OggS".to_vec());
     fake.send_voice(ME, ME, "note", 1, Some(msg.message_id), None, None);
     let said = said_after(&fake, 0, "Voice replies are off", 30).await;
-    assert!(said.contains("[voice] command") && said.contains("[voice] url"), "{said}");
+    assert!(
+        said.contains("[voice] command") && said.contains("[voice] url"),
+        "{said}"
+    );
     assert_eq!(fake.downloads("note"), 0);
     drop(_d);
 

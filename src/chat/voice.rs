@@ -117,7 +117,11 @@ struct Target {
 
 /// What an item is called in a sentence.
 fn noun(item_kind: &str) -> &'static str {
-    if item_kind == "row" { "row" } else { "question" }
+    if item_kind == "row" {
+        "row"
+    } else {
+        "question"
+    }
 }
 
 impl Bridge {
@@ -215,7 +219,12 @@ impl Bridge {
                     return Ok(t(Item::Question, &id, "other", Some(revision)));
                 }
                 Some(Prompt::RowAnswer { id }) => return Ok(t(Item::Row, &id, "answer", None)),
-                Some(Prompt::Voice { item, id, how, revision }) => {
+                Some(Prompt::Voice {
+                    item,
+                    id,
+                    how,
+                    revision,
+                }) => {
                     return Ok(t(item, &id, how, revision));
                 }
                 Some(Prompt::ActionEdit { .. }) => {
@@ -282,7 +291,11 @@ impl Bridge {
     /// may take it over (its worker died): longer than a fetch and a
     /// transcription ever take.
     fn claim_stale_ms(&self) -> i64 {
-        let limit = self.config.voice.timeout_secs.saturating_add(FETCH_LIMIT.as_secs() + 30);
+        let limit = self
+            .config
+            .voice
+            .timeout_secs
+            .saturating_add(FETCH_LIMIT.as_secs() + 30);
         i64::try_from(limit.saturating_mul(1000)).unwrap_or(i64::MAX)
     }
 
@@ -301,8 +314,8 @@ impl Bridge {
         let thread = v.thread_id.and_then(|t| i32::try_from(t).ok());
         match result {
             Ok(text) => {
-                let keep_ms =
-                    i64::try_from(self.config.voice.expire_secs.saturating_mul(1000)).unwrap_or(i64::MAX);
+                let keep_ms = i64::try_from(self.config.voice.expire_secs.saturating_mul(1000))
+                    .unwrap_or(i64::MAX);
                 match self
                     .store
                     .voice_transcribed(id, &worker, &text, keep_ms)
@@ -355,13 +368,22 @@ impl Bridge {
         out
     }
 
-    async fn fetch(&self, v: &VoiceReply, dir: &std::path::Path) -> Result<std::path::PathBuf, String> {
+    async fn fetch(
+        &self,
+        v: &VoiceReply,
+        dir: &std::path::Path,
+    ) -> Result<std::path::PathBuf, String> {
         let max = self.config.voice.max_bytes;
         let file = self
             .bot
             .get_file(FileId(v.file_id.clone()))
             .await
-            .map_err(|e| format!("Telegram did not hand over the audio ({})", crate::one_line(&e)))?;
+            .map_err(|e| {
+                format!(
+                    "Telegram did not hand over the audio ({})",
+                    crate::one_line(&e)
+                )
+            })?;
         if file.meta.size != u32::MAX && u64::from(file.meta.size) > max {
             return Err(format!(
                 "the audio is too big to fetch ({}; the limit is {})",
@@ -436,7 +458,8 @@ impl Bridge {
             short_id(&v.item_id),
             v.transcript.as_deref().unwrap_or_default()
         );
-        let b = |label: &str, tap| InlineKeyboardButton::callback(label.to_string(), data(tap, &v.id));
+        let b =
+            |label: &str, tap| InlineKeyboardButton::callback(label.to_string(), data(tap, &v.id));
         let markup = InlineKeyboardMarkup::new([[
             b("✅ Send", Tap::Send),
             b("✏️ Edit", Tap::Edit),
@@ -447,9 +470,8 @@ impl Bridge {
             .send_message(ChatId(v.chat_id), text)
             .reply_markup(markup);
         if let Ok(m) = i32::try_from(v.message_id) {
-            req = req.reply_parameters(
-                ReplyParameters::new(MessageId(m)).allow_sending_without_reply(),
-            );
+            req = req
+                .reply_parameters(ReplyParameters::new(MessageId(m)).allow_sending_without_reply());
         }
         if let Some(t) = v.thread_id.and_then(|t| i32::try_from(t).ok()) {
             req = req.message_thread_id(ThreadId(MessageId(t)));
@@ -470,7 +492,11 @@ impl Bridge {
     /// `text` when it has no message).
     async fn settle_message(&self, v: &VoiceReply, text: &str) {
         let thread = v.thread_id.and_then(|t| i32::try_from(t).ok());
-        match v.shown_message_id.and_then(|m| i32::try_from(m).ok()).filter(|m| *m > 0) {
+        match v
+            .shown_message_id
+            .and_then(|m| i32::try_from(m).ok())
+            .filter(|m| *m > 0)
+        {
             Some(m) => {
                 if let Err(e) = self
                     .bot
@@ -505,7 +531,11 @@ impl Bridge {
         match tap {
             Tap::Send => self.voice_send(q, v).await,
             Tap::Edit => self.voice_edit(q, v).await,
-            Tap::Discard => match self.store.voice_settle(id, "transcribed", "discarded").await {
+            Tap::Discard => match self
+                .store
+                .voice_settle(id, "transcribed", "discarded")
+                .await
+            {
                 Ok(Some(v)) => {
                     self.toast(q, "Discarded; nothing was recorded.").await;
                     let text = format!(
@@ -541,7 +571,11 @@ impl Bridge {
         match self.store.voice_send(&v.id, &text).await {
             Ok(Sent::Written(_)) => {
                 self.toast(q, &format!("Sent: {}", cut(&text, 150))).await;
-                let what = if v.target == "clarify" { "correction" } else { "answer" };
+                let what = if v.target == "clarify" {
+                    "correction"
+                } else {
+                    "answer"
+                };
                 let done = format!("🎙 Sent as your {what} to #{sid}: «{text}»");
                 self.settle_message(&v, &done).await;
                 self.redraw_quiet(Item::Question, &v.item_id).await;
@@ -556,7 +590,8 @@ impl Bridge {
                 self.settle_message(&v, &expired_text(&v)).await;
             }
             Ok(Sent::Gone(state)) => {
-                self.toast(q, gone(state.as_deref().unwrap_or("gone"))).await
+                self.toast(q, gone(state.as_deref().unwrap_or("gone")))
+                    .await
             }
             Err(crate::store::Error::Invalid(msg)) => {
                 self.toast(q, &format!("Not recorded: {msg}")).await
@@ -571,7 +606,11 @@ impl Bridge {
     async fn voice_send_row(&self, q: &CallbackQuery, v: VoiceReply, transcript: &str) {
         let thread = v.thread_id.and_then(|t| i32::try_from(t).ok());
         if v.expires_at.is_some_and(|at| at <= self.store.now()) {
-            if let Ok(Some(v)) = self.store.voice_settle(&v.id, "transcribed", "expired").await {
+            if let Ok(Some(v)) = self
+                .store
+                .voice_settle(&v.id, "transcribed", "expired")
+                .await
+            {
                 self.settle_message(&v, &expired_text(&v)).await;
             }
             return self.toast(q, gone("expired")).await;
@@ -611,16 +650,27 @@ impl Bridge {
     /// Edit: the transcript comes back as a prompt; the reply to it is the
     /// answer, written as a typed one.
     async fn voice_edit(&self, q: &CallbackQuery, v: VoiceReply) {
-        let v = match self.store.voice_settle(&v.id, "transcribed", "edited").await {
+        let v = match self
+            .store
+            .voice_settle(&v.id, "transcribed", "edited")
+            .await
+        {
             Ok(Some(v)) => v,
             Ok(None) => return self.toast(q, "This transcript was already settled.").await,
             Err(e) => return self.store_trouble(q, e).await,
         };
         self.toast(q, "Correct it and send it as a reply.").await;
         let sid = short_id(&v.item_id).to_string();
-        self.settle_message(&v, &format!("✏️ Editing the transcript for #{sid}; see below."))
-            .await;
-        let item = if v.item_kind == "row" { Item::Row } else { Item::Question };
+        self.settle_message(
+            &v,
+            &format!("✏️ Editing the transcript for #{sid}; see below."),
+        )
+        .await;
+        let item = if v.item_kind == "row" {
+            Item::Row
+        } else {
+            Item::Question
+        };
         let how = match v.target.as_str() {
             "clarify" => "clarify",
             "other" => "other",
@@ -665,12 +715,30 @@ impl Bridge {
                     .await
             }
             (_, "clarify") => {
-                self.answer_item(chat_id, thread, item, id, text, who, ReplyKind::Clarify, revision)
-                    .await
+                self.answer_item(
+                    chat_id,
+                    thread,
+                    item,
+                    id,
+                    text,
+                    who,
+                    ReplyKind::Clarify,
+                    revision,
+                )
+                .await
             }
             _ => {
-                self.answer_item(chat_id, thread, item, id, text, who, ReplyKind::Answer, None)
-                    .await
+                self.answer_item(
+                    chat_id,
+                    thread,
+                    item,
+                    id,
+                    text,
+                    who,
+                    ReplyKind::Answer,
+                    None,
+                )
+                .await
             }
         }
     }
@@ -756,7 +824,13 @@ mod tests {
             assert!(d.len() <= super::super::callback::MAX_LEN);
             assert_eq!(tap_of(&d), Some((tap, ID)));
         }
-        for bad in ["", "v|s|short", "v|x|019ac5f0a1b27c3d8e9f00112233aabb", "q|s|019ac5f0a1b27c3d8e9f00112233aabb", "v|s|019ac5f0a1b27c3d8e9f00112233aabb|"] {
+        for bad in [
+            "",
+            "v|s|short",
+            "v|x|019ac5f0a1b27c3d8e9f00112233aabb",
+            "q|s|019ac5f0a1b27c3d8e9f00112233aabb",
+            "v|s|019ac5f0a1b27c3d8e9f00112233aabb|",
+        ] {
             assert_eq!(tap_of(bad), None, "{bad}");
         }
     }

@@ -164,7 +164,10 @@ mod tests {
     #[test]
     fn bad_settings_are_refused_in_words() {
         for (s, want) in [
-            ("command = \"x\"\nurl = \"http://h/v1/audio/transcriptions\"", "both"),
+            (
+                "command = \"x\"\nurl = \"http://h/v1/audio/transcriptions\"",
+                "both",
+            ),
             ("command = \" \"", "empty"),
             ("url = \"ftp://h\"", "not an http"),
             ("timeout_secs = 0", "timeout_secs"),
@@ -175,6 +178,10 @@ mod tests {
             let e = parse(s).unwrap_err();
             assert!(e.contains(want), "{s}: {e}");
         }
-        assert!(parse("url = \"http://127.0.0.1:1/v1/audio/transcriptions\"").unwrap().is_on());
+        assert!(
+            parse("url = \"http://127.0.0.1:1/v1/audio/transcriptions\"")
+                .unwrap()
+                .is_on()
+        );
     }
 }

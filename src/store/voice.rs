@@ -322,13 +322,8 @@ impl Store {
     /// than `fresh_ms` ago and never claimed, claimed more than `stale_ms`
     /// ago, or transcribed and not shown.
     pub async fn voice_owed(&self, fresh_ms: i64, stale_ms: i64) -> Result<Vec<VoiceReply>> {
-        self.rows(
-            Stmt::new(OWED)
-                .int(self.now())
-                .int(fresh_ms)
-                .int(stale_ms),
-        )
-        .await
+        self.rows(Stmt::new(OWED).int(self.now()).int(fresh_ms).int(stale_ms))
+            .await
     }
 
     /// Send the transcript of the question note `id` as its reply, `text`

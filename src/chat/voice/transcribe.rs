@@ -116,7 +116,10 @@ async fn by_url(
         if e.is_timeout() {
             late()
         } else {
-            format!("the transcription service cannot be reached ({})", crate::one_line(&e))
+            format!(
+                "the transcription service cannot be reached ({})",
+                crate::one_line(&e)
+            )
         }
     })?;
     let status = resp.status();
@@ -124,15 +127,17 @@ async fn by_url(
         if e.is_timeout() {
             late()
         } else {
-            format!("the transcription service's answer broke off ({})", crate::one_line(&e))
+            format!(
+                "the transcription service's answer broke off ({})",
+                crate::one_line(&e)
+            )
         }
     })?;
     if !status.is_success() {
         return Err(format!("the transcription service answered {status}"));
     }
-    let v: serde_json::Value = serde_json::from_str(&body).map_err(|_| {
-        "the transcription service's answer is not JSON with a `text`".to_string()
-    })?;
+    let v: serde_json::Value = serde_json::from_str(&body)
+        .map_err(|_| "the transcription service's answer is not JSON with a `text`".to_string())?;
     let text = v["text"]
         .as_str()
         .ok_or_else(|| "the transcription service's answer has no `text`".to_string())?;
@@ -181,6 +186,10 @@ mod tests {
             let e = clean(out).unwrap_err();
             assert!(e.contains(why), "{out:?}: {e}");
         }
-        assert!(clean("a ".repeat(2000).as_bytes()).unwrap_err().contains("over"));
+        assert!(
+            clean("a ".repeat(2000).as_bytes())
+                .unwrap_err()
+                .contains("over")
+        );
     }
 }
