@@ -28,7 +28,8 @@
 //! - `callback`: the 64-byte callback data; `text`: escaping and cutting;
 //!   `stranded`: Run now / Done by hand on an approved `--exec` action;
 //!   `unparsed`: updates teloxide cannot parse; `topics`: a forum topic per
-//!   project or session.
+//!   project or session; `voice`: voice notes transcribed and confirmed
+//!   before they answer.
 //!
 //! A tap reads as a straight line: `dispatch::on_tap` → `row::tap_row` (the
 //! guarded store write, the toast) → `push::redraw_quiet` → the message's
@@ -51,6 +52,7 @@ mod text;
 mod topics;
 mod unparsed;
 mod view;
+mod voice;
 mod webhook;
 
 use std::collections::HashMap;
@@ -190,6 +192,9 @@ pub async fn start(
     shared
         .roles
         .keep(shared.store.clone(), SEND_ROLE, tracker, cancel.clone());
+    // Voice notes left half-way and transcripts left unconfirmed: by
+    // every daemon with chat on (each step is guarded in the store).
+    tracker.spawn(bridge.clone().voice_sweep(cancel.clone()));
     tracker.spawn(send_while_held(
         bridge.clone(),
         shared.nudge.clone(),

@@ -12,6 +12,7 @@
 
 mod discipline;
 pub mod tuning;
+pub mod voice;
 
 use std::collections::HashSet;
 use std::fmt;
@@ -112,6 +113,9 @@ pub struct Config {
     /// for each setting, the first entry that matches and sets it wins.
     #[serde(default)]
     pub kinds: Vec<KindConfig>,
+    /// Voice replies: the transcriber and its limits.
+    #[serde(default)]
+    pub voice: voice::VoiceConfig,
 }
 
 /// `[[notify]]`: wake `exec` or `webhook` on events matching every filter.
@@ -707,6 +711,12 @@ impl Config {
         {
             self.telegram.webhook_secret = Secret::new(t);
         }
+        if let Some(k) = std::env::var("HANDOFF_VOICE_KEY")
+            .ok()
+            .filter(|k| !k.is_empty())
+        {
+            self.voice.key = Secret::new(k);
+        }
     }
 
     /// Check what parsing cannot: names that must match, limits. An error
@@ -732,6 +742,9 @@ impl Config {
                 .map_err(|e| Bad::at(vec![Seg::Key("kinds"), Seg::Index(i)], e))?;
         }
         self.check_wake()?;
+        self.voice
+            .check()
+            .map_err(|e| Bad::at(vec![Seg::Key("voice")], e))?;
         self.check_telegram_and_http()
     }
 

@@ -47,6 +47,7 @@ pub mod seed;
 pub mod sessions;
 pub mod tokens;
 pub mod topics;
+pub mod voice;
 mod writer;
 
 use std::future::Future;

@@ -11,7 +11,7 @@ use crate::store::short_id;
 
 pub(super) const HELP: &str = "I pass your answers and decisions to the agents that asked.\n\n\
 • Tap a button under a question, row or action.\n\
-• Reply to a question's message to answer in your own words.\n\
+• Reply to a question's message to answer in your own words — typed, or as a voice note (its transcript comes back for you to Send, Edit or Discard).\n\
 • /answer <id> <text> — answer by short id (the #code on each message).\n\
 • /clarify <id> <text> — correct your chat answer the agent hasn't picked up yet (or reply to the message with /clarify <text>).\n\
 • /list — open items of this chat.\n\

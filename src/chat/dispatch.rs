@@ -29,6 +29,14 @@ pub(crate) enum Prompt {
     Other { id: String, revision: i64 },
     /// A JSON patch (or `key: value` lines) for an action, then approve.
     ActionEdit { id: String },
+    /// A corrected voice transcript: answers `item` as the voice note
+    /// would have (`how`: answer, clarify or other).
+    Voice {
+        item: Item,
+        id: String,
+        how: &'static str,
+        revision: Option<i64>,
+    },
 }
 
 /// Who is acting, as the store records it.
@@ -105,6 +113,9 @@ impl Bridge {
             return;
         };
         let chat_id = msg.chat.id.0;
+        if let Some((tap, id)) = q.data.as_deref().and_then(super::voice::tap_of) {
+            return self.tap_voice(&q, chat_id, tap, id).await;
+        }
         if let Some(id) = q.data.as_deref().and_then(super::grants::revoke_of) {
             // Revoking a grant is deciding prompts: the approvers' role.
             if !self.allowed(chat_id, q.from.id.0, Right::Approve).await {
@@ -231,10 +242,17 @@ impl Bridge {
         if from.is_bot {
             return;
         }
+        if let Some(note) = super::voice::note_of(&m) {
+            return self.on_voice(&m, &from, note).await;
+        }
         let Some(text) = m.text().map(str::to_string) else {
             if m.reply_to_message().is_some() {
-                self.say(chat_id, thread, "I can only take text answers.")
-                    .await;
+                self.say(
+                    chat_id,
+                    thread,
+                    "I can only take text answers, or voice notes.",
+                )
+                .await;
             }
             return;
         };
@@ -380,6 +398,15 @@ impl Bridge {
             }
             Prompt::Other { id, revision } => {
                 self.answer_other(chat_id, thread, &id, revision, text, who)
+                    .await
+            }
+            Prompt::Voice {
+                item,
+                id,
+                how,
+                revision,
+            } => {
+                self.on_voice_prompt_reply(chat_id, thread, who, (item, &id, how, revision), text)
                     .await
             }
             Prompt::ActionEdit { id } => {

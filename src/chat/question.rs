@@ -44,8 +44,13 @@ pub(crate) fn question(q: &Question) -> View {
         } else {
             format!(": «{}»", esc(&cut(&r.text, 500)))
         };
+        let spoken = if r.medium == crate::store::questions::Medium::Voice {
+            "by voice "
+        } else {
+            ""
+        };
         t.push_str(&format!(
-            "\n\n✅ {what} {}{} ({state}){text}",
+            "\n\n✅ {what} {spoken}{}{} ({state}){text}",
             r.source.door(),
             by(&r.by)
         ));

@@ -110,6 +110,7 @@ mod tests {
             context: None,
             kind: ReplyKind::Answer,
             source: Channel::Inbox,
+            medium: Default::default(),
             by: "ann".into(),
             at: 1,
             seen_at,

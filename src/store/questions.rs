@@ -21,6 +21,7 @@
 mod pick;
 mod read;
 mod reply;
+pub(crate) use reply::{Submitted, conditional_in};
 pub mod validate;
 mod write;
 
@@ -58,6 +59,20 @@ pub enum ReplyKind {
     Clarify,
     /// The human will not answer this (optionally with a reason).
     Decline,
+}
+
+/// How a reply was given: typed or tapped, or spoken (a voice note whose
+/// transcript the speaker confirmed).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Medium {
+    /// Typed, or a button tapped.
+    #[default]
+    Text,
+    /// A voice note, transcribed and confirmed with Send.
+    Voice,
 }
 
 /// Through which door a reply came (the store's one [`Channel`]).
@@ -99,6 +114,7 @@ str_enum!(
     Resolved = "resolved",
     Dismissed = "dismissed"
 );
+str_enum!(Medium, "reply medium", Text = "text", Voice = "voice");
 str_enum!(
     ReplyKind,
     "reply kind",
@@ -192,6 +208,9 @@ pub struct Reply {
     pub kind: ReplyKind,
     /// Inbox, chat or agent.
     pub source: Channel,
+    /// Typed (`text`) or a confirmed voice note (`voice`).
+    #[serde(default)]
+    pub medium: Medium,
     /// Who replied.
     pub by: String,
     /// When the reply was written.
@@ -430,6 +449,9 @@ pub struct ReplyRecord {
     pub kind: Option<ReplyKind>,
     /// Where the reply came from: inbox, chat or agent.
     pub source: Channel,
+    /// Typed (`text`) or a confirmed voice note (`voice`).
+    #[serde(default)]
+    pub medium: Medium,
     /// Who wrote it.
     pub by: String,
     /// Question revision it answered.
@@ -494,6 +516,11 @@ where
                 context: r.try_get("reply_context")?,
                 kind: parse_col(kind.as_deref().unwrap_or("answer"))?,
                 source: parse_col(source.as_deref().unwrap_or("inbox"))?,
+                medium: parse_col(
+                    r.try_get::<Option<String>, _>("reply_medium")?
+                        .as_deref()
+                        .unwrap_or("text"),
+                )?,
                 by: r
                     .try_get::<Option<String>, _>("replied_by")?
                     .unwrap_or_default(),
@@ -546,6 +573,7 @@ where
         reply_context: r.try_get("reply_context")?,
         kind: kind.as_deref().map(parse_col).transpose()?,
         source: parse_col(&source)?,
+        medium: parse_col(&r.try_get::<String, _>("medium")?)?,
         by: r.try_get("by")?,
         revision: r.try_get("revision")?,
         at: r.try_get("at")?,

@@ -141,6 +141,10 @@ struct Inner {
     conflicts: u64,
     /// Updates a webhook acknowledged (see [`FakeTelegram::webhook_acked`]).
     acked: std::collections::HashSet<i64>,
+    /// Files `getFile` hands out, by file id: (file path, content).
+    files: HashMap<String, (String, Vec<u8>)>,
+    /// Downloads served, by file path.
+    downloads: HashMap<String, u32>,
 }
 
 /// The running fake.
@@ -170,6 +174,7 @@ impl FakeTelegram {
         };
         let app = Router::new()
             .route("/{bot}/{method}", axum::routing::post(handle))
+            .route("/file/{bot}/{*path}", axum::routing::get(download))
             .with_state(fake.clone());
         tokio::spawn(async move {
             axum::serve(listener, app).await.unwrap();
@@ -429,6 +434,68 @@ impl FakeTelegram {
             m["reply_to_message"] = message_json(chat_id, r, &orig, None);
         }
         self.push_update(json!({ "message": m }));
+    }
+
+    /// Offer `content` as file `file_id` (served by `getFile` and its
+    /// download URL, as Telegram serves a voice note's audio).
+    pub fn add_file(&self, file_id: &str, content: Vec<u8>) {
+        let path = format!("voice/{file_id}.oga");
+        self.inner
+            .lock()
+            .unwrap()
+            .files
+            .insert(file_id.to_string(), (path, content));
+    }
+
+    /// How many times file `file_id` was downloaded.
+    pub fn downloads(&self, file_id: &str) -> u32 {
+        let path = format!("voice/{file_id}.oga");
+        *self
+            .inner
+            .lock()
+            .unwrap()
+            .downloads
+            .get(&path)
+            .unwrap_or(&0)
+    }
+
+    /// Inject a voice note from `user` (`file_id` offered with
+    /// [`FakeTelegram::add_file`]), optionally as a reply to `reply_to`
+    /// and with a caption; `size` as Telegram reports it (default: the
+    /// file's). The note's message id. (One argument per field of the
+    /// note: clearer at the call sites than a builder for a test helper.)
+    #[allow(clippy::too_many_arguments)]
+    pub fn send_voice(
+        &self,
+        chat_id: i64,
+        user: i64,
+        file_id: &str,
+        duration: u32,
+        reply_to: Option<i64>,
+        caption: Option<&str>,
+        size: Option<u64>,
+    ) -> i64 {
+        let (id, len) = {
+            let mut g = self.inner.lock().unwrap();
+            g.next_message_id += 1;
+            let len = g.files.get(file_id).map_or(0, |f| f.1.len() as u64);
+            (g.next_message_id, len)
+        };
+        let mut m = message_json(chat_id, id, "", Some(user));
+        m.as_object_mut().unwrap().remove("text");
+        m["voice"] = json!({
+            "file_id": file_id, "file_unique_id": format!("u{file_id}"),
+            "duration": duration, "mime_type": "audio/ogg", "file_size": size.unwrap_or(len),
+        });
+        if let Some(c) = caption {
+            m["caption"] = json!(c);
+        }
+        if let Some(r) = reply_to {
+            let orig = self.message(chat_id, r).map(|m| m.text).unwrap_or_default();
+            m["reply_to_message"] = message_json(chat_id, r, &orig, None);
+        }
+        self.push_update(json!({ "message": m }));
+        id
     }
 
     /// The raw multipart bodies of sendDocument calls, in order (each holds
@@ -745,6 +812,17 @@ async fn handle(
                 json!({"message_thread_id": id, "name": body["name"].clone(), "icon_color": 7322096}),
             )
         }
+        "getfile" => {
+            let id = body["file_id"].as_str().unwrap_or_default();
+            let g = fake.inner.lock().unwrap();
+            match g.files.get(id) {
+                Some((path, content)) => ok(json!({
+                    "file_id": id, "file_unique_id": format!("u{id}"),
+                    "file_size": content.len(), "file_path": path,
+                })),
+                None => bad_request("wrong file_id or the file is temporarily unavailable"),
+            }
+        }
         "senddocument" => {
             let mut g = fake.inner.lock().unwrap();
             g.next_message_id += 1;
@@ -761,6 +839,24 @@ async fn handle(
             json!({"ok": false, "error_code": 404, "description": "Not Found: method not found"}),
         )
         .into_response(),
+    }
+}
+
+/// A file download (`/file/bot<token>/<path>`), as `getFile` named it.
+async fn download(
+    State(fake): State<FakeTelegram>,
+    Path((_bot, path)): Path<(String, String)>,
+) -> axum::response::Response {
+    let mut g = fake.inner.lock().unwrap();
+    *g.downloads.entry(path.clone()).or_default() += 1;
+    let found = g
+        .files
+        .values()
+        .find(|(p, _)| *p == path)
+        .map(|f| f.1.clone());
+    match found {
+        Some(content) => content.into_response(),
+        None => (axum::http::StatusCode::NOT_FOUND, "Not Found").into_response(),
     }
 }
 

@@ -28,7 +28,9 @@ use std::sync::Arc;
 
 use super::read::lock;
 use super::write::explain_closed;
-use super::{Channel, Delivery, NewReply, Outcome, Question, Refusal, ReplyKind, Status, validate};
+use super::{
+    Channel, Delivery, Medium, NewReply, Outcome, Question, Refusal, ReplyKind, Status, validate,
+};
 use crate::store::engine::{Stmt, Tx};
 use crate::store::{Result, Store};
 
@@ -43,10 +45,12 @@ fn actor_of(r: &NewReply, channel: Channel) -> &str {
 
 /// One reply to write, owned for the write.
 #[derive(Debug)]
-struct Submitted {
-    id: String,
-    r: NewReply,
-    source: Channel,
+pub(crate) struct Submitted {
+    pub(crate) id: String,
+    pub(crate) r: NewReply,
+    pub(crate) source: Channel,
+    /// Typed, or a confirmed voice note (chat only).
+    pub(crate) medium: Medium,
 }
 
 /// Why a reply to the open question `q` was refused: stale, or an
@@ -114,6 +118,7 @@ impl Store {
             id: id.to_string(),
             r: r.clone(),
             source: Channel::Inbox,
+            medium: Medium::Text,
         });
         self.write_with(one, move |tx, one, now| {
             if blank {
@@ -134,7 +139,7 @@ impl Store {
         if is_blank(r) {
             return Ok(Err(Refusal::Empty));
         }
-        self.conditional(id, r, Channel::Chat).await
+        self.conditional(id, r, Channel::Chat, Medium::Text).await
     }
 
     /// The agent records an answer the human gave in its own terminal.
@@ -146,7 +151,7 @@ impl Store {
         if is_blank(r) {
             return Ok(Err(Refusal::Empty));
         }
-        self.conditional(id, r, Channel::Agent).await
+        self.conditional(id, r, Channel::Agent, Medium::Text).await
     }
 
     async fn conditional(
@@ -154,14 +159,18 @@ impl Store {
         id: &str,
         r: &NewReply,
         source: Channel,
+        medium: Medium,
     ) -> Result<Outcome<Question>> {
         let one = Arc::new(Submitted {
             id: id.to_string(),
             r: r.clone(),
             source,
+            medium,
         });
-        self.write_with(one, |tx, one, now| Box::pin(conditional_in(tx, one, now)))
-            .await
+        self.write_with(one, |mut tx, one, now| {
+            Box::pin(async move { conditional_in(&mut tx, &one, now).await })
+        })
+        .await
     }
 
     /// Open questions in scope with an unseen reply (and, with
@@ -295,7 +304,7 @@ fn reply_inbox(one: &Submitted, now: i64) -> Stmt<'_> {
     // answer and closes it, so a later one would be lost; it is refused.
     Stmt::spelled(
         "UPDATE questions SET reply = $1, reply_context = $2, reply_kind = $3,
-             reply_source = $4, replied_by = $5, replied_at = $6,
+             reply_source = $4, replied_by = $5, replied_at = $6, reply_medium = 'text',
              reply_seen_at = NULL, reply_seq = reply_seq + 1, updated_at = $6,
              t_seq = t_seq + 1, t_at = $6, t_event = 'question.answered',
              t_history = 'reply', t_by = $5, t_actor = $9, t_channel = $4,
@@ -305,7 +314,7 @@ fn reply_inbox(one: &Submitted, now: i64) -> Stmt<'_> {
            AND (choice = '' OR reply IS NULL)
          RETURNING *",
         "UPDATE questions SET reply = $1, reply_context = $2, reply_kind = $3,
-             reply_source = $4, replied_by = $5, replied_at = $6,
+             reply_source = $4, replied_by = $5, replied_at = $6, reply_medium = 'text',
              reply_seen_at = NULL, reply_seq = reply_seq + 1, updated_at = $6,
              t_seq = t_seq + 1, t_at = $6, t_event = 'question.answered',
              t_history = 'reply', t_by = $5, t_actor = $9, t_channel = $4,
@@ -356,7 +365,7 @@ fn clear(one: &Submitted, now: i64) -> Stmt<'_> {
     // cannot be taken back by clearing; only an unpicked one can.
     Stmt::spelled(
         "UPDATE questions SET reply = NULL, reply_context = NULL, reply_kind = NULL,
-             reply_source = NULL, replied_by = NULL, replied_at = NULL,
+             reply_source = NULL, replied_by = NULL, replied_at = NULL, reply_medium = NULL,
              reply_seen_at = NULL, reply_seq = reply_seq + 1, updated_at = $1,
              t_seq = t_seq + 1, t_at = $1, t_event = 'question.reply_cleared',
              t_history = 'clear', t_by = $4, t_actor = $5, t_channel = 'inbox',
@@ -365,7 +374,7 @@ fn clear(one: &Submitted, now: i64) -> Stmt<'_> {
            AND ($3 IS NULL OR revision = $3)
          RETURNING *",
         "UPDATE questions SET reply = NULL, reply_context = NULL, reply_kind = NULL,
-             reply_source = NULL, replied_by = NULL, replied_at = NULL,
+             reply_source = NULL, replied_by = NULL, replied_at = NULL, reply_medium = NULL,
              reply_seen_at = NULL, reply_seq = reply_seq + 1, updated_at = $1,
              t_seq = t_seq + 1, t_at = $1, t_event = 'question.reply_cleared',
              t_history = 'clear', t_by = $4, t_actor = $5, t_channel = 'inbox',
@@ -382,19 +391,24 @@ fn clear(one: &Submitted, now: i64) -> Stmt<'_> {
     .text(actor_of(r, Channel::Inbox))
 }
 
-/// A chat or agent reply: only while no unclaimed reply waits.
-async fn conditional_in(
-    mut tx: Tx<'_>,
-    one: Arc<Submitted>,
+/// A chat or agent reply: only while no unclaimed reply waits. Also the
+/// voice reply's Send (`voice`), inside that write's transaction.
+pub(crate) async fn conditional_in(
+    tx: &mut Tx<'_>,
+    one: &Submitted,
     now: i64,
 ) -> Result<Outcome<Question>> {
-    if let Some(q) = tx.row(&conditional(&one, now)).await? {
+    validate::reply(&one.r)?;
+    if is_blank(&one.r) {
+        return Ok(Err(Refusal::Empty));
+    }
+    if let Some(q) = tx.row(&conditional(one, now)).await? {
         return Ok(Ok(q));
     }
     // Refused: once more under the lock (see the module docs).
     tx.begin().await?;
     let locked = tx.row::<Question>(&lock(&one.id)).await?;
-    if let Some(q) = tx.row(&conditional(&one, now)).await? {
+    if let Some(q) = tx.row(&conditional(one, now)).await? {
         return Ok(Ok(q));
     }
     let refusal = explain(locked.as_ref(), one.r.expected_revision);
@@ -405,7 +419,7 @@ async fn conditional_in(
         // The agent is handed the unread answer: record that exact reply
         // as delivered, in this same transaction (nobody else writes the
         // row meanwhile, so it is the reply the refusal carries).
-        mark_in(&mut tx, now, &q.id, q.reply_seq, &one.r.by).await?;
+        mark_in(tx, now, &q.id, q.reply_seq, &one.r.by).await?;
     }
     Ok(Err(refusal))
 }
@@ -413,7 +427,7 @@ async fn conditional_in(
 /// A chat or agent reply's guarded statement: `$1` text, `$2` context,
 /// `$3` kind, `$4` source, `$5` by, `$6` now, `$7` born seen (the agent's
 /// own), `$8` id, `$9` the expected revision, `$10` a chat clarify, `$11`
-/// the actor; its trigger appends `question.answered` and the history row.
+/// the actor, `$12` the medium; its trigger appends `question.answered` and the history row.
 fn conditional(one: &Submitted, now: i64) -> Stmt<'_> {
     let (r, source) = (&one.r, one.source);
     // Why this predicate: a reply nobody has picked up yet (above all an
@@ -422,7 +436,7 @@ fn conditional(one: &Submitted, now: i64) -> Stmt<'_> {
     // `clarify` may correct an unclaimed *chat* reply, never an Inbox one.
     Stmt::spelled(
         "UPDATE questions SET reply = $1, reply_context = $2, reply_kind = $3,
-             reply_source = $4, replied_by = $5, replied_at = $6,
+             reply_source = $4, replied_by = $5, replied_at = $6, reply_medium = $12,
              reply_seen_at = CASE WHEN $7 THEN $6 ELSE NULL END,
              reply_seq = reply_seq + 1, updated_at = $6,
              t_seq = t_seq + 1, t_at = $6, t_event = 'question.answered',
@@ -434,7 +448,7 @@ fn conditional(one: &Submitted, now: i64) -> Stmt<'_> {
                 OR ($10 AND reply_source = 'chat'))
          RETURNING *",
         "UPDATE questions SET reply = $1, reply_context = $2, reply_kind = $3,
-             reply_source = $4, replied_by = $5, replied_at = $6,
+             reply_source = $4, replied_by = $5, replied_at = $6, reply_medium = $12,
              reply_seen_at = CASE WHEN $7 THEN $6 ELSE NULL END,
              reply_seq = reply_seq + 1, updated_at = $6,
              t_seq = t_seq + 1, t_at = $6, t_event = 'question.answered',
@@ -458,6 +472,7 @@ fn conditional(one: &Submitted, now: i64) -> Stmt<'_> {
     .int(r.expected_revision)
     .bool(source == Channel::Chat && r.kind == ReplyKind::Clarify)
     .text(actor_of(r, source))
+    .text(one.medium.as_str())
 }
 
 /// Mark reply `reply_seq` of question `id` picked up by `by`: one guarded

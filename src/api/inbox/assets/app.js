@@ -142,9 +142,11 @@
   const WHERE = { inbox: 'in the Inbox', chat: 'in Telegram', agent: "in the agent's terminal" };
   const VERB = { answer: 'answered', clarify: 'clarified', decline: 'declined' };
 
-  /** "answered in Telegram by @bob, not yet picked up". */
-  function whoWhere(kind, source, by, seenAt) {
-    let s = (VERB[kind] || 'answered') + ' ' + (WHERE[source] || ('via ' + (source || 'unknown')));
+  /** "answered in Telegram by @bob, not yet picked up" ("answered by
+   *  voice in Telegram …" for a confirmed voice note). */
+  function whoWhere(kind, source, by, seenAt, medium) {
+    let s = (VERB[kind] || 'answered') + (medium === 'voice' ? ' by voice' : '') + ' '
+      + (WHERE[source] || ('via ' + (source || 'unknown')));
     if (by) s += ' by ' + by;
     s += seenAt ? ', picked up by the agent ' + ago(seenAt) : ', not yet picked up';
     return s;
@@ -273,7 +275,7 @@
       q.detail ? el('p', { class: 'detail' }, q.detail) : null,
       q.context ? el('details', {}, el('summary', {}, 'context'), el('pre', {}, q.context)) : null,
       r ? el('p', { class: 'status' + (r.seen_at ? '' : ' waiting'), data: { status: 'reply' } },
-        '“' + r.text + '” — ' + whoWhere(r.kind, r.source, r.by, r.seen_at)) : null,
+        '“' + r.text + '” — ' + whoWhere(r.kind, r.source, r.by, r.seen_at, r.medium)) : null,
       q.options.length ? el('div', { class: 'buttons options' }, q.options.map((o) =>
         act(o.label + (o.recommended ? ' ★' : ''), 'option', reply('answer', o.label),
           'option' + (o.recommended ? ' recommended' : '')))) : null,
@@ -317,7 +319,7 @@
       q.detail ? el('p', { class: 'detail' }, q.detail) : null,
       q.context ? el('details', {}, el('summary', {}, 'context'), el('pre', {}, q.context)) : null,
       r ? el('p', { class: 'status' + (r.seen_at ? '' : ' waiting'), data: { status: 'reply' } },
-        '“' + r.text + '” — ' + whoWhere(r.kind, r.source, r.by, r.seen_at)) : null,
+        '“' + r.text + '” — ' + whoWhere(r.kind, r.source, r.by, r.seen_at, r.medium)) : null,
       options,
       el('input', { type: 'text', 'aria-label': 'Other answer', placeholder: 'Other… (your own words)', data: { draft: 'other' } }),
       el('div', { class: 'buttons' },
