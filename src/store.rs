@@ -24,6 +24,7 @@
 //! never a panic.
 
 pub mod actions;
+pub mod audit;
 pub mod backup;
 pub mod boards;
 pub mod channel;

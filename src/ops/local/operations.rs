@@ -214,6 +214,10 @@ impl Local {
         if new.redact_keys.is_none() {
             new.redact_keys = self.policy.redact_keys.clone();
         }
+        new.not_by_proposer |= self
+            .policy
+            .approvals
+            .not_by_proposer(&new.kind, &new.project);
         let proposed = self.store.propose(&new).await?;
         let mut out = Proposal {
             created: proposed.created,

@@ -107,6 +107,12 @@ impl Remote {
         let body = json!({"patch": patch, "by": named(actor.name), "channel": named(actor.channel.as_str())});
         match self.post::<Value>(&["actions", id, "approve"], body).await {
             Ok(v) => decode(v),
+            Err(f) if f.status == 409 && f.reason == actions::SELF_APPROVAL => {
+                match detail_action(&f) {
+                    Some(action) => Ok(ApproveOutcome::SelfApproval { action }),
+                    None => Err(f.into()),
+                }
+            }
             Err(f) if f.status == 409 && f.reason == "patch_refused" => match detail_action(&f) {
                 Some(action) => Ok(ApproveOutcome::PatchRefused {
                     reason: f.message,
