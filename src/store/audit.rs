@@ -47,7 +47,7 @@ pub const FORMAT: &str = "handoff-audit-export/1";
 pub const CANONICAL: &str = "sorted-keys compact JSON (SHA-256 over it, hex)";
 
 /// One written export.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Export {
     /// The JSON Lines, entries then the head line, each without its newline.
     pub lines: Vec<String>,

@@ -281,6 +281,18 @@ impl Local {
         Ok(self.store.action_audit(id).await?)
     }
 
+    pub(crate) async fn audit_export(
+        &self,
+        since: Option<i64>,
+        project: Option<&str>,
+        by: &str,
+    ) -> Result<crate::store::audit::Export> {
+        Ok(self
+            .store
+            .audit_export(since, project, by, crate::store::Channel::Cli)
+            .await?)
+    }
+
     pub(crate) async fn expire_due(&self) -> Result<Vec<Action>> {
         Ok(self.store.expire_due().await?)
     }

@@ -189,6 +189,19 @@ impl Remote {
             .map_err(|f| failed(id, f))
     }
 
+    pub(crate) async fn audit_export(
+        &self,
+        since: Option<i64>,
+        project: Option<&str>,
+        _by: &str,
+    ) -> Result<crate::store::audit::Export> {
+        let q = query(&[
+            ("since", since.map(crate::clock::format_rfc3339)),
+            ("project", project.map(str::to_string)),
+        ]);
+        Ok(self.get(&["audit", "export"], &q).await?)
+    }
+
     pub(crate) async fn expire_due(&self) -> Result<Vec<Action>> {
         Ok(self.post(&["actions", "expire"], json!({})).await?)
     }
