@@ -306,9 +306,8 @@ pub fn verify(text: &str, expected_head: Option<&str>) -> Result<Verified, Failu
                     Broken::Inserted,
                     q.line,
                     q.n,
-                    format!(
-                        "the entry on this line was inserted: the entry after it chains to the one before it"
-                    ),
+                    "the entry on this line was inserted: the entry after it chains to the one before it"
+                        .into(),
                 ));
             }
         }
