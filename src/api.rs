@@ -20,6 +20,7 @@
 //! web Inbox page lives in [`inbox`] (merged into this router).
 
 mod actions;
+mod audit;
 mod auth;
 mod boards;
 mod doc;
@@ -128,6 +129,7 @@ routes! {
     get "GET" "/v1/sessions/{id}/ledger" Read "A session's execution ledger (last)." => sessions::ledger_list;
     post "POST" "/v1/ledger/{id}/complete" Agent "Record a begun call's outcome (ok, result)." => sessions::ledger_complete;
     get "GET" "/v1/sessions/{id}/wait" Agent "Long poll: claim what arrives for the session (timeout, by)." => sessions::wait;
+    get "GET" "/v1/audit/export" Audit "The actions' audit log as a SHA-256 hash chain (JSON Lines in `lines`, the head line last; since, project); its head is recorded in the event log." => audit::export;
     get "GET" "/v1/events" Read "A page of the event log after a seq, or the newest `tail`." => events::page;
     get "GET" "/v1/events/stream" Read "Server-sent events from Last-Event-ID (or after, or now)." => events::stream;
 }

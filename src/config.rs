@@ -10,6 +10,7 @@
 //! taken from the environment ([`tuning`]). This module only parses and
 //! validates; it opens nothing and starts nothing.
 
+mod approvals;
 mod discipline;
 pub mod tuning;
 pub mod voice;
@@ -21,6 +22,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub use approvals::{ApprovalRule, ApprovalsConfig};
 pub use discipline::{KindConfig, QuietHours};
 
 /// Errors reading the configuration.
@@ -116,6 +118,9 @@ pub struct Config {
     /// Voice replies: the transcriber and its limits.
     #[serde(default)]
     pub voice: voice::VoiceConfig,
+    /// Who may approve: separation of duties (`not_by_proposer`).
+    #[serde(default)]
+    pub approvals: ApprovalsConfig,
 }
 
 /// `[[notify]]`: wake `exec` or `webhook` on events matching every filter.
@@ -741,6 +746,12 @@ impl Config {
             k.check()
                 .map_err(|e| Bad::at(vec![Seg::Key("kinds"), Seg::Index(i)], e))?;
         }
+        self.approvals.check().map_err(|(i, e)| {
+            Bad::at(
+                vec![Seg::Key("approvals"), Seg::Key("rule"), Seg::Index(i)],
+                e,
+            )
+        })?;
         self.check_wake()?;
         self.voice
             .check()

@@ -25,6 +25,7 @@
 //! [`NOT_ON_POSTGRES_YET`]), never a panic.
 
 pub mod actions;
+pub mod audit;
 pub mod backup;
 pub mod boards;
 pub mod channel;

@@ -233,6 +233,7 @@ fn outcome_name(o: &ApproveOutcome) -> String {
         ApproveOutcome::AlreadyDecided { .. } => "already_decided",
         ApproveOutcome::Expired { .. } => "expired",
         ApproveOutcome::PatchRefused { .. } => "patch_refused",
+        ApproveOutcome::SelfApproval { .. } => "self_approval",
     }
     .to_string()
 }

@@ -272,6 +272,7 @@ async fn run(
                     ApproveOutcome::AlreadyDecided { .. } => "already_decided",
                     ApproveOutcome::Expired { .. } => "expired",
                     ApproveOutcome::PatchRefused { .. } => "patch_refused",
+                    ApproveOutcome::SelfApproval { .. } => "self_approval",
                 };
                 assert_eq!(got, m.approve(*who), "{c}");
             }

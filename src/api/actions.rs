@@ -188,6 +188,11 @@ pub(crate) async fn propose(
         exec: None,
         verify: None,
         redact_keys: Some(s.config.redact.keys.clone()),
+        not_by_proposer: false,
+    };
+    let new = NewAction {
+        not_by_proposer: s.config.approvals.not_by_proposer(&new.kind, &new.project),
+        ..new
     };
     let proposed = s.store.propose(&new).await?;
     wrote(&s);
@@ -524,6 +529,13 @@ pub(crate) async fn approve(
         return Err(
             ApiError::conflict("patch_refused", reason.clone()).with_detail(show(&c, action).0)
         );
+    }
+    if let crate::store::actions::ApproveOutcome::SelfApproval { action } = &out {
+        return Err(ApiError::conflict(
+            crate::store::actions::SELF_APPROVAL,
+            crate::store::actions::self_approval_note(action),
+        )
+        .with_detail(show(&c, action).0));
     }
     Ok(shown(&c, &out, out.action()))
 }

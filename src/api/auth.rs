@@ -40,6 +40,8 @@ pub(crate) enum Access {
     Agent,
     /// Human or admin tokens (the human side: the Inbox door).
     Human,
+    /// Admin or auditor tokens (the audit export).
+    Audit,
 }
 
 impl Access {
@@ -50,6 +52,7 @@ impl Access {
             Access::Read => "read",
             Access::Agent => "agent",
             Access::Human => "human",
+            Access::Audit => "audit",
         }
     }
 }
@@ -102,6 +105,7 @@ impl Caller {
                 | (_, Role::Admin)
                 | (Access::Agent, Role::Agent)
                 | (Access::Human, Role::Human)
+                | (Access::Audit, Role::Auditor)
         )
     }
 
@@ -207,7 +211,7 @@ impl Caller {
     /// Whether real action arguments may be shown (agents execute them;
     /// humans see them redacted).
     pub fn sees_secrets(&self) -> bool {
-        self.role != Role::Human
+        matches!(self.role, Role::Agent | Role::Admin)
     }
 }
 
@@ -334,6 +338,7 @@ pub(crate) async fn authorize(s: Shared, access: Access, mut req: Request, next:
     if !c.may(access) {
         let what = match access {
             Access::Agent => "the agent side (an agent or admin token)",
+            Access::Audit => "auditors (an admin or auditor token)",
             _ => "the human side (a human or admin token)",
         };
         return ApiError::forbidden(
@@ -369,7 +374,7 @@ pub async fn listen_refusal(
     if !store.tokens_exist().await? {
         return Ok(Some(format!(
             "refusing to listen on {addr} (not loopback) with no API token: create one first with \
-             `handoff token create --name NAME --role agent|human|admin`, or listen on 127.0.0.1"
+             `handoff token create --name NAME --role agent|human|admin|auditor`, or listen on 127.0.0.1"
         )));
     }
     Ok(None)

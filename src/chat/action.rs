@@ -553,6 +553,10 @@ pub(super) fn approve_words(o: &ApproveOutcome, who: &str) -> String {
         ApproveOutcome::PatchRefused { reason, .. } => {
             format!("Edit refused, nothing changed: {reason}")
         }
+        ApproveOutcome::SelfApproval { action } => format!(
+            "Not approved: you ({who}) proposed this, and someone else must approve it. Nothing was counted ({}).",
+            crate::store::actions::self_approval_note(action)
+        ),
     }
 }
 

@@ -10,6 +10,7 @@
 //! `HANDOFF_URL`, whose own `[[rule]]`s then decide proposals); `recover`
 //! and `purge` work on the database file and run on the host only.
 
+mod audit_log;
 mod exec;
 mod propose;
 mod render;
@@ -80,10 +81,15 @@ pub(crate) enum Cmd {
         /// Action id or short id.
         id: String,
     },
-    /// Show the audit trail of one action.
+    /// Show the audit trail of one action; `audit export` / `audit verify`:
+    /// the whole log as a tamper-evident file, and its offline check.
+    #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
     Audit {
+        #[command(subcommand)]
+        log: Option<audit_log::AuditCmd>,
         /// Action id or short id.
-        id: String,
+        #[arg(required = true)]
+        id: Option<String>,
     },
     /// Settle every pending action whose expiry has passed.
     Expire,
@@ -273,7 +279,8 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
         Cmd::Reject { id, reason, as_ } => reject(ctx, &id, &reason, as_).await,
         Cmd::Actions { status } => list(ctx, status).await,
         Cmd::Action { id } => show(ctx, &id).await,
-        Cmd::Audit { id } => audit(ctx, &id).await,
+        Cmd::Audit { log: Some(cmd), .. } => audit_log::run(ctx, cmd).await,
+        Cmd::Audit { id, .. } => audit(ctx, id.as_deref().unwrap_or_default()).await,
         Cmd::Expire => expire(ctx).await,
         Cmd::Recover { no_run, lease } => {
             let store = ctx.host_store("recover").await?;

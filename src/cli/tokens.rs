@@ -16,8 +16,9 @@ pub(crate) enum Cmd {
         /// Who the token acts as (recorded as the actor of its writes).
         #[arg(long)]
         name: String,
-        /// agent (the agent side), human (reply, approve, …) or admin (everything).
-        #[arg(long, value_parser = ["agent", "human", "admin"])]
+        /// agent (the agent side), human (reply, approve, …), admin
+        /// (everything) or auditor (reads and the audit export).
+        #[arg(long, value_parser = ["agent", "human", "admin", "auditor"])]
         role: String,
         /// Limit the token to one project.
         #[arg(long)]
@@ -83,7 +84,7 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             let list = store.token_list().await?;
             ctx.list("tokens", &list, || {
                 if list.is_empty() {
-                    "no tokens: create one with `handoff token create --name NAME --role agent|human|admin`".into()
+                    "no tokens: create one with `handoff token create --name NAME --role agent|human|admin|auditor`".into()
                 } else {
                     list.iter().map(line).collect::<Vec<_>>().join("\n")
                 }

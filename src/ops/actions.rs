@@ -92,6 +92,7 @@ impl Ops {
             verify: None,
             // The policy's keys locally, the daemon's own remotely.
             redact_keys: None,
+            not_by_proposer: false,
         };
         let mut out = self.propose(&new).await?;
         out.note = crate::store::actions::unknown_duplicate_note(out.created, &out.action);

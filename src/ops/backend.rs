@@ -166,6 +166,8 @@ primitives! {
     fn wait_action(id: &str, wait: Duration, until: Until) -> Settled;
     /// The action's audit trail.
     fn action_audit(id: &str) -> Vec<AuditEntry>;
+    /// The actions' audit log as a hash chain (since, project), its head recorded.
+    fn audit_export(since: Option<i64>, project: Option<&str>, by: &str) -> crate::store::audit::Export;
     /// Settle every pending action past its expiry.
     fn expire_due() -> Vec<Action>;
     /// Claim an approved action for execution.

@@ -313,6 +313,7 @@ impl Ops {
             exec: None,
             verify: None,
             redact_keys: None,
+            not_by_proposer: false,
         };
         let proposal = self.propose(&new).await?;
         let mut action = proposal.action;

@@ -21,13 +21,15 @@ use crate::store::refusal::{Class, Refused};
 use crate::store::{self, Store, actions, boards, questions};
 
 /// How `propose_action` treats new actions: the config's `[[rule]]`
-/// auto-decisions and `[redact] keys`.
+/// auto-decisions, `[redact] keys` and `[approvals]`.
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
     /// First matching rule decides a freshly proposed action.
     pub rules: Vec<Rule>,
     /// Secret key patterns (None: the store's defaults).
     pub redact_keys: Option<Vec<String>>,
+    /// Who may approve (`[approvals]`: separation of duties).
+    pub approvals: crate::config::ApprovalsConfig,
 }
 
 impl Policy {
@@ -51,6 +53,7 @@ impl Policy {
         Ok(Policy {
             rules,
             redact_keys: Some(cfg.redact.keys.clone()),
+            approvals: cfg.approvals.clone(),
         })
     }
 }

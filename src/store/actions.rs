@@ -61,10 +61,11 @@ pub use codec::Redactor;
 pub use expiry::{expiry_note, timed_out};
 pub use outcomes::{
     ApproveOutcome, ClaimOutcome, CompleteOutcome, NewAction, Proposed, RejectOutcome, Settled,
-    unknown_duplicate_note,
+    self_approval_note, unknown_duplicate_note,
 };
 pub use recovery::{PurgeReport, RecoverReport, Resolution};
 pub use rules::{Condition, Rule, RuleApplied, RuleDecision, RulesFile, Verdict, kind_matches};
+pub use transitions::SELF_APPROVAL;
 
 /// Errors from the actions engine. Lost races, expired or already-decided
 /// actions are *not* errors: they come back as typed outcomes.
@@ -229,6 +230,10 @@ pub struct Action {
     pub approvals_required: i64,
     /// Distinct approvals so far.
     pub approvals: i64,
+    /// Separation of duties: the proposer's own approval is refused
+    /// (`self_approval`) and never counts toward the quorum.
+    #[serde(default)]
+    pub not_by_proposer: bool,
     /// Who decided (the N-th approver, the rejecter, `rule:<name>`, `expiry`).
     pub decided_by: Option<String>,
     /// When it was decided.
@@ -394,7 +399,7 @@ impl<'a> Actor<'a> {
 pub(crate) const COLUMNS: &str = "id, kind, summary, args, fingerprint, dedup_key, status, expires_at, \
      on_expire, approvals_required, approvals, decided_by, decided_at, reason, patch, effective_args, \
      redact_keys, exec, verify, owner, lease_until, result, error, attempts, proposer, project, \
-     session, created_at, updated_at";
+     session, created_at, updated_at, not_by_proposer";
 
 /// One action by full id (`$1`).
 static LOAD: Sql = Sql::new(|_| format!("SELECT {COLUMNS} FROM actions WHERE id = $1"));
@@ -481,6 +486,7 @@ pub(crate) struct Stored {
     session: String,
     created_at: i64,
     updated_at: i64,
+    not_by_proposer: i64,
 }
 
 impl Stored {
@@ -511,6 +517,7 @@ impl Stored {
             expires_at: self.expires_at,
             approvals_required: self.approvals_required,
             approvals: self.approvals,
+            not_by_proposer: self.not_by_proposer != 0,
             decided_by: self.decided_by,
             decided_at: self.decided_at,
             reason: self.reason,

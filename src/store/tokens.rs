@@ -31,6 +31,8 @@ pub enum Role {
     Human,
     /// Everything.
     Admin,
+    /// Reads (secrets redacted, as a person sees them) and the audit export.
+    Auditor,
 }
 
 impl Role {
@@ -40,6 +42,7 @@ impl Role {
             Role::Agent => "agent",
             Role::Human => "human",
             Role::Admin => "admin",
+            Role::Auditor => "auditor",
         }
     }
 }
@@ -51,8 +54,9 @@ impl std::str::FromStr for Role {
             "agent" => Ok(Role::Agent),
             "human" => Ok(Role::Human),
             "admin" => Ok(Role::Admin),
+            "auditor" => Ok(Role::Auditor),
             _ => Err(Error::Invalid(format!(
-                "`{s}` is not a role: use agent, human or admin"
+                "`{s}` is not a role: use agent, human, admin or auditor"
             ))),
         }
     }

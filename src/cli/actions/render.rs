@@ -163,6 +163,9 @@ pub(crate) fn approve(o: &ApproveOutcome) -> String {
         ApproveOutcome::PatchRefused { reason, .. } => {
             format!("{}: patch refused: {reason}", a.short_id())
         }
+        ApproveOutcome::SelfApproval { .. } => {
+            format!("refused: {}", crate::store::actions::self_approval_note(a))
+        }
     }
 }
 

@@ -214,6 +214,10 @@ impl Local {
         if new.redact_keys.is_none() {
             new.redact_keys = self.policy.redact_keys.clone();
         }
+        new.not_by_proposer |= self
+            .policy
+            .approvals
+            .not_by_proposer(&new.kind, &new.project);
         let proposed = self.store.propose(&new).await?;
         let mut out = Proposal {
             created: proposed.created,
@@ -275,6 +279,18 @@ impl Local {
 
     pub(crate) async fn action_audit(&self, id: &str) -> Result<Vec<AuditEntry>> {
         Ok(self.store.action_audit(id).await?)
+    }
+
+    pub(crate) async fn audit_export(
+        &self,
+        since: Option<i64>,
+        project: Option<&str>,
+        by: &str,
+    ) -> Result<crate::store::audit::Export> {
+        Ok(self
+            .store
+            .audit_export(since, project, by, crate::store::Channel::Cli)
+            .await?)
     }
 
     pub(crate) async fn expire_due(&self) -> Result<Vec<Action>> {

@@ -107,6 +107,12 @@ impl Remote {
         let body = json!({"patch": patch, "by": named(actor.name), "channel": named(actor.channel.as_str())});
         match self.post::<Value>(&["actions", id, "approve"], body).await {
             Ok(v) => decode(v),
+            Err(f) if f.status == 409 && f.reason == actions::SELF_APPROVAL => {
+                match detail_action(&f) {
+                    Some(action) => Ok(ApproveOutcome::SelfApproval { action }),
+                    None => Err(f.into()),
+                }
+            }
             Err(f) if f.status == 409 && f.reason == "patch_refused" => match detail_action(&f) {
                 Some(action) => Ok(ApproveOutcome::PatchRefused {
                     reason: f.message,
@@ -181,6 +187,19 @@ impl Remote {
         self.get_all(&["actions", id, "audit"], &[])
             .await
             .map_err(|f| failed(id, f))
+    }
+
+    pub(crate) async fn audit_export(
+        &self,
+        since: Option<i64>,
+        project: Option<&str>,
+        _by: &str,
+    ) -> Result<crate::store::audit::Export> {
+        let q = query(&[
+            ("since", since.map(crate::clock::format_rfc3339)),
+            ("project", project.map(str::to_string)),
+        ]);
+        Ok(self.get(&["audit", "export"], &q).await?)
     }
 
     pub(crate) async fn expire_due(&self) -> Result<Vec<Action>> {

@@ -76,8 +76,9 @@ impl Approving {
 }
 
 /// An approval's guarded UPDATE (`$1`–`$10`, see [`Approval::bind`]).
-/// Why guarded: the state, the TTL, the "not counted yet" check and (for
-/// a patch) "nobody approved these arguments yet" are all in the one
+/// Why guarded: the state, the TTL, the "not counted yet" check, the
+/// separation of duties (not the proposer, when the action says so) and
+/// (for a patch) "nobody approved these arguments yet" are all in the one
 /// predicate, so of N concurrent approvers exactly the right ones count
 /// and approving at or after the expiry millisecond cannot happen.
 pub(crate) fn approve_sql(s: &Spelling) -> String {
@@ -96,6 +97,7 @@ pub(crate) fn approve_sql(s: &Spelling) -> String {
              t_details = {}
          WHERE id = $1 AND status = 'pending' AND (expires_at IS NULL OR expires_at > $3)
            AND NOT EXISTS (SELECT 1 FROM action_approvals WHERE action_id = $1 AND approver = $2)
+           AND NOT (not_by_proposer <> 0 AND proposer = $2)
            AND ($7 IS NULL OR (approvals = 0 AND effective_args = $7))
          RETURNING {COLUMNS}",
         s.object("'approvals', approvals + 1, 'approver', $2, 'required', approvals_required")

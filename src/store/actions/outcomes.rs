@@ -38,6 +38,9 @@ pub struct NewAction {
     pub verify: Option<Vec<String>>,
     /// Secret key patterns (None = the defaults).
     pub redact_keys: Option<Vec<String>>,
+    /// Separation of duties: refuse the proposer's own approval (see
+    /// [`crate::config::ApprovalsConfig`]).
+    pub not_by_proposer: bool,
 }
 
 impl Default for NewAction {
@@ -57,6 +60,7 @@ impl Default for NewAction {
             exec: None,
             verify: None,
             redact_keys: None,
+            not_by_proposer: false,
         }
     }
 }
@@ -81,6 +85,17 @@ pub fn unknown_duplicate_note(created: bool, a: &Action) -> Option<String> {
             a.short_id()
         )
     })
+}
+
+/// Why a proposer's own approval was refused, and what to do instead
+/// (every door says these words for [`ApproveOutcome::SelfApproval`]).
+pub fn self_approval_note(a: &Action) -> String {
+    format!(
+        "{} was proposed by `{}` and its policy separates the duties ([approvals] \
+         not_by_proposer): someone else must approve it; nothing was counted",
+        a.short_id(),
+        a.proposer
+    )
 }
 
 /// The result of [`Store::approve`]. Only `Approved` and `ApprovalAdded`
@@ -121,6 +136,12 @@ pub enum ApproveOutcome {
         /// The action after the write, as every reader now sees it.
         action: Action,
     },
+    /// The approver proposed this action, and its policy separates the
+    /// duties (`not_by_proposer`): refused, audited, nothing counted.
+    SelfApproval {
+        /// The action as it stands (untouched).
+        action: Action,
+    },
     /// The patch was valid but the arguments already carry approvals (or
     /// changed meanwhile): patching now would change what others approved.
     PatchRefused {
@@ -140,6 +161,7 @@ impl ApproveOutcome {
             | ApproveOutcome::AlreadyApprovedBy { action }
             | ApproveOutcome::AlreadyDecided { action, .. }
             | ApproveOutcome::Expired { action }
+            | ApproveOutcome::SelfApproval { action }
             | ApproveOutcome::PatchRefused { action, .. } => action,
         }
     }

@@ -32,6 +32,10 @@ use super::{
 use crate::store::Store;
 use crate::store::engine::{Stmt, Tx};
 
+/// The reason a refused self-approval is audited with (and every door's
+/// refusal `reason`).
+pub const SELF_APPROVAL: &str = "self_approval";
+
 pub(crate) fn invalid(msg: impl Into<String>) -> Error {
     Error::Store(crate::store::Error::Invalid(msg.into()))
 }
@@ -117,6 +121,10 @@ impl Store {
             "approvals_required": new.approvals_required,
             "proposer": new.proposer,
         });
+        let mut details = details;
+        if new.not_by_proposer {
+            details["not_by_proposer"] = json!(true);
+        }
         crate::store::events::check_depth(&details)?;
         let p = Arc::new(Proposal {
             details: details.to_string(),
@@ -222,6 +230,16 @@ impl Store {
                 return Ok(ApproveOutcome::Expired { action });
             }
         }
+        if action.status == Status::Pending && action.not_by_proposer && action.proposer == a.actor
+        {
+            let actor = super::Actor {
+                name: &a.actor,
+                channel: a.channel,
+            };
+            self.audit_refused_attempt(&a.id, actor, SELF_APPROVAL)
+                .await?;
+            return Ok(ApproveOutcome::SelfApproval { action });
+        }
         Ok(match action.status {
             Status::Expired => ApproveOutcome::Expired { action },
             Status::Pending if counted => ApproveOutcome::AlreadyApprovedBy { action },
@@ -323,10 +341,10 @@ pub(crate) struct Proposal {
 }
 
 impl Proposal {
-    /// The proposal's INSERT with its values (`$1`–`$18`: id, kind,
+    /// The proposal's INSERT with its values (`$1`–`$19`: id, kind,
     /// summary, arguments, fingerprint, dedup key, expiry, on-expire,
     /// approvals required, redact keys, exec, verify, proposer, project,
-    /// session, now, channel, audit details).
+    /// session, now, channel, audit details, not by the proposer).
     fn insert(&self) -> Stmt<'_> {
         let new = &self.new;
         INSERT
@@ -349,6 +367,7 @@ impl Proposal {
             .int(self.at)
             .text(new.channel.as_str())
             .text(self.details.as_str())
+            .int(i64::from(new.not_by_proposer))
     }
 }
 
@@ -358,9 +377,10 @@ static INSERT: Sql = Sql::new(|_| {
     format!(
         "INSERT INTO actions (id, kind, summary, args, fingerprint, dedup_key, status, expires_at,
              on_expire, approvals_required, effective_args, redact_keys, exec, verify, proposer,
-             project, session, created_at, updated_at, t_event, t_actor, t_channel, t_details)
+             project, session, created_at, updated_at, t_event, t_actor, t_channel, t_details,
+             not_by_proposer)
          VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $8, $9, $4, $10, $11, $12, $13, $14, $15,
-                 $16, $16, 'proposed', $13, $17, $18)
+                 $16, $16, 'proposed', $13, $17, $18, $19)
          ON CONFLICT (project, dedup_key)
              WHERE dedup_key IS NOT NULL AND status IN ('pending', 'approved', 'executing', 'unknown')
              DO NOTHING

@@ -1,4 +1,4 @@
--- Voice replies (sqlite 20261205000100_voice: what each column and state
+-- Voice replies (sqlite 20261205000300_voice: what each column and state
 -- means is said there).
 ALTER TABLE questions ADD COLUMN reply_medium TEXT CHECK (reply_medium IN ('text', 'voice'));
 ALTER TABLE question_replies ADD COLUMN medium TEXT NOT NULL DEFAULT 'text'
