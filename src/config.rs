@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-pub use approvals::{ApprovalRule, ApprovalsConfig};
+pub use approvals::{ApprovalRule, ApprovalsConfig, EscalateStep, Escalation};
 pub use discipline::{KindConfig, QuietHours};
 
 /// Errors reading the configuration.
@@ -746,11 +746,13 @@ impl Config {
             k.check()
                 .map_err(|e| Bad::at(vec![Seg::Key("kinds"), Seg::Index(i)], e))?;
         }
-        self.approvals.check().map_err(|(i, e)| {
-            Bad::at(
+        let chats: Vec<&str> = self.telegram.chats.iter().map(|c| c.name.as_str()).collect();
+        self.approvals.check(&chats).map_err(|(i, e)| match i {
+            Some(i) => Bad::at(
                 vec![Seg::Key("approvals"), Seg::Key("rule"), Seg::Index(i)],
                 e,
-            )
+            ),
+            None => Bad::at(vec![Seg::Key("approvals"), Seg::Key("escalate")], e),
         })?;
         self.check_wake()?;
         self.voice

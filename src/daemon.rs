@@ -184,7 +184,7 @@ async fn recover_at_start(store: &Store) {
 }
 
 /// Housekeeping: the library has no hidden background thread, so the
-/// daemon writes expiries and lapsed leases itself, when the earliest of
+/// daemon writes escalations, expiries and lapsed leases itself, when the earliest of
 /// them falls due. A nudge (any write: a new action, a claim) makes it look
 /// again, since the earliest due time may have moved closer.
 fn spawn_housekeeping(
@@ -249,9 +249,18 @@ fn spawn_forget_requests(store: Store, tracker: &TaskTracker, cancel: Cancellati
     });
 }
 
-/// One expiry sweep and one lease recovery; failures are warnings (the
-/// next due time comes round again).
+/// One escalation sweep, one expiry sweep and one lease recovery;
+/// failures are warnings (the next due time comes round again). Escalation
+/// first: a step due before the expiry fires before the chain's end.
 async fn housekeep(store: &Store) {
+    match store.escalate_due().await {
+        Ok(fired) => {
+            for e in fired {
+                tracing::info!(action_id = %e.action.id, step = e.step, to = %e.to.to, "escalated");
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "escalation sweep failed"),
+    }
     if let Err(e) = store.expire_due().await {
         tracing::warn!(error = %e, "expiry sweep failed");
     }

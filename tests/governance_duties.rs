@@ -25,6 +25,7 @@ fn separated(proposer: &str, approvals: i64) -> NewAction {
         proposer: proposer.into(),
         approvals_required: approvals,
         not_by_proposer: true,
+        escalation: Vec::new(),
         ..new_action("deploy", r#"{"version":"1.2"}"#)
     }
 }
@@ -82,6 +83,7 @@ async fn quorum_of_two_needs_two_others(db: Db) {
     // Without the policy the proposer's approval counts, as before.
     let free = NewAction {
         not_by_proposer: false,
+        escalation: Vec::new(),
         ..separated("alice", 1)
     };
     let id = store.propose(&free).await.unwrap().action.id;

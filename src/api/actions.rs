@@ -189,9 +189,14 @@ pub(crate) async fn propose(
         verify: None,
         redact_keys: Some(s.config.redact.keys.clone()),
         not_by_proposer: false,
+        escalation: Vec::new(),
     };
     let new = NewAction {
         not_by_proposer: s.config.approvals.not_by_proposer(&new.kind, &new.project),
+        escalation: s
+            .config
+            .approvals
+            .escalation(&new.kind, &new.project, 0, None),
         ..new
     };
     let proposed = s.store.propose(&new).await?;

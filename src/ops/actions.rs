@@ -93,6 +93,7 @@ impl Ops {
             // The policy's keys locally, the daemon's own remotely.
             redact_keys: None,
             not_by_proposer: false,
+            escalation: Vec::new(),
         };
         let mut out = self.propose(&new).await?;
         out.note = crate::store::actions::unknown_duplicate_note(out.created, &out.action);

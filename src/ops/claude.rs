@@ -314,6 +314,7 @@ impl Ops {
             verify: None,
             redact_keys: None,
             not_by_proposer: false,
+            escalation: Vec::new(),
         };
         let proposal = self.propose(&new).await?;
         let mut action = proposal.action;

@@ -38,6 +38,7 @@
 
 mod approval;
 mod attempts;
+mod escalation;
 pub mod codec;
 mod execution;
 mod expiry;
@@ -58,6 +59,7 @@ use crate::store::Channel;
 use spelling::{Spelling, Sql};
 
 pub use codec::Redactor;
+pub use escalation::{ESCALATION_ACTOR, Escalated, escalation_note};
 pub use expiry::{expiry_note, timed_out};
 pub use outcomes::{
     ApproveOutcome, ClaimOutcome, CompleteOutcome, NewAction, Proposed, RejectOutcome, Settled,
@@ -278,6 +280,17 @@ pub struct Action {
     #[serde(with = "crate::clock::rfc3339")]
     #[schemars(with = "crate::clock::Timestamp")]
     pub updated_at: i64,
+    /// Its escalation chain, fixed at proposal: each step's due time and
+    /// where it goes (see [`crate::config::ApprovalsConfig`]).
+    #[serde(default)]
+    pub escalation: Vec<crate::config::Escalation>,
+    /// How many of those steps have fired.
+    #[serde(default)]
+    pub escalated: i64,
+    /// When the last step fired.
+    #[serde(default, with = "crate::clock::rfc3339::option")]
+    #[schemars(with = "Option<crate::clock::Timestamp>")]
+    pub escalated_at: Option<i64>,
 }
 
 impl Action {
@@ -399,7 +412,7 @@ impl<'a> Actor<'a> {
 pub(crate) const COLUMNS: &str = "id, kind, summary, args, fingerprint, dedup_key, status, expires_at, \
      on_expire, approvals_required, approvals, decided_by, decided_at, reason, patch, effective_args, \
      redact_keys, exec, verify, owner, lease_until, result, error, attempts, proposer, project, \
-     session, created_at, updated_at, not_by_proposer";
+     session, created_at, updated_at, not_by_proposer, escalation, escalated, escalated_at";
 
 /// One action by full id (`$1`).
 static LOAD: Sql = Sql::new(|_| format!("SELECT {COLUMNS} FROM actions WHERE id = $1"));
@@ -487,6 +500,9 @@ pub(crate) struct Stored {
     created_at: i64,
     updated_at: i64,
     not_by_proposer: i64,
+    escalation: Option<String>,
+    escalated: i64,
+    escalated_at: Option<i64>,
 }
 
 impl Stored {
@@ -509,6 +525,9 @@ impl Stored {
             exec: opt_json("exec", self.exec)?,
             verify: opt_json("verify", self.verify)?,
             result: opt_json("result", self.result)?,
+            escalation: opt_json("escalation", self.escalation)?.unwrap_or_default(),
+            escalated: self.escalated,
+            escalated_at: self.escalated_at,
             id: self.id,
             kind: self.kind,
             summary: self.summary,

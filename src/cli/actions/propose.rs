@@ -75,6 +75,7 @@ pub(super) async fn propose(ctx: &Ctx, mut p: ProposeArgs) -> anyhow::Result<u8>
         verify: verify_cmd,
         redact_keys: policy.redact_keys.clone(),
         not_by_proposer: false,
+        escalation: Vec::new(),
     };
     let ops = ctx.ops_with(policy).await?;
     let proposal = ops.propose(&new).await?;

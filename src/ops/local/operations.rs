@@ -218,6 +218,12 @@ impl Local {
             .policy
             .approvals
             .not_by_proposer(&new.kind, &new.project);
+        if new.escalation.is_empty() {
+            new.escalation = self
+                .policy
+                .approvals
+                .escalation(&new.kind, &new.project, 0, None);
+        }
         let proposed = self.store.propose(&new).await?;
         let mut out = Proposal {
             created: proposed.created,

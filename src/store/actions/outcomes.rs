@@ -41,6 +41,10 @@ pub struct NewAction {
     /// Separation of duties: refuse the proposer's own approval (see
     /// [`crate::config::ApprovalsConfig`]).
     pub not_by_proposer: bool,
+    /// The escalation chain, each step's `at` counted from the proposal
+    /// (ms after it): the store dates it and drops the steps the TTL cuts
+    /// off (see [`crate::config::ApprovalsConfig::escalation`]).
+    pub escalation: Vec<crate::config::Escalation>,
 }
 
 impl Default for NewAction {
@@ -61,6 +65,7 @@ impl Default for NewAction {
             verify: None,
             redact_keys: None,
             not_by_proposer: false,
+            escalation: Vec::new(),
         }
     }
 }

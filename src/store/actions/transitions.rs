@@ -105,6 +105,8 @@ impl Store {
             exec: new.exec.as_ref().map(|a| json!(a).to_string()),
             verify: new.verify.as_ref().map(|a| json!(a).to_string()),
             expires_at: new.ttl_ms.map(|t| now.saturating_add(t)),
+            escalation: String::new(),
+            escalate_at: None,
             details: String::new(),
             new: new.clone(),
         });
@@ -125,9 +127,29 @@ impl Store {
         if new.not_by_proposer {
             details["not_by_proposer"] = json!(true);
         }
+        // The chain dated from the proposal; a step the TTL cuts off would
+        // never fire, so it is not kept (the TTL's outcome ends the chain).
+        let chain: Vec<crate::config::Escalation> = new
+            .escalation
+            .iter()
+            .map(|e| crate::config::Escalation {
+                at: now.saturating_add(e.at),
+                ..e.clone()
+            })
+            .filter(|e| p.expires_at.is_none_or(|x| e.at < x))
+            .collect();
+        if !chain.is_empty() {
+            details["escalation"] = json!(chain);
+        }
         crate::store::events::check_depth(&details)?;
         let p = Arc::new(Proposal {
             details: details.to_string(),
+            escalate_at: chain.first().map(|e| e.at),
+            escalation: if chain.is_empty() {
+                String::new()
+            } else {
+                json!(chain).to_string()
+            },
             ..Arc::unwrap_or_clone(p)
         });
         let out = self
@@ -338,13 +360,18 @@ pub(crate) struct Proposal {
     pub(crate) expires_at: Option<i64>,
     /// The audit details of `proposed` (redacted JSON).
     pub(crate) details: String,
+    /// The dated escalation chain as JSON (empty: none).
+    pub(crate) escalation: String,
+    /// When its first step is due.
+    pub(crate) escalate_at: Option<i64>,
 }
 
 impl Proposal {
-    /// The proposal's INSERT with its values (`$1`–`$19`: id, kind,
+    /// The proposal's INSERT with its values (`$1`–`$21`: id, kind,
     /// summary, arguments, fingerprint, dedup key, expiry, on-expire,
     /// approvals required, redact keys, exec, verify, proposer, project,
-    /// session, now, channel, audit details, not by the proposer).
+    /// session, now, channel, audit details, not by the proposer,
+    /// escalation chain, its first due time).
     fn insert(&self) -> Stmt<'_> {
         let new = &self.new;
         INSERT
@@ -368,6 +395,8 @@ impl Proposal {
             .text(new.channel.as_str())
             .text(self.details.as_str())
             .int(i64::from(new.not_by_proposer))
+            .text(Some(self.escalation.as_str()).filter(|e| !e.is_empty()))
+            .int(self.escalate_at)
     }
 }
 
@@ -378,9 +407,9 @@ static INSERT: Sql = Sql::new(|_| {
         "INSERT INTO actions (id, kind, summary, args, fingerprint, dedup_key, status, expires_at,
              on_expire, approvals_required, effective_args, redact_keys, exec, verify, proposer,
              project, session, created_at, updated_at, t_event, t_actor, t_channel, t_details,
-             not_by_proposer)
+             not_by_proposer, escalation, escalate_at)
          VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $8, $9, $4, $10, $11, $12, $13, $14, $15,
-                 $16, $16, 'proposed', $13, $17, $18, $19)
+                 $16, $16, 'proposed', $13, $17, $18, $19, $20, $21)
          ON CONFLICT (project, dedup_key)
              WHERE dedup_key IS NOT NULL AND status IN ('pending', 'approved', 'executing', 'unknown')
              DO NOTHING
