@@ -141,6 +141,9 @@ pub fn lease_ms(t: &WakeTarget) -> i64 {
 /// The deliveries `ev` needs: the session's wake target (if any) plus every
 /// `[[notify]]` rule whose filters match. Duplicated targets count once.
 pub fn targets_for(ev: &Event, session: Option<&Session>, config: &Config) -> Vec<NewDelivery> {
+    if ev.kind == "action.escalated" {
+        return escalation_webhook(ev, config).into_iter().collect();
+    }
     if !wakes(ev) {
         return Vec::new();
     }
@@ -172,6 +175,28 @@ pub fn targets_for(ev: &Event, session: Option<&Session>, config: &Config) -> Ve
         }
     }
     out
+}
+
+/// An escalation step's webhook, if the step names one: delivered, signed
+/// and retried as any webhook is, with the secret the config gives that
+/// URL now (the action keeps the URL, never the secret). It wakes no
+/// session: the agent is still waiting.
+fn escalation_webhook(ev: &Event, config: &Config) -> Option<NewDelivery> {
+    let url = ev.payload.get("webhook").and_then(Value::as_str)?;
+    let Some(secret) = config.approvals.webhook_secret(url) else {
+        tracing::warn!(action_id = %ev.entity_id, %url, "escalation webhook no longer configured: not sent");
+        return None;
+    };
+    let target = WakeTarget::Webhook {
+        url: url.to_string(),
+        secret: secret.to_string(),
+    };
+    Some(NewDelivery {
+        lease_ms: lease_ms(&target),
+        target_key: target_key(&target),
+        origin: "escalation".into(),
+        target,
+    })
 }
 
 /// The retry schedule: the delay before each attempt; after the last

@@ -60,6 +60,7 @@ fn show(c: &Caller, a: &Action) -> ActionView {
         .filter(|_| prompt_of(a).is_some_and(|(agent, _)| agent == CODEX))
         .map(|(tool, p)| pattern::codex_prefix_rule(tool, p));
     let note = crate::store::actions::expiry_note(a);
+    let escalated = crate::store::actions::escalation_note(a);
     let a = if c.sees_secrets() {
         a.clone()
     } else {
@@ -81,6 +82,10 @@ fn show(c: &Caller, a: &Action) -> ActionView {
     // What happens if nobody decides, and when, in the chat message's words.
     if let (Some(note), Value::Object(m)) = (note, &mut v) {
         m.insert("expiry_note".into(), Value::String(note));
+    }
+    // Where an escalation chain sent it, and when ("Escalated to #ops at …").
+    if let (Some(note), Value::Object(m)) = (escalated, &mut v) {
+        m.insert("escalation_note".into(), Value::String(note));
     }
     // An agent's prompt as the chat shows it: the whole command, or the
     // unified diff of an edit (from the arguments this caller may see).

@@ -13,7 +13,8 @@ use crate::config::Config;
 use crate::ops::claude::preview::preview;
 use crate::store::Channel;
 use crate::store::actions::{
-    Action, Actor, ApproveOutcome, RejectOutcome, Resolution, Status as ActionStatus, expiry_note,
+    Action, Actor, ApproveOutcome, RejectOutcome, Resolution, Status as ActionStatus, escalation_note,
+    expiry_note,
     timed_out,
 };
 use crate::store::grants::{
@@ -110,6 +111,10 @@ pub(crate) async fn action_view(store: &Store, config: &Config, id: &str) -> Res
     // What happens if nobody decides, and when: only while it can happen.
     if let Some(note) = expiry_note(&a).filter(|_| status == ActionStatus::Pending) {
         t.push_str(&format!("\n⌛ {note}"));
+    }
+    // Where it went while nobody decided (an escalation chain's steps).
+    if let Some(note) = escalation_note(&a) {
+        t.push_str(&format!("\n📣 {}", esc(&note)));
     }
     if a.approvals_required > 1 || a.approvals > 0 {
         t.push_str(&format!(

@@ -88,6 +88,9 @@ impl Bridge {
         if ev.kind == "delivery.dead" {
             return self.tell_wake_dead(ev).await;
         }
+        if ev.kind == "action.escalated" {
+            return self.on_escalated(ev).await;
+        }
         let Some(item) = Item::from_kind(&ev.entity_kind) else {
             return true;
         };
@@ -142,6 +145,62 @@ impl Bridge {
         else {
             return Ok(());
         };
+        self.push_to(item, id, at, &target, &meta, meta.action_kind.as_deref())
+            .await
+    }
+
+    /// An escalation step fired: every chat that shows the action redraws
+    /// it (its card now says where it went), and a chat step pushes it to
+    /// its chat — once per chat, like any push, waiting out that chat's
+    /// quiet hours. A webhook step is `notify`'s.
+    async fn on_escalated(&self, ev: &Event) -> bool {
+        let p = &ev.payload;
+        let mut result = self.mark_changed(Item::Action, &ev.entity_id).await;
+        let chat = p["chat"]
+            .as_str()
+            .and_then(|name| self.config.telegram.chats.iter().find(|c| c.name == name));
+        if let (Ok(()), Some(c)) = (&result, chat) {
+            let target = crate::config::Target {
+                chat: c.name.clone(),
+                chat_id: c.chat_id,
+                topic: p["topic"]
+                    .as_i64()
+                    .and_then(|t| i32::try_from(t).ok())
+                    .or(c.topic),
+            };
+            result = match meta(&self.store, Item::Action, &ev.entity_id).await {
+                // No grace period: the action waited long enough already.
+                Ok(Some(m)) if m.live && !m.quiet => {
+                    self.push_to(Item::Action, &ev.entity_id, ev.at, &target, &m, None)
+                        .await
+                }
+                Ok(_) => Ok(()),
+                Err(e) => Err(e.into()),
+            };
+        } else if result.is_ok() && p["chat"].is_string() {
+            tracing::warn!(action_id = %ev.entity_id, chat = %p["chat"], "escalation to a chat no longer configured: not pushed");
+        }
+        match result {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(error = %e, seq = ev.seq, "cannot record an escalation's chat push; will retry");
+                false
+            }
+        }
+    }
+
+    /// Push an item to `target` (`kind`: the action kind whose grace
+    /// period applies, if any).
+    async fn push_to(
+        &self,
+        item: Item,
+        id: &str,
+        at: i64,
+        target: &crate::config::Target,
+        meta: &Meta,
+        kind: Option<&str>,
+    ) -> Result<(), PushError> {
+        let target = target.clone();
         // A replayed event (the cursor is saved per batch): already pushed
         // or waiting, and not counted again towards a burst.
         if self
@@ -155,7 +214,7 @@ impl Bridge {
         // A grace period or quiet hours: recorded as waiting, released by
         // `hold` when due (the follower moves on meanwhile).
         let now = self.store.now();
-        if let Some((hold, due)) = self.hold_of(&target, meta.action_kind.as_deref(), at, now) {
+        if let Some((hold, due)) = self.hold_of(&target, kind, at, now) {
             if self
                 .store
                 .chat_hold(item.as_str(), id, target.chat_id, hold, due)
@@ -165,7 +224,7 @@ impl Bridge {
             }
             return Ok(());
         }
-        let topic = self.topic_for(&target, &meta).await;
+        let topic = self.topic_for(&target, meta).await;
         // Beyond the digest threshold: waits, durably, for its burst's
         // digest (`digest`), released by the `hold` task.
         if let Some(due) = self.burst_due((target.chat_id, topic), at) {

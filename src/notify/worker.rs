@@ -110,14 +110,18 @@ struct Enqueuer {
     kick: Arc<Notify>,
 }
 
+/// An escalation step's event: its webhook step is delivered here.
+const ESCALATED: &str = "action.escalated";
+
 impl follow::Apply for Enqueuer {
     const NAME: &'static str = "notify";
-    /// Only a wake event's payload decides anything ([`super::wakes`]).
+    /// Only a wake event's payload decides anything ([`super::wakes`]),
+    /// and an escalation's (its webhook step).
     fn reads_payload(&self, kind: &str) -> bool {
-        crate::store::events::WAKE_EVENTS.contains(&kind)
+        crate::store::events::WAKE_EVENTS.contains(&kind) || kind == ESCALATED
     }
     async fn apply(&mut self, ev: &Event) -> bool {
-        if !super::wakes(ev) {
+        if !super::wakes(ev) && ev.kind != ESCALATED {
             return true;
         }
         let store = &self.ctx.store;

@@ -432,6 +432,7 @@
         time(a.created_at), a.expires_at ? 'expires ' + ago(a.expires_at) : null),
       el('h3', {}, a.summary),
       a.expiry_note ? el('p', { class: 'status', data: { expiry: 'note' } }, '⌛ ' + a.expiry_note) : null,
+      a.escalation_note ? el('p', { class: 'status', data: { escalation: 'note' } }, '📣 ' + a.escalation_note) : null,
       a.approvals_required > 1 ? el('p', { class: 'status' }, a.approvals + ' of ' + a.approvals_required + ' approvals') : null,
       a.preview ? el('pre', { class: 'args', data: { preview: 'prompt' } }, a.preview) : el('pre', { class: 'args' }, text),
       a.grant_rule ? el('p', { class: 'status', data: { grant: 'rule' } },
