@@ -746,7 +746,12 @@ impl Config {
             k.check()
                 .map_err(|e| Bad::at(vec![Seg::Key("kinds"), Seg::Index(i)], e))?;
         }
-        let chats: Vec<&str> = self.telegram.chats.iter().map(|c| c.name.as_str()).collect();
+        let chats: Vec<&str> = self
+            .telegram
+            .chats
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect();
         self.approvals.check(&chats).map_err(|(i, e)| match i {
             Some(i) => Bad::at(
                 vec![Seg::Key("approvals"), Seg::Key("rule"), Seg::Index(i)],

@@ -67,7 +67,10 @@ async fn steps_fire_in_order_once_each_and_the_ttl_rejects(db: Db) {
     let a = s.get_action(&id).await.unwrap();
     assert_eq!(a.escalation.len(), 2);
     assert_eq!(a.escalation[0].at, T0 + 10 * MIN, "dated from the proposal");
-    assert_eq!(s.next_housekeeping_due().await.unwrap(), Some(T0 + 10 * MIN));
+    assert_eq!(
+        s.next_housekeeping_due().await.unwrap(),
+        Some(T0 + 10 * MIN)
+    );
     assert_eq!(
         escalation_note(&a).unwrap(),
         "Escalates to #team at 08:10 UTC if nobody decides"
@@ -82,7 +85,10 @@ async fn steps_fire_in_order_once_each_and_the_ttl_rejects(db: Db) {
     assert_eq!(fired.len(), 1);
     assert_eq!((fired[0].step, fired[0].to.to.as_str()), (1, "#team"));
     assert!(s.escalate_due().await.unwrap().is_empty(), "once");
-    assert_eq!(s.next_housekeeping_due().await.unwrap(), Some(T0 + 30 * MIN));
+    assert_eq!(
+        s.next_housekeeping_due().await.unwrap(),
+        Some(T0 + 30 * MIN)
+    );
     let a = s.get_action(&id).await.unwrap();
     assert_eq!((a.escalated, a.escalated_at), (1, Some(T0 + 10 * MIN)));
     assert_eq!(
@@ -95,7 +101,10 @@ async fn steps_fire_in_order_once_each_and_the_ttl_rejects(db: Db) {
     assert_eq!(fired.iter().map(|e| e.step).collect::<Vec<_>>(), [2]);
     assert!(s.escalate_due().await.unwrap().is_empty());
     // No step left: the next due time is the TTL.
-    assert_eq!(s.next_housekeeping_due().await.unwrap(), Some(T0 + 60 * MIN));
+    assert_eq!(
+        s.next_housekeeping_due().await.unwrap(),
+        Some(T0 + 60 * MIN)
+    );
     assert_eq!(
         escalation_note(&s.get_action(&id).await.unwrap()).unwrap(),
         "Escalated to #ops at 08:45 UTC"

@@ -13,9 +13,8 @@ use crate::config::Config;
 use crate::ops::claude::preview::preview;
 use crate::store::Channel;
 use crate::store::actions::{
-    Action, Actor, ApproveOutcome, RejectOutcome, Resolution, Status as ActionStatus, escalation_note,
-    expiry_note,
-    timed_out,
+    Action, Actor, ApproveOutcome, RejectOutcome, Resolution, Status as ActionStatus,
+    escalation_note, expiry_note, timed_out,
 };
 use crate::store::grants::{
     Scope, Terms, offer as grant_pattern, pattern, prompt_cwd, prompt_of, prompt_tool,

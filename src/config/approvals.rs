@@ -312,11 +312,23 @@ mod tests {
             Some("whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD")
         );
         for (bad, want) in [
-            ("[[escalate]]\nafter = '10m'\nchat = 'nope'\n", "not a [[telegram.chats]] name"),
-            ("[[escalate]]\nafter = 'soon'\nchat = 'team'\n", "not a duration"),
+            (
+                "[[escalate]]\nafter = '10m'\nchat = 'nope'\n",
+                "not a [[telegram.chats]] name",
+            ),
+            (
+                "[[escalate]]\nafter = 'soon'\nchat = 'team'\n",
+                "not a duration",
+            ),
             ("[[escalate]]\nafter = '10m'\n", "exactly one of"),
-            ("[[escalate]]\nafter = '1m'\nwebhook = 'https://x'\n", "whsec_"),
-            ("[[escalate]]\nafter = '1m'\nwebhook = 'ftp://x'\n", "http(s)"),
+            (
+                "[[escalate]]\nafter = '1m'\nwebhook = 'https://x'\n",
+                "whsec_",
+            ),
+            (
+                "[[escalate]]\nafter = '1m'\nwebhook = 'ftp://x'\n",
+                "http(s)",
+            ),
         ] {
             let c: ApprovalsConfig = toml::from_str(bad).unwrap();
             let e = c.check(&["team"]).unwrap_err().1;

@@ -38,8 +38,8 @@
 
 mod approval;
 mod attempts;
-mod escalation;
 pub mod codec;
+mod escalation;
 mod execution;
 mod expiry;
 mod outcomes;

@@ -68,9 +68,7 @@ impl Store {
     /// not among them).
     pub async fn escalate_due(&self) -> Result<Vec<Escalated>> {
         let now = self.now();
-        let due = self
-            .read_actions(DUE.stmt().int(now).int(BATCH))
-            .await?;
+        let due = self.read_actions(DUE.stmt().int(now).int(BATCH)).await?;
         let mut fired = Vec::new();
         for a in due {
             // Several steps may be due (a daemon down meanwhile): one
@@ -95,20 +93,14 @@ impl Store {
                     let Some(before) = super::load(&mut tx, id, false).await? else {
                         return Ok(None);
                     };
-                    let (Ok(i), true) = (usize::try_from(*step), before.escalated == *step)
-                    else {
+                    let (Ok(i), true) = (usize::try_from(*step), before.escalated == *step) else {
                         return Ok(None);
                     };
                     let Some(to) = before.escalation.get(i).cloned() else {
                         return Ok(None);
                     };
                     let next = before.escalation.get(i + 1).map(|e| e.at);
-                    let claim = CLAIM
-                        .stmt()
-                        .text(id.as_str())
-                        .int(*step)
-                        .int(now)
-                        .int(next);
+                    let claim = CLAIM.stmt().text(id.as_str()).int(*step).int(now).int(next);
                     let Some(action) = one(&mut tx, &claim).await? else {
                         return Ok(None);
                     };
