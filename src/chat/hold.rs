@@ -137,9 +137,11 @@ impl Bridge {
             return Ok(());
         }
         // A burst's topic was chosen when it began to wait; the others'
-        // now that the item is really pushed.
+        // now that the item is really pushed, unless the target named one.
         let topic = match h.hold {
             Hold::Burst => h.thread_id,
+            // A topic named when it began to wait (see `push`).
+            Hold::Grace | Hold::Quiet if h.thread_id.is_some() => h.thread_id,
             Hold::Grace | Hold::Quiet => {
                 match self
                     .config

@@ -215,9 +215,11 @@ impl Bridge {
         // `hold` when due (the follower moves on meanwhile).
         let now = self.store.now();
         if let Some((hold, due)) = self.hold_of(&target, kind, at, now) {
+            // A topic the target names (a route's, a chat's, an escalation
+            // step's) is kept with the wait, so the release uses it.
             if self
                 .store
-                .chat_hold(item.as_str(), id, target.chat_id, hold, due)
+                .chat_hold_in(item.as_str(), id, target.chat_id, target.topic, hold, due)
                 .await?
             {
                 self.held.notify_one();
