@@ -328,6 +328,45 @@ mod tests {
     }
 
     #[test]
+    fn an_escalation_goes_to_its_webhook_only() {
+        let c = cfg(r#"
+            [[approvals.escalate]]
+            after = "10m"
+            webhook = "https://pager.example.com/hook"
+            secret = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"
+        "#);
+        let mut e = ev(
+            "action.escalated",
+            json!({"step": 1, "webhook": "https://pager.example.com/hook"}),
+        );
+        let got = targets_for(&e, None, &c);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].origin, "escalation");
+        assert!(
+            matches!(&got[0].target, WakeTarget::Webhook { secret, .. } if secret.starts_with("whsec_"))
+        );
+        // A chat step, or a webhook no longer configured: nothing to deliver.
+        e.payload = json!({"step": 1, "chat": "team"});
+        assert!(targets_for(&e, None, &c).is_empty());
+        e.payload = json!({"step": 1, "webhook": "https://gone.example.com/"});
+        assert!(targets_for(&e, None, &c).is_empty());
+    }
+
+    #[test]
+    fn a_bad_escalation_step_names_its_key() {
+        let e = Config::parse(
+            "[[approvals.escalate]]\nafter = \"10m\"\nchat = \"nope\"\n",
+            std::path::Path::new("t.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("\"nope\" is not a [[telegram.chats]] name"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn the_default_schedule() {
         let s = schedule(&Config::default());
         assert_eq!(s.len(), 6);
