@@ -216,6 +216,21 @@ async fn the_chain(db: Db, n: usize, restart: bool) {
     .await;
     assert_eq!(escalations(&store, &a).await, [1]);
     assert_eq!(escalations(&store, &b).await, [1]);
+    // The Inbox's view of it says the same.
+    let v: Value = reqwest::get(format!("http://{}/v1/actions/{a}", ds[0].addr))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let note = v["escalation_note"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        note.starts_with("Escalated to #team at 08:10 UTC; to pager at 08:20 UTC"),
+        "{v}"
+    );
 
     if restart {
         let d = ds.pop().unwrap();
