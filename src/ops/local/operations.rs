@@ -333,7 +333,10 @@ impl Local {
     }
 
     pub(crate) async fn register_session(&self, s: &NewSession) -> Result<Session> {
-        Ok(self.store.register_session(s).await?)
+        Ok(self
+            .store
+            .register_session_on(s, &crate::ops::this_host())
+            .await?)
     }
 
     pub(crate) async fn save_checkpoint(

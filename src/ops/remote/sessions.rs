@@ -54,6 +54,7 @@ impl Remote {
             "project": s.project,
             "cwd": s.cwd,
             "wake_target": s.wake_target,
+            "host": crate::ops::this_host(),
         });
         Ok(self.post(&["sessions"], body).await?)
     }
