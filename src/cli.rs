@@ -570,7 +570,7 @@ async fn serve(ctx: &Ctx, listen: Option<std::net::SocketAddr>) -> anyhow::Resul
 
 /// Write one line of output. A reader that went away (`handoff … | head`)
 /// ends the command quietly instead of panicking like `println!` would.
-fn out(line: &str) {
+pub(crate) fn out(line: &str) {
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
     if let Err(e) = writeln!(stdout, "{line}").and_then(|()| stdout.flush()) {

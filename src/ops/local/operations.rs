@@ -364,6 +364,13 @@ impl Local {
         Ok(self.store.list_sessions(status, project).await?)
     }
 
+    pub(crate) async fn fleet(
+        &self,
+        project: Option<&str>,
+    ) -> Result<Vec<crate::store::sessions::FleetSession>> {
+        Ok(self.store.fleet(project).await?)
+    }
+
     pub(crate) async fn end_session(&self, id: &str) -> Result<Ended> {
         Ok(self.store.end_session(id).await?)
     }

@@ -98,6 +98,19 @@ impl Remote {
         Ok(self.get_all(&["sessions"], &q).await?)
     }
 
+    pub(crate) async fn fleet(
+        &self,
+        project: Option<&str>,
+    ) -> Result<Vec<crate::store::sessions::FleetSession>> {
+        #[derive(Deserialize)]
+        struct Fleet {
+            sessions: Vec<crate::store::sessions::FleetSession>,
+        }
+        let q = query(&[("project", project.map(str::to_string))]);
+        let f: Fleet = self.get(&["fleet"], &q).await?;
+        Ok(f.sessions)
+    }
+
     pub(crate) async fn end_session(&self, id: &str) -> Result<Ended> {
         match self.post(&["sessions", id, "end"], json!({})).await {
             Ok(e) => Ok(e),

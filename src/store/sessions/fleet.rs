@@ -5,7 +5,7 @@
 //! text for both engines; the state is decided here, in Rust, from what
 //! they return. This module reads; it changes nothing.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{WakeTarget, target_kind};
 use crate::store::engine::Stmt;
@@ -15,7 +15,7 @@ use crate::store::{Result, Store, short_id};
 pub const IDLE_AFTER_MS: i64 = 15 * 60 * 1000;
 
 /// What a session is doing now, as the fleet view shows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum FleetState {
     /// An open question of its own has no answer yet.
@@ -44,7 +44,7 @@ impl FleetState {
 }
 
 /// One item a session waits on.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FleetItem {
     /// `question` or `action`.
     pub kind: String,
@@ -61,7 +61,7 @@ pub struct FleetItem {
 }
 
 /// The newest delivery of an event to a session's wake target.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FleetDelivery {
     /// `pending`, `delivering`, `delivered` or `dead`.
     pub status: String,
@@ -76,7 +76,7 @@ pub struct FleetDelivery {
 }
 
 /// A session as the fleet view shows it.
-#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FleetSession {
     /// Its id.
     pub session_id: String,
