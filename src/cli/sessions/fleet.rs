@@ -157,35 +157,6 @@ pub(crate) fn line(s: &FleetSession, now: i64) -> String {
         "{mark} {} {} for {}{who}{wake}",
         s.session_id,
         s.state.words(),
-        how_long(now - s.since)
+        crate::clock::how_long(now - s.since)
     )
-}
-
-/// A duration in words people read at a glance: `40 s`, `3 min`, `2 h`, `5 d`.
-pub(crate) fn how_long(ms: i64) -> String {
-    let s = ms.max(0) / 1000;
-    match s {
-        0..60 => format!("{s} s"),
-        60..5400 => format!("{} min", s / 60),
-        5400..129_600 => format!("{} h", s / 3600),
-        _ => format!("{} d", s / 86_400),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_read_at_a_glance() {
-        for (ms, want) in [
-            (-5, "0 s"),
-            (40_000, "40 s"),
-            (180_000, "3 min"),
-            (2 * 3_600_000, "2 h"),
-            (5 * 86_400_000, "5 d"),
-        ] {
-            assert_eq!(how_long(ms), want, "{ms}");
-        }
-    }
 }
