@@ -2,8 +2,9 @@
 //! (each session's state through asking, answering, proposing and ending;
 //! its host, wake target kind and last delivery; no secret shown; an agent
 //! token sees its own project only), `/sessions` in chat against the fake
-//! Bot API, and `handoff sessions --watch` as a process redrawing after an
-//! event and ending cleanly on Ctrl-C.
+//! Bot API (and `handoff sessions` through the daemon beside it), and
+//! `handoff sessions --watch` as a process redrawing after an event and
+//! ending cleanly on Ctrl-C.
 
 mod common;
 
@@ -291,6 +292,15 @@ async fn chat_sessions_lists_this_chats_sessions() {
         "{text}"
     );
     assert!(!text.contains("s-ops"), "another chat's session: {text}");
+
+    // The CLI beside a running daemon reads the same view through it
+    // (`GET /v1/fleet` on its socket), with the host the CLI registered.
+    let v = common::json(&db.cli(&["--json", "sessions", "--project", "shop"]));
+    let list = v["sessions"].as_array().unwrap();
+    assert_eq!(list.len(), 1, "{v}");
+    assert_eq!(list[0]["state"], "waiting_question", "{v}");
+    assert_eq!(list[0]["pending"][0]["short_id"], short, "{v}");
+    assert!(!list[0]["host"].as_str().unwrap().is_empty(), "{v}");
 }
 
 /// Read lines from `r` until one satisfies `pred`, for at most `secs`.
