@@ -4,7 +4,8 @@
 //! id, an agent name, project, working directory and an optional
 //! [`WakeTarget`]. Questions, rows and actions carry the session id; when a
 //! human responds, the notify worker wakes that session's target. This
-//! module records; it does not run targets.
+//! module records; it does not run targets. `fleet` reads every session
+//! at a glance: what it is doing now, since when, and what it waits on.
 
 use std::sync::Arc;
 
