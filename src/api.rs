@@ -11,7 +11,7 @@
 //! built from it, so they cannot disagree. `auth` (tokens, roles, project
 //! scopes, listen policy), `error` (one `ApiError`), `input` (strict JSON and
 //! query extractors), `questions`, `boards`, `actions`, `grants`, `sessions`,
-//! `events` (page, SSE), `long_poll` (`wait`/`timeout` and the wait
+//! `fleet` (every session at a glance), `events` (page, SSE), `long_poll` (`wait`/`timeout` and the wait
 //! itself, for every item route), `page` (list pages), `metrics`, `openapi`.
 //!
 //! No SQL here: handlers call the store, map refusals, and nudge the event
@@ -26,6 +26,7 @@ mod boards;
 mod doc;
 mod error;
 mod events;
+mod fleet;
 mod grants;
 pub mod inbox;
 mod input;
@@ -128,6 +129,7 @@ routes! {
     post "POST" "/v1/sessions/{id}/ledger" Agent "Record that a call is about to run (idempotent by event_id)." => sessions::ledger_begin;
     get "GET" "/v1/sessions/{id}/ledger" Read "A session's execution ledger (last)." => sessions::ledger_list;
     post "POST" "/v1/ledger/{id}/complete" Agent "Record a begun call's outcome (ok, result)." => sessions::ledger_complete;
+    get "GET" "/v1/fleet" Read "Every session by project: what it is doing now (waiting on a question or an approval, working, idle, ended) and since when, its host, wake target, last delivery and waiting items (project)." => fleet::fleet;
     get "GET" "/v1/sessions/{id}/wait" Agent "Long poll: claim what arrives for the session (timeout, by)." => sessions::wait;
     get "GET" "/v1/audit/export" Audit "The actions' audit log as a SHA-256 hash chain (JSON Lines in `lines`, the head line last; since, project); its head is recorded in the event log." => audit::export;
     get "GET" "/v1/events" Read "A page of the event log after a seq, or the newest `tail`." => events::page;

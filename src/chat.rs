@@ -17,7 +17,8 @@
 //!   item kind, a text reply to the item or prompt it answers.
 //! - `question`, `row`, `action`: one file per item kind, each with its
 //!   message (text and buttons), its taps and its text answers.
-//! - `commands`: /start, /help, /answer, /clarify, /list.
+//! - `commands`: /start, /help, /answer, /clarify, /list; `fleet`:
+//!   /sessions.
 //! - `push`: what the chat follower does with each event, notices, and the
 //!   view of an item of any kind.
 //! - `digest`: the one digest rule (bursts and quiet hours, per chat and
@@ -41,6 +42,7 @@ mod card;
 mod commands;
 mod digest;
 mod dispatch;
+mod fleet;
 mod grants;
 mod hold;
 mod push;

@@ -101,7 +101,10 @@ Environment:
                   propose, pending, wait, mcp)
   HANDOFF_TIMEOUT how long a call to HANDOFF_URL waits for an answer (default 10s)
   HANDOFF_SOCKET  off: never send calls to the local daemon's socket
-                  (<db>.sock); by default they go there when it answers";
+                  (<db>.sock); by default they go there when it answers
+  HANDOFF_HOST    the host a session registered from here records (for
+                  `handoff sessions` and the Inbox's Sessions page;
+                  default: this machine's hostname)";
 
 /// Hand questions, blocked steps and risky actions to humans.
 #[derive(Debug, Parser)]
@@ -570,7 +573,7 @@ async fn serve(ctx: &Ctx, listen: Option<std::net::SocketAddr>) -> anyhow::Resul
 
 /// Write one line of output. A reader that went away (`handoff … | head`)
 /// ends the command quietly instead of panicking like `println!` would.
-fn out(line: &str) {
+pub(crate) fn out(line: &str) {
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
     if let Err(e) = writeln!(stdout, "{line}").and_then(|()| stdout.flush()) {

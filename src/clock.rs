@@ -110,6 +110,17 @@ pub fn parse_duration_ms(s: &str) -> Result<i64, String> {
     n.checked_mul(mult).ok_or_else(bad)
 }
 
+/// A duration in words people read at a glance: `40 s`, `3 min`, `2 h`, `5 d`.
+pub fn how_long(ms: i64) -> String {
+    let s = ms.max(0) / 1000;
+    match s {
+        0..60 => format!("{s} s"),
+        60..5400 => format!("{} min", s / 60),
+        5400..129_600 => format!("{} h", s / 3600),
+        _ => format!("{} d", s / 86_400),
+    }
+}
+
 /// Serde helpers: milliseconds in Rust, RFC 3339 strings in JSON.
 pub mod rfc3339 {
     use serde::{Deserialize, Deserializer, Serializer};
@@ -202,6 +213,19 @@ mod tests {
             "2026-02-29T10:00:00Z",
         ] {
             assert!(parse_rfc3339(junk).is_err(), "{junk}");
+        }
+    }
+
+    #[test]
+    fn durations_read_at_a_glance() {
+        for (ms, want) in [
+            (-5, "0 s"),
+            (40_000, "40 s"),
+            (180_000, "3 min"),
+            (2 * 3_600_000, "2 h"),
+            (5 * 86_400_000, "5 d"),
+        ] {
+            assert_eq!(how_long(ms), want, "{ms}");
         }
     }
 

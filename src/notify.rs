@@ -274,6 +274,7 @@ mod tests {
             agent: "codex".into(),
             project: "web".into(),
             cwd: String::new(),
+            host: String::new(),
             wake_target: Some(WakeTarget::Exec {
                 argv: vec!["/bin/true".into()],
                 timeout_secs: None,

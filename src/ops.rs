@@ -152,6 +152,18 @@ impl Error {
     }
 }
 
+/// This machine's name (what a session registered from here records as
+/// its host), or empty when it cannot be read: `HANDOFF_HOST` if set
+/// (containers often have a random hostname), else the kernel's.
+pub fn this_host() -> String {
+    let named = std::env::var("HANDOFF_HOST").ok();
+    named
+        .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok())
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default()
+}
+
 /// Results of operations.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 

@@ -112,7 +112,7 @@ pub async fn recover(store: &Store) -> Result<RecoverReport> {
         let Some(me) = store.take_for_verifier(&action, argv).await? else {
             continue;
         };
-        let verdict = run_verifier(argv, &action).await;
+        let verdict = verify_holding(store, &action, &me, argv).await;
         let settled = store.record_verdict(&action, &me, &verdict).await?;
         let into = match verdict {
             Ok(Verdict::Executed) => &mut report.verified_executed,
@@ -123,6 +123,39 @@ pub async fn recover(store: &Store) -> Result<RecoverReport> {
     }
     report.claimable = store.claimable().await?;
     Ok(report)
+}
+
+/// Run the verifier while renewing the hold `me` took on `action`, as an
+/// executor renews its lease: the hold is short, so a recoverer that dies
+/// here lets go soon. Why select: the renewal must stop when the verifier
+/// ends, and a lost hold must not cut the verifier short (its answer is
+/// then simply not recorded: `record_verdict` finds `me` no longer holds it).
+async fn verify_holding(
+    store: &Store,
+    action: &Action,
+    me: &str,
+    argv: &[String],
+) -> std::result::Result<Verdict, String> {
+    let verdict = run_verifier(argv, action);
+    tokio::pin!(verdict);
+    let mut renew = tokio::time::interval(crate::store::actions::VERIFY_RENEW);
+    renew.tick().await; // the first tick is immediate: the take just set the lease
+    let mut holding = true;
+    loop {
+        tokio::select! {
+            v = &mut verdict => return v,
+            _ = renew.tick(), if holding => {
+                match store.keep_verifier_lease(&action.id, me).await {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        tracing::warn!(action_id = %action.id, "lost the verifier's hold on the action");
+                        holding = false;
+                    }
+                    Err(e) => tracing::warn!(action_id = %action.id, error = %e, "cannot renew the verifier's hold"),
+                }
+            }
+        }
+    }
 }
 
 /// Ask a verifier whether an interrupted execution happened.

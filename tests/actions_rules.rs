@@ -346,31 +346,45 @@ async fn purge_on_the_cli_refuses_a_date_it_cannot_read() {
     assert_eq!(out.status.code(), Some(2));
 }
 
-async fn a_running_verifier_holds_a_two_minute_lease_that_a_second_recovery_respects(db: Db) {
+/// Wait until a recoverer has taken `id` over for its verifier.
+async fn held_for_verifier(s: &Store, id: &str) -> handoff::store::actions::Action {
+    loop {
+        let a = s.get_action(id).await.unwrap();
+        if a.owner
+            .as_deref()
+            .is_some_and(|o| o.starts_with("recovery:"))
+        {
+            return a;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
+async fn a_running_verifier_holds_a_renewed_lease_that_a_second_recovery_respects(db: Db) {
     let (s, clock) = db.open_manual(1_800_000_000_000).await;
-    let id = interrupted(&s, &clock, "sleep 1; echo executed").await;
+    // Runs longer than a renewal period (2 s): its hold must be renewed.
+    let id = interrupted(&s, &clock, "sleep 3; echo executed").await;
     let now = handoff::clock::Clock::now_ms(&*clock);
     let first = {
         let s = s.clone();
         tokio::spawn(async move { handoff::programs::recover(&s).await.unwrap() })
     };
-    // Wait until the recoverer has taken the action over for its verifier.
-    let held = loop {
+    let held = held_for_verifier(&s, &id).await;
+    assert_eq!(held.lease_until, Some(now + 6_000), "a 6 s verifier lease");
+    // Past the first lease's end the verifier still holds it: renewed
+    // from the (moved) clock while it runs.
+    clock.advance(5_000);
+    let renewed = loop {
         let a = s.get_action(&id).await.unwrap();
-        if a.owner
-            .as_deref()
-            .is_some_and(|o| o.starts_with("recovery:"))
-        {
+        if a.lease_until == Some(now + 5_000 + 6_000) {
             break a;
         }
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        assert_eq!(a.status, Status::Executing, "{a:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     };
-    assert_eq!(
-        held.lease_until,
-        Some(now + 120_000),
-        "a 2-minute verifier lease"
-    );
-    // Another recovery meanwhile (the same clock) leaves it alone.
+    assert_eq!(renewed.owner, held.owner);
+    clock.advance(3_000);
+    // Another recovery meanwhile leaves it alone.
     let second = handoff::programs::recover(&s).await.unwrap();
     assert!(
         second.unknown.is_empty() && second.verified_executed.is_empty() && second.rerun.is_empty(),
@@ -379,6 +393,46 @@ async fn a_running_verifier_holds_a_two_minute_lease_that_a_second_recovery_resp
     let rep = first.await.unwrap();
     assert_eq!(rep.verified_executed.len(), 1);
     assert_eq!(s.get_action(&id).await.unwrap().status, Status::Executed);
+}
+
+async fn a_verifier_whose_recoverer_died_is_asked_again_once_its_lease_lapses(db: Db) {
+    let (s, clock) = db.open_manual(1_800_000_000_000).await;
+    // The first time the verifier hangs; asked again, it answers.
+    let dir = tempfile::tempdir().unwrap();
+    let asked = dir.path().join("asked");
+    let verify = format!(
+        "if [ -e '{f}' ]; then echo executed; else : > '{f}'; sleep 30; fi",
+        f = asked.display()
+    );
+    let id = interrupted(&s, &clock, &verify).await;
+    // The first recoverer dies mid-verify (its task dropped, its verifier
+    // killed with it) and never answers.
+    let dying = {
+        let s = s.clone();
+        tokio::spawn(async move { handoff::programs::recover(&s).await.unwrap() })
+    };
+    held_for_verifier(&s, &id).await;
+    while !asked.exists() {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    dying.abort();
+    let _ = dying.await;
+    // Its hold lapses within a lease, not minutes later: the next
+    // recovery takes the action over and asks the verifier again.
+    clock.advance(6_000);
+    let rep = handoff::programs::recover(&s).await.unwrap();
+    assert_eq!(
+        rep.verified_executed.len(),
+        1,
+        "a dead recoverer's hold lapses within its 6 s lease: {rep:?}"
+    );
+    assert_eq!(s.get_action(&id).await.unwrap().status, Status::Executed);
+    let verifying = trail(&s, &id)
+        .await
+        .into_iter()
+        .filter(|(event, _)| event == "verifying")
+        .count();
+    assert_eq!(verifying, 2, "taken over twice");
 }
 
 async fn a_rule_for_one_project_leaves_other_projects_to_people(db: Db) {
@@ -419,6 +473,7 @@ both_engines!(
     a_verifier_turns_an_interruption_into_executed,
     a_verifier_turns_an_interruption_into_one_rerun,
     purge_deletes_settled_actions_with_their_audit_and_refuses_live_ones,
-    a_running_verifier_holds_a_two_minute_lease_that_a_second_recovery_respects,
+    a_running_verifier_holds_a_renewed_lease_that_a_second_recovery_respects,
+    a_verifier_whose_recoverer_died_is_asked_again_once_its_lease_lapses,
     a_rule_for_one_project_leaves_other_projects_to_people
 );

@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::daemon::{Daemon, write_config};
+use common::daemon::{Daemon, FAULTS_OK, write_config};
 use common::fake_telegram::{FakeTelegram, Fault, Msg};
 use common::{TempDb, json};
 
@@ -460,6 +460,81 @@ async fn a_restart_between_transcription_and_send_keeps_the_buttons_working_once
     assert_eq!(voice_replies(&v), 1, "written once: {v}");
     // Transcribed once, before the restart.
     assert_eq!(fake.downloads("note"), 1);
+}
+
+/// A blocked row's answer and its note are two writes: a daemon that dies
+/// between them (the `die-mid-voice-send` crash point) must leave the
+/// answer neither lost (the note settled, the row unanswered) nor written
+/// twice when the tap comes again.
+#[tokio::test]
+async fn a_row_voice_answer_survives_a_crash_between_the_answer_and_the_note() {
+    let (db, fake, mut d, _) = setup("command = \"sh -c 'echo use postgres' sh\"").await;
+    let rows =
+        r#"[{"label":"dns","status":"blocked","next_step":"Pick the database","owner":"task"}]"#;
+    let out = db.cli(&[
+        "--json", "board", "upsert", "infra", "Launch", "--rows", rows,
+    ]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let row = json(&out)["board"]["rows"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let msg = fake
+        .until(30, "the row's message", |f| {
+            f.messages(ME)
+                .into_iter()
+                .find(|m| m.text.contains("Pick the database"))
+        })
+        .await;
+    common::until_recorded(&db, ME, msg.message_id).await;
+    fake.add_file("note", b"OggS".to_vec());
+    fake.send_voice(ME, ME, "note", 1, Some(msg.message_id), None, None);
+    let t = transcript_of(&fake, &row, 30).await;
+    let cfg = db.dir.path().join("handoff.toml");
+
+    d.kill9();
+    let mut dying = Daemon::start_with(
+        &db.path,
+        &cfg,
+        &[("HANDOFF_FAULT", "die-mid-voice-send"), FAULTS_OK],
+    );
+    fake.tap(ME, ME, t.message_id, &t.button("Send"));
+    let store = db.open().await;
+    for _ in 0..300 {
+        if store.count_rows("board_row_annotations").await.unwrap() > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(store.count_rows("board_row_annotations").await.unwrap(), 1);
+    dying.kill9();
+
+    // The next daemon takes the tap again (its update was never marked
+    // done), and the person taps once more: one answer, the note sent.
+    let _d = Daemon::start(&db.path, &cfg);
+    fake.tap(ME, ME, t.message_id, &t.button("Send"));
+    fake.until(60, "the note settled as sent", |f| {
+        f.message(ME, t.message_id)
+            .filter(|m| m.text.contains("Sent as your answer") && m.buttons().is_empty())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        store.count_rows("board_row_annotations").await.unwrap(),
+        1,
+        "the answer is written once"
+    );
+    let v = json(&db.cli(&[
+        "--json",
+        "board",
+        "get",
+        "Launch",
+        "--project",
+        "infra",
+        "--full",
+    ]))
+    .to_string();
+    assert!(v.contains("use postgres"), "{v}");
 }
 
 #[tokio::test]

@@ -1,6 +1,6 @@
 //! Property test: random sequences of decisions, executions, clock moves,
 //! expiry sweeps and recoveries on one action, checked step by step against
-//! a small in-memory model of DESIGN §4 — CAS decisions with the TTL in the
+//! a small in-memory model of docs/design.md §4 — CAS decisions with the TTL in the
 //! predicate (approving at the expiry millisecond is refused), quorum of
 //! distinct approvers, one rejection rejects, claim/complete by the owner
 //! only, lapsed leases become `unknown`, only a person resolves `unknown`.
@@ -181,7 +181,7 @@ impl Model {
     }
 }
 
-/// Replay an audit trail through DESIGN §4's transition table; panics on
+/// Replay an audit trail through docs/design.md §4's transition table; panics on
 /// a transition that does not exist. Returns the state it ends in.
 fn replay(audit: &[AuditEntry]) -> Status {
     use Status::*;

@@ -1,5 +1,5 @@
 //! Property test: random sequences of human and agent writes on one board
-//! row, checked step by step against a small in-memory model of DESIGN §3 —
+//! row, checked step by step against a small in-memory model of docs/design.md §3 —
 //! annotations through the Inbox (always wins, blank clears only what no
 //! agent received) and chat (only over no unclaimed annotation; a chat
 //! `clarify` may correct a chat one), the handled mark (only on a blocked
@@ -89,7 +89,7 @@ struct MAnnotation {
     seen: bool,
 }
 
-/// DESIGN §3 for one row (and the board version it bumps).
+/// docs/design.md §3 for one row (and the board version it bumps).
 #[derive(Debug, Clone)]
 struct Model {
     status: RowStatus,

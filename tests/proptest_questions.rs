@@ -1,5 +1,5 @@
 //! Property test: random sequences of operations on one question, checked
-//! step by step against a small in-memory model of DESIGN §2 — the three
+//! step by step against a small in-memory model of docs/design.md §2 — the three
 //! writers and the asymmetric rule (Inbox always wins; chat and agent only
 //! over no unclaimed reply; a chat `clarify` may replace an unclaimed chat
 //! reply), blank Inbox clears, exact pickup, stale revisions, and closing
@@ -73,7 +73,7 @@ struct MReply {
     seen: bool,
 }
 
-/// DESIGN §2 in a few lines.
+/// docs/design.md §2 in a few lines.
 #[derive(Debug, Clone)]
 struct Model {
     status: Status,

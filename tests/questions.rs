@@ -1,4 +1,4 @@
-//! Questions: the reference behaviours of DESIGN §2, one test each, run on
+//! Questions: the reference behaviours of docs/design.md §2, one test each, run on
 //! both engines (a real temp SQLite file, a real PostgreSQL database: see
 //! tests/common/engine.rs).
 

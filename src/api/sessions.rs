@@ -59,6 +59,9 @@ pub(crate) struct RegisterBody {
     #[serde(default)]
     cwd: String,
     wake_target: Option<WakeTarget>,
+    /// The machine the session runs on (the registering process's hostname).
+    #[serde(default)]
+    host: String,
 }
 
 /// `POST /v1/sessions`: register (or refresh) a session.
@@ -79,16 +82,14 @@ pub(crate) async fn register(
     }
     // No token takes over another project's session id: the store refuses
     // a session whose home is another project (`session_in_other_project`).
-    let session = s
-        .store
-        .register_session(&NewSession {
-            session_id: b.session_id,
-            agent: c.agent_or(&s, b.agent).await?,
-            project,
-            cwd: b.cwd,
-            wake_target: b.wake_target,
-        })
-        .await?;
+    let new = NewSession {
+        session_id: b.session_id,
+        agent: c.agent_or(&s, b.agent).await?,
+        project,
+        cwd: b.cwd,
+        wake_target: b.wake_target,
+    };
+    let session = s.store.register_session_on(&new, &b.host).await?;
     wrote(&s);
     Ok(axum::Json(show(&session)))
 }

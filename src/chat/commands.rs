@@ -1,5 +1,6 @@
 //! The chat commands: /start (pairing), /help, /answer and /clarify by
-//! id, and /list of the open items routed to this chat.
+//! id, and /list of the open items routed to this chat (/sessions is
+//! in `fleet`).
 
 use super::Bridge;
 use super::callback::Item;
@@ -15,6 +16,7 @@ pub(super) const HELP: &str = "I pass your answers and decisions to the agents t
 • /answer <id> <text> — answer by short id (the #code on each message).\n\
 • /clarify <id> <text> — correct your chat answer the agent hasn't picked up yet (or reply to the message with /clarify <text>).\n\
 • /list — open items of this chat.\n\
+• /sessions — the agent sessions of this chat's projects: waiting, working, idle or ended, and for how long.\n\
 • /grants — the grants that hold here (who gave each, its scope and end), with Revoke buttons.\n\
 • /help — this text.";
 
@@ -49,6 +51,7 @@ impl Bridge {
         match cmd.as_str() {
             "list" => self.cmd_list(chat_id, thread).await,
             "grants" => self.cmd_grants(chat_id, thread).await,
+            "sessions" => self.cmd_sessions(chat_id, thread).await,
             "answer" => {
                 self.cmd_answer(chat_id, thread, args, &who, ReplyKind::Answer)
                     .await

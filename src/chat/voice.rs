@@ -600,9 +600,15 @@ impl Bridge {
         }
     }
 
-    /// A row's Send: the note is taken (`sent`) first, then the answer
-    /// written as a chat annotation; a refused annotation gives the note
-    /// back, so its buttons still work.
+    /// A row's Send: the answer is written as a chat annotation under a
+    /// request id named after the note, then the note is settled `sent`.
+    /// Why that order and the id: a row's answer and the note are two
+    /// writes, and the daemon may die between them. Then the note is still
+    /// `transcribed`, its buttons still work, and the next Send replays
+    /// the annotation already written (the request id remembers it)
+    /// instead of writing it again — the answer is neither lost nor
+    /// doubled. A double tap replays the same way, and only one of the two
+    /// settles the note.
     async fn voice_send_row(&self, q: &CallbackQuery, v: VoiceReply, transcript: &str) {
         let thread = v.thread_id.and_then(|t| i32::try_from(t).ok());
         if v.expires_at.is_some_and(|at| at <= self.store.now()) {
@@ -615,36 +621,40 @@ impl Bridge {
             }
             return self.toast(q, gone("expired")).await;
         }
-        match self.store.voice_settle(&v.id, "transcribed", "sent").await {
-            Ok(Some(_)) => {}
-            Ok(None) => return self.toast(q, gone("sent")).await,
-            Err(e) => return self.store_trouble(q, e).await,
-        }
-        let said = self
-            .annotate_row(
+        let said = crate::store::request::scope(
+            format!("voice-send:{}", v.id),
+            self.annotate_row(
                 &v.item_id,
                 transcript,
                 &v.by,
                 crate::store::boards::AnnotationKind::Answer,
                 None,
-            )
-            .await;
-        if said.starts_with("Recorded") {
-            self.toast(q, &said).await;
-            let done = format!(
-                "🎙 Sent as your answer to #{}: «{transcript}»",
-                short_id(&v.item_id)
-            );
-            self.settle_message(&v, &done).await;
-            self.redraw_quiet(Item::Row, &v.item_id).await;
-            self.nudge.notify_waiters();
-        } else {
-            if let Err(e) = self.store.voice_settle(&v.id, "sent", "transcribed").await {
-                tracing::warn!(error = %e, "cannot give back a refused voice note");
-            }
+            ),
+        )
+        .await;
+        if !said.starts_with("Recorded") {
             self.toast(q, &said).await;
             self.say(v.chat_id, thread, &said).await;
+            return;
         }
+        if crate::fault::on("die-mid-voice-send") {
+            // FAULT(die-mid-voice-send): the daemon dies after a row's
+            // voice answer is written, before its note is settled.
+            std::process::abort();
+        }
+        match self.store.voice_settle(&v.id, "transcribed", "sent").await {
+            Ok(Some(_)) => {}
+            Ok(None) => return self.toast(q, gone("sent")).await,
+            Err(e) => return self.store_trouble(q, e).await,
+        }
+        self.toast(q, &said).await;
+        let done = format!(
+            "🎙 Sent as your answer to #{}: «{transcript}»",
+            short_id(&v.item_id)
+        );
+        self.settle_message(&v, &done).await;
+        self.redraw_quiet(Item::Row, &v.item_id).await;
+        self.nudge.notify_waiters();
     }
 
     /// Edit: the transcript comes back as a prompt; the reply to it is the

@@ -3,13 +3,17 @@
 //! `handoff session …` registers a session (with its wake target),
 //! checkpoints its state with CAS, ends it and prints `resume`;
 //! `handoff ledger …` records tool calls before and after they run;
-//! `handoff wait` blocks until something arrives for a session. Everything
+//! `handoff wait` blocks until something arrives for a session;
+//! `handoff sessions` shows every session at a glance (`--watch`: live).
+//! Everything
 //! goes through [`crate::ops::Ops`]: the local store, or the daemon at
 //! `HANDOFF_URL`.
 //!
-//! Layout: `session` (session subcommands), `ledger`, `wait`, `render`
+//! Layout: `session` (session subcommands), `ledger`, `wait`, `fleet`
+//! (`handoff sessions`), `render`
 //! (human text).
 
+mod fleet;
 mod ledger;
 mod render;
 mod session;
@@ -35,6 +39,11 @@ pub(crate) enum Cmd {
     /// response, an action decision, an inbound wake), print it, mark it
     /// picked up and exit with --exit-code. Timeout: exit 5 (no arrivals printed).
     Wait(wait::Args),
+    /// Every session by project: waiting on a question or an approval,
+    /// working, idle or ended, for how long, its host, wake target and
+    /// last delivery, and what it waits on. --watch redraws as events
+    /// arrive, until Ctrl-C.
+    Sessions(fleet::Args),
 }
 
 pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
@@ -42,6 +51,7 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
         Cmd::Session { cmd } => session::run(cmd, ctx).await,
         Cmd::Ledger { cmd } => ledger::run(cmd, ctx).await,
         Cmd::Wait(args) => wait::run(args, ctx).await,
+        Cmd::Sessions(args) => fleet::run(args, ctx).await,
     }
 }
 

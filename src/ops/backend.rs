@@ -28,8 +28,8 @@ use crate::store::questions::{
     Delivery, Flagged, ListFilter, NewQuestion, NewReply, Outcome, Question, ReplyRecord,
 };
 use crate::store::sessions::{
-    Arrival, Begin, Checkpointed, Complete, Ended, LedgerEntry, NewCall, NewSession, Resume,
-    Session,
+    Arrival, Begin, Checkpointed, Complete, Ended, FleetSession, LedgerEntry, NewCall, NewSession,
+    Resume, Session,
 };
 
 /// How a wait for a reply to one question ended.
@@ -192,6 +192,8 @@ primitives! {
     fn get_session(id: &str) -> Option<Session>;
     /// Sessions, most recently changed first.
     fn list_sessions(status: Option<&str>, project: Option<&str>) -> Vec<Session>;
+    /// Every session (of `project`) and what it is doing now, by project.
+    fn fleet(project: Option<&str>) -> Vec<FleetSession>;
     /// Mark a session ended.
     fn end_session(id: &str) -> Ended;
     /// Record that a call is about to run.

@@ -65,7 +65,7 @@ pub use outcomes::{
     ApproveOutcome, ClaimOutcome, CompleteOutcome, NewAction, Proposed, RejectOutcome, Settled,
     self_approval_note, unknown_duplicate_note,
 };
-pub use recovery::{PurgeReport, RecoverReport, Resolution};
+pub use recovery::{PurgeReport, RecoverReport, Resolution, VERIFY_RENEW};
 pub use rules::{Condition, Rule, RuleApplied, RuleDecision, RulesFile, Verdict, kind_matches};
 pub use transitions::SELF_APPROVAL;
 

@@ -4,7 +4,8 @@
 //! id, an agent name, project, working directory and an optional
 //! [`WakeTarget`]. Questions, rows and actions carry the session id; when a
 //! human responds, the notify worker wakes that session's target. This
-//! module records; it does not run targets.
+//! module records; it does not run targets. `fleet` reads every session
+//! at a glance: what it is doing now, since when, and what it waits on.
 
 use std::sync::Arc;
 
@@ -16,6 +17,7 @@ use super::engine::Stmt;
 use super::writer::{Turn, one_call};
 use super::{Error, Result, Store};
 
+mod fleet;
 mod home;
 pub(crate) mod ledger;
 mod lifecycle;
@@ -24,6 +26,7 @@ mod resume;
 mod wait;
 mod wake;
 
+pub use fleet::{FleetDelivery, FleetItem, FleetSession, FleetState};
 pub use ledger::{Begin, Complete, LedgerEntry, NewCall};
 pub use lifecycle::{Checkpointed, Ended};
 pub use resume::{DEFAULT_LEDGER_TAIL, Interrupted, Resume};
@@ -106,6 +109,10 @@ pub struct Session {
     pub project: String,
     /// Working directory.
     pub cwd: String,
+    /// The machine it runs on, as the registering process named it (empty
+    /// when it did not say).
+    #[serde(default)]
+    pub host: String,
     /// How to wake it.
     pub wake_target: Option<WakeTarget>,
     /// The last checkpointed state (opaque).
@@ -173,6 +180,7 @@ where
         agent: r.try_get("agent")?,
         project: r.try_get("project")?,
         cwd: r.try_get("cwd")?,
+        host: r.try_get("host")?,
         wake_target: wake
             .map(|w| serde_json::from_str(&w))
             .transpose()
@@ -195,6 +203,12 @@ impl Store {
     /// ([`Error::SessionElsewhere`]), as when another project's items
     /// already name it — decided in the same statement, read to explain.
     pub async fn register_session(&self, s: &NewSession) -> Result<Session> {
+        self.register_session_on(s, "").await
+    }
+
+    /// [`Store::register_session`] from a process on `host` (its
+    /// hostname): recorded on the session; empty keeps the one stored.
+    pub async fn register_session_on(&self, s: &NewSession, host: &str) -> Result<Session> {
         let id = check_id(&s.session_id)?;
         if let Some(w) = &s.wake_target {
             w.check()?;
@@ -210,6 +224,7 @@ impl Store {
             project,
             s.cwd.clone(),
             wake,
+            host.trim().to_string(),
         ));
         let registered = self
             .write_split(s.clone(), register_in_one_call, postgres::register)
@@ -243,8 +258,8 @@ impl Store {
 /// one call can append its event statement to the same literal.
 macro_rules! register_upsert {
     () => {
-        "INSERT INTO agent_sessions (session_id, agent, project, cwd, wake_target, created_at, updated_at)
-         SELECT $1, $2, $3, $4, $5, $6, $6
+        "INSERT INTO agent_sessions (session_id, agent, project, cwd, wake_target, created_at, updated_at, host)
+         SELECT $1, $2, $3, $4, $5, $6, $6, $7
          WHERE $3 = '' OR NOT EXISTS (SELECT 1 FROM events
                                       WHERE session = $1 AND project <> '' AND project <> $3)
          ON CONFLICT (session_id) DO UPDATE SET
@@ -252,6 +267,7 @@ macro_rules! register_upsert {
             project = CASE WHEN excluded.project = '' THEN agent_sessions.project
                            ELSE excluded.project END,
             wake_target = COALESCE(excluded.wake_target, agent_sessions.wake_target),
+            host = CASE WHEN excluded.host = '' THEN agent_sessions.host ELSE excluded.host END,
             status = 'active', ended_at = NULL, updated_at = excluded.updated_at
          WHERE excluded.project = '' OR agent_sessions.project IN ('', excluded.project)
          RETURNING *"
@@ -267,7 +283,7 @@ fn register_in_one_call(
     now: i64,
 ) -> BoxFuture<'_, Result<Option<Session>>> {
     Box::pin(async move {
-        let (id, agent, project, cwd, wake) = &*s;
+        let (id, agent, project, cwd, wake, host) = &*s;
         // One call: the upsert and its `session.registered` event (the
         // wake target's kind read from the row as stored), written only
         // when the upsert wrote a row.
@@ -285,7 +301,8 @@ fn register_in_one_call(
             .bind(project)
             .bind(cwd)
             .bind(wake)
-            .bind(now);
+            .bind(now)
+            .bind(host);
         let rows = turn.savepoint_call(q).await?;
         rows.first().map(session_from).transpose()
     })

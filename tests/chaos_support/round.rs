@@ -182,35 +182,47 @@ pub async fn run(plan: Plan) -> Found {
     if plan.bursts {
         // A burst round: a burst agent per burst project instead.
         for (project, _) in super::BURST_PROJECTS {
-            tasks.push(tokio::spawn(agents::burster(
-                ctx.clone(),
-                project,
-                rng.fork(),
-            )));
+            tasks.push((
+                format!("burster {project}"),
+                tokio::spawn(agents::burster(ctx.clone(), project, rng.fork())),
+            ));
         }
     } else {
         for k in 0..3 {
-            tasks.push(tokio::spawn(agents::asker(ctx.clone(), k, rng.fork())));
+            tasks.push((
+                format!("asker s{k}"),
+                tokio::spawn(agents::asker(ctx.clone(), k, rng.fork())),
+            ));
         }
         for k in 3..6 {
-            tasks.push(tokio::spawn(agents::proposer(ctx.clone(), k, rng.fork())));
+            tasks.push((
+                format!("proposer s{k}"),
+                tokio::spawn(agents::proposer(ctx.clone(), k, rng.fork())),
+            ));
         }
-        tasks.push(tokio::spawn(agents::waiter(ctx.clone(), 6, [0, 3])));
-        tasks.push(tokio::spawn(agents::waiter(ctx.clone(), 7, [1, 4])));
-        for _ in 0..2 {
-            tasks.push(tokio::spawn(agents::recoverer(ctx.clone(), rng.fork())));
+        tasks.push((
+            "waiter 6 (s0, s3)".to_string(),
+            tokio::spawn(agents::waiter(ctx.clone(), 6, [0, 3])),
+        ));
+        tasks.push((
+            "waiter 7 (s1, s4)".to_string(),
+            tokio::spawn(agents::waiter(ctx.clone(), 7, [1, 4])),
+        ));
+        for k in 0..2 {
+            tasks.push((
+                format!("recover racer {k}"),
+                tokio::spawn(agents::recoverer(ctx.clone(), rng.fork())),
+            ));
         }
     }
-    tasks.push(tokio::spawn(humans::tapper(
-        ctx.clone(),
-        fake.clone(),
-        rng.fork(),
-    )));
-    tasks.push(tokio::spawn(humans::inbox(
-        ctx.clone(),
-        store.clone(),
-        rng.fork(),
-    )));
+    tasks.push((
+        "the chat tapper".to_string(),
+        tokio::spawn(humans::tapper(ctx.clone(), fake.clone(), rng.fork())),
+    ));
+    tasks.push((
+        "the Inbox user".to_string(),
+        tokio::spawn(humans::inbox(ctx.clone(), store.clone(), rng.fork())),
+    ));
     // The postman runs through the settling too: it is Telegram.
     let delivered = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let postman = plan.webhook.then(|| {
@@ -220,11 +232,10 @@ pub async fn run(plan: Plan) -> Found {
             delivered.clone(),
         ))
     });
-    tasks.push(tokio::spawn(humans::weather(
-        ctx.clone(),
-        fake.clone(),
-        rng.fork(),
-    )));
+    tasks.push((
+        "the weather".to_string(),
+        tokio::spawn(humans::weather(ctx.clone(), fake.clone(), rng.fork())),
+    ));
 
     // The storm: kill -9 a daemon at a random moment, restart it.
     for _ in 0..plan.kills {
@@ -251,14 +262,14 @@ pub async fn run(plan: Plan) -> Found {
     ctx.stop.store(true, Ordering::Relaxed);
     let mut found = Found::default();
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(plan.settle_secs);
-    for t in tasks {
+    for (who, t) in tasks {
         let abort = t.abort_handle();
         match tokio::time::timeout_at(deadline, t).await {
             Ok(r) => r.expect("a harness task panicked"),
             Err(_) => {
                 abort.abort();
                 found.other.push(format!(
-                    "an agent process was still waiting {} s after the storm",
+                    "an agent process was still waiting {} s after the storm ({who})",
                     plan.settle_secs
                 ));
             }

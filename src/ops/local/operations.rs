@@ -339,7 +339,10 @@ impl Local {
     }
 
     pub(crate) async fn register_session(&self, s: &NewSession) -> Result<Session> {
-        Ok(self.store.register_session(s).await?)
+        Ok(self
+            .store
+            .register_session_on(s, &crate::ops::this_host())
+            .await?)
     }
 
     pub(crate) async fn save_checkpoint(
@@ -365,6 +368,13 @@ impl Local {
         project: Option<&str>,
     ) -> Result<Vec<Session>> {
         Ok(self.store.list_sessions(status, project).await?)
+    }
+
+    pub(crate) async fn fleet(
+        &self,
+        project: Option<&str>,
+    ) -> Result<Vec<crate::store::sessions::FleetSession>> {
+        Ok(self.store.fleet(project).await?)
     }
 
     pub(crate) async fn end_session(&self, id: &str) -> Result<Ended> {

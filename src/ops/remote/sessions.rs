@@ -54,6 +54,7 @@ impl Remote {
             "project": s.project,
             "cwd": s.cwd,
             "wake_target": s.wake_target,
+            "host": crate::ops::this_host(),
         });
         Ok(self.post(&["sessions"], body).await?)
     }
@@ -95,6 +96,19 @@ impl Remote {
             ("project", project.map(str::to_string)),
         ]);
         Ok(self.get_all(&["sessions"], &q).await?)
+    }
+
+    pub(crate) async fn fleet(
+        &self,
+        project: Option<&str>,
+    ) -> Result<Vec<crate::store::sessions::FleetSession>> {
+        #[derive(Deserialize)]
+        struct Fleet {
+            sessions: Vec<crate::store::sessions::FleetSession>,
+        }
+        let q = query(&[("project", project.map(str::to_string))]);
+        let f: Fleet = self.get(&["fleet"], &q).await?;
+        Ok(f.sessions)
     }
 
     pub(crate) async fn end_session(&self, id: &str) -> Result<Ended> {

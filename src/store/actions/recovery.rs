@@ -17,8 +17,18 @@ use super::{Action, Actor, COLUMNS, Error, Result, all, one};
 use crate::store::engine::{Stmt, Tx};
 use crate::store::{Channel, NewEvent, Store};
 
-/// How long recovery holds an interrupted action while its verifier runs.
-const VERIFY_LEASE_MS: i64 = 120_000;
+/// How long recovery's hold on an interrupted action lasts while its
+/// verifier runs, renewed every [`VERIFY_RENEW`]. Short and renewed, like
+/// an executor's lease, rather than long enough for any verifier: a
+/// recoverer that dies mid-verify (a daemon killed, a `handoff recover`
+/// stopped) lets go within it, and the next recovery asks the verifier
+/// again, instead of the action showing `executing` for minutes.
+const VERIFY_LEASE_MS: i64 = 6_000;
+
+/// How often a recoverer renews its hold while the verifier runs: a third
+/// of the lease, so two renewals may be late before it lapses.
+pub const VERIFY_RENEW: std::time::Duration =
+    std::time::Duration::from_millis(VERIFY_LEASE_MS as u64 / 3);
 
 /// What recovery found and did.
 #[derive(Debug, Clone, Default, Serialize, PartialEq, schemars::JsonSchema)]
@@ -293,6 +303,13 @@ impl Store {
             })
             .await?;
         Ok(took.map(|_| me))
+    }
+
+    /// Renew the hold the recoverer `me` took with
+    /// [`take_for_verifier`](Store::take_for_verifier) while its verifier
+    /// runs. False when `me` no longer holds it.
+    pub async fn keep_verifier_lease(&self, id: &str, me: &str) -> Result<bool> {
+        self.extend_lease(id, me, VERIFY_LEASE_MS).await
     }
 
     /// Record a verifier's answer for `action`, which the recoverer `me`

@@ -89,8 +89,8 @@ async fn get_on(conn: &mut PgConnection, id: &str, lock: bool) -> Result<Option<
     row.as_ref().map(session_from).transpose()
 }
 
-/// What registering writes: id, agent, project, cwd, wake target (JSON).
-pub(super) type Registration = Arc<(String, String, String, String, Option<String>)>;
+/// What registering writes: id, agent, project, cwd, wake target (JSON), host.
+pub(super) type Registration = Arc<(String, String, String, String, Option<String>, String)>;
 
 /// Register or update a session, and append `session.registered`; `None`
 /// when its home is another project (see `sessions/home.rs`).
@@ -100,7 +100,7 @@ pub(super) fn register(
     now: i64,
 ) -> BoxFuture<'_, Result<Option<Session>>> {
     Box::pin(async move {
-        let (id, agent, project, cwd, wake) = &*input;
+        let (id, agent, project, cwd, wake, host) = &*input;
         // Why guarded: a session keeps its home (see SQLite's twin).
         let row = sqlx::query(register_upsert!())
             .bind(id)
@@ -109,6 +109,7 @@ pub(super) fn register(
             .bind(cwd)
             .bind(wake.as_deref())
             .bind(now)
+            .bind(host)
             .fetch_optional(&mut *conn)
             .await?;
         let Some(row) = row else { return Ok(None) };

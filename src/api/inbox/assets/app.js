@@ -1,5 +1,7 @@
 // handoff Inbox: reads and writes through the /v1 API with the session
-// cookie, re-reads its lists on every event of /v1/events/stream.
+// cookie, re-reads its lists on every event of /v1/events/stream. Two
+// views: the items waiting for a person, and (#view=sessions) every agent
+// session and what it is doing now (GET /v1/fleet).
 // Every piece of data reaches the page as text (textContent / text nodes);
 // nothing built from data is ever parsed as HTML.
 'use strict';
@@ -71,19 +73,32 @@
 
   // --- state ---------------------------------------------------------------
 
-  const state = { questions: [], rows: [], pending: [], unknown: [], grants: [], loads: 0 };
+  const state = { questions: [], rows: [], pending: [], unknown: [], grants: [], fleet: [], skew: 0, loads: 0 };
   let project = decodeURIComponent((location.hash.match(/project=([^&]*)/) || [])[1] || '');
+  let view = /(^#|&)view=sessions(&|$)/.test(location.hash) ? 'sessions' : 'inbox';
+
+  /** The page's address for the current view and project filter. */
+  function hashOf() {
+    const parts = [];
+    if (view === 'sessions') parts.push('view=sessions');
+    if (project) parts.push('project=' + encodeURIComponent(project));
+    return parts.length ? '#' + parts.join('&') : '#';
+  }
 
   async function load() {
     // Lists are pages (up to 500 here) of summaries: an action's arguments
     // come with the action itself, read one by one.
-    const [questions, pendingList, unknownList, boards, grants] = await Promise.all([
+    const [questions, pendingList, unknownList, boards, grants, fleet] = await Promise.all([
       api('GET', '/v1/questions?status=open&limit=500'),
       api('GET', '/v1/actions?status=pending&limit=500'),
       api('GET', '/v1/actions?status=unknown&limit=500'),
       api('GET', '/v1/boards?limit=500'),
       api('GET', '/v1/grants?limit=500'),
+      api('GET', '/v1/fleet'),
     ]);
+    // "For how long" counts on the daemon's clock, not this device's.
+    state.skew = Date.parse(fleet.now) - Date.now();
+    state.fleet = fleet.sessions;
     const one = (a) => api('GET', '/v1/actions/' + encodeURIComponent(a.id));
     const [pending, unknown] = await Promise.all([
       Promise.all(pendingList.map(one)),
@@ -160,6 +175,7 @@
     for (const x of state.rows) projects.add(x.board.project);
     for (const a of state.pending.concat(state.unknown)) projects.add(a.project);
     for (const g of state.grants) projects.add(g.project);
+    for (const f of state.fleet) projects.add(f.project);
     if (project) projects.add(project);
     const sel = $('#project');
     const want = ['', ...[...projects].sort()];
@@ -177,8 +193,111 @@
     ].reduce((n, k) => n + k, 0);
     // Standing grants wait for nobody: listed, not counted as waiting.
     section('grants', state.grants.filter((g) => visible(g.project)), (g) => 'g:' + g.id, grantCard);
-    $('#empty').hidden = shown > 0;
+    $('#empty').hidden = shown > 0 || view !== 'inbox';
     document.title = shown ? '(' + shown + ') handoff Inbox' : 'handoff Inbox';
+    renderFleet();
+    showView();
+  }
+
+  // --- the Sessions view ---------------------------------------------------
+
+  const STATE_WORDS = {
+    waiting_question: 'waiting on a question',
+    waiting_approval: 'waiting on an approval',
+    working: 'working',
+    idle: 'idle',
+    ended: 'ended',
+  };
+
+  /** `ms` as people read it at a glance: 40 s, 3 min, 2 h, 5 d. */
+  function howLong(ms) {
+    const s = Math.max(0, Math.floor(ms / 1000));
+    if (s < 60) return s + ' s';
+    if (s < 5400) return Math.floor(s / 60) + ' min';
+    if (s < 129600) return Math.floor(s / 3600) + ' h';
+    return Math.floor(s / 86400) + ' d';
+  }
+  function forHowLong(iso) {
+    return 'for ' + howLong(Date.now() + state.skew - Date.parse(iso));
+  }
+
+  /** Show the chosen view's sections, hide the other's. */
+  function showView() {
+    const sessions = view === 'sessions';
+    document.body.dataset.view = view;
+    for (const id of ['questions', 'rows', 'pending', 'unknown', 'grants']) {
+      const sec = document.getElementById(id);
+      if (sessions) sec.hidden = true;
+      else sec.hidden = $('.list', sec).children.length === 0;
+    }
+    if (sessions) $('#empty').hidden = true;
+    $('#fleet').hidden = !sessions;
+    $('#tab-inbox').classList.toggle('on', !sessions);
+    $('#tab-sessions').classList.toggle('on', sessions);
+    $('#tab-inbox').setAttribute('aria-current', sessions ? 'false' : 'page');
+    $('#tab-sessions').setAttribute('aria-current', sessions ? 'page' : 'false');
+  }
+
+  function renderFleet() {
+    const list = state.fleet.filter((f) => visible(f.project));
+    const waiting = list.filter((f) => f.state.startsWith('waiting_')).length;
+    $('#tab-sessions .count').textContent = waiting ? '(' + waiting + ' waiting)' : '';
+    $('#fleet > h2 .count').textContent = '(' + list.length + ')';
+    $('#fleet [data-none]').hidden = list.length > 0;
+    const groups = $('#fleet .groups');
+    const old = new Map([...groups.querySelectorAll('article.session')].map((c) => [c.dataset.key, c]));
+    const byProject = new Map();
+    for (const f of list) {
+      if (!byProject.has(f.project)) byProject.set(f.project, []);
+      byProject.get(f.project).push(f);
+    }
+    const next = [...byProject.entries()].map(([p, sessions]) => el('div', { class: 'group', data: { project: p } },
+      el('h3', { class: 'project' }, (p || '(no project)') + ' ', el('span', { class: 'count' }, '(' + sessions.length + ')')),
+      sessions.map((f) => {
+        const key = 's:' + f.session_id;
+        const ver = JSON.stringify(f);
+        const have = old.get(key);
+        if (have && have.dataset.ver === ver) return have;
+        const card = sessionCard(f);
+        card.dataset.key = key;
+        card.dataset.ver = ver;
+        return card;
+      })));
+    groups.replaceChildren(...next);
+  }
+
+  function sessionCard(f) {
+    const d = f.last_delivery;
+    const wake = f.wake
+      ? 'wakes by ' + f.wake + (d ? '; last delivery ' + d.status + (d.last_error ? ' (' + d.last_error + ')' : '') : '; nothing delivered yet')
+      : 'no wake target';
+    return el('article', { class: 'card session', data: { state: f.state } },
+      meta(el('span', { class: 'badge state-' + f.state }, STATE_WORDS[f.state] || f.state),
+        el('span', { data: { for: f.since }, title: new Date(f.since).toLocaleString() }, forHowLong(f.since)),
+        f.host ? 'on ' + f.host : null, f.agent || null),
+      el('h3', { class: 'sid' }, f.session_id),
+      f.cwd ? el('p', { class: 'note cwd' }, f.cwd) : null,
+      el('p', { class: 'note', data: { wake: f.wake || 'none' } }, wake),
+      f.pending.length ? el('ul', { class: 'items' }, f.pending.map((i) => el('li', {},
+        el('a', {
+          href: '#', class: 'item', data: { item: (i.kind === 'question' ? 'q:' : 'a:') + i.id },
+          onclick: (ev) => { ev.preventDefault(); openItem(ev.currentTarget.dataset.item); },
+        }, (i.kind === 'question' ? '❓ ' : '⚠️ ') + '#' + i.short_id + ' ' + i.title)))) : null);
+  }
+
+  /** One tap from a session to what it waits on: the Inbox view, the
+   *  item's card scrolled into sight and its answer box focused. */
+  function openItem(key) {
+    view = 'inbox';
+    history.replaceState(null, '', hashOf());
+    render();
+    const card = document.querySelector('article[data-key="' + key + '"]');
+    if (!card) return;
+    card.scrollIntoView({ block: 'start' });
+    card.classList.add('opened');
+    setTimeout(() => card.classList.remove('opened'), 2000);
+    const box = card.querySelector('textarea, input[type=text], button');
+    if (box) box.focus({ preventScroll: true });
   }
 
   /** Keyed update: an unchanged item keeps its card (and whatever the
@@ -501,12 +620,22 @@
   function start() {
     $('#project').addEventListener('change', (ev) => {
       project = ev.target.value;
-      history.replaceState(null, '', project ? '#project=' + encodeURIComponent(project) : '#');
+      history.replaceState(null, '', hashOf());
       render();
     });
+    for (const tab of document.querySelectorAll('.tabs a')) {
+      tab.addEventListener('click', (ev) => {
+        ev.preventDefault();
+        view = ev.currentTarget.dataset.view;
+        history.replaceState(null, '', hashOf());
+        render();
+      });
+    }
+    showView();
     api('GET', '/inbox/me').then((m) => { $('#me').textContent = 'as ' + m.name; }, () => {});
     setInterval(() => {
       for (const t of document.querySelectorAll('time[data-rel]')) t.textContent = ago(t.getAttribute('datetime'));
+      for (const t of document.querySelectorAll('[data-for]')) t.textContent = forHowLong(t.dataset.for);
     }, 30000);
     refresh();
     connect();

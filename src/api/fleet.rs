@@ -1,0 +1,47 @@
+//! The fleet route: every registered session, grouped by project, with
+//! what each is doing now (see `store::sessions::fleet`), for the Inbox's
+//! Sessions page and `handoff sessions` against a daemon. A project-scoped
+//! token sees its own project's sessions only. Webhook secrets never
+//! appear: only the wake target's kind is shown.
+
+use axum::Extension;
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+
+use super::auth::Caller;
+use super::error::ApiResult;
+use super::input::Params;
+use crate::shared::Shared;
+use crate::store::sessions::FleetSession;
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FleetQuery {
+    /// Only this project's sessions (a scoped token: its own, always).
+    project: Option<String>,
+}
+
+/// The fleet as the route answers it.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub(crate) struct Fleet {
+    /// The daemon's clock when it was read ("how long" counts from here).
+    #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "crate::clock::Timestamp")]
+    now: i64,
+    /// Every session, by project, waiting ones first in each.
+    sessions: Vec<FleetSession>,
+}
+
+/// `GET /v1/fleet?project`: every session and what it is doing now.
+pub(crate) async fn fleet(
+    State(s): State<Shared>,
+    Extension(c): Extension<Caller>,
+    Params(q): Params<FleetQuery>,
+) -> ApiResult<axum::Json<Fleet>> {
+    let project = c.filter(q.project)?;
+    let sessions = s.store.fleet(project.as_deref()).await?;
+    Ok(axum::Json(Fleet {
+        now: s.store.now(),
+        sessions,
+    }))
+}
