@@ -1,4 +1,4 @@
--- Escalation chains (sqlite 20261206000100_escalation: what each column
+-- Escalation chains (sqlite 20261207000100_escalation: what each column
 -- means is said there).
 ALTER TABLE actions ADD COLUMN escalation TEXT;
 ALTER TABLE actions ADD COLUMN escalated BIGINT NOT NULL DEFAULT 0;
