@@ -113,7 +113,7 @@ impl Bridge {
             return;
         };
         let chat_id = msg.chat.id.0;
-        if let Some((tap, id)) = q.data.as_deref().and_then(super::voice::tap_of) {
+        if let Some((tap, id)) = q.data.as_deref().and_then(super::voice::note::tap_of) {
             return self.tap_voice(&q, chat_id, tap, id).await;
         }
         if let Some(id) = q.data.as_deref().and_then(super::grants::revoke_of) {
@@ -242,7 +242,7 @@ impl Bridge {
         if from.is_bot {
             return;
         }
-        if let Some(note) = super::voice::note_of(&m) {
+        if let Some(note) = super::voice::note::note_of(&m) {
             return self.on_voice(&m, &from, note).await;
         }
         let Some(text) = m.text().map(str::to_string) else {

@@ -10,7 +10,10 @@
 //! other tap or reply. A failure is one line in the chat; the item stays
 //! open. This file does not decide answers: the store's writers do.
 
+pub(super) mod note;
 mod transcribe;
+
+use note::{Note, Tap, data};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -44,67 +47,6 @@ const FRESH_MS: i64 = 5_000;
 
 /// How long getFile and the download may take together.
 const FETCH_LIMIT: Duration = Duration::from_secs(60);
-
-/// What a Send / Edit / Discard button asks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Tap {
-    Send,
-    Edit,
-    Discard,
-}
-
-/// The callback data of a transcript's button: `v|s|<32-hex id>` (at most
-/// 37 bytes).
-fn data(tap: Tap, id: &str) -> String {
-    let v = match tap {
-        Tap::Send => "s",
-        Tap::Edit => "e",
-        Tap::Discard => "d",
-    };
-    format!("v|{v}|{id}")
-}
-
-/// A transcript button's meaning, or `None` for other buttons.
-pub(super) fn tap_of(data: &str) -> Option<(Tap, &str)> {
-    let mut parts = data.split('|');
-    let (k, v, id) = (parts.next()?, parts.next()?, parts.next()?);
-    if k != "v" || parts.next().is_some() {
-        return None;
-    }
-    if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
-    let tap = match v {
-        "s" => Tap::Send,
-        "e" => Tap::Edit,
-        "d" => Tap::Discard,
-        _ => return None,
-    };
-    Some((tap, id))
-}
-
-/// The audio a message carries: a voice note or an audio file.
-pub(super) struct Note {
-    file_id: String,
-    duration: u32,
-    /// Telegram's size, when it gave one.
-    size: Option<u32>,
-}
-
-/// The note in `m`, if it carries one.
-pub(super) fn note_of(m: &Message) -> Option<Note> {
-    let (file, duration) = match (m.voice(), m.audio()) {
-        (Some(v), _) => (&v.file, v.duration),
-        (None, Some(a)) => (&a.file, a.duration),
-        (None, None) => return None,
-    };
-    Some(Note {
-        file_id: file.id.0.clone(),
-        duration: duration.seconds(),
-        // teloxide fills a missing size with u32::MAX.
-        size: (file.size != u32::MAX).then_some(file.size),
-    })
-}
 
 /// What a note answers: the item, how (`answer`, `clarify`, `other`) and
 /// the revision it was spoken for.
@@ -823,6 +765,7 @@ fn megabytes(n: u64) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::note::tap_of;
     use super::*;
 
     const ID: &str = "019ac5f0a1b27c3d8e9f00112233aabb";

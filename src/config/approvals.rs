@@ -35,6 +35,8 @@
 
 use serde::Deserialize;
 
+pub use crate::store::actions::Escalation;
+
 /// The `[approvals]` section.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -134,27 +136,6 @@ impl EscalateStep {
         }
         Ok(())
     }
-}
-
-/// What the store keeps of a step on the action: when it is due and where
-/// it goes (no secret: a webhook's is looked up by URL when it is sent).
-#[derive(Debug, Clone, PartialEq, serde::Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Escalation {
-    /// When the step is due (ms).
-    #[serde(with = "crate::clock::rfc3339")]
-    #[schemars(with = "crate::clock::Timestamp")]
-    pub at: i64,
-    /// How it is shown.
-    pub to: String,
-    /// The chat's config name, for a chat step.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub chat: Option<String>,
-    /// Its forum topic, if the step names one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub topic: Option<i32>,
-    /// The URL, for a webhook step.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub webhook: Option<String>,
 }
 
 /// One `[[approvals.rule]]`.

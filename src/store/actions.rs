@@ -59,6 +59,7 @@ use crate::store::Channel;
 use spelling::{Spelling, Sql};
 
 pub use codec::Redactor;
+pub use escalation::Escalation;
 pub use escalation::{ESCALATION_ACTOR, Escalated, escalation_note};
 pub use expiry::{expiry_note, timed_out};
 pub use outcomes::{
@@ -283,7 +284,7 @@ pub struct Action {
     /// Its escalation chain, fixed at proposal: each step's due time and
     /// where it goes (see [`crate::config::ApprovalsConfig`]).
     #[serde(default)]
-    pub escalation: Vec<crate::config::Escalation>,
+    pub escalation: Vec<Escalation>,
     /// How many of those steps have fired.
     #[serde(default)]
     pub escalated: i64,

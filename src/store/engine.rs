@@ -31,7 +31,7 @@ use sqlx::SqlitePool;
 
 use super::postgres::Pg;
 use super::postgres::unported::unsupported;
-use super::writer::Writer;
+use super::writer::queue::Writer;
 use super::writer::turn::Turn;
 use super::{Error, Result, Store};
 

@@ -19,159 +19,24 @@
 //! The turn is the same fair mutex the older `begin_write` transactions
 //! take, so the two kinds of writers never meet at SQLite's busy handler.
 
-use std::any::Any;
 use std::panic::{AssertUnwindSafe, Location};
-use std::sync::{Arc, Mutex};
 
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use sqlx::Sqlite;
-use sqlx::pool::PoolConnection;
 use tokio::sync::oneshot;
 
 use super::engine::Tx;
 use super::{Error, Store, request};
 
+pub(crate) mod queue;
 pub(crate) mod turn;
+
+use queue::{Done, Failure, Job, Queued};
 
 use turn::Mode;
 pub(crate) use turn::{Turn, call_text, one_call};
-
-/// What an operation produced, type-erased so one batch carries operations
-/// of any result type; `kept` says whether its writes stay.
-struct Done {
-    kept: bool,
-    value: Box<dyn Any + Send>,
-}
-
-type Job = Box<dyn for<'t> FnOnce(&'t mut Turn) -> BoxFuture<'t, Done> + Send>;
-
-struct Queued {
-    /// Which caller queued it (to tell our own job from another's).
-    ticket: u64,
-    job: Job,
-    answer: oneshot::Sender<std::result::Result<Box<dyn Any + Send>, Failure>>,
-}
-
-/// Why a queued write has no outcome of its own: the batch around it
-/// failed (`busy`: another process held the database; worth a retry).
-#[derive(Clone, Debug)]
-struct Failure {
-    reason: String,
-    busy: bool,
-}
-
-impl Failure {
-    fn new(reason: String) -> Failure {
-        Failure {
-            reason,
-            busy: false,
-        }
-    }
-
-    fn of(e: &sqlx::Error) -> Failure {
-        Failure {
-            reason: super::db_message(e),
-            busy: super::is_busy(e),
-        }
-    }
-}
-
-/// The queue of operations waiting for the write turn, and the turn.
-#[derive(Debug, Default)]
-pub(crate) struct Writer {
-    queue: Mutex<Vec<QueuedDebug>>,
-    /// The most operations one transaction has carried so far.
-    largest_batch: std::sync::atomic::AtomicUsize,
-    /// The next ticket to hand out.
-    tickets: std::sync::atomic::AtomicU64,
-    /// The writers' own connection, kept between turns. Why: a pooled
-    /// connection goes back to the pool in a background task, so the next
-    /// turn's acquire often found none idle and opened a fresh one (its
-    /// setup pragmas and an empty statement cache) — hidden round trips.
-    conn: Mutex<Option<PoolConnection<Sqlite>>>,
-    /// Whether to keep that connection between turns. A one-shot process
-    /// does not: its pool has one connection, which its reads need too.
-    keep: bool,
-}
-
-/// `Queued` behind a `Debug` impl, so [`Store`] stays `Debug`.
-struct QueuedDebug(Queued);
-
-impl std::fmt::Debug for QueuedDebug {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("queued write")
-    }
-}
-
-/// The kept connection goes back to its pool when the writer goes, which
-/// sqlx does on a Tokio task: a store dropped outside a runtime (a sync
-/// test, the end of `main`) closes it directly instead of panicking.
-impl Drop for Writer {
-    fn drop(&mut self) {
-        let kept = self
-            .conn
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        if let Some(conn) = kept
-            && tokio::runtime::Handle::try_current().is_err()
-        {
-            drop(conn.detach());
-        }
-    }
-}
-
-impl Writer {
-    /// A writer that keeps its connection between turns (`keep`), or
-    /// gives it back to the pool after each.
-    pub(crate) fn new(keep: bool) -> Arc<Writer> {
-        let mut w = Writer::default();
-        w.keep = keep;
-        Arc::new(w)
-    }
-
-    fn push(&self, q: Queued) {
-        self.queue
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(QueuedDebug(q));
-    }
-
-    fn take(&self) -> Vec<Queued> {
-        let batch: Vec<Queued> =
-            std::mem::take(&mut *self.queue.lock().unwrap_or_else(|p| p.into_inner()))
-                .into_iter()
-                .map(|q| q.0)
-                .collect();
-        self.largest_batch
-            .fetch_max(batch.len(), std::sync::atomic::Ordering::Relaxed);
-        batch
-    }
-
-    fn take_conn(&self) -> Option<PoolConnection<Sqlite>> {
-        self.conn.lock().unwrap_or_else(|p| p.into_inner()).take()
-    }
-
-    fn keep_conn(&self, conn: PoolConnection<Sqlite>) {
-        if !self.keep {
-            return; // dropped: back to the pool
-        }
-        *self.conn.lock().unwrap_or_else(|p| p.into_inner()) = Some(conn);
-    }
-
-    /// Give the kept connection back to the pool (before it closes).
-    pub(crate) fn release(&self) {
-        drop(self.take_conn());
-    }
-
-    #[cfg(test)]
-    fn queued(&self) -> usize {
-        self.queue.lock().unwrap_or_else(|p| p.into_inner()).len()
-    }
-}
 
 impl Store {
     /// Run `op` with the write turn, batched with whatever other writers

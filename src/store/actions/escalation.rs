@@ -16,9 +16,29 @@ use serde_json::json;
 
 use super::spelling::Sql;
 use super::{Action, COLUMNS, Result, Status, one, record_payload};
-use crate::config::Escalation;
 use crate::store::engine::Stmt;
 use crate::store::{Channel, NewEvent, Store};
+
+/// What the store keeps of a step on the action: when it is due and where
+/// it goes (no secret: a webhook's is looked up by URL when it is sent).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct Escalation {
+    /// When the step is due (ms).
+    #[serde(with = "crate::clock::rfc3339")]
+    #[schemars(with = "crate::clock::Timestamp")]
+    pub at: i64,
+    /// How it is shown.
+    pub to: String,
+    /// The chat's config name, for a chat step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat: Option<String>,
+    /// Its forum topic, if the step names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topic: Option<i32>,
+    /// The URL, for a webhook step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook: Option<String>,
+}
 
 /// Who an escalation's audit row and event name.
 pub const ESCALATION_ACTOR: &str = "escalation";

@@ -44,7 +44,7 @@ pub struct NewAction {
     /// The escalation chain, each step's `at` counted from the proposal
     /// (ms after it): the store dates it and drops the steps the TTL cuts
     /// off (see [`crate::config::ApprovalsConfig::escalation`]).
-    pub escalation: Vec<crate::config::Escalation>,
+    pub escalation: Vec<crate::store::actions::Escalation>,
 }
 
 impl Default for NewAction {

@@ -129,10 +129,10 @@ impl Store {
         }
         // The chain dated from the proposal; a step the TTL cuts off would
         // never fire, so it is not kept (the TTL's outcome ends the chain).
-        let chain: Vec<crate::config::Escalation> = new
+        let chain: Vec<crate::store::actions::Escalation> = new
             .escalation
             .iter()
-            .map(|e| crate::config::Escalation {
+            .map(|e| crate::store::actions::Escalation {
                 at: now.saturating_add(e.at),
                 ..e.clone()
             })
