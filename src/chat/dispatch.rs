@@ -233,6 +233,24 @@ impl Bridge {
         .await;
     }
 
+    /// A command's read failed: logged with `what`, and the chat told in
+    /// words (nothing was written).
+    pub(super) async fn read_trouble(
+        &self,
+        chat_id: i64,
+        thread: Option<i32>,
+        what: &str,
+        e: crate::store::Error,
+    ) {
+        tracing::error!(error = %e, "cannot read {what}");
+        self.say(
+            chat_id,
+            thread,
+            "Something went wrong on the host; try again.",
+        )
+        .await;
+    }
+
     /// Every message: a command goes to [`Bridge::on_command`]; a reply to
     /// one of our messages answers that item (or the prompt a tap opened).
     pub(super) async fn on_message(&self, m: Message) {

@@ -14,16 +14,7 @@ impl Bridge {
     pub(super) async fn cmd_sessions(&self, chat_id: i64, thread: Option<i32>) {
         let all = match self.store.fleet(None).await {
             Ok(l) => l,
-            Err(e) => {
-                tracing::error!(error = %e, "cannot read the sessions");
-                return self
-                    .say(
-                        chat_id,
-                        thread,
-                        "Something went wrong on the host; try again.",
-                    )
-                    .await;
-            }
+            Err(e) => return self.read_trouble(chat_id, thread, "the sessions", e).await,
         };
         let here: Vec<FleetSession> = all
             .into_iter()

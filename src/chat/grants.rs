@@ -58,16 +58,7 @@ impl Bridge {
     pub(super) async fn cmd_grants(&self, chat_id: i64, thread: Option<i32>) {
         let list = match self.store.grant_list(false).await {
             Ok(l) => l,
-            Err(e) => {
-                tracing::error!(error = %e, "cannot list grants");
-                return self
-                    .say(
-                        chat_id,
-                        thread,
-                        "Something went wrong on the host; try again.",
-                    )
-                    .await;
-            }
+            Err(e) => return self.read_trouble(chat_id, thread, "the grants", e).await,
         };
         let here: Vec<Grant> = list
             .into_iter()
