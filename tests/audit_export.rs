@@ -326,3 +326,42 @@ async fn the_export_route_is_for_admin_and_auditor_tokens() {
         .await;
     assert!(ev.to_string().contains("audit.exported"), "{ev}");
 }
+
+/// The export's `since` is documented as an RFC 3339 date-time, so an
+/// empty value is outside the schema (and refused, saying what to give),
+/// while any date-time the schema allows — offset, fraction — is taken.
+#[tokio::test]
+async fn since_is_documented_as_a_date_time_and_every_one_is_taken() {
+    let api = Api::new().await;
+    let (_, doc) = api.call("GET", "/v1/openapi.json", None, None).await;
+    let params = doc["paths"]["/v1/audit/export"]["get"]["parameters"]
+        .as_array()
+        .expect("the export route has parameters")
+        .clone();
+    let since = params
+        .iter()
+        .find(|p| p["name"] == "since")
+        .expect("since is a parameter");
+    assert_eq!(since["schema"]["format"], "date-time", "{since}");
+    let auditor = api.token("audrey", Role::Auditor, None).await;
+    let (st, v) = api
+        .call("GET", "/v1/audit/export?since=", Some(&auditor), None)
+        .await;
+    assert_eq!(st, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    assert!(v["message"].as_str().unwrap().contains("RFC 3339"), "{v}");
+    for t in [
+        "2026-12-01T00:00:00Z",
+        "1999-12-31T23:59:59.123456%2B05:30",
+        "2026-12-01",
+    ] {
+        let (st, v) = api
+            .call(
+                "GET",
+                &format!("/v1/audit/export?since={t}"),
+                Some(&auditor),
+                None,
+            )
+            .await;
+        assert_eq!(st, StatusCode::OK, "{t}: {v}");
+    }
+}

@@ -17,7 +17,9 @@ use crate::store::audit::Export;
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ExportQuery {
-    /// Only entries at or after this RFC 3339 time.
+    /// Only entries at or after this RFC 3339 time (a bare date,
+    /// 2026-12-01, is read as its midnight UTC).
+    #[schemars(extend("format" = "date-time"))]
     since: Option<String>,
     /// Only this project's actions (a scoped token: its own, always).
     project: Option<String>,
