@@ -613,3 +613,54 @@ async fn a_stranded_exec_action_can_be_settled_without_running_it() {
         "the claim names the approver: {audit}"
     );
 }
+
+/// A Run now tap's run holds a short lease, renewed while the command
+/// runs: when the daemon running it dies, the action is brought to a
+/// person as `unknown` within seconds (by the next daemon's recovery),
+/// not after a minute of showing "executing" — and a `propose` that
+/// follows the run ends with it instead of waiting that minute out.
+#[tokio::test]
+async fn a_run_tap_whose_daemon_dies_mid_run_is_unknown_within_seconds() {
+    let db = TempDb::new();
+    db.open().await.close().await;
+    let fake = FakeTelegram::start().await;
+    let cfg = write_config(
+        db.dir.path(),
+        &fake.url,
+        &[("ops", TEAM, &[ALICE, BOB, CAROL], &[ALICE, BOB])],
+        "",
+    );
+    let mut d = Daemon::start(&db.path, &cfg);
+    let side = db.dir.path().join("late.txt");
+    let script = format!("sleep 30; echo ran >> '{}'", side.display());
+    let (id, msg) = stranded(&db, &fake, "Mail it slowly", &script).await;
+    fake.tap(TEAM, ALICE, msg.message_id, &msg.button("Run now"));
+    let claimed = fake
+        .until(30, "the tap's run holds the claim", |_| {
+            let events = json(&db.cli(&["--json", "events", "--tail", "50"]));
+            events["events"].as_array().and_then(|all| {
+                all.iter()
+                    .find(|e| e["type"] == "action.claimed" && e["entity_id"] == id.as_str())
+                    .cloned()
+            })
+        })
+        .await;
+    let at = chrono::DateTime::parse_from_rfc3339(claimed["at"].as_str().unwrap()).unwrap();
+    let until =
+        chrono::DateTime::parse_from_rfc3339(claimed["payload"]["lease_until"].as_str().unwrap())
+            .unwrap();
+    let lease = (until - at).num_milliseconds();
+    assert!(
+        (1_000..=10_000).contains(&lease),
+        "a tap's run leases {lease} ms at a time: {claimed}"
+    );
+    d.kill9();
+    let _next = Daemon::start(&db.path, &cfg);
+    let unknown = fake
+        .until(30, "recovery brings the action to a person", |_| {
+            let a = action(&db, &id);
+            (a["status"] == "unknown").then_some(a)
+        })
+        .await;
+    assert_eq!(unknown["status"], "unknown", "{unknown}");
+}

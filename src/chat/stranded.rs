@@ -14,9 +14,15 @@ use crate::ops::run::{Echo, run_claimed};
 use crate::ops::{Local, Ops, Policy};
 use crate::store::actions::{Action, ClaimOutcome, CompleteOutcome, Status};
 
-/// The lease a tap's run holds (renewed while the command runs), as
-/// `handoff recover`'s default.
-const LEASE: Duration = Duration::from_secs(60);
+/// The lease a tap's run holds, renewed at a third of it while the
+/// command runs (as the verifier's hold is). Short, not `handoff
+/// recover`'s minute: the daemon is the executor here, and when it dies
+/// mid-run the next daemon's recovery brings the action to a person as
+/// `unknown` within seconds instead of it showing "executing" for a
+/// minute (and a `propose` following the run waiting that minute out).
+/// A daemon stalled past it loses the claim; its run's outcome is then
+/// not recorded and the person decides, never a second run.
+const LEASE: Duration = Duration::from_secs(6);
 
 fn not_approved(a: &Action) -> Option<String> {
     if a.status != Status::Approved {
