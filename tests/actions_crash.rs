@@ -328,3 +328,87 @@ async fn propose_exec_reports_the_command_status_and_rejection_exits_3() {
         common::stderr(&out)
     );
 }
+
+/// A `propose --exec` that finds its action run by another executor
+/// follows that run; when the executor dies and the verifier sends the
+/// action back for a re-run, the follower — which holds the command —
+/// claims and runs it, instead of waiting forever for a re-run nobody
+/// else would make (the agents that race claims are gone by then).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_runs_the_rerun_a_verifier_sends_back() {
+    use std::io::BufRead;
+    let db = TempDb::new();
+    let side = db.dir.path().join("side.txt");
+    let run = format!("echo ran >> '{}'", side.display());
+    let s = db.open().await;
+    let mut n = new_action("deploy", r#"{"v":1}"#);
+    n.summary = "ship it".into();
+    n.dedup_key = Some("deploy-1".into());
+    n.exec = Some(vec!["sh".into(), "-c".into(), run.clone()]);
+    n.verify = Some(vec!["sh".into(), "-c".into(), "echo rerun".into()]);
+    let id = s.propose(&n).await.unwrap().action.id;
+    s.approve(&id, Actor::cli("alice"), None).await.unwrap();
+    // Another executor claims it, then dies before running anything.
+    assert!(matches!(
+        s.claim(&id, "exec:ghost", 1_000).await.unwrap(),
+        handoff::store::actions::ClaimOutcome::Claimed { .. }
+    ));
+    // The agent's retried proposal (the same dedup key) finds it executing.
+    let mut proposer = Command::new(env!("CARGO_BIN_EXE_handoff"))
+        .args(["propose", "--kind", "deploy", "--summary", "ship it"])
+        .args(["--args", r#"{"v":1}"#, "--dedup-key", "deploy-1"])
+        .args(["--project", "proj", "--session", "sess-1"])
+        .args(["--exec", "--", "sh", "-c", &run])
+        .args(["--verify", "--", "sh", "-c", "echo rerun"])
+        .env("HANDOFF_DB", &db.path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let said = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let reader = {
+        let said = said.clone();
+        let stderr = proposer.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                said.lock().unwrap().push_str(&(line + "\n"));
+            }
+        })
+    };
+    let start = Instant::now();
+    while !said.lock().unwrap().contains("being executed elsewhere") {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the proposer did not follow the run: {}",
+            said.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The ghost's lease lapses; recovery asks the verifier, which sends
+    // it back for a re-run (and runs nothing itself: --no-run).
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    let rec = common::cli_at(&db.path, &["recover", "--no-run"]);
+    assert!(rec.status.success(), "{}", common::stderr(&rec));
+    assert_eq!(s.get_action(&id).await.unwrap().status, Status::Approved);
+    until("the follower to run the re-run", async || {
+        s.get_action(&id).await.unwrap().status == Status::Executed
+    })
+    .await;
+    let status = proposer.wait().unwrap();
+    reader.join().unwrap();
+    let said = said.lock().unwrap().clone();
+    assert!(
+        status.success(),
+        "the follower's own run exits 0: {status}\n{said}"
+    );
+    assert_eq!(std::fs::read_to_string(&side).unwrap(), "ran\n", "once");
+    let a = s.get_action(&id).await.unwrap();
+    assert_eq!(a.attempts, 2, "{a:?}");
+    assert!(
+        a.owner
+            .as_deref()
+            .is_some_and(|o| o.starts_with("exec:") && o != "exec:ghost")
+    );
+}

@@ -7,7 +7,6 @@
 
 use std::time::Duration;
 
-use super::FOREVER;
 use crate::cli::{exit, fail};
 use crate::ops::run::{Echo, ExecReport};
 use crate::ops::{Ops, Until};
@@ -38,11 +37,25 @@ pub(super) async fn run_claimed(
     Ok(report)
 }
 
-/// Wait for the run another executor holds to settle; the action as it ended.
+/// How often a follower looks again whether the run it follows came back
+/// for a re-run (the bound of each wait; it returns sooner on a change).
+const RECHECK: Duration = Duration::from_secs(2);
+
+/// Wait for the run another executor holds to settle, or to come back to
+/// `approved`: a verifier sent it back for a re-run after its executor
+/// died, and this process, which holds the command, may claim it. Without
+/// the second, a follower waited forever on a re-run nobody would make.
+/// Returns the action as it then stands.
 pub(super) async fn follow(ops: &Ops, action: &Action) -> anyhow::Result<Action> {
-    let (Settled::Done { action } | Settled::StillRunning { action }) =
-        ops.wait_action(&action.id, FOREVER, Until::Settled).await?;
-    Ok(action)
+    loop {
+        match ops.wait_action(&action.id, RECHECK, Until::Settled).await? {
+            Settled::Done { action } => return Ok(action),
+            Settled::StillRunning { action } if action.status == Status::Approved => {
+                return Ok(action);
+            }
+            Settled::StillRunning { .. } => {}
+        }
+    }
 }
 
 /// The exit code of a run this process made: the command's own, else 0 if

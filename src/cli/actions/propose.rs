@@ -176,8 +176,10 @@ async fn await_decision(
 }
 
 /// After approval: run the command if this process wins the claim,
-/// otherwise follow whoever did and report their outcome. Returns the exit
-/// code: the command's own, or 0/1 for a followed run.
+/// otherwise follow whoever did and report their outcome — and when the
+/// followed run comes back approved for a re-run (its executor died and
+/// a verifier found nothing done), claim it again. Returns the exit code:
+/// the command's own, or 0/1 for a followed run.
 async fn run_or_follow(
     ops: &Ops,
     ctx: &Ctx,
@@ -185,27 +187,36 @@ async fn run_or_follow(
     argv: &[String],
     lease: Duration,
 ) -> anyhow::Result<u8> {
-    if action.status == Status::Approved {
-        let report = exec::run_claimed(ops, ctx.json, action, argv, lease).await?;
-        if let Some(line) = render::lost_claim(&report) {
-            eprintln!("{line}");
-        }
-        if report.claimed {
-            let a = ops.get_action(&action.id).await?;
-            // stdout is the command's own: handoff's summary goes to
-            // stderr, or to stdout as the one JSON document with --json.
-            if ctx.json {
-                ctx.print(&shown(&report, &a), String::new);
-            } else {
-                eprint!("{}", render::action(&a, ops.now()));
+    let mut action = action.clone();
+    let mut said = false;
+    loop {
+        if action.status == Status::Approved {
+            let report = exec::run_claimed(ops, ctx.json, &action, argv, lease).await?;
+            if let Some(line) = render::lost_claim(&report) {
+                eprintln!("{line}");
             }
-            return Ok(exec::ran_exit(&report));
+            if report.claimed {
+                let a = ops.get_action(&action.id).await?;
+                // stdout is the command's own: handoff's summary goes to
+                // stderr, or to stdout as the one JSON document with --json.
+                if ctx.json {
+                    ctx.print(&shown(&report, &a), String::new);
+                } else {
+                    eprint!("{}", render::action(&a, ops.now()));
+                }
+                return Ok(exec::ran_exit(&report));
+            }
+        }
+        if !ctx.json && !said {
+            eprintln!("{}", render::executing_elsewhere(&action));
+            said = true;
+        }
+        action = exec::follow(ops, &action).await?;
+        if action.status != Status::Approved {
+            ctx.show("action", &action.redacted(), || {
+                render::action(&action, ops.now())
+            });
+            return Ok(exec::followed_exit(&action));
         }
     }
-    if !ctx.json {
-        eprintln!("{}", render::executing_elsewhere(action));
-    }
-    let a = exec::follow(ops, action).await?;
-    ctx.show("action", &a.redacted(), || render::action(&a, ops.now()));
-    Ok(exec::followed_exit(&a))
 }
