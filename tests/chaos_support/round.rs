@@ -281,7 +281,7 @@ pub async fn run(plan: Plan) -> Found {
     } else {
         agents::strand_one(&ctx, &store).await
     };
-    fake.clear_faults();
+    fake.calm();
     for k in 0..plan.daemons {
         daemons.kill9(k, &ctx);
     }

@@ -265,6 +265,16 @@ impl FakeTelegram {
         self.inner.lock().unwrap().faults.clear();
     }
 
+    /// Lift every standing fault and drop the 429s still queued by
+    /// [`fail_next`](Self::fail_next): the weather is over. Why both: a
+    /// burst queued while nothing was calling outlasts the weather that
+    /// queued it, and then fails every later edit in turn.
+    pub fn calm(&self) {
+        let mut g = self.inner.lock().unwrap();
+        g.faults.clear();
+        g.fail.clear();
+    }
+
     /// How many calls of `method` were answered with a fault (a slow
     /// answer counts from the moment it is held; the call itself is
     /// recorded once it is done).
