@@ -101,7 +101,9 @@ def statement(path: Path, name: str) -> str:
     m = re.search(rf"(?:static {name}: Sql = Sql::new\(\|_?s?\| \{{|fn {name}\(.*?\{{)\s*(format!\(.*?\n    \))", text, re.S)
     if not m:
         raise SystemExit(f"{name}'s statement not found in {path}")
-    return render(m.group(1)).split(";")[0]
+    # `$N` is a named parameter to SQLite, numbered by first appearance;
+    # `?N` is the N-th, as sqlx binds them.
+    return re.sub(r"\$(\d+)", r"?\1", render(m.group(1)).split(";")[0])
 
 
 def approve_statement() -> str:

@@ -27,9 +27,10 @@ pub struct Counts {
     pub actions: Vec<(Status, i64)>,
 }
 
-/// Action counts by stored status, every project: the whole of
-/// `actions_project_status`, read without a row.
-const STORED_ALL: &str = "SELECT status, COUNT(*) FROM actions GROUP BY status";
+/// Action counts by (project, stored status), every project: the whole of
+/// `actions_project_status` in its own order, read without a row (grouped
+/// by status alone, SQLite sorts every entry again: twice the time).
+const STORED_ALL: &str = "SELECT status, COUNT(*) FROM actions GROUP BY project, status";
 
 /// Action counts by stored status of project `$1`: its range of
 /// `actions_project_status` (the index-only count; a `$1 IS NULL OR`
@@ -63,8 +64,13 @@ impl Store {
         let open: Option<(i64,)> = snap.tx().row(&Stmt::new(OPEN).text(project)).await?;
         snap.end().await?;
         let open_questions = open.map_or(0, |(n,)| n);
-        let of =
-            |v: &[(String, i64)], k: &str| v.iter().find(|(s, _)| s == k).map_or(0, |(_, n)| *n);
+        // A status may come once per project: sum them.
+        let of = |v: &[(String, i64)], k: &str| {
+            v.iter()
+                .filter(|(s, _)| s == k)
+                .map(|(_, n)| *n)
+                .sum::<i64>()
+        };
         let (lapsed_expire, lapsed_reject) = (of(&lapsed, "expire"), of(&lapsed, "reject"));
         let actions = Status::ALL
             .into_iter()
