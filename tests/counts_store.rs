@@ -51,18 +51,21 @@ async fn counts_are_per_project_and_the_overview_sums_them(db: Db) {
     assert!(overview.last_seq >= 3);
 }
 
-/// The counts sum the kept `action_counts` rows per project, whoever wrote
-/// them (here a hand edit, as actions are not written on PostgreSQL yet;
-/// on PostgreSQL `SUM` of a BIGINT is NUMERIC, and must still read back).
-async fn kept_action_counts_are_summed_per_project(db: Db) {
-    let (store, _clock) = db.open_manual(10_000).await;
+/// Action counts are read from the actions themselves (an index-only
+/// count, no counter rows), per project, and lazily expired actions
+/// (still `pending` in their row) count as settled.
+async fn action_counts_are_per_project(db: Db) {
+    let (store, clock) = db.open_manual(10_000).await;
     assert_eq!(store.next_housekeeping_due().await.unwrap(), None);
-    db.exec(
-        "INSERT INTO action_counts (project, status, n) VALUES ('p', 'pending', 3), ('q', 'pending', 1)",
-        &[],
-    )
-    .await
-    .unwrap();
+    for (project, ttl) in [("p", None), ("p", None), ("p", Some(1_000)), ("q", None)] {
+        let new = handoff::store::actions::NewAction {
+            project: project.into(),
+            session: format!("s-{project}"),
+            ttl_ms: ttl,
+            ..common::new_action("deploy", r#"{"a":1}"#)
+        };
+        store.propose(&new).await.unwrap();
+    }
     let of = |c: &handoff::store::counts::Counts, s: Status| {
         c.actions.iter().find(|(st, _)| *st == s).unwrap().1
     };
@@ -71,6 +74,14 @@ async fn kept_action_counts_are_summed_per_project(db: Db) {
     assert_eq!(
         of(&store.counts(Some("p")).await.unwrap(), Status::Pending),
         3
+    );
+    assert_eq!(store.next_housekeeping_due().await.unwrap(), Some(11_000));
+    clock.set(11_000);
+    let p = store.counts(Some("p")).await.unwrap();
+    assert_eq!((of(&p, Status::Pending), of(&p, Status::Expired)), (2, 1));
+    assert_eq!(
+        of(&store.counts(Some("q")).await.unwrap(), Status::Expired),
+        0
     );
 }
 
@@ -96,6 +107,6 @@ async fn old_request_ids_are_forgotten(db: Db) {
 
 both_engines!(
     counts_are_per_project_and_the_overview_sums_them,
-    kept_action_counts_are_summed_per_project,
+    action_counts_are_per_project,
     old_request_ids_are_forgotten,
 );

@@ -57,7 +57,6 @@ async fn every_row_of_every_table_arrives_as_it_was() {
         "actions",
         "action_approvals",
         "action_audit",
-        "action_counts",
         "boards",
         "board_rows",
         "board_row_annotations",

@@ -232,17 +232,12 @@ async fn action_transitions_write_the_same_rows_on_both_engines() {
     )
     .await;
     let counts = both
-        .same("SELECT project, status, CAST(n AS TEXT) FROM action_counts ORDER BY project, status")
+        .same(
+            "SELECT project, status, CAST(COUNT(*) AS TEXT) FROM actions
+             GROUP BY project, status ORDER BY project, status",
+        )
         .await;
-    let nonzero: Vec<_> = counts
-        .iter()
-        .filter(|r| r[2].as_deref() != Some("0"))
-        .collect();
-    assert_eq!(
-        nonzero.len(),
-        1,
-        "only a2 (rejected) is counted: {counts:?}"
-    );
+    assert_eq!(counts.len(), 1, "only a2 (rejected) is counted: {counts:?}");
 
     let events = same_events(&both).await;
     let types: Vec<&str> = events.iter().map(|(t, _)| t.as_str()).collect();

@@ -40,21 +40,75 @@ from raw_sqlite import raw_rate
 HERE = Path(__file__).resolve().parent
 TRANSITIONS = HERE.parent.parent / "src/store/actions/transitions.rs"
 EXECUTION = HERE.parent.parent / "src/store/actions/execution.rs"
+APPROVAL = HERE.parent.parent / "src/store/actions/approval.rs"
 PRAGMAS = ("journal_mode=WAL", "synchronous=NORMAL", "foreign_keys=ON")
 
 
-def statement(path: Path, function: str) -> str:
-    """The first statement `function` formats in `path`, returning every column."""
+def split_args(text: str) -> list[str]:
+    """The top-level, comma-separated arguments in `text`."""
+    out, depth, cur, quoted, i = [], 0, "", False, 0
+    while i < len(text):
+        c = text[i]
+        if quoted:
+            cur += c
+            if c == "\\":
+                cur += text[i + 1]
+                i += 1
+            elif c == '"':
+                quoted = False
+        elif c == '"':
+            quoted = True
+            cur += c
+        elif c in "([":
+            depth += 1
+            cur += c
+        elif c in ")]":
+            depth -= 1
+            cur += c
+        elif c == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += c
+        i += 1
+    if cur.strip():
+        out.append(cur.strip())
+    return out
+
+
+def render(expr: str) -> str:
+    """A Rust expression building SQL (a string literal, `format!`,
+    `s.object(..)`, `s.json(..)`), as SQLite's spelling renders it."""
+    expr = expr.strip().lstrip("&")
+    for call, (before, after) in {"s.object(": ("json_object(", ")"), "s.json(": ("json(", ")")}.items():
+        if expr.startswith(call):
+            return before + render(expr[len(call) : -1]) + after
+    if expr.startswith("format!("):
+        template, *args = split_args(expr[len("format!(") : -1])
+        text = render(template)
+        for a in args:
+            text = text.replace("{}", render(a), 1)
+        return text
+    if expr.startswith('"'):
+        return expr[1:-1].replace('\\"', '"').replace("{COLUMNS}", "*")
+    raise SystemExit(f"cannot render {expr[:60]}")
+
+
+def statement(path: Path, name: str) -> str:
+    """The statement `name` (a `static NAME: Sql` or `fn name`) in `path`,
+    returning every column."""
     text = path.read_text()
-    m = re.search(rf'fn {function}\(.*?format!\(\s*"(.*?)"\s*\);', text, re.S)
+    m = re.search(rf"(?:static {name}: Sql = Sql::new\(\|_?s?\| \{{|fn {name}\(.*?\{{)\s*(format!\(.*?\n    \))", text, re.S)
     if not m:
-        raise SystemExit(f"{function}'s statement not found in {path}")
-    return m.group(1).replace("{COLUMNS}", "*").split(";")[0]
+        raise SystemExit(f"{name}'s statement not found in {path}")
+    # `$N` is a named parameter to SQLite, numbered by first appearance;
+    # `?N` is the N-th, as sqlx binds them.
+    return re.sub(r"\$(\d+)", r"?\1", render(m.group(1)).split(";")[0])
 
 
 def approve_statement() -> str:
-    """The guarded UPDATE of `approve_in`."""
-    return statement(TRANSITIONS, "approve_in")
+    """The guarded UPDATE of the approval."""
+    return statement(APPROVAL, "approve_sql")
 
 
 def free_port() -> int:
@@ -104,7 +158,8 @@ def approve_rate(db: Path, ids: list[str], drops: list[str]) -> float:
     for p in PRAGMAS:
         conn.execute("PRAGMA " + p)
     for d in drops:
-        conn.execute(d)
+        for sql in d(conn) if callable(d) else [d]:
+            conn.execute(sql)
     sql = approve_statement()
     now = int(time.time() * 1000)
     start = time.perf_counter()
@@ -130,10 +185,10 @@ def cycle_rate(db: Path, n: int) -> float:
     conn = sqlite3.connect(db, isolation_level=None)
     for p in PRAGMAS:
         conn.execute("PRAGMA " + p)
-    propose = statement(TRANSITIONS, "insert_proposal")
+    propose = statement(TRANSITIONS, "INSERT")
     approve = approve_statement()
-    claim = statement(EXECUTION, "claim_in")
-    complete = statement(EXECUTION, "complete_in")
+    claim = statement(EXECUTION, "CLAIM")
+    complete = statement(EXECUTION, "COMPLETE")
     start = time.perf_counter()
     for i in range(n):
         now = int(time.time() * 1000)
@@ -143,10 +198,11 @@ def cycle_rate(db: Path, n: int) -> float:
         # ?1 id ?2 kind ?3 summary ?4 args ?5 fingerprint ?6 dedup key ?7
         # expires_at ?8 on_expire ?9 approvals ?10 redact keys ?11 exec ?12
         # verify ?13 proposer ?14 project ?15 session ?16 now ?17 channel ?18 details
+        # ?19 not by proposer ?20 escalation ?21 escalate_at
         conn.execute(
             propose,
             (id, "floor", "floor", args, f"fp{i}", f"k{i}", None, "expire", 1, "[]",
-             None, None, "bench", "", "", now, "cli", details),
+             None, None, "bench", "", "", now, "cli", details, 0, None, None),
         ).fetchall()
         conn.execute(approve, (id, "alice", now, None, 0, None, None, 0, "cli", None)).fetchall()
         # ?1 id ?2 owner ?3 lease_until ?4 now ?5 double-claim fault ?6
@@ -164,25 +220,24 @@ def cycle_rate(db: Path, n: int) -> float:
     return rate
 
 
+COUNTERS = ["DROP TRIGGER IF EXISTS action_counts_update"]
+TRANSITION = ["DROP TRIGGER actions_log_transition"]
+
+
+def secondary_indexes(conn: sqlite3.Connection) -> list[str]:
+    """DROP statements for every named index on `actions`."""
+    names = conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'actions' AND sql IS NOT NULL"
+    ).fetchall()
+    return [f"DROP INDEX {n}" for (n,) in names]
+
+
 CASES = [
     ("handoff's approve, as shipped", []),
-    ("without the per-status counters trigger", ["DROP TRIGGER action_counts_update"]),
-    (
-        "without the transition log trigger (approvals, audit, event rows)",
-        ["DROP TRIGGER actions_log_transition"],
-    ),
-    ("without both triggers", ["DROP TRIGGER action_counts_update", "DROP TRIGGER actions_log_transition"]),
-    (
-        "without both triggers and the actions table's secondary indexes",
-        [
-            "DROP TRIGGER action_counts_update",
-            "DROP TRIGGER actions_log_transition",
-            "DROP INDEX actions_status",
-            "DROP INDEX actions_updated",
-            "DROP INDEX actions_project_pending",
-            "DROP INDEX actions_dedup_live",
-        ],
-    ),
+    ("without the per-status counters trigger (if any)", COUNTERS),
+    ("without the transition log trigger (approvals, audit, event rows)", TRANSITION),
+    ("without both triggers", COUNTERS + TRANSITION),
+    ("without both triggers and the actions table's secondary indexes", COUNTERS + TRANSITION + [secondary_indexes]),
 ]
 
 

@@ -619,21 +619,23 @@ impl Store {
         if needle.is_empty() || !needle.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(Error::NotFound(id_or_short.to_string()));
         }
-        let ids: Vec<(String,)> = self
-            .rows(
-                Stmt::spelled(
-                    "SELECT id FROM actions
-                     WHERE (id = $1 OR (length($1) < 32 AND substr(id, -length($1)) = $1))
-                       AND ($2 IS NULL OR project = $2)
-                     LIMIT 2",
-                    "SELECT id FROM actions
-                     WHERE (id = $1 OR (length($1) < 32 AND right(id, length($1)) = $1))
-                       AND ($2 IS NULL OR project = $2)
-                     LIMIT 2",
-                )
-                .text(needle.as_str())
-                .text(project),
+        // A full id is one primary-key lookup; only a shorter one is matched
+        // as a suffix, which reads every id (one `OR` of the two would make
+        // every lookup read them all).
+        let lookup = if needle.len() >= 32 {
+            Stmt::new("SELECT id FROM actions WHERE id = $1 AND ($2 IS NULL OR project = $2)")
+        } else {
+            Stmt::spelled(
+                "SELECT id FROM actions
+                 WHERE substr(id, -length($1)) = $1 AND ($2 IS NULL OR project = $2)
+                 LIMIT 2",
+                "SELECT id FROM actions
+                 WHERE right(id, length($1)) = $1 AND ($2 IS NULL OR project = $2)
+                 LIMIT 2",
             )
+        };
+        let ids: Vec<(String,)> = self
+            .rows(lookup.text(needle.as_str()).text(project))
             .await?;
         match ids.as_slice() {
             [(one,)] => Ok(one.clone()),

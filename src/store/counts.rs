@@ -1,9 +1,11 @@
-//! The counts `/metrics` reports, read without scanning items: actions by
-//! effective status from the trigger-kept `action_counts` (plus a range over
-//! the partial index of pending actions past their expiry, which are still
-//! `pending` in their row), and open questions from the status index. Per
-//! project, so a scoped caller sees only its own. Every statement here is
-//! the same text on both engines.
+//! The counts `/metrics` reports, read from indexes, never from rows:
+//! actions by effective status counted at scrape time over
+//! `actions_project_status` (one project's range of it, or all of it for
+//! every project), minus the pending actions past their expiry (still
+//! `pending` in their row: a range over the partial `actions_pending_expiry`),
+//! and open questions from the status index. Per project, so a scoped caller
+//! sees only its own. No transition writes a counter (docs/design.md §4).
+//! Every statement here is the same text on both engines.
 
 use crate::store::actions::Status;
 use crate::store::engine::Stmt;
@@ -25,10 +27,15 @@ pub struct Counts {
     pub actions: Vec<(Status, i64)>,
 }
 
-/// Action counts by stored status (`SUM` of a BIGINT is NUMERIC on
-/// PostgreSQL: cast back).
-const STORED: &str = "SELECT status, CAST(SUM(n) AS BIGINT) FROM action_counts
-     WHERE (CAST($1 AS TEXT) IS NULL OR project = $1) GROUP BY status";
+/// Action counts by (project, stored status), every project: the whole of
+/// `actions_project_status` in its own order, read without a row (grouped
+/// by status alone, SQLite sorts every entry again: twice the time).
+const STORED_ALL: &str = "SELECT status, COUNT(*) FROM actions GROUP BY project, status";
+
+/// Action counts by stored status of project `$1`: its range of
+/// `actions_project_status` (the index-only count; a `$1 IS NULL OR`
+/// would lose the range).
+const STORED_IN: &str = "SELECT status, COUNT(*) FROM actions WHERE project = $1 GROUP BY status";
 
 /// Pending actions past their expiry at `$2`, by `on_expire`.
 const LAPSED: &str = "SELECT on_expire, COUNT(*) FROM actions
@@ -46,7 +53,10 @@ impl Store {
     pub async fn counts(&self, project: Option<&str>) -> Result<Counts> {
         let now = self.now();
         let mut snap = self.snapshot().await?;
-        let stored: Vec<(String, i64)> = snap.tx().rows(&Stmt::new(STORED).text(project)).await?;
+        let stored: Vec<(String, i64)> = match project {
+            Some(p) => snap.tx().rows(&Stmt::new(STORED_IN).text(p)).await?,
+            None => snap.tx().rows(&Stmt::new(STORED_ALL)).await?,
+        };
         let lapsed: Vec<(String, i64)> = snap
             .tx()
             .rows(&Stmt::new(LAPSED).text(project).int(now))
@@ -54,8 +64,13 @@ impl Store {
         let open: Option<(i64,)> = snap.tx().row(&Stmt::new(OPEN).text(project)).await?;
         snap.end().await?;
         let open_questions = open.map_or(0, |(n,)| n);
-        let of =
-            |v: &[(String, i64)], k: &str| v.iter().find(|(s, _)| s == k).map_or(0, |(_, n)| *n);
+        // A status may come once per project: sum them.
+        let of = |v: &[(String, i64)], k: &str| {
+            v.iter()
+                .filter(|(s, _)| s == k)
+                .map(|(_, n)| *n)
+                .sum::<i64>()
+        };
         let (lapsed_expire, lapsed_reject) = (of(&lapsed, "expire"), of(&lapsed, "reject"));
         let actions = Status::ALL
             .into_iter()

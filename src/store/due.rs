@@ -7,9 +7,9 @@
 use crate::store::engine::Stmt;
 use crate::store::{Result, Store};
 
-/// Index ranges on `actions_status (status, expires_at)`,
-/// `actions_escalate (status, escalate_at)`. The same text on both engines
-/// (PostgreSQL wants the subquery named).
+/// Index ranges on the partial `actions_pending_expiry`,
+/// `actions_pending_escalate` and `actions_executing` (live rows only). The
+/// same text on both engines (PostgreSQL wants the subquery named).
 const DUE: &str = "SELECT MIN(t) FROM (
          SELECT MIN(expires_at) AS t FROM actions
           WHERE status = 'pending' AND expires_at IS NOT NULL

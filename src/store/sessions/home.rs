@@ -25,11 +25,14 @@ use crate::store::{Error, Result, Store};
 
 /// The home of session `$1`: its registered project (first column), and
 /// the project of the earliest event naming it with one (second), each
-/// `''` for none. The same text on both engines (`events_session` serves
-/// the second read).
+/// `''` for none. The same text on both engines. `session <> ''` is what
+/// lets the partial `events_session` serve the second read: without it
+/// SQLite cannot tell the index holds every row the read wants, and
+/// scans the log.
 const HOME: &str = "SELECT
         COALESCE((SELECT project FROM agent_sessions WHERE session_id = $1 AND project <> ''), ''),
-        COALESCE((SELECT project FROM events WHERE session = $1 AND project <> ''
+        COALESCE((SELECT project FROM events
+                  WHERE session = $1 AND session <> '' AND project <> ''
                   ORDER BY seq LIMIT 1), '')";
 
 /// Where a write naming a session with home `home` (`''`: none yet) and
