@@ -45,6 +45,7 @@ mod dispatch;
 mod fleet;
 mod grants;
 mod hold;
+mod network;
 mod push;
 mod question;
 mod retry;
