@@ -19,7 +19,6 @@ pub(crate) enum Network {
     /// Telegram, through teloxide.
     Telegram,
     /// Slack, through Socket Mode and the Web API.
-    #[allow(dead_code)] // constructed once the Slack adapter lands
     Slack,
 }
 
@@ -30,6 +29,27 @@ impl Network {
             Network::Telegram => "Telegram",
             Network::Slack => "Slack",
         }
+    }
+}
+
+impl Network {
+    /// The network an actor acted through, by the name the store records
+    /// (`slack:U…` for Slack; everything else came through Telegram).
+    pub(crate) fn of_actor(who: &str) -> Network {
+        if who.starts_with("slack:") {
+            Network::Slack
+        } else {
+            Network::Telegram
+        }
+    }
+}
+
+/// Where an answer came from, in words: the store's door, with chat told
+/// apart by network (`in Slack`, `in Telegram`).
+pub(crate) fn door(source: crate::store::Channel, who: &str) -> &'static str {
+    match (source, Network::of_actor(who)) {
+        (crate::store::Channel::Chat, Network::Slack) => "in Slack",
+        _ => source.door(),
     }
 }
 

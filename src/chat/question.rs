@@ -52,7 +52,7 @@ pub(crate) fn question(q: &Question) -> View {
         };
         t.push_str(&format!(
             "\n\n✅ {what} {spoken}{}{} ({state}){text}",
-            r.source.door(),
+            super::network::door(r.source, &r.by),
             by(&r.by)
         ));
     }

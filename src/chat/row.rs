@@ -128,7 +128,7 @@ fn response_lines(r: &Row) -> String {
             .unwrap_or_default();
         out.push_str(&format!(
             "\n\n✅ {what} {}{by} ({state}): «{}»",
-            src.door(),
+            super::network::door(src, r.response.annotated_by.as_deref().unwrap_or("")),
             esc(&cut(text, 500))
         ));
     }
