@@ -420,3 +420,73 @@ async fn telegram_and_slack_at_once_the_first_decision_wins_and_both_messages_sh
         })
         .await;
 }
+
+#[tokio::test]
+async fn of_two_daemons_one_holds_the_connection_and_a_kill_moves_it() {
+    let db = TempDb::new();
+    db.open().await.close().await;
+    let slack = FakeSlack::start().await;
+    let cfg = slack_config(&db, &slack);
+    let env = [("HANDOFF_LEASE_MS", "1500")];
+    let mut first = Daemon::start_with(&db.path, &cfg, &env);
+    connected(&slack).await;
+    let _second = Daemon::start_with(&db.path, &cfg, &env);
+    // Three lease periods: the second daemon never opens a connection of
+    // its own while the first holds the role.
+    tokio::time::sleep(Duration::from_millis(4500)).await;
+    assert_eq!(slack.connections(), 1, "one Socket Mode connection");
+    let id = propose(&db, &["--kind", "deploy", "--summary", "Moves"]);
+    let msg = message_of(&slack, &id).await;
+
+    first.kill9();
+    slack
+        .until(30, "the second daemon's connection", |s| {
+            (s.connections() == 2 && s.connected()).then_some(())
+        })
+        .await;
+    slack.send(FakeSlack::tap_frame(
+        "e-moved",
+        CH,
+        ALICE,
+        &msg.ts,
+        &msg.button("Approve"),
+        "9.0",
+    ));
+    acked(&slack, "e-moved").await;
+    assert_eq!(action(&db, &id)["status"], "approved");
+    slack
+        .until(30, "the message updated by the second daemon", |s| {
+            s.messages(CH)
+                .into_iter()
+                .find(|m| m.ts == msg.ts && m.buttons().is_empty())
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn a_message_slack_kept_failing_is_sent_by_the_next_daemon() {
+    let db = TempDb::new();
+    db.open().await.close().await;
+    let slack = FakeSlack::start().await;
+    let cfg = slack_config(&db, &slack);
+    let mut d = Daemon::start(&db.path, &cfg);
+    connected(&slack).await;
+    // Five 500s in a row: the sender gives up on this message for now.
+    for _ in 0..5 {
+        slack.fault("chat.postMessage", Fault::ServerError);
+    }
+    let id = propose(&db, &["--kind", "deploy", "--summary", "Owed"]);
+    slack
+        .until(30, "five failed posts", |s| {
+            (s.calls("chat.postMessage").len() == 5).then_some(())
+        })
+        .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(slack.messages(CH).is_empty());
+    d.kill9();
+
+    // The next daemon finds the message still owed and sends it.
+    let _d = Daemon::start(&db.path, &cfg);
+    let msg = message_of(&slack, &id).await;
+    assert!(!msg.buttons().is_empty());
+}

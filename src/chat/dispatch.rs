@@ -20,26 +20,7 @@ use crate::store::boards::AnnotationKind;
 use crate::store::questions::{NewReply, ReplyKind};
 use crate::store::short_id;
 
-/// What a reply to one of our prompts means.
-#[derive(Debug, Clone)]
-pub(crate) enum Prompt {
-    /// A clarify correction for a question.
-    Clarify { id: String, revision: i64 },
-    /// A free-text answer for a blocked row.
-    RowAnswer { id: String },
-    /// An "Other…" answer in words for a question card.
-    Other { id: String, revision: i64 },
-    /// A JSON patch (or `key: value` lines) for an action, then approve.
-    ActionEdit { id: String },
-    /// A corrected voice transcript: answers `item` as the voice note
-    /// would have (`how`: answer, clarify or other).
-    Voice {
-        item: Item,
-        id: String,
-        how: &'static str,
-        revision: Option<i64>,
-    },
-}
+pub(crate) use super::network::Prompt;
 
 /// Who is acting, as the store records it.
 pub(crate) fn actor(u: &teloxide::types::User) -> String {

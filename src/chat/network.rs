@@ -1,6 +1,6 @@
 //! The chat-network seam: what a tap means and who may make it, written
 //! once for every chat network (Telegram, Slack). An adapter turns its
-//! network's updates into a [`Tapper`] plus a [`Callback`], asks the item
+//! network's updates into a [`Tapper`] plus a [`super::Callback`], asks the item
 //! kind's `tap_*` for an [`Outcome`], and only renders that outcome (a
 //! toast, an ephemeral note, a prompt for text) in its own way.
 //!
@@ -11,7 +11,6 @@
 //! store's chat channel ([`crate::store::Channel::Chat`]).
 
 use super::callback::Item;
-use super::dispatch::Prompt;
 
 /// A chat network the bridge talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -111,6 +110,27 @@ pub(crate) struct Outcome {
     pub ask: Option<Ask>,
     /// The item may have changed: its messages are redrawn after telling.
     pub redraw: bool,
+}
+
+/// What a reply to one of our prompts means.
+#[derive(Debug, Clone)]
+pub(crate) enum Prompt {
+    /// A clarify correction for a question.
+    Clarify { id: String, revision: i64 },
+    /// A free-text answer for a blocked row.
+    RowAnswer { id: String },
+    /// An "Other…" answer in words for a question card.
+    Other { id: String, revision: i64 },
+    /// A JSON patch (or `key: value` lines) for an action, then approve.
+    ActionEdit { id: String },
+    /// A corrected voice transcript: answers `item` as the voice note
+    /// would have (`how`: answer, clarify or other).
+    Voice {
+        item: Item,
+        id: String,
+        how: &'static str,
+        revision: Option<i64>,
+    },
 }
 
 /// A request for text that a tap opens.

@@ -127,6 +127,7 @@ impl Slack {
                 r = held.wait_for(|h| *h) => if r.is_err() { return },
             }
             let stint = self.roles.stint(SEND_ROLE, &self.cancel);
+            self.resume().await;
             let start = self.bridge.store.cursor("slack").await.unwrap_or(0);
             let store = self.bridge.store.clone();
             let follower = send::SlackFollower(self.clone());

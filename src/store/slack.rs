@@ -18,6 +18,13 @@ const SAVE_MESSAGE: &str = "INSERT INTO slack_messages (item_kind, item_id, chan
      VALUES ($1, $2, $3, $4, $5)
      ON CONFLICT (item_kind, item_id, channel) DO UPDATE SET ts = excluded.ts, drawn = excluded.drawn";
 
+const OWE: &str =
+    "INSERT INTO slack_owed (item_kind, item_id) VALUES ($1, $2) ON CONFLICT DO NOTHING";
+
+const PAID: &str = "DELETE FROM slack_owed WHERE item_kind = $1 AND item_id = $2";
+
+const OWED: &str = "SELECT item_kind, item_id FROM slack_owed";
+
 /// Take an input nobody took, or one whose taker left it unfinished for
 /// longer than `$4` ms (it died before applying it).
 const TAKE_INPUT: &str =
@@ -75,6 +82,25 @@ impl Store {
             .text(ts)
             .text(drawn);
         self.change(s).await.map(|_| ())
+    }
+
+    /// Mark an item's Slack message owed a draw.
+    pub async fn slack_owe(&self, kind: &str, id: &str) -> Result<()> {
+        self.change(Stmt::new(OWE).text(kind).text(id))
+            .await
+            .map(|_| ())
+    }
+
+    /// The item's Slack message is drawn (or needs none): no longer owed.
+    pub async fn slack_paid(&self, kind: &str, id: &str) -> Result<()> {
+        self.change(Stmt::new(PAID).text(kind).text(id))
+            .await
+            .map(|_| ())
+    }
+
+    /// Every item whose Slack message is owed a draw.
+    pub async fn slack_owed(&self) -> Result<Vec<(String, String)>> {
+        self.rows(Stmt::new(OWED)).await
     }
 
     /// Claim the input `key` for `holder`: `true` when it is this holder's

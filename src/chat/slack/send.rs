@@ -45,6 +45,21 @@ enum Called<T> {
 }
 
 impl Slack {
+    /// Kick every message left owed (by a sender that died mid-draw, or
+    /// whose Slack calls failed).
+    pub(crate) async fn resume(&self) {
+        match self.bridge.store.slack_owed().await {
+            Ok(owed) => {
+                for (kind, id) in owed {
+                    if let Some(item) = Item::from_kind(&kind) {
+                        self.kick(item, &id);
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot read the owed Slack messages"),
+        }
+    }
+
     /// Draw the item's message now, or as soon as its task is free.
     pub(crate) fn kick(&self, item: Item, id: &str) {
         let key = (item, id.to_string());
@@ -64,8 +79,19 @@ impl Slack {
     /// One item's task: draw, and draw again while kicks came meanwhile.
     async fn run_slot(self: Arc<Self>, key: (Item, String)) {
         loop {
-            if let Err(e) = self.draw(key.0, &key.1).await {
-                tracing::warn!(item = %key.0, id = %key.1, error = %e, "cannot draw the Slack message");
+            match self.draw(key.0, &key.1).await {
+                // Why before looking at the slot: a change marked after
+                // this delete also kicked the slot, so it is drawn again.
+                Ok(()) => {
+                    if let Err(e) = self.bridge.store.slack_paid(key.0.as_str(), &key.1).await {
+                        tracing::warn!(error = %e, "cannot clear a drawn Slack message's mark");
+                    }
+                }
+                // Still owed: drawn at the item's next change or the
+                // sender's next start.
+                Err(e) => {
+                    tracing::warn!(item = %key.0, id = %key.1, error = %e, "cannot draw the Slack message")
+                }
             }
             let mut slots = self.slots.lock().expect("slots lock poisoned");
             match slots.get_mut(&key) {
@@ -224,9 +250,22 @@ impl crate::follow::Apply for SlackFollower {
         false
     }
     async fn apply(&mut self, ev: &Event) -> bool {
-        if let Some(item) = Item::from_kind(&ev.entity_kind) {
-            self.0.kick(item, &ev.entity_id);
+        let Some(item) = Item::from_kind(&ev.entity_kind) else {
+            return true;
+        };
+        // Marked before the cursor moves past the change (`docs/design.md`
+        // §8): a crash mid-draw leaves the mark for the next sender.
+        if let Err(e) = self
+            .0
+            .bridge
+            .store
+            .slack_owe(item.as_str(), &ev.entity_id)
+            .await
+        {
+            tracing::warn!(error = %e, seq = ev.seq, "cannot mark a Slack message owed; will retry");
+            return false;
         }
+        self.0.kick(item, &ev.entity_id);
         true
     }
     async fn save(&mut self, seq: i64) {

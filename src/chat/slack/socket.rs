@@ -96,6 +96,14 @@ impl Slack {
         self.bridge.nudge.notify_waiters();
     }
 
+    /// Tell `user` what happened without holding up the envelope's ack:
+    /// Slack wants it within seconds, and a rate-limited note may wait.
+    fn tell_later(&self, channel: String, user: String, text: String) {
+        let Some(me) = self.me.upgrade() else { return };
+        self.tracker
+            .spawn(async move { me.tell(&channel, &user, &text).await });
+    }
+
     /// A button tap.
     async fn on_actions(
         &self,
@@ -139,7 +147,7 @@ impl Slack {
             .await;
         self.done(&key).await;
         if let Some(w) = words {
-            self.tell(&channel, &user, &w).await;
+            self.tell_later(channel, user, w);
         }
         Ok(())
     }
@@ -269,7 +277,7 @@ impl Slack {
         };
         self.done(&key).await;
         if let Some(w) = words {
-            self.tell(&channel, &user, &w).await;
+            self.tell_later(channel, user, w);
         }
         Ok(())
     }
