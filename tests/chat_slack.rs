@@ -490,3 +490,67 @@ async fn a_message_slack_kept_failing_is_sent_by_the_next_daemon() {
     let msg = message_of(&slack, &id).await;
     assert!(!msg.buttons().is_empty());
 }
+
+#[tokio::test]
+async fn an_edit_sent_in_the_thread_is_checked_first_then_approves() {
+    let (db, slack, _d) = setup().await;
+    let id = propose(
+        &db,
+        &[
+            "--kind",
+            "email.send",
+            "--summary",
+            "Mail the report",
+            "--args",
+            r#"{"to":"a@example.com"}"#,
+        ],
+    );
+    let msg = message_of(&slack, &id).await;
+    slack.send(FakeSlack::tap_frame(
+        "e-ed",
+        CH,
+        ALICE,
+        &msg.ts,
+        &msg.button("Edit"),
+        "10.0",
+    ));
+    told(&slack, ALICE, "Send the changes").await;
+
+    // Not a patch: nothing changes, and the next reply may fix it.
+    slack.send(FakeSlack::reply_frame(
+        "e-ed1",
+        "Ev-ed1",
+        CH,
+        ALICE,
+        &msg.ts,
+        "{not json",
+    ));
+    told(&slack, ALICE, "Not applied: that is not valid JSON").await;
+    assert_eq!(action(&db, &id)["status"], "pending");
+
+    slack.send(FakeSlack::reply_frame(
+        "e-ed2",
+        "Ev-ed2",
+        CH,
+        ALICE,
+        &msg.ts,
+        "to: b@example.com",
+    ));
+    slack
+        .until(30, "the edit applied", |s| {
+            s.ephemeral()
+                .into_iter()
+                .find(|(_, u, t)| u == ALICE && t.contains("Approved"))
+        })
+        .await;
+    let a = action(&db, &id);
+    assert_eq!(a["status"], "approved", "{a}");
+    assert_eq!(a["effective_args"]["to"], "b@example.com", "{a}");
+    slack
+        .until(30, "the message to show the edited approval", |s| {
+            s.messages(CH).into_iter().find(|m| {
+                m.ts == msg.ts && m.buttons().is_empty() && m.shown().contains("b@example.com")
+            })
+        })
+        .await;
+}

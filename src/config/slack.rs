@@ -223,12 +223,12 @@ mod tests {
     #[test]
     fn good_values_pass_and_route_by_project() {
         let c = parse(
-            "app_token = \"xapp-1\"\nbot_token = \"xoxb-2\"\n[[channels]]\nid = \"C1\"\nprojects = [\"web\"]\napprove = [\"U1\"]\n[[channels]]\nid = \"C2\"",
+            "app_token = \"xapp-1\"\nbot_token = \"xoxb-2\"\n[[channels]]\nid = \"C0WEB\"\nprojects = [\"web\"]\napprove = [\"U0A\"]\n[[channels]]\nid = \"C0ALL\"",
         );
         assert_eq!(c.check(), Ok(()));
         assert!(c.enabled());
-        assert_eq!(c.channel_for("web").map(|c| c.id.as_str()), Some("C1"));
-        assert_eq!(c.channel_for("api").map(|c| c.id.as_str()), Some("C2"));
+        assert_eq!(c.channel_for("web").map(|c| c.id.as_str()), Some("C0WEB"));
+        assert_eq!(c.channel_for("api").map(|c| c.id.as_str()), Some("C0ALL"));
         assert!(!SlackConfig::default().enabled());
     }
 }

@@ -293,11 +293,12 @@ impl Slack {
     ) -> Option<String> {
         let who = format!("slack:{user}");
         let bridge = &self.bridge;
+        let key = (channel.to_string(), thread.to_string(), user.to_string());
         let prompt = self
             .prompts
             .lock()
             .expect("prompts lock poisoned")
-            .remove(&(channel.to_string(), thread.to_string(), user.to_string()));
+            .remove(&key);
         match prompt {
             Some(Prompt::Clarify { id, revision }) => Some(
                 bridge
@@ -316,8 +317,16 @@ impl Slack {
                 if !Right::Approve.listed(&user.to_string(), &c.answer, &c.approve) {
                     return Some("Sorry, you're not allowed to decide actions here.".into());
                 }
-                let (said, _) = bridge.edit_words(&id, text, &who).await;
-                self.redraw(Item::Action, &id);
+                let (said, tried) = bridge.edit_words(&id, text, &who).await;
+                if tried {
+                    self.redraw(Item::Action, &id);
+                } else {
+                    // A patch that does not parse: the next reply may fix it.
+                    self.prompts
+                        .lock()
+                        .expect("prompts lock poisoned")
+                        .insert(key, Prompt::ActionEdit { id });
+                }
                 Some(said)
             }
             Some(Prompt::RowAnswer { id }) => Some(self.answer(Item::Row, &id, text, &who).await),
