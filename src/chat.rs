@@ -1,4 +1,4 @@
-//! The Telegram bridge: pushes questions, blocked rows and actions to chat,
+//! The chat bridge (Telegram, and Slack in `slack`): pushes questions, blocked rows and actions to chat,
 //! keeps those messages true as the items change, and turns taps, replies
 //! and commands into store writes through the *chat* channel.
 //!
@@ -45,10 +45,12 @@ mod dispatch;
 mod fleet;
 mod grants;
 mod hold;
+mod network;
 mod push;
 mod question;
 mod retry;
 mod row;
+pub mod slack;
 mod stranded;
 mod text;
 mod topics;
@@ -160,18 +162,27 @@ pub async fn start(
         router: Router::new(),
     };
     let cfg = &shared.config.telegram;
-    if cfg.token.is_empty() {
+    let slack_on = shared.config.slack.enabled();
+    let mut telegram_on = !cfg.token.is_empty();
+    if !telegram_on {
         tracing::info!(
             "chat is off: no Telegram token (set HANDOFF_TELEGRAM_TOKEN or [telegram] token to turn it on)"
         );
-        return Ok(off);
+        if !slack_on {
+            return Ok(off);
+        }
     }
+    // With Telegram off the bot is never called: the bridge still holds
+    // one, as the seam's tap meanings live on the bridge.
     let bot = throttled_bot(cfg)?;
-    if cfg.chats.is_empty() {
+    if telegram_on && cfg.chats.is_empty() {
         tracing::warn!("a Telegram token is set but no [[telegram.chats]]: nothing will be pushed");
     }
-    if !greet(&bot, cfg).await {
-        return Ok(off);
+    if telegram_on && !greet(&bot, cfg).await {
+        telegram_on = false;
+        if !slack_on {
+            return Ok(off);
+        }
     }
     let bridge = Arc::new_cyclic(|me| Bridge {
         store: shared.store.clone(),
@@ -190,6 +201,17 @@ pub async fn start(
         roles: shared.roles.clone(),
     });
 
+    if slack_on {
+        slack::start(
+            bridge.clone(),
+            shared.nudge.clone(),
+            tracker,
+            cancel.clone(),
+        )?;
+    }
+    if !telegram_on {
+        return Ok(off);
+    }
     // Pushes and edits: by the one daemon holding SEND_ROLE.
     shared
         .roles

@@ -12,6 +12,7 @@
 
 mod approvals;
 mod discipline;
+pub mod slack;
 pub mod tuning;
 pub mod voice;
 
@@ -121,6 +122,9 @@ pub struct Config {
     /// Who may approve: separation of duties (`not_by_proposer`).
     #[serde(default)]
     pub approvals: ApprovalsConfig,
+    /// The Slack bridge: app and bot tokens, channels per project.
+    #[serde(default)]
+    pub slack: slack::SlackConfig,
 }
 
 /// `[[notify]]`: wake `exec` or `webhook` on events matching every filter.
@@ -722,6 +726,7 @@ impl Config {
         {
             self.voice.key = Secret::new(k);
         }
+        self.slack.apply_env();
     }
 
     /// Check what parsing cannot: names that must match, limits. An error
@@ -763,6 +768,13 @@ impl Config {
         self.voice
             .check()
             .map_err(|e| Bad::at(vec![Seg::Key("voice")], e))?;
+        self.slack.check().map_err(|(i, e)| match i {
+            Some(i) => Bad::at(
+                vec![Seg::Key("slack"), Seg::Key("channels"), Seg::Index(i)],
+                e,
+            ),
+            None => Bad::at(vec![Seg::Key("slack")], e),
+        })?;
         self.check_telegram_and_http()
     }
 

@@ -46,6 +46,7 @@ pub mod request;
 #[doc(hidden)]
 pub mod seed;
 pub mod sessions;
+pub mod slack;
 pub mod tokens;
 pub mod topics;
 pub mod voice;

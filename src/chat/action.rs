@@ -2,11 +2,10 @@
 //! outcome), its taps (Approve, Reject, Edit, and the stranded-run buttons),
 //! and edits of its arguments sent as a reply.
 
-use teloxide::prelude::*;
-
 use super::Bridge;
 use super::callback::{Callback, Item, Verb};
 use super::dispatch::Prompt;
+use super::network::{Ask, Network, Outcome, Tapper};
 use super::text::{cut, esc};
 use super::view::{Attachment, MAX_TEXT, Meta, View};
 use crate::config::Config;
@@ -349,22 +348,15 @@ pub(super) fn short_result(r: &serde_json::Value) -> String {
 }
 
 impl Bridge {
-    pub(crate) async fn tap_action(
-        &self,
-        q: &CallbackQuery,
-        chat_id: i64,
-        thread: Option<i32>,
-        cb: &Callback,
-        who: &str,
-    ) {
+    /// What a tap on an action's button comes to.
+    pub(crate) async fn tap_action(&self, cb: &Callback, tapper: Tapper<'_>) -> Outcome {
+        let who = tapper.who;
         let action = match action_of(&self.store, &cb.id).await {
             Ok(Some(a)) => a,
-            Ok(None) => return self.toast(q, "That action no longer exists.").await,
+            Ok(None) => return Outcome::only("That action no longer exists."),
             Err(e) => {
                 tracing::error!(error = %e, "store failed on an action tap");
-                return self
-                    .toast(q, "Something went wrong on the host; try again.")
-                    .await;
+                return Outcome::only("Something went wrong on the host; try again.");
             }
         };
         let actor = Actor {
@@ -403,21 +395,21 @@ impl Bridge {
                 };
                 self.approve_granting(&action, actor, terms).await
             }
-            Verb::Reject => self.reject_words(&cb.id, actor).await,
+            Verb::Reject => self.reject_words(&cb.id, actor, tapper.network).await,
             Verb::Edit => {
-                let prompt = format!(
+                let text = format!(
                     "✏️ Edit #{}: reply with a JSON patch like {{\"to\": \"x@example.com\"}} or `key: value` lines. It is checked first, then counts as your approval.",
                     short_id(&cb.id)
                 );
-                self.prompt(
-                    chat_id,
-                    thread,
-                    &prompt,
-                    "key: value",
-                    Prompt::ActionEdit { id: cb.id.clone() },
-                )
-                .await;
-                "Send the changes as a reply.".to_string()
+                let ask = Ask {
+                    text,
+                    placeholder: "key: value",
+                    prompt: Prompt::ActionEdit { id: cb.id.clone() },
+                };
+                return Outcome {
+                    redraw: true,
+                    ..Outcome::asking("Send the changes as a reply.", ask)
+                };
             }
             Verb::MarkExecuted | Verb::MarkFailed | Verb::Retry => {
                 self.resolve_words(&cb.id, actor, cb.verb).await
@@ -429,8 +421,7 @@ impl Bridge {
             }
             _ => "That button doesn't apply to an action.".to_string(),
         };
-        self.toast(q, &text).await;
-        self.redraw_quiet(Item::Action, &cb.id).await;
+        Outcome::said(text)
     }
 
     /// Approve a permission prompt and save the grant its message showed
@@ -462,8 +453,8 @@ impl Bridge {
     }
 
     /// Reject from a tap; the toast that says what happened.
-    async fn reject_words(&self, id: &str, actor: Actor<'_>) -> String {
-        let reason = format!("rejected in Telegram by {}", actor.name);
+    async fn reject_words(&self, id: &str, actor: Actor<'_>, network: Network) -> String {
+        let reason = format!("rejected in {} by {}", network.name(), actor.name);
         match self.store.reject(id, actor, &reason).await {
             Ok(RejectOutcome::Rejected { .. }) => "Rejected 🚫".to_string(),
             Ok(RejectOutcome::AlreadyDecided { action })
@@ -507,13 +498,21 @@ impl Bridge {
         text: &str,
         who: &str,
     ) {
+        let (said, tried) = self.edit_words(id, text, who).await;
+        self.say(chat_id, thread, &said).await;
+        if tried {
+            self.redraw_quiet(Item::Action, id).await;
+        }
+    }
+
+    /// Apply an edit sent as a reply (a JSON patch or `key: value`
+    /// lines), checked before any state change, as the editor's
+    /// approval; what to tell them, on any network, and whether the store
+    /// was asked (a patch that does not parse never reaches it).
+    pub(crate) async fn edit_words(&self, id: &str, text: &str, who: &str) -> (String, bool) {
         let patch = match patch_json(text) {
             Ok(p) => p,
-            Err(msg) => {
-                return self
-                    .say(chat_id, thread, &format!("Not applied: {msg}"))
-                    .await;
-            }
+            Err(msg) => return (format!("Not applied: {msg}"), false),
         };
         let actor = Actor {
             name: who,
@@ -523,8 +522,7 @@ impl Bridge {
             Ok(o) => approve_words(&o, who),
             Err(e) => format!("Not applied, nothing changed: {e}"),
         };
-        self.say(chat_id, thread, &said).await;
-        self.redraw_quiet(Item::Action, id).await;
+        (said, true)
     }
 }
 

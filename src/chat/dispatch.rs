@@ -12,32 +12,15 @@ use teloxide::prelude::*;
 use teloxide::types::{ForceReply, MessageId, ThreadId, Update, UpdateKind};
 
 use super::Bridge;
-use super::callback::{Callback, Item};
+use super::callback::{Callback, Item, Verb};
+use super::network::{Network, Tapper};
 use super::text::cut;
 use crate::store::Channel;
+use crate::store::boards::AnnotationKind;
 use crate::store::questions::{NewReply, ReplyKind};
 use crate::store::short_id;
 
-/// What a reply to one of our prompts means.
-#[derive(Debug, Clone)]
-pub(crate) enum Prompt {
-    /// A clarify correction for a question.
-    Clarify { id: String, revision: i64 },
-    /// A free-text answer for a blocked row.
-    RowAnswer { id: String },
-    /// An "Other…" answer in words for a question card.
-    Other { id: String, revision: i64 },
-    /// A JSON patch (or `key: value` lines) for an action, then approve.
-    ActionEdit { id: String },
-    /// A corrected voice transcript: answers `item` as the voice note
-    /// would have (`how`: answer, clarify or other).
-    Voice {
-        item: Item,
-        id: String,
-        how: &'static str,
-        revision: Option<i64>,
-    },
-}
+pub(crate) use super::network::Prompt;
 
 /// Who is acting, as the store records it.
 pub(crate) fn actor(u: &teloxide::types::User) -> String {
@@ -47,13 +30,7 @@ pub(crate) fn actor(u: &teloxide::types::User) -> String {
     }
 }
 
-/// What a user must be allowed to do with an item: its chat's `answer` or
-/// `approve` list. (Not a token's role, nor a daemon's.)
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Right {
-    Answer,
-    Approve,
-}
+pub(crate) use super::network::Right;
 
 /// Said to a sender the allow-list does not admit.
 pub(super) const NOT_ALLOWED: &str =
@@ -63,11 +40,7 @@ impl Bridge {
     /// Whether `user` has `right` in `chat_id`.
     pub(crate) async fn allowed(&self, chat_id: i64, user: u64, right: Right) -> bool {
         if let Some(c) = self.config.chat_by_id(chat_id) {
-            let listed = match right {
-                Right::Answer => c.answer.contains(&user) || c.approve.contains(&user),
-                Right::Approve => c.approve.contains(&user),
-            };
-            if listed {
+            if right.listed(&user, &c.answer, &c.approve) {
                 return true;
             }
         } else {
@@ -137,22 +110,14 @@ impl Bridge {
             .await;
             return;
         };
-        let right = if cb.item == Item::Action {
-            Right::Approve
-        } else {
-            Right::Answer
-        };
+        let right = Right::for_item(cb.item);
         if !self.allowed(chat_id, q.from.id.0, right).await {
-            let what = if right == Right::Approve {
-                "decide actions"
-            } else {
-                "answer"
-            };
             self.record_refusal(chat_id, &q.from, &cb).await;
             self.toast(
                 &q,
                 &format!(
-                    "Sorry, you're not allowed to {what} here. Send /start to ask to be admitted."
+                    "Sorry, you're not allowed to {} here. Send /start to ask to be admitted.",
+                    right.refusal()
                 ),
             )
             .await;
@@ -160,10 +125,36 @@ impl Bridge {
         }
         let who = actor(&q.from);
         let thread = msg.thread_id.map(|t| t.0.0);
-        match cb.item {
-            Item::Question => self.tap_question(&q, chat_id, thread, &cb, &who).await,
-            Item::Row => self.tap_row(&q, chat_id, thread, &cb, &who).await,
-            Item::Action => self.tap_action(&q, chat_id, thread, &cb, &who).await,
+        let tapper = Tapper {
+            network: Network::Telegram,
+            who: &who,
+        };
+        let outcome = match cb.item {
+            Item::Question if matches!(cb.verb, Verb::Toggle(_) | Verb::Done | Verb::Other) => {
+                // The multiple-choice card is Telegram's own drawing.
+                return match self.store.get_question(&cb.id).await {
+                    Ok(Some(question)) => {
+                        self.tap_card(&q, chat_id, thread, &cb, &who, &question)
+                            .await
+                    }
+                    Ok(None) => self.toast(&q, "That question no longer exists.").await,
+                    Err(e) => self.store_trouble(&q, e).await,
+                };
+            }
+            Item::Question => self.tap_question(&cb, tapper).await,
+            Item::Row => self.tap_row(&cb, tapper).await,
+            Item::Action => self.tap_action(&cb, tapper).await,
+        };
+        self.toast(&q, &outcome.words).await;
+        if outcome.post_too {
+            self.say(chat_id, thread, &outcome.words).await;
+        }
+        if let Some(ask) = outcome.ask {
+            self.prompt(chat_id, thread, &ask.text, ask.placeholder, ask.prompt)
+                .await;
+        }
+        if outcome.redraw {
+            self.redraw_quiet(cb.item, &cb.id).await;
         }
     }
 
@@ -334,6 +325,27 @@ impl Bridge {
         reply_kind: ReplyKind,
         expected_revision: Option<i64>,
     ) {
+        let said = self
+            .answer_words(kind, id, text, who, reply_kind, expected_revision)
+            .await;
+        self.say(chat_id, thread, &said).await;
+        if kind == Item::Row {
+            self.redraw_quiet(Item::Row, id).await;
+        }
+    }
+
+    /// Write a text answer (or clarify) to an item through the chat
+    /// channel, on any network; what to tell the person. A question that
+    /// took it is redrawn here.
+    pub(crate) async fn answer_words(
+        &self,
+        kind: Item,
+        id: &str,
+        text: &str,
+        who: &str,
+        reply_kind: ReplyKind,
+        expected_revision: Option<i64>,
+    ) -> String {
         match kind {
             Item::Question => {
                 let r = NewReply {
@@ -350,39 +362,28 @@ impl Bridge {
                         } else {
                             "Recorded"
                         };
-                        self.say(chat_id, thread, &format!("{what} for #{}.", short_id(id)))
-                            .await;
                         self.redraw_quiet(Item::Question, id).await;
+                        format!("{what} for #{}.", short_id(id))
                     }
-                    Ok(Err(refusal)) => {
-                        self.tell_refusal(None, chat_id, thread, id, &refusal).await
-                    }
-                    Err(crate::store::Error::Invalid(msg)) => {
-                        self.say(chat_id, thread, &format!("Not recorded: {msg}"))
-                            .await
-                    }
+                    Ok(Err(refusal)) => self.refusal_words(id, &refusal).await,
+                    Err(crate::store::Error::Invalid(msg)) => format!("Not recorded: {msg}"),
                     Err(e) => {
                         tracing::error!(error = %e, "store failed on a chat answer");
-                        self.say(
-                            chat_id,
-                            thread,
-                            "Something went wrong on the host; nothing was recorded. Try again.",
-                        )
-                        .await
+                        "Something went wrong on the host; nothing was recorded. Try again."
+                            .to_string()
                     }
                 }
             }
             Item::Row => {
-                self.answer_row(chat_id, thread, id, text, who, reply_kind)
-                    .await
+                let kind = match reply_kind {
+                    ReplyKind::Answer => AnnotationKind::Answer,
+                    ReplyKind::Clarify => AnnotationKind::Clarify,
+                    ReplyKind::Decline => AnnotationKind::Decline,
+                };
+                self.annotate_row(id, text, who, kind, None).await
             }
             Item::Action => {
-                self.say(
-                    chat_id,
-                    thread,
-                    "Actions are decided with the buttons (Approve / Reject / Edit).",
-                )
-                .await
+                "Actions are decided with the buttons (Approve / Reject / Edit).".to_string()
             }
         }
     }

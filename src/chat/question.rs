@@ -7,6 +7,7 @@ use teloxide::prelude::*;
 use super::Bridge;
 use super::callback::{Callback, Item, Verb};
 use super::dispatch::Prompt;
+use super::network::{Ask, Outcome, Tapper};
 use super::text::{by, cut, esc, quote};
 use super::view::View;
 use crate::store::questions::{NewReply, Question, Refusal, ReplyKind, Status};
@@ -51,7 +52,7 @@ pub(crate) fn question(q: &Question) -> View {
         };
         t.push_str(&format!(
             "\n\n✅ {what} {spoken}{}{} ({state}){text}",
-            r.source.door(),
+            super::network::door(r.source, &r.by),
             by(&r.by)
         ));
     }
@@ -99,18 +100,14 @@ pub(crate) fn question(q: &Question) -> View {
 }
 
 impl Bridge {
-    pub(super) async fn tap_question(
-        &self,
-        q: &CallbackQuery,
-        chat_id: i64,
-        thread: Option<i32>,
-        cb: &Callback,
-        who: &str,
-    ) {
+    /// What a tap on a question's button comes to (not the multiple-choice
+    /// card's Toggle / Done / Other: each network draws its own card).
+    pub(crate) async fn tap_question(&self, cb: &Callback, tapper: Tapper<'_>) -> Outcome {
+        let who = tapper.who;
         let question = match self.store.get_question(&cb.id).await {
             Ok(Some(x)) => x,
-            Ok(None) => return self.toast(q, "That question no longer exists.").await,
-            Err(e) => return self.store_trouble(q, e).await,
+            Ok(None) => return Outcome::only("That question no longer exists."),
+            Err(e) => return store_trouble(e),
         };
         let reply = |text: String, kind| NewReply {
             text,
@@ -119,61 +116,46 @@ impl Bridge {
             by: who.to_string(),
             expected_revision: Some(cb.revision),
         };
-        if matches!(cb.verb, Verb::Toggle(_) | Verb::Done | Verb::Other) {
-            return self.tap_card(q, chat_id, thread, cb, who, &question).await;
-        }
         let r = match cb.verb {
             Verb::Option(_) if question.choice == crate::store::questions::Choice::Many => {
                 // A multiple choice is answered with Done, never one tap.
-                self.redraw_quiet(Item::Question, &cb.id).await;
-                return self
-                    .toast(q, "The question changed — see the updated message.")
-                    .await;
+                return Outcome::said("The question changed — see the updated message.");
             }
             Verb::Option(n) => {
                 let Some(opt) = question.options.get(n as usize) else {
-                    return self
-                        .toast(q, "That option no longer exists — see the updated message.")
-                        .await;
+                    return Outcome::only(
+                        "That option no longer exists — see the updated message.",
+                    );
                 };
                 reply(opt.label.clone(), ReplyKind::Answer)
             }
             Verb::Decline => reply(String::new(), ReplyKind::Decline),
             Verb::Clarify => {
                 if question.revision != cb.revision {
-                    self.redraw_quiet(Item::Question, &cb.id).await;
-                    return self
-                        .toast(q, "The question changed — see the updated message.")
-                        .await;
+                    return Outcome::said("The question changed — see the updated message.");
                 }
-                self.toast(q, "Send your correction as a reply.").await;
                 let text = format!(
                     "✏️ Clarify #{}: reply to this message with your correction.",
                     short_id(&cb.id)
                 );
-                self.prompt(
-                    chat_id,
-                    thread,
-                    &text,
-                    "your correction",
-                    Prompt::Clarify {
-                        id: cb.id.clone(),
-                        revision: cb.revision,
+                return Outcome::asking(
+                    "Send your correction as a reply.",
+                    Ask {
+                        text,
+                        placeholder: "your correction",
+                        prompt: Prompt::Clarify {
+                            id: cb.id.clone(),
+                            revision: cb.revision,
+                        },
                     },
-                )
-                .await;
-                return;
+                );
             }
-            _ => {
-                return self
-                    .toast(q, "That button doesn't apply to a question.")
-                    .await;
-            }
+            _ => return Outcome::only("That button doesn't apply to a question."),
         };
         if crate::fault::on("ack-before-write") && r.kind == ReplyKind::Answer {
             // FAULT(ack-before-write): toasted as recorded, then (as if the
             // daemon died in between) never written.
-            return self.toast(q, &format!("Recorded: {}", r.text)).await;
+            return Outcome::only(format!("Recorded: {}", r.text));
         }
         match self.store.reply_chat(&cb.id, &r).await {
             Ok(Ok(_)) => {
@@ -182,14 +164,16 @@ impl Bridge {
                 } else {
                     format!("Recorded: {}", r.text)
                 };
-                self.toast(q, &what).await;
-                self.redraw_quiet(Item::Question, &cb.id).await;
+                Outcome::said(what)
             }
             Ok(Err(refusal)) => {
-                self.tell_refusal(Some(q), chat_id, thread, &cb.id, &refusal)
-                    .await
+                let text = self.refusal_words(&cb.id, &refusal).await;
+                Outcome {
+                    post_too: matches!(refusal, Refusal::UnreadAnswer { .. }),
+                    ..Outcome::only(text)
+                }
             }
-            Err(e) => self.store_trouble(q, e).await,
+            Err(e) => store_trouble(e),
         }
     }
 
@@ -203,7 +187,22 @@ impl Bridge {
         id: &str,
         refusal: &Refusal,
     ) {
-        let text = match refusal {
+        let text = self.refusal_words(id, refusal).await;
+        match q {
+            Some(q) => {
+                self.toast(q, &text).await;
+                if matches!(refusal, Refusal::UnreadAnswer { .. }) {
+                    self.say(chat_id, thread, &text).await;
+                }
+            }
+            None => self.say(chat_id, thread, &text).await,
+        }
+    }
+
+    /// The words explaining a refused question reply, on any network (a
+    /// stale one also redraws the question).
+    pub(crate) async fn refusal_words(&self, id: &str, refusal: &Refusal) -> String {
+        match refusal {
             Refusal::UnreadAnswer {
                 reply, source, by, ..
             } => {
@@ -230,15 +229,13 @@ impl Bridge {
             Refusal::NotFound => "That question no longer exists.".to_string(),
             Refusal::Empty => "The answer is empty: write some text.".to_string(),
             other => other.to_string(),
-        };
-        match q {
-            Some(q) => {
-                self.toast(q, &text).await;
-                if matches!(refusal, Refusal::UnreadAnswer { .. }) {
-                    self.say(chat_id, thread, &text).await;
-                }
-            }
-            None => self.say(chat_id, thread, &text).await,
         }
     }
+}
+
+/// A store failure while handling a tap: logged, and the tapper told
+/// nothing was recorded.
+pub(crate) fn store_trouble(e: crate::store::Error) -> Outcome {
+    tracing::error!(error = %e, "store failed while handling a tap");
+    Outcome::only("Something went wrong on the host; nothing was recorded. Try again.")
 }

@@ -1,11 +1,10 @@
 //! A blocked board row in chat: its message, its taps (Answer, Decline,
 //! Handled), text answers written as annotations, and refusals in words.
 
-use teloxide::prelude::*;
-
 use super::Bridge;
 use super::callback::{Callback, Item, Verb};
 use super::dispatch::Prompt;
+use super::network::{Ask, Outcome, Tapper};
 use super::text::{cut, esc, quote};
 use super::view::{Meta, View};
 use crate::store::boards::{
@@ -129,7 +128,7 @@ fn response_lines(r: &Row) -> String {
             .unwrap_or_default();
         out.push_str(&format!(
             "\n\n✅ {what} {}{by} ({state}): «{}»",
-            src.door(),
+            super::network::door(src, r.response.annotated_by.as_deref().unwrap_or("")),
             esc(&cut(text, 500))
         ));
     }
@@ -149,58 +148,51 @@ fn response_lines(r: &Row) -> String {
 }
 
 impl Bridge {
-    pub(crate) async fn tap_row(
-        &self,
-        q: &CallbackQuery,
-        chat_id: i64,
-        thread: Option<i32>,
-        cb: &Callback,
-        who: &str,
-    ) {
+    /// What a tap on a blocked row's button comes to.
+    pub(crate) async fn tap_row(&self, cb: &Callback, tapper: Tapper<'_>) -> Outcome {
+        let who = tapper.who;
         let row = match row_of(&self.store, &cb.id).await {
             Ok(Some((_, r))) => r,
-            Ok(None) => return self.toast(q, "That row no longer exists.").await,
+            Ok(None) => return Outcome::only("That row no longer exists."),
             Err(e) => {
                 tracing::error!(error = %e, "store failed on a row tap");
-                return self
-                    .toast(q, "Something went wrong on the host; try again.")
-                    .await;
+                return Outcome::only("Something went wrong on the host; try again.");
             }
         };
         if row.action_version != cb.revision {
-            self.redraw_quiet(Item::Row, &cb.id).await;
-            return self
-                .toast(q, "The step changed — see the updated message.")
-                .await;
+            return Outcome::said("The step changed — see the updated message.");
         }
         match cb.verb {
             Verb::Answer => {
-                self.toast(q, "Send your answer as a reply.").await;
                 let text = format!("💬 Answer #{}: reply to this message.", short_id(&cb.id));
-                self.prompt(
-                    chat_id,
-                    thread,
-                    &text,
-                    "your answer",
-                    Prompt::RowAnswer { id: cb.id.clone() },
-                )
-                .await;
+                Outcome {
+                    redraw: true,
+                    ..Outcome::asking(
+                        "Send your answer as a reply.",
+                        Ask {
+                            text,
+                            placeholder: "your answer",
+                            prompt: Prompt::RowAnswer { id: cb.id.clone() },
+                        },
+                    )
+                }
             }
             Verb::Decline => {
+                let why = format!("declined in {}", tapper.network.name());
                 let text = self
                     .annotate_row(
                         &cb.id,
-                        "declined in Telegram",
+                        &why,
                         who,
                         AnnotationKind::Decline,
                         Some(cb.revision),
                     )
                     .await;
-                self.toast(q, &text).await;
+                Outcome::said(text)
             }
             Verb::Handled => {
                 let Ok(Some((board, r))) = row_of(&self.store, &cb.id).await else {
-                    return self.toast(q, "That row no longer exists.").await;
+                    return Outcome::only("That row no longer exists.");
                 };
                 let h = Handled {
                     board: board.id.clone(),
@@ -223,11 +215,10 @@ impl Bridge {
                         "Something went wrong on the host; try again.".to_string()
                     }
                 };
-                self.toast(q, &text).await;
+                Outcome::said(text)
             }
-            _ => self.toast(q, "That button doesn't apply to a row.").await,
+            _ => Outcome::said("That button doesn't apply to a row."),
         }
-        self.redraw_quiet(Item::Row, &cb.id).await;
     }
 
     /// Annotate a row through the chat channel; returns what to tell the user.

@@ -162,6 +162,7 @@ pub mod calls;
 pub mod daemon;
 pub mod engine;
 pub mod engines;
+pub mod fake_slack;
 pub mod fake_telegram;
 pub mod hook;
 pub mod postgres;

@@ -1,0 +1,276 @@
+//! Pushing items to Slack and keeping their messages true: the follower on
+//! the durable `slack` cursor kicks one task per item, which posts the
+//! item's message to its channel (`chat.postMessage`) or updates it in
+//! place (`chat.update`), and remembers what it drew.
+//!
+//! Each item's task is its own: a message Slack refuses or rate-limits
+//! waits alone, never holding up another. Kicks that arrive while a task
+//! draws are coalesced into one more pass, so a burst of changes to one
+//! item is one `chat.update`, not one per change. Not here: what a tap
+//! means (the seam, `chat::network`), and Socket Mode (`socket`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use slack_morphism::errors::SlackClientError;
+use slack_morphism::prelude::*;
+
+use super::Slack;
+use super::blocks::content;
+use crate::chat::Item;
+use crate::chat::push::{meta, view};
+use crate::store::events::Event;
+
+/// How often a message whose call failed (Slack down, a 5xx) is tried
+/// before it waits for the item's next change.
+const ATTEMPTS: u32 = 5;
+
+/// Why a draw did not happen.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum DrawError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] crate::store::Error),
+    /// Slack refused or could not be reached, after retries.
+    #[error("Slack: {0}")]
+    Slack(String),
+}
+
+/// What one Web API call came to after its retries.
+enum Called<T> {
+    Done(T),
+    /// `chat.update` of a message Slack no longer has.
+    Gone,
+    Failed(String),
+}
+
+impl Slack {
+    /// Kick every message left owed (by a sender that died mid-draw, or
+    /// whose Slack calls failed).
+    pub(crate) async fn resume(&self) {
+        match self.bridge.store.slack_owed().await {
+            Ok(owed) => {
+                for (kind, id) in owed {
+                    if let Some(item) = Item::from_kind(&kind) {
+                        self.kick(item, &id);
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot read the owed Slack messages"),
+        }
+    }
+
+    /// Draw the item's message now, or as soon as its task is free.
+    pub(crate) fn kick(&self, item: Item, id: &str) {
+        let key = (item, id.to_string());
+        {
+            // A std Mutex: never held across an await.
+            let mut slots = self.slots.lock().expect("slots lock poisoned");
+            if let Some(again) = slots.get_mut(&key) {
+                *again = true;
+                return;
+            }
+            slots.insert(key.clone(), false);
+        }
+        let Some(me) = self.me.upgrade() else { return };
+        self.tracker.spawn(async move { me.run_slot(key).await });
+    }
+
+    /// One item's task: draw, and draw again while kicks came meanwhile.
+    async fn run_slot(self: Arc<Self>, key: (Item, String)) {
+        loop {
+            match self.draw(key.0, &key.1).await {
+                // Why before looking at the slot: a change marked after
+                // this delete also kicked the slot, so it is drawn again.
+                Ok(()) => {
+                    if let Err(e) = self.bridge.store.slack_paid(key.0.as_str(), &key.1).await {
+                        tracing::warn!(error = %e, "cannot clear a drawn Slack message's mark");
+                    }
+                }
+                // Still owed: drawn at the item's next change or the
+                // sender's next start.
+                Err(e) => {
+                    tracing::warn!(item = %key.0, id = %key.1, error = %e, "cannot draw the Slack message")
+                }
+            }
+            let mut slots = self.slots.lock().expect("slots lock poisoned");
+            match slots.get_mut(&key) {
+                Some(again) if *again && !self.cancel.is_cancelled() => *again = false,
+                _ => {
+                    slots.remove(&key);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Post or update the item's message in its channel, unless it already
+    /// shows what the item is now. A settled item never gets a new message.
+    async fn draw(&self, item: Item, id: &str) -> Result<(), DrawError> {
+        let store = &self.bridge.store;
+        let Some(m) = meta(store, item, id).await? else {
+            return Ok(());
+        };
+        let Some(channel) = self.bridge.config.slack.channel_for(&m.project) else {
+            return Ok(());
+        };
+        let channel = channel.id.clone();
+        let Some(v) = view(store, &self.bridge.config, item, id).await? else {
+            return Ok(());
+        };
+        let v = v.without_file();
+        let hash = v.hash();
+        let kind = item.as_str();
+        let old = store.slack_message(kind, id, &channel).await?;
+        let ts = match old {
+            Some((_, drawn)) if drawn == hash => return Ok(()),
+            Some((ts, _)) => {
+                let req = SlackApiChatUpdateRequest::new(
+                    channel.clone().into(),
+                    content(&v),
+                    ts.clone().into(),
+                );
+                match self
+                    .call("chat.update", || async {
+                        self.session().chat_update(&req).await
+                    })
+                    .await
+                {
+                    Called::Done(_) => ts,
+                    Called::Gone => {
+                        tracing::info!(item = %item, id, "the Slack message is gone; posting it again");
+                        self.post(&channel, &v).await?
+                    }
+                    Called::Failed(e) => return Err(DrawError::Slack(e)),
+                }
+            }
+            None if !m.live || m.quiet => return Ok(()),
+            None => self.post(&channel, &v).await?,
+        };
+        store
+            .slack_save_message(kind, id, &channel, &ts, &hash)
+            .await?;
+        Ok(())
+    }
+
+    /// Post a new message; its `ts`.
+    async fn post(&self, channel: &str, v: &crate::chat::view::View) -> Result<String, DrawError> {
+        let req = SlackApiChatPostMessageRequest::new(channel.to_string().into(), content(v));
+        match self
+            .call("chat.postMessage", || async {
+                self.session().chat_post_message(&req).await
+            })
+            .await
+        {
+            Called::Done(r) => Ok(r.ts.0),
+            Called::Gone => Err(DrawError::Slack("channel not found".into())),
+            Called::Failed(e) => Err(DrawError::Slack(e)),
+        }
+    }
+
+    /// Tell one person something only they see, in `channel`. Best
+    /// effort: what it tells was already recorded.
+    pub(crate) async fn tell(&self, channel: &str, user: &str, text: &str) {
+        let req = SlackApiChatPostEphemeralRequest::new(
+            channel.to_string().into(),
+            user.to_string().into(),
+            SlackMessageContent::new().with_text(text.to_string()),
+        );
+        if let Called::Failed(e) = self
+            .call("chat.postEphemeral", || async {
+                self.session().chat_post_ephemeral(&req).await
+            })
+            .await
+        {
+            tracing::warn!(error = %e, "cannot tell a Slack user what happened");
+        }
+    }
+
+    /// Run one Web API call: a rate limit waits out its `Retry-After`
+    /// (Slack's per-method tiers), a failure to reach Slack or a 5xx is
+    /// retried with a growing pause; Slack's refusals are final.
+    async fn call<T, F, Fut>(&self, method: &str, op: F) -> Called<T>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = ClientResult<T>>,
+    {
+        let mut pause = Duration::from_millis(200);
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let wait = match op().await {
+                Ok(r) => return Called::Done(r),
+                Err(SlackClientError::RateLimitError(e)) => {
+                    let wait = e.retry_after.unwrap_or(Duration::from_secs(1));
+                    tracing::info!(
+                        method,
+                        wait_ms = wait.as_millis() as u64,
+                        "Slack rate limit; waiting"
+                    );
+                    // A rate limit is not a failure: it never uses up attempts.
+                    attempt -= 1;
+                    wait
+                }
+                Err(SlackClientError::ApiError(e))
+                    if matches!(
+                        e.code.as_str(),
+                        "message_not_found" | "channel_not_found" | "cant_update_message"
+                    ) =>
+                {
+                    return Called::Gone;
+                }
+                Err(SlackClientError::ApiError(e)) => {
+                    return Called::Failed(format!("{method} refused: {}", e.code));
+                }
+                Err(e) if attempt >= ATTEMPTS => {
+                    return Called::Failed(format!("{method}: {}", crate::one_line(&e)));
+                }
+                Err(e) => {
+                    tracing::debug!(method, error = %crate::one_line(&e), "Slack call failed; retrying");
+                    let p = pause;
+                    pause = (pause * 2).min(Duration::from_secs(10));
+                    p
+                }
+            };
+            tokio::select! {
+                _ = self.cancel.cancelled() => return Called::Failed(format!("{method}: shutting down")),
+                _ = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+}
+
+/// The Slack sender as an event-log consumer: every change to an item
+/// kicks its message's task.
+pub(super) struct SlackFollower(pub(super) Arc<Slack>);
+
+impl crate::follow::Apply for SlackFollower {
+    const NAME: &'static str = "slack";
+    fn reads_payload(&self, _kind: &str) -> bool {
+        false
+    }
+    async fn apply(&mut self, ev: &Event) -> bool {
+        let Some(item) = Item::from_kind(&ev.entity_kind) else {
+            return true;
+        };
+        // Marked before the cursor moves past the change (`docs/design.md`
+        // §8): a crash mid-draw leaves the mark for the next sender.
+        if let Err(e) = self
+            .0
+            .bridge
+            .store
+            .slack_owe(item.as_str(), &ev.entity_id)
+            .await
+        {
+            tracing::warn!(error = %e, seq = ev.seq, "cannot mark a Slack message owed; will retry");
+            return false;
+        }
+        self.0.kick(item, &ev.entity_id);
+        true
+    }
+    async fn save(&mut self, seq: i64) {
+        if let Err(e) = self.0.bridge.store.set_cursor("slack", seq).await {
+            tracing::warn!(error = %e, "cannot save the Slack cursor");
+        }
+    }
+}

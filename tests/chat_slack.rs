@@ -1,0 +1,556 @@
+//! The daemon and the Slack adapter against a fake Slack (Web API +
+//! Socket Mode): pushes, taps, thread replies, quorum, outsiders, rate
+//! limits and failures, a crash before the write, and Telegram and Slack
+//! at once.
+
+mod common;
+
+use std::time::Duration;
+
+use common::daemon::{Daemon, FAULTS_OK, write_config};
+use common::fake_slack::{FakeSlack, Fault, Msg};
+use common::fake_telegram::FakeTelegram;
+use common::{TempDb, json};
+
+const CH: &str = "C0TEAM";
+const ALICE: &str = "U0ALICE";
+const BOB: &str = "U0BOB";
+const CAROL: &str = "U0CAROL"; // may answer, may not approve
+const EVE: &str = "U0EVE"; // on no list
+
+fn slack_section(url: &str) -> String {
+    format!(
+        "\n[slack]\napp_token = \"xapp-1-test\"\nbot_token = \"xoxb-test\"\napi_url = \"{url}\"\n\n[[slack.channels]]\nid = \"{CH}\"\nanswer = [\"{CAROL}\"]\napprove = [\"{ALICE}\", \"{BOB}\"]\n"
+    )
+}
+
+/// A config with Slack only (no Telegram token).
+fn slack_config(db: &TempDb, slack: &FakeSlack) -> std::path::PathBuf {
+    let p = db.dir.path().join("handoff.toml");
+    std::fs::write(&p, slack_section(&slack.url)).unwrap();
+    p
+}
+
+async fn setup() -> (TempDb, FakeSlack, Daemon) {
+    let db = TempDb::new();
+    db.open().await.close().await;
+    let slack = FakeSlack::start().await;
+    let cfg = slack_config(&db, &slack);
+    let d = Daemon::start(&db.path, &cfg);
+    connected(&slack).await;
+    (db, slack, d)
+}
+
+async fn connected(slack: &FakeSlack) {
+    slack
+        .until(30, "a Socket Mode connection", |s| {
+            s.connected().then_some(())
+        })
+        .await;
+}
+
+fn propose(db: &TempDb, args: &[&str]) -> String {
+    let mut a = vec!["--json", "propose"];
+    a.extend_from_slice(args);
+    let out = db.cli(&a);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    json(&out)["action"]["id"]
+        .as_str()
+        .expect("action id")
+        .to_string()
+}
+
+fn ask(db: &TempDb, args: &[&str]) -> String {
+    let mut a = vec!["--json", "ask"];
+    a.extend_from_slice(args);
+    let out = db.cli(&a);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let v = json(&out);
+    v["question"]["id"]
+        .as_str()
+        .or(v["id"].as_str())
+        .expect("question id")
+        .to_string()
+}
+
+fn action(db: &TempDb, id: &str) -> serde_json::Value {
+    let v = json(&db.cli(&["--json", "action", id]));
+    if v.get("action").is_some() {
+        v["action"].clone()
+    } else {
+        v
+    }
+}
+
+/// The item's message in the channel (found by its short id).
+async fn message_of(slack: &FakeSlack, id: &str) -> Msg {
+    let short = id[id.len() - 8..].to_string();
+    slack
+        .until(30, "the item's Slack message", |s| {
+            s.messages(CH).into_iter().find(|m| m.text.contains(&short))
+        })
+        .await
+}
+
+async fn told(slack: &FakeSlack, user: &str, what: &str) -> String {
+    slack
+        .until(30, what, |s| {
+            s.ephemeral()
+                .into_iter()
+                .find(|(_, u, t)| u == user && t.contains(what))
+                .map(|(_, _, t)| t)
+        })
+        .await
+}
+
+async fn acked(slack: &FakeSlack, envelope: &str) {
+    slack
+        .until(30, "the envelope's ack", |s| {
+            s.acks().iter().any(|a| a == envelope).then_some(())
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn quorum_outsiders_and_a_duplicate_envelope_on_one_message_updated_in_place() {
+    let (db, slack, _d) = setup().await;
+    let id = propose(
+        &db,
+        &[
+            "--kind",
+            "deploy",
+            "--summary",
+            "Deploy v1.2",
+            "--args",
+            r#"{"version":"1.2"}"#,
+            "--approvals",
+            "2",
+        ],
+    );
+    let msg = message_of(&slack, &id).await;
+    assert!(msg.shown().contains("Deploy v1.2"), "{}", msg.shown());
+    let approve = msg.button("Approve");
+
+    // Carol may answer but not approve; Eve is on no list: both refused,
+    // both audited, nothing counted.
+    for (n, who) in [CAROL, EVE].into_iter().enumerate() {
+        let env = format!("e-out-{n}");
+        slack.send(FakeSlack::tap_frame(
+            &env,
+            CH,
+            who,
+            &msg.ts,
+            &approve,
+            &format!("1.{n}"),
+        ));
+        acked(&slack, &env).await;
+        told(&slack, who, "not allowed to decide actions").await;
+    }
+    let audit = json(&db.cli(&["--json", "audit", &id])).to_string();
+    assert!(
+        audit.contains("refused_attempt") && audit.contains(&format!("slack:{EVE}")),
+        "{audit}"
+    );
+    assert_eq!(action(&db, &id)["approvals"], 0);
+
+    // Alice approves: 1 of 2. Bob's tap arrives twice (a redelivered
+    // envelope): it counts once, and both copies are acknowledged.
+    slack.send(FakeSlack::tap_frame(
+        "e-alice", CH, ALICE, &msg.ts, &approve, "2.0",
+    ));
+    acked(&slack, "e-alice").await;
+    assert_eq!(action(&db, &id)["approvals"], 1);
+    let bob = FakeSlack::tap_frame("e-bob", CH, BOB, &msg.ts, &approve, "3.0");
+    slack.send(bob.clone());
+    slack.send(bob);
+    slack
+        .until(30, "both copies acked", |s| {
+            (s.acks().iter().filter(|a| *a == "e-bob").count() == 2).then_some(())
+        })
+        .await;
+    let a = action(&db, &id);
+    assert_eq!(a["status"], "approved");
+    assert_eq!(a["approvals"], 2);
+    // Applied once: a second application would have told Bob again
+    // (that the action is already approved).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let notes: Vec<String> = slack
+        .ephemeral()
+        .into_iter()
+        .filter(|(_, u, _)| u == BOB)
+        .map(|(_, _, t)| t)
+        .collect();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+
+    // The same message, updated in place: no buttons, who approved.
+    slack
+        .until(30, "the message updated to approved", |s| {
+            s.messages(CH)
+                .into_iter()
+                .find(|m| m.ts == msg.ts && m.buttons().is_empty() && m.updates > 0)
+        })
+        .await;
+    let short = &id[id.len() - 8..];
+    let posts = slack
+        .calls("chat.postMessage")
+        .into_iter()
+        .filter(|c| c.body["text"].as_str().unwrap_or("").contains(short))
+        .count();
+    assert_eq!(posts, 1, "one message per item per channel");
+}
+
+#[tokio::test]
+async fn a_question_takes_an_option_tap_and_another_a_thread_reply() {
+    let (db, slack, _d) = setup().await;
+    let id = ask(
+        &db,
+        &[
+            "Which database?",
+            "--option",
+            "Postgres",
+            "--option",
+            "SQLite",
+        ],
+    );
+    let msg = message_of(&slack, &id).await;
+    slack.send(FakeSlack::tap_frame(
+        "e-q",
+        CH,
+        CAROL,
+        &msg.ts,
+        &msg.button("SQLite"),
+        "4.0",
+    ));
+    told(&slack, CAROL, "Recorded: SQLite").await;
+    let pending = json(&db.cli(&["--json", "pending"])).to_string();
+    assert!(
+        pending.contains("SQLite") && pending.contains("\"chat\""),
+        "{pending}"
+    );
+    slack
+        .until(30, "the question's message to show the answer", |s| {
+            s.messages(CH)
+                .into_iter()
+                .find(|m| m.ts == msg.ts && m.shown().contains("in Slack"))
+        })
+        .await;
+
+    // A free-text question answered by a reply in its message's thread;
+    // a reply from someone on no list is refused and records nothing.
+    let id2 = ask(&db, &["Name the release"]);
+    let msg2 = message_of(&slack, &id2).await;
+    slack.send(FakeSlack::reply_frame(
+        "e-r0", "Ev0", CH, EVE, &msg2.ts, "sneaky",
+    ));
+    told(&slack, EVE, "not allowed to answer").await;
+    slack.send(FakeSlack::reply_frame(
+        "e-r1", "Ev1", CH, CAROL, &msg2.ts, "Aurora",
+    ));
+    told(&slack, CAROL, "Recorded for").await;
+    let pending = json(&db.cli(&["--json", "pending"])).to_string();
+    assert!(
+        pending.contains("Aurora") && !pending.contains("sneaky"),
+        "{pending}"
+    );
+}
+
+#[tokio::test]
+async fn rate_limits_failures_and_a_deleted_message_hold_up_nothing() {
+    let (db, slack, _d) = setup().await;
+    // The first post is rate-limited for 1 s, the next fails with a 500:
+    // the message still arrives, not before Retry-After.
+    slack.fault("chat.postMessage", Fault::RateLimit(1));
+    slack.fault("chat.postMessage", Fault::ServerError);
+    let id = propose(&db, &["--kind", "deploy", "--summary", "First"]);
+    let msg = message_of(&slack, &id).await;
+    let posts = slack.calls("chat.postMessage");
+    assert!(posts.len() >= 3, "{posts:#?}");
+    assert!(
+        posts[1].at.duration_since(posts[0].at) >= Duration::from_millis(900),
+        "the retry waited out Retry-After"
+    );
+
+    // A slow update of one message does not hold up another item's post.
+    slack.fault("chat.update", Fault::Slow(Duration::from_secs(4)));
+    let reject = msg.button("Reject");
+    slack.send(FakeSlack::tap_frame(
+        "e-rj", CH, ALICE, &msg.ts, &reject, "5.0",
+    ));
+    acked(&slack, "e-rj").await;
+    let id2 = propose(&db, &["--kind", "deploy", "--summary", "Second"]);
+    let second = message_of(&slack, &id2).await;
+    let first_update = slack
+        .until(10, "the slow update to finish", |s| {
+            s.messages(CH)
+                .into_iter()
+                .find(|m| m.ts == msg.ts && m.updates > 0)
+        })
+        .await;
+    assert!(first_update.buttons().is_empty());
+    assert!(!second.buttons().is_empty());
+
+    // Someone deleted the second message in Slack: the next change posts
+    // it again instead of failing forever.
+    slack.delete(CH, &second.ts);
+    slack.send(FakeSlack::tap_frame(
+        "e-ap",
+        CH,
+        ALICE,
+        &second.ts,
+        &second.button("Approve"),
+        "6.0",
+    ));
+    acked(&slack, "e-ap").await;
+    let short = &id2[id2.len() - 8..];
+    slack
+        .until(30, "the deleted message posted again", |s| {
+            s.messages(CH)
+                .into_iter()
+                .find(|m| m.text.contains(short) && m.ts != second.ts && m.buttons().is_empty())
+        })
+        .await;
+    assert_eq!(action(&db, &id2)["status"], "approved");
+}
+
+#[tokio::test]
+async fn a_daemon_dying_before_the_write_leaves_the_tap_unacknowledged_and_it_is_applied_once_later()
+ {
+    let db = TempDb::new();
+    db.open().await.close().await;
+    let slack = FakeSlack::start().await;
+    let cfg = slack_config(&db, &slack);
+    let mut d = Daemon::start(&db.path, &cfg);
+    connected(&slack).await;
+    let id = propose(&db, &["--kind", "deploy", "--summary", "Crashy"]);
+    let msg = message_of(&slack, &id).await;
+    d.kill9();
+
+    let mut dying = Daemon::start_with(
+        &db.path,
+        &cfg,
+        &[("HANDOFF_FAULT", "die-mid-update"), FAULTS_OK],
+    );
+    let before = slack.connections();
+    slack
+        .until(30, "the dying daemon's connection", |s| {
+            (s.connections() > before && s.connected()).then_some(())
+        })
+        .await;
+    let tap = FakeSlack::tap_frame("e-crash", CH, ALICE, &msg.ts, &msg.button("Approve"), "7.0");
+    slack.send(tap.clone());
+    let status = tokio::task::spawn_blocking(move || dying.child.wait().unwrap())
+        .await
+        .unwrap();
+    assert!(!status.success(), "the fault aborts the daemon");
+    assert!(
+        !slack.acks().contains(&"e-crash".to_string()),
+        "no ack before the write"
+    );
+    assert_eq!(action(&db, &id)["status"], "pending");
+
+    // Slack redelivers the unacknowledged envelope to the next daemon.
+    let _d = Daemon::start(&db.path, &cfg);
+    let before = slack.connections();
+    slack
+        .until(30, "the next daemon's connection", |s| {
+            (s.connections() > before && s.connected()).then_some(())
+        })
+        .await;
+    slack.send(tap);
+    acked(&slack, "e-crash").await;
+    let a = action(&db, &id);
+    assert_eq!(a["status"], "approved");
+    assert_eq!(a["approvals"], 1);
+}
+
+#[tokio::test]
+async fn telegram_and_slack_at_once_the_first_decision_wins_and_both_messages_show_it() {
+    const TEAM: i64 = -100_500;
+    let db = TempDb::new();
+    db.open().await.close().await;
+    let tg = FakeTelegram::start().await;
+    let slack = FakeSlack::start().await;
+    let cfg = write_config(
+        db.dir.path(),
+        &tg.url,
+        &[("ops", TEAM, &[1], &[1])],
+        &slack_section(&slack.url),
+    );
+    let _d = Daemon::start(&db.path, &cfg);
+    connected(&slack).await;
+    let id = propose(&db, &["--kind", "deploy", "--summary", "Both"]);
+    let short = id[id.len() - 8..].to_string();
+    let smsg = message_of(&slack, &id).await;
+    let tmsg = tg
+        .until(30, "the Telegram message", |f| {
+            f.messages(TEAM)
+                .into_iter()
+                .find(|m| m.text.contains(&short))
+        })
+        .await;
+
+    // Approved in Telegram first; a Reject tap in Slack then loses.
+    tg.tap(TEAM, 1, tmsg.message_id, &tmsg.button("Approve"));
+    tg.until(30, "the approval toast", |f| {
+        f.toasts().into_iter().find(|t| t.contains("Approved"))
+    })
+    .await;
+    slack.send(FakeSlack::tap_frame(
+        "e-late",
+        CH,
+        BOB,
+        &smsg.ts,
+        &smsg.button("Reject"),
+        "8.0",
+    ));
+    told(&slack, BOB, "Already approved").await;
+    assert_eq!(action(&db, &id)["status"], "approved");
+
+    tg.until(30, "Telegram's message to show the approval", |f| {
+        f.message(TEAM, tmsg.message_id)
+            .filter(|m| m.buttons().is_empty() && m.text.contains("Approved by"))
+            .map(|_| ())
+    })
+    .await;
+    slack
+        .until(30, "Slack's message to show the approval", |s| {
+            s.messages(CH).into_iter().find(|m| {
+                m.ts == smsg.ts && m.buttons().is_empty() && m.shown().contains("Approved by")
+            })
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn of_two_daemons_one_holds_the_connection_and_a_kill_moves_it() {
+    let db = TempDb::new();
+    db.open().await.close().await;
+    let slack = FakeSlack::start().await;
+    let cfg = slack_config(&db, &slack);
+    let env = [("HANDOFF_LEASE_MS", "1500")];
+    let mut first = Daemon::start_with(&db.path, &cfg, &env);
+    connected(&slack).await;
+    let _second = Daemon::start_with(&db.path, &cfg, &env);
+    // Three lease periods: the second daemon never opens a connection of
+    // its own while the first holds the role.
+    tokio::time::sleep(Duration::from_millis(4500)).await;
+    assert_eq!(slack.connections(), 1, "one Socket Mode connection");
+    let id = propose(&db, &["--kind", "deploy", "--summary", "Moves"]);
+    let msg = message_of(&slack, &id).await;
+
+    first.kill9();
+    slack
+        .until(30, "the second daemon's connection", |s| {
+            (s.connections() == 2 && s.connected()).then_some(())
+        })
+        .await;
+    slack.send(FakeSlack::tap_frame(
+        "e-moved",
+        CH,
+        ALICE,
+        &msg.ts,
+        &msg.button("Approve"),
+        "9.0",
+    ));
+    acked(&slack, "e-moved").await;
+    assert_eq!(action(&db, &id)["status"], "approved");
+    slack
+        .until(30, "the message updated by the second daemon", |s| {
+            s.messages(CH)
+                .into_iter()
+                .find(|m| m.ts == msg.ts && m.buttons().is_empty())
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn a_message_slack_kept_failing_is_sent_by_the_next_daemon() {
+    let db = TempDb::new();
+    db.open().await.close().await;
+    let slack = FakeSlack::start().await;
+    let cfg = slack_config(&db, &slack);
+    let mut d = Daemon::start(&db.path, &cfg);
+    connected(&slack).await;
+    // Five 500s in a row: the sender gives up on this message for now.
+    for _ in 0..5 {
+        slack.fault("chat.postMessage", Fault::ServerError);
+    }
+    let id = propose(&db, &["--kind", "deploy", "--summary", "Owed"]);
+    slack
+        .until(30, "five failed posts", |s| {
+            (s.calls("chat.postMessage").len() == 5).then_some(())
+        })
+        .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(slack.messages(CH).is_empty());
+    d.kill9();
+
+    // The next daemon finds the message still owed and sends it.
+    let _d = Daemon::start(&db.path, &cfg);
+    let msg = message_of(&slack, &id).await;
+    assert!(!msg.buttons().is_empty());
+}
+
+#[tokio::test]
+async fn an_edit_sent_in_the_thread_is_checked_first_then_approves() {
+    let (db, slack, _d) = setup().await;
+    let id = propose(
+        &db,
+        &[
+            "--kind",
+            "email.send",
+            "--summary",
+            "Mail the report",
+            "--args",
+            r#"{"to":"a@example.com"}"#,
+        ],
+    );
+    let msg = message_of(&slack, &id).await;
+    slack.send(FakeSlack::tap_frame(
+        "e-ed",
+        CH,
+        ALICE,
+        &msg.ts,
+        &msg.button("Edit"),
+        "10.0",
+    ));
+    told(&slack, ALICE, "Send the changes").await;
+
+    // Not a patch: nothing changes, and the next reply may fix it.
+    slack.send(FakeSlack::reply_frame(
+        "e-ed1",
+        "Ev-ed1",
+        CH,
+        ALICE,
+        &msg.ts,
+        "{not json",
+    ));
+    told(&slack, ALICE, "Not applied: that is not valid JSON").await;
+    assert_eq!(action(&db, &id)["status"], "pending");
+
+    slack.send(FakeSlack::reply_frame(
+        "e-ed2",
+        "Ev-ed2",
+        CH,
+        ALICE,
+        &msg.ts,
+        "to: b@example.com",
+    ));
+    slack
+        .until(30, "the edit applied", |s| {
+            s.ephemeral()
+                .into_iter()
+                .find(|(_, u, t)| u == ALICE && t.contains("Approved"))
+        })
+        .await;
+    let a = action(&db, &id);
+    assert_eq!(a["status"], "approved", "{a}");
+    assert_eq!(a["effective_args"]["to"], "b@example.com", "{a}");
+    slack
+        .until(30, "the message to show the edited approval", |s| {
+            s.messages(CH).into_iter().find(|m| {
+                m.ts == msg.ts && m.buttons().is_empty() && m.shown().contains("b@example.com")
+            })
+        })
+        .await;
+}
