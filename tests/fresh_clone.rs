@@ -392,3 +392,30 @@ fn the_test_script_installs_lean_and_runs_everything() {
     );
     assert_eq!(o.status.code(), Some(101), "the failure's status");
 }
+
+/// `handoff wait --session` hands over a reply on its first delivery, so it
+/// does not call it "delivered before" (the pickup marks it seen before it
+/// is printed); `session resume` afterwards does.
+#[test]
+fn wait_does_not_call_a_first_delivery_delivered_before() {
+    let db = common::TempDb::new();
+    let o = db.cli(&["ask", "--session", "agent-a", "Which database?", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let id = common::json(&o)["question"]["short_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let o = db.cli(&["reply", &id, "Postgres"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = db.cli(&["wait", "--session", "agent-a", "--timeout", "10s"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let first = stdout(&o);
+    assert!(first.contains("Postgres"), "{first}");
+    assert!(
+        !first.contains("delivered before"),
+        "first delivery: {first}"
+    );
+    let o = db.cli(&["session", "resume", "--session", "agent-a"]);
+    let again = stdout(&o);
+    assert!(again.contains("delivered before"), "resume: {again}");
+}
