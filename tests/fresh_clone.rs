@@ -419,3 +419,51 @@ fn wait_does_not_call_a_first_delivery_delivered_before() {
     let again = stdout(&o);
     assert!(again.contains("delivered before"), "resume: {again}");
 }
+
+/// `--help` and every man page list the environment, the variables the
+/// README names among them, and a HANDOFF_LOG that is not a filter is
+/// refused with what to write instead.
+#[test]
+fn help_and_man_pages_name_the_environment_and_a_bad_log_filter_is_refused() {
+    let bin = env!("CARGO_BIN_EXE_handoff");
+    let vars = [
+        "HANDOFF_LOG",
+        "HANDOFF_TELEGRAM_TOKEN",
+        "HANDOFF_TELEGRAM_WEBHOOK_SECRET",
+        "HANDOFF_RULES",
+        "HANDOFF_DB",
+        "HANDOFF_URL",
+    ];
+    let help = stdout(&Command::new(bin).arg("--help").output().unwrap());
+    for v in vars {
+        assert!(help.contains(v), "--help names {v}: {help}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(bin)
+        .args(["man", "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut pages = 0;
+    for e in std::fs::read_dir(dir.path()).unwrap().map(Result::unwrap) {
+        let page = std::fs::read_to_string(e.path()).unwrap();
+        assert!(page.contains(".SH ENVIRONMENT"), "{:?}", e.path());
+        for v in vars {
+            assert!(page.contains(v), "{:?} names {v}", e.path());
+        }
+        pages += 1;
+    }
+    assert!(pages > 10, "one page per command");
+    let o = Command::new(bin)
+        .arg("--version")
+        .env("HANDOFF_LOG", "handoff=loud")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "a bad HANDOFF_LOG is refused");
+    let e = stderr(&o);
+    assert!(
+        e.contains("HANDOFF_LOG") && e.contains("handoff=debug"),
+        "{e}"
+    );
+}
