@@ -264,6 +264,32 @@ pub(crate) fn caller_scope(
     (project, session)
 }
 
+/// The project an agent's new item (`ask`, `propose`) is filed under, one
+/// rule for both: the given `--project` (or `$HANDOFF_PROJECT`), else the
+/// project of the registered session `session`, else the current folder's
+/// name.
+pub(crate) async fn filing_project(
+    ops: &Ops,
+    given: Option<String>,
+    session: &str,
+) -> anyhow::Result<String> {
+    if let Some(p) = given {
+        return Ok(p);
+    }
+    let session = session.trim();
+    if !session.is_empty()
+        && let Some(s) = ops.get_session(session).await?
+        && s.session_id == session
+        && !s.project.is_empty()
+    {
+        return Ok(s.project);
+    }
+    Ok(std::env::current_dir()
+        .ok()
+        .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_default())
+}
+
 /// What every command gets: where the store (or the daemon) is and how to print.
 pub(crate) struct Ctx {
     /// `--db`.

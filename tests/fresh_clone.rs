@@ -467,3 +467,110 @@ fn help_and_man_pages_name_the_environment_and_a_bad_log_filter_is_refused() {
         "{e}"
     );
 }
+
+/// `handoff` with `HANDOFF_DB=db` in the folder `cwd`, no agent identity
+/// or config from the caller's environment.
+fn cli_in(db: &Path, cwd: &Path, args: &[&str]) -> std::process::Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_handoff"));
+    c.args(args).current_dir(cwd).env("HANDOFF_DB", db);
+    for k in [
+        "HANDOFF_URL",
+        "HANDOFF_TOKEN",
+        "HANDOFF_CONFIG",
+        "HANDOFF_PROJECT",
+        "HANDOFF_SESSION",
+        "HANDOFF_RULES",
+    ] {
+        c.env_remove(k);
+    }
+    c.output().unwrap()
+}
+
+/// `actions --status all` is taken as `questions --status all` is;
+/// `inbox-link` warns when no daemon answers where the link points; `ask`
+/// and `propose` file under the same project by the same rule.
+#[test]
+fn status_all_inbox_link_warning_and_one_project_rule() {
+    let db = common::TempDb::new();
+    let folder = db.dir.path().join("shop-api");
+    std::fs::create_dir_all(&folder).unwrap();
+    let o = cli_in(&db.path, &folder, &["actions", "--status", "all"]);
+    assert!(o.status.success(), "actions --status all: {}", stderr(&o));
+
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", dead.local_addr().unwrap());
+    drop(dead);
+    let o = cli_in(&db.path, &folder, &["inbox-link", "--url", &url]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("warning") && e.contains(&url) && e.contains("handoff serve"),
+        "inbox-link with no daemon: {e}"
+    );
+    let o = cli_in(&db.path, &folder, &["inbox-link", "--url", &url, "--json"]);
+    assert_eq!(common::json(&o)["inbox_link"]["daemon_running"], false);
+
+    let o = cli_in(&db.path, &folder, &["ask", "Ship it?", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let asked = common::json(&o)["question"]["project"].clone();
+    let o = cli_in(
+        &db.path,
+        &folder,
+        &[
+            "propose",
+            "--kind",
+            "deploy",
+            "--summary",
+            "Ship it",
+            "--json",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let proposed = common::json(&o)["action"]["project"].clone();
+    assert_eq!(asked, "shop-api", "ask files under the folder's name");
+    assert_eq!(proposed, asked, "propose files where ask does");
+}
+
+/// The example config the quick start copies decides nothing by itself,
+/// and a proposal a `[[rule]]` decided says which rule, in text and JSON.
+#[test]
+fn the_example_config_ships_no_live_rules_and_propose_names_the_deciding_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("work");
+    std::fs::create_dir_all(folder.join("config")).unwrap();
+    std::fs::copy(
+        repo().join("config/handoff.example.toml"),
+        folder.join("config/handoff.toml"),
+    )
+    .unwrap();
+    let db = common::TempDb::new();
+    let rules = dir.path().join("rules.toml");
+    std::fs::write(
+        &rules,
+        "[[rule]]\nname = \"small-refunds\"\nkind = \"payments.refund\"\nwhen = [{ pointer = \"/amount\", less_than = 50 }]\ndecide = \"approve\"\n",
+    )
+    .unwrap();
+    let refund = |summary: &str, extra: &[&str]| {
+        let mut args = vec![
+            "propose",
+            "--kind",
+            "payments.refund",
+            "--summary",
+            summary,
+            "--args",
+            r#"{"amount": 10}"#,
+        ];
+        args.extend_from_slice(extra);
+        cli_in(&db.path, &folder, &args)
+    };
+    let o = refund("Refund order 1", &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("pending"), "no rule decides it: {out}");
+    let r = rules.to_str().unwrap();
+    let out = stdout(&refund("Refund order 2", &["--rules", r]));
+    assert!(out.contains("approved by rule small-refunds"), "{out}");
+    let v = common::json(&refund("Refund order 3", &["--rules", r, "--json"]));
+    assert_eq!(v["rule"]["rule"], "small-refunds", "{v}");
+    assert_eq!(v["rule"]["decision"], "approve", "{v}");
+}

@@ -81,11 +81,25 @@ pub(crate) async fn run(
         .await
         .map_err(|e| crate::cli::store_failure(&e))?;
     let full = login_url(url, &link.code)?;
+    // A link to where no daemon answers is dead until one starts: say so,
+    // the link itself stays valid until it expires.
+    let daemon = super::status::probe(url.trim_end_matches('/'), None).await;
+    let warning = (!daemon.running).then(|| {
+        format!(
+            "the link leads nowhere yet ({url}: {}): start the daemon with `handoff serve`, then open it",
+            daemon.note
+        )
+    });
     let v = serde_json::json!({"inbox_link": {
         "url": full,
         "name": link.name,
         "expires_at": crate::clock::format_rfc3339(link.expires_at),
+        "daemon_running": daemon.running,
+        "warning": warning,
     }});
+    if let (Some(w), false) = (&warning, ctx.json) {
+        eprintln!("handoff: warning: {w}");
+    }
     ctx.print(&v, || {
         format!(
             "{full}\n\nOpen it in a browser to log in to the Inbox as `{}`. It works once, until {}.",

@@ -127,15 +127,15 @@ struct Database {
 }
 
 #[derive(Debug, Serialize)]
-struct Daemon {
+pub(super) struct Daemon {
     url: String,
     /// `/healthz` answered.
-    running: bool,
+    pub(super) running: bool,
     /// It serves the database above (`None`: unknown, e.g. remote mode or
     /// a daemon too old to say).
     serves_this_database: Option<bool>,
     /// Why it is not running, or what it answered.
-    note: String,
+    pub(super) note: String,
     /// The daemon's opaque id (`/healthz` `daemon`).
     #[serde(skip)]
     id: Option<String>,
@@ -273,7 +273,7 @@ async fn local(
 }
 
 /// Ask `base/healthz`; `mine` is the local database's fingerprint.
-async fn probe(base: &str, mine: Option<&str>) -> Daemon {
+pub(super) async fn probe(base: &str, mine: Option<&str>) -> Daemon {
     let down = |note: String| Daemon {
         url: base.to_string(),
         running: false,
