@@ -38,8 +38,8 @@ use crate::ops::{Daemon, Local, Ops, Policy, Remote};
 use crate::store::Store;
 pub(crate) use output::{entity, fail, fail_as, list, one, refusal, store_failure};
 
-/// Exit codes, one rule for every command, documented in `--help` and the
-/// README. With `--json`, any exit but 0 prints `{"error": {…}}` on stdout.
+/// Exit codes, one rule for every command, documented in `--help` and
+/// docs/commands.md. With `--json`, any exit but 0 prints `{"error": {…}}` on stdout.
 pub mod exit {
     /// Success: the command did what it was asked.
     pub const OK: u8 = 0;

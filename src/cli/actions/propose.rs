@@ -91,7 +91,10 @@ pub(super) async fn propose(ctx: &Ctx, mut p: ProposeArgs) -> anyhow::Result<u8>
     };
     let shown = |p: &Proposed, a: &Action| {
         let mut v = shown(p, a);
-        v["rule"] = rule_json.clone();
+        // Present only when a rule decided, as over HTTP and MCP.
+        if !rule_json.is_null() {
+            v["rule"] = rule_json.clone();
+        }
         v
     };
     let action = &proposed.action;
