@@ -127,15 +127,15 @@ struct Database {
 }
 
 #[derive(Debug, Serialize)]
-pub(super) struct Daemon {
+struct Daemon {
     url: String,
     /// `/healthz` answered.
-    pub(super) running: bool,
+    running: bool,
     /// It serves the database above (`None`: unknown, e.g. remote mode or
     /// a daemon too old to say).
     serves_this_database: Option<bool>,
     /// Why it is not running, or what it answered.
-    pub(super) note: String,
+    note: String,
     /// The daemon's opaque id (`/healthz` `daemon`).
     #[serde(skip)]
     id: Option<String>,
@@ -273,7 +273,7 @@ async fn local(
 }
 
 /// Ask `base/healthz`; `mine` is the local database's fingerprint.
-pub(super) async fn probe(base: &str, mine: Option<&str>) -> Daemon {
+async fn probe(base: &str, mine: Option<&str>) -> Daemon {
     let down = |note: String| Daemon {
         url: base.to_string(),
         running: false,
