@@ -1,6 +1,6 @@
 # A container image of the handoff daemon: built in a Rust image, run from a
 # distroless one (glibc and CA certificates, no shell) as a non-root user,
-# with the database in a volume at /data. README: "Run it in a container".
+# with the database in a volume at /data. docs/deployment.md: "In a container".
 # tests/ops_kit.rs checks the runtime stage against the binary's own flags.
 
 # Debian 12 on both sides, so the binary links against the same glibc.
@@ -22,5 +22,5 @@ EXPOSE 8642
 USER 65532:65532
 ENTRYPOINT ["/usr/local/bin/handoff"]
 # 0.0.0.0 so the published port reaches it; the daemon refuses a
-# non-loopback address until an API token exists (README).
+# non-loopback address until an API token exists (docs/deployment.md).
 CMD ["serve", "--listen", "0.0.0.0:8642"]

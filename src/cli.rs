@@ -38,8 +38,8 @@ use crate::ops::{Daemon, Local, Ops, Policy, Remote};
 use crate::store::Store;
 pub(crate) use output::{entity, fail, fail_as, list, one, refusal, store_failure};
 
-/// Exit codes, one rule for every command, documented in `--help` and the
-/// README. With `--json`, any exit but 0 prints `{"error": {…}}` on stdout.
+/// Exit codes, one rule for every command, documented in `--help` and
+/// docs/commands.md. With `--json`, any exit but 0 prints `{"error": {…}}` on stdout.
 pub mod exit {
     /// Success: the command did what it was asked.
     pub const OK: u8 = 0;
@@ -83,32 +83,78 @@ Exit codes (the same for every command):
   propose --exec exits with the command's own status once it ran.
 
 With --json every command prints one JSON object on stdout; on any
-failure it is {\"error\": {\"reason\", \"message\", \"detail\"}}.
+failure it is {\"error\": {\"reason\", \"message\", \"detail\"}}.";
 
-Environment:
-  HANDOFF_CONFIG  config file (else config/handoff.toml, else
-                  ~/.config/handoff/handoff.toml); --config wins
-  HANDOFF_DB      database file; --db wins, and it wins over the config's
-                  [store] path (default ~/.local/share/handoff/handoff.db).
-                  A named file must exist: `handoff init` creates it
-  HANDOFF_URL     a daemon's address (http://host:8642): every command except
-                  serve, init, migrate, pair, token, recover, purge, backup,
-                  export and inbox-link runs against it
-  HANDOFF_TOKEN   the API token for HANDOFF_URL (`handoff token create`)
-  HANDOFF_USER    your name for human commands: reply, dismiss, approve,
-                  reject, resolve-unknown, … (--as wins; else $USER, else cli)
-  HANDOFF_PROJECT, HANDOFF_AGENT, HANDOFF_SESSION  who an agent is (ask,
-                  propose, pending, wait, mcp)
-  HANDOFF_TIMEOUT how long a call to HANDOFF_URL waits for an answer (default 10s)
-  HANDOFF_SOCKET  off: never send calls to the local daemon's socket
-                  (<db>.sock); by default they go there when it answers
-  HANDOFF_HOST    the host a session registered from here records (for
-                  `handoff sessions` and the Inbox's Sessions page;
-                  default: this machine's hostname)";
+/// The environment variables every command reads, as (name, meaning):
+/// `--help` lists them after the exit codes, and every man page has them
+/// as its ENVIRONMENT section.
+pub(crate) const ENVIRONMENT: &[(&str, &str)] = &[
+    (
+        "HANDOFF_CONFIG",
+        "config file (else config/handoff.toml, else ~/.config/handoff/handoff.toml); --config wins",
+    ),
+    (
+        "HANDOFF_DB",
+        "database file; --db wins, and it wins over the config's [store] path (default ~/.local/share/handoff/handoff.db). A named file must exist: `handoff init` creates it",
+    ),
+    (
+        "HANDOFF_URL",
+        "a daemon's address (http://host:8642): every command except serve, init, migrate, pair, token, recover, purge, backup, export and inbox-link runs against it",
+    ),
+    (
+        "HANDOFF_TOKEN",
+        "the API token for HANDOFF_URL (`handoff token create`)",
+    ),
+    (
+        "HANDOFF_USER",
+        "your name for human commands: reply, dismiss, approve, reject, resolve-unknown, … (--as wins; else $USER, else cli)",
+    ),
+    (
+        "HANDOFF_PROJECT, HANDOFF_AGENT, HANDOFF_SESSION",
+        "who an agent is (ask, propose, pending, wait, mcp)",
+    ),
+    (
+        "HANDOFF_RULES",
+        "a file of [[rule]]s that decide proposed actions (propose, mcp; --rules wins, else the config's [[rule]]s)",
+    ),
+    (
+        "HANDOFF_TIMEOUT",
+        "how long a call to HANDOFF_URL waits for an answer (default 10s)",
+    ),
+    (
+        "HANDOFF_SOCKET",
+        "off: never send calls to the local daemon's socket (<db>.sock); by default they go there when it answers",
+    ),
+    (
+        "HANDOFF_HOST",
+        "the host a session registered from here records (for `handoff sessions` and the Inbox's Sessions page; default: this machine's hostname)",
+    ),
+    (
+        "HANDOFF_TELEGRAM_TOKEN",
+        "the Telegram bot token (serve); wins over [telegram] token",
+    ),
+    (
+        "HANDOFF_TELEGRAM_WEBHOOK_SECRET",
+        "the secret Telegram sends with webhook updates (serve); wins over [telegram] webhook_secret",
+    ),
+    (
+        "HANDOFF_LOG",
+        "what is logged to stderr, a tracing filter (`info`, `handoff=debug,warn`; default info for serve, warn otherwise); a value that is not a filter is refused (exit 2)",
+    ),
+];
+
+/// The exit codes, then the environment, as `--help` ends.
+fn after_help() -> String {
+    let mut s = format!("{EXIT_CODES}\n\nEnvironment:\n");
+    for (name, meaning) in ENVIRONMENT {
+        s.push_str(&format!("  {name}\n      {meaning}\n"));
+    }
+    s.trim_end().to_string()
+}
 
 /// Hand questions, blocked steps and risky actions to humans.
 #[derive(Debug, Parser)]
-#[command(name = "handoff", version, after_help = EXIT_CODES)]
+#[command(name = "handoff", version, after_help = after_help())]
 pub struct Cli {
     /// Database file [default: $HANDOFF_DB, else the config's [store] path, else ~/.local/share/handoff/handoff.db]
     #[arg(long, global = true, value_name = "FILE")]
@@ -216,6 +262,32 @@ pub(crate) fn caller_scope(
         (None, None) => (!all).then(|| env("HANDOFF_PROJECT")).flatten(),
     };
     (project, session)
+}
+
+/// The project an agent's new item (`ask`, `propose`) is filed under, one
+/// rule for both: the given `--project` (or `$HANDOFF_PROJECT`), else the
+/// project of the registered session `session`, else the current folder's
+/// name.
+pub(crate) async fn filing_project(
+    ops: &Ops,
+    given: Option<String>,
+    session: &str,
+) -> anyhow::Result<String> {
+    if let Some(p) = given {
+        return Ok(p);
+    }
+    let session = session.trim();
+    if !session.is_empty()
+        && let Some(s) = ops.get_session(session).await?
+        && s.session_id == session
+        && !s.project.is_empty()
+    {
+        return Ok(s.project);
+    }
+    Ok(std::env::current_dir()
+        .ok()
+        .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_default())
 }
 
 /// What every command gets: where the store (or the daemon) is and how to print.

@@ -1453,6 +1453,17 @@ mod example {
         let text = std::fs::read_to_string(&path).unwrap();
         let c = super::Config::parse(&text, &path).unwrap();
         assert_eq!(c.telegram.chats.len(), 2);
+        assert!(c.rules.is_empty(), "a copy decides nothing by itself");
+        // Its commented rules parse once uncommented.
+        let (head, rest) = text.split_once("Uncomment and adapt:\n").unwrap();
+        let (rules, tail) = rest.split_once("\n\n").unwrap();
+        let rules: String = rules
+            .lines()
+            .map(|l| l.strip_prefix("# ").unwrap_or(l.trim_start_matches('#')))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let with = format!("{head}\n{rules}\n\n{tail}");
+        let c = super::Config::parse(&with, &path).unwrap();
         assert_eq!(c.rules.len(), 2);
         assert_eq!(c.route("infra", "x", Some("deploy")).unwrap().chat, "ops");
         // The commented notification-discipline examples parse once uncommented.

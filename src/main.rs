@@ -9,11 +9,23 @@ async fn main() -> ExitCode {
     // The daemon tells what it is doing (info); one-shot commands only warn.
     let serving = std::env::args().any(|a| a == "serve");
     let default = if serving { "info" } else { "warn" };
+    // A HANDOFF_LOG that is not a filter is refused, not ignored: whoever set
+    // it expects to see the logs it names.
+    let filter = match std::env::var("HANDOFF_LOG") {
+        Ok(v) if !v.trim().is_empty() => match tracing_subscriber::EnvFilter::try_new(&v) {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!(
+                    "handoff: HANDOFF_LOG={v:?} is not a log filter ({e}); use a level \
+                     (`info`, `debug`) or target=level pairs (`handoff=debug,warn`), or unset it"
+                );
+                return ExitCode::from(2);
+            }
+        },
+        _ => tracing_subscriber::EnvFilter::new(default),
+    };
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("HANDOFF_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default)),
-        )
+        .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(colour_logs())
         .init();

@@ -141,11 +141,14 @@ fn voice_replies(v: &serde_json::Value) -> usize {
 #[tokio::test]
 async fn a_spoken_answer_is_transcribed_by_pocketsphinx_and_reaches_the_waiting_agent() {
     need("pocketsphinx_continuous");
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let readme = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/configuration.md"
+    ))
+    .unwrap();
     assert!(
         readme.contains(POCKETSPHINX),
-        "the README shows the recipe this test runs"
+        "docs/configuration.md shows the recipe this test runs"
     );
     let (db, fake, _d, audio) = setup(&format!(
         "command = '''{POCKETSPHINX}'''\ntimeout_secs = 120"

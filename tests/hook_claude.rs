@@ -421,7 +421,7 @@ async fn the_settings_recipe_runs_as_written() {
         .collect();
     assert_eq!(words[0], "handoff");
     assert!(hook["timeout"].as_u64().unwrap() > 9 * 60, "{hook}");
-    let readme = include_str!("../README.md");
+    let readme = include_str!("../docs/claude-code.md");
     assert!(readme.contains(r#""command": "handoff hook claude", "timeout": 600"#));
     let db = TempDb::new();
     let store = db.open().await;

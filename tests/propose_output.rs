@@ -115,7 +115,8 @@ async fn propose_exec_follows_a_run_held_elsewhere() {
             "--summary",
             "Send the report",
         ])
-        .args(["--dedup-key", "weekly", "--exec", "--"])
+        // The project the store-side proposal above has (none).
+        .args(["--project", "", "--dedup-key", "weekly", "--exec", "--"])
         .args(argv)
         .env("HANDOFF_DB", &db.path)
         .env_remove("HANDOFF_URL")

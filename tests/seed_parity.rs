@@ -96,6 +96,9 @@ async fn propose_from_the_cli_says_the_duplicate_is_unknown_and_never_waits_on_i
         "do email.send",
         "--dedup-key",
         "mail-2",
+        // The project of the action above (none).
+        "--project",
+        "",
     ];
     let out = db.cli(&[&base[..], &["--json"]].concat());
     assert!(out.status.success(), "{}", stderr(&out));

@@ -72,9 +72,9 @@ pub(crate) enum Cmd {
     },
     /// List actions (expired ones show as expired even before `expire` runs).
     Actions {
-        /// Only this status: pending, approved, executing, executed, failed, unknown, rejected, expired.
-        #[arg(long, value_parser = parse_status)]
-        status: Option<Status>,
+        /// Only this status: pending, approved, executing, executed, failed, unknown, rejected, expired, or all [default: all].
+        #[arg(long, value_parser = parse_status_filter)]
+        status: Option<StatusOrAll>,
     },
     /// Show one action.
     Action {
@@ -159,9 +159,10 @@ pub(crate) struct ProposeArgs {
     /// What expiry turns it into: expire or reject.
     #[arg(long, default_value = "expire", value_parser = parse_on_expire)]
     on_expire: OnExpire,
-    /// Project of the proposer (routes and rules match on it).
-    #[arg(long, default_value = "", env = "HANDOFF_PROJECT")]
-    project: String,
+    /// Project of the proposer (routes and rules match on it) [default: the
+    /// registered session's project, else the current folder's name, as `ask`].
+    #[arg(long, env = "HANDOFF_PROJECT")]
+    project: Option<String>,
     /// Agent session of the proposer.
     #[arg(long, default_value = "", env = "HANDOFF_SESSION")]
     session: String,
@@ -210,6 +211,20 @@ fn parse_status(s: &str) -> Result<Status, String> {
             Status::ALL.map(|s| s.as_str()).join(", ")
         )
     })
+}
+
+/// `--status` of `actions`: one status, or `all` (`None`), as
+/// `questions --status all`.
+#[derive(Clone, Debug)]
+pub(crate) struct StatusOrAll(Option<Status>);
+
+fn parse_status_filter(s: &str) -> Result<StatusOrAll, String> {
+    if s.eq_ignore_ascii_case("all") {
+        return Ok(StatusOrAll(None));
+    }
+    parse_status(s)
+        .map(|st| StatusOrAll(Some(st)))
+        .map_err(|e| format!("{e}, all"))
 }
 
 fn parse_on_expire(s: &str) -> Result<OnExpire, String> {
@@ -277,7 +292,7 @@ pub(crate) async fn run(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
             timeout,
         } => approve(ctx, &id, patch, as_, wait.then_some(timeout)).await,
         Cmd::Reject { id, reason, as_ } => reject(ctx, &id, &reason, as_).await,
-        Cmd::Actions { status } => list(ctx, status).await,
+        Cmd::Actions { status } => list(ctx, status.and_then(|s| s.0)).await,
         Cmd::Action { id } => show(ctx, &id).await,
         Cmd::Audit { log: Some(cmd), .. } => audit_log::run(ctx, cmd).await,
         Cmd::Audit { id, .. } => audit(ctx, id.as_deref().unwrap_or_default()).await,

@@ -53,6 +53,21 @@ pub(crate) fn loopback_of(mut addr: std::net::SocketAddr) -> std::net::SocketAdd
     addr
 }
 
+/// Why no daemon answers `base/healthz` (within 3 s), or `None` when one does.
+async fn daemon_down(base: &str) -> Option<String> {
+    let client = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(3))
+        .build()
+        .ok()?;
+    match client.get(format!("{base}/healthz")).send().await {
+        Ok(r) if r.status().is_success() => None,
+        Ok(r) => Some(format!("it answers {}", r.status())),
+        Err(e) if e.is_connect() => Some("nothing answers there".into()),
+        Err(e) if e.is_timeout() => Some("no answer within 3 s".into()),
+        Err(e) => Some(format!("unreachable: {e}")),
+    }
+}
+
 /// Create the code and print the link.
 pub(crate) async fn run(
     url: Option<String>,
@@ -81,11 +96,24 @@ pub(crate) async fn run(
         .await
         .map_err(|e| crate::cli::store_failure(&e))?;
     let full = login_url(url, &link.code)?;
+    // A link to where no daemon answers is dead until one starts: say so,
+    // the link itself stays valid until it expires.
+    let down = daemon_down(url.trim_end_matches('/')).await;
+    let warning = down.as_ref().map(|why| {
+        format!(
+            "the link leads nowhere yet ({url}: {why}): start the daemon with `handoff serve`, then open it"
+        )
+    });
     let v = serde_json::json!({"inbox_link": {
         "url": full,
         "name": link.name,
         "expires_at": crate::clock::format_rfc3339(link.expires_at),
+        "daemon_running": down.is_none(),
+        "warning": warning,
     }});
+    if let (Some(w), false) = (&warning, ctx.json) {
+        eprintln!("handoff: warning: {w}");
+    }
     ctx.print(&v, || {
         format!(
             "{full}\n\nOpen it in a browser to log in to the Inbox as `{}`. It works once, until {}.",

@@ -328,12 +328,23 @@ async fn import(ctx: &Ctx, url: &str, file: &Path) -> anyhow::Result<u8> {
     Ok(exit::OK)
 }
 
+/// The ENVIRONMENT section every man page ends with (roff).
+fn environment_roff() -> String {
+    let esc = |t: &str| t.replace('\\', "\\\\").replace('-', "\\-");
+    let mut s = String::from(".SH ENVIRONMENT\n");
+    for (name, meaning) in crate::cli::ENVIRONMENT {
+        s.push_str(&format!(".TP\n\\fB{}\\fR\n{}\n", esc(name), esc(meaning)));
+    }
+    s
+}
+
 fn man(ctx: &Ctx, out: Option<PathBuf>) -> anyhow::Result<u8> {
     let cmd = Cli::command();
     let Some(dir) = out else {
         let mut buf = Vec::new();
         clap_mangen::Man::new(cmd).render(&mut buf)?;
-        super::out(String::from_utf8_lossy(&buf).trim_end());
+        let page = String::from_utf8_lossy(&buf);
+        super::out(format!("{page}{}", environment_roff()).trim_end());
         return Ok(exit::OK);
     };
     let cannot = |e: std::io::Error| {
@@ -351,6 +362,11 @@ fn man(ctx: &Ctx, out: Option<PathBuf>) -> anyhow::Result<u8> {
         .filter(|n| n.starts_with("handoff") && n.ends_with(".1"))
         .collect();
     pages.sort();
+    for p in &pages {
+        let path = dir.join(p);
+        let page = std::fs::read_to_string(&path).map_err(cannot)?;
+        std::fs::write(&path, format!("{page}{}", environment_roff())).map_err(cannot)?;
+    }
     let v = serde_json::json!({"man_pages": {"dir": dir, "pages": pages}});
     ctx.print(&v, || {
         format!(

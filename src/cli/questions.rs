@@ -130,7 +130,7 @@ pub(crate) struct AskArgs {
     /// Re-asking with the same key (in the project) updates the open question in place.
     #[arg(long)]
     key: Option<String>,
-    /// Project [default: $HANDOFF_PROJECT, else the current directory's name].
+    /// Project [default: $HANDOFF_PROJECT, else the registered session's project, else the current directory's name].
     #[arg(long, env = "HANDOFF_PROJECT")]
     project: Option<String>,
     /// Agent asking (recorded with the question; --wait picks the reply up in its name).

@@ -24,7 +24,7 @@ pub struct Setting {
     pub max_ms: u64,
 }
 
-/// The role lease period (the README's "Several daemons on one database"):
+/// The role lease period (docs/deployment.md, "Several daemons on one database"):
 /// a holder renews every third of it and a dead holder's job moves within
 /// it.
 /// Below a second the daemons would mostly renew leases; above a minute a

@@ -10,7 +10,7 @@
 //! `PRAGMA integrity_check`, flushed to disk, and only then given its name.
 //!
 //! It does not restore: restoring is stopping the daemon and putting the file
-//! in place (README, "Backup and restore").
+//! in place (docs/deployment.md, "Backup and restore").
 
 use std::path::{Path, PathBuf};
 

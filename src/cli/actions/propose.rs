@@ -59,7 +59,7 @@ pub(super) async fn propose(ctx: &Ctx, mut p: ProposeArgs) -> anyhow::Result<u8>
     let policy = policy(ctx, p.rules.as_deref())?;
     let args = read_json_arg("--args", &p.args)?;
     let (wait, timeout, lease) = (p.wait, p.timeout, p.lease);
-    let new = NewAction {
+    let mut new = NewAction {
         kind: p.kind,
         summary: p.summary,
         args,
@@ -69,7 +69,7 @@ pub(super) async fn propose(ctx: &Ctx, mut p: ProposeArgs) -> anyhow::Result<u8>
         on_expire: p.on_expire,
         proposer: who(ctx, p.as_),
         channel: Channel::Cli,
-        project: p.project,
+        project: String::new(),
         session: p.session,
         exec: exec_cmd.clone(),
         verify: verify_cmd,
@@ -78,10 +78,24 @@ pub(super) async fn propose(ctx: &Ctx, mut p: ProposeArgs) -> anyhow::Result<u8>
         escalation: Vec::new(),
     };
     let ops = ctx.ops_with(policy).await?;
+    new.project = crate::cli::filing_project(&ops, p.project, &new.session).await?;
     let proposal = ops.propose(&new).await?;
+    let rule = proposal.rule.clone();
+    let rule_json = match (&proposal.rule, proposal.decision) {
+        (Some(r), Some(d)) => json!({"rule": r, "decision": d}),
+        _ => serde_json::Value::Null,
+    };
     let proposed = Proposed {
         action: proposal.action,
         created: proposal.created,
+    };
+    let shown = |p: &Proposed, a: &Action| {
+        let mut v = shown(p, a);
+        // Present only when a rule decided, as over HTTP and MCP.
+        if !rule_json.is_null() {
+            v["rule"] = rule_json.clone();
+        }
+        v
     };
     let action = &proposed.action;
     let waiting = wait || exec_cmd.is_some();
@@ -98,12 +112,15 @@ pub(super) async fn propose(ctx: &Ctx, mut p: ProposeArgs) -> anyhow::Result<u8>
     }
     if !waiting {
         ctx.print(&shown(&proposed, action), || {
-            render::proposed(&proposed, action)
+            render::proposed(&proposed, action, rule.as_deref())
         });
         return Ok(exit::OK);
     }
     if !ctx.json {
-        eprintln!("{}", render::proposed(&proposed, action).trim_end());
+        eprintln!(
+            "{}",
+            render::proposed(&proposed, action, rule.as_deref()).trim_end()
+        );
     }
     let action = await_decision(&ops, action, timeout).await?;
     match exec_cmd {

@@ -92,9 +92,18 @@ pub(crate) fn unknown_duplicate(a: &Action) -> String {
 }
 
 /// The answer to `propose`.
-pub(crate) fn proposed(p: &Proposed, a: &Action) -> String {
+/// The answer to `propose`; `rule` names the `[[rule]]` that decided it at
+/// once, so an automatic decision never passes for a person's.
+pub(crate) fn proposed(p: &Proposed, a: &Action, rule: Option<&str>) -> String {
     let head = if p.created {
-        format!("proposed {} ({})", a.short_id(), a.status)
+        match rule {
+            Some(r) => format!("proposed {} ({} by rule {r})", a.short_id(), a.status),
+            None if a.status == Status::Pending => format!(
+                "proposed {} (pending: no [[rule]] decided it, a person will)",
+                a.short_id()
+            ),
+            None => format!("proposed {} ({})", a.short_id(), a.status),
+        }
     } else if a.status == Status::Unknown {
         unknown_duplicate(a)
     } else {

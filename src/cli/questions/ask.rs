@@ -43,10 +43,9 @@ fn options(labels: &[String], recommend: Option<&str>) -> anyhow::Result<Vec<Que
     Ok(options)
 }
 
-/// The question `ask` flags: `--context -` read from stdin, the project
-/// defaulting to the current directory's name (see [`ask`] for a session's).
-/// Also whether the project was given.
-fn new_question(a: AskArgs) -> anyhow::Result<(NewQuestion, bool)> {
+/// The question `ask` flags, `--context -` read from stdin, its project
+/// left for [`crate::cli::filing_project`]; also the project given, if any.
+fn new_question(a: AskArgs) -> anyhow::Result<(NewQuestion, Option<String>)> {
     let options = options(&a.options, a.recommend.as_deref())?;
     let context = if a.context == "-" {
         let mut s = String::new();
@@ -55,17 +54,9 @@ fn new_question(a: AskArgs) -> anyhow::Result<(NewQuestion, bool)> {
     } else {
         a.context
     };
-    let given = a.project.is_some();
-    let project = match a.project {
-        Some(p) => p,
-        None => std::env::current_dir()
-            .ok()
-            .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
-            .unwrap_or_default(),
-    };
     Ok((
         NewQuestion {
-            project,
+            project: String::new(),
             agent: a.agent,
             session: a.session,
             key: a.key,
@@ -74,7 +65,7 @@ fn new_question(a: AskArgs) -> anyhow::Result<(NewQuestion, bool)> {
             context,
             options,
         },
-        given,
+        a.project,
     ))
 }
 
@@ -82,16 +73,7 @@ pub(super) async fn ask(a: AskArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let (wait, timeout) = (a.wait, a.timeout);
     let (mut q, given) = new_question(a)?;
     let ops = ctx.ops().await?;
-    // A session's items are filed in its project: with no project given,
-    // a registered session's project stands in for the folder's name.
-    if !given
-        && !q.session.trim().is_empty()
-        && let Some(s) = ops.get_session(q.session.trim()).await?
-        && s.session_id == q.session.trim()
-        && !s.project.is_empty()
-    {
-        q.project = s.project;
-    }
+    q.project = crate::cli::filing_project(&ops, given, &q.session).await?;
     let flagged = ops.flag(&q).await?;
     let fq = &flagged.question;
     let verb = if flagged.created { "asked" } else { "updated" };

@@ -93,7 +93,10 @@ pub(crate) fn ledger_line(e: &LedgerEntry) -> String {
     s
 }
 
-fn reply_text(q: &Question) -> String {
+/// A reply as the agent reads it; `again` marks one delivered before (a
+/// `resume` shows it until it is resolved, while `wait` hands over only
+/// replies on their first delivery, already marked seen by the pickup).
+fn reply_text(q: &Question, again: bool) -> String {
     let Some(r) = &q.reply else {
         return String::new();
     };
@@ -110,7 +113,7 @@ fn reply_text(q: &Question) -> String {
         q.title,
         if r.by.is_empty() { "a person" } else { &r.by },
         r.source,
-        if r.seen_at.is_some() {
+        if again {
             " (delivered before; still open until you resolve it)"
         } else {
             ""
@@ -201,7 +204,7 @@ pub(crate) fn arrivals(session: &str, arrivals: &[Arrival]) -> String {
     let mut out = format!("handoff: {} new for session {session}\n", arrivals.len());
     for a in arrivals {
         out.push_str(&match a {
-            Arrival::Reply { question } => reply_text(question),
+            Arrival::Reply { question } => reply_text(question, false),
             Arrival::Row { row } => row_text(row),
             Arrival::Decision { event } | Arrival::Wake { event } => event_text(event),
         });
@@ -249,7 +252,10 @@ pub(crate) fn resume(r: &Resume) -> String {
         }
     }
     for q in &r.answers {
-        out.push_str(&reply_text(q));
+        out.push_str(&reply_text(
+            q,
+            q.reply.as_ref().is_some_and(|r| r.seen_at.is_some()),
+        ));
     }
     for p in &r.rows {
         out.push_str(&row_text(p));
