@@ -16,6 +16,12 @@ const BOB: i64 = 2;
 const CAROL: i64 = 3; // may answer, may not approve
 
 async fn setup() -> (TempDb, FakeTelegram, Daemon) {
+    let (db, fake, _cfg, d) = setup_with_config().await;
+    (db, fake, d)
+}
+
+/// [`setup`], also giving the config file (to start another daemon on it).
+async fn setup_with_config() -> (TempDb, FakeTelegram, std::path::PathBuf, Daemon) {
     let db = TempDb::new();
     db.open().await.close().await;
     let fake = FakeTelegram::start().await;
@@ -26,7 +32,7 @@ async fn setup() -> (TempDb, FakeTelegram, Daemon) {
         "",
     );
     let d = Daemon::start(&db.path, &cfg);
-    (db, fake, d)
+    (db, fake, cfg, d)
 }
 
 fn propose(db: &TempDb, args: &[&str]) -> String {
@@ -621,16 +627,7 @@ async fn a_stranded_exec_action_can_be_settled_without_running_it() {
 /// follows the run ends with it instead of waiting that minute out.
 #[tokio::test]
 async fn a_run_tap_whose_daemon_dies_mid_run_is_unknown_within_seconds() {
-    let db = TempDb::new();
-    db.open().await.close().await;
-    let fake = FakeTelegram::start().await;
-    let cfg = write_config(
-        db.dir.path(),
-        &fake.url,
-        &[("ops", TEAM, &[ALICE, BOB, CAROL], &[ALICE, BOB])],
-        "",
-    );
-    let mut d = Daemon::start(&db.path, &cfg);
+    let (db, fake, cfg, mut d) = setup_with_config().await;
     let side = db.dir.path().join("late.txt");
     let script = format!("sleep 30; echo ran >> '{}'", side.display());
     let (id, msg) = stranded(&db, &fake, "Mail it slowly", &script).await;
