@@ -10,10 +10,10 @@
 
 pub use hold::{Held, Hold};
 
+use crate::store::cols::{Cols, rows_by};
 use std::sync::Arc;
 
 use serde::Serialize;
-use sqlx::{ColumnIndex, Decode, FromRow, Row, Type};
 
 use super::engine::Stmt;
 use super::{Error, NewEvent, Result, Store};
@@ -48,27 +48,11 @@ pub struct ChatMessage {
     pub document_id: Option<i32>,
 }
 
-/// A stored message record, on either engine (its ids are 64-bit
-/// integers in PostgreSQL's schema, checked into `i32` here).
-impl<'r, R> FromRow<'r, R> for ChatMessage
-where
-    R: Row,
-    for<'a> &'a str: ColumnIndex<R>,
-    String: Decode<'r, R::Database> + Type<R::Database>,
-    i64: Decode<'r, R::Database> + Type<R::Database>,
-{
-    fn from_row(r: &'r R) -> sqlx::Result<ChatMessage> {
-        from_row(r).map_err(|e| sqlx::Error::Decode(e.to_string().into()))
-    }
-}
+// A stored message record, on either engine (its ids are 64-bit
+// integers in PostgreSQL's schema, checked into `i32` here).
+rows_by!(ChatMessage, from_row);
 
-fn from_row<'r, R>(r: &'r R) -> Result<ChatMessage>
-where
-    R: Row,
-    for<'a> &'a str: ColumnIndex<R>,
-    String: Decode<'r, R::Database> + Type<R::Database>,
-    i64: Decode<'r, R::Database> + Type<R::Database>,
-{
+fn from_row(r: &impl Cols) -> Result<ChatMessage> {
     let small = |v: Option<i64>, what: &str| {
         v.map(i32::try_from)
             .transpose()

@@ -8,12 +8,12 @@
 //! number. This module records; it never runs a target. Inbound wakes are
 //! recorded by [`Store::record_wake`] (in `sessions::wake`).
 
+use crate::store::cols::{Cols, rows_by};
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 use serde::Serialize;
 use serde_json::json;
-use sqlx::{ColumnIndex, Decode, FromRow, Row, Type};
 
 use super::engine::{Stmt, Tx};
 use super::sessions::WakeTarget;
@@ -73,13 +73,7 @@ pub struct NewDelivery {
 }
 
 /// Map a `deliveries` row, of either engine (text and 64-bit integers on both).
-fn from_row<'r, R>(r: &'r R) -> Result<Delivery>
-where
-    R: Row,
-    for<'a> &'a str: ColumnIndex<R>,
-    String: Decode<'r, R::Database> + Type<R::Database>,
-    i64: Decode<'r, R::Database> + Type<R::Database>,
-{
+fn from_row(r: &impl Cols) -> Result<Delivery> {
     let target: String = r.try_get("target")?;
     Ok(Delivery {
         id: r.try_get("id")?,
@@ -99,18 +93,8 @@ where
     })
 }
 
-/// A stored delivery, on either engine.
-impl<'r, R> FromRow<'r, R> for Delivery
-where
-    R: Row,
-    for<'a> &'a str: ColumnIndex<R>,
-    String: Decode<'r, R::Database> + Type<R::Database>,
-    i64: Decode<'r, R::Database> + Type<R::Database>,
-{
-    fn from_row(r: &'r R) -> sqlx::Result<Delivery> {
-        from_row(r).map_err(|e| sqlx::Error::Decode(e.to_string().into()))
-    }
-}
+// A stored delivery, on either engine.
+rows_by!(Delivery, from_row);
 
 /// Enqueue one target for an event unless it is enqueued already or disabled.
 const ENQUEUE: &str = "INSERT INTO deliveries

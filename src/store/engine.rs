@@ -153,62 +153,56 @@ impl Tx<'_> {
         }
     }
 
+    /// The connection the statements run on, by engine.
+    fn conn(&mut self) -> Conn<'_> {
+        match self {
+            Tx::Turn(t) => Conn::Lite(t.conn()),
+            Tx::Lite(c) => Conn::Lite(c),
+            Tx::Pg(c) => Conn::Pg(c),
+        }
+    }
+
     /// Run `s`; the rows it changed.
     pub(crate) async fn change(&mut self, s: &Stmt<'_>) -> Result<u64> {
-        Ok(match self {
-            Tx::Turn(t) => s.on_lite().execute(t.conn()).await?.rows_affected(),
-            Tx::Lite(c) => s.on_lite().execute(&mut **c).await?.rows_affected(),
-            Tx::Pg(c) => s.on_pg().execute(&mut **c).await?.rows_affected(),
+        Ok(match self.conn() {
+            Conn::Lite(c) => s.on_lite().execute(c).await?.rows_affected(),
+            Conn::Pg(c) => s.on_pg().execute(c).await?.rows_affected(),
         })
     }
 
     /// The rows `s` yields (a `SELECT`, or a write's `RETURNING`).
     pub(crate) async fn rows<T: Rows>(&mut self, s: &Stmt<'_>) -> Result<Vec<T>> {
-        Ok(match self {
-            Tx::Turn(t) => {
-                s.on_lite()
-                    .try_map(|r: SqliteRow| T::from_row(&r))
-                    .fetch_all(t.conn())
-                    .await?
+        Ok(match self.conn() {
+            Conn::Lite(c) => {
+                let q = s.on_lite().try_map(|r: SqliteRow| T::from_row(&r));
+                q.fetch_all(c).await?
             }
-            Tx::Lite(c) => {
-                s.on_lite()
-                    .try_map(|r: SqliteRow| T::from_row(&r))
-                    .fetch_all(&mut **c)
-                    .await?
-            }
-            Tx::Pg(c) => {
-                s.on_pg()
-                    .try_map(|r: PgRow| T::from_row(&r))
-                    .fetch_all(&mut **c)
-                    .await?
+            Conn::Pg(c) => {
+                let q = s.on_pg().try_map(|r: PgRow| T::from_row(&r));
+                q.fetch_all(c).await?
             }
         })
     }
 
     /// The first row `s` yields, if any.
     pub(crate) async fn row<T: Rows>(&mut self, s: &Stmt<'_>) -> Result<Option<T>> {
-        Ok(match self {
-            Tx::Turn(t) => {
-                s.on_lite()
-                    .try_map(|r: SqliteRow| T::from_row(&r))
-                    .fetch_optional(t.conn())
-                    .await?
+        Ok(match self.conn() {
+            Conn::Lite(c) => {
+                let q = s.on_lite().try_map(|r: SqliteRow| T::from_row(&r));
+                q.fetch_optional(c).await?
             }
-            Tx::Lite(c) => {
-                s.on_lite()
-                    .try_map(|r: SqliteRow| T::from_row(&r))
-                    .fetch_optional(&mut **c)
-                    .await?
-            }
-            Tx::Pg(c) => {
-                s.on_pg()
-                    .try_map(|r: PgRow| T::from_row(&r))
-                    .fetch_optional(&mut **c)
-                    .await?
+            Conn::Pg(c) => {
+                let q = s.on_pg().try_map(|r: PgRow| T::from_row(&r));
+                q.fetch_optional(c).await?
             }
         })
     }
+}
+
+/// One engine's connection under a [`Tx`], whichever way it is held.
+enum Conn<'c> {
+    Lite(&'c mut SqliteConnection),
+    Pg(&'c mut PgConnection),
 }
 
 /// A read-only transaction: every read on it sees one snapshot of the

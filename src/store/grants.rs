@@ -23,11 +23,11 @@ pub mod pattern;
 
 pub use manage::Revoked;
 
+use crate::store::cols::{Cols, rows_by};
 use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{Value, json};
-use sqlx::{ColumnIndex, Decode, FromRow, Row, Type};
 
 use super::engine::Stmt;
 use super::{Error, NewEvent, Result, Store, new_id};
@@ -227,26 +227,10 @@ pub struct NewGrant<'a> {
     pub by: &'a str,
 }
 
-/// A stored grant, on either engine.
-impl<'r, R> FromRow<'r, R> for Grant
-where
-    R: Row,
-    for<'a> &'a str: ColumnIndex<R>,
-    String: Decode<'r, R::Database> + Type<R::Database>,
-    i64: Decode<'r, R::Database> + Type<R::Database>,
-{
-    fn from_row(r: &'r R) -> sqlx::Result<Grant> {
-        grant_from(r).map_err(|e| sqlx::Error::Decode(e.to_string().into()))
-    }
-}
+// A stored grant, on either engine.
+rows_by!(Grant, grant_from);
 
-fn grant_from<'r, R>(r: &'r R) -> Result<Grant>
-where
-    R: Row,
-    for<'a> &'a str: ColumnIndex<R>,
-    String: Decode<'r, R::Database> + Type<R::Database>,
-    i64: Decode<'r, R::Database> + Type<R::Database>,
-{
+fn grant_from(r: &impl Cols) -> Result<Grant> {
     let scope: String = r.try_get("scope")?;
     let tool: String = r.try_get("tool")?;
     let pattern: String = r.try_get("pattern")?;

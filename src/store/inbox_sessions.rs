@@ -8,12 +8,12 @@
 //! session acts as the name given at `inbox-link --as`; what it may do is
 //! the API's business, not this module's.
 
+use crate::store::cols::{Cols, rows_by};
 use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
-use sqlx::{ColumnIndex, Decode, FromRow, Row, Type};
 
 use super::engine::Stmt;
 use super::{Error, NewEvent, Result, Store, new_id};
@@ -109,26 +109,10 @@ fn plausible(secret: &str) -> bool {
             .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
-/// A stored session, on either engine.
-impl<'r, R> FromRow<'r, R> for InboxSession
-where
-    R: Row,
-    for<'a> &'a str: ColumnIndex<R>,
-    String: Decode<'r, R::Database> + Type<R::Database>,
-    i64: Decode<'r, R::Database> + Type<R::Database>,
-{
-    fn from_row(r: &'r R) -> sqlx::Result<InboxSession> {
-        session_from(r).map_err(|e| sqlx::Error::Decode(e.to_string().into()))
-    }
-}
+// A stored session, on either engine.
+rows_by!(InboxSession, session_from);
 
-fn session_from<'r, R>(r: &'r R) -> Result<InboxSession>
-where
-    R: Row,
-    for<'a> &'a str: ColumnIndex<R>,
-    String: Decode<'r, R::Database> + Type<R::Database>,
-    i64: Decode<'r, R::Database> + Type<R::Database>,
-{
+fn session_from(r: &impl Cols) -> Result<InboxSession> {
     Ok(InboxSession {
         id: r.try_get("id")?,
         name: r.try_get("name")?,

@@ -25,11 +25,11 @@ pub(crate) use reply::{Submitted, conditional_in};
 pub mod validate;
 mod write;
 
+use crate::store::cols::{Cols, rows_by};
 use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
-use sqlx::{ColumnIndex, Decode, FromRow, Row, Type};
 
 use super::{Error, Result};
 
@@ -466,41 +466,15 @@ fn parse_col<T: FromStr<Err = String>>(v: &str) -> Result<T> {
     v.parse().map_err(Error::Corrupt)
 }
 
-/// A stored question, on either engine.
-impl<'r, R> FromRow<'r, R> for Question
-where
-    R: Row,
-    for<'a> &'a str: ColumnIndex<R>,
-    String: Decode<'r, R::Database> + Type<R::Database>,
-    i64: Decode<'r, R::Database> + Type<R::Database>,
-{
-    fn from_row(r: &'r R) -> sqlx::Result<Question> {
-        from_row(r).map_err(|e| sqlx::Error::Decode(e.to_string().into()))
-    }
-}
+// A stored question, on either engine.
+rows_by!(Question, from_row);
 
-/// One entry of the reply history, on either engine.
-impl<'r, R> FromRow<'r, R> for ReplyRecord
-where
-    R: Row,
-    for<'a> &'a str: ColumnIndex<R>,
-    String: Decode<'r, R::Database> + Type<R::Database>,
-    i64: Decode<'r, R::Database> + Type<R::Database>,
-{
-    fn from_row(r: &'r R) -> sqlx::Result<ReplyRecord> {
-        record_from_row(r).map_err(|e| sqlx::Error::Decode(e.to_string().into()))
-    }
-}
+// One entry of the reply history, on either engine.
+rows_by!(ReplyRecord, record_from_row);
 
 /// Map a `questions` row, of either engine (its columns are text and
 /// 64-bit integers on both).
-fn from_row<'r, R>(r: &'r R) -> Result<Question>
-where
-    R: Row,
-    for<'a> &'a str: ColumnIndex<R>,
-    String: Decode<'r, R::Database> + Type<R::Database>,
-    i64: Decode<'r, R::Database> + Type<R::Database>,
-{
+fn from_row(r: &impl Cols) -> Result<Question> {
     let id: String = r.try_get("id")?;
     let options: String = r.try_get("options")?;
     let status: String = r.try_get("status")?;
@@ -517,12 +491,12 @@ where
                 kind: parse_col(kind.as_deref().unwrap_or("answer"))?,
                 source: parse_col(source.as_deref().unwrap_or("inbox"))?,
                 medium: parse_col(
-                    r.try_get::<Option<String>, _>("reply_medium")?
+                    r.try_get::<Option<String>>("reply_medium")?
                         .as_deref()
                         .unwrap_or("text"),
                 )?,
                 by: r
-                    .try_get::<Option<String>, _>("replied_by")?
+                    .try_get::<Option<String>>("replied_by")?
                     .unwrap_or_default(),
                 at: at.unwrap_or(0),
                 seen_at: r.try_get("reply_seen_at")?,
@@ -541,7 +515,7 @@ where
         context: r.try_get("context")?,
         options: serde_json::from_str(&options)
             .map_err(|e| Error::Corrupt(format!("question options: {e}")))?,
-        choice: Choice::from_col(&r.try_get::<String, _>("choice")?)?,
+        choice: Choice::from_col(&r.try_get::<String>("choice")?)?,
         picked: r.try_get("picked")?,
         status: parse_col(&status)?,
         outcome: r.try_get("outcome")?,
@@ -556,13 +530,7 @@ where
 }
 
 /// Map a `question_replies` row, of either engine.
-fn record_from_row<'r, R>(r: &'r R) -> Result<ReplyRecord>
-where
-    R: Row,
-    for<'a> &'a str: ColumnIndex<R>,
-    String: Decode<'r, R::Database> + Type<R::Database>,
-    i64: Decode<'r, R::Database> + Type<R::Database>,
-{
+fn record_from_row(r: &impl Cols) -> Result<ReplyRecord> {
     let kind: Option<String> = r.try_get("kind")?;
     let source: String = r.try_get("source")?;
     Ok(ReplyRecord {
@@ -573,7 +541,7 @@ where
         reply_context: r.try_get("reply_context")?,
         kind: kind.as_deref().map(parse_col).transpose()?,
         source: parse_col(&source)?,
-        medium: parse_col(&r.try_get::<String, _>("medium")?)?,
+        medium: parse_col(&r.try_get::<String>("medium")?)?,
         by: r.try_get("by")?,
         revision: r.try_get("revision")?,
         at: r.try_get("at")?,

@@ -7,11 +7,11 @@
 //! module records; it does not run targets. `fleet` reads every session
 //! at a glance: what it is doing now, since when, and what it waits on.
 
+use crate::store::cols::{Cols, rows_by};
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
-use sqlx::{ColumnIndex, Decode, FromRow, Row, Type};
 
 use super::engine::Stmt;
 use super::writer::{Turn, one_call};
@@ -152,28 +152,12 @@ pub struct NewSession {
     pub wake_target: Option<WakeTarget>,
 }
 
-/// A stored session, on either engine.
-impl<'r, R> FromRow<'r, R> for Session
-where
-    R: Row,
-    for<'a> &'a str: ColumnIndex<R>,
-    String: Decode<'r, R::Database> + Type<R::Database>,
-    i64: Decode<'r, R::Database> + Type<R::Database>,
-{
-    fn from_row(r: &'r R) -> sqlx::Result<Session> {
-        session_from(r).map_err(|e| sqlx::Error::Decode(e.to_string().into()))
-    }
-}
+// A stored session, on either engine.
+rows_by!(Session, session_from);
 
 /// Map an `agent_sessions` row, of either engine (its columns are text and
 /// 64-bit integers on both).
-fn session_from<'r, R>(r: &'r R) -> Result<Session>
-where
-    R: Row,
-    for<'a> &'a str: ColumnIndex<R>,
-    String: Decode<'r, R::Database> + Type<R::Database>,
-    i64: Decode<'r, R::Database> + Type<R::Database>,
-{
+fn session_from(r: &impl Cols) -> Result<Session> {
     let wake: Option<String> = r.try_get("wake_target")?;
     Ok(Session {
         session_id: r.try_get("session_id")?,

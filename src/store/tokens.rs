@@ -8,12 +8,12 @@
 //! UPDATE; a revoked token never works again. This module does not decide
 //! what a role may do — the API does.
 
+use crate::store::cols::{Cols, rows_by};
 use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
-use sqlx::{ColumnIndex, Decode, FromRow, Row, Type};
 
 use super::engine::Stmt;
 use super::{Error, NewEvent, Result, Store, new_id};
@@ -112,42 +112,20 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// A stored token, on either engine.
-impl<'r, R> FromRow<'r, R> for Token
-where
-    R: Row,
-    for<'a> &'a str: ColumnIndex<R>,
-    String: Decode<'r, R::Database> + Type<R::Database>,
-    i64: Decode<'r, R::Database> + Type<R::Database>,
-{
-    fn from_row(r: &'r R) -> sqlx::Result<Token> {
-        token_from(r).map_err(|e| sqlx::Error::Decode(e.to_string().into()))
-    }
-}
+// A stored token, on either engine.
+rows_by!(Token, token_from);
 
 /// A stored token with its hash, for [`Store::token_verify`].
 struct Hashed(Token, String);
 
-impl<'r, R> FromRow<'r, R> for Hashed
-where
-    R: Row,
-    for<'a> &'a str: ColumnIndex<R>,
-    String: Decode<'r, R::Database> + Type<R::Database>,
-    i64: Decode<'r, R::Database> + Type<R::Database>,
-{
-    fn from_row(r: &'r R) -> sqlx::Result<Hashed> {
-        Ok(Hashed(Token::from_row(r)?, r.try_get("hash")?))
-    }
+rows_by!(Hashed, hashed_from);
+
+fn hashed_from(r: &impl Cols) -> Result<Hashed> {
+    Ok(Hashed(token_from(r)?, r.try_get("hash")?))
 }
 
 /// A stored token row as a [`Token`], on either engine.
-fn token_from<'r, R>(r: &'r R) -> Result<Token>
-where
-    R: Row,
-    for<'a> &'a str: ColumnIndex<R>,
-    String: Decode<'r, R::Database> + Type<R::Database>,
-    i64: Decode<'r, R::Database> + Type<R::Database>,
-{
+fn token_from(r: &impl Cols) -> Result<Token> {
     let role: String = r.try_get("role")?;
     Ok(Token {
         id: r.try_get("id")?,

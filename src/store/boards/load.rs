@@ -3,6 +3,7 @@
 //! short ids, titles and labels (the order the one-call's `call::BOARD_REF`
 //! and `call::row_ref` resolve them in).
 
+use crate::store::cols::{Cols, rows_by};
 use std::sync::LazyLock;
 
 use super::validate::parse_opt;
@@ -12,13 +13,7 @@ use crate::store::{Error, Result};
 
 /// A stored row, of either engine (their columns are text and 64-bit
 /// integers on both).
-pub(super) fn row_from<'r, R>(r: &'r R) -> Result<Row>
-where
-    R: sqlx::Row,
-    for<'a> &'a str: sqlx::ColumnIndex<R>,
-    String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-    i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-{
+pub(super) fn row_from(r: &impl Cols) -> Result<Row> {
     let corrupt = |e: Error| Error::Corrupt(e.to_string());
     let options: String = r.try_get("options")?;
     let history: String = r.try_get("history")?;
@@ -26,10 +21,10 @@ where
         id: r.try_get("id")?,
         board_id: r.try_get("board_id")?,
         label: r.try_get("label")?,
-        status: r.try_get::<String, _>("status")?.parse().map_err(corrupt)?,
+        status: r.try_get::<String>("status")?.parse().map_err(corrupt)?,
         note: r.try_get("note")?,
         next_step: r.try_get("next_step")?,
-        owner: r.try_get::<String, _>("owner")?.parse().map_err(corrupt)?,
+        owner: r.try_get::<String>("owner")?.parse().map_err(corrupt)?,
         impact: r.try_get("impact")?,
         options: serde_json::from_str(&options)
             .map_err(|e| Error::Corrupt(format!("row options: {e}")))?,
@@ -69,13 +64,7 @@ pub(super) const BOARD_SELECT: &str = "SELECT b.*,
 
 /// A stored board with its progress columns ([`BOARD_SELECT`]), of
 /// either engine.
-pub(super) fn board_from<'r, R>(r: &'r R) -> Result<Board>
-where
-    R: sqlx::Row,
-    for<'a> &'a str: sqlx::ColumnIndex<R>,
-    String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-    i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-{
+pub(super) fn board_from(r: &impl Cols) -> Result<Board> {
     let rows: i64 = r.try_get("n_rows")?;
     let counted: i64 = r.try_get("n_counted")?;
     let halves: i64 = r.try_get("halves")?;
@@ -86,7 +75,7 @@ where
         title: r.try_get("title")?,
         board_version: r.try_get("revision")?,
         archived_at: r.try_get("archived_at")?,
-        auto_archived: r.try_get::<i64, _>("auto_archived")? != 0,
+        auto_archived: r.try_get::<i64>("auto_archived")? != 0,
         agent: r.try_get("agent")?,
         session: r.try_get("session")?,
         progress: Progress {
@@ -101,32 +90,12 @@ where
     })
 }
 
-/// A stored row, on either engine.
-impl<'r, R> sqlx::FromRow<'r, R> for Row
-where
-    R: sqlx::Row,
-    for<'a> &'a str: sqlx::ColumnIndex<R>,
-    String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-    i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-{
-    fn from_row(r: &'r R) -> sqlx::Result<Row> {
-        row_from(r).map_err(|e| sqlx::Error::Decode(e.to_string().into()))
-    }
-}
+// A stored row, on either engine.
+rows_by!(Row, row_from);
 
-/// A stored board with its progress columns ([`BOARD_SELECT`]), on either
-/// engine.
-impl<'r, R> sqlx::FromRow<'r, R> for Board
-where
-    R: sqlx::Row,
-    for<'a> &'a str: sqlx::ColumnIndex<R>,
-    String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-    i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-{
-    fn from_row(r: &'r R) -> sqlx::Result<Board> {
-        board_from(r).map_err(|e| sqlx::Error::Decode(e.to_string().into()))
-    }
-}
+// A stored board with its progress columns ([`BOARD_SELECT`]), on either
+// engine.
+rows_by!(Board, board_from);
 
 /// One board by id, with its progress.
 static BOARD_BY_ID: LazyLock<String> = LazyLock::new(|| format!("{BOARD_SELECT} WHERE b.id = $1"));

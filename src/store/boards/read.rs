@@ -9,6 +9,7 @@
 //! board is archived. Delivery stamps only the exact response read, so a
 //! response the human rewrote between the read and the stamp stays queued.
 
+use crate::store::cols::{Cols, rows_by};
 use std::sync::{Arc, LazyLock};
 
 use serde::Serialize;
@@ -87,13 +88,7 @@ async fn stamp_delivered(tx: &mut Tx<'_>, now: i64, r: &Row) -> Result<(bool, Ve
 
 /// A row of a pending read (the row's columns and its board's, aliased
 /// `board_*`), of either engine.
-fn pending_from<'r, R>(r: &'r R) -> Result<PendingRow>
-where
-    R: sqlx::Row,
-    for<'a> &'a str: sqlx::ColumnIndex<R>,
-    String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-    i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-{
+fn pending_from(r: &impl Cols) -> Result<PendingRow> {
     let row = row_from(r)?;
     let new = row.has_undelivered_response();
     Ok(PendingRow {
@@ -108,18 +103,8 @@ where
     })
 }
 
-/// A row of a pending read, on either engine.
-impl<'r, R> sqlx::FromRow<'r, R> for PendingRow
-where
-    R: sqlx::Row,
-    for<'a> &'a str: sqlx::ColumnIndex<R>,
-    String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-    i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-{
-    fn from_row(r: &'r R) -> sqlx::Result<PendingRow> {
-        pending_from(r).map_err(|e| sqlx::Error::Decode(e.to_string().into()))
-    }
-}
+// A row of a pending read, on either engine.
+rows_by!(PendingRow, pending_from);
 
 /// The boards of a project (`$1`, NULL: all), active only unless `$2`,
 /// newest first (PostgreSQL breaking ties in SQLite's byte order).

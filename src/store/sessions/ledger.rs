@@ -10,6 +10,7 @@
 //! different content it is a typed conflict. This module records; it never
 //! runs a tool.
 
+use crate::store::cols::{Cols, rows_by};
 use std::fmt::Write as _;
 use std::sync::Arc;
 
@@ -17,7 +18,6 @@ use futures_util::future::BoxFuture;
 use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use sqlx::{ColumnIndex, Decode, FromRow, Row, Type};
 
 use crate::store::actions::codec::canonical;
 use crate::store::engine::{Stmt, Tx};
@@ -151,28 +151,12 @@ fn parse_json(what: &str, text: &str) -> Result<Value> {
     serde_json::from_str(text).map_err(|e| Error::Corrupt(format!("ledger {what}: {e}")))
 }
 
-/// A stored ledger row, on either engine.
-impl<'r, R> FromRow<'r, R> for LedgerEntry
-where
-    R: Row,
-    for<'a> &'a str: ColumnIndex<R>,
-    String: Decode<'r, R::Database> + Type<R::Database>,
-    i64: Decode<'r, R::Database> + Type<R::Database>,
-{
-    fn from_row(r: &'r R) -> sqlx::Result<LedgerEntry> {
-        entry_from(r).map_err(|e| sqlx::Error::Decode(e.to_string().into()))
-    }
-}
+// A stored ledger row, on either engine.
+rows_by!(LedgerEntry, entry_from);
 
 /// Map an `execution_ledger` row, of either engine (`replay_safe` is 0/1:
 /// an INTEGER on SQLite, a BIGINT on PostgreSQL).
-fn entry_from<'r, R>(r: &'r R) -> Result<LedgerEntry>
-where
-    R: Row,
-    for<'a> &'a str: ColumnIndex<R>,
-    String: Decode<'r, R::Database> + Type<R::Database>,
-    i64: Decode<'r, R::Database> + Type<R::Database>,
-{
+fn entry_from(r: &impl Cols) -> Result<LedgerEntry> {
     let payload: String = r.try_get("payload")?;
     let result: Option<String> = r.try_get("result")?;
     Ok(LedgerEntry {
@@ -184,7 +168,7 @@ where
         payload_hash: r.try_get("payload_hash")?,
         status: r.try_get("status")?,
         result: result.map(|t| parse_json("result", &t)).transpose()?,
-        replay_safe: r.try_get::<i64, _>("replay_safe")? != 0,
+        replay_safe: r.try_get::<i64>("replay_safe")? != 0,
         at: r.try_get("at")?,
     })
 }
