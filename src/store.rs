@@ -30,15 +30,18 @@ pub mod backup;
 pub mod boards;
 pub mod channel;
 pub mod chat;
+mod cols;
 pub mod counts;
 pub mod deliveries;
 pub mod depth;
 pub mod due;
 mod engine;
+mod error;
 pub mod events;
 pub mod grants;
 pub mod inbox_sessions;
 pub mod leases;
+mod paths;
 pub mod postgres;
 pub mod questions;
 pub mod refusal;
@@ -53,7 +56,7 @@ pub mod voice;
 mod writer;
 
 use std::future::Future;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -68,103 +71,14 @@ use crate::clock::{Clock, SystemClock};
 
 pub use channel::Channel;
 pub(crate) use engine::Engine;
+pub use error::Error;
+pub(crate) use error::is_busy;
+use error::{db_message, describe_open_error, is_readonly, migration_db_error};
 pub use events::{Event, NewEvent};
+use paths::create_private_dir;
+pub use paths::{default_location, fingerprint, socket_path};
 pub use postgres::unported::NOT_ON_POSTGRES_YET;
 pub(crate) use postgres::unported::unsupported;
-
-/// Errors from the store. Refusals that are normal outcomes (lost a race,
-/// already answered, stale revision) are *not* errors: each operation returns
-/// them as a typed result.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// The input breaks a documented limit (title too long, bad status, …).
-    #[error("{0}")]
-    Invalid(String),
-    /// A short reference matches more than one item (which ones depends on
-    /// what is stored now): say which with a full id.
-    #[error("{0}")]
-    Ambiguous(String),
-    /// The database stayed locked by other writers past every retry.
-    #[error("the database is busy: other handoff processes kept it locked for too long; try again")]
-    Busy,
-    /// The file was written by a newer handoff whose schema this build does not know.
-    #[error(
-        "{path} was written by a newer handoff (schema {found}, this build knows up to {known}); upgrade handoff to use it"
-    )]
-    NewerSchema {
-        /// The database file.
-        path: String,
-        /// Newest migration version found in the file.
-        found: i64,
-        /// Newest migration version this build carries.
-        known: i64,
-    },
-    /// The database file cannot be opened or created.
-    #[error("cannot open the database {path}: {reason}")]
-    Open {
-        /// The database file.
-        path: String,
-        /// What went wrong, in words.
-        reason: String,
-    },
-    /// Applying the schema failed.
-    #[error("cannot prepare the database schema: {0}")]
-    Migrate(String),
-    /// A write named a session that belongs to another project (see
-    /// [`Store::claim_session`]): nothing was written.
-    #[error(
-        "session `{session}` belongs to another project (`{project}`): every item of a session is filed in the session's project; name that project, or use a session id of this project"
-    )]
-    SessionElsewhere {
-        /// The session id as given.
-        session: String,
-        /// The project the session is registered in.
-        project: String,
-    },
-    /// Any other database failure. Deliberately not a `#[source]`: the
-    /// message already carries sqlx's text (and sqlx chains its own source),
-    /// so `{:#}` of the chain would print it two or three times.
-    #[error("database error: {}", db_message(.0))]
-    Db(sqlx::Error),
-    /// A queued write got no outcome of its own: the batch that carried it
-    /// could not start or commit, or the write panicked. Nothing of it was
-    /// kept. `busy`: another process held the database (retried).
-    #[error("the write did not complete: {reason}")]
-    Write {
-        /// What went wrong, in words.
-        reason: String,
-        /// Whether another process holding the database was the cause.
-        busy: bool,
-    },
-    /// Stored JSON that does not parse (a bug or a hand-edited file).
-    #[error("stored data is corrupt: {0}")]
-    Corrupt(String),
-    /// The operation has not been ported to PostgreSQL yet (see
-    /// [`NOT_ON_POSTGRES_YET`]): `what` names the part of the store, with its verb.
-    #[error("{what} not available on PostgreSQL yet: use a SQLite file (a path) for it")]
-    Unsupported {
-        /// The part of the store, e.g. "pending actions are".
-        what: String,
-    },
-}
-
-impl From<sqlx::Error> for Error {
-    fn from(e: sqlx::Error) -> Self {
-        Error::Db(e)
-    }
-}
-
-/// sqlx's error in one line: for a database error just SQLite's message
-/// and code, without sqlx's "error returned from database" wrapper.
-fn db_message(e: &sqlx::Error) -> String {
-    match e {
-        sqlx::Error::Database(db) => match db.code() {
-            Some(code) => format!("{} (code {code})", db.message()),
-            None => db.message().to_string(),
-        },
-        other => other.to_string(),
-    }
-}
 
 /// Shorthand for store results.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -551,95 +465,6 @@ impl std::ops::DerefMut for WriteTx {
     }
 }
 
-/// The default database location, used when nothing names a file:
-/// `$XDG_DATA_HOME/handoff/handoff.db`, else `~/.local/share/handoff/handoff.db`.
-/// (`--db`, `$HANDOFF_DB` and the config's `[store] path` come first: see
-/// [`crate::config::database`].)
-pub fn default_location() -> Result<PathBuf> {
-    if let Some(d) = std::env::var_os("XDG_DATA_HOME").filter(|p| !p.is_empty()) {
-        return Ok(PathBuf::from(d).join("handoff").join("handoff.db"));
-    }
-    match std::env::var_os("HOME").filter(|p| !p.is_empty()) {
-        Some(h) => Ok(PathBuf::from(h).join(".local/share/handoff/handoff.db")),
-        None => Err(Error::Invalid(
-            "cannot find a place for the database: set HANDOFF_DB, --db or HOME".into(),
-        )),
-    }
-}
-
-/// A short name for a database file that does not reveal its path: the
-/// first 16 hex digits of the SHA-256 of its canonical path. `/healthz`
-/// reports the daemon's, so `handoff status` can tell whether the daemon it
-/// reaches serves the same file it would use.
-pub fn fingerprint(path: &Path) -> String {
-    use sha2::{Digest, Sha256};
-    let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let digest = Sha256::digest(canonical.as_os_str().as_encoded_bytes());
-    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// The local daemon's socket for the database at `path`: `<path>.sock`,
-/// next to it. `handoff serve` listens there (owner only); the CLI on this
-/// host sends its calls there when it answers.
-pub fn socket_path(path: &Path) -> std::path::PathBuf {
-    let mut s = path.as_os_str().to_owned();
-    s.push(".sock");
-    s.into()
-}
-
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-    }
-    #[cfg(not(unix))]
-    {
-        std::fs::create_dir_all(dir)
-    }
-}
-
-/// SQLite primary result codes are the low byte of the extended code.
-/// None for another engine's error (PostgreSQL's SQLSTATEs are digits
-/// too, and must not read as SQLite's).
-fn sqlite_code(e: &sqlx::Error) -> Option<i64> {
-    match e {
-        sqlx::Error::Database(db)
-            if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() =>
-        {
-            db.code().and_then(|c| c.parse::<i64>().ok())
-        }
-        _ => None,
-    }
-}
-
-/// `SQLITE_BUSY` (5, including BUSY_SNAPSHOT) or `SQLITE_LOCKED` (6).
-pub(crate) fn is_busy(e: &sqlx::Error) -> bool {
-    matches!(sqlite_code(e).map(|c| c & 0xff), Some(5 | 6))
-}
-
-fn is_readonly(e: &sqlx::Error) -> bool {
-    matches!(sqlite_code(e).map(|c| c & 0xff), Some(8))
-}
-
-fn describe_open_error(e: &sqlx::Error) -> String {
-    match sqlite_code(e).map(|c| c & 0xff) {
-        Some(14) => "the file or its directory cannot be opened (check the path and permissions)"
-            .to_string(),
-        Some(8) => "the file is read-only".into(),
-        Some(26) => "the file is not a SQLite database".into(),
-        Some(23) => "permission denied".into(),
-        Some(5 | 6) => {
-            "other handoff processes kept the file locked while it was being set up; try again"
-                .into()
-        }
-        _ => e.to_string(),
-    }
-}
-
 /// Sleep before retry `attempt`: 10 ms doubling to ~1.3 s, with jitter so
 /// racing processes spread out.
 async fn backoff(attempt: u32) {
@@ -659,30 +484,6 @@ pub(crate) fn new_id() -> String {
 pub fn short_id(id: &str) -> &str {
     let start = id.char_indices().rev().nth(7).map_or(0, |(i, _)| i);
     &id[start..]
-}
-
-impl Error {
-    /// The error for a person, in one line: a read-only database says what
-    /// that means for the write; anything else is its message.
-    pub fn describe(&self) -> String {
-        match self {
-            Error::Db(e) if sqlite_code(e).map(|c| c & 0xff) == Some(8) => {
-                "the database is read-only: nothing was written; check the file's permissions or point HANDOFF_DB/--db elsewhere".into()
-            }
-            other => other.to_string(),
-        }
-    }
-}
-
-/// The database error under a migration failure: sqlx reports a failing
-/// migration as `ExecuteMigration` and a failure around it (its bookkeeping
-/// table) as `Execute`.
-fn migration_db_error(e: &sqlx::migrate::MigrateError) -> Option<&sqlx::Error> {
-    match e {
-        sqlx::migrate::MigrateError::Execute(inner)
-        | sqlx::migrate::MigrateError::ExecuteMigration(inner, _) => Some(inner),
-        _ => None,
-    }
 }
 
 /// `n` and `word`, plural unless `n` is 1 ("1 option", "5 options").
