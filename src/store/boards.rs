@@ -31,6 +31,7 @@ mod call_many;
 mod call_one;
 mod human;
 mod load;
+mod plan;
 mod read;
 mod record;
 mod step;

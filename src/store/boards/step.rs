@@ -13,8 +13,9 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::load::{load_board, load_row, resolve_row};
+use super::plan::Pending;
 use super::record::{Who, board_event, confirm_one, open_board};
-use super::write::{Pending, finish};
+use super::write::finish;
 use super::{
     Board, BoardFull, Decided, MAX_TEXT, Refusal, Row, RowInput, RowOption, RowOwner, RowStatus,
     RowWrite, StaleRow, Step, Steps, check_len, check_name, decided,
