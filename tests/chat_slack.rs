@@ -272,11 +272,11 @@ async fn rate_limits_failures_and_a_deleted_message_hold_up_nothing() {
 
     // A slow update of one message does not hold up another item's post.
     slack.fault("chat.update", Fault::Slow(Duration::from_secs(4)));
-    let reject = msg.button("Reject");
+    let approve = msg.button("Approve");
     slack.send(FakeSlack::tap_frame(
-        "e-rj", CH, ALICE, &msg.ts, &reject, "5.0",
+        "e-ap1", CH, ALICE, &msg.ts, &approve, "5.0",
     ));
-    acked(&slack, "e-rj").await;
+    acked(&slack, "e-ap1").await;
     let id2 = propose(&db, &["--kind", "deploy", "--summary", "Second"]);
     let second = message_of(&slack, &id2).await;
     let first_update = slack
@@ -492,8 +492,11 @@ async fn a_message_slack_kept_failing_is_sent_by_the_next_daemon() {
 }
 
 #[tokio::test]
-async fn an_edit_sent_in_the_thread_is_checked_first_then_approves() {
+async fn an_edit_sent_in_the_thread_when_the_form_cannot_open_is_checked_first_then_approves() {
     let (db, slack, _d) = setup().await;
+    // Slack will not open the form (an expired trigger): the tap falls
+    // back to a reply in the item's thread.
+    slack.fault("views.open", Fault::NotFound);
     let id = propose(
         &db,
         &[
@@ -546,6 +549,145 @@ async fn an_edit_sent_in_the_thread_is_checked_first_then_approves() {
     let a = action(&db, &id);
     assert_eq!(a["status"], "approved", "{a}");
     assert_eq!(a["effective_args"]["to"], "b@example.com", "{a}");
+    slack
+        .until(30, "the message to show the edited approval", |s| {
+            s.messages(CH).into_iter().find(|m| {
+                m.ts == msg.ts && m.buttons().is_empty() && m.shown().contains("b@example.com")
+            })
+        })
+        .await;
+}
+
+/// The form a tap opened (the `n`th, from 1), as Slack answered `views.open`.
+async fn form(slack: &FakeSlack, n: usize) -> serde_json::Value {
+    slack
+        .until(30, "a modal opened", |s| s.views().get(n - 1).cloned())
+        .await
+}
+
+/// Submit `text` in `view` and wait for the acknowledgement's payload.
+async fn submit(
+    slack: &FakeSlack,
+    env: &str,
+    user: &str,
+    view: &serde_json::Value,
+    text: &str,
+) -> serde_json::Value {
+    slack.send(FakeSlack::submit_frame(env, user, view, text));
+    slack
+        .until(30, "the submission's ack", |s| s.ack_payload(env))
+        .await
+}
+
+#[tokio::test]
+async fn a_reject_asks_for_its_reason_in_a_form_and_outsiders_are_refused_there_too() {
+    let (db, slack, _d) = setup().await;
+    let id = propose(&db, &["--kind", "deploy", "--summary", "Deploy v9"]);
+    let msg = message_of(&slack, &id).await;
+    slack.send(FakeSlack::tap_frame(
+        "e-rj",
+        CH,
+        ALICE,
+        &msg.ts,
+        &msg.button("Reject"),
+        "11.0",
+    ));
+    let view = form(&slack, 1).await;
+    assert_eq!(view["callback_id"], "handoff.reject", "{view:#}");
+    acked(&slack, "e-rj").await;
+    assert_eq!(
+        action(&db, &id)["status"],
+        "pending",
+        "a form changes nothing"
+    );
+
+    // Eve is on no list: the form stays open with the refusal, audited.
+    let out = submit(&slack, "e-s0", EVE, &view, "nope").await;
+    assert_eq!(out["response_action"], "errors", "{out}");
+    assert!(
+        out["errors"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("not allowed")
+    );
+    assert_eq!(action(&db, &id)["status"], "pending");
+    let audit = json(&db.cli(&["--json", "audit", &id])).to_string();
+    assert!(audit.contains(&format!("slack:{EVE}")), "{audit}");
+
+    // Alice's reason is the rejection's; a redelivered copy applies once.
+    let out = submit(&slack, "e-s1", ALICE, &view, "wrong region").await;
+    assert_eq!(out["response_action"], "clear", "{out}");
+    let a = action(&db, &id);
+    assert_eq!(a["status"], "rejected", "{a}");
+    assert_eq!(a["reason"], "wrong region", "{a}");
+    assert_eq!(a["decided_by"], format!("slack:{ALICE}"), "{a}");
+    told(&slack, ALICE, "Rejected").await;
+    let again = submit(&slack, "e-s1", ALICE, &view, "wrong region").await;
+    assert_eq!(again["response_action"], "clear");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let notes = slack
+        .ephemeral()
+        .into_iter()
+        .filter(|(_, u, t)| u == ALICE && t.contains("Rejected"))
+        .count();
+    assert_eq!(notes, 1, "applied once");
+    slack
+        .until(30, "the message updated to rejected", |s| {
+            s.messages(CH)
+                .into_iter()
+                .find(|m| m.ts == msg.ts && m.buttons().is_empty() && m.updates > 0)
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn an_edit_form_checks_the_patch_before_any_state_change() {
+    let (db, slack, _d) = setup().await;
+    let id = propose(
+        &db,
+        &[
+            "--kind",
+            "email.send",
+            "--summary",
+            "Mail the report",
+            "--args",
+            r#"{"to":"a@example.com"}"#,
+        ],
+    );
+    let msg = message_of(&slack, &id).await;
+    slack.send(FakeSlack::tap_frame(
+        "e-ed",
+        CH,
+        ALICE,
+        &msg.ts,
+        &msg.button("Edit"),
+        "12.0",
+    ));
+    let view = form(&slack, 1).await;
+    assert_eq!(view["callback_id"], "handoff.edit", "{view:#}");
+
+    // Not a patch, then a patch the store refuses (a key the action does
+    // not have): each is the field's error, and nothing changed.
+    for (env, text, says) in [
+        ("e-p1", "{not json", "not valid JSON"),
+        ("e-p2", "cc: x@example.com", "does not have"),
+    ] {
+        let out = submit(&slack, env, ALICE, &view, text).await;
+        assert_eq!(out["response_action"], "errors", "{text}: {out}");
+        let error = out["errors"]["text"].as_str().unwrap_or("");
+        assert!(error.contains(says), "{text}: {error}");
+        let a = action(&db, &id);
+        assert_eq!(a["status"], "pending", "{a}");
+        assert_eq!(a["effective_args"]["to"], "a@example.com", "{a}");
+        assert_eq!(a["approvals"], 0, "{a}");
+    }
+
+    let out = submit(&slack, "e-p3", ALICE, &view, "to: b@example.com").await;
+    assert_eq!(out["response_action"], "clear", "{out}");
+    let a = action(&db, &id);
+    assert_eq!(a["status"], "approved", "{a}");
+    assert_eq!(a["effective_args"]["to"], "b@example.com", "{a}");
+    told(&slack, ALICE, "Approved").await;
     slack
         .until(30, "the message to show the edited approval", |s| {
             s.messages(CH).into_iter().find(|m| {

@@ -13,12 +13,15 @@
 //! # Layout
 //!
 //! - `blocks`: a view as Block Kit (mrkdwn text, buttons).
+//! - `modal`: the forms a Reject (its reason) and an Edit (its patch)
+//!   open, and their submissions.
 //! - `send`: one task per item posts or updates its message; retries,
 //!   rate limits, coalescing.
 //! - `socket`: the Socket Mode listener; envelopes claimed by key,
 //!   applied, and acknowledged only after.
 
 mod blocks;
+mod modal;
 mod send;
 mod socket;
 

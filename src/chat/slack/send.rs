@@ -37,7 +37,7 @@ pub(crate) enum DrawError {
 }
 
 /// What one Web API call came to after its retries.
-enum Called<T> {
+pub(super) enum Called<T> {
     Done(T),
     /// `chat.update` of a message Slack no longer has.
     Gone,
@@ -189,7 +189,7 @@ impl Slack {
     /// Run one Web API call: a rate limit waits out its `Retry-After`
     /// (Slack's per-method tiers), a failure to reach Slack or a 5xx is
     /// retried with a growing pause; Slack's refusals are final.
-    async fn call<T, F, Fut>(&self, method: &str, op: F) -> Called<T>
+    pub(super) async fn call<T, F, Fut>(&self, method: &str, op: F) -> Called<T>
     where
         F: Fn() -> Fut,
         Fut: std::future::Future<Output = ClientResult<T>>,
