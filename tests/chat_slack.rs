@@ -696,3 +696,251 @@ async fn an_edit_form_checks_the_patch_before_any_state_change() {
         })
         .await;
 }
+
+/// The message in the channel whose text contains `text`.
+async fn message_with(slack: &FakeSlack, text: &str) -> Msg {
+    let text = text.to_string();
+    slack
+        .until(30, "the item's Slack message", |s| {
+            s.messages(CH)
+                .into_iter()
+                .find(|m| m.text.contains(&text) && !m.buttons().is_empty())
+        })
+        .await
+}
+
+#[tokio::test]
+async fn a_question_is_declined_and_clarified_from_its_buttons() {
+    let (db, slack, _d) = setup().await;
+    let declined = ask(&db, &["Rotate the keys?"]);
+    let msg = message_of(&slack, &declined).await;
+    slack.send(FakeSlack::tap_frame(
+        "e-dq",
+        CH,
+        CAROL,
+        &msg.ts,
+        &msg.button("Decline"),
+        "13.0",
+    ));
+    told(&slack, CAROL, "Declined").await;
+    let v = json(&db.cli(&["--json", "show", &declined]));
+    assert_eq!(v["question"]["reply"]["kind"], "decline", "{v}");
+    assert_eq!(v["question"]["reply"]["source"], "chat", "{v}");
+
+    // Clarify asks for the correction in the message's thread; the next
+    // reply there by that person is the correction, not an answer.
+    let id = ask(&db, &["Name the branch", "--key", "branch"]);
+    let msg = message_of(&slack, &id).await;
+    slack.send(FakeSlack::tap_frame(
+        "e-cq",
+        CH,
+        CAROL,
+        &msg.ts,
+        &msg.button("Clarify"),
+        "14.0",
+    ));
+    told(&slack, CAROL, "Send your correction").await;
+    slack.send(FakeSlack::reply_frame(
+        "e-cr",
+        "Ev-cr",
+        CH,
+        CAROL,
+        &msg.ts,
+        "feature/tidy",
+    ));
+    told(&slack, CAROL, "Correction recorded").await;
+    let v = json(&db.cli(&["--json", "show", &id]));
+    assert_eq!(v["question"]["reply"]["text"], "feature/tidy", "{v}");
+    assert_eq!(v["question"]["reply"]["kind"], "clarify", "{v}");
+}
+
+#[tokio::test]
+async fn a_blocked_rows_buttons_answer_decline_and_mark_handled() {
+    let (db, slack, _d) = setup().await;
+    let rows = r#"[{"label":"dns","status":"blocked","next_step":"Create the CNAME","owner":"task"},{"label":"tls","status":"blocked","next_step":"Upload the certificate","owner":"task"}]"#;
+    let out = db.cli(&[
+        "--json", "board", "upsert", "infra", "Launch", "--rows", rows,
+    ]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let dns = message_with(&slack, "Create the CNAME").await;
+    slack.send(FakeSlack::tap_frame(
+        "e-ra",
+        CH,
+        CAROL,
+        &dns.ts,
+        &dns.button("Answer"),
+        "15.0",
+    ));
+    told(&slack, CAROL, "Send your answer").await;
+    slack.send(FakeSlack::reply_frame(
+        "e-rr",
+        "Ev-rr",
+        CH,
+        CAROL,
+        &dns.ts,
+        "CNAME created",
+    ));
+    told(&slack, CAROL, "Recorded for").await;
+    slack.send(FakeSlack::tap_frame(
+        "e-rh",
+        CH,
+        CAROL,
+        &dns.ts,
+        &dns.button("Mark handled"),
+        "16.0",
+    ));
+    told(&slack, CAROL, "Marked handled").await;
+
+    let tls = message_with(&slack, "Upload the certificate").await;
+    slack.send(FakeSlack::tap_frame(
+        "e-rd",
+        CH,
+        CAROL,
+        &tls.ts,
+        &tls.button("Decline"),
+        "17.0",
+    ));
+    told(&slack, CAROL, "Declined.").await;
+    let v = json(&db.cli(&[
+        "--json",
+        "board",
+        "get",
+        "Launch",
+        "--project",
+        "infra",
+        "--full",
+    ]))
+    .to_string();
+    assert!(v.contains("CNAME created"), "{v}");
+    assert!(v.contains("declined in Slack"), "{v}");
+    assert!(v.contains(&format!("slack:{CAROL}")), "{v}");
+}
+
+#[tokio::test]
+async fn an_unknown_outcome_is_settled_from_its_slack_buttons() {
+    let (db, slack, _d) = setup().await;
+    let store = db.open().await;
+    let mut ids = Vec::new();
+    for n in 1..=3 {
+        let args = format!(r#"{{"n":{n}}}"#);
+        let id = propose(
+            &db,
+            &[
+                "--kind",
+                "deploy",
+                "--summary",
+                &format!("Deploy {n}"),
+                "--args",
+                &args,
+            ],
+        );
+        let out = db.cli(&["approve", &id, "--as", "alice"]);
+        assert!(out.status.success(), "{}", common::stderr(&out));
+        // An executor claims it and dies: its 1 ms lease lapses.
+        store.claim(&id, "exec-1", 1).await.unwrap();
+        ids.push(id);
+    }
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let out = db.cli(&["recover", "--no-run"]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    for (n, (id, (button, said, status))) in ids
+        .iter()
+        .zip([
+            ("Mark executed", "Marked executed.", "executed"),
+            ("Mark failed", "Marked failed.", "failed"),
+            ("Retry", "Approved for one more run", "approved"),
+        ])
+        .enumerate()
+    {
+        assert_eq!(action(&db, id)["status"], "unknown");
+        let short = id[id.len() - 8..].to_string();
+        let msg = slack
+            .until(30, "the unknown outcome's buttons", |s| {
+                s.messages(CH).into_iter().find(|m| {
+                    m.text.contains(&short) && m.buttons().iter().any(|b| b.0.contains(button))
+                })
+            })
+            .await;
+        slack.send(FakeSlack::tap_frame(
+            &format!("e-u{n}"),
+            CH,
+            BOB,
+            &msg.ts,
+            &msg.button(button),
+            &format!("18.{n}"),
+        ));
+        told(&slack, BOB, said).await;
+        assert_eq!(action(&db, id)["status"], status, "{button}");
+    }
+}
+
+// Multi-threaded: the hook is awaited with a blocking wait while the
+// fake Slack (on this runtime) keeps serving the daemon.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permission_prompt_is_granted_this_once_this_session_or_always_from_slack() {
+    use common::hook::{bash, finish, permission_request, spawn_hook};
+    let db = TempDb::new();
+    db.open().await.close().await;
+    let slack = FakeSlack::start().await;
+    let cfg = slack_config(&db, &slack);
+    let _d = Daemon::start(&db.path, &cfg);
+    connected(&slack).await;
+    let env = [("HANDOFF_CONFIG", cfg.to_str().unwrap())];
+    let cases = [
+        ("s-1", "npm test", "This once", None),
+        ("s-2", "cargo test", "This session", Some("session")),
+        ("s-3", "make lint", "Always here", Some("always")),
+    ];
+    for (n, (session, cmd, button, scope)) in cases.into_iter().enumerate() {
+        let ev = permission_request(session, "Bash", bash(cmd));
+        let hook = spawn_hook(&db, &ev.to_string(), &["--timeout", "60s"], &env);
+        let msg = message_with(&slack, cmd).await;
+        let labels: Vec<String> = msg.buttons().into_iter().map(|(l, _)| l).collect();
+        for want in [
+            "This once",
+            "This session",
+            "For 1 h",
+            "Always here",
+            "Reject",
+        ] {
+            assert!(
+                labels.iter().any(|l| l.contains(want)),
+                "{want} in {labels:?}"
+            );
+        }
+        slack.send(FakeSlack::tap_frame(
+            &format!("e-g{n}"),
+            CH,
+            ALICE,
+            &msg.ts,
+            &msg.button(button),
+            &format!("19.{n}"),
+        ));
+        let (code, out, err) = finish(hook);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(
+            out["hookSpecificOutput"]["decision"]["behavior"], "allow",
+            "{button}: {out}"
+        );
+        let grants = json(&db.cli(&["--json", "grants"]));
+        let mine: Vec<&serde_json::Value> = grants["grants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|g| {
+                g["rule"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains(cmd.split(' ').next().unwrap())
+            })
+            .collect();
+        match scope {
+            None => assert!(mine.is_empty(), "this once saves no grant: {grants}"),
+            Some(scope) => {
+                assert_eq!(mine.len(), 1, "{grants}");
+                assert_eq!(mine[0]["scope"], scope, "{grants}");
+                assert_eq!(mine[0]["created_by"], format!("slack:{ALICE}"), "{grants}");
+            }
+        }
+    }
+}
