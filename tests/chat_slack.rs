@@ -944,3 +944,112 @@ async fn a_permission_prompt_is_granted_this_once_this_session_or_always_from_sl
         }
     }
 }
+
+/// An AskUserQuestion call as Claude Code sends it to a PermissionRequest
+/// hook, with one multiple-choice question.
+fn ask_many(session: &str, question: &str, labels: &[&str]) -> serde_json::Value {
+    let options: Vec<serde_json::Value> = labels
+        .iter()
+        .map(|l| serde_json::json!({"label": l, "description": format!("{l}, described")}))
+        .collect();
+    serde_json::json!({
+        "session_id": session,
+        "transcript_path": "/home/dev/.claude/projects/shop/abc.jsonl",
+        "cwd": "/home/dev/shop",
+        "permission_mode": "default",
+        "hook_event_name": "PermissionRequest",
+        "tool_name": "AskUserQuestion",
+        "tool_input": {"questions": [{
+            "question": question, "header": "Choice", "multiSelect": true, "options": options
+        }]},
+        "tool_use_id": format!("toolu_{session}")
+    })
+}
+
+/// Tap `label` on `msg` as Carol and wait to be told `said`.
+async fn tap_card(slack: &FakeSlack, msg: &Msg, label: &str, stamp: &str, said: &str) {
+    slack.send(FakeSlack::tap_frame(
+        &format!("e-{stamp}"),
+        CH,
+        CAROL,
+        &msg.ts,
+        &msg.button(label),
+        stamp,
+    ));
+    told(slack, CAROL, said).await;
+}
+
+/// `msg` redrawn so that a button reads exactly `label`.
+async fn redrawn(slack: &FakeSlack, msg: &Msg, label: &str) -> Msg {
+    slack
+        .until(30, "the card redrawn", |s| {
+            s.messages(CH)
+                .into_iter()
+                .find(|m| m.ts == msg.ts && m.buttons().iter().any(|(l, _)| l == label))
+        })
+        .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_multiple_choice_is_ticked_then_done_or_answered_in_words_from_slack() {
+    use common::hook::{finish, spawn_hook};
+    let db = TempDb::new();
+    db.open().await.close().await;
+    let slack = FakeSlack::start().await;
+    let cfg = slack_config(&db, &slack);
+    let _d = Daemon::start(&db.path, &cfg);
+    connected(&slack).await;
+    let env = [("HANDOFF_CONFIG", cfg.to_str().unwrap())];
+
+    let q = "Which checks should CI run?";
+    let ev = ask_many("s-1", q, &["Lint", "Unit", "E2E"]);
+    let hook = spawn_hook(&db, &ev.to_string(), &["--timeout", "60s"], &env);
+    let first = message_with(&slack, "Which checks").await;
+    tap_card(
+        &slack,
+        &first,
+        "Done",
+        "20.0",
+        "Tick at least one option first",
+    )
+    .await;
+    tap_card(&slack, &first, "Lint", "20.1", "✓ Lint").await;
+    let second = redrawn(&slack, &first, "✓ Lint").await;
+    // A tap on the drawing before that toggle: refused, nothing applied.
+    tap_card(&slack, &first, "E2E", "20.2", "The question changed").await;
+    tap_card(&slack, &second, "E2E", "20.3", "✓ E2E").await;
+    let third = redrawn(&slack, &first, "☑️ Done (2)").await;
+    tap_card(&slack, &third, "Done", "20.4", "Recorded: Lint, E2E").await;
+    let (code, out, err) = finish(hook);
+    assert_eq!(code, 0, "{err}");
+    let d = &out["hookSpecificOutput"]["decision"];
+    assert_eq!(
+        d["updatedInput"]["answers"],
+        serde_json::json!({q: "Lint, E2E"})
+    );
+
+    // Other…: the answer in words is the next reply in the card's thread,
+    // after the ticked options.
+    let q = "Which region should staging run in?";
+    let ev = ask_many("s-2", q, &["eu-west-1", "us-east-1"]);
+    let hook = spawn_hook(&db, &ev.to_string(), &["--timeout", "60s"], &env);
+    let card = message_with(&slack, "Which region").await;
+    tap_card(&slack, &card, "eu-west-1", "21.0", "✓ eu-west-1").await;
+    let ticked = redrawn(&slack, &card, "✓ eu-west-1").await;
+    tap_card(&slack, &ticked, "Other", "21.1", "Send your answer").await;
+    slack.send(FakeSlack::reply_frame(
+        "e-ot",
+        "Ev-ot",
+        CH,
+        CAROL,
+        &card.ts,
+        "ap-south-1 too",
+    ));
+    told(&slack, CAROL, "Recorded for").await;
+    let (code, out, err) = finish(hook);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out["hookSpecificOutput"]["decision"]["updatedInput"]["answers"],
+        serde_json::json!({q: "eu-west-1, ap-south-1 too"})
+    );
+}

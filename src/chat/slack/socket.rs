@@ -15,7 +15,7 @@ use slack_morphism::prelude::*;
 use super::Slack;
 use crate::chat::callback::{Callback, Item, Verb};
 use crate::chat::dispatch::Prompt;
-use crate::chat::network::{Network, Outcome, Right, Tapper};
+use crate::chat::network::{Network, Right, Tapper};
 use crate::store::Channel;
 use crate::store::questions::ReplyKind;
 
@@ -195,9 +195,7 @@ impl Slack {
         }
         let outcome = match cb.item {
             Item::Question if matches!(cb.verb, Verb::Toggle(_) | Verb::Done | Verb::Other) => {
-                Outcome::only(
-                    "Multiple choice and answers in words: reply in this message's thread, or use the Inbox.",
-                )
+                bridge.tap_card(&cb, tapper).await
             }
             Item::Question => bridge.tap_question(&cb, tapper).await,
             Item::Row => bridge.tap_row(&cb, tapper).await,
@@ -337,6 +335,21 @@ impl Slack {
                         .expect("prompts lock poisoned")
                         .insert(key, Prompt::ActionEdit { id });
                 }
+                Some(said)
+            }
+            Some(Prompt::Other { id, revision }) => {
+                let answer = bridge.other_answer(&id, revision, text).await;
+                let said = bridge
+                    .answer_words(
+                        Item::Question,
+                        &id,
+                        &answer,
+                        &who,
+                        ReplyKind::Answer,
+                        Some(revision),
+                    )
+                    .await;
+                self.redraw(Item::Question, &id);
                 Some(said)
             }
             Some(Prompt::RowAnswer { id }) => Some(self.answer(Item::Row, &id, text, &who).await),
