@@ -1053,3 +1053,157 @@ async fn a_multiple_choice_is_ticked_then_done_or_answered_in_words_from_slack()
         serde_json::json!({q: "eu-west-1, ap-south-1 too"})
     );
 }
+
+#[tokio::test]
+async fn a_burst_to_one_channel_is_spread_within_the_post_tier() {
+    let (db, slack, _d) = setup().await;
+    let ids: Vec<String> = (0..7)
+        .map(|n| {
+            propose(
+                &db,
+                &["--kind", "deploy", "--summary", &format!("Burst {n}")],
+            )
+        })
+        .collect();
+    for id in &ids {
+        message_of(&slack, id).await;
+    }
+    let posts = slack.calls("chat.postMessage");
+    assert_eq!(posts.len(), 7, "one post per item, no 429 needed");
+    // Four at once, then about one a second (Slack's per-channel limit).
+    let span = posts[6].at.duration_since(posts[0].at);
+    assert!(span >= Duration::from_millis(2500), "{span:?}");
+}
+
+#[tokio::test]
+async fn changes_during_a_slow_update_become_one_more_update_of_that_message() {
+    let (db, slack, _d) = setup().await;
+    let id = propose(
+        &db,
+        &[
+            "--kind",
+            "deploy",
+            "--summary",
+            "Coalesced",
+            "--approvals",
+            "5",
+        ],
+    );
+    let msg = message_of(&slack, &id).await;
+    slack.fault("chat.update", Fault::Slow(Duration::from_secs(2)));
+    let approve = |who: &str| {
+        let out = db.cli(&["approve", &id, "--as", who]);
+        assert!(out.status.success(), "{}", common::stderr(&out));
+    };
+    approve("a1");
+    slack
+        .until(30, "the slow update under way", |s| {
+            (!s.calls("chat.update").is_empty()).then_some(())
+        })
+        .await;
+    for who in ["a2", "a3", "a4"] {
+        approve(who);
+    }
+    slack
+        .until(30, "the message to show 4 of 5", |s| {
+            s.messages(CH)
+                .into_iter()
+                .find(|m| m.ts == msg.ts && m.shown().contains("4 of 5 approvals"))
+        })
+        .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        slack.calls("chat.update").len(),
+        2,
+        "three changes during the slow update: one more chat.update"
+    );
+}
+
+#[tokio::test]
+async fn a_rate_limit_pauses_the_method_and_a_failing_message_holds_up_no_other() {
+    let (db, slack, _d) = setup().await;
+    let a = propose(
+        &db,
+        &[
+            "--kind",
+            "deploy",
+            "--summary",
+            "Failing",
+            "--approvals",
+            "3",
+        ],
+    );
+    let b = propose(
+        &db,
+        &[
+            "--kind",
+            "deploy",
+            "--summary",
+            "Healthy",
+            "--approvals",
+            "3",
+        ],
+    );
+    let (ma, mb) = (message_of(&slack, &a).await, message_of(&slack, &b).await);
+    // Every update of A's message fails with a 500; B's go through.
+    for _ in 0..5 {
+        slack.fault_when("chat.update", &ma.ts, Fault::ServerError);
+    }
+    let approve = |id: &str, who: &str| {
+        let out = db.cli(&["approve", id, "--as", who]);
+        assert!(out.status.success(), "{}", common::stderr(&out));
+    };
+    approve(&a, "a1");
+    approve(&b, "b1");
+    let shown = |m: &Msg, what: &str| {
+        let (ts, what) = (m.ts.clone(), what.to_string());
+        move |s: &FakeSlack| {
+            s.messages(CH)
+                .into_iter()
+                .find(|m| m.ts == ts && m.shown().contains(&what))
+        }
+    };
+    slack.until(10, "B updated", shown(&mb, "1 of 3")).await;
+    let failed = slack
+        .calls("chat.update")
+        .iter()
+        .filter(|c| c.body.to_string().contains(&ma.ts))
+        .count();
+    assert!(
+        failed < 5,
+        "B was drawn while A was still failing ({failed})"
+    );
+    // A is still owed: its next change draws it.
+    slack
+        .until(30, "A's five failures", |s| {
+            (s.calls("chat.update").len() >= 6).then_some(())
+        })
+        .await;
+    approve(&a, "a2");
+    slack.until(30, "A updated", shown(&ma, "2 of 3")).await;
+
+    // A 429 with Retry-After pauses chat.update for every message.
+    slack.fault("chat.update", Fault::RateLimit(2));
+    let before = slack.calls("chat.update").len();
+    approve(&a, "a3");
+    slack
+        .until(30, "A's rate-limited update", |s| {
+            (s.calls("chat.update").len() > before).then_some(())
+        })
+        .await;
+    let limited = slack.calls("chat.update").last().unwrap().at;
+    approve(&b, "b2");
+    slack
+        .until(30, "B updated after the pause", shown(&mb, "2 of 3"))
+        .await;
+    let b_at = slack
+        .calls("chat.update")
+        .into_iter()
+        .rfind(|c| c.body.to_string().contains(&mb.ts))
+        .unwrap()
+        .at;
+    assert!(
+        b_at.duration_since(limited) >= Duration::from_millis(1500),
+        "B's update waited out A's Retry-After"
+    );
+}

@@ -86,7 +86,8 @@ impl Msg {
 #[derive(Default)]
 struct Inner {
     calls: Vec<Call>,
-    faults: HashMap<String, VecDeque<Fault>>,
+    /// Per method: (a text the call's body must contain, or any), fault.
+    faults: HashMap<String, VecDeque<(Option<String>, Fault)>>,
     messages: Vec<Msg>,
     ephemeral: Vec<(String, String, String)>,
     /// Acknowledgements: (envelope id, the payload it carried or null).
@@ -133,7 +134,17 @@ impl FakeSlack {
             .faults
             .entry(method.to_string())
             .or_default()
-            .push_back(f);
+            .push_back((None, f));
+    }
+
+    /// Queue a fault for the next call of `method` whose body contains
+    /// `needle` (one message's `ts`, one channel): other calls pass.
+    pub fn fault_when(&self, method: &str, needle: &str, f: Fault) {
+        self.lock()
+            .faults
+            .entry(method.to_string())
+            .or_default()
+            .push_back((Some(needle.to_string()), f));
     }
 
     pub fn calls(&self, method: &str) -> Vec<Call> {
@@ -350,7 +361,13 @@ async fn web_api(
             token,
             at: Instant::now(),
         });
-        g.faults.get_mut(&method).and_then(|q| q.pop_front())
+        let text = body.to_string();
+        g.faults.get_mut(&method).and_then(|q| {
+            let i = q
+                .iter()
+                .position(|(needle, _)| needle.as_ref().is_none_or(|n| text.contains(n)))?;
+            q.remove(i).map(|(_, f)| f)
+        })
     };
     match fault {
         Some(Fault::RateLimit(secs)) => {

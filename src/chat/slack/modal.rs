@@ -159,7 +159,7 @@ impl Slack {
             form(cb.verb, &a.summary, &origin),
         );
         let opened = self
-            .call("views.open", || async {
+            .call("views.open", channel, || async {
                 self.session().views_open(&req).await
             })
             .await;
