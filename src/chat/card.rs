@@ -16,7 +16,6 @@ use super::Bridge;
 use super::callback::{Callback, Item, Verb};
 use super::dispatch::Prompt;
 use super::network::{Ask, Outcome, Tapper};
-use super::question::store_trouble;
 use super::text::cut;
 use crate::store::Channel;
 use crate::store::questions::{Choice, NewReply, Question, Refusal, ReplyKind};
@@ -68,7 +67,7 @@ impl Bridge {
         let question = match self.store.get_question(&cb.id).await {
             Ok(Some(question)) => question,
             Ok(None) => return Outcome::only("That question no longer exists."),
-            Err(e) => return store_trouble(e),
+            Err(e) => return Outcome::store_trouble(e),
         };
         let who = tapper.who;
         match cb.verb {
@@ -91,7 +90,7 @@ impl Bridge {
                         })
                     }
                     Ok(Err(refusal)) => self.refused(&cb.id, &refusal).await,
-                    Err(e) => store_trouble(e),
+                    Err(e) => Outcome::store_trouble(e),
                 }
             }
             Verb::Done => {
@@ -114,7 +113,7 @@ impl Bridge {
                 match self.store.reply_chat(&cb.id, &r).await {
                     Ok(Ok(_)) => Outcome::said(format!("Recorded: {}", r.text)),
                     Ok(Err(refusal)) => self.refused(&cb.id, &refusal).await,
-                    Err(e) => store_trouble(e),
+                    Err(e) => Outcome::store_trouble(e),
                 }
             }
             Verb::Other => {
