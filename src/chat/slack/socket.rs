@@ -1,5 +1,6 @@
 //! Socket Mode: Slack's envelopes (button taps, messages in an item's
-//! thread) turned into taps and replies through the seam.
+//! thread, form submissions: `modal`) turned into taps and replies
+//! through the seam.
 //!
 //! An envelope is acknowledged only after its input is written: the
 //! handlers below return before slack-morphism sends the ack, and an error
