@@ -13,6 +13,7 @@
 //! the same on PostgreSQL),
 //! `actions` (propose→approve→claim→complete cycles, single and contended),
 //! `chat` (1,000-item burst under Telegram's limits; tap → answer committed),
+//! `slack` (the same on Slack, against the fake Slack),
 //! `prompt` (a Claude Code permission prompt → its message in chat, through
 //! a real `handoff serve`),
 //! `wake` (answer committed → exec wake target started, in process and
@@ -24,6 +25,8 @@
 //! answer → long-poll wake-up), `rss` (idle daemon), `startup` (daemon
 //! start-up on a database with 1,000,000 rows).
 
+#[path = "../../tests/common/fake_slack.rs"]
+mod fake_slack;
 #[path = "../../tests/common/fake_telegram.rs"]
 mod fake_telegram;
 // The throw-away PostgreSQL server of the tests (only part of it is used here).
@@ -37,6 +40,7 @@ mod chat;
 mod daemon;
 mod pg_wake;
 mod prompt;
+mod slack;
 mod startup;
 mod store;
 mod two_daemons;
@@ -68,8 +72,8 @@ impl Table {
 }
 
 /// The section names, in the order they run.
-const SECTIONS: [&str; 9] = [
-    "store", "actions", "chat", "prompt", "wake", "wait", "api", "rss", "startup",
+const SECTIONS: [&str; 10] = [
+    "store", "actions", "chat", "slack", "prompt", "wake", "wait", "api", "rss", "startup",
 ];
 
 /// Percentile `p` (0..=1) of an ascending slice (nearest rank).
@@ -166,6 +170,7 @@ async fn main() {
                 daemon::cli_approvers(quick, &mut t).await;
             }
             "chat" => chat::burst(quick, &mut t).await,
+            "slack" => slack::run(quick, &mut t).await,
             "prompt" => prompt::prompt_to_chat(quick, &mut t).await,
             "wake" => {
                 wake::run(quick, &mut t).await;

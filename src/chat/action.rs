@@ -455,7 +455,13 @@ impl Bridge {
     /// Reject from a tap; the toast that says what happened.
     async fn reject_words(&self, id: &str, actor: Actor<'_>, network: Network) -> String {
         let reason = format!("rejected in {} by {}", network.name(), actor.name);
-        match self.store.reject(id, actor, &reason).await {
+        self.reject_for(id, actor, &reason).await
+    }
+
+    /// Reject with `reason` (a tap's default, or one typed in a form);
+    /// what to tell the person, on any network.
+    pub(crate) async fn reject_for(&self, id: &str, actor: Actor<'_>, reason: &str) -> String {
+        match self.store.reject(id, actor, reason).await {
             Ok(RejectOutcome::Rejected { .. }) => "Rejected 🚫".to_string(),
             Ok(RejectOutcome::AlreadyDecided { action })
                 if action.decided_by.as_deref() == Some(crate::ops::claude::TERMINAL) =>

@@ -2,7 +2,9 @@
 //! AskUserQuestion) drawn on a question. A single choice is one button per
 //! option; a multiple choice is toggles (✓ on the ticked ones, the message
 //! redrawn after each tap) and a Done button; both offer "Other…", which
-//! opens a force-reply prompt for an answer in words, and Decline.
+//! asks for an answer in words (a force-reply prompt in Telegram, a thread
+//! reply in Slack), and Decline. The taps' meaning is written once for
+//! every network (`chat::network`).
 //!
 //! Every tap names the revision it was drawn for, and a toggle bumps it:
 //! a tap on an older drawing, or on a card already answered, is refused
@@ -10,14 +12,13 @@
 //! an ordinary chat reply (the asymmetric rule holds), which the hook
 //! picks up. This file does not decide what the agent does with it.
 
-use teloxide::prelude::*;
-
 use super::Bridge;
 use super::callback::{Callback, Item, Verb};
 use super::dispatch::Prompt;
+use super::network::{Ask, Outcome, Tapper};
 use super::text::cut;
 use crate::store::Channel;
-use crate::store::questions::{Choice, NewReply, Question, ReplyKind};
+use crate::store::questions::{Choice, NewReply, Question, Refusal, ReplyKind};
 use crate::store::short_id;
 
 /// The buttons of an open card and the hint under its text.
@@ -60,16 +61,15 @@ pub(super) fn open(q: &Question) -> (Vec<Vec<(String, Callback)>>, String) {
 }
 
 impl Bridge {
-    /// A card's own buttons: a toggle, Done, Other….
-    pub(super) async fn tap_card(
-        &self,
-        q: &CallbackQuery,
-        chat_id: i64,
-        thread: Option<i32>,
-        cb: &Callback,
-        who: &str,
-        question: &Question,
-    ) {
+    /// A tap on a card's own buttons (a toggle, Done, Other…), on any
+    /// network: what to tell the person who tapped.
+    pub(crate) async fn tap_card(&self, cb: &Callback, tapper: Tapper<'_>) -> Outcome {
+        let question = match self.store.get_question(&cb.id).await {
+            Ok(Some(question)) => question,
+            Ok(None) => return Outcome::only("That question no longer exists."),
+            Err(e) => return Outcome::store_trouble(e),
+        };
+        let who = tapper.who;
         match cb.verb {
             Verb::Toggle(n) => {
                 match self
@@ -83,34 +83,25 @@ impl Bridge {
                             .get(n as usize)
                             .map(|o| o.label.as_str())
                             .unwrap_or_default();
-                        let what = if now.picked & (1 << n) != 0 {
+                        Outcome::said(if now.picked & (1 << n) != 0 {
                             format!("✓ {label}")
                         } else {
                             format!("Unticked {label}")
-                        };
-                        self.toast(q, &what).await;
-                        self.redraw_quiet(Item::Question, &cb.id).await;
+                        })
                     }
-                    Ok(Err(refusal)) => {
-                        self.tell_refusal(Some(q), chat_id, thread, &cb.id, &refusal)
-                            .await
-                    }
-                    Err(e) => self.store_trouble(q, e).await,
+                    Ok(Err(refusal)) => self.refused(&cb.id, &refusal).await,
+                    Err(e) => Outcome::store_trouble(e),
                 }
             }
             Verb::Done => {
-                if let Some(why) = stale(question, cb) {
-                    self.redraw_quiet(Item::Question, &cb.id).await;
-                    return self.toast(q, why).await;
+                if let Some(why) = stale(&question, cb) {
+                    return Outcome::said(why);
                 }
                 let labels = question.picked_labels();
                 if labels.is_empty() {
-                    return self
-                        .toast(
-                            q,
-                            "Tick at least one option first, or use Other… to answer in words.",
-                        )
-                        .await;
+                    return Outcome::only(
+                        "Tick at least one option first, or use Other… to answer in words.",
+                    );
                 }
                 let r = NewReply {
                     text: labels.join(", "),
@@ -120,45 +111,59 @@ impl Bridge {
                     expected_revision: Some(cb.revision),
                 };
                 match self.store.reply_chat(&cb.id, &r).await {
-                    Ok(Ok(_)) => {
-                        self.toast(q, &format!("Recorded: {}", r.text)).await;
-                        self.redraw_quiet(Item::Question, &cb.id).await;
-                    }
-                    Ok(Err(refusal)) => {
-                        self.tell_refusal(Some(q), chat_id, thread, &cb.id, &refusal)
-                            .await
-                    }
-                    Err(e) => self.store_trouble(q, e).await,
+                    Ok(Ok(_)) => Outcome::said(format!("Recorded: {}", r.text)),
+                    Ok(Err(refusal)) => self.refused(&cb.id, &refusal).await,
+                    Err(e) => Outcome::store_trouble(e),
                 }
             }
             Verb::Other => {
-                if let Some(why) = stale(question, cb) {
-                    self.redraw_quiet(Item::Question, &cb.id).await;
-                    return self.toast(q, why).await;
+                if let Some(why) = stale(&question, cb) {
+                    return Outcome::said(why);
                 }
-                self.toast(q, "Send your answer as a reply.").await;
                 let text = format!(
                     "✏️ #{}: reply to this message with your answer.",
                     short_id(&cb.id)
                 );
-                self.prompt(
-                    chat_id,
-                    thread,
-                    &text,
-                    "your answer",
-                    Prompt::Other {
-                        id: cb.id.clone(),
-                        revision: cb.revision,
-                    },
-                )
-                .await;
+                let prompt = Prompt::Other {
+                    id: cb.id.clone(),
+                    revision: cb.revision,
+                };
+                let ask = Ask {
+                    text,
+                    placeholder: "your answer",
+                    prompt,
+                };
+                Outcome::asking("Send your answer as a reply.", ask)
             }
-            _ => self.toast(q, "That button doesn't apply here.").await,
+            _ => Outcome::only("That button doesn't apply here."),
         }
     }
 
-    /// An "Other…" prompt's reply: the answer in words (after the ticked
-    /// options of a multiple choice), for the card as it was drawn.
+    /// A refused card reply in words (an answer already waiting is worth
+    /// a message in the chat too).
+    async fn refused(&self, id: &str, refusal: &Refusal) -> Outcome {
+        let text = self.refusal_words(id, refusal).await;
+        Outcome {
+            post_too: matches!(refusal, Refusal::UnreadAnswer { .. }),
+            ..Outcome::only(text)
+        }
+    }
+
+    /// An "Other…" reply's answer, on any network: the words after the
+    /// ticked options of a multiple choice, for the card as it was drawn.
+    pub(crate) async fn other_answer(&self, id: &str, revision: i64, text: &str) -> String {
+        let text = text.trim();
+        match self.store.get_question(id).await {
+            Ok(Some(q)) if q.revision == revision && q.choice == Choice::Many => {
+                let mut parts: Vec<&str> = q.picked_labels();
+                parts.push(text);
+                parts.join(", ")
+            }
+            _ => text.to_string(),
+        }
+    }
+
+    /// An "Other…" prompt's reply in Telegram.
     pub(super) async fn answer_other(
         &self,
         chat_id: i64,
@@ -168,15 +173,7 @@ impl Bridge {
         text: &str,
         who: &str,
     ) {
-        let text = text.trim();
-        let answer = match self.store.get_question(id).await {
-            Ok(Some(q)) if q.revision == revision && q.choice == Choice::Many => {
-                let mut parts: Vec<&str> = q.picked_labels();
-                parts.push(text);
-                parts.join(", ")
-            }
-            _ => text.to_string(),
-        };
+        let answer = self.other_answer(id, revision, text).await;
         self.answer_item(
             chat_id,
             thread,

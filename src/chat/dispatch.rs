@@ -131,15 +131,7 @@ impl Bridge {
         };
         let outcome = match cb.item {
             Item::Question if matches!(cb.verb, Verb::Toggle(_) | Verb::Done | Verb::Other) => {
-                // The multiple-choice card is Telegram's own drawing.
-                return match self.store.get_question(&cb.id).await {
-                    Ok(Some(question)) => {
-                        self.tap_card(&q, chat_id, thread, &cb, &who, &question)
-                            .await
-                    }
-                    Ok(None) => self.toast(&q, "That question no longer exists.").await,
-                    Err(e) => self.store_trouble(&q, e).await,
-                };
+                self.tap_card(&cb, tapper).await
             }
             Item::Question => self.tap_question(&cb, tapper).await,
             Item::Row => self.tap_row(&cb, tapper).await,

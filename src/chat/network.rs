@@ -163,6 +163,13 @@ impl Outcome {
         }
     }
 
+    /// A store failure while handling a tap: logged, and the tapper told
+    /// nothing was recorded.
+    pub(crate) fn store_trouble(e: crate::store::Error) -> Outcome {
+        tracing::error!(error = %e, "store failed while handling a tap");
+        Outcome::only("Something went wrong on the host; nothing was recorded. Try again.")
+    }
+
     /// Tell `words`, then ask for text (the item did not change yet).
     pub(crate) fn asking(words: impl Into<String>, ask: Ask) -> Outcome {
         Outcome {

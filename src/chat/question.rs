@@ -236,6 +236,5 @@ impl Bridge {
 /// A store failure while handling a tap: logged, and the tapper told
 /// nothing was recorded.
 pub(crate) fn store_trouble(e: crate::store::Error) -> Outcome {
-    tracing::error!(error = %e, "store failed while handling a tap");
-    Outcome::only("Something went wrong on the host; nothing was recorded. Try again.")
+    Outcome::store_trouble(e)
 }

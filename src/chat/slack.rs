@@ -13,14 +13,19 @@
 //! # Layout
 //!
 //! - `blocks`: a view as Block Kit (mrkdwn text, buttons).
+//! - `modal`: the forms a Reject (its reason) and an Edit (its patch)
+//!   open, and their submissions.
 //! - `send`: one task per item posts or updates its message; retries,
 //!   rate limits, coalescing.
+//! - `tiers`: Slack's per-method rate tiers and `Retry-After` pauses.
 //! - `socket`: the Socket Mode listener; envelopes claimed by key,
 //!   applied, and acknowledged only after.
 
 mod blocks;
+mod modal;
 mod send;
 mod socket;
+mod tiers;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -54,6 +59,8 @@ pub(crate) struct Slack {
     /// Texts a tap asked for: (channel, message ts, user) → what the
     /// user's next reply in that message's thread means.
     prompts: Mutex<HashMap<(String, String, String), Prompt>>,
+    /// Each Web API method's budget, shared by every message's task.
+    tiers: tiers::Tiers,
     roles: Arc<Roles>,
     tracker: TaskTracker,
     cancel: CancellationToken,
@@ -86,6 +93,7 @@ pub(crate) fn start(
         app: token(&cfg.app_token),
         slots: Mutex::new(HashMap::new()),
         prompts: Mutex::new(HashMap::new()),
+        tiers: tiers::Tiers::default(),
         roles: bridge.roles.clone(),
         tracker: tracker.clone(),
         cancel: cancel.clone(),

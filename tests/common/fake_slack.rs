@@ -1,7 +1,8 @@
 //! A fake Slack: the Web API over HTTP (`/api/<method>`) and a Socket Mode
 //! websocket, both on loopback, with fault injection (429 + Retry-After,
 //! 5xx, slow answers, `message_not_found`, a dropped websocket) and a way
-//! to send envelopes (twice, for duplicates) and read their acks.
+//! to send envelopes (twice, for duplicates) and read their acks, and
+//! modals opened with `views.open` and submitted back.
 #![allow(dead_code)]
 
 use std::collections::{HashMap, VecDeque};
@@ -85,10 +86,14 @@ impl Msg {
 #[derive(Default)]
 struct Inner {
     calls: Vec<Call>,
-    faults: HashMap<String, VecDeque<Fault>>,
+    /// Per method: (a text the call's body must contain, or any), fault.
+    faults: HashMap<String, VecDeque<(Option<String>, Fault)>>,
     messages: Vec<Msg>,
     ephemeral: Vec<(String, String, String)>,
-    acks: Vec<String>,
+    /// Acknowledgements: (envelope id, the payload it carried or null).
+    acks: Vec<(String, Value)>,
+    /// Modals opened with `views.open`, as Slack answered them (with an id).
+    views: Vec<Value>,
     next_ts: u64,
     /// Frames to the current websocket connection.
     socket: Option<mpsc::UnboundedSender<String>>,
@@ -129,7 +134,17 @@ impl FakeSlack {
             .faults
             .entry(method.to_string())
             .or_default()
-            .push_back(f);
+            .push_back((None, f));
+    }
+
+    /// Queue a fault for the next call of `method` whose body contains
+    /// `needle` (one message's `ts`, one channel): other calls pass.
+    pub fn fault_when(&self, method: &str, needle: &str, f: Fault) {
+        self.lock()
+            .faults
+            .entry(method.to_string())
+            .or_default()
+            .push_back((Some(needle.to_string()), f));
     }
 
     pub fn calls(&self, method: &str) -> Vec<Call> {
@@ -163,7 +178,51 @@ impl FakeSlack {
     }
 
     pub fn acks(&self) -> Vec<String> {
-        self.lock().acks.clone()
+        self.lock().acks.iter().map(|(id, _)| id.clone()).collect()
+    }
+
+    /// The payload the (last) acknowledgement of `envelope` carried: a
+    /// `view_submission`'s `response_action`; None before it is acked.
+    pub fn ack_payload(&self, envelope: &str) -> Option<Value> {
+        self.lock()
+            .acks
+            .iter()
+            .rev()
+            .find(|(id, _)| id == envelope)
+            .map(|(_, p)| p.clone())
+    }
+
+    /// Modals opened so far, as `views.open` answered them.
+    pub fn views(&self) -> Vec<Value> {
+        self.lock().views.clone()
+    }
+
+    /// A modal's submission: `text` typed in its (first) input field.
+    pub fn submit_frame(envelope: &str, user: &str, view: &Value, text: &str) -> Value {
+        let input = view["blocks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|b| b["type"] == "input")
+            .expect("the modal has an input field");
+        let block = input["block_id"].as_str().unwrap_or("");
+        let action = input["element"]["action_id"].as_str().unwrap_or("");
+        let mut v = view.clone();
+        v["state"] =
+            json!({"values": {block: {action: {"type": "plain_text_input", "value": text}}}});
+        json!({
+            "type": "interactive",
+            "envelope_id": envelope,
+            "accepts_response_payload": true,
+            "payload": {
+                "type": "view_submission",
+                "team": {"id": "T1"},
+                "user": {"id": user},
+                "api_app_id": "A1",
+                "trigger_id": format!("trig-{envelope}"),
+                "view": v
+            }
+        })
     }
 
     /// How many Socket Mode connections were opened so far.
@@ -302,7 +361,13 @@ async fn web_api(
             token,
             at: Instant::now(),
         });
-        g.faults.get_mut(&method).and_then(|q| q.pop_front())
+        let text = body.to_string();
+        g.faults.get_mut(&method).and_then(|q| {
+            let i = q
+                .iter()
+                .position(|(needle, _)| needle.as_ref().is_none_or(|n| text.contains(n)))?;
+            q.remove(i).map(|(_, f)| f)
+        })
     };
     match fault {
         Some(Fault::RateLimit(secs)) => {
@@ -354,6 +419,15 @@ async fn web_api(
                 }
                 None => json!({"ok": false, "error": "message_not_found"}),
             }
+        }
+        "views.open" => {
+            let n = g.views.len() + 1;
+            let mut view = body["view"].clone();
+            view["id"] = json!(format!("V{n}"));
+            view["team_id"] = json!("T1");
+            view["hash"] = json!(format!("h{n}"));
+            g.views.push(view.clone());
+            json!({"ok": true, "view": view})
         }
         "chat.postEphemeral" => {
             g.ephemeral.push((
@@ -407,7 +481,8 @@ async fn accept_sockets(listener: tokio::net::TcpListener, inner: Arc<Mutex<Inne
                         Some(Ok(Message::Text(t))) => {
                             let v: Value = serde_json::from_str(&t).unwrap_or(Value::Null);
                             if let Some(id) = v["envelope_id"].as_str() {
-                                inner.lock().unwrap().acks.push(id.to_string());
+                                let payload = v["payload"].clone();
+                                inner.lock().unwrap().acks.push((id.to_string(), payload));
                             }
                         }
                         Some(Ok(Message::Ping(p))) => { let _ = write.send(Message::Pong(p)).await; }

@@ -37,7 +37,7 @@ pub(crate) enum DrawError {
 }
 
 /// What one Web API call came to after its retries.
-enum Called<T> {
+pub(super) enum Called<T> {
     Done(T),
     /// `chat.update` of a message Slack no longer has.
     Gone,
@@ -131,7 +131,7 @@ impl Slack {
                     ts.clone().into(),
                 );
                 match self
-                    .call("chat.update", || async {
+                    .call("chat.update", &channel, || async {
                         self.session().chat_update(&req).await
                     })
                     .await
@@ -157,7 +157,7 @@ impl Slack {
     async fn post(&self, channel: &str, v: &crate::chat::view::View) -> Result<String, DrawError> {
         let req = SlackApiChatPostMessageRequest::new(channel.to_string().into(), content(v));
         match self
-            .call("chat.postMessage", || async {
+            .call("chat.postMessage", channel, || async {
                 self.session().chat_post_message(&req).await
             })
             .await
@@ -177,7 +177,7 @@ impl Slack {
             SlackMessageContent::new().with_text(text.to_string()),
         );
         if let Called::Failed(e) = self
-            .call("chat.postEphemeral", || async {
+            .call("chat.postEphemeral", channel, || async {
                 self.session().chat_post_ephemeral(&req).await
             })
             .await
@@ -186,10 +186,11 @@ impl Slack {
         }
     }
 
-    /// Run one Web API call: a rate limit waits out its `Retry-After`
-    /// (Slack's per-method tiers), a failure to reach Slack or a 5xx is
-    /// retried with a growing pause; Slack's refusals are final.
-    async fn call<T, F, Fut>(&self, method: &str, op: F) -> Called<T>
+    /// Run one Web API call in `channel` within its method's tier
+    /// (`tiers`): a rate limit pauses the method until its `Retry-After`,
+    /// a failure to reach Slack or a 5xx is retried with a growing pause;
+    /// Slack's refusals are final.
+    pub(super) async fn call<T, F, Fut>(&self, method: &str, channel: &str, op: F) -> Called<T>
     where
         F: Fn() -> Fut,
         Fut: std::future::Future<Output = ClientResult<T>>,
@@ -197,6 +198,9 @@ impl Slack {
         let mut pause = Duration::from_millis(200);
         let mut attempt = 0;
         loop {
+            if !self.within_tier(method, channel).await {
+                return Called::Failed(format!("{method}: shutting down"));
+            }
             attempt += 1;
             let wait = match op().await {
                 Ok(r) => return Called::Done(r),
@@ -207,9 +211,12 @@ impl Slack {
                         wait_ms = wait.as_millis() as u64,
                         "Slack rate limit; waiting"
                     );
-                    // A rate limit is not a failure: it never uses up attempts.
+                    // A rate limit is not a failure: it never uses up
+                    // attempts. Every task calling the method waits it out.
                     attempt -= 1;
-                    wait
+                    let until = tokio::time::Instant::now() + wait;
+                    self.tiers.pause(method, channel, until);
+                    Duration::ZERO
                 }
                 Err(SlackClientError::ApiError(e))
                     if matches!(
@@ -234,6 +241,25 @@ impl Slack {
             };
             tokio::select! {
                 _ = self.cancel.cancelled() => return Called::Failed(format!("{method}: shutting down")),
+                _ = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+}
+
+impl Slack {
+    /// Wait until `method` may be called in `channel` (its tier has room
+    /// and no `Retry-After` holds it); false when shutting down.
+    async fn within_tier(&self, method: &str, channel: &str) -> bool {
+        loop {
+            let wait = self
+                .tiers
+                .reserve(method, channel, tokio::time::Instant::now());
+            if wait.is_zero() {
+                return true;
+            }
+            tokio::select! {
+                _ = self.cancel.cancelled() => return false,
                 _ = tokio::time::sleep(wait) => {}
             }
         }

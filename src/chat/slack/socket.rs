@@ -1,5 +1,6 @@
 //! Socket Mode: Slack's envelopes (button taps, messages in an item's
-//! thread) turned into taps and replies through the seam.
+//! thread, form submissions: `modal`) turned into taps and replies
+//! through the seam.
 //!
 //! An envelope is acknowledged only after its input is written: the
 //! handlers below return before slack-morphism sends the ack, and an error
@@ -15,13 +16,13 @@ use slack_morphism::prelude::*;
 use super::Slack;
 use crate::chat::callback::{Callback, Item, Verb};
 use crate::chat::dispatch::Prompt;
-use crate::chat::network::{Network, Outcome, Right, Tapper};
+use crate::chat::network::{Network, Right, Tapper};
 use crate::store::Channel;
 use crate::store::questions::ReplyKind;
 
 /// Why an envelope is left unacknowledged (Slack sends it again).
 #[derive(Debug, thiserror::Error)]
-enum NotYet {
+pub(super) enum NotYet {
     /// The store could not claim the input.
     #[error("cannot claim the Slack input: {0}")]
     Store(#[from] crate::store::Error),
@@ -59,7 +60,7 @@ impl Slack {
 
     /// Claim `key` for this daemon: `Ok(true)` to apply it, `Ok(false)`
     /// when it was applied before (acknowledge it again, do nothing).
-    async fn take(&self, key: &str) -> std::result::Result<bool, NotYet> {
+    pub(super) async fn take(&self, key: &str) -> std::result::Result<bool, NotYet> {
         let store = &self.bridge.store;
         let me = self.roles.me();
         // A take older than half a lease period was left by a daemon that
@@ -84,7 +85,7 @@ impl Slack {
         }
     }
 
-    async fn done(&self, key: &str) {
+    pub(super) async fn done(&self, key: &str) {
         if let Err(e) = self
             .bridge
             .store
@@ -98,7 +99,7 @@ impl Slack {
 
     /// Tell `user` what happened without holding up the envelope's ack:
     /// Slack wants it within seconds, and a rate-limited note may wait.
-    fn tell_later(&self, channel: String, user: String, text: String) {
+    pub(super) fn tell_later(&self, channel: String, user: String, text: String) {
         let Some(me) = self.me.upgrade() else { return };
         self.tracker
             .spawn(async move { me.tell(&channel, &user, &text).await });
@@ -142,8 +143,9 @@ impl Slack {
             // input, before applying it.
             std::process::abort();
         }
+        let value = action.value.as_deref();
         let words = self
-            .apply_tap(&channel, &message_ts, &user, action.value.as_deref())
+            .apply_tap(&channel, &message_ts, &user, value, &ev.trigger_id.0)
             .await;
         self.done(&key).await;
         if let Some(w) = words {
@@ -159,6 +161,7 @@ impl Slack {
         message_ts: &str,
         user: &str,
         value: Option<&str>,
+        trigger: &str,
     ) -> Option<String> {
         let Some(cb) = value.and_then(Callback::decode) else {
             return Some("This button isn't one of mine (or is outdated).".into());
@@ -183,11 +186,17 @@ impl Slack {
             who: &who,
         };
         let bridge = &self.bridge;
+        match self.open_form(&cb, trigger, channel, message_ts).await {
+            // The form tells what it did when it is submitted.
+            Some(true) => return None,
+            Some(false) => {
+                tracing::warn!(id = %cb.id, "cannot open a Slack form; the tap falls back")
+            }
+            None => {}
+        }
         let outcome = match cb.item {
             Item::Question if matches!(cb.verb, Verb::Toggle(_) | Verb::Done | Verb::Other) => {
-                Outcome::only(
-                    "Multiple choice and answers in words: reply in this message's thread, or use the Inbox.",
-                )
+                bridge.tap_card(&cb, tapper).await
             }
             Item::Question => bridge.tap_question(&cb, tapper).await,
             Item::Row => bridge.tap_row(&cb, tapper).await,
@@ -213,7 +222,7 @@ impl Slack {
     }
 
     /// Audit a tap by someone not on the channel's lists.
-    async fn record_refusal(&self, channel: &str, who: &str, cb: &Callback) {
+    pub(super) async fn record_refusal(&self, channel: &str, who: &str, cb: &Callback) {
         let store = &self.bridge.store;
         let res = if cb.item == Item::Action {
             let a = crate::store::actions::Actor {
@@ -329,6 +338,21 @@ impl Slack {
                 }
                 Some(said)
             }
+            Some(Prompt::Other { id, revision }) => {
+                let answer = bridge.other_answer(&id, revision, text).await;
+                let said = bridge
+                    .answer_words(
+                        Item::Question,
+                        &id,
+                        &answer,
+                        &who,
+                        ReplyKind::Answer,
+                        Some(revision),
+                    )
+                    .await;
+                self.redraw(Item::Question, &id);
+                Some(said)
+            }
             Some(Prompt::RowAnswer { id }) => Some(self.answer(Item::Row, &id, text, &who).await),
             Some(_) | None => {
                 let (kind, id) = bridge
@@ -366,12 +390,15 @@ async fn on_interaction(
     ev: SlackInteractionEvent,
     _client: Arc<SlackHyperClient>,
     state: SlackClientEventsUserState,
-) -> Result<()> {
+) -> Result<SlackInteractionResponse> {
     let slack = adapter(&state).await.ok_or(NotYet::Gone)?;
-    if let SlackInteractionEvent::BlockActions(b) = ev {
-        slack.on_actions(b).await?;
+    match ev {
+        SlackInteractionEvent::BlockActions(b) => slack.on_actions(b).await?,
+        // The answer rides on the acknowledgement, sent after the write.
+        SlackInteractionEvent::ViewSubmission(v) => return Ok(slack.on_submission(v).await?),
+        _ => {}
     }
-    Ok(())
+    Ok(SlackInteractionResponse::Empty)
 }
 
 async fn on_push(
