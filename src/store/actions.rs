@@ -371,10 +371,17 @@ impl Action {
     }
 }
 
-/// One audit row.
+/// One action's audit entries (`$1` its id), oldest first: its events
+/// that carry audit details, the entry's name the event type without
+/// `action.`. Read through `events_entity`.
+pub(crate) const AUDIT_OF: &str =
+    "SELECT seq, entity_id, at, actor, substr(type, 8), audit FROM events
+     WHERE entity_kind = 'action' AND entity_id = $1 AND audit IS NOT NULL ORDER BY seq";
+
+/// One audit entry: an action's event in the log, with its audit details.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct AuditEntry {
-    /// Position in the audit log.
+    /// Position in the log (the event's seq).
     pub seq: i64,
     /// The audited action's id.
     pub action_id: String,
@@ -706,15 +713,13 @@ impl Store {
         Ok(out)
     }
 
-    /// The audit trail of one action, oldest first.
+    /// The audit trail of one action, oldest first: its entries in the
+    /// event log (docs/design.md §4).
     pub async fn action_audit(&self, id: &str) -> Result<Vec<AuditEntry>> {
         let id = self.resolve_action_id(id).await?;
         let rows: Vec<(i64, String, i64, String, String, String)> = self
             .rows(
-                Stmt::new(
-                    "SELECT seq, action_id, at, actor, event, details FROM action_audit
-                     WHERE action_id = $1 ORDER BY seq",
-                )
+                Stmt::new(AUDIT_OF)
                 .text(id.as_str()),
             )
             .await?;

@@ -97,10 +97,11 @@ impl Store {
         let rows: Vec<Row> = self
             .rows(
                 Stmt::new(
-                    "SELECT a.seq, a.action_id, x.project, a.at, a.actor, a.event, a.details
-                     FROM action_audit a LEFT JOIN actions x ON x.id = a.action_id
-                     WHERE ($1 IS NULL OR a.at >= $1) AND ($2 IS NULL OR x.project = $2)
-                     ORDER BY a.seq",
+                    "SELECT seq, entity_id, project, at, actor, substr(type, 8), audit
+                     FROM events
+                     WHERE entity_kind = 'action' AND audit IS NOT NULL
+                       AND ($1 IS NULL OR at >= $1) AND ($2 IS NULL OR project = $2)
+                     ORDER BY seq",
                 )
                 .int(since)
                 .text(project),
