@@ -171,3 +171,31 @@ async fn history_reads_as_the_old_audit_table(db: Db) {
 }
 
 both_engines!(history_reads_as_the_old_audit_table);
+
+/// The log refuses UPDATE and DELETE of its entries (and TRUNCATE on
+/// PostgreSQL, which runs no DELETE trigger) with the engine's message.
+async fn the_log_refuses_update_delete_and_truncate(db: Db) {
+    let s = db.open().await;
+    let a = s.propose(&new_action("k", "{}")).await.unwrap().action;
+    s.reject(&a.id, Actor::cli("r"), "no").await.unwrap();
+    let mut refused = vec![
+        "UPDATE events SET audit = '{}' WHERE audit IS NOT NULL",
+        "UPDATE events SET audit = NULL",
+        "DELETE FROM events WHERE audit IS NOT NULL",
+    ];
+    if db.engine == Engine::Postgres {
+        refused.push("TRUNCATE events");
+    }
+    for sql in refused {
+        let err = db.exec(sql, &[]).await.unwrap_err();
+        assert_eq!(err, "events are append-only", "{sql}");
+    }
+    let trail = s.action_audit(&a.id).await.unwrap();
+    let names: Vec<&str> = trail.iter().map(|e| e.event.as_str()).collect();
+    assert_eq!(names, ["proposed", "rejected"]);
+}
+
+both_engines!(the_log_refuses_update_delete_and_truncate);
+
+#[path = "audit_log_support/migration.rs"]
+mod migration;
