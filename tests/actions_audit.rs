@@ -181,7 +181,10 @@ async fn update_and_delete_on_the_audit_log_fail(db: Db) {
         "DELETE FROM action_audit",
         "INSERT INTO action_audit (action_id, at, actor, event, details) VALUES ('x', 1, 'm', 'e', '{}')",
     ] {
-        assert!(db.exec(sql, &[]).await.is_err(), "{sql} wrote through the view");
+        assert!(
+            db.exec(sql, &[]).await.is_err(),
+            "{sql} wrote through the view"
+        );
     }
     assert_eq!(s.action_audit(&a.id).await.unwrap().len(), 2);
 }

@@ -330,7 +330,11 @@ async fn purge_deletes_settled_actions_with_their_audit_and_refuses_live_ones(db
         .await
         .unwrap();
     for id in [&old_rejected, &old_executed] {
-        let n = export.lines.iter().filter(|l| l.contains(id.as_str())).count();
+        let n = export
+            .lines
+            .iter()
+            .filter(|l| l.contains(id.as_str()))
+            .count();
         assert!(n >= 2, "{id}'s audit entries stay in the log: {n}");
     }
     assert_eq!(count(&s, "action_purge_guard").await, 0);

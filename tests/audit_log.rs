@@ -74,7 +74,10 @@ async fn patched_quorum(s: &Store, h: &mut History) {
 
 /// An action that will lapse: approved and claimed with a short lease.
 async fn claimed(s: &Store, h: &mut History, label: &'static str) -> String {
-    let id = h.add(label, s.propose(&new_action(label, "{}")).await.unwrap().action.id);
+    let id = h.add(
+        label,
+        s.propose(&new_action(label, "{}")).await.unwrap().action.id,
+    );
     s.approve(&id, Actor::cli("ann"), None).await.unwrap();
     s.claim(&id, "exec-2", 10).await.unwrap();
     id
@@ -108,7 +111,11 @@ async fn script(db: &Db) -> (Store, History) {
     let unsure = claimed(&s, &mut h, "unsure").await;
     h.add(
         "pending",
-        s.propose(&new_action("later", "{}")).await.unwrap().action.id,
+        s.propose(&new_action("later", "{}"))
+            .await
+            .unwrap()
+            .action
+            .id,
     );
     clock.advance(10 * MIN);
     s.expire_due().await.unwrap();

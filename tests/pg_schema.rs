@@ -343,7 +343,11 @@ async fn append_only_tables_refuse_update_delete_and_truncate() {
     let audited = both
         .same("SELECT CAST(COUNT(*) AS TEXT) FROM events WHERE audit IS NOT NULL")
         .await;
-    assert_eq!(audited[0][0].as_deref(), Some("1"), "the audit is in the log");
+    assert_eq!(
+        audited[0][0].as_deref(),
+        Some("1"),
+        "the audit is in the log"
+    );
     for (table, message) in [
         ("events", "events are append-only"),
         ("question_replies", "question replies are append-only"),

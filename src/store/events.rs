@@ -177,7 +177,12 @@ impl Tx<'_> {
         self.append_with(at, ev, Some(details)).await
     }
 
-    async fn append_with(&mut self, at: i64, ev: &NewEvent<'_>, audit: Option<&str>) -> Result<i64> {
+    async fn append_with(
+        &mut self,
+        at: i64,
+        ev: &NewEvent<'_>,
+        audit: Option<&str>,
+    ) -> Result<i64> {
         check_depth(&ev.payload)?;
         let payload = ev.payload.to_string();
         let appended = self.row(&append_stmt(at, ev, &payload, audit)).await?;

@@ -69,8 +69,10 @@ const HISTORY: &[&str] = &[
      VALUES ('000000000000000000000000000000a2', 6000, 'migration', 'dedup_key_released', '{\"dedup_key\":\"d\"}')",
 ];
 
-const AUDIT: &str = "SELECT action_id, CAST(at AS TEXT), actor, event, details FROM action_audit ORDER BY seq";
-const EVENTS: &str = "SELECT CAST(seq AS TEXT) AS n, type, entity_id, actor, payload FROM events ORDER BY seq";
+const AUDIT: &str =
+    "SELECT action_id, CAST(at AS TEXT), actor, event, details FROM action_audit ORDER BY seq";
+const EVENTS: &str =
+    "SELECT CAST(seq AS TEXT) AS n, type, entity_id, actor, payload FROM events ORDER BY seq";
 
 /// A database on one engine, raw.
 enum Raw {
@@ -143,9 +145,17 @@ async fn carried_row_for_row(raw: Raw) {
     let events = raw.rows(EVENTS).await;
     raw.migrate_rest().await;
 
-    assert_eq!(raw.rows(AUDIT).await, audit, "the same audit, entry for entry");
+    assert_eq!(
+        raw.rows(AUDIT).await,
+        audit,
+        "the same audit, entry for entry"
+    );
     let after = raw.rows(EVENTS).await;
-    assert_eq!(after[..events.len()], events[..], "the old events untouched");
+    assert_eq!(
+        after[..events.len()],
+        events[..],
+        "the old events untouched"
+    );
     let added: Vec<_> = after[events.len()..]
         .iter()
         .map(|r| (r[1].clone().unwrap(), r[2].clone().unwrap()))

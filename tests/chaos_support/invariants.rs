@@ -108,7 +108,10 @@ fn status_moves<'e>(evs: impl Iterator<Item = &'e Ev>) -> Result<String, String>
             (Some(before), _, None) => *before == after,
         };
         if !ok {
-            return Err(format!("event {} ({}) moves {now:?} to {after}", e.seq, e.kind));
+            return Err(format!(
+                "event {} ({}) moves {now:?} to {after}",
+                e.seq, e.kind
+            ));
         }
         now = Some(after);
     }
@@ -815,10 +818,9 @@ pub async fn check(
         // The log is the audit: every status change of the row is one
         // event whose kind allows it and whose after-status is the next.
         let moved = status_moves(events_of.get(id.as_str()).into_iter().flatten().copied());
-        t.check(
-            moved.as_ref().is_ok_and(|last| last == status),
-            || format!("action {id}: status {status}, its events' statuses {moved:?}"),
-        );
+        t.check(moved.as_ref().is_ok_and(|last| last == status), || {
+            format!("action {id}: status {status}, its events' statuses {moved:?}")
+        });
     }
     for (id, status) in &questions {
         let got: Vec<&str> = events_of
