@@ -1118,3 +1118,32 @@ pub async fn explain(violations: &[String], pool: &Raw, daemon_log: &str) {
     let cursors: Vec<(String, i64)> = pool.all("SELECT name, seq FROM cursors", &[]).await;
     println!("cursors {cursors:?}");
 }
+
+/// The status walk fails where the log misses a change: a claim with no
+/// event (the skip-event fault) leaves `approved → executed`.
+#[test]
+fn status_moves_catch_a_change_with_no_event() {
+    let ev = |seq: i64, kind: &str, status: &str| Ev {
+        seq,
+        kind: format!("action.{kind}"),
+        entity: "a".into(),
+        actor: "x".into(),
+        payload: serde_json::json!({ "status": status }),
+    };
+    let whole = [
+        ev(1, "proposed", "pending"),
+        ev(2, "approval_added", "pending"),
+        ev(3, "approved", "approved"),
+        ev(4, "claimed", "executing"),
+        ev(5, "executed", "executed"),
+    ];
+    assert_eq!(status_moves(whole.iter()), Ok("executed".to_string()));
+    let skipped = [&whole[0], &whole[1], &whole[2], &whole[4]];
+    let err = status_moves(skipped.into_iter()).unwrap_err();
+    assert!(err.contains("event 5 (action.executed)"), "{err}");
+    let quiet = [&whole[0], &ev(2, "refused_attempt", "approved")];
+    assert!(
+        status_moves(quiet.into_iter()).is_err(),
+        "a refusal changes nothing"
+    );
+}

@@ -62,9 +62,8 @@ pub enum Resolution {
 pub struct PurgeReport {
     /// Settled actions deleted (their audit entries stay in the event log).
     pub purged: Vec<String>,
-    /// Audit rows deleted with them: always 0, since the event log is the
-    /// audit and keeps a purged action's entries (docs/design.md §4). Kept
-    /// so the report reads as before.
+    /// Audit rows deleted with them: always 0, the event log (the audit)
+    /// keeps a purged action's entries (docs/design.md §4).
     pub audit_rows: u64,
     /// Older actions kept because they are still live (or `unknown`).
     pub kept_live: i64,
@@ -464,8 +463,8 @@ static DOOMED: Sql = Sql::new(|_| {
 
 /// The purge's statements in the caller's transaction: the guard, the
 /// doomed actions read, their approvals and rows deleted (their audit
-/// entries, events in the log, stay), the guard emptied, what is kept
-/// counted, and an `action.purged` event for each, last.
+/// entries stay in the log), the guard emptied, what is kept counted, and
+/// an `action.purged` event for each, last.
 async fn purge_in(tx: &mut Tx<'_>, before: i64, now: i64) -> crate::store::Result<PurgeReport> {
     tx.change(&purge_guard().int(before)).await?;
     let doomed = all(tx, &DOOMED.stmt()).await?;
