@@ -77,7 +77,7 @@ const EVENTS: &str =
 /// A database on one engine, raw.
 enum Raw {
     Lite(SqlitePool, TempDb),
-    Pg(PgPool, PgDb),
+    Pg(PgPool, Box<PgDb>),
 }
 
 impl Raw {
@@ -133,7 +133,7 @@ async fn old_postgres() -> Raw {
     let db = PgDb::new().await;
     let pool = PgPool::connect(&db.url).await.unwrap();
     PG_MIGRATOR.run_to(BEFORE, &pool).await.unwrap();
-    Raw::Pg(pool, db)
+    Raw::Pg(pool, Box::new(db))
 }
 
 async fn carried_row_for_row(raw: Raw) {
