@@ -160,17 +160,31 @@ async fn a_patch_is_audited_with_proposed_patch_and_effective_arguments(db: Db) 
     assert_eq!(trail[2].event, "approved");
 }
 
-async fn update_and_delete_on_the_audit_table_fail(db: Db) {
+/// The audit is the event log (docs/design.md §4): its entries refuse
+/// UPDATE and DELETE in the engine, and the old table's name, now a view
+/// of the log, writes nothing either.
+async fn update_and_delete_on_the_audit_log_fail(db: Db) {
     let s = db.open().await;
     let a = s.propose(&new_action("k", "{}")).await.unwrap().action;
     s.reject(&a.id, Actor::cli("r"), "no").await.unwrap();
     for sql in [
-        "UPDATE action_audit SET actor = 'mallory'",
-        "DELETE FROM action_audit",
-        "DELETE FROM action_audit WHERE event = 'rejected'",
+        "UPDATE events SET actor = 'mallory' WHERE entity_kind = 'action'",
+        "UPDATE events SET audit = '{}' WHERE audit IS NOT NULL",
+        "DELETE FROM events",
+        "DELETE FROM events WHERE type = 'action.rejected'",
     ] {
         let err = db.exec(sql, &[]).await.unwrap_err();
-        assert!(err.contains("audit log is append-only"), "{sql}: {err}");
+        assert!(err.contains("events are append-only"), "{sql}: {err}");
+    }
+    for sql in [
+        "UPDATE action_audit SET actor = 'mallory'",
+        "DELETE FROM action_audit",
+        "INSERT INTO action_audit (action_id, at, actor, event, details) VALUES ('x', 1, 'm', 'e', '{}')",
+    ] {
+        assert!(
+            db.exec(sql, &[]).await.is_err(),
+            "{sql} wrote through the view"
+        );
     }
     assert_eq!(s.action_audit(&a.id).await.unwrap().len(), 2);
 }
@@ -280,7 +294,7 @@ async fn a_refused_attempt_is_audited_and_changes_nothing(db: Db) {
 both_engines!(
     exact_audit_trail_for_a_full_lifecycle,
     a_patch_is_audited_with_proposed_patch_and_effective_arguments,
-    update_and_delete_on_the_audit_table_fail,
+    update_and_delete_on_the_audit_log_fail,
     redaction_patterns_are_configurable_per_action,
     a_refused_attempt_is_audited_and_changes_nothing
 );

@@ -321,21 +321,34 @@ async fn purge_deletes_settled_actions_with_their_audit_and_refuses_live_ones(db
     let mut want = vec![old_rejected.clone(), old_executed.clone()];
     want.sort();
     assert_eq!(purged, want);
-    assert_eq!(rep.audit_rows, 2 + 4);
+    // The log is the audit and keeps the purged actions' entries.
+    assert_eq!(rep.audit_rows, 0);
     assert_eq!(rep.kept_live, 2);
-    assert_eq!(count(&s, "action_audit").await, audit_before - 6);
+    assert_eq!(count(&s, "action_audit").await, audit_before);
+    let export = s
+        .audit_export(None, None, "t", handoff::store::Channel::Cli)
+        .await
+        .unwrap();
+    for id in [&old_rejected, &old_executed] {
+        let n = export
+            .lines
+            .iter()
+            .filter(|l| l.contains(id.as_str()))
+            .count();
+        assert!(n >= 2, "{id}'s audit entries stay in the log: {n}");
+    }
     assert_eq!(count(&s, "action_purge_guard").await, 0);
     for id in [&old_pending, &old_unknown, &recent] {
         assert!(!s.action_audit(id).await.unwrap().is_empty());
     }
     assert!(s.get_action(&old_rejected).await.is_err());
 
-    // Outside purge the audit stays append-only, even for settled actions.
+    // Outside purge too the log stays append-only, even for settled actions.
     let err = db
-        .exec("DELETE FROM action_audit WHERE action_id = $1", &[&recent])
+        .exec("DELETE FROM events WHERE entity_id = $1", &[&recent])
         .await
         .unwrap_err();
-    assert!(err.contains("audit log is append-only"), "{err}");
+    assert!(err.contains("events are append-only"), "{err}");
 }
 
 // SQLite only: it runs the CLI, which still refuses a PostgreSQL URL.

@@ -452,7 +452,7 @@ async fn secrets_never_reach_the_audit_through_free_text() {
     let pool = common::raw_pool(&db.path).await;
     for (table, col) in [
         ("actions", "COALESCE(result, '') || COALESCE(error, '')"),
-        ("action_audit", "details"),
+        ("events", "COALESCE(audit, '')"),
         ("events", "payload"),
     ] {
         let sql = format!("SELECT {col} FROM {table}");

@@ -26,7 +26,6 @@
 //! (`audit.exported`), so a reader compares the file's head with the one
 //! recorded (`handoff audit verify FILE --head HASH`).
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -36,6 +35,9 @@ use sha2::{Digest, Sha256};
 use super::engine::Stmt;
 use super::{Channel, NewEvent, Result, Store};
 use crate::store::actions::codec::canonical;
+
+mod verify;
+pub use verify::{Broken, Failure, Verified, verify};
 
 /// The `prev` of the first entry.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -83,6 +85,40 @@ fn hex(bytes: &[u8]) -> String {
 
 type Row = (i64, String, Option<String>, i64, String, String, String);
 
+/// The log's audit entries (`$1` since, `$2` project; all when NULL), in
+/// log order: the action events that carry audit details. Reads the whole
+/// log by design (an operator's command).
+const ENTRIES: &str = "SELECT seq, entity_id, project, at, actor, substr(type, 8), audit
+     FROM events
+     WHERE entity_kind = 'action' AND audit IS NOT NULL
+       AND ($1 IS NULL OR at >= $1) AND ($2 IS NULL OR project = $2)
+     ORDER BY seq";
+
+/// The entries as chained lines, and the last entry's hash.
+fn chain(rows: &[Row]) -> Result<(Vec<String>, String)> {
+    let mut lines = Vec::with_capacity(rows.len() + 1);
+    let mut prev = GENESIS.to_string();
+    for (i, (seq, action_id, proj, at, actor, event, details)) in rows.iter().enumerate() {
+        let details: Value = serde_json::from_str(details)
+            .map_err(|e| super::Error::Corrupt(format!("audit entry {seq}: details: {e}")))?;
+        let mut entry = Map::new();
+        entry.insert("n".into(), json!(i + 1));
+        entry.insert("seq".into(), json!(seq));
+        entry.insert("action_id".into(), json!(action_id));
+        entry.insert("project".into(), json!(proj.clone().unwrap_or_default()));
+        entry.insert("at".into(), json!(crate::clock::format_rfc3339(*at)));
+        entry.insert("actor".into(), json!(actor));
+        entry.insert("event".into(), json!(event));
+        entry.insert("details".into(), details);
+        entry.insert("prev".into(), json!(prev));
+        let hash = entry_hash(&entry);
+        entry.insert("hash".into(), json!(hash));
+        lines.push(canonical(&Value::Object(entry)));
+        prev = hash;
+    }
+    Ok((lines, prev))
+}
+
 impl Store {
     /// Export the actions' audit log (entries at or after `since`, of
     /// `project`'s actions; all when `None`) as a hash chain, and record
@@ -95,39 +131,10 @@ impl Store {
         channel: Channel,
     ) -> Result<Export> {
         let rows: Vec<Row> = self
-            .rows(
-                Stmt::new(
-                    "SELECT a.seq, a.action_id, x.project, a.at, a.actor, a.event, a.details
-                     FROM action_audit a LEFT JOIN actions x ON x.id = a.action_id
-                     WHERE ($1 IS NULL OR a.at >= $1) AND ($2 IS NULL OR x.project = $2)
-                     ORDER BY a.seq",
-                )
-                .int(since)
-                .text(project),
-            )
+            .rows(Stmt::new(ENTRIES).int(since).text(project))
             .await?;
-        let mut lines = Vec::with_capacity(rows.len() + 1);
-        let mut prev = GENESIS.to_string();
-        for (i, (seq, action_id, proj, at, actor, event, details)) in rows.iter().enumerate() {
-            let details: Value = serde_json::from_str(details)
-                .map_err(|e| super::Error::Corrupt(format!("audit entry {seq}: details: {e}")))?;
-            let mut entry = Map::new();
-            entry.insert("n".into(), json!(i + 1));
-            entry.insert("seq".into(), json!(seq));
-            entry.insert("action_id".into(), json!(action_id));
-            entry.insert("project".into(), json!(proj.clone().unwrap_or_default()));
-            entry.insert("at".into(), json!(crate::clock::format_rfc3339(*at)));
-            entry.insert("actor".into(), json!(actor));
-            entry.insert("event".into(), json!(event));
-            entry.insert("details".into(), details);
-            entry.insert("prev".into(), json!(prev));
-            let hash = entry_hash(&entry);
-            entry.insert("hash".into(), json!(hash));
-            lines.push(canonical(&Value::Object(entry)));
-            prev = hash;
-        }
+        let (mut lines, prev) = chain(&rows)?;
         let entries = rows.len();
-        let now = self.now();
         let head = json!({
             "head": prev,
             "entries": entries,
@@ -135,21 +142,40 @@ impl Store {
             "canonical": CANONICAL,
             "since": since.map(crate::clock::format_rfc3339),
             "project": project,
-            "exported_at": crate::clock::format_rfc3339(now),
+            "exported_at": crate::clock::format_rfc3339(self.now()),
             "exported_by": by,
         });
         lines.push(canonical(&head));
+        let payload = json!({
+            "head": prev,
+            "entries": entries,
+            "since": since.map(crate::clock::format_rfc3339),
+            "project": project,
+        });
+        self.record_export(&prev, by, channel, project.unwrap_or_default(), payload)
+            .await?;
+        Ok(Export {
+            lines,
+            head: prev,
+            entries,
+        })
+    }
+
+    /// The `audit.exported` event of an export whose head is `head`.
+    async fn record_export(
+        &self,
+        head: &str,
+        by: &str,
+        channel: Channel,
+        project: &str,
+        payload: Value,
+    ) -> Result<()> {
         let record = Arc::new((
-            prev.clone(),
+            head.to_string(),
             by.to_string(),
             channel,
-            project.unwrap_or_default().to_string(),
-            json!({
-                "head": prev,
-                "entries": entries,
-                "since": since.map(crate::clock::format_rfc3339),
-                "project": project,
-            }),
+            project.to_string(),
+            payload,
         ));
         self.transact(record, |mut tx, r, now| {
             Box::pin(async move {
@@ -168,255 +194,6 @@ impl Store {
                 Ok(())
             })
         })
-        .await?;
-        Ok(Export {
-            lines,
-            head: prev,
-            entries,
-        })
+        .await
     }
-}
-
-/// What [`verify`] found wrong, and where.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Broken {
-    /// An entry's content does not match its hash (or is no entry at all).
-    Changed,
-    /// An entry is missing.
-    Removed,
-    /// An entry is there that the chain does not hold.
-    Inserted,
-    /// Entries stand out of order.
-    Reordered,
-}
-
-/// A failed verification: what, which entry, on which line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
-#[error("line {line}: {message}")]
-pub struct Failure {
-    /// What kind of tampering the chain shows.
-    pub broken: Broken,
-    /// The line of the file (from 1) where the chain first breaks.
-    pub line: usize,
-    /// The entry (its `n`) the failure names, when there is one.
-    pub entry: Option<u64>,
-    /// In words, saying what to look at.
-    pub message: String,
-}
-
-/// A verified export.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Verified {
-    /// How many entries.
-    pub entries: usize,
-    /// The head hash (the last entry's).
-    pub head: String,
-}
-
-struct Parsed {
-    line: usize,
-    n: Option<u64>,
-    prev: String,
-    hash: String,
-    computed: String,
-}
-
-/// Check an export offline: every entry's hash, the `prev` links, the
-/// `n` sequence and the head line; with `expected_head`, also that the
-/// head is the one the daemon recorded. Names the first entry that was
-/// changed, removed, inserted or reordered.
-pub fn verify(text: &str, expected_head: Option<&str>) -> Result<Verified, Failure> {
-    let lines: Vec<(usize, &str)> = text
-        .lines()
-        .enumerate()
-        .map(|(i, l)| (i + 1, l))
-        .filter(|(_, l)| !l.trim().is_empty())
-        .collect();
-    let fail = |broken, line, entry, message: String| Failure {
-        broken,
-        line,
-        entry,
-        message,
-    };
-    let Some(((head_line, head_text), body)) = lines.split_last() else {
-        return Err(fail(
-            Broken::Removed,
-            1,
-            None,
-            "the file is empty: no entries and no head line".into(),
-        ));
-    };
-    let head: Map<String, Value> = match serde_json::from_str(head_text) {
-        Ok(Value::Object(m)) if m.contains_key("head") => m,
-        _ => {
-            return Err(fail(
-                Broken::Removed,
-                *head_line,
-                None,
-                "the last line is not the head ({\"head\": …}): the file was cut short or changed at its end".into(),
-            ));
-        }
-    };
-    let mut parsed = Vec::with_capacity(body.len());
-    for &(line, t) in body {
-        let m = match serde_json::from_str(t) {
-            Ok(Value::Object(m)) => m,
-            _ => {
-                return Err(fail(
-                    Broken::Changed,
-                    line,
-                    None,
-                    "this line is not a JSON object: it was changed".into(),
-                ));
-            }
-        };
-        let s = |k: &str| {
-            m.get(k)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string()
-        };
-        parsed.push(Parsed {
-            line,
-            n: m.get("n").and_then(Value::as_u64),
-            prev: s("prev"),
-            hash: s("hash"),
-            computed: entry_hash(&m),
-        });
-    }
-    let mut seen = HashSet::new();
-    for (i, p) in parsed.iter().enumerate() {
-        let expected = i as u64 + 1;
-        let name = p.n.map_or("an entry".to_string(), |n| format!("entry {n}"));
-        if p.computed != p.hash {
-            return Err(fail(
-                Broken::Changed,
-                p.line,
-                p.n,
-                format!("{name} was changed: its content does not match its hash"),
-            ));
-        }
-        let want_prev = if i == 0 { GENESIS } else { &parsed[i - 1].hash };
-        if p.prev != want_prev && i >= 1 {
-            let before = if i >= 2 { &parsed[i - 2].hash } else { GENESIS };
-            if p.prev == before {
-                let q = &parsed[i - 1];
-                return Err(fail(
-                    Broken::Inserted,
-                    q.line,
-                    q.n,
-                    "the entry on this line was inserted: the entry after it chains to the one before it"
-                        .into(),
-                ));
-            }
-        }
-        match p.n {
-            Some(n) if n > expected => {
-                let later = parsed[i + 1..].iter().any(|q| q.n == Some(expected));
-                return Err(if later {
-                    fail(
-                        Broken::Reordered,
-                        p.line,
-                        p.n,
-                        format!(
-                            "{name} stands where entry {expected} belongs: entries were reordered"
-                        ),
-                    )
-                } else {
-                    fail(
-                        Broken::Removed,
-                        p.line,
-                        Some(expected),
-                        format!("entry {expected} was removed: this line holds {name}"),
-                    )
-                });
-            }
-            Some(n) if n < expected => {
-                return Err(if seen.contains(&n) {
-                    fail(
-                        Broken::Inserted,
-                        p.line,
-                        p.n,
-                        format!("{name} appears a second time here: it was inserted"),
-                    )
-                } else {
-                    fail(
-                        Broken::Reordered,
-                        p.line,
-                        p.n,
-                        format!(
-                            "{name} stands after entry {}: entries were reordered",
-                            expected - 1
-                        ),
-                    )
-                });
-            }
-            None => {
-                return Err(fail(
-                    Broken::Changed,
-                    p.line,
-                    None,
-                    "this entry has no position `n`: it was changed".into(),
-                ));
-            }
-            Some(n) => {
-                seen.insert(n);
-            }
-        }
-        if p.prev != want_prev {
-            return Err(fail(
-                Broken::Changed,
-                p.line,
-                p.n,
-                format!(
-                    "{name} does not chain to the entry before it: an entry before it was changed, removed or inserted"
-                ),
-            ));
-        }
-    }
-    let last = parsed.last().map_or(GENESIS, |p| p.hash.as_str());
-    let count = head.get("entries").and_then(Value::as_u64);
-    if count != Some(parsed.len() as u64) {
-        let n = count.unwrap_or(0);
-        return Err(fail(
-            if n > parsed.len() as u64 {
-                Broken::Removed
-            } else {
-                Broken::Inserted
-            },
-            *head_line,
-            Some(parsed.len() as u64 + 1),
-            format!(
-                "the head counts {n} entries but the file holds {}: entries were removed or added at the end",
-                parsed.len()
-            ),
-        ));
-    }
-    if head.get("head").and_then(Value::as_str) != Some(last) {
-        return Err(fail(
-            Broken::Changed,
-            *head_line,
-            None,
-            "the head hash is not the last entry's hash: the head or the last entry was changed"
-                .into(),
-        ));
-    }
-    if let Some(want) = expected_head
-        && want.trim() != last
-    {
-        return Err(fail(
-            Broken::Changed,
-            *head_line,
-            None,
-            format!(
-                "the head is {last}, not the {} recorded: this is another export, or its chain was rewritten",
-                want.trim()
-            ),
-        ));
-    }
-    Ok(Verified {
-        entries: parsed.len(),
-        head: last.to_string(),
-    })
 }

@@ -130,15 +130,20 @@ pub(crate) fn check_depth(payload: &Value) -> Result<()> {
 }
 
 /// Append one event, returning its seq: the same statement on both
-/// engines.
-const APPEND: &str =
-    "INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING seq";
+/// engines. `$10` is its audit details (an action's audit entry), or NULL.
+const APPEND: &str = "INSERT INTO events
+     (at, type, entity_kind, entity_id, actor, channel, project, session, payload, audit)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING seq";
 
-/// [`APPEND`] for `ev` written at `at`, its payload's text `payload`.
-/// The payload is serialised by Rust on both engines, so its text is the
-/// same byte for byte.
-fn append_stmt<'q>(at: i64, ev: &NewEvent<'q>, payload: &'q str) -> Stmt<'q> {
+/// [`APPEND`] for `ev` written at `at`, its payload's text `payload`, its
+/// audit details `audit`. The payload is serialised by Rust on both
+/// engines, so its text is the same byte for byte.
+fn append_stmt<'q>(
+    at: i64,
+    ev: &NewEvent<'q>,
+    payload: &'q str,
+    audit: Option<&'q str>,
+) -> Stmt<'q> {
     Stmt::new(APPEND)
         .int(at)
         .text(ev.kind)
@@ -149,6 +154,7 @@ fn append_stmt<'q>(at: i64, ev: &NewEvent<'q>, payload: &'q str) -> Stmt<'q> {
         .text(ev.project)
         .text(ev.session)
         .text(payload)
+        .text(audit)
 }
 
 impl Tx<'_> {
@@ -156,9 +162,30 @@ impl Tx<'_> {
     /// event counter's row stays locked until commit); its seq. Refuses
     /// a payload nested too deep to be read back.
     pub(crate) async fn append(&mut self, at: i64, ev: &NewEvent<'_>) -> Result<i64> {
+        self.append_with(at, ev, None).await
+    }
+
+    /// [`Tx::append`] for an event that is also an action's audit entry
+    /// (docs/design.md §4): `details` are the entry's details, secrets
+    /// already redacted; the entry's name is `ev.kind` without `action.`.
+    pub(crate) async fn append_audited(
+        &mut self,
+        at: i64,
+        ev: &NewEvent<'_>,
+        details: &str,
+    ) -> Result<i64> {
+        self.append_with(at, ev, Some(details)).await
+    }
+
+    async fn append_with(
+        &mut self,
+        at: i64,
+        ev: &NewEvent<'_>,
+        audit: Option<&str>,
+    ) -> Result<i64> {
         check_depth(&ev.payload)?;
         let payload = ev.payload.to_string();
-        let appended = self.row(&append_stmt(at, ev, &payload)).await?;
+        let appended = self.row(&append_stmt(at, ev, &payload, audit)).await?;
         appended
             .map(|(seq,)| seq)
             .ok_or_else(|| sqlx::Error::RowNotFound.into())

@@ -6,13 +6,12 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::{Actor, Error, Result, load, record_payload};
-use crate::store::engine::Stmt;
 use crate::store::{Channel, NewEvent, Store};
 
 impl Store {
     /// Audit a refused decision attempt on action `id` by `actor`, with the
-    /// reason it was refused: its audit row and its event, in a transaction
-    /// of its own. Changes no state.
+    /// reason it was refused: its event, which is its audit entry, in a
+    /// transaction of its own. Changes no state.
     pub async fn audit_refused_attempt(
         &self,
         id: &str,
@@ -33,19 +32,7 @@ impl Store {
                         return Ok(false);
                     };
                     let details = json!({ "reason": reason });
-                    let audit = Stmt::new(
-                        "INSERT INTO action_audit (action_id, at, actor, event, details)
-                         VALUES ($1, $2, $3, 'refused_attempt', $4)",
-                    );
                     let details_text = details.to_string();
-                    tx.change(
-                        &audit
-                            .text(action.id.as_str())
-                            .int(now)
-                            .text(actor.as_str())
-                            .text(details_text.as_str()),
-                    )
-                    .await?;
                     let ev = NewEvent {
                         kind: "action.refused_attempt",
                         entity_kind: "action",
@@ -56,7 +43,7 @@ impl Store {
                         session: &action.session,
                         payload: record_payload(&action, details),
                     };
-                    tx.append(now, &ev).await?;
+                    tx.append_audited(now, &ev, &details_text).await?;
                     Ok(true)
                 })
             })

@@ -16,7 +16,6 @@ use serde_json::json;
 
 use super::spelling::Sql;
 use super::{Action, COLUMNS, Result, Status, one, record_payload};
-use crate::store::engine::Stmt;
 use crate::store::{Channel, NewEvent, Store};
 
 /// What the store keeps of a step on the action: when it is due and where
@@ -133,18 +132,6 @@ impl Store {
                         "webhook": to.webhook,
                     });
                     let details_text = details.to_string();
-                    let audit = Stmt::new(
-                        "INSERT INTO action_audit (action_id, at, actor, event, details)
-                         VALUES ($1, $2, $3, 'escalated', $4)",
-                    );
-                    tx.change(
-                        &audit
-                            .text(action.id.as_str())
-                            .int(now)
-                            .text(ESCALATION_ACTOR)
-                            .text(details_text.as_str()),
-                    )
-                    .await?;
                     let ev = NewEvent {
                         kind: "action.escalated",
                         entity_kind: "action",
@@ -155,7 +142,7 @@ impl Store {
                         session: &action.session,
                         payload: record_payload(&action, details),
                     };
-                    tx.append(now, &ev).await?;
+                    tx.append_audited(now, &ev, &details_text).await?;
                     Ok(Some(Escalated {
                         step: step + 1,
                         to,

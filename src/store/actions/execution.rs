@@ -15,7 +15,7 @@ use super::spelling::Sql;
 use super::transitions::invalid;
 use super::{Action, COLUMNS, ClaimOutcome, CompleteOutcome, Result, Settled, Status, one};
 use crate::store::Store;
-use crate::store::engine::{Stmt, Tx};
+use crate::store::engine::Tx;
 
 impl Store {
     /// Claim an approved action for execution (`approved → executing`) as
@@ -200,7 +200,8 @@ static CLAIM: Sql = Sql::new(|s| {
 });
 
 /// Claim one action (id, owner, lease in ms): one guarded `UPDATE …
-/// RETURNING` whose trigger writes the audit row and the event.
+/// RETURNING` whose trigger appends the event, which is its audit entry.
+/// The skip-event fault leaves the event (so the entry) out.
 /// `None`: not claimable (the caller reads it, outside the write).
 async fn claim_in(
     mut tx: Tx<'_>,
@@ -220,18 +221,7 @@ async fn claim_in(
         .bool(crate::fault::on("double-claim")) // FAULT(double-claim)
         .int(i64::from(skip_event))
         .text(until.as_str());
-    let Some(action) = one(&mut tx, &claim).await? else {
-        return Ok(None);
-    };
-    if skip_event {
-        // The fault writes the audit row alone: its event is missing.
-        let audit = Stmt::new(
-            "INSERT INTO action_audit (action_id, at, actor, event, details)
-             SELECT id, updated_at, owner, 'claimed', '{}' FROM actions WHERE id = $1",
-        );
-        tx.change(&audit.text(id.as_str())).await?;
-    }
-    Ok(Some(action))
+    one(&mut tx, &claim).await
 }
 
 /// One end of an execution to record.

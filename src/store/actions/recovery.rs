@@ -60,9 +60,10 @@ pub enum Resolution {
 /// What a purge removed.
 #[derive(Debug, Clone, Default, Serialize, serde::Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct PurgeReport {
-    /// Settled actions deleted together with their audit rows.
+    /// Settled actions deleted (their audit entries stay in the event log).
     pub purged: Vec<String>,
-    /// Audit rows deleted with them.
+    /// Audit rows deleted with them: always 0, the event log (the audit)
+    /// keeps a purged action's entries (docs/design.md §4).
     pub audit_rows: u64,
     /// Older actions kept because they are still live (or `unknown`).
     pub kept_live: i64,
@@ -438,7 +439,7 @@ impl Store {
 }
 
 /// The purge's guard (`$1` the cutoff): the ids of the settled actions
-/// last changed before it, which the delete triggers let go. A settled
+/// last changed before it, the statements below delete. A settled
 /// action never changes again, so what it picks stays settled; on
 /// PostgreSQL a purge racing this one waits on the guard rows and then
 /// finds their actions gone (`ON CONFLICT DO NOTHING`); SQLite's write
@@ -461,19 +462,12 @@ static DOOMED: Sql = Sql::new(|_| {
 });
 
 /// The purge's statements in the caller's transaction: the guard, the
-/// doomed actions read, their audit rows, approvals and rows deleted, the
-/// guard emptied, what is kept counted, and an `action.purged` event for
-/// each, last.
+/// doomed actions read, their approvals and rows deleted (their audit
+/// entries stay in the log), the guard emptied, what is kept counted, and
+/// an `action.purged` event for each, last.
 async fn purge_in(tx: &mut Tx<'_>, before: i64, now: i64) -> crate::store::Result<PurgeReport> {
     tx.change(&purge_guard().int(before)).await?;
     let doomed = all(tx, &DOOMED.stmt()).await?;
-    // The delete trigger lets these through only because each id is in
-    // the guard table *and* its action is settled.
-    let audit_rows = tx
-        .change(&Stmt::new(
-            "DELETE FROM action_audit WHERE action_id IN (SELECT action_id FROM action_purge_guard)",
-        ))
-        .await?;
     for sql in [
         "DELETE FROM action_approvals WHERE action_id IN (SELECT action_id FROM action_purge_guard)",
         "DELETE FROM actions WHERE id IN (SELECT action_id FROM action_purge_guard)",
@@ -500,7 +494,7 @@ async fn purge_in(tx: &mut Tx<'_>, before: i64, now: i64) -> crate::store::Resul
     }
     Ok(PurgeReport {
         purged: doomed.into_iter().map(|a| a.id).collect(),
-        audit_rows,
+        audit_rows: 0,
         kept_live,
     })
 }
