@@ -99,6 +99,10 @@ primitives! {
     fn resolve_question_id(id: &str) -> Option<String>;
     /// Flag a question (the same open `(project, key)` updates in place).
     fn flag(q: &NewQuestion) -> Flagged;
+    /// Flag a question and, through a daemon, wait in the same request up
+    /// to `within` (at most the API's cap) for a reply, picked up in `by`'s
+    /// name; the file only flags (`None`: the caller waits).
+    fn flag_wait(q: &NewQuestion, by: &str, within: Duration) -> (Flagged, Option<Awaited>);
     /// One question.
     fn get_question(id: &str) -> Option<Question>;
     /// A question's append-only reply history.
