@@ -85,7 +85,7 @@ routes! {
     get "GET" "/healthz" Public "Liveness: the store answers, and which daemon this is (an opaque id); with a token (or an Inbox session, the owner-only socket, an open loopback daemon) also the log's last seq, which database file (a fingerprint of its path, for `handoff status`), the daemon's name and the jobs it holds." => healthz;
     get "GET" "/v1/openapi.json" Public "This document." => openapi::serve;
     get "GET" "/metrics" Read "Prometheus metrics." => metrics::metrics;
-    post "POST" "/v1/questions" Agent "Flag a question (with `key`: update the open one in place)." => questions::flag;
+    post "POST" "/v1/questions" Agent "Flag a question (with `key`: update the open one in place); `wait=reply&timeout=30s&by` also waits for the reply and marks it picked up." => questions::flag;
     get "GET" "/v1/questions" Read "List questions (status, project, session, limit)." => questions::list;
     get "GET" "/v1/questions/{id}" Read "One question; `wait=reply|change&timeout=30s` long-polls." => questions::get;
     get "GET" "/v1/pending" Agent "Pick up replies and row responses (project, session, new, only, peek, by)." => questions::pending;

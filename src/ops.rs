@@ -37,7 +37,7 @@ pub mod requests;
 pub mod results;
 pub mod run;
 mod sessions;
-mod wait;
+pub(crate) mod wait;
 
 // Codex's hook answers; the prompt engine they share is `claude`'s.
 pub mod codex;

@@ -2,14 +2,18 @@
 //! reply), pending pickup (questions and board rows), answer (the agent
 //! channel), resolve. Human side: reply (the Inbox channel, which always
 //! wins) and dismiss. Each handler is a thin layer over the questions store:
-//! scope, call, map the refusal, nudge the followers.
+//! scope, call, map the refusal, nudge the followers. `ask`: the flag,
+//! with its optional wait for the reply.
+
+mod ask;
+
+pub(crate) use ask::flag;
 
 use axum::Extension;
 use axum::extract::{Path, State};
 use serde::{Deserialize, Serialize};
 
 use super::auth::Caller;
-use super::doc::Created;
 use super::error::{ApiError, ApiResult};
 use super::input::{Body, DURATION, NAME, Params, TIMEOUT};
 use super::long_poll::{self, WaitOutcome};
@@ -17,8 +21,7 @@ use super::page::{PageQuery, Paged, page};
 use crate::shared::Shared;
 use crate::store::boards::PendingRow;
 use crate::store::questions::{
-    Channel, Delivery, Flagged, ListFilter, NewQuestion, NewReply, Question, QuestionOption,
-    ReplyKind, ReplyRecord, Status,
+    Channel, Delivery, ListFilter, NewReply, Question, ReplyKind, ReplyRecord, Status,
 };
 
 /// Wake the event followers at once after a write made here.
@@ -36,70 +39,6 @@ async fn visible(s: &Shared, c: &Caller, id: &str) -> ApiResult<Question> {
         return Err(missing());
     }
     Ok(q)
-}
-
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct OptionBody {
-    #[schemars(length(min = 1), regex(pattern = r"\S"))]
-    label: String,
-    #[serde(default)]
-    recommended: bool,
-}
-
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct FlagBody {
-    #[serde(default)]
-    #[schemars(regex(pattern = NAME))]
-    project: String,
-    #[serde(default)]
-    #[schemars(regex(pattern = NAME))]
-    agent: String,
-    #[serde(default)]
-    #[schemars(regex(pattern = NAME))]
-    session: String,
-    key: Option<String>,
-    #[schemars(length(min = 1), regex(pattern = r"\S"))]
-    title: String,
-    #[serde(default)]
-    detail: String,
-    #[serde(default)]
-    context: String,
-    #[serde(default)]
-    options: Vec<OptionBody>,
-}
-
-/// `POST /v1/questions`: flag (201 created, 200 updated in place by key).
-pub(crate) async fn flag(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
-    Body(b): Body<FlagBody>,
-) -> ApiResult<Created<axum::Json<Flagged>>> {
-    let project = c.write_project(&b.project)?;
-    let q = NewQuestion {
-        project,
-        agent: c.agent_or(&s, b.agent).await?,
-        session: b.session,
-        key: b.key,
-        title: b.title,
-        detail: b.detail,
-        context: b.context,
-        options: b
-            .options
-            .into_iter()
-            .map(|o| QuestionOption {
-                label: o.label,
-                recommended: o.recommended,
-            })
-            .collect(),
-    };
-    let flagged = s.store.flag(&q).await?;
-    wrote(&s);
-    Ok(Created {
-        created: flagged.created,
-        reply: axum::Json(flagged),
-    })
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]

@@ -407,9 +407,8 @@ impl Ops {
             Ops::Local(l) => local_grant_check(l, id).await,
             Ops::Remote(r) => r.grant_check(id).await,
             Ops::Daemon(d) => {
-                super::daemon::through_daemon!(d, |r| r.grant_check(id), |l| local_grant_check(
-                    l, id
-                ))
+                d.run(|r| r.grant_check(id), |l| local_grant_check(l, id))
+                    .await
             }
         }
     }

@@ -152,6 +152,30 @@ impl Daemon {
         super::remote::is_host_only(e)
     }
 
+    /// Run one call through the daemon, or on the file (see the module
+    /// docs): `remote` and `local` are the same call on each backend, run
+    /// under one request id so a write the daemon committed is replayed on
+    /// the file, not applied twice.
+    pub(super) async fn run<'a, T, FR, FL>(
+        &'a self,
+        remote: impl FnOnce(&'a Remote) -> FR,
+        local: impl FnOnce(&'a Local) -> FL,
+    ) -> Result<T>
+    where
+        FR: Future<Output = Result<T>>,
+        FL: Future<Output = Result<T>>,
+    {
+        let key = self.next_key();
+        if self.live().await {
+            match request::scope(key.clone(), remote(self.remote())).await {
+                Err(e) if self.falls_back(&e) => {}
+                other => return other,
+            }
+        }
+        let l = self.local().await?;
+        request::scope(key, local(l)).await
+    }
+
     /// The database file's operations, opened on first use.
     pub(super) async fn local(&self) -> Result<&Local> {
         self.inner
@@ -167,22 +191,3 @@ impl Daemon {
             .await
     }
 }
-
-/// Run one primitive through the daemon, or on the file (see the module
-/// docs). `$remote` and `$local` are the same call on each backend.
-macro_rules! through_daemon {
-    ($d:expr, |$r:ident| $remote:expr, |$l:ident| $local:expr) => {{
-        let d = $d;
-        let key = d.next_key();
-        if d.live().await {
-            let $r = d.remote();
-            match crate::store::request::scope(key.clone(), $remote).await {
-                Err(e) if d.falls_back(&e) => {}
-                other => return other,
-            }
-        }
-        let $l = d.local().await?;
-        crate::store::request::scope(key, $local).await
-    }};
-}
-pub(super) use through_daemon;

@@ -53,29 +53,36 @@ impl Ops {
                 })
                 .collect(),
         };
-        let flagged = self.flag(&q).await?;
+        let Some(wait) = wait else {
+            let flagged = self.flag(&q).await?;
+            return Ok(Asked {
+                created: flagged.created,
+                answered: false,
+                timed_out: false,
+                question: flagged.question,
+            });
+        };
+        let (flagged, awaited) = self.flag_and_await(&q, &q.agent, wait).await?;
         let mut asked = Asked {
             created: flagged.created,
             answered: false,
             timed_out: false,
             question: flagged.question,
         };
-        if let Some(wait) = wait {
-            match self.await_reply(&asked.question, &q.agent, wait).await? {
-                Awaited::Reply(q) => {
-                    asked.answered = true;
-                    asked.question = q;
-                }
-                Awaited::Closed(q) => {
-                    let why = q.outcome.as_deref().unwrap_or("");
-                    return Err(Error::refused(
-                        "not_open",
-                        format!("the question was {} while waiting: {why}", q.status),
-                        super::local::detail(&q),
-                    ));
-                }
-                Awaited::TimedOut(_) => asked.timed_out = true,
+        match awaited {
+            Awaited::Reply(q) => {
+                asked.answered = true;
+                asked.question = q;
             }
+            Awaited::Closed(q) => {
+                let why = q.outcome.as_deref().unwrap_or("");
+                return Err(Error::refused(
+                    "not_open",
+                    format!("the question was {} while waiting: {why}", q.status),
+                    super::local::detail(&q),
+                ));
+            }
+            Awaited::TimedOut(_) => asked.timed_out = true,
         }
         Ok(asked)
     }

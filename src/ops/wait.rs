@@ -4,13 +4,18 @@
 //! pick up exactly one reply): locally a short sleep and a store read, over
 //! HTTP a bounded long poll. This module neither sleeps nor calls the store
 //! or the daemon itself.
+//!
+//! [`Ops::flag_and_await`] is `ask --wait`'s one path (the CLI's and MCP's): through a daemon one request
+//! that flags and waits (the daemon runs the same [`step`] rule and marks
+//! the reply picked up in that request); on the file a flag, then
+//! [`Ops::await_reply`].
 
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use super::{Awaited, Error, Ops, Result};
-use crate::store::questions::{Question, Status};
+use crate::store::questions::{Flagged, NewQuestion, Question, Status};
 
 /// When a wait ends; `None` never (wait until something arrives).
 #[derive(Debug, Clone, Copy)]
@@ -38,8 +43,8 @@ impl Deadline {
 }
 
 /// What a wait for a reply does with the question as it reads now.
-#[derive(Debug, PartialEq)]
-enum Step {
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Step {
     /// It was resolved or dismissed: the wait is over.
     Closed,
     /// It carries the agent's own answer, newer than the ask: the wait is over.
@@ -52,8 +57,9 @@ enum Step {
 
 /// Decide on `q`, the question asked as `asked`: closed ends the wait; an
 /// unseen reply is picked up; an answer the agent recorded itself (born
-/// seen) ends it when it is newer than the ask.
-fn step(asked: &Question, q: &Question) -> Step {
+/// seen) ends it when it is newer than the ask. The daemon's flag-and-wait
+/// route decides with this same rule.
+pub(crate) fn step(asked: &Question, q: &Question) -> Step {
     if q.status != Status::Open {
         return Step::Closed;
     }
@@ -69,6 +75,33 @@ fn gone() -> Error {
 }
 
 impl Ops {
+    /// Flag `q` and wait up to `wait` for a reply not delivered before,
+    /// picked up in `by`'s name: `ask --wait`. A daemon does both in one
+    /// request (and the rest of a wait longer than its cap in long polls);
+    /// the file flags, then waits by polling. At least once: a reply is
+    /// delivered again by `pending` until the agent resolves the question.
+    pub async fn flag_and_await(
+        &self,
+        q: &NewQuestion,
+        by: &str,
+        wait: Duration,
+    ) -> Result<(Flagged, Awaited)> {
+        let deadline = Deadline::after(Some(wait));
+        let (flagged, awaited) = self.flag_wait(q, by, wait).await?;
+        let awaited = match awaited {
+            Some(Awaited::TimedOut(_)) if !deadline.passed() => {
+                let left = deadline.left(Duration::MAX);
+                self.await_reply(&flagged.question, by, left).await?
+            }
+            Some(a) => a,
+            None => {
+                let left = deadline.left(Duration::MAX);
+                self.await_reply(&flagged.question, by, left).await?
+            }
+        };
+        Ok((flagged, awaited))
+    }
+
     /// Wait up to `wait` for a reply to `asked` not delivered before, and
     /// pick up exactly it. A reply already waiting counts; a reply that
     /// changed between the read and the pickup is read again, so the newer

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::AskArgs;
 use super::render::render_reply;
 use crate::cli::{Ctx, exit, fail, one, refusal};
-use crate::ops::Awaited;
+use crate::ops::{Awaited, Ops};
 use crate::store::questions::{NewQuestion, QuestionOption};
 
 /// The `--option`s, with the one `--recommend` names (by 1-based number
@@ -74,35 +74,37 @@ pub(super) async fn ask(a: AskArgs, ctx: &Ctx) -> anyhow::Result<u8> {
     let (mut q, given) = new_question(a)?;
     let ops = ctx.ops().await?;
     q.project = crate::cli::filing_project(&ops, given, &q.session).await?;
+    if wait {
+        return ask_wait(ctx, &ops, q, timeout).await;
+    }
     let flagged = ops.flag(&q).await?;
     let fq = &flagged.question;
     let verb = if flagged.created { "asked" } else { "updated" };
-    if !wait {
-        let v = one(
-            "question",
-            fq,
-            serde_json::json!({"created": flagged.created}),
-        );
-        ctx.print(&v, || {
-            format!(
-                "{verb} {} (revision {})\nid {}",
-                fq.short_id, fq.revision, fq.id
-            )
-        });
-        return Ok(exit::OK);
-    }
-    if !ctx.json {
-        eprintln!(
-            "{verb} {} (revision {}); waiting for a reply…",
-            fq.short_id, fq.revision
-        );
-    }
-    // A reply already waiting counts; an answer the agent recorded itself
-    // (born seen) counts when it is newer than the ask.
+    let v = one(
+        "question",
+        fq,
+        serde_json::json!({"created": flagged.created}),
+    );
+    ctx.print(&v, || {
+        format!(
+            "{verb} {} (revision {})\nid {}",
+            fq.short_id, fq.revision, fq.id
+        )
+    });
+    Ok(exit::OK)
+}
+
+/// `ask --wait`: flag and wait in one call ([`crate::ops::Ops::flag_and_await`]:
+/// one request to a daemon). A reply already waiting counts; an answer the
+/// agent recorded itself (born seen) counts when it is newer than the ask.
+async fn ask_wait(ctx: &Ctx, ops: &Ops, q: NewQuestion, timeout: i64) -> anyhow::Result<u8> {
     let wait = Duration::from_millis(timeout.max(0) as u64);
     // The pickup is recorded under the agent's name (a token's own remotely).
     let by = ctx.actor(None, || q.agent.clone());
-    let awaited = ops.await_reply(fq, &by, wait).await?;
+    if !ctx.json {
+        eprintln!("asking {:?}; waiting for a reply…", q.title);
+    }
+    let (flagged, awaited) = ops.flag_and_await(&q, &by, wait).await?;
     print_awaited(ctx, awaited, flagged.created)
 }
 

@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::Local;
 use crate::ops::results::Proposal;
 use crate::ops::wait::Deadline;
-use crate::ops::{Result, Until};
+use crate::ops::{Awaited, Result, Until};
 use crate::store::actions::{
     Action, Actor, ApproveOutcome, AuditEntry, ClaimOutcome, CompleteOutcome, NewAction,
     RejectOutcome, Resolution, Settled, Status,
@@ -37,6 +37,17 @@ impl Local {
 
     pub(crate) async fn flag(&self, q: &NewQuestion) -> Result<Flagged> {
         Ok(self.store.flag(q).await?)
+    }
+
+    /// Flag only: without a daemon the wait polls the file
+    /// ([`crate::ops::Ops::flag_and_await`]).
+    pub(crate) async fn flag_wait(
+        &self,
+        q: &NewQuestion,
+        _by: &str,
+        _within: Duration,
+    ) -> Result<(Flagged, Option<Awaited>)> {
+        Ok((self.store.flag(q).await?, None))
     }
 
     pub(crate) async fn get_question(&self, id: &str) -> Result<Option<Question>> {

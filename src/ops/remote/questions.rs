@@ -5,11 +5,12 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Answer, Remote, named, query};
-use crate::ops::{Error, Result};
+use super::{Answer, MAX_POLL, RETRY_WINDOW, Remote, named, query};
+use crate::ops::{Awaited, Error, Result};
 use crate::store::questions::{
     Delivery, Flagged, ListFilter, NewQuestion, NewReply, Outcome, Question, Refusal, ReplyRecord,
 };
+use crate::store::request;
 
 /// Longest single long poll of a reply wait. Shorter than the API's cap so
 /// an answer the agent recorded itself (which does not end a `wait=reply`
@@ -38,6 +39,19 @@ fn optional<T>(a: Answer<T>) -> Result<Option<T>> {
     }
 }
 
+fn flag_body(q: &NewQuestion) -> Value {
+    json!({
+        "project": q.project,
+        "agent": q.agent,
+        "session": q.session,
+        "key": q.key,
+        "title": q.title,
+        "detail": q.detail,
+        "context": q.context,
+        "options": q.options,
+    })
+}
+
 fn reply_body(r: &NewReply) -> Value {
     json!({
         "text": r.text,
@@ -51,6 +65,30 @@ fn reply_body(r: &NewReply) -> Value {
 #[derive(Deserialize)]
 struct Polled {
     question: Question,
+}
+
+/// `POST /v1/questions?wait=reply`'s answer.
+#[derive(Deserialize)]
+struct Asked {
+    created: bool,
+    /// `reply`, `closed` or `timeout`.
+    outcome: String,
+    question: Question,
+}
+
+impl Asked {
+    fn split(self) -> (Flagged, Awaited) {
+        let awaited = match self.outcome.as_str() {
+            "reply" => Awaited::Reply(self.question.clone()),
+            "closed" => Awaited::Closed(self.question.clone()),
+            _ => Awaited::TimedOut(self.question.clone()),
+        };
+        let flagged = Flagged {
+            created: self.created,
+            question: self.question,
+        };
+        (flagged, awaited)
+    }
 }
 
 #[derive(Deserialize)]
@@ -74,17 +112,61 @@ impl Remote {
     }
 
     pub(crate) async fn flag(&self, q: &NewQuestion) -> Result<Flagged> {
-        let body = json!({
-            "project": q.project,
-            "agent": q.agent,
-            "session": q.session,
-            "key": q.key,
-            "title": q.title,
-            "detail": q.detail,
-            "context": q.context,
-            "options": q.options,
-        });
-        Ok(self.post(&["questions"], body).await?)
+        Ok(self.post(&["questions"], flag_body(q)).await?)
+    }
+
+    /// One `POST /v1/questions?wait=reply&timeout=…&by=…`: the daemon
+    /// flags, waits up to `within` (at most [`MAX_POLL`]) and marks the
+    /// reply picked up in the same request. The request carries a request
+    /// id, so over TCP a daemon that cannot be reached (restarting) is
+    /// asked again for up to [`RETRY_WINDOW`] with the same id: a flag it
+    /// committed is replayed, not made twice.
+    pub(crate) async fn flag_wait(
+        &self,
+        q: &NewQuestion,
+        by: &str,
+        within: Duration,
+    ) -> Result<(Flagged, Option<Awaited>)> {
+        let poll = within.min(MAX_POLL);
+        let mut params = vec![
+            ("wait", "reply".to_string()),
+            ("timeout", format!("{}ms", poll.as_millis())),
+        ];
+        params.extend(named(by).map(|b| ("by", b)));
+        let body = flag_body(q);
+        let send = async {
+            let give_up = tokio::time::Instant::now() + RETRY_WINDOW;
+            let mut pause = Duration::from_millis(100);
+            loop {
+                let method = reqwest::Method::POST;
+                let tried = self
+                    .call_once::<Asked>(
+                        method,
+                        &["questions"],
+                        &params,
+                        Some(body.clone()),
+                        Some(poll),
+                    )
+                    .await;
+                match tried {
+                    Err(f)
+                        if self.socket.is_none()
+                            && (f.reason == "unreachable" || f.status == 503)
+                            && tokio::time::Instant::now() + pause < give_up =>
+                    {
+                        tokio::time::sleep(pause).await;
+                        pause = (pause * 2).min(Duration::from_secs(2));
+                    }
+                    other => return other.map(|(a, _)| a),
+                }
+            }
+        };
+        let asked = match request::current() {
+            Some(_) => send.await?,
+            None => request::scope(request::fresh(), send).await?,
+        };
+        let (flagged, awaited) = asked.split();
+        Ok((flagged, Some(awaited)))
     }
 
     pub(crate) async fn get_question(&self, id: &str) -> Result<Option<Question>> {
