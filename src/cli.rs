@@ -17,12 +17,15 @@
 
 mod actions;
 mod boards;
+mod help;
 mod hook;
 mod inbox;
 mod mcp;
 mod ops_kit;
 mod output;
 mod questions;
+mod scope;
+mod serve;
 mod sessions;
 mod status;
 mod tokens;
@@ -36,121 +39,13 @@ use serde::Serialize;
 use crate::config::{Config, DbSource};
 use crate::ops::{Daemon, Local, Ops, Policy, Remote};
 use crate::store::Store;
+pub(crate) use help::ENVIRONMENT;
+use help::after_help;
 pub(crate) use output::{entity, fail, fail_as, list, one, refusal, store_failure};
+pub(crate) use scope::{caller_scope, filing_project};
+use serve::serve;
 
-/// Exit codes, one rule for every command, documented in `--help` and
-/// docs/commands.md. With `--json`, any exit but 0 prints `{"error": {…}}` on stdout.
-pub mod exit {
-    /// Success: the command did what it was asked.
-    pub const OK: u8 = 0;
-    /// An internal failure, or a database or daemon that cannot be reached.
-    pub const INTERNAL: u8 = 1;
-    /// Bad input: a usage error (unknown flag, missing argument) or a bad
-    /// value (malformed JSON, too many options, a bad duration, a missing
-    /// named database, a command run in the wrong mode).
-    pub const INVALID: u8 = 2;
-    /// Refused: the store changed nothing (already answered or decided,
-    /// stale revision, not open, expired, dedup conflict, lost a race),
-    /// or the daemon refused the caller (token, role, project).
-    pub const REFUSED: u8 = 3;
-    /// No such question, board, row, action, session, token or pairing.
-    pub const NOT_FOUND: u8 = 4;
-    /// `--wait` or `wait` timed out before anything arrived.
-    pub const TIMEOUT: u8 = 5;
-
-    /// The `reason` of an error object when nothing more precise is known.
-    pub(crate) fn reason(code: u8) -> &'static str {
-        match code {
-            INVALID => "invalid",
-            REFUSED => "refused",
-            NOT_FOUND => "not_found",
-            TIMEOUT => "timed_out",
-            _ => "internal",
-        }
-    }
-}
-
-const EXIT_CODES: &str = "\
-Exit codes (the same for every command):
-  0  success
-  1  internal error, or the database or daemon cannot be reached
-  2  bad input: a usage error or a bad value (malformed JSON, option
-     count, duration, a named database that does not exist, …)
-  3  refused: nothing changed (already answered or decided, stale
-     revision, not open, expired, conflict, token not allowed)
-  4  not found: no such id (question, action, board, row, session, …)
-  5  timed out waiting (--wait, wait)
-  propose --exec exits with the command's own status once it ran.
-
-With --json every command prints one JSON object on stdout; on any
-failure it is {\"error\": {\"reason\", \"message\", \"detail\"}}.";
-
-/// The environment variables every command reads, as (name, meaning):
-/// `--help` lists them after the exit codes, and every man page has them
-/// as its ENVIRONMENT section.
-pub(crate) const ENVIRONMENT: &[(&str, &str)] = &[
-    (
-        "HANDOFF_CONFIG",
-        "config file (else config/handoff.toml, else ~/.config/handoff/handoff.toml); --config wins",
-    ),
-    (
-        "HANDOFF_DB",
-        "database file; --db wins, and it wins over the config's [store] path (default ~/.local/share/handoff/handoff.db). A named file must exist: `handoff init` creates it",
-    ),
-    (
-        "HANDOFF_URL",
-        "a daemon's address (http://host:8642): every command except serve, init, migrate, pair, token, recover, purge, backup, export and inbox-link runs against it",
-    ),
-    (
-        "HANDOFF_TOKEN",
-        "the API token for HANDOFF_URL (`handoff token create`)",
-    ),
-    (
-        "HANDOFF_USER",
-        "your name for human commands: reply, dismiss, approve, reject, resolve-unknown, … (--as wins; else $USER, else cli)",
-    ),
-    (
-        "HANDOFF_PROJECT, HANDOFF_AGENT, HANDOFF_SESSION",
-        "who an agent is (ask, propose, pending, wait, mcp)",
-    ),
-    (
-        "HANDOFF_RULES",
-        "a file of [[rule]]s that decide proposed actions (propose, mcp; --rules wins, else the config's [[rule]]s)",
-    ),
-    (
-        "HANDOFF_TIMEOUT",
-        "how long a call to HANDOFF_URL waits for an answer (default 10s)",
-    ),
-    (
-        "HANDOFF_SOCKET",
-        "off: never send calls to the local daemon's socket (<db>.sock); by default they go there when it answers",
-    ),
-    (
-        "HANDOFF_HOST",
-        "the host a session registered from here records (for `handoff sessions` and the Inbox's Sessions page; default: this machine's hostname)",
-    ),
-    (
-        "HANDOFF_TELEGRAM_TOKEN",
-        "the Telegram bot token (serve); wins over [telegram] token",
-    ),
-    (
-        "HANDOFF_TELEGRAM_WEBHOOK_SECRET",
-        "the secret Telegram sends with webhook updates (serve); wins over [telegram] webhook_secret",
-    ),
-    (
-        "HANDOFF_LOG",
-        "what is logged to stderr, a tracing filter (`info`, `handoff=debug,warn`; default info for serve, warn otherwise); a value that is not a filter is refused (exit 2)",
-    ),
-];
-
-/// The exit codes, then the environment, as `--help` ends.
-fn after_help() -> String {
-    let mut s = format!("{EXIT_CODES}\n\nEnvironment:\n");
-    for (name, meaning) in ENVIRONMENT {
-        s.push_str(&format!("  {name}\n      {meaning}\n"));
-    }
-    s.trim_end().to_string()
-}
+pub mod exit;
 
 /// Hand questions, blocked steps and risky actions to humans.
 #[derive(Debug, Parser)]
@@ -238,56 +133,6 @@ enum Command {
         #[arg(long)]
         all: bool,
     },
-}
-
-/// Whose replies a pickup (`pending`, `board pending`) hands over: the
-/// given `--session`, else the caller's own `$HANDOFF_SESSION`; without a
-/// session, the given `--project`, else `$HANDOFF_PROJECT`. `--all` drops
-/// the defaults from the environment (explicit flags still apply), so one
-/// agent never takes another's replies by accident.
-pub(crate) fn caller_scope(
-    project: Option<String>,
-    session: Option<String>,
-    all: bool,
-) -> (Option<String>, Option<String>) {
-    let env = |k: &str| {
-        std::env::var(k)
-            .ok()
-            .map(|v| v.trim().to_string())
-            .filter(|v| !v.is_empty())
-    };
-    let session = session.or_else(|| (!all).then(|| env("HANDOFF_SESSION")).flatten());
-    let project = match (&project, &session) {
-        (Some(_), _) | (None, Some(_)) => project,
-        (None, None) => (!all).then(|| env("HANDOFF_PROJECT")).flatten(),
-    };
-    (project, session)
-}
-
-/// The project an agent's new item (`ask`, `propose`) is filed under, one
-/// rule for both: the given `--project` (or `$HANDOFF_PROJECT`), else the
-/// project of the registered session `session`, else the current folder's
-/// name.
-pub(crate) async fn filing_project(
-    ops: &Ops,
-    given: Option<String>,
-    session: &str,
-) -> anyhow::Result<String> {
-    if let Some(p) = given {
-        return Ok(p);
-    }
-    let session = session.trim();
-    if !session.is_empty()
-        && let Some(s) = ops.get_session(session).await?
-        && s.session_id == session
-        && !s.project.is_empty()
-    {
-        return Ok(s.project);
-    }
-    Ok(std::env::current_dir()
-        .ok()
-        .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .unwrap_or_default())
 }
 
 /// What every command gets: where the store (or the daemon) is and how to print.
@@ -577,70 +422,6 @@ pub(crate) fn missing_database(path: &std::path::Path, source: &DbSource) -> Str
         "the database {} (named by {source}) does not exist: create it with `handoff init`, or fix the path",
         path.display()
     )
-}
-
-async fn serve(ctx: &Ctx, listen: Option<std::net::SocketAddr>) -> anyhow::Result<u8> {
-    if ctx.remote() {
-        return Err(fail(
-            exit::INVALID,
-            "HANDOFF_URL is set: `handoff serve` runs the daemon here, on a local database; unset HANDOFF_URL to start it",
-        ));
-    }
-    // A daemon with a seeded bug must never serve anyone by mistake (a
-    // debug build run by hand): only a test harness opts in.
-    if let Some(why) = crate::fault::serve_refusal() {
-        return Err(fail(exit::INVALID, why));
-    }
-    let (cfg, cfg_path) = ctx.config()?;
-    let (cfg, cfg_path) = (cfg.clone(), cfg_path.map(std::path::Path::to_path_buf));
-    // The daemon may create a database someone named: it is where the
-    // file is meant to live, and `serve` says which file it serves.
-    let (db, _) = ctx.database_ref()?;
-    let (store, shown) = match db {
-        crate::config::DatabaseRef::File(path) => {
-            (Store::open(&path).await?, path.display().to_string())
-        }
-        crate::config::DatabaseRef::Postgres(url) => {
-            let clock = std::sync::Arc::new(crate::clock::SystemClock);
-            let store = Store::open_postgres(&url, clock).await?;
-            let shown = store.path().display().to_string();
-            (store, shown)
-        }
-    };
-    let addr = listen.unwrap_or(cfg.http.listen);
-    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
-        fail(
-            exit::INTERNAL,
-            format!(
-                "cannot listen on {addr}: {e}{}",
-                if e.kind() == std::io::ErrorKind::AddrInUse {
-                    " (is another `handoff serve` running? pick another with --listen or [http] listen)"
-                } else {
-                    ""
-                }
-            ),
-        )
-    })?;
-    let local = listener.local_addr()?;
-    if let Some(why) = crate::api::listen_refusal(&store, cfg.http.open, local).await? {
-        return Err(fail(exit::INVALID, why));
-    }
-    // One plain line on stderr, whatever the log level: scripts and tests
-    // read the bound address from it.
-    eprintln!(
-        "handoff: serving on http://{local} (database {}, API {}, config {})",
-        shown,
-        if cfg.http.open {
-            "open on loopback"
-        } else {
-            "needs a token"
-        },
-        cfg_path.map_or("none: defaults".into(), |p| p.display().to_string())
-    );
-    let shutdown = tokio_util::sync::CancellationToken::new();
-    crate::daemon::cancel_on_signals(shutdown.clone());
-    crate::daemon::run(cfg, store, listener, shutdown).await?;
-    Ok(exit::OK)
 }
 
 /// Write one line of output. A reader that went away (`handoff … | head`)
