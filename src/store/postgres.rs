@@ -25,6 +25,7 @@ pub mod export;
 pub mod import;
 pub mod notify;
 pub(crate) mod unported;
+mod values;
 pub(crate) mod write;
 
 /// How long connecting (and waiting for a pooled connection) may take

@@ -20,6 +20,7 @@
 
 mod pick;
 mod read;
+mod refused;
 mod reply;
 mod rows;
 pub(crate) use reply::{Submitted, conditional_in};

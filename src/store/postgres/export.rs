@@ -25,9 +25,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use futures_util::TryStreamExt;
 use sqlx::postgres::{PgConnection, Postgres};
 use sqlx::sqlite::SqliteRow;
-use sqlx::{Connection, QueryBuilder, Row, TypeInfo, ValueRef};
+use sqlx::{Connection, QueryBuilder};
 
 use super::super::{Error, Result, Store};
+use super::values::{Bound, Lite, bind_as};
 use super::{connect, migrate, shown};
 
 /// What an export copied.
@@ -78,114 +79,6 @@ pub fn check_url(url: &str) -> Result<()> {
             "`{url}` is not a URL: export copies into a PostgreSQL database, named as postgres://user:password@host/database"
         ))),
     }
-}
-
-/// A value as SQLite stored it (its storage class, not the column's type).
-#[derive(Debug)]
-pub(super) enum Lite {
-    Null,
-    Int(i64),
-    Real(f64),
-    Text(String),
-    Blob(Vec<u8>),
-}
-
-impl Lite {
-    fn read(row: &SqliteRow, i: usize) -> std::result::Result<Lite, sqlx::Error> {
-        let raw = row.try_get_raw(i)?;
-        if raw.is_null() {
-            return Ok(Lite::Null);
-        }
-        let class = raw.type_info().name().to_string();
-        Ok(match class.as_str() {
-            "INTEGER" => Lite::Int(row.try_get_unchecked(i)?),
-            "REAL" => Lite::Real(row.try_get_unchecked(i)?),
-            "TEXT" => Lite::Text(row.try_get_unchecked(i)?),
-            _ => Lite::Blob(row.try_get_unchecked(i)?),
-        })
-    }
-
-    /// Its storage class, as an error names it.
-    fn class(&self) -> &'static str {
-        match self {
-            Lite::Null => "NULL",
-            Lite::Int(_) => "an integer",
-            Lite::Real(_) => "a real number",
-            Lite::Text(_) => "text",
-            Lite::Blob(_) => "a blob",
-        }
-    }
-
-    pub(super) fn shown(&self) -> String {
-        match self {
-            Lite::Null => "NULL".into(),
-            Lite::Int(i) => i.to_string(),
-            Lite::Real(r) => r.to_string(),
-            Lite::Text(t) => format!("'{t}'"),
-            Lite::Blob(b) => format!("a {}-byte blob", b.len()),
-        }
-    }
-}
-
-/// A value typed for its PostgreSQL column: sqlx sends each parameter with
-/// a type, so even a NULL must be bound as the column's (a NULL text bound
-/// to a BIGINT column is an error).
-enum Bound {
-    I64(Option<i64>),
-    I32(Option<i32>),
-    I16(Option<i16>),
-    F64(Option<f64>),
-    Bool(Option<bool>),
-    Text(Option<String>),
-    Bytes(Option<Vec<u8>>),
-}
-
-/// `v` as a value of the PostgreSQL type `pg` (information_schema's
-/// `data_type`), or why it does not fit.
-fn bind_as(v: Lite, pg: &str) -> std::result::Result<Bound, String> {
-    let misfit = |v: &Lite| format!("{} does not fit a {pg} column", v.class());
-    let int = |v: Lite| match v {
-        Lite::Null => Ok(None),
-        Lite::Int(i) => Ok(Some(i)),
-        other => Err(misfit(&other)),
-    };
-    let narrow = |i: i64| format!("{i} does not fit a {pg} column");
-    Ok(match pg {
-        "bigint" => Bound::I64(int(v)?),
-        "integer" => Bound::I32(
-            int(v)?
-                .map(|i| i32::try_from(i).map_err(|_| narrow(i)))
-                .transpose()?,
-        ),
-        "smallint" => Bound::I16(
-            int(v)?
-                .map(|i| i16::try_from(i).map_err(|_| narrow(i)))
-                .transpose()?,
-        ),
-        "boolean" => Bound::Bool(match v {
-            Lite::Null => None,
-            Lite::Int(0) => Some(false),
-            Lite::Int(1) => Some(true),
-            other => return Err(format!("{} is not a boolean (0 or 1)", other.shown())),
-        }),
-        "double precision" | "real" => Bound::F64(match v {
-            Lite::Null => None,
-            Lite::Real(r) => Some(r),
-            Lite::Int(i) => Some(i as f64),
-            other => return Err(misfit(&other)),
-        }),
-        "text" | "character varying" => Bound::Text(match v {
-            Lite::Null => None,
-            Lite::Text(t) => Some(t),
-            other => return Err(misfit(&other)),
-        }),
-        "bytea" => Bound::Bytes(match v {
-            Lite::Null => None,
-            Lite::Blob(b) => Some(b),
-            other => return Err(misfit(&other)),
-        }),
-        other => return Err(format!("export cannot write a {other} column")),
-    })
 }
 
 /// `name` quoted as an SQL identifier (`by` is reserved in PostgreSQL).

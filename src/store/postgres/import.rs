@@ -32,9 +32,9 @@ use sqlx::{Connection, QueryBuilder, Row, SqliteConnection};
 
 use super::super::{Error, Result, Store};
 use super::export::{
-    ExportReport, Lite, check_url, first_with_rows, ident, lite_schema, parents_first,
-    target_columns,
+    ExportReport, check_url, first_with_rows, ident, lite_schema, parents_first, target_columns,
 };
+use super::values::Lite;
 use super::{applied_versions, connect, schema_version, shown};
 
 /// PostgreSQL-only tables: the event counter (SQLite numbers events with
