@@ -72,27 +72,7 @@ pub async fn run(
         shutdown.clone(),
     );
     spawn_forget_requests(store.clone(), &tracker, shutdown.clone());
-    // Other processes' writes: seen through the database files (SQLite) or
-    // announced by the server (PostgreSQL's LISTEN/NOTIFY), not polled.
-    match store.notifications() {
-        Some(pool) => tracker.spawn(follow::listen(pool, shared.nudge.clone(), shutdown.clone())),
-        None => tracker.spawn(follow::watch(
-            store.clone(),
-            shared.nudge.clone(),
-            shutdown.clone(),
-        )),
-    };
-
-    // Waiter follower: from the end of the log (waiters live in memory only).
-    {
-        let s = shared.clone();
-        let cancel = shutdown.clone();
-        let start = store.last_event_seq().await?;
-        tracker.spawn(async move {
-            let waiters = s.waiters.clone();
-            follow::follow(s.store.clone(), start, &s.nudge, cancel, waiters).await;
-        });
-    }
+    spawn_followers(&shared, &tracker, &shutdown).await?;
 
     // Wake-ups: another follower with a durable cursor (`notify`), plus the
     // delivery loop that runs targets outside any transaction.
@@ -109,25 +89,7 @@ pub async fn run(
     let chat = crate::chat::start(&shared, &tracker, shutdown.clone()).await?;
 
     let app = crate::api::router(shared.clone()).merge(chat.router);
-    // The local socket: the same routes, the caller trusted as this host's
-    // owner (see `api::auth`), so the CLI here writes through the daemon.
-    // Only beside a database file: the CLI on this host finds the daemon
-    // there. A PostgreSQL daemon is reached over HTTP.
-    let socket = store.file().map(crate::store::socket_path);
-    let bound = match &socket {
-        Some(path) => listener::bind_socket(path).await,
-        None => None,
-    };
-    let local = match bound {
-        Some(unix) => {
-            let app = app.clone().layer(axum::Extension(crate::api::OwnerSocket));
-            let (cfg, cancel) = (shared.config.http.clone(), shutdown.clone());
-            Some(tokio::spawn(async move {
-                listener::serve(unix, app, &cfg, cancel, SHUTDOWN_GRACE).await
-            }))
-        }
-        None => None,
-    };
+    let (socket, local) = serve_local_socket(&shared, &app, &shutdown).await;
     // The address and database are on the one "serving on" line the CLI
     // prints before this runs; no second line for the same address.
     let served = listener::serve(
@@ -156,6 +118,70 @@ pub async fn run(
     }
     store.close().await;
     served.map_err(Error::Http)
+}
+
+/// The followers of other processes' writes and of the log for in-memory
+/// waiters.
+async fn spawn_followers(
+    shared: &Shared,
+    tracker: &TaskTracker,
+    shutdown: &CancellationToken,
+) -> Result<(), Error> {
+    let store = &shared.store;
+    // Other processes' writes: seen through the database files (SQLite) or
+    // announced by the server (PostgreSQL's LISTEN/NOTIFY), not polled.
+    match store.notifications() {
+        Some(pool) => tracker.spawn(follow::listen(pool, shared.nudge.clone(), shutdown.clone())),
+        None => tracker.spawn(follow::watch(
+            store.clone(),
+            shared.nudge.clone(),
+            shutdown.clone(),
+        )),
+    };
+
+    // Waiter follower: from the end of the log (waiters live in memory only).
+    {
+        let s = shared.clone();
+        let cancel = shutdown.clone();
+        let start = store.last_event_seq().await?;
+        tracker.spawn(async move {
+            let waiters = s.waiters.clone();
+            follow::follow(s.store.clone(), start, &s.nudge, cancel, waiters).await;
+        });
+    }
+    Ok(())
+}
+
+/// The local socket beside a database file, serving `app` to this host's
+/// owner: its path and its task, or neither.
+async fn serve_local_socket(
+    shared: &Shared,
+    app: &axum::Router,
+    shutdown: &CancellationToken,
+) -> (
+    Option<std::path::PathBuf>,
+    Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+) {
+    // The local socket: the same routes, the caller trusted as this host's
+    // owner (see `api::auth`), so the CLI here writes through the daemon.
+    // Only beside a database file: the CLI on this host finds the daemon
+    // there. A PostgreSQL daemon is reached over HTTP.
+    let socket = shared.store.file().map(crate::store::socket_path);
+    let bound = match &socket {
+        Some(path) => listener::bind_socket(path).await,
+        None => None,
+    };
+    let local = match bound {
+        Some(unix) => {
+            let app = app.clone().layer(axum::Extension(crate::api::OwnerSocket));
+            let (cfg, cancel) = (shared.config.http.clone(), shutdown.clone());
+            Some(tokio::spawn(async move {
+                listener::serve(unix, app, &cfg, cancel, SHUTDOWN_GRACE).await
+            }))
+        }
+        None => None,
+    };
+    (socket, local)
 }
 
 /// Run action recovery once, saying what it found; a failure is only a

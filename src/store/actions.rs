@@ -47,6 +47,7 @@ mod expiry;
 mod model;
 mod outcomes;
 mod postgres;
+mod proposal;
 mod recovery;
 pub mod rules;
 mod scrub;
