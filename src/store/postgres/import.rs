@@ -32,7 +32,8 @@ use sqlx::{Connection, QueryBuilder, Row, SqliteConnection};
 
 use super::super::{Error, Result, Store};
 use super::export::{
-    ExportReport, check_url, first_with_rows, ident, lite_schema, parents_first, target_columns,
+    ExportReport, Source, check_url, first_with_rows, ident, lite_schema, parents_first,
+    target_columns,
 };
 use super::values::Lite;
 use super::{applied_versions, connect, schema_version, shown};
@@ -95,7 +96,8 @@ async fn fill(url: &str, file: &Path) -> Result<ExportReport> {
     outcome
 }
 
-async fn copy(store: &Store, pg: &mut PgConnection, url: &str) -> Result<ExportReport> {
+/// The PostgreSQL database holds a handoff schema this build can read.
+async fn check_schema(pg: &mut PgConnection, url: &str) -> Result<()> {
     let versions = applied_versions(pg).await?;
     let known = schema_version();
     match versions.last() {
@@ -114,13 +116,19 @@ async fn copy(store: &Store, pg: &mut PgConnection, url: &str) -> Result<ExportR
         }
         Some(_) => {}
     }
+    Ok(())
+}
 
-    let mut lite = store.pool()?.acquire().await?;
-    let mut tx = lite.begin_with("BEGIN IMMEDIATE").await?;
-    let (names, sources) = lite_schema(&mut tx).await?;
-    let source = target_columns(pg).await?;
-    for name in &names {
-        let missing = match source.get(name) {
+/// Every table and column of this build's SQLite schema is in the
+/// PostgreSQL database (`target`: its tables' columns and types).
+fn check_columns(
+    names: &[String],
+    sources: &HashMap<String, Source>,
+    target: &HashMap<String, HashMap<String, String>>,
+    url: &str,
+) -> Result<()> {
+    for name in names {
+        let missing = match target.get(name) {
             None => Some(format!("has no table {name}")),
             Some(have) => sources[name]
                 .columns
@@ -136,6 +144,16 @@ async fn copy(store: &Store, pg: &mut PgConnection, url: &str) -> Result<ExportR
             )));
         }
     }
+    Ok(())
+}
+
+async fn copy(store: &Store, pg: &mut PgConnection, url: &str) -> Result<ExportReport> {
+    check_schema(pg, url).await?;
+    let mut lite = store.pool()?.acquire().await?;
+    let mut tx = lite.begin_with("BEGIN IMMEDIATE").await?;
+    let (names, sources) = lite_schema(&mut tx).await?;
+    let source = target_columns(pg).await?;
+    check_columns(&names, &sources, &source, url)?;
     let order = parents_first(pg, &names).await?;
 
     // The snapshot every read below sees.
