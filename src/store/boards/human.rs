@@ -163,70 +163,7 @@ async fn annotate_in(tx: &mut Tx<'_>, a: &Annotate, now: i64) -> Steps<RowChange
     let (board, row_id) = open_human(tx, &a.board, a.project.as_deref(), &a.label).await?;
     let text = a.text.trim();
     let clear = text.is_empty();
-    let write = if clear {
-        // Why guarded: a blank clears only an annotation no agent has
-        // received; erasing one it may have acted on would lie to the human.
-        Stmt::spelled(
-            concat!(
-                "UPDATE board_rows SET annotation = NULL, annotation_kind = NULL, annotation_source = NULL,
-                    annotated_by = NULL, annotated_at = NULL, annotation_seen_at = NULL,
-                    revision = revision + 1, updated_at = $1
-                 WHERE id = $2 AND annotation IS NOT NULL AND annotation_seen_at IS NULL AND ",
-                seen!()
-            ),
-            concat!(
-                "UPDATE board_rows SET annotation = NULL, annotation_kind = NULL, annotation_source = NULL,
-                    annotated_by = NULL, annotated_at = NULL, annotation_seen_at = NULL,
-                    revision = revision + 1, updated_at = $1
-                 WHERE id = $2 AND annotation IS NOT NULL AND annotation_seen_at IS NULL AND ",
-                seen!(pg)
-            ),
-        )
-    } else if a.source == Channel::Inbox {
-        // Why unconditional (but for the versions seen): the Inbox always
-        // wins, and resetting annotation_seen_at makes the agent pick the
-        // new text up.
-        Stmt::spelled(
-            concat!(
-                "UPDATE board_rows SET annotation = $5, annotation_kind = $6, annotation_source = 'inbox',
-                    annotated_by = $7, annotated_at = $1, annotation_seen_at = NULL,
-                    response_open = 1, revision = revision + 1, updated_at = $1
-                 WHERE id = $2 AND ",
-                seen!()
-            ),
-            concat!(
-                "UPDATE board_rows SET annotation = $5, annotation_kind = $6, annotation_source = 'inbox',
-                    annotated_by = $7, annotated_at = $1, annotation_seen_at = NULL,
-                    response_open = 1, revision = revision + 1, updated_at = $1
-                 WHERE id = $2 AND ",
-                seen!(pg)
-            ),
-        )
-    } else {
-        // Why guarded: chat may write only while no unclaimed annotation
-        // waits, so an unread Inbox answer always beats a later chat one;
-        // a chat `clarify` may also correct an unclaimed *chat* answer.
-        Stmt::spelled(
-            concat!(
-                "UPDATE board_rows SET annotation = $5, annotation_kind = $6, annotation_source = 'chat',
-                    annotated_by = $7, annotated_at = $1, annotation_seen_at = NULL,
-                    response_open = 1, revision = revision + 1, updated_at = $1
-                 WHERE id = $2 AND ",
-                seen!(),
-                " AND (annotation IS NULL OR annotation_seen_at IS NOT NULL
-                      OR ($6 = 'clarify' AND annotation_source = 'chat'))"
-            ),
-            concat!(
-                "UPDATE board_rows SET annotation = $5, annotation_kind = $6, annotation_source = 'chat',
-                    annotated_by = $7, annotated_at = $1, annotation_seen_at = NULL,
-                    response_open = 1, revision = revision + 1, updated_at = $1
-                 WHERE id = $2 AND ",
-                seen!(pg),
-                " AND (annotation IS NULL OR annotation_seen_at IS NOT NULL
-                      OR ($6 = 'clarify' AND annotation_source = 'chat'))"
-            ),
-        )
-    };
+    let write = annotation_write(clear, a.source);
     let write = write
         .int(now)
         .text(row_id.as_str())
@@ -240,28 +177,7 @@ async fn annotate_in(tx: &mut Tx<'_>, a: &Annotate, now: i64) -> Steps<RowChange
     };
     if tx.change(&write).await? == 0 {
         // Refused: the row (locked) says why.
-        let row = load_row(tx, &row_id).await?;
-        if let Some(stale) = stale_of(
-            &row,
-            board.board_version,
-            a.expected_revision,
-            a.action_version,
-        ) {
-            return Err(stale.into());
-        }
-        if clear {
-            if row.response.annotation.is_none() {
-                return Ok(unchanged(&board, row));
-            }
-            return Err(Refusal::AlreadyDelivered.into());
-        }
-        return Err(Refusal::UnreadAnswer {
-            annotation: row.response.annotation.unwrap_or_default(),
-            kind: row.response.annotation_kind,
-            source: row.response.annotation_source,
-            by: row.response.annotated_by,
-        }
-        .into());
+        return annotation_refused(tx, &board, &row_id, a, clear).await;
     }
     let logged = (!clear).then_some(text);
     // Kept in the row's annotation log, under the step it was written on.
@@ -290,6 +206,107 @@ async fn annotate_in(tx: &mut Tx<'_>, a: &Annotate, now: i64) -> Steps<RowChange
         "cleared": clear,
     });
     Ok(finish(tx, now, &board.id, &row_id, "row.annotated", who, own).await?)
+}
+
+/// The guarded UPDATE of an annotation: a clear, the Inbox's (always wins)
+/// or chat's (only while no unclaimed answer waits).
+fn annotation_write<'q>(clear: bool, source: Channel) -> Stmt<'q> {
+    if clear {
+        // Why guarded: a blank clears only an annotation no agent has
+        // received; erasing one it may have acted on would lie to the human.
+        Stmt::spelled(
+        concat!(
+            "UPDATE board_rows SET annotation = NULL, annotation_kind = NULL, annotation_source = NULL,
+                annotated_by = NULL, annotated_at = NULL, annotation_seen_at = NULL,
+                revision = revision + 1, updated_at = $1
+             WHERE id = $2 AND annotation IS NOT NULL AND annotation_seen_at IS NULL AND ",
+            seen!()
+        ),
+        concat!(
+            "UPDATE board_rows SET annotation = NULL, annotation_kind = NULL, annotation_source = NULL,
+                annotated_by = NULL, annotated_at = NULL, annotation_seen_at = NULL,
+                revision = revision + 1, updated_at = $1
+             WHERE id = $2 AND annotation IS NOT NULL AND annotation_seen_at IS NULL AND ",
+            seen!(pg)
+        ),
+    )
+    } else if source == Channel::Inbox {
+        // Why unconditional (but for the versions seen): the Inbox always
+        // wins, and resetting annotation_seen_at makes the agent pick the
+        // new text up.
+        Stmt::spelled(
+        concat!(
+            "UPDATE board_rows SET annotation = $5, annotation_kind = $6, annotation_source = 'inbox',
+                annotated_by = $7, annotated_at = $1, annotation_seen_at = NULL,
+                response_open = 1, revision = revision + 1, updated_at = $1
+             WHERE id = $2 AND ",
+            seen!()
+        ),
+        concat!(
+            "UPDATE board_rows SET annotation = $5, annotation_kind = $6, annotation_source = 'inbox',
+                annotated_by = $7, annotated_at = $1, annotation_seen_at = NULL,
+                response_open = 1, revision = revision + 1, updated_at = $1
+             WHERE id = $2 AND ",
+            seen!(pg)
+        ),
+    )
+    } else {
+        // Why guarded: chat may write only while no unclaimed annotation
+        // waits, so an unread Inbox answer always beats a later chat one;
+        // a chat `clarify` may also correct an unclaimed *chat* answer.
+        Stmt::spelled(
+        concat!(
+            "UPDATE board_rows SET annotation = $5, annotation_kind = $6, annotation_source = 'chat',
+                annotated_by = $7, annotated_at = $1, annotation_seen_at = NULL,
+                response_open = 1, revision = revision + 1, updated_at = $1
+             WHERE id = $2 AND ",
+            seen!(),
+            " AND (annotation IS NULL OR annotation_seen_at IS NOT NULL
+                  OR ($6 = 'clarify' AND annotation_source = 'chat'))"
+        ),
+        concat!(
+            "UPDATE board_rows SET annotation = $5, annotation_kind = $6, annotation_source = 'chat',
+                annotated_by = $7, annotated_at = $1, annotation_seen_at = NULL,
+                response_open = 1, revision = revision + 1, updated_at = $1
+             WHERE id = $2 AND ",
+            seen!(pg),
+            " AND (annotation IS NULL OR annotation_seen_at IS NOT NULL
+                  OR ($6 = 'clarify' AND annotation_source = 'chat'))"
+        ),
+    )
+    }
+}
+
+/// Why an annotation's guarded write changed nothing, read from the row.
+async fn annotation_refused(
+    tx: &mut Tx<'_>,
+    board: &Board,
+    row_id: &str,
+    a: &Annotate,
+    clear: bool,
+) -> Steps<RowChange> {
+    let row = load_row(tx, row_id).await?;
+    if let Some(stale) = stale_of(
+        &row,
+        board.board_version,
+        a.expected_revision,
+        a.action_version,
+    ) {
+        return Err(stale.into());
+    }
+    if clear {
+        if row.response.annotation.is_none() {
+            return Ok(unchanged(board, row));
+        }
+        return Err(Refusal::AlreadyDelivered.into());
+    }
+    return Err(Refusal::UnreadAnswer {
+        annotation: row.response.annotation.unwrap_or_default(),
+        kind: row.response.annotation_kind,
+        source: row.response.annotation_source,
+        by: row.response.annotated_by,
+    }
+    .into());
 }
 
 /// A handled mark (`clear`: its clearing, only while undelivered).
