@@ -87,6 +87,16 @@ impl Store {
             job,
             answer,
         });
+        self.take_turn(ticket).await;
+        answer_of(rx.await, scope.as_deref())
+    }
+
+    /// Take the write turn after queueing job `ticket`: whoever holds the
+    /// turn when a job is queued may run it; if the queue still holds it
+    /// when we get the turn, we run the batch.
+    async fn take_turn(&self, ticket: u64) {
+        // Never refused: only `write_at` queues, after the same check.
+        let Ok(lite) = self.lite() else { return };
         // Whoever holds the turn when our job is queued may run it; if the
         // queue still holds it when we get the turn, we run the batch.
         let guard = lite.write_lock.clone().lock_owned().await;
@@ -110,31 +120,6 @@ impl Store {
             let _ = run.await;
         } else {
             drop(guard);
-        }
-        match rx.await {
-            Ok(Ok(value)) => match value.downcast::<std::result::Result<T, E>>() {
-                Ok(out) => {
-                    if let (Some(scope), Ok(_)) = (&scope, out.as_ref()) {
-                        scope.committed();
-                    }
-                    *out
-                }
-                Err(_) => Err(Error::Write {
-                    reason: "a write answered with the wrong type".into(),
-                    busy: false,
-                }
-                .into()),
-            },
-            Ok(Err(f)) => Err(Error::Write {
-                reason: f.reason,
-                busy: f.busy,
-            }
-            .into()),
-            Err(_) => Err(Error::Write {
-                reason: "the writer stopped before answering".into(),
-                busy: false,
-            }
-            .into()),
         }
     }
 
@@ -271,6 +256,42 @@ async fn finish(turn: &mut Turn, sql: &'static str) -> std::result::Result<(), F
 fn fail_all(batch: Vec<Queued>, why: Failure) {
     for q in batch {
         let _ = q.answer.send(Err(why.clone()));
+    }
+}
+
+/// A queued write's outcome as its caller's type; a committed write under a
+/// request id marks the request done.
+fn answer_of<T: 'static, E: From<Error> + 'static>(
+    got: std::result::Result<
+        std::result::Result<Box<dyn std::any::Any + Send>, Failure>,
+        oneshot::error::RecvError,
+    >,
+    scope: Option<&request::Scope>,
+) -> std::result::Result<T, E> {
+    match got {
+        Ok(Ok(value)) => match value.downcast::<std::result::Result<T, E>>() {
+            Ok(out) => {
+                if let (Some(scope), Ok(_)) = (scope, out.as_ref()) {
+                    scope.committed();
+                }
+                *out
+            }
+            Err(_) => Err(Error::Write {
+                reason: "a write answered with the wrong type".into(),
+                busy: false,
+            }
+            .into()),
+        },
+        Ok(Err(f)) => Err(Error::Write {
+            reason: f.reason,
+            busy: f.busy,
+        }
+        .into()),
+        Err(_) => Err(Error::Write {
+            reason: "the writer stopped before answering".into(),
+            busy: false,
+        }
+        .into()),
     }
 }
 
