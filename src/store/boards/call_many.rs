@@ -116,7 +116,49 @@ fn plan(board: &str, by_ref: bool) -> String {
 /// The call of one shape.
 fn sql(shape: Shape) -> String {
     let a = args(N);
-    let decide = if shape.create {
+    let decide = decide_sql(shape, &a);
+    let won = plan(WON, shape.by_ref);
+    let mut statements = vec![decide];
+    if shape.upsert {
+        statements.push(board_event(
+            N,
+            "board.upserted",
+            "json_object('created', json(CASE WHEN ?18 THEN 'true' ELSE 'false' END),
+                         'rows', json(?16), 'title', b.title)",
+            "1",
+        ));
+    }
+    statements.push(events_sql(&a, &won));
+    statements.push(rows_update_sql(&a, &won));
+    if !shape.by_ref {
+        // New rows go after every stored one, each at its place in the
+        // input (gaps are fine), as `write` numbers them.
+        statements.push(format!(
+            "WITH {a}, {INPUTS} INSERT INTO board_rows (id, board_id, label, status, note, next_step, owner,
+                impact, options, context, outcome, outcome_at, action_started_at, position, created_at, updated_at)
+             SELECT i.nid, b.id, i.label, COALESCE(i.i_status, 'tracked'), COALESCE(i.i_note, ''),
+                COALESCE(i.i_next, ''), COALESCE(i.i_owner, ''), COALESCE(i.i_impact, ''),
+                COALESCE(i.i_options, '[]'), COALESCE(i.i_context, ''), COALESCE(i.i_outcome, ''),
+                CASE WHEN COALESCE(i.i_outcome, '') <> '' THEN ?8 END, ?8,
+                (SELECT COALESCE(MAX(position), 0) + 1 FROM board_rows WHERE board_id = b.id) + i.k, ?8, ?8
+             FROM i JOIN boards b ON b.write_token = ?9
+             WHERE NOT EXISTS (SELECT 1 FROM board_rows r WHERE r.board_id = b.id AND r.label = i.label)
+             ORDER BY i.k;"
+        ));
+    }
+    if !shape.create {
+        // A board this write created stays in the list even when every
+        // row is done (see `write::finish`).
+        statements.push(settle(N));
+    }
+    statements.push(read_back_sql(shape, &a));
+    call_text(&statements)
+}
+
+/// The statement that decides the call: the new board's INSERT, or the
+/// board's guarded version bump.
+fn decide_sql(shape: Shape, a: &str) -> String {
+    if shape.create {
         // Why guarded: a title already taken is an existing board (the
         // older path refuses it as stale), and a new board has no row
         // revisions to match.
@@ -148,91 +190,70 @@ fn sql(shape: Shape) -> String {
                AND EXISTS (SELECT 1 FROM q WHERE r_id IS NULL OR changed);",
             plan = plan(board, shape.by_ref)
         )
-    };
-    let won = plan(WON, shape.by_ref);
-    let mut statements = vec![decide];
-    if shape.upsert {
-        statements.push(board_event(
-            N,
-            "board.upserted",
-            "json_object('created', json(CASE WHEN ?18 THEN 'true' ELSE 'false' END),
-                         'rows', json(?16), 'title', b.title)",
-            "1",
-        ));
     }
-    statements.push(format!(
-        "WITH {a}, {won}, e AS (
-            SELECT k, 0 AS n, 'row.updated' AS kind, nid AS rid, label, a_status AS status, 1 AS rev,
-                   1 AS av, json_object('created', json('true')) AS extra
-              FROM q WHERE r_id IS NULL
-            UNION ALL SELECT k, 1, 'row.blocked', nid, label, a_status, 1, 1, json_object('fresh', json('true'))
-              FROM q WHERE r_id IS NULL AND a_status = 'blocked'
-            UNION ALL SELECT k, 0, 'row.updated', r_id, r_label, a_status, r_rev + 1, r_av,
-                   json_object('from_status', o_status)
-              FROM q WHERE changed
-            UNION ALL SELECT k, 1, 'row.blocked', r_id, r_label, a_status, r_rev + 1, r_av,
-                   json_object('fresh', json(CASE WHEN fresh THEN 'true' ELSE 'false' END))
-              FROM q WHERE changed AND a_status = 'blocked' AND (fresh OR NOT same_step)
-            UNION ALL SELECT k, 2, 'row.outcome', r_id, r_label, a_status, r_rev + 1, r_av,
-                   json_object('outcome', o_final)
-              FROM q WHERE changed AND o_final <> '' AND o_final <> o_outcome)
-         INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
-         SELECT ?8, e.kind, 'row', e.rid, ?10, ?11, b.project, b.session,
-                json_set(e.extra, '$.board_id', b.id, '$.board_title', b.title, '$.board_version', b.revision,
-                         '$.label', e.label, '$.status', e.status, '$.revision', e.rev, '$.action_version', e.av)
-         FROM e JOIN boards b ON b.write_token = ?9 ORDER BY e.k, e.n;"
-    ));
-    // A fresh block is a new ask: the human's mark and the old outcome
-    // die, and so does an annotation an agent already received (one nobody
-    // picked up stays, so it is still delivered).
-    statements.push(format!(
-        "WITH {a}, {won} UPDATE board_rows SET status = q.a_status, note = q.a_note, next_step = q.a_next,
-            owner = q.a_owner, impact = q.a_impact, options = q.a_options, context = q.a_context,
-            outcome = q.o_final,
-            outcome_at = CASE WHEN board_rows.outcome IS q.o_final THEN board_rows.outcome_at
-                              WHEN q.o_final = '' THEN NULL ELSE ?8 END,
-            handled_at = CASE WHEN q.fresh THEN NULL ELSE board_rows.handled_at END,
-            handled_by = CASE WHEN q.fresh THEN NULL ELSE board_rows.handled_by END,
-            handled_seen_at = CASE WHEN q.fresh THEN NULL ELSE board_rows.handled_seen_at END,
-            annotation = CASE WHEN q.fresh AND board_rows.annotation_seen_at IS NOT NULL THEN NULL
-                              ELSE board_rows.annotation END,
-            annotation_kind = CASE WHEN q.fresh AND board_rows.annotation_seen_at IS NOT NULL THEN NULL
-                                   ELSE board_rows.annotation_kind END,
-            annotation_source = CASE WHEN q.fresh AND board_rows.annotation_seen_at IS NOT NULL THEN NULL
-                                     ELSE board_rows.annotation_source END,
-            annotated_by = CASE WHEN q.fresh AND board_rows.annotation_seen_at IS NOT NULL THEN NULL
-                                ELSE board_rows.annotated_by END,
-            annotated_at = CASE WHEN q.fresh AND board_rows.annotation_seen_at IS NOT NULL THEN NULL
-                                ELSE board_rows.annotated_at END,
-            annotation_seen_at = CASE WHEN q.fresh THEN NULL ELSE board_rows.annotation_seen_at END,
-            response_open = CASE WHEN board_rows.annotation IS NOT NULL AND board_rows.annotation_seen_at IS NULL
-                                 THEN board_rows.response_open ELSE 0 END,
-            revision = board_rows.revision + 1, updated_at = ?8
-         FROM q WHERE board_rows.id = q.r_id AND q.changed;"
-    ));
-    if !shape.by_ref {
-        // New rows go after every stored one, each at its place in the
-        // input (gaps are fine), as `write` numbers them.
-        statements.push(format!(
-            "WITH {a}, {INPUTS} INSERT INTO board_rows (id, board_id, label, status, note, next_step, owner,
-                impact, options, context, outcome, outcome_at, action_started_at, position, created_at, updated_at)
-             SELECT i.nid, b.id, i.label, COALESCE(i.i_status, 'tracked'), COALESCE(i.i_note, ''),
-                COALESCE(i.i_next, ''), COALESCE(i.i_owner, ''), COALESCE(i.i_impact, ''),
-                COALESCE(i.i_options, '[]'), COALESCE(i.i_context, ''), COALESCE(i.i_outcome, ''),
-                CASE WHEN COALESCE(i.i_outcome, '') <> '' THEN ?8 END, ?8,
-                (SELECT COALESCE(MAX(position), 0) + 1 FROM board_rows WHERE board_id = b.id) + i.k, ?8, ?8
-             FROM i JOIN boards b ON b.write_token = ?9
-             WHERE NOT EXISTS (SELECT 1 FROM board_rows r WHERE r.board_id = b.id AND r.label = i.label)
-             ORDER BY i.k;"
-        ));
-    }
-    if !shape.create {
-        // A board this write created stays in the list even when every
-        // row is done (see `write::finish`).
-        statements.push(settle(N));
-    }
+}
+
+/// The events of the rows this call changed, in input order.
+fn events_sql(a: &str, won: &str) -> String {
+    format!(
+    "WITH {a}, {won}, e AS (
+        SELECT k, 0 AS n, 'row.updated' AS kind, nid AS rid, label, a_status AS status, 1 AS rev,
+               1 AS av, json_object('created', json('true')) AS extra
+          FROM q WHERE r_id IS NULL
+        UNION ALL SELECT k, 1, 'row.blocked', nid, label, a_status, 1, 1, json_object('fresh', json('true'))
+          FROM q WHERE r_id IS NULL AND a_status = 'blocked'
+        UNION ALL SELECT k, 0, 'row.updated', r_id, r_label, a_status, r_rev + 1, r_av,
+               json_object('from_status', o_status)
+          FROM q WHERE changed
+        UNION ALL SELECT k, 1, 'row.blocked', r_id, r_label, a_status, r_rev + 1, r_av,
+               json_object('fresh', json(CASE WHEN fresh THEN 'true' ELSE 'false' END))
+          FROM q WHERE changed AND a_status = 'blocked' AND (fresh OR NOT same_step)
+        UNION ALL SELECT k, 2, 'row.outcome', r_id, r_label, a_status, r_rev + 1, r_av,
+               json_object('outcome', o_final)
+          FROM q WHERE changed AND o_final <> '' AND o_final <> o_outcome)
+     INSERT INTO events (at, type, entity_kind, entity_id, actor, channel, project, session, payload)
+     SELECT ?8, e.kind, 'row', e.rid, ?10, ?11, b.project, b.session,
+            json_set(e.extra, '$.board_id', b.id, '$.board_title', b.title, '$.board_version', b.revision,
+                     '$.label', e.label, '$.status', e.status, '$.revision', e.rev, '$.action_version', e.av)
+     FROM e JOIN boards b ON b.write_token = ?9 ORDER BY e.k, e.n;"
+)
+}
+
+// A fresh block is a new ask: the human's mark and the old outcome
+// die, and so does an annotation an agent already received (one nobody
+// picked up stays, so it is still delivered).
+fn rows_update_sql(a: &str, won: &str) -> String {
+    format!(
+    "WITH {a}, {won} UPDATE board_rows SET status = q.a_status, note = q.a_note, next_step = q.a_next,
+        owner = q.a_owner, impact = q.a_impact, options = q.a_options, context = q.a_context,
+        outcome = q.o_final,
+        outcome_at = CASE WHEN board_rows.outcome IS q.o_final THEN board_rows.outcome_at
+                          WHEN q.o_final = '' THEN NULL ELSE ?8 END,
+        handled_at = CASE WHEN q.fresh THEN NULL ELSE board_rows.handled_at END,
+        handled_by = CASE WHEN q.fresh THEN NULL ELSE board_rows.handled_by END,
+        handled_seen_at = CASE WHEN q.fresh THEN NULL ELSE board_rows.handled_seen_at END,
+        annotation = CASE WHEN q.fresh AND board_rows.annotation_seen_at IS NOT NULL THEN NULL
+                          ELSE board_rows.annotation END,
+        annotation_kind = CASE WHEN q.fresh AND board_rows.annotation_seen_at IS NOT NULL THEN NULL
+                               ELSE board_rows.annotation_kind END,
+        annotation_source = CASE WHEN q.fresh AND board_rows.annotation_seen_at IS NOT NULL THEN NULL
+                                 ELSE board_rows.annotation_source END,
+        annotated_by = CASE WHEN q.fresh AND board_rows.annotation_seen_at IS NOT NULL THEN NULL
+                            ELSE board_rows.annotated_by END,
+        annotated_at = CASE WHEN q.fresh AND board_rows.annotation_seen_at IS NOT NULL THEN NULL
+                            ELSE board_rows.annotated_at END,
+        annotation_seen_at = CASE WHEN q.fresh THEN NULL ELSE board_rows.annotation_seen_at END,
+        response_open = CASE WHEN board_rows.annotation IS NOT NULL AND board_rows.annotation_seen_at IS NULL
+                             THEN board_rows.response_open ELSE 0 END,
+        revision = board_rows.revision + 1, updated_at = ?8
+     FROM q WHERE board_rows.id = q.r_id AND q.changed;"
+)
+}
+
+/// The board as the call leaves it, read back in the same call.
+fn read_back_sql(shape: Shape, a: &str) -> String {
     if shape.create {
-        statements.push(read_back(N));
+        read_back(N)
     } else {
         // The board this call won — or, when the write changes nothing
         // and every version matched, the board as it stands: a refresh is
@@ -247,12 +268,8 @@ fn sql(shape: Shape) -> String {
             "(SELECT id FROM boards WHERE id = {named} AND (?13 IS NULL OR revision = ?13)
                 AND NOT EXISTS (SELECT 1 FROM q WHERE stale OR r_id IS NULL OR changed))"
         );
-        statements.push(read_back_of(
-            &ctes,
-            &format!("COALESCE({WON}, {unchanged})"),
-        ));
+        read_back_of(&ctes, &format!("COALESCE({WON}, {unchanged})"))
     }
-    call_text(&statements)
 }
 
 /// The rows given, as the JSON the call reads (`?12`): each with an id in
