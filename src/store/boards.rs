@@ -30,6 +30,7 @@ mod call;
 mod call_many;
 mod call_one;
 mod human;
+mod input;
 mod load;
 mod plan;
 mod read;
@@ -48,12 +49,13 @@ use serde::{Deserialize, Serialize};
 use super::{Error, Result};
 
 pub use human::{Annotate, Handled, RowChange};
+pub use input::RowInput;
 pub use read::PendingRow;
 pub(crate) use refusal::Steps;
 pub use refusal::{Decided, Refusal};
 use refusal::{decided, not_found};
 pub use step::{Advance, Archived, NextStep, OutcomeWrite};
-pub use write::{BoardUpsert, RowInput, RowWrite};
+pub use write::{BoardUpsert, RowWrite};
 
 /// Longest board title or row label, in characters.
 pub const MAX_TITLE: usize = 120;

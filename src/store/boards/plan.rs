@@ -4,8 +4,8 @@
 
 use serde_json::json;
 
+use super::input::{Fields, RowInput};
 use super::record::confirm_one;
-use super::write::{Fields, RowInput};
 use super::{Decided, Refusal, Row, RowStatus, StaleRow};
 use crate::store::engine::{Stmt, Tx};
 use crate::store::{Result, new_id};
