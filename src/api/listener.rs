@@ -188,6 +188,20 @@ struct Conn {
 }
 
 impl Conn {
+    /// The `id`th connection accepted, from `peer`, with a first byte
+    /// already waiting if `spoke`.
+    fn accepted(id: u64, peer: Option<IpAddr>, spoke: bool) -> Arc<Self> {
+        Arc::new(Conn {
+            id,
+            peer,
+            spoke: AtomicBool::new(spoke),
+            // The owner-only socket admits only this host's owner.
+            authenticated: AtomicBool::new(peer.is_none()),
+            in_flight: AtomicU32::new(0),
+            evict: Mutex::new(CancellationToken::new()),
+        })
+    }
+
     fn evict_token(&self) -> CancellationToken {
         self.evict.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
@@ -345,15 +359,7 @@ pub(crate) async fn serve<L: Accept>(
             },
         };
         next_id += 1;
-        let conn = Arc::new(Conn {
-            id: next_id,
-            peer,
-            spoke: AtomicBool::new(spoke),
-            // The owner-only socket admits only this host's owner.
-            authenticated: AtomicBool::new(peer.is_none()),
-            in_flight: AtomicU32::new(0),
-            evict: Mutex::new(CancellationToken::new()),
-        });
+        let conn = Conn::accepted(next_id, peer, spoke);
         if let Err(full) = conns.admit(&conn) {
             REFUSED.fetch_add(1, Ordering::Relaxed);
             tokio::spawn(refuse(stream, full));
