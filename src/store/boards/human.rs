@@ -300,13 +300,13 @@ async fn annotation_refused(
         }
         return Err(Refusal::AlreadyDelivered.into());
     }
-    return Err(Refusal::UnreadAnswer {
+    Err(Refusal::UnreadAnswer {
         annotation: row.response.annotation.unwrap_or_default(),
         kind: row.response.annotation_kind,
         source: row.response.annotation_source,
         by: row.response.annotated_by,
     }
-    .into());
+    .into())
 }
 
 /// A handled mark (`clear`: its clearing, only while undelivered).
