@@ -157,10 +157,23 @@ pub mod rfc3339 {
     }
 }
 
-/// How a timestamp looks in JSON (RFC 3339 text), for the API's schema:
-/// fields kept as milliseconds and written with [`rfc3339`] are described
-/// with `#[schemars(with = "Timestamp")]`.
+/// A timestamp field's JSON form, codec and schema in one: a field kept
+/// as milliseconds takes `#[serde(with = "crate::clock::Timestamp")]`,
+/// which serde reads as the [`rfc3339`] codec below and schemars as this
+/// type's schema (RFC 3339 text), so the two cannot drift apart.
 pub struct Timestamp;
+
+impl Timestamp {
+    /// Serialize milliseconds as RFC 3339.
+    pub fn serialize<S: serde::Serializer>(ms: &i64, s: S) -> Result<S::Ok, S::Error> {
+        rfc3339::serialize(ms, s)
+    }
+
+    /// Deserialize RFC 3339 into milliseconds.
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+        rfc3339::deserialize(d)
+    }
+}
 
 impl schemars::JsonSchema for Timestamp {
     fn schema_name() -> std::borrow::Cow<'static, str> {
@@ -173,6 +186,40 @@ impl schemars::JsonSchema for Timestamp {
 
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({"type": "string", "description": "RFC 3339, UTC"})
+    }
+}
+
+/// [`Timestamp`] for an optional field (`null` when absent):
+/// `#[serde(with = "crate::clock::MaybeTimestamp")]`.
+pub struct MaybeTimestamp;
+
+impl MaybeTimestamp {
+    /// Serialize optional milliseconds as RFC 3339 or `null`.
+    pub fn serialize<S: serde::Serializer>(ms: &Option<i64>, s: S) -> Result<S::Ok, S::Error> {
+        rfc3339::option::serialize(ms, s)
+    }
+
+    /// Deserialize RFC 3339 or `null` into optional milliseconds.
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+        rfc3339::option::deserialize(d)
+    }
+}
+
+impl schemars::JsonSchema for MaybeTimestamp {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        <Option<Timestamp>>::schema_name()
+    }
+
+    fn schema_id() -> std::borrow::Cow<'static, str> {
+        <Option<Timestamp>>::schema_id()
+    }
+
+    fn inline_schema() -> bool {
+        <Option<Timestamp>>::inline_schema()
+    }
+
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        <Option<Timestamp>>::json_schema(g)
     }
 }
 

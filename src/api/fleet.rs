@@ -25,8 +25,7 @@ pub(crate) struct FleetQuery {
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub(crate) struct Fleet {
     /// The daemon's clock when it was read ("how long" counts from here).
-    #[serde(with = "crate::clock::rfc3339")]
-    #[schemars(with = "crate::clock::Timestamp")]
+    #[serde(with = "crate::clock::Timestamp")]
     now: i64,
     /// Every session, by project, waiting ones first in each.
     sessions: Vec<FleetSession>,

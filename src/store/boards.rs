@@ -235,8 +235,7 @@ pub struct Board {
     /// The board's CAS token; pass it back on writes.
     pub board_version: i64,
     /// When it was archived; `None` while active.
-    #[serde(with = "crate::clock::rfc3339::option")]
-    #[schemars(with = "Option<crate::clock::Timestamp>")]
+    #[serde(with = "crate::clock::MaybeTimestamp")]
     pub archived_at: Option<i64>,
     /// Archived because progress reached 100 % (a later lowering write reactivates it).
     pub auto_archived: bool,
@@ -247,12 +246,10 @@ pub struct Board {
     /// How far its rows are done.
     pub progress: Progress,
     /// When it was created.
-    #[serde(with = "crate::clock::rfc3339")]
-    #[schemars(with = "crate::clock::Timestamp")]
+    #[serde(with = "crate::clock::Timestamp")]
     pub created_at: i64,
     /// When it last changed (any write, its own or a row's).
-    #[serde(with = "crate::clock::rfc3339")]
-    #[schemars(with = "crate::clock::Timestamp")]
+    #[serde(with = "crate::clock::Timestamp")]
     pub updated_at: i64,
 }
 
@@ -288,17 +285,14 @@ pub struct Response {
     /// Who wrote the annotation.
     pub annotated_by: Option<String>,
     /// When the annotation was written.
-    #[serde(with = "crate::clock::rfc3339::option")]
-    #[schemars(with = "Option<crate::clock::Timestamp>")]
+    #[serde(with = "crate::clock::MaybeTimestamp")]
     pub annotated_at: Option<i64>,
     /// When an agent first received the annotation (delivery, not
     /// acknowledgement).
-    #[serde(with = "crate::clock::rfc3339::option")]
-    #[schemars(with = "Option<crate::clock::Timestamp>")]
+    #[serde(with = "crate::clock::MaybeTimestamp")]
     pub annotation_seen_at: Option<i64>,
     /// When the human marked their part done.
-    #[serde(with = "crate::clock::rfc3339::option")]
-    #[schemars(with = "Option<crate::clock::Timestamp>")]
+    #[serde(with = "crate::clock::MaybeTimestamp")]
     pub handled_at: Option<i64>,
     /// Who marked it.
     pub handled_by: Option<String>,
@@ -329,12 +323,10 @@ pub struct Step {
     /// What the agent recorded as the result.
     pub outcome: String,
     /// When the step started.
-    #[serde(with = "crate::clock::rfc3339")]
-    #[schemars(with = "crate::clock::Timestamp")]
+    #[serde(with = "crate::clock::Timestamp")]
     pub started_at: i64,
     /// When it was archived.
-    #[serde(with = "crate::clock::rfc3339")]
-    #[schemars(with = "crate::clock::Timestamp")]
+    #[serde(with = "crate::clock::Timestamp")]
     pub ended_at: i64,
 }
 
@@ -364,16 +356,14 @@ pub struct Row {
     /// The agent's recorded result of the current step.
     pub outcome: String,
     /// When the outcome was stored.
-    #[serde(with = "crate::clock::rfc3339::option")]
-    #[schemars(with = "Option<crate::clock::Timestamp>")]
+    #[serde(with = "crate::clock::MaybeTimestamp")]
     pub outcome_at: Option<i64>,
     /// The row's CAS token.
     pub revision: i64,
     /// Which step (bumped by advance).
     pub action_version: i64,
     /// When the current step started.
-    #[serde(with = "crate::clock::rfc3339")]
-    #[schemars(with = "crate::clock::Timestamp")]
+    #[serde(with = "crate::clock::Timestamp")]
     pub action_started_at: i64,
     /// Archived steps, oldest first.
     pub history: Vec<Step>,
@@ -381,18 +371,15 @@ pub struct Row {
     #[serde(flatten)]
     pub response: Response,
     /// When an agent first received the handled mark.
-    #[serde(with = "crate::clock::rfc3339::option")]
-    #[schemars(with = "Option<crate::clock::Timestamp>")]
+    #[serde(with = "crate::clock::MaybeTimestamp")]
     pub handled_seen_at: Option<i64>,
     /// Its place in the board's order (gaps allowed).
     pub position: i64,
     /// When it was created.
-    #[serde(with = "crate::clock::rfc3339")]
-    #[schemars(with = "crate::clock::Timestamp")]
+    #[serde(with = "crate::clock::Timestamp")]
     pub created_at: i64,
     /// When it last changed.
-    #[serde(with = "crate::clock::rfc3339")]
-    #[schemars(with = "crate::clock::Timestamp")]
+    #[serde(with = "crate::clock::Timestamp")]
     pub updated_at: i64,
 }
 

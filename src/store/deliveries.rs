@@ -38,24 +38,20 @@ pub struct Delivery {
     /// Attempts started so far (also the claim token of the current attempt).
     pub attempts: i64,
     /// When the next attempt is due.
-    #[serde(with = "crate::clock::rfc3339")]
-    #[schemars(with = "crate::clock::Timestamp")]
+    #[serde(with = "crate::clock::Timestamp")]
     pub next_attempt_at: i64,
     /// How long one attempt may hold the row before it counts as crashed.
     pub lease_ms: i64,
     /// While delivering: when the lease lapses.
-    #[serde(with = "crate::clock::rfc3339::option")]
-    #[schemars(with = "Option<crate::clock::Timestamp>")]
+    #[serde(with = "crate::clock::MaybeTimestamp")]
     pub lease_until: Option<i64>,
     /// Why the last attempt failed.
     pub last_error: Option<String>,
     /// When the event was enqueued for this target.
-    #[serde(with = "crate::clock::rfc3339")]
-    #[schemars(with = "crate::clock::Timestamp")]
+    #[serde(with = "crate::clock::Timestamp")]
     pub created_at: i64,
     /// Last changed.
-    #[serde(with = "crate::clock::rfc3339")]
-    #[schemars(with = "crate::clock::Timestamp")]
+    #[serde(with = "crate::clock::Timestamp")]
     pub updated_at: i64,
 }
 

@@ -79,8 +79,7 @@ pub struct Event<P = Value> {
     /// Position in the log; strictly increasing, no gaps.
     pub seq: i64,
     /// When it was appended.
-    #[serde(with = "crate::clock::rfc3339")]
-    #[schemars(with = "crate::clock::Timestamp")]
+    #[serde(with = "crate::clock::Timestamp")]
     pub at: i64,
     /// Event type, e.g. `question.answered`.
     #[serde(rename = "type")]

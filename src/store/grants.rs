@@ -84,23 +84,19 @@ pub struct Grant {
     /// Who gave it.
     pub created_by: String,
     /// When.
-    #[serde(with = "crate::clock::rfc3339")]
-    #[schemars(with = "crate::clock::Timestamp")]
+    #[serde(with = "crate::clock::Timestamp")]
     pub created_at: i64,
     /// When its approval won (None: inert, it never matches).
-    #[serde(with = "crate::clock::rfc3339::option")]
-    #[schemars(with = "Option<crate::clock::Timestamp>")]
+    #[serde(with = "crate::clock::MaybeTimestamp")]
     pub confirmed_at: Option<i64>,
     /// When it stops matching (None: until revoked).
-    #[serde(with = "crate::clock::rfc3339::option")]
-    #[schemars(with = "Option<crate::clock::Timestamp>")]
+    #[serde(with = "crate::clock::MaybeTimestamp")]
     pub expires_at: Option<i64>,
     /// The glob the prompt's working directory must match
     /// (`/home/dev/shop/**`); empty: anywhere in the project.
     pub path: String,
     /// When it was revoked (None while it holds).
-    #[serde(with = "crate::clock::rfc3339::option")]
-    #[schemars(with = "Option<crate::clock::Timestamp>")]
+    #[serde(with = "crate::clock::MaybeTimestamp")]
     pub revoked_at: Option<i64>,
     /// Who revoked it.
     pub revoked_by: Option<String>,

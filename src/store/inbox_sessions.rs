@@ -38,12 +38,10 @@ pub struct LoginLink {
     /// The one-time code (hex); only its hash is stored.
     pub code: String,
     /// When the login link was made.
-    #[serde(with = "crate::clock::rfc3339")]
-    #[schemars(with = "crate::clock::Timestamp")]
+    #[serde(with = "crate::clock::Timestamp")]
     pub created_at: i64,
     /// The code is refused from this moment on.
-    #[serde(with = "crate::clock::rfc3339")]
-    #[schemars(with = "crate::clock::Timestamp")]
+    #[serde(with = "crate::clock::Timestamp")]
     pub expires_at: i64,
 }
 
@@ -55,12 +53,10 @@ pub struct InboxSession {
     /// Who the session acts as (recorded as `by`).
     pub name: String,
     /// When the login link was redeemed.
-    #[serde(with = "crate::clock::rfc3339")]
-    #[schemars(with = "crate::clock::Timestamp")]
+    #[serde(with = "crate::clock::Timestamp")]
     pub created_at: i64,
     /// Refused from this moment on.
-    #[serde(with = "crate::clock::rfc3339")]
-    #[schemars(with = "crate::clock::Timestamp")]
+    #[serde(with = "crate::clock::Timestamp")]
     pub expires_at: i64,
 }
 

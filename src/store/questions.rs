@@ -215,12 +215,10 @@ pub struct Reply {
     /// Who replied.
     pub by: String,
     /// When the reply was written.
-    #[serde(with = "crate::clock::rfc3339")]
-    #[schemars(with = "crate::clock::Timestamp")]
+    #[serde(with = "crate::clock::Timestamp")]
     pub at: i64,
     /// When an agent picked it up; `null` while it waits.
-    #[serde(with = "crate::clock::rfc3339::option")]
-    #[schemars(with = "Option<crate::clock::Timestamp>")]
+    #[serde(with = "crate::clock::MaybeTimestamp")]
     pub seen_at: Option<i64>,
 }
 
@@ -265,20 +263,16 @@ pub struct Question {
     /// Bumped each time the agent re-flags the question in place.
     pub revision: i64,
     /// Left out of the chat-facing list until then.
-    #[serde(with = "crate::clock::rfc3339::option")]
-    #[schemars(with = "Option<crate::clock::Timestamp>")]
+    #[serde(with = "crate::clock::MaybeTimestamp")]
     pub snoozed_until: Option<i64>,
     /// When it was first flagged.
-    #[serde(with = "crate::clock::rfc3339")]
-    #[schemars(with = "crate::clock::Timestamp")]
+    #[serde(with = "crate::clock::Timestamp")]
     pub created_at: i64,
     /// Last changed.
-    #[serde(with = "crate::clock::rfc3339")]
-    #[schemars(with = "crate::clock::Timestamp")]
+    #[serde(with = "crate::clock::Timestamp")]
     pub updated_at: i64,
     /// Resolved or dismissed.
-    #[serde(with = "crate::clock::rfc3339::option")]
-    #[schemars(with = "Option<crate::clock::Timestamp>")]
+    #[serde(with = "crate::clock::MaybeTimestamp")]
     pub resolved_at: Option<i64>,
 }
 
@@ -458,7 +452,6 @@ pub struct ReplyRecord {
     /// Question revision it answered.
     pub revision: i64,
     /// When it was written.
-    #[serde(with = "crate::clock::rfc3339")]
-    #[schemars(with = "crate::clock::Timestamp")]
+    #[serde(with = "crate::clock::Timestamp")]
     pub at: i64,
 }

@@ -124,16 +124,13 @@ pub struct Session {
     /// The event `seq` up to which `wait` has picked up decisions and wakes.
     pub last_wait_seq: i64,
     /// When it was ended, if it was.
-    #[serde(with = "crate::clock::rfc3339::option")]
-    #[schemars(with = "Option<crate::clock::Timestamp>")]
+    #[serde(with = "crate::clock::MaybeTimestamp")]
     pub ended_at: Option<i64>,
     /// When it was first registered.
-    #[serde(with = "crate::clock::rfc3339")]
-    #[schemars(with = "crate::clock::Timestamp")]
+    #[serde(with = "crate::clock::Timestamp")]
     pub created_at: i64,
     /// Last changed.
-    #[serde(with = "crate::clock::rfc3339")]
-    #[schemars(with = "crate::clock::Timestamp")]
+    #[serde(with = "crate::clock::Timestamp")]
     pub updated_at: i64,
 }
 

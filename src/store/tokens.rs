@@ -74,12 +74,10 @@ pub struct Token {
     /// The one project it may see and write; `None` = every project.
     pub project: Option<String>,
     /// When it was minted.
-    #[serde(with = "crate::clock::rfc3339")]
-    #[schemars(with = "crate::clock::Timestamp")]
+    #[serde(with = "crate::clock::Timestamp")]
     pub created_at: i64,
     /// Revoked; `None` while valid.
-    #[serde(with = "crate::clock::rfc3339::option")]
-    #[schemars(with = "Option<crate::clock::Timestamp>")]
+    #[serde(with = "crate::clock::MaybeTimestamp")]
     pub revoked_at: Option<i64>,
 }
 

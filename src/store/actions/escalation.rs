@@ -23,8 +23,7 @@ use crate::store::{Channel, NewEvent, Store};
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Escalation {
     /// When the step is due (ms).
-    #[serde(with = "crate::clock::rfc3339")]
-    #[schemars(with = "crate::clock::Timestamp")]
+    #[serde(with = "crate::clock::Timestamp")]
     pub at: i64,
     /// How it is shown.
     pub to: String,

@@ -122,8 +122,7 @@ pub struct Action {
     /// Stored status. See [`Action::effective_status`] for lazy expiry.
     pub status: Status,
     /// Decisions at or after this instant are refused.
-    #[serde(with = "crate::clock::rfc3339::option")]
-    #[schemars(with = "Option<crate::clock::Timestamp>")]
+    #[serde(with = "crate::clock::MaybeTimestamp")]
     pub expires_at: Option<i64>,
     /// What expiry turns it into.
     pub on_expire: OnExpire,
@@ -138,8 +137,7 @@ pub struct Action {
     /// Who decided (the N-th approver, the rejecter, `rule:<name>`, `expiry`).
     pub decided_by: Option<String>,
     /// When it was decided.
-    #[serde(with = "crate::clock::rfc3339::option")]
-    #[schemars(with = "Option<crate::clock::Timestamp>")]
+    #[serde(with = "crate::clock::MaybeTimestamp")]
     pub decided_at: Option<i64>,
     /// Why it was rejected, expired or resolved.
     pub reason: Option<String>,
@@ -156,8 +154,7 @@ pub struct Action {
     /// The executor holding the claim.
     pub owner: Option<String>,
     /// The claim lapses at this instant unless extended.
-    #[serde(with = "crate::clock::rfc3339::option")]
-    #[schemars(with = "Option<crate::clock::Timestamp>")]
+    #[serde(with = "crate::clock::MaybeTimestamp")]
     pub lease_until: Option<i64>,
     /// What the executor reported.
     pub result: Option<Value>,
@@ -172,12 +169,10 @@ pub struct Action {
     /// Agent session of the proposer.
     pub session: String,
     /// When it was proposed.
-    #[serde(with = "crate::clock::rfc3339")]
-    #[schemars(with = "crate::clock::Timestamp")]
+    #[serde(with = "crate::clock::Timestamp")]
     pub created_at: i64,
     /// Last transition.
-    #[serde(with = "crate::clock::rfc3339")]
-    #[schemars(with = "crate::clock::Timestamp")]
+    #[serde(with = "crate::clock::Timestamp")]
     pub updated_at: i64,
     /// Its escalation chain, fixed at proposal: each step's due time and
     /// where it goes (see [`crate::config::ApprovalsConfig`]).
@@ -187,8 +182,7 @@ pub struct Action {
     #[serde(default)]
     pub escalated: i64,
     /// When the last step fired.
-    #[serde(default, with = "crate::clock::rfc3339::option")]
-    #[schemars(with = "Option<crate::clock::Timestamp>")]
+    #[serde(default, with = "crate::clock::MaybeTimestamp")]
     pub escalated_at: Option<i64>,
 }
 

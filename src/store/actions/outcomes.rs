@@ -130,8 +130,7 @@ pub enum ApproveOutcome {
         /// Who made the winning decision.
         decided_by: Option<String>,
         /// When the winning decision was made.
-        #[serde(with = "crate::clock::rfc3339::option")]
-        #[schemars(with = "Option<crate::clock::Timestamp>")]
+        #[serde(with = "crate::clock::MaybeTimestamp")]
         decided_at: Option<i64>,
         /// The action as it stands.
         action: Action,

@@ -22,8 +22,7 @@ pub struct AuditEntry {
     /// The audited action's id.
     pub action_id: String,
     /// When the transition was written.
-    #[serde(with = "crate::clock::rfc3339")]
-    #[schemars(with = "crate::clock::Timestamp")]
+    #[serde(with = "crate::clock::Timestamp")]
     pub at: i64,
     /// Who (a person, `rule:<name>`, `expiry`, `recovery`, an executor id).
     pub actor: String,

@@ -55,8 +55,7 @@ pub struct FleetItem {
     /// The question's title or the action's summary.
     pub title: String,
     /// When it was asked or proposed.
-    #[serde(with = "crate::clock::rfc3339")]
-    #[schemars(with = "crate::clock::Timestamp")]
+    #[serde(with = "crate::clock::Timestamp")]
     pub created_at: i64,
 }
 
@@ -70,8 +69,7 @@ pub struct FleetDelivery {
     /// Why the last attempt failed, if it did.
     pub last_error: Option<String>,
     /// When it last changed.
-    #[serde(with = "crate::clock::rfc3339")]
-    #[schemars(with = "crate::clock::Timestamp")]
+    #[serde(with = "crate::clock::Timestamp")]
     pub at: i64,
 }
 
@@ -95,12 +93,10 @@ pub struct FleetSession {
     /// What it is doing now.
     pub state: FleetState,
     /// Since when.
-    #[serde(with = "crate::clock::rfc3339")]
-    #[schemars(with = "crate::clock::Timestamp")]
+    #[serde(with = "crate::clock::Timestamp")]
     pub since: i64,
     /// Its newest event.
-    #[serde(with = "crate::clock::rfc3339")]
-    #[schemars(with = "crate::clock::Timestamp")]
+    #[serde(with = "crate::clock::Timestamp")]
     pub last_event_at: i64,
     /// The newest delivery to its wake target.
     pub last_delivery: Option<FleetDelivery>,

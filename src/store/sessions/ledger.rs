@@ -48,8 +48,7 @@ pub struct LedgerEntry {
     /// Whether the tool was declared safe to run again after a crash.
     pub replay_safe: bool,
     /// When the row was written.
-    #[serde(with = "crate::clock::rfc3339")]
-    #[schemars(with = "crate::clock::Timestamp")]
+    #[serde(with = "crate::clock::Timestamp")]
     pub at: i64,
 }
 
