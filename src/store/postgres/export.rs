@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use futures_util::TryStreamExt;
 use sqlx::postgres::{PgConnection, Postgres};
 use sqlx::sqlite::SqliteRow;
-use sqlx::{Connection, QueryBuilder};
+use sqlx::{Connection, QueryBuilder, SqliteConnection};
 
 use super::super::{Error, Result, Store};
 use super::values::{Bound, Lite, bind_as};
@@ -38,6 +38,13 @@ pub struct ExportReport {
     pub tables: BTreeMap<String, i64>,
     /// All rows copied.
     pub rows: i64,
+}
+
+impl ExportReport {
+    pub(super) fn of(tables: BTreeMap<String, i64>) -> Self {
+        let rows = tables.values().sum();
+        Self { tables, rows }
+    }
 }
 
 /// Tables a freshly migrated PostgreSQL database already holds rows in
@@ -184,28 +191,43 @@ async fn copy(store: &Store, pg: &mut PgConnection, url: &str) -> Result<ExportR
         .await?;
     }
 
-    let mut tables = BTreeMap::new();
-    for name in &names {
-        let count = format!("SELECT count(*) FROM {}", ident(name));
-        let here: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(count.clone()))
-            .fetch_one(&mut *snap)
-            .await?;
-        let there: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(count))
-            .fetch_one(&mut *tx)
-            .await?;
-        if here != there {
-            return Err(Error::Invalid(format!(
-                "the copy of {name} has {there} rows where the SQLite file has {here}: nothing was written to {}",
-                shown(url)
-            )));
-        }
-        tables.insert(name.clone(), there);
-    }
+    let tables = count_both(&mut snap, &mut tx, &names, |name, here, there| {
+        format!(
+            "the copy of {name} has {there} rows where the SQLite file has {here}: nothing was written to {}",
+            shown(url)
+        )
+    })
+    .await?;
     tx.commit().await?;
     // The snapshot only read: ending it changes nothing.
     snap.rollback().await?;
-    let rows = tables.values().sum();
-    Ok(ExportReport { tables, rows })
+    Ok(ExportReport::of(tables))
+}
+
+/// Each table's rows counted on both sides, in the transactions the copy
+/// still holds open; a table whose counts differ is refused with
+/// `differ(name, sqlite_rows, postgres_rows)`, before anything commits.
+pub(super) async fn count_both(
+    lite: &mut SqliteConnection,
+    pg: &mut PgConnection,
+    names: &[String],
+    differ: impl Fn(&str, i64, i64) -> String,
+) -> Result<BTreeMap<String, i64>> {
+    let mut tables = BTreeMap::new();
+    for name in names {
+        let count = format!("SELECT count(*) FROM {}", ident(name));
+        let on_lite: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(count.clone()))
+            .fetch_one(&mut *lite)
+            .await?;
+        let on_pg: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(count))
+            .fetch_one(&mut *pg)
+            .await?;
+        if on_lite != on_pg {
+            return Err(Error::Invalid(differ(name, on_lite, on_pg)));
+        }
+        tables.insert(name.clone(), on_lite);
+    }
+    Ok(tables)
 }
 
 async fn execute(tx: &mut PgConnection, sql: String) -> Result<()> {

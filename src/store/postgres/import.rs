@@ -22,7 +22,7 @@
 //!   raised to every table's highest rowid), and the row counts are
 //!   compared before COMMIT.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::Path;
 
 use futures_util::TryStreamExt;
@@ -32,8 +32,8 @@ use sqlx::{Connection, QueryBuilder, Row, SqliteConnection};
 
 use super::super::{Error, Result, Store};
 use super::export::{
-    ExportReport, Source, check_url, first_with_rows, ident, lite_schema, parents_first,
-    target_columns,
+    ExportReport, Source, check_url, count_both, first_with_rows, ident, lite_schema,
+    parents_first, target_columns,
 };
 use super::values::Lite;
 use super::{applied_versions, connect, schema_version, shown};
@@ -185,27 +185,16 @@ async fn copy(store: &Store, pg: &mut PgConnection, url: &str) -> Result<ExportR
     }
     continue_numbering(&mut tx).await?;
 
-    let mut tables = BTreeMap::new();
-    for name in &names {
-        let count = format!("SELECT count(*) FROM {}", ident(name));
-        let there: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(count.clone()))
-            .fetch_one(&mut *snap)
-            .await?;
-        let here: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(count))
-            .fetch_one(&mut *tx)
-            .await?;
-        if here != there {
-            return Err(Error::Invalid(format!(
-                "the copy of {name} has {here} rows where the PostgreSQL database has {there}: no file was written"
-            )));
-        }
-        tables.insert(name.clone(), here);
-    }
+    let tables = count_both(&mut tx, &mut snap, &names, |name, here, there| {
+        format!(
+            "the copy of {name} has {here} rows where the PostgreSQL database has {there}: no file was written"
+        )
+    })
+    .await?;
     tx.commit().await?;
     // The snapshot only read: ending it changes nothing.
     snap.rollback().await?;
-    let rows = tables.values().sum();
-    Ok(ExportReport { tables, rows })
+    Ok(ExportReport::of(tables))
 }
 
 async fn lite_execute(tx: &mut SqliteConnection, sql: String) -> Result<()> {
