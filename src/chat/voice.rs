@@ -245,8 +245,8 @@ impl Bridge {
                     .voice_failed(&v.id, None, "voice replies were turned off")
                     .await
                 {
-                    let thread = v.thread_id.and_then(|t| i32::try_from(t).ok());
-                    self.say(v.chat_id, thread, VOICE_OFF).await;
+                    let thread = v.note.thread_id.and_then(|t| i32::try_from(t).ok());
+                    self.say(v.note.chat_id, thread, VOICE_OFF).await;
                 }
             }
         }

@@ -23,6 +23,35 @@ use super::{Channel, Result, Store};
 pub struct VoiceReply {
     /// Its id (32 hex characters; the Send / Edit / Discard buttons carry it).
     pub id: String,
+    /// The note as received.
+    #[sqlx(flatten)]
+    #[serde(flatten)]
+    pub note: NewVoice,
+    /// received, transcribing, transcribed, sent, edited, discarded,
+    /// expired or failed.
+    pub state: String,
+    /// The daemon transcribing it.
+    pub worker: Option<String>,
+    /// When that transcription began (ms).
+    pub started_at: Option<i64>,
+    /// The transcript, once there is one.
+    pub transcript: Option<String>,
+    /// Why it failed, in words.
+    pub error: Option<String>,
+    /// The message showing the transcript (0: being sent).
+    pub shown_message_id: Option<i64>,
+    /// When an unconfirmed transcript expires (ms).
+    pub expires_at: Option<i64>,
+    /// When it was received (ms).
+    pub created_at: i64,
+    /// When it last changed (ms).
+    pub updated_at: i64,
+}
+
+/// A voice note to record on receipt (and, inside [`VoiceReply`], as it
+/// was received).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow, serde::Serialize, serde::Deserialize)]
+pub struct NewVoice {
     /// The chat the note came from.
     pub chat_id: i64,
     /// The note's own message.
@@ -46,42 +75,6 @@ pub struct VoiceReply {
     /// Its length as Telegram reported it (seconds).
     pub duration_secs: i64,
     /// Its size as Telegram reported it (bytes), if it did.
-    pub file_size: Option<i64>,
-    /// received, transcribing, transcribed, sent, edited, discarded,
-    /// expired or failed.
-    pub state: String,
-    /// The daemon transcribing it.
-    pub worker: Option<String>,
-    /// When that transcription began (ms).
-    pub started_at: Option<i64>,
-    /// The transcript, once there is one.
-    pub transcript: Option<String>,
-    /// Why it failed, in words.
-    pub error: Option<String>,
-    /// The message showing the transcript (0: being sent).
-    pub shown_message_id: Option<i64>,
-    /// When an unconfirmed transcript expires (ms).
-    pub expires_at: Option<i64>,
-    /// When it was received (ms).
-    pub created_at: i64,
-    /// When it last changed (ms).
-    pub updated_at: i64,
-}
-
-/// A voice note to record on receipt.
-#[derive(Debug, Clone)]
-pub struct NewVoice {
-    pub chat_id: i64,
-    pub message_id: i64,
-    pub thread_id: Option<i64>,
-    pub user_id: i64,
-    pub by: String,
-    pub item_kind: String,
-    pub item_id: String,
-    pub target: String,
-    pub revision: Option<i64>,
-    pub file_id: String,
-    pub duration_secs: i64,
     pub file_size: Option<i64>,
 }
 
@@ -349,7 +342,7 @@ async fn send_in(tx: &mut Tx<'_>, id: &str, text: &str, now: i64) -> Result<Sent
     let Some(v) = tx.row::<VoiceReply>(&lock).await? else {
         return Ok(Sent::Gone(None));
     };
-    if v.state != "transcribed" || v.item_kind != "question" {
+    if v.state != "transcribed" || v.note.item_kind != "question" {
         return Ok(Sent::Gone(Some(v.state)));
     }
     if v.expires_at.is_some_and(|at| at <= now) {
@@ -362,17 +355,17 @@ async fn send_in(tx: &mut Tx<'_>, id: &str, text: &str, now: i64) -> Result<Sent
         return Ok(Sent::Expired);
     }
     let one = Submitted {
-        id: v.item_id.clone(),
+        id: v.note.item_id.clone(),
         r: NewReply {
             text: text.to_string(),
-            kind: if v.target == "clarify" {
+            kind: if v.note.target == "clarify" {
                 ReplyKind::Clarify
             } else {
                 ReplyKind::Answer
             },
             context: None,
-            by: v.by.clone(),
-            expected_revision: v.revision,
+            by: v.note.by.clone(),
+            expected_revision: v.note.revision,
         },
         source: Channel::Chat,
         medium: Medium::Voice,

@@ -17,7 +17,7 @@ impl Bridge {
     /// Replace a transcript message's text, dropping its buttons (or say
     /// `text` when it has no message).
     pub(super) async fn settle_message(&self, v: &VoiceReply, text: &str) {
-        let thread = v.thread_id.and_then(|t| i32::try_from(t).ok());
+        let thread = v.note.thread_id.and_then(|t| i32::try_from(t).ok());
         match v
             .shown_message_id
             .and_then(|m| i32::try_from(m).ok())
@@ -26,13 +26,13 @@ impl Bridge {
             Some(m) => {
                 if let Err(e) = self
                     .bot
-                    .edit_message_text(ChatId(v.chat_id), MessageId(m), text)
+                    .edit_message_text(ChatId(v.note.chat_id), MessageId(m), text)
                     .await
                 {
                     tracing::debug!(error = %e, "cannot edit a transcript message");
                 }
             }
-            None => self.say(v.chat_id, thread, text).await,
+            None => self.say(v.note.chat_id, thread, text).await,
         }
     }
 
@@ -52,7 +52,7 @@ impl Bridge {
             Ok(None) => return self.toast(q, "That transcript no longer exists.").await,
             Err(e) => return self.store_trouble(q, e).await,
         };
-        if v.user_id != q.from.id.0 as i64 {
+        if v.note.user_id != q.from.id.0 as i64 {
             return self
                 .toast(q, "Only the person who spoke can confirm this transcript.")
                 .await;
@@ -72,7 +72,7 @@ impl Bridge {
                     self.toast(q, "Discarded; nothing was recorded.").await;
                     let text = format!(
                         "🗑 Discarded the transcript for #{}; nothing was recorded.",
-                        short_id(&v.item_id)
+                        short_id(&v.note.item_id)
                     );
                     self.settle_message(&v, &text).await;
                 }
@@ -83,16 +83,16 @@ impl Bridge {
     }
 
     async fn voice_send(&self, q: &CallbackQuery, v: VoiceReply) {
-        let thread = v.thread_id.and_then(|t| i32::try_from(t).ok());
+        let thread = v.note.thread_id.and_then(|t| i32::try_from(t).ok());
         let transcript = v.transcript.clone().unwrap_or_default();
-        let sid = short_id(&v.item_id).to_string();
-        if v.item_kind == "row" {
+        let sid = short_id(&v.note.item_id).to_string();
+        if v.note.item_kind == "row" {
             return self.voice_send_row(q, v, &transcript).await;
         }
         let mut text = transcript.clone();
-        if v.target == "other"
-            && let Ok(Some(question)) = self.store.get_question(&v.item_id).await
-            && Some(question.revision) == v.revision
+        if v.note.target == "other"
+            && let Ok(Some(question)) = self.store.get_question(&v.note.item_id).await
+            && Some(question.revision) == v.note.revision
             && question.choice == Choice::Many
         {
             // As a typed Other… answer: the ticked options, then the words.
@@ -103,18 +103,18 @@ impl Bridge {
         match self.store.voice_send(&v.id, &text).await {
             Ok(Sent::Written(_)) => {
                 self.toast(q, &format!("Sent: {}", cut(&text, 150))).await;
-                let what = if v.target == "clarify" {
+                let what = if v.note.target == "clarify" {
                     "correction"
                 } else {
                     "answer"
                 };
                 let done = format!("🎙 Sent as your {what} to #{sid}: «{text}»");
                 self.settle_message(&v, &done).await;
-                self.redraw_quiet(Item::Question, &v.item_id).await;
+                self.redraw_quiet(Item::Question, &v.note.item_id).await;
                 self.nudge.notify_waiters();
             }
             Ok(Sent::Refused(refusal)) => {
-                self.tell_refusal(Some(q), v.chat_id, thread, &v.item_id, &refusal)
+                self.tell_refusal(Some(q), v.note.chat_id, thread, &v.note.item_id, &refusal)
                     .await
             }
             Ok(Sent::Expired) => {
@@ -142,7 +142,7 @@ impl Bridge {
     /// doubled. A double tap replays the same way, and only one of the two
     /// settles the note.
     async fn voice_send_row(&self, q: &CallbackQuery, v: VoiceReply, transcript: &str) {
-        let thread = v.thread_id.and_then(|t| i32::try_from(t).ok());
+        let thread = v.note.thread_id.and_then(|t| i32::try_from(t).ok());
         if v.expires_at.is_some_and(|at| at <= self.store.now()) {
             if let Ok(Some(v)) = self
                 .store
@@ -156,9 +156,9 @@ impl Bridge {
         let said = crate::store::request::scope(
             format!("voice-send:{}", v.id),
             self.annotate_row(
-                &v.item_id,
+                &v.note.item_id,
                 transcript,
-                &v.by,
+                &v.note.by,
                 crate::store::boards::AnnotationKind::Answer,
                 None,
             ),
@@ -166,7 +166,7 @@ impl Bridge {
         .await;
         if !said.starts_with("Recorded") {
             self.toast(q, &said).await;
-            self.say(v.chat_id, thread, &said).await;
+            self.say(v.note.chat_id, thread, &said).await;
             return;
         }
         if crate::fault::on("die-mid-voice-send") {
@@ -182,10 +182,10 @@ impl Bridge {
         self.toast(q, &said).await;
         let done = format!(
             "🎙 Sent as your answer to #{}: «{transcript}»",
-            short_id(&v.item_id)
+            short_id(&v.note.item_id)
         );
         self.settle_message(&v, &done).await;
-        self.redraw_quiet(Item::Row, &v.item_id).await;
+        self.redraw_quiet(Item::Row, &v.note.item_id).await;
         self.nudge.notify_waiters();
     }
 
@@ -202,18 +202,18 @@ impl Bridge {
             Err(e) => return self.store_trouble(q, e).await,
         };
         self.toast(q, "Correct it and send it as a reply.").await;
-        let sid = short_id(&v.item_id).to_string();
+        let sid = short_id(&v.note.item_id).to_string();
         self.settle_message(
             &v,
             &format!("✏️ Editing the transcript for #{sid}; see below."),
         )
         .await;
-        let item = if v.item_kind == "row" {
+        let item = if v.note.item_kind == "row" {
             Item::Row
         } else {
             Item::Question
         };
-        let how = match v.target.as_str() {
+        let how = match v.note.target.as_str() {
             "clarify" => "clarify",
             "other" => "other",
             _ => "answer",
@@ -222,17 +222,17 @@ impl Bridge {
             "✏️ Correct the transcript for #{sid} and send it as a reply to this message (nothing is recorded until you do):\n\n{}",
             v.transcript.as_deref().unwrap_or_default()
         );
-        let thread = v.thread_id.and_then(|t| i32::try_from(t).ok());
+        let thread = v.note.thread_id.and_then(|t| i32::try_from(t).ok());
         self.prompt(
-            v.chat_id,
+            v.note.chat_id,
             thread,
             &text,
             "the corrected text",
             Prompt::Voice {
                 item,
-                id: v.item_id.clone(),
+                id: v.note.item_id.clone(),
                 how,
-                revision: v.revision,
+                revision: v.note.revision,
             },
         )
         .await;
@@ -290,7 +290,7 @@ impl Bridge {
 pub(super) fn expired_text(v: &VoiceReply) -> String {
     format!(
         "⌛ The transcript for #{} expired unsent; nothing was recorded. Send the voice note again to answer by voice.",
-        short_id(&v.item_id)
+        short_id(&v.note.item_id)
     )
 }
 

@@ -55,7 +55,7 @@ impl Bridge {
             Err(e) => return tracing::warn!(error = %e, voice = id, "cannot claim a voice note"),
         };
         let result = self.fetch_and_transcribe(&v).await;
-        let thread = v.thread_id.and_then(|t| i32::try_from(t).ok());
+        let thread = v.note.thread_id.and_then(|t| i32::try_from(t).ok());
         match result {
             Ok(text) => {
                 let keep_ms = i64::try_from(self.config.voice.expire_secs.saturating_mul(1000))
@@ -75,10 +75,10 @@ impl Bridge {
                 if let Ok(Some(v)) = self.store.voice_failed(id, Some(&worker), &why).await {
                     let text = format!(
                         "🎙 Your voice note for #{} was not transcribed: {why}. Nothing was recorded; the {} is still open — send it again or reply in text.",
-                        short_id(&v.item_id),
-                        noun(&v.item_kind)
+                        short_id(&v.note.item_id),
+                        noun(&v.note.item_kind)
                     );
-                    self.say(v.chat_id, thread, &text).await;
+                    self.say(v.note.chat_id, thread, &text).await;
                 }
             }
         }
@@ -120,7 +120,7 @@ impl Bridge {
         let max = self.config.voice.max_bytes;
         let file = self
             .bot
-            .get_file(FileId(v.file_id.clone()))
+            .get_file(FileId(v.note.file_id.clone()))
             .await
             .map_err(|e| {
                 format!(
@@ -199,7 +199,7 @@ impl Bridge {
         let minutes = self.config.voice.expire_secs.div_ceil(60);
         let text = format!(
             "🎙 Transcript of your voice note for #{}:\n\n«{}»\n\nSend it as your answer, Edit it first, or Discard it. Nothing is recorded until you tap Send; unconfirmed, it expires in {minutes} min.",
-            short_id(&v.item_id),
+            short_id(&v.note.item_id),
             v.transcript.as_deref().unwrap_or_default()
         );
         let b =
@@ -211,13 +211,13 @@ impl Bridge {
         ]]);
         let mut req = self
             .bot
-            .send_message(ChatId(v.chat_id), text)
+            .send_message(ChatId(v.note.chat_id), text)
             .reply_markup(markup);
-        if let Ok(m) = i32::try_from(v.message_id) {
+        if let Ok(m) = i32::try_from(v.note.message_id) {
             req = req
                 .reply_parameters(ReplyParameters::new(MessageId(m)).allow_sending_without_reply());
         }
-        if let Some(t) = v.thread_id.and_then(|t| i32::try_from(t).ok()) {
+        if let Some(t) = v.note.thread_id.and_then(|t| i32::try_from(t).ok()) {
             req = req.message_thread_id(ThreadId(MessageId(t)));
         }
         let shown = match req.await {
