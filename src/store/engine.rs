@@ -51,6 +51,28 @@ impl<T> Rows for T where
 {
 }
 
+/// What a write's `op` takes along: each attempt gets its own copy.
+pub(crate) trait Input: Clone + Send + Sync + 'static {}
+
+impl<I: Clone + Send + Sync + 'static> Input for I {}
+
+/// What a write returns: remembered under a request id, so it serialises.
+pub(crate) trait Output: Serialize + DeserializeOwned + Send + 'static {}
+
+impl<T: Serialize + DeserializeOwned + Send + 'static> Output for T {}
+
+/// A write's body: one attempt's statements on its [`Tx`], given its copy
+/// of the input and the clock's time.
+pub(crate) trait TxOp<I, T>:
+    for<'c> Fn(Tx<'c>, I, i64) -> BoxFuture<'c, Result<T>> + Clone + Send + Sync + 'static
+{
+}
+
+impl<I, T, F> TxOp<I, T> for F where
+    F: for<'c> Fn(Tx<'c>, I, i64) -> BoxFuture<'c, Result<T>> + Clone + Send + Sync + 'static
+{
+}
+
 /// The connection of a write in progress ([`Store::write_with`],
 /// [`Store::transact`]), or of a [`Snapshot`].
 pub(crate) enum Tx<'c> {
@@ -252,8 +274,8 @@ impl Store {
     /// PostgreSQL transaction, each as [`Store::write_with`] runs its `op`.
     pub(crate) async fn write_split<I, T, L, P>(&self, input: I, lite: L, pg: P) -> Result<T>
     where
-        I: Clone + Send + Sync + 'static,
-        T: Serialize + DeserializeOwned + Send + 'static,
+        I: Input,
+        T: Output,
         L: for<'t> Fn(&'t mut Turn, I, i64) -> BoxFuture<'t, Result<T>> + Clone + Send + 'static,
         P: for<'c> Fn(&'c mut PgConnection, I, i64) -> BoxFuture<'c, Result<T>> + Send + Sync,
     {
@@ -269,8 +291,8 @@ impl Store {
     /// statement, for the caller's general path.
     pub(crate) async fn write_lite<I, T, L>(&self, input: I, lite: L) -> Result<Option<T>>
     where
-        I: Clone + Send + Sync + 'static,
-        T: Serialize + DeserializeOwned + Send + 'static,
+        I: Input,
+        T: Output,
         L: for<'t> Fn(&'t mut Turn, I, i64) -> BoxFuture<'t, Result<Option<T>>>
             + Clone
             + Send
@@ -286,9 +308,9 @@ impl Store {
     /// transaction: [`Store::write_with`] with [`Tx::begin`] first.
     pub(crate) async fn transact<I, T, F>(&self, input: I, op: F) -> Result<T>
     where
-        I: Clone + Send + Sync + 'static,
-        T: Serialize + DeserializeOwned + Send + 'static,
-        F: for<'c> Fn(Tx<'c>, I, i64) -> BoxFuture<'c, Result<T>> + Clone + Send + Sync + 'static,
+        I: Input,
+        T: Output,
+        F: TxOp<I, T>,
     {
         self.write_with(input, move |mut tx, input, now| {
             let op = op.clone();
@@ -309,9 +331,9 @@ impl Store {
     /// first attempt of the same call remembered (see `request`).
     pub(crate) async fn write_with<I, T, F>(&self, input: I, op: F) -> Result<T>
     where
-        I: Clone + Send + Sync + 'static,
-        T: Serialize + DeserializeOwned + Send + 'static,
-        F: for<'c> Fn(Tx<'c>, I, i64) -> BoxFuture<'c, Result<T>> + Clone + Send + Sync + 'static,
+        I: Input,
+        T: Output,
+        F: TxOp<I, T>,
     {
         match self.engine() {
             Engine::Sqlite(_) => {
@@ -338,9 +360,9 @@ impl Store {
     /// [`Store::retry`] says.
     pub(crate) async fn transact_apart<I, T, F>(&self, input: I, op: F) -> Result<T>
     where
-        I: Clone + Send + Sync + 'static,
-        T: Serialize + DeserializeOwned + Send + 'static,
-        F: for<'c> Fn(Tx<'c>, I, i64) -> BoxFuture<'c, Result<T>> + Clone + Send + Sync + 'static,
+        I: Input,
+        T: Output,
+        F: TxOp<I, T>,
     {
         match self.engine() {
             Engine::Sqlite(_) => {
@@ -353,12 +375,7 @@ impl Store {
                 })
                 .await
             }
-            Engine::Postgres(pg) => {
-                self.pg_write(pg, input, move |conn, input, now| {
-                    op(Tx::Pg(conn), input, now)
-                })
-                .await
-            }
+            Engine::Postgres(_) => self.write_with(input, op).await,
         }
     }
 }
