@@ -225,7 +225,7 @@ async fn a_waiting_push_is_released_or_skipped_once(db: Db) {
     // Quiet hours began: it waits again, now for the digest.
     assert!(
         store
-            .chat_hold_again("action", "a", 1, Hold::Quiet, 900)
+            .chat_hold_again("action", "a", 1, (Hold::Quiet, 900), None)
             .await
             .unwrap()
     );

@@ -191,7 +191,7 @@ impl Bridge {
                 for (item, id) in &items {
                     if let Err(e) = self
                         .store
-                        .chat_hold_again(item.as_str(), id, chat_id, kind.hold(), due)
+                        .chat_hold_again(item.as_str(), id, chat_id, (kind.hold(), due), None)
                         .await
                     {
                         tracing::warn!(error = %e, item = %item, id = %id, "cannot put a digest entry back to wait");

@@ -132,7 +132,7 @@ impl Bridge {
         };
         if let Some(end) = self.quiet_until(chat_id, now) {
             self.store
-                .chat_hold_again(kind, id, chat_id, Hold::Quiet, end)
+                .chat_hold_again(kind, id, chat_id, (Hold::Quiet, end), None)
                 .await?;
             return Ok(());
         }
@@ -157,7 +157,7 @@ impl Bridge {
             Hold::Grace => match self.burst_due(dest, h.due_at) {
                 Some(due) => {
                     self.store
-                        .chat_hold_again_in(kind, id, chat_id, topic, Hold::Burst, due)
+                        .chat_hold_again(kind, id, chat_id, (Hold::Burst, due), Some(topic))
                         .await?;
                     self.held.notify_one();
                 }

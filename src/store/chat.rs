@@ -72,6 +72,18 @@ fn from_row(r: &impl Cols) -> Result<ChatMessage> {
 mod hold;
 mod members;
 
+/// A statement on one message record, whose key (`item_kind`, `item_id`,
+/// `chat_id`) are its last three placeholders.
+trait OnRecord<'q> {
+    fn record(self, item_kind: &'q str, item_id: &'q str, chat_id: i64) -> Self;
+}
+
+impl<'q> OnRecord<'q> for Stmt<'q> {
+    fn record(self, item_kind: &'q str, item_id: &'q str, chat_id: i64) -> Self {
+        self.text(item_kind).text(item_id).int(chat_id)
+    }
+}
+
 impl Store {
     /// The last `seq` the follower `name` fully applied (0 if never).
     pub async fn cursor(&self, name: &str) -> Result<i64> {
@@ -119,9 +131,7 @@ impl Store {
                     "INSERT INTO chat_messages (item_kind, item_id, chat_id, thread_id, status, created_at, updated_at)
                      VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT DO NOTHING",
                 )
-                .text(item_kind)
-                .text(item_id)
-                .int(chat_id)
+                .record(item_kind, item_id, chat_id)
                 .int(thread_id)
                 .text(status)
                 .int(now),
@@ -198,9 +208,7 @@ impl Store {
             .text(text_hash)
             .int(now)
             .int(since)
-            .text(item_kind)
-            .text(item_id)
-            .int(chat_id),
+            .record(item_kind, item_id, chat_id),
         )
         .await
         .map(drop)
@@ -223,9 +231,7 @@ impl Store {
             )
             .int(i64::from(document_id))
             .int(now)
-            .text(item_kind)
-            .text(item_id)
-            .int(chat_id),
+            .record(item_kind, item_id, chat_id),
         )
         .await
         .map(drop)
@@ -291,9 +297,7 @@ impl Store {
             Stmt::new(
                 "SELECT * FROM chat_messages WHERE item_kind = $1 AND item_id = $2 AND chat_id = $3",
             )
-            .text(item_kind)
-            .text(item_id)
-            .int(chat_id),
+            .record(item_kind, item_id, chat_id),
         )
         .await
     }
@@ -340,9 +344,7 @@ impl Store {
                  WHERE item_kind = $2 AND item_id = $3 AND chat_id = $4",
             )
             .int(now)
-            .text(item_kind)
-            .text(item_id)
-            .int(chat_id),
+            .record(item_kind, item_id, chat_id),
         )
         .await
         .map(drop)
@@ -367,9 +369,7 @@ impl Store {
             )
             .text(text_hash)
             .int(now)
-            .text(item_kind)
-            .text(item_id)
-            .int(chat_id),
+            .record(item_kind, item_id, chat_id),
         )
         .await
         .map(drop)

@@ -8,6 +8,7 @@
 
 use super::super::engine::Stmt;
 use super::super::{Error, Result, Store};
+use super::OnRecord;
 
 /// Why a push waits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,9 +94,7 @@ impl Store {
                     "INSERT INTO chat_messages (item_kind, item_id, chat_id, thread_id, status, due_at, created_at, updated_at)
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $7) ON CONFLICT DO NOTHING",
                 )
-                .text(item_kind)
-                .text(item_id)
-                .int(chat_id)
+                .record(item_kind, item_id, chat_id)
                 .int(thread_id.map(i64::from))
                 .text(hold.as_str())
                 .int(due_at)
@@ -141,14 +140,16 @@ impl Store {
     }
 
     /// Move a waiting push: `hold` until `due_at` (quiet hours began while
-    /// it waited out its grace). False when it no longer waits.
+    /// it waited out its grace), and into forum topic `t` if `into_topic`
+    /// is `Some(t)` (a push let out of its grace period that joins a
+    /// burst). False when it no longer waits.
     pub async fn chat_hold_again(
         &self,
         item_kind: &str,
         item_id: &str,
         chat_id: i64,
-        hold: Hold,
-        due_at: i64,
+        (hold, due_at): (Hold, i64),
+        into_topic: Option<Option<i32>>,
     ) -> Result<bool> {
         self.chat_settle_hold(
             item_kind,
@@ -156,29 +157,7 @@ impl Store {
             chat_id,
             hold.as_str(),
             Some(due_at),
-            None,
-        )
-        .await
-    }
-
-    /// [`Store::chat_hold_again`] in forum topic `thread_id` (a push let
-    /// out of its grace period that joins a burst).
-    pub async fn chat_hold_again_in(
-        &self,
-        item_kind: &str,
-        item_id: &str,
-        chat_id: i64,
-        thread_id: Option<i32>,
-        hold: Hold,
-        due_at: i64,
-    ) -> Result<bool> {
-        self.chat_settle_hold(
-            item_kind,
-            item_id,
-            chat_id,
-            hold.as_str(),
-            Some(due_at),
-            Some(thread_id),
+            into_topic,
         )
         .await
     }
@@ -233,9 +212,7 @@ impl Store {
                 )
                 .int(i64::from(message_id))
                 .int(now)
-                .text(item_kind)
-                .text(item_id)
-                .int(chat_id),
+                .record(item_kind, item_id, chat_id),
             )
             .await?;
         Ok(n == 1)
@@ -267,9 +244,7 @@ impl Store {
                 .int(now)
                 .bool(set_thread)
                 .int(thread)
-                .text(item_kind)
-                .text(item_id)
-                .int(chat_id),
+                .record(item_kind, item_id, chat_id),
             )
             .await?;
         Ok(n == 1)
