@@ -16,12 +16,14 @@
 //! time ([`Store::events_span_after`], [`Store::events_span_tail`],
 //! [`Store::events_raw`]).
 
+mod kinds;
 mod payload;
 
 use serde::Serialize;
 use serde_json::Value;
 use sqlx::{ColumnIndex, Decode, FromRow, Row, Type};
 
+pub use kinds::{DECISION_EVENTS, WAKE_EVENTS};
 pub use payload::{AsTree, Payload, RawPayload};
 
 use super::depth::{MAX_PAYLOAD_DEPTH, value_depth};
@@ -32,22 +34,6 @@ use crate::store::Channel;
 /// The type given to a stored event whose payload does not decode. Its
 /// payload is `{"type": <the stored type>, "error": <why>}`.
 pub const UNREADABLE: &str = "event.unreadable";
-
-/// The event types that wake a session (a wake rule may name only these;
-/// `notify` delivers them).
-pub const WAKE_EVENTS: &[&str] = &[
-    "question.answered",
-    "question.dismissed",
-    "row.annotated",
-    "row.handled",
-    "action.approved",
-    "action.rejected",
-    "action.expired",
-    "action.executed",
-    "action.failed",
-    "action.unknown",
-    "session.wake",
-];
 
 /// An event about to be appended.
 #[derive(Debug, Clone, Default)]
@@ -241,29 +227,18 @@ impl<P> Event<P> {
     /// change its type (a payload that does not read makes it
     /// [`UNREADABLE`]).
     pub fn map_payload<Q>(self, f: impl FnOnce(&mut String, P) -> Q) -> Event<Q> {
-        let Event {
-            seq,
-            at,
-            mut kind,
-            entity_kind,
-            entity_id,
-            actor,
-            channel,
-            project,
-            session,
-            payload,
-        } = self;
-        let payload = f(&mut kind, payload);
+        let mut kind = self.kind;
+        let payload = f(&mut kind, self.payload);
         Event {
-            seq,
-            at,
+            seq: self.seq,
+            at: self.at,
             kind,
-            entity_kind,
-            entity_id,
-            actor,
-            channel,
-            project,
-            session,
+            entity_kind: self.entity_kind,
+            entity_id: self.entity_id,
+            actor: self.actor,
+            channel: self.channel,
+            project: self.project,
+            session: self.session,
             payload,
         }
     }

@@ -21,16 +21,7 @@ use crate::store::questions::Question;
 use crate::store::writer::one_call;
 use crate::store::{Event, Result, Store};
 
-/// Action events that tell the proposing session its action was decided or
-/// finished.
-pub const DECISION_EVENTS: [&str; 6] = [
-    "action.approved",
-    "action.rejected",
-    "action.expired",
-    "action.executed",
-    "action.failed",
-    "action.unknown",
-];
+pub use crate::store::events::DECISION_EVENTS;
 
 /// One thing that arrived for a session.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
