@@ -230,23 +230,12 @@ fn grant_event<'a>(kind: &'a str, actor: &'a str, channel: Channel, g: &'a Grant
 
 impl Store {
     /// Approve the prompt `a` as `actor` and save the grant [`offer`] shows
-    /// for it, with `scope`: the grant first (inert), then the approval,
-    /// then the grant confirmed only if this approval won. The grant comes
-    /// back only when it is live.
-    pub async fn approve_granting(
-        &self,
-        a: &Action,
-        actor: Actor<'_>,
-        scope: Scope,
-    ) -> actions::Result<(ApproveOutcome, Option<Grant>)> {
-        self.approve_granting_for(a, actor, Terms::scope(scope))
-            .await
-    }
-
-    /// [`Store::approve_granting`] with an end and a place: `terms.until`
-    /// ends the grant, `terms.here` keeps it to the prompt's working
+    /// for it, on `terms`: the grant first (inert), then the approval, then
+    /// the grant confirmed only if this approval won. The grant comes back
+    /// only when it is live. `terms.scope` is the grant's reach,
+    /// `terms.until` ends it, `terms.here` keeps it to the prompt's working
     /// directory and below (anywhere in the project when the prompt names
-    /// no directory).
+    /// no directory); [`Terms::scope`] is a scope alone.
     pub async fn approve_granting_for(
         &self,
         a: &Action,
