@@ -10,7 +10,6 @@ use super::text::{cut, esc};
 use super::view::{Attachment, MAX_TEXT, Meta, View};
 use crate::config::Config;
 use crate::ops::claude::preview::preview;
-use crate::store::Channel;
 use crate::store::actions::{
     Action, Actor, ApproveOutcome, RejectOutcome, Resolution, Status as ActionStatus,
     escalation_note, expiry_note, timed_out,
@@ -359,10 +358,7 @@ impl Bridge {
                 return Outcome::only("Something went wrong on the host; try again.");
             }
         };
-        let actor = Actor {
-            name: who,
-            channel: Channel::Chat,
-        };
+        let actor = Actor::chat(who);
         let stale = action_revision(&action) != cb.revision;
         let text = match cb.verb {
             Verb::Approve | Verb::ApproveSession | Verb::ApproveHour | Verb::ApproveAlways
@@ -425,7 +421,7 @@ impl Bridge {
     }
 
     /// Approve a permission prompt and save the grant its message showed
-    /// (live only if this approval won: see `Store::approve_granting`).
+    /// (live only if this approval won: see `Store::approve_granting_for`).
     async fn approve_granting(&self, a: &Action, actor: Actor<'_>, terms: Terms) -> String {
         match self.store.approve_granting_for(a, actor, terms).await {
             Ok((_, Some(g))) => match (g.scope, g.expires_at) {
@@ -520,10 +516,7 @@ impl Bridge {
             Ok(p) => p,
             Err(msg) => return (format!("Not applied: {msg}"), false),
         };
-        let actor = Actor {
-            name: who,
-            channel: Channel::Chat,
-        };
+        let actor = Actor::chat(who);
         let said = match self.store.approve(id, actor, Some(&patch)).await {
             Ok(o) => approve_words(&o, who),
             Err(e) => format!("Not applied, nothing changed: {e}"),

@@ -15,7 +15,6 @@ use super::Bridge;
 use super::callback::{Callback, Item, Verb};
 use super::network::{Network, Tapper};
 use super::text::cut;
-use crate::store::Channel;
 use crate::store::boards::AnnotationKind;
 use crate::store::questions::{NewReply, ReplyKind};
 use crate::store::short_id;
@@ -160,10 +159,7 @@ impl Bridge {
         let who = actor(user);
         let res = if cb.item == Item::Action {
             // Actions have their own append-only audit: the attempt goes there.
-            let a = crate::store::actions::Actor {
-                name: &who,
-                channel: Channel::Chat,
-            };
+            let a = crate::store::actions::Actor::chat(&who);
             self.store
                 .audit_refused_attempt(&cb.id, a, &format!("not an approver in chat {chat_id}"))
                 .await

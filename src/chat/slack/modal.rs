@@ -18,7 +18,6 @@ use super::socket::NotYet;
 use crate::chat::action::approve_words;
 use crate::chat::callback::{Callback, Item, Verb};
 use crate::chat::network::Right;
-use crate::store::Channel;
 use crate::store::actions::{Actor, ApproveOutcome, Status};
 
 /// The modal that asks for a rejection's reason.
@@ -198,31 +197,35 @@ impl Slack {
             });
         }
         let answer = match which {
-            Some(REJECT) => self.submit_reject(&origin, &user, &text).await,
-            Some(EDIT) => self.submit_edit(&origin, &user, &text).await,
+            Some(form @ (REJECT | EDIT)) => match self.may_decide(&origin, &user).await {
+                Err(refused) => refused,
+                Ok(who) if form == EDIT => self.submit_edit(&origin, &user, &who, &text).await,
+                Ok(who) => self.submit_reject(&origin, &user, &who, &text).await,
+            },
             _ => close(),
         };
         self.done(&key).await;
         Ok(answer)
     }
 
-    /// Whether `user` may decide actions in `channel`; a refusal is
-    /// audited and keeps the form open with the reason.
+    /// Whether `user` may decide actions in `channel`: their name as the
+    /// audit records it (`slack:<id>`), or a refusal, audited, that keeps
+    /// the form open with the reason.
     async fn may_decide(
         &self,
         origin: &Origin,
         user: &str,
-    ) -> Result<(), SlackInteractionResponse> {
+    ) -> Result<String, SlackInteractionResponse> {
         let admitted = self
             .bridge
             .config
             .slack
             .channel(&origin.channel)
             .is_some_and(|c| Right::Approve.listed(&user.to_string(), &c.answer, &c.approve));
-        if admitted {
-            return Ok(());
-        }
         let who = format!("slack:{user}");
+        if admitted {
+            return Ok(who);
+        }
         let cb = Callback {
             item: Item::Action,
             id: origin.id.clone(),
@@ -239,20 +242,14 @@ impl Slack {
         &self,
         origin: &Origin,
         user: &str,
+        who: &str,
         text: &str,
     ) -> SlackInteractionResponse {
-        if let Err(refused) = self.may_decide(origin, user).await {
-            return refused;
-        }
-        let who = format!("slack:{user}");
         let reason = match text.trim() {
             "" => format!("rejected in Slack by {who}"),
             typed => typed.to_string(),
         };
-        let actor = Actor {
-            name: &who,
-            channel: Channel::Chat,
-        };
+        let actor = Actor::chat(who);
         let words = self.bridge.reject_for(&origin.id, actor, &reason).await;
         self.redraw(Item::Action, &origin.id);
         self.tell_later(origin.channel.clone(), user.to_string(), words);
@@ -266,20 +263,14 @@ impl Slack {
         &self,
         origin: &Origin,
         user: &str,
+        who: &str,
         text: &str,
     ) -> SlackInteractionResponse {
-        if let Err(refused) = self.may_decide(origin, user).await {
-            return refused;
-        }
         let patch = match crate::chat::action::patch_json(text) {
             Ok(p) => p,
             Err(e) => return field_error(format!("Not applied: {e}")),
         };
-        let who = format!("slack:{user}");
-        let actor = Actor {
-            name: &who,
-            channel: Channel::Chat,
-        };
+        let actor = Actor::chat(who);
         let words = match self
             .bridge
             .store

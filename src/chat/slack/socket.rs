@@ -17,7 +17,6 @@ use super::Slack;
 use crate::chat::callback::{Callback, Item, Verb};
 use crate::chat::dispatch::Prompt;
 use crate::chat::network::{Network, Right, Tapper};
-use crate::store::Channel;
 use crate::store::questions::ReplyKind;
 
 /// Why an envelope is left unacknowledged (Slack sends it again).
@@ -225,10 +224,7 @@ impl Slack {
     pub(super) async fn record_refusal(&self, channel: &str, who: &str, cb: &Callback) {
         let store = &self.bridge.store;
         let res = if cb.item == Item::Action {
-            let a = crate::store::actions::Actor {
-                name: who,
-                channel: Channel::Chat,
-            };
+            let a = crate::store::actions::Actor::chat(who);
             store
                 .audit_refused_attempt(
                     &cb.id,

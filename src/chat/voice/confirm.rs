@@ -256,31 +256,15 @@ impl Bridge {
                 self.answer_other(chat_id, thread, id, revision.unwrap_or(0), text, who)
                     .await
             }
-            (_, "clarify") => {
-                self.answer_item(
-                    chat_id,
-                    thread,
-                    item,
-                    id,
-                    text,
-                    who,
-                    ReplyKind::Clarify,
-                    revision,
-                )
-                .await
-            }
-            _ => {
-                self.answer_item(
-                    chat_id,
-                    thread,
-                    item,
-                    id,
-                    text,
-                    who,
-                    ReplyKind::Answer,
-                    None,
-                )
-                .await
+            (_, how) => {
+                // A clarify answers the revision it was spoken for; an
+                // answer stands on whatever the question shows now.
+                let (kind, revision) = match how {
+                    "clarify" => (ReplyKind::Clarify, revision),
+                    _ => (ReplyKind::Answer, None),
+                };
+                self.answer_item(chat_id, thread, item, id, text, who, kind, revision)
+                    .await
             }
         }
     }

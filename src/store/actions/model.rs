@@ -280,4 +280,12 @@ impl<'a> Actor<'a> {
             channel: Channel::Cli,
         }
     }
+
+    /// An actor tapping or typing in a chat (Telegram or Slack).
+    pub fn chat(name: &'a str) -> Self {
+        Actor {
+            name,
+            channel: Channel::Chat,
+        }
+    }
 }
