@@ -32,16 +32,8 @@ pub(crate) enum Cmd {
     /// Each new reply is marked picked up. Replies already delivered come
     /// back until the question is resolved (use --new for only new ones).
     Pending {
-        /// Only this project [default: $HANDOFF_PROJECT when no session is known].
-        #[arg(long)]
-        project: Option<String>,
-        /// Only this agent session [default: $HANDOFF_SESSION].
-        #[arg(long)]
-        session: Option<String>,
-        /// Every session's and project's replies, ignoring $HANDOFF_SESSION
-        /// and $HANDOFF_PROJECT (for a person or a supervisor, not an agent).
-        #[arg(long)]
-        all: bool,
+        #[command(flatten)]
+        scope: crate::cli::PickupScope,
         /// Only replies not delivered before.
         #[arg(long)]
         new: bool,
@@ -147,47 +139,67 @@ pub(crate) struct AskArgs {
     timeout: i64,
 }
 
-/// Arguments of `handoff reply`.
+/// What `reply` and `answer` share: the question, the words, their kind,
+/// who wrote them and the revision they were written for.
 #[derive(Debug, Args)]
-pub(crate) struct ReplyArgs {
+pub(crate) struct Words {
     /// Question id or short id.
     id: String,
-    /// The reply; "" clears an unpicked reply.
+    /// The reply; "" clears a reply no agent has picked up yet.
     text: String,
     /// answer, clarify (correct an earlier answer / ask to reword) or decline.
     #[arg(long, default_value = "answer", value_parser = parse_kind)]
     kind: ReplyKind,
-    /// Who replies [default: $USER].
+    /// Who replies (recorded with the reply) [default: $USER for reply].
     #[arg(long)]
     by: Option<String>,
-    /// Extra context for the agent.
-    #[arg(long)]
-    context: Option<String>,
     /// Refuse unless the question is still at this revision.
     #[arg(long)]
     revision: Option<i64>,
+}
+
+impl Words {
+    /// The question's full id and the reply to write on it, `by` defaulting
+    /// as `default_by` says and with `context` attached.
+    async fn reply(
+        self,
+        ctx: &Ctx,
+        ops: &crate::ops::Ops,
+        default_by: fn() -> String,
+        context: Option<String>,
+    ) -> anyhow::Result<(String, NewReply)> {
+        let id = find(ops, &self.id).await?;
+        let reply = NewReply {
+            text: self.text,
+            kind: self.kind,
+            context,
+            by: ctx.actor(self.by, default_by),
+            expected_revision: self.revision,
+        };
+        Ok((id, reply))
+    }
+}
+
+/// Arguments of `handoff reply`.
+#[derive(Debug, Args)]
+pub(crate) struct ReplyArgs {
+    #[command(flatten)]
+    words: Words,
+    /// Extra context for the agent.
+    #[arg(long)]
+    context: Option<String>,
     /// Reply through another door: `chat` applies the chat rule (never
     /// over an unclaimed reply). For tests and scripts that bridge a chat.
     #[arg(long, hide = true, default_value = "inbox", value_parser = parse_via)]
     via: Channel,
 }
 
-/// Arguments of `handoff answer`.
+/// Arguments of `handoff answer`: what the human answered in the agent's
+/// terminal.
 #[derive(Debug, Args)]
 pub(crate) struct AnswerArgs {
-    /// Question id or short id.
-    id: String,
-    /// What the human answered in the agent's terminal.
-    text: String,
-    /// answer, clarify or decline.
-    #[arg(long, default_value = "answer", value_parser = parse_kind)]
-    kind: ReplyKind,
-    /// Who answered (recorded with the answer).
-    #[arg(long)]
-    by: Option<String>,
-    /// Refuse unless the question is still at this revision.
-    #[arg(long)]
-    revision: Option<i64>,
+    #[command(flatten)]
+    words: Words,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -267,14 +279,8 @@ fn one_line(e: anyhow::Error) -> anyhow::Error {
 async fn run_cmd(cmd: Cmd, ctx: &Ctx) -> anyhow::Result<u8> {
     match cmd {
         Cmd::Ask(args) => ask::ask(*args, ctx).await,
-        Cmd::Pending {
-            project,
-            session,
-            all,
-            new,
-            by,
-        } => {
-            let (project, session) = crate::cli::caller_scope(project, session, all);
+        Cmd::Pending { scope, new, by } => {
+            let (project, session) = scope.resolve();
             pending(ctx, project, session, new, by).await
         }
         Cmd::Reply(args) => args.run(ctx).await,
@@ -319,14 +325,10 @@ impl ReplyArgs {
             ));
         }
         let ops = ctx.ops().await?;
-        let id = find(&ops, &self.id).await?;
-        let reply = NewReply {
-            text: self.text,
-            kind: self.kind,
-            context: self.context,
-            by: ctx.actor(self.by, super::person),
-            expected_revision: self.revision,
-        };
+        let (id, reply) = self
+            .words
+            .reply(ctx, &ops, super::person, self.context)
+            .await?;
         let host = match via {
             Channel::Chat => ops.host().await?,
             _ => None,
@@ -348,14 +350,7 @@ impl AnswerArgs {
     /// `handoff answer`: the agent's door; a waiting human reply wins.
     async fn run(self, ctx: &Ctx) -> anyhow::Result<u8> {
         let ops = ctx.ops().await?;
-        let id = find(&ops, &self.id).await?;
-        let reply = NewReply {
-            text: self.text,
-            kind: self.kind,
-            context: None,
-            by: ctx.actor(self.by, String::new),
-            expected_revision: self.revision,
-        };
+        let (id, reply) = self.words.reply(ctx, &ops, String::new, None).await?;
         let out = ops.answer_agent(&id, &reply).await?;
         finish(ctx, out, "recorded the answer on", |r| match r {
             Refusal::UnreadAnswer {

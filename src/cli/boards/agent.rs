@@ -270,16 +270,8 @@ impl OutcomeArgs {
 /// Arguments of `board pending`.
 #[derive(Debug, Args)]
 pub(crate) struct PendingArgs {
-    /// Only this project [default: $HANDOFF_PROJECT when no session is known].
-    #[arg(long)]
-    project: Option<String>,
-    /// Only boards of this session [default: $HANDOFF_SESSION].
-    #[arg(long)]
-    session: Option<String>,
-    /// Every session's and project's rows, ignoring $HANDOFF_SESSION and
-    /// $HANDOFF_PROJECT.
-    #[arg(long)]
-    all: bool,
+    #[command(flatten)]
+    scope: crate::cli::PickupScope,
     /// Who is reading (recorded with the delivery) [default: cli].
     #[arg(long)]
     reader: Option<String>,
@@ -290,7 +282,7 @@ pub(crate) struct PendingArgs {
 
 impl PendingArgs {
     pub(super) async fn run(self, ctx: &Ctx) -> anyhow::Result<()> {
-        let (project, session) = crate::cli::caller_scope(self.project, self.session, self.all);
+        let (project, session) = self.scope.resolve();
         let ops = ctx.ops().await?;
         let reader = ctx.actor(self.reader, cli);
         let rows = ops

@@ -19,22 +19,18 @@ fn row_change(c: &RowChange) -> serde_json::Value {
     )
 }
 
-/// Arguments of `board annotate`.
+/// The row a human's write is for, and who writes it: what `board
+/// annotate` and `board handled` share.
 #[derive(Debug, Args)]
-pub(crate) struct AnnotateArgs {
+pub(crate) struct RowAt {
     /// Board id, short id or title.
     board: String,
     /// Row label (unique within the board).
     label: String,
-    /// The answer ('' clears an answer no agent has received yet).
-    text: String,
     /// Project, to find the board by title.
     #[arg(long)]
     project: Option<String>,
-    /// answer, clarify or decline.
-    #[arg(long, default_value = "answer")]
-    kind: AnnotationKind,
-    /// Who answers [default: $USER, else cli].
+    /// Who writes [default: $USER, else cli].
     #[arg(long)]
     by: Option<String>,
     /// The row revision you saw (refused if it moved).
@@ -45,18 +41,31 @@ pub(crate) struct AnnotateArgs {
     via: Channel,
 }
 
+/// Arguments of `board annotate`.
+#[derive(Debug, Args)]
+pub(crate) struct AnnotateArgs {
+    #[command(flatten)]
+    at: RowAt,
+    /// The answer ('' clears an answer no agent has received yet).
+    text: String,
+    /// answer, clarify or decline.
+    #[arg(long, default_value = "answer")]
+    kind: AnnotationKind,
+}
+
 impl AnnotateArgs {
     pub(super) async fn run(self, ctx: &Ctx) -> anyhow::Result<()> {
         let ops = ctx.ops().await?;
+        let at = self.at;
         let a = Annotate {
-            board: self.board,
-            project: self.project,
-            label: self.label,
+            board: at.board,
+            project: at.project,
+            label: at.label,
             text: self.text,
             kind: self.kind,
-            source: self.via,
-            by: ctx.actor(self.by, person),
-            expected_revision: self.revision,
+            source: at.via,
+            by: ctx.actor(at.by, person),
+            expected_revision: at.revision,
             action_version: None,
         };
         let c = decided(ops.annotate_row(&a).await?)?;
@@ -82,37 +91,24 @@ impl AnnotateArgs {
 /// Arguments of `board handled`.
 #[derive(Debug, Args)]
 pub(crate) struct HandledArgs {
-    /// Board id, short id or title.
-    board: String,
-    /// Row label (unique within the board).
-    label: String,
-    /// Project, to find the board by title.
-    #[arg(long)]
-    project: Option<String>,
+    #[command(flatten)]
+    at: RowAt,
     /// Take the mark back (only before an agent received it).
     #[arg(long)]
     clear: bool,
-    /// Who [default: $USER, else cli].
-    #[arg(long)]
-    by: Option<String>,
-    /// The row revision you saw.
-    #[arg(long)]
-    revision: Option<i64>,
-    /// Channel (inbox or chat).
-    #[arg(long, default_value = "inbox", hide = true, value_parser = super::parse_via)]
-    via: Channel,
 }
 
 impl HandledArgs {
     pub(super) async fn run(self, ctx: &Ctx) -> anyhow::Result<()> {
         let ops = ctx.ops().await?;
+        let at = self.at;
         let h = Handled {
-            board: self.board,
-            project: self.project,
-            label: self.label,
-            source: self.via,
-            by: ctx.actor(self.by, person),
-            expected_revision: self.revision,
+            board: at.board,
+            project: at.project,
+            label: at.label,
+            source: at.via,
+            by: ctx.actor(at.by, person),
+            expected_revision: at.revision,
         };
         let c = decided(ops.mark_handled(&h, self.clear).await?)?;
         ctx.print(&row_change(&c), || {
