@@ -42,7 +42,7 @@ use crate::store::Store;
 pub(crate) use help::ENVIRONMENT;
 use help::after_help;
 pub(crate) use output::{entity, fail, fail_as, list, one, refusal, store_failure};
-pub(crate) use scope::{caller_scope, filing_project};
+pub(crate) use scope::{PickupScope, filing_project};
 use serve::serve;
 
 pub mod exit;
