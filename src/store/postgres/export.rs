@@ -23,12 +23,12 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use futures_util::TryStreamExt;
-use sqlx::postgres::{PgConnection, Postgres};
+use sqlx::postgres::PgConnection;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Connection, QueryBuilder, SqliteConnection};
 
 use super::super::{Error, Result, Store};
-use super::values::{Bound, Lite, bind_as};
+use super::values::{Binds, Bound, Lite, bind_as};
 use super::{connect, migrate, shown};
 
 /// What an export copied.
@@ -390,25 +390,24 @@ fn row_name(row: &SqliteRow, source: &Source, n: usize) -> String {
     format!("the row with {}", parts.join(", "))
 }
 
-/// One INSERT of every row in `batch` (emptied).
-async fn insert(
-    tx: &mut PgConnection,
+/// One INSERT of every row in `batch` (emptied), on either engine: the
+/// copy's values bind as their engine's own types.
+pub(super) async fn insert<DB, V>(
+    tx: &mut DB::Connection,
     table: &str,
     list: &str,
-    batch: &mut Vec<Vec<Bound>>,
-) -> Result<()> {
-    let mut q = QueryBuilder::<Postgres>::new(format!("INSERT INTO {} ({list}) ", ident(table)));
+    batch: &mut Vec<Vec<V>>,
+) -> Result<()>
+where
+    DB: sqlx::Database,
+    DB::Arguments: Default + sqlx::IntoArguments<DB>,
+    V: Binds<DB>,
+    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
+{
+    let mut q = QueryBuilder::<DB>::new(format!("INSERT INTO {} ({list}) ", ident(table)));
     q.push_values(batch.drain(..), |mut tuple, values| {
         for v in values {
-            match v {
-                Bound::I64(x) => tuple.push_bind(x),
-                Bound::I32(x) => tuple.push_bind(x),
-                Bound::I16(x) => tuple.push_bind(x),
-                Bound::F64(x) => tuple.push_bind(x),
-                Bound::Bool(x) => tuple.push_bind(x),
-                Bound::Text(x) => tuple.push_bind(x),
-                Bound::Bytes(x) => tuple.push_bind(x),
-            };
+            v.bind(&mut tuple);
         }
     });
     q.build().execute(&mut *tx).await?;

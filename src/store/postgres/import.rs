@@ -27,12 +27,11 @@ use std::path::Path;
 
 use futures_util::TryStreamExt;
 use sqlx::postgres::{PgConnection, PgRow};
-use sqlx::sqlite::Sqlite;
-use sqlx::{Connection, QueryBuilder, Row, SqliteConnection};
+use sqlx::{Connection, Row, SqliteConnection};
 
 use super::super::{Error, Result, Store};
 use super::export::{
-    ExportReport, Source, check_url, count_both, first_with_rows, ident, lite_schema,
+    ExportReport, Source, check_url, count_both, first_with_rows, ident, insert, lite_schema,
     parents_first, target_columns,
 };
 use super::values::Lite;
@@ -295,29 +294,6 @@ async fn copy_table(
     if !batch.is_empty() {
         insert(tx, table, &list, &mut batch).await?;
     }
-    Ok(())
-}
-
-/// One INSERT of every row in `batch` (emptied).
-async fn insert(
-    tx: &mut SqliteConnection,
-    table: &str,
-    list: &str,
-    batch: &mut Vec<Vec<Lite>>,
-) -> Result<()> {
-    let mut q = QueryBuilder::<Sqlite>::new(format!("INSERT INTO {} ({list}) ", ident(table)));
-    q.push_values(batch.drain(..), |mut tuple, values| {
-        for v in values {
-            match v {
-                Lite::Null => tuple.push_bind(None::<i64>),
-                Lite::Int(x) => tuple.push_bind(x),
-                Lite::Real(x) => tuple.push_bind(x),
-                Lite::Text(x) => tuple.push_bind(x),
-                Lite::Blob(x) => tuple.push_bind(x),
-            };
-        }
-    });
-    q.build().execute(&mut *tx).await?;
     Ok(())
 }
 

@@ -1,6 +1,7 @@
 //! A value as SQLite stored it, and how it binds to a PostgreSQL column of a
 //! given type when the copy between engines writes it.
 
+use sqlx::query_builder::Separated;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, TypeInfo, ValueRef};
 
@@ -110,4 +111,35 @@ pub(super) fn bind_as(v: Lite, pg: &str) -> std::result::Result<Bound, String> {
         }),
         other => return Err(format!("export cannot write a {other} column")),
     })
+}
+
+/// A copied value a batch INSERT binds on the engine `DB` it is written to.
+pub(super) trait Binds<DB: sqlx::Database> {
+    fn bind(self, tuple: &mut Separated<'_, DB, &'static str>);
+}
+
+impl Binds<sqlx::Sqlite> for Lite {
+    fn bind(self, tuple: &mut Separated<'_, sqlx::Sqlite, &'static str>) {
+        match self {
+            Lite::Null => tuple.push_bind(None::<i64>),
+            Lite::Int(x) => tuple.push_bind(x),
+            Lite::Real(x) => tuple.push_bind(x),
+            Lite::Text(x) => tuple.push_bind(x),
+            Lite::Blob(x) => tuple.push_bind(x),
+        };
+    }
+}
+
+impl Binds<sqlx::Postgres> for Bound {
+    fn bind(self, tuple: &mut Separated<'_, sqlx::Postgres, &'static str>) {
+        match self {
+            Bound::I64(x) => tuple.push_bind(x),
+            Bound::I32(x) => tuple.push_bind(x),
+            Bound::I16(x) => tuple.push_bind(x),
+            Bound::F64(x) => tuple.push_bind(x),
+            Bound::Bool(x) => tuple.push_bind(x),
+            Bound::Text(x) => tuple.push_bind(x),
+            Bound::Bytes(x) => tuple.push_bind(x),
+        };
+    }
 }
