@@ -358,25 +358,22 @@ impl Store {
     /// PostgreSQL a write as [`Store::write_with`] runs it. For the older
     /// writers that stand apart from the turn's batches; retried as
     /// [`Store::retry`] says.
-    pub(crate) async fn transact_apart<I, T, F>(&self, input: I, op: F) -> Result<T>
-    where
-        I: Input,
-        T: Output,
-        F: TxOp<I, T>,
-    {
-        match self.engine() {
-            Engine::Sqlite(_) => {
-                self.retry(|| async {
-                    let now = self.now();
-                    let mut tx = self.begin_write().await?;
-                    let out = op(Tx::Lite(&mut tx), input.clone(), now).await?;
-                    tx.commit().await?;
-                    Ok(out)
-                })
-                .await
-            }
-            Engine::Postgres(_) => self.write_with(input, op).await,
+    pub(crate) async fn transact_apart<I: Input, T: Output>(
+        &self,
+        input: I,
+        op: impl TxOp<I, T>,
+    ) -> Result<T> {
+        if let Engine::Postgres(_) = self.engine() {
+            return self.write_with(input, op).await;
         }
+        self.retry(|| async {
+            let now = self.now();
+            let mut tx = self.begin_write().await?;
+            let out = op(Tx::Lite(&mut tx), input.clone(), now).await?;
+            tx.commit().await?;
+            Ok(out)
+        })
+        .await
     }
 }
 

@@ -26,18 +26,29 @@ enum Got {
     Failed,
 }
 
+/// Begin the turn's transaction and append a bare event of type `kind`
+/// in it (which must not survive when the write is undone).
+async fn begun_with_event(
+    turn: &mut super::turn::Turn,
+    kind: &str,
+) -> std::result::Result<(), Error> {
+    turn.begin().await?;
+    sqlx::query(
+        "INSERT INTO events (at, type, entity_kind, entity_id) VALUES (1, $1, 'test', 'x')",
+    )
+    .bind(kind)
+    .execute(turn.conn())
+    .await?;
+    Ok(())
+}
+
 /// A raw write that inserts an event and then fails or panics: its
 /// event must not survive, and nobody else's write may be lost.
 async fn broken(store: &Store, panic: bool) -> std::result::Result<(), Error> {
     store
         .write_at(Location::caller(), move |turn| {
             Box::pin(async move {
-                turn.begin().await?;
-                sqlx::query(
-                    "INSERT INTO events (at, type, entity_kind, entity_id) VALUES (1, 'broken', 'test', 'x')",
-                )
-                .execute(turn.conn())
-                .await?;
+                begun_with_event(turn, "broken").await?;
                 if panic {
                     panic!("a write that panics");
                 }
@@ -189,12 +200,7 @@ async fn a_caller_that_gives_up_mid_transaction_leaves_nothing_open() {
     // Alone, inside its own transaction, then stuck: the caller gives up.
     let stuck = store.write_at(Location::caller(), |turn| {
         Box::pin(async move {
-            turn.begin().await?;
-            sqlx::query(
-                "INSERT INTO events (at, type, entity_kind, entity_id) VALUES (1, 'half', 'test', 'x')",
-            )
-            .execute(turn.conn())
-            .await?;
+            begun_with_event(turn, "half").await?;
             std::future::pending::<()>().await;
             Ok::<(), Error>(())
         })
