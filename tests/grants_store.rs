@@ -54,14 +54,14 @@ async fn a_grant_matches_once_confirmed_and_until_revoked(db: Db) {
     let g = save(&store, Scope::Session, "p", "act1", "ana").await;
     assert!(!g.live());
     let none = store
-        .grant_matching("claude", "s1", "p", "Bash", &input)
+        .grant_covering("claude", "s1", "p", "Bash", &input, "")
         .await
         .unwrap();
     assert_eq!(none, None, "unconfirmed grants match nothing");
     assert!(store.grant_confirm(&g.id).await.unwrap());
     assert!(!store.grant_confirm(&g.id).await.unwrap(), "confirmed once");
     let m = store
-        .grant_matching("claude", "s1", "p", "Bash", &input)
+        .grant_covering("claude", "s1", "p", "Bash", &input, "")
         .await
         .unwrap()
         .expect("matches in its session");
@@ -69,7 +69,7 @@ async fn a_grant_matches_once_confirmed_and_until_revoked(db: Db) {
     for (session, project) in [("s2", "p"), ("s1", "q")] {
         assert_eq!(
             store
-                .grant_matching("claude", session, project, "Bash", &input)
+                .grant_covering("claude", session, project, "Bash", &input, "")
                 .await
                 .unwrap(),
             None,

@@ -14,7 +14,7 @@
 //! unconfirmed, the prompt is approved, and only an approval that won
 //! confirms it ([`Store::grant_confirm`]); only confirmed, unrevoked grants
 //! match. Revocation is a guarded UPDATE. This module decides nothing about
-//! prompts itself: the hook asks [`Store::grant_matching`] and approves the
+//! prompts itself: the hook asks [`Store::grant_covering`] and approves the
 //! prompt as `grant:<id>` through the actions engine.
 
 mod create;
@@ -360,22 +360,6 @@ impl Store {
     /// The grant given on prompt `action_id`, confirmed or not.
     pub async fn grant_for_action(&self, action_id: &str) -> Result<Option<Grant>> {
         self.row(Stmt::new(OF_ACTION).text(action_id)).await
-    }
-
-    /// The oldest live grant of `agent` that covers `input` of `tool` in
-    /// `session` (session grants) or `project` (always grants), for a
-    /// prompt whose working directory is unknown: a grant kept to a folder
-    /// never matches it.
-    pub async fn grant_matching(
-        &self,
-        agent: &str,
-        session: &str,
-        project: &str,
-        tool: &str,
-        input: &Value,
-    ) -> Result<Option<Grant>> {
-        self.grant_covering(agent, session, project, tool, input, "")
-            .await
     }
 
     /// The oldest grant of `agent` that holds now and covers `input` of
