@@ -110,6 +110,30 @@ pub fn parse_duration_ms(s: &str) -> Result<i64, String> {
     n.checked_mul(mult).ok_or_else(bad)
 }
 
+/// A UTC offset, `Z`, `±HH:MM` or `±HHMM`, in ms east of UTC (hours
+/// under 24, minutes under 60).
+pub fn parse_utc_offset_ms(s: &str) -> Option<i64> {
+    if s == "Z" {
+        return Some(0);
+    }
+    let (sign, rest) = match s.as_bytes() {
+        [b'+', rest @ ..] => (1, rest),
+        [b'-', rest @ ..] => (-1, rest),
+        _ => return None,
+    };
+    let (h, m) = match rest {
+        [h1, h2, b':', m1, m2] | [h1, h2, m1, m2] => ([*h1, *h2], [*m1, *m2]),
+        _ => return None,
+    };
+    let two = |d: [u8; 2]| {
+        d.iter()
+            .all(u8::is_ascii_digit)
+            .then(|| i64::from(d[0] - b'0') * 10 + i64::from(d[1] - b'0'))
+    };
+    let (h, m) = (two(h)?, two(m)?);
+    (h < 24 && m < 60).then_some(sign * (h * 60 + m) * 60_000)
+}
+
 /// A duration in words people read at a glance: `40 s`, `3 min`, `2 h`, `5 d`.
 pub fn how_long(ms: i64) -> String {
     let s = ms.max(0) / 1000;
@@ -226,6 +250,29 @@ impl schemars::JsonSchema for MaybeTimestamp {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn utc_offsets_read_in_both_spellings_and_nothing_else() {
+        assert_eq!(parse_utc_offset_ms("Z"), Some(0));
+        assert_eq!(parse_utc_offset_ms("+01:00"), Some(3_600_000));
+        assert_eq!(parse_utc_offset_ms("-0530"), Some(-19_800_000));
+        assert_eq!(parse_utc_offset_ms("+23:59"), Some(86_340_000));
+        for bad in [
+            "",
+            "+",
+            "01:00",
+            "+24:00",
+            "+01:60",
+            "+1:00",
+            "+01:0",
+            "+0:100",
+            "+01:00:00",
+            "+é:00",
+            "+0é00",
+        ] {
+            assert_eq!(parse_utc_offset_ms(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn rfc3339_round_trips() {

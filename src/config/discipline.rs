@@ -139,19 +139,11 @@ fn clock(s: &str) -> Option<i64> {
     (h < 24 && m < 60 && sec < 60).then_some(((h * 60 + m) * 60 + sec) * 1000)
 }
 
-/// `+HH:MM` / `-HH:MM` (or `Z`) as ms.
+/// `+HH:MM` / `-HH:MM` (or `Z`) as ms, at most ±14:00.
 fn parse_offset(s: &str) -> Option<i64> {
     let s = s.trim();
-    if s == "Z" {
-        return Some(0);
-    }
-    let sign = match s.as_bytes().first()? {
-        b'+' => 1,
-        b'-' => -1,
-        _ => return None,
-    };
-    let ms = clock(&s[1..])?;
-    (s.len() == 6 && ms <= 14 * 3_600_000).then_some(sign * ms)
+    let ms = crate::clock::parse_utc_offset_ms(s)?;
+    (s == "Z" || (s.len() == 6 && ms.abs() <= 14 * 3_600_000)).then_some(ms)
 }
 
 #[cfg(test)]

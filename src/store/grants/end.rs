@@ -5,7 +5,7 @@
 //! UTC unless an offset follows (`18:00+01:00`); the web Inbox sends the
 //! person's local time with its offset.
 
-use crate::clock::{format_rfc3339, parse_duration_ms, parse_rfc3339};
+use crate::clock::{format_rfc3339, parse_duration_ms, parse_rfc3339, parse_utc_offset_ms};
 
 const DAY_MS: i64 = 86_400_000;
 
@@ -40,7 +40,7 @@ fn until(s: &str, now: i64) -> Option<i64> {
         return Some(at);
     }
     let (hm, offset_ms) = match s.find(['+', '-', 'Z']) {
-        Some(i) => (&s[..i], offset(&s[i..])?),
+        Some(i) => (&s[..i], parse_utc_offset_ms(&s[i..])?),
         None => (s, 0),
     };
     let (h, m) = hm.split_once(':')?;
@@ -56,25 +56,6 @@ fn until(s: &str, now: i64) -> Option<i64> {
         at += DAY_MS;
     }
     Some(at)
-}
-
-/// `Z`, `+01:00`, `-0530` in ms east of UTC.
-fn offset(s: &str) -> Option<i64> {
-    if s == "Z" {
-        return Some(0);
-    }
-    let sign = match s.as_bytes().first()? {
-        b'+' => 1,
-        b'-' => -1,
-        _ => return None,
-    };
-    let digits: String = s[1..].chars().filter(|c| *c != ':').collect();
-    if digits.len() != 4 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let h: i64 = digits[..2].parse().ok()?;
-    let m: i64 = digits[2..].parse().ok()?;
-    (h < 24 && m < 60).then_some(sign * (h * 60 + m) * 60_000)
 }
 
 #[cfg(test)]
