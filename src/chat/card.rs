@@ -17,6 +17,7 @@ use super::callback::{Callback, Item, Verb};
 use super::dispatch::Prompt;
 use super::network::{Ask, Outcome, Tapper};
 use super::text::cut;
+use crate::chat::dispatch::Words;
 use crate::store::Channel;
 use crate::store::questions::{Choice, NewReply, Question, Refusal, ReplyKind};
 use crate::store::short_id;
@@ -177,12 +178,14 @@ impl Bridge {
         self.answer_item(
             chat_id,
             thread,
-            Item::Question,
-            id,
-            &answer,
-            who,
-            ReplyKind::Answer,
-            Some(revision),
+            Words {
+                item: Item::Question,
+                id,
+                text: &answer,
+                who,
+                kind: ReplyKind::Answer,
+                revision: Some(revision),
+            },
         )
         .await
     }

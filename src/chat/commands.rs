@@ -7,6 +7,7 @@ use super::callback::Item;
 use super::dispatch::{NOT_ALLOWED, Right, actor};
 use super::row::row_of;
 use super::text::cut;
+use crate::chat::dispatch::Words;
 use crate::store::questions::ReplyKind;
 use crate::store::short_id;
 
@@ -87,12 +88,14 @@ impl Bridge {
                 self.answer_item(
                     chat_id,
                     thread,
-                    kind,
-                    &id,
-                    args,
-                    who,
-                    ReplyKind::Clarify,
-                    None,
+                    Words {
+                        item: kind,
+                        id: &id,
+                        text: args,
+                        who,
+                        kind: ReplyKind::Clarify,
+                        revision: None,
+                    },
                 )
                 .await
             }
@@ -171,8 +174,19 @@ impl Bridge {
         }
         match self.find_item(sid).await {
             Some((item, id)) => {
-                self.answer_item(chat_id, thread, item, &id, text.trim(), who, kind, None)
-                    .await
+                self.answer_item(
+                    chat_id,
+                    thread,
+                    Words {
+                        item,
+                        id: &id,
+                        text: text.trim(),
+                        who,
+                        kind,
+                        revision: None,
+                    },
+                )
+                .await
             }
             None => {
                 self.say(

@@ -269,24 +269,29 @@ impl Bridge {
             return self.say(chat_id, thread, NOT_ALLOWED).await;
         }
         let who = actor(&from);
-        let prompt = self
-            .prompts
-            .lock()
-            .expect("prompts lock poisoned")
-            .get(&(chat_id, orig.id.0))
-            .cloned();
+        let prompt = self.prompt_at(chat_id, orig.id.0);
         if let Some(p) = prompt {
             return self
                 .on_prompt_reply(chat_id, thread, &from, &who, p, &text)
                 .await;
         }
         match self.item_of(chat_id, orig.id.0).await {
-            Some((kind, id)) => self.answer_item(chat_id, thread, kind, &id, &text, &who, ReplyKind::Answer, None).await,
+            Some((kind, id)) => self.answer_item(chat_id, thread, Words { item: kind, id: &id, text: &text, who: &who, kind: ReplyKind::Answer, revision: None }).await,
             None => {
                 self.say(chat_id, thread, "That message isn't one of my items. Reply to a question's message, or use /answer <id> <text>.")
                     .await
             }
         }
+    }
+
+    /// The prompt the bot's message `message_id` in `chat_id` asked, if
+    /// it was one.
+    pub(super) fn prompt_at(&self, chat_id: i64, message_id: i32) -> Option<Prompt> {
+        self.prompts
+            .lock()
+            .expect("prompts lock poisoned")
+            .get(&(chat_id, message_id))
+            .cloned()
     }
 
     pub(super) async fn item_of(&self, chat_id: i64, message_id: i32) -> Option<(Item, String)> {
@@ -301,40 +306,27 @@ impl Bridge {
 
     /// Write a text answer (or clarify) to an item through the chat channel
     /// and say what happened.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) async fn answer_item(
-        &self,
-        chat_id: i64,
-        thread: Option<i32>,
-        kind: Item,
-        id: &str,
-        text: &str,
-        who: &str,
-        reply_kind: ReplyKind,
-        expected_revision: Option<i64>,
-    ) {
-        let said = self
-            .answer_words(kind, id, text, who, reply_kind, expected_revision)
-            .await;
+    pub(crate) async fn answer_item(&self, chat_id: i64, thread: Option<i32>, w: Words<'_>) {
+        let said = self.answer_words(w).await;
         self.say(chat_id, thread, &said).await;
-        if kind == Item::Row {
-            self.redraw_quiet(Item::Row, id).await;
+        if w.item == Item::Row {
+            self.redraw_quiet(Item::Row, w.id).await;
         }
     }
 
     /// Write a text answer (or clarify) to an item through the chat
     /// channel, on any network; what to tell the person. A question that
     /// took it is redrawn here.
-    pub(crate) async fn answer_words(
-        &self,
-        kind: Item,
-        id: &str,
-        text: &str,
-        who: &str,
-        reply_kind: ReplyKind,
-        expected_revision: Option<i64>,
-    ) -> String {
-        match kind {
+    pub(crate) async fn answer_words(&self, w: Words<'_>) -> String {
+        let Words {
+            item,
+            id,
+            text,
+            who,
+            kind: reply_kind,
+            revision: expected_revision,
+        } = w;
+        match item {
             Item::Question => {
                 let r = NewReply {
                     text: text.to_string(),
@@ -363,12 +355,8 @@ impl Bridge {
                 }
             }
             Item::Row => {
-                let kind = match reply_kind {
-                    ReplyKind::Answer => AnnotationKind::Answer,
-                    ReplyKind::Clarify => AnnotationKind::Clarify,
-                    ReplyKind::Decline => AnnotationKind::Decline,
-                };
-                self.annotate_row(id, text, who, kind, None).await
+                self.annotate_row(id, text, who, AnnotationKind::from(reply_kind), None)
+                    .await
             }
             Item::Action => {
                 "Actions are decided with the buttons (Approve / Reject / Edit).".to_string()
@@ -390,18 +378,31 @@ impl Bridge {
                 self.answer_item(
                     chat_id,
                     thread,
-                    Item::Question,
-                    &id,
-                    text,
-                    who,
-                    ReplyKind::Clarify,
-                    Some(revision),
+                    Words {
+                        item: Item::Question,
+                        id: &id,
+                        text,
+                        who,
+                        kind: ReplyKind::Clarify,
+                        revision: Some(revision),
+                    },
                 )
                 .await
             }
             Prompt::RowAnswer { id } => {
-                self.answer_row(chat_id, thread, &id, text, who, ReplyKind::Answer)
-                    .await
+                self.answer_item(
+                    chat_id,
+                    thread,
+                    Words {
+                        item: Item::Row,
+                        id: &id,
+                        text,
+                        who,
+                        kind: ReplyKind::Answer,
+                        revision: None,
+                    },
+                )
+                .await
             }
             Prompt::Other { id, revision } => {
                 self.answer_other(chat_id, thread, &id, revision, text, who)
@@ -430,4 +431,17 @@ impl Bridge {
             }
         }
     }
+}
+
+/// Words a person sends an item through a chat: the item, the text, who
+/// wrote it, as what kind of reply, and the revision it was written for
+/// (`None`: whatever the item shows now).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Words<'a> {
+    pub(crate) item: Item,
+    pub(crate) id: &'a str,
+    pub(crate) text: &'a str,
+    pub(crate) who: &'a str,
+    pub(crate) kind: ReplyKind,
+    pub(crate) revision: Option<i64>,
 }

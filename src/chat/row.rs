@@ -10,7 +10,6 @@ use super::view::{Meta, View};
 use crate::store::boards::{
     Annotate, AnnotationKind, Board, Channel, Handled, Refusal, Row, RowStatus,
 };
-use crate::store::questions::ReplyKind;
 use crate::store::{Result, Store, short_id};
 
 /// The board and row behind a row id.
@@ -257,25 +256,6 @@ impl Bridge {
                 "Something went wrong on the host; nothing was recorded. Try again.".to_string()
             }
         }
-    }
-
-    pub(crate) async fn answer_row(
-        &self,
-        chat_id: i64,
-        thread: Option<i32>,
-        id: &str,
-        text: &str,
-        who: &str,
-        kind: ReplyKind,
-    ) {
-        let kind = match kind {
-            ReplyKind::Answer => AnnotationKind::Answer,
-            ReplyKind::Clarify => AnnotationKind::Clarify,
-            ReplyKind::Decline => AnnotationKind::Decline,
-        };
-        let said = self.annotate_row(id, text, who, kind, None).await;
-        self.say(chat_id, thread, &said).await;
-        self.redraw_quiet(Item::Row, id).await;
     }
 
     pub(crate) async fn find_row(&self, sid: &str) -> Option<String> {

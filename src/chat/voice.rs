@@ -136,12 +136,7 @@ impl Bridge {
     async fn voice_target(&self, m: &Message) -> Result<Target, String> {
         let chat_id = m.chat.id.0;
         if let Some(orig) = m.reply_to_message() {
-            let prompt = self
-                .prompts
-                .lock()
-                .expect("prompts lock poisoned")
-                .get(&(chat_id, orig.id.0))
-                .cloned();
+            let prompt = self.prompt_at(chat_id, orig.id.0);
             let t = |item, id: &str, how, revision| Target {
                 item,
                 id: id.to_string(),

@@ -122,6 +122,18 @@ pub enum AnnotationKind {
     Decline,
 }
 
+/// A reply's kind, said of a row (an answer in chat means the same on both).
+impl From<crate::store::questions::ReplyKind> for AnnotationKind {
+    fn from(k: crate::store::questions::ReplyKind) -> Self {
+        use crate::store::questions::ReplyKind;
+        match k {
+            ReplyKind::Answer => AnnotationKind::Answer,
+            ReplyKind::Clarify => AnnotationKind::Clarify,
+            ReplyKind::Decline => AnnotationKind::Decline,
+        }
+    }
+}
+
 /// `as_str` (the stored spelling) and `FromStr` for a stored enum: each
 /// variant with its spelling, then the refusal's hint. `alias` adds a
 /// spelling read but never written.

@@ -16,6 +16,7 @@ use slack_morphism::prelude::*;
 use super::Slack;
 use crate::chat::callback::{Callback, Item, Verb};
 use crate::chat::dispatch::Prompt;
+use crate::chat::dispatch::Words;
 use crate::chat::network::{Network, Right, Tapper};
 use crate::store::questions::ReplyKind;
 
@@ -307,14 +308,14 @@ impl Slack {
         match prompt {
             Some(Prompt::Clarify { id, revision }) => Some(
                 bridge
-                    .answer_words(
-                        Item::Question,
-                        &id,
+                    .answer_words(Words {
+                        item: Item::Question,
+                        id: &id,
                         text,
-                        &who,
-                        ReplyKind::Clarify,
-                        Some(revision),
-                    )
+                        who: &who,
+                        kind: ReplyKind::Clarify,
+                        revision: Some(revision),
+                    })
                     .await,
             ),
             Some(Prompt::ActionEdit { id }) => {
@@ -337,14 +338,14 @@ impl Slack {
             Some(Prompt::Other { id, revision }) => {
                 let answer = bridge.other_answer(&id, revision, text).await;
                 let said = bridge
-                    .answer_words(
-                        Item::Question,
-                        &id,
-                        &answer,
-                        &who,
-                        ReplyKind::Answer,
-                        Some(revision),
-                    )
+                    .answer_words(Words {
+                        item: Item::Question,
+                        id: &id,
+                        text: &answer,
+                        who: &who,
+                        kind: ReplyKind::Answer,
+                        revision: Some(revision),
+                    })
                     .await;
                 self.redraw(Item::Question, &id);
                 Some(said)
@@ -366,7 +367,14 @@ impl Slack {
     async fn answer(&self, item: Item, id: &str, text: &str, who: &str) -> String {
         let said = self
             .bridge
-            .answer_words(item, id, text, who, ReplyKind::Answer, None)
+            .answer_words(Words {
+                item,
+                id,
+                text,
+                who,
+                kind: ReplyKind::Answer,
+                revision: None,
+            })
             .await;
         self.redraw(item, id);
         said

@@ -7,6 +7,7 @@ use teloxide::types::MessageId;
 use super::note::Tap;
 use crate::chat::Bridge;
 use crate::chat::callback::Item;
+use crate::chat::dispatch::Words;
 use crate::chat::dispatch::{NOT_ALLOWED, Prompt, Right};
 use crate::chat::text::cut;
 use crate::store::questions::{Choice, ReplyKind};
@@ -249,8 +250,19 @@ impl Bridge {
     ) {
         match (item, how) {
             (Item::Row, _) => {
-                self.answer_row(chat_id, thread, id, text, who, ReplyKind::Answer)
-                    .await
+                self.answer_item(
+                    chat_id,
+                    thread,
+                    Words {
+                        item: Item::Row,
+                        id,
+                        text,
+                        who,
+                        kind: ReplyKind::Answer,
+                        revision: None,
+                    },
+                )
+                .await
             }
             (_, "other") => {
                 self.answer_other(chat_id, thread, id, revision.unwrap_or(0), text, who)
@@ -263,8 +275,19 @@ impl Bridge {
                     "clarify" => (ReplyKind::Clarify, revision),
                     _ => (ReplyKind::Answer, None),
                 };
-                self.answer_item(chat_id, thread, item, id, text, who, kind, revision)
-                    .await
+                self.answer_item(
+                    chat_id,
+                    thread,
+                    Words {
+                        item,
+                        id,
+                        text,
+                        who,
+                        kind,
+                        revision,
+                    },
+                )
+                .await
             }
         }
     }
