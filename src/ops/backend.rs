@@ -1,6 +1,6 @@
 //! The primitive operations: the [`Backend`] trait, implemented by
-//! [`Local`] (the store), [`Remote`] (the daemon's `/v1` API) and
-//! [`Daemon`] (the local daemon's socket, the file as the fallback). Each mirrors a store
+//! [`Local`](super::Local) (the store), [`Remote`](super::Remote) (the daemon's `/v1` API) and
+//! [`Daemon`](super::Daemon) (the local daemon's socket, the file as the fallback). Each mirrors a store
 //! function: same inputs, same result types, typed refusals as values, so a
 //! caller cannot tell which backend ran it. Ids may be full or short
 //! wherever the store accepts both.
@@ -11,8 +11,6 @@
 //! daemon").
 
 mod daemon;
-mod local;
-mod remote;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -20,8 +18,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::claude::GrantCheck;
 use super::results::Proposal;
-use super::{Daemon, Local, Ops, Remote, Result};
+use super::{Daemon, Ops, Result};
 use crate::store::actions::{
     Action, Actor, ApproveOutcome, AuditEntry, ClaimOutcome, CompleteOutcome, NewAction,
     RejectOutcome, Resolution, Settled, Status,
@@ -82,13 +81,27 @@ impl Until {
 /// that `Ops` can hold its backend as `dyn Backend`).
 pub type Call<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
 
-/// The primitive operations, one implementation per backend: [`Local`]
-/// (the store), [`Remote`] (the `/v1` API) and [`Daemon`] (the local
+/// The primitive operations, one implementation per backend: [`Local`](super::Local)
+/// (the store), [`Remote`](super::Remote) (the `/v1` API) and [`Daemon`](super::Daemon) (the local
 /// daemon's socket, the file as the fallback). [`Ops`] dispatches to
-/// its backend by dereferencing to it, so `ops.flag(&q)` is this trait's
-/// `flag` on whichever backend was chosen.
-pub trait Backend: Send + Sync {
-    // ---- questions ----
+/// its backend by dereferencing to it, so `ops.flag(&q)` is
+/// [`QuestionOps::flag`] on whichever backend was chosen.
+///
+/// The primitives are split by area into the traits below, so that each
+/// backend implements each area in that area's file, bodies included; a
+/// type that implements them all is a `Backend`.
+pub trait Backend:
+    QuestionOps + BoardOps + ActionOps + SessionOps + EventOps + Send + Sync
+{
+}
+
+impl<T> Backend for T where
+    T: QuestionOps + BoardOps + ActionOps + SessionOps + EventOps + Send + Sync
+{
+}
+
+/// The question primitives (see [`Backend`]).
+pub trait QuestionOps {
     /// The full id of question `id` (full or short); `None` if no question matches.
     fn resolve_question_id<'a>(&'a self, id: &'a str) -> Call<'a, Option<String>>;
     /// Flag a question (the same open `(project, key)` updates in place).
@@ -149,8 +162,10 @@ pub trait Backend: Send + Sync {
         for_ms: i64,
         by: &'a str,
     ) -> Call<'a, Outcome<Question>>;
+}
 
-    // ---- boards ----
+/// The board primitives (see [`Backend`]).
+pub trait BoardOps {
     /// Create or update a board and rows, all or nothing.
     fn upsert_board<'a>(&'a self, up: &'a BoardUpsert) -> Call<'a, Decided<BoardFull>>;
     /// Write one row.
@@ -189,8 +204,10 @@ pub trait Backend: Send + Sync {
     ) -> Call<'a, Vec<PendingRow>>;
     /// Rows marked handled whose outcome no agent stored yet.
     fn handoffs<'a>(&'a self, project: Option<&'a str>) -> Call<'a, Vec<PendingRow>>;
+}
 
-    // ---- actions ----
+/// The pending-action primitives (see [`Backend`]).
+pub trait ActionOps {
     /// Propose an action; the policy's rules (locally) or the daemon's may decide it at once.
     fn propose<'a>(&'a self, new: &'a NewAction) -> Call<'a, Proposal>;
     /// Add an approval, optionally patching the arguments (JSON object text).
@@ -245,8 +262,13 @@ pub trait Backend: Send + Sync {
         actor: Actor<'a>,
         how: Resolution,
     ) -> Call<'a, std::result::Result<Action, Action>>;
+    /// Let a live grant covering the prompt `id` decide it, and read the
+    /// grant its approval saved.
+    fn grant_check<'a>(&'a self, id: &'a str) -> Call<'a, GrantCheck>;
+}
 
-    // ---- sessions ----
+/// The session, ledger and arrival primitives (see [`Backend`]).
+pub trait SessionOps {
     /// The full id of a registered session (full id or unique suffix).
     fn resolve_session_id<'a>(&'a self, id: &'a str) -> Call<'a, Option<String>>;
     /// Register (or refresh) a session.
@@ -293,8 +315,10 @@ pub trait Backend: Send + Sync {
         by: &'a str,
         wait: Option<Duration>,
     ) -> Call<'a, Vec<Arrival>>;
+}
 
-    // ---- events ----
+/// The event-log primitives (see [`Backend`]).
+pub trait EventOps {
     /// Events after `after`, oldest first, at most `limit`, and where to continue.
     fn events_page<'a>(&'a self, after: i64, limit: i64) -> Call<'a, EventPage>;
     /// The newest `n` events, oldest first, and where to follow the log from.

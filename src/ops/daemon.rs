@@ -24,6 +24,7 @@ use std::time::Duration;
 
 use tokio::sync::OnceCell;
 
+use super::backend::{Backend, Call};
 use super::{Error, Local, Policy, Remote, Result};
 use crate::store::{Store, request};
 
@@ -153,27 +154,24 @@ impl Daemon {
     }
 
     /// Run one call through the daemon, or on the file (see the module
-    /// docs): `remote` and `local` are the same call on each backend, run
-    /// under one request id so a write the daemon committed is replayed on
-    /// the file, not applied twice.
-    pub(super) async fn run<'a, T, FR, FL>(
+    /// docs): `call` is applied to the socket's backend and, when that
+    /// falls back, to the file's, both under one request id so a write the
+    /// daemon committed is replayed on the file, not applied twice.
+    pub(super) fn run<'a, T: Send + 'a>(
         &'a self,
-        remote: impl FnOnce(&'a Remote) -> FR,
-        local: impl FnOnce(&'a Local) -> FL,
-    ) -> Result<T>
-    where
-        FR: Future<Output = Result<T>>,
-        FL: Future<Output = Result<T>>,
-    {
-        let key = self.next_key();
-        if self.live().await {
-            match request::scope(key.clone(), remote(self.remote())).await {
-                Err(e) if self.falls_back(&e) => {}
-                other => return other,
+        call: impl Fn(&'a dyn Backend) -> Call<'a, T> + Send + 'a,
+    ) -> Call<'a, T> {
+        Box::pin(async move {
+            let key = self.next_key();
+            if self.live().await {
+                match request::scope(key.clone(), call(self.remote())).await {
+                    Err(e) if self.falls_back(&e) => {}
+                    other => return other,
+                }
             }
-        }
-        let l = self.local().await?;
-        request::scope(key, local(l)).await
+            let l = self.local().await?;
+            request::scope(key, call(l)).await
+        })
     }
 
     /// The database file's operations, opened on first use.
