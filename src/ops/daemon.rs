@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use tokio::sync::OnceCell;
 
-use super::backend::{Backend, Call};
+use super::backend::{Primitive, Run};
 use super::{Error, Local, Policy, Remote, Result};
 use crate::store::{Store, request};
 
@@ -153,27 +153,6 @@ impl Daemon {
         super::remote::is_host_only(e)
     }
 
-    /// Run one call through the daemon, or on the file (see the module
-    /// docs): `call` is applied to the socket's backend and, when that
-    /// falls back, to the file's, both under one request id so a write the
-    /// daemon committed is replayed on the file, not applied twice.
-    pub(super) fn run<'a, T: Send + 'a>(
-        &'a self,
-        call: impl Fn(&'a dyn Backend) -> Call<'a, T> + Send + 'a,
-    ) -> Call<'a, T> {
-        Box::pin(async move {
-            let key = self.next_key();
-            if self.live().await {
-                match request::scope(key.clone(), call(self.remote())).await {
-                    Err(e) if self.falls_back(&e) => {}
-                    other => return other,
-                }
-            }
-            let l = self.local().await?;
-            request::scope(key, call(l)).await
-        })
-    }
-
     /// The database file's operations, opened on first use.
     pub(super) async fn local(&self) -> Result<&Local> {
         self.inner
@@ -187,5 +166,28 @@ impl Daemon {
                 Ok(Local::new(store, self.inner.policy.clone()))
             })
             .await
+    }
+}
+
+/// Every primitive through the daemon, or on the file (see the module
+/// docs): the same call on the socket's backend and, when that falls
+/// back, on the file's, both under one request id so a write the daemon
+/// committed is replayed on the file, not applied twice.
+impl<P> Run<P> for Daemon
+where
+    P: Primitive,
+    Local: Run<P>,
+    Remote: Run<P>,
+{
+    async fn run(&self, p: P) -> Result<P::Out> {
+        let key = self.next_key();
+        if self.live().await {
+            match request::scope(key.clone(), self.remote().run(p)).await {
+                Err(e) if self.falls_back(&e) => {}
+                other => return other,
+            }
+        }
+        let l = self.local().await?;
+        request::scope(key, l.run(p)).await
     }
 }

@@ -1,87 +1,104 @@
-//! [`BoardOps`] on the store: one store call each.
+//! The board primitives on the store: one store call each.
 
 use super::Local;
-use crate::ops::backend::{BoardOps, Call};
-use crate::store::boards::{
-    Advance, Annotate, Board, BoardFull, BoardUpsert, Decided, Handled, OutcomeWrite, PendingRow,
-    RowChange, RowWrite,
-};
+use crate::ops::Result;
+use crate::ops::backend::{Run, boards as call};
+use crate::store::boards::{Board, BoardFull, Decided, PendingRow, RowChange};
 
-impl BoardOps for Local {
-    fn upsert_board<'a>(&'a self, up: &'a BoardUpsert) -> Call<'a, Decided<BoardFull>> {
-        Box::pin(async move { Ok(self.store.board_upsert(up).await?) })
+impl Run<call::UpsertBoard<'_>> for Local {
+    async fn run(
+        &self,
+        call::UpsertBoard(up): call::UpsertBoard<'_>,
+    ) -> Result<Decided<BoardFull>> {
+        Ok(self.store.board_upsert(up).await?)
     }
+}
 
-    fn write_row<'a>(&'a self, w: &'a RowWrite) -> Call<'a, Decided<BoardFull>> {
-        Box::pin(async move { Ok(self.store.board_row(w).await?) })
+impl Run<call::WriteRow<'_>> for Local {
+    async fn run(&self, call::WriteRow(w): call::WriteRow<'_>) -> Result<Decided<BoardFull>> {
+        Ok(self.store.board_row(w).await?)
     }
+}
 
-    fn advance_row<'a>(&'a self, a: &'a Advance) -> Call<'a, Decided<BoardFull>> {
-        Box::pin(async move { Ok(self.store.board_advance(a).await?) })
+impl Run<call::AdvanceRow<'_>> for Local {
+    async fn run(&self, call::AdvanceRow(a): call::AdvanceRow<'_>) -> Result<Decided<BoardFull>> {
+        Ok(self.store.board_advance(a).await?)
     }
+}
 
-    fn store_outcome<'a>(&'a self, w: &'a OutcomeWrite) -> Call<'a, Decided<BoardFull>> {
-        Box::pin(async move { Ok(self.store.board_outcome(w).await?) })
+impl Run<call::StoreOutcome<'_>> for Local {
+    async fn run(
+        &self,
+        call::StoreOutcome(w): call::StoreOutcome<'_>,
+    ) -> Result<Decided<BoardFull>> {
+        Ok(self.store.board_outcome(w).await?)
     }
+}
 
-    fn read_board<'a>(
-        &'a self,
-        board: &'a str,
-        project: Option<&'a str>,
-    ) -> Call<'a, Decided<BoardFull>> {
-        Box::pin(async move { Ok(self.store.board_get(board, project).await?) })
+impl Run<call::ReadBoard<'_>> for Local {
+    async fn run(
+        &self,
+        call::ReadBoard(board, project): call::ReadBoard<'_>,
+    ) -> Result<Decided<BoardFull>> {
+        Ok(self.store.board_get(board, project).await?)
     }
+}
 
-    fn list_boards<'a>(&'a self, project: Option<&'a str>, archived: bool) -> Call<'a, Vec<Board>> {
-        Box::pin(async move { Ok(self.store.board_list(project, archived).await?) })
+impl Run<call::ListBoards<'_>> for Local {
+    async fn run(
+        &self,
+        call::ListBoards(project, archived): call::ListBoards<'_>,
+    ) -> Result<Vec<Board>> {
+        Ok(self.store.board_list(project, archived).await?)
     }
+}
 
-    fn archive_board<'a>(
-        &'a self,
-        board: &'a str,
-        project: Option<&'a str>,
-        version: i64,
-        by: &'a str,
-    ) -> Call<'a, Decided<Board>> {
-        Box::pin(async move {
-            Ok(self
-                .store
-                .board_archive(board, project, version, by)
-                .await?)
+impl Run<call::ArchiveBoard<'_>> for Local {
+    async fn run(
+        &self,
+        call::ArchiveBoard(board, project, version, by): call::ArchiveBoard<'_>,
+    ) -> Result<Decided<Board>> {
+        Ok(self
+            .store
+            .board_archive(board, project, version, by)
+            .await?)
+    }
+}
+
+impl Run<call::AnnotateRow<'_>> for Local {
+    async fn run(&self, call::AnnotateRow(a): call::AnnotateRow<'_>) -> Result<Decided<RowChange>> {
+        Ok(self.store.annotate(a).await?)
+    }
+}
+
+impl Run<call::MarkHandled<'_>> for Local {
+    async fn run(
+        &self,
+        call::MarkHandled(h, clear): call::MarkHandled<'_>,
+    ) -> Result<Decided<RowChange>> {
+        Ok(if clear {
+            self.store.clear_handled(h).await?
+        } else {
+            self.store.mark_handled(h).await?
         })
     }
+}
 
-    fn annotate_row<'a>(&'a self, a: &'a Annotate) -> Call<'a, Decided<RowChange>> {
-        Box::pin(async move { Ok(self.store.annotate(a).await?) })
-    }
-
-    fn mark_handled<'a>(&'a self, h: &'a Handled, clear: bool) -> Call<'a, Decided<RowChange>> {
-        Box::pin(async move {
-            Ok(if clear {
-                self.store.clear_handled(h).await?
-            } else {
-                self.store.mark_handled(h).await?
-            })
+impl Run<call::PendingRows<'_>> for Local {
+    async fn run(
+        &self,
+        call::PendingRows(project, session, by, peek): call::PendingRows<'_>,
+    ) -> Result<Vec<PendingRow>> {
+        Ok(if peek {
+            self.store.pending_rows_peek(project, session).await?
+        } else {
+            self.store.pending_rows(project, session, by).await?
         })
     }
+}
 
-    fn pending_rows<'a>(
-        &'a self,
-        project: Option<&'a str>,
-        session: Option<&'a str>,
-        by: &'a str,
-        peek: bool,
-    ) -> Call<'a, Vec<PendingRow>> {
-        Box::pin(async move {
-            Ok(if peek {
-                self.store.pending_rows_peek(project, session).await?
-            } else {
-                self.store.pending_rows(project, session, by).await?
-            })
-        })
-    }
-
-    fn handoffs<'a>(&'a self, project: Option<&'a str>) -> Call<'a, Vec<PendingRow>> {
-        Box::pin(async move { Ok(self.store.unprocessed_handoffs(project).await?) })
+impl Run<call::Handoffs<'_>> for Local {
+    async fn run(&self, call::Handoffs(project): call::Handoffs<'_>) -> Result<Vec<PendingRow>> {
+        Ok(self.store.unprocessed_handoffs(project).await?)
     }
 }

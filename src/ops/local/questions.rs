@@ -1,127 +1,150 @@
-//! [`QuestionOps`] on the store: one store call each, plus the polling
+//! The question primitives on the store: one store call each, plus the polling
 //! step of a reply wait that needs no daemon.
-
-use std::time::Duration;
 
 use super::{Local, POLL};
 use crate::ops::Awaited;
-use crate::ops::backend::{Call, QuestionOps};
-use crate::store::questions::{
-    self, Delivery, Flagged, ListFilter, NewQuestion, NewReply, Outcome, Question, ReplyRecord,
-};
+use crate::ops::Result;
+use crate::ops::backend::{Run, questions as call};
+use crate::store::questions::{self, Delivery, Flagged, Outcome, Question, ReplyRecord};
 
-impl QuestionOps for Local {
-    fn resolve_question_id<'a>(&'a self, id: &'a str) -> Call<'a, Option<String>> {
-        Box::pin(async move { Ok(self.store.resolve_question_id(id).await?) })
+impl Run<call::ResolveQuestionId<'_>> for Local {
+    async fn run(
+        &self,
+        call::ResolveQuestionId(id): call::ResolveQuestionId<'_>,
+    ) -> Result<Option<String>> {
+        Ok(self.store.resolve_question_id(id).await?)
     }
+}
 
-    fn flag<'a>(&'a self, q: &'a NewQuestion) -> Call<'a, Flagged> {
-        Box::pin(async move { Ok(self.store.flag(q).await?) })
+impl Run<call::Flag<'_>> for Local {
+    async fn run(&self, call::Flag(q): call::Flag<'_>) -> Result<Flagged> {
+        Ok(self.store.flag(q).await?)
     }
+}
 
-    // Flag only: without a daemon the wait polls the file
-    // (`Ops::flag_and_await`).
-    fn flag_wait<'a>(
-        &'a self,
-        q: &'a NewQuestion,
-        _by: &'a str,
-        _within: Duration,
-    ) -> Call<'a, (Flagged, Option<Awaited>)> {
-        Box::pin(async move { Ok((self.store.flag(q).await?, None)) })
+// Flag only: without a daemon the wait polls the file
+// (`Ops::flag_and_await`).
+impl Run<call::FlagWait<'_>> for Local {
+    async fn run(
+        &self,
+        call::FlagWait(q, _by, _within): call::FlagWait<'_>,
+    ) -> Result<(Flagged, Option<Awaited>)> {
+        Ok((self.store.flag(q).await?, None))
     }
+}
 
-    fn get_question<'a>(&'a self, id: &'a str) -> Call<'a, Option<Question>> {
-        Box::pin(async move { Ok(self.store.get_question(id).await?) })
+impl Run<call::GetQuestion<'_>> for Local {
+    async fn run(&self, call::GetQuestion(id): call::GetQuestion<'_>) -> Result<Option<Question>> {
+        Ok(self.store.get_question(id).await?)
     }
+}
 
-    fn question_replies<'a>(&'a self, id: &'a str) -> Call<'a, Vec<ReplyRecord>> {
-        Box::pin(async move { Ok(self.store.question_replies(id).await?) })
+impl Run<call::QuestionReplies<'_>> for Local {
+    async fn run(
+        &self,
+        call::QuestionReplies(id): call::QuestionReplies<'_>,
+    ) -> Result<Vec<ReplyRecord>> {
+        Ok(self.store.question_replies(id).await?)
     }
+}
 
-    fn list_questions<'a>(&'a self, filter: &'a ListFilter) -> Call<'a, Vec<Question>> {
-        Box::pin(async move { Ok(self.store.list_questions(filter).await?) })
+impl Run<call::ListQuestions<'_>> for Local {
+    async fn run(
+        &self,
+        call::ListQuestions(filter): call::ListQuestions<'_>,
+    ) -> Result<Vec<Question>> {
+        Ok(self.store.list_questions(filter).await?)
     }
+}
 
-    fn pending_replies<'a>(
-        &'a self,
-        project: Option<&'a str>,
-        session: Option<&'a str>,
-        include_seen: bool,
-        by: &'a str,
-    ) -> Call<'a, Vec<Delivery>> {
-        Box::pin(async move {
-            Ok(self
-                .store
-                .pending(project, session, include_seen, by)
-                .await?)
-        })
+impl Run<call::PendingReplies<'_>> for Local {
+    async fn run(
+        &self,
+        call::PendingReplies(project, session, include_seen, by): call::PendingReplies<'_>,
+    ) -> Result<Vec<Delivery>> {
+        Ok(self
+            .store
+            .pending(project, session, include_seen, by)
+            .await?)
     }
+}
 
-    fn pick_up_reply<'a>(&'a self, q: &'a Question, by: &'a str) -> Call<'a, Option<Question>> {
-        Box::pin(async move {
-            let Some(at) = self.store.mark_reply_seen(q, by).await? else {
-                return Ok(None);
-            };
-            let mut q = q.clone();
-            if let Some(r) = q.reply.as_mut() {
-                r.seen_at = Some(at);
-            }
-            Ok(Some(q))
-        })
+impl Run<call::PickUpReply<'_>> for Local {
+    async fn run(
+        &self,
+        call::PickUpReply(q, by): call::PickUpReply<'_>,
+    ) -> Result<Option<Question>> {
+        let Some(at) = self.store.mark_reply_seen(q, by).await? else {
+            return Ok(None);
+        };
+        let mut q = q.clone();
+        if let Some(r) = q.reply.as_mut() {
+            r.seen_at = Some(at);
+        }
+        Ok(Some(q))
     }
+}
 
-    // Sleep one poll interval (at most `within`), then read the question:
-    // a wait needs no daemon.
-    fn watch_question<'a>(&'a self, id: &'a str, within: Duration) -> Call<'a, Option<Question>> {
-        Box::pin(async move {
-            self.pause(POLL.min(within)).await;
-            Ok(self.store.get_question(id).await?)
-        })
+// Sleep one poll interval (at most `within`), then read the question:
+// a wait needs no daemon.
+impl Run<call::WatchQuestion<'_>> for Local {
+    async fn run(
+        &self,
+        call::WatchQuestion(id, within): call::WatchQuestion<'_>,
+    ) -> Result<Option<Question>> {
+        self.pause(POLL.min(within)).await;
+        Ok(self.store.get_question(id).await?)
     }
+}
 
-    fn reply_inbox<'a>(&'a self, id: &'a str, r: &'a NewReply) -> Call<'a, Outcome<Question>> {
-        Box::pin(async move { Ok(self.store.reply_inbox(id, r).await?) })
+impl Run<call::ReplyInbox<'_>> for Local {
+    async fn run(
+        &self,
+        call::ReplyInbox(id, r): call::ReplyInbox<'_>,
+    ) -> Result<Outcome<Question>> {
+        Ok(self.store.reply_inbox(id, r).await?)
     }
+}
 
-    fn answer_agent<'a>(&'a self, id: &'a str, r: &'a NewReply) -> Call<'a, Outcome<Question>> {
-        Box::pin(async move { Ok(self.store.answer_agent(id, r).await?) })
+impl Run<call::AnswerAgent<'_>> for Local {
+    async fn run(
+        &self,
+        call::AnswerAgent(id, r): call::AnswerAgent<'_>,
+    ) -> Result<Outcome<Question>> {
+        Ok(self.store.answer_agent(id, r).await?)
     }
+}
 
-    fn resolve_question<'a>(
-        &'a self,
-        id: &'a str,
-        outcome: &'a str,
-        by: &'a str,
-    ) -> Call<'a, Outcome<Question>> {
-        Box::pin(async move { Ok(self.store.resolve_question(id, outcome, by).await?) })
+impl Run<call::ResolveQuestion<'_>> for Local {
+    async fn run(
+        &self,
+        call::ResolveQuestion(id, outcome, by): call::ResolveQuestion<'_>,
+    ) -> Result<Outcome<Question>> {
+        Ok(self.store.resolve_question(id, outcome, by).await?)
     }
+}
 
-    fn dismiss_question<'a>(
-        &'a self,
-        id: &'a str,
-        reason: Option<&'a str>,
-        by: &'a str,
-    ) -> Call<'a, Outcome<Question>> {
-        Box::pin(async move {
-            Ok(self
-                .store
-                .dismiss_question(id, reason, by, questions::Channel::Inbox)
-                .await?)
-        })
+impl Run<call::DismissQuestion<'_>> for Local {
+    async fn run(
+        &self,
+        call::DismissQuestion(id, reason, by): call::DismissQuestion<'_>,
+    ) -> Result<Outcome<Question>> {
+        Ok(self
+            .store
+            .dismiss_question(id, reason, by, questions::Channel::Inbox)
+            .await?)
     }
+}
 
-    fn snooze_question<'a>(
-        &'a self,
-        id: &'a str,
-        for_ms: i64,
-        by: &'a str,
-    ) -> Call<'a, Outcome<Question>> {
-        Box::pin(async move {
-            let until = self.store.now().saturating_add(for_ms);
-            Ok(self
-                .store
-                .snooze_question(id, until, by, questions::Channel::Inbox)
-                .await?)
-        })
+impl Run<call::SnoozeQuestion<'_>> for Local {
+    async fn run(
+        &self,
+        call::SnoozeQuestion(id, for_ms, by): call::SnoozeQuestion<'_>,
+    ) -> Result<Outcome<Question>> {
+        let until = self.store.now().saturating_add(for_ms);
+        Ok(self
+            .store
+            .snooze_question(id, until, by, questions::Channel::Inbox)
+            .await?)
     }
 }

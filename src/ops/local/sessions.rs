@@ -1,135 +1,143 @@
-//! [`SessionOps`] and [`EventOps`] on the store: one store call each,
+//! The session, ledger, arrival and event primitives on the store: one store call each,
 //! plus the polling wait for a session's arrivals that needs no daemon.
 
-use std::time::Duration;
-
-use serde_json::Value;
-
 use super::{Local, POLL};
-use crate::ops::backend::{Call, EventOps, SessionOps};
+use crate::ops::Result;
+use crate::ops::backend::{Run, sessions as call};
 use crate::ops::wait::Deadline;
 use crate::store::events::EventPage;
 use crate::store::sessions::{
-    Arrival, Begin, Checkpointed, Complete, Ended, FleetSession, LedgerEntry, NewCall, NewSession,
-    Resume, Session,
+    Arrival, Begin, Checkpointed, Complete, Ended, FleetSession, LedgerEntry, Resume, Session,
 };
 
-impl SessionOps for Local {
-    fn resolve_session_id<'a>(&'a self, id: &'a str) -> Call<'a, Option<String>> {
-        Box::pin(async move { Ok(self.store.resolve_session_id(id, None).await?) })
-    }
-
-    fn register_session<'a>(&'a self, s: &'a NewSession) -> Call<'a, Session> {
-        Box::pin(async move {
-            Ok(self
-                .store
-                .register_session_on(s, &crate::ops::this_host())
-                .await?)
-        })
-    }
-
-    fn save_checkpoint<'a>(
-        &'a self,
-        id: &'a str,
-        revision: i64,
-        state: &'a str,
-    ) -> Call<'a, Checkpointed> {
-        Box::pin(async move { Ok(self.store.checkpoint(id, revision, state).await?) })
-    }
-
-    fn read_resume<'a>(&'a self, id: &'a str, tail: i64) -> Call<'a, Resume> {
-        Box::pin(async move { Ok(self.store.resume(id, tail).await?) })
-    }
-
-    fn get_session<'a>(&'a self, id: &'a str) -> Call<'a, Option<Session>> {
-        Box::pin(async move { Ok(self.store.get_session(id).await?) })
-    }
-
-    fn list_sessions<'a>(
-        &'a self,
-        status: Option<&'a str>,
-        project: Option<&'a str>,
-    ) -> Call<'a, Vec<Session>> {
-        Box::pin(async move { Ok(self.store.list_sessions(status, project).await?) })
-    }
-
-    fn fleet<'a>(&'a self, project: Option<&'a str>) -> Call<'a, Vec<FleetSession>> {
-        Box::pin(async move { Ok(self.store.fleet(project).await?) })
-    }
-
-    fn end_session<'a>(&'a self, id: &'a str) -> Call<'a, Ended> {
-        Box::pin(async move { Ok(self.store.end_session(id).await?) })
-    }
-
-    fn ledger_begin<'a>(&'a self, call: &'a NewCall<'a>) -> Call<'a, Begin> {
-        Box::pin(async move { Ok(self.store.ledger_begin(call).await?) })
-    }
-
-    fn ledger_complete<'a>(
-        &'a self,
-        session: &'a str,
-        event_id: &'a str,
-        ok: bool,
-        result: &'a Value,
-    ) -> Call<'a, Complete> {
-        Box::pin(async move {
-            Ok(self
-                .store
-                .ledger_complete(session, event_id, ok, result)
-                .await?)
-        })
-    }
-
-    fn ledger_list<'a>(
-        &'a self,
-        session: &'a str,
-        last: Option<i64>,
-    ) -> Call<'a, Vec<LedgerEntry>> {
-        Box::pin(async move { Ok(self.store.ledger_list(session, last).await?) })
-    }
-
-    // Poll the store until something arrives for `session`, re-claiming
-    // only when the newest event about it moved (one indexed `MAX(seq)`
-    // read per tick). Needs no daemon.
-    fn wait_arrivals<'a>(
-        &'a self,
-        session: &'a str,
-        by: &'a str,
-        wait: Option<Duration>,
-    ) -> Call<'a, Vec<Arrival>> {
-        Box::pin(async move {
-            if !self.store.session_known(session).await? {
-                return Err(crate::ops::Error::not_found(unknown_session(session)));
-            }
-            let deadline = Deadline::after(wait);
-            let mut seen_mark = None;
-            loop {
-                // Read the change mark *before* claiming: an event committed
-                // during the claim moves the mark, so the next tick claims again.
-                let mark = self.store.session_event_mark(session).await?;
-                if seen_mark != Some(mark) {
-                    seen_mark = Some(mark);
-                    let arrivals = self.store.claim_arrivals(session, by).await?;
-                    if !arrivals.is_empty() {
-                        return Ok(arrivals);
-                    }
-                }
-                if deadline.passed() {
-                    return Ok(Vec::new());
-                }
-                self.pause(deadline.left(POLL)).await;
-            }
-        })
+impl Run<call::ResolveSessionId<'_>> for Local {
+    async fn run(
+        &self,
+        call::ResolveSessionId(id): call::ResolveSessionId<'_>,
+    ) -> Result<Option<String>> {
+        Ok(self.store.resolve_session_id(id, None).await?)
     }
 }
 
-impl EventOps for Local {
-    fn events_page<'a>(&'a self, after: i64, limit: i64) -> Call<'a, EventPage> {
-        Box::pin(async move { Ok(self.store.events_page(after, limit).await?) })
+impl Run<call::RegisterSession<'_>> for Local {
+    async fn run(&self, call::RegisterSession(s): call::RegisterSession<'_>) -> Result<Session> {
+        Ok(self
+            .store
+            .register_session_on(s, &crate::ops::this_host())
+            .await?)
     }
+}
 
-    fn events_tail<'a>(&'a self, n: i64) -> Call<'a, EventPage> {
-        Box::pin(async move { Ok(self.store.events_tail(n).await?) })
+impl Run<call::SaveCheckpoint<'_>> for Local {
+    async fn run(
+        &self,
+        call::SaveCheckpoint(id, revision, state): call::SaveCheckpoint<'_>,
+    ) -> Result<Checkpointed> {
+        Ok(self.store.checkpoint(id, revision, state).await?)
+    }
+}
+
+impl Run<call::ReadResume<'_>> for Local {
+    async fn run(&self, call::ReadResume(id, tail): call::ReadResume<'_>) -> Result<Resume> {
+        Ok(self.store.resume(id, tail).await?)
+    }
+}
+
+impl Run<call::GetSession<'_>> for Local {
+    async fn run(&self, call::GetSession(id): call::GetSession<'_>) -> Result<Option<Session>> {
+        Ok(self.store.get_session(id).await?)
+    }
+}
+
+impl Run<call::ListSessions<'_>> for Local {
+    async fn run(
+        &self,
+        call::ListSessions(status, project): call::ListSessions<'_>,
+    ) -> Result<Vec<Session>> {
+        Ok(self.store.list_sessions(status, project).await?)
+    }
+}
+
+impl Run<call::Fleet<'_>> for Local {
+    async fn run(&self, call::Fleet(project): call::Fleet<'_>) -> Result<Vec<FleetSession>> {
+        Ok(self.store.fleet(project).await?)
+    }
+}
+
+impl Run<call::EndSession<'_>> for Local {
+    async fn run(&self, call::EndSession(id): call::EndSession<'_>) -> Result<Ended> {
+        Ok(self.store.end_session(id).await?)
+    }
+}
+
+impl Run<call::LedgerBegin<'_>> for Local {
+    async fn run(&self, call::LedgerBegin(call): call::LedgerBegin<'_>) -> Result<Begin> {
+        Ok(self.store.ledger_begin(call).await?)
+    }
+}
+
+impl Run<call::LedgerComplete<'_>> for Local {
+    async fn run(
+        &self,
+        call::LedgerComplete(session, event_id, ok, result): call::LedgerComplete<'_>,
+    ) -> Result<Complete> {
+        Ok(self
+            .store
+            .ledger_complete(session, event_id, ok, result)
+            .await?)
+    }
+}
+
+impl Run<call::LedgerList<'_>> for Local {
+    async fn run(
+        &self,
+        call::LedgerList(session, last): call::LedgerList<'_>,
+    ) -> Result<Vec<LedgerEntry>> {
+        Ok(self.store.ledger_list(session, last).await?)
+    }
+}
+
+// Poll the store until something arrives for `session`, re-claiming
+// only when the newest event about it moved (one indexed `MAX(seq)`
+// read per tick). Needs no daemon.
+impl Run<call::WaitArrivals<'_>> for Local {
+    async fn run(
+        &self,
+        call::WaitArrivals(session, by, wait): call::WaitArrivals<'_>,
+    ) -> Result<Vec<Arrival>> {
+        if !self.store.session_known(session).await? {
+            return Err(crate::ops::Error::not_found(unknown_session(session)));
+        }
+        let deadline = Deadline::after(wait);
+        let mut seen_mark = None;
+        loop {
+            // Read the change mark *before* claiming: an event committed
+            // during the claim moves the mark, so the next tick claims again.
+            let mark = self.store.session_event_mark(session).await?;
+            if seen_mark != Some(mark) {
+                seen_mark = Some(mark);
+                let arrivals = self.store.claim_arrivals(session, by).await?;
+                if !arrivals.is_empty() {
+                    return Ok(arrivals);
+                }
+            }
+            if deadline.passed() {
+                return Ok(Vec::new());
+            }
+            self.pause(deadline.left(POLL)).await;
+        }
+    }
+}
+
+impl Run<call::EventsPage> for Local {
+    async fn run(&self, call::EventsPage(after, limit): call::EventsPage) -> Result<EventPage> {
+        Ok(self.store.events_page(after, limit).await?)
+    }
+}
+
+impl Run<call::EventsTail> for Local {
+    async fn run(&self, call::EventsTail(n): call::EventsTail) -> Result<EventPage> {
+        Ok(self.store.events_tail(n).await?)
     }
 }
 

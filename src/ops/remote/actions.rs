@@ -3,20 +3,18 @@
 //! become the engine's typed outcomes (`PatchRefused`, `NotClaimable`,
 //! `NotOwner`, not-unknown).
 
-use std::time::Duration;
-
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{Answer, Failure, MAX_POLL, Remote, host_only, named, query};
-use crate::ops::backend::{ActionOps, Call};
+use crate::ops::backend::{Run, actions as call};
 use crate::ops::claude::GrantCheck;
 use crate::ops::results::Proposal;
 use crate::ops::wait::Deadline;
-use crate::ops::{Error, Result, Until};
+use crate::ops::{Error, Result};
 use crate::store::actions::{
-    self, Action, Actor, ApproveOutcome, AuditEntry, ClaimOutcome, CompleteOutcome, NewAction,
-    RejectOutcome, Resolution, RuleDecision, Settled, Status, codec,
+    self, Action, ApproveOutcome, AuditEntry, ClaimOutcome, CompleteOutcome, RejectOutcome,
+    RuleDecision, Settled, codec,
 };
 
 /// A failure on action `id`, with the local engine's words for "not found".
@@ -60,233 +58,226 @@ struct Proposed {
     action: Action,
 }
 
-impl ActionOps for Remote {
-    // Propose. The daemon applies its own `[[rule]]`s and `[redact]` keys;
-    // a verifier command cannot be set remotely (the host would run it),
-    // and an executor command is not recorded (the caller runs it).
-    fn propose<'a>(&'a self, new: &'a NewAction) -> Call<'a, Proposal> {
-        Box::pin(async move {
-            if new.verify.is_some() {
-                return Err(host_only("proposing with a verifier command (--verify)"));
-            }
-            // Over the local socket the caller is the host: `--exec` is
-            // recorded on the file (the chat's Run now and `recover` use it).
-            if new.exec.is_some() && self.is_socket() {
-                return Err(host_only("recording the command of `propose --exec`"));
-            }
-            let args = codec::parse_object("args", &new.args).map_err(Error::invalid)?;
-            let body = json!({
-                "kind": new.kind,
-                "summary": new.summary,
-                "args": args,
-                "dedup_key": new.dedup_key,
-                "ttl": new.ttl_ms.map(|ms| format!("{ms}ms")),
-                "approvals_required": new.approvals_required,
-                "on_expire": new.on_expire,
-                "project": new.project,
-                "session": new.session,
-                "proposer": named(&new.proposer),
-                "channel": named(new.channel.as_str()),
-            });
-            let p: Proposed = self.post(&["actions"], body).await?;
-            Ok(Proposal {
-                created: p.created,
-                action: p.action.redacted(),
-                rule: p.rule.as_ref().map(|r| r.rule.clone()),
-                decision: p.rule.map(|r| r.decision),
-                note: None,
-            })
+// Propose. The daemon applies its own `[[rule]]`s and `[redact]` keys;
+// a verifier command cannot be set remotely (the host would run it),
+// and an executor command is not recorded (the caller runs it).
+impl Run<call::Propose<'_>> for Remote {
+    async fn run(&self, call::Propose(new): call::Propose<'_>) -> Result<Proposal> {
+        if new.verify.is_some() {
+            return Err(host_only("proposing with a verifier command (--verify)"));
+        }
+        // Over the local socket the caller is the host: `--exec` is
+        // recorded on the file (the chat's Run now and `recover` use it).
+        if new.exec.is_some() && self.is_socket() {
+            return Err(host_only("recording the command of `propose --exec`"));
+        }
+        let args = codec::parse_object("args", &new.args).map_err(Error::invalid)?;
+        let body = json!({
+            "kind": new.kind,
+            "summary": new.summary,
+            "args": args,
+            "dedup_key": new.dedup_key,
+            "ttl": new.ttl_ms.map(|ms| format!("{ms}ms")),
+            "approvals_required": new.approvals_required,
+            "on_expire": new.on_expire,
+            "project": new.project,
+            "session": new.session,
+            "proposer": named(&new.proposer),
+            "channel": named(new.channel.as_str()),
+        });
+        let p: Proposed = self.post(&["actions"], body).await?;
+        Ok(Proposal {
+            created: p.created,
+            action: p.action.redacted(),
+            rule: p.rule.as_ref().map(|r| r.rule.clone()),
+            decision: p.rule.map(|r| r.decision),
+            note: None,
         })
     }
+}
 
-    fn approve<'a>(
-        &'a self,
-        id: &'a str,
-        actor: Actor<'a>,
-        patch: Option<&'a str>,
-    ) -> Call<'a, ApproveOutcome> {
-        Box::pin(async move {
-            let patch = patch
-                .map(|p| codec::parse_object("patch", p).map_err(Error::invalid))
-                .transpose()?;
-            let body = json!({"patch": patch, "by": named(actor.name), "channel": named(actor.channel.as_str())});
-            match self.post::<Value>(&["actions", id, "approve"], body).await {
-                Ok(v) => decode(v),
-                Err(f) if f.status == 409 && f.reason == actions::SELF_APPROVAL => {
-                    match detail_action(&f) {
-                        Some(action) => Ok(ApproveOutcome::SelfApproval { action }),
-                        None => Err(f.into()),
-                    }
-                }
-                Err(f) if f.status == 409 && f.reason == "patch_refused" => match detail_action(&f)
-                {
-                    Some(action) => Ok(ApproveOutcome::PatchRefused {
-                        reason: f.message,
-                        action,
-                    }),
+impl Run<call::Approve<'_>> for Remote {
+    async fn run(
+        &self,
+        call::Approve(id, actor, patch): call::Approve<'_>,
+    ) -> Result<ApproveOutcome> {
+        let patch = patch
+            .map(|p| codec::parse_object("patch", p).map_err(Error::invalid))
+            .transpose()?;
+        let body = json!({"patch": patch, "by": named(actor.name), "channel": named(actor.channel.as_str())});
+        match self.post::<Value>(&["actions", id, "approve"], body).await {
+            Ok(v) => decode(v),
+            Err(f) if f.status == 409 && f.reason == actions::SELF_APPROVAL => {
+                match detail_action(&f) {
+                    Some(action) => Ok(ApproveOutcome::SelfApproval { action }),
                     None => Err(f.into()),
-                },
-                Err(f) => Err(failed(id, f)),
-            }
-        })
-    }
-
-    fn reject<'a>(
-        &'a self,
-        id: &'a str,
-        actor: Actor<'a>,
-        reason: &'a str,
-    ) -> Call<'a, RejectOutcome> {
-        Box::pin(async move {
-            let body = json!({"reason": reason, "by": named(actor.name), "channel": named(actor.channel.as_str())});
-            decode(on(id, self.post(&["actions", id, "reject"], body).await)?)
-        })
-    }
-
-    fn list_actions<'a>(&'a self, status: Option<Status>) -> Call<'a, Vec<Action>> {
-        Box::pin(async move {
-            let q = query(&[("status", status.map(|s| s.as_str().to_string()))]);
-            Ok(self.get_all(&["actions"], &q).await?)
-        })
-    }
-
-    fn get_action<'a>(&'a self, id: &'a str) -> Call<'a, Action> {
-        Box::pin(async move { decode(on(id, self.get(&["actions", id], &[]).await)?) })
-    }
-
-    // Long polls of at most the API's cap until `until` holds or `wait` passes.
-    fn wait_action<'a>(&'a self, id: &'a str, wait: Duration, until: Until) -> Call<'a, Settled> {
-        Box::pin(async move {
-            let deadline = Deadline::after(Some(wait));
-            loop {
-                let poll = deadline.left(MAX_POLL);
-                let params = [
-                    ("wait", until.as_query().to_string()),
-                    ("timeout", format!("{}ms", poll.as_millis())),
-                ];
-                let v = self
-                    .call::<Value>(
-                        reqwest::Method::GET,
-                        &["actions", id],
-                        &params,
-                        None,
-                        Some(poll),
-                    )
-                    .await
-                    .map_err(|f| failed(id, f))?;
-                let settled: Settled = decode(v)?;
-                if matches!(settled, Settled::Done { .. }) || deadline.passed() {
-                    return Ok(settled);
                 }
             }
-        })
+            Err(f) if f.status == 409 && f.reason == "patch_refused" => match detail_action(&f) {
+                Some(action) => Ok(ApproveOutcome::PatchRefused {
+                    reason: f.message,
+                    action,
+                }),
+                None => Err(f.into()),
+            },
+            Err(f) => Err(failed(id, f)),
+        }
     }
+}
 
-    fn action_audit<'a>(&'a self, id: &'a str) -> Call<'a, Vec<AuditEntry>> {
-        Box::pin(async move {
-            self.get_all(&["actions", id, "audit"], &[])
+impl Run<call::Reject<'_>> for Remote {
+    async fn run(
+        &self,
+        call::Reject(id, actor, reason): call::Reject<'_>,
+    ) -> Result<RejectOutcome> {
+        let body = json!({"reason": reason, "by": named(actor.name), "channel": named(actor.channel.as_str())});
+        decode(on(id, self.post(&["actions", id, "reject"], body).await)?)
+    }
+}
+
+impl Run<call::ListActions> for Remote {
+    async fn run(&self, call::ListActions(status): call::ListActions) -> Result<Vec<Action>> {
+        let q = query(&[("status", status.map(|s| s.as_str().to_string()))]);
+        Ok(self.get_all(&["actions"], &q).await?)
+    }
+}
+
+impl Run<call::GetAction<'_>> for Remote {
+    async fn run(&self, call::GetAction(id): call::GetAction<'_>) -> Result<Action> {
+        decode(on(id, self.get(&["actions", id], &[]).await)?)
+    }
+}
+
+// Long polls of at most the API's cap until `until` holds or `wait` passes.
+impl Run<call::WaitAction<'_>> for Remote {
+    async fn run(
+        &self,
+        call::WaitAction(id, wait, until): call::WaitAction<'_>,
+    ) -> Result<Settled> {
+        let deadline = Deadline::after(Some(wait));
+        loop {
+            let poll = deadline.left(MAX_POLL);
+            let params = [
+                ("wait", until.as_query().to_string()),
+                ("timeout", format!("{}ms", poll.as_millis())),
+            ];
+            let v = self
+                .call::<Value>(
+                    reqwest::Method::GET,
+                    &["actions", id],
+                    &params,
+                    None,
+                    Some(poll),
+                )
                 .await
-                .map_err(|f| failed(id, f))
-        })
-    }
-
-    fn audit_export<'a>(
-        &'a self,
-        since: Option<i64>,
-        project: Option<&'a str>,
-        _by: &'a str,
-    ) -> Call<'a, crate::store::audit::Export> {
-        Box::pin(async move {
-            let q = query(&[
-                ("since", since.map(crate::clock::format_rfc3339)),
-                ("project", project.map(str::to_string)),
-            ]);
-            Ok(self.get(&["audit", "export"], &q).await?)
-        })
-    }
-
-    fn expire_due<'a>(&'a self) -> Call<'a, Vec<Action>> {
-        Box::pin(async move { Ok(self.post(&["actions", "expire"], json!({})).await?) })
-    }
-
-    fn claim<'a>(&'a self, id: &'a str, owner: &'a str, lease_ms: i64) -> Call<'a, ClaimOutcome> {
-        Box::pin(async move {
-            let body = json!({"owner": owner, "lease": lease(lease_ms)});
-            match self.post::<Value>(&["actions", id, "claim"], body).await {
-                Ok(v) => decode(v),
-                Err(f) if f.status == 409 && f.reason == "not_claimable" => match detail_action(&f)
-                {
-                    Some(action) => Ok(ClaimOutcome::NotClaimable { action }),
-                    None => Err(f.into()),
-                },
-                Err(f) => Err(failed(id, f)),
+                .map_err(|f| failed(id, f))?;
+            let settled: Settled = decode(v)?;
+            if matches!(settled, Settled::Done { .. }) || deadline.passed() {
+                return Ok(settled);
             }
-        })
+        }
     }
+}
 
-    fn extend_lease<'a>(&'a self, id: &'a str, owner: &'a str, lease_ms: i64) -> Call<'a, bool> {
-        Box::pin(async move {
-            let body = json!({"owner": owner, "lease": lease(lease_ms)});
-            match self.post::<Value>(&["actions", id, "extend"], body).await {
-                Ok(_) => Ok(true),
-                Err(f) if f.status == 409 && f.reason == "not_owner" => Ok(false),
-                Err(f) => Err(failed(id, f)),
-            }
-        })
+impl Run<call::ActionAudit<'_>> for Remote {
+    async fn run(&self, call::ActionAudit(id): call::ActionAudit<'_>) -> Result<Vec<AuditEntry>> {
+        self.get_all(&["actions", id, "audit"], &[])
+            .await
+            .map_err(|f| failed(id, f))
     }
+}
 
-    fn complete<'a>(
-        &'a self,
-        id: &'a str,
-        owner: &'a str,
-        success: bool,
-        result: &'a Value,
-        error: Option<&'a str>,
-    ) -> Call<'a, CompleteOutcome> {
-        Box::pin(async move {
-            let body =
-                json!({"owner": owner, "success": success, "result": result, "error": error});
-            match self.post::<Value>(&["actions", id, "complete"], body).await {
-                Ok(v) => decode(v),
-                Err(f) if f.status == 409 && f.reason == "not_owner" => match detail_action(&f) {
-                    Some(action) => Ok(CompleteOutcome::NotOwner { action }),
-                    None => Err(f.into()),
-                },
-                Err(f) => Err(failed(id, f)),
-            }
-        })
+impl Run<call::AuditExport<'_>> for Remote {
+    async fn run(
+        &self,
+        call::AuditExport(since, project, _by): call::AuditExport<'_>,
+    ) -> Result<crate::store::audit::Export> {
+        let q = query(&[
+            ("since", since.map(crate::clock::format_rfc3339)),
+            ("project", project.map(str::to_string)),
+        ]);
+        Ok(self.get(&["audit", "export"], &q).await?)
     }
+}
 
-    fn resolve_unknown<'a>(
-        &'a self,
-        id: &'a str,
-        actor: Actor<'a>,
-        how: Resolution,
-    ) -> Call<'a, std::result::Result<Action, Action>> {
-        Box::pin(async move {
-            let body = json!({"resolution": how, "by": named(actor.name), "channel": named(actor.channel.as_str())});
-            match self
-                .post::<Value>(&["actions", id, "resolve-unknown"], body)
-                .await
-            {
-                Ok(v) => Ok(Ok(decode(v["action"].clone())?)),
-                Err(f) if f.status == 409 && f.reason == "not_unknown" => match detail_action(&f) {
-                    Some(action) => Ok(Err(action)),
-                    None => Err(f.into()),
-                },
-                Err(f) => Err(failed(id, f)),
-            }
-        })
+impl Run<call::ExpireDue> for Remote {
+    async fn run(&self, call::ExpireDue(): call::ExpireDue) -> Result<Vec<Action>> {
+        Ok(self.post(&["actions", "expire"], json!({})).await?)
     }
+}
 
-    // `POST /v1/actions/{id}/grant`: a covering grant decides the prompt
-    // on the daemon, and the grant its approval saved comes back.
-    fn grant_check<'a>(&'a self, id: &'a str) -> Call<'a, GrantCheck> {
-        Box::pin(async move {
-            decode(on(
-                id,
-                self.post(&["actions", id, "grant"], json!({})).await,
-            )?)
-        })
+impl Run<call::Claim<'_>> for Remote {
+    async fn run(&self, call::Claim(id, owner, lease_ms): call::Claim<'_>) -> Result<ClaimOutcome> {
+        let body = json!({"owner": owner, "lease": lease(lease_ms)});
+        match self.post::<Value>(&["actions", id, "claim"], body).await {
+            Ok(v) => decode(v),
+            Err(f) if f.status == 409 && f.reason == "not_claimable" => match detail_action(&f) {
+                Some(action) => Ok(ClaimOutcome::NotClaimable { action }),
+                None => Err(f.into()),
+            },
+            Err(f) => Err(failed(id, f)),
+        }
+    }
+}
+
+impl Run<call::ExtendLease<'_>> for Remote {
+    async fn run(
+        &self,
+        call::ExtendLease(id, owner, lease_ms): call::ExtendLease<'_>,
+    ) -> Result<bool> {
+        let body = json!({"owner": owner, "lease": lease(lease_ms)});
+        match self.post::<Value>(&["actions", id, "extend"], body).await {
+            Ok(_) => Ok(true),
+            Err(f) if f.status == 409 && f.reason == "not_owner" => Ok(false),
+            Err(f) => Err(failed(id, f)),
+        }
+    }
+}
+
+impl Run<call::Complete<'_>> for Remote {
+    async fn run(
+        &self,
+        call::Complete(id, owner, success, result, error): call::Complete<'_>,
+    ) -> Result<CompleteOutcome> {
+        let body = json!({"owner": owner, "success": success, "result": result, "error": error});
+        match self.post::<Value>(&["actions", id, "complete"], body).await {
+            Ok(v) => decode(v),
+            Err(f) if f.status == 409 && f.reason == "not_owner" => match detail_action(&f) {
+                Some(action) => Ok(CompleteOutcome::NotOwner { action }),
+                None => Err(f.into()),
+            },
+            Err(f) => Err(failed(id, f)),
+        }
+    }
+}
+
+impl Run<call::ResolveUnknown<'_>> for Remote {
+    async fn run(
+        &self,
+        call::ResolveUnknown(id, actor, how): call::ResolveUnknown<'_>,
+    ) -> Result<std::result::Result<Action, Action>> {
+        let body = json!({"resolution": how, "by": named(actor.name), "channel": named(actor.channel.as_str())});
+        match self
+            .post::<Value>(&["actions", id, "resolve-unknown"], body)
+            .await
+        {
+            Ok(v) => Ok(Ok(decode(v["action"].clone())?)),
+            Err(f) if f.status == 409 && f.reason == "not_unknown" => match detail_action(&f) {
+                Some(action) => Ok(Err(action)),
+                None => Err(f.into()),
+            },
+            Err(f) => Err(failed(id, f)),
+        }
+    }
+}
+
+// `POST /v1/actions/{id}/grant`: a covering grant decides the prompt
+// on the daemon, and the grant its approval saved comes back.
+impl Run<call::GrantCheck<'_>> for Remote {
+    async fn run(&self, call::GrantCheck(id): call::GrantCheck<'_>) -> Result<GrantCheck> {
+        decode(on(
+            id,
+            self.post(&["actions", id, "grant"], json!({})).await,
+        )?)
     }
 }

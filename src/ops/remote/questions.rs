@@ -6,10 +6,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{Answer, MAX_POLL, RETRY_WINDOW, Remote, named, query};
-use crate::ops::backend::{Call, QuestionOps};
+use crate::ops::backend::{Run, questions as call};
 use crate::ops::{Awaited, Error, Result};
 use crate::store::questions::{
-    Delivery, Flagged, ListFilter, NewQuestion, NewReply, Outcome, Question, Refusal, ReplyRecord,
+    Delivery, Flagged, NewQuestion, NewReply, Outcome, Question, Refusal, ReplyRecord,
 };
 use crate::store::request;
 
@@ -103,196 +103,207 @@ struct PendingAnswer {
     questions: Vec<Delivery>,
 }
 
-impl QuestionOps for Remote {
-    fn resolve_question_id<'a>(&'a self, id: &'a str) -> Call<'a, Option<String>> {
-        Box::pin(async move {
-            if id.trim().is_empty() {
-                return Err(Error::invalid("the question id is empty"));
-            }
-            let q = optional(self.get::<Question>(&["questions", id.trim()], &[]).await)?;
-            Ok(q.map(|q| q.id))
-        })
+impl Run<call::ResolveQuestionId<'_>> for Remote {
+    async fn run(
+        &self,
+        call::ResolveQuestionId(id): call::ResolveQuestionId<'_>,
+    ) -> Result<Option<String>> {
+        if id.trim().is_empty() {
+            return Err(Error::invalid("the question id is empty"));
+        }
+        let q = optional(self.get::<Question>(&["questions", id.trim()], &[]).await)?;
+        Ok(q.map(|q| q.id))
     }
+}
 
-    fn flag<'a>(&'a self, q: &'a NewQuestion) -> Call<'a, Flagged> {
-        Box::pin(async move { Ok(self.post(&["questions"], flag_body(q)).await?) })
+impl Run<call::Flag<'_>> for Remote {
+    async fn run(&self, call::Flag(q): call::Flag<'_>) -> Result<Flagged> {
+        Ok(self.post(&["questions"], flag_body(q)).await?)
     }
+}
 
-    // One `POST /v1/questions?wait=reply&timeout=…&by=…`: the daemon
-    // flags, waits up to `within` (at most `MAX_POLL`) and marks the
-    // reply picked up in the same request. The request carries a request
-    // id, so over TCP a daemon that cannot be reached (restarting) is
-    // asked again for up to `RETRY_WINDOW` with the same id: a flag it
-    // committed is replayed, not made twice.
-    fn flag_wait<'a>(
-        &'a self,
-        q: &'a NewQuestion,
-        by: &'a str,
-        within: Duration,
-    ) -> Call<'a, (Flagged, Option<Awaited>)> {
-        Box::pin(async move {
-            let poll = within.min(MAX_POLL);
-            let mut params = vec![
-                ("wait", "reply".to_string()),
-                ("timeout", format!("{}ms", poll.as_millis())),
-            ];
-            params.extend(named(by).map(|b| ("by", b)));
-            let body = flag_body(q);
-            let send = async {
-                let give_up = tokio::time::Instant::now() + RETRY_WINDOW;
-                let mut pause = Duration::from_millis(100);
-                loop {
-                    let method = reqwest::Method::POST;
-                    let tried = self
-                        .call_once::<Asked>(
-                            method,
-                            &["questions"],
-                            &params,
-                            Some(body.clone()),
-                            Some(poll),
-                        )
-                        .await;
-                    match tried {
-                        Err(f)
-                            if self.socket.is_none()
-                                && (f.reason == "unreachable" || f.status == 503)
-                                && tokio::time::Instant::now() + pause < give_up =>
-                        {
-                            tokio::time::sleep(pause).await;
-                            pause = (pause * 2).min(Duration::from_secs(2));
-                        }
-                        other => return other.map(|(a, _)| a),
+// One `POST /v1/questions?wait=reply&timeout=…&by=…`: the daemon
+// flags, waits up to `within` (at most `MAX_POLL`) and marks the
+// reply picked up in the same request. The request carries a request
+// id, so over TCP a daemon that cannot be reached (restarting) is
+// asked again for up to `RETRY_WINDOW` with the same id: a flag it
+// committed is replayed, not made twice.
+impl Run<call::FlagWait<'_>> for Remote {
+    async fn run(
+        &self,
+        call::FlagWait(q, by, within): call::FlagWait<'_>,
+    ) -> Result<(Flagged, Option<Awaited>)> {
+        let poll = within.min(MAX_POLL);
+        let mut params = vec![
+            ("wait", "reply".to_string()),
+            ("timeout", format!("{}ms", poll.as_millis())),
+        ];
+        params.extend(named(by).map(|b| ("by", b)));
+        let body = flag_body(q);
+        let send = async {
+            let give_up = tokio::time::Instant::now() + RETRY_WINDOW;
+            let mut pause = Duration::from_millis(100);
+            loop {
+                let method = reqwest::Method::POST;
+                let tried = self
+                    .call_once::<Asked>(
+                        method,
+                        &["questions"],
+                        &params,
+                        Some(body.clone()),
+                        Some(poll),
+                    )
+                    .await;
+                match tried {
+                    Err(f)
+                        if self.socket.is_none()
+                            && (f.reason == "unreachable" || f.status == 503)
+                            && tokio::time::Instant::now() + pause < give_up =>
+                    {
+                        tokio::time::sleep(pause).await;
+                        pause = (pause * 2).min(Duration::from_secs(2));
                     }
+                    other => return other.map(|(a, _)| a),
                 }
-            };
-            let asked = match request::current() {
-                Some(_) => send.await?,
-                None => request::scope(request::fresh(), send).await?,
-            };
-            let (flagged, awaited) = asked.split();
-            Ok((flagged, Some(awaited)))
-        })
-    }
-
-    fn get_question<'a>(&'a self, id: &'a str) -> Call<'a, Option<Question>> {
-        Box::pin(async move { optional(self.get(&["questions", id], &[]).await) })
-    }
-
-    fn question_replies<'a>(&'a self, id: &'a str) -> Call<'a, Vec<ReplyRecord>> {
-        Box::pin(async move { Ok(self.get_all(&["questions", id, "replies"], &[]).await?) })
-    }
-
-    fn list_questions<'a>(&'a self, f: &'a ListFilter) -> Call<'a, Vec<Question>> {
-        Box::pin(async move {
-            let q = query(&[
-                ("status", f.status.map(|s| s.as_str().to_string())),
-                ("project", f.project.clone()),
-                ("session", f.session.clone()),
-            ]);
-            let mut all: Vec<Question> = self.get_all(&["questions"], &q).await?;
-            if let Some(n) = f.limit {
-                all.truncate(usize::try_from(n).unwrap_or(0));
             }
-            Ok(all)
-        })
+        };
+        let asked = match request::current() {
+            Some(_) => send.await?,
+            None => request::scope(request::fresh(), send).await?,
+        };
+        let (flagged, awaited) = asked.split();
+        Ok((flagged, Some(awaited)))
     }
+}
 
-    fn pending_replies<'a>(
-        &'a self,
-        project: Option<&'a str>,
-        session: Option<&'a str>,
-        include_seen: bool,
-        by: &'a str,
-    ) -> Call<'a, Vec<Delivery>> {
-        Box::pin(async move {
-            let q = query(&[
-                ("only", Some("questions".into())),
-                ("project", project.map(str::to_string)),
-                ("session", session.map(str::to_string)),
-                ("new", Some((!include_seen).to_string())),
-                ("by", named(by)),
-            ]);
-            let a: PendingAnswer = self.get(&["pending"], &q).await?;
-            Ok(a.questions)
-        })
+impl Run<call::GetQuestion<'_>> for Remote {
+    async fn run(&self, call::GetQuestion(id): call::GetQuestion<'_>) -> Result<Option<Question>> {
+        optional(self.get(&["questions", id], &[]).await)
     }
+}
 
-    // `pickup` by the reply's `reply_seq`: exactly the reply read.
-    fn pick_up_reply<'a>(&'a self, q: &'a Question, by: &'a str) -> Call<'a, Option<Question>> {
-        Box::pin(async move {
-            let body = json!({"reply_seq": q.reply_seq, "by": named(by)});
-            let p: Picked = self.post(&["questions", &q.id, "pickup"], body).await?;
-            Ok(p.picked.then_some(p.question))
-        })
+impl Run<call::QuestionReplies<'_>> for Remote {
+    async fn run(
+        &self,
+        call::QuestionReplies(id): call::QuestionReplies<'_>,
+    ) -> Result<Vec<ReplyRecord>> {
+        Ok(self.get_all(&["questions", id, "replies"], &[]).await?)
     }
+}
 
-    // One long poll (`wait=reply`) of at most `within` and `REPLY_POLL`:
-    // it ends when a reply waits unseen or the question closes.
-    fn watch_question<'a>(&'a self, id: &'a str, within: Duration) -> Call<'a, Option<Question>> {
-        Box::pin(async move {
-            let poll = within.min(REPLY_POLL).max(Duration::from_millis(1));
-            let params = [
-                ("wait", "reply".to_string()),
-                ("timeout", format!("{}ms", poll.as_millis())),
-            ];
-            let polled = self
-                .call::<Polled>(
-                    reqwest::Method::GET,
-                    &["questions", id],
-                    &params,
-                    None,
-                    Some(poll),
-                )
-                .await;
-            Ok(optional(polled)?.map(|p| p.question))
-        })
+impl Run<call::ListQuestions<'_>> for Remote {
+    async fn run(&self, call::ListQuestions(f): call::ListQuestions<'_>) -> Result<Vec<Question>> {
+        let q = query(&[
+            ("status", f.status.map(|s| s.as_str().to_string())),
+            ("project", f.project.clone()),
+            ("session", f.session.clone()),
+        ]);
+        let mut all: Vec<Question> = self.get_all(&["questions"], &q).await?;
+        if let Some(n) = f.limit {
+            all.truncate(usize::try_from(n).unwrap_or(0));
+        }
+        Ok(all)
     }
+}
 
-    fn reply_inbox<'a>(&'a self, id: &'a str, r: &'a NewReply) -> Call<'a, Outcome<Question>> {
-        Box::pin(
-            async move { outcome(self.post(&["questions", id, "reply"], reply_body(r)).await) },
-        )
+impl Run<call::PendingReplies<'_>> for Remote {
+    async fn run(
+        &self,
+        call::PendingReplies(project, session, include_seen, by): call::PendingReplies<'_>,
+    ) -> Result<Vec<Delivery>> {
+        let q = query(&[
+            ("only", Some("questions".into())),
+            ("project", project.map(str::to_string)),
+            ("session", session.map(str::to_string)),
+            ("new", Some((!include_seen).to_string())),
+            ("by", named(by)),
+        ]);
+        let a: PendingAnswer = self.get(&["pending"], &q).await?;
+        Ok(a.questions)
     }
+}
 
-    fn answer_agent<'a>(&'a self, id: &'a str, r: &'a NewReply) -> Call<'a, Outcome<Question>> {
-        Box::pin(
-            async move { outcome(self.post(&["questions", id, "answer"], reply_body(r)).await) },
-        )
+// `pickup` by the reply's `reply_seq`: exactly the reply read.
+impl Run<call::PickUpReply<'_>> for Remote {
+    async fn run(
+        &self,
+        call::PickUpReply(q, by): call::PickUpReply<'_>,
+    ) -> Result<Option<Question>> {
+        let body = json!({"reply_seq": q.reply_seq, "by": named(by)});
+        let p: Picked = self.post(&["questions", &q.id, "pickup"], body).await?;
+        Ok(p.picked.then_some(p.question))
     }
+}
 
-    fn resolve_question<'a>(
-        &'a self,
-        id: &'a str,
-        outcome_text: &'a str,
-        by: &'a str,
-    ) -> Call<'a, Outcome<Question>> {
-        Box::pin(async move {
-            let body = json!({"outcome": outcome_text, "by": named(by)});
-            outcome(self.post(&["questions", id, "resolve"], body).await)
-        })
+// One long poll (`wait=reply`) of at most `within` and `REPLY_POLL`:
+// it ends when a reply waits unseen or the question closes.
+impl Run<call::WatchQuestion<'_>> for Remote {
+    async fn run(
+        &self,
+        call::WatchQuestion(id, within): call::WatchQuestion<'_>,
+    ) -> Result<Option<Question>> {
+        let poll = within.min(REPLY_POLL).max(Duration::from_millis(1));
+        let params = [
+            ("wait", "reply".to_string()),
+            ("timeout", format!("{}ms", poll.as_millis())),
+        ];
+        let polled = self
+            .call::<Polled>(
+                reqwest::Method::GET,
+                &["questions", id],
+                &params,
+                None,
+                Some(poll),
+            )
+            .await;
+        Ok(optional(polled)?.map(|p| p.question))
     }
+}
 
-    fn dismiss_question<'a>(
-        &'a self,
-        id: &'a str,
-        reason: Option<&'a str>,
-        by: &'a str,
-    ) -> Call<'a, Outcome<Question>> {
-        Box::pin(async move {
-            let body = json!({"reason": reason, "by": named(by)});
-            outcome(self.post(&["questions", id, "dismiss"], body).await)
-        })
+impl Run<call::ReplyInbox<'_>> for Remote {
+    async fn run(
+        &self,
+        call::ReplyInbox(id, r): call::ReplyInbox<'_>,
+    ) -> Result<Outcome<Question>> {
+        outcome(self.post(&["questions", id, "reply"], reply_body(r)).await)
     }
+}
 
-    fn snooze_question<'a>(
-        &'a self,
-        id: &'a str,
-        for_ms: i64,
-        by: &'a str,
-    ) -> Call<'a, Outcome<Question>> {
-        Box::pin(async move {
-            let body = json!({"for": format!("{}ms", for_ms.max(0)), "by": named(by)});
-            outcome(self.post(&["questions", id, "snooze"], body).await)
-        })
+impl Run<call::AnswerAgent<'_>> for Remote {
+    async fn run(
+        &self,
+        call::AnswerAgent(id, r): call::AnswerAgent<'_>,
+    ) -> Result<Outcome<Question>> {
+        outcome(self.post(&["questions", id, "answer"], reply_body(r)).await)
+    }
+}
+
+impl Run<call::ResolveQuestion<'_>> for Remote {
+    async fn run(
+        &self,
+        call::ResolveQuestion(id, outcome_text, by): call::ResolveQuestion<'_>,
+    ) -> Result<Outcome<Question>> {
+        let body = json!({"outcome": outcome_text, "by": named(by)});
+        outcome(self.post(&["questions", id, "resolve"], body).await)
+    }
+}
+
+impl Run<call::DismissQuestion<'_>> for Remote {
+    async fn run(
+        &self,
+        call::DismissQuestion(id, reason, by): call::DismissQuestion<'_>,
+    ) -> Result<Outcome<Question>> {
+        let body = json!({"reason": reason, "by": named(by)});
+        outcome(self.post(&["questions", id, "dismiss"], body).await)
+    }
+}
+
+impl Run<call::SnoozeQuestion<'_>> for Remote {
+    async fn run(
+        &self,
+        call::SnoozeQuestion(id, for_ms, by): call::SnoozeQuestion<'_>,
+    ) -> Result<Outcome<Question>> {
+        let body = json!({"for": format!("{}ms", for_ms.max(0)), "by": named(by)});
+        outcome(self.post(&["questions", id, "snooze"], body).await)
     }
 }
