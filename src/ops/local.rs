@@ -2,7 +2,7 @@
 //! action policy from the config (auto-decision rules, redaction keys).
 //! Store errors and typed refusals are mapped to [`super::Error`] here, once.
 //! The primitives themselves are in `questions`, `boards`, `actions` and
-//! `sessions` (each area's trait of [`super::backend::Backend`]).
+//! `sessions`: one `Run` impl each, by area, as in `super::backend`.
 
 mod actions;
 mod boards;

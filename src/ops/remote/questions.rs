@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Answer, MAX_POLL, RETRY_WINDOW, Remote, named, query};
+use super::{Answer, MAX_POLL, Remote, Request, named, query};
 use crate::ops::backend::{Run, questions as call};
 use crate::ops::{Awaited, Error, Result};
 use crate::store::questions::{
@@ -126,7 +126,7 @@ impl Run<call::Flag<'_>> for Remote {
 // flags, waits up to `within` (at most `MAX_POLL`) and marks the
 // reply picked up in the same request. The request carries a request
 // id, so over TCP a daemon that cannot be reached (restarting) is
-// asked again for up to `RETRY_WINDOW` with the same id: a flag it
+// asked again for up to `RETRY_WINDOW` (`Remote::retrying`) with the same id: a flag it
 // committed is replayed, not made twice.
 impl Run<call::FlagWait<'_>> for Remote {
     async fn run(
@@ -139,35 +139,16 @@ impl Run<call::FlagWait<'_>> for Remote {
             ("timeout", format!("{}ms", poll.as_millis())),
         ];
         params.extend(named(by).map(|b| ("by", b)));
-        let body = flag_body(q);
-        let send = async {
-            let give_up = tokio::time::Instant::now() + RETRY_WINDOW;
-            let mut pause = Duration::from_millis(100);
-            loop {
-                let method = reqwest::Method::POST;
-                let tried = self
-                    .call_once::<Asked>(
-                        method,
-                        &["questions"],
-                        &params,
-                        Some(body.clone()),
-                        Some(poll),
-                    )
-                    .await;
-                match tried {
-                    Err(f)
-                        if self.socket.is_none()
-                            && (f.reason == "unreachable" || f.status == 503)
-                            && tokio::time::Instant::now() + pause < give_up =>
-                    {
-                        tokio::time::sleep(pause).await;
-                        pause = (pause * 2).min(Duration::from_secs(2));
-                    }
-                    other => return other.map(|(a, _)| a),
-                }
-            }
+        let ask = Request {
+            method: reqwest::Method::POST,
+            segments: &["questions"],
+            query: &params,
+            body: Some(flag_body(q)),
+            wait: Some(poll),
         };
-        let asked = match request::current() {
+        // Each retry is safe: under the request id a repeated flag is a replay.
+        let send = self.retrying(|| true, || self.call_once::<Asked>(&ask));
+        let (asked, _) = match request::current() {
             Some(_) => send.await?,
             None => request::scope(request::fresh(), send).await?,
         };
