@@ -21,12 +21,14 @@ primitives! {
     get_action: GetAction<'a>(&'a str) -> Action;
     wait_action: WaitAction<'a>(&'a str, Duration, Until) -> Settled;
     action_audit: ActionAudit<'a>(&'a str) -> Vec<AuditEntry>;
-    audit_export: AuditExport<'a>(Option<i64>, Option<&'a str>, &'a str) -> crate::store::audit::Export;
+    audit_export: AuditExport<'a>(Option<i64>, Option<&'a str>, &'a str)
+        -> crate::store::audit::Export;
     expire_due: ExpireDue() -> Vec<Action>;
     claim: Claim<'a>(&'a str, &'a str, i64) -> ClaimOutcome;
     extend_lease: ExtendLease<'a>(&'a str, &'a str, i64) -> bool;
     complete: Complete<'a>(&'a str, &'a str, bool, &'a Value, Option<&'a str>) -> CompleteOutcome;
-    resolve_unknown: ResolveUnknown<'a>(&'a str, Actor<'a>, Resolution) -> std::result::Result<Action, Action>;
+    resolve_unknown: ResolveUnknown<'a>(&'a str, Actor<'a>, Resolution)
+        -> std::result::Result<Action, Action>;
     grant_check: GrantCheck<'a>(&'a str) -> crate::ops::claude::GrantCheck;
 }
 

@@ -17,7 +17,8 @@ primitives! {
     archive_board: ArchiveBoard<'a>(&'a str, Option<&'a str>, i64, &'a str) -> Decided<Board>;
     annotate_row: AnnotateRow<'a>(&'a Annotate) -> Decided<RowChange>;
     mark_handled: MarkHandled<'a>(&'a Handled, bool) -> Decided<RowChange>;
-    pending_rows: PendingRows<'a>(Option<&'a str>, Option<&'a str>, &'a str, bool) -> Vec<PendingRow>;
+    pending_rows: PendingRows<'a>(Option<&'a str>, Option<&'a str>, &'a str, bool)
+        -> Vec<PendingRow>;
     handoffs: Handoffs<'a>(Option<&'a str>) -> Vec<PendingRow>;
 }
 

@@ -15,7 +15,8 @@ primitives! {
     get_question: GetQuestion<'a>(&'a str) -> Option<Question>;
     question_replies: QuestionReplies<'a>(&'a str) -> Vec<ReplyRecord>;
     list_questions: ListQuestions<'a>(&'a ListFilter) -> Vec<Question>;
-    pending_replies: PendingReplies<'a>(Option<&'a str>, Option<&'a str>, bool, &'a str) -> Vec<Delivery>;
+    pending_replies: PendingReplies<'a>(Option<&'a str>, Option<&'a str>, bool, &'a str)
+        -> Vec<Delivery>;
     pick_up_reply: PickUpReply<'a>(&'a Question, &'a str) -> Option<Question>;
     watch_question: WatchQuestion<'a>(&'a str, Duration) -> Option<Question>;
     reply_inbox: ReplyInbox<'a>(&'a str, &'a NewReply) -> Outcome<Question>;
