@@ -108,14 +108,14 @@ impl Daemon {
     }
 
     /// The request id of the next call.
-    pub(super) fn next_key(&self) -> String {
+    fn next_key(&self) -> String {
         let n = self.inner.calls.fetch_add(1, Ordering::Relaxed);
         format!("{}.{n}", self.inner.id)
     }
 
     /// Whether to try the daemon: it answered last time, or it stopped
     /// answering over [`RETRY_AFTER`] ago and answers a probe now.
-    pub(super) async fn live(&self) -> bool {
+    async fn live(&self) -> bool {
         let since = *self.inner.gone.lock().unwrap_or_else(|p| p.into_inner());
         match since {
             None => true,
@@ -136,14 +136,14 @@ impl Daemon {
     }
 
     /// The socket client.
-    pub(super) fn remote(&self) -> &Remote {
+    fn remote(&self) -> &Remote {
         &self.inner.remote
     }
 
     /// Whether the outcome `e` of a call through the socket means "run it
     /// on the file": the daemon gave no answer (then it is gone for the
     /// rest of this command), or the call is one only the host may make.
-    pub(super) fn falls_back(&self, e: &Error) -> bool {
+    fn falls_back(&self, e: &Error) -> bool {
         if self.inner.remote.lost() {
             tracing::debug!("the daemon stopped answering on its socket; using the file");
             *self.inner.gone.lock().unwrap_or_else(|p| p.into_inner()) =
