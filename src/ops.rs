@@ -16,9 +16,12 @@
 //! and the store's refusal as `detail`, the same vocabulary as the HTTP
 //! API's error body.
 //!
-//! Layout: `backend` (the primitive table and its two small value types),
+//! Layout: `backend` (the primitives by area: each one's argument type and
+//! the [`Ops`] method that runs it, the `Run` trait every backend
+//! implements once per primitive, and two small value types),
 //! `local` (the store-backed implementation and its error mapping),
-//! `remote` (the HTTP client and its error mapping), `questions`,
+//! `remote` (the HTTP client and its error mapping), `daemon` (the local
+//! daemon's socket, the file as the fallback), `questions`,
 //! `boards`, `actions`, `sessions` (the agent operations by area),
 //! [`requests`] and [`results`] (the values), `wait` (the waits written
 //! once over the primitives: a reply's pickup, deadlines), [`run`] (running

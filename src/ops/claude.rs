@@ -399,36 +399,6 @@ impl Ops {
             },
         })
     }
-
-    /// Let a live grant covering the prompt `id` decide it, and read the
-    /// grant its approval saved: on the local store, or on the daemon.
-    pub async fn grant_check(&self, id: &str) -> Result<GrantCheck> {
-        match self {
-            Ops::Local(l) => local_grant_check(l, id).await,
-            Ops::Remote(r) => r.grant_check(id).await,
-            Ops::Daemon(d) => {
-                d.run(|r| r.grant_check(id), |l| local_grant_check(l, id))
-                    .await
-            }
-        }
-    }
-}
-
-/// [`Ops::grant_check`] on the store.
-async fn local_grant_check(l: &super::Local, id: &str) -> Result<GrantCheck> {
-    let a = l.store.get_action(id).await?;
-    let applied = l.store.grant_apply(&a).await?;
-    let a = if applied.is_some() {
-        l.store.get_action(id).await?
-    } else {
-        a
-    };
-    let given = l.store.grant_given(&a).await?;
-    Ok(GrantCheck {
-        applied,
-        given,
-        action: a.redacted(),
-    })
 }
 
 #[cfg(test)]

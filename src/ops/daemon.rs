@@ -24,6 +24,7 @@ use std::time::Duration;
 
 use tokio::sync::OnceCell;
 
+use super::backend::{Primitive, Run};
 use super::{Error, Local, Policy, Remote, Result};
 use crate::store::{Store, request};
 
@@ -107,14 +108,14 @@ impl Daemon {
     }
 
     /// The request id of the next call.
-    pub(super) fn next_key(&self) -> String {
+    fn next_key(&self) -> String {
         let n = self.inner.calls.fetch_add(1, Ordering::Relaxed);
         format!("{}.{n}", self.inner.id)
     }
 
     /// Whether to try the daemon: it answered last time, or it stopped
     /// answering over [`RETRY_AFTER`] ago and answers a probe now.
-    pub(super) async fn live(&self) -> bool {
+    async fn live(&self) -> bool {
         let since = *self.inner.gone.lock().unwrap_or_else(|p| p.into_inner());
         match since {
             None => true,
@@ -135,14 +136,14 @@ impl Daemon {
     }
 
     /// The socket client.
-    pub(super) fn remote(&self) -> &Remote {
+    fn remote(&self) -> &Remote {
         &self.inner.remote
     }
 
     /// Whether the outcome `e` of a call through the socket means "run it
     /// on the file": the daemon gave no answer (then it is gone for the
     /// rest of this command), or the call is one only the host may make.
-    pub(super) fn falls_back(&self, e: &Error) -> bool {
+    fn falls_back(&self, e: &Error) -> bool {
         if self.inner.remote.lost() {
             tracing::debug!("the daemon stopped answering on its socket; using the file");
             *self.inner.gone.lock().unwrap_or_else(|p| p.into_inner()) =
@@ -150,30 +151,6 @@ impl Daemon {
             return true;
         }
         super::remote::is_host_only(e)
-    }
-
-    /// Run one call through the daemon, or on the file (see the module
-    /// docs): `remote` and `local` are the same call on each backend, run
-    /// under one request id so a write the daemon committed is replayed on
-    /// the file, not applied twice.
-    pub(super) async fn run<'a, T, FR, FL>(
-        &'a self,
-        remote: impl FnOnce(&'a Remote) -> FR,
-        local: impl FnOnce(&'a Local) -> FL,
-    ) -> Result<T>
-    where
-        FR: Future<Output = Result<T>>,
-        FL: Future<Output = Result<T>>,
-    {
-        let key = self.next_key();
-        if self.live().await {
-            match request::scope(key.clone(), remote(self.remote())).await {
-                Err(e) if self.falls_back(&e) => {}
-                other => return other,
-            }
-        }
-        let l = self.local().await?;
-        request::scope(key, local(l)).await
     }
 
     /// The database file's operations, opened on first use.
@@ -189,5 +166,28 @@ impl Daemon {
                 Ok(Local::new(store, self.inner.policy.clone()))
             })
             .await
+    }
+}
+
+/// Every primitive through the daemon, or on the file (see the module
+/// docs): the same call on the socket's backend and, when that falls
+/// back, on the file's, both under one request id so a write the daemon
+/// committed is replayed on the file, not applied twice.
+impl<P> Run<P> for Daemon
+where
+    P: Primitive,
+    Local: Run<P>,
+    Remote: Run<P>,
+{
+    async fn run(&self, p: P) -> Result<P::Out> {
+        let key = self.next_key();
+        if self.live().await {
+            match request::scope(key.clone(), self.remote().run(p)).await {
+                Err(e) if self.falls_back(&e) => {}
+                other => return other,
+            }
+        }
+        let l = self.local().await?;
+        request::scope(key, l.run(p)).await
     }
 }

@@ -1,11 +1,15 @@
 //! The local implementation of [`super::Ops`]: a store handle plus the
 //! action policy from the config (auto-decision rules, redaction keys).
 //! Store errors and typed refusals are mapped to [`super::Error`] here, once.
-//! The primitives themselves are in `operations`.
+//! The primitives themselves are in `questions`, `boards`, `actions` and
+//! `sessions`: one `Run` impl each, by area, as in `super::backend`.
 
-mod operations;
+mod actions;
+mod boards;
+mod questions;
+mod sessions;
 
-pub(crate) use operations::unknown_session;
+pub(crate) use sessions::unknown_session;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -18,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::Error;
 use crate::store::actions::Rule;
 use crate::store::refusal::{Class, Refused};
-use crate::store::{self, Store, actions, boards, questions};
+use crate::store::{self, Store};
 
 /// How `propose_action` treats new actions: the config's `[[rule]]`
 /// auto-decisions, `[redact] keys` and `[approvals]`.
@@ -44,7 +48,7 @@ impl Policy {
                 let text = std::fs::read_to_string(path).map_err(|e| {
                     Error::invalid(format!("cannot read rules {}: {e}", path.display()))
                 })?;
-                actions::RulesFile::parse(&text)
+                store::actions::RulesFile::parse(&text)
                     .map_err(|e| Error::invalid(format!("rules {}: {e}", path.display())))?
                     .rule
             }
@@ -57,6 +61,9 @@ impl Policy {
         })
     }
 }
+
+/// How often the local waits look at the store.
+const POLL: Duration = Duration::from_millis(200);
 
 /// Operations against a store on this machine.
 #[derive(Clone)]
@@ -155,14 +162,14 @@ impl From<store::Error> for Error {
     }
 }
 
-impl From<actions::Error> for Error {
-    fn from(e: actions::Error) -> Self {
+impl From<store::actions::Error> for Error {
+    fn from(e: store::actions::Error) -> Self {
         match e {
-            actions::Error::Store(s) => s.into(),
-            actions::Error::NotFound(_) | actions::Error::Ambiguous(_) => {
+            store::actions::Error::Store(s) => s.into(),
+            store::actions::Error::NotFound(_) | store::actions::Error::Ambiguous(_) => {
                 Error::not_found(e.to_string())
             }
-            actions::Error::DedupConflict { .. } => {
+            store::actions::Error::DedupConflict { .. } => {
                 let d = dedup_conflict_detail(&e).unwrap_or_default();
                 Error::refused("dedup_conflict", e.to_string(), d)
             }
@@ -172,8 +179,8 @@ impl From<actions::Error> for Error {
 
 /// The `detail` of a `dedup_conflict` refusal (every door sends the same
 /// one); `None` for any other error.
-pub(crate) fn dedup_conflict_detail(e: &actions::Error) -> Option<Value> {
-    let actions::Error::DedupConflict {
+pub(crate) fn dedup_conflict_detail(e: &store::actions::Error) -> Option<Value> {
+    let store::actions::Error::DedupConflict {
         key,
         existing_id,
         existing_fingerprint,
@@ -200,8 +207,8 @@ fn refused<R: Refused>(r: &R, message: String) -> Error {
     }
 }
 
-impl From<questions::Refusal> for Error {
-    fn from(r: questions::Refusal) -> Self {
+impl From<store::questions::Refusal> for Error {
+    fn from(r: store::questions::Refusal) -> Self {
         let message = match r.class() {
             // Name the listing command, as every not-found error does.
             Class::NotFound => format!("{r}; list yours with `pending`"),
@@ -211,11 +218,11 @@ impl From<questions::Refusal> for Error {
     }
 }
 
-impl From<boards::Refusal> for Error {
-    fn from(r: boards::Refusal) -> Self {
+impl From<store::boards::Refusal> for Error {
+    fn from(r: store::boards::Refusal) -> Self {
         let message = match &r {
             // The store's text names the CLI; an agent re-reads with board_get.
-            boards::Refusal::Stale { .. } => {
+            store::boards::Refusal::Stale { .. } => {
                 r.to_string().replace("`handoff board get`", "board_get")
             }
             _ => r.to_string(),

@@ -8,7 +8,8 @@
 //! into the typed refusal the local backend would return, everything else
 //! into the same [`Error`] variants (404 → `NotFound`, 409 → `Refused`,
 //! 401/403 → `Denied`, 422 → `Invalid`, 503 → `Busy`). The primitives
-//! themselves are in `questions`, `boards`, `actions` and `sessions`.
+//! themselves are in `questions`, `boards`, `actions` and `sessions`: one
+//! `Run` impl each, by area, as in `super::backend`.
 //!
 //! What a remote caller cannot do (the daemon would run it or it touches
 //! the host's files) is refused with an `Invalid` that says so: exec and
@@ -121,6 +122,17 @@ impl From<Failure> for Error {
             _ => Error::Internal { message },
         }
     }
+}
+
+/// One request to the API, as [`Remote::call`] takes it.
+pub(super) struct Request<'a> {
+    pub method: Method,
+    /// The route below `/v1`, one segment each (encoded when sent).
+    pub segments: &'a [&'a str],
+    pub query: &'a [(&'a str, String)],
+    pub body: Option<Value>,
+    /// How long the server may hold it (a long poll).
+    pub wait: Option<Duration>,
 }
 
 /// A request result: the decoded body, or the failure.
@@ -248,10 +260,14 @@ impl Remote {
         body: Option<Value>,
         wait: Option<Duration>,
     ) -> Answer<T> {
-        Ok(self
-            .call_paged(method, segments, query, body, wait)
-            .await?
-            .0)
+        let r = Request {
+            method,
+            segments,
+            query,
+            body,
+            wait,
+        };
+        Ok(self.call_paged(&r).await?.0)
     }
 
     /// Every item of a paged list route, following `X-Next-Cursor` from
@@ -269,9 +285,14 @@ impl Remote {
             if let Some(a) = after.take() {
                 q.push(("after", a));
             }
-            let (items, next): (Vec<T>, _) = self
-                .call_paged(Method::GET, segments, &q, None, None)
-                .await?;
+            let page = Request {
+                method: Method::GET,
+                segments,
+                query: &q,
+                body: None,
+                wait: None,
+            };
+            let (items, next): (Vec<T>, _) = self.call_paged(&page).await?;
             all.extend(items);
             match next {
                 Some(n) => after = Some(n),
@@ -282,31 +303,40 @@ impl Remote {
 
     /// [`Remote::call`], also returning the next page's cursor, if any.
     /// A long poll (each round of a wait), or a read (`GET`) to a daemon
-    /// that answered this client before, that finds the daemon unreachable
-    /// or busy (503) is tried again with growing pauses for up to
-    /// [`RETRY_WINDOW`], so a restart of the daemon does not end a wait; a
-    /// first call to a daemon that is not there fails at once (a wrong
-    /// address), and a write is sent once (a retry could apply it twice).
+    /// that answered this client before, is retried ([`Remote::retrying`]),
+    /// so a restart of the daemon does not end a wait; a first call to a
+    /// daemon that is not there fails at once (a wrong address), and a
+    /// write is sent once (a retry could apply it twice).
     async fn call_paged<T: DeserializeOwned>(
         &self,
-        method: Method,
-        segments: &[&str],
-        query: &[(&str, String)],
-        body: Option<Value>,
-        wait: Option<Duration>,
+        r: &Request<'_>,
     ) -> Answer<(T, Option<String>)> {
+        let may = || {
+            r.method == Method::GET && (r.wait.is_some() || self.reached.load(Ordering::Relaxed))
+        };
+        self.retrying(may, || self.call_once(r)).await
+    }
+
+    /// `attempt` until it does not find the daemon unreachable or busy
+    /// (503), with growing pauses for up to [`RETRY_WINDOW`], while `may`
+    /// says a retry is safe (asked after each failure). Never over the
+    /// local daemon's socket: its caller falls back to the file instead.
+    pub(super) async fn retrying<T, F>(
+        &self,
+        may: impl Fn() -> bool,
+        attempt: impl Fn() -> F,
+    ) -> Answer<T>
+    where
+        F: Future<Output = Answer<T>>,
+    {
         let give_up = tokio::time::Instant::now() + RETRY_WINDOW;
         let mut pause = Duration::from_millis(100);
         loop {
-            let tried = self
-                .call_once(method.clone(), segments, query, body.clone(), wait)
-                .await;
-            match tried {
+            match attempt().await {
                 Err(f)
-                    if method == Method::GET
-                        && self.socket.is_none()
-                        && (wait.is_some() || self.reached.load(Ordering::Relaxed))
+                    if self.socket.is_none()
                         && (f.reason == "unreachable" || f.status == 503)
+                        && may()
                         && tokio::time::Instant::now() + pause < give_up =>
                 {
                     tokio::time::sleep(pause).await;
@@ -318,28 +348,24 @@ impl Remote {
     }
 
     /// One request, no retry.
-    async fn call_once<T: DeserializeOwned>(
+    pub(super) async fn call_once<T: DeserializeOwned>(
         &self,
-        method: Method,
-        segments: &[&str],
-        query: &[(&str, String)],
-        body: Option<Value>,
-        wait: Option<Duration>,
+        r: &Request<'_>,
     ) -> Answer<(T, Option<String>)> {
-        let url = self.route(segments);
-        let write = method != Method::GET;
+        let url = self.route(r.segments);
+        let write = r.method != Method::GET;
         let mut req = self
             .http
-            .request(method, url.clone())
-            .timeout(self.timeout + wait.unwrap_or_default());
-        if !query.is_empty() {
-            req = req.query(query);
+            .request(r.method.clone(), url.clone())
+            .timeout(self.timeout + r.wait.unwrap_or_default());
+        if !r.query.is_empty() {
+            req = req.query(r.query);
         }
         if let Some(t) = &self.token {
             req = req.bearer_auth(t);
         }
-        if let Some(b) = body {
-            req = req.json(&b);
+        if let Some(b) = &r.body {
+            req = req.json(b);
         }
         if write && let Some(scope) = crate::store::request::current() {
             req = req.header(crate::store::request::HEADER, scope.key());

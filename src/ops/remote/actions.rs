@@ -3,18 +3,18 @@
 //! become the engine's typed outcomes (`PatchRefused`, `NotClaimable`,
 //! `NotOwner`, not-unknown).
 
-use std::time::Duration;
-
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{Answer, Failure, MAX_POLL, Remote, host_only, named, query};
+use crate::ops::backend::{Run, actions as call};
+use crate::ops::claude::GrantCheck;
 use crate::ops::results::Proposal;
 use crate::ops::wait::Deadline;
-use crate::ops::{Error, Result, Until};
+use crate::ops::{Error, Result};
 use crate::store::actions::{
-    self, Action, Actor, ApproveOutcome, AuditEntry, ClaimOutcome, CompleteOutcome, NewAction,
-    RejectOutcome, Resolution, RuleDecision, Settled, Status, codec,
+    self, Action, ApproveOutcome, AuditEntry, ClaimOutcome, CompleteOutcome, RejectOutcome,
+    RuleDecision, Settled, codec,
 };
 
 /// A failure on action `id`, with the local engine's words for "not found".
@@ -58,11 +58,11 @@ struct Proposed {
     action: Action,
 }
 
-impl Remote {
-    /// Propose. The daemon applies its own `[[rule]]`s and `[redact]` keys;
-    /// a verifier command cannot be set remotely (the host would run it),
-    /// and an executor command is not recorded (the caller runs it).
-    pub(crate) async fn propose(&self, new: &NewAction) -> Result<Proposal> {
+// Propose. The daemon applies its own `[[rule]]`s and `[redact]` keys;
+// a verifier command cannot be set remotely (the host would run it),
+// and an executor command is not recorded (the caller runs it).
+impl Run<call::Propose<'_>> for Remote {
+    async fn run(&self, call::Propose(new): call::Propose<'_>) -> Result<Proposal> {
         if new.verify.is_some() {
             return Err(host_only("proposing with a verifier command (--verify)"));
         }
@@ -94,12 +94,12 @@ impl Remote {
             note: None,
         })
     }
+}
 
-    pub(crate) async fn approve(
+impl Run<call::Approve<'_>> for Remote {
+    async fn run(
         &self,
-        id: &str,
-        actor: Actor<'_>,
-        patch: Option<&str>,
+        call::Approve(id, actor, patch): call::Approve<'_>,
     ) -> Result<ApproveOutcome> {
         let patch = patch
             .map(|p| codec::parse_object("patch", p).map_err(Error::invalid))
@@ -123,41 +123,36 @@ impl Remote {
             Err(f) => Err(failed(id, f)),
         }
     }
+}
 
-    /// `POST /v1/actions/{id}/grant`: a covering grant decides the prompt
-    /// on the daemon, and the grant its approval saved comes back.
-    pub(crate) async fn grant_check(&self, id: &str) -> Result<crate::ops::claude::GrantCheck> {
-        decode(on(
-            id,
-            self.post(&["actions", id, "grant"], json!({})).await,
-        )?)
-    }
-
-    pub(crate) async fn reject(
+impl Run<call::Reject<'_>> for Remote {
+    async fn run(
         &self,
-        id: &str,
-        actor: Actor<'_>,
-        reason: &str,
+        call::Reject(id, actor, reason): call::Reject<'_>,
     ) -> Result<RejectOutcome> {
         let body = json!({"reason": reason, "by": named(actor.name), "channel": named(actor.channel.as_str())});
         decode(on(id, self.post(&["actions", id, "reject"], body).await)?)
     }
+}
 
-    pub(crate) async fn list_actions(&self, status: Option<Status>) -> Result<Vec<Action>> {
+impl Run<call::ListActions> for Remote {
+    async fn run(&self, call::ListActions(status): call::ListActions) -> Result<Vec<Action>> {
         let q = query(&[("status", status.map(|s| s.as_str().to_string()))]);
         Ok(self.get_all(&["actions"], &q).await?)
     }
+}
 
-    pub(crate) async fn get_action(&self, id: &str) -> Result<Action> {
+impl Run<call::GetAction<'_>> for Remote {
+    async fn run(&self, call::GetAction(id): call::GetAction<'_>) -> Result<Action> {
         decode(on(id, self.get(&["actions", id], &[]).await)?)
     }
+}
 
-    /// Long polls of at most the API's cap until `until` holds or `wait` passes.
-    pub(crate) async fn wait_action(
+// Long polls of at most the API's cap until `until` holds or `wait` passes.
+impl Run<call::WaitAction<'_>> for Remote {
+    async fn run(
         &self,
-        id: &str,
-        wait: Duration,
-        until: Until,
+        call::WaitAction(id, wait, until): call::WaitAction<'_>,
     ) -> Result<Settled> {
         let deadline = Deadline::after(Some(wait));
         loop {
@@ -182,18 +177,20 @@ impl Remote {
             }
         }
     }
+}
 
-    pub(crate) async fn action_audit(&self, id: &str) -> Result<Vec<AuditEntry>> {
+impl Run<call::ActionAudit<'_>> for Remote {
+    async fn run(&self, call::ActionAudit(id): call::ActionAudit<'_>) -> Result<Vec<AuditEntry>> {
         self.get_all(&["actions", id, "audit"], &[])
             .await
             .map_err(|f| failed(id, f))
     }
+}
 
-    pub(crate) async fn audit_export(
+impl Run<call::AuditExport<'_>> for Remote {
+    async fn run(
         &self,
-        since: Option<i64>,
-        project: Option<&str>,
-        _by: &str,
+        call::AuditExport(since, project, _by): call::AuditExport<'_>,
     ) -> Result<crate::store::audit::Export> {
         let q = query(&[
             ("since", since.map(crate::clock::format_rfc3339)),
@@ -201,12 +198,16 @@ impl Remote {
         ]);
         Ok(self.get(&["audit", "export"], &q).await?)
     }
+}
 
-    pub(crate) async fn expire_due(&self) -> Result<Vec<Action>> {
+impl Run<call::ExpireDue> for Remote {
+    async fn run(&self, call::ExpireDue(): call::ExpireDue) -> Result<Vec<Action>> {
         Ok(self.post(&["actions", "expire"], json!({})).await?)
     }
+}
 
-    pub(crate) async fn claim(&self, id: &str, owner: &str, lease_ms: i64) -> Result<ClaimOutcome> {
+impl Run<call::Claim<'_>> for Remote {
+    async fn run(&self, call::Claim(id, owner, lease_ms): call::Claim<'_>) -> Result<ClaimOutcome> {
         let body = json!({"owner": owner, "lease": lease(lease_ms)});
         match self.post::<Value>(&["actions", id, "claim"], body).await {
             Ok(v) => decode(v),
@@ -217,8 +218,13 @@ impl Remote {
             Err(f) => Err(failed(id, f)),
         }
     }
+}
 
-    pub(crate) async fn extend_lease(&self, id: &str, owner: &str, lease_ms: i64) -> Result<bool> {
+impl Run<call::ExtendLease<'_>> for Remote {
+    async fn run(
+        &self,
+        call::ExtendLease(id, owner, lease_ms): call::ExtendLease<'_>,
+    ) -> Result<bool> {
         let body = json!({"owner": owner, "lease": lease(lease_ms)});
         match self.post::<Value>(&["actions", id, "extend"], body).await {
             Ok(_) => Ok(true),
@@ -226,14 +232,12 @@ impl Remote {
             Err(f) => Err(failed(id, f)),
         }
     }
+}
 
-    pub(crate) async fn complete(
+impl Run<call::Complete<'_>> for Remote {
+    async fn run(
         &self,
-        id: &str,
-        owner: &str,
-        success: bool,
-        result: &Value,
-        error: Option<&str>,
+        call::Complete(id, owner, success, result, error): call::Complete<'_>,
     ) -> Result<CompleteOutcome> {
         let body = json!({"owner": owner, "success": success, "result": result, "error": error});
         match self.post::<Value>(&["actions", id, "complete"], body).await {
@@ -245,12 +249,12 @@ impl Remote {
             Err(f) => Err(failed(id, f)),
         }
     }
+}
 
-    pub(crate) async fn resolve_unknown(
+impl Run<call::ResolveUnknown<'_>> for Remote {
+    async fn run(
         &self,
-        id: &str,
-        actor: Actor<'_>,
-        how: Resolution,
+        call::ResolveUnknown(id, actor, how): call::ResolveUnknown<'_>,
     ) -> Result<std::result::Result<Action, Action>> {
         let body = json!({"resolution": how, "by": named(actor.name), "channel": named(actor.channel.as_str())});
         match self
@@ -264,5 +268,16 @@ impl Remote {
             },
             Err(f) => Err(failed(id, f)),
         }
+    }
+}
+
+// `POST /v1/actions/{id}/grant`: a covering grant decides the prompt
+// on the daemon, and the grant its approval saved comes back.
+impl Run<call::GrantCheck<'_>> for Remote {
+    async fn run(&self, call::GrantCheck(id): call::GrantCheck<'_>) -> Result<GrantCheck> {
+        decode(on(
+            id,
+            self.post(&["actions", id, "grant"], json!({})).await,
+        )?)
     }
 }

@@ -8,10 +8,8 @@ use serde_json::json;
 
 use super::{Answer, Remote, host_only, named, query};
 use crate::ops::Result;
-use crate::store::boards::{
-    Advance, Annotate, Board, BoardFull, BoardUpsert, Channel, Decided, Handled, OutcomeWrite,
-    PendingRow, Refusal, RowChange, RowWrite,
-};
+use crate::ops::backend::{Run, boards as call};
+use crate::store::boards::{Board, BoardFull, Channel, Decided, PendingRow, Refusal, RowChange};
 
 /// A board call's answer as the store's `Decided`: a refusal in `detail`
 /// becomes the typed refusal; a bare 404 (a board the token may not see)
@@ -49,8 +47,13 @@ impl Remote {
         segs.extend_from_slice(tail);
         decided(self.post(&segs, body).await)
     }
+}
 
-    pub(crate) async fn upsert_board(&self, up: &BoardUpsert) -> Result<Decided<BoardFull>> {
+impl Run<call::UpsertBoard<'_>> for Remote {
+    async fn run(
+        &self,
+        call::UpsertBoard(up): call::UpsertBoard<'_>,
+    ) -> Result<Decided<BoardFull>> {
         let body = json!({
             "project": up.project,
             "title": up.title,
@@ -64,8 +67,10 @@ impl Remote {
                 .await,
         )
     }
+}
 
-    pub(crate) async fn write_row(&self, w: &RowWrite) -> Result<Decided<BoardFull>> {
+impl Run<call::WriteRow<'_>> for Remote {
+    async fn run(&self, call::WriteRow(w): call::WriteRow<'_>) -> Result<Decided<BoardFull>> {
         let body = json!({
             "project": w.project,
             "board_version": w.board_version,
@@ -74,8 +79,10 @@ impl Remote {
         });
         self.board_post(&w.board, &["rows"], body).await
     }
+}
 
-    pub(crate) async fn advance_row(&self, a: &Advance) -> Result<Decided<BoardFull>> {
+impl Run<call::AdvanceRow<'_>> for Remote {
+    async fn run(&self, call::AdvanceRow(a): call::AdvanceRow<'_>) -> Result<Decided<BoardFull>> {
         let body = json!({
             "project": a.project,
             "label": a.label,
@@ -87,8 +94,13 @@ impl Remote {
         });
         self.board_post(&a.board, &["advance"], body).await
     }
+}
 
-    pub(crate) async fn store_outcome(&self, w: &OutcomeWrite) -> Result<Decided<BoardFull>> {
+impl Run<call::StoreOutcome<'_>> for Remote {
+    async fn run(
+        &self,
+        call::StoreOutcome(w): call::StoreOutcome<'_>,
+    ) -> Result<Decided<BoardFull>> {
         let body = json!({
             "project": w.project,
             "label": w.label,
@@ -99,20 +111,22 @@ impl Remote {
         });
         self.board_post(&w.board, &["outcome"], body).await
     }
+}
 
-    pub(crate) async fn read_board(
+impl Run<call::ReadBoard<'_>> for Remote {
+    async fn run(
         &self,
-        board: &str,
-        project: Option<&str>,
+        call::ReadBoard(board, project): call::ReadBoard<'_>,
     ) -> Result<Decided<BoardFull>> {
         let q = query(&[("project", project.map(str::to_string))]);
         decided(self.get(&["boards", board], &q).await)
     }
+}
 
-    pub(crate) async fn list_boards(
+impl Run<call::ListBoards<'_>> for Remote {
+    async fn run(
         &self,
-        project: Option<&str>,
-        archived: bool,
+        call::ListBoards(project, archived): call::ListBoards<'_>,
     ) -> Result<Vec<Board>> {
         let q = query(&[
             ("project", project.map(str::to_string)),
@@ -120,19 +134,20 @@ impl Remote {
         ]);
         Ok(self.get_all(&["boards"], &q).await?)
     }
+}
 
-    pub(crate) async fn archive_board(
+impl Run<call::ArchiveBoard<'_>> for Remote {
+    async fn run(
         &self,
-        board: &str,
-        project: Option<&str>,
-        version: i64,
-        by: &str,
+        call::ArchiveBoard(board, project, version, by): call::ArchiveBoard<'_>,
     ) -> Result<Decided<Board>> {
         let body = json!({"project": project, "board_version": version, "by": named(by)});
         self.board_post(board, &["archive"], body).await
     }
+}
 
-    pub(crate) async fn annotate_row(&self, a: &Annotate) -> Result<Decided<RowChange>> {
+impl Run<call::AnnotateRow<'_>> for Remote {
+    async fn run(&self, call::AnnotateRow(a): call::AnnotateRow<'_>) -> Result<Decided<RowChange>> {
         if a.source == Channel::Chat {
             return Err(host_only("answering through the chat door (--via chat)"));
         }
@@ -147,11 +162,12 @@ impl Remote {
         self.board_post(&a.board, &["rows", &a.label, "annotate"], body)
             .await
     }
+}
 
-    pub(crate) async fn mark_handled(
+impl Run<call::MarkHandled<'_>> for Remote {
+    async fn run(
         &self,
-        h: &Handled,
-        clear: bool,
+        call::MarkHandled(h, clear): call::MarkHandled<'_>,
     ) -> Result<Decided<RowChange>> {
         if h.source == Channel::Chat {
             return Err(host_only(
@@ -167,13 +183,12 @@ impl Remote {
         self.board_post(&h.board, &["rows", &h.label, "handled"], body)
             .await
     }
+}
 
-    pub(crate) async fn pending_rows(
+impl Run<call::PendingRows<'_>> for Remote {
+    async fn run(
         &self,
-        project: Option<&str>,
-        session: Option<&str>,
-        by: &str,
-        peek: bool,
+        call::PendingRows(project, session, by, peek): call::PendingRows<'_>,
     ) -> Result<Vec<PendingRow>> {
         let q = query(&[
             ("only", Some("rows".into())),
@@ -185,8 +200,10 @@ impl Remote {
         let a: RowsAnswer = self.get(&["pending"], &q).await?;
         Ok(a.rows)
     }
+}
 
-    pub(crate) async fn handoffs(&self, project: Option<&str>) -> Result<Vec<PendingRow>> {
+impl Run<call::Handoffs<'_>> for Remote {
+    async fn run(&self, call::Handoffs(project): call::Handoffs<'_>) -> Result<Vec<PendingRow>> {
         let q = query(&[("project", project.map(str::to_string))]);
         Ok(self.get_all(&["handoffs"], &q).await?)
     }

@@ -5,10 +5,11 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Answer, MAX_POLL, RETRY_WINDOW, Remote, named, query};
+use super::{Answer, MAX_POLL, Remote, Request, named, query};
+use crate::ops::backend::{Run, questions as call};
 use crate::ops::{Awaited, Error, Result};
 use crate::store::questions::{
-    Delivery, Flagged, ListFilter, NewQuestion, NewReply, Outcome, Question, Refusal, ReplyRecord,
+    Delivery, Flagged, NewQuestion, NewReply, Outcome, Question, Refusal, ReplyRecord,
 };
 use crate::store::request;
 
@@ -102,30 +103,35 @@ struct PendingAnswer {
     questions: Vec<Delivery>,
 }
 
-impl Remote {
-    pub(crate) async fn resolve_question_id(&self, id: &str) -> Result<Option<String>> {
+impl Run<call::ResolveQuestionId<'_>> for Remote {
+    async fn run(
+        &self,
+        call::ResolveQuestionId(id): call::ResolveQuestionId<'_>,
+    ) -> Result<Option<String>> {
         if id.trim().is_empty() {
             return Err(Error::invalid("the question id is empty"));
         }
         let q = optional(self.get::<Question>(&["questions", id.trim()], &[]).await)?;
         Ok(q.map(|q| q.id))
     }
+}
 
-    pub(crate) async fn flag(&self, q: &NewQuestion) -> Result<Flagged> {
+impl Run<call::Flag<'_>> for Remote {
+    async fn run(&self, call::Flag(q): call::Flag<'_>) -> Result<Flagged> {
         Ok(self.post(&["questions"], flag_body(q)).await?)
     }
+}
 
-    /// One `POST /v1/questions?wait=reply&timeout=…&by=…`: the daemon
-    /// flags, waits up to `within` (at most [`MAX_POLL`]) and marks the
-    /// reply picked up in the same request. The request carries a request
-    /// id, so over TCP a daemon that cannot be reached (restarting) is
-    /// asked again for up to [`RETRY_WINDOW`] with the same id: a flag it
-    /// committed is replayed, not made twice.
-    pub(crate) async fn flag_wait(
+// One `POST /v1/questions?wait=reply&timeout=…&by=…`: the daemon
+// flags, waits up to `within` (at most `MAX_POLL`) and marks the
+// reply picked up in the same request. The request carries a request
+// id, so over TCP a daemon that cannot be reached (restarting) is
+// asked again for up to `RETRY_WINDOW` (`Remote::retrying`) with the same id: a flag it
+// committed is replayed, not made twice.
+impl Run<call::FlagWait<'_>> for Remote {
+    async fn run(
         &self,
-        q: &NewQuestion,
-        by: &str,
-        within: Duration,
+        call::FlagWait(q, by, within): call::FlagWait<'_>,
     ) -> Result<(Flagged, Option<Awaited>)> {
         let poll = within.min(MAX_POLL);
         let mut params = vec![
@@ -133,51 +139,41 @@ impl Remote {
             ("timeout", format!("{}ms", poll.as_millis())),
         ];
         params.extend(named(by).map(|b| ("by", b)));
-        let body = flag_body(q);
-        let send = async {
-            let give_up = tokio::time::Instant::now() + RETRY_WINDOW;
-            let mut pause = Duration::from_millis(100);
-            loop {
-                let method = reqwest::Method::POST;
-                let tried = self
-                    .call_once::<Asked>(
-                        method,
-                        &["questions"],
-                        &params,
-                        Some(body.clone()),
-                        Some(poll),
-                    )
-                    .await;
-                match tried {
-                    Err(f)
-                        if self.socket.is_none()
-                            && (f.reason == "unreachable" || f.status == 503)
-                            && tokio::time::Instant::now() + pause < give_up =>
-                    {
-                        tokio::time::sleep(pause).await;
-                        pause = (pause * 2).min(Duration::from_secs(2));
-                    }
-                    other => return other.map(|(a, _)| a),
-                }
-            }
+        let ask = Request {
+            method: reqwest::Method::POST,
+            segments: &["questions"],
+            query: &params,
+            body: Some(flag_body(q)),
+            wait: Some(poll),
         };
-        let asked = match request::current() {
+        // Each retry is safe: under the request id a repeated flag is a replay.
+        let send = self.retrying(|| true, || self.call_once::<Asked>(&ask));
+        let (asked, _) = match request::current() {
             Some(_) => send.await?,
             None => request::scope(request::fresh(), send).await?,
         };
         let (flagged, awaited) = asked.split();
         Ok((flagged, Some(awaited)))
     }
+}
 
-    pub(crate) async fn get_question(&self, id: &str) -> Result<Option<Question>> {
+impl Run<call::GetQuestion<'_>> for Remote {
+    async fn run(&self, call::GetQuestion(id): call::GetQuestion<'_>) -> Result<Option<Question>> {
         optional(self.get(&["questions", id], &[]).await)
     }
+}
 
-    pub(crate) async fn question_replies(&self, id: &str) -> Result<Vec<ReplyRecord>> {
+impl Run<call::QuestionReplies<'_>> for Remote {
+    async fn run(
+        &self,
+        call::QuestionReplies(id): call::QuestionReplies<'_>,
+    ) -> Result<Vec<ReplyRecord>> {
         Ok(self.get_all(&["questions", id, "replies"], &[]).await?)
     }
+}
 
-    pub(crate) async fn list_questions(&self, f: &ListFilter) -> Result<Vec<Question>> {
+impl Run<call::ListQuestions<'_>> for Remote {
+    async fn run(&self, call::ListQuestions(f): call::ListQuestions<'_>) -> Result<Vec<Question>> {
         let q = query(&[
             ("status", f.status.map(|s| s.as_str().to_string())),
             ("project", f.project.clone()),
@@ -189,13 +185,12 @@ impl Remote {
         }
         Ok(all)
     }
+}
 
-    pub(crate) async fn pending_replies(
+impl Run<call::PendingReplies<'_>> for Remote {
+    async fn run(
         &self,
-        project: Option<&str>,
-        session: Option<&str>,
-        include_seen: bool,
-        by: &str,
+        call::PendingReplies(project, session, include_seen, by): call::PendingReplies<'_>,
     ) -> Result<Vec<Delivery>> {
         let q = query(&[
             ("only", Some("questions".into())),
@@ -207,20 +202,26 @@ impl Remote {
         let a: PendingAnswer = self.get(&["pending"], &q).await?;
         Ok(a.questions)
     }
+}
 
-    /// `pickup` by the reply's `reply_seq`: exactly the reply read.
-    pub(crate) async fn pick_up_reply(&self, q: &Question, by: &str) -> Result<Option<Question>> {
+// `pickup` by the reply's `reply_seq`: exactly the reply read.
+impl Run<call::PickUpReply<'_>> for Remote {
+    async fn run(
+        &self,
+        call::PickUpReply(q, by): call::PickUpReply<'_>,
+    ) -> Result<Option<Question>> {
         let body = json!({"reply_seq": q.reply_seq, "by": named(by)});
         let p: Picked = self.post(&["questions", &q.id, "pickup"], body).await?;
         Ok(p.picked.then_some(p.question))
     }
+}
 
-    /// One long poll (`wait=reply`) of at most `within` and [`REPLY_POLL`]:
-    /// it ends when a reply waits unseen or the question closes.
-    pub(crate) async fn watch_question(
+// One long poll (`wait=reply`) of at most `within` and `REPLY_POLL`:
+// it ends when a reply waits unseen or the question closes.
+impl Run<call::WatchQuestion<'_>> for Remote {
+    async fn run(
         &self,
-        id: &str,
-        within: Duration,
+        call::WatchQuestion(id, within): call::WatchQuestion<'_>,
     ) -> Result<Option<Question>> {
         let poll = within.min(REPLY_POLL).max(Duration::from_millis(1));
         let params = [
@@ -238,40 +239,50 @@ impl Remote {
             .await;
         Ok(optional(polled)?.map(|p| p.question))
     }
+}
 
-    pub(crate) async fn reply_inbox(&self, id: &str, r: &NewReply) -> Result<Outcome<Question>> {
+impl Run<call::ReplyInbox<'_>> for Remote {
+    async fn run(
+        &self,
+        call::ReplyInbox(id, r): call::ReplyInbox<'_>,
+    ) -> Result<Outcome<Question>> {
         outcome(self.post(&["questions", id, "reply"], reply_body(r)).await)
     }
+}
 
-    pub(crate) async fn answer_agent(&self, id: &str, r: &NewReply) -> Result<Outcome<Question>> {
+impl Run<call::AnswerAgent<'_>> for Remote {
+    async fn run(
+        &self,
+        call::AnswerAgent(id, r): call::AnswerAgent<'_>,
+    ) -> Result<Outcome<Question>> {
         outcome(self.post(&["questions", id, "answer"], reply_body(r)).await)
     }
+}
 
-    pub(crate) async fn resolve_question(
+impl Run<call::ResolveQuestion<'_>> for Remote {
+    async fn run(
         &self,
-        id: &str,
-        outcome_text: &str,
-        by: &str,
+        call::ResolveQuestion(id, outcome_text, by): call::ResolveQuestion<'_>,
     ) -> Result<Outcome<Question>> {
         let body = json!({"outcome": outcome_text, "by": named(by)});
         outcome(self.post(&["questions", id, "resolve"], body).await)
     }
+}
 
-    pub(crate) async fn dismiss_question(
+impl Run<call::DismissQuestion<'_>> for Remote {
+    async fn run(
         &self,
-        id: &str,
-        reason: Option<&str>,
-        by: &str,
+        call::DismissQuestion(id, reason, by): call::DismissQuestion<'_>,
     ) -> Result<Outcome<Question>> {
         let body = json!({"reason": reason, "by": named(by)});
         outcome(self.post(&["questions", id, "dismiss"], body).await)
     }
+}
 
-    pub(crate) async fn snooze_question(
+impl Run<call::SnoozeQuestion<'_>> for Remote {
+    async fn run(
         &self,
-        id: &str,
-        for_ms: i64,
-        by: &str,
+        call::SnoozeQuestion(id, for_ms, by): call::SnoozeQuestion<'_>,
     ) -> Result<Outcome<Question>> {
         let body = json!({"for": format!("{}ms", for_ms.max(0)), "by": named(by)});
         outcome(self.post(&["questions", id, "snooze"], body).await)

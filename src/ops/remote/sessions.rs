@@ -3,19 +3,18 @@
 //! the store's outcome in `detail` (stale or ended checkpoints, ledger
 //! conflicts, a call never begun) come back as those outcomes.
 
-use std::time::Duration;
-
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::{Answer, MAX_POLL, Remote, host_only, query};
 use crate::ops::Result;
+use crate::ops::backend::{Run, sessions as call};
 use crate::ops::wait::Deadline;
 use crate::store::events::EventPage;
 use crate::store::sessions::{
-    Arrival, Begin, Checkpointed, Complete, Ended, LedgerEntry, NewCall, NewSession, Resume,
-    Session, WakeTarget,
+    Arrival, Begin, Checkpointed, Complete, Ended, FleetSession, LedgerEntry, Resume, Session,
+    WakeTarget,
 };
 
 /// The answer, or the outcome the API put in the failure's `detail`.
@@ -34,12 +33,17 @@ struct Waited {
     arrivals: Vec<Arrival>,
 }
 
-impl Remote {
-    pub(crate) async fn resolve_session_id(&self, id: &str) -> Result<Option<String>> {
-        Ok(self.get_session(id).await?.map(|s| s.session_id))
+impl Run<call::ResolveSessionId<'_>> for Remote {
+    async fn run(
+        &self,
+        call::ResolveSessionId(id): call::ResolveSessionId<'_>,
+    ) -> Result<Option<String>> {
+        Ok(self.run(call::GetSession(id)).await?.map(|s| s.session_id))
     }
+}
 
-    pub(crate) async fn register_session(&self, s: &NewSession) -> Result<Session> {
+impl Run<call::RegisterSession<'_>> for Remote {
+    async fn run(&self, call::RegisterSession(s): call::RegisterSession<'_>) -> Result<Session> {
         if matches!(
             s.wake_target,
             Some(WakeTarget::Exec { .. } | WakeTarget::Tmux { .. })
@@ -58,12 +62,12 @@ impl Remote {
         });
         Ok(self.post(&["sessions"], body).await?)
     }
+}
 
-    pub(crate) async fn save_checkpoint(
+impl Run<call::SaveCheckpoint<'_>> for Remote {
+    async fn run(
         &self,
-        id: &str,
-        revision: i64,
-        state: &str,
+        call::SaveCheckpoint(id, revision, state): call::SaveCheckpoint<'_>,
     ) -> Result<Checkpointed> {
         let body = json!({"revision": revision, "state": state});
         match self.post(&["sessions", id, "checkpoint"], body).await {
@@ -72,24 +76,29 @@ impl Remote {
             a => or_detail(a),
         }
     }
+}
 
-    pub(crate) async fn read_resume(&self, id: &str, tail: i64) -> Result<Resume> {
+impl Run<call::ReadResume<'_>> for Remote {
+    async fn run(&self, call::ReadResume(id, tail): call::ReadResume<'_>) -> Result<Resume> {
         let q = [("tail", tail.to_string())];
         Ok(self.get(&["sessions", id, "resume"], &q).await?)
     }
+}
 
-    pub(crate) async fn get_session(&self, id: &str) -> Result<Option<Session>> {
+impl Run<call::GetSession<'_>> for Remote {
+    async fn run(&self, call::GetSession(id): call::GetSession<'_>) -> Result<Option<Session>> {
         match self.get(&["sessions", id.trim()], &[]).await {
             Ok(s) => Ok(Some(s)),
             Err(f) if f.status == 404 => Ok(None),
             Err(f) => Err(f.into()),
         }
     }
+}
 
-    pub(crate) async fn list_sessions(
+impl Run<call::ListSessions<'_>> for Remote {
+    async fn run(
         &self,
-        status: Option<&str>,
-        project: Option<&str>,
+        call::ListSessions(status, project): call::ListSessions<'_>,
     ) -> Result<Vec<Session>> {
         let q = query(&[
             ("status", status.map(str::to_string)),
@@ -97,11 +106,10 @@ impl Remote {
         ]);
         Ok(self.get_all(&["sessions"], &q).await?)
     }
+}
 
-    pub(crate) async fn fleet(
-        &self,
-        project: Option<&str>,
-    ) -> Result<Vec<crate::store::sessions::FleetSession>> {
+impl Run<call::Fleet<'_>> for Remote {
+    async fn run(&self, call::Fleet(project): call::Fleet<'_>) -> Result<Vec<FleetSession>> {
         #[derive(Deserialize)]
         struct Fleet {
             sessions: Vec<crate::store::sessions::FleetSession>,
@@ -110,16 +118,20 @@ impl Remote {
         let f: Fleet = self.get(&["fleet"], &q).await?;
         Ok(f.sessions)
     }
+}
 
-    pub(crate) async fn end_session(&self, id: &str) -> Result<Ended> {
+impl Run<call::EndSession<'_>> for Remote {
+    async fn run(&self, call::EndSession(id): call::EndSession<'_>) -> Result<Ended> {
         match self.post(&["sessions", id, "end"], json!({})).await {
             Ok(e) => Ok(e),
             Err(f) if f.status == 404 => Ok(Ended::NotFound),
             Err(f) => Err(f.into()),
         }
     }
+}
 
-    pub(crate) async fn ledger_begin(&self, call: &NewCall<'_>) -> Result<Begin> {
+impl Run<call::LedgerBegin<'_>> for Remote {
+    async fn run(&self, call::LedgerBegin(call): call::LedgerBegin<'_>) -> Result<Begin> {
         let body = json!({
             "event_id": call.event_id,
             "tool": call.tool,
@@ -131,34 +143,34 @@ impl Remote {
                 .await,
         )
     }
+}
 
-    pub(crate) async fn ledger_complete(
+impl Run<call::LedgerComplete<'_>> for Remote {
+    async fn run(
         &self,
-        session: &str,
-        event_id: &str,
-        ok: bool,
-        result: &Value,
+        call::LedgerComplete(session, event_id, ok, result): call::LedgerComplete<'_>,
     ) -> Result<Complete> {
         let body = json!({"ok": ok, "result": result, "session": session});
         or_detail(self.post(&["ledger", event_id, "complete"], body).await)
     }
+}
 
-    pub(crate) async fn ledger_list(
+impl Run<call::LedgerList<'_>> for Remote {
+    async fn run(
         &self,
-        session: &str,
-        last: Option<i64>,
+        call::LedgerList(session, last): call::LedgerList<'_>,
     ) -> Result<Vec<LedgerEntry>> {
         let q = query(&[("last", last.map(|l| l.to_string()))]);
         Ok(self.get_all(&["sessions", session, "ledger"], &q).await?)
     }
+}
 
-    /// Long polls (the daemon's `session:<id>` waiter wakes them; no
-    /// polling here) until something arrives or `wait` passes.
-    pub(crate) async fn wait_arrivals(
+// Long polls (the daemon's `session:<id>` waiter wakes them; no
+// polling here) until something arrives or `wait` passes.
+impl Run<call::WaitArrivals<'_>> for Remote {
+    async fn run(
         &self,
-        session: &str,
-        by: &str,
-        wait: Option<Duration>,
+        call::WaitArrivals(session, by, wait): call::WaitArrivals<'_>,
     ) -> Result<Vec<Arrival>> {
         let deadline = Deadline::after(wait);
         loop {
@@ -184,13 +196,17 @@ impl Remote {
             }
         }
     }
+}
 
-    pub(crate) async fn events_page(&self, after: i64, limit: i64) -> Result<EventPage> {
+impl Run<call::EventsPage> for Remote {
+    async fn run(&self, call::EventsPage(after, limit): call::EventsPage) -> Result<EventPage> {
         let q = [("after", after.to_string()), ("limit", limit.to_string())];
         Ok(self.get(&["events"], &q).await?)
     }
+}
 
-    pub(crate) async fn events_tail(&self, n: i64) -> Result<EventPage> {
+impl Run<call::EventsTail> for Remote {
+    async fn run(&self, call::EventsTail(n): call::EventsTail) -> Result<EventPage> {
         Ok(self.get(&["events"], &[("tail", n.to_string())]).await?)
     }
 }

@@ -1,0 +1,171 @@
+//! The pending-action primitives on the store: one store call each, plus the policy's
+//! part of a proposal (redaction keys, approvals, rules).
+
+use super::Local;
+use crate::ops::Result;
+use crate::ops::backend::{Run, actions as call};
+use crate::ops::claude::GrantCheck;
+use crate::ops::results::Proposal;
+use crate::store::actions::{
+    Action, ApproveOutcome, AuditEntry, ClaimOutcome, CompleteOutcome, RejectOutcome, Settled,
+};
+
+// Propose, filling the redaction keys from the policy when the caller
+// left them out, then let the policy's first matching rule decide.
+impl Run<call::Propose<'_>> for Local {
+    async fn run(&self, call::Propose(new): call::Propose<'_>) -> Result<Proposal> {
+        let mut new = new.clone();
+        if new.redact_keys.is_none() {
+            new.redact_keys = self.policy.redact_keys.clone();
+        }
+        new.not_by_proposer |= self
+            .policy
+            .approvals
+            .not_by_proposer(&new.kind, &new.project);
+        if new.escalation.is_empty() {
+            new.escalation = self
+                .policy
+                .approvals
+                .escalation(&new.kind, &new.project, 0, None);
+        }
+        let proposed = self.store.propose(&new).await?;
+        let mut out = Proposal {
+            created: proposed.created,
+            action: proposed.action.redacted(),
+            rule: None,
+            decision: None,
+            note: None,
+        };
+        if proposed.created
+            && let Some(applied) =
+                crate::programs::apply_rules(&self.store, &proposed.action, &self.policy.rules)
+                    .await?
+        {
+            out.action = applied.action.redacted();
+            out.rule = Some(applied.rule);
+            out.decision = Some(applied.decision);
+        }
+        Ok(out)
+    }
+}
+
+impl Run<call::Approve<'_>> for Local {
+    async fn run(
+        &self,
+        call::Approve(id, actor, patch): call::Approve<'_>,
+    ) -> Result<ApproveOutcome> {
+        Ok(self.store.approve(id, actor, patch).await?)
+    }
+}
+
+impl Run<call::Reject<'_>> for Local {
+    async fn run(
+        &self,
+        call::Reject(id, actor, reason): call::Reject<'_>,
+    ) -> Result<RejectOutcome> {
+        Ok(self.store.reject(id, actor, reason).await?)
+    }
+}
+
+impl Run<call::ListActions> for Local {
+    async fn run(&self, call::ListActions(status): call::ListActions) -> Result<Vec<Action>> {
+        // A list carries summaries (no arguments or result), as over HTTP.
+        Ok(self.store.list_action_summaries(status, None).await?)
+    }
+}
+
+impl Run<call::GetAction<'_>> for Local {
+    async fn run(&self, call::GetAction(id): call::GetAction<'_>) -> Result<Action> {
+        Ok(self.store.get_action(id).await?)
+    }
+}
+
+impl Run<call::WaitAction<'_>> for Local {
+    async fn run(
+        &self,
+        call::WaitAction(id, wait, until): call::WaitAction<'_>,
+    ) -> Result<Settled> {
+        Ok(self
+            .store
+            .wait_action_pausing(id, wait, move |s| until.holds(s), |d| self.pause(d))
+            .await?)
+    }
+}
+
+impl Run<call::ActionAudit<'_>> for Local {
+    async fn run(&self, call::ActionAudit(id): call::ActionAudit<'_>) -> Result<Vec<AuditEntry>> {
+        Ok(self.store.action_audit(id).await?)
+    }
+}
+
+impl Run<call::AuditExport<'_>> for Local {
+    async fn run(
+        &self,
+        call::AuditExport(since, project, by): call::AuditExport<'_>,
+    ) -> Result<crate::store::audit::Export> {
+        Ok(self
+            .store
+            .audit_export(since, project, by, crate::store::Channel::Cli)
+            .await?)
+    }
+}
+
+impl Run<call::ExpireDue> for Local {
+    async fn run(&self, call::ExpireDue(): call::ExpireDue) -> Result<Vec<Action>> {
+        Ok(self.store.expire_due().await?)
+    }
+}
+
+impl Run<call::Claim<'_>> for Local {
+    async fn run(&self, call::Claim(id, owner, lease_ms): call::Claim<'_>) -> Result<ClaimOutcome> {
+        Ok(self.store.claim(id, owner, lease_ms).await?)
+    }
+}
+
+impl Run<call::ExtendLease<'_>> for Local {
+    async fn run(
+        &self,
+        call::ExtendLease(id, owner, lease_ms): call::ExtendLease<'_>,
+    ) -> Result<bool> {
+        Ok(self.store.extend_lease(id, owner, lease_ms).await?)
+    }
+}
+
+impl Run<call::Complete<'_>> for Local {
+    async fn run(
+        &self,
+        call::Complete(id, owner, success, result, error): call::Complete<'_>,
+    ) -> Result<CompleteOutcome> {
+        Ok(self
+            .store
+            .complete(id, owner, success, result.clone(), error)
+            .await?)
+    }
+}
+
+impl Run<call::ResolveUnknown<'_>> for Local {
+    async fn run(
+        &self,
+        call::ResolveUnknown(id, actor, how): call::ResolveUnknown<'_>,
+    ) -> Result<std::result::Result<Action, Action>> {
+        Ok(self.store.resolve_unknown(id, actor, how).await?)
+    }
+}
+
+impl Run<call::GrantCheck<'_>> for Local {
+    async fn run(&self, call::GrantCheck(id): call::GrantCheck<'_>) -> Result<GrantCheck> {
+        let a = self.store.get_action(id).await?;
+        let applied = self.store.grant_apply(&a).await?;
+        let a = if applied.is_some() {
+            self.store.get_action(id).await?
+        } else {
+            a
+        };
+        let given = self.store.grant_given(&a).await?;
+        Ok(GrantCheck {
+            applied,
+            given,
+            action: a.redacted(),
+        })
+    }
+}

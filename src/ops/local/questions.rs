@@ -1,0 +1,150 @@
+//! The question primitives on the store: one store call each, plus the polling
+//! step of a reply wait that needs no daemon.
+
+use super::{Local, POLL};
+use crate::ops::Awaited;
+use crate::ops::Result;
+use crate::ops::backend::{Run, questions as call};
+use crate::store::questions::{self, Delivery, Flagged, Outcome, Question, ReplyRecord};
+
+impl Run<call::ResolveQuestionId<'_>> for Local {
+    async fn run(
+        &self,
+        call::ResolveQuestionId(id): call::ResolveQuestionId<'_>,
+    ) -> Result<Option<String>> {
+        Ok(self.store.resolve_question_id(id).await?)
+    }
+}
+
+impl Run<call::Flag<'_>> for Local {
+    async fn run(&self, call::Flag(q): call::Flag<'_>) -> Result<Flagged> {
+        Ok(self.store.flag(q).await?)
+    }
+}
+
+// Flag only: without a daemon the wait polls the file
+// (`Ops::flag_and_await`).
+impl Run<call::FlagWait<'_>> for Local {
+    async fn run(
+        &self,
+        call::FlagWait(q, _by, _within): call::FlagWait<'_>,
+    ) -> Result<(Flagged, Option<Awaited>)> {
+        Ok((self.store.flag(q).await?, None))
+    }
+}
+
+impl Run<call::GetQuestion<'_>> for Local {
+    async fn run(&self, call::GetQuestion(id): call::GetQuestion<'_>) -> Result<Option<Question>> {
+        Ok(self.store.get_question(id).await?)
+    }
+}
+
+impl Run<call::QuestionReplies<'_>> for Local {
+    async fn run(
+        &self,
+        call::QuestionReplies(id): call::QuestionReplies<'_>,
+    ) -> Result<Vec<ReplyRecord>> {
+        Ok(self.store.question_replies(id).await?)
+    }
+}
+
+impl Run<call::ListQuestions<'_>> for Local {
+    async fn run(
+        &self,
+        call::ListQuestions(filter): call::ListQuestions<'_>,
+    ) -> Result<Vec<Question>> {
+        Ok(self.store.list_questions(filter).await?)
+    }
+}
+
+impl Run<call::PendingReplies<'_>> for Local {
+    async fn run(
+        &self,
+        call::PendingReplies(project, session, include_seen, by): call::PendingReplies<'_>,
+    ) -> Result<Vec<Delivery>> {
+        Ok(self
+            .store
+            .pending(project, session, include_seen, by)
+            .await?)
+    }
+}
+
+impl Run<call::PickUpReply<'_>> for Local {
+    async fn run(
+        &self,
+        call::PickUpReply(q, by): call::PickUpReply<'_>,
+    ) -> Result<Option<Question>> {
+        let Some(at) = self.store.mark_reply_seen(q, by).await? else {
+            return Ok(None);
+        };
+        let mut q = q.clone();
+        if let Some(r) = q.reply.as_mut() {
+            r.seen_at = Some(at);
+        }
+        Ok(Some(q))
+    }
+}
+
+// Sleep one poll interval (at most `within`), then read the question:
+// a wait needs no daemon.
+impl Run<call::WatchQuestion<'_>> for Local {
+    async fn run(
+        &self,
+        call::WatchQuestion(id, within): call::WatchQuestion<'_>,
+    ) -> Result<Option<Question>> {
+        self.pause(POLL.min(within)).await;
+        Ok(self.store.get_question(id).await?)
+    }
+}
+
+impl Run<call::ReplyInbox<'_>> for Local {
+    async fn run(
+        &self,
+        call::ReplyInbox(id, r): call::ReplyInbox<'_>,
+    ) -> Result<Outcome<Question>> {
+        Ok(self.store.reply_inbox(id, r).await?)
+    }
+}
+
+impl Run<call::AnswerAgent<'_>> for Local {
+    async fn run(
+        &self,
+        call::AnswerAgent(id, r): call::AnswerAgent<'_>,
+    ) -> Result<Outcome<Question>> {
+        Ok(self.store.answer_agent(id, r).await?)
+    }
+}
+
+impl Run<call::ResolveQuestion<'_>> for Local {
+    async fn run(
+        &self,
+        call::ResolveQuestion(id, outcome, by): call::ResolveQuestion<'_>,
+    ) -> Result<Outcome<Question>> {
+        Ok(self.store.resolve_question(id, outcome, by).await?)
+    }
+}
+
+impl Run<call::DismissQuestion<'_>> for Local {
+    async fn run(
+        &self,
+        call::DismissQuestion(id, reason, by): call::DismissQuestion<'_>,
+    ) -> Result<Outcome<Question>> {
+        Ok(self
+            .store
+            .dismiss_question(id, reason, by, questions::Channel::Inbox)
+            .await?)
+    }
+}
+
+impl Run<call::SnoozeQuestion<'_>> for Local {
+    async fn run(
+        &self,
+        call::SnoozeQuestion(id, for_ms, by): call::SnoozeQuestion<'_>,
+    ) -> Result<Outcome<Question>> {
+        let until = self.store.now().saturating_add(for_ms);
+        Ok(self
+            .store
+            .snooze_question(id, until, by, questions::Channel::Inbox)
+            .await?)
+    }
+}

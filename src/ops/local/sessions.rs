@@ -1,0 +1,150 @@
+//! The session, ledger, arrival and event primitives on the store: one store call each,
+//! plus the polling wait for a session's arrivals that needs no daemon.
+
+use super::{Local, POLL};
+use crate::ops::Result;
+use crate::ops::backend::{Run, sessions as call};
+use crate::ops::wait::Deadline;
+use crate::store::events::EventPage;
+use crate::store::sessions::{
+    Arrival, Begin, Checkpointed, Complete, Ended, FleetSession, LedgerEntry, Resume, Session,
+};
+
+impl Run<call::ResolveSessionId<'_>> for Local {
+    async fn run(
+        &self,
+        call::ResolveSessionId(id): call::ResolveSessionId<'_>,
+    ) -> Result<Option<String>> {
+        Ok(self.store.resolve_session_id(id, None).await?)
+    }
+}
+
+impl Run<call::RegisterSession<'_>> for Local {
+    async fn run(&self, call::RegisterSession(s): call::RegisterSession<'_>) -> Result<Session> {
+        Ok(self
+            .store
+            .register_session_on(s, &crate::ops::this_host())
+            .await?)
+    }
+}
+
+impl Run<call::SaveCheckpoint<'_>> for Local {
+    async fn run(
+        &self,
+        call::SaveCheckpoint(id, revision, state): call::SaveCheckpoint<'_>,
+    ) -> Result<Checkpointed> {
+        Ok(self.store.checkpoint(id, revision, state).await?)
+    }
+}
+
+impl Run<call::ReadResume<'_>> for Local {
+    async fn run(&self, call::ReadResume(id, tail): call::ReadResume<'_>) -> Result<Resume> {
+        Ok(self.store.resume(id, tail).await?)
+    }
+}
+
+impl Run<call::GetSession<'_>> for Local {
+    async fn run(&self, call::GetSession(id): call::GetSession<'_>) -> Result<Option<Session>> {
+        Ok(self.store.get_session(id).await?)
+    }
+}
+
+impl Run<call::ListSessions<'_>> for Local {
+    async fn run(
+        &self,
+        call::ListSessions(status, project): call::ListSessions<'_>,
+    ) -> Result<Vec<Session>> {
+        Ok(self.store.list_sessions(status, project).await?)
+    }
+}
+
+impl Run<call::Fleet<'_>> for Local {
+    async fn run(&self, call::Fleet(project): call::Fleet<'_>) -> Result<Vec<FleetSession>> {
+        Ok(self.store.fleet(project).await?)
+    }
+}
+
+impl Run<call::EndSession<'_>> for Local {
+    async fn run(&self, call::EndSession(id): call::EndSession<'_>) -> Result<Ended> {
+        Ok(self.store.end_session(id).await?)
+    }
+}
+
+impl Run<call::LedgerBegin<'_>> for Local {
+    async fn run(&self, call::LedgerBegin(call): call::LedgerBegin<'_>) -> Result<Begin> {
+        Ok(self.store.ledger_begin(call).await?)
+    }
+}
+
+impl Run<call::LedgerComplete<'_>> for Local {
+    async fn run(
+        &self,
+        call::LedgerComplete(session, event_id, ok, result): call::LedgerComplete<'_>,
+    ) -> Result<Complete> {
+        Ok(self
+            .store
+            .ledger_complete(session, event_id, ok, result)
+            .await?)
+    }
+}
+
+impl Run<call::LedgerList<'_>> for Local {
+    async fn run(
+        &self,
+        call::LedgerList(session, last): call::LedgerList<'_>,
+    ) -> Result<Vec<LedgerEntry>> {
+        Ok(self.store.ledger_list(session, last).await?)
+    }
+}
+
+// Poll the store until something arrives for `session`, re-claiming
+// only when the newest event about it moved (one indexed `MAX(seq)`
+// read per tick). Needs no daemon.
+impl Run<call::WaitArrivals<'_>> for Local {
+    async fn run(
+        &self,
+        call::WaitArrivals(session, by, wait): call::WaitArrivals<'_>,
+    ) -> Result<Vec<Arrival>> {
+        if !self.store.session_known(session).await? {
+            return Err(crate::ops::Error::not_found(unknown_session(session)));
+        }
+        let deadline = Deadline::after(wait);
+        let mut seen_mark = None;
+        loop {
+            // Read the change mark *before* claiming: an event committed
+            // during the claim moves the mark, so the next tick claims again.
+            let mark = self.store.session_event_mark(session).await?;
+            if seen_mark != Some(mark) {
+                seen_mark = Some(mark);
+                let arrivals = self.store.claim_arrivals(session, by).await?;
+                if !arrivals.is_empty() {
+                    return Ok(arrivals);
+                }
+            }
+            if deadline.passed() {
+                return Ok(Vec::new());
+            }
+            self.pause(deadline.left(POLL)).await;
+        }
+    }
+}
+
+impl Run<call::EventsPage> for Local {
+    async fn run(&self, call::EventsPage(after, limit): call::EventsPage) -> Result<EventPage> {
+        Ok(self.store.events_page(after, limit).await?)
+    }
+}
+
+impl Run<call::EventsTail> for Local {
+    async fn run(&self, call::EventsTail(n): call::EventsTail) -> Result<EventPage> {
+        Ok(self.store.events_tail(n).await?)
+    }
+}
+
+/// Why `wait` refuses a session nothing ever happened under.
+pub(crate) fn unknown_session(id: &str) -> String {
+    format!(
+        "no session `{id}`: nothing was ever registered, asked or woken under that id; \
+         check it (`handoff session list`) or register it first (`handoff session register --session {id}`)"
+    )
+}
