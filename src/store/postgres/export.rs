@@ -28,7 +28,7 @@ use sqlx::sqlite::SqliteRow;
 use sqlx::{Connection, QueryBuilder, SqliteConnection};
 
 use super::super::{Error, Result, Store};
-use super::values::{Binds, Bound, Lite, bind_as};
+use super::values::{Binds, Lite, bind_as};
 use super::{connect, migrate, shown};
 
 /// What an export copied.
@@ -52,12 +52,6 @@ impl ExportReport {
 /// empty". A copied one has its rows replaced by the source's; the counter
 /// (PostgreSQL only) is set after the copy.
 const SEEDED: &[&str] = &["cursors", "events_seq"];
-
-/// PostgreSQL's limit on parameters in one statement.
-const MAX_PARAMS: usize = 65_535;
-
-/// Rows per INSERT at most (fewer for wide tables, under [`MAX_PARAMS`]).
-const MAX_BATCH_ROWS: usize = 1_000;
 
 /// Copy every row of `store`'s SQLite file into the empty PostgreSQL
 /// database at `url` (see the module docs). A `url` that is not
@@ -338,32 +332,63 @@ async fn copy_table(
     types: &HashMap<String, String>,
 ) -> Result<()> {
     let columns = &source.columns;
+    let types: Vec<&str> = columns.iter().map(|c| types[c].as_str()).collect();
+    copy_rows::<sqlx::Sqlite, sqlx::Postgres, _>(
+        snap,
+        tx,
+        table,
+        columns,
+        |row: &SqliteRow, seen| {
+            let mut values = Vec::with_capacity(columns.len());
+            for (i, ty) in types.iter().enumerate() {
+                let misfit = |why: String| {
+                    Error::Invalid(format!(
+                        "cannot export {table}.{}, {}: {why}",
+                        columns[i],
+                        row_name(row, source, seen)
+                    ))
+                };
+                let value = Lite::read(row, i).map_err(|e| misfit(e.to_string()))?;
+                values.push(bind_as(value, ty).map_err(misfit)?);
+            }
+            Ok(values)
+        },
+    )
+    .await
+}
+
+/// Copy `columns` of `table` from the snapshot `snap` (engine `S`) into
+/// `tx` (engine `D`), in multi-row INSERTs as large as `D` allows; each
+/// row's values are `values(row, n)` (`n` counts rows from 1).
+pub(super) async fn copy_rows<S, D, V>(
+    snap: &mut S::Connection,
+    tx: &mut D::Connection,
+    table: &str,
+    columns: &[String],
+    mut values: impl FnMut(&S::Row, usize) -> Result<Vec<V>>,
+) -> Result<()>
+where
+    S: sqlx::Database,
+    S::Arguments: Default + sqlx::IntoArguments<S>,
+    for<'c> &'c mut S::Connection: sqlx::Executor<'c, Database = S>,
+    D: sqlx::Database,
+    D::Arguments: Default + sqlx::IntoArguments<D>,
+    for<'c> &'c mut D::Connection: sqlx::Executor<'c, Database = D>,
+    V: Binds<D>,
+{
     let list = columns
         .iter()
         .map(|c| ident(c))
         .collect::<Vec<_>>()
         .join(", ");
     let select = format!("SELECT {list} FROM {}", ident(table));
-    let types: Vec<&str> = columns.iter().map(|c| types[c].as_str()).collect();
-    let per_batch = (MAX_PARAMS / columns.len().max(1)).clamp(1, MAX_BATCH_ROWS);
-    let mut rows = sqlx::query(sqlx::AssertSqlSafe(select)).fetch(&mut *snap);
-    let mut batch: Vec<Vec<Bound>> = Vec::with_capacity(per_batch);
+    let per_batch = (V::MAX_PARAMS / columns.len().max(1)).clamp(1, V::MAX_BATCH_ROWS);
+    let mut rows = sqlx::query::<S>(sqlx::AssertSqlSafe(select)).fetch(&mut *snap);
+    let mut batch: Vec<Vec<V>> = Vec::with_capacity(per_batch);
     let mut seen = 0usize;
     while let Some(row) = rows.try_next().await? {
         seen += 1;
-        let mut values = Vec::with_capacity(columns.len());
-        for (i, ty) in types.iter().enumerate() {
-            let misfit = |why: String| {
-                Error::Invalid(format!(
-                    "cannot export {table}.{}, {}: {why}",
-                    columns[i],
-                    row_name(&row, source, seen)
-                ))
-            };
-            let value = Lite::read(&row, i).map_err(|e| misfit(e.to_string()))?;
-            values.push(bind_as(value, ty).map_err(misfit)?);
-        }
-        batch.push(values);
+        batch.push(values(&row, seen)?);
         if batch.len() == per_batch {
             insert(tx, table, &list, &mut batch).await?;
         }
@@ -392,7 +417,7 @@ fn row_name(row: &SqliteRow, source: &Source, n: usize) -> String {
 
 /// One INSERT of every row in `batch` (emptied), on either engine: the
 /// copy's values bind as their engine's own types.
-pub(super) async fn insert<DB, V>(
+async fn insert<DB, V>(
     tx: &mut DB::Connection,
     table: &str,
     list: &str,

@@ -25,13 +25,12 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use futures_util::TryStreamExt;
 use sqlx::postgres::{PgConnection, PgRow};
 use sqlx::{Connection, Row, SqliteConnection};
 
 use super::super::{Error, Result, Store};
 use super::export::{
-    ExportReport, Source, check_url, count_both, first_with_rows, ident, insert, lite_schema,
+    ExportReport, Source, check_url, copy_rows, count_both, first_with_rows, ident, lite_schema,
     parents_first, target_columns,
 };
 use super::values::Lite;
@@ -40,12 +39,6 @@ use super::{applied_versions, connect, schema_version, shown};
 /// PostgreSQL-only tables: the event counter (SQLite numbers events with
 /// AUTOINCREMENT) and sqlx's bookkeeping. Their rows stay behind.
 const PG_ONLY: &[&str] = &["events_seq", "_sqlx_migrations"];
-
-/// SQLite's limit on parameters in one statement (since 3.32).
-const MAX_PARAMS: usize = 32_766;
-
-/// Rows per INSERT at most (fewer for wide tables, under [`MAX_PARAMS`]).
-const MAX_BATCH_ROWS: usize = 500;
 
 /// Copy every row of the PostgreSQL database at `url` into a new SQLite
 /// file at `file` (see the module docs). An existing `file`, a database
@@ -270,31 +263,16 @@ async fn copy_table(
     columns: &[String],
     types: &[&str],
 ) -> Result<()> {
-    let list = columns
-        .iter()
-        .map(|c| ident(c))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let select = format!("SELECT {list} FROM {}", ident(table));
-    let per_batch = (MAX_PARAMS / columns.len().max(1)).clamp(1, MAX_BATCH_ROWS);
-    let mut rows = sqlx::query(sqlx::AssertSqlSafe(select)).fetch(&mut *snap);
-    let mut batch: Vec<Vec<Lite>> = Vec::with_capacity(per_batch);
-    while let Some(row) = rows.try_next().await? {
+    copy_rows::<sqlx::Postgres, sqlx::Sqlite, _>(snap, tx, table, columns, |row: &PgRow, _| {
         let mut values = Vec::with_capacity(columns.len());
         for (i, ty) in types.iter().enumerate() {
-            values.push(read(&row, i, ty).map_err(|why| {
+            values.push(read(row, i, ty).map_err(|why| {
                 Error::Invalid(format!("cannot copy {table}.{}: {why}", columns[i]))
             })?);
         }
-        batch.push(values);
-        if batch.len() == per_batch {
-            insert(tx, table, &list, &mut batch).await?;
-        }
-    }
-    if !batch.is_empty() {
-        insert(tx, table, &list, &mut batch).await?;
-    }
-    Ok(())
+        Ok(values)
+    })
+    .await
 }
 
 /// New rows continue past the copied ids: SQLite raises `sqlite_sequence`

@@ -115,10 +115,20 @@ pub(super) fn bind_as(v: Lite, pg: &str) -> std::result::Result<Bound, String> {
 
 /// A copied value a batch INSERT binds on the engine `DB` it is written to.
 pub(super) trait Binds<DB: sqlx::Database> {
+    /// The engine's limit on parameters in one statement.
+    const MAX_PARAMS: usize;
+    /// Rows per INSERT at most (fewer for wide tables, under
+    /// [`Binds::MAX_PARAMS`]).
+    const MAX_BATCH_ROWS: usize;
+
     fn bind(self, tuple: &mut Separated<'_, DB, &'static str>);
 }
 
 impl Binds<sqlx::Sqlite> for Lite {
+    /// SQLite's, since 3.32.
+    const MAX_PARAMS: usize = 32_766;
+    const MAX_BATCH_ROWS: usize = 500;
+
     fn bind(self, tuple: &mut Separated<'_, sqlx::Sqlite, &'static str>) {
         match self {
             Lite::Null => tuple.push_bind(None::<i64>),
@@ -131,6 +141,9 @@ impl Binds<sqlx::Sqlite> for Lite {
 }
 
 impl Binds<sqlx::Postgres> for Bound {
+    const MAX_PARAMS: usize = 65_535;
+    const MAX_BATCH_ROWS: usize = 1_000;
+
     fn bind(self, tuple: &mut Separated<'_, sqlx::Postgres, &'static str>) {
         match self {
             Bound::I64(x) => tuple.push_bind(x),
