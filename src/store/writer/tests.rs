@@ -26,6 +26,16 @@ enum Got {
     Failed,
 }
 
+/// The most writes the store's write turn committed in one batch so far.
+fn largest_batch(store: &Store) -> usize {
+    store
+        .lite()
+        .unwrap()
+        .writer
+        .largest_batch
+        .load(Ordering::Relaxed)
+}
+
 /// Begin the turn's transaction and append a bare event of type `kind`
 /// in it (which must not survive when the write is undone).
 async fn begun_with_event(
@@ -117,15 +127,7 @@ async fn queued_writers_share_one_commit_and_each_gets_its_own_outcome() {
     for t in tasks {
         got.push(t.await.unwrap());
     }
-    assert_eq!(
-        store
-            .lite()
-            .unwrap()
-            .writer
-            .largest_batch
-            .load(Ordering::Relaxed),
-        64
-    );
+    assert_eq!(largest_batch(&store), 64);
 
     let count = |g: Got| got.iter().filter(|(_, x)| *x == g).count();
     // 32 approvers on 16 actions: exactly one approval each.
@@ -153,15 +155,7 @@ async fn a_lone_writer_runs_alone() {
     let store = Store::open(&dir.path().join("h.db")).await.unwrap();
     store.propose(&proposal(1)).await.unwrap();
     assert!(broken(&store, false).await.is_err());
-    assert_eq!(
-        store
-            .lite()
-            .unwrap()
-            .writer
-            .largest_batch
-            .load(Ordering::Relaxed),
-        1
-    );
+    assert_eq!(largest_batch(&store), 1);
     assert_eq!(store.count_rows("events").await.unwrap(), 1);
 }
 
