@@ -197,11 +197,7 @@ impl Slack {
             });
         }
         let answer = match which {
-            Some(form @ (REJECT | EDIT)) => match self.may_decide(&origin, &user).await {
-                Err(refused) => refused,
-                Ok(who) if form == EDIT => self.submit_edit(&origin, &user, &who, &text).await,
-                Ok(who) => self.submit_reject(&origin, &user, &who, &text).await,
-            },
+            Some(form @ (REJECT | EDIT)) => self.decide(form, &origin, &user, &text).await,
             _ => close(),
         };
         self.done(&key).await;
@@ -238,54 +234,66 @@ impl Slack {
         )))
     }
 
-    async fn submit_reject(
+    /// A Reject or Edit form submitted by `user`: checked, applied, the
+    /// message redrawn and the person told; or the form kept open with
+    /// the field's error.
+    async fn decide(
         &self,
+        form: &str,
         origin: &Origin,
         user: &str,
-        who: &str,
         text: &str,
     ) -> SlackInteractionResponse {
-        let reason = match text.trim() {
-            "" => format!("rejected in Slack by {who}"),
-            typed => typed.to_string(),
+        let who = match self.may_decide(origin, user).await {
+            Ok(who) => who,
+            Err(refused) => return refused,
         };
-        let actor = Actor::chat(who);
-        let words = self.bridge.reject_for(&origin.id, actor, &reason).await;
+        let words = if form == EDIT {
+            match self.edit_words(&origin.id, &who, text).await {
+                Ok(words) => words,
+                Err(field) => return field,
+            }
+        } else {
+            self.reject_words(&origin.id, &who, text).await
+        };
         self.redraw(Item::Action, &origin.id);
         self.tell_later(origin.channel.clone(), user.to_string(), words);
         close()
     }
 
+    /// A rejection of action `id` by `who`, for the typed reason (or a
+    /// default one); what to tell them.
+    async fn reject_words(&self, id: &str, who: &str, text: &str) -> String {
+        let reason = match text.trim() {
+            "" => format!("rejected in Slack by {who}"),
+            typed => typed.to_string(),
+        };
+        self.bridge.reject_for(id, Actor::chat(who), &reason).await
+    }
+
     /// An edit: a patch that does not parse, or that the store refuses,
     /// is the field's error and nothing changed; otherwise it counts as
-    /// the editor's approval.
-    async fn submit_edit(
+    /// the editor's approval, and the words tell them so.
+    async fn edit_words(
         &self,
-        origin: &Origin,
-        user: &str,
+        id: &str,
         who: &str,
         text: &str,
-    ) -> SlackInteractionResponse {
-        let patch = match crate::chat::action::patch_json(text) {
-            Ok(p) => p,
-            Err(e) => return field_error(format!("Not applied: {e}")),
-        };
-        let actor = Actor::chat(who);
-        let words = match self
+    ) -> Result<String, SlackInteractionResponse> {
+        let patch = crate::chat::action::patch_json(text)
+            .map_err(|e| field_error(format!("Not applied: {e}")))?;
+        match self
             .bridge
             .store
-            .approve(&origin.id, actor, Some(&patch))
+            .approve(id, Actor::chat(who), Some(&patch))
             .await
         {
-            Ok(ApproveOutcome::PatchRefused { reason, .. }) => {
-                return field_error(format!("Edit refused, nothing changed: {reason}"));
-            }
-            Ok(o) => approve_words(&o, &who),
-            Err(e) => return field_error(format!("Not applied, nothing changed: {e}")),
-        };
-        self.redraw(Item::Action, &origin.id);
-        self.tell_later(origin.channel.clone(), user.to_string(), words);
-        close()
+            Ok(ApproveOutcome::PatchRefused { reason, .. }) => Err(field_error(format!(
+                "Edit refused, nothing changed: {reason}"
+            ))),
+            Ok(o) => Ok(approve_words(&o, who)),
+            Err(e) => Err(field_error(format!("Not applied, nothing changed: {e}"))),
+        }
     }
 }
 
