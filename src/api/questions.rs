@@ -9,15 +9,14 @@ mod ask;
 
 pub(crate) use ask::flag;
 
-use axum::Extension;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use serde::{Deserialize, Serialize};
 
 use super::auth::Caller;
 use super::error::{ApiError, ApiResult};
-use super::input::{Body, DURATION, NAME, Params, TIMEOUT};
+use super::input::{Body, Ctx, DURATION, NAME, Params, TIMEOUT};
 use super::long_poll::{self, WaitOutcome};
-use super::page::{PageQuery, Paged, page};
+use super::page::{PageQuery, Paged, Paging, list_query};
 use crate::shared::Shared;
 use crate::store::boards::PendingRow;
 use crate::store::questions::{
@@ -41,22 +40,18 @@ async fn visible(s: &Shared, c: &Caller, id: &str) -> ApiResult<Question> {
     Ok(q)
 }
 
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct ListQuery {
-    #[schemars(extend("enum" = ["open", "resolved", "dismissed", null]))]
-    status: Option<String>,
-    project: Option<String>,
-    session: Option<String>,
-    #[schemars(range(min = 1, max = 500))]
-    limit: Option<i64>,
-    after: Option<String>,
+list_query! {
+    ListQuery {
+        #[schemars(extend("enum" = ["open", "resolved", "dismissed", null]))]
+        status: Option<String>,
+        project: Option<String>,
+        session: Option<String>,
+    }
 }
 
 /// `GET /v1/questions?status&project&session&limit&after`, oldest first, paged.
 pub(crate) async fn list(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Params(q): Params<ListQuery>,
 ) -> ApiResult<Paged<Question>> {
     let status = q
@@ -67,13 +62,13 @@ pub(crate) async fn list(
         .map_err(ApiError::invalid)?;
     let filter = ListFilter {
         status,
-        project: c.filter(q.project)?,
-        session: q.session,
+        project: c.filter(q.project.clone())?,
+        session: q.session.clone(),
         awake_only: false,
         limit: None,
     };
     let all = s.store.list_questions(&filter).await?;
-    page(all, |x| x.id.clone(), q.after.as_deref(), q.limit)
+    q.page(all, |x| x.id.clone())
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -110,8 +105,7 @@ enum Wait {
 /// about it changes; `timeout` (default 30s, at most 300s). The long poll
 /// answers `{"outcome": "done"|"timeout", "question": …}`.
 pub(crate) async fn get(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(id): Path<String>,
     Params(q): Params<GetQuery>,
 ) -> ApiResult<axum::Json<QuestionView>> {
@@ -182,8 +176,7 @@ pub(crate) struct PendingQuery {
 /// reply read) and board rows waiting for the agent (marked delivered
 /// unless `peek`); `only=questions|rows` picks up one half.
 pub(crate) async fn pending(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Params(q): Params<PendingQuery>,
 ) -> ApiResult<axum::Json<PendingView>> {
     let (want_q, want_rows) = match q.only.as_deref() {
@@ -201,7 +194,7 @@ pub(crate) async fn pending(
             "peek reads rows without marking them: use it with only=rows",
         ));
     }
-    let project = c.filter(q.project)?;
+    let project = c.filter(q.project.clone())?;
     let by = c.actor(q.by.as_deref())?;
     let session = q.session.as_deref();
     let mut body = PendingView::default();
@@ -258,8 +251,7 @@ pub(crate) struct PickupBody {
 /// changed meanwhile (read again and pick up the newer one), was already
 /// picked up, or the question closed.
 pub(crate) async fn pickup(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(id): Path<String>,
     Body(b): Body<PickupBody>,
 ) -> ApiResult<axum::Json<Pickup>> {
@@ -293,14 +285,13 @@ pub(crate) struct Pickup {
 /// `GET /v1/questions/{id}/replies?limit&after`: the append-only reply
 /// history, oldest first, paged.
 pub(crate) async fn replies(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(id): Path<String>,
     Params(p): Params<PageQuery>,
 ) -> ApiResult<Paged<ReplyRecord>> {
     let q = visible(&s, &c, &id).await?;
     let all = s.store.question_replies(&q.id).await?;
-    page(all, |r| r.seq.to_string(), p.after.as_deref(), p.limit)
+    p.page(all, |r| r.seq.to_string())
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -316,8 +307,7 @@ pub(crate) struct SnoozeBody {
 
 /// `POST /v1/questions/{id}/snooze`: hide it from the chat list for a while.
 pub(crate) async fn snooze(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(id): Path<String>,
     Body(b): Body<SnoozeBody>,
 ) -> ApiResult<axum::Json<Question>> {
@@ -363,8 +353,7 @@ impl ReplyBody {
 /// `POST /v1/questions/{id}/answer`: the agent records an answer the human
 /// gave in its own terminal. 409 `unread_answer` hands back a waiting reply.
 pub(crate) async fn answer(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(id): Path<String>,
     Body(b): Body<ReplyBody>,
 ) -> ApiResult<axum::Json<Question>> {
@@ -378,8 +367,7 @@ pub(crate) async fn answer(
 /// `POST /v1/questions/{id}/reply`: a human replies through the Inbox
 /// channel (always wins; blank text clears an unpicked reply).
 pub(crate) async fn reply(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(id): Path<String>,
     Body(b): Body<ReplyBody>,
 ) -> ApiResult<axum::Json<Question>> {
@@ -401,8 +389,7 @@ pub(crate) struct ResolveBody {
 
 /// `POST /v1/questions/{id}/resolve`: the agent closes it with an outcome.
 pub(crate) async fn resolve(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(id): Path<String>,
     Body(b): Body<ResolveBody>,
 ) -> ApiResult<axum::Json<Question>> {
@@ -423,8 +410,7 @@ pub(crate) struct DismissBody {
 
 /// `POST /v1/questions/{id}/dismiss`: a human closes it without answering.
 pub(crate) async fn dismiss(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(id): Path<String>,
     Body(b): Body<DismissBody>,
 ) -> ApiResult<axum::Json<Question>> {

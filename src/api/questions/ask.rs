@@ -5,15 +5,13 @@
 
 use std::time::Duration;
 
-use axum::Extension;
-use axum::extract::State;
 use serde::{Deserialize, Serialize};
 
 use super::wrote;
 use crate::api::auth::Caller;
 use crate::api::doc::Created;
 use crate::api::error::{ApiError, ApiResult};
-use crate::api::input::{Body, NAME, Params, TIMEOUT};
+use crate::api::input::{Body, Ctx, NAME, Params, TIMEOUT};
 use crate::api::long_poll;
 use crate::ops::wait::{Step, step};
 use crate::shared::Shared;
@@ -100,8 +98,7 @@ pub(crate) enum FlagView {
 /// `POST /v1/questions?wait&timeout&by`: flag (201 created, 200 updated in
 /// place by key); with `wait=reply` also wait for the reply and pick it up.
 pub(crate) async fn flag(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Params(w): Params<FlagQuery>,
     Body(b): Body<FlagBody>,
 ) -> ApiResult<Created<axum::Json<FlagView>>> {
