@@ -20,7 +20,7 @@ use super::page::{PageQuery, Paged, Paging, list_query};
 use crate::shared::Shared;
 use crate::store::boards::PendingRow;
 use crate::store::questions::{
-    Channel, Delivery, ListFilter, NewReply, Question, ReplyKind, ReplyRecord, Status,
+    Channel, Delivery, ListFilter, NewReply, Outcome, Question, ReplyKind, ReplyRecord, Status,
 };
 
 /// Wake the event followers at once after a write made here.
@@ -305,23 +305,38 @@ pub(crate) struct SnoozeBody {
     by: Option<String>,
 }
 
+/// The write a question route ends in: the question `id` if the caller
+/// may see it, who acts (`by`, checked against the caller), then `write`
+/// on them; the followers are woken and the answer is the question as it
+/// is now, or the store's refusal.
+async fn change(
+    s: &Shared,
+    c: &Caller,
+    id: &str,
+    by: Option<&str>,
+    write: impl AsyncFnOnce(Question, String) -> ApiResult<Outcome<Question>>,
+) -> ApiResult<axum::Json<Question>> {
+    let q = visible(s, c, id).await?;
+    let by = c.actor(by)?;
+    let out = write(q, by).await?;
+    wrote(s);
+    Ok(axum::Json(out?))
+}
+
 /// `POST /v1/questions/{id}/snooze`: hide it from the chat list for a while.
 pub(crate) async fn snooze(
     Ctx { s, c }: Ctx,
     Path(id): Path<String>,
     Body(b): Body<SnoozeBody>,
 ) -> ApiResult<axum::Json<Question>> {
-    let q = visible(&s, &c, &id).await?;
-    let by = c.actor(b.by.as_deref())?;
-    let ms = crate::clock::parse_duration_ms(&b.duration)
-        .map_err(|e| ApiError::invalid(format!("for: {e}")))?;
-    let until = s.store.now().saturating_add(ms.max(0));
-    let out = s
-        .store
-        .snooze_question(&q.id, until, &by, Channel::Inbox)
-        .await?;
-    wrote(&s);
-    Ok(axum::Json(out?))
+    change(&s, &c, &id, b.by.as_deref(), async |q, by| {
+        let ms = crate::clock::parse_duration_ms(&b.duration)
+            .map_err(|e| ApiError::invalid(format!("for: {e}")))?;
+        let until = s.store.now().saturating_add(ms.max(0));
+        let out = s.store.snooze_question(&q.id, until, &by, Channel::Inbox);
+        Ok(out.await?)
+    })
+    .await
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -339,14 +354,15 @@ pub(crate) struct ReplyBody {
 }
 
 impl ReplyBody {
-    fn into_reply(self, c: &Caller) -> ApiResult<NewReply> {
-        Ok(NewReply {
-            by: c.actor(self.by.as_deref())?,
-            text: self.text,
+    /// The reply this body asks for, written by `by` (checked already).
+    fn reply(&self, by: String) -> NewReply {
+        NewReply {
+            by,
+            text: self.text.clone(),
             kind: self.kind,
-            context: self.context,
+            context: self.context.clone(),
             expected_revision: self.expected_revision,
-        })
+        }
     }
 }
 
@@ -357,11 +373,10 @@ pub(crate) async fn answer(
     Path(id): Path<String>,
     Body(b): Body<ReplyBody>,
 ) -> ApiResult<axum::Json<Question>> {
-    let q = visible(&s, &c, &id).await?;
-    let r = b.into_reply(&c)?;
-    let out = s.store.answer_agent(&q.id, &r).await?;
-    wrote(&s);
-    Ok(axum::Json(out?))
+    change(&s, &c, &id, b.by.as_deref(), async |q, by| {
+        Ok(s.store.answer_agent(&q.id, &b.reply(by)).await?)
+    })
+    .await
 }
 
 /// `POST /v1/questions/{id}/reply`: a human replies through the Inbox
@@ -371,11 +386,10 @@ pub(crate) async fn reply(
     Path(id): Path<String>,
     Body(b): Body<ReplyBody>,
 ) -> ApiResult<axum::Json<Question>> {
-    let q = visible(&s, &c, &id).await?;
-    let r = b.into_reply(&c)?;
-    let out = s.store.reply_inbox(&q.id, &r).await?;
-    wrote(&s);
-    Ok(axum::Json(out?))
+    change(&s, &c, &id, b.by.as_deref(), async |q, by| {
+        Ok(s.store.reply_inbox(&q.id, &b.reply(by)).await?)
+    })
+    .await
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -393,11 +407,10 @@ pub(crate) async fn resolve(
     Path(id): Path<String>,
     Body(b): Body<ResolveBody>,
 ) -> ApiResult<axum::Json<Question>> {
-    let q = visible(&s, &c, &id).await?;
-    let by = c.actor(b.by.as_deref())?;
-    let out = s.store.resolve_question(&q.id, &b.outcome, &by).await?;
-    wrote(&s);
-    Ok(axum::Json(out?))
+    change(&s, &c, &id, b.by.as_deref(), async |q, by| {
+        Ok(s.store.resolve_question(&q.id, &b.outcome, &by).await?)
+    })
+    .await
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -414,12 +427,11 @@ pub(crate) async fn dismiss(
     Path(id): Path<String>,
     Body(b): Body<DismissBody>,
 ) -> ApiResult<axum::Json<Question>> {
-    let q = visible(&s, &c, &id).await?;
-    let by = c.actor(b.by.as_deref())?;
-    let out = s
-        .store
-        .dismiss_question(&q.id, b.reason.as_deref(), &by, Channel::Inbox)
-        .await?;
-    wrote(&s);
-    Ok(axum::Json(out?))
+    change(&s, &c, &id, b.by.as_deref(), async |q, by| {
+        let out = s
+            .store
+            .dismiss_question(&q.id, b.reason.as_deref(), &by, Channel::Inbox);
+        Ok(out.await?)
+    })
+    .await
 }
