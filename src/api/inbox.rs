@@ -29,9 +29,25 @@ use super::auth::{self, cookie_secret, same_origin};
 use crate::shared::Shared;
 use crate::store::inbox_sessions::{InboxSession, Login, SESSION_TTL_MS};
 
-const INDEX_HTML: &str = include_str!("inbox/assets/index.html");
-const LOGIN_HTML: &str = include_str!("inbox/assets/login.html");
-const CONFIRM_HTML: &str = include_str!("inbox/assets/confirm.html");
+// Each page is joined at build time from the head every page shares
+// (`head.html`), the top both login pages share (`login_top.html`) and its
+// own part, so the browser gets one whole document as before.
+const INDEX_HTML: &str = concat!(
+    include_str!("inbox/assets/head.html"),
+    include_str!("inbox/assets/index.html"),
+);
+const LOGIN_HTML: &str = concat!(
+    include_str!("inbox/assets/head.html"),
+    include_str!("inbox/assets/login_top.html"),
+    include_str!("inbox/assets/login.html"),
+);
+/// The confirm page alone asks not to be indexed: its URL carries a code.
+const CONFIRM_HTML: &str = concat!(
+    include_str!("inbox/assets/head.html"),
+    "<meta name=\"robots\" content=\"noindex\">\n",
+    include_str!("inbox/assets/login_top.html"),
+    include_str!("inbox/assets/confirm.html"),
+);
 const APP_JS: &str = include_str!("inbox/assets/app.js");
 const APP_CSS: &str = include_str!("inbox/assets/app.css");
 
@@ -259,22 +275,17 @@ async fn me(State(s): State<Shared>, headers: HeaderMap) -> Response {
 }
 
 async fn app_js() -> Response {
-    let mut r = document(
-        StatusCode::OK,
-        "text/javascript; charset=utf-8",
-        APP_JS.to_string(),
-    );
-    r.headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    r
+    asset("text/javascript; charset=utf-8", APP_JS)
 }
 
 async fn app_css() -> Response {
-    let mut r = document(
-        StatusCode::OK,
-        "text/css; charset=utf-8",
-        APP_CSS.to_string(),
-    );
+    asset("text/css; charset=utf-8", APP_CSS)
+}
+
+/// A script or style sheet: a document the browser may keep but must
+/// check again (`no-cache`) before it uses it.
+fn asset(content_type: &'static str, body: &str) -> Response {
+    let mut r = document(StatusCode::OK, content_type, body.to_string());
     r.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     r
