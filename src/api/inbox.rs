@@ -202,15 +202,7 @@ async fn login(State(s): State<Shared>, headers: HeaderMap, Form(q): Form<LoginQ
         Ok(Login::Opened { session, secret }) => {
             s.wrote();
             tracing::info!(session = %session.id, name = %session.name, "Inbox login");
-            let mut resp = document(
-                StatusCode::SEE_OTHER,
-                "text/plain; charset=utf-8",
-                String::new(),
-            );
-            resp.headers_mut()
-                .insert(header::LOCATION, HeaderValue::from_static("/"));
-            set_cookie(&s, &mut resp, &secret, SESSION_TTL_MS / 1000);
-            resp
+            to_inbox(&s, &secret, SESSION_TTL_MS / 1000)
         }
         Ok(Login::Used) => login_page(
             StatusCode::GONE,
@@ -246,6 +238,12 @@ async fn logout(State(s): State<Shared>, headers: HeaderMap) -> Response {
             Err(e) => tracing::warn!(error = %e, "Inbox logout failed"),
         }
     }
+    to_inbox(&s, "", 0)
+}
+
+/// A redirect to the Inbox (`/`) that sets the session cookie to `value`
+/// for `max_age_secs` (an empty value and 0 clear it).
+fn to_inbox(s: &Shared, value: &str, max_age_secs: i64) -> Response {
     let mut resp = document(
         StatusCode::SEE_OTHER,
         "text/plain; charset=utf-8",
@@ -253,7 +251,7 @@ async fn logout(State(s): State<Shared>, headers: HeaderMap) -> Response {
     );
     resp.headers_mut()
         .insert(header::LOCATION, HeaderValue::from_static("/"));
-    set_cookie(&s, &mut resp, "", 0);
+    set_cookie(s, &mut resp, value, max_age_secs);
     resp
 }
 
