@@ -12,7 +12,7 @@ use serde::Deserialize;
 
 use super::auth::Caller;
 use super::error::ApiResult;
-use super::input::{Body, Ctx, NAME, Params};
+use super::input::{Body, Ctx, NAME, Name, Params};
 use super::page::{Paged, Paging, list_query};
 use super::questions::wrote;
 use crate::shared::Shared;
@@ -42,17 +42,14 @@ async fn visible(
 #[serde(deny_unknown_fields)]
 pub(crate) struct UpsertBody {
     #[serde(default)]
-    #[schemars(regex(pattern = NAME))]
-    project: String,
+    project: Name,
     #[schemars(length(min = 1), regex(pattern = r"\S"))]
     title: String,
     board_version: Option<i64>,
     #[serde(default)]
-    #[schemars(regex(pattern = NAME))]
-    agent: String,
+    agent: Name,
     #[serde(default)]
-    #[schemars(regex(pattern = NAME))]
-    session: String,
+    session: Name,
     #[serde(default)]
     rows: Vec<RowInput>,
 }
@@ -64,11 +61,11 @@ pub(crate) async fn upsert(
     Body(b): Body<UpsertBody>,
 ) -> ApiResult<axum::Json<BoardFull>> {
     let up = BoardUpsert {
-        project: c.write_project(&b.project)?,
+        project: c.write_project(&b.project.0)?,
         title: b.title,
         board_version: b.board_version,
-        agent: c.agent_or(&s, b.agent).await?,
-        session: b.session,
+        agent: c.agent_or(&s, b.agent.0).await?,
+        session: b.session.0,
         rows: b.rows,
     };
     let out = s.store.board_upsert(&up).await?;

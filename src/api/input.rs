@@ -41,6 +41,14 @@ pub(crate) const DEFAULT_WAIT: Duration = Duration::from_secs(30);
 /// bidirectional override ([`text`]).
 pub(crate) const NAME: &str = concat!("^[^", text::refused_in_line!(), "]{0,200}$");
 
+// A name field of a body (`agent`, `project`, `session`, …): text that
+// follows `NAME`, carrying that pattern in its schema; with
+// `#[serde(default)]`, empty when left out. (A plain comment: a doc comment
+// would become the description of every field of this type.)
+#[derive(Debug, Default, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[serde(transparent)]
+pub(crate) struct Name(#[schemars(regex(pattern = NAME))] pub String);
+
 /// The schema pattern of a duration above zero (`30s`, `5m`, `1500ms`,
 /// bare seconds), as [`crate::clock::parse_duration_ms`] reads it.
 pub(crate) const DURATION: &str =

@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use super::auth::Caller;
 use super::doc::Shaped;
 use super::error::{ApiError, ApiResult};
-use super::input::{Body, Ctx, NAME, Params, TIMEOUT, wait_timeout};
+use super::input::{Body, Ctx, NAME, Name, Params, TIMEOUT, wait_timeout};
 use super::long_poll::{WaitOutcome, wait_until};
 use super::page::{Paged, Paging, list_query};
 use super::questions::wrote;
@@ -50,11 +50,9 @@ pub(crate) struct RegisterBody {
     #[schemars(length(min = 1), regex(pattern = r"\S"))]
     session_id: String,
     #[serde(default)]
-    #[schemars(regex(pattern = NAME))]
-    agent: String,
+    agent: Name,
     #[serde(default)]
-    #[schemars(regex(pattern = NAME))]
-    project: String,
+    project: Name,
     #[serde(default)]
     cwd: String,
     wake_target: Option<WakeTarget>,
@@ -68,7 +66,7 @@ pub(crate) async fn register(
     Ctx { s, c }: Ctx,
     Body(b): Body<RegisterBody>,
 ) -> ApiResult<axum::Json<SessionView>> {
-    let project = c.write_project(&b.project)?;
+    let project = c.write_project(&b.project.0)?;
     if matches!(
         b.wake_target,
         Some(WakeTarget::Exec { .. } | WakeTarget::Tmux { .. })
@@ -82,7 +80,7 @@ pub(crate) async fn register(
     // a session whose home is another project (`session_in_other_project`).
     let new = NewSession {
         session_id: b.session_id,
-        agent: c.agent_or(&s, b.agent).await?,
+        agent: c.agent_or(&s, b.agent.0).await?,
         project,
         cwd: b.cwd,
         wake_target: b.wake_target,

@@ -11,7 +11,7 @@ use super::wrote;
 use crate::api::auth::Caller;
 use crate::api::doc::Created;
 use crate::api::error::{ApiError, ApiResult};
-use crate::api::input::{Body, Ctx, NAME, Params, TIMEOUT};
+use crate::api::input::{Body, Ctx, NAME, Name, Params, TIMEOUT};
 use crate::api::long_poll;
 use crate::ops::wait::{Step, step};
 use crate::shared::Shared;
@@ -30,14 +30,11 @@ pub(crate) struct OptionBody {
 #[serde(deny_unknown_fields)]
 pub(crate) struct FlagBody {
     #[serde(default)]
-    #[schemars(regex(pattern = NAME))]
-    project: String,
+    project: Name,
     #[serde(default)]
-    #[schemars(regex(pattern = NAME))]
-    agent: String,
+    agent: Name,
     #[serde(default)]
-    #[schemars(regex(pattern = NAME))]
-    session: String,
+    session: Name,
     key: Option<String>,
     #[schemars(length(min = 1), regex(pattern = r"\S"))]
     title: String,
@@ -114,9 +111,9 @@ pub(crate) async fn flag(
     }
     let by = c.actor(w.by.as_deref())?;
     let q = NewQuestion {
-        project: c.write_project(&b.project)?,
-        agent: c.agent_or(&s, b.agent).await?,
-        session: b.session,
+        project: c.write_project(&b.project.0)?,
+        agent: c.agent_or(&s, b.agent.0).await?,
+        session: b.session.0,
         key: b.key,
         title: b.title,
         detail: b.detail,
