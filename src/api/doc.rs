@@ -15,7 +15,6 @@ use axum::response::{IntoResponse, Response};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::Value;
 
-use super::auth::Caller;
 use super::error::ApiError;
 use super::input::{Body, Ctx, Params};
 use super::page::Paged;
@@ -92,7 +91,6 @@ pub(crate) trait Arg {
 }
 
 impl Arg for State<Shared> {}
-impl Arg for Extension<Caller> {}
 impl Arg for Ctx {}
 impl Arg for HeaderMap {}
 impl Arg for Option<Extension<crate::api::OwnerSocket>> {}
