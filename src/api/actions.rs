@@ -397,14 +397,7 @@ pub(crate) async fn extend(
     let lease = duration("lease", b.lease.as_deref().unwrap_or("5m"))?;
     if !s.store.extend_lease(&a.id, &b.owner, lease).await? {
         let now = s.store.get_action(&a.id).await?;
-        return Err(ApiError::conflict(
-            "not_owner",
-            format!(
-                "`{}` does not hold an executing claim on this action (it is {})",
-                b.owner, now.status
-            ),
-        )
-        .with_detail(show(&c, &now).0));
+        return Err(not_owner(&c, &b.owner, &now));
     }
     let now = s.store.get_action(&a.id).await?;
     Ok(axum::Json(Changed {
@@ -439,15 +432,21 @@ pub(crate) async fn complete(
     wrote(&s);
     match &out {
         CompleteOutcome::Completed { action } => Ok(shown(&c, &out, action)),
-        CompleteOutcome::NotOwner { action } => Err(ApiError::conflict(
-            "not_owner",
-            format!(
-                "`{}` does not hold an executing claim on this action (it is {})",
-                b.owner, action.status
-            ),
-        )
-        .with_detail(show(&c, action).0)),
+        CompleteOutcome::NotOwner { action } => Err(not_owner(&c, &b.owner, action)),
     }
+}
+
+/// 409 `not_owner`: `owner` holds no executing claim on `action` (shown
+/// as the caller may see it in `detail`).
+fn not_owner(c: &Caller, owner: &str, action: &Action) -> ApiError {
+    ApiError::conflict(
+        "not_owner",
+        format!(
+            "`{owner}` does not hold an executing claim on this action (it is {})",
+            action.status
+        ),
+    )
+    .with_detail(show(c, action).0)
 }
 
 /// `GET /v1/actions/{id}/audit?limit&after`: the action's append-only
