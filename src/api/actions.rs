@@ -15,17 +15,16 @@ mod decide;
 
 pub(crate) use decide::{approve, expire, grant, reject, resolve_unknown};
 
-use axum::Extension;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::auth::Caller;
 use super::doc::{Created, Shaped};
 use super::error::{ApiError, ApiResult};
-use super::input::{Body, DURATION, NAME, Params, TIMEOUT};
+use super::input::{Body, Ctx, DURATION, NAME, Params, TIMEOUT};
 use super::long_poll;
-use super::page::{PageQuery, Paged, page};
+use super::page::{PageQuery, Paged, Paging, list_query};
 use super::questions::wrote;
 use crate::ops::Until;
 use crate::shared::Shared;
@@ -177,8 +176,7 @@ fn door(c: &Caller, channel: Option<&str>, allowed: &[Channel]) -> ApiResult<Cha
 /// `POST /v1/actions`: propose (201 created, 200 the live action with the
 /// same dedup key and payload, 409 `dedup_conflict` for a different payload).
 pub(crate) async fn propose(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Body(b): Body<ProposeBody>,
 ) -> ApiResult<Created<axum::Json<Proposed>>> {
     let ttl_ms = b.ttl.as_deref().map(|t| duration("ttl", t)).transpose()?;
@@ -259,15 +257,12 @@ pub(crate) struct RuleView {
     decision: RuleDecision,
 }
 
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct ListQuery {
-    #[schemars(extend("enum" = ["pending", "approved", "executing", "executed", "failed", "unknown", "rejected", "expired", null]))]
-    status: Option<String>,
-    project: Option<String>,
-    #[schemars(range(min = 1, max = 500))]
-    limit: Option<i64>,
-    after: Option<String>,
+list_query! {
+    ListQuery {
+        #[schemars(extend("enum" = ["pending", "approved", "executing", "executed", "failed", "unknown", "rejected", "expired", null]))]
+        status: Option<String>,
+        project: Option<String>,
+    }
 }
 
 /// `GET /v1/actions?status&project&limit&after`: newest first, lazy expiry
@@ -275,8 +270,7 @@ pub(crate) struct ListQuery {
 /// `result` (`null`; `GET /v1/actions/{id}` has them), so a list stays
 /// small whatever the actions carry.
 pub(crate) async fn list(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Params(q): Params<ListQuery>,
 ) -> ApiResult<Paged<ActionView>> {
     let status = match q.status.as_deref() {
@@ -287,12 +281,12 @@ pub(crate) async fn list(
         })?),
         None => None,
     };
-    let project = c.filter(q.project)?;
+    let project = c.filter(q.project.clone())?;
     let list = s
         .store
         .list_action_summaries(status, project.as_deref())
         .await?;
-    Ok(page(list, |a| a.id.clone(), q.after.as_deref(), q.limit)?.map(|a| show(&c, a)))
+    Ok(q.page(list, |a| a.id.clone())?.map(|a| show(&c, a)))
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -308,8 +302,7 @@ pub(crate) struct GetQuery {
 /// decided (no longer pending), with `?wait=settled` until it is final or
 /// `unknown`; answers `{"outcome": "done"|"still_running", "action": …}`.
 pub(crate) async fn get(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(id): Path<String>,
     Params(q): Params<GetQuery>,
 ) -> ApiResult<axum::Json<ActionGet>> {
@@ -373,8 +366,7 @@ pub(crate) struct ClaimBody {
 
 /// `POST /v1/actions/{id}/claim`: `approved → executing` for `owner`.
 pub(crate) async fn claim(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(id): Path<String>,
     Body(b): Body<ClaimBody>,
 ) -> ApiResult<Shaped<ClaimOutcome>> {
@@ -397,8 +389,7 @@ pub(crate) async fn claim(
 
 /// `POST /v1/actions/{id}/extend`: push the lease of the caller's claim.
 pub(crate) async fn extend(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(id): Path<String>,
     Body(b): Body<ClaimBody>,
 ) -> ApiResult<axum::Json<Changed>> {
@@ -406,14 +397,7 @@ pub(crate) async fn extend(
     let lease = duration("lease", b.lease.as_deref().unwrap_or("5m"))?;
     if !s.store.extend_lease(&a.id, &b.owner, lease).await? {
         let now = s.store.get_action(&a.id).await?;
-        return Err(ApiError::conflict(
-            "not_owner",
-            format!(
-                "`{}` does not hold an executing claim on this action (it is {})",
-                b.owner, now.status
-            ),
-        )
-        .with_detail(show(&c, &now).0));
+        return Err(not_owner(&c, &b.owner, &now));
     }
     let now = s.store.get_action(&a.id).await?;
     Ok(axum::Json(Changed {
@@ -436,8 +420,7 @@ pub(crate) struct CompleteBody {
 
 /// `POST /v1/actions/{id}/complete`: the owner records `executed` or `failed`.
 pub(crate) async fn complete(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(id): Path<String>,
     Body(b): Body<CompleteBody>,
 ) -> ApiResult<Shaped<CompleteOutcome>> {
@@ -449,28 +432,33 @@ pub(crate) async fn complete(
     wrote(&s);
     match &out {
         CompleteOutcome::Completed { action } => Ok(shown(&c, &out, action)),
-        CompleteOutcome::NotOwner { action } => Err(ApiError::conflict(
-            "not_owner",
-            format!(
-                "`{}` does not hold an executing claim on this action (it is {})",
-                b.owner, action.status
-            ),
-        )
-        .with_detail(show(&c, action).0)),
+        CompleteOutcome::NotOwner { action } => Err(not_owner(&c, &b.owner, action)),
     }
+}
+
+/// 409 `not_owner`: `owner` holds no executing claim on `action` (shown
+/// as the caller may see it in `detail`).
+fn not_owner(c: &Caller, owner: &str, action: &Action) -> ApiError {
+    ApiError::conflict(
+        "not_owner",
+        format!(
+            "`{owner}` does not hold an executing claim on this action (it is {})",
+            action.status
+        ),
+    )
+    .with_detail(show(c, action).0)
 }
 
 /// `GET /v1/actions/{id}/audit?limit&after`: the action's append-only
 /// audit trail, oldest first, paged (secrets are redacted in the audit itself).
 pub(crate) async fn audit(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(id): Path<String>,
     Params(q): Params<PageQuery>,
 ) -> ApiResult<Paged<AuditEntry>> {
     let a = visible(&s, &c, &id).await?;
     let trail = s.store.action_audit(&a.id).await?;
-    page(trail, |e| e.seq.to_string(), q.after.as_deref(), q.limit)
+    q.page(trail, |e| e.seq.to_string())
 }
 
 /// The answer of `extend` (`extended: true`) and `resolve-unknown`

@@ -2,15 +2,11 @@
 //! `store/audit.rs`), for an admin or auditor token; a scoped token gets
 //! its own project's entries only.
 
-use axum::Extension;
-use axum::extract::State;
 use serde::Deserialize;
 
-use super::auth::Caller;
 use super::doc::Shaped;
 use super::error::{ApiError, ApiResult};
-use super::input::Params;
-use crate::shared::Shared;
+use super::input::{Ctx, Params};
 use crate::store::Channel;
 use crate::store::audit::Export;
 
@@ -29,8 +25,7 @@ pub(crate) struct ExportQuery {
 /// Lines file (`lines`, entries then the head line), chained by SHA-256;
 /// the head is recorded in the event log (`audit.exported`).
 pub(crate) async fn export(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Params(q): Params<ExportQuery>,
 ) -> ApiResult<Shaped<Export>> {
     let since = q

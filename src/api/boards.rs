@@ -7,14 +7,13 @@
 //! token's scope (a foreign board is 404), then the write names it by id;
 //! the store's version checks decide every race.
 
-use axum::Extension;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use serde::Deserialize;
 
 use super::auth::Caller;
 use super::error::ApiResult;
-use super::input::{Body, NAME, Params};
-use super::page::{Paged, page};
+use super::input::{Body, Ctx, NAME, Name, Params};
+use super::page::{Paged, Paging, list_query};
 use super::questions::wrote;
 use crate::shared::Shared;
 use crate::store::boards::{
@@ -43,17 +42,14 @@ async fn visible(
 #[serde(deny_unknown_fields)]
 pub(crate) struct UpsertBody {
     #[serde(default)]
-    #[schemars(regex(pattern = NAME))]
-    project: String,
+    project: Name,
     #[schemars(length(min = 1), regex(pattern = r"\S"))]
     title: String,
     board_version: Option<i64>,
     #[serde(default)]
-    #[schemars(regex(pattern = NAME))]
-    agent: String,
+    agent: Name,
     #[serde(default)]
-    #[schemars(regex(pattern = NAME))]
-    session: String,
+    session: Name,
     #[serde(default)]
     rows: Vec<RowInput>,
 }
@@ -61,16 +57,15 @@ pub(crate) struct UpsertBody {
 /// `PUT /v1/boards`: create or update a board and some rows, all or nothing
 /// (409 `stale` carries the current versions).
 pub(crate) async fn upsert(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Body(b): Body<UpsertBody>,
 ) -> ApiResult<axum::Json<BoardFull>> {
     let up = BoardUpsert {
-        project: c.write_project(&b.project)?,
+        project: c.write_project(&b.project.0)?,
         title: b.title,
         board_version: b.board_version,
-        agent: c.agent_or(&s, b.agent).await?,
-        session: b.session,
+        agent: c.agent_or(&s, b.agent.0).await?,
+        session: b.session.0,
         rows: b.rows,
     };
     let out = s.store.board_upsert(&up).await?;
@@ -78,27 +73,23 @@ pub(crate) async fn upsert(
     Ok(axum::Json(out?))
 }
 
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct ListQuery {
-    project: Option<String>,
-    #[serde(default)]
-    archived: bool,
-    #[schemars(range(min = 1, max = 500))]
-    limit: Option<i64>,
-    after: Option<String>,
+list_query! {
+    ListQuery {
+        project: Option<String>,
+        #[serde(default)]
+        archived: bool,
+    }
 }
 
 /// `GET /v1/boards?project&archived&limit&after`: boards with progress,
 /// newest first, paged.
 pub(crate) async fn list(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Params(q): Params<ListQuery>,
 ) -> ApiResult<Paged<Board>> {
-    let project = c.filter(q.project)?;
+    let project = c.filter(q.project.clone())?;
     let all = s.store.board_list(project.as_deref(), q.archived).await?;
-    page(all, |b| b.id.clone(), q.after.as_deref(), q.limit)
+    q.page(all, |b| b.id.clone())
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -109,8 +100,7 @@ pub(crate) struct GetQuery {
 
 /// `GET /v1/boards/{board}?project`: one board with all its rows.
 pub(crate) async fn get(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(board): Path<String>,
     Params(q): Params<GetQuery>,
 ) -> ApiResult<axum::Json<BoardFull>> {
@@ -129,8 +119,7 @@ pub(crate) struct RowBody {
 
 /// `POST /v1/boards/{board}/rows`: create one row, or change it with its `revision`.
 pub(crate) async fn row(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(board): Path<String>,
     Body(b): Body<RowBody>,
 ) -> ApiResult<axum::Json<BoardFull>> {
@@ -163,8 +152,7 @@ pub(crate) struct AdvanceBody {
 
 /// `POST /v1/boards/{board}/advance`: archive a row's step, install the next (blocked).
 pub(crate) async fn advance(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(board): Path<String>,
     Body(b): Body<AdvanceBody>,
 ) -> ApiResult<axum::Json<BoardFull>> {
@@ -200,8 +188,7 @@ pub(crate) struct OutcomeBody {
 
 /// `POST /v1/boards/{board}/outcome`: store a step's result and leave `blocked`.
 pub(crate) async fn outcome(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(board): Path<String>,
     Body(b): Body<OutcomeBody>,
 ) -> ApiResult<axum::Json<BoardFull>> {
@@ -238,8 +225,7 @@ pub(crate) struct AnnotateBody {
 /// `POST /v1/boards/{board}/rows/{label}/annotate`: a human's answer on a
 /// row through the Inbox channel (always wins; blank clears an unpicked one).
 pub(crate) async fn annotate(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path((board, label)): Path<(String, String)>,
     Body(b): Body<AnnotateBody>,
 ) -> ApiResult<axum::Json<RowChange>> {
@@ -276,8 +262,7 @@ pub(crate) struct HandledBody {
 /// with `clear`, take it back). The row stays blocked until the agent
 /// stores an outcome.
 pub(crate) async fn handled(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path((board, label)): Path<(String, String)>,
     Body(b): Body<HandledBody>,
 ) -> ApiResult<axum::Json<RowChange>> {
@@ -311,8 +296,7 @@ pub(crate) struct ArchiveBody {
 /// `POST /v1/boards/{board}/archive`: archive a board at the version the
 /// caller read (a later agent write reactivates it).
 pub(crate) async fn archive(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(board): Path<String>,
     Body(b): Body<ArchiveBody>,
 ) -> ApiResult<axum::Json<Board>> {
@@ -326,23 +310,19 @@ pub(crate) async fn archive(
     Ok(axum::Json(out?))
 }
 
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct HandoffsQuery {
-    project: Option<String>,
-    #[schemars(range(min = 1, max = 500))]
-    limit: Option<i64>,
-    after: Option<String>,
+list_query! {
+    HandoffsQuery {
+        project: Option<String>,
+    }
 }
 
 /// `GET /v1/handoffs?project&limit&after`: rows a human marked handled
 /// whose outcome no agent has stored yet, paged (reads only; nothing is marked).
 pub(crate) async fn handoffs(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Params(q): Params<HandoffsQuery>,
 ) -> ApiResult<Paged<PendingRow>> {
-    let project = c.filter(q.project)?;
+    let project = c.filter(q.project.clone())?;
     let all = s.store.unprocessed_handoffs(project.as_deref()).await?;
-    page(all, |p| p.row.id.clone(), q.after.as_deref(), q.limit)
+    q.page(all, |p| p.row.id.clone())
 }

@@ -15,9 +15,8 @@ use axum::response::{IntoResponse, Response};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::Value;
 
-use super::auth::Caller;
 use super::error::ApiError;
-use super::input::{Body, Params};
+use super::input::{Body, Ctx, Params};
 use super::page::Paged;
 use crate::shared::Shared;
 
@@ -92,7 +91,7 @@ pub(crate) trait Arg {
 }
 
 impl Arg for State<Shared> {}
-impl Arg for Extension<Caller> {}
+impl Arg for Ctx {}
 impl Arg for HeaderMap {}
 impl Arg for Option<Extension<crate::api::OwnerSocket>> {}
 impl Arg for Path<String> {}

@@ -13,8 +13,6 @@
 
 mod body;
 
-use axum::Extension;
-use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream;
@@ -26,7 +24,7 @@ use tokio::time::Instant;
 use super::auth::Caller;
 use super::doc::{Answer, Described, Gens, Reply, json_answer};
 use super::error::{ApiError, ApiResult};
-use super::input::Params;
+use super::input::{Ctx, Params};
 use super::long_poll::RECHECK;
 use crate::shared::Shared;
 use crate::store::Event;
@@ -57,11 +55,7 @@ pub(crate) struct PageQuery {
 /// or `?tail=N`: the newest N. `next_after` is where to continue (it moves
 /// past events a scoped token may not see, so paging never stalls; after a
 /// tail it is the newest seq, where following the log starts).
-pub(crate) async fn page(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
-    Params(q): Params<PageQuery>,
-) -> ApiResult<PageBody> {
+pub(crate) async fn page(Ctx { s, c }: Ctx, Params(q): Params<PageQuery>) -> ApiResult<PageBody> {
     let span = match (q.tail, q.after, q.limit) {
         (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
             return Err(ApiError::invalid(
@@ -186,8 +180,7 @@ pub(crate) struct StreamQuery {
 /// [`RECHECK`]: once revoked (or the Inbox session ends) the stream sends
 /// one `event: end` with `{reason, message}` and closes.
 pub(crate) async fn stream(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     headers: HeaderMap,
     Params(q): Params<StreamQuery>,
 ) -> ApiResult<EventStream> {

@@ -4,14 +4,10 @@
 //! token sees its own project's sessions only. Webhook secrets never
 //! appear: only the wake target's kind is shown.
 
-use axum::Extension;
-use axum::extract::State;
 use serde::{Deserialize, Serialize};
 
-use super::auth::Caller;
 use super::error::ApiResult;
-use super::input::Params;
-use crate::shared::Shared;
+use super::input::{Ctx, Params};
 use crate::store::sessions::FleetSession;
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -33,8 +29,7 @@ pub(crate) struct Fleet {
 
 /// `GET /v1/fleet?project`: every session and what it is doing now.
 pub(crate) async fn fleet(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Params(q): Params<FleetQuery>,
 ) -> ApiResult<axum::Json<Fleet>> {
     let project = c.filter(q.project)?;

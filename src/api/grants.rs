@@ -9,43 +9,36 @@
 //! says so (409 `already_revoked`, the grant as it stands in `detail`).
 //! Deciding prompts by grants is not here (`actions::grant`).
 
-use axum::Extension;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use axum::http::StatusCode;
 use serde::Deserialize;
 
-use super::auth::Caller;
 use super::error::{ApiError, ApiResult};
-use super::input::{Body, NAME, Params};
-use super::page::{Paged, page};
+use super::input::{Body, Ctx, NAME, Params};
+use super::page::{Paged, Paging, list_query};
 use super::questions::wrote;
-use crate::shared::Shared;
 use crate::store::Channel;
 use crate::store::grants::{Grant, Revoked};
 
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct ListQuery {
-    /// Only this project's grants (a scoped token: its own, always).
-    project: Option<String>,
-    /// Also revoked and inert (never confirmed) grants.
-    #[serde(default)]
-    all: bool,
-    #[schemars(range(min = 1, max = 500))]
-    limit: Option<i64>,
-    after: Option<String>,
+list_query! {
+    ListQuery {
+        /// Only this project's grants (a scoped token: its own, always).
+        project: Option<String>,
+        /// Also revoked and inert (never confirmed) grants.
+        #[serde(default)]
+        all: bool,
+    }
 }
 
 /// `GET /v1/grants?project&all&limit&after`: the live grants (with `all`,
 /// every grant), newest first, paged — the list `handoff grants` prints.
 pub(crate) async fn list(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Params(q): Params<ListQuery>,
 ) -> ApiResult<Paged<Grant>> {
-    let project = c.filter(q.project)?;
+    let project = c.filter(q.project.clone())?;
     let all = s.store.grant_list_in(q.all, project.as_deref()).await?;
-    page(all, |g| g.id.clone(), q.after.as_deref(), q.limit)
+    q.page(all, |g| g.id.clone())
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -59,8 +52,7 @@ pub(crate) struct RevokeBody {
 /// `POST /v1/grants/{id}/revoke`: revoke a grant (full or short id); the
 /// prompts it covered ask again from now on.
 pub(crate) async fn revoke(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(id): Path<String>,
     Body(b): Body<RevokeBody>,
 ) -> ApiResult<axum::Json<Grant>> {

@@ -29,9 +29,25 @@ use super::auth::{self, cookie_secret, same_origin};
 use crate::shared::Shared;
 use crate::store::inbox_sessions::{InboxSession, Login, SESSION_TTL_MS};
 
-const INDEX_HTML: &str = include_str!("inbox/assets/index.html");
-const LOGIN_HTML: &str = include_str!("inbox/assets/login.html");
-const CONFIRM_HTML: &str = include_str!("inbox/assets/confirm.html");
+// Each page is joined at build time from the head every page shares
+// (`head.html`), the top both login pages share (`login_top.html`) and its
+// own part, so the browser gets one whole document as before.
+const INDEX_HTML: &str = concat!(
+    include_str!("inbox/assets/head.html"),
+    include_str!("inbox/assets/index.html"),
+);
+const LOGIN_HTML: &str = concat!(
+    include_str!("inbox/assets/head.html"),
+    include_str!("inbox/assets/login_top.html"),
+    include_str!("inbox/assets/login.html"),
+);
+/// The confirm page alone asks not to be indexed: its URL carries a code.
+const CONFIRM_HTML: &str = concat!(
+    include_str!("inbox/assets/head.html"),
+    "<meta name=\"robots\" content=\"noindex\">\n",
+    include_str!("inbox/assets/login_top.html"),
+    include_str!("inbox/assets/confirm.html"),
+);
 const APP_JS: &str = include_str!("inbox/assets/app.js");
 const APP_CSS: &str = include_str!("inbox/assets/app.css");
 
@@ -186,15 +202,7 @@ async fn login(State(s): State<Shared>, headers: HeaderMap, Form(q): Form<LoginQ
         Ok(Login::Opened { session, secret }) => {
             s.wrote();
             tracing::info!(session = %session.id, name = %session.name, "Inbox login");
-            let mut resp = document(
-                StatusCode::SEE_OTHER,
-                "text/plain; charset=utf-8",
-                String::new(),
-            );
-            resp.headers_mut()
-                .insert(header::LOCATION, HeaderValue::from_static("/"));
-            set_cookie(&s, &mut resp, &secret, SESSION_TTL_MS / 1000);
-            resp
+            to_inbox(&s, &secret, SESSION_TTL_MS / 1000)
         }
         Ok(Login::Used) => login_page(
             StatusCode::GONE,
@@ -230,6 +238,12 @@ async fn logout(State(s): State<Shared>, headers: HeaderMap) -> Response {
             Err(e) => tracing::warn!(error = %e, "Inbox logout failed"),
         }
     }
+    to_inbox(&s, "", 0)
+}
+
+/// A redirect to the Inbox (`/`) that sets the session cookie to `value`
+/// for `max_age_secs` (an empty value and 0 clear it).
+fn to_inbox(s: &Shared, value: &str, max_age_secs: i64) -> Response {
     let mut resp = document(
         StatusCode::SEE_OTHER,
         "text/plain; charset=utf-8",
@@ -237,7 +251,7 @@ async fn logout(State(s): State<Shared>, headers: HeaderMap) -> Response {
     );
     resp.headers_mut()
         .insert(header::LOCATION, HeaderValue::from_static("/"));
-    set_cookie(&s, &mut resp, "", 0);
+    set_cookie(s, &mut resp, value, max_age_secs);
     resp
 }
 
@@ -259,22 +273,17 @@ async fn me(State(s): State<Shared>, headers: HeaderMap) -> Response {
 }
 
 async fn app_js() -> Response {
-    let mut r = document(
-        StatusCode::OK,
-        "text/javascript; charset=utf-8",
-        APP_JS.to_string(),
-    );
-    r.headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    r
+    asset("text/javascript; charset=utf-8", APP_JS)
 }
 
 async fn app_css() -> Response {
-    let mut r = document(
-        StatusCode::OK,
-        "text/css; charset=utf-8",
-        APP_CSS.to_string(),
-    );
+    asset("text/css; charset=utf-8", APP_CSS)
+}
+
+/// A script or style sheet: a document the browser may keep but must
+/// check again (`no-cache`) before it uses it.
+fn asset(content_type: &'static str, body: &str) -> Response {
+    let mut r = document(StatusCode::OK, content_type, body.to_string());
     r.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     r

@@ -1,6 +1,7 @@
 //! Request input: JSON bodies and query strings whose rejections become
 //! [`ApiError`]s (so a malformed body gets the same `{reason, message}` as
-//! any other refusal), and the long-poll parameters.
+//! any other refusal), the handler's context ([`Ctx`]: shared state and
+//! caller together), and the long-poll parameters.
 //!
 //! Bodies are parsed strictly: every request struct carries
 //! `#[serde(deny_unknown_fields)]`, bodies over [`BODY_LIMIT`] are refused
@@ -12,14 +13,17 @@
 
 use std::time::Duration;
 
+use axum::Extension;
 use axum::body::Bytes;
-use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::rejection::{ExtensionRejection, JsonRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
+use super::auth::Caller;
 use super::error::{ApiError, ApiResult};
+use crate::shared::Shared;
 
 pub(crate) mod text;
 
@@ -36,6 +40,14 @@ pub(crate) const DEFAULT_WAIT: Duration = Duration::from_secs(30);
 /// most 200 characters, none of them a control character or a
 /// bidirectional override ([`text`]).
 pub(crate) const NAME: &str = concat!("^[^", text::refused_in_line!(), "]{0,200}$");
+
+// A name field of a body (`agent`, `project`, `session`, …): text that
+// follows `NAME`, carrying that pattern in its schema; with
+// `#[serde(default)]`, empty when left out. (A plain comment: a doc comment
+// would become the description of every field of this type.)
+#[derive(Debug, Default, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[serde(transparent)]
+pub(crate) struct Name(#[schemars(regex(pattern = NAME))] pub String);
 
 /// The schema pattern of a duration above zero (`30s`, `5m`, `1500ms`,
 /// bare seconds), as [`crate::clock::parse_duration_ms`] reads it.
@@ -159,6 +171,29 @@ fn json_rejection(r: JsonRejection) -> ApiError {
             ApiError::new(StatusCode::BAD_REQUEST, "malformed_json", text)
         }
         other => ApiError::new(other, "bad_request", text),
+    }
+}
+
+/// What every `/v1` handler starts from: the daemon's shared state and the
+/// caller the auth layer identified (a missing caller is axum's own
+/// missing-extension refusal, as with `Extension<Caller>`).
+pub(crate) struct Ctx {
+    pub s: Shared,
+    pub c: Caller,
+}
+
+impl FromRequestParts<Shared> for Ctx {
+    type Rejection = ExtensionRejection;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &Shared,
+    ) -> Result<Self, Self::Rejection> {
+        let Extension(c) = Extension::<Caller>::from_request_parts(parts, state).await?;
+        Ok(Ctx {
+            s: state.clone(),
+            c,
+        })
     }
 }
 

@@ -10,15 +10,13 @@
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use axum::Extension;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::Response;
 
-use super::auth::Caller;
 use super::doc::Exposition;
 use super::error::ApiResult;
-use crate::shared::Shared;
+use super::input::Ctx;
 use crate::store::counts::Counts;
 
 /// Responses served, by status class (1xx … 5xx).
@@ -36,10 +34,7 @@ pub(crate) async fn count(req: Request, next: Next) -> Response {
 /// `GET /metrics`. A project-scoped token gets only its project's counts
 /// (labelled with the project): the process-wide counters would tell it
 /// about other projects' activity.
-pub(crate) async fn metrics(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
-) -> ApiResult<Exposition> {
+pub(crate) async fn metrics(Ctx { s, c }: Ctx) -> ApiResult<Exposition> {
     let counts = s.store.counts(c.project.as_deref()).await?;
     let mut out = String::new();
     item_gauges(&mut out, &counts, c.project.as_deref());

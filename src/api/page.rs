@@ -19,13 +19,50 @@ pub(crate) const MAX_LIMIT: u32 = 500;
 /// The response header naming the next page's cursor.
 pub(crate) const NEXT_HEADER: &str = "x-next-cursor";
 
-/// The query of a list route that takes nothing but a page.
-#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct PageQuery {
-    #[schemars(range(min = 1, max = 500))]
-    pub limit: Option<i64>,
-    pub after: Option<String>,
+/// A list route's query: its own fields (filters), then the page's
+/// `limit` and `after`, in one strict struct that implements [`Paging`].
+/// Why one struct and not `#[serde(flatten)]` of a shared page: flatten
+/// loses `deny_unknown_fields` and reads `limit=5` from a query string as
+/// text, not a number.
+macro_rules! list_query {
+    ($(#[$m:meta])* $name:ident { $($(#[$fm:meta])* $f:ident: $t:ty,)* }) => {
+        $(#[$m])*
+        #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+        #[serde(deny_unknown_fields)]
+        pub(crate) struct $name {
+            $($(#[$fm])* $f: $t,)*
+            #[schemars(range(min = 1, max = 500))]
+            limit: Option<i64>,
+            after: Option<String>,
+        }
+
+        impl $crate::api::page::Paging for $name {
+            fn limit(&self) -> Option<i64> {
+                self.limit
+            }
+            fn after(&self) -> Option<&str> {
+                self.after.as_deref()
+            }
+        }
+    };
+}
+pub(crate) use list_query;
+
+list_query! {
+    /// The query of a list route that takes nothing but a page.
+    PageQuery {}
+}
+
+/// A list query's page: `limit` and `after` as the caller gave them.
+pub(crate) trait Paging {
+    fn limit(&self) -> Option<i64>;
+    fn after(&self) -> Option<&str>;
+
+    /// The page of `items` (already in list order, each known by `key`)
+    /// that this query asks for.
+    fn page<T>(&self, items: Vec<T>, key: impl Fn(&T) -> String) -> ApiResult<Paged<T>> {
+        page(items, key, self.after(), self.limit())
+    }
 }
 
 /// One page of a list, answered as a JSON array plus the next cursor.

@@ -9,19 +9,18 @@ mod ask;
 
 pub(crate) use ask::flag;
 
-use axum::Extension;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use serde::{Deserialize, Serialize};
 
 use super::auth::Caller;
 use super::error::{ApiError, ApiResult};
-use super::input::{Body, DURATION, NAME, Params, TIMEOUT};
+use super::input::{Body, Ctx, DURATION, NAME, Params, TIMEOUT};
 use super::long_poll::{self, WaitOutcome};
-use super::page::{PageQuery, Paged, page};
+use super::page::{PageQuery, Paged, Paging, list_query};
 use crate::shared::Shared;
 use crate::store::boards::PendingRow;
 use crate::store::questions::{
-    Channel, Delivery, ListFilter, NewReply, Question, ReplyKind, ReplyRecord, Status,
+    Channel, Delivery, ListFilter, NewReply, Outcome, Question, ReplyKind, ReplyRecord, Status,
 };
 
 /// Wake the event followers at once after a write made here.
@@ -41,22 +40,18 @@ async fn visible(s: &Shared, c: &Caller, id: &str) -> ApiResult<Question> {
     Ok(q)
 }
 
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct ListQuery {
-    #[schemars(extend("enum" = ["open", "resolved", "dismissed", null]))]
-    status: Option<String>,
-    project: Option<String>,
-    session: Option<String>,
-    #[schemars(range(min = 1, max = 500))]
-    limit: Option<i64>,
-    after: Option<String>,
+list_query! {
+    ListQuery {
+        #[schemars(extend("enum" = ["open", "resolved", "dismissed", null]))]
+        status: Option<String>,
+        project: Option<String>,
+        session: Option<String>,
+    }
 }
 
 /// `GET /v1/questions?status&project&session&limit&after`, oldest first, paged.
 pub(crate) async fn list(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Params(q): Params<ListQuery>,
 ) -> ApiResult<Paged<Question>> {
     let status = q
@@ -67,13 +62,13 @@ pub(crate) async fn list(
         .map_err(ApiError::invalid)?;
     let filter = ListFilter {
         status,
-        project: c.filter(q.project)?,
-        session: q.session,
+        project: c.filter(q.project.clone())?,
+        session: q.session.clone(),
         awake_only: false,
         limit: None,
     };
     let all = s.store.list_questions(&filter).await?;
-    page(all, |x| x.id.clone(), q.after.as_deref(), q.limit)
+    q.page(all, |x| x.id.clone())
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -110,8 +105,7 @@ enum Wait {
 /// about it changes; `timeout` (default 30s, at most 300s). The long poll
 /// answers `{"outcome": "done"|"timeout", "question": …}`.
 pub(crate) async fn get(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(id): Path<String>,
     Params(q): Params<GetQuery>,
 ) -> ApiResult<axum::Json<QuestionView>> {
@@ -182,8 +176,7 @@ pub(crate) struct PendingQuery {
 /// reply read) and board rows waiting for the agent (marked delivered
 /// unless `peek`); `only=questions|rows` picks up one half.
 pub(crate) async fn pending(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Params(q): Params<PendingQuery>,
 ) -> ApiResult<axum::Json<PendingView>> {
     let (want_q, want_rows) = match q.only.as_deref() {
@@ -201,7 +194,7 @@ pub(crate) async fn pending(
             "peek reads rows without marking them: use it with only=rows",
         ));
     }
-    let project = c.filter(q.project)?;
+    let project = c.filter(q.project.clone())?;
     let by = c.actor(q.by.as_deref())?;
     let session = q.session.as_deref();
     let mut body = PendingView::default();
@@ -258,8 +251,7 @@ pub(crate) struct PickupBody {
 /// changed meanwhile (read again and pick up the newer one), was already
 /// picked up, or the question closed.
 pub(crate) async fn pickup(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(id): Path<String>,
     Body(b): Body<PickupBody>,
 ) -> ApiResult<axum::Json<Pickup>> {
@@ -293,14 +285,13 @@ pub(crate) struct Pickup {
 /// `GET /v1/questions/{id}/replies?limit&after`: the append-only reply
 /// history, oldest first, paged.
 pub(crate) async fn replies(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(id): Path<String>,
     Params(p): Params<PageQuery>,
 ) -> ApiResult<Paged<ReplyRecord>> {
     let q = visible(&s, &c, &id).await?;
     let all = s.store.question_replies(&q.id).await?;
-    page(all, |r| r.seq.to_string(), p.after.as_deref(), p.limit)
+    p.page(all, |r| r.seq.to_string())
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -314,24 +305,38 @@ pub(crate) struct SnoozeBody {
     by: Option<String>,
 }
 
+/// The write a question route ends in: the question `id` if the caller
+/// may see it, who acts (`by`, checked against the caller), then `write`
+/// on them; the followers are woken and the answer is the question as it
+/// is now, or the store's refusal.
+async fn change(
+    s: &Shared,
+    c: &Caller,
+    id: &str,
+    by: Option<&str>,
+    write: impl AsyncFnOnce(Question, String) -> ApiResult<Outcome<Question>>,
+) -> ApiResult<axum::Json<Question>> {
+    let q = visible(s, c, id).await?;
+    let by = c.actor(by)?;
+    let out = write(q, by).await?;
+    wrote(s);
+    Ok(axum::Json(out?))
+}
+
 /// `POST /v1/questions/{id}/snooze`: hide it from the chat list for a while.
 pub(crate) async fn snooze(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(id): Path<String>,
     Body(b): Body<SnoozeBody>,
 ) -> ApiResult<axum::Json<Question>> {
-    let q = visible(&s, &c, &id).await?;
-    let by = c.actor(b.by.as_deref())?;
-    let ms = crate::clock::parse_duration_ms(&b.duration)
-        .map_err(|e| ApiError::invalid(format!("for: {e}")))?;
-    let until = s.store.now().saturating_add(ms.max(0));
-    let out = s
-        .store
-        .snooze_question(&q.id, until, &by, Channel::Inbox)
-        .await?;
-    wrote(&s);
-    Ok(axum::Json(out?))
+    change(&s, &c, &id, b.by.as_deref(), async |q, by| {
+        let ms = crate::clock::parse_duration_ms(&b.duration)
+            .map_err(|e| ApiError::invalid(format!("for: {e}")))?;
+        let until = s.store.now().saturating_add(ms.max(0));
+        let out = s.store.snooze_question(&q.id, until, &by, Channel::Inbox);
+        Ok(out.await?)
+    })
+    .await
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -349,45 +354,42 @@ pub(crate) struct ReplyBody {
 }
 
 impl ReplyBody {
-    fn into_reply(self, c: &Caller) -> ApiResult<NewReply> {
-        Ok(NewReply {
-            by: c.actor(self.by.as_deref())?,
-            text: self.text,
+    /// The reply this body asks for, written by `by` (checked already).
+    fn reply(&self, by: String) -> NewReply {
+        NewReply {
+            by,
+            text: self.text.clone(),
             kind: self.kind,
-            context: self.context,
+            context: self.context.clone(),
             expected_revision: self.expected_revision,
-        })
+        }
     }
 }
 
 /// `POST /v1/questions/{id}/answer`: the agent records an answer the human
 /// gave in its own terminal. 409 `unread_answer` hands back a waiting reply.
 pub(crate) async fn answer(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(id): Path<String>,
     Body(b): Body<ReplyBody>,
 ) -> ApiResult<axum::Json<Question>> {
-    let q = visible(&s, &c, &id).await?;
-    let r = b.into_reply(&c)?;
-    let out = s.store.answer_agent(&q.id, &r).await?;
-    wrote(&s);
-    Ok(axum::Json(out?))
+    change(&s, &c, &id, b.by.as_deref(), async |q, by| {
+        Ok(s.store.answer_agent(&q.id, &b.reply(by)).await?)
+    })
+    .await
 }
 
 /// `POST /v1/questions/{id}/reply`: a human replies through the Inbox
 /// channel (always wins; blank text clears an unpicked reply).
 pub(crate) async fn reply(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(id): Path<String>,
     Body(b): Body<ReplyBody>,
 ) -> ApiResult<axum::Json<Question>> {
-    let q = visible(&s, &c, &id).await?;
-    let r = b.into_reply(&c)?;
-    let out = s.store.reply_inbox(&q.id, &r).await?;
-    wrote(&s);
-    Ok(axum::Json(out?))
+    change(&s, &c, &id, b.by.as_deref(), async |q, by| {
+        Ok(s.store.reply_inbox(&q.id, &b.reply(by)).await?)
+    })
+    .await
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -401,16 +403,14 @@ pub(crate) struct ResolveBody {
 
 /// `POST /v1/questions/{id}/resolve`: the agent closes it with an outcome.
 pub(crate) async fn resolve(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(id): Path<String>,
     Body(b): Body<ResolveBody>,
 ) -> ApiResult<axum::Json<Question>> {
-    let q = visible(&s, &c, &id).await?;
-    let by = c.actor(b.by.as_deref())?;
-    let out = s.store.resolve_question(&q.id, &b.outcome, &by).await?;
-    wrote(&s);
-    Ok(axum::Json(out?))
+    change(&s, &c, &id, b.by.as_deref(), async |q, by| {
+        Ok(s.store.resolve_question(&q.id, &b.outcome, &by).await?)
+    })
+    .await
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -423,17 +423,15 @@ pub(crate) struct DismissBody {
 
 /// `POST /v1/questions/{id}/dismiss`: a human closes it without answering.
 pub(crate) async fn dismiss(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(id): Path<String>,
     Body(b): Body<DismissBody>,
 ) -> ApiResult<axum::Json<Question>> {
-    let q = visible(&s, &c, &id).await?;
-    let by = c.actor(b.by.as_deref())?;
-    let out = s
-        .store
-        .dismiss_question(&q.id, b.reason.as_deref(), &by, Channel::Inbox)
-        .await?;
-    wrote(&s);
-    Ok(axum::Json(out?))
+    change(&s, &c, &id, b.by.as_deref(), async |q, by| {
+        let out = s
+            .store
+            .dismiss_question(&q.id, b.reason.as_deref(), &by, Channel::Inbox);
+        Ok(out.await?)
+    })
+    .await
 }

@@ -13,8 +13,7 @@
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use axum::Extension;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -22,9 +21,9 @@ use serde_json::{Value, json};
 use super::auth::Caller;
 use super::doc::Shaped;
 use super::error::{ApiError, ApiResult};
-use super::input::{Body, NAME, Params, TIMEOUT, wait_timeout};
+use super::input::{Body, Ctx, NAME, Name, Params, TIMEOUT, wait_timeout};
 use super::long_poll::{WaitOutcome, wait_until};
-use super::page::{Paged, page};
+use super::page::{Paged, Paging, list_query};
 use super::questions::wrote;
 use crate::shared::Shared;
 use crate::store::sessions::{
@@ -51,11 +50,9 @@ pub(crate) struct RegisterBody {
     #[schemars(length(min = 1), regex(pattern = r"\S"))]
     session_id: String,
     #[serde(default)]
-    #[schemars(regex(pattern = NAME))]
-    agent: String,
+    agent: Name,
     #[serde(default)]
-    #[schemars(regex(pattern = NAME))]
-    project: String,
+    project: Name,
     #[serde(default)]
     cwd: String,
     wake_target: Option<WakeTarget>,
@@ -66,11 +63,10 @@ pub(crate) struct RegisterBody {
 
 /// `POST /v1/sessions`: register (or refresh) a session.
 pub(crate) async fn register(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Body(b): Body<RegisterBody>,
 ) -> ApiResult<axum::Json<SessionView>> {
-    let project = c.write_project(&b.project)?;
+    let project = c.write_project(&b.project.0)?;
     if matches!(
         b.wake_target,
         Some(WakeTarget::Exec { .. } | WakeTarget::Tmux { .. })
@@ -84,7 +80,7 @@ pub(crate) async fn register(
     // a session whose home is another project (`session_in_other_project`).
     let new = NewSession {
         session_id: b.session_id,
-        agent: c.agent_or(&s, b.agent).await?,
+        agent: c.agent_or(&s, b.agent.0).await?,
         project,
         cwd: b.cwd,
         wake_target: b.wake_target,
@@ -145,29 +141,24 @@ fn shown<T: serde::Serialize>(v: &T) -> Shaped<T> {
 
 /// `GET /v1/sessions/{id}`.
 pub(crate) async fn get(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(id): Path<String>,
 ) -> ApiResult<axum::Json<SessionView>> {
     Ok(axum::Json(show(&registered(&s, &c, &id).await?)))
 }
 
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct ListQuery {
-    #[schemars(extend("enum" = ["active", "idle", "ended", null]))]
-    status: Option<String>,
-    project: Option<String>,
-    #[schemars(range(min = 1, max = 500))]
-    limit: Option<i64>,
-    after: Option<String>,
+list_query! {
+    ListQuery {
+        #[schemars(extend("enum" = ["active", "idle", "ended", null]))]
+        status: Option<String>,
+        project: Option<String>,
+    }
 }
 
 /// `GET /v1/sessions?status&project&limit&after`: most recently changed
 /// first, paged.
 pub(crate) async fn list(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Params(q): Params<ListQuery>,
 ) -> ApiResult<Paged<SessionView>> {
     if let Some(st) = q.status.as_deref()
@@ -177,12 +168,12 @@ pub(crate) async fn list(
             "status `{st}`: use active, idle or ended"
         )));
     }
-    let project = c.filter(q.project)?;
+    let project = c.filter(q.project.clone())?;
     let list = s
         .store
         .list_sessions(q.status.as_deref(), project.as_deref())
         .await?;
-    Ok(page(list, |x| x.session_id.clone(), q.after.as_deref(), q.limit)?.map(show))
+    Ok(q.page(list, |x| x.session_id.clone())?.map(show))
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -196,8 +187,7 @@ pub(crate) struct CheckpointBody {
 /// `POST /v1/sessions/{id}/checkpoint`: store the state if the revision is
 /// still `revision` (409 `stale` carries the current one; 409 `ended`).
 pub(crate) async fn checkpoint(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(id): Path<String>,
     Body(b): Body<CheckpointBody>,
 ) -> ApiResult<Shaped<Checkpointed>> {
@@ -234,8 +224,7 @@ pub(crate) struct ResumeQuery {
 /// `GET /v1/sessions/{id}/resume?tail`: everything a woken session needs
 /// (marks nothing). A session that never registered gets what carries its id.
 pub(crate) async fn resume(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(id): Path<String>,
     Params(q): Params<ResumeQuery>,
 ) -> ApiResult<Shaped<Resume>> {
@@ -245,11 +234,7 @@ pub(crate) async fn resume(
 }
 
 /// `POST /v1/sessions/{id}/end`: mark it ended (registering again reopens it).
-pub(crate) async fn end(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
-    Path(id): Path<String>,
-) -> ApiResult<Shaped<Ended>> {
+pub(crate) async fn end(Ctx { s, c }: Ctx, Path(id): Path<String>) -> ApiResult<Shaped<Ended>> {
     let session = registered(&s, &c, &id).await?;
     let out = s.store.end_session(&session.session_id).await?;
     wrote(&s);
@@ -275,8 +260,7 @@ pub(crate) struct BeginBody {
 /// `POST /v1/sessions/{id}/ledger`: record that a call is about to run
 /// (same event id and payload again: `existing`; different: 409 `conflict`).
 pub(crate) async fn ledger_begin(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(id): Path<String>,
     Body(b): Body<BeginBody>,
 ) -> ApiResult<axum::Json<Begin>> {
@@ -304,26 +288,22 @@ pub(crate) async fn ledger_begin(
     Ok(axum::Json(out))
 }
 
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct LedgerQuery {
-    last: Option<i64>,
-    #[schemars(range(min = 1, max = 500))]
-    limit: Option<i64>,
-    after: Option<String>,
+list_query! {
+    LedgerQuery {
+        last: Option<i64>,
+    }
 }
 
 /// `GET /v1/sessions/{id}/ledger?last&limit&after`: the session's ledger
 /// (its newest `last` rows), oldest first, paged.
 pub(crate) async fn ledger_list(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(id): Path<String>,
     Params(q): Params<LedgerQuery>,
 ) -> ApiResult<Paged<LedgerEntry>> {
     let (full, _) = reach(&s, &c, &id).await?;
     let all = s.store.ledger_list(&full, q.last).await?;
-    page(all, |e| e.seq.to_string(), q.after.as_deref(), q.limit)
+    q.page(all, |e| e.seq.to_string())
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -342,8 +322,7 @@ pub(crate) struct CompleteBody {
 /// under event id `{id}` (409 `conflict` for another outcome, 404 with
 /// `detail.outcome = not_started` if it was never begun).
 pub(crate) async fn ledger_complete(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(event_id): Path<String>,
     Body(b): Body<CompleteBody>,
 ) -> ApiResult<axum::Json<Complete>> {
@@ -412,8 +391,7 @@ pub(crate) struct WaitQuery {
 /// inbound wakes) as soon as something does; `outcome` is `done` or
 /// `timeout` (then `arrivals` is empty and nothing was claimed).
 pub(crate) async fn wait(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(id): Path<String>,
     Params(q): Params<WaitQuery>,
 ) -> ApiResult<axum::Json<Arrived>> {

@@ -2,18 +2,15 @@
 //! arguments or saving a grant), the grants check of a Claude Code prompt,
 //! reject, resolve an `unknown` outcome, and settle the expired ones.
 
-use axum::Extension;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{ActionView, Changed, door, show, shown, visible};
-use crate::api::auth::Caller;
 use crate::api::doc::Shaped;
 use crate::api::error::{ApiError, ApiResult};
-use crate::api::input::{Body, NAME};
+use crate::api::input::{Body, Ctx, NAME};
 use crate::api::questions::wrote;
-use crate::shared::Shared;
 use crate::store::Channel;
 use crate::store::actions::{Actor, ApproveOutcome, RejectOutcome, Resolution};
 
@@ -46,8 +43,7 @@ pub(crate) struct ApproveBody {
 /// `POST /v1/actions/{id}/approve`: add the caller's approval, optionally
 /// patching the arguments (validated before anything changes: 422).
 pub(crate) async fn approve(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(id): Path<String>,
     Body(b): Body<ApproveBody>,
 ) -> ApiResult<Shaped<ApproveOutcome>> {
@@ -126,8 +122,7 @@ pub(crate) struct GrantCheck {
 /// `POST /v1/actions/{id}/grant`: the grants side of a Claude Code prompt,
 /// for `handoff hook claude` against a daemon (grants live on its host).
 pub(crate) async fn grant(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(id): Path<String>,
 ) -> ApiResult<Shaped<GrantCheck>> {
     let a = visible(&s, &c, &id).await?;
@@ -163,8 +158,7 @@ pub(crate) struct RejectBody {
 
 /// `POST /v1/actions/{id}/reject`: one rejection rejects.
 pub(crate) async fn reject(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(id): Path<String>,
     Body(b): Body<RejectBody>,
 ) -> ApiResult<Shaped<RejectOutcome>> {
@@ -201,8 +195,7 @@ pub(crate) struct ResolveUnknownBody {
 /// `POST /v1/actions/{id}/resolve-unknown`: a person settles an `unknown`
 /// outcome (it happened, it did not, or run it again).
 pub(crate) async fn resolve_unknown(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Path(id): Path<String>,
     Body(b): Body<ResolveUnknownBody>,
 ) -> ApiResult<axum::Json<Changed>> {
@@ -248,8 +241,7 @@ pub(crate) struct ExpireBody {
 /// passed (the daemon also does this on its own cadence), of `project` or
 /// of the token's project, else of every project.
 pub(crate) async fn expire(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Body(b): Body<ExpireBody>,
 ) -> ApiResult<axum::Json<Vec<ActionView>>> {
     let project = c.filter(b.project)?;

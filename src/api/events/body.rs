@@ -24,7 +24,7 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use tokio::sync::{Semaphore, SemaphorePermit};
 
-use crate::store::events::{AsTree, Event, RawEvent, Span, UNREADABLE};
+use crate::store::events::{AsTree, RawEvent, Span, UNREADABLE};
 use crate::store::{Result, Store};
 
 /// Payload the event answers of this process hold at once, in KiB.
@@ -162,47 +162,21 @@ impl Out {
 /// Append `ev` as JSON to `text`: the same bytes as the event read as a
 /// tree would give ([`AsTree`]), compact, so without a line break.
 pub(super) fn write_json(text: &mut Vec<u8>, ev: RawEvent) {
-    let Event {
-        seq,
-        at,
-        kind,
-        entity_kind,
-        entity_id,
-        actor,
-        channel,
-        project,
-        session,
-        payload,
-    } = ev;
-    let ev = Event {
-        seq,
-        at,
-        kind,
-        entity_kind,
-        entity_id,
-        actor,
-        channel,
-        project,
-        session,
-        payload: AsTree(&payload),
-    };
+    // The event's fields without its payload, which stays here for the
+    // tree to borrow (`map_payload` hands it over exactly once).
+    let mut stored = None;
+    let head = ev.map_payload(|_, p| stored = Some(p));
+    let Some(stored) = stored else { return };
+    let ev = head.map_payload(|_, ()| AsTree(&stored));
     let from = text.len();
     if let Err(e) = serde_json::to_writer(&mut *text, &ev) {
         // Cannot happen: the payload was checked to read as JSON when it
         // was read. Were it to, the event goes out as unreadable.
         text.truncate(from);
-        let stand_in = Event {
-            payload: serde_json::json!({"type": ev.kind, "error": format!("event payload: {e}")}),
-            kind: UNREADABLE.to_string(),
-            seq: ev.seq,
-            at: ev.at,
-            entity_kind: ev.entity_kind,
-            entity_id: ev.entity_id,
-            actor: ev.actor,
-            channel: ev.channel,
-            project: ev.project,
-            session: ev.session,
-        };
+        let stand_in = ev.map_payload(|kind, _| {
+            let stored = std::mem::replace(kind, UNREADABLE.to_string());
+            serde_json::json!({"type": stored, "error": format!("event payload: {e}")})
+        });
         // A tree of strings and integers always encodes.
         text.extend_from_slice(
             serde_json::to_string(&stand_in)

@@ -5,15 +5,13 @@
 
 use std::time::Duration;
 
-use axum::Extension;
-use axum::extract::State;
 use serde::{Deserialize, Serialize};
 
 use super::wrote;
 use crate::api::auth::Caller;
 use crate::api::doc::Created;
 use crate::api::error::{ApiError, ApiResult};
-use crate::api::input::{Body, NAME, Params, TIMEOUT};
+use crate::api::input::{Body, Ctx, NAME, Name, Params, TIMEOUT};
 use crate::api::long_poll;
 use crate::ops::wait::{Step, step};
 use crate::shared::Shared;
@@ -32,14 +30,11 @@ pub(crate) struct OptionBody {
 #[serde(deny_unknown_fields)]
 pub(crate) struct FlagBody {
     #[serde(default)]
-    #[schemars(regex(pattern = NAME))]
-    project: String,
+    project: Name,
     #[serde(default)]
-    #[schemars(regex(pattern = NAME))]
-    agent: String,
+    agent: Name,
     #[serde(default)]
-    #[schemars(regex(pattern = NAME))]
-    session: String,
+    session: Name,
     key: Option<String>,
     #[schemars(length(min = 1), regex(pattern = r"\S"))]
     title: String,
@@ -100,8 +95,7 @@ pub(crate) enum FlagView {
 /// `POST /v1/questions?wait&timeout&by`: flag (201 created, 200 updated in
 /// place by key); with `wait=reply` also wait for the reply and pick it up.
 pub(crate) async fn flag(
-    State(s): State<Shared>,
-    Extension(c): Extension<Caller>,
+    Ctx { s, c }: Ctx,
     Params(w): Params<FlagQuery>,
     Body(b): Body<FlagBody>,
 ) -> ApiResult<Created<axum::Json<FlagView>>> {
@@ -117,9 +111,9 @@ pub(crate) async fn flag(
     }
     let by = c.actor(w.by.as_deref())?;
     let q = NewQuestion {
-        project: c.write_project(&b.project)?,
-        agent: c.agent_or(&s, b.agent).await?,
-        session: b.session,
+        project: c.write_project(&b.project.0)?,
+        agent: c.agent_or(&s, b.agent.0).await?,
+        session: b.session.0,
         key: b.key,
         title: b.title,
         detail: b.detail,
