@@ -44,14 +44,7 @@ impl Ops {
             title: r.title,
             detail: r.detail,
             context: r.context,
-            options: r
-                .options
-                .into_iter()
-                .map(|o| QuestionOption {
-                    label: o.label,
-                    recommended: o.recommended,
-                })
-                .collect(),
+            options: r.options.into_iter().map(QuestionOption::from).collect(),
         };
         let Some(wait) = wait else {
             let flagged = self.flag(&q).await?;

@@ -26,6 +26,15 @@ pub struct ChoiceSpec {
     pub recommended: bool,
 }
 
+impl From<ChoiceSpec> for crate::store::questions::QuestionOption {
+    fn from(o: ChoiceSpec) -> Self {
+        crate::store::questions::QuestionOption {
+            label: o.label,
+            recommended: o.recommended,
+        }
+    }
+}
+
 /// Flag a question for a human (`ask`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -26,6 +26,15 @@ pub(crate) struct OptionBody {
     recommended: bool,
 }
 
+impl From<OptionBody> for QuestionOption {
+    fn from(o: OptionBody) -> Self {
+        QuestionOption {
+            label: o.label,
+            recommended: o.recommended,
+        }
+    }
+}
+
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct FlagBody {
@@ -118,14 +127,7 @@ pub(crate) async fn flag(
         title: b.title,
         detail: b.detail,
         context: b.context,
-        options: b
-            .options
-            .into_iter()
-            .map(|o| QuestionOption {
-                label: o.label,
-                recommended: o.recommended,
-            })
-            .collect(),
+        options: b.options.into_iter().map(QuestionOption::from).collect(),
     };
     let flagged = s.store.flag(&q).await?;
     wrote(&s);
