@@ -30,31 +30,7 @@ pub(crate) fn question(q: &Question) -> View {
     }
     t.push_str(&format!("\n<i>{}</i>", tags.join(" · ")));
     if let Some(r) = &q.reply {
-        let what = match r.kind {
-            crate::store::questions::ReplyKind::Answer => "Answered",
-            crate::store::questions::ReplyKind::Clarify => "Clarified",
-            crate::store::questions::ReplyKind::Decline => "Declined",
-        };
-        let state = if r.seen_at.is_some() {
-            "picked up by the agent"
-        } else {
-            "not yet picked up"
-        };
-        let text = if r.text.is_empty() {
-            String::new()
-        } else {
-            format!(": «{}»", esc(&cut(&r.text, 500)))
-        };
-        let spoken = if r.medium == crate::store::questions::Medium::Voice {
-            "by voice "
-        } else {
-            ""
-        };
-        t.push_str(&format!(
-            "\n\n✅ {what} {spoken}{}{} ({state}){text}",
-            super::network::door(r.source, &r.by),
-            by(&r.by)
-        ));
+        t.push_str(&answered(r));
     }
     let mut buttons = Vec::new();
     match q.status {
@@ -97,6 +73,36 @@ pub(crate) fn question(q: &Question) -> View {
         buttons,
         attachment: None,
     }
+}
+
+/// The line saying who answered, how, through which door, and whether the
+/// agent has it yet.
+fn answered(r: &crate::store::questions::Reply) -> String {
+    let what = match r.kind {
+        crate::store::questions::ReplyKind::Answer => "Answered",
+        crate::store::questions::ReplyKind::Clarify => "Clarified",
+        crate::store::questions::ReplyKind::Decline => "Declined",
+    };
+    let state = if r.seen_at.is_some() {
+        "picked up by the agent"
+    } else {
+        "not yet picked up"
+    };
+    let text = if r.text.is_empty() {
+        String::new()
+    } else {
+        format!(": «{}»", esc(&cut(&r.text, 500)))
+    };
+    let spoken = if r.medium == crate::store::questions::Medium::Voice {
+        "by voice "
+    } else {
+        ""
+    };
+    format!(
+        "\n\n✅ {what} {spoken}{}{} ({state}){text}",
+        super::network::door(r.source, &r.by),
+        by(&r.by)
+    )
 }
 
 impl Bridge {

@@ -8,7 +8,7 @@
 //! never delays any other item. Kicks that arrive while a task runs are
 //! coalesced into one more pass: only the latest state is ever drawn.
 //!
-//! Failures are classified ([`classify`]): "not modified" is success; an
+//! Failures are classified ([`classify()`]): "not modified" is success; an
 //! `ok` reply whose body does not parse is delivered-but-unconfirmed;
 //! a message deleted or too old to edit settles the record (and a fresh
 //! message is pushed while the item still needs a human); other refusals
@@ -31,6 +31,10 @@ use super::callback::Item;
 use super::push::{self, PushError};
 use super::view::{Attachment, View, truncate};
 use crate::store::chat::ChatMessage;
+
+mod classify;
+
+pub(crate) use classify::{Failure, classify};
 
 /// Permanent Bot API errors settled so far in this process.
 static PERMANENT: AtomicU64 = AtomicU64::new(0);
@@ -64,62 +68,6 @@ const FILE_ATTEMPTS: u32 = 3;
 
 /// One message: (item kind, item id, chat id).
 pub(crate) type Key = (Item, String, i64);
-
-/// What a failed Bot API call means for the message.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Failure {
-    /// "message is not modified": it already shows this; done.
-    NotModified,
-    /// `ok: true` with a body we cannot parse: delivered, unconfirmed.
-    Unconfirmed,
-    /// The message was deleted or can no longer be edited.
-    Gone(String),
-    /// Telegram refused the request for good (bad request, forbidden).
-    Permanent(String),
-    /// Worth trying again (network, 5xx, flood control, garbled reply).
-    Retry(String),
-}
-
-/// Classify a failed send or edit.
-pub(crate) fn classify(e: &RequestError) -> Failure {
-    match e {
-        RequestError::Api(ApiError::MessageNotModified) => Failure::NotModified,
-        RequestError::Api(
-            ApiError::MessageToEditNotFound
-            | ApiError::MessageCantBeEdited
-            | ApiError::MessageIdInvalid,
-        ) => Failure::Gone(e.to_string()),
-        RequestError::Api(ApiError::Unknown(text)) => classify_text(text),
-        // Every named Telegram error is a refusal of this very request.
-        RequestError::Api(_) | RequestError::MigrateToChatId(_) => {
-            Failure::Permanent(e.to_string())
-        }
-        RequestError::InvalidJson { raw, .. } => {
-            let ok = serde_json::from_str::<serde_json::Value>(raw)
-                .is_ok_and(|v| v["ok"] == serde_json::Value::Bool(true));
-            if ok {
-                Failure::Unconfirmed
-            } else {
-                Failure::Retry(e.to_string())
-            }
-        }
-        _ => Failure::Retry(e.to_string()),
-    }
-}
-
-/// Classify an error description teloxide did not recognise.
-fn classify_text(text: &str) -> Failure {
-    let t = text.to_ascii_lowercase();
-    if t.contains("message is not modified") {
-        Failure::NotModified
-    } else if t.contains("message to edit not found") || t.contains("message can't be edited") {
-        Failure::Gone(text.to_string())
-    } else if t.starts_with("bad request") || t.starts_with("forbidden") {
-        Failure::Permanent(text.to_string())
-    } else {
-        Failure::Retry(text.to_string())
-    }
-}
 
 /// What one pass over a message achieved.
 pub(crate) enum Outcome {
@@ -447,31 +395,42 @@ impl Bridge {
             Failure::Retry(e) => return Ok(Outcome::Retry(e)),
             Failure::Permanent(e) => permanent(rec, &e, "edit refused; settled"),
             Failure::Gone(e) => {
-                let live = match Item::from_kind(kind) {
-                    Some(item) => push::meta(&self.store, item, id)
-                        .await?
-                        .is_some_and(|m| m.live),
-                    None => false,
-                };
-                if live {
-                    permanent(rec, &e, "message gone; sending a fresh one");
-                    self.store.chat_send_again(kind, id, chat_id).await?;
-                    let again = ChatMessage {
-                        status: "sending".into(),
-                        message_id: None,
-                        text_hash: String::new(),
-                        dirty_at: None,
-                        ..rec.clone()
-                    };
-                    return self.send_record(&again, 0).await;
+                if let Some(sent) = self.replace_gone(rec, &e).await? {
+                    return Ok(sent);
                 }
-                permanent(rec, &e, "message gone; the item needs nobody, settled");
             }
         }
         self.store
             .chat_drawn(kind, id, chat_id, &hash, since)
             .await?;
         Ok(Outcome::Done)
+    }
+
+    /// A message deleted or too old to edit: while its item still needs a
+    /// human, a fresh one is sent (what that send achieved); otherwise the
+    /// record settles (`None`).
+    async fn replace_gone(&self, rec: &ChatMessage, e: &str) -> Result<Option<Outcome>, PushError> {
+        let (kind, id, chat_id) = (rec.item_kind.as_str(), rec.item_id.as_str(), rec.chat_id);
+        let live = match Item::from_kind(kind) {
+            Some(item) => push::meta(&self.store, item, id)
+                .await?
+                .is_some_and(|m| m.live),
+            None => false,
+        };
+        if !live {
+            permanent(rec, e, "message gone; the item needs nobody, settled");
+            return Ok(None);
+        }
+        permanent(rec, e, "message gone; sending a fresh one");
+        self.store.chat_send_again(kind, id, chat_id).await?;
+        let again = ChatMessage {
+            status: "sending".into(),
+            message_id: None,
+            text_hash: String::new(),
+            dirty_at: None,
+            ..rec.clone()
+        };
+        self.send_record(&again, 0).await.map(Some)
     }
 
     /// At start-up: kick every push a stop interrupted and every change not
@@ -530,56 +489,6 @@ fn unconfirmed(rec: &ChatMessage) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn descriptions_are_classified() {
-        let cases = [
-            (
-                "Bad Request: message is not modified: x",
-                Failure::NotModified,
-            ),
-            (
-                "Bad Request: message to edit not found",
-                Failure::Gone("Bad Request: message to edit not found".into()),
-            ),
-            (
-                "Bad Request: chat not found",
-                Failure::Permanent("Bad Request: chat not found".into()),
-            ),
-            (
-                "Forbidden: bot was blocked",
-                Failure::Permanent("Forbidden: bot was blocked".into()),
-            ),
-            (
-                "Internal Server Error",
-                Failure::Retry("Internal Server Error".into()),
-            ),
-            ("Bad Gateway", Failure::Retry("Bad Gateway".into())),
-        ];
-        for (text, want) in cases {
-            assert_eq!(classify_text(text), want, "{text}");
-        }
-    }
-
-    #[test]
-    fn unparsable_ok_is_unconfirmed_and_garbage_is_retried() {
-        let bad = |raw: &str| RequestError::InvalidJson {
-            source: std::sync::Arc::new(serde_json::from_str::<u8>("x").unwrap_err()),
-            raw: raw.into(),
-        };
-        assert_eq!(
-            classify(&bad(r#"{"ok":true,"result":null}"#)),
-            Failure::Unconfirmed
-        );
-        assert!(matches!(
-            classify(&bad("<html>502 Bad Gateway</html>")),
-            Failure::Retry(_)
-        ));
-        assert_eq!(
-            classify(&RequestError::Api(ApiError::MessageNotModified)),
-            Failure::NotModified
-        );
-    }
 
     #[test]
     fn backoff_grows_to_a_minute() {

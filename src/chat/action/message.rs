@@ -94,36 +94,7 @@ pub(crate) async fn action_view(store: &Store, config: &Config, id: &str) -> Res
         esc(&cut(&a.kind, 100)),
         esc(&summary),
     );
-    let mut t = String::new();
-    // What happens if nobody decides, and when: only while it can happen.
-    if let Some(note) = expiry_note(&a).filter(|_| status == ActionStatus::Pending) {
-        t.push_str(&format!("\n⌛ {note}"));
-    }
-    // Where it went while nobody decided (an escalation chain's steps).
-    if let Some(note) = escalation_note(&a) {
-        t.push_str(&format!("\n📣 {}", esc(&note)));
-    }
-    if a.approvals_required > 1 || a.approvals > 0 {
-        t.push_str(&format!(
-            "\n👥 {} of {} approvals",
-            a.approvals, a.approvals_required
-        ));
-    }
-    let mut tags = vec![format!("#{}", a.short_id())];
-    if !a.project.is_empty() {
-        tags.push(esc(&a.project));
-    }
-    if !a.proposer.is_empty() {
-        tags.push(esc(&a.proposer));
-    }
-    t.push_str(&format!("\n<i>{}</i>", tags.join(" · ")));
-    if status == ActionStatus::Pending
-        && let Some(offer) = grant_offer(&a)
-    {
-        t.push_str(&format!("\n\n{offer}"));
-    }
-    let line = status_line(&a, status);
-    t.push_str(&format!("\n\n{line}"));
+    let t = details(&a, status);
     let buttons = buttons(&a, status);
     let inline = format!("{head}{rest}\n<pre>{}</pre>{t}", esc(&body));
     if inline.chars().count() <= MAX_TEXT {
@@ -163,6 +134,43 @@ pub(crate) async fn action_view(store: &Store, config: &Config, id: &str) -> Res
             missing: format!("{head}{rest}\n{missing}{t}"),
         }),
     }))
+}
+
+/// The lines under an action's body: what happens if nobody decides, its
+/// escalation, quorum progress, tags, the grant a tap would give, and
+/// where it stands.
+fn details(a: &Action, status: ActionStatus) -> String {
+    let mut t = String::new();
+    // What happens if nobody decides, and when: only while it can happen.
+    if let Some(note) = expiry_note(a).filter(|_| status == ActionStatus::Pending) {
+        t.push_str(&format!("\n⌛ {note}"));
+    }
+    // Where it went while nobody decided (an escalation chain's steps).
+    if let Some(note) = escalation_note(a) {
+        t.push_str(&format!("\n📣 {}", esc(&note)));
+    }
+    if a.approvals_required > 1 || a.approvals > 0 {
+        t.push_str(&format!(
+            "\n👥 {} of {} approvals",
+            a.approvals, a.approvals_required
+        ));
+    }
+    let mut tags = vec![format!("#{}", a.short_id())];
+    if !a.project.is_empty() {
+        tags.push(esc(&a.project));
+    }
+    if !a.proposer.is_empty() {
+        tags.push(esc(&a.proposer));
+    }
+    t.push_str(&format!("\n<i>{}</i>", tags.join(" · ")));
+    if status == ActionStatus::Pending
+        && let Some(offer) = grant_offer(a)
+    {
+        t.push_str(&format!("\n\n{offer}"));
+    }
+    let line = status_line(a, status);
+    t.push_str(&format!("\n\n{line}"));
+    t
 }
 
 /// Where a person reads an item whole: the Inbox, by its address when the
