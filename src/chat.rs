@@ -65,11 +65,9 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use axum::Router;
-use futures_util::StreamExt;
 use teloxide::adaptors::Throttle;
 use teloxide::adaptors::throttle::Limits;
 use teloxide::prelude::*;
-use teloxide::update_listeners::{Polling, UpdateListener};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -79,9 +77,9 @@ use crate::store::Store;
 
 pub use callback::{Callback, Item, Verb};
 use push::ChatFollower;
-use updates::{Take, UpdateError, poll_while_held};
 pub use retry::permanent_errors;
 pub use unparsed::unparsed_updates;
+use updates::{Take, UpdateError, poll_while_held};
 pub use view::MAX_TEXT;
 
 /// Errors starting the bridge.
@@ -245,7 +243,7 @@ impl Bridge {
             topics: tokio::sync::Mutex::new(()),
             held: tokio::sync::Notify::new(),
             roles: shared.roles.clone(),
-            })
+        })
     }
 }
 

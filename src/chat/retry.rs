@@ -22,9 +22,9 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+use teloxide::RequestError;
 use teloxide::prelude::*;
 use teloxide::types::{MessageId, ParseMode, ThreadId};
-use teloxide::{ApiError, RequestError};
 
 use super::Bridge;
 use super::callback::Item;
