@@ -57,7 +57,7 @@ async fn an_hour_grant_decides_before_its_end_and_never_after(db: Db) {
         here: true,
     };
     let (_, g) = store
-        .approve_granting_for(&first, Actor::cli("ana"), terms)
+        .approve_granting(&first, Actor::cli("ana"), terms)
         .await
         .unwrap();
     let g = g.expect("the approval won: its grant holds");
@@ -96,7 +96,7 @@ async fn an_hour_grant_decides_before_its_end_and_never_after(db: Db) {
     // An end that is not in the future is refused in words.
     let late = prompt(&store, "git push", "/home/dev/shop").await;
     let e = store
-        .approve_granting_for(
+        .approve_granting(
             &late,
             Actor::cli("ana"),
             Terms {

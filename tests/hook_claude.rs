@@ -467,7 +467,7 @@ async fn a_lost_or_repeated_grant_tap_never_makes_a_live_grant() {
     let a = propose("npm test").await;
     store.approve(&a.id, Actor::cli("bob"), None).await.unwrap();
     let (_, live) = store
-        .approve_granting_for(&a, chat("alice"), Terms::scope(Scope::Always))
+        .approve_granting(&a, chat("alice"), Terms::scope(Scope::Always))
         .await
         .unwrap();
     assert_eq!(live, None);
@@ -505,7 +505,7 @@ async fn a_lost_or_repeated_grant_tap_never_makes_a_live_grant() {
         .await
         .unwrap();
     let (out, live) = store
-        .approve_granting_for(&b, chat("alice"), Terms::scope(Scope::Always))
+        .approve_granting(&b, chat("alice"), Terms::scope(Scope::Always))
         .await
         .unwrap();
     assert!(matches!(
@@ -517,7 +517,7 @@ async fn a_lost_or_repeated_grant_tap_never_makes_a_live_grant() {
     // A tap alone: live.
     let d = propose("cargo build").await;
     let (_, live) = store
-        .approve_granting_for(&d, chat("alice"), Terms::scope(Scope::Session))
+        .approve_granting(&d, chat("alice"), Terms::scope(Scope::Session))
         .await
         .unwrap();
     assert_eq!(live.unwrap().rule, "Bash(cargo build:*)");
@@ -528,7 +528,7 @@ async fn a_lost_or_repeated_grant_tap_never_makes_a_live_grant() {
         .unwrap()
         .action;
     let e = store
-        .approve_granting_for(&c, chat("alice"), Terms::scope(Scope::Session))
+        .approve_granting(&c, chat("alice"), Terms::scope(Scope::Session))
         .await
         .unwrap_err();
     assert!(e.to_string().contains("no grant is offered"), "{e}");
@@ -577,7 +577,7 @@ async fn racing_grant_taps_make_one_decision_and_a_live_grant_only_for_the_winne
             let (s, a, start) = (s2.clone(), a.clone(), start.clone());
             tokio::spawn(async move {
                 start.wait().await;
-                s.approve_granting_for(&a, chat("alice"), Terms::scope(Scope::Always))
+                s.approve_granting(&a, chat("alice"), Terms::scope(Scope::Always))
                     .await
                     .unwrap()
             })
@@ -627,7 +627,7 @@ async fn racing_grant_taps_make_one_decision_and_a_live_grant_only_for_the_winne
                 tokio::spawn(async move {
                     start.wait().await;
                     let (out, live) = s
-                        .approve_granting_for(&b, chat("alice"), Terms::scope(scope))
+                        .approve_granting(&b, chat("alice"), Terms::scope(scope))
                         .await
                         .unwrap();
                     (scope, out, live)

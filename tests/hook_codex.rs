@@ -278,7 +278,7 @@ async fn a_session_grant_decides_only_that_codex_thread() {
         channel: handoff::store::Channel::Chat,
     };
     let (_, grant) = store
-        .approve_granting_for(&a, tap, Terms::scope(Scope::Session))
+        .approve_granting(&a, tap, Terms::scope(Scope::Session))
         .await
         .unwrap();
     let grant = grant.expect("a live grant");
@@ -412,7 +412,7 @@ async fn an_always_tap_writes_codex_prefix_rule_once() {
                 channel: handoff::store::Channel::Chat,
             };
             let (_, g) = store
-                .approve_granting_for(&a, tap, Terms::scope(Scope::Always))
+                .approve_granting(&a, tap, Terms::scope(Scope::Always))
                 .await
                 .unwrap();
             g.expect("a live grant")

@@ -91,9 +91,9 @@ impl Bridge {
     }
 
     /// Approve a permission prompt and save the grant its message showed
-    /// (live only if this approval won: see `Store::approve_granting_for`).
+    /// (live only if this approval won: see `Store::approve_granting`).
     async fn approve_granting(&self, a: &Action, actor: Actor<'_>, terms: Terms) -> String {
-        match self.store.approve_granting_for(a, actor, terms).await {
+        match self.store.approve_granting(a, actor, terms).await {
             Ok((_, Some(g))) => match (g.scope, g.expires_at) {
                 (Scope::Session, _) => {
                     format!("Approved ✅ and saved {} for this session.", g.rule)

@@ -142,7 +142,7 @@ pub(crate) struct AskArgs {
 /// What `reply` and `answer` share: the question, the words, their kind,
 /// who wrote them and the revision they were written for.
 #[derive(Debug, Args)]
-pub(crate) struct Words {
+pub(crate) struct ReplyFlags {
     /// Question id or short id.
     id: String,
     /// The reply; "" clears a reply no agent has picked up yet.
@@ -158,7 +158,7 @@ pub(crate) struct Words {
     revision: Option<i64>,
 }
 
-impl Words {
+impl ReplyFlags {
     /// The question's full id and the reply to write on it, `by` defaulting
     /// as `default_by` says and with `context` attached.
     async fn reply(
@@ -184,7 +184,7 @@ impl Words {
 #[derive(Debug, Args)]
 pub(crate) struct ReplyArgs {
     #[command(flatten)]
-    words: Words,
+    words: ReplyFlags,
     /// Extra context for the agent.
     #[arg(long)]
     context: Option<String>,
@@ -199,7 +199,7 @@ pub(crate) struct ReplyArgs {
 #[derive(Debug, Args)]
 pub(crate) struct AnswerArgs {
     #[command(flatten)]
-    words: Words,
+    words: ReplyFlags,
 }
 
 #[derive(Debug, Clone, Copy)]

@@ -236,7 +236,7 @@ impl Store {
     /// `terms.until` ends it, `terms.here` keeps it to the prompt's working
     /// directory and below (anywhere in the project when the prompt names
     /// no directory); [`Terms::scope`] is a scope alone.
-    pub async fn approve_granting_for(
+    pub async fn approve_granting(
         &self,
         a: &Action,
         actor: Actor<'_>,

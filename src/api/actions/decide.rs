@@ -87,7 +87,7 @@ pub(crate) async fn approve(
                 until,
                 here: b.here.unwrap_or(false),
             };
-            s.store.approve_granting_for(&a, actor, terms).await?.0
+            s.store.approve_granting(&a, actor, terms).await?.0
         }
         None => s.store.approve(&a.id, actor, patch.as_deref()).await?,
     };
