@@ -33,6 +33,7 @@ mod backend;
 mod boards;
 pub mod claude;
 mod daemon;
+mod error;
 mod local;
 mod questions;
 mod remote;
@@ -51,7 +52,7 @@ use serde_json::Value;
 pub use backend::{Awaited, Until};
 pub use daemon::Daemon;
 pub use local::{Local, Policy};
-pub(crate) use local::{dedup_conflict_detail, unknown_session};
+pub(crate) use local::unknown_session;
 pub use remote::Remote;
 
 /// Why an operation did not do what was asked. Serializable as
@@ -77,6 +78,14 @@ pub enum Error {
     #[error("{message}")]
     NotFound {
         /// What was not found.
+        message: String,
+    },
+    /// A short id or title matches several items: give more of it. Not
+    /// found as named (the CLI's exit status), a conflict with what is
+    /// stored now over HTTP (409 `ambiguous`).
+    #[error("{message}")]
+    Ambiguous {
+        /// What matched several, and what to give instead.
         message: String,
     },
     /// The store refused the write (a normal outcome); nothing changed.
@@ -119,6 +128,7 @@ impl Error {
         match self {
             Error::Invalid { .. } | Error::HostOnly { .. } => "invalid",
             Error::NotFound { .. } => "not_found",
+            Error::Ambiguous { .. } => "ambiguous",
             Error::Refused { reason, .. } | Error::Denied { reason, .. } => reason,
             Error::Busy { .. } => "busy",
             Error::Internal { .. } => "internal",

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::follow::Waiters;
+use crate::ops::{Local, Policy};
 use crate::store::Store;
 
 /// What request handlers and workers share. Cheap to clone.
@@ -23,6 +24,9 @@ use crate::store::Store;
 pub struct Shared {
     /// The one store every handler and worker writes through.
     pub store: Store,
+    /// The operations on that store under the config's policy: what the
+    /// HTTP handlers call, so a rule is applied in one place for every door.
+    pub ops: Local,
     /// The configuration the daemon started with (routes, rules, notify).
     pub config: Arc<Config>,
     /// In-process waiters, woken by the waiter follower.
@@ -41,6 +45,7 @@ impl Shared {
     /// Share `store` and `config`, with no waiters yet, ending on `shutdown`.
     pub fn new(store: Store, config: Config, shutdown: CancellationToken) -> Self {
         Self {
+            ops: Local::new(store.clone(), Policy::of(&config)),
             store,
             config: Arc::new(config),
             waiters: Waiters::default(),

@@ -26,24 +26,12 @@ use super::input::{Body, Ctx, DURATION, NAME, Params, TIMEOUT};
 use super::long_poll;
 use super::page::{PageQuery, Paged, Paging, list_query};
 use super::questions::wrote;
-use crate::ops::Until;
-use crate::shared::Shared;
+use crate::ops::{Ops, Until};
 use crate::store::Channel;
 use crate::store::actions::{
     Action, AuditEntry, ClaimOutcome, CompleteOutcome, NewAction, OnExpire, RuleDecision, Settled,
     Status, unknown_duplicate_note,
 };
-
-/// The action `id` (full or short) if the caller may see it.
-async fn visible(s: &Shared, c: &Caller, id: &str) -> ApiResult<Action> {
-    // Resolve within the caller's project: another project's ids must not
-    // match, nor make a short id ambiguous.
-    let a = s.store.get_action_in(id, c.project.as_deref()).await?;
-    if !c.sees(&a.project) {
-        return Err(ApiError::not_found(format!("action `{id}`")));
-    }
-    Ok(a)
-}
 
 /// An action as one caller may see it (arguments redacted for people).
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -194,33 +182,17 @@ pub(crate) async fn propose(
         session: b.session,
         exec: None,
         verify: None,
-        redact_keys: Some(s.config.redact.keys.clone()),
+        redact_keys: None,
         not_by_proposer: false,
         escalation: Vec::new(),
     };
-    let new = NewAction {
-        not_by_proposer: s.config.approvals.not_by_proposer(&new.kind, &new.project),
-        escalation: s
-            .config
-            .approvals
-            .escalation(&new.kind, &new.project, 0, None),
-        ..new
-    };
-    let proposed = s.store.propose(&new).await?;
+    let proposed = s.ops.propose_deciding(&new).await?;
     wrote(&s);
-    let mut action = proposed.action.clone();
-    let mut rule = None;
-    if proposed.created
-        && let Some(applied) =
-            crate::programs::apply_rules(&s.store, &action, &s.config.rules).await?
-    {
-        wrote(&s);
-        rule = Some(RuleView {
-            rule: applied.rule,
-            decision: applied.decision,
-        });
-        action = applied.action;
-    }
+    let action = proposed.action;
+    let rule = proposed
+        .rule
+        .zip(proposed.decision)
+        .map(|(rule, decision)| RuleView { rule, decision });
     let note = unknown_duplicate_note(proposed.created, &action);
     Ok(Created {
         created: proposed.created,
@@ -282,9 +254,8 @@ pub(crate) async fn list(
         None => None,
     };
     let project = c.filter(q.project.clone())?;
-    let list = s
-        .store
-        .list_action_summaries(status, project.as_deref())
+    let list = Ops::Local(s.ops.within(project.as_deref()))
+        .list_actions(status)
         .await?;
     Ok(q.page(list, |a| a.id.clone())?.map(|a| show(&c, a)))
 }
@@ -306,7 +277,8 @@ pub(crate) async fn get(
     Path(id): Path<String>,
     Params(q): Params<GetQuery>,
 ) -> ApiResult<axum::Json<ActionGet>> {
-    let first = visible(&s, &c, &id).await?;
+    let ops = c.ops(&s);
+    let first = ops.get_action(&id).await?;
     let waits = [
         ("approved", Until::Decided),
         ("decided", Until::Decided),
@@ -317,16 +289,16 @@ pub(crate) async fn get(
         long_poll::asked(q.wait.as_deref(), q.timeout.as_deref(), &waits, hint)?
     else {
         let mut a = first;
-        a.status = a.effective_status(s.store.now());
+        a.status = a.effective_status(ops.now());
         return Ok(axum::Json(ActionGet::Now(show(&c, &a))));
     };
     let read = || {
-        let (s, full) = (s.clone(), first.id.clone());
+        let (ops, full) = (ops.clone(), first.id.clone());
         async move {
-            let mut a = s.store.get_action(&full).await?;
+            let mut a = ops.get_action(&full).await?;
             // Lazy expiry: show (and decide on) the effective status; the
             // daemon's sweep writes it.
-            a.status = a.effective_status(s.store.now());
+            a.status = a.effective_status(ops.now());
             Ok::<_, ApiError>(a)
         }
     };
@@ -370,9 +342,8 @@ pub(crate) async fn claim(
     Path(id): Path<String>,
     Body(b): Body<ClaimBody>,
 ) -> ApiResult<Shaped<ClaimOutcome>> {
-    let a = visible(&s, &c, &id).await?;
     let lease = duration("lease", b.lease.as_deref().unwrap_or("5m"))?;
-    let out = s.store.claim(&a.id, &b.owner, lease).await?;
+    let out = c.ops(&s).claim(&id, &b.owner, lease).await?;
     wrote(&s);
     match &out {
         ClaimOutcome::Claimed { action } => Ok(shown(&c, &out, action)),
@@ -393,13 +364,14 @@ pub(crate) async fn extend(
     Path(id): Path<String>,
     Body(b): Body<ClaimBody>,
 ) -> ApiResult<axum::Json<Changed>> {
-    let a = visible(&s, &c, &id).await?;
+    let ops = c.ops(&s);
+    let a = ops.get_action(&id).await?;
     let lease = duration("lease", b.lease.as_deref().unwrap_or("5m"))?;
-    if !s.store.extend_lease(&a.id, &b.owner, lease).await? {
-        let now = s.store.get_action(&a.id).await?;
+    let extended = ops.extend_lease(&a.id, &b.owner, lease).await?;
+    let now = ops.get_action(&a.id).await?;
+    if !extended {
         return Err(not_owner(&c, &b.owner, &now));
     }
-    let now = s.store.get_action(&a.id).await?;
     Ok(axum::Json(Changed {
         extended: Some(true),
         resolved: None,
@@ -424,10 +396,9 @@ pub(crate) async fn complete(
     Path(id): Path<String>,
     Body(b): Body<CompleteBody>,
 ) -> ApiResult<Shaped<CompleteOutcome>> {
-    let a = visible(&s, &c, &id).await?;
-    let out = s
-        .store
-        .complete(&a.id, &b.owner, b.success, b.result, b.error.as_deref())
+    let out = c
+        .ops(&s)
+        .complete(&id, &b.owner, b.success, &b.result, b.error.as_deref())
         .await?;
     wrote(&s);
     match &out {
@@ -456,8 +427,7 @@ pub(crate) async fn audit(
     Path(id): Path<String>,
     Params(q): Params<PageQuery>,
 ) -> ApiResult<Paged<AuditEntry>> {
-    let a = visible(&s, &c, &id).await?;
-    let trail = s.store.action_audit(&a.id).await?;
+    let trail = c.ops(&s).action_audit(&id).await?;
     q.page(trail, |e| e.seq.to_string())
 }
 

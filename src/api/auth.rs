@@ -109,6 +109,17 @@ impl Caller {
         )
     }
 
+    /// The operations as this caller may run them: ids resolve, and lists
+    /// and sweeps run, within its project (every project for an admin).
+    pub fn local(&self, s: &Shared) -> crate::ops::Local {
+        s.ops.within(self.project.as_deref())
+    }
+
+    /// [`Caller::local`] as the one operations interface every door calls.
+    pub fn ops(&self, s: &Shared) -> crate::ops::Ops {
+        crate::ops::Ops::Local(self.local(s))
+    }
+
     /// Whether an item of `project` is visible to this caller.
     pub fn sees(&self, project: &str) -> bool {
         self.project.as_deref().is_none_or(|p| p == project)

@@ -12,8 +12,8 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
+use crate::ops;
 use crate::store;
-use crate::store::refusal::{Class, Refused};
 use crate::store::{actions, boards, questions};
 
 /// An API failure, rendered as `{"reason", "message", "detail"?}`.
@@ -101,71 +101,52 @@ impl IntoResponse for ApiError {
     }
 }
 
-impl From<store::Error> for ApiError {
-    fn from(e: store::Error) -> Self {
-        match e {
-            store::Error::Invalid(m) => ApiError::invalid(m),
-            // Which items a short reference matches depends on what is
-            // stored now: a conflict with the state, as for actions.
-            store::Error::Ambiguous(m) => ApiError::new(StatusCode::CONFLICT, "ambiguous", m),
-            // Not the other project's name: a scoped caller must not learn it.
-            store::Error::SessionElsewhere { session, .. } => ApiError::conflict(
-                "session_in_other_project",
-                format!(
-                    "session `{session}` belongs to another project: every item of a session is \
-                     filed in the session's project; use a session id of this project"
-                ),
-            ),
-            store::Error::Busy => ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "busy",
-                "the database is busy: other handoff processes kept it locked; try again",
-            ),
-            other => ApiError::internal(other),
+impl From<ops::Error> for ApiError {
+    fn from(e: ops::Error) -> Self {
+        let status = match &e {
+            ops::Error::Invalid { .. } | ops::Error::HostOnly { .. } => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
+            ops::Error::NotFound { .. } => StatusCode::NOT_FOUND,
+            ops::Error::Ambiguous { .. } | ops::Error::Refused { .. } => StatusCode::CONFLICT,
+            ops::Error::Denied { reason, .. } if reason == "unauthorized" => {
+                StatusCode::UNAUTHORIZED
+            }
+            ops::Error::Denied { .. } => StatusCode::FORBIDDEN,
+            ops::Error::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            ops::Error::Internal { message } => return ApiError::internal(message),
+        };
+        let detail = match &e {
+            ops::Error::Refused { detail, .. } if !detail.is_null() => Some(detail.clone()),
+            _ => None,
+        };
+        ApiError {
+            status,
+            reason: e.reason().to_string(),
+            message: e.to_string(),
+            detail,
         }
     }
 }
 
-impl From<actions::Error> for ApiError {
-    fn from(e: actions::Error) -> Self {
-        match e {
-            actions::Error::Store(s) => s.into(),
-            actions::Error::NotFound(id) => ApiError::not_found(format!("action `{id}`")),
-            actions::Error::Ambiguous(_) => {
-                // Which items a short id matches depends on what is stored
-                // now: a conflict with the state, like a stale revision.
-                ApiError::new(StatusCode::CONFLICT, "ambiguous", e.to_string())
-            }
-            actions::Error::DedupConflict { .. } => {
-                let detail = crate::ops::dedup_conflict_detail(&e).unwrap_or_default();
-                ApiError::conflict("dedup_conflict", e.to_string()).with_detail(detail)
+/// The store's errors and refusals, read through the operations' one
+/// mapping ([`ops::Error`]) for a handler that still calls the store.
+macro_rules! through_ops {
+    ($($t:ty),*) => {$(
+        impl From<$t> for ApiError {
+            fn from(e: $t) -> Self {
+                ops::Error::from(e).into()
             }
         }
-    }
+    )*};
 }
 
-/// A store refusal: its class sets the status, the store names the reason
-/// (the same name every door uses) and the refusal is the detail.
-fn refused<R: Refused>(r: &R) -> ApiError {
-    let status = match r.class() {
-        Class::NotFound => StatusCode::NOT_FOUND,
-        Class::Invalid => StatusCode::UNPROCESSABLE_ENTITY,
-        Class::Conflict => StatusCode::CONFLICT,
-    };
-    ApiError::new(status, r.reason(), r.to_string()).with_detail(r.detail())
-}
-
-impl From<questions::Refusal> for ApiError {
-    fn from(r: questions::Refusal) -> Self {
-        refused(&r)
-    }
-}
-
-impl From<boards::Refusal> for ApiError {
-    fn from(r: boards::Refusal) -> Self {
-        refused(&r)
-    }
-}
+through_ops!(
+    store::Error,
+    actions::Error,
+    questions::Refusal,
+    boards::Refusal
+);
 
 /// Handler results.
 pub(crate) type ApiResult<T> = Result<T, ApiError>;

@@ -147,7 +147,7 @@ fn classify(e: &anyhow::Error) -> (u8, String, Option<Value>) {
         if let Some(o) = cause.downcast_ref::<ops::Error>() {
             let code = match o {
                 ops::Error::Invalid { .. } | ops::Error::HostOnly { .. } => exit::INVALID,
-                ops::Error::NotFound { .. } => exit::NOT_FOUND,
+                ops::Error::NotFound { .. } | ops::Error::Ambiguous { .. } => exit::NOT_FOUND,
                 ops::Error::Refused { reason, .. } if reason == "not_found" => exit::NOT_FOUND,
                 ops::Error::Refused { reason, .. }
                     if matches!(reason.as_str(), "invalid" | "empty" | "malformed_json") =>

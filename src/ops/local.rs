@@ -1,6 +1,7 @@
 //! The local implementation of [`super::Ops`]: a store handle plus the
 //! action policy from the config (auto-decision rules, redaction keys).
-//! Store errors and typed refusals are mapped to [`super::Error`] here, once.
+//! Store errors and typed refusals are mapped to [`super::Error`] in
+//! `super::error`, once, for every door.
 //! The primitives themselves are in `questions`, `boards`, `actions` and
 //! `sessions`: one `Run` impl each, by area, as in `super::backend`.
 
@@ -21,7 +22,6 @@ use tokio_util::sync::CancellationToken;
 
 use super::Error;
 use crate::store::actions::Rule;
-use crate::store::refusal::{Class, Refused};
 use crate::store::{self, Store};
 
 /// How `propose_action` treats new actions: the config's `[[rule]]`
@@ -56,9 +56,18 @@ impl Policy {
         };
         Ok(Policy {
             rules,
+            ..Policy::of(cfg)
+        })
+    }
+
+    /// The policy `cfg` gives: its `[[rule]]`s, `[redact]` and `[approvals]`
+    /// (what the daemon decides by).
+    pub fn of(cfg: &crate::config::Config) -> Policy {
+        Policy {
+            rules: cfg.rules.clone(),
             redact_keys: Some(cfg.redact.keys.clone()),
             approvals: cfg.approvals.clone(),
-        })
+        }
     }
 }
 
@@ -66,10 +75,13 @@ impl Policy {
 const POLL: Duration = Duration::from_millis(200);
 
 /// Operations against a store on this machine.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct Local {
     pub(super) store: Store,
-    pub(super) policy: Policy,
+    pub(super) policy: Arc<Policy>,
+    /// The one project these operations resolve ids in and list, for a
+    /// caller scoped to it (an HTTP token's project); `None`: every project.
+    pub(super) scope: Option<String>,
     /// On PostgreSQL, nudged on every commit of any process once a local
     /// wait has started listening (see [`Local::pause`]).
     changes: Arc<OnceLock<Arc<Notify>>>,
@@ -80,9 +92,26 @@ impl Local {
     pub fn new(store: Store, policy: Policy) -> Local {
         Local {
             store,
-            policy,
+            policy: Arc::new(policy),
+            scope: None,
             changes: Arc::default(),
         }
+    }
+
+    /// The same operations for a caller who sees only `project`'s items
+    /// (`None`: every project's): ids resolve, and lists and sweeps run,
+    /// within it, so another project's ids neither match nor make a short
+    /// id ambiguous.
+    pub fn within(&self, project: Option<&str>) -> Local {
+        Local {
+            scope: project.map(str::to_string),
+            ..self.clone()
+        }
+    }
+
+    /// The project these operations are scoped to, if one.
+    pub(super) fn scope(&self) -> Option<&str> {
+        self.scope.as_deref()
     }
 
     /// Pause a local wait for at most `at_most`. On PostgreSQL it ends at
@@ -136,99 +165,6 @@ pub(super) fn required(what: &str, v: &str) -> Result<(), Error> {
         return Err(Error::invalid(format!("`{what}` is required")));
     }
     Ok(())
-}
-
-impl From<store::Error> for Error {
-    fn from(e: store::Error) -> Self {
-        match e {
-            store::Error::Invalid(m) => Error::invalid(m),
-            // As the remote backend reads the API's 409 `ambiguous`: not
-            // found as named (exit 4), with the message saying why.
-            store::Error::Ambiguous(message) => Error::NotFound { message },
-            store::Error::Busy => Error::Busy {
-                message: e.to_string(),
-            },
-            store::Error::SessionElsewhere { .. } => Error::Refused {
-                reason: "session_in_other_project".into(),
-                message: e.to_string(),
-                detail: Value::Null,
-            },
-            // Not logged here: the CLI prints this one line and exits, and
-            // the MCP server logs internal errors at its own edge.
-            other => Error::Internal {
-                message: other.describe(),
-            },
-        }
-    }
-}
-
-impl From<store::actions::Error> for Error {
-    fn from(e: store::actions::Error) -> Self {
-        match e {
-            store::actions::Error::Store(s) => s.into(),
-            store::actions::Error::NotFound(_) | store::actions::Error::Ambiguous(_) => {
-                Error::not_found(e.to_string())
-            }
-            store::actions::Error::DedupConflict { .. } => {
-                let d = dedup_conflict_detail(&e).unwrap_or_default();
-                Error::refused("dedup_conflict", e.to_string(), d)
-            }
-        }
-    }
-}
-
-/// The `detail` of a `dedup_conflict` refusal (every door sends the same
-/// one); `None` for any other error.
-pub(crate) fn dedup_conflict_detail(e: &store::actions::Error) -> Option<Value> {
-    let store::actions::Error::DedupConflict {
-        key,
-        existing_id,
-        existing_fingerprint,
-        new_fingerprint,
-    } = e
-    else {
-        return None;
-    };
-    Some(serde_json::json!({
-        "dedup_key": key,
-        "existing_id": existing_id,
-        "existing_fingerprint": existing_fingerprint,
-        "new_fingerprint": new_fingerprint,
-    }))
-}
-
-/// A store refusal: its class picks the kind of error, the store names the
-/// reason (the same name every door uses) and the refusal is the detail.
-fn refused<R: Refused>(r: &R, message: String) -> Error {
-    match r.class() {
-        Class::NotFound => Error::not_found(message),
-        Class::Invalid => Error::invalid(message),
-        Class::Conflict => Error::refused(r.reason(), message, r.detail()),
-    }
-}
-
-impl From<store::questions::Refusal> for Error {
-    fn from(r: store::questions::Refusal) -> Self {
-        let message = match r.class() {
-            // Name the listing command, as every not-found error does.
-            Class::NotFound => format!("{r}; list yours with `pending`"),
-            _ => r.to_string(),
-        };
-        refused(&r, message)
-    }
-}
-
-impl From<store::boards::Refusal> for Error {
-    fn from(r: store::boards::Refusal) -> Self {
-        let message = match &r {
-            // The store's text names the CLI; an agent re-reads with board_get.
-            store::boards::Refusal::Stale { .. } => {
-                r.to_string().replace("`handoff board get`", "board_get")
-            }
-            _ => r.to_string(),
-        };
-        refused(&r, message)
-    }
 }
 
 /// Parse a store enum spelled as a string, mapping its error to `Invalid`.

@@ -110,8 +110,7 @@ impl From<Failure> for Error {
         match status {
             401 | 403 => Error::Denied { reason, message },
             404 => Error::NotFound { message },
-            // An ambiguous short id is "not found" locally too (exit 4).
-            409 if reason == "ambiguous" => Error::NotFound { message },
+            409 if reason == "ambiguous" => Error::Ambiguous { message },
             409 => Error::Refused {
                 reason,
                 message,

@@ -6,11 +6,12 @@ use axum::extract::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{ActionView, Changed, door, show, shown, visible};
+use super::{ActionView, Changed, door, show, shown};
 use crate::api::doc::Shaped;
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::input::{Body, Ctx, NAME};
 use crate::api::questions::wrote;
+use crate::ops::Ops;
 use crate::store::Channel;
 use crate::store::actions::{Actor, ApproveOutcome, RejectOutcome, Resolution};
 
@@ -47,7 +48,7 @@ pub(crate) async fn approve(
     Path(id): Path<String>,
     Body(b): Body<ApproveBody>,
 ) -> ApiResult<Shaped<ApproveOutcome>> {
-    let a = visible(&s, &c, &id).await?;
+    let ops = c.ops(&s);
     let by = c.actor(b.by.as_deref())?;
     let patch = b.patch.map(|p| Value::Object(p).to_string());
     let actor = Actor {
@@ -71,7 +72,7 @@ pub(crate) async fn approve(
     }
     let until = match b.until.as_deref() {
         Some(spec) => {
-            Some(crate::store::grants::end::parse(spec, s.store.now()).map_err(ApiError::invalid)?)
+            Some(crate::store::grants::end::parse(spec, ops.now()).map_err(ApiError::invalid)?)
         }
         None => None,
     };
@@ -87,9 +88,9 @@ pub(crate) async fn approve(
                 until,
                 here: b.here.unwrap_or(false),
             };
-            s.store.approve_granting(&a, actor, terms).await?.0
+            c.local(&s).approve_granting(&id, actor, terms).await?
         }
-        None => s.store.approve(&a.id, actor, patch.as_deref()).await?,
+        None => ops.approve(&id, actor, patch.as_deref()).await?,
     };
     wrote(&s);
     if let crate::store::actions::ApproveOutcome::PatchRefused { reason, action } = &out {
@@ -125,19 +126,14 @@ pub(crate) async fn grant(
     Ctx { s, c }: Ctx,
     Path(id): Path<String>,
 ) -> ApiResult<Shaped<GrantCheck>> {
-    let a = visible(&s, &c, &id).await?;
-    let applied = s.store.grant_apply(&a).await?;
-    let a = if applied.is_some() {
+    let found = c.local(&s).grant_check(&id).await?;
+    if found.applied.is_some() {
         wrote(&s);
-        s.store.get_action(&a.id).await?
-    } else {
-        a
-    };
-    let given = s.store.grant_given(&a).await?;
+    }
     let check = GrantCheck {
-        applied,
-        given,
-        action: show(&c, &a),
+        applied: found.applied,
+        given: found.given,
+        action: show(&c, &found.action),
     };
     Ok(Shaped::new(
         serde_json::to_value(check).unwrap_or(Value::Null),
@@ -162,13 +158,12 @@ pub(crate) async fn reject(
     Path(id): Path<String>,
     Body(b): Body<RejectBody>,
 ) -> ApiResult<Shaped<RejectOutcome>> {
-    let a = visible(&s, &c, &id).await?;
     let by = c.actor(b.by.as_deref())?;
     let actor = Actor {
         name: &by,
         channel: door(&c, b.channel.as_deref(), &[Channel::Inbox, Channel::Cli])?,
     };
-    let out = s.store.reject(&a.id, actor, &b.reason).await?;
+    let out = c.ops(&s).reject(&id, actor, &b.reason).await?;
     wrote(&s);
     Ok(shown(&c, &out, out.action()))
 }
@@ -199,7 +194,6 @@ pub(crate) async fn resolve_unknown(
     Path(id): Path<String>,
     Body(b): Body<ResolveUnknownBody>,
 ) -> ApiResult<axum::Json<Changed>> {
-    let a = visible(&s, &c, &id).await?;
     let by = c.actor(b.by.as_deref())?;
     let resolution = match b.resolution {
         ResolutionBody::Executed => Resolution::Executed,
@@ -210,7 +204,7 @@ pub(crate) async fn resolve_unknown(
         name: &by,
         channel: door(&c, b.channel.as_deref(), &[Channel::Inbox, Channel::Cli])?,
     };
-    match s.store.resolve_unknown(&a.id, actor, resolution).await? {
+    match c.ops(&s).resolve_unknown(&id, actor, resolution).await? {
         Ok(action) => {
             wrote(&s);
             Ok(axum::Json(Changed {
@@ -245,7 +239,9 @@ pub(crate) async fn expire(
     Body(b): Body<ExpireBody>,
 ) -> ApiResult<axum::Json<Vec<ActionView>>> {
     let project = c.filter(b.project)?;
-    let done = s.store.expire_due_in(project.as_deref()).await?;
+    let done = Ops::Local(s.ops.within(project.as_deref()))
+        .expire_due()
+        .await?;
     if !done.is_empty() {
         wrote(&s);
     }

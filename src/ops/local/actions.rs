@@ -6,14 +6,18 @@ use crate::ops::Result;
 use crate::ops::backend::{Run, actions as call};
 use crate::ops::claude::GrantCheck;
 use crate::ops::results::Proposal;
+use crate::store::grants::Terms;
 use crate::store::actions::{
-    Action, ApproveOutcome, AuditEntry, ClaimOutcome, CompleteOutcome, RejectOutcome, Settled,
+    Action, Actor, ApproveOutcome, NewAction, AuditEntry, ClaimOutcome, CompleteOutcome, RejectOutcome, Settled,
 };
 
-// Propose, filling the redaction keys from the policy when the caller
-// left them out, then let the policy's first matching rule decide.
-impl Run<call::Propose<'_>> for Local {
-    async fn run(&self, call::Propose(new): call::Propose<'_>) -> Result<Proposal> {
+impl Local {
+    /// Propose `new` under the policy: the redaction keys filled from it
+    /// when the caller left them out, its separation of duties and
+    /// escalation chain, then its first matching rule decides. The action
+    /// comes back as stored (secrets included): each door shows it as its
+    /// caller may see it.
+    pub async fn propose_deciding(&self, new: &NewAction) -> Result<Proposal> {
         let mut new = new.clone();
         if new.redact_keys.is_none() {
             new.redact_keys = self.policy.redact_keys.clone();
@@ -31,20 +35,66 @@ impl Run<call::Propose<'_>> for Local {
         let proposed = self.store.propose(&new).await?;
         let mut out = Proposal {
             created: proposed.created,
-            action: proposed.action.redacted(),
+            action: proposed.action,
             rule: None,
             decision: None,
             note: None,
         };
         if proposed.created
             && let Some(applied) =
-                crate::programs::apply_rules(&self.store, &proposed.action, &self.policy.rules)
-                    .await?
+                crate::programs::apply_rules(&self.store, &out.action, &self.policy.rules).await?
         {
-            out.action = applied.action.redacted();
+            out.action = applied.action;
             out.rule = Some(applied.rule);
             out.decision = Some(applied.decision);
         }
+        Ok(out)
+    }
+
+    /// An action id as given, resolved within the scope when there is one
+    /// (the store resolves an unscoped one itself, in the same call).
+    pub(super) async fn action_id(&self, id: &str) -> Result<String> {
+        match self.scope() {
+            None => Ok(id.to_string()),
+            Some(p) => Ok(self.store.resolve_action_id_in(id, Some(p)).await?),
+        }
+    }
+
+    /// Approve the action `id` and save the grant `terms` describe, of the
+    /// rule its arguments show (live only if this approval won).
+    pub async fn approve_granting(
+        &self,
+        id: &str,
+        actor: Actor<'_>,
+        terms: Terms,
+    ) -> Result<ApproveOutcome> {
+        let a = self.store.get_action_in(id, self.scope()).await?;
+        Ok(self.store.approve_granting(&a, actor, terms).await?.0)
+    }
+
+    /// Let a live grant covering the prompt `id` decide it, and read the
+    /// grant its approval saved; the action as stored (secrets included).
+    pub async fn grant_check(&self, id: &str) -> Result<GrantCheck> {
+        let a = self.store.get_action_in(id, self.scope()).await?;
+        let applied = self.store.grant_apply(&a).await?;
+        let a = if applied.is_some() {
+            self.store.get_action(&a.id).await?
+        } else {
+            a
+        };
+        let given = self.store.grant_given(&a).await?;
+        Ok(GrantCheck {
+            applied,
+            given,
+            action: a,
+        })
+    }
+}
+
+impl Run<call::Propose<'_>> for Local {
+    async fn run(&self, call::Propose(new): call::Propose<'_>) -> Result<Proposal> {
+        let mut out = self.propose_deciding(new).await?;
+        out.action = out.action.redacted();
         Ok(out)
     }
 }
@@ -54,7 +104,8 @@ impl Run<call::Approve<'_>> for Local {
         &self,
         call::Approve(id, actor, patch): call::Approve<'_>,
     ) -> Result<ApproveOutcome> {
-        Ok(self.store.approve(id, actor, patch).await?)
+        let id = self.action_id(id).await?;
+        Ok(self.store.approve(&id, actor, patch).await?)
     }
 }
 
@@ -63,20 +114,24 @@ impl Run<call::Reject<'_>> for Local {
         &self,
         call::Reject(id, actor, reason): call::Reject<'_>,
     ) -> Result<RejectOutcome> {
-        Ok(self.store.reject(id, actor, reason).await?)
+        let id = self.action_id(id).await?;
+        Ok(self.store.reject(&id, actor, reason).await?)
     }
 }
 
 impl Run<call::ListActions> for Local {
     async fn run(&self, call::ListActions(status): call::ListActions) -> Result<Vec<Action>> {
         // A list carries summaries (no arguments or result), as over HTTP.
-        Ok(self.store.list_action_summaries(status, None).await?)
+        Ok(self
+            .store
+            .list_action_summaries(status, self.scope())
+            .await?)
     }
 }
 
 impl Run<call::GetAction<'_>> for Local {
     async fn run(&self, call::GetAction(id): call::GetAction<'_>) -> Result<Action> {
-        Ok(self.store.get_action(id).await?)
+        Ok(self.store.get_action_in(id, self.scope()).await?)
     }
 }
 
@@ -94,7 +149,8 @@ impl Run<call::WaitAction<'_>> for Local {
 
 impl Run<call::ActionAudit<'_>> for Local {
     async fn run(&self, call::ActionAudit(id): call::ActionAudit<'_>) -> Result<Vec<AuditEntry>> {
-        Ok(self.store.action_audit(id).await?)
+        let id = self.action_id(id).await?;
+        Ok(self.store.action_audit(&id).await?)
     }
 }
 
@@ -112,13 +168,14 @@ impl Run<call::AuditExport<'_>> for Local {
 
 impl Run<call::ExpireDue> for Local {
     async fn run(&self, call::ExpireDue(): call::ExpireDue) -> Result<Vec<Action>> {
-        Ok(self.store.expire_due().await?)
+        Ok(self.store.expire_due_in(self.scope()).await?)
     }
 }
 
 impl Run<call::Claim<'_>> for Local {
     async fn run(&self, call::Claim(id, owner, lease_ms): call::Claim<'_>) -> Result<ClaimOutcome> {
-        Ok(self.store.claim(id, owner, lease_ms).await?)
+        let id = self.action_id(id).await?;
+        Ok(self.store.claim(&id, owner, lease_ms).await?)
     }
 }
 
@@ -127,7 +184,8 @@ impl Run<call::ExtendLease<'_>> for Local {
         &self,
         call::ExtendLease(id, owner, lease_ms): call::ExtendLease<'_>,
     ) -> Result<bool> {
-        Ok(self.store.extend_lease(id, owner, lease_ms).await?)
+        let id = self.action_id(id).await?;
+        Ok(self.store.extend_lease(&id, owner, lease_ms).await?)
     }
 }
 
@@ -136,9 +194,10 @@ impl Run<call::Complete<'_>> for Local {
         &self,
         call::Complete(id, owner, success, result, error): call::Complete<'_>,
     ) -> Result<CompleteOutcome> {
+        let id = self.action_id(id).await?;
         Ok(self
             .store
-            .complete(id, owner, success, result.clone(), error)
+            .complete(&id, owner, success, result.clone(), error)
             .await?)
     }
 }
@@ -148,24 +207,15 @@ impl Run<call::ResolveUnknown<'_>> for Local {
         &self,
         call::ResolveUnknown(id, actor, how): call::ResolveUnknown<'_>,
     ) -> Result<std::result::Result<Action, Action>> {
-        Ok(self.store.resolve_unknown(id, actor, how).await?)
+        let id = self.action_id(id).await?;
+        Ok(self.store.resolve_unknown(&id, actor, how).await?)
     }
 }
 
 impl Run<call::GrantCheck<'_>> for Local {
     async fn run(&self, call::GrantCheck(id): call::GrantCheck<'_>) -> Result<GrantCheck> {
-        let a = self.store.get_action(id).await?;
-        let applied = self.store.grant_apply(&a).await?;
-        let a = if applied.is_some() {
-            self.store.get_action(id).await?
-        } else {
-            a
-        };
-        let given = self.store.grant_given(&a).await?;
-        Ok(GrantCheck {
-            applied,
-            given,
-            action: a.redacted(),
-        })
+        let mut check = self.grant_check(id).await?;
+        check.action = check.action.redacted();
+        Ok(check)
     }
 }

@@ -54,6 +54,7 @@ fn failures_map_to_the_local_error_variants() {
     let kind = |e: Error| match e {
         Error::Denied { .. } => "denied",
         Error::NotFound { .. } => "not_found",
+        Error::Ambiguous { .. } => "ambiguous",
         Error::Refused { .. } => "refused",
         Error::Invalid { .. } | Error::HostOnly { .. } => "invalid",
         Error::Busy { .. } => "busy",
@@ -63,7 +64,7 @@ fn failures_map_to_the_local_error_variants() {
         (401, "unauthorized", "denied"),
         (403, "wrong_role", "denied"),
         (404, "not_found", "not_found"),
-        (409, "ambiguous", "not_found"),
+        (409, "ambiguous", "ambiguous"),
         (422, "invalid", "invalid"),
         (503, "busy", "busy"),
         (0, "unreachable", "internal"),
