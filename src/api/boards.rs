@@ -29,13 +29,7 @@ async fn visible(
     project: Option<String>,
 ) -> ApiResult<BoardFull> {
     let project = c.filter(project)?;
-    let full = s.store.board_get(board, project.as_deref()).await??;
-    if !c.sees(&full.board.project) {
-        return Err(super::error::ApiError::not_found(format!(
-            "board `{board}`"
-        )));
-    }
-    Ok(full)
+    Ok(c.ops(s).read_board(board, project.as_deref()).await??)
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -68,7 +62,7 @@ pub(crate) async fn upsert(
         session: b.session.0,
         rows: b.rows,
     };
-    let out = s.store.board_upsert(&up).await?;
+    let out = c.ops(&s).upsert_board(&up).await?;
     wrote(&s);
     Ok(axum::Json(out?))
 }
@@ -88,7 +82,7 @@ pub(crate) async fn list(
     Params(q): Params<ListQuery>,
 ) -> ApiResult<Paged<Board>> {
     let project = c.filter(q.project.clone())?;
-    let all = s.store.board_list(project.as_deref(), q.archived).await?;
+    let all = c.ops(&s).list_boards(project.as_deref(), q.archived).await?;
     q.page(all, |b| b.id.clone())
 }
 
@@ -131,7 +125,7 @@ pub(crate) async fn row(
         row: b.row,
         by: c.actor(b.by.as_deref())?,
     };
-    let out = s.store.board_row(&w).await?;
+    let out = c.ops(&s).write_row(&w).await?;
     wrote(&s);
     Ok(axum::Json(out?))
 }
@@ -167,7 +161,7 @@ pub(crate) async fn advance(
         next: b.next,
         by: c.actor(b.by.as_deref())?,
     };
-    let out = s.store.board_advance(&a).await?;
+    let out = c.ops(&s).advance_row(&a).await?;
     wrote(&s);
     Ok(axum::Json(out?))
 }
@@ -202,7 +196,7 @@ pub(crate) async fn outcome(
         status: b.status,
         by: c.actor(b.by.as_deref())?,
     };
-    let out = s.store.board_outcome(&w).await?;
+    let out = c.ops(&s).store_outcome(&w).await?;
     wrote(&s);
     Ok(axum::Json(out?))
 }
@@ -241,7 +235,7 @@ pub(crate) async fn annotate(
         expected_revision: b.expected_revision,
         action_version: b.action_version,
     };
-    let out = s.store.annotate(&a).await?;
+    let out = c.ops(&s).annotate_row(&a).await?;
     wrote(&s);
     Ok(axum::Json(out?))
 }
@@ -275,11 +269,7 @@ pub(crate) async fn handled(
         by: c.actor(b.by.as_deref())?,
         expected_revision: b.expected_revision,
     };
-    let out = if b.clear {
-        s.store.clear_handled(&h).await?
-    } else {
-        s.store.mark_handled(&h).await?
-    };
+    let out = c.ops(&s).mark_handled(&h, b.clear).await?;
     wrote(&s);
     Ok(axum::Json(out?))
 }
@@ -302,9 +292,9 @@ pub(crate) async fn archive(
 ) -> ApiResult<axum::Json<Board>> {
     let full = visible(&s, &c, &board, b.project).await?;
     let by = c.actor(b.by.as_deref())?;
-    let out = s
-        .store
-        .board_archive(&full.board.id, None, b.board_version, &by)
+    let out = c
+        .ops(&s)
+        .archive_board(&full.board.id, None, b.board_version, &by)
         .await?;
     wrote(&s);
     Ok(axum::Json(out?))
@@ -323,6 +313,6 @@ pub(crate) async fn handoffs(
     Params(q): Params<HandoffsQuery>,
 ) -> ApiResult<Paged<PendingRow>> {
     let project = c.filter(q.project.clone())?;
-    let all = s.store.unprocessed_handoffs(project.as_deref()).await?;
+    let all = c.ops(&s).handoffs(project.as_deref()).await?;
     q.page(all, |p| p.row.id.clone())
 }

@@ -17,27 +17,16 @@ use super::error::{ApiError, ApiResult};
 use super::input::{Body, Ctx, DURATION, NAME, Params, TIMEOUT};
 use super::long_poll::{self, WaitOutcome};
 use super::page::{PageQuery, Paged, Paging, list_query};
+use crate::ops::Ops;
 use crate::shared::Shared;
 use crate::store::boards::PendingRow;
 use crate::store::questions::{
-    Channel, Delivery, ListFilter, NewReply, Outcome, Question, ReplyKind, ReplyRecord, Status,
+    Delivery, ListFilter, NewReply, Outcome, Question, ReplyKind, ReplyRecord, Status,
 };
 
 /// Wake the event followers at once after a write made here.
 pub(crate) fn wrote(s: &Shared) {
     s.wrote();
-}
-
-/// The question `id` (full or short) if it exists and the caller may see
-/// it; a foreign project's question is "not found", as if absent.
-async fn visible(s: &Shared, c: &Caller, id: &str) -> ApiResult<Question> {
-    let missing = || ApiError::not_found(format!("question `{id}`"));
-    let full = s.store.resolve_question_id(id).await?.ok_or_else(missing)?;
-    let q = s.store.get_question(&full).await?.ok_or_else(missing)?;
-    if !c.sees(&q.project) {
-        return Err(missing());
-    }
-    Ok(q)
 }
 
 list_query! {
@@ -67,7 +56,7 @@ pub(crate) async fn list(
         awake_only: false,
         limit: None,
     };
-    let all = s.store.list_questions(&filter).await?;
+    let all = c.ops(&s).list_questions(&filter).await?;
     q.page(all, |x| x.id.clone())
 }
 
@@ -109,7 +98,8 @@ pub(crate) async fn get(
     Path(id): Path<String>,
     Params(q): Params<GetQuery>,
 ) -> ApiResult<axum::Json<QuestionView>> {
-    let first = visible(&s, &c, &id).await?;
+    let ops = c.ops(&s);
+    let first = c.local(&s).question(&id).await?;
     let waits = [("reply", Wait::Reply), ("change", Wait::Change)];
     let hint = "wait=reply or wait=change";
     let Some((wait, timeout)) =
@@ -119,10 +109,9 @@ pub(crate) async fn get(
     };
     let baseline = mark(&first);
     let read = || {
-        let (s, full) = (s.clone(), first.id.clone());
+        let (ops, full) = (ops.clone(), first.id.clone());
         async move {
-            s.store
-                .get_question(&full)
+            ops.get_question(&full)
                 .await?
                 .ok_or_else(|| ApiError::not_found("question"))
         }
@@ -198,23 +187,17 @@ pub(crate) async fn pending(
     let by = c.actor(q.by.as_deref())?;
     let session = q.session.as_deref();
     let mut body = PendingView::default();
+    let ops = c.ops(&s);
     if want_q {
-        let questions = s
-            .store
-            .pending(project.as_deref(), session, !q.new, &by)
+        let questions = ops
+            .pending_replies(project.as_deref(), session, !q.new, &by)
             .await?;
         body.questions = Some(questions);
     }
     if want_rows {
-        let rows = if q.peek {
-            s.store
-                .pending_rows_peek(project.as_deref(), session)
-                .await?
-        } else {
-            s.store
-                .pending_rows(project.as_deref(), session, &by)
-                .await?
-        };
+        let rows = ops
+            .pending_rows(project.as_deref(), session, &by, q.peek)
+            .await?;
         let rows: Vec<_> = if q.new {
             rows.into_iter().filter(|r| r.new).collect()
         } else {
@@ -255,16 +238,14 @@ pub(crate) async fn pickup(
     Path(id): Path<String>,
     Body(b): Body<PickupBody>,
 ) -> ApiResult<axum::Json<Pickup>> {
-    let mut q = visible(&s, &c, &id).await?;
+    let mut q = c.local(&s).question(&id).await?;
     let by = c.actor(b.by.as_deref())?;
     let mut picked = false;
     if q.reply_seq == b.reply_seq
-        && let Some(at) = s.store.mark_reply_seen(&q, &by).await?
+        && let Some(seen) = c.ops(&s).pick_up_reply(&q, &by).await?
     {
         picked = true;
-        if let Some(r) = q.reply.as_mut() {
-            r.seen_at = Some(at);
-        }
+        q = seen;
         wrote(&s);
     }
     Ok(axum::Json(Pickup {
@@ -289,8 +270,7 @@ pub(crate) async fn replies(
     Path(id): Path<String>,
     Params(p): Params<PageQuery>,
 ) -> ApiResult<Paged<ReplyRecord>> {
-    let q = visible(&s, &c, &id).await?;
-    let all = s.store.question_replies(&q.id).await?;
+    let all = c.ops(&s).question_replies(&id).await?;
     p.page(all, |r| r.seq.to_string())
 }
 
@@ -307,18 +287,19 @@ pub(crate) struct SnoozeBody {
 
 /// The write a question route ends in: the question `id` if the caller
 /// may see it, who acts (`by`, checked against the caller), then `write`
-/// on them; the followers are woken and the answer is the question as it
-/// is now, or the store's refusal.
+/// on them through the operations (`id` resolved in the caller's scope
+/// already, so `ops` is every project's); the followers are woken and the
+/// answer is the question as it is now, or the store's refusal.
 async fn change(
     s: &Shared,
     c: &Caller,
     id: &str,
     by: Option<&str>,
-    write: impl AsyncFnOnce(Question, String) -> ApiResult<Outcome<Question>>,
+    write: impl AsyncFnOnce(Ops, Question, String) -> ApiResult<Outcome<Question>>,
 ) -> ApiResult<axum::Json<Question>> {
-    let q = visible(s, c, id).await?;
+    let q = c.local(s).question(id).await?;
     let by = c.actor(by)?;
-    let out = write(q, by).await?;
+    let out = write(Ops::Local(s.ops.clone()), q, by).await?;
     wrote(s);
     Ok(axum::Json(out?))
 }
@@ -329,12 +310,10 @@ pub(crate) async fn snooze(
     Path(id): Path<String>,
     Body(b): Body<SnoozeBody>,
 ) -> ApiResult<axum::Json<Question>> {
-    change(&s, &c, &id, b.by.as_deref(), async |q, by| {
+    change(&s, &c, &id, b.by.as_deref(), async |ops, q, by| {
         let ms = crate::clock::parse_duration_ms(&b.duration)
             .map_err(|e| ApiError::invalid(format!("for: {e}")))?;
-        let until = s.store.now().saturating_add(ms.max(0));
-        let out = s.store.snooze_question(&q.id, until, &by, Channel::Inbox);
-        Ok(out.await?)
+        Ok(ops.snooze_question(&q.id, ms.max(0), &by).await?)
     })
     .await
 }
@@ -373,8 +352,8 @@ pub(crate) async fn answer(
     Path(id): Path<String>,
     Body(b): Body<ReplyBody>,
 ) -> ApiResult<axum::Json<Question>> {
-    change(&s, &c, &id, b.by.as_deref(), async |q, by| {
-        Ok(s.store.answer_agent(&q.id, &b.reply(by)).await?)
+    change(&s, &c, &id, b.by.as_deref(), async |ops, q, by| {
+        Ok(ops.answer_agent(&q.id, &b.reply(by)).await?)
     })
     .await
 }
@@ -386,8 +365,8 @@ pub(crate) async fn reply(
     Path(id): Path<String>,
     Body(b): Body<ReplyBody>,
 ) -> ApiResult<axum::Json<Question>> {
-    change(&s, &c, &id, b.by.as_deref(), async |q, by| {
-        Ok(s.store.reply_inbox(&q.id, &b.reply(by)).await?)
+    change(&s, &c, &id, b.by.as_deref(), async |ops, q, by| {
+        Ok(ops.reply_inbox(&q.id, &b.reply(by)).await?)
     })
     .await
 }
@@ -407,8 +386,8 @@ pub(crate) async fn resolve(
     Path(id): Path<String>,
     Body(b): Body<ResolveBody>,
 ) -> ApiResult<axum::Json<Question>> {
-    change(&s, &c, &id, b.by.as_deref(), async |q, by| {
-        Ok(s.store.resolve_question(&q.id, &b.outcome, &by).await?)
+    change(&s, &c, &id, b.by.as_deref(), async |ops, q, by| {
+        Ok(ops.resolve_question(&q.id, &b.outcome, &by).await?)
     })
     .await
 }
@@ -427,11 +406,10 @@ pub(crate) async fn dismiss(
     Path(id): Path<String>,
     Body(b): Body<DismissBody>,
 ) -> ApiResult<axum::Json<Question>> {
-    change(&s, &c, &id, b.by.as_deref(), async |q, by| {
-        let out = s
-            .store
-            .dismiss_question(&q.id, b.reason.as_deref(), &by, Channel::Inbox);
-        Ok(out.await?)
+    change(&s, &c, &id, b.by.as_deref(), async |ops, q, by| {
+        Ok(ops
+            .dismiss_question(&q.id, b.reason.as_deref(), &by)
+            .await?)
     })
     .await
 }

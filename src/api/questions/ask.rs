@@ -129,7 +129,7 @@ pub(crate) async fn flag(
         context: b.context,
         options: b.options.into_iter().map(QuestionOption::from).collect(),
     };
-    let flagged = s.store.flag(&q).await?;
+    let flagged = c.ops(&s).flag(&q).await?;
     wrote(&s);
     let created = flagged.created;
     let view = match asked {
@@ -161,12 +161,12 @@ async fn wait_reply(
 ) -> ApiResult<(AskOutcome, Question)> {
     let deadline = tokio::time::Instant::now() + timeout;
     let key = format!("question:{}", asked.id);
+    let ops = c.ops(s);
     loop {
         let read = || {
-            let (s, id) = (s.clone(), asked.id.clone());
+            let (ops, id) = (ops.clone(), asked.id.clone());
             async move {
-                s.store
-                    .get_question(&id)
+                ops.get_question(&id)
                     .await?
                     .ok_or_else(|| ApiError::not_found("question"))
             }
@@ -179,10 +179,8 @@ async fn wait_reply(
             Step::Answered => return Ok((AskOutcome::Reply, q)),
             Step::Wait => return Ok((AskOutcome::Timeout, q)),
             Step::PickUp => {
-                if let Some(at) = s.store.mark_reply_seen(&q, by).await? {
-                    if let Some(r) = q.reply.as_mut() {
-                        r.seen_at = Some(at);
-                    }
+                if let Some(seen) = ops.pick_up_reply(&q, by).await? {
+                    q = seen;
                     wrote(s);
                     return Ok((AskOutcome::Reply, q));
                 }

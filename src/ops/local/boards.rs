@@ -1,9 +1,31 @@
 //! The board primitives on the store: one store call each.
 
+use std::borrow::Cow;
+
 use super::Local;
 use crate::ops::Result;
 use crate::ops::backend::{Run, boards as call};
-use crate::store::boards::{Board, BoardFull, Decided, PendingRow, RowChange};
+use crate::store::boards::{Board, BoardFull, Decided, PendingRow, Refusal, RowChange};
+
+impl Local {
+    /// `w` with its project pinned to the scope when there is one, so the
+    /// store finds the board only in that project (another project's board
+    /// is not found, as if absent).
+    fn pinned<'w, T: Clone>(
+        &self,
+        w: &'w T,
+        project: impl FnOnce(&mut T) -> &mut Option<String>,
+    ) -> Cow<'w, T> {
+        match self.scope() {
+            None => Cow::Borrowed(w),
+            Some(p) => {
+                let mut w = w.clone();
+                *project(&mut w) = Some(p.to_string());
+                Cow::Owned(w)
+            }
+        }
+    }
+}
 
 impl Run<call::UpsertBoard<'_>> for Local {
     async fn run(
@@ -16,13 +38,15 @@ impl Run<call::UpsertBoard<'_>> for Local {
 
 impl Run<call::WriteRow<'_>> for Local {
     async fn run(&self, call::WriteRow(w): call::WriteRow<'_>) -> Result<Decided<BoardFull>> {
-        Ok(self.store.board_row(w).await?)
+        let w = self.pinned(w, |w| &mut w.project);
+        Ok(self.store.board_row(&w).await?)
     }
 }
 
 impl Run<call::AdvanceRow<'_>> for Local {
     async fn run(&self, call::AdvanceRow(a): call::AdvanceRow<'_>) -> Result<Decided<BoardFull>> {
-        Ok(self.store.board_advance(a).await?)
+        let a = self.pinned(a, |a| &mut a.project);
+        Ok(self.store.board_advance(&a).await?)
     }
 }
 
@@ -31,7 +55,8 @@ impl Run<call::StoreOutcome<'_>> for Local {
         &self,
         call::StoreOutcome(w): call::StoreOutcome<'_>,
     ) -> Result<Decided<BoardFull>> {
-        Ok(self.store.board_outcome(w).await?)
+        let w = self.pinned(w, |w| &mut w.project);
+        Ok(self.store.board_outcome(&w).await?)
     }
 }
 
@@ -40,7 +65,13 @@ impl Run<call::ReadBoard<'_>> for Local {
         &self,
         call::ReadBoard(board, project): call::ReadBoard<'_>,
     ) -> Result<Decided<BoardFull>> {
-        Ok(self.store.board_get(board, project).await?)
+        let found = self.store.board_get(board, self.scope().or(project)).await?;
+        Ok(found.and_then(|full| match self.scope() {
+            Some(p) if p != full.board.project => Err(Refusal::NotFound {
+                what: format!("board `{board}`"),
+            }),
+            _ => Ok(full),
+        }))
     }
 }
 
@@ -49,6 +80,7 @@ impl Run<call::ListBoards<'_>> for Local {
         &self,
         call::ListBoards(project, archived): call::ListBoards<'_>,
     ) -> Result<Vec<Board>> {
+        let project = self.scope().or(project);
         Ok(self.store.board_list(project, archived).await?)
     }
 }
@@ -58,6 +90,7 @@ impl Run<call::ArchiveBoard<'_>> for Local {
         &self,
         call::ArchiveBoard(board, project, version, by): call::ArchiveBoard<'_>,
     ) -> Result<Decided<Board>> {
+        let project = self.scope().or(project);
         Ok(self
             .store
             .board_archive(board, project, version, by)
@@ -67,7 +100,8 @@ impl Run<call::ArchiveBoard<'_>> for Local {
 
 impl Run<call::AnnotateRow<'_>> for Local {
     async fn run(&self, call::AnnotateRow(a): call::AnnotateRow<'_>) -> Result<Decided<RowChange>> {
-        Ok(self.store.annotate(a).await?)
+        let a = self.pinned(a, |a| &mut a.project);
+        Ok(self.store.annotate(&a).await?)
     }
 }
 
@@ -76,10 +110,11 @@ impl Run<call::MarkHandled<'_>> for Local {
         &self,
         call::MarkHandled(h, clear): call::MarkHandled<'_>,
     ) -> Result<Decided<RowChange>> {
+        let h = self.pinned(h, |h| &mut h.project);
         Ok(if clear {
-            self.store.clear_handled(h).await?
+            self.store.clear_handled(&h).await?
         } else {
-            self.store.mark_handled(h).await?
+            self.store.mark_handled(&h).await?
         })
     }
 }
@@ -89,6 +124,7 @@ impl Run<call::PendingRows<'_>> for Local {
         &self,
         call::PendingRows(project, session, by, peek): call::PendingRows<'_>,
     ) -> Result<Vec<PendingRow>> {
+        let project = self.scope().or(project);
         Ok(if peek {
             self.store.pending_rows_peek(project, session).await?
         } else {
@@ -99,6 +135,7 @@ impl Run<call::PendingRows<'_>> for Local {
 
 impl Run<call::Handoffs<'_>> for Local {
     async fn run(&self, call::Handoffs(project): call::Handoffs<'_>) -> Result<Vec<PendingRow>> {
+        let project = self.scope().or(project);
         Ok(self.store.unprocessed_handoffs(project).await?)
     }
 }

@@ -3,16 +3,46 @@
 
 use super::{Local, POLL};
 use crate::ops::Awaited;
-use crate::ops::Result;
+use crate::ops::{Error, Result};
 use crate::ops::backend::{Run, questions as call};
 use crate::store::questions::{self, Delivery, Flagged, Outcome, Question, ReplyRecord};
+
+impl Local {
+    /// The question `id` (full or short) if it is in scope; another
+    /// project's question is not found, as if absent.
+    pub async fn question(&self, id: &str) -> Result<Question> {
+        let missing = || Error::not_found(format!("no question `{id}`; list yours with `pending`"));
+        let full = self.store.resolve_question_id(id).await?.ok_or_else(missing)?;
+        let q = self.store.get_question(&full).await?.ok_or_else(missing)?;
+        if self.scope().is_some_and(|p| p != q.project) {
+            return Err(missing());
+        }
+        Ok(q)
+    }
+
+    /// A question id as given, checked against the scope when there is one
+    /// (the store resolves an unscoped one itself).
+    async fn question_id(&self, id: &str) -> Result<String> {
+        match self.scope() {
+            None => Ok(id.to_string()),
+            Some(_) => Ok(self.question(id).await?.id),
+        }
+    }
+}
 
 impl Run<call::ResolveQuestionId<'_>> for Local {
     async fn run(
         &self,
         call::ResolveQuestionId(id): call::ResolveQuestionId<'_>,
     ) -> Result<Option<String>> {
-        Ok(self.store.resolve_question_id(id).await?)
+        match self.scope() {
+            None => Ok(self.store.resolve_question_id(id).await?),
+            Some(_) => match self.question(id).await {
+                Ok(q) => Ok(Some(q.id)),
+                Err(Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(e),
+            },
+        }
     }
 }
 
@@ -35,7 +65,8 @@ impl Run<call::FlagWait<'_>> for Local {
 
 impl Run<call::GetQuestion<'_>> for Local {
     async fn run(&self, call::GetQuestion(id): call::GetQuestion<'_>) -> Result<Option<Question>> {
-        Ok(self.store.get_question(id).await?)
+        let q = self.store.get_question(id).await?;
+        Ok(q.filter(|q| self.scope().is_none_or(|p| p == q.project)))
     }
 }
 
@@ -44,7 +75,8 @@ impl Run<call::QuestionReplies<'_>> for Local {
         &self,
         call::QuestionReplies(id): call::QuestionReplies<'_>,
     ) -> Result<Vec<ReplyRecord>> {
-        Ok(self.store.question_replies(id).await?)
+        let id = self.question_id(id).await?;
+        Ok(self.store.question_replies(&id).await?)
     }
 }
 
@@ -53,7 +85,14 @@ impl Run<call::ListQuestions<'_>> for Local {
         &self,
         call::ListQuestions(filter): call::ListQuestions<'_>,
     ) -> Result<Vec<Question>> {
-        Ok(self.store.list_questions(filter).await?)
+        match self.scope() {
+            None => Ok(self.store.list_questions(filter).await?),
+            Some(p) => {
+                let mut filter = filter.clone();
+                filter.project = Some(p.to_string());
+                Ok(self.store.list_questions(&filter).await?)
+            }
+        }
     }
 }
 
@@ -62,6 +101,7 @@ impl Run<call::PendingReplies<'_>> for Local {
         &self,
         call::PendingReplies(project, session, include_seen, by): call::PendingReplies<'_>,
     ) -> Result<Vec<Delivery>> {
+        let project = self.scope().or(project);
         Ok(self
             .store
             .pending(project, session, include_seen, by)
@@ -102,7 +142,8 @@ impl Run<call::ReplyInbox<'_>> for Local {
         &self,
         call::ReplyInbox(id, r): call::ReplyInbox<'_>,
     ) -> Result<Outcome<Question>> {
-        Ok(self.store.reply_inbox(id, r).await?)
+        let id = self.question_id(id).await?;
+        Ok(self.store.reply_inbox(&id, r).await?)
     }
 }
 
@@ -111,7 +152,8 @@ impl Run<call::AnswerAgent<'_>> for Local {
         &self,
         call::AnswerAgent(id, r): call::AnswerAgent<'_>,
     ) -> Result<Outcome<Question>> {
-        Ok(self.store.answer_agent(id, r).await?)
+        let id = self.question_id(id).await?;
+        Ok(self.store.answer_agent(&id, r).await?)
     }
 }
 
@@ -120,7 +162,8 @@ impl Run<call::ResolveQuestion<'_>> for Local {
         &self,
         call::ResolveQuestion(id, outcome, by): call::ResolveQuestion<'_>,
     ) -> Result<Outcome<Question>> {
-        Ok(self.store.resolve_question(id, outcome, by).await?)
+        let id = self.question_id(id).await?;
+        Ok(self.store.resolve_question(&id, outcome, by).await?)
     }
 }
 
@@ -129,9 +172,10 @@ impl Run<call::DismissQuestion<'_>> for Local {
         &self,
         call::DismissQuestion(id, reason, by): call::DismissQuestion<'_>,
     ) -> Result<Outcome<Question>> {
+        let id = self.question_id(id).await?;
         Ok(self
             .store
-            .dismiss_question(id, reason, by, questions::Channel::Inbox)
+            .dismiss_question(&id, reason, by, questions::Channel::Inbox)
             .await?)
     }
 }
@@ -141,10 +185,11 @@ impl Run<call::SnoozeQuestion<'_>> for Local {
         &self,
         call::SnoozeQuestion(id, for_ms, by): call::SnoozeQuestion<'_>,
     ) -> Result<Outcome<Question>> {
+        let id = self.question_id(id).await?;
         let until = self.store.now().saturating_add(for_ms);
         Ok(self
             .store
-            .snooze_question(id, until, by, questions::Channel::Inbox)
+            .snooze_question(&id, until, by, questions::Channel::Inbox)
             .await?)
     }
 }
