@@ -52,7 +52,6 @@ use serde_json::Value;
 pub use backend::{Awaited, Until};
 pub use daemon::Daemon;
 pub use local::{Local, Policy};
-pub(crate) use local::unknown_session;
 pub use remote::Remote;
 
 /// Why an operation did not do what was asked. Serializable as

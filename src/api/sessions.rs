@@ -11,7 +11,7 @@
 //! remote token must not be able to arrange. Webhook secrets are never
 //! shown back.
 
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::AtomicI64;
 
 use axum::extract::Path;
 use axum::http::StatusCode;
@@ -85,7 +85,7 @@ pub(crate) async fn register(
         cwd: b.cwd,
         wake_target: b.wake_target,
     };
-    let session = s.store.register_session_on(&new, &b.host).await?;
+    let session = c.local(&s).register_session_on(&new, &b.host).await?;
     wrote(&s);
     Ok(axum::Json(show(&session)))
 }
@@ -96,12 +96,12 @@ pub(crate) async fn register(
 /// among those only: another project's session and one that does not exist
 /// get the same refusal, word for word, so ids cannot be told apart.
 async fn reach(s: &Shared, c: &Caller, id: &str) -> ApiResult<(String, Option<Session>)> {
-    let full = s
-        .store
-        .resolve_session_id(id, c.project.as_deref())
+    let ops = c.ops(s);
+    let full = ops
+        .resolve_session_id(id)
         .await?
         .unwrap_or_else(|| id.trim().to_string());
-    let session = s.store.get_session(&full).await?;
+    let session = ops.get_session(&full).await?;
     match (&c.project, session) {
         (Some(_), Some(x)) if c.sees(&x.project) => Ok((full, Some(x))),
         (Some(_), _) => Err(unreachable_session(id)),
@@ -169,8 +169,8 @@ pub(crate) async fn list(
         )));
     }
     let project = c.filter(q.project.clone())?;
-    let list = s
-        .store
+    let list = c
+        .ops(&s)
         .list_sessions(q.status.as_deref(), project.as_deref())
         .await?;
     Ok(q.page(list, |x| x.session_id.clone())?.map(show))
@@ -192,9 +192,9 @@ pub(crate) async fn checkpoint(
     Body(b): Body<CheckpointBody>,
 ) -> ApiResult<Shaped<Checkpointed>> {
     let session = registered(&s, &c, &id).await?;
-    let out = s
-        .store
-        .checkpoint(&session.session_id, b.revision, &b.state)
+    let out = c
+        .ops(&s)
+        .save_checkpoint(&session.session_id, b.revision, &b.state)
         .await?;
     wrote(&s);
     match &out {
@@ -230,13 +230,13 @@ pub(crate) async fn resume(
 ) -> ApiResult<Shaped<Resume>> {
     let (full, _) = reach(&s, &c, &id).await?;
     let tail = q.tail.unwrap_or(DEFAULT_LEDGER_TAIL);
-    Ok(shown(&s.store.resume(&full, tail).await?))
+    Ok(shown(&c.ops(&s).read_resume(&full, tail).await?))
 }
 
 /// `POST /v1/sessions/{id}/end`: mark it ended (registering again reopens it).
 pub(crate) async fn end(Ctx { s, c }: Ctx, Path(id): Path<String>) -> ApiResult<Shaped<Ended>> {
     let session = registered(&s, &c, &id).await?;
-    let out = s.store.end_session(&session.session_id).await?;
+    let out = c.ops(&s).end_session(&session.session_id).await?;
     wrote(&s);
     match out {
         Ended::NotFound => Err(ApiError::not_found(format!("session `{id}`"))),
@@ -266,8 +266,8 @@ pub(crate) async fn ledger_begin(
 ) -> ApiResult<axum::Json<Begin>> {
     // The ledger belongs to a registered session.
     let full = registered(&s, &c, &id).await?.session_id;
-    let out = s
-        .store
+    let out = c
+        .ops(&s)
         .ledger_begin(&NewCall {
             event_id: &b.event_id,
             session_id: &full,
@@ -302,7 +302,7 @@ pub(crate) async fn ledger_list(
     Params(q): Params<LedgerQuery>,
 ) -> ApiResult<Paged<LedgerEntry>> {
     let (full, _) = reach(&s, &c, &id).await?;
-    let all = s.store.ledger_list(&full, q.last).await?;
+    let all = c.ops(&s).ledger_list(&full, q.last).await?;
     q.page(all, |e| e.seq.to_string())
 }
 
@@ -340,10 +340,7 @@ pub(crate) async fn ledger_complete(
     let session = match b.session.as_deref().filter(|x| !x.trim().is_empty()) {
         Some(id) => registered(&s, &c, id).await?.session_id,
         None => {
-            let mut found = s
-                .store
-                .ledger_sessions(&event_id, c.project.as_deref(), 2)
-                .await?;
+            let mut found = c.local(&s).ledger_sessions(&event_id, 2).await?;
             match found.len() {
                 0 => return Err(not_started()),
                 1 => found.remove(0),
@@ -358,8 +355,8 @@ pub(crate) async fn ledger_complete(
             }
         }
     };
-    let out = s
-        .store
+    let out = c
+        .ops(&s)
         .ledger_complete(&session, &event_id, b.ok, &b.result)
         .await?;
     wrote(&s);
@@ -397,25 +394,17 @@ pub(crate) async fn wait(
 ) -> ApiResult<axum::Json<Arrived>> {
     let (full, _) = reach(&s, &c, &id).await?;
     crate::store::sessions::check_id(&full).map_err(ApiError::from)?;
-    if !s.store.session_known(&full).await? {
-        return Err(ApiError::not_found(crate::ops::unknown_session(&full)));
-    }
+    let local = c.local(&s);
+    local.known_session(&full).await?;
     let by = c.actor(q.by.as_deref())?;
     let timeout = wait_timeout(q.timeout.as_deref())?;
     let key = format!("session:{full}");
-    // The newest event seq about the session seen so far (-1: none yet).
-    let seen = std::sync::Arc::new(AtomicI64::new(-1));
+    // The newest event seq about the session seen so far.
+    let seen = std::sync::Arc::new(AtomicI64::new(i64::MIN));
     let (arrivals, done) = wait_until(&s, &c, &key, timeout, || {
-        let (s, full, by, seen) = (s.clone(), full.clone(), by.clone(), seen.clone());
+        let (local, full, by, seen) = (local.clone(), full.clone(), by.clone(), seen.clone());
         async move {
-            // Claim only when the newest event about the session moved. The
-            // mark is read before claiming, so an event committed during
-            // the claim moves it again and the next round claims that too.
-            let mark = s.store.session_event_mark(&full).await?;
-            if seen.swap(mark, Ordering::Relaxed) == mark {
-                return Ok((Vec::new(), false));
-            }
-            let arrivals = s.store.claim_arrivals(&full, &by).await?;
+            let arrivals = local.arrivals_since(&full, &by, &seen).await?;
             let done = !arrivals.is_empty();
             Ok((arrivals, done))
         }

@@ -10,7 +10,7 @@ mod boards;
 mod questions;
 mod sessions;
 
-pub(crate) use sessions::unknown_session;
+
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;

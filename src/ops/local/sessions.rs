@@ -1,13 +1,16 @@
 //! The session, ledger, arrival and event primitives on the store: one store call each,
 //! plus the polling wait for a session's arrivals that needs no daemon.
 
+use std::sync::atomic::{AtomicI64, Ordering};
+
 use super::{Local, POLL};
 use crate::ops::Result;
 use crate::ops::backend::{Run, sessions as call};
 use crate::ops::wait::Deadline;
 use crate::store::events::EventPage;
 use crate::store::sessions::{
-    Arrival, Begin, Checkpointed, Complete, Ended, FleetSession, LedgerEntry, Resume, Session,
+    Arrival, Begin, Checkpointed, Complete, Ended, FleetSession, LedgerEntry, NewSession, Resume,
+    Session,
 };
 
 impl Run<call::ResolveSessionId<'_>> for Local {
@@ -15,7 +18,7 @@ impl Run<call::ResolveSessionId<'_>> for Local {
         &self,
         call::ResolveSessionId(id): call::ResolveSessionId<'_>,
     ) -> Result<Option<String>> {
-        Ok(self.store.resolve_session_id(id, None).await?)
+        Ok(self.store.resolve_session_id(id, self.scope()).await?)
     }
 }
 
@@ -105,27 +108,63 @@ impl Run<call::WaitArrivals<'_>> for Local {
         &self,
         call::WaitArrivals(session, by, wait): call::WaitArrivals<'_>,
     ) -> Result<Vec<Arrival>> {
-        if !self.store.session_known(session).await? {
-            return Err(crate::ops::Error::not_found(unknown_session(session)));
-        }
+        self.known_session(session).await?;
         let deadline = Deadline::after(wait);
-        let mut seen_mark = None;
+        let seen = AtomicI64::new(i64::MIN);
         loop {
-            // Read the change mark *before* claiming: an event committed
-            // during the claim moves the mark, so the next tick claims again.
-            let mark = self.store.session_event_mark(session).await?;
-            if seen_mark != Some(mark) {
-                seen_mark = Some(mark);
-                let arrivals = self.store.claim_arrivals(session, by).await?;
-                if !arrivals.is_empty() {
-                    return Ok(arrivals);
-                }
+            let arrivals = self.arrivals_since(session, by, &seen).await?;
+            if !arrivals.is_empty() {
+                return Ok(arrivals);
             }
             if deadline.passed() {
                 return Ok(Vec::new());
             }
             self.pause(deadline.left(POLL)).await;
         }
+    }
+}
+
+impl Local {
+    /// Refuse a session nothing ever happened under (not found, saying how
+    /// to check the id or register it).
+    pub async fn known_session(&self, session: &str) -> Result<()> {
+        if !self.store.session_known(session).await? {
+            return Err(crate::ops::Error::not_found(unknown_session(session)));
+        }
+        Ok(())
+    }
+
+    /// One step of a wait for what arrived for `session`: claim it for
+    /// `by` when the newest event about the session moved past `seen`
+    /// (`i64::MIN`: nothing seen yet), else nothing. The mark is read *before*
+    /// claiming, so an event committed during the claim moves it again
+    /// and the next step claims that too; one indexed `MAX(seq)` read per
+    /// step when nothing moved.
+    pub async fn arrivals_since(
+        &self,
+        session: &str,
+        by: &str,
+        seen: &AtomicI64,
+    ) -> Result<Vec<Arrival>> {
+        let mark = self.store.session_event_mark(session).await?;
+        if seen.swap(mark, Ordering::Relaxed) == mark {
+            return Ok(Vec::new());
+        }
+        Ok(self.store.claim_arrivals(session, by).await?)
+    }
+
+    /// Register (or refresh) a session as registered from `host`.
+    pub async fn register_session_on(&self, s: &NewSession, host: &str) -> Result<Session> {
+        Ok(self.store.register_session_on(s, host).await?)
+    }
+
+    /// The sessions (at most `limit`, of the scope's project) whose ledger
+    /// began `event_id`.
+    pub async fn ledger_sessions(&self, event_id: &str, limit: i64) -> Result<Vec<String>> {
+        Ok(self
+            .store
+            .ledger_sessions(event_id, self.scope(), limit)
+            .await?)
     }
 }
 
@@ -142,7 +181,7 @@ impl Run<call::EventsTail> for Local {
 }
 
 /// Why `wait` refuses a session nothing ever happened under.
-pub(crate) fn unknown_session(id: &str) -> String {
+fn unknown_session(id: &str) -> String {
     format!(
         "no session `{id}`: nothing was ever registered, asked or woken under that id; \
          check it (`handoff session list`) or register it first (`handoff session register --session {id}`)"
