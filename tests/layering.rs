@@ -337,21 +337,15 @@ fn api_store_calls() -> std::collections::BTreeMap<String, usize> {
 /// when a file moves calls into the operations; never raise one.
 #[test]
 fn http_handlers_reach_the_store_no_more_than_today() {
+    // What is left reaches the store for the daemon's own plumbing:
+    // credentials (tokens, Inbox sign-ins), the event log's pages and
+    // streams, health, metrics and the inbound wake.
     let ceilings: &[(&str, usize)] = &[
         ("api.rs", 4),
-        ("api/actions.rs", 12),
-        ("api/actions/decide.rs", 9),
-        ("api/audit.rs", 1),
         ("api/auth.rs", 6),
-        ("api/boards.rs", 11),
         ("api/events.rs", 4),
-        ("api/fleet.rs", 2),
-        ("api/grants.rs", 2),
         ("api/inbox.rs", 3),
         ("api/metrics.rs", 2),
-        ("api/questions.rs", 15),
-        ("api/questions/ask.rs", 3),
-        ("api/sessions.rs", 14),
         ("api/wake.rs", 3),
     ];
     let mut bad = Vec::new();

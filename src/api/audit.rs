@@ -7,7 +7,6 @@ use serde::Deserialize;
 use super::doc::Shaped;
 use super::error::{ApiError, ApiResult};
 use super::input::{Ctx, Params};
-use crate::store::Channel;
 use crate::store::audit::Export;
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -40,9 +39,9 @@ pub(crate) async fn export(
         })
         .transpose()?;
     let project = c.filter(q.project)?;
-    let out = s
-        .store
-        .audit_export(since, project.as_deref(), &c.name, Channel::Cli)
+    let out = c
+        .ops(&s)
+        .audit_export(since, project.as_deref(), &c.name)
         .await?;
     Ok(Shaped::new(serde_json::to_value(out).unwrap_or_default()))
 }

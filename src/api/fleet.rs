@@ -33,9 +33,10 @@ pub(crate) async fn fleet(
     Params(q): Params<FleetQuery>,
 ) -> ApiResult<axum::Json<Fleet>> {
     let project = c.filter(q.project)?;
-    let sessions = s.store.fleet(project.as_deref()).await?;
+    let ops = c.ops(&s);
+    let sessions = ops.fleet(project.as_deref()).await?;
     Ok(axum::Json(Fleet {
-        now: s.store.now(),
+        now: ops.now(),
         sessions,
     }))
 }

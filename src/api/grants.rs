@@ -37,7 +37,7 @@ pub(crate) async fn list(
     Params(q): Params<ListQuery>,
 ) -> ApiResult<Paged<Grant>> {
     let project = c.filter(q.project.clone())?;
-    let all = s.store.grant_list_in(q.all, project.as_deref()).await?;
+    let all = c.local(&s).grant_list(q.all, project.as_deref()).await?;
     q.page(all, |g| g.id.clone())
 }
 
@@ -63,10 +63,7 @@ pub(crate) async fn revoke(
     if key.len() < 8 || !key.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(not_found(&id));
     }
-    let out = s
-        .store
-        .grant_revoke_in(&id, &by, Channel::Inbox, c.project.as_deref())
-        .await?;
+    let out = c.local(&s).grant_revoke(&id, &by, Channel::Inbox).await?;
     match out {
         Some(Revoked::Now(g)) => {
             wrote(&s);

@@ -6,7 +6,7 @@ use crate::ops::Result;
 use crate::ops::backend::{Run, actions as call};
 use crate::ops::claude::GrantCheck;
 use crate::ops::results::Proposal;
-use crate::store::grants::Terms;
+use crate::store::grants::{Grant, Revoked, Terms};
 use crate::store::actions::{
     Action, Actor, ApproveOutcome, NewAction, AuditEntry, ClaimOutcome, CompleteOutcome, RejectOutcome, Settled,
 };
@@ -70,6 +70,27 @@ impl Local {
     ) -> Result<ApproveOutcome> {
         let a = self.store.get_action_in(id, self.scope()).await?;
         Ok(self.store.approve_granting(&a, actor, terms).await?.0)
+    }
+
+    /// The live grants (with `all`, every grant) of `project` (the scope's,
+    /// when there is one), newest first.
+    pub async fn grant_list(&self, all: bool, project: Option<&str>) -> Result<Vec<Grant>> {
+        let project = self.scope().or(project);
+        Ok(self.store.grant_list_in(all, project).await?)
+    }
+
+    /// Revoke the grant `id` (full or short, within the scope) as `by`
+    /// through `channel`; `None` when no grant matches.
+    pub async fn grant_revoke(
+        &self,
+        id: &str,
+        by: &str,
+        channel: crate::store::Channel,
+    ) -> Result<Option<Revoked>> {
+        Ok(self
+            .store
+            .grant_revoke_in(id, by, channel, self.scope())
+            .await?)
     }
 
     /// Let a live grant covering the prompt `id` decide it, and read the
@@ -161,7 +182,7 @@ impl Run<call::AuditExport<'_>> for Local {
     ) -> Result<crate::store::audit::Export> {
         Ok(self
             .store
-            .audit_export(since, project, by, crate::store::Channel::Cli)
+            .audit_export(since, self.scope().or(project), by, crate::store::Channel::Cli)
             .await?)
     }
 }

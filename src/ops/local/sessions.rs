@@ -57,13 +57,16 @@ impl Run<call::ListSessions<'_>> for Local {
         &self,
         call::ListSessions(status, project): call::ListSessions<'_>,
     ) -> Result<Vec<Session>> {
-        Ok(self.store.list_sessions(status, project).await?)
+        Ok(self
+            .store
+            .list_sessions(status, self.scope().or(project))
+            .await?)
     }
 }
 
 impl Run<call::Fleet<'_>> for Local {
     async fn run(&self, call::Fleet(project): call::Fleet<'_>) -> Result<Vec<FleetSession>> {
-        Ok(self.store.fleet(project).await?)
+        Ok(self.store.fleet(self.scope().or(project)).await?)
     }
 }
 
