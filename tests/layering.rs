@@ -364,3 +364,41 @@ fn http_handlers_reach_the_store_no_more_than_today() {
         bad.join("\n")
     );
 }
+
+/// A proposal's rules and the mapping of store failures to refusals are
+/// written once, in the operations: `apply_rules` is called only by
+/// `ops/local`, and only `ops/error.rs` turns a store error into a refusal
+/// (the HTTP API reads it from there), so no door words one differently.
+#[test]
+fn rules_and_the_error_mapping_live_once_in_the_operations() {
+    let mut bad = Vec::new();
+    for (rel, lines) in code() {
+        for l in &lines {
+            let rules = l.contains("apply_rules(") && !l.contains("fn apply_rules");
+            if rules && !rel.starts_with("ops/local") {
+                bad.push(format!("{rel}: {}", l.trim()));
+            }
+            let from_store_failure = ["Error> for", "Refusal> for"].iter().any(|t| l.contains(t));
+            let mapping = l.contains("impl From<") && l.contains("store::") && from_store_failure;
+            if mapping && rel != "ops/error.rs" && !l.contains("for ApiError") {
+                bad.push(format!("{rel}: {}", l.trim()));
+            }
+        }
+    }
+    // The API's own impls only hand the store's error to the one mapping.
+    let api = code()
+        .into_iter()
+        .find(|(rel, _)| rel == "api/error.rs")
+        .expect("api/error.rs");
+    let text = api.1.join("\n");
+    let text = text.split("#[cfg(test)]").next().unwrap_or_default();
+    assert!(
+        !text.contains("store::Error::") && !text.contains("Class::"),
+        "api/error.rs maps store errors itself instead of through ops::Error"
+    );
+    assert!(
+        bad.is_empty(),
+        "rules or error mapping outside the operations:\n{}",
+        bad.join("\n")
+    );
+}
