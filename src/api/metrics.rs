@@ -35,11 +35,11 @@ pub(crate) async fn count(req: Request, next: Next) -> Response {
 /// (labelled with the project): the process-wide counters would tell it
 /// about other projects' activity.
 pub(crate) async fn metrics(Ctx { s, c }: Ctx) -> ApiResult<Exposition> {
-    let counts = s.store.counts(c.project.as_deref()).await?;
+    let counts = c.local(&s).counts().await?;
     let mut out = String::new();
     item_gauges(&mut out, &counts, c.project.as_deref());
     if c.project.is_none() {
-        let last = s.store.last_event_seq().await?;
+        let last = s.ops.last_event_seq().await?;
         daemon_counters(&mut out, last, s.waiters.len());
     }
     Ok(Exposition(out))

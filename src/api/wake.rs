@@ -53,7 +53,7 @@ enum WakeError {
     Text(String),
     /// The store failed.
     #[error("store unavailable")]
-    Store(#[from] crate::store::Error),
+    Store(#[from] crate::ops::Error),
 }
 
 impl IntoResponse for WakeError {
@@ -97,9 +97,10 @@ async fn wake(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, WakeError> {
-    let now_secs = s.store.now().div_euclid(1000);
+    let now_secs = s.ops.now().div_euclid(1000);
     let (source, delivery_id) = authenticate(&s.config.wake.sources, &headers, &body, now_secs)?;
-    if s.store.get_session(&id).await?.is_none() {
+    let ops = crate::ops::Ops::Local(s.ops.clone());
+    if ops.get_session(&id).await?.is_none() {
         return Err(WakeError::NotFound(id));
     }
     let delivery_id = delivery_id.unwrap_or_else(crate::store::new_id);
@@ -119,13 +120,13 @@ async fn wake(
         return Err(WakeError::Text(e.message));
     }
     let rec = match s
-        .store
+        .ops
         .record_wake(&id, &source.name, &delivery_id, payload)
         .await
     {
         Ok(r) => r,
         // The session vanished between the check and the write.
-        Err(crate::store::Error::Invalid(_)) => return Err(WakeError::NotFound(id)),
+        Err(crate::ops::Error::Invalid { .. }) => return Err(WakeError::NotFound(id)),
         Err(e) => return Err(e.into()),
     };
     if rec.new {

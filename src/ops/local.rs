@@ -109,6 +109,11 @@ impl Local {
         }
     }
 
+    /// The store's clock, in ms since the epoch.
+    pub fn now(&self) -> i64 {
+        self.store.now()
+    }
+
     /// The project these operations are scoped to, if one.
     pub(super) fn scope(&self) -> Option<&str> {
         self.scope.as_deref()

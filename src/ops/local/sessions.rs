@@ -156,6 +156,32 @@ impl Local {
         Ok(self.store.claim_arrivals(session, by).await?)
     }
 
+    /// Record an inbound wake of `session` from `source`, once per
+    /// `delivery_id` (a repeat is answered with the first record).
+    pub async fn record_wake(
+        &self,
+        session: &str,
+        source: &str,
+        delivery_id: &str,
+        payload: serde_json::Value,
+    ) -> Result<crate::store::sessions::WakeRecorded> {
+        Ok(self
+            .store
+            .record_wake(session, source, delivery_id, payload)
+            .await?)
+    }
+
+    /// The items' counts by kind and status, of the scope's project (every
+    /// project's without one): what `/metrics` shows.
+    pub async fn counts(&self) -> Result<crate::store::counts::Counts> {
+        Ok(self.store.counts(self.scope()).await?)
+    }
+
+    /// The newest event's seq in the log.
+    pub async fn last_event_seq(&self) -> Result<i64> {
+        Ok(self.store.last_event_seq().await?)
+    }
+
     /// Register (or refresh) a session as registered from `host`.
     pub async fn register_session_on(&self, s: &NewSession, host: &str) -> Result<Session> {
         Ok(self.store.register_session_on(s, host).await?)
