@@ -308,7 +308,7 @@ async fn health_details(
     s: &Shared,
     socket: bool,
     headers: &axum::http::HeaderMap,
-) -> Result<bool, crate::store::Error> {
+) -> Result<bool, crate::ops::Error> {
     if socket {
         return Ok(true);
     }
@@ -320,8 +320,8 @@ async fn health_details(
         .map(|(_, t)| t.trim().to_string());
     let cookie = auth::cookie_secret(headers);
     match (bearer, cookie) {
-        (Some(t), _) => Ok(s.store.token_verify(&t).await?.is_some()),
-        (None, Some(c)) => Ok(s.store.inbox_session_verify(&c).await?.is_some()),
+        (Some(t), _) => Ok(s.ops.token_verify(&t).await?.is_some()),
+        (None, Some(c)) => Ok(s.ops.inbox_session_verify(&c).await?.is_some()),
         (None, None) => Ok(s.config.http.open),
     }
 }
@@ -331,7 +331,7 @@ async fn healthz(
     socket: Option<axum::Extension<OwnerSocket>>,
     headers: axum::http::HeaderMap,
 ) -> Result<axum::Json<Health>, ApiError> {
-    let unavailable = |e: crate::store::Error| {
+    let unavailable = |e: crate::ops::Error| {
         tracing::error!(error = %e, "health check cannot read the store");
         ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -339,7 +339,7 @@ async fn healthz(
             "the daemon cannot read its database; its log says why",
         )
     };
-    let seq = s.store.last_event_seq().await.map_err(unavailable)?;
+    let seq = s.ops.last_event_seq().await.map_err(unavailable)?;
     let instance = s.roles.me().to_string();
     let daemon = crate::store::fingerprint(std::path::Path::new(&instance));
     let full = health_details(&s, socket.is_some(), &headers)
@@ -350,7 +350,7 @@ async fn healthz(
             ok: true,
             daemon,
             last_seq: Some(seq),
-            database: Some(crate::store::fingerprint(s.store.path())),
+            database: Some(crate::store::fingerprint(s.ops.database_path())),
             instance: Some(instance),
             roles: Some(s.roles.held()),
         },

@@ -178,7 +178,7 @@ impl Caller {
                 self.name.clone()
             });
         }
-        if !self.token || named == self.name || !s.store.token_name_exists(named).await? {
+        if !self.token || named == self.name || !s.ops.token_name_exists(named).await? {
             return Ok(given);
         }
         Err(ApiError::forbidden(
@@ -196,8 +196,8 @@ impl Caller {
     pub async fn revoked(&self, s: &Shared) -> Option<&'static str> {
         let still = match &self.credential {
             Credential::Open | Credential::Socket => return None,
-            Credential::Token(t) => s.store.token_verify(t).await.map(|t| t.is_some()),
-            Credential::Cookie(c) => s.store.inbox_session_verify(c).await.map(|c| c.is_some()),
+            Credential::Token(t) => s.ops.token_verify(t).await.map(|t| t.is_some()),
+            Credential::Cookie(c) => s.ops.inbox_session_verify(c).await.map(|c| c.is_some()),
         };
         match (still, &self.credential) {
             (Ok(true), _) => None,
@@ -255,7 +255,7 @@ fn bearer(req: &Request) -> ApiResult<Option<String>> {
 /// Resolve the caller of `req`, or the refusal.
 async fn caller(s: &Shared, presented: Option<String>) -> ApiResult<Caller> {
     match presented {
-        Some(tok) => match s.store.token_verify(&tok).await? {
+        Some(tok) => match s.ops.token_verify(&tok).await? {
             Some(t) => Ok(Caller {
                 name: t.name,
                 role: t.role,
@@ -294,7 +294,7 @@ async fn cookie_caller(s: &Shared, secret: &str, cross_site: bool) -> ApiResult<
     if cross_site {
         return Err(refuse_cross_site());
     }
-    match s.store.inbox_session_verify(secret).await? {
+    match s.ops.inbox_session_verify(secret).await? {
         Some(session) => Ok(Caller {
             name: session.name,
             role: Role::Human,
@@ -370,10 +370,10 @@ pub(crate) async fn authorize(s: Shared, access: Access, mut req: Request, next:
 /// address needs at least one live token, and `[http] open` is honoured only
 /// on loopback.
 pub async fn listen_refusal(
-    store: &crate::store::Store,
+    ops: &crate::ops::Local,
     open: bool,
     addr: SocketAddr,
-) -> crate::store::Result<Option<String>> {
+) -> crate::ops::Result<Option<String>> {
     if addr.ip().is_loopback() {
         return Ok(None);
     }
@@ -382,7 +382,7 @@ pub async fn listen_refusal(
             "refusing to serve the API without tokens on {addr}: [http] open = true is allowed only on a loopback address"
         )));
     }
-    if !store.tokens_exist().await? {
+    if !ops.tokens_exist().await? {
         return Ok(Some(format!(
             "refusing to listen on {addr} (not loopback) with no API token: create one first with \
              `handoff token create --name NAME --role agent|human|admin|auditor`, or listen on 127.0.0.1"

@@ -66,14 +66,14 @@ pub(crate) async fn page(Ctx { s, c }: Ctx, Params(q): Params<PageQuery>) -> Api
             if !(0..=MAX_PAGE).contains(&n) {
                 return Err(ApiError::invalid(format!("tail must be 0 to {MAX_PAGE}")));
             }
-            s.store.events_span_tail(n).await?
+            s.ops.events_span_tail(n).await?
         }
         (None, after, limit) => {
             let limit = limit.unwrap_or(100);
             if !(1..=MAX_PAGE).contains(&limit) {
                 return Err(ApiError::invalid(format!("limit must be 1 to {MAX_PAGE}")));
             }
-            s.store.events_span_after(after.unwrap_or(0), limit).await?
+            s.ops.events_span_after(after.unwrap_or(0), limit).await?
         }
     };
     Ok(PageBody { s, caller: c, span })
@@ -129,7 +129,7 @@ impl IntoResponse for PageBody {
                 if let Some(frame) = st.out.frame() {
                     return Some((Ok(frame), st));
                 }
-                match st.groups.next(&st.s.store).await {
+                match st.groups.next(&st.s.ops).await {
                     Some(Ok(group)) => {
                         let (caller, first) = (&st.caller, &mut st.first);
                         st.out = Out::of(group, |text, ev| {
@@ -195,7 +195,7 @@ pub(crate) async fn stream(
     };
     let after = match from_header.or(q.after) {
         Some(a) => a,
-        None => s.store.last_event_seq().await?,
+        None => s.ops.last_event_seq().await?,
     };
     Ok(EventStream {
         s,
@@ -242,7 +242,7 @@ impl Cursor {
                 return None;
             }
             if !self.groups.is_empty() {
-                match self.groups.next(&self.s.store).await {
+                match self.groups.next(&self.s.ops).await {
                     Some(Ok(group)) => {
                         let caller = &self.caller;
                         self.out = Out::of(group, |text, ev| {
@@ -271,7 +271,7 @@ impl Cursor {
                 // Before the read, as in `long_poll::wait_until`: no event slips between.
                 let notified = notify.notified();
                 let after = self.groups.after();
-                match self.s.store.events_span_after(after, STREAM_BATCH).await {
+                match self.s.ops.events_span_after(after, STREAM_BATCH).await {
                     Ok(span) if !span.sizes.is_empty() => {
                         self.groups = Groups::new(span);
                         continue;

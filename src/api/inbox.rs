@@ -70,7 +70,7 @@ pub(crate) fn routes() -> Router<Shared> {
 /// The live session of this request's cookie, if any.
 async fn session_of(s: &Shared, headers: &HeaderMap) -> Option<InboxSession> {
     let secret = cookie_secret(headers)?;
-    match s.store.inbox_session_verify(&secret).await {
+    match s.ops.inbox_session_verify(&secret).await {
         Ok(found) => found,
         Err(e) => {
             tracing::warn!(error = %e, "cannot check an Inbox session");
@@ -198,7 +198,7 @@ async fn login(State(s): State<Shared>, headers: HeaderMap, Form(q): Form<LoginQ
     let Some(code) = code_of(q) else {
         return no_code();
     };
-    match s.store.inbox_login(&code, SESSION_TTL_MS).await {
+    match s.ops.inbox_login(&code, SESSION_TTL_MS).await {
         Ok(Login::Opened { session, secret }) => {
             s.wrote();
             tracing::info!(session = %session.id, name = %session.name, "Inbox login");
@@ -233,7 +233,7 @@ async fn logout(State(s): State<Shared>, headers: HeaderMap) -> Response {
             .into_response();
     }
     if let Some(secret) = cookie_secret(&headers) {
-        match s.store.inbox_logout(&secret).await {
+        match s.ops.inbox_logout(&secret).await {
             Ok(_) => s.wrote(),
             Err(e) => tracing::warn!(error = %e, "Inbox logout failed"),
         }

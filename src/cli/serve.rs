@@ -46,7 +46,8 @@ pub(super) async fn serve(ctx: &Ctx, listen: Option<std::net::SocketAddr>) -> an
         )
     })?;
     let local = listener.local_addr()?;
-    if let Some(why) = crate::api::listen_refusal(&store, cfg.http.open, local).await? {
+    let ops = crate::ops::Local::new(store.clone(), crate::ops::Policy::of(&cfg));
+    if let Some(why) = crate::api::listen_refusal(&ops, cfg.http.open, local).await? {
         return Err(fail(exit::INVALID, why));
     }
     // One plain line on stderr, whatever the log level: scripts and tests

@@ -5,6 +5,7 @@
 //! The primitives themselves are in `questions`, `boards`, `actions` and
 //! `sessions`: one `Run` impl each, by area, as in `super::backend`.
 
+mod access;
 mod actions;
 mod boards;
 mod questions;

@@ -25,7 +25,7 @@ use axum::response::{IntoResponse, Response};
 use tokio::sync::{Semaphore, SemaphorePermit};
 
 use crate::store::events::{AsTree, RawEvent, Span, UNREADABLE};
-use crate::store::{Result, Store};
+use crate::ops::{Local, Result};
 
 /// Payload the event answers of this process hold at once, in KiB.
 const BUDGET_KIB: usize = 16 * 1024;
@@ -82,7 +82,7 @@ impl Groups {
     /// Read the next group, `None` once the span is done: first its share
     /// of the budget (waiting holds no database connection), then its rows.
     /// A failed read leaves the group to be read again.
-    pub(super) async fn next(&mut self, store: &Store) -> Option<Result<Group>> {
+    pub(super) async fn next(&mut self, ops: &Local) -> Option<Result<Group>> {
         let (mut count, mut bytes) = (0usize, 0i64);
         for &(_, b) in &self.sizes {
             if count > 0 && bytes + b > GROUP_BYTES {
@@ -97,7 +97,7 @@ impl Groups {
             .acquire_many(share(bytes))
             .await
             .expect("the event budget is never closed");
-        match store.events_raw(self.after, last).await {
+        match ops.events_raw(self.after, last).await {
             Ok(events) => {
                 self.sizes.drain(..count);
                 self.after = last;
