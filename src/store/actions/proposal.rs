@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use super::codec::Redactor;
 use super::recovery::expire_matching;
+use super::logged::{Entry, logged};
 use super::spelling::Sql;
 use super::{COLUMNS, NewAction, Proposed, one};
 use crate::store::engine::{Stmt, Tx};
@@ -114,20 +115,22 @@ impl Proposal {
     }
 }
 
-/// The proposal's INSERT, whose trigger writes the audit row and the
-/// event; it inserts nothing when a live action holds the dedup key.
-static INSERT: Sql = Sql::new(|_| {
-    format!(
+/// The proposal's INSERT and its `proposed` entry (`$18` the details) in
+/// one call (`logged.rs`); it inserts nothing when a live action holds the
+/// dedup key.
+static INSERT: Sql = Sql::new(|s| {
+    logged(
+        s,
         "INSERT INTO actions (id, kind, summary, args, fingerprint, dedup_key, status, expires_at,
              on_expire, approvals_required, effective_args, redact_keys, exec, verify, proposer,
-             project, session, created_at, updated_at, t_event, t_actor, t_channel, t_details,
-             not_by_proposer, escalation, escalate_at)
+             project, session, created_at, updated_at, not_by_proposer, escalation, escalate_at)
          VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $8, $9, $4, $10, $11, $12, $13, $14, $15,
-                 $16, $16, 'proposed', $13, $17, $18, $19, $20, $21)
+                 $16, $16, $19, $20, $21)
          ON CONFLICT (project, dedup_key)
              WHERE dedup_key IS NOT NULL AND status IN ('pending', 'approved', 'executing', 'unknown')
-             DO NOTHING
-         RETURNING {COLUMNS}"
+             DO NOTHING",
+        COLUMNS,
+        &Entry::new("'proposed'", "$13", "$17", "$18"),
     )
 });
 

@@ -24,6 +24,7 @@ use super::approval::{Approval, Approving, Patched, approve_in_one_call};
 use super::codec::{self, Redactor};
 use super::proposal::{Proposal, Proposing, escalation_chain, proposal_details, propose_in};
 use super::recovery::expire_matching;
+use super::logged::{Entry, logged};
 use super::spelling::Sql;
 use super::{
     Action, Actor, ApproveOutcome, COLUMNS, Error, NewAction, Proposed, RejectOutcome, Result,
@@ -322,13 +323,13 @@ impl Store {
 /// action can be rejected; a concurrent approval or expiry that won keeps
 /// its decision.
 static REJECT: Sql = Sql::new(|s| {
-    format!(
+    let details = s.object("'reason', $4, 'rejecter', $2");
+    logged(
+        s,
         "UPDATE actions SET status = 'rejected', decided_by = $2, decided_at = $3, reason = $4,
-             updated_at = $3,
-             t_seq = t_seq + 1, t_event = 'rejected', t_actor = $2, t_channel = $5, t_patched = NULL,
-             t_details = {}
-         WHERE id = $1 AND status = 'pending' AND (expires_at IS NULL OR expires_at > $3)
-         RETURNING {COLUMNS}",
-        s.object("'reason', $4, 'rejecter', $2")
+             updated_at = $3
+         WHERE id = $1 AND status = 'pending' AND (expires_at IS NULL OR expires_at > $3)",
+        COLUMNS,
+        &Entry::new("'rejected'", "$2", "$5", &details),
     )
 });
