@@ -95,7 +95,8 @@ pub(crate) fn approve_sql(s: &Spelling, returning: &str) -> String {
            AND NOT EXISTS (SELECT 1 FROM action_approvals WHERE action_id = $1 AND approver = $2)
            AND NOT (not_by_proposer <> 0 AND proposer = $2)
            AND ($7 IS NULL OR (approvals = 0 AND effective_args = $7))";
-    let details = s.object("'approvals', approvals, 'approver', $2, 'required', approvals_required");
+    let details =
+        s.object("'approvals', approvals, 'approver', $2, 'required', approvals_required");
     let entry = Entry {
         patched: Some("$10"),
         approver: Some("$2"),

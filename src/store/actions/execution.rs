@@ -205,7 +205,7 @@ static CLAIM: Sql = Sql::new(|s| {
 });
 
 /// Claim one action (id, owner, lease in ms): one guarded `UPDATE …
-/// RETURNING` whose trigger appends the event, which is its audit entry.
+/// RETURNING` and its event, which is its audit entry, in one call.
 /// The skip-event fault leaves the event (so the entry) out.
 /// `None`: not claimable (the caller reads it, outside the write).
 async fn claim_in(

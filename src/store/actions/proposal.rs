@@ -8,8 +8,8 @@ use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use super::codec::Redactor;
-use super::recovery::expire_matching;
 use super::logged::{Entry, logged};
+use super::recovery::expire_matching;
 use super::spelling::Sql;
 use super::{COLUMNS, NewAction, Proposed, one};
 use crate::store::engine::{Stmt, Tx};
@@ -156,8 +156,8 @@ pub(super) enum Proposing {
     },
 }
 
-/// Insert the proposal: one statement whose trigger writes the audit row
-/// and the event. A live holder of the dedup key refuses the INSERT; a
+/// Insert the proposal: one call that also appends its event (its audit
+/// entry). A live holder of the dedup key refuses the INSERT; a
 /// holder past its expiry is settled then (it neither blocks nor answers
 /// for the key) and the INSERT tried again; else the holder answers: the
 /// same payload as that action, another one as a conflict.

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::json;
 
-use super::rules::Verdict;
 use super::logged::{Entry, logged};
+use super::rules::Verdict;
 use super::spelling::Sql;
 use super::{Action, Actor, COLUMNS, Error, Result, all, one};
 use crate::store::engine::{Stmt, Tx};
@@ -373,8 +373,8 @@ impl Store {
     }
 
     /// Run one guarded `UPDATE … RETURNING` of a recovery transition as a
-    /// write of its own, its audit row and event appended by the
-    /// transition trigger in that statement. `None` when the guard matched
+    /// write of its own, its event (the audit entry) appended in the same
+    /// call (`logged.rs`). `None` when the guard matched
     /// nothing.
     async fn transition(&self, m: Move) -> Result<Option<Action>> {
         Ok(self

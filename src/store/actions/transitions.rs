@@ -4,10 +4,11 @@
 //! Each public write is one write of the store (`Store::write_with`: on
 //! SQLite queued for the write turn, `store::writer`, group commit; on
 //! PostgreSQL a transaction of its own), retried when the database is
-//! busy. When it wins it is one statement: the guarded `UPDATE …
-//! RETURNING` (or the proposal's INSERT) names the transition in the `t_*`
-//! columns, and the table's triggers append the audit row, the event and
-//! the approvals row in that same statement. A refusal reads more, in a
+//! busy. When it wins it is one call: the guarded `UPDATE … RETURNING`
+//! (or the proposal's INSERT) with the event that is its audit entry and
+//! the approvals row appended in the same call (`logged.rs`: statements of
+//! one call on SQLite, one statement on PostgreSQL); nothing about the
+//! entry is stored on the action's row. A refusal reads more, in a
 //! transaction, to explain itself. Nothing slow (executors, deciders) runs
 //! inside a transaction.
 //!
@@ -22,9 +23,9 @@ use serde_json::{Value, json};
 
 use super::approval::{Approval, Approving, Patched, approve_in_one_call};
 use super::codec::{self, Redactor};
+use super::logged::{Entry, logged};
 use super::proposal::{Proposal, Proposing, escalation_chain, proposal_details, propose_in};
 use super::recovery::expire_matching;
-use super::logged::{Entry, logged};
 use super::spelling::Sql;
 use super::{
     Action, Actor, ApproveOutcome, COLUMNS, Error, NewAction, Proposed, RejectOutcome, Result,
@@ -111,7 +112,7 @@ impl Store {
             new: new.clone(),
         });
         // The audit details are known before the row exists: written by the
-        // INSERT's trigger, so a proposal is one statement.
+        // INSERT's call, so a proposal is one call.
         let chain = escalation_chain(new, now, p.expires_at);
         let details = proposal_details(new, &redact, &args, &p, &chain);
         crate::store::events::check_depth(&details)?;
