@@ -222,10 +222,20 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("handoff", help="the handoff binary that creates the database")
     ap.add_argument("--n", type=int, default=2000)
+    ap.add_argument("--dump", help="write the database, the approval's statements and the ids "
+                    "into this directory for writer_thread/ and stop")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "floor.db"
         ids = propose(args.handoff, db, args.n)
+        if args.dump:
+            out = Path(args.dump)
+            out.mkdir(parents=True, exist_ok=True)
+            shutil.copy(db, out / "floor.db")
+            sql = [re.sub(r":p(\d+)", r"?\1", q) for q in approve_statements()]
+            (out / "statements.json").write_text(json.dumps(sql))
+            (out / "ids.json").write_text(json.dumps(ids))
+            return
         raw = raw_rate(Path(tmp) / "raw.db", 20000)
         print(f"raw sqlite3 BEGIN/UPDATE/INSERT/COMMIT (20000 transactions): {raw:,.0f} transitions/s")
         for i, (name, drops, keep) in enumerate(CASES):
