@@ -113,7 +113,7 @@ pub(crate) struct Bridge {
     pub bot: TgBot,
     /// Recent pushes per chat and forum topic, for the digest rule
     /// (`digest`; a std Mutex: never held across an await).
-    bursts: Mutex<HashMap<digest::Dest, digest::Recent>>,
+    bursts: digest::Bursts<digest::Dest>,
     /// Prompts waiting for a text reply: (chat, prompt message id) → what the reply means.
     pub prompts: Mutex<HashMap<(i64, i32), dispatch::Prompt>>,
     /// One redraw at a time per item (kind, id): a tap's handler and the
@@ -232,7 +232,7 @@ impl Bridge {
             store: shared.store.clone(),
             config: shared.config.clone(),
             bot,
-            bursts: Mutex::new(HashMap::new()),
+            bursts: digest::Bursts::default(),
             prompts: Mutex::new(HashMap::new()),
             redrawing: Mutex::new(HashMap::new()),
             nudge: shared.nudge.clone(),

@@ -104,6 +104,7 @@ async fn script(db: &Db) -> (Store, History) {
         to: "#team".into(),
         chat: Some("team".into()),
         topic: None,
+        slack: None,
         webhook: None,
     }];
     let esc = h.add("escalated", s.propose(&n).await.unwrap().action.id);

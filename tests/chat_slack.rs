@@ -20,7 +20,7 @@ const EVE: &str = "U0EVE"; // on no list
 
 fn slack_section(url: &str) -> String {
     format!(
-        "\n[slack]\napp_token = \"xapp-1-test\"\nbot_token = \"xoxb-test\"\napi_url = \"{url}\"\n\n[[slack.channels]]\nid = \"{CH}\"\nanswer = [\"{CAROL}\"]\napprove = [\"{ALICE}\", \"{BOB}\"]\n"
+        "\n[slack]\napp_token = \"xapp-1-test\"\nbot_token = \"xoxb-test\"\napi_url = \"{url}\"\ndigest_threshold = 50\n\n[[slack.channels]]\nid = \"{CH}\"\nanswer = [\"{CAROL}\"]\napprove = [\"{ALICE}\", \"{BOB}\"]\n"
     )
 }
 

@@ -22,6 +22,7 @@ fn step(after_min: i64, to: &str) -> Escalation {
         to: to.into(),
         chat: Some(to.trim_start_matches('#').into()),
         topic: None,
+        slack: None,
         webhook: None,
     }
 }

@@ -16,14 +16,21 @@
 //! record moves from waiting to `digest` only once the digest is sent, so a
 //! waiting item is never also sent on its own. This file does not decide
 //! which items wait for quiet hours or a grace period (`hold`).
+//!
+//! The rule, the recent pushes it counts ([`Bursts`]) and the digest's
+//! text are every network's: Slack counts per channel with them
+//! (`slack::burst`), Telegram per chat and forum topic here.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
+use std::hash::Hash;
+use std::sync::Mutex;
 
 use teloxide::prelude::*;
 use teloxide::types::{MessageId, ParseMode, ThreadId};
 
 use super::Bridge;
 use super::callback::Item;
+use super::network::Network;
 use super::push::title;
 use super::retry::{Failure, classify};
 use super::view::truncate;
@@ -90,11 +97,43 @@ pub(crate) fn burst_rule(
     Some(due)
 }
 
-/// One digest message for items that waited together.
+/// The recent pushes of every destination of one network (a Telegram
+/// chat and topic, a Slack channel), for the burst rule.
+#[derive(Debug)]
+pub(crate) struct Bursts<K>(Mutex<HashMap<K, Recent>>);
+
+impl<K> Default for Bursts<K> {
+    fn default() -> Self {
+        Bursts(Mutex::new(HashMap::new()))
+    }
+}
+
+impl<K: Eq + Hash> Bursts<K> {
+    /// [`burst_rule`] on `dest`'s recent pushes: a push due at `at` (ms;
+    /// read at `now`) goes out now (`None`) or waits for its digest, due
+    /// at the time returned.
+    pub(crate) fn due(
+        &self,
+        dest: K,
+        (at, now): (i64, i64),
+        threshold: usize,
+        window_secs: u64,
+    ) -> Option<i64> {
+        let window = (window_secs * 1000) as i64;
+        // A std Mutex: never held across an await.
+        let mut bursts = self.0.lock().expect("bursts lock poisoned");
+        burst_rule(bursts.entry(dest).or_default(), at, now, threshold, window)
+    }
+}
+
+/// One digest message for items that waited together, in Telegram's HTML
+/// (Slack's adapter turns it into mrkdwn); what it says to do with them
+/// depends on the `network` (Slack has no `/answer`).
 pub(crate) async fn digest_text(
     store: &Store,
     items: &[(Item, String)],
     kind: DigestKind,
+    network: Network,
 ) -> String {
     let why = match kind {
         DigestKind::Burst => format!("📬 <b>{} new items</b> arrived at once.", items.len()),
@@ -103,7 +142,11 @@ pub(crate) async fn digest_text(
             items.len()
         ),
     };
-    let mut t = format!("{why} Answer with /answer &lt;id&gt; text; /list shows them all.\n");
+    let how = match network {
+        Network::Telegram => "Answer with /answer &lt;id&gt; text; /list shows them all.",
+        Network::Slack => "Answer them in the Inbox, where each has its buttons.",
+    };
+    let mut t = format!("{why} {how}\n");
     for (item, id) in items.iter().take(60) {
         if let Some(title) = title(store, *item, id).await {
             t.push_str(&format!("\n<code>{}</code> {title}", short_id(id)));
@@ -122,16 +165,9 @@ impl Bridge {
     /// burst is seen as one even when flood control makes the sends slow.
     pub(super) fn burst_due(&self, dest: Dest, at: i64) -> Option<i64> {
         let t = &self.config.telegram;
-        let window = (t.digest_window_secs * 1000) as i64;
         let now = self.store.now();
-        let mut bursts = self.bursts.lock().expect("bursts lock poisoned");
-        burst_rule(
-            bursts.entry(dest).or_default(),
-            at,
-            now,
-            t.digest_threshold,
-            window,
-        )
+        self.bursts
+            .due(dest, (at, now), t.digest_threshold, t.digest_window_secs)
     }
 
     /// Send the items that waited together for `dest` (their records still
@@ -149,7 +185,7 @@ impl Bridge {
             let (item, id) = items.remove(0);
             return self.let_out(item, &id, dest).await;
         }
-        let text = digest_text(&self.store, &items, kind).await;
+        let text = digest_text(&self.store, &items, kind, Network::Telegram).await;
         let mut req = self
             .bot
             .send_message(ChatId(chat_id), truncate(&text))

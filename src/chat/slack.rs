@@ -13,6 +13,8 @@
 //! # Layout
 //!
 //! - `blocks`: a view as Block Kit (mrkdwn text, buttons).
+//! - `burst`: pushes under the one digest rule (shared with Telegram),
+//!   escalation steps' pushes, and bursts' digests.
 //! - `modal`: the forms a Reject (its reason) and an Edit (its patch)
 //!   open, and their submissions.
 //! - `send`: one task per item posts or updates its message; retries,
@@ -22,6 +24,7 @@
 //!   applied, and acknowledged only after.
 
 mod blocks;
+mod burst;
 mod modal;
 mod send;
 mod socket;
@@ -61,6 +64,10 @@ pub(crate) struct Slack {
     prompts: Mutex<HashMap<(String, String, String), Prompt>>,
     /// Each Web API method's budget, shared by every message's task.
     tiers: tiers::Tiers,
+    /// Recent pushes per channel, for the digest rule (`burst`).
+    bursts: crate::chat::digest::Bursts<String>,
+    /// Wakes the digest task when an item starts waiting.
+    held: tokio::sync::Notify,
     roles: Arc<Roles>,
     tracker: TaskTracker,
     cancel: CancellationToken,
@@ -94,6 +101,8 @@ pub(crate) fn start(
         slots: Mutex::new(HashMap::new()),
         prompts: Mutex::new(HashMap::new()),
         tiers: tiers::Tiers::default(),
+        bursts: Default::default(),
+        held: tokio::sync::Notify::new(),
         roles: bridge.roles.clone(),
         tracker: tracker.clone(),
         cancel: cancel.clone(),
@@ -139,7 +148,10 @@ impl Slack {
             let start = self.bridge.store.cursor("slack").await.unwrap_or(0);
             let store = self.bridge.store.clone();
             let follower = send::SlackFollower(self.clone());
-            crate::follow::follow(store, start, &nudge, stint.clone(), follower).await;
+            tokio::join!(
+                crate::follow::follow(store, start, &nudge, stint.clone(), follower),
+                self.clone().burst_loop(stint.clone()),
+            );
             stint.cancel();
             if self.cancel.is_cancelled() {
                 return;

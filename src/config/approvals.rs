@@ -37,6 +37,23 @@ use serde::Deserialize;
 
 pub use crate::store::actions::Escalation;
 
+/// The places an escalation step may name: `[[telegram.chats]]` names and
+/// `[[slack.channels]]` ids.
+#[derive(Debug, Default)]
+pub(super) struct Places<'a> {
+    pub(super) chats: Vec<&'a str>,
+    pub(super) slack: Vec<&'a str>,
+}
+
+/// Where in `[approvals]` a check failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Where {
+    /// The section's `[[approvals.escalate]]` step of this index.
+    Step(usize),
+    /// The `[[approvals.rule]]` of this index.
+    Rule(usize),
+}
+
 /// The `[approvals]` section.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -65,6 +82,9 @@ pub struct EscalateStep {
     /// The forum topic in that chat (default: the chat's own `topic`).
     #[serde(default)]
     pub topic: Option<i32>,
+    /// A `[[slack.channels]]` id to post the action to.
+    #[serde(default)]
+    pub slack: Option<String>,
     /// A URL to POST the `action.escalated` event to, signed as a
     /// `[[notify]]` webhook is.
     #[serde(default)]
@@ -91,6 +111,9 @@ impl EscalateStep {
         }
         match (&self.chat, &self.webhook) {
             (Some(c), _) => format!("#{c}"),
+            (None, _) if self.slack.is_some() => {
+                format!("Slack {}", self.slack.as_deref().unwrap_or_default())
+            }
             (None, Some(url)) => {
                 let rest = url.split_once("://").map_or(url.as_str(), |(_, r)| r);
                 rest.split(['/', '?']).next().unwrap_or(rest).to_string()
@@ -100,19 +123,32 @@ impl EscalateStep {
     }
 
     /// What is wrong with the step, in words naming the key.
-    fn check(&self, chats: &[&str]) -> Result<(), String> {
+    fn check(&self, places: &Places) -> Result<(), String> {
         let after = crate::clock::parse_duration_ms(self.after.trim())
             .map_err(|e| format!("escalate `after`: {e}"))?;
         if after <= 0 {
             return Err("escalate `after` must be positive, e.g. 10m".into());
         }
+        let named = [
+            self.chat.is_some(),
+            self.slack.is_some(),
+            self.webhook.is_some(),
+        ];
+        if named.iter().filter(|n| **n).count() != 1 {
+            return Err(
+                "an escalate step needs exactly one of `chat` (a [[telegram.chats]] name), `slack` (a [[slack.channels]] id) or `webhook`"
+                    .into(),
+            );
+        }
+        if let Some(c) = &self.slack
+            && !places.slack.contains(&c.as_str())
+        {
+            return Err(format!(
+                "escalate slack = \"{c}\" is not a [[slack.channels]] id; add the channel there (with who may approve in it) or name one that is"
+            ));
+        }
+        let chats = &places.chats;
         match (&self.chat, &self.webhook) {
-            (Some(_), Some(_)) | (None, None) => {
-                return Err(
-                    "an escalate step needs exactly one of `chat` (a [[telegram.chats]] name) or `webhook`"
-                        .into(),
-                );
-            }
             (Some(c), None) if !chats.contains(&c.as_str()) => {
                 return Err(format!(
                     "escalate chat = \"{c}\" is not a [[telegram.chats]] name"
@@ -187,6 +223,7 @@ impl ApprovalsConfig {
                 to: s.label(),
                 chat: s.chat.clone(),
                 topic: s.topic,
+                slack: s.slack.clone(),
                 webhook: s.webhook.clone(),
             })
             .filter(|e| expires_at.is_none_or(|x| e.at < x))
@@ -217,22 +254,23 @@ impl ApprovalsConfig {
         })
     }
 
-    /// What is wrong with an entry, in words naming the key.
-    pub(super) fn check(&self, chats: &[&str]) -> Result<(), (Option<usize>, String)> {
-        for s in &self.escalate {
-            s.check(chats)
-                .map_err(|e| (None, format!("[[approvals.escalate]]: {e}")))?;
+    /// What is wrong with an entry, in words naming the key: `Err` with
+    /// where it is (a rule's index, or a section step's) and what.
+    pub(super) fn check(&self, places: &Places) -> Result<(), (Where, String)> {
+        for (i, s) in self.escalate.iter().enumerate() {
+            s.check(places)
+                .map_err(|e| (Where::Step(i), format!("[[approvals.escalate]]: {e}")))?;
         }
         for (i, r) in self.rules.iter().enumerate() {
             for s in r.escalate.iter().flatten() {
-                s.check(chats)
-                    .map_err(|e| (Some(i), format!("[[approvals.rule]]: {e}")))?;
+                s.check(places)
+                    .map_err(|e| (Where::Rule(i), format!("[[approvals.rule]]: {e}")))?;
             }
             if let Some(k) = &r.kind
                 && (k.trim().is_empty() || k.trim_end_matches('*').contains('*'))
             {
                 return Err((
-                    Some(i),
+                    Where::Rule(i),
                     format!(
                         "[[approvals.rule]] kind = \"{k}\" must be a kind, or a prefix ending in * (e.g. \"deploy.*\")"
                     ),
@@ -240,7 +278,7 @@ impl ApprovalsConfig {
             }
             if r.project.as_deref().is_some_and(|p| p.trim().is_empty()) {
                 return Err((
-                    Some(i),
+                    Where::Rule(i),
                     "[[approvals.rule]] project is empty: name a project or leave the key out"
                         .into(),
                 ));
@@ -272,7 +310,29 @@ mod tests {
         assert!(toml::from_str::<ApprovalsConfig>("not_by_proposr = true").is_err());
         let bad: ApprovalsConfig =
             toml::from_str("[[rule]]\nkind = '*x'\nnot_by_proposer = true\n").unwrap();
-        assert!(bad.check(&[]).unwrap_err().1.contains("prefix ending in *"));
+        assert!(
+            bad.check(&Places::default())
+                .unwrap_err()
+                .1
+                .contains("prefix ending in *")
+        );
+    }
+
+    fn places() -> Places<'static> {
+        Places {
+            chats: vec!["team"],
+            slack: vec!["C0OPS"],
+        }
+    }
+
+    #[test]
+    fn a_slack_step_names_a_configured_channel() {
+        let c: ApprovalsConfig =
+            toml::from_str("[[escalate]]\nafter = '10m'\nslack = 'C0OPS'\n").unwrap();
+        assert!(c.check(&places()).is_ok());
+        let got = c.escalation("deploy", "shop", 0, None);
+        assert_eq!(got[0].slack.as_deref(), Some("C0OPS"));
+        assert_eq!(got[0].to, "Slack C0OPS");
     }
 
     #[test]
@@ -281,7 +341,7 @@ mod tests {
             "[[escalate]]\nafter = '30m'\nwebhook = 'https://pager.example.com/h?x=1'\nsecret = 'whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD'\n\n[[escalate]]\nafter = '10m'\nchat = 'team'\n\n[[rule]]\nkind = 'notes.*'\nescalate = []\n",
         )
         .unwrap();
-        assert!(c.check(&["team"]).is_ok());
+        assert!(c.check(&places()).is_ok());
         let got = c.escalation("deploy", "shop", 1_000, None);
         let to: Vec<&str> = got.iter().map(|e| e.to.as_str()).collect();
         assert_eq!(to, ["#team", "pager.example.com"]);
@@ -310,9 +370,17 @@ mod tests {
                 "[[escalate]]\nafter = '1m'\nwebhook = 'ftp://x'\n",
                 "http(s)",
             ),
+            (
+                "[[escalate]]\nafter = '1m'\nslack = 'C0NOPE'\n",
+                "slack = \"C0NOPE\" is not a [[slack.channels]] id",
+            ),
+            (
+                "[[escalate]]\nafter = '1m'\nslack = 'C0OPS'\nchat = 'team'\n",
+                "exactly one of",
+            ),
         ] {
             let c: ApprovalsConfig = toml::from_str(bad).unwrap();
-            let e = c.check(&["team"]).unwrap_err().1;
+            let e = c.check(&places()).unwrap_err().1;
             assert!(e.contains(want), "{bad}: {e}");
         }
     }

@@ -25,6 +25,13 @@ pub struct SlackConfig {
     /// project (or that lists none) gets it.
     #[serde(default)]
     pub channels: Vec<SlackChannel>,
+    /// More new items than this for one channel within
+    /// `digest_window_secs`: the rest go out as one digest message.
+    #[serde(default = "default_digest_threshold")]
+    pub digest_threshold: usize,
+    /// The window for counting a burst, in seconds.
+    #[serde(default = "default_digest_window")]
+    pub digest_window_secs: u64,
 }
 
 /// `[[slack.channels]]`: one Slack channel and who may act in it.
@@ -49,6 +56,15 @@ fn default_api_url() -> String {
     "https://slack.com/api".into()
 }
 
+/// Telegram's defaults: the same digest rule on both networks.
+fn default_digest_threshold() -> usize {
+    5
+}
+
+fn default_digest_window() -> u64 {
+    3
+}
+
 impl Default for SlackConfig {
     fn default() -> Self {
         SlackConfig {
@@ -56,6 +72,8 @@ impl Default for SlackConfig {
             bot_token: Secret::default(),
             api_url: default_api_url(),
             channels: Vec::new(),
+            digest_threshold: default_digest_threshold(),
+            digest_window_secs: default_digest_window(),
         }
     }
 }
@@ -132,6 +150,12 @@ impl SlackConfig {
                 ));
             }
         }
+        if self.digest_threshold == 0 {
+            return Err((
+                None,
+                "[slack] digest_threshold must be at least 1 (the items of a burst shown on their own before the digest)".into(),
+            ));
+        }
         let mut seen = std::collections::HashSet::new();
         for (i, c) in self.channels.iter().enumerate() {
             if !is_slack_id(&c.id, &['C', 'G', 'D']) {
@@ -197,6 +221,10 @@ mod tests {
                 "bot_token must be",
             ),
             ("app_token = \"xapp-1\"", "set bot_token too"),
+            (
+                "digest_threshold = 0",
+                "digest_threshold must be at least 1",
+            ),
             (
                 "app_token = \"xapp-1\"\nbot_token = \"xoxb-2\"\napi_url = \"slack\"",
                 "api_url `slack`",

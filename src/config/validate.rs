@@ -26,18 +26,22 @@ impl Config {
             k.check()
                 .map_err(|e| Bad::at(vec![Seg::Key("kinds"), Seg::Index(i)], e))?;
         }
-        let chats: Vec<&str> = self
-            .telegram
-            .chats
-            .iter()
-            .map(|c| c.name.as_str())
-            .collect();
-        self.approvals.check(&chats).map_err(|(i, e)| match i {
-            Some(i) => Bad::at(
-                vec![Seg::Key("approvals"), Seg::Key("rule"), Seg::Index(i)],
-                e,
-            ),
-            None => Bad::at(vec![Seg::Key("approvals"), Seg::Key("escalate")], e),
+        let places = super::approvals::Places {
+            chats: self
+                .telegram
+                .chats
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect(),
+            slack: self.slack.channels.iter().map(|c| c.id.as_str()).collect(),
+        };
+        self.approvals.check(&places).map_err(|(at, e)| {
+            use super::approvals::Where;
+            let (key, i) = match at {
+                Where::Rule(i) => ("rule", i),
+                Where::Step(i) => ("escalate", i),
+            };
+            Bad::at(vec![Seg::Key("approvals"), Seg::Key(key), Seg::Index(i)], e)
         })?;
         self.check_wake()?;
         self.voice

@@ -2,6 +2,12 @@
 //! last showed), and the Socket Mode inputs (taps, thread replies) claimed
 //! by key before they are applied, so a redelivered envelope is applied
 //! once. The bridge's logic is in `chat::slack`; only SQL is here.
+//!
+//! A message record is also where an item waits to be shown in a channel
+//! ([`SlackRecord`]): one with no `ts` yet is owed its first post there (an
+//! escalation step's channel) or, with `drawn` = `burst:<due ms>`, waits for
+//! its burst's digest (`docs/design.md` §8); one covered by a digest keeps
+//! the digest's `ts` as `digest:<ts>`, which no tap or reply ever names.
 
 use std::sync::Arc;
 
@@ -44,21 +50,85 @@ const TAKE_INPUT_FROM: &str = "UPDATE slack_inputs SET holder = $2, taken_at = $
 
 const FORGET_INPUTS: &str = "DELETE FROM slack_inputs WHERE taken_at < $1";
 
+const RECORDS_OF: &str =
+    "SELECT channel, ts, drawn FROM slack_messages WHERE item_kind = $1 AND item_id = $2";
+
+/// A record that may wait (`ts` empty) or be owed a post: never replaces one.
+const NEW_RECORD: &str = "INSERT INTO slack_messages (item_kind, item_id, channel, ts, drawn)
+     VALUES ($1, $2, $3, '', $4) ON CONFLICT DO NOTHING";
+
+const WAITING: &str = "SELECT item_kind, item_id, channel, drawn FROM slack_messages WHERE ts = '' AND drawn LIKE 'burst:%'";
+
+/// Why guarded on the waiting record: an item covered by a digest is never
+/// also posted on its own, nor the other way round.
+const SETTLE_WAIT: &str = "UPDATE slack_messages SET ts = $4, drawn = $5
+     WHERE item_kind = $1 AND item_id = $2 AND channel = $3 AND ts = '' AND drawn LIKE 'burst:%'";
+
+const DROP_WAIT: &str = "DELETE FROM slack_messages
+     WHERE item_kind = $1 AND item_id = $2 AND channel = $3 AND ts = '' AND drawn LIKE 'burst:%'";
+
+/// The `drawn` of a record waiting for its burst's digest.
+const BURST: &str = "burst:";
+
+/// The `ts` prefix of a record covered by a digest.
+const DIGEST: &str = "digest:";
+
+/// What an item's record in one Slack channel says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SlackRecord {
+    /// Posted: its `ts`, and the hash of what it shows.
+    Posted { ts: String, drawn: String },
+    /// Owed its first post in the channel.
+    Owed,
+    /// Waiting for its burst's digest, due at this time (ms).
+    Waiting { due: i64 },
+    /// Shown in a digest message, for good (never posted on its own).
+    Digest,
+}
+
+impl SlackRecord {
+    fn read(ts: String, drawn: String) -> SlackRecord {
+        if ts.starts_with(DIGEST) {
+            SlackRecord::Digest
+        } else if !ts.is_empty() {
+            SlackRecord::Posted { ts, drawn }
+        } else if let Some(due) = drawn.strip_prefix(BURST) {
+            SlackRecord::Waiting {
+                due: due.parse().unwrap_or(0),
+            }
+        } else {
+            SlackRecord::Owed
+        }
+    }
+}
+
+/// One item waiting in a Slack channel for its burst's digest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlackWaiting {
+    pub item_kind: String,
+    pub item_id: String,
+    pub channel: String,
+    /// When its digest goes out (ms).
+    pub due: i64,
+}
+
 /// How long an input key is remembered: Slack redelivers an envelope
 /// within minutes, never a day later.
 const KEEP_INPUTS_MS: i64 = 24 * 3600 * 1000;
 
 impl Store {
-    /// The Slack message of an item in `channel`: its `ts` and the hash of
-    /// what it shows.
+    /// The record of an item in `channel`: its message (`ts` and the hash
+    /// of what it shows), or how it waits.
     pub async fn slack_message(
         &self,
         kind: &str,
         id: &str,
         channel: &str,
-    ) -> Result<Option<(String, String)>> {
-        self.row(Stmt::new(MESSAGE).text(kind).text(id).text(channel))
-            .await
+    ) -> Result<Option<SlackRecord>> {
+        let row: Option<(String, String)> = self
+            .row(Stmt::new(MESSAGE).text(kind).text(id).text(channel))
+            .await?;
+        Ok(row.map(|(ts, drawn)| SlackRecord::read(ts, drawn)))
     }
 
     /// The item a Slack message in `channel` shows, if it is one of ours.
@@ -82,6 +152,119 @@ impl Store {
             .text(ts)
             .text(drawn);
         self.change(s).await.map(|_| ())
+    }
+
+    /// Every record of an item: (channel, what it says).
+    pub async fn slack_records_of(
+        &self,
+        kind: &str,
+        id: &str,
+    ) -> Result<Vec<(String, SlackRecord)>> {
+        let rows: Vec<(String, String, String)> =
+            self.rows(Stmt::new(RECORDS_OF).text(kind).text(id)).await?;
+        Ok(rows
+            .into_iter()
+            .map(|(channel, ts, drawn)| (channel, SlackRecord::read(ts, drawn)))
+            .collect())
+    }
+
+    /// Record that the item is owed its first post in `channel` (false:
+    /// it has a record there already).
+    pub async fn slack_owe_post(&self, kind: &str, id: &str, channel: &str) -> Result<bool> {
+        let s = Stmt::new(NEW_RECORD)
+            .text(kind)
+            .text(id)
+            .text(channel)
+            .text("");
+        Ok(self.change(s).await? == 1)
+    }
+
+    /// Record that the item waits in `channel` for its burst's digest,
+    /// due at `due` (ms); false: it has a record there already.
+    pub async fn slack_wait(&self, kind: &str, id: &str, channel: &str, due: i64) -> Result<bool> {
+        let drawn = format!("{BURST}{due}");
+        let s = Stmt::new(NEW_RECORD)
+            .text(kind)
+            .text(id)
+            .text(channel)
+            .text(drawn.as_str());
+        Ok(self.change(s).await? == 1)
+    }
+
+    /// Every item waiting for a burst's digest, earliest due first.
+    pub async fn slack_waiting(&self) -> Result<Vec<SlackWaiting>> {
+        let rows: Vec<(String, String, String, String)> = self.rows(Stmt::new(WAITING)).await?;
+        let mut out: Vec<SlackWaiting> = rows
+            .into_iter()
+            .filter_map(|(item_kind, item_id, channel, drawn)| {
+                match SlackRecord::read(String::new(), drawn) {
+                    SlackRecord::Waiting { due } => Some(SlackWaiting {
+                        item_kind,
+                        item_id,
+                        channel,
+                        due,
+                    }),
+                    _ => None,
+                }
+            })
+            .collect();
+        out.sort_by_key(|w| w.due);
+        Ok(out)
+    }
+
+    /// A waiting item waits on, until `due` (its digest could not go out).
+    pub async fn slack_wait_until(
+        &self,
+        kind: &str,
+        id: &str,
+        channel: &str,
+        due: i64,
+    ) -> Result<bool> {
+        let drawn = format!("{BURST}{due}");
+        self.slack_settle_wait(kind, id, channel, "", &drawn).await
+    }
+
+    /// A waiting item goes out as its own message: owed its first post.
+    /// False when it no longer waits, so two releases never both post it.
+    pub async fn slack_release(&self, kind: &str, id: &str, channel: &str) -> Result<bool> {
+        self.slack_settle_wait(kind, id, channel, "", "").await
+    }
+
+    /// A waiting item went out in the digest message `ts`. False when it
+    /// no longer waits.
+    pub async fn slack_digested(
+        &self,
+        kind: &str,
+        id: &str,
+        channel: &str,
+        ts: &str,
+    ) -> Result<bool> {
+        let ts = format!("{DIGEST}{ts}");
+        self.slack_settle_wait(kind, id, channel, &ts, "digest")
+            .await
+    }
+
+    /// A waiting item settled meanwhile: it is never shown in `channel`.
+    pub async fn slack_drop_wait(&self, kind: &str, id: &str, channel: &str) -> Result<()> {
+        let s = Stmt::new(DROP_WAIT).text(kind).text(id).text(channel);
+        self.change(s).await.map(|_| ())
+    }
+
+    async fn slack_settle_wait(
+        &self,
+        kind: &str,
+        id: &str,
+        channel: &str,
+        ts: &str,
+        drawn: &str,
+    ) -> Result<bool> {
+        let s = Stmt::new(SETTLE_WAIT)
+            .text(kind)
+            .text(id)
+            .text(channel)
+            .text(ts)
+            .text(drawn);
+        Ok(self.change(s).await? == 1)
     }
 
     /// Mark an item's Slack message owed a draw.

@@ -19,7 +19,9 @@ use super::Slack;
 use super::blocks::content;
 use crate::chat::Item;
 use crate::chat::push::{meta, view};
+use crate::chat::view::{Meta, View};
 use crate::store::events::Event;
+use crate::store::slack::SlackRecord;
 
 /// How often a message whose call failed (Slack down, a 5xx) is tried
 /// before it waits for the item's next change.
@@ -104,34 +106,61 @@ impl Slack {
         }
     }
 
-    /// Post or update the item's message in its channel, unless it already
-    /// shows what the item is now. A settled item never gets a new message.
+    /// Post or update the item's message in every channel it is shown in
+    /// (its routed channel, an escalation step's), unless a message already
+    /// shows what the item is now. A settled item never gets a new message;
+    /// one waiting for its burst's digest, or covered by one, gets none.
+    /// One channel failing holds up no other: the last failure is returned.
     async fn draw(&self, item: Item, id: &str) -> Result<(), DrawError> {
         let store = &self.bridge.store;
         let Some(m) = meta(store, item, id).await? else {
             return Ok(());
         };
-        let Some(channel) = self.bridge.config.slack.channel_for(&m.project) else {
+        let mut records = store.slack_records_of(item.as_str(), id).await?;
+        if let Some(routed) = self.bridge.config.slack.channel_for(&m.project)
+            && !records.iter().any(|(c, _)| *c == routed.id)
+        {
+            // Pushed before its channel had records (or routed anew).
+            records.push((routed.id.clone(), SlackRecord::Owed));
+        }
+        records.retain(|(_, r)| matches!(r, SlackRecord::Posted { .. } | SlackRecord::Owed));
+        if records.is_empty() {
             return Ok(());
-        };
-        let channel = channel.id.clone();
+        }
         let Some(v) = view(store, &self.bridge.config, item, id).await? else {
             return Ok(());
         };
         let v = v.without_file();
+        let mut failed = Ok(());
+        for (channel, record) in records {
+            if let Err(e) = self.draw_in(item, id, &channel, record, &m, &v).await {
+                failed = Err(e);
+            }
+        }
+        failed
+    }
+
+    /// Draw the item's message in one channel, as its `record` there says.
+    async fn draw_in(
+        &self,
+        item: Item,
+        id: &str,
+        channel: &str,
+        record: SlackRecord,
+        m: &Meta,
+        v: &View,
+    ) -> Result<(), DrawError> {
         let hash = v.hash();
-        let kind = item.as_str();
-        let old = store.slack_message(kind, id, &channel).await?;
-        let ts = match old {
-            Some((_, drawn)) if drawn == hash => return Ok(()),
-            Some((ts, _)) => {
+        let ts = match record {
+            SlackRecord::Posted { drawn, .. } if drawn == hash => return Ok(()),
+            SlackRecord::Posted { ts, .. } => {
                 let req = SlackApiChatUpdateRequest::new(
-                    channel.clone().into(),
-                    content(&v),
+                    channel.to_string().into(),
+                    content(v),
                     ts.clone().into(),
                 );
                 match self
-                    .call("chat.update", &channel, || async {
+                    .call("chat.update", channel, || async {
                         self.session().chat_update(&req).await
                     })
                     .await
@@ -139,22 +168,24 @@ impl Slack {
                     Called::Done(_) => ts,
                     Called::Gone => {
                         tracing::info!(item = %item, id, "the Slack message is gone; posting it again");
-                        self.post(&channel, &v).await?
+                        self.post(channel, v).await?
                     }
                     Called::Failed(e) => return Err(DrawError::Slack(e)),
                 }
             }
-            None if !m.live || m.quiet => return Ok(()),
-            None => self.post(&channel, &v).await?,
+            SlackRecord::Waiting { .. } | SlackRecord::Digest => return Ok(()),
+            SlackRecord::Owed if !m.live || m.quiet => return Ok(()),
+            SlackRecord::Owed => self.post(channel, v).await?,
         };
-        store
-            .slack_save_message(kind, id, &channel, &ts, &hash)
+        self.bridge
+            .store
+            .slack_save_message(item.as_str(), id, channel, &ts, &hash)
             .await?;
         Ok(())
     }
 
     /// Post a new message; its `ts`.
-    async fn post(&self, channel: &str, v: &crate::chat::view::View) -> Result<String, DrawError> {
+    pub(super) async fn post(&self, channel: &str, v: &View) -> Result<String, DrawError> {
         let req = SlackApiChatPostMessageRequest::new(channel.to_string().into(), content(v));
         match self
             .call("chat.postMessage", channel, || async {
@@ -272,13 +303,27 @@ pub(super) struct SlackFollower(pub(super) Arc<Slack>);
 
 impl crate::follow::Apply for SlackFollower {
     const NAME: &'static str = "slack";
-    fn reads_payload(&self, _kind: &str) -> bool {
-        false
+    fn reads_payload(&self, kind: &str) -> bool {
+        // An escalation step's payload names its Slack channel.
+        kind == "action.escalated"
     }
     async fn apply(&mut self, ev: &Event) -> bool {
         let Some(item) = Item::from_kind(&ev.entity_kind) else {
             return true;
         };
+        // A new item is pushed to its channel, or waits for its burst's
+        // digest; an escalation step may push it to one more (`burst`).
+        let pushed = match ev.kind.as_str() {
+            "question.flagged" | "row.blocked" | "action.proposed" => {
+                self.0.push(item, &ev.entity_id, ev.at).await
+            }
+            "action.escalated" => self.0.on_escalated(ev).await,
+            _ => Ok(()),
+        };
+        if let Err(e) = pushed {
+            tracing::warn!(error = %e, seq = ev.seq, "cannot record a Slack push; will retry");
+            return false;
+        }
         // Marked before the cursor moves past the change (`docs/design.md`
         // §8): a crash mid-draw leaves the mark for the next sender.
         if let Err(e) = self

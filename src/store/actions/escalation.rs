@@ -1,5 +1,5 @@
 //! Escalation chains: a pending action nobody decided moves, step by step,
-//! to the next chat or webhook its chain names (fixed at proposal, see
+//! to the next chat, Slack channel or webhook its chain names (fixed at proposal, see
 //! `config::approvals`). Each step is claimed by one guarded UPDATE on the
 //! count of steps fired, so it fires once however many daemons (or
 //! restarts) look, and its audit row and `action.escalated` event are
@@ -33,6 +33,9 @@ pub struct Escalation {
     /// Its forum topic, if the step names one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topic: Option<i32>,
+    /// The Slack channel id, for a Slack step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slack: Option<String>,
     /// The URL, for a webhook step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub webhook: Option<String>,
@@ -128,6 +131,7 @@ impl Store {
                         "to": to.to,
                         "chat": to.chat,
                         "topic": to.topic,
+                        "slack": to.slack,
                         "webhook": to.webhook,
                     });
                     let details_text = details.to_string();
