@@ -82,7 +82,10 @@ pub(crate) async fn list(
     Params(q): Params<ListQuery>,
 ) -> ApiResult<Paged<Board>> {
     let project = c.filter(q.project.clone())?;
-    let all = c.ops(&s).list_boards(project.as_deref(), q.archived).await?;
+    let all = c
+        .ops(&s)
+        .list_boards(project.as_deref(), q.archived)
+        .await?;
     q.page(all, |b| b.id.clone())
 }
 

@@ -11,8 +11,6 @@ mod boards;
 mod questions;
 mod sessions;
 
-
-
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 

@@ -24,8 +24,8 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use tokio::sync::{Semaphore, SemaphorePermit};
 
-use crate::store::events::{AsTree, RawEvent, Span, UNREADABLE};
 use crate::ops::{Local, Result};
+use crate::store::events::{AsTree, RawEvent, Span, UNREADABLE};
 
 /// Payload the event answers of this process hold at once, in KiB.
 const BUDGET_KIB: usize = 16 * 1024;

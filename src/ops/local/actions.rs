@@ -6,10 +6,11 @@ use crate::ops::Result;
 use crate::ops::backend::{Run, actions as call};
 use crate::ops::claude::GrantCheck;
 use crate::ops::results::Proposal;
-use crate::store::grants::{Grant, Revoked, Terms};
 use crate::store::actions::{
-    Action, Actor, ApproveOutcome, NewAction, AuditEntry, ClaimOutcome, CompleteOutcome, RejectOutcome, Settled,
+    Action, Actor, ApproveOutcome, AuditEntry, ClaimOutcome, CompleteOutcome, NewAction,
+    RejectOutcome, Settled,
 };
+use crate::store::grants::{Grant, Revoked, Terms};
 
 impl Local {
     /// Propose `new` under the policy: the redaction keys filled from it
@@ -182,7 +183,12 @@ impl Run<call::AuditExport<'_>> for Local {
     ) -> Result<crate::store::audit::Export> {
         Ok(self
             .store
-            .audit_export(since, self.scope().or(project), by, crate::store::Channel::Cli)
+            .audit_export(
+                since,
+                self.scope().or(project),
+                by,
+                crate::store::Channel::Cli,
+            )
             .await?)
     }
 }

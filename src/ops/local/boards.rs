@@ -65,7 +65,10 @@ impl Run<call::ReadBoard<'_>> for Local {
         &self,
         call::ReadBoard(board, project): call::ReadBoard<'_>,
     ) -> Result<Decided<BoardFull>> {
-        let found = self.store.board_get(board, self.scope().or(project)).await?;
+        let found = self
+            .store
+            .board_get(board, self.scope().or(project))
+            .await?;
         Ok(found.and_then(|full| match self.scope() {
             Some(p) if p != full.board.project => Err(Refusal::NotFound {
                 what: format!("board `{board}`"),

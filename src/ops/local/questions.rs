@@ -3,8 +3,8 @@
 
 use super::{Local, POLL};
 use crate::ops::Awaited;
-use crate::ops::{Error, Result};
 use crate::ops::backend::{Run, questions as call};
+use crate::ops::{Error, Result};
 use crate::store::questions::{self, Delivery, Flagged, Outcome, Question, ReplyRecord};
 
 impl Local {
@@ -12,7 +12,11 @@ impl Local {
     /// project's question is not found, as if absent.
     pub async fn question(&self, id: &str) -> Result<Question> {
         let missing = || Error::not_found(format!("no question `{id}`; list yours with `pending`"));
-        let full = self.store.resolve_question_id(id).await?.ok_or_else(missing)?;
+        let full = self
+            .store
+            .resolve_question_id(id)
+            .await?
+            .ok_or_else(missing)?;
         let q = self.store.get_question(&full).await?.ok_or_else(missing)?;
         if self.scope().is_some_and(|p| p != q.project) {
             return Err(missing());
