@@ -125,15 +125,19 @@ impl Store {
                     let Some(action) = one(&mut tx, &claim).await? else {
                         return Ok(None);
                     };
-                    let details = json!({
+                    let mut details = json!({
                         "step": step + 1,
                         "of": action.escalation.len(),
                         "to": to.to,
                         "chat": to.chat,
                         "topic": to.topic,
-                        "slack": to.slack,
                         "webhook": to.webhook,
                     });
+                    // Only a Slack step says `slack`: the entries of the
+                    // other steps read as they always have.
+                    if let Some(channel) = &to.slack {
+                        details["slack"] = json!(channel);
+                    }
                     let details_text = details.to_string();
                     let ev = NewEvent {
                         kind: "action.escalated",
