@@ -1,7 +1,6 @@
 //! The same statements on SQLite and PostgreSQL give the same
-//! rows: questions and the ledger written through their t_* columns and
-//! triggers (an action's statements append their own entries, compared
-//! byte for byte between the engines by `tests/audit_log.rs`), compared row by row (audit, approvals, history, events with
+//! rows: actions, questions and the ledger written through their t_* columns
+//! and triggers, compared row by row (audit, approvals, history, events with
 //! their payloads, counters) between a store-made SQLite file and a
 //! PostgreSQL database on a throw-away server.
 
@@ -26,6 +25,240 @@ async fn same_events(both: &Both) -> Vec<(String, serde_json::Value)> {
             (r[2].clone().expect("type"), parsed)
         })
         .collect()
+}
+
+const APPROVE: &str = "UPDATE actions SET approvals = approvals + 1,
+        status = CASE WHEN approvals + 1 >= approvals_required THEN 'approved' ELSE 'pending' END,
+        decided_by = CASE WHEN approvals + 1 >= approvals_required THEN $3 ELSE decided_by END,
+        patch = COALESCE($7, patch), effective_args = COALESCE($8, effective_args),
+        updated_at = $2, t_seq = t_seq + 1,
+        t_event = CASE WHEN approvals + 1 >= approvals_required THEN 'approved' ELSE 'approval_added' END,
+        t_actor = $3, t_channel = $4, t_patched = $5, t_details = $6
+    WHERE id = $1 AND status = 'pending'
+      AND NOT EXISTS (SELECT 1 FROM action_approvals WHERE action_id = $1 AND approver = $3)";
+
+/// An action's proposal, approvals (one with a patch), claim, lease
+/// extension, execution, a rejection and a purge: the same statements give
+/// the same actions, audit, approvals, events and counters on both engines.
+#[tokio::test]
+async fn action_transitions_write_the_same_rows_on_both_engines() {
+    let both = Both::new().await;
+    let propose = "INSERT INTO actions (id, kind, summary, args, fingerprint, dedup_key, status,
+            expires_at, on_expire, approvals_required, effective_args, redact_keys, proposer,
+            project, session, created_at, updated_at, t_event, t_actor, t_channel, t_details)
+        VALUES ($1, $2, $3, $4, 'fp', $5, 'pending', $6, 'expire', $7, $4, '[]', $8, $9, 's1',
+                $10, $10, $11, $8, 'agent', $12)";
+    use V::*;
+    both.ok(
+        propose,
+        &[
+            T("a1"),
+            T("deploy"),
+            T("Deploy \"web\" é\n\tnow"),
+            T(r#"{"env":"prod"}"#),
+            T("k1"),
+            NullI,
+            I(2),
+            T("agent-1"),
+            T("proj"),
+            I(1000),
+            T("proposed"),
+            T(r#"{"approvals_required":2,"args":{"env":"prod"},"proposer":"agent-1"}"#),
+        ],
+    )
+    .await;
+    // A second live action with the same key in the same project: refused.
+    both.fails(
+        propose,
+        &[
+            T("a1b"),
+            T("deploy"),
+            T("again"),
+            T("{}"),
+            T("k1"),
+            NullI,
+            I(1),
+            T("agent-1"),
+            T("proj"),
+            I(1001),
+            T("proposed"),
+            T("{}"),
+        ],
+    )
+    .await;
+    // Another project's action, proposed without a logged event.
+    both.ok(
+        propose,
+        &[
+            T("a2"),
+            T("drop"),
+            T("Drop table"),
+            T("{}"),
+            T("k1"),
+            I(5000),
+            I(1),
+            T("agent-2"),
+            T("other"),
+            I(1100),
+            NullT,
+            NullT,
+        ],
+    )
+    .await;
+    both.ok(
+        APPROVE,
+        &[
+            T("a1"),
+            I(2000),
+            T("ann"),
+            T("chat"),
+            NullT,
+            T(r#"{"approvals":1,"approver":"ann","required":2}"#),
+            NullT,
+            NullT,
+        ],
+    )
+    .await;
+    // The same approver again: the guard refuses it (nothing changes)...
+    both.ok(
+        APPROVE,
+        &[
+            T("a1"),
+            I(2100),
+            T("ann"),
+            T("inbox"),
+            NullT,
+            T("{}"),
+            NullT,
+            NullT,
+        ],
+    )
+    .await;
+    // ...and without the guard, the approvals row's UNIQUE refuses it.
+    both.fails(
+        "UPDATE actions SET approvals = approvals + 1, t_seq = t_seq + 1, t_actor = 'ann',
+             t_event = 'approval_added', t_channel = 'cli', t_details = '{}' WHERE id = 'a1'",
+        &[],
+    )
+    .await;
+    // The second approval carries a patch: its own audit row and event first.
+    both.ok(
+        APPROVE,
+        &[
+            T("a1"),
+            I(3000),
+            T("bob"),
+            T("inbox"),
+            T(r#"{"patch":{"env":"staging"}}"#),
+            T(r#"{"approvals":2,"approver":"bob","required":2}"#),
+            T(r#"{"env":"staging"}"#),
+            T(r#"{"env":"staging"}"#),
+        ],
+    )
+    .await;
+    both.ok(
+        "UPDATE actions SET status = 'executing', owner = $2, lease_until = $3,
+             attempts = attempts + 1, updated_at = $4, t_seq = t_seq + 1, t_event = 'claimed',
+             t_actor = $2, t_channel = 'daemon', t_patched = NULL, t_details = $5
+         WHERE id = $1 AND status = 'approved'",
+        &[
+            T("a1"),
+            T("w1"),
+            I(9000),
+            I(4000),
+            T(r#"{"attempt":1,"lease_until":9000,"owner":"w1"}"#),
+        ],
+    )
+    .await;
+    // A lease extension does not bump t_seq: nothing is logged.
+    both.ok(
+        "UPDATE actions SET lease_until = $2 WHERE id = $1",
+        &[T("a1"), I(12000)],
+    )
+    .await;
+    both.ok(
+        "UPDATE actions SET status = 'executed', result = $2, updated_at = $3, t_seq = t_seq + 1,
+             t_event = 'executed', t_actor = 'w1', t_channel = 'daemon', t_details = $4
+         WHERE id = $1 AND status = 'executing'",
+        &[
+            T("a1"),
+            T(r#"{"ok":true}"#),
+            I(5000),
+            T(r#"{"error":null,"owner":"w1","result":{"ok":true}}"#),
+        ],
+    )
+    .await;
+    both.ok(
+        "UPDATE actions SET status = 'rejected', reason = $2, updated_at = $3, t_seq = t_seq + 1,
+             t_event = 'rejected', t_actor = 'ann', t_channel = 'cli', t_details = $4 WHERE id = $1",
+        &[T("a2"), T("no"), I(6000), T(r#"{"reason":"no","rejecter":"ann"}"#)],
+    )
+    .await;
+
+    // The log is the audit: its entries never go, not even in a purge of
+    // a settled action, which deletes the row and its approvals only.
+    let refused = both
+        .exec("DELETE FROM events WHERE entity_id = 'a2'", &[])
+        .await;
+    assert_eq!(refused, Err("events are append-only".to_string()));
+    both.ok(
+        "INSERT INTO action_purge_guard (action_id) VALUES ('a1')",
+        &[],
+    )
+    .await;
+    both.ok("DELETE FROM action_approvals WHERE action_id = 'a1'", &[])
+        .await;
+    both.ok("DELETE FROM actions WHERE id = 'a1'", &[]).await;
+    both.ok("DELETE FROM action_purge_guard", &[]).await;
+
+    let audit = both
+        .same(
+            "SELECT CAST(seq AS TEXT), action_id, CAST(at AS TEXT), actor, event, details
+               FROM action_audit ORDER BY seq",
+        )
+        .await;
+    let of = |id: &str| audit.iter().filter(|r| r[1].as_deref() == Some(id)).count();
+    assert!(of("a1") >= 3, "a1's entries outlive its purge: {audit:?}");
+    assert_eq!(
+        audit.last().map(|r| (r[1].clone(), r[4].clone())),
+        Some((Some("a2".into()), Some("rejected".into()))),
+        "{audit:?}"
+    );
+    let (lite, pg) = both.rows("SELECT action_id FROM action_approvals").await;
+    assert_eq!((lite.len(), pg.len()), (0, 0), "a1's approvals purged");
+    both.same(
+        "SELECT id, status, CAST(approvals AS TEXT), decided_by, patch, effective_args,
+                  CAST(t_seq AS TEXT), t_event, t_details, CAST(updated_at AS TEXT)
+               FROM actions ORDER BY id",
+    )
+    .await;
+    let counts = both
+        .same(
+            "SELECT project, status, CAST(COUNT(*) AS TEXT) FROM actions
+             GROUP BY project, status ORDER BY project, status",
+        )
+        .await;
+    assert_eq!(counts.len(), 1, "only a2 (rejected) is counted: {counts:?}");
+
+    let events = same_events(&both).await;
+    let types: Vec<&str> = events.iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(
+        types,
+        [
+            "action.proposed",
+            "action.approval_added",
+            "action.patched",
+            "action.approved",
+            "action.claimed",
+            "action.executed",
+            "action.rejected"
+        ]
+    );
+    assert_eq!(
+        events[3].1,
+        serde_json::json!({"approvals": 2, "approver": "bob", "required": 2,
+            "status": "approved", "kind": "deploy", "summary": "Deploy \"web\" é\n\tnow"})
+    );
 }
 
 /// A question's flag, reply, pickup, snooze and clear: the same history rows
