@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 const T0: i64 = 1_800_000_000_000;
 const MIN: i64 = 60_000;
 const GOLDEN: &str = "tests/audit_log_support/history.json";
+const LOG_GOLDEN: &str = "tests/audit_log_support/log.json";
 
 /// The script's actions by label, and the names to hide in what it reads
 /// back (ids, recoverers' names: random per run).
@@ -179,6 +180,41 @@ async fn history_reads_as_the_old_audit_table(db: Db) {
 }
 
 both_engines!(history_reads_as_the_old_audit_table);
+
+/// The log the script writes, every action event as stored (type, actor,
+/// channel, project, session, time, payload and audit text, byte for
+/// byte), equals `audit_log_support/log.json`: written with
+/// `HANDOFF_WRITE_LOG_GOLDEN=1` by the code whose transition triggers read
+/// the `t_*` columns on the action row, before the statements appended
+/// the events themselves (docs/design.md §4, §6).
+async fn history_writes_the_same_log(db: Db) {
+    let (_s, h) = script(&db).await;
+    let rows = db
+        .rows(
+            "SELECT type, entity_id, actor, channel, project, session, CAST(at - 1800000000000 AS TEXT),
+                    payload, COALESCE(audit, '-')
+             FROM events WHERE entity_kind = 'action' ORDER BY seq",
+        )
+        .await;
+    let mut text = serde_json::to_string(&rows).unwrap();
+    for (name, label) in &h.hidden {
+        text = text.replace(name.as_str(), label);
+    }
+    let got: Value = serde_json::from_str(&text).unwrap();
+    if std::env::var_os("HANDOFF_WRITE_LOG_GOLDEN").is_some() && db.engine == Engine::Sqlite {
+        let text = serde_json::to_string_pretty(&got).unwrap();
+        std::fs::write(LOG_GOLDEN, text + "\n").unwrap();
+    }
+    let want: Value = serde_json::from_str(&std::fs::read_to_string(LOG_GOLDEN).unwrap()).unwrap();
+    let (g, w) = (got.as_array().unwrap(), want.as_array().unwrap());
+    assert!(w.len() >= 30, "the script wrote its history");
+    for (i, (g, w)) in g.iter().zip(w).enumerate() {
+        assert_eq!(g, w, "event {i}");
+    }
+    assert_eq!(g.len(), w.len(), "as many events");
+}
+
+both_engines!(history_writes_the_same_log);
 
 /// The log refuses UPDATE and DELETE of its entries (and TRUNCATE on
 /// PostgreSQL, which runs no DELETE trigger) with the engine's message.

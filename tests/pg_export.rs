@@ -115,15 +115,16 @@ async fn the_copy_keeps_its_rules_and_continues_the_numbering() {
     .unwrap();
     assert_eq!(seq, last + 1);
 
-    // The transition triggers are on again: a new proposal logs itself.
+    // The transition triggers are on again: a new question logs itself
+    // (an action's statements append their own entries, `logged.rs`).
     let events: i64 = sqlx::query_scalar("SELECT count(*) FROM events")
         .fetch_one(&mut c)
         .await
         .unwrap();
     sqlx::query(
-        "INSERT INTO actions (id, kind, summary, args, fingerprint, effective_args, redact_keys, \
-         created_at, updated_at, t_event, t_actor, t_channel, t_details) \
-         VALUES ('new', 'k', 's', '{}', 'f', '{}', '[]', 1, 1, 'proposed', 'agent', 'agent', '{}')",
+        "INSERT INTO questions (id, title, created_at, updated_at, t_at, t_event, t_actor, \
+         t_channel, t_payload) \
+         VALUES ('new', 't', 1, 1, 1, 'question.flagged', 'agent', 'agent', '{}')",
     )
     .execute(&mut c)
     .await

@@ -44,6 +44,7 @@ pub mod codec;
 mod escalation;
 mod execution;
 mod expiry;
+mod logged;
 mod model;
 mod outcomes;
 mod postgres;
@@ -263,7 +264,10 @@ impl Stored {
 /// The action the statement `s` returns on `tx`, if any (a read, or a
 /// guarded write's `RETURNING`).
 pub(crate) async fn one(tx: &mut Tx<'_>, s: &Stmt<'_>) -> super::Result<Option<Action>> {
-    tx.row::<Stored>(s).await?.map(Stored::action).transpose()
+    // All rows, not the first: a transition's call is several statements
+    // on SQLite (`logged.rs`), and a fetch of one row stops at the first.
+    let first = tx.rows::<Stored>(s).await?.into_iter().next();
+    first.map(Stored::action).transpose()
 }
 
 /// Every action the statement `s` returns on `tx`.

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 
+use super::logged::{Entry, logged};
 use super::spelling::{Spelling, Sql};
 use super::{Action, ApproveOutcome, COLUMNS, Status};
 use crate::store::engine::{Stmt, Tx};
@@ -81,38 +82,43 @@ impl Approving {
 /// (for a patch) "nobody approved these arguments yet" are all in the one
 /// predicate, so of N concurrent approvers exactly the right ones count
 /// and approving at or after the expiry millisecond cannot happen.
-pub(crate) fn approve_sql(s: &Spelling) -> String {
-    format!(
-        "UPDATE actions SET
+pub(crate) fn approve_sql(s: &Spelling, returning: &str) -> String {
+    let change = "UPDATE actions SET
              approvals = approvals + 1,
              status = CASE WHEN $5 OR approvals + 1 + $8 >= approvals_required THEN 'approved' ELSE 'pending' END,
              decided_by = CASE WHEN $5 OR approvals + 1 + $8 >= approvals_required THEN $2 ELSE decided_by END,
              decided_at = CASE WHEN $5 OR approvals + 1 + $8 >= approvals_required THEN $3 ELSE decided_at END,
              patch = COALESCE($4, patch),
              effective_args = COALESCE($6, effective_args),
-             updated_at = $3,
-             t_seq = t_seq + 1,
-             t_event = CASE WHEN $5 OR approvals + 1 + $8 >= approvals_required THEN 'approved' ELSE 'approval_added' END,
-             t_actor = $2, t_channel = $9, t_patched = $10,
-             t_details = {}
+             updated_at = $3
          WHERE id = $1 AND status = 'pending' AND (expires_at IS NULL OR expires_at > $3)
            AND NOT EXISTS (SELECT 1 FROM action_approvals WHERE action_id = $1 AND approver = $2)
            AND NOT (not_by_proposer <> 0 AND proposer = $2)
-           AND ($7 IS NULL OR (approvals = 0 AND effective_args = $7))
-         RETURNING {COLUMNS}",
-        s.object("'approvals', approvals + 1, 'approver', $2, 'required', approvals_required")
-    )
+           AND ($7 IS NULL OR (approvals = 0 AND effective_args = $7))";
+    let details =
+        s.object("'approvals', approvals, 'approver', $2, 'required', approvals_required");
+    let entry = Entry {
+        patched: Some("$10"),
+        approver: Some("$2"),
+        ..Entry::new(
+            "CASE status WHEN 'approved' THEN 'approved' ELSE 'approval_added' END",
+            "$2",
+            "$9",
+            &details,
+        )
+    };
+    logged(s, change, returning, &entry)
 }
 
 /// SQLite's approval in one call: [`approve_sql`] and a read of the row
 /// that answers only when the UPDATE changed nothing.
 static APPROVE_ONE_CALL: Sql = Sql::new(|s| {
     format!(
-        "{}, 1 AS won, 0 AS counted;
+        "{};
          SELECT {COLUMNS}, 0 AS won, EXISTS (SELECT 1 FROM action_approvals
                  WHERE action_id = $1 AND approver = $2) AS counted
          FROM actions WHERE id = $1 AND changes() = 0",
-        approve_sql(s)
+        approve_sql(s, &format!("{COLUMNS}, 1 AS won, 0 AS counted"))
     )
 });
 
@@ -126,9 +132,9 @@ struct Judged {
     counted: bool,
 }
 
-/// Apply one approval on SQLite: one guarded `UPDATE … RETURNING` whose
-/// trigger writes the approvals row, the audit rows and the events — and,
-/// in the same call, a read of the row that only answers when the UPDATE
+/// Apply one approval on SQLite: one guarded `UPDATE … RETURNING`, the
+/// approvals row and the events (its audit entries) after it (`logged.rs`)
+/// — and, in the same call, a read of the row that only answers when the UPDATE
 /// changed nothing (`changes() = 0`), so a refusal explains itself
 /// without a second round trip. Why it matters: of 8 approvers racing on
 /// one action 7 are refused.

@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::codec;
+use super::logged::{Entry, logged};
 use super::spelling::Sql;
 use super::transitions::invalid;
 use super::{Action, COLUMNS, ClaimOutcome, CompleteOutcome, Result, Settled, Status, one};
@@ -188,19 +189,23 @@ static EXTEND_LEASE: Sql = Sql::new(|s| {
 /// the original process) exactly one moves it out of `approved`; the
 /// others see it already executing.
 static CLAIM: Sql = Sql::new(|s| {
-    format!(
+    let details = s.object("'attempt', attempts, 'lease_until', $7, 'owner', $2");
+    let entry = Entry {
+        when: "$6 = 0",
+        ..Entry::new("'claimed'", "$2", "'cli'", &details)
+    };
+    logged(
+        s,
         "UPDATE actions SET status = 'executing', owner = $2, lease_until = $3,
-             attempts = attempts + 1, updated_at = $4,
-             t_seq = t_seq + 1 - $6, t_event = 'claimed', t_actor = $2, t_channel = 'cli',
-             t_patched = NULL, t_details = {}
-         WHERE id = $1 AND (status = 'approved' OR ($5 AND status = 'executing'))
-         RETURNING {COLUMNS}",
-        s.object("'attempt', attempts + 1, 'lease_until', $7, 'owner', $2")
+             attempts = attempts + 1, updated_at = $4
+         WHERE id = $1 AND (status = 'approved' OR ($5 AND status = 'executing'))",
+        COLUMNS,
+        &entry,
     )
 });
 
 /// Claim one action (id, owner, lease in ms): one guarded `UPDATE …
-/// RETURNING` whose trigger appends the event, which is its audit entry.
+/// RETURNING` and its event, which is its audit entry, in one call.
 /// The skip-event fault leaves the event (so the entry) out.
 /// `None`: not claimable (the caller reads it, outside the write).
 async fn claim_in(
@@ -240,16 +245,16 @@ struct Completion {
 /// holding the claim reports; a stranger, or an owner whose lapsed lease
 /// recovery already marked unknown, is refused.
 static COMPLETE: Sql = Sql::new(|s| {
-    format!(
+    let details = s.object(&format!(
+        "'error', $5, 'owner', $2, 'result', {}",
+        s.json("$4")
+    ));
+    logged(
+        s,
         "UPDATE actions SET status = $3, result = $4, error = $5, lease_until = NULL,
-             updated_at = $6,
-             t_seq = t_seq + 1, t_event = $3, t_actor = $2, t_channel = 'cli', t_patched = NULL,
-             t_details = {}
-         WHERE id = $1 AND status = 'executing' AND owner = $2
-         RETURNING {COLUMNS}",
-        s.object(&format!(
-            "'error', $5, 'owner', $2, 'result', {}",
-            s.json("$4")
-        ))
+             updated_at = $6
+         WHERE id = $1 AND status = 'executing' AND owner = $2",
+        COLUMNS,
+        &Entry::new("$3", "$2", "'cli'", &details),
     )
 });

@@ -8,6 +8,7 @@ use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use super::codec::Redactor;
+use super::logged::{Entry, logged};
 use super::recovery::expire_matching;
 use super::spelling::Sql;
 use super::{COLUMNS, NewAction, Proposed, one};
@@ -114,20 +115,22 @@ impl Proposal {
     }
 }
 
-/// The proposal's INSERT, whose trigger writes the audit row and the
-/// event; it inserts nothing when a live action holds the dedup key.
-static INSERT: Sql = Sql::new(|_| {
-    format!(
+/// The proposal's INSERT and its `proposed` entry (`$18` the details) in
+/// one call (`logged.rs`); it inserts nothing when a live action holds the
+/// dedup key.
+static INSERT: Sql = Sql::new(|s| {
+    logged(
+        s,
         "INSERT INTO actions (id, kind, summary, args, fingerprint, dedup_key, status, expires_at,
              on_expire, approvals_required, effective_args, redact_keys, exec, verify, proposer,
-             project, session, created_at, updated_at, t_event, t_actor, t_channel, t_details,
-             not_by_proposer, escalation, escalate_at)
+             project, session, created_at, updated_at, not_by_proposer, escalation, escalate_at)
          VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $8, $9, $4, $10, $11, $12, $13, $14, $15,
-                 $16, $16, 'proposed', $13, $17, $18, $19, $20, $21)
+                 $16, $16, $19, $20, $21)
          ON CONFLICT (project, dedup_key)
              WHERE dedup_key IS NOT NULL AND status IN ('pending', 'approved', 'executing', 'unknown')
-             DO NOTHING
-         RETURNING {COLUMNS}"
+             DO NOTHING",
+        COLUMNS,
+        &Entry::new("'proposed'", "$13", "$17", "$18"),
     )
 });
 
@@ -153,8 +156,8 @@ pub(super) enum Proposing {
     },
 }
 
-/// Insert the proposal: one statement whose trigger writes the audit row
-/// and the event. A live holder of the dedup key refuses the INSERT; a
+/// Insert the proposal: one call that also appends its event (its audit
+/// entry). A live holder of the dedup key refuses the INSERT; a
 /// holder past its expiry is settled then (it neither blocks nor answers
 /// for the key) and the INSERT tried again; else the holder answers: the
 /// same payload as that action, another one as a conflict.

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::json;
 
+use super::logged::{Entry, logged};
 use super::rules::Verdict;
 use super::spelling::Sql;
 use super::{Action, Actor, COLUMNS, Error, Result, all, one};
@@ -73,28 +74,30 @@ pub struct PurgeReport {
 /// id, `$3` the holder of a dedup key, `$4` in one project). Why guarded:
 /// `status = 'pending'` makes concurrent sweeps (and a sweep racing an
 /// approval) settle each action exactly once; `expires_at <= now` is the
-/// exact complement of the approval CAS's `expires_at > now`. Why t_*: the
-/// transition trigger appends each settled action's audit row and event,
-/// so a sweep is one statement however many it settles.
+/// exact complement of the approval CAS's `expires_at > now`. Each settled
+/// action's entry is appended in the same call (`logged.rs`), so a sweep
+/// is one call however many it settles.
 static EXPIRE: Sql = Sql::new(|s| {
-    format!(
-        "UPDATE actions SET
-             status = CASE on_expire WHEN 'reject' THEN 'rejected' ELSE 'expired' END,
-             decided_by = 'expiry', decided_at = $1,
-             reason = 'expired: nobody decided in time', updated_at = $1,
-             t_seq = t_seq + 1,
-             t_event = CASE on_expire WHEN 'reject' THEN 'rejected' ELSE 'expired' END,
-             t_actor = 'expiry', t_channel = 'daemon', t_patched = NULL,
-             t_details = {}
-         WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at <= $1
+    const DUE: &str = "status = 'pending' AND expires_at IS NOT NULL AND expires_at <= $1
            AND ($2 IS NULL OR id = $2) AND ($3 IS NULL OR dedup_key = $3)
-           AND ($4 IS NULL OR project = $4)
-         RETURNING {COLUMNS}",
-        s.object(&format!(
-            "'expires_at', {}, 'on_expire', on_expire",
-            s.expires_text
-        ))
-    )
+           AND ($4 IS NULL OR project = $4)";
+    const SETTLED: &str = "CASE on_expire WHEN 'reject' THEN 'rejected' ELSE 'expired' END";
+    let details = s.object(&format!(
+        "'expires_at', {}, 'on_expire', on_expire",
+        s.expires_text
+    ));
+    let entry = Entry {
+        status: SETTLED,
+        at: "$1",
+        many: Some(DUE),
+        ..Entry::new(SETTLED, "'expiry'", "'daemon'", &details)
+    };
+    let change = format!(
+        "UPDATE actions SET status = {SETTLED}, decided_by = 'expiry', decided_at = $1,
+             reason = 'expired: nobody decided in time', updated_at = $1
+         WHERE {DUE}"
+    );
+    logged(s, &change, COLUMNS, &entry)
 });
 
 /// In the caller's write, settle pending actions whose expiry has passed
@@ -137,15 +140,14 @@ static CLAIMABLE: Sql = Sql::new(|s| {
 /// A verifier's take-over of a lapsed claim (`$1` id, `$2` the recoverer,
 /// `$3` the details, `$4` now, `$5` its lease in ms). Why guarded: of
 /// several recoverers exactly one takes over the lapsed claim, so the
-/// verifier runs once. The trigger appends the `verifying` audit row and
-/// event in the same statement.
-static TAKE_FOR_VERIFIER: Sql = Sql::new(|_| {
-    format!(
-        "UPDATE actions SET owner = $2, lease_until = $4 + $5, updated_at = $4,
-             t_seq = t_seq + 1, t_event = 'verifying', t_actor = $2, t_channel = 'daemon',
-             t_patched = NULL, t_details = $3
-         WHERE id = $1 AND status = 'executing' AND lease_until <= $4
-         RETURNING {COLUMNS}"
+/// verifier runs once. Its `verifying` entry is appended in the same call.
+static TAKE_FOR_VERIFIER: Sql = Sql::new(|s| {
+    logged(
+        s,
+        "UPDATE actions SET owner = $2, lease_until = $4 + $5, updated_at = $4
+         WHERE id = $1 AND status = 'executing' AND lease_until <= $4",
+        COLUMNS,
+        &Entry::new("'verifying'", "$2", "'daemon'", "$3"),
     )
 });
 
@@ -154,14 +156,14 @@ static TAKE_FOR_VERIFIER: Sql = Sql::new(|_| {
 /// executor may have renewed its lease or completed since we looked; then
 /// it is alive and this must not fire.
 static MARK_UNKNOWN: Sql = Sql::new(|s| {
-    format!(
-        "UPDATE actions SET status = 'unknown', error = $3, lease_until = NULL, updated_at = $4,
-             t_seq = t_seq + 1, t_event = 'unknown', t_actor = 'recovery', t_channel = 'daemon',
-             t_patched = NULL, t_details = {}
+    let details = s.object("'owner', owner, 'reason', $3");
+    logged(
+        s,
+        "UPDATE actions SET status = 'unknown', error = $3, lease_until = NULL, updated_at = $4
          WHERE id = $1 AND status = 'executing'
-           AND (($2 IS NULL AND lease_until <= $4) OR owner = $2)
-         RETURNING {COLUMNS}",
-        s.object("'owner', owner, 'reason', $3")
+           AND (($2 IS NULL AND lease_until <= $4) OR owner = $2)",
+        COLUMNS,
+        &Entry::new("'unknown'", "'recovery'", "'daemon'", &details),
     )
 });
 
@@ -169,13 +171,13 @@ static MARK_UNKNOWN: Sql = Sql::new(|s| {
 /// recoverer, `$3` the reason, `$4` now). Why guarded: only the recoverer
 /// that took over the claim may hand it back.
 static BACK_TO_APPROVED: Sql = Sql::new(|s| {
-    format!(
-        "UPDATE actions SET status = 'approved', owner = NULL, lease_until = NULL, updated_at = $4,
-             t_seq = t_seq + 1, t_event = 'retry', t_actor = $2, t_channel = 'daemon',
-             t_patched = NULL, t_details = {}
-         WHERE id = $1 AND status = 'executing' AND owner = $2
-         RETURNING {COLUMNS}",
-        s.object("'attempts', attempts, 'reason', $3")
+    let details = s.object("'attempts', attempts, 'reason', $3");
+    logged(
+        s,
+        "UPDATE actions SET status = 'approved', owner = NULL, lease_until = NULL, updated_at = $4
+         WHERE id = $1 AND status = 'executing' AND owner = $2",
+        COLUMNS,
+        &Entry::new("'retry'", "$2", "'daemon'", &details),
     )
 });
 
@@ -183,15 +185,15 @@ static BACK_TO_APPROVED: Sql = Sql::new(|s| {
 /// the details, `$4` now, `$5` the new status, `$6` the audit event, `$7`
 /// the channel). Why guarded: only `unknown` waits for a person; any other
 /// state (already resolved by someone else) stays as it is.
-static RESOLVE_UNKNOWN: Sql = Sql::new(|_| {
-    format!(
+static RESOLVE_UNKNOWN: Sql = Sql::new(|s| {
+    logged(
+        s,
         "UPDATE actions SET status = $5,
              owner = CASE WHEN $5 = 'approved' THEN NULL ELSE owner END,
-             lease_until = NULL, reason = 'resolved by ' || $2 || ': ' || $5, updated_at = $4,
-             t_seq = t_seq + 1, t_event = $6, t_actor = $2, t_channel = $7,
-             t_patched = NULL, t_details = $3
-         WHERE id = $1 AND status = 'unknown'
-         RETURNING {COLUMNS}"
+             lease_until = NULL, reason = 'resolved by ' || $2 || ': ' || $5, updated_at = $4
+         WHERE id = $1 AND status = 'unknown'",
+        COLUMNS,
+        &Entry::new("$6", "$2", "$7", "$3"),
     )
 });
 
@@ -371,8 +373,8 @@ impl Store {
     }
 
     /// Run one guarded `UPDATE … RETURNING` of a recovery transition as a
-    /// write of its own, its audit row and event appended by the
-    /// transition trigger in that statement. `None` when the guard matched
+    /// write of its own, its event (the audit entry) appended in the same
+    /// call (`logged.rs`). `None` when the guard matched
     /// nothing.
     async fn transition(&self, m: Move) -> Result<Option<Action>> {
         Ok(self

@@ -38,6 +38,12 @@ pub(crate) struct Spelling {
     /// After `ORDER BY created_at` where SQLite gives ties in the order
     /// its index holds them: PostgreSQL's tie-break.
     pub(crate) then_by_id: &'static str,
+    /// A transition and its log entry are one statement (a data-modifying
+    /// `WITH`), not statements of one call (see `logged.rs`).
+    pub(crate) in_one_statement: bool,
+    /// Around an entry's audit details: its payload (the details with the
+    /// action's status, kind and summary).
+    state: [&'static str; 2],
 }
 
 impl Spelling {
@@ -52,6 +58,12 @@ impl Spelling {
     pub(crate) fn json(&self, expr: &str) -> String {
         format!("{}{expr}{}", self.json[0], self.json[1])
     }
+
+    /// The payload of an entry whose audit details are `details`: the
+    /// details with `status`, `kind` and `summary` set, in that order.
+    pub(crate) fn with_state(&self, details: &str) -> String {
+        format!("{}{details}{}", self.state[0], self.state[1])
+    }
 }
 
 /// SQLite's words.
@@ -64,6 +76,11 @@ const LITE: Spelling = Spelling {
     lock: "",
     bytewise: "",
     then_by_id: "",
+    in_one_statement: false,
+    state: [
+        "json_set(",
+        ", '$.status', status, '$.kind', kind, '$.summary', summary)",
+    ],
 };
 
 /// PostgreSQL's words.
@@ -79,6 +96,11 @@ const PG: Spelling = Spelling {
     lock: " FOR UPDATE",
     bytewise: " COLLATE \"C\"",
     then_by_id: ", id COLLATE \"C\"",
+    in_one_statement: true,
+    state: [
+        "handoff_json_set(",
+        ", ARRAY['status', 'kind', 'summary'], ARRAY[status, kind, summary])",
+    ],
 };
 
 /// A statement written once for both engines, rendered in each one's

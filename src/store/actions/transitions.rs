@@ -4,10 +4,11 @@
 //! Each public write is one write of the store (`Store::write_with`: on
 //! SQLite queued for the write turn, `store::writer`, group commit; on
 //! PostgreSQL a transaction of its own), retried when the database is
-//! busy. When it wins it is one statement: the guarded `UPDATE …
-//! RETURNING` (or the proposal's INSERT) names the transition in the `t_*`
-//! columns, and the table's triggers append the audit row, the event and
-//! the approvals row in that same statement. A refusal reads more, in a
+//! busy. When it wins it is one call: the guarded `UPDATE … RETURNING`
+//! (or the proposal's INSERT) with the event that is its audit entry and
+//! the approvals row appended in the same call (`logged.rs`: statements of
+//! one call on SQLite, one statement on PostgreSQL); nothing about the
+//! entry is stored on the action's row. A refusal reads more, in a
 //! transaction, to explain itself. Nothing slow (executors, deciders) runs
 //! inside a transaction.
 //!
@@ -22,6 +23,7 @@ use serde_json::{Value, json};
 
 use super::approval::{Approval, Approving, Patched, approve_in_one_call};
 use super::codec::{self, Redactor};
+use super::logged::{Entry, logged};
 use super::proposal::{Proposal, Proposing, escalation_chain, proposal_details, propose_in};
 use super::recovery::expire_matching;
 use super::spelling::Sql;
@@ -110,7 +112,7 @@ impl Store {
             new: new.clone(),
         });
         // The audit details are known before the row exists: written by the
-        // INSERT's trigger, so a proposal is one statement.
+        // INSERT's call, so a proposal is one call.
         let chain = escalation_chain(new, now, p.expires_at);
         let details = proposal_details(new, &redact, &args, &p, &chain);
         crate::store::events::check_depth(&details)?;
@@ -322,13 +324,13 @@ impl Store {
 /// action can be rejected; a concurrent approval or expiry that won keeps
 /// its decision.
 static REJECT: Sql = Sql::new(|s| {
-    format!(
+    let details = s.object("'reason', $4, 'rejecter', $2");
+    logged(
+        s,
         "UPDATE actions SET status = 'rejected', decided_by = $2, decided_at = $3, reason = $4,
-             updated_at = $3,
-             t_seq = t_seq + 1, t_event = 'rejected', t_actor = $2, t_channel = $5, t_patched = NULL,
-             t_details = {}
-         WHERE id = $1 AND status = 'pending' AND (expires_at IS NULL OR expires_at > $3)
-         RETURNING {COLUMNS}",
-        s.object("'reason', $4, 'rejecter', $2")
+             updated_at = $3
+         WHERE id = $1 AND status = 'pending' AND (expires_at IS NULL OR expires_at > $3)",
+        COLUMNS,
+        &Entry::new("'rejected'", "$2", "$5", &details),
     )
 });
