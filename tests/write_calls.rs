@@ -51,7 +51,12 @@ async fn each_winning_transition_is_one_database_call() {
     let (proposed, seen) = counted(store.propose(&proposal(1))).await;
     let action = proposed.unwrap().action;
     assert_eq!(seen.len(), 1, "a proposal is one call, was {seen:?}");
-    assert!(seen[0].starts_with("INSERT INTO actions"), "{seen:?}");
+    // The change and its log entry in one savepoint: all or nothing, and
+    // no other connection writes between them.
+    assert!(
+        seen[0].starts_with("SAVEPOINT one_call; INSERT INTO"),
+        "{seen:?}"
+    );
 
     let (first, seen) = counted(store.approve(&action.id, Actor::cli("alice"), None)).await;
     assert!(matches!(
@@ -73,7 +78,10 @@ async fn each_winning_transition_is_one_database_call() {
         1,
         "a deciding approval is one call, was {seen:?}"
     );
-    assert!(seen[0].starts_with("UPDATE actions"), "{seen:?}");
+    assert!(
+        seen[0].starts_with("SAVEPOINT one_call; UPDATE"),
+        "{seen:?}"
+    );
     assert_eq!(approved.decided_by.as_deref(), Some("bob"));
 
     let (claim, seen) = counted(store.claim(&action.id, "exec-1", 60_000)).await;

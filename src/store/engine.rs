@@ -73,16 +73,27 @@ impl Tx<'_> {
         }
     }
 
-    /// Run `s`; the rows it changed.
+    /// Run `s`; the rows it changed. Not a one-call savepoint: its rows
+    /// changed are the last statement's (use [`Tx::rows`]).
     pub(crate) async fn change(&mut self, s: &Stmt<'_>) -> Result<u64> {
+        debug_assert!(!s.is_call(), "a one-call savepoint runs through Tx::rows");
         Ok(match self.conn() {
             Conn::Lite(c) => s.on_lite().execute(c).await?.rows_affected(),
             Conn::Pg(c) => s.on_pg().execute(c).await?.rows_affected(),
         })
     }
 
-    /// The rows `s` yields (a `SELECT`, or a write's `RETURNING`).
+    /// The rows `s` yields (a `SELECT`, or a write's `RETURNING`). A
+    /// one-call savepoint (`Stmt::is_call`) in the write turn runs as
+    /// [`Turn::savepoint_call`], which undoes the call when a statement of it
+    /// fails.
     pub(crate) async fn rows<T: Rows>(&mut self, s: &Stmt<'_>) -> Result<Vec<T>> {
+        if let Tx::Turn(turn) = self
+            && s.is_call()
+        {
+            let rows = turn.savepoint_call(s.on_lite()).await?;
+            return Ok(rows.iter().map(T::from_row).collect::<sqlx::Result<_>>()?);
+        }
         Ok(match self.conn() {
             Conn::Lite(c) => {
                 let q = s.on_lite().try_map(|r: SqliteRow| T::from_row(&r));
@@ -95,8 +106,12 @@ impl Tx<'_> {
         })
     }
 
-    /// The first row `s` yields, if any.
+    /// The first row `s` yields, if any (a one-call savepoint as in
+    /// [`Tx::rows`]).
     pub(crate) async fn row<T: Rows>(&mut self, s: &Stmt<'_>) -> Result<Option<T>> {
+        if matches!(self, Tx::Turn(_)) && s.is_call() {
+            return Ok(self.rows(s).await?.into_iter().next());
+        }
         Ok(match self.conn() {
             Conn::Lite(c) => {
                 let q = s.on_lite().try_map(|r: SqliteRow| T::from_row(&r));
@@ -225,6 +240,7 @@ impl Store {
 
     /// [`Store::change`] for a statement whose `RETURNING` yields rows.
     pub(crate) async fn change_returning<T: Rows>(&self, s: Stmt<'_>) -> Result<Vec<T>> {
+        debug_assert!(!s.is_call(), "a one-call savepoint runs in the write turn");
         self.retry(|| async {
             let _turn = match self.engine() {
                 Engine::Sqlite(_) => Some(self.write_lock()?.clone().lock_owned().await),

@@ -36,7 +36,7 @@ pub(crate) mod turn;
 use queue::{Done, Failure, Job, Queued};
 
 use turn::Mode;
-pub(crate) use turn::{Turn, call_text, one_call};
+pub(crate) use turn::{CALL_OPEN, Turn, call_text, one_call};
 
 impl Store {
     /// Run `op` with the write turn, batched with whatever other writers

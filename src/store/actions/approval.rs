@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 
-use super::logged::{Entry, logged};
+use super::logged::{Entry, logged_then};
 use super::spelling::{Spelling, Sql};
 use super::{Action, ApproveOutcome, COLUMNS, Status};
 use crate::store::engine::{Stmt, Tx};
@@ -82,7 +82,7 @@ impl Approving {
 /// (for a patch) "nobody approved these arguments yet" are all in the one
 /// predicate, so of N concurrent approvers exactly the right ones count
 /// and approving at or after the expiry millisecond cannot happen.
-pub(crate) fn approve_sql(s: &Spelling, returning: &str) -> String {
+pub(crate) fn approve_sql(s: &Spelling, returning: &str, then: Option<&str>) -> String {
     let change = "UPDATE actions SET
              approvals = approvals + 1,
              status = CASE WHEN $5 OR approvals + 1 + $8 >= approvals_required THEN 'approved' ELSE 'pending' END,
@@ -107,18 +107,21 @@ pub(crate) fn approve_sql(s: &Spelling, returning: &str) -> String {
             &details,
         )
     };
-    logged(s, change, returning, &entry)
+    logged_then(s, change, returning, &entry, then)
 }
 
 /// SQLite's approval in one call: [`approve_sql`] and a read of the row
 /// that answers only when the UPDATE changed nothing.
 static APPROVE_ONE_CALL: Sql = Sql::new(|s| {
-    format!(
-        "{};
-         SELECT {COLUMNS}, 0 AS won, EXISTS (SELECT 1 FROM action_approvals
+    let explain = format!(
+        "SELECT {COLUMNS}, 0 AS won, EXISTS (SELECT 1 FROM action_approvals
                  WHERE action_id = $1 AND approver = $2) AS counted
-         FROM actions WHERE id = $1 AND changes() = 0",
-        approve_sql(s, &format!("{COLUMNS}, 1 AS won, 0 AS counted"))
+         FROM actions WHERE id = $1 AND changes() = 0"
+    );
+    approve_sql(
+        s,
+        &format!("{COLUMNS}, 1 AS won, 0 AS counted"),
+        Some(&explain),
     )
 });
 

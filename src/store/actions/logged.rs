@@ -9,8 +9,15 @@
 //! the change does not:
 //!
 //! - SQLite, whose `WITH` takes no `UPDATE`: the change, then the inserts,
-//!   as statements of one call (the write turn runs them in its
-//!   savepoint). Each insert is guarded by `changes() = 1`, the rows the
+//!   as statements of one call inside its own savepoint (`SAVEPOINT
+//!   one_call; … RELEASE one_call`, [`call_text`]), so they are all or
+//!   nothing and no other connection writes between them: without it a
+//!   lone writer runs in autocommit, each statement its own transaction,
+//!   and another process's approval could land between this change and
+//!   its entry. The write turn runs such a call with
+//!   [`Turn::savepoint_call`](crate::store::writer::Turn::savepoint_call)
+//!   (`Tx::rows` sees the savepoint), which undoes it when a statement
+//!   fails. Each insert is guarded by `changes() = 1`, the rows the
 //!   statement before it changed: the change won, and the approvals row
 //!   exists (one per winning approval). A change of many rows (the expiry
 //!   sweep) appends its entries first, from the same predicate over the
@@ -20,6 +27,7 @@
 //!   `RETURNING` feeds the inserts.
 
 use super::spelling::Spelling;
+use crate::store::writer::call_text;
 
 /// The log entry of a transition: SQL expressions over the action's row
 /// after the change (over the row before it, for a change of many rows:
@@ -74,6 +82,18 @@ impl Entry<'_> {
 /// `change` (no `RETURNING`) with `e` appended in the same call, answering
 /// `returning` of the changed rows.
 pub(crate) fn logged(s: &Spelling, change: &str, returning: &str, e: &Entry) -> String {
+    logged_then(s, change, returning, e, None)
+}
+
+/// [`logged`], and on SQLite `then` (one statement) last in the same call,
+/// inside its savepoint (PostgreSQL's one statement takes none).
+pub(crate) fn logged_then(
+    s: &Spelling,
+    change: &str,
+    returning: &str,
+    e: &Entry,
+    then: Option<&str>,
+) -> String {
     if s.in_one_statement {
         return in_one_statement(s, change, returning, e);
     }
@@ -82,8 +102,9 @@ pub(crate) fn logged(s: &Spelling, change: &str, returning: &str, e: &Entry) -> 
         None => "actions WHERE id = $1 AND changes() = 1".to_string(),
     };
     let entries = entries(s, e, &from);
+    let then = then.map(|t| format!("\n{t};")).unwrap_or_default();
     if e.many.is_some() {
-        return format!("{entries};\n{change} RETURNING {returning}");
+        return call_text(&[format!("{entries};\n{change} RETURNING {returning};{then}")]);
     }
     let approvals = match e.approver {
         Some(who) => format!(
@@ -92,7 +113,9 @@ pub(crate) fn logged(s: &Spelling, change: &str, returning: &str, e: &Entry) -> 
         ),
         None => String::new(),
     };
-    format!("{change} RETURNING {returning};\n{approvals}{entries}")
+    call_text(&[format!(
+        "{change} RETURNING {returning};\n{approvals}{entries};{then}"
+    )])
 }
 
 /// PostgreSQL's shape: `WITH u AS (change RETURNING *)` and the inserts

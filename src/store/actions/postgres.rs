@@ -25,7 +25,7 @@ use crate::store::Result;
 use crate::store::engine::{Stmt, Tx};
 
 /// The guarded approval, as SQLite's call runs it first.
-static APPROVE: Sql = Sql::new(|s| approve_sql(s, super::COLUMNS));
+static APPROVE: Sql = Sql::new(|s| approve_sql(s, super::COLUMNS, None));
 
 /// Apply one approval under the action's row lock (see the module docs).
 pub(super) fn approve(

@@ -76,6 +76,12 @@ impl<'q> Stmt<'q> {
         q
     }
 
+    /// Whether the SQLite text is one call in its own savepoint
+    /// (`writer::call_text`): the write turn must run it as one.
+    pub(crate) fn is_call(&self) -> bool {
+        self.lite.starts_with(crate::store::writer::CALL_OPEN)
+    }
+
     pub(super) fn on_lite(
         &self,
     ) -> sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments> {

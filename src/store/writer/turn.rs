@@ -30,7 +30,7 @@ pub(crate) struct Turn {
 }
 
 /// The first statement of a [`Turn::savepoint_call`].
-const CALL_OPEN: &str = "SAVEPOINT one_call;";
+pub(crate) const CALL_OPEN: &str = "SAVEPOINT one_call;";
 /// The last statement of a [`Turn::savepoint_call`].
 const CALL_CLOSE: &str = "RELEASE one_call;";
 
