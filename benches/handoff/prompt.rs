@@ -1,4 +1,4 @@
-//! Prompt → chat message visible (issue 13, "Measure"; the `prompt`
+//! Prompt → chat message visible (the `prompt`
 //! section): a real `handoff serve` with chat on against the fake Bot API,
 //! and for each of N Claude Code permission prompts, the time from
 //! spawning `handoff hook claude` with the PermissionRequest on stdin until

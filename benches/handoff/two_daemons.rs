@@ -1,4 +1,4 @@
-//! Approve → wake across two daemons (part of the `wake` section; issue 12):
+//! Approve → wake across two daemons (part of the `wake` section):
 //! two real `handoff serve` processes on one database, an agent's long poll
 //! (`GET /v1/actions/{id}?wait=approved`) held on daemon B, the approval
 //! sent to daemon A (`POST /v1/actions/{id}/approve`, a `human` token). The

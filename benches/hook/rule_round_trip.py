@@ -1,4 +1,4 @@
-"""Hook round trip with a [[rule]] deciding at once (issue 13, "Measure"):
+"""Hook round trip with a [[rule]] deciding at once:
 runs `handoff hook claude` N times with a PermissionRequest on stdin that a
 rule approves, from process start to its answer on stdout, and prints
 p50 / p99. Usage: python3 benches/hook/rule_round_trip.py target/release/handoff 200

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The floor for issue 11's "single winning transition" target: a raw SQLite
+"""The floor for the "single winning transition" figure: a raw SQLite
 loop in Python's `sqlite3` (SQLite called in the calling thread), each
 iteration one transaction that changes a row and appends a log row:
 

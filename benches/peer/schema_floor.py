@@ -11,10 +11,10 @@ it writes removed, to show what each part costs.
 The whole-lifecycle ceiling it used to print read statements that are
 now built by `logged.rs` and is not measured here any more.
 
-Why: issue 11 asks for a single winning transition at 50 % of the raw
-loop, and a sequential cycle at 5× holdpoint's. Each handoff approval also writes its approvals row, its audit row,
-its event, the per-status counters and the actions table's indexes in the
-same transaction; this measures the ceiling those writes leave.
+Why: a single winning transition is compared with the raw loop, and the
+sequential cycle with holdpoint's. Each handoff approval also writes its
+approvals row, its event (the audit entry) and the actions table's indexes
+in the same transaction; this measures the ceiling those writes leave.
 
 Usage: python3 schema_floor.py path/to/handoff [--n 2000]
 The actions are proposed through a short-lived `handoff serve` (HTTP on
