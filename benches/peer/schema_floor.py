@@ -8,8 +8,12 @@ write turn is counted. Beside it, in the same run, the raw loop of
 the same approve statement on copies of the database with parts of what
 it writes removed, to show what each part costs.
 
-The whole-lifecycle ceiling it used to print read statements that are
-now built by `logged.rs` and is not measured here any more.
+With `--cycle-sql FILE` (the JSON `cargo run --example cycle_sql` prints:
+the SQLite text of the cycle's four writes exactly as the store sends
+them) it also runs the whole lifecycle the same way — proposal, approval,
+claim, completion, each its own one-call savepoint as handoff's lone
+writer runs it — on a fresh database, for the ceiling of the sequential
+cycle that `cargo bench -- actions` and holdpoint_bench.py measure.
 
 Why: a single winning transition is compared with the raw loop, and the
 sequential cycle with holdpoint's. Each handoff approval also writes its
@@ -211,6 +215,49 @@ def secondary_indexes(conn: sqlite3.Connection) -> list[str]:
     return [f"DROP INDEX {n}" for (n,) in names]
 
 
+def cycle_rate(binary: str, db: Path, statements: dict, n: int) -> float:
+    """`n` whole cycles in-thread: each of the four writes is the store's
+    own call text (a savepoint and its statements), run statement by
+    statement on one autocommit connection, as the write turn runs it."""
+    subprocess.run([binary, "init", "--db", str(db)], check=True, capture_output=True)
+    conn = sqlite3.connect(db, isolation_level=None)
+    for p in PRAGMAS:
+        conn.execute("PRAGMA " + p)
+    calls = {
+        name: [re.sub(r"\$(\d+)", r":p\1", q) for q in sql.split(";\n") if q.strip(" ;\n")]
+        for name, sql in statements.items()
+    }
+
+    def run(name: str, values: tuple) -> int:
+        rows = 0
+        for q in calls[name]:
+            used = {int(k) for k in re.findall(r":p(\d+)", q)}
+            rows += len(conn.execute(q, {f"p{k}": values[k - 1] for k in used}).fetchall())
+        return rows
+
+    start = time.perf_counter()
+    for i in range(n):
+        id, now = f"act_floor{i:08}", int(time.time() * 1000)
+        args = json.dumps({"i": i, "to": "bob", "api_token": "x"})
+        # The proposal's $1–$21 (see `Proposal::insert`).
+        run("propose", (id, "bench", "benchmark cycle", args, f"fp{i}", f"bench-{i}", None,
+                        "reject", 1, "[]", None, None, "bench", "", "", now, "cli", "{}", 0,
+                        None, None))
+        # The approval's $1–$10 (`Approval::bind`): won, so one row.
+        if run("approve", (id, "alice", now, None, 0, None, None, 0, "cli", None)) != 1:
+            raise SystemExit(f"approving {id} did not win")
+        until = now + 60_000
+        run("claim", (id, "exec", until, now, 0, 0, str(until)))
+        run("complete", (id, "exec", "executed", '{"ok":true}', None, now))
+    rate = n / (time.perf_counter() - start)
+    done = conn.execute("SELECT count(*) FROM actions WHERE status = 'executed'").fetchone()[0]
+    events = conn.execute("SELECT count(*) FROM events WHERE entity_kind = 'action'").fetchone()[0]
+    conn.close()
+    if (done, events) != (n, 4 * n):
+        raise SystemExit(f"{done} of {n} cycles executed, {events} action events")
+    return rate
+
+
 CASES = [
     ("handoff's approve, as shipped (the UPDATE, the approvals row, the event)", [], 3),
     ("the guarded UPDATE alone (no approvals row, no event)", [], 1),
@@ -222,6 +269,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("handoff", help="the handoff binary that creates the database")
     ap.add_argument("--n", type=int, default=2000)
+    ap.add_argument("--cycle-sql", help="the JSON of `cargo run --example cycle_sql`: also "
+                    "run the whole cycle in-thread")
     ap.add_argument("--dump", help="write the database, the approval's statements and the ids "
                     "into this directory for writer_thread/ and stop")
     args = ap.parse_args()
@@ -243,6 +292,11 @@ def main() -> None:
             shutil.copy(db, copy)
             rate = approve_rate(copy, ids, drops, keep)
             print(f"{name} ({args.n} approvals, in-thread): {rate:,.0f}/s = {100 * rate / raw:.0f} % of raw")
+        if args.cycle_sql:
+            statements = json.loads(Path(args.cycle_sql).read_text())
+            rate = cycle_rate(args.handoff, Path(tmp) / "cycle.db", statements, args.n)
+            print(f"the whole cycle, the store's four calls in-thread ({args.n} cycles): "
+                  f"{rate:,.0f} cycles/s")
 
 
 if __name__ == "__main__":

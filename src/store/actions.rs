@@ -56,6 +56,20 @@ mod spelling;
 mod trail;
 mod transitions;
 
+/// The SQLite text of the sequential cycle's four writes as the store
+/// sends them (proposal, approval, claim, completion), by name: the
+/// schema floor (`benches/peer/schema_floor.py`) runs them in-thread,
+/// with no driver, for the cycle's ceiling. Not an interface.
+#[doc(hidden)]
+pub fn cycle_statements() -> [(&'static str, &'static str); 4] {
+    [
+        ("propose", proposal::INSERT.lite()),
+        ("approve", approval::APPROVE_ONE_CALL.lite()),
+        ("claim", execution::CLAIM.lite()),
+        ("complete", execution::COMPLETE.lite()),
+    ]
+}
+
 use serde_json::{Value, json};
 
 use super::Store;

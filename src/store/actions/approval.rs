@@ -112,7 +112,7 @@ pub(crate) fn approve_sql(s: &Spelling, returning: &str, then: Option<&str>) -> 
 
 /// SQLite's approval in one call: [`approve_sql`] and a read of the row
 /// that answers only when the UPDATE changed nothing.
-static APPROVE_ONE_CALL: Sql = Sql::new(|s| {
+pub(super) static APPROVE_ONE_CALL: Sql = Sql::new(|s| {
     let explain = format!(
         "SELECT {COLUMNS}, 0 AS won, EXISTS (SELECT 1 FROM action_approvals
                  WHERE action_id = $1 AND approver = $2) AS counted

@@ -188,7 +188,7 @@ static EXTEND_LEASE: Sql = Sql::new(|s| {
 /// lease as text). Why guarded: of several executors (or a restart racing
 /// the original process) exactly one moves it out of `approved`; the
 /// others see it already executing.
-static CLAIM: Sql = Sql::new(|s| {
+pub(super) static CLAIM: Sql = Sql::new(|s| {
     let details = s.object("'attempt', attempts, 'lease_until', $7, 'owner', $2");
     let entry = Entry {
         when: "$6 = 0",
@@ -244,7 +244,7 @@ struct Completion {
 /// result, `$5` the error, `$6` now). Why guarded: only the executor
 /// holding the claim reports; a stranger, or an owner whose lapsed lease
 /// recovery already marked unknown, is refused.
-static COMPLETE: Sql = Sql::new(|s| {
+pub(super) static COMPLETE: Sql = Sql::new(|s| {
     let details = s.object(&format!(
         "'error', $5, 'owner', $2, 'result', {}",
         s.json("$4")

@@ -118,7 +118,7 @@ impl Proposal {
 /// The proposal's INSERT and its `proposed` entry (`$18` the details) in
 /// one call (`logged.rs`); it inserts nothing when a live action holds the
 /// dedup key.
-static INSERT: Sql = Sql::new(|s| {
+pub(super) static INSERT: Sql = Sql::new(|s| {
     logged(
         s,
         "INSERT INTO actions (id, kind, summary, args, fingerprint, dedup_key, status, expires_at,

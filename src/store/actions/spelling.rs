@@ -121,6 +121,11 @@ impl Sql {
         }
     }
 
+    /// The statement's SQLite text.
+    pub(crate) fn lite(&'static self) -> &'static str {
+        self.lite.get_or_init(|| (self.write)(&LITE))
+    }
+
     /// The statement, to bind its values to.
     pub(crate) fn stmt<'q>(&'static self) -> Stmt<'q> {
         Stmt::spelled(
