@@ -125,6 +125,16 @@ impl follow::Apply for Enqueuer {
             return true;
         }
         let store = &self.ctx.store;
+        // Why an `--exec` action's approval wakes nobody: its proposer runs
+        // it, so the agent is woken once, by the outcome (see `wakes`).
+        if ev.kind == "action.approved" {
+            // Unreadable (purged since): woken as any approval.
+            if let Ok(a) = store.get_action(&ev.entity_id).await
+                && a.exec.is_some()
+            {
+                return true;
+            }
+        }
         let session = if ev.session.is_empty() {
             None
         } else {
