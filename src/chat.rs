@@ -37,8 +37,9 @@
 //!   before they answer.
 //!
 //! A tap reads as a straight line: `dispatch::on_tap` → `row::tap_row` (the
-//! guarded write through the operations, the toast) → `push::redraw_quiet` → the message's
-//! task in `retry` → `push::view` → `row::row_view`.
+//! guarded write through the operations, the toast) →
+//! `push::redraw_quiet` → the message's task in `retry` → `push::view` →
+//! `row::row_view`.
 
 mod action;
 mod callback;
@@ -192,13 +193,12 @@ pub async fn start(
     if !telegram_on {
         return Ok(off);
     }
-    // Pushes and edits: by the one daemon holding SEND_ROLE.
-    shared.roles.keep(
-        shared.ops.store().clone(),
-        SEND_ROLE,
-        tracker,
-        cancel.clone(),
-    );
+    // Pushes and edits: by the one daemon holding SEND_ROLE (the role
+    // keeper holds its lease in the store under the operations).
+    let store = shared.ops.store();
+    shared
+        .roles
+        .keep(store.clone(), SEND_ROLE, tracker, cancel.clone());
     // Voice notes left half-way and transcripts left unconfirmed: by
     // every daemon with chat on (each step is guarded in the store).
     tracker.spawn(bridge.clone().voice_sweep(cancel.clone()));
@@ -211,12 +211,7 @@ pub async fn start(
         TelegramMode::Polling => {
             let timeout = Duration::from_secs(u64::from(cfg.poll_timeout_secs));
             let roles = shared.roles.clone();
-            roles.keep(
-                shared.ops.store().clone(),
-                POLL_ROLE,
-                tracker,
-                cancel.clone(),
-            );
+            roles.keep(store.clone(), POLL_ROLE, tracker, cancel.clone());
             tracker.spawn(poll_while_held(bridge, roles, timeout, cancel));
             Router::new()
         }
