@@ -106,12 +106,12 @@ impl Local {
 
     /// Claim Telegram update `update_id` for `holder`: true for the first
     /// claim, false when some daemon (this one included) took it before
-    /// and either finished it ([`Store::chat_update_done`]) or took it less
+    /// and either finished it (`chat_update_done`) or took it less
     /// than `stale_ms` ago. Claimed on receipt, before the update writes
     /// anything, so two daemons never both apply it; a take whose daemon
     /// died mid-update is taken again when the update comes back (a new
     /// poller, a webhook retry), by then or at once by a daemon that knows
-    /// the taker is gone ([`Store::chat_update_take_from`]).
+    /// the taker is gone (`chat_update_take_from`).
     pub async fn chat_update_take(
         &self,
         update_id: i64,
@@ -264,7 +264,7 @@ impl Local {
         Ok(self.store.chat_member_has(chat_id, user_id, role).await?)
     }
 
-    /// [`Store::chat_hold`] in forum topic `thread_id`, known already (a
+    /// `chat_hold` in forum topic `thread_id`, known already (a
     /// burst waits with the others of its topic).
     pub async fn chat_hold_in(
         &self,
@@ -308,6 +308,9 @@ impl Local {
         Ok(self.store.chat_messages_of(item_kind, item_id).await?)
     }
 
+    /// Record that the push of `item` to `chat_id` was sent as `message_id`,
+    /// rendered from the state read at `since` (ms; see `chat_drawn`).
+    #[allow(clippy::too_many_arguments)]
     pub async fn chat_sent(
         &self,
         item_kind: &str,

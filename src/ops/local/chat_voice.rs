@@ -41,7 +41,7 @@ impl Local {
         Ok(self.store.voice_receive(v).await?)
     }
 
-    /// Notes some daemon must carry on with (see [`OWED`]): received more
+    /// Notes some daemon must carry on with (the store's `OWED` rule): received more
     /// than `fresh_ms` ago and never claimed, claimed more than `stale_ms`
     /// ago, or transcribed and not shown.
     pub async fn voice_owed(&self, fresh_ms: i64, stale_ms: i64) -> Result<Vec<VoiceReply>> {
