@@ -321,3 +321,41 @@ async fn an_exec_action_wakes_its_session_once_on_its_outcome() {
     };
     assert_eq!(kinds, ["action.executed", "action.approved"]);
 }
+
+/// The session's own wake skips an `--exec` action's approval, but a
+/// `[[notify]]` rule that lists `action.approved` asked for that event and
+/// still gets it.
+#[tokio::test]
+async fn a_rule_listing_approvals_still_hears_an_exec_actions_approval() {
+    let db = TempDb::new();
+    let (store, _clock) = db.open_manual(T0).await;
+    session_with(&store, "s", Some(sh("true"))).await;
+    let config = r#"
+        [[notify]]
+        name = "approvals"
+        events = ["action.approved"]
+        exec = ["true"]
+        "#;
+    let w = Worker::start(&store, config, &[0]).await;
+    let run = store
+        .propose(&NewAction {
+            kind: "deploy.run".into(),
+            summary: "deploy".into(),
+            session: "s".into(),
+            exec: Some(vec!["true".into()]),
+            ..NewAction::default()
+        })
+        .await
+        .unwrap()
+        .action
+        .id;
+    store
+        .approve(&run, Actor::cli("alice"), None)
+        .await
+        .unwrap();
+    let d = delivery_when(&store, "delivered", |d| d.status == "delivered").await;
+    w.stop().await;
+    assert_eq!(d.origin, "rule:approvals");
+    let all = store.all_deliveries().await.unwrap();
+    assert_eq!(all.len(), 1, "the session is not woken by it: {all:?}");
+}
