@@ -1,10 +1,14 @@
 //! The chat bridge (Telegram, and Slack in `slack`): pushes questions, blocked rows and actions to chat,
 //! keeps those messages true as the items change, and turns taps, replies
-//! and commands into store writes through the *chat* channel.
+//! and commands into writes through the *chat* channel.
 //!
-//! teloxide lives only here. The bridge never decides a race itself: every
-//! human input goes through the store's guarded chat-channel functions and
-//! the user is told the outcome in words. It wakes no agents, and runs an
+//! teloxide lives only here. The bridge never calls the store itself: like
+//! every door it calls the operations (`ops::Local`, the daemon's
+//! `Shared::ops`), the decisions every door makes (approve, reject, reply,
+//! annotate…) and its own bookkeeping (message records, cursors, holds,
+//! topics, pairing: `ops/local/chat*.rs`). It never decides a race itself:
+//! every human input goes through a guarded chat-channel write and the user
+//! is told the outcome in words. It wakes no agents, and runs an
 //! executor only when an approver taps Run on an approved `--exec` action
 //! nobody claimed (`stranded`, through the claim CAS like any executor).
 //!
@@ -33,8 +37,9 @@
 //!   before they answer.
 //!
 //! A tap reads as a straight line: `dispatch::on_tap` → `row::tap_row` (the
-//! guarded store write, the toast) → `push::redraw_quiet` → the message's
-//! task in `retry` → `push::view` → `row::row_view`.
+//! guarded write through the operations, the toast) →
+//! `push::redraw_quiet` → the message's task in `retry` → `push::view` →
+//! `row::row_view`.
 
 mod action;
 mod callback;
@@ -72,8 +77,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::{Config, TelegramMode};
+use crate::ops::{Local, Ops};
 use crate::shared::Shared;
-use crate::store::Store;
 
 pub use callback::{Callback, Item, Verb};
 use push::ChatFollower;
@@ -108,7 +113,10 @@ type Turn = Arc<tokio::sync::Mutex<()>>;
 
 /// The bridge's shared state.
 pub(crate) struct Bridge {
-    pub store: Store,
+    /// The operations this bridge's doors call: the daemon's `Local`
+    /// (`Shared::ops`), for its bookkeeping and, through [`Bridge::calls`],
+    /// the decisions every door makes.
+    pub ops: Local,
     pub config: Arc<Config>,
     pub bot: TgBot,
     /// Recent pushes per chat and forum topic, for the digest rule
@@ -185,10 +193,12 @@ pub async fn start(
     if !telegram_on {
         return Ok(off);
     }
-    // Pushes and edits: by the one daemon holding SEND_ROLE.
+    // Pushes and edits: by the one daemon holding SEND_ROLE (the role
+    // keeper holds its lease in the store under the operations).
+    let store = shared.ops.store();
     shared
         .roles
-        .keep(shared.store.clone(), SEND_ROLE, tracker, cancel.clone());
+        .keep(store.clone(), SEND_ROLE, tracker, cancel.clone());
     // Voice notes left half-way and transcripts left unconfirmed: by
     // every daemon with chat on (each step is guarded in the store).
     tracker.spawn(bridge.clone().voice_sweep(cancel.clone()));
@@ -201,7 +211,7 @@ pub async fn start(
         TelegramMode::Polling => {
             let timeout = Duration::from_secs(u64::from(cfg.poll_timeout_secs));
             let roles = shared.roles.clone();
-            roles.keep(shared.store.clone(), POLL_ROLE, tracker, cancel.clone());
+            roles.keep(store.clone(), POLL_ROLE, tracker, cancel.clone());
             tracker.spawn(poll_while_held(bridge, roles, timeout, cancel));
             Router::new()
         }
@@ -220,6 +230,12 @@ pub async fn start(
 }
 
 impl Bridge {
+    /// The operations every door calls (approve, reject, reply, annotate,
+    /// claim…), with their rules and refusal wording, over [`Bridge::ops`].
+    pub(crate) fn calls(&self) -> Ops {
+        Ops::Local(self.ops.clone())
+    }
+
     /// The bridge of this daemon's chat, on `bot` (Telegram's, which
     /// Slack's bridge holds too: the taps' meanings live here).
     fn new(
@@ -229,7 +245,7 @@ impl Bridge {
         cancel: &CancellationToken,
     ) -> Arc<Bridge> {
         Arc::new_cyclic(|me| Bridge {
-            store: shared.store.clone(),
+            ops: shared.ops.clone(),
             config: shared.config.clone(),
             bot,
             bursts: digest::Bursts::default(),
@@ -276,11 +292,10 @@ async fn send_while_held(
         }
         let stint = bridge.roles.stint(SEND_ROLE, &cancel);
         bridge.resume().await;
-        let start = bridge.store.cursor("chat").await.unwrap_or(0);
+        let start = bridge.ops.cursor("chat").await.unwrap_or(0);
         let follower = ChatFollower(bridge.clone());
-        let store = bridge.store.clone();
         tokio::join!(
-            crate::follow::follow(store, start, &nudge, stint.clone(), follower),
+            bridge.ops.follow(start, &nudge, stint.clone(), follower),
             bridge.clone().hold_loop(stint.clone()),
             owed_sweep(&bridge, &stint),
         );

@@ -9,8 +9,10 @@
 //! - the store runs no process (rule commands and verifiers run in `programs`);
 //! - the `--exec` runner (`ops/run.rs`) prints nothing: the CLI words its report;
 //! - no file is named by its size or by nothing (`_more`, `prims`, `calls`, `db`);
-//! - no HTTP handler reaches the store: the API calls the operations;
-//! - a proposal's rules and the store-error mapping live once, in `ops`.
+//! - no HTTP handler or chat door reaches the store: the API and the chat
+//!   bridge call the operations;
+//! - a proposal's rules and the store-error mapping live once, in `ops`
+//!   (the API and the CLI classify no store error themselves).
 //!
 //! Comment lines are ignored: a doc link to a module is not an import.
 
@@ -304,12 +306,13 @@ fn top_level_modules_import_no_loop() {
     }
 }
 
-/// The lines of `src/api/**` that reach the store themselves (a
-/// `.store.` call, `Store::`, `store::Store`), by file.
-fn api_store_calls() -> std::collections::BTreeMap<String, usize> {
+/// The lines of module `m` (`src/<m>.rs` and `src/<m>/**`) that reach
+/// the store themselves (a `.store.` call, `Store::`, `store::Store`), by
+/// file.
+fn store_calls(m: &str) -> std::collections::BTreeMap<String, usize> {
     let mut by_file = std::collections::BTreeMap::new();
     for (rel, lines) in code() {
-        if !in_module(&rel, "api") {
+        if !in_module(&rel, m) {
             continue;
         }
         let n = lines
@@ -336,7 +339,21 @@ fn api_store_calls() -> std::collections::BTreeMap<String, usize> {
 /// through `ops::Local` (scoped to the caller with `Caller::ops`).
 #[test]
 fn http_handlers_call_the_operations_not_the_store() {
-    let calls = api_store_calls();
+    let calls = store_calls("api");
+    assert!(
+        calls.is_empty(),
+        "call the operations in `ops` instead of the store: {calls:?}"
+    );
+}
+
+/// The chat doors (Telegram and Slack) call the operations too, never the
+/// store: a tap's decision is the operation every door calls (approve,
+/// reject, reply, annotate…), and the bridge's own bookkeeping (message
+/// records, cursors, holds, topics, pairing, refused taps, voice notes,
+/// Slack's records) is in `ops/local/chat*.rs`.
+#[test]
+fn chat_handlers_call_the_operations_not_the_store() {
+    let calls = store_calls("chat");
     assert!(
         calls.is_empty(),
         "call the operations in `ops` instead of the store: {calls:?}"
@@ -346,7 +363,8 @@ fn http_handlers_call_the_operations_not_the_store() {
 /// A proposal's rules and the mapping of store failures to refusals are
 /// written once, in the operations: `apply_rules` is called only by
 /// `ops/local`, and only `ops/error.rs` turns a store error into a refusal
-/// (the HTTP API reads it from there), so no door words one differently.
+/// (the HTTP API and the CLI's exit codes read it from there), so no door
+/// words or classifies one differently.
 #[test]
 fn rules_and_the_error_mapping_live_once_in_the_operations() {
     let mut bad = Vec::new();
@@ -374,6 +392,23 @@ fn rules_and_the_error_mapping_live_once_in_the_operations() {
         !text.contains("store::Error::") && !text.contains("Class::"),
         "api/error.rs maps store errors itself instead of through ops::Error"
     );
+    // Nor does the CLI classify a store error it meets in an error's chain:
+    // it reads it as the `ops::Error` the one mapping gives.
+    for (rel, lines) in code() {
+        if !in_module(&rel, "cli") {
+            continue;
+        }
+        let text = lines.join("\n");
+        let text = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for l in text.lines() {
+            let classifies = ["store::Error::", "actions::Error::", "Class::"]
+                .iter()
+                .any(|t| l.contains(t));
+            if classifies {
+                bad.push(format!("{rel}: {}", l.trim()));
+            }
+        }
+    }
     assert!(
         bad.is_empty(),
         "rules or error mapping outside the operations:\n{}",

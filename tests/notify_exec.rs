@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use common::{TempDb, Worker, answer, ask, session_with, wait_for};
 use handoff::store::Store;
+use handoff::store::actions::{Actor, NewAction};
 use handoff::store::deliveries::Delivery;
 use handoff::store::sessions::WakeTarget;
 
@@ -254,4 +255,107 @@ async fn events_reach_only_the_targets_they_match() {
         assert!(!db.dir.path().join(f).exists(), "{f} must not run");
     }
     assert_eq!(store.all_deliveries().await.unwrap().len(), 1);
+}
+
+/// An action proposed with `--exec` wakes its session once, on its
+/// outcome: the approval enqueues nothing, since the proposer runs it. A
+/// plain action's approval still wakes it.
+#[tokio::test]
+async fn an_exec_action_wakes_its_session_once_on_its_outcome() {
+    let db = TempDb::new();
+    let (store, _clock) = db.open_manual(T0).await;
+    session_with(&store, "s", Some(sh("true"))).await;
+    let w = Worker::start(&store, "", &[0]).await;
+    let new = |kind: &str, exec: Option<Vec<String>>| NewAction {
+        kind: kind.into(),
+        summary: kind.into(),
+        session: "s".into(),
+        exec,
+        ..NewAction::default()
+    };
+    let run = store
+        .propose(&new("deploy.run", Some(vec!["true".into()])))
+        .await
+        .unwrap()
+        .action
+        .id;
+    store
+        .approve(&run, Actor::cli("alice"), None)
+        .await
+        .unwrap();
+    store.claim(&run, "runner", 60_000).await.unwrap();
+    store
+        .complete(&run, "runner", true, serde_json::json!({}), None)
+        .await
+        .unwrap();
+    let d = delivery_when(&store, "delivered", |d| d.status == "delivered").await;
+    let ev = store.event_at(d.event_seq).await.unwrap().unwrap();
+    assert_eq!(
+        (ev.kind.as_str(), ev.entity_id.as_str()),
+        ("action.executed", run.as_str())
+    );
+
+    let plain = store
+        .propose(&new("deploy.plain", None))
+        .await
+        .unwrap()
+        .action
+        .id;
+    store
+        .approve(&plain, Actor::cli("alice"), None)
+        .await
+        .unwrap();
+    wait_for(15, "the plain approval's wake", || async {
+        let all = store.all_deliveries().await.unwrap();
+        (all.len() == 2).then_some(all)
+    })
+    .await;
+    w.stop().await;
+    let all = store.all_deliveries().await.unwrap();
+    let kinds: Vec<String> = {
+        let mut k = Vec::new();
+        for d in &all {
+            k.push(store.event_at(d.event_seq).await.unwrap().unwrap().kind);
+        }
+        k
+    };
+    assert_eq!(kinds, ["action.executed", "action.approved"]);
+}
+
+/// The session's own wake skips an `--exec` action's approval, but a
+/// `[[notify]]` rule that lists `action.approved` asked for that event and
+/// still gets it.
+#[tokio::test]
+async fn a_rule_listing_approvals_still_hears_an_exec_actions_approval() {
+    let db = TempDb::new();
+    let (store, _clock) = db.open_manual(T0).await;
+    session_with(&store, "s", Some(sh("true"))).await;
+    let config = r#"
+        [[notify]]
+        name = "approvals"
+        events = ["action.approved"]
+        exec = ["true"]
+        "#;
+    let w = Worker::start(&store, config, &[0]).await;
+    let run = store
+        .propose(&NewAction {
+            kind: "deploy.run".into(),
+            summary: "deploy".into(),
+            session: "s".into(),
+            exec: Some(vec!["true".into()]),
+            ..NewAction::default()
+        })
+        .await
+        .unwrap()
+        .action
+        .id;
+    store
+        .approve(&run, Actor::cli("alice"), None)
+        .await
+        .unwrap();
+    let d = delivery_when(&store, "delivered", |d| d.status == "delivered").await;
+    w.stop().await;
+    assert_eq!(d.origin, "rule:approvals");
+    let all = store.all_deliveries().await.unwrap();
+    assert_eq!(all.len(), 1, "the session is not woken by it: {all:?}");
 }

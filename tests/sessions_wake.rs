@@ -10,6 +10,7 @@ use common::count;
 use common::engine::{Db, Engine};
 use handoff::clock::ManualClock;
 use handoff::store::Store;
+use handoff::store::actions::{Actor, ClaimOutcome, NewAction};
 use handoff::store::deliveries::NewDelivery;
 use handoff::store::sessions::{NewCall, NewSession, WakeTarget};
 use serde_json::json;
@@ -137,7 +138,70 @@ async fn racing_cursor_claims_hand_each_event_out_once(db: Db) {
     );
 }
 
+/// The decision events a session's `wait` claims (reading after its
+/// cursor, then moving it), as (type, action id).
+async fn claimed(s: &Store, session: &str) -> Vec<(String, String)> {
+    let (cursor, evs) = s.unclaimed_events(session).await.unwrap();
+    if let Some(last) = evs.last() {
+        assert!(
+            s.advance_wait_cursor(session, cursor, last.seq, "w")
+                .await
+                .unwrap()
+        );
+    }
+    evs.into_iter().map(|e| (e.kind, e.entity_id)).collect()
+}
+
+/// An action proposed with `--exec` wakes its session once, on its
+/// outcome: its approval is no arrival (its proposer runs it). A plain
+/// action's approval still is.
+async fn an_exec_action_wakes_its_session_once_on_its_outcome(db: Db) {
+    let s = db.open().await;
+    let new = |kind: &str, exec: Option<Vec<String>>| NewAction {
+        kind: kind.into(),
+        summary: kind.into(),
+        session: "sess-x".into(),
+        exec,
+        ..NewAction::default()
+    };
+    let run = s
+        .propose(&new("deploy.run", Some(vec!["true".into()])))
+        .await
+        .unwrap()
+        .action
+        .id;
+    let plain = s
+        .propose(&new("deploy.plain", None))
+        .await
+        .unwrap()
+        .action
+        .id;
+    s.approve(&run, Actor::cli("alice"), None).await.unwrap();
+    s.approve(&plain, Actor::cli("alice"), None).await.unwrap();
+    assert_eq!(
+        claimed(&s, "sess-x").await,
+        [("action.approved".to_string(), plain.clone())]
+    );
+    assert!(matches!(
+        s.claim(&run, "runner", 60_000).await.unwrap(),
+        ClaimOutcome::Claimed { .. }
+    ));
+    assert!(
+        claimed(&s, "sess-x").await.is_empty(),
+        "a claim is no arrival"
+    );
+    s.complete(&run, "runner", true, json!({}), None)
+        .await
+        .unwrap();
+    assert_eq!(
+        claimed(&s, "sess-x").await,
+        [("action.executed".to_string(), run.clone())]
+    );
+    assert!(claimed(&s, "sess-x").await.is_empty());
+}
+
 both_engines!(
+    an_exec_action_wakes_its_session_once_on_its_outcome,
     a_wake_is_recorded_once_per_delivery_id,
     a_wake_needs_a_session_id,
     one_delivery_racing_itself_is_recorded_once,

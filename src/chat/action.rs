@@ -20,7 +20,7 @@ impl Bridge {
     /// What a tap on an action's button comes to.
     pub(crate) async fn tap_action(&self, cb: &Callback, tapper: Tapper<'_>) -> Outcome {
         let who = tapper.who;
-        let action = match action_of(&self.store, &cb.id).await {
+        let action = match action_of(&self.ops, &cb.id).await {
             Ok(Some(a)) => a,
             Ok(None) => return Outcome::only("That action no longer exists."),
             Err(e) => {
@@ -37,7 +37,7 @@ impl Bridge {
                 "The arguments changed since this message was drawn — see the updated message."
                     .to_string()
             }
-            Verb::Approve => match self.store.approve(&cb.id, actor, None).await {
+            Verb::Approve => match self.calls().approve(&cb.id, actor, None).await {
                 Ok(o) => approve_words(&o, who),
                 Err(e) => format!("Not approved: {e}"),
             },
@@ -48,7 +48,7 @@ impl Bridge {
             Verb::ApproveHour => {
                 let terms = Terms {
                     scope: Scope::Always,
-                    until: Some(self.store.now() + HOUR_MS),
+                    until: Some(self.ops.now() + HOUR_MS),
                     here: true,
                 };
                 self.approve_granting(&action, actor, terms).await
@@ -91,9 +91,9 @@ impl Bridge {
     }
 
     /// Approve a permission prompt and save the grant its message showed
-    /// (live only if this approval won: see `Store::approve_granting`).
+    /// (live only if this approval won: see `Local::approve_saving`).
     async fn approve_granting(&self, a: &Action, actor: Actor<'_>, terms: Terms) -> String {
-        match self.store.approve_granting(a, actor, terms).await {
+        match self.ops.approve_saving(a, actor, terms).await {
             Ok((_, Some(g))) => match (g.scope, g.expires_at) {
                 (Scope::Session, _) => {
                     format!("Approved ✅ and saved {} for this session.", g.rule)
@@ -127,7 +127,7 @@ impl Bridge {
     /// Reject with `reason` (a tap's default, or one typed in a form);
     /// what to tell the person, on any network.
     pub(crate) async fn reject_for(&self, id: &str, actor: Actor<'_>, reason: &str) -> String {
-        match self.store.reject(id, actor, reason).await {
+        match self.calls().reject(id, actor, reason).await {
             Ok(RejectOutcome::Rejected { .. }) => "Rejected 🚫".to_string(),
             Ok(RejectOutcome::AlreadyDecided { action })
                 if action.decided_by.as_deref() == Some(crate::ops::claude::TERMINAL) =>
@@ -155,7 +155,7 @@ impl Bridge {
                 "Approved for one more run (at-least-once, your call).",
             ),
         };
-        match self.store.resolve_unknown(id, actor, res).await {
+        match self.calls().resolve_unknown(id, actor, res).await {
             Ok(Ok(_)) => done.to_string(),
             Ok(Err(a)) => format!("Nothing to resolve: it is {} now.", a.status),
             Err(e) => format!("Not recorded: {e}"),
@@ -187,7 +187,7 @@ impl Bridge {
             Err(msg) => return (format!("Not applied: {msg}"), false),
         };
         let actor = Actor::chat(who);
-        let said = match self.store.approve(id, actor, Some(&patch)).await {
+        let said = match self.calls().approve(id, actor, Some(&patch)).await {
             Ok(o) => approve_words(&o, who),
             Err(e) => format!("Not applied, nothing changed: {e}"),
         };

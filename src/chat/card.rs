@@ -65,7 +65,7 @@ impl Bridge {
     /// A tap on a card's own buttons (a toggle, Done, Other…), on any
     /// network: what to tell the person who tapped.
     pub(crate) async fn tap_card(&self, cb: &Callback, tapper: Tapper<'_>) -> Outcome {
-        let question = match self.store.get_question(&cb.id).await {
+        let question = match self.calls().get_question(&cb.id).await {
             Ok(Some(question)) => question,
             Ok(None) => return Outcome::only("That question no longer exists."),
             Err(e) => return Outcome::store_trouble(e),
@@ -74,7 +74,7 @@ impl Bridge {
         match cb.verb {
             Verb::Toggle(n) => {
                 match self
-                    .store
+                    .ops
                     .question_toggle(&cb.id, n, cb.revision, who, Channel::Chat)
                     .await
                 {
@@ -111,7 +111,7 @@ impl Bridge {
                     by: who.to_string(),
                     expected_revision: Some(cb.revision),
                 };
-                match self.store.reply_chat(&cb.id, &r).await {
+                match self.ops.reply_chat(&cb.id, &r).await {
                     Ok(Ok(_)) => Outcome::said(format!("Recorded: {}", r.text)),
                     Ok(Err(refusal)) => self.refused(&cb.id, &refusal).await,
                     Err(e) => Outcome::store_trouble(e),
@@ -154,7 +154,7 @@ impl Bridge {
     /// ticked options of a multiple choice, for the card as it was drawn.
     pub(crate) async fn other_answer(&self, id: &str, revision: i64, text: &str) -> String {
         let text = text.trim();
-        match self.store.get_question(id).await {
+        match self.calls().get_question(id).await {
             Ok(Some(q)) if q.revision == revision && q.choice == Choice::Many => {
                 let mut parts: Vec<&str> = q.picked_labels();
                 parts.push(text);

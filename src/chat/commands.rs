@@ -118,7 +118,7 @@ impl Bridge {
         }
         let name = from.username.clone().unwrap_or_default();
         match self
-            .store
+            .ops
             .pairing_create(from.id.0 as i64, chat_id, &name)
             .await
         {
@@ -201,7 +201,7 @@ impl Bridge {
 
     /// Find a question or row by full or short id.
     pub(super) async fn find_item(&self, sid: &str) -> Option<(Item, String)> {
-        if let Ok(Some(id)) = self.store.resolve_question_id(sid).await {
+        if let Ok(Some(id)) = self.calls().resolve_question_id(sid).await {
             return Some((Item::Question, id));
         }
         self.find_row(sid).await.map(|id| (Item::Row, id))
@@ -215,7 +215,7 @@ impl Bridge {
             limit: Some(200),
             ..Default::default()
         };
-        if let Ok(qs) = self.store.list_questions(&filter).await {
+        if let Ok(qs) = self.calls().list_questions(&filter).await {
             for q in qs {
                 let here = self
                     .config
@@ -245,8 +245,8 @@ impl Bridge {
 
     pub(crate) async fn list_more(&self, chat_id: i64) -> Vec<String> {
         let mut lines = Vec::new();
-        for id in self.store.blocked_row_ids().await.unwrap_or_default() {
-            if let Ok(Some((b, r))) = row_of(&self.store, &id).await
+        for id in self.ops.blocked_row_ids().await.unwrap_or_default() {
+            if let Ok(Some((b, r))) = row_of(&self.ops, &id).await
                 && self
                     .config
                     .route(&b.project, &b.agent, None)
@@ -260,13 +260,8 @@ impl Bridge {
                 ));
             }
         }
-        let now = self.store.now();
-        for a in self
-            .store
-            .list_action_summaries(None, None)
-            .await
-            .unwrap_or_default()
-        {
+        let now = self.ops.now();
+        for a in self.calls().list_actions(None).await.unwrap_or_default() {
             let st = a.effective_status(now);
             let live = matches!(
                 st,

@@ -34,8 +34,9 @@ use super::network::Network;
 use super::push::title;
 use super::retry::{Failure, classify};
 use super::view::truncate;
+use crate::ops::Local;
 use crate::store::chat::Hold;
-use crate::store::{Store, short_id};
+use crate::store::short_id;
 
 /// Where items go: a chat, and its forum topic if any.
 pub(crate) type Dest = (i64, Option<i32>);
@@ -130,7 +131,7 @@ impl<K: Eq + Hash> Bursts<K> {
 /// (Slack's adapter turns it into mrkdwn); what it says to do with them
 /// depends on the `network` (Slack has no `/answer`).
 pub(crate) async fn digest_text(
-    store: &Store,
+    ops: &Local,
     items: &[(Item, String)],
     kind: DigestKind,
     network: Network,
@@ -148,7 +149,7 @@ pub(crate) async fn digest_text(
     };
     let mut t = format!("{why} {how}\n");
     for (item, id) in items.iter().take(60) {
-        if let Some(title) = title(store, *item, id).await {
+        if let Some(title) = title(ops, *item, id).await {
             t.push_str(&format!("\n<code>{}</code> {title}", short_id(id)));
         }
     }
@@ -165,7 +166,7 @@ impl Bridge {
     /// burst is seen as one even when flood control makes the sends slow.
     pub(super) fn burst_due(&self, dest: Dest, at: i64) -> Option<i64> {
         let t = &self.config.telegram;
-        let now = self.store.now();
+        let now = self.ops.now();
         self.bursts
             .due(dest, (at, now), t.digest_threshold, t.digest_window_secs)
     }
@@ -185,7 +186,7 @@ impl Bridge {
             let (item, id) = items.remove(0);
             return self.let_out(item, &id, dest).await;
         }
-        let text = digest_text(&self.store, &items, kind, Network::Telegram).await;
+        let text = digest_text(&self.ops, &items, kind, Network::Telegram).await;
         let mut req = self
             .bot
             .send_message(ChatId(chat_id), truncate(&text))
@@ -197,7 +198,7 @@ impl Bridge {
             Ok(msg) => {
                 for (item, id) in &items {
                     if let Err(e) = self
-                        .store
+                        .ops
                         .chat_digested(item.as_str(), id, chat_id, msg.id.0)
                         .await
                     {
@@ -212,21 +213,17 @@ impl Bridge {
             // Sent, but with no message id to keep: covered all the same.
             Failure::Unconfirmed | Failure::NotModified => {
                 for (item, id) in &items {
-                    if let Err(e) = self
-                        .store
-                        .chat_digested(item.as_str(), id, chat_id, 0)
-                        .await
-                    {
+                    if let Err(e) = self.ops.chat_digested(item.as_str(), id, chat_id, 0).await {
                         tracing::warn!(error = %e, item = %item, id = %id, "cannot record a digest entry");
                     }
                 }
             }
             Failure::Retry(e) => {
                 tracing::warn!(chat_id, error = %e, "digest not sent; trying again shortly");
-                let due = self.store.now() + DIGEST_RETRY_MS;
+                let due = self.ops.now() + DIGEST_RETRY_MS;
                 for (item, id) in &items {
                     if let Err(e) = self
-                        .store
+                        .ops
                         .chat_hold_again(item.as_str(), id, chat_id, (kind.hold(), due), None)
                         .await
                     {
@@ -247,7 +244,7 @@ impl Bridge {
     pub(super) async fn let_out(&self, item: Item, id: &str, dest: Dest) {
         let (chat_id, topic) = dest;
         match self
-            .store
+            .ops
             .chat_release(item.as_str(), id, chat_id, topic)
             .await
         {

@@ -49,7 +49,7 @@ impl Bridge {
             Right::Answer => "answer",
             Right::Approve => "approve",
         };
-        self.store
+        self.ops
             .chat_member_has(chat_id, user as i64, r)
             .await
             .unwrap_or(false)
@@ -160,12 +160,12 @@ impl Bridge {
         let res = if cb.item == Item::Action {
             // Actions have their own append-only audit: the attempt goes there.
             let a = crate::store::actions::Actor::chat(&who);
-            self.store
+            self.ops
                 .audit_refused_attempt(&cb.id, a, &format!("not an approver in chat {chat_id}"))
                 .await
                 .map_err(|e| e.to_string())
         } else {
-            self.store
+            self.ops
                 .chat_refused(chat_id, user.id.0 as i64, &who, kind, &cb.id)
                 .await
                 .map_err(|e| e.to_string())
@@ -203,7 +203,7 @@ impl Bridge {
         }
     }
 
-    pub(super) async fn store_trouble(&self, q: &CallbackQuery, e: crate::store::Error) {
+    pub(super) async fn store_trouble(&self, q: &CallbackQuery, e: crate::ops::Error) {
         tracing::error!(error = %e, "store failed while handling a tap");
         self.toast(
             q,
@@ -219,7 +219,7 @@ impl Bridge {
         chat_id: i64,
         thread: Option<i32>,
         what: &str,
-        e: crate::store::Error,
+        e: crate::ops::Error,
     ) {
         tracing::error!(error = %e, "cannot read {what}");
         self.say(
@@ -296,7 +296,7 @@ impl Bridge {
 
     pub(super) async fn item_of(&self, chat_id: i64, message_id: i32) -> Option<(Item, String)> {
         let (kind, id) = self
-            .store
+            .ops
             .chat_item_of_message(chat_id, message_id)
             .await
             .ok()
@@ -335,7 +335,7 @@ impl Bridge {
                     by: who.to_string(),
                     expected_revision,
                 };
-                match self.store.reply_chat(id, &r).await {
+                match self.ops.reply_chat(id, &r).await {
                     Ok(Ok(_)) => {
                         let what = if reply_kind == ReplyKind::Clarify {
                             "Correction recorded"
@@ -346,7 +346,9 @@ impl Bridge {
                         format!("{what} for #{}.", short_id(id))
                     }
                     Ok(Err(refusal)) => self.refusal_words(id, &refusal).await,
-                    Err(crate::store::Error::Invalid(msg)) => format!("Not recorded: {msg}"),
+                    Err(crate::ops::Error::Invalid { message: msg }) => {
+                        format!("Not recorded: {msg}")
+                    }
                     Err(e) => {
                         tracing::error!(error = %e, "store failed on a chat answer");
                         "Something went wrong on the host; nothing was recorded. Try again."

@@ -12,7 +12,7 @@ const MAX_LISTED: usize = 30;
 
 impl Bridge {
     pub(super) async fn cmd_sessions(&self, chat_id: i64, thread: Option<i32>) {
-        let all = match self.store.fleet(None).await {
+        let all = match self.calls().fleet(None).await {
             Ok(l) => l,
             Err(e) => return self.read_trouble(chat_id, thread, "the sessions", e).await,
         };
@@ -24,7 +24,7 @@ impl Bridge {
                     .is_some_and(|t| t.chat_id == chat_id)
             })
             .collect();
-        let text = words(&here, self.store.now());
+        let text = words(&here, self.ops.now());
         self.say(chat_id, thread, &text).await;
     }
 }

@@ -56,7 +56,7 @@ impl Bridge {
 
     /// `/grants`: what holds for this chat, with a Revoke button each.
     pub(super) async fn cmd_grants(&self, chat_id: i64, thread: Option<i32>) {
-        let list = match self.store.grant_list(false).await {
+        let list = match self.ops.grant_list(false, None).await {
             Ok(l) => l,
             Err(e) => return self.read_trouble(chat_id, thread, "the grants", e).await,
         };
@@ -105,11 +105,7 @@ impl Bridge {
 
     /// A Revoke tap on grant `id` by `who`; the toast that says what happened.
     pub(super) async fn revoke_words(&self, id: &str, who: &str) -> String {
-        match self
-            .store
-            .grant_revoke_in(id, who, Channel::Chat, None)
-            .await
-        {
+        match self.ops.grant_revoke(id, who, Channel::Chat).await {
             Ok(Some(Revoked::Now(g))) => format!(
                 "Revoked #{} {}: later prompts it covered ask again.",
                 g.short_id(),

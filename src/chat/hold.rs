@@ -63,10 +63,10 @@ impl Bridge {
     pub(super) async fn hold_loop(self: Arc<Self>, stop: tokio_util::sync::CancellationToken) {
         loop {
             let ok = self.release_due().await;
-            let wait = match self.store.chat_next_due().await {
+            let wait = match self.ops.chat_next_due().await {
                 _ if !ok => Duration::from_secs(1),
                 Ok(Some(due)) => {
-                    let ms = (due - self.store.now()).clamp(10, IDLE.as_millis() as i64);
+                    let ms = (due - self.ops.now()).clamp(10, IDLE.as_millis() as i64);
                     Duration::from_millis(ms as u64)
                 }
                 Ok(None) => IDLE,
@@ -88,8 +88,8 @@ impl Bridge {
     /// Release every waiting push that is due; false when the store failed
     /// (the task tries again shortly).
     async fn release_due(&self) -> bool {
-        let now = self.store.now();
-        let due = match self.store.chat_held_due(now).await {
+        let now = self.ops.now();
+        let due = match self.ops.chat_held_due(now).await {
             Ok(d) => d,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot list waiting chat pushes");
@@ -122,16 +122,16 @@ impl Bridge {
     ) -> Result<(), PushError> {
         let (kind, id, chat_id) = (h.item_kind.as_str(), h.item_id.as_str(), h.chat_id);
         let meta = match Item::from_kind(kind) {
-            Some(item) => push::meta(&self.store, item, id).await?.map(|m| (item, m)),
+            Some(item) => push::meta(&self.ops, item, id).await?.map(|m| (item, m)),
             None => None,
         };
         let Some((item, meta)) = meta.filter(|(_, m)| m.live && !m.quiet) else {
-            self.store.chat_skip(kind, id, chat_id).await?;
+            self.ops.chat_skip(kind, id, chat_id).await?;
             tracing::debug!(item = %kind, id = %id, chat_id, "settled while it waited: not pushed");
             return Ok(());
         };
         if let Some(end) = self.quiet_until(chat_id, now) {
-            self.store
+            self.ops
                 .chat_hold_again(kind, id, chat_id, (Hold::Quiet, end), None)
                 .await?;
             return Ok(());
@@ -156,13 +156,13 @@ impl Bridge {
         match h.hold {
             Hold::Grace => match self.burst_due(dest, h.due_at) {
                 Some(due) => {
-                    self.store
+                    self.ops
                         .chat_hold_again(kind, id, chat_id, (Hold::Burst, due), Some(topic))
                         .await?;
                     self.held.notify_one();
                 }
                 None => {
-                    if self.store.chat_release(kind, id, chat_id, topic).await? {
+                    if self.ops.chat_release(kind, id, chat_id, topic).await? {
                         self.kick((item, id.to_string(), chat_id));
                     }
                 }

@@ -165,7 +165,7 @@ impl Outcome {
 
     /// A store failure while handling a tap: logged, and the tapper told
     /// nothing was recorded.
-    pub(crate) fn store_trouble(e: crate::store::Error) -> Outcome {
+    pub(crate) fn store_trouble(e: crate::ops::Error) -> Outcome {
         tracing::error!(error = %e, "store failed while handling a tap");
         Outcome::only("Something went wrong on the host; nothing was recorded. Try again.")
     }

@@ -20,59 +20,63 @@ use super::text::{cut, esc};
 use super::view::{Meta, View, truncate};
 use super::{Bridge, Turn, action, question, row};
 use crate::config::Config;
+use crate::ops::{Local, Ops, Result};
+use crate::store::Event;
 use crate::store::chat::Hold;
 use crate::store::questions::Status;
-use crate::store::{Event, Result, Store};
 
-pub(crate) async fn meta(store: &Store, item: Item, id: &str) -> Result<Option<Meta>> {
+pub(crate) async fn meta(ops: &Local, item: Item, id: &str) -> Result<Option<Meta>> {
     Ok(match item {
-        Item::Question => store.get_question(id).await?.map(|q| Meta {
-            live: q.status == Status::Open,
-            quiet: false,
-            project: q.project,
-            agent: q.agent,
-            session: q.session,
-            action_kind: None,
-        }),
-        Item::Row => row::row_meta(store, id).await?,
-        Item::Action => action::action_meta(store, id).await?,
+        Item::Question => Ops::Local(ops.clone())
+            .get_question(id)
+            .await?
+            .map(|q| Meta {
+                live: q.status == Status::Open,
+                quiet: false,
+                project: q.project,
+                agent: q.agent,
+                session: q.session,
+                action_kind: None,
+            }),
+        Item::Row => row::row_meta(ops, id).await?,
+        Item::Action => action::action_meta(ops, id).await?,
     })
 }
 
 /// The message an item is drawn as now; `None` when it is gone (purged).
 pub(crate) async fn view(
-    store: &Store,
+    ops: &Local,
     config: &Config,
     item: Item,
     id: &str,
 ) -> Result<Option<View>> {
     Ok(match item {
-        Item::Question => store
+        Item::Question => Ops::Local(ops.clone())
             .get_question(id)
             .await?
             .map(|q| question::question(&q)),
-        Item::Row => row::row_view(store, id).await?,
-        Item::Action => action::action_view(store, config, id).await?,
+        Item::Row => row::row_view(ops, id).await?,
+        Item::Action => action::action_view(ops, config, id).await?,
     })
 }
 
 /// An item's one-line title for a digest; `None` when it is gone.
-pub(crate) async fn title(store: &Store, item: Item, id: &str) -> Option<String> {
+pub(crate) async fn title(ops: &Local, item: Item, id: &str) -> Option<String> {
     match item {
-        Item::Question => store
+        Item::Question => Ops::Local(ops.clone())
             .get_question(id)
             .await
             .ok()
             .flatten()
             .map(|q| format!("❓ {}", esc(&cut(&q.title, 80)))),
-        Item::Row => row_of(store, id).await.ok().flatten().map(|(b, r)| {
+        Item::Row => row_of(ops, id).await.ok().flatten().map(|(b, r)| {
             format!(
                 "🧱 {} — {}",
                 esc(&cut(&b.title, 60)),
                 esc(&cut(&r.label, 60))
             )
         }),
-        Item::Action => action_of(store, id)
+        Item::Action => action_of(ops, id)
             .await
             .ok()
             .flatten()
@@ -117,7 +121,7 @@ impl Bridge {
     /// The item changed: mark its messages durably as owed a redraw, and
     /// kick each message's task.
     pub(crate) async fn mark_changed(&self, item: Item, id: &str) -> Result<(), PushError> {
-        for rec in self.store.chat_mark_dirty(item.as_str(), id).await? {
+        for rec in self.ops.chat_mark_dirty(item.as_str(), id).await? {
             self.kick_record(rec);
         }
         Ok(())
@@ -126,7 +130,7 @@ impl Bridge {
     /// Push an item to its routed chat (once per chat: the durable record
     /// makes a replayed event a no-op).
     pub(super) async fn push(&self, item: Item, id: &str, at: i64) -> Result<(), PushError> {
-        let Some(meta) = meta(&self.store, item, id).await? else {
+        let Some(meta) = meta(&self.ops, item, id).await? else {
             return Ok(()); // gone (purged) or nothing to show
         };
         if meta.quiet {
@@ -168,7 +172,7 @@ impl Bridge {
                     .and_then(|t| i32::try_from(t).ok())
                     .or(c.topic),
             };
-            result = match meta(&self.store, Item::Action, &ev.entity_id).await {
+            result = match meta(&self.ops, Item::Action, &ev.entity_id).await {
                 // No grace period: the action waited long enough already.
                 Ok(Some(m)) if m.live && !m.quiet => {
                     self.push_to(Item::Action, &ev.entity_id, ev.at, &target, &m, None)
@@ -204,7 +208,7 @@ impl Bridge {
         // A replayed event (the cursor is saved per batch): already pushed
         // or waiting, and not counted again towards a burst.
         if self
-            .store
+            .ops
             .chat_message(item.as_str(), id, target.chat_id)
             .await?
             .is_some()
@@ -213,12 +217,12 @@ impl Bridge {
         }
         // A grace period or quiet hours: recorded as waiting, released by
         // `hold` when due (the follower moves on meanwhile).
-        let now = self.store.now();
+        let now = self.ops.now();
         if let Some((hold, due)) = self.hold_of(&target, kind, at, now) {
             // A topic the target names (a route's, a chat's, an escalation
             // step's) is kept with the wait, so the release uses it.
             if self
-                .store
+                .ops
                 .chat_hold_in(item.as_str(), id, target.chat_id, target.topic, hold, due)
                 .await?
             {
@@ -231,7 +235,7 @@ impl Bridge {
         // digest (`digest`), released by the `hold` task.
         if let Some(due) = self.burst_due((target.chat_id, topic), at) {
             if self
-                .store
+                .ops
                 .chat_hold_in(item.as_str(), id, target.chat_id, topic, Hold::Burst, due)
                 .await?
             {
@@ -240,7 +244,7 @@ impl Bridge {
             return Ok(());
         }
         if !self
-            .store
+            .ops
             .chat_begin_send(item.as_str(), id, target.chat_id, topic, "sending")
             .await?
         {
@@ -271,7 +275,7 @@ impl Bridge {
     /// the item's message, in every chat that shows it.
     pub(super) async fn tell_wake_dead(&self, ev: &Event) -> bool {
         let records = match self
-            .store
+            .ops
             .chat_messages_of(&ev.entity_kind, &ev.entity_id)
             .await
         {
@@ -334,7 +338,7 @@ impl crate::follow::Apply for ChatFollower {
     }
     async fn save(&mut self, seq: i64) {
         // A burst's waiting items are durable records (`burst`) by now.
-        if let Err(e) = self.0.store.set_cursor("chat", seq).await {
+        if let Err(e) = self.0.ops.set_cursor("chat", seq).await {
             tracing::warn!(error = %e, "cannot save the chat cursor");
         }
     }
@@ -346,7 +350,7 @@ pub(crate) enum PushError {
     /// Telegram could not be reached or refused.
     #[error("Telegram: {0}")]
     Telegram(#[from] teloxide::RequestError),
-    /// The store failed.
+    /// An operation failed (the store underneath).
     #[error(transparent)]
-    Store(#[from] crate::store::Error),
+    Ops(#[from] crate::ops::Error),
 }

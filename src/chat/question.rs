@@ -110,7 +110,7 @@ impl Bridge {
     /// card's Toggle / Done / Other: each network draws its own card).
     pub(crate) async fn tap_question(&self, cb: &Callback, tapper: Tapper<'_>) -> Outcome {
         let who = tapper.who;
-        let question = match self.store.get_question(&cb.id).await {
+        let question = match self.calls().get_question(&cb.id).await {
             Ok(Some(x)) => x,
             Ok(None) => return Outcome::only("That question no longer exists."),
             Err(e) => return store_trouble(e),
@@ -163,7 +163,7 @@ impl Bridge {
             // daemon died in between) never written.
             return Outcome::only(format!("Recorded: {}", r.text));
         }
-        match self.store.reply_chat(&cb.id, &r).await {
+        match self.ops.reply_chat(&cb.id, &r).await {
             Ok(Ok(_)) => {
                 let what = if r.kind == ReplyKind::Decline {
                     "Declined".to_string()
@@ -241,6 +241,6 @@ impl Bridge {
 
 /// A store failure while handling a tap: logged, and the tapper told
 /// nothing was recorded.
-pub(crate) fn store_trouble(e: crate::store::Error) -> Outcome {
+pub(crate) fn store_trouble(e: crate::ops::Error) -> Outcome {
     Outcome::store_trouble(e)
 }

@@ -170,7 +170,7 @@ impl Bridge {
     /// mark (a push refused for good stays `sending`: not retried here).
     async fn still_dirty(&self, key: &Key) -> bool {
         matches!(
-            self.store.chat_message(key.0.as_str(), &key.1, key.2).await,
+            self.ops.chat_message(key.0.as_str(), &key.1, key.2).await,
             Ok(Some(rec)) if rec.dirty_at.is_some() && rec.status == "sent" && rec.message_id.is_some()
         )
     }
@@ -194,14 +194,14 @@ impl Bridge {
         chat_id: i64,
         failures: u32,
     ) -> Result<Outcome, PushError> {
-        let Some(rec) = self.store.chat_message(item.as_str(), id, chat_id).await? else {
+        let Some(rec) = self.ops.chat_message(item.as_str(), id, chat_id).await? else {
             return Ok(Outcome::Done);
         };
         match (rec.status.as_str(), rec.message_id) {
             ("sending", _) => self.send_record(&rec, failures).await,
             ("sent", Some(_)) => {
-                let since = self.store.now();
-                let Some(view) = push::view(&self.store, &self.config, item, id).await? else {
+                let since = self.ops.now();
+                let Some(view) = push::view(&self.ops, &self.config, item, id).await? else {
                     return Ok(Outcome::Done);
                 };
                 self.draw(&rec, &view, since).await
@@ -249,14 +249,14 @@ impl Bridge {
         }
         let err = match self.send_attachment(chat_id, rec.thread_id, file).await {
             Ok(doc) => {
-                self.store.chat_document(kind, id, chat_id, doc.0).await?;
+                self.ops.chat_document(kind, id, chat_id, doc.0).await?;
                 return Ok(Ok((view, Some(doc))));
             }
             Err(e) => e,
         };
         match classify(&err) {
             Failure::Unconfirmed => {
-                self.store.chat_document(kind, id, chat_id, -1).await?;
+                self.ops.chat_document(kind, id, chat_id, -1).await?;
                 Ok(Ok((view, None)))
             }
             // Retried like any send, a few times: the message waits for it.
@@ -268,7 +268,7 @@ impl Bridge {
                     item = %kind, id = %id, chat_id, error = %err, attempts = failures + 1,
                     "the file with the whole text of a long message could not be sent; its message says so and offers no approval"
                 );
-                self.store.chat_document(kind, id, chat_id, 0).await?;
+                self.ops.chat_document(kind, id, chat_id, 0).await?;
                 Ok(Ok((view.without_file(), None)))
             }
         }
@@ -282,11 +282,11 @@ impl Bridge {
         failures: u32,
     ) -> Result<Outcome, PushError> {
         let (kind, id, chat_id) = (rec.item_kind.as_str(), rec.item_id.as_str(), rec.chat_id);
-        let since = self.store.now();
+        let since = self.ops.now();
         let Some(item) = Item::from_kind(kind) else {
             return Ok(Outcome::Done);
         };
-        let Some(view) = push::view(&self.store, &self.config, item, id).await? else {
+        let Some(view) = push::view(&self.ops, &self.config, item, id).await? else {
             return Ok(Outcome::Done);
         };
         // Why the file first: a message offering a decision is never out
@@ -310,7 +310,7 @@ impl Bridge {
         }
         let err = match req.await {
             Ok(msg) => {
-                self.store
+                self.ops
                     .chat_sent(kind, id, chat_id, msg.id.0, "sent", &view.hash(), since)
                     .await?;
                 return Ok(Outcome::Done);
@@ -320,7 +320,7 @@ impl Bridge {
         Ok(match classify(&err) {
             Failure::Unconfirmed => {
                 unconfirmed(rec);
-                self.store
+                self.ops
                     .chat_sent_unconfirmed(kind, id, chat_id, &view.hash())
                     .await?;
                 Outcome::Done
@@ -361,17 +361,13 @@ impl Bridge {
         };
         if rec.text_hash == hash {
             if rec.dirty_at.is_some() {
-                self.store
-                    .chat_drawn(kind, id, chat_id, &hash, since)
-                    .await?;
+                self.ops.chat_drawn(kind, id, chat_id, &hash, since).await?;
             }
             return Ok(Outcome::Done);
         }
         if crate::fault::on("drop-edit") {
             // FAULT(drop-edit): recorded as drawn, never sent.
-            self.store
-                .chat_drawn(kind, id, chat_id, &hash, since)
-                .await?;
+            self.ops.chat_drawn(kind, id, chat_id, &hash, since).await?;
             return Ok(Outcome::Done);
         }
         let res = self
@@ -382,9 +378,7 @@ impl Bridge {
             .await;
         let err = match res {
             Ok(_) => {
-                self.store
-                    .chat_drawn(kind, id, chat_id, &hash, since)
-                    .await?;
+                self.ops.chat_drawn(kind, id, chat_id, &hash, since).await?;
                 return Ok(Outcome::Done);
             }
             Err(e) => e,
@@ -400,9 +394,7 @@ impl Bridge {
                 }
             }
         }
-        self.store
-            .chat_drawn(kind, id, chat_id, &hash, since)
-            .await?;
+        self.ops.chat_drawn(kind, id, chat_id, &hash, since).await?;
         Ok(Outcome::Done)
     }
 
@@ -412,7 +404,7 @@ impl Bridge {
     async fn replace_gone(&self, rec: &ChatMessage, e: &str) -> Result<Option<Outcome>, PushError> {
         let (kind, id, chat_id) = (rec.item_kind.as_str(), rec.item_id.as_str(), rec.chat_id);
         let live = match Item::from_kind(kind) {
-            Some(item) => push::meta(&self.store, item, id)
+            Some(item) => push::meta(&self.ops, item, id)
                 .await?
                 .is_some_and(|m| m.live),
             None => false,
@@ -422,7 +414,7 @@ impl Bridge {
             return Ok(None);
         }
         permanent(rec, e, "message gone; sending a fresh one");
-        self.store.chat_send_again(kind, id, chat_id).await?;
+        self.ops.chat_send_again(kind, id, chat_id).await?;
         let again = ChatMessage {
             status: "sending".into(),
             message_id: None,
@@ -436,14 +428,14 @@ impl Bridge {
     /// At start-up: kick every push a stop interrupted and every change not
     /// yet drawn.
     pub(crate) async fn resume(&self) {
-        let mut owed = match self.store.chat_unsent().await {
+        let mut owed = match self.ops.chat_unsent().await {
             Ok(u) => u,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot list interrupted pushes");
                 Vec::new()
             }
         };
-        match self.store.chat_dirty().await {
+        match self.ops.chat_dirty().await {
             Ok(d) => owed.extend(d),
             Err(e) => tracing::warn!(error = %e, "cannot list messages to redraw"),
         }

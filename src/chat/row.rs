@@ -7,29 +7,19 @@ use super::dispatch::Prompt;
 use super::network::{Ask, Outcome, Tapper};
 use super::text::{cut, esc, quote};
 use super::view::{Meta, View};
+use crate::ops::{Local, Result};
 use crate::store::boards::{
     Annotate, AnnotationKind, Board, Channel, Handled, Refusal, Row, RowStatus,
 };
-use crate::store::{Result, Store, short_id};
+use crate::store::short_id;
 
 /// The board and row behind a row id.
-pub(crate) async fn row_of(store: &Store, id: &str) -> Result<Option<(Board, Row)>> {
-    let Some((board_id, label)) = store.row_locator(id).await? else {
-        return Ok(None);
-    };
-    Ok(match store.board_get(&board_id, None).await? {
-        Ok(full) => full
-            .rows
-            .iter()
-            .find(|r| r.label == label)
-            .cloned()
-            .map(|r| (full.board, r)),
-        Err(_) => None,
-    })
+pub(crate) async fn row_of(ops: &Local, id: &str) -> Result<Option<(Board, Row)>> {
+    ops.row_of(id).await
 }
 
-pub(crate) async fn row_meta(store: &Store, id: &str) -> Result<Option<Meta>> {
-    Ok(row_of(store, id).await?.map(|(b, r)| Meta {
+pub(crate) async fn row_meta(ops: &Local, id: &str) -> Result<Option<Meta>> {
+    Ok(row_of(ops, id).await?.map(|(b, r)| Meta {
         quiet: false,
         live: r.status == RowStatus::Blocked && b.archived_at.is_none(),
         project: b.project,
@@ -39,8 +29,8 @@ pub(crate) async fn row_meta(store: &Store, id: &str) -> Result<Option<Meta>> {
     }))
 }
 
-pub(crate) async fn row_view(store: &Store, id: &str) -> Result<Option<View>> {
-    let Some((b, r)) = row_of(store, id).await? else {
+pub(crate) async fn row_view(ops: &Local, id: &str) -> Result<Option<View>> {
+    let Some((b, r)) = row_of(ops, id).await? else {
         return Ok(None);
     };
     let mut t = format!(
@@ -150,7 +140,7 @@ impl Bridge {
     /// What a tap on a blocked row's button comes to.
     pub(crate) async fn tap_row(&self, cb: &Callback, tapper: Tapper<'_>) -> Outcome {
         let who = tapper.who;
-        let row = match row_of(&self.store, &cb.id).await {
+        let row = match row_of(&self.ops, &cb.id).await {
             Ok(Some((_, r))) => r,
             Ok(None) => return Outcome::only("That row no longer exists."),
             Err(e) => {
@@ -190,7 +180,7 @@ impl Bridge {
                 Outcome::said(text)
             }
             Verb::Handled => {
-                let Ok(Some((board, r))) = row_of(&self.store, &cb.id).await else {
+                let Ok(Some((board, r))) = row_of(&self.ops, &cb.id).await else {
                     return Outcome::only("That row no longer exists.");
                 };
                 let h = Handled {
@@ -201,7 +191,7 @@ impl Bridge {
                     by: who.to_string(),
                     expected_revision: None,
                 };
-                let text = match self.store.mark_handled(&h).await {
+                let text = match self.calls().mark_handled(&h, false).await {
                     Ok(Ok(_)) => {
                         "Marked handled 👍 — the agent will record the outcome.".to_string()
                     }
@@ -229,7 +219,7 @@ impl Bridge {
         kind: AnnotationKind,
         step: Option<i64>,
     ) -> String {
-        let Ok(Some((board, r))) = row_of(&self.store, id).await else {
+        let Ok(Some((board, r))) = row_of(&self.ops, id).await else {
             return "That row no longer exists.".to_string();
         };
         let a = Annotate {
@@ -243,14 +233,14 @@ impl Bridge {
             expected_revision: None,
             action_version: step,
         };
-        match self.store.annotate(&a).await {
+        match self.calls().annotate_row(&a).await {
             Ok(Ok(_)) => match kind {
                 AnnotationKind::Clarify => format!("Correction recorded for #{}.", short_id(id)),
                 AnnotationKind::Decline => "Declined.".to_string(),
                 AnnotationKind::Answer => format!("Recorded for #{}.", short_id(id)),
             },
             Ok(Err(r)) => row_refusal(&r),
-            Err(crate::store::Error::Invalid(m)) => format!("Not recorded: {m}"),
+            Err(crate::ops::Error::Invalid { message: m }) => format!("Not recorded: {m}"),
             Err(e) => {
                 tracing::error!(error = %e, "store failed on a row annotation");
                 "Something went wrong on the host; nothing was recorded. Try again.".to_string()
@@ -259,7 +249,7 @@ impl Bridge {
     }
 
     pub(crate) async fn find_row(&self, sid: &str) -> Option<String> {
-        self.store.find_row_id(sid).await.ok().flatten()
+        self.ops.find_row_id(sid).await.ok().flatten()
     }
 }
 

@@ -116,7 +116,7 @@ pub(crate) fn start(
         "Slack is on: Socket Mode, {} channel(s)",
         cfg.channels.len()
     );
-    let store = slack.bridge.store.clone();
+    let store = slack.bridge.ops.store().clone();
     slack
         .roles
         .keep(store.clone(), SEND_ROLE, tracker, cancel.clone());
@@ -145,11 +145,12 @@ impl Slack {
             }
             let stint = self.roles.stint(SEND_ROLE, &self.cancel);
             self.resume().await;
-            let start = self.bridge.store.cursor("slack").await.unwrap_or(0);
-            let store = self.bridge.store.clone();
+            let start = self.bridge.ops.cursor("slack").await.unwrap_or(0);
             let follower = send::SlackFollower(self.clone());
             tokio::join!(
-                crate::follow::follow(store, start, &nudge, stint.clone(), follower),
+                self.bridge
+                    .ops
+                    .follow(start, &nudge, stint.clone(), follower),
                 self.clone().burst_loop(stint.clone()),
             );
             stint.cancel();

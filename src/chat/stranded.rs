@@ -11,7 +11,6 @@ use serde_json::json;
 
 use super::Bridge;
 use crate::ops::run::{Echo, run_claimed};
-use crate::ops::{Local, Ops, Policy};
 use crate::store::actions::{Action, ClaimOutcome, CompleteOutcome, Status};
 
 /// The lease a tap's run holds, renewed at a third of it while the
@@ -42,7 +41,7 @@ impl Bridge {
             return why;
         }
         let argv = a.exec.clone().unwrap_or_default();
-        let ops = Ops::Local(Local::new(self.store.clone(), Policy::default()));
+        let ops = self.calls();
         let action = a.clone();
         let who = who.to_string();
         // Detached on purpose: the run outlives this tap. If the daemon
@@ -72,7 +71,7 @@ impl Bridge {
         }
         let owner = format!("chat:{who}");
         let lease_ms = LEASE.as_millis() as i64;
-        match self.store.claim(&a.id, &owner, lease_ms).await {
+        match self.calls().claim(&a.id, &owner, lease_ms).await {
             Ok(ClaimOutcome::Claimed { .. }) => {}
             Ok(ClaimOutcome::NotClaimable { action }) => {
                 return format!("Too late: it is {} now.", action.status);
@@ -90,8 +89,8 @@ impl Bridge {
             )
         };
         match self
-            .store
-            .complete(&a.id, &owner, done, result, error.as_deref())
+            .calls()
+            .complete(&a.id, &owner, done, &result, error.as_deref())
             .await
         {
             Ok(CompleteOutcome::Completed { .. }) if done => "Recorded as done by hand ✔️".into(),

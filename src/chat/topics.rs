@@ -47,7 +47,7 @@ impl Bridge {
         // A tokio Mutex, held across createForumTopic: two items of one new
         // project pushed together must not create two topics.
         let _one = self.topics.lock().await;
-        match self.store.topic_get(target.chat_id, &key).await {
+        match self.ops.topic_get(target.chat_id, &key).await {
             Ok(Some(t)) => return Some(t),
             Ok(None) => {}
             Err(e) => {
@@ -71,7 +71,7 @@ impl Bridge {
         };
         tracing::info!(chat_id = target.chat_id, %key, thread_id = created, "forum topic created");
         match self
-            .store
+            .ops
             .topic_save(target.chat_id, &key, &name, created)
             .await
         {

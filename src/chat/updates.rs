@@ -143,7 +143,7 @@ impl Bridge {
         // died mid-update (a handler takes milliseconds, a slow Bot API a
         // second or two): the update came back to be applied after all.
         let stale = (crate::shared::roles::lease_period() / 2).as_millis() as i64;
-        match self.store.chat_update_take(id, me, stale).await {
+        match self.ops.chat_update_take(id, me, stale).await {
             Ok(true) => return Take::Mine,
             Ok(false) => {}
             Err(e) => {
@@ -151,7 +151,7 @@ impl Bridge {
                 return Take::Mine;
             }
         }
-        match self.store.chat_update_taker(id).await {
+        match self.ops.chat_update_taker(id).await {
             // Finished by some daemon (or forgotten after a day).
             Ok(None) => {
                 tracing::debug!(update_id = id, "update handled before; skipping it");
@@ -159,8 +159,8 @@ impl Bridge {
             }
             // Taken and not finished by a daemon on this host that is
             // gone: take it over now rather than drop the tap.
-            Ok(Some(taker)) if self.roles.gone(&self.store, &taker) => {
-                match self.store.chat_update_take_from(id, me, &taker).await {
+            Ok(Some(taker)) if self.roles.gone(self.ops.store(), &taker) => {
+                match self.ops.chat_update_take_from(id, me, &taker).await {
                     Ok(true) => {
                         tracing::info!(update_id = id, dead = %taker, "took over an update a daemon died handling");
                         Take::Mine
@@ -207,11 +207,7 @@ impl Bridge {
 
     /// Mark `update` handled, so it is never taken again.
     pub(super) async fn update_done(&self, update_id: i64) {
-        if let Err(e) = self
-            .store
-            .chat_update_done(update_id, self.roles.me())
-            .await
-        {
+        if let Err(e) = self.ops.chat_update_done(update_id, self.roles.me()).await {
             tracing::warn!(update_id, error = %e, "cannot mark the Telegram update handled");
         }
     }

@@ -113,7 +113,7 @@ impl Bridge {
             duration_secs: i64::from(note.duration),
             file_size: note.size.map(i64::from),
         };
-        match self.store.voice_receive(&v).await {
+        match self.ops.voice_receive(&v).await {
             Ok((row, _)) if matches!(row.state.as_str(), "received" | "transcribing") => {
                 self.spawn_transcription(row.id)
             }
@@ -215,7 +215,7 @@ impl Bridge {
                 _ = cancel.cancelled() => return,
                 _ = tokio::time::sleep(SWEEP) => {}
             }
-            match self.store.voice_expire().await {
+            match self.ops.voice_expire().await {
                 Ok(expired) => {
                     for v in expired {
                         self.settle_message(&v, &expired_text(&v)).await;
@@ -223,7 +223,7 @@ impl Bridge {
                 }
                 Err(e) => tracing::warn!(error = %e, "cannot expire voice transcripts"),
             }
-            let owed = match self.store.voice_owed(FRESH_MS, self.claim_stale_ms()).await {
+            let owed = match self.ops.voice_owed(FRESH_MS, self.claim_stale_ms()).await {
                 Ok(o) => o,
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot list voice notes left half-way");
@@ -236,7 +236,7 @@ impl Bridge {
                 } else if self.config.voice.is_on() {
                     self.spawn_transcription(v.id);
                 } else if let Ok(Some(v)) = self
-                    .store
+                    .ops
                     .voice_failed(&v.id, None, "voice replies were turned off")
                     .await
                 {

@@ -139,40 +139,20 @@ pub(crate) fn error_object(e: &anyhow::Error) -> (u8, Value) {
 }
 
 fn classify(e: &anyhow::Error) -> (u8, String, Option<Value>) {
-    use crate::store::actions::Error as AErr;
     for cause in e.chain() {
         if let Some(f) = cause.downcast_ref::<Failure>() {
             return (f.code, f.reason.clone(), f.detail.clone());
         }
         if let Some(o) = cause.downcast_ref::<ops::Error>() {
-            let code = match o {
-                ops::Error::Invalid { .. } | ops::Error::HostOnly { .. } => exit::INVALID,
-                ops::Error::NotFound { .. } | ops::Error::Ambiguous { .. } => exit::NOT_FOUND,
-                ops::Error::Refused { reason, .. } if reason == "not_found" => exit::NOT_FOUND,
-                ops::Error::Refused { reason, .. }
-                    if matches!(reason.as_str(), "invalid" | "empty" | "malformed_json") =>
-                {
-                    exit::INVALID
-                }
-                ops::Error::Refused { .. } | ops::Error::Denied { .. } => exit::REFUSED,
-                ops::Error::Busy { .. } | ops::Error::Internal { .. } => exit::INTERNAL,
-            };
-            let detail = match o {
-                ops::Error::Refused { detail, .. } if !detail.is_null() => Some(detail.clone()),
-                _ => None,
-            };
-            return (code, o.reason().to_string(), detail);
+            return ops_error(o);
         }
-        if let Some(a) = cause.downcast_ref::<AErr>() {
-            return match a {
-                AErr::NotFound(_) => (exit::NOT_FOUND, "not_found".into(), None),
-                AErr::Ambiguous(_) => (exit::REFUSED, "ambiguous".into(), None),
-                AErr::DedupConflict { .. } => (exit::REFUSED, "dedup_conflict".into(), None),
-                AErr::Store(s) => store_error(s),
-            };
+        // A host-only command's store error reads through the one mapping
+        // (`ops/error.rs`), as every door's does.
+        if let Some(a) = cause.downcast_ref::<crate::store::actions::Error>() {
+            return ops_error(&a.into());
         }
         if let Some(s) = cause.downcast_ref::<crate::store::Error>() {
-            return store_error(s);
+            return ops_error(&s.into());
         }
         if cause.downcast_ref::<crate::config::Error>().is_some() {
             return (exit::INVALID, "invalid".into(), None);
@@ -181,10 +161,32 @@ fn classify(e: &anyhow::Error) -> (u8, String, Option<Value>) {
     (exit::INTERNAL, "internal".into(), None)
 }
 
-/// A store error as a failure with its own code and reason, said in one
-/// line (sqlx's source would repeat it under `{:#}`).
+/// An operation's error as an exit code, its reason and its detail.
+fn ops_error(o: &ops::Error) -> (u8, String, Option<Value>) {
+    let code = match o {
+        ops::Error::Invalid { .. } | ops::Error::HostOnly { .. } => exit::INVALID,
+        ops::Error::NotFound { .. } | ops::Error::Ambiguous { .. } => exit::NOT_FOUND,
+        ops::Error::Refused { reason, .. } if reason == "not_found" => exit::NOT_FOUND,
+        ops::Error::Refused { reason, .. }
+            if matches!(reason.as_str(), "invalid" | "empty" | "malformed_json") =>
+        {
+            exit::INVALID
+        }
+        ops::Error::Refused { .. } | ops::Error::Denied { .. } => exit::REFUSED,
+        ops::Error::Busy { .. } | ops::Error::Internal { .. } => exit::INTERNAL,
+    };
+    let detail = match o {
+        ops::Error::Refused { detail, .. } if !detail.is_null() => Some(detail.clone()),
+        _ => None,
+    };
+    (code, o.reason().to_string(), detail)
+}
+
+/// A store error as a failure with its own code and reason (read through
+/// `ops::Error`), said in one line (sqlx's source would repeat it under
+/// `{:#}`).
 pub(crate) fn store_failure(s: &crate::store::Error) -> anyhow::Error {
-    let (code, reason, detail) = store_error(s);
+    let (code, reason, detail) = ops_error(&s.into());
     Failure {
         code,
         reason,
@@ -192,15 +194,6 @@ pub(crate) fn store_failure(s: &crate::store::Error) -> anyhow::Error {
         detail,
     }
     .into()
-}
-
-fn store_error(s: &crate::store::Error) -> (u8, String, Option<Value>) {
-    match s {
-        crate::store::Error::Invalid(_) => (exit::INVALID, "invalid".into(), None),
-        crate::store::Error::Ambiguous(_) => (exit::NOT_FOUND, "ambiguous".into(), None),
-        crate::store::Error::Busy => (exit::INTERNAL, "busy".into(), None),
-        _ => (exit::INTERNAL, "internal".into(), None),
-    }
 }
 
 /// True when the command line asks for JSON (`--json` before any `--`),

@@ -125,6 +125,16 @@ impl follow::Apply for Enqueuer {
             return true;
         }
         let store = &self.ctx.store;
+        // Why an `--exec` action's approval does not wake its session: its
+        // proposer runs it, so the agent is woken once, by the outcome. A
+        // `[[notify]]` rule that lists `action.approved` still fires (its
+        // operator asked for that event). Unreadable (purged since): woken
+        // as any approval.
+        let runs_itself = ev.kind == "action.approved"
+            && store
+                .get_action(&ev.entity_id)
+                .await
+                .is_ok_and(|a| a.exec.is_some());
         let session = if ev.session.is_empty() {
             None
         } else {
@@ -136,7 +146,10 @@ impl follow::Apply for Enqueuer {
                 }
             }
         };
-        let targets = targets_for(ev, session.as_ref(), &self.ctx.config);
+        let mut targets = targets_for(ev, session.as_ref(), &self.ctx.config);
+        if runs_itself {
+            targets.retain(|d| d.origin != "session");
+        }
         if targets.is_empty() {
             return true;
         }

@@ -10,14 +10,18 @@ use super::Error;
 use crate::store;
 use crate::store::refusal::{Class, Refused};
 
-impl From<store::Error> for Error {
-    fn from(e: store::Error) -> Self {
+/// By reference too: the CLI reads a store error it finds in an error's
+/// chain through this same mapping.
+impl From<&store::Error> for Error {
+    fn from(e: &store::Error) -> Self {
         match e {
-            store::Error::Invalid(m) => Error::invalid(m),
+            store::Error::Invalid(m) => Error::invalid(m.clone()),
             // Which items a short reference matches depends on what is
             // stored now: a conflict with the state (409 over HTTP), and
             // "not found as named" for the CLI's exit status.
-            store::Error::Ambiguous(message) => Error::Ambiguous { message },
+            store::Error::Ambiguous(message) => Error::Ambiguous {
+                message: message.clone(),
+            },
             store::Error::Busy => Error::Busy {
                 message: "the database is busy: other handoff processes kept it locked; try again"
                     .into(),
@@ -42,8 +46,14 @@ impl From<store::Error> for Error {
     }
 }
 
-impl From<store::actions::Error> for Error {
-    fn from(e: store::actions::Error) -> Self {
+impl From<store::Error> for Error {
+    fn from(e: store::Error) -> Self {
+        Error::from(&e)
+    }
+}
+
+impl From<&store::actions::Error> for Error {
+    fn from(e: &store::actions::Error) -> Self {
         match e {
             store::actions::Error::Store(s) => s.into(),
             store::actions::Error::NotFound(_) => Error::not_found(e.to_string()),
@@ -51,10 +61,16 @@ impl From<store::actions::Error> for Error {
                 message: e.to_string(),
             },
             store::actions::Error::DedupConflict { .. } => {
-                let d = dedup_conflict_detail(&e).unwrap_or_default();
+                let d = dedup_conflict_detail(e).unwrap_or_default();
                 Error::refused("dedup_conflict", e.to_string(), d)
             }
         }
+    }
+}
+
+impl From<store::actions::Error> for Error {
+    fn from(e: store::actions::Error) -> Self {
+        Error::from(&e)
     }
 }
 

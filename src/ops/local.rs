@@ -8,6 +8,9 @@
 mod access;
 mod actions;
 mod boards;
+mod chat;
+mod chat_slack;
+mod chat_voice;
 mod questions;
 mod sessions;
 
@@ -150,6 +153,13 @@ impl Local {
             at_most
         };
         let _ = tokio::time::timeout(at_most, nudge.notified()).await;
+    }
+
+    /// Operations on a fresh store file at `path` with no policy, for the
+    /// in-module tests of the doors above the operations.
+    #[cfg(test)]
+    pub(crate) async fn open_for_test(path: &std::path::Path) -> Local {
+        Local::new(Store::open(path).await.unwrap(), Policy::default())
     }
 
     /// The store underneath (for tests and the daemon).

@@ -6,19 +6,18 @@ use crate::chat::text::{cut, esc};
 use crate::chat::view::{Attachment, MAX_TEXT, Meta, View};
 use crate::config::Config;
 use crate::ops::claude::preview::preview;
+use crate::ops::{Local, Ops, Result};
 use crate::store::actions::{
     Action, Status as ActionStatus, escalation_note, expiry_note, timed_out,
 };
 use crate::store::grants::{offer as grant_pattern, pattern, prompt_cwd, prompt_of, prompt_tool};
-use crate::store::{Result, Store};
 
 /// An action, or `None` when it is gone (purged).
-pub(crate) async fn action_of(store: &Store, id: &str) -> Result<Option<Action>> {
-    match store.get_action(id).await {
+pub(crate) async fn action_of(ops: &Local, id: &str) -> Result<Option<Action>> {
+    match Ops::Local(ops.clone()).get_action(id).await {
         Ok(a) => Ok(Some(a)),
-        Err(crate::store::actions::Error::NotFound(_)) => Ok(None),
-        Err(crate::store::actions::Error::Store(e)) => Err(e),
-        Err(e) => Err(crate::store::Error::Invalid(e.to_string())),
+        Err(crate::ops::Error::NotFound { .. }) => Ok(None),
+        Err(e) => Err(e),
     }
 }
 
@@ -29,14 +28,14 @@ pub(crate) fn action_revision(a: &Action) -> i64 {
     i64::from_str_radix(&fp[..8], 16).unwrap_or(0)
 }
 
-pub(crate) async fn action_meta(store: &Store, id: &str) -> Result<Option<Meta>> {
-    let now = store.now();
-    let Some(a) = action_of(store, id).await? else {
+pub(crate) async fn action_meta(ops: &Local, id: &str) -> Result<Option<Meta>> {
+    let now = ops.now();
+    let Some(a) = action_of(ops, id).await? else {
         return Ok(None);
     };
     let status = a.effective_status(now);
     Ok(Some(Meta {
-        quiet: granted(store, &a, status).await?,
+        quiet: granted(ops, &a, status).await?,
         live: matches!(status, ActionStatus::Pending | ActionStatus::Unknown),
         project: a.project.clone(),
         agent: a.proposer.clone(),
@@ -48,7 +47,7 @@ pub(crate) async fn action_meta(store: &Store, id: &str) -> Result<Option<Meta>>
 /// Whether a grant decided the prompt `a`, or will in a moment: its hook
 /// approves it as `grant:<id>` right after proposing it, and the follower
 /// may read it in between. Either way nobody needs a message for it.
-async fn granted(store: &Store, a: &Action, status: ActionStatus) -> Result<bool> {
+async fn granted(ops: &Local, a: &Action, status: ActionStatus) -> Result<bool> {
     if a.decided_by
         .as_deref()
         .is_some_and(|d| d.starts_with("grant:"))
@@ -59,17 +58,17 @@ async fn granted(store: &Store, a: &Action, status: ActionStatus) -> Result<bool
         return Ok(false);
     };
     let cwd = prompt_cwd(a).unwrap_or_default();
-    Ok(store
+    Ok(ops
         .grant_covering(agent, &a.session, &a.project, tool, &a.effective_args, cwd)
         .await?
         .is_some())
 }
 
-pub(crate) async fn action_view(store: &Store, config: &Config, id: &str) -> Result<Option<View>> {
-    let Some(a) = action_of(store, id).await? else {
+pub(crate) async fn action_view(ops: &Local, config: &Config, id: &str) -> Result<Option<View>> {
+    let Some(a) = action_of(ops, id).await? else {
         return Ok(None);
     };
-    let now = store.now();
+    let now = ops.now();
     let status = a.effective_status(now);
     let shown = a.display_args();
     // The whole of what is decided: a prompt's command or diff, else the
@@ -347,13 +346,13 @@ fn short_result(r: &serde_json::Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Store;
     use crate::store::actions::{Actor, NewAction};
 
     #[tokio::test]
     pub(super) async fn an_approved_exec_action_says_how_it_runs_if_its_proposer_stopped() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("h.db")).await.unwrap();
+        let ops = Local::open_for_test(&dir.path().join("h.db")).await;
+        let doors = Ops::Local(ops.clone());
         let mut ids = Vec::new();
         for exec in [Some(vec!["./send.sh".to_string()]), None] {
             let n = NewAction {
@@ -363,20 +362,14 @@ mod tests {
                 exec,
                 ..NewAction::default()
             };
-            let id = store.propose(&n).await.unwrap().action.id;
-            store.approve(&id, Actor::cli("alice"), None).await.unwrap();
+            let id = doors.propose(&n).await.unwrap().action.id;
+            doors.approve(&id, Actor::cli("alice"), None).await.unwrap();
             ids.push(id);
         }
         let config = Config::default();
-        let with = action_view(&store, &config, &ids[0])
-            .await
-            .unwrap()
-            .unwrap();
+        let with = action_view(&ops, &config, &ids[0]).await.unwrap().unwrap();
         assert!(with.text.contains("handoff recover"), "{}", with.text);
-        let without = action_view(&store, &config, &ids[1])
-            .await
-            .unwrap()
-            .unwrap();
+        let without = action_view(&ops, &config, &ids[1]).await.unwrap().unwrap();
         assert!(
             without.text.contains("waiting for the executor"),
             "{}",

@@ -33,8 +33,8 @@ const IDLE: Duration = Duration::from_secs(60);
 impl Slack {
     /// A new item (due at `at`, ms): pushed to its routed channel, or left
     /// waiting there for its burst's digest.
-    pub(super) async fn push(&self, item: Item, id: &str, at: i64) -> crate::store::Result<()> {
-        let Some(m) = meta(&self.bridge.store, item, id).await? else {
+    pub(super) async fn push(&self, item: Item, id: &str, at: i64) -> crate::ops::Result<()> {
+        let Some(m) = meta(&self.bridge.ops, item, id).await? else {
             return Ok(());
         };
         let Some(channel) = self.bridge.config.slack.channel_for(&m.project) else {
@@ -48,7 +48,7 @@ impl Slack {
 
     /// An escalation step fired: a step naming a Slack channel pushes the
     /// action there (once per channel, like any push), while it waits.
-    pub(super) async fn on_escalated(&self, ev: &Event) -> crate::store::Result<()> {
+    pub(super) async fn on_escalated(&self, ev: &Event) -> crate::ops::Result<()> {
         let Some(channel) = ev.payload["slack"].as_str() else {
             return Ok(());
         };
@@ -56,7 +56,7 @@ impl Slack {
             tracing::warn!(action_id = %ev.entity_id, channel, "escalation to a Slack channel no longer configured: not pushed");
             return Ok(());
         }
-        match meta(&self.bridge.store, Item::Action, &ev.entity_id).await? {
+        match meta(&self.bridge.ops, Item::Action, &ev.entity_id).await? {
             Some(m) if m.live && !m.quiet => {
                 self.push_in(Item::Action, &ev.entity_id, ev.at, channel)
                     .await
@@ -74,14 +74,14 @@ impl Slack {
         id: &str,
         at: i64,
         channel: &str,
-    ) -> crate::store::Result<()> {
-        let store = &self.bridge.store;
+    ) -> crate::ops::Result<()> {
+        let ops = &self.bridge.ops;
         let kind = item.as_str();
-        if store.slack_message(kind, id, channel).await?.is_some() {
+        if ops.slack_message(kind, id, channel).await?.is_some() {
             return Ok(());
         }
         let cfg = &self.bridge.config.slack;
-        let now = store.now();
+        let now = ops.now();
         let due = self.bursts.due(
             channel.to_string(),
             (at, now),
@@ -90,10 +90,10 @@ impl Slack {
         );
         match due {
             None => {
-                store.slack_owe_post(kind, id, channel).await?;
+                ops.slack_owe_post(kind, id, channel).await?;
             }
             Some(due) => {
-                if store.slack_wait(kind, id, channel, due).await? {
+                if ops.slack_wait(kind, id, channel, due).await? {
                     self.held.notify_one();
                 }
             }
@@ -107,7 +107,7 @@ impl Slack {
         loop {
             let wait = match self.release_due().await {
                 Ok(Some(due)) => {
-                    let ms = (due - self.bridge.store.now()).clamp(10, IDLE.as_millis() as i64);
+                    let ms = (due - self.bridge.ops.now()).clamp(10, IDLE.as_millis() as i64);
                     Duration::from_millis(ms as u64)
                 }
                 Ok(None) => IDLE,
@@ -128,9 +128,9 @@ impl Slack {
 
     /// Send every burst whose digest is due, per channel; when the next
     /// one is due (ms), if any waits.
-    async fn release_due(&self) -> crate::store::Result<Option<i64>> {
-        let now = self.bridge.store.now();
-        let waiting = self.bridge.store.slack_waiting().await?;
+    async fn release_due(&self) -> crate::ops::Result<Option<i64>> {
+        let now = self.bridge.ops.now();
+        let waiting = self.bridge.ops.slack_waiting().await?;
         let next = waiting.iter().map(|w| w.due).find(|due| *due > now);
         let mut due: BTreeMap<String, Vec<SlackWaiting>> = BTreeMap::new();
         for w in waiting.into_iter().filter(|w| w.due <= now) {
@@ -146,24 +146,19 @@ impl Slack {
     /// are never shown; one goes out as its own message, several as one
     /// digest. A digest Slack cannot take now waits a little; one it
     /// refuses for good lets each item go on its own.
-    async fn send_digest(
-        &self,
-        channel: &str,
-        items: Vec<SlackWaiting>,
-    ) -> crate::store::Result<()> {
-        let store = &self.bridge.store;
+    async fn send_digest(&self, channel: &str, items: Vec<SlackWaiting>) -> crate::ops::Result<()> {
+        let ops = &self.bridge.ops;
         let mut live = Vec::new();
         for w in items {
             let item = Item::from_kind(&w.item_kind);
             let m = match item {
-                Some(item) => meta(store, item, &w.item_id).await?,
+                Some(item) => meta(ops, item, &w.item_id).await?,
                 None => None,
             };
             match (item, m) {
                 (Some(item), Some(m)) if m.live && !m.quiet => live.push((item, w.item_id)),
                 _ => {
-                    store
-                        .slack_drop_wait(&w.item_kind, &w.item_id, channel)
+                    ops.slack_drop_wait(&w.item_kind, &w.item_id, channel)
                         .await?
                 }
             }
@@ -174,7 +169,7 @@ impl Slack {
         if live.is_empty() {
             return Ok(());
         }
-        let text = digest_text(store, &live, DigestKind::Burst, Network::Slack).await;
+        let text = digest_text(ops, &live, DigestKind::Burst, Network::Slack).await;
         let view = View {
             text,
             buttons: Vec::new(),
@@ -183,9 +178,7 @@ impl Slack {
         match self.post(channel, &view).await {
             Ok(ts) => {
                 for (item, id) in &live {
-                    store
-                        .slack_digested(item.as_str(), id, channel, &ts)
-                        .await?;
+                    ops.slack_digested(item.as_str(), id, channel, &ts).await?;
                 }
             }
             Err(DrawError::Slack(e)) if e.contains("not found") => {
@@ -194,10 +187,9 @@ impl Slack {
             }
             Err(e) => {
                 tracing::warn!(channel, error = %e, "digest not sent; trying again shortly");
-                let again = store.now() + DIGEST_RETRY_MS;
+                let again = ops.now() + DIGEST_RETRY_MS;
                 for (item, id) in &live {
-                    store
-                        .slack_wait_until(item.as_str(), id, channel, again)
+                    ops.slack_wait_until(item.as_str(), id, channel, again)
                         .await?;
                 }
             }
@@ -206,11 +198,11 @@ impl Slack {
     }
 
     /// Waiting items go out as their own messages in `channel`.
-    async fn let_out(&self, items: &[(Item, String)], channel: &str) -> crate::store::Result<()> {
+    async fn let_out(&self, items: &[(Item, String)], channel: &str) -> crate::ops::Result<()> {
         for (item, id) in items {
             if self
                 .bridge
-                .store
+                .ops
                 .slack_release(item.as_str(), id, channel)
                 .await?
             {

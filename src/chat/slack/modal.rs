@@ -141,7 +141,7 @@ impl Slack {
         if cb.item != Item::Action || !matches!(cb.verb, Verb::Reject | Verb::Edit) {
             return None;
         }
-        let a = crate::chat::action::action_of(&self.bridge.store, &cb.id)
+        let a = crate::chat::action::action_of(&self.bridge.ops, &cb.id)
             .await
             .ok()
             .flatten()?;
@@ -284,7 +284,7 @@ impl Slack {
             .map_err(|e| field_error(format!("Not applied: {e}")))?;
         match self
             .bridge
-            .store
+            .calls()
             .approve(id, Actor::chat(who), Some(&patch))
             .await
         {

@@ -30,9 +30,9 @@ const ATTEMPTS: u32 = 5;
 /// Why a draw did not happen.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum DrawError {
-    /// The store failed.
+    /// An operation failed (the store underneath).
     #[error(transparent)]
-    Store(#[from] crate::store::Error),
+    Ops(#[from] crate::ops::Error),
     /// Slack refused or could not be reached, after retries.
     #[error("Slack: {0}")]
     Slack(String),
@@ -50,7 +50,7 @@ impl Slack {
     /// Kick every message left owed (by a sender that died mid-draw, or
     /// whose Slack calls failed).
     pub(crate) async fn resume(&self) {
-        match self.bridge.store.slack_owed().await {
+        match self.bridge.ops.slack_owed().await {
             Ok(owed) => {
                 for (kind, id) in owed {
                     if let Some(item) = Item::from_kind(&kind) {
@@ -85,7 +85,7 @@ impl Slack {
                 // Why before looking at the slot: a change marked after
                 // this delete also kicked the slot, so it is drawn again.
                 Ok(()) => {
-                    if let Err(e) = self.bridge.store.slack_paid(key.0.as_str(), &key.1).await {
+                    if let Err(e) = self.bridge.ops.slack_paid(key.0.as_str(), &key.1).await {
                         tracing::warn!(error = %e, "cannot clear a drawn Slack message's mark");
                     }
                 }
@@ -112,11 +112,11 @@ impl Slack {
     /// one waiting for its burst's digest, or covered by one, gets none.
     /// One channel failing holds up no other: the last failure is returned.
     async fn draw(&self, item: Item, id: &str) -> Result<(), DrawError> {
-        let store = &self.bridge.store;
-        let Some(m) = meta(store, item, id).await? else {
+        let ops = &self.bridge.ops;
+        let Some(m) = meta(ops, item, id).await? else {
             return Ok(());
         };
-        let mut records = store.slack_records_of(item.as_str(), id).await?;
+        let mut records = ops.slack_records_of(item.as_str(), id).await?;
         if let Some(routed) = self.bridge.config.slack.channel_for(&m.project)
             && !records.iter().any(|(c, _)| *c == routed.id)
         {
@@ -127,7 +127,7 @@ impl Slack {
         if records.is_empty() {
             return Ok(());
         }
-        let Some(v) = view(store, &self.bridge.config, item, id).await? else {
+        let Some(v) = view(ops, &self.bridge.config, item, id).await? else {
             return Ok(());
         };
         let v = v.without_file();
@@ -178,7 +178,7 @@ impl Slack {
             SlackRecord::Owed => self.post(channel, v).await?,
         };
         self.bridge
-            .store
+            .ops
             .slack_save_message(item.as_str(), id, channel, &ts, &hash)
             .await?;
         Ok(())
@@ -329,7 +329,7 @@ impl crate::follow::Apply for SlackFollower {
         if let Err(e) = self
             .0
             .bridge
-            .store
+            .ops
             .slack_owe(item.as_str(), &ev.entity_id)
             .await
         {
@@ -340,7 +340,7 @@ impl crate::follow::Apply for SlackFollower {
         true
     }
     async fn save(&mut self, seq: i64) {
-        if let Err(e) = self.0.bridge.store.set_cursor("slack", seq).await {
+        if let Err(e) = self.0.bridge.ops.set_cursor("slack", seq).await {
             tracing::warn!(error = %e, "cannot save the Slack cursor");
         }
     }

@@ -23,9 +23,9 @@ use crate::store::questions::ReplyKind;
 /// Why an envelope is left unacknowledged (Slack sends it again).
 #[derive(Debug, thiserror::Error)]
 pub(super) enum NotYet {
-    /// The store could not claim the input.
+    /// The input could not be claimed (the store underneath failed).
     #[error("cannot claim the Slack input: {0}")]
-    Store(#[from] crate::store::Error),
+    Ops(#[from] crate::ops::Error),
     /// Another daemon holds the input unfinished.
     #[error("another daemon is applying this Slack input")]
     Busy,
@@ -61,20 +61,20 @@ impl Slack {
     /// Claim `key` for this daemon: `Ok(true)` to apply it, `Ok(false)`
     /// when it was applied before (acknowledge it again, do nothing).
     pub(super) async fn take(&self, key: &str) -> std::result::Result<bool, NotYet> {
-        let store = &self.bridge.store;
+        let ops = &self.bridge.ops;
         let me = self.roles.me();
         // A take older than half a lease period was left by a daemon that
         // died applying it: taken over, as Telegram updates are.
         let stale = (crate::shared::roles::lease_period() / 2).as_millis() as i64;
-        if store.slack_input_take(key, me, stale).await? {
+        if ops.slack_input_take(key, me, stale).await? {
             return Ok(true);
         }
-        match store.slack_input_taker(key).await? {
+        match ops.slack_input_taker(key).await? {
             None => Ok(false),
             // Taken and never finished by a daemon on this host that is
             // gone (it died mid-input): take it over now.
-            Some(dead) if self.roles.gone(store, &dead) => {
-                if store.slack_input_take_from(key, me, &dead).await? {
+            Some(dead) if self.roles.gone(ops.store(), &dead) => {
+                if ops.slack_input_take_from(key, me, &dead).await? {
                     tracing::info!(key, dead = %dead, "took over a Slack input a daemon died applying");
                     Ok(true)
                 } else {
@@ -86,12 +86,7 @@ impl Slack {
     }
 
     pub(super) async fn done(&self, key: &str) {
-        if let Err(e) = self
-            .bridge
-            .store
-            .slack_input_done(key, self.roles.me())
-            .await
-        {
+        if let Err(e) = self.bridge.ops.slack_input_done(key, self.roles.me()).await {
             tracing::warn!(key, error = %e, "cannot mark the Slack input applied");
         }
         self.bridge.nudge.notify_waiters();
@@ -223,21 +218,19 @@ impl Slack {
 
     /// Audit a tap by someone not on the channel's lists.
     pub(super) async fn record_refusal(&self, channel: &str, who: &str, cb: &Callback) {
-        let store = &self.bridge.store;
+        let ops = &self.bridge.ops;
         let res = if cb.item == Item::Action {
             let a = crate::store::actions::Actor::chat(who);
-            store
-                .audit_refused_attempt(
-                    &cb.id,
-                    a,
-                    &format!("not an approver in Slack channel {channel}"),
-                )
-                .await
-                .map_err(|e| e.to_string())
+            ops.audit_refused_attempt(
+                &cb.id,
+                a,
+                &format!("not an approver in Slack channel {channel}"),
+            )
+            .await
+            .map_err(|e| e.to_string())
         } else {
             // Slack ids are not numbers: the record carries them in `who`.
-            store
-                .chat_refused(0, 0, who, cb.item.as_str(), &cb.id)
+            ops.chat_refused(0, 0, who, cb.item.as_str(), &cb.id)
                 .await
                 .map_err(|e| e.to_string())
         };
@@ -353,7 +346,7 @@ impl Slack {
             Some(Prompt::RowAnswer { id }) => Some(self.answer(Item::Row, &id, text, &who).await),
             Some(_) | None => {
                 let (kind, id) = bridge
-                    .store
+                    .ops
                     .slack_item_of(channel, thread)
                     .await
                     .ok()

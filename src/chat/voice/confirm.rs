@@ -48,7 +48,7 @@ impl Bridge {
         if !self.allowed(chat_id, q.from.id.0, Right::Answer).await {
             return self.toast(q, NOT_ALLOWED).await;
         }
-        let v = match self.store.voice_get(id).await {
+        let v = match self.ops.voice_get(id).await {
             Ok(Some(v)) => v,
             Ok(None) => return self.toast(q, "That transcript no longer exists.").await,
             Err(e) => return self.store_trouble(q, e).await,
@@ -64,11 +64,7 @@ impl Bridge {
         match tap {
             Tap::Send => self.voice_send(q, v).await,
             Tap::Edit => self.voice_edit(q, v).await,
-            Tap::Discard => match self
-                .store
-                .voice_settle(id, "transcribed", "discarded")
-                .await
-            {
+            Tap::Discard => match self.ops.voice_settle(id, "transcribed", "discarded").await {
                 Ok(Some(v)) => {
                     self.toast(q, "Discarded; nothing was recorded.").await;
                     let text = format!(
@@ -92,7 +88,7 @@ impl Bridge {
         }
         let mut text = transcript.clone();
         if v.note.target == "other"
-            && let Ok(Some(question)) = self.store.get_question(&v.note.item_id).await
+            && let Ok(Some(question)) = self.calls().get_question(&v.note.item_id).await
             && Some(question.revision) == v.note.revision
             && question.choice == Choice::Many
         {
@@ -101,7 +97,7 @@ impl Bridge {
             parts.push(&transcript);
             text = parts.join(", ");
         }
-        match self.store.voice_send(&v.id, &text).await {
+        match self.ops.voice_send(&v.id, &text).await {
             Ok(Sent::Written(_)) => {
                 self.toast(q, &format!("Sent: {}", cut(&text, 150))).await;
                 let what = if v.note.target == "clarify" {
@@ -126,7 +122,7 @@ impl Bridge {
                 self.toast(q, gone(state.as_deref().unwrap_or("gone")))
                     .await
             }
-            Err(crate::store::Error::Invalid(msg)) => {
+            Err(crate::ops::Error::Invalid { message: msg }) => {
                 self.toast(q, &format!("Not recorded: {msg}")).await
             }
             Err(e) => self.store_trouble(q, e).await,
@@ -144,12 +140,8 @@ impl Bridge {
     /// settles the note.
     async fn voice_send_row(&self, q: &CallbackQuery, v: VoiceReply, transcript: &str) {
         let thread = v.note.thread_id.and_then(|t| i32::try_from(t).ok());
-        if v.expires_at.is_some_and(|at| at <= self.store.now()) {
-            if let Ok(Some(v)) = self
-                .store
-                .voice_settle(&v.id, "transcribed", "expired")
-                .await
-            {
+        if v.expires_at.is_some_and(|at| at <= self.ops.now()) {
+            if let Ok(Some(v)) = self.ops.voice_settle(&v.id, "transcribed", "expired").await {
                 self.settle_message(&v, &expired_text(&v)).await;
             }
             return self.toast(q, gone("expired")).await;
@@ -175,7 +167,7 @@ impl Bridge {
             // voice answer is written, before its note is settled.
             std::process::abort();
         }
-        match self.store.voice_settle(&v.id, "transcribed", "sent").await {
+        match self.ops.voice_settle(&v.id, "transcribed", "sent").await {
             Ok(Some(_)) => {}
             Ok(None) => return self.toast(q, gone("sent")).await,
             Err(e) => return self.store_trouble(q, e).await,
@@ -193,11 +185,7 @@ impl Bridge {
     /// Edit: the transcript comes back as a prompt; the reply to it is the
     /// answer, written as a typed one.
     async fn voice_edit(&self, q: &CallbackQuery, v: VoiceReply) {
-        let v = match self
-            .store
-            .voice_settle(&v.id, "transcribed", "edited")
-            .await
-        {
+        let v = match self.ops.voice_settle(&v.id, "transcribed", "edited").await {
             Ok(Some(v)) => v,
             Ok(None) => return self.toast(q, "This transcript was already settled.").await,
             Err(e) => return self.store_trouble(q, e).await,

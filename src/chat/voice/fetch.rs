@@ -46,7 +46,7 @@ impl Bridge {
     async fn transcription(&self, id: &str) {
         let worker = self.roles.me().to_string();
         let v = match self
-            .store
+            .ops
             .voice_claim(id, &worker, self.claim_stale_ms())
             .await
         {
@@ -61,7 +61,7 @@ impl Bridge {
                 let keep_ms = i64::try_from(self.config.voice.expire_secs.saturating_mul(1000))
                     .unwrap_or(i64::MAX);
                 match self
-                    .store
+                    .ops
                     .voice_transcribed(id, &worker, &text, keep_ms)
                     .await
                 {
@@ -72,7 +72,7 @@ impl Bridge {
             }
             Err(why) => {
                 tracing::info!(voice = id, reason = %why, "a voice note was not transcribed");
-                if let Ok(Some(v)) = self.store.voice_failed(id, Some(&worker), &why).await {
+                if let Ok(Some(v)) = self.ops.voice_failed(id, Some(&worker), &why).await {
                     let text = format!(
                         "🎙 Your voice note for #{} was not transcribed: {why}. Nothing was recorded; the {} is still open — send it again or reply in text.",
                         short_id(&v.note.item_id),
@@ -191,7 +191,7 @@ impl Bridge {
     /// Show a transcript with its Send / Edit / Discard buttons, as a reply
     /// to the note — once, whoever else tries (a failed send is owed again).
     pub(super) async fn show_transcript(&self, v: &VoiceReply) {
-        match self.store.voice_show_claim(&v.id).await {
+        match self.ops.voice_show_claim(&v.id).await {
             Ok(true) => {}
             Ok(false) => return,
             Err(e) => return tracing::warn!(error = %e, "cannot claim a transcript's showing"),
@@ -227,7 +227,7 @@ impl Bridge {
                 None
             }
         };
-        if let Err(e) = self.store.voice_shown(&v.id, shown).await {
+        if let Err(e) = self.ops.voice_shown(&v.id, shown).await {
             tracing::warn!(error = %e, "cannot record a transcript's message");
         }
     }

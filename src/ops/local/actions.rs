@@ -70,7 +70,18 @@ impl Local {
         terms: Terms,
     ) -> Result<ApproveOutcome> {
         let a = self.store.get_action_in(id, self.scope()).await?;
-        Ok(self.store.approve_granting(&a, actor, terms).await?.0)
+        Ok(self.approve_saving(&a, actor, terms).await?.0)
+    }
+
+    /// Approve the action `a` as read and save the grant `terms` describe;
+    /// the grant saved, if this approval won and saved one.
+    pub async fn approve_saving(
+        &self,
+        a: &Action,
+        actor: Actor<'_>,
+        terms: Terms,
+    ) -> Result<(ApproveOutcome, Option<Grant>)> {
+        Ok(self.store.approve_granting(a, actor, terms).await?)
     }
 
     /// The live grants (with `all`, every grant) of `project` (the scope's,

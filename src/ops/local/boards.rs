@@ -5,9 +5,36 @@ use std::borrow::Cow;
 use super::Local;
 use crate::ops::Result;
 use crate::ops::backend::{Run, boards as call};
-use crate::store::boards::{Board, BoardFull, Decided, PendingRow, Refusal, RowChange};
+use crate::store::boards::{Board, BoardFull, Decided, PendingRow, Refusal, Row, RowChange};
 
 impl Local {
+    /// The board and row behind a row id (`None`: no such row, or its
+    /// board is gone), as the chat draws a blocked row.
+    pub async fn row_of(&self, id: &str) -> Result<Option<(Board, Row)>> {
+        let Some((board_id, label)) = self.store.row_locator(id).await? else {
+            return Ok(None);
+        };
+        Ok(match self.store.board_get(&board_id, self.scope()).await? {
+            Ok(full) => full
+                .rows
+                .iter()
+                .find(|r| r.label == label)
+                .cloned()
+                .map(|r| (full.board, r)),
+            Err(_) => None,
+        })
+    }
+
+    /// The ids of every blocked row on a live board.
+    pub async fn blocked_row_ids(&self) -> Result<Vec<String>> {
+        Ok(self.store.blocked_row_ids().await?)
+    }
+
+    /// The full id of the row `id_or_short` names, if one.
+    pub async fn find_row_id(&self, id_or_short: &str) -> Result<Option<String>> {
+        Ok(self.store.find_row_id(id_or_short).await?)
+    }
+
     /// `w` with its project pinned to the scope when there is one, so the
     /// store finds the board only in that project (another project's board
     /// is not found, as if absent).

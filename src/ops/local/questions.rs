@@ -5,7 +5,8 @@ use super::{Local, POLL};
 use crate::ops::Awaited;
 use crate::ops::backend::{Run, questions as call};
 use crate::ops::{Error, Result};
-use crate::store::questions::{self, Delivery, Flagged, Outcome, Question, ReplyRecord};
+use crate::store::Channel;
+use crate::store::questions::{self, Delivery, Flagged, NewReply, Outcome, Question, ReplyRecord};
 
 impl Local {
     /// The question `id` (full or short) if it is in scope; another
@@ -22,6 +23,30 @@ impl Local {
             return Err(missing());
         }
         Ok(q)
+    }
+
+    /// Reply to the question `id` from chat (a tap's answer or a text
+    /// reply), through the chat channel's guarded writer.
+    pub async fn reply_chat(&self, id: &str, r: &NewReply) -> Result<Outcome<Question>> {
+        let id = self.question_id(id).await?;
+        Ok(self.store.reply_chat(&id, r).await?)
+    }
+
+    /// Toggle option `option` of a multiple-choice card drawn at
+    /// `expected_revision`, by `by` through `via`.
+    pub async fn question_toggle(
+        &self,
+        id: &str,
+        option: u8,
+        expected_revision: i64,
+        by: &str,
+        via: Channel,
+    ) -> Result<Outcome<Question>> {
+        let id = self.question_id(id).await?;
+        Ok(self
+            .store
+            .question_toggle(&id, option, expected_revision, by, via)
+            .await?)
     }
 
     /// A question id as given, checked against the scope when there is one

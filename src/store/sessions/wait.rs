@@ -37,7 +37,9 @@ pub enum Arrival {
         /// The row and its board.
         row: Box<PendingRow>,
     },
-    /// A decision or result on one of its actions (`action.approved`, …).
+    /// A decision or result on one of its actions (`action.approved`, …;
+    /// not the approval of an action its proposer runs with `--exec`,
+    /// whose outcome is the one arrival).
     Decision {
         /// The event that ended the wait (a decision or an inbound wake).
         event: Event,
@@ -100,10 +102,15 @@ impl Store {
             .await?;
         // Why reading after the cursor is safe on PostgreSQL too: seqs
         // become visible in commit order, so no lower one can appear later.
+        // Why an approval of an `--exec` action is left out: its proposer
+        // runs it, so the agent hears once, of the outcome (executed,
+        // failed, unknown), not of the approval and then of the outcome.
         let after = Stmt::new(
             "SELECT * FROM events WHERE session = $1 AND seq > $2
                AND type IN ('session.wake', 'action.approved', 'action.rejected', 'action.expired',
                             'action.executed', 'action.failed', 'action.unknown')
+               AND NOT (type = 'action.approved' AND EXISTS (
+                     SELECT 1 FROM actions a WHERE a.id = events.entity_id AND a.exec IS NOT NULL))
                AND (CAST($3 AS TEXT) IS NULL OR project = $3)
              ORDER BY seq",
         )
