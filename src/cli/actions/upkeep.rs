@@ -58,9 +58,8 @@ pub(super) async fn purge(ctx: &Ctx, before: i64) -> anyhow::Result<u8> {
         .map_err(ops::Error::from)?;
     ctx.show("purge", &rep, || {
         format!(
-            "purged {} settled action(s) and {} audit row(s) changed before {}; {} live or unknown action(s) kept",
+            "purged {} settled action(s) changed before {} (their audit entries stay in the log); {} live or unknown action(s) kept",
             rep.purged.len(),
-            rep.audit_rows,
             clock::format_rfc3339(before),
             rep.kept_live
         )

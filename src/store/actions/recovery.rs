@@ -63,8 +63,7 @@ pub enum Resolution {
 pub struct PurgeReport {
     /// Settled actions deleted (their audit entries stay in the event log).
     pub purged: Vec<String>,
-    /// Audit rows deleted with them: always 0, the event log (the audit)
-    /// keeps a purged action's entries (docs/design.md §4).
+    /// Always 0: the event log (the audit) keeps a purged action's entries.
     pub audit_rows: u64,
     /// Older actions kept because they are still live (or `unknown`).
     pub kept_live: i64,
@@ -428,9 +427,9 @@ impl Store {
     }
 
     /// Delete settled actions (executed, failed, rejected, expired) last
-    /// changed before `before`, with their approvals and audit rows, in one
-    /// transaction. Live and `unknown` actions are kept (counted in
-    /// `kept_live`). The only way an audit row ever disappears.
+    /// changed before `before` and their approvals, in one transaction;
+    /// their audit entries stay in the log. Live and `unknown` actions are
+    /// kept (counted in `kept_live`).
     pub async fn purge_actions(&self, before: i64) -> Result<PurgeReport> {
         Ok(self
             .transact_apart(before, |mut tx, before, now| {
@@ -441,11 +440,10 @@ impl Store {
 }
 
 /// The purge's guard (`$1` the cutoff): the ids of the settled actions
-/// last changed before it, the statements below delete. A settled
+/// last changed before it, which the statements below delete. A settled
 /// action never changes again, so what it picks stays settled; on
-/// PostgreSQL a purge racing this one waits on the guard rows and then
-/// finds their actions gone (`ON CONFLICT DO NOTHING`); SQLite's write
-/// lock leaves no such rows.
+/// PostgreSQL a racing purge waits on the guard rows and then finds their
+/// actions gone (`ON CONFLICT DO NOTHING`).
 fn purge_guard<'q>() -> Stmt<'q> {
     Stmt::spelled(
         "INSERT INTO action_purge_guard (action_id)
