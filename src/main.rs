@@ -12,7 +12,7 @@ async fn main() -> ExitCode {
     // A HANDOFF_LOG that is not a filter is refused, not ignored: whoever set
     // it expects to see the logs it names.
     let filter = match std::env::var("HANDOFF_LOG") {
-        Ok(v) if !v.trim().is_empty() => match tracing_subscriber::EnvFilter::try_new(&v) {
+        Ok(v) if !v.trim().is_empty() => match log_filter(&v) {
             Ok(f) => f,
             Err(e) => {
                 eprintln!(
@@ -30,6 +30,23 @@ async fn main() -> ExitCode {
         .with_ansi(colour_logs())
         .init();
     handoff::cli::main().await
+}
+
+/// `HANDOFF_LOG` as a filter. A bare word must be a level or a crate that
+/// logs here: tracing reads any other (`loud`) as a target name, which
+/// would quietly log nothing.
+fn log_filter(v: &str) -> Result<tracing_subscriber::EnvFilter, String> {
+    const WORDS: [&str; 11] = [
+        "trace", "debug", "info", "warn", "error", "off", "handoff", "sqlx", "teloxide", "hyper",
+        "reqwest",
+    ];
+    for d in v.split(',').map(str::trim).filter(|d| !d.is_empty()) {
+        let bare = !d.contains(['=', '[', ':']);
+        if bare && !WORDS.contains(&d.to_ascii_lowercase().as_str()) {
+            return Err(format!("`{d}` is neither a level nor a target=level pair"));
+        }
+    }
+    tracing_subscriber::EnvFilter::try_new(v).map_err(|e| e.to_string())
 }
 
 /// Colour the logs only for a person at a terminal: not into a file, a pipe

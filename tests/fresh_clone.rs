@@ -466,6 +466,16 @@ fn help_and_man_pages_name_the_environment_and_a_bad_log_filter_is_refused() {
         e.contains("HANDOFF_LOG") && e.contains("handoff=debug"),
         "{e}"
     );
+    // A bare word that is no level is refused too (tracing would read it
+    // as a target and log nothing); a level or a crate name is a filter.
+    for (v, code) in [("loud", Some(2)), ("debug", Some(0)), ("handoff", Some(0))] {
+        let o = Command::new(bin)
+            .arg("--version")
+            .env("HANDOFF_LOG", v)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), code, "HANDOFF_LOG={v}: {}", stderr(&o));
+    }
 }
 
 /// `handoff` with `HANDOFF_DB=db` in the folder `cwd`, no agent identity
