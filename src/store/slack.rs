@@ -76,6 +76,9 @@ const SENDING: &str = "INSERT INTO slack_messages (item_kind, item_id, channel, 
      ON CONFLICT (item_kind, item_id, channel) DO UPDATE SET ts = '', drawn = excluded.drawn
      WHERE slack_messages.ts = $4 AND slack_messages.drawn NOT LIKE 'burst:%'";
 
+const NOT_SENDING: &str = "UPDATE slack_messages SET drawn = ''
+     WHERE item_kind = $1 AND item_id = $2 AND channel = $3 AND ts = '' AND drawn LIKE 'sending:%'";
+
 const DROP_WAIT: &str = "DELETE FROM slack_messages
      WHERE item_kind = $1 AND item_id = $2 AND channel = $3 AND ts = '' AND drawn LIKE 'burst:%'";
 
@@ -185,6 +188,14 @@ impl Store {
         let drawn = format!("{POSTING}{}", self.now());
         let s = record(SENDING, [kind, id, channel, from, drawn.as_str()]);
         Ok(self.change(s).await? == 1)
+    }
+
+    /// A post under way turned out never to have reached Slack, and the
+    /// item needs none now: owed its first post again, should it ever need
+    /// one, so the channel is not searched for it again.
+    pub async fn slack_not_sending(&self, kind: &str, id: &str, channel: &str) -> Result<()> {
+        let s = Stmt::new(NOT_SENDING).text(kind).text(id).text(channel);
+        self.change(s).await.map(|_| ())
     }
 
     /// Every record of an item: (channel, what it says).

@@ -36,6 +36,10 @@ pub enum Fault {
     ServerError,
     /// The real answer, after this long.
     Slow(Duration),
+    /// The call takes effect at once (a post is in the channel), and its
+    /// answer comes this long after: a caller killed meanwhile never
+    /// learns what it made.
+    Late(Duration),
     /// `{"ok":false,"error":"message_not_found"}`.
     NotFound,
 }
@@ -429,10 +433,22 @@ async fn answer(
             return axum::Json(json!({"ok": false, "error": "message_not_found"})).into_response();
         }
         Some(Fault::Slow(d)) => tokio::time::sleep(d).await,
-        None => {}
+        Some(Fault::Late(_)) | None => {}
     }
-    let mut g = inner.lock().unwrap();
-    let reply = match method.as_str() {
+    let late = match fault {
+        Some(Fault::Late(d)) => Some(d),
+        _ => None,
+    };
+    let reply = answer_now(&mut inner.lock().unwrap(), &method, &body, &ws_url, token);
+    if let Some(d) = late {
+        tokio::time::sleep(d).await;
+    }
+    axum::Json(reply).into_response()
+}
+
+/// What a call does and answers, the fake's state locked.
+fn answer_now(g: &mut Inner, method: &str, body: &Value, ws_url: &str, token: String) -> Value {
+    match method {
         "apps.connections.open" => json!({"ok": true, "url": ws_url}),
         "chat.postMessage" => {
             // Slack's ts: its clock at the post, in µs, unique per message.
@@ -515,8 +531,7 @@ async fn answer(
             json!({"ok": true, "message_ts": "1700000000.999999"})
         }
         _ => json!({"ok": false, "error": "unknown_method"}),
-    };
-    axum::Json(reply).into_response()
+    }
 }
 
 /// A `ts` ("seconds.micros") as a number pair, for ordering.

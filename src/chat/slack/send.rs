@@ -217,10 +217,25 @@ impl Slack {
         // this item's message, and no second one is posted.
         let record = match record {
             SlackRecord::Sending { since } => match self.find_post(&tag, since).await? {
-                Some(ts) => SlackRecord::Posted {
-                    ts,
-                    drawn: String::new(),
-                },
+                // Saved at once (as drawing nothing yet): a failing update
+                // below does not send the next draw searching again.
+                Some(ts) => {
+                    self.bridge
+                        .store
+                        .slack_save_message(item.as_str(), id, channel, &ts, "")
+                        .await?;
+                    SlackRecord::Posted {
+                        ts,
+                        drawn: String::new(),
+                    }
+                }
+                None if !m.live || m.quiet => {
+                    self.bridge
+                        .store
+                        .slack_not_sending(item.as_str(), id, channel)
+                        .await?;
+                    return Ok(());
+                }
                 None => SlackRecord::Sending { since },
             },
             r => r,
