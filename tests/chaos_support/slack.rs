@@ -2,9 +2,9 @@
 //! channel every item is also posted to, the two people tapping there,
 //! Slack itself redelivering every envelope the daemon has not
 //! acknowledged (as Socket Mode does), and Slack's weather: 429s with a
-//! `Retry-After`, 5xx answers, slow answers, posts answered late (taken
-//! at once: a kill meanwhile loses their `ts`), a websocket closed from
-//! Slack's side.
+//! `Retry-After`, 5xx answers, posts and updates answered late (applied
+//! at once: a kill meanwhile loses a post's `ts`), slow history reads, a
+//! websocket closed from Slack's side.
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -199,15 +199,16 @@ pub async fn weather(ctx: Ctx, slack: FakeSlack, mut rng: Rng) {
                 }
             }
             2 => {
-                let d = rng.ms(200, 1200);
-                for m in methods {
-                    slack.fault(m, Fault::Slow(d));
-                }
-                // Posts Slack takes at once and answers late: a kill in
-                // between leaves a message whose `ts` was never saved.
+                // Posts and updates Slack applies at once and answers
+                // late: a kill in between leaves a message whose `ts` was
+                // never saved, or a change not known to be drawn. (Not
+                // applied late: Slack applies a call when it receives it,
+                // so a dead daemon's call never lands after a newer one.)
                 for _ in 0..rng.range(1, 4) {
                     slack.fault("chat.postMessage", Fault::Late(rng.ms(300, 1500)));
+                    slack.fault("chat.update", Fault::Late(rng.ms(300, 1500)));
                 }
+                slack.fault("conversations.history", Fault::Slow(rng.ms(200, 1200)));
             }
             _ => slack.drop_socket(),
         }

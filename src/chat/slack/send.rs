@@ -31,6 +31,10 @@ const ATTEMPTS: u32 = 5;
 /// (Slack's clock and ours may differ a little).
 const HISTORY_SLACK_MS: i64 = 5 * 60 * 1000;
 
+/// How long after a post was marked under way the channel is first
+/// searched for it: by then a post Slack received is in the channel.
+const LANDED_MS: i64 = 5_000;
+
 /// Messages per page of a channel's history, and pages read at most, when
 /// looking for a post under way: its message is among the newest.
 const HISTORY_PAGE: u16 = 200;
@@ -320,6 +324,15 @@ impl Slack {
     /// little before then. An error when the history cannot be read: then
     /// nothing is posted, and the record waits for the next draw.
     async fn find_post(&self, tag: &Tag<'_>, since: i64) -> Result<Option<String>, DrawError> {
+        // Why wait: a post Slack received just before its sender died may
+        // still be on its way into the channel.
+        let early = since + LANDED_MS - self.bridge.store.now();
+        if early > 0 {
+            tokio::select! {
+                _ = self.cancel.cancelled() => return Err(DrawError::Slack("shutting down".into())),
+                _ = tokio::time::sleep(Duration::from_millis(early as u64)) => {}
+            }
+        }
         let oldest = (since - HISTORY_SLACK_MS).max(0);
         let mut req = SlackApiConversationsHistoryRequest::new()
             .with_channel(tag.channel.to_string().into())
