@@ -21,12 +21,15 @@
 //! `early-quorum` (an action is approved one approval short of its quorum),
 //! `shared-roles` (every one of several daemons takes every role, as if
 //! the role leases were not exclusive).
-//! Three more are crash points, not bugs: `die-after-write` (the daemon
+//! Four more are crash points, not bugs: `die-after-write` (the daemon
 //! aborts after committing a socket or API call's write, before answering
-//! it), for the tests of request ids, and `die-mid-update` (it aborts after
+//! it), for the tests of request ids, `die-mid-update` (it aborts after
 //! taking a Telegram update, before handling it), for tests/daemons_share.rs,
-//! and `die-mid-voice-send` (it aborts after a row's voice answer is
-//! written, before the note is settled), for tests/chat_voice.rs.
+//! `die-mid-voice-send` (it aborts after a row's voice answer is
+//! written, before the note is settled), for tests/chat_voice.rs, and
+//! `die-after-slack-post` (it aborts after Slack answered a
+//! `chat.postMessage`, before the message's `ts` is saved), for
+//! tests/chat_slack_crash.rs.
 //! One is a test knob: `no-recheck` (a long poll and a local wait on
 //! PostgreSQL re-read only when woken, or at the fallback interval, never
 //! on their own short timers), for tests/pg_daemons.rs to show a wake came

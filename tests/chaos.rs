@@ -21,6 +21,11 @@
 //! digest rule on, items filed six to nine at once to a private chat and
 //! to forum topics, each to be shown exactly once — a card or a digest.
 //!
+//! A third round runs Slack beside Telegram (see its test): every item
+//! also posted to a Slack channel, two people tapping there too, Slack
+//! redelivering what the daemon did not acknowledge; every item must
+//! have exactly one Slack message, even when a daemon dies mid-post.
+//!
 //! `HANDOFF_CHAOS_KILLS` (default 30) sets how many times the daemon is
 //! killed; `HANDOFF_CHAOS_SEED` pins the random choices. `.ci/chaos` runs
 //! it with hundreds of kills in release mode.
@@ -59,5 +64,25 @@ async fn kill_9_the_daemon_under_bursts_and_every_item_is_shown_once() {
         "chaos: {kills} daemon kills under bursts, seed {seed} (HANDOFF_CHAOS_SEED={seed} to replay the choices)"
     );
     let found = round::run(Plan::bursts(kills, seed)).await;
+    found.assert_none();
+}
+
+/// The Slack round: Telegram and Slack both on, every item posted to one
+/// Slack channel as well as the Telegram group, two Slack users tapping
+/// options, Approve and Run now beside the two Telegram users, Slack
+/// redelivering every envelope the daemon did not acknowledge and
+/// answering with 429s, 5xx, slow answers and a closed websocket now and
+/// then, while the daemon is killed -9 and restarted. Besides the usual
+/// invariants: every Slack tap acknowledged and every "Recorded" note
+/// backed by its answer, and exactly one Slack message per item — none
+/// posted twice across a kill between Slack's answer and the saved `ts`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kill_9_the_daemon_with_telegram_and_slack_and_every_item_has_one_message_per_network() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let (kills, seed) = chaos_support::kills_and_seed();
+    println!(
+        "chaos: {kills} daemon kills, Telegram and Slack, seed {seed} (HANDOFF_CHAOS_SEED={seed} to replay the choices)"
+    );
+    let found = round::run(Plan::with_slack(kills, seed)).await;
     found.assert_none();
 }

@@ -11,7 +11,6 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -91,33 +90,7 @@ async fn settled_records(db: &TempDb, n: usize) -> Vec<String> {
 /// then one digest of the other two, every item in exactly one message,
 /// all in `thread`.
 fn check_burst(msgs: &[Msg], thread: Option<i64>) {
-    let mut shown: HashMap<usize, usize> = HashMap::new();
-    for m in msgs {
-        for i in 0..7 {
-            if m.text.contains(&format!("Burst item {i}")) {
-                *shown.entry(i).or_default() += 1;
-            }
-        }
-    }
-    for i in 0..7 {
-        assert_eq!(
-            shown.get(&i).copied(),
-            Some(1),
-            "Burst item {i} in exactly one message: {msgs:#?}"
-        );
-    }
-    let digests: Vec<&Msg> = msgs
-        .iter()
-        .filter(|m| m.text.contains("new items"))
-        .collect();
-    assert_eq!(digests.len(), 1, "one digest: {msgs:#?}");
-    assert!(
-        digests[0].text.contains("2 new items"),
-        "{}",
-        digests[0].text
-    );
-    assert!(digests[0].buttons().is_empty(), "a digest has no buttons");
-    assert_eq!(msgs.len(), 6, "5 cards + 1 digest: {msgs:#?}");
+    common::chat_msg::check_burst(msgs);
     for m in msgs {
         assert_eq!(
             m.thread_id, thread,

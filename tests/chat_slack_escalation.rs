@@ -8,15 +8,11 @@
 
 mod common;
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use common::engine::{Db, Engine};
 use common::fake_slack::{FakeSlack, Msg};
+use common::in_process::{advance, post, start};
 use common::wait_for;
-use handoff::clock::ManualClock;
-use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
+use serde_json::json;
 
 const T0: i64 = 1_800_000_000_000;
 const MIN: i64 = 60_000;
@@ -58,17 +54,6 @@ fn a_step_naming_a_channel_not_configured_is_refused_naming_file_and_line() {
     assert!(handoff::config::Config::parse(&good, std::path::Path::new("handoff.toml")).is_ok());
 }
 
-async fn post(addr: &str, path: &str, body: Value) -> Value {
-    let r = reqwest::Client::new()
-        .post(format!("http://{addr}{path}"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert!(r.status().is_success(), "{path}: {}", r.status());
-    r.json().await.unwrap()
-}
-
 fn with(slack: &FakeSlack, channel: &str, short: &str, also: &str) -> Option<Msg> {
     slack
         .messages(channel)
@@ -81,20 +66,8 @@ async fn a_slack_step_posts_the_action_to_its_channel_where_a_tap_decides_it() {
     let db = Db::new(Engine::Sqlite).await;
     let slack = FakeSlack::start().await;
     let cfg = config(&slack.url, &format!("slack = \"{OPS}\""));
-    let config =
-        handoff::config::Config::parse(&cfg, std::path::Path::new("handoff.toml")).unwrap();
-    let (store, clock): (_, Arc<ManualClock>) = db.open_manual(T0).await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    let stop = CancellationToken::new();
-    let task = {
-        let (store, stop) = (store.clone(), stop.clone());
-        tokio::spawn(async move {
-            handoff::daemon::run(config, store, listener, stop)
-                .await
-                .unwrap()
-        })
-    };
+    let d = start(&db, &cfg, T0).await;
+    let (addr, store) = (d.addr.clone(), d.store.clone());
     slack
         .until(30, "a Socket Mode connection", |s| {
             s.connected().then_some(())
@@ -120,22 +93,16 @@ async fn a_slack_step_posts_the_action_to_its_channel_where_a_tap_decides_it() {
     );
 
     // Ten minutes on, nobody decided: the step fires (woken by a write).
-    clock.set(T0 + 11 * MIN);
-    let mut n = 0;
-    let ops = wait_for(30, "the action posted to the ops channel", || {
-        n += 1;
-        let (addr, slack, short) = (addr.clone(), slack.clone(), short.clone());
-        async move {
-            post(
-                &addr,
-                "/v1/actions",
-                json!({"kind": "poke", "summary": format!("poke {n}"), "project": "poke"}),
-            )
-            .await;
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            with(&slack, OPS, &short, "v2 to prod")
-        }
-    })
+    let ds = [d];
+    let ops = advance(
+        &ds,
+        T0 + 11 * MIN,
+        "the action posted to the ops channel",
+        || {
+            let (slack, short) = (slack.clone(), short.clone());
+            async move { with(&slack, OPS, &short, "v2 to prod") }
+        },
+    )
     .await;
     slack
         .until(30, "the team card saying where it went", |s| {
@@ -177,6 +144,6 @@ async fn a_slack_step_posts_the_action_to_its_channel_where_a_tap_decides_it() {
             .count()
     };
     assert_eq!((posts(TEAM), posts(OPS)), (1, 1), "one message per channel");
-    stop.cancel();
-    let _ = task.await;
+    let [d] = ds;
+    d.stop().await;
 }

@@ -15,11 +15,10 @@ use std::time::Duration;
 use common::daemon::write_config;
 use common::engine::Db;
 use common::fake_telegram::FakeTelegram;
+use common::in_process::{advance, post, start};
 use common::wait_for;
-use handoff::clock::ManualClock;
 use handoff::store::Store;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 const T0: i64 = 1_800_000_000_000; // 08:00 UTC
 const MIN: i64 = 60_000;
@@ -66,66 +65,6 @@ fn config(dir: &std::path::Path, fake: &FakeTelegram, hook: &str, team_extra: &s
     std::fs::read_to_string(path).unwrap()
 }
 
-/// One daemon, in this process, on its own store handle.
-struct Running {
-    addr: String,
-    store: Store,
-    clock: Arc<ManualClock>,
-    stop: CancellationToken,
-    task: tokio::task::JoinHandle<()>,
-}
-
-async fn start(db: &Db, cfg: &str, at: i64) -> Running {
-    let config = handoff::config::Config::parse(cfg, std::path::Path::new("handoff.toml")).unwrap();
-    let (store, clock) = db.open_manual(at).await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    let stop = CancellationToken::new();
-    let task = {
-        let (store, stop) = (store.clone(), stop.clone());
-        tokio::spawn(async move {
-            handoff::daemon::run(config, store, listener, stop)
-                .await
-                .unwrap()
-        })
-    };
-    wait_for(20, "the daemon answers", || {
-        let addr = addr.clone();
-        async move {
-            reqwest::get(format!("http://{addr}/healthz"))
-                .await
-                .ok()
-                .filter(|r| r.status().is_success())
-        }
-    })
-    .await;
-    Running {
-        addr,
-        store,
-        clock,
-        stop,
-        task,
-    }
-}
-
-impl Running {
-    async fn stop(self) {
-        self.stop.cancel();
-        let _ = self.task.await;
-    }
-}
-
-async fn post(addr: &str, path: &str, body: Value) -> Value {
-    let r = reqwest::Client::new()
-        .post(format!("http://{addr}{path}"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert!(r.status().is_success(), "{path}: {}", r.status());
-    r.json().await.unwrap()
-}
-
 async fn propose(addr: &str, summary: &str) -> String {
     let v = post(
         addr,
@@ -134,35 +73,6 @@ async fn propose(addr: &str, summary: &str) -> String {
     )
     .await;
     v["action"]["id"].as_str().unwrap().to_string()
-}
-
-/// Set every daemon's clock to `at`, then wake their housekeeping with a
-/// write (a `poke` action, which never escalates) until `done` holds.
-async fn advance<T, F, Fut>(ds: &[Running], at: i64, what: &str, mut done: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    for d in ds {
-        d.clock.set(at);
-    }
-    let mut n = 0;
-    wait_for(30, what, || {
-        n += 1;
-        let addr = ds[n % ds.len()].addr.clone();
-        let check = done();
-        async move {
-            post(
-                &addr,
-                "/v1/actions",
-                json!({"kind": "poke", "summary": format!("poke {n}"), "project": "poke"}),
-            )
-            .await;
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            check.await
-        }
-    })
-    .await
 }
 
 async fn escalations(s: &Store, id: &str) -> Vec<i64> {

@@ -20,9 +20,6 @@ use crate::{Table, pct, thousands};
 /// the per-channel post tier does not make the set-up the long part.
 const TAP_CHANNELS: usize = 10;
 
-/// `[slack] digest_threshold` by default: a burst's items shown on their own.
-const DIGEST_THRESHOLD: usize = 5;
-
 fn config(api: &str, channels: usize) -> Config {
     let mut text = format!(
         "[slack]\napp_token = \"xapp-1-bench\"\nbot_token = \"xoxb-bench\"\napi_url = \"{api}\"\n"
@@ -52,6 +49,16 @@ async fn start(store: Store, cfg: Config) -> (CancellationToken, tokio::task::Jo
         handoff::daemon::run(cfg, store, listener, c).await.unwrap();
     });
     (cancel, h)
+}
+
+/// How many items a digest message lists ("📬 N new items arrived at
+/// once."); None for any other message.
+fn digest_of(text: &str) -> Option<usize> {
+    let head = &text[..text.find(" new items")?];
+    head.rsplit(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
 }
 
 fn now_ms() -> i64 {
@@ -92,15 +99,19 @@ pub async fn run(quick: bool, t: &mut Table) {
     }
     let t1 = Instant::now();
     let (cancel, h) = start(store.clone(), config(&fake.url, 1)).await;
-    // The digest rule (`docs/design.md` §8): the first items as their own
-    // messages, the rest in one digest once the window has passed.
-    let digest = format!("{} new items", burst - DIGEST_THRESHOLD);
-    fake.until(600, "the burst shown", |f| {
-        let msgs = f.messages("C0BENCH0");
-        (msgs.len() > DIGEST_THRESHOLD && msgs.iter().any(|m| m.text.contains(&digest)))
-            .then_some(())
-    })
-    .await;
+    // Every item shown, as its own message or listed in a digest. The
+    // digest rule (`docs/design.md` §8) makes that the first five and one
+    // digest of the rest when the daemon takes the burst in within one
+    // window; one slower than that (a loaded machine, a debug build) sends
+    // a digest per window, and the table says so.
+    let (cards, digests) = fake
+        .until(600, "the burst shown", |f| {
+            let msgs = f.messages("C0BENCH0");
+            let listed: Vec<usize> = msgs.iter().filter_map(|m| digest_of(&m.text)).collect();
+            let cards = msgs.len() - listed.len();
+            (cards + listed.iter().sum::<usize>() >= burst).then_some((cards, listed.len()))
+        })
+        .await;
     let visible = t1.elapsed().as_secs_f64();
     let posts = fake.calls("chat.postMessage").len();
     let calls: usize = ["chat.postMessage", "chat.update", "chat.postEphemeral"]
@@ -160,8 +171,9 @@ pub async fn run(quick: bool, t: &mut Table) {
     t.row(
         "slack",
         format!(
-            "{}-item burst to one Slack channel within the post tier (about 1/s, bursts of 4): every item shown (5 cards + 1 digest, 3 s window)",
-            thousands(burst as f64)
+            "{}-item burst to one Slack channel within the post tier (about 1/s, bursts of 4): every item shown ({cards} cards + {digests} digest{}, 3 s window; by design 5 + 1)",
+            thousands(burst as f64),
+            if digests == 1 { "" } else { "s" }
         ),
         format!("{visible:.1} s"),
     );

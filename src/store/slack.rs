@@ -8,6 +8,10 @@
 //! escalation step's channel) or, with `drawn` = `burst:<due ms>`, waits for
 //! its burst's digest (`docs/design.md` §8); one covered by a digest keeps
 //! the digest's `ts` as `digest:<ts>`, which no tap or reply ever names.
+//! One whose first post is under way says so (`drawn` = `sending:<ms>`,
+//! written before `chat.postMessage`): a sender that finds it after a
+//! crash cannot know whether Slack took the post, so it looks for the
+//! message in the channel before posting again (`chat::slack::send`).
 
 use std::sync::Arc;
 
@@ -64,6 +68,17 @@ const WAITING: &str = "SELECT item_kind, item_id, channel, drawn FROM slack_mess
 const SETTLE_WAIT: &str = "UPDATE slack_messages SET ts = $4, drawn = $5
      WHERE item_kind = $1 AND item_id = $2 AND channel = $3 AND ts = '' AND drawn LIKE 'burst:%'";
 
+/// Why guarded on the `ts` the sender saw (none for a first post) and on
+/// not waiting: only the post this sender is about to make is marked, and
+/// an item waiting for its digest is never posted on its own.
+const SENDING: &str = "INSERT INTO slack_messages (item_kind, item_id, channel, ts, drawn)
+     VALUES ($1, $2, $3, '', $5)
+     ON CONFLICT (item_kind, item_id, channel) DO UPDATE SET ts = '', drawn = excluded.drawn
+     WHERE slack_messages.ts = $4 AND slack_messages.drawn NOT LIKE 'burst:%'";
+
+const NOT_SENDING: &str = "UPDATE slack_messages SET drawn = ''
+     WHERE item_kind = $1 AND item_id = $2 AND channel = $3 AND ts = '' AND drawn LIKE 'sending:%'";
+
 const DROP_WAIT: &str = "DELETE FROM slack_messages
      WHERE item_kind = $1 AND item_id = $2 AND channel = $3 AND ts = '' AND drawn LIKE 'burst:%'";
 
@@ -73,6 +88,9 @@ const BURST: &str = "burst:";
 /// The `ts` prefix of a record covered by a digest.
 const DIGEST: &str = "digest:";
 
+/// The `drawn` of a record whose first post is under way.
+const POSTING: &str = "sending:";
+
 /// What an item's record in one Slack channel says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SlackRecord {
@@ -80,6 +98,9 @@ pub enum SlackRecord {
     Posted { ts: String, drawn: String },
     /// Owed its first post in the channel.
     Owed,
+    /// Its post was under way since this time (ms), and no `ts` came back
+    /// yet: Slack may or may not have taken it.
+    Sending { since: i64 },
     /// Waiting for its burst's digest, due at this time (ms).
     Waiting { due: i64 },
     /// Shown in a digest message, for good (never posted on its own).
@@ -95,6 +116,10 @@ impl SlackRecord {
         } else if let Some(due) = drawn.strip_prefix(BURST) {
             SlackRecord::Waiting {
                 due: due.parse().unwrap_or(0),
+            }
+        } else if let Some(since) = drawn.strip_prefix(POSTING) {
+            SlackRecord::Sending {
+                since: since.parse().unwrap_or(0),
             }
         } else {
             SlackRecord::Owed
@@ -145,12 +170,31 @@ impl Store {
         ts: &str,
         drawn: &str,
     ) -> Result<()> {
-        let s = Stmt::new(SAVE_MESSAGE)
-            .text(kind)
-            .text(id)
-            .text(channel)
-            .text(ts)
-            .text(drawn);
+        let s = record(SAVE_MESSAGE, [kind, id, channel, ts, drawn]);
+        self.change(s).await.map(|_| ())
+    }
+
+    /// Record that the item's post in `channel` is under way, before it is
+    /// made: from no message (`from` empty: its first post) or from the
+    /// message `from`, which Slack no longer has. False: the record is no
+    /// longer what the sender saw, and nothing is posted.
+    pub async fn slack_sending(
+        &self,
+        kind: &str,
+        id: &str,
+        channel: &str,
+        from: &str,
+    ) -> Result<bool> {
+        let drawn = format!("{POSTING}{}", self.now());
+        let s = record(SENDING, [kind, id, channel, from, drawn.as_str()]);
+        Ok(self.change(s).await? == 1)
+    }
+
+    /// A post under way turned out never to have reached Slack, and the
+    /// item needs none now: owed its first post again, should it ever need
+    /// one, so the channel is not searched for it again.
+    pub async fn slack_not_sending(&self, kind: &str, id: &str, channel: &str) -> Result<()> {
+        let s = Stmt::new(NOT_SENDING).text(kind).text(id).text(channel);
         self.change(s).await.map(|_| ())
     }
 
@@ -258,12 +302,7 @@ impl Store {
         ts: &str,
         drawn: &str,
     ) -> Result<bool> {
-        let s = Stmt::new(SETTLE_WAIT)
-            .text(kind)
-            .text(id)
-            .text(channel)
-            .text(ts)
-            .text(drawn);
+        let s = record(SETTLE_WAIT, [kind, id, channel, ts, drawn]);
         Ok(self.change(s).await? == 1)
     }
 
@@ -330,4 +369,10 @@ impl Store {
             .await
             .map(|_| ())
     }
+}
+
+/// A statement over one message record, bound in its columns' order: kind,
+/// id, channel, `ts`, `drawn`.
+fn record<'q>(sql: &'static str, values: [&'q str; 5]) -> Stmt<'q> {
+    values.into_iter().fold(Stmt::new(sql), |s, v| s.text(v))
 }

@@ -19,6 +19,7 @@ use handoff::store::questions::ReplyRecord;
 use serde_json::Value;
 
 mod chat;
+mod slack;
 
 /// Every invariant, in the order they are printed.
 pub const INVARIANTS: &[&str] = &[
@@ -186,6 +187,12 @@ const OWED_REDRAWS: &str = "SELECT (SELECT COUNT(*) FROM events
          WHERE seq > COALESCE((SELECT seq FROM cursors WHERE name = 'chat'), 0))
      + (SELECT COUNT(*) FROM chat_messages WHERE dirty_at IS NOT NULL)";
 
+/// The same for Slack: events past the Slack sender's cursor, and items
+/// whose Slack message is owed a draw.
+const SLACK_OWED: &str = "SELECT (SELECT COUNT(*) FROM events
+         WHERE seq > COALESCE((SELECT seq FROM cursors WHERE name = 'slack'), 0))
+     + (SELECT COUNT(*) FROM slack_owed)";
+
 /// Wait until the last daemon has done everything it owes: leases lapsed
 /// into `unknown`, pending actions expired, every tap taken from
 /// Telegram, every item in chat, every wake-up delivered — meanwhile a
@@ -209,7 +216,12 @@ pub async fn settle(
         let no_msg = chat::items_without_message(pool, fake).await;
         let (_, no_wake) = undelivered_wakes(store, pool, ctx).await;
         let untaken = updates.iter().filter(|u| !fake.confirmed(**u)).count();
-        let owed = scalar(pool, OWED_REDRAWS).await + scalar(pool, chat::WAITING).await;
+        let mut owed = scalar(pool, OWED_REDRAWS).await + scalar(pool, chat::WAITING).await;
+        let mut untaken = untaken;
+        if let Some(fake) = &ctx.slack {
+            untaken += super::slack::unacked(ctx, fake);
+            owed += scalar(pool, SLACK_OWED).await + slack::unposted(pool).await as i64;
+        }
         if live == 0 && no_msg.is_empty() && no_wake.is_empty() && untaken == 0 && owed == 0 {
             return Ok(());
         }
@@ -410,7 +422,11 @@ pub async fn check(
     // (question, by, text) → the seqs of its chat history rows, in order.
     let mut rows_of: HashMap<Answer, Vec<i64>> = HashMap::new();
     for (id, h) in &history_of {
-        for r in h.iter().filter(|r| r.source.as_str() == "chat") {
+        // Slack's answers are matched against Slack's taps (`slack`).
+        for r in h
+            .iter()
+            .filter(|r| r.source.as_str() == "chat" && !r.by.starts_with("slack:"))
+        {
             if let Some(text) = &r.reply {
                 rows_of
                     .entry((id.clone(), r.by.clone(), text.clone()))
@@ -513,6 +529,10 @@ pub async fn check(
             || format!("wait --session {session} got reply {text:?} on {id} (session {}), not in its history", q["session"]),
         );
     }
+    let slack_note = match &ctx.slack {
+        Some(fake) => slack::answers(&mut t, &log, &history_of, fake, &mut floors),
+        None => String::new(),
+    };
     floors.of_agents("replies handed out by wait --session", replies_arrived, 1);
     floors.at_least("questions", questions.len(), 1);
     floors.at_least("option taps", option_taps, 1);
@@ -525,7 +545,7 @@ pub async fn check(
         log.taps.len(),
         log.inbox_refused,
         log.inbox_uncertain
-    );
+    ) + &slack_note;
     tallies.push(t);
 
     // 2. No action executed twice; executed ones exactly once, by the
@@ -731,6 +751,10 @@ pub async fn check(
         .chain(actions.iter().map(|(id, ..)| id.as_str()))
         .collect();
     tallies.push(t);
+    // And exactly once in Slack, with Slack on.
+    if let Some(slack) = &ctx.slack {
+        tallies.push(slack::message_per_item(pool, slack, ctx, &reply_of, &mut floors).await);
+    }
 
     // 5. Every change has its event — checked against what the harness
     // itself saw happen, not only against the audit rows the same trigger
@@ -1034,6 +1058,14 @@ pub async fn check(
         log.weather
     );
     floors.at_least("Telegram faults injected", log.weather as usize, 1);
+    if ctx.slack.is_some() {
+        println!(
+            "chaos Slack: {} taps, {} Slack faults",
+            log.slack_taps.len(),
+            log.slack_weather
+        );
+        floors.at_least("Slack faults injected", log.slack_weather as usize, 1);
+    }
     // Several daemons: the jobs only one may do moved between them (chat
     // messages sent and taps answered by more than one daemon process) and
     // the wake-ups were run by more than one.

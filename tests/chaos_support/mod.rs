@@ -8,6 +8,7 @@ pub mod humans;
 pub mod invariants;
 pub mod raw;
 pub mod round;
+pub mod slack;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -172,6 +173,11 @@ pub struct Log {
     pub settle_runs: Vec<String>,
     /// Telegram misbehaviours the weather task injected.
     pub weather: u64,
+    /// Every Slack tap, in order, and how Slack delivered it (a round
+    /// with Slack on).
+    pub slack_taps: Vec<slack::SlackTap>,
+    /// Slack misbehaviours its weather task injected.
+    pub slack_weather: u64,
     /// Each daemon process killed, by its epoch (see `round::Daemons`):
     /// the moment just before its SIGKILL.
     pub killed: std::collections::HashMap<u64, std::time::Instant>,
@@ -206,6 +212,10 @@ pub struct Plan {
     /// burst agents filing 6 to 9 questions at once to a private chat and
     /// to two forum topics (see `agents::burster`).
     pub bursts: bool,
+    /// Slack on beside Telegram: every item also posted to one channel,
+    /// two people tapping there, Slack redelivering unacknowledged
+    /// envelopes and misbehaving now and then (see `slack`).
+    pub slack: bool,
 }
 
 impl Plan {
@@ -224,6 +234,15 @@ impl Plan {
             postgres: false,
             webhook: false,
             bursts: false,
+            slack: false,
+        }
+    }
+
+    /// One daemon on a SQLite file with Slack on beside Telegram.
+    pub fn with_slack(kills: u64, seed: u64) -> Plan {
+        Plan {
+            slack: true,
+            ..Plan::single(kills, seed)
         }
     }
 
@@ -261,6 +280,8 @@ pub struct Ctx {
     turn: Arc<AtomicUsize>,
     /// A `human` API token named `alice`, for the Inbox user.
     pub token: Arc<Mutex<String>>,
+    /// The fake Slack, in a round with Slack on.
+    pub slack: Option<crate::common::fake_slack::FakeSlack>,
 }
 
 impl Ctx {
@@ -278,6 +299,7 @@ impl Ctx {
             daemons: Arc::new(Mutex::new(vec![None; plan.daemons])),
             turn: Arc::new(AtomicUsize::new(0)),
             token: Arc::new(Mutex::new(String::new())),
+            slack: None,
         }
     }
 
@@ -408,6 +430,10 @@ timeout_secs = 2
         events = events.join(", "),
         wakes = ctx.wakes().display(),
     );
+    let text = match &ctx.slack {
+        Some(fake) => text + &slack::config(&fake.url),
+        None => text,
+    };
     let p = ctx.dir.join("handoff.toml");
     std::fs::write(&p, text).unwrap();
     p

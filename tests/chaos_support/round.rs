@@ -17,6 +17,7 @@ use super::raw::Raw;
 use super::{Ctx, Plan, Rng, agents, humans, invariants};
 use crate::common::TempDb;
 use crate::common::daemon::Daemon;
+use crate::common::fake_slack::FakeSlack;
 use crate::common::fake_telegram::FakeTelegram;
 use crate::common::postgres::PgDb;
 
@@ -106,8 +107,12 @@ impl Daemons {
     fn start(&mut self, k: usize, ctx: &Ctx) {
         self.epoch += 1;
         let token = format!("123:E{}", self.epoch);
+        let slack_token = format!("xoxb-E{}", self.epoch);
         let mut env: Vec<(&str, &str)> = ctx.env();
         env.push(("HANDOFF_TELEGRAM_TOKEN", &token));
+        if ctx.slack.is_some() {
+            env.push(("HANDOFF_SLACK_BOT_TOKEN", &slack_token));
+        }
         if self.slots.len() > 1 {
             // Roles move within 1.5 s of a holder's kill, not 6 s: the
             // storm kills one every second or so.
@@ -143,7 +148,10 @@ pub async fn run(plan: Plan) -> Found {
     let db = place.db();
     let pool = Raw::open(&db).await;
     let fake = FakeTelegram::start().await;
-    let ctx = Ctx::new(&db, place.dir.dir.path(), &plan);
+    let mut ctx = Ctx::new(&db, place.dir.dir.path(), &plan);
+    if plan.slack {
+        ctx.slack = Some(FakeSlack::start().await);
+    }
     let mut daemons = Daemons {
         cfg: super::write_config(&ctx, &fake.url),
         slots: (0..plan.daemons).map(|_| None).collect(),
@@ -236,6 +244,28 @@ pub async fn run(plan: Plan) -> Found {
         "the weather".to_string(),
         tokio::spawn(humans::weather(ctx.clone(), fake.clone(), rng.fork())),
     ));
+    // Slack's postman, like Telegram's, runs through the settling.
+    let slack_delivered = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut slack_postman = None;
+    if let Some(slack) = &ctx.slack {
+        tasks.push((
+            "the Slack tapper".to_string(),
+            tokio::spawn(super::slack::tapper(ctx.clone(), slack.clone(), rng.fork())),
+        ));
+        tasks.push((
+            "Slack's weather".to_string(),
+            tokio::spawn(super::slack::weather(
+                ctx.clone(),
+                slack.clone(),
+                rng.fork(),
+            )),
+        ));
+        slack_postman = Some(tokio::spawn(super::slack::postman(
+            ctx.clone(),
+            slack.clone(),
+            slack_delivered.clone(),
+        )));
+    }
 
     // The storm: kill -9 a daemon at a random moment, restart it.
     for _ in 0..plan.kills {
@@ -282,6 +312,9 @@ pub async fn run(plan: Plan) -> Found {
         agents::strand_one(&ctx, &store).await
     };
     fake.calm();
+    if let Some(slack) = &ctx.slack {
+        slack.clear_faults();
+    }
     for k in 0..plan.daemons {
         daemons.kill9(k, &ctx);
     }
@@ -297,6 +330,11 @@ pub async fn run(plan: Plan) -> Found {
         "chaos: the last daemon settled in {:.1}s",
         settling.elapsed().as_secs_f64()
     );
+    // Before the check takes the log the postman reads.
+    slack_delivered.store(true, Ordering::Relaxed);
+    if let Some(p) = slack_postman {
+        p.await.expect("Slack's postman panicked");
+    }
 
     let checked = invariants::check(
         &store,
@@ -333,7 +371,11 @@ pub async fn run(plan: Plan) -> Found {
             (false, true) => "a SQLite file, Telegram webhook",
             (false, false) => "a SQLite file",
         },
-        if plan.bursts { ", bursts" } else { "" },
+        match (plan.bursts, plan.slack) {
+            (true, _) => ", bursts",
+            (false, true) => ", Telegram and Slack",
+            (false, false) => "",
+        },
         plan.fault
             .map(|f| format!(", fault {f}"))
             .unwrap_or_default()

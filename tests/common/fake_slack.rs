@@ -2,7 +2,9 @@
 //! websocket, both on loopback, with fault injection (429 + Retry-After,
 //! 5xx, slow answers, `message_not_found`, a dropped websocket) and a way
 //! to send envelopes (twice, for duplicates) and read their acks, and
-//! modals opened with `views.open` and submitted back.
+//! modals opened with `views.open` and submitted back. A channel's
+//! messages can be read back with `conversations.history` (newest first,
+//! their metadata only when asked for, as Slack does).
 #![allow(dead_code)]
 
 use std::collections::{HashMap, VecDeque};
@@ -34,6 +36,10 @@ pub enum Fault {
     ServerError,
     /// The real answer, after this long.
     Slow(Duration),
+    /// The call takes effect at once (a post is in the channel), and its
+    /// answer comes this long after: a caller killed meanwhile never
+    /// learns what it made.
+    Late(Duration),
     /// `{"ok":false,"error":"message_not_found"}`.
     NotFound,
 }
@@ -46,6 +52,12 @@ pub struct Msg {
     pub text: String,
     pub blocks: Value,
     pub updates: usize,
+    /// The metadata it was posted (or last updated) with, or null.
+    pub metadata: Value,
+    /// The bot token that posted it.
+    pub token: String,
+    /// When it was posted.
+    pub at: Instant,
 }
 
 impl Msg {
@@ -94,6 +106,7 @@ struct Inner {
     acks: Vec<(String, Value)>,
     /// Modals opened with `views.open`, as Slack answered them (with an id).
     views: Vec<Value>,
+    /// The last message's ts, in µs.
     next_ts: u64,
     /// Frames to the current websocket connection.
     socket: Option<mpsc::UnboundedSender<String>>,
@@ -115,7 +128,10 @@ impl FakeSlack {
         let ws_url = format!("ws://{}/link", ws.local_addr().unwrap());
         let state = (inner.clone(), ws_url);
         let app = axum::Router::new()
-            .route("/api/{method}", axum::routing::post(web_api))
+            .route(
+                "/api/{method}",
+                axum::routing::post(web_api).get(web_api_get),
+            )
             .with_state(state);
         let http = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/api", http.local_addr().unwrap());
@@ -250,6 +266,18 @@ impl FakeSlack {
         tx.send(frame.to_string()).expect("the connection is gone");
     }
 
+    /// Send an envelope frame on the current connection, if one is open:
+    /// whether it went out.
+    pub fn try_send(&self, frame: Value) -> bool {
+        let tx = self.lock().socket.clone();
+        tx.is_some_and(|tx| tx.send(frame.to_string()).is_ok())
+    }
+
+    /// Drop every queued fault.
+    pub fn clear_faults(&self) {
+        self.lock().faults.clear();
+    }
+
     /// A button tap envelope (`envelope_id` chosen by the caller, so a
     /// test can send the same envelope twice).
     pub fn tap_frame(
@@ -336,9 +364,20 @@ impl FakeSlack {
 
 type St = (Arc<Mutex<Inner>>, String);
 
+/// A method called with GET (`conversations.history`): its query string
+/// read as the body.
+async fn web_api_get(
+    state: State<St>,
+    method: Path<String>,
+    headers: HeaderMap,
+    axum::extract::Query(query): axum::extract::Query<HashMap<String, String>>,
+) -> Response {
+    answer(state, method, headers, json!(query)).await
+}
+
 async fn web_api(
-    State((inner, ws_url)): State<St>,
-    Path(method): Path<String>,
+    state: State<St>,
+    method: Path<String>,
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
@@ -347,6 +386,15 @@ async fn web_api(
         let s = String::from_utf8_lossy(&body).to_string();
         json!({ "raw": s })
     });
+    answer(state, method, headers, body).await
+}
+
+async fn answer(
+    State((inner, ws_url)): State<St>,
+    Path(method): Path<String>,
+    headers: HeaderMap,
+    body: Value,
+) -> Response {
     let token = headers
         .get("authorization")
         .and_then(|v| v.to_str().ok())
@@ -358,7 +406,7 @@ async fn web_api(
         g.calls.push(Call {
             method: method.clone(),
             body: body.clone(),
-            token,
+            token: token.clone(),
             at: Instant::now(),
         });
         let text = body.to_string();
@@ -385,14 +433,31 @@ async fn web_api(
             return axum::Json(json!({"ok": false, "error": "message_not_found"})).into_response();
         }
         Some(Fault::Slow(d)) => tokio::time::sleep(d).await,
-        None => {}
+        Some(Fault::Late(_)) | None => {}
     }
-    let mut g = inner.lock().unwrap();
-    let reply = match method.as_str() {
+    let late = match fault {
+        Some(Fault::Late(d)) => Some(d),
+        _ => None,
+    };
+    let reply = answer_now(&mut inner.lock().unwrap(), &method, &body, &ws_url, token);
+    if let Some(d) = late {
+        tokio::time::sleep(d).await;
+    }
+    axum::Json(reply).into_response()
+}
+
+/// What a call does and answers, the fake's state locked.
+fn answer_now(g: &mut Inner, method: &str, body: &Value, ws_url: &str, token: String) -> Value {
+    match method {
         "apps.connections.open" => json!({"ok": true, "url": ws_url}),
         "chat.postMessage" => {
-            g.next_ts += 1;
-            let ts = format!("1700000000.{:06}", g.next_ts);
+            // Slack's ts: its clock at the post, in µs, unique per message.
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_micros() as u64;
+            g.next_ts = now.max(g.next_ts + 1);
+            let ts = format!("{}.{:06}", g.next_ts / 1_000_000, g.next_ts % 1_000_000);
             let channel = body["channel"].as_str().unwrap_or("").to_string();
             g.messages.push(Msg {
                 channel: channel.clone(),
@@ -400,6 +465,9 @@ async fn web_api(
                 text: body["text"].as_str().unwrap_or("").to_string(),
                 blocks: body["blocks"].clone(),
                 updates: 0,
+                metadata: body["metadata"].clone(),
+                token,
+                at: Instant::now(),
             });
             json!({"ok": true, "channel": channel, "ts": ts, "message": {"ts": ts, "text": body["text"]}})
         }
@@ -415,10 +483,35 @@ async fn web_api(
                     m.text = body["text"].as_str().unwrap_or("").to_string();
                     m.blocks = body["blocks"].clone();
                     m.updates += 1;
+                    if !body["metadata"].is_null() {
+                        m.metadata = body["metadata"].clone();
+                    }
                     json!({"ok": true, "channel": channel, "ts": ts, "message": {"text": body["text"]}})
                 }
                 None => json!({"ok": false, "error": "message_not_found"}),
             }
+        }
+        "conversations.history" => {
+            // Newest first, after `oldest`; one page (the fake's channels
+            // are short).
+            let channel = body["channel"].as_str().unwrap_or("");
+            let oldest = body["oldest"].as_str().map(ts_key).unwrap_or_default();
+            let with_metadata = body["include_all_metadata"] == "true";
+            let messages: Vec<Value> = g
+                .messages
+                .iter()
+                .rev()
+                .filter(|m| m.channel == channel && ts_key(&m.ts) > oldest)
+                .map(|m| {
+                    let mut v =
+                        json!({"type": "message", "ts": m.ts, "text": m.text, "bot_id": "B1"});
+                    if with_metadata && !m.metadata.is_null() {
+                        v["metadata"] = m.metadata.clone();
+                    }
+                    v
+                })
+                .collect();
+            json!({"ok": true, "messages": messages, "has_more": false})
         }
         "views.open" => {
             let n = g.views.len() + 1;
@@ -438,8 +531,13 @@ async fn web_api(
             json!({"ok": true, "message_ts": "1700000000.999999"})
         }
         _ => json!({"ok": false, "error": "unknown_method"}),
-    };
-    axum::Json(reply).into_response()
+    }
+}
+
+/// A `ts` ("seconds.micros") as a number pair, for ordering.
+fn ts_key(ts: &str) -> (u64, u64) {
+    let (s, f) = ts.split_once('.').unwrap_or((ts, "0"));
+    (s.parse().unwrap_or(0), f.parse().unwrap_or(0))
 }
 
 /// Accept Socket Mode connections: each gets `hello`, then whatever the

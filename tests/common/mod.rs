@@ -159,12 +159,14 @@ pub async fn count(store: &Store, table: &str) -> i64 {
     store.count_rows(table).await.expect("count rows")
 }
 pub mod calls;
+pub mod chat_msg;
 pub mod daemon;
 pub mod engine;
 pub mod engines;
 pub mod fake_slack;
 pub mod fake_telegram;
 pub mod hook;
+pub mod in_process;
 pub mod postgres;
 
 // ---------------------------------------------------------------------------

@@ -27,6 +27,65 @@ use crate::store::slack::SlackRecord;
 /// before it waits for the item's next change.
 const ATTEMPTS: u32 = 5;
 
+/// How far before a post was marked under way its message is looked for
+/// (Slack's clock and ours may differ a little).
+const HISTORY_SLACK_MS: i64 = 5 * 60 * 1000;
+
+/// How long after a post was marked under way the channel is first
+/// searched for it: by then a post Slack received is in the channel.
+const LANDED_MS: i64 = 5_000;
+
+/// Messages per page of a channel's history, and pages read at most, when
+/// looking for a post under way: its message is among the newest.
+const HISTORY_PAGE: u16 = 200;
+const HISTORY_PAGES: usize = 5;
+
+/// The `event_type` of the metadata every item message carries.
+const EVENT_TYPE: &str = "handoff_item";
+
+/// Which item a message shows, in which channel: carried in the message's
+/// metadata, so a post whose answer was lost can be found again.
+struct Tag<'a> {
+    item: Item,
+    id: &'a str,
+    channel: &'a str,
+}
+
+impl Tag<'_> {
+    fn metadata(&self) -> SlackMessageMetadata {
+        let payload = [
+            ("kind", self.item.as_str()),
+            ("id", self.id),
+            ("channel", self.channel),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        SlackMessageMetadata::new(EVENT_TYPE.to_string()).with_event_payload(payload)
+    }
+
+    /// The view as this item's message: its blocks and its metadata.
+    fn content(&self, v: &View) -> SlackMessageContent {
+        content(v).with_metadata(self.metadata())
+    }
+
+    /// Whether a message's metadata names this item in this channel.
+    fn names(&self, m: Option<&SlackMessageMetadata>) -> bool {
+        let Some(m) = m.filter(|m| m.event_type == EVENT_TYPE) else {
+            return false;
+        };
+        let p = m.event_payload.as_ref();
+        let is = |k: &str, v: &str| p.and_then(|p| p.get(k)).is_some_and(|x| x == v);
+        is("kind", self.item.as_str()) && is("id", self.id) && is("channel", self.channel)
+    }
+}
+
+/// A `ts` ("seconds.micros") as a number pair, for ordering.
+fn ts_order(ts: &str) -> (u64, u64) {
+    let (s, f) = ts.split_once('.').unwrap_or((ts, "0"));
+    (s.parse().unwrap_or(0), f.parse().unwrap_or(0))
+}
+
 /// Why a draw did not happen.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum DrawError {
@@ -123,7 +182,12 @@ impl Slack {
             // Pushed before its channel had records (or routed anew).
             records.push((routed.id.clone(), SlackRecord::Owed));
         }
-        records.retain(|(_, r)| matches!(r, SlackRecord::Posted { .. } | SlackRecord::Owed));
+        records.retain(|(_, r)| {
+            matches!(
+                r,
+                SlackRecord::Posted { .. } | SlackRecord::Owed | SlackRecord::Sending { .. }
+            )
+        });
         if records.is_empty() {
             return Ok(());
         }
@@ -151,12 +215,41 @@ impl Slack {
         v: &View,
     ) -> Result<(), DrawError> {
         let hash = v.hash();
+        let tag = Tag { item, id, channel };
+        // A post left under way by a sender that died (or whose call
+        // failed) may have reached Slack: the message it made, if any, is
+        // this item's message, and no second one is posted.
+        let record = match record {
+            SlackRecord::Sending { since } => match self.find_post(&tag, since).await? {
+                // Saved at once (as drawing nothing yet): a failing update
+                // below does not send the next draw searching again.
+                Some(ts) => {
+                    self.bridge
+                        .store
+                        .slack_save_message(item.as_str(), id, channel, &ts, "")
+                        .await?;
+                    SlackRecord::Posted {
+                        ts,
+                        drawn: String::new(),
+                    }
+                }
+                None if !m.live || m.quiet => {
+                    self.bridge
+                        .store
+                        .slack_not_sending(item.as_str(), id, channel)
+                        .await?;
+                    return Ok(());
+                }
+                None => SlackRecord::Sending { since },
+            },
+            r => r,
+        };
         let ts = match record {
             SlackRecord::Posted { drawn, .. } if drawn == hash => return Ok(()),
             SlackRecord::Posted { ts, .. } => {
                 let req = SlackApiChatUpdateRequest::new(
                     channel.to_string().into(),
-                    content(v),
+                    tag.content(v),
                     ts.clone().into(),
                 );
                 match self
@@ -168,14 +261,27 @@ impl Slack {
                     Called::Done(_) => ts,
                     Called::Gone => {
                         tracing::info!(item = %item, id, "the Slack message is gone; posting it again");
-                        self.post(channel, v).await?
+                        match self.post_item(&tag, Some(&ts), v).await? {
+                            Some(ts) => ts,
+                            None => return Ok(()),
+                        }
                     }
                     Called::Failed(e) => return Err(DrawError::Slack(e)),
                 }
             }
             SlackRecord::Waiting { .. } | SlackRecord::Digest => return Ok(()),
-            SlackRecord::Owed if !m.live || m.quiet => return Ok(()),
-            SlackRecord::Owed => self.post(channel, v).await?,
+            SlackRecord::Owed | SlackRecord::Sending { .. } if !m.live || m.quiet => {
+                return Ok(());
+            }
+            SlackRecord::Owed => match self.post_item(&tag, Some(""), v).await? {
+                Some(ts) => ts,
+                None => return Ok(()),
+            },
+            // Marked under way already, and not found in the channel.
+            SlackRecord::Sending { .. } => match self.post_item(&tag, None, v).await? {
+                Some(ts) => ts,
+                None => return Ok(()),
+            },
         };
         self.bridge
             .ops
@@ -184,9 +290,106 @@ impl Slack {
         Ok(())
     }
 
-    /// Post a new message; its `ts`.
+    /// Post the item's message in its channel; its `ts`. Unless `from` is
+    /// None (marked already), the post is first recorded as under way
+    /// from the message `from` (empty: none): None when the record is no
+    /// longer that, and nothing was posted.
+    async fn post_item(
+        &self,
+        tag: &Tag<'_>,
+        from: Option<&str>,
+        v: &View,
+    ) -> Result<Option<String>, DrawError> {
+        if let Some(from) = from
+            && !self
+                .bridge
+                .store
+                .slack_sending(tag.item.as_str(), tag.id, tag.channel, from)
+                .await?
+        {
+            tracing::debug!(item = %tag.item, id = tag.id, "the Slack record changed meanwhile; not posting");
+            return Ok(None);
+        }
+        let ts = self.post_content(tag.channel, tag.content(v)).await?;
+        if crate::fault::on("die-after-slack-post") {
+            // FAULT(die-after-slack-post): the daemon dies after Slack
+            // answered the post, before its `ts` is saved.
+            std::process::abort();
+        }
+        Ok(Some(ts))
+    }
+
+    /// The message a post under way since `since` (ms) left in the
+    /// channel, found by its metadata in the channel's history from a
+    /// little before then. An error when the history cannot be read: then
+    /// nothing is posted, and the record waits for the next draw.
+    async fn find_post(&self, tag: &Tag<'_>, since: i64) -> Result<Option<String>, DrawError> {
+        // Why wait: a post Slack received just before its sender died may
+        // still be on its way into the channel.
+        let early = since + LANDED_MS - self.bridge.store.now();
+        if early > 0 {
+            tokio::select! {
+                _ = self.cancel.cancelled() => return Err(DrawError::Slack("shutting down".into())),
+                _ = tokio::time::sleep(Duration::from_millis(early as u64)) => {}
+            }
+        }
+        let oldest = (since - HISTORY_SLACK_MS).max(0);
+        let mut req = SlackApiConversationsHistoryRequest::new()
+            .with_channel(tag.channel.to_string().into())
+            .with_oldest(format!("{}.{:06}", oldest / 1000, (oldest % 1000) * 1000).into())
+            .with_limit(HISTORY_PAGE)
+            .with_include_all_metadata(true);
+        let mut found: Option<String> = None;
+        for _ in 0..HISTORY_PAGES {
+            let page = match self
+                .call("conversations.history", tag.channel, || async {
+                    self.session().conversations_history(&req).await
+                })
+                .await
+            {
+                Called::Done(page) => page,
+                Called::Gone => return Err(DrawError::Slack("channel not found".into())),
+                Called::Failed(e) => return Err(DrawError::Slack(e)),
+            };
+            for msg in &page.messages {
+                let ts = &msg.origin.ts.0;
+                if tag.names(msg.content.metadata.as_ref())
+                    && found.as_ref().is_none_or(|f| ts_order(ts) < ts_order(f))
+                {
+                    found = Some(ts.clone());
+                }
+            }
+            let next = page
+                .response_metadata
+                .and_then(|m| m.next_cursor)
+                .filter(|c| !c.0.is_empty());
+            match next {
+                Some(c) if page.has_more.unwrap_or(false) => req = req.with_cursor(c),
+                _ => break,
+            }
+        }
+        match &found {
+            Some(ts) => {
+                tracing::info!(item = %tag.item, id = tag.id, ts, "found the Slack message a post under way left; not posting again")
+            }
+            None => {
+                tracing::info!(item = %tag.item, id = tag.id, "a post under way left no Slack message; posting it")
+            }
+        }
+        Ok(found)
+    }
+
+    /// Post a new message (a digest: no item's); its `ts`.
     pub(super) async fn post(&self, channel: &str, v: &View) -> Result<String, DrawError> {
-        let req = SlackApiChatPostMessageRequest::new(channel.to_string().into(), content(v));
+        self.post_content(channel, content(v)).await
+    }
+
+    async fn post_content(
+        &self,
+        channel: &str,
+        content: SlackMessageContent,
+    ) -> Result<String, DrawError> {
+        let req = SlackApiChatPostMessageRequest::new(channel.to_string().into(), content);
         match self
             .call("chat.postMessage", channel, || async {
                 self.session().chat_post_message(&req).await

@@ -27,7 +27,7 @@ fn tier(method: &str) -> Tier {
     let (burst, per_minute) = match method {
         "chat.postMessage" => (4.0, 60.0),
         // Tier 3.
-        "chat.update" => (20.0, 50.0),
+        "chat.update" | "conversations.history" => (20.0, 50.0),
         // Tier 4.
         "chat.postEphemeral" | "views.open" => (20.0, 100.0),
         // Tier 2, for anything else: the careful default.

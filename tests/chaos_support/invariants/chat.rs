@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use super::super::raw::Raw;
 use super::super::{BURST_PROJECTS, CHAT, Ctx, Log};
 use super::{Floors, Tally};
+use crate::common::chat_msg::ChatMsg;
 use crate::common::fake_telegram::{FakeTelegram, Msg};
 
 /// A question or an action, as its row says.
@@ -29,7 +30,7 @@ impl Item {
     }
 
     /// Whether it may still change: a card of it must offer buttons.
-    fn live(&self) -> bool {
+    pub(super) fn live(&self) -> bool {
         matches!(
             (self.kind.as_str(), self.status.as_str()),
             ("question", "open") | ("action", "pending" | "approved" | "executing")
@@ -182,17 +183,22 @@ pub const WAITING: &str = "SELECT COUNT(*) FROM chat_messages
 
 /// What an item's one card must show, given its final state (the texts
 /// are the chat's, written out here).
-fn expected_view(item: &Item, reply: Option<&str>, m: &Msg) -> Result<(), String> {
+pub(super) fn expected_view(
+    item: &Item,
+    reply: Option<&str>,
+    m: &impl ChatMsg,
+) -> Result<(), String> {
     let (kind, id, status) = (&item.kind, &item.id, &item.status);
-    let has = |s: &str| m.text.contains(s);
-    let buttons: Vec<String> = m.buttons().into_iter().map(|(l, _)| l).collect();
+    let has = |s: &str| m.body().contains(s);
+    let buttons: Vec<String> = m.button_list().into_iter().map(|(l, _)| l).collect();
     let want = |ok: bool, what: &str| {
         if ok {
             Ok(())
         } else {
             Err(format!(
                 "{kind} {id} is {status} but its message {} {what}: {:?} {buttons:?}",
-                m.message_id, m.text
+                m.name(),
+                m.body()
             ))
         }
     };
