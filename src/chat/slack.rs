@@ -25,6 +25,7 @@
 
 mod blocks;
 mod burst;
+mod landed;
 mod modal;
 mod send;
 mod socket;

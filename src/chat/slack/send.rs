@@ -17,6 +17,7 @@ use slack_morphism::prelude::*;
 
 use super::Slack;
 use super::blocks::content;
+use super::landed::Tag;
 use crate::chat::Item;
 use crate::chat::push::{meta, view};
 use crate::chat::view::{Meta, View};
@@ -26,65 +27,6 @@ use crate::store::slack::SlackRecord;
 /// How often a message whose call failed (Slack down, a 5xx) is tried
 /// before it waits for the item's next change.
 const ATTEMPTS: u32 = 5;
-
-/// How far before a post was marked under way its message is looked for
-/// (Slack's clock and ours may differ a little).
-const HISTORY_SLACK_MS: i64 = 5 * 60 * 1000;
-
-/// How long after a post was marked under way the channel is first
-/// searched for it: by then a post Slack received is in the channel.
-const LANDED_MS: i64 = 5_000;
-
-/// Messages per page of a channel's history, and pages read at most, when
-/// looking for a post under way: its message is among the newest.
-const HISTORY_PAGE: u16 = 200;
-const HISTORY_PAGES: usize = 5;
-
-/// The `event_type` of the metadata every item message carries.
-const EVENT_TYPE: &str = "handoff_item";
-
-/// Which item a message shows, in which channel: carried in the message's
-/// metadata, so a post whose answer was lost can be found again.
-struct Tag<'a> {
-    item: Item,
-    id: &'a str,
-    channel: &'a str,
-}
-
-impl Tag<'_> {
-    fn metadata(&self) -> SlackMessageMetadata {
-        let payload = [
-            ("kind", self.item.as_str()),
-            ("id", self.id),
-            ("channel", self.channel),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-        SlackMessageMetadata::new(EVENT_TYPE.to_string()).with_event_payload(payload)
-    }
-
-    /// The view as this item's message: its blocks and its metadata.
-    fn content(&self, v: &View) -> SlackMessageContent {
-        content(v).with_metadata(self.metadata())
-    }
-
-    /// Whether a message's metadata names this item in this channel.
-    fn names(&self, m: Option<&SlackMessageMetadata>) -> bool {
-        let Some(m) = m.filter(|m| m.event_type == EVENT_TYPE) else {
-            return false;
-        };
-        let p = m.event_payload.as_ref();
-        let is = |k: &str, v: &str| p.and_then(|p| p.get(k)).is_some_and(|x| x == v);
-        is("kind", self.item.as_str()) && is("id", self.id) && is("channel", self.channel)
-    }
-}
-
-/// A `ts` ("seconds.micros") as a number pair, for ordering.
-fn ts_order(ts: &str) -> (u64, u64) {
-    let (s, f) = ts.split_once('.').unwrap_or((ts, "0"));
-    (s.parse().unwrap_or(0), f.parse().unwrap_or(0))
-}
 
 /// Why a draw did not happen.
 #[derive(Debug, thiserror::Error)]
@@ -225,7 +167,7 @@ impl Slack {
                 // below does not send the next draw searching again.
                 Some(ts) => {
                     self.bridge
-                        .store
+                        .ops
                         .slack_save_message(item.as_str(), id, channel, &ts, "")
                         .await?;
                     SlackRecord::Posted {
@@ -235,7 +177,7 @@ impl Slack {
                 }
                 None if !m.live || m.quiet => {
                     self.bridge
-                        .store
+                        .ops
                         .slack_not_sending(item.as_str(), id, channel)
                         .await?;
                     return Ok(());
@@ -303,7 +245,7 @@ impl Slack {
         if let Some(from) = from
             && !self
                 .bridge
-                .store
+                .ops
                 .slack_sending(tag.item.as_str(), tag.id, tag.channel, from)
                 .await?
         {
@@ -317,66 +259,6 @@ impl Slack {
             std::process::abort();
         }
         Ok(Some(ts))
-    }
-
-    /// The message a post under way since `since` (ms) left in the
-    /// channel, found by its metadata in the channel's history from a
-    /// little before then. An error when the history cannot be read: then
-    /// nothing is posted, and the record waits for the next draw.
-    async fn find_post(&self, tag: &Tag<'_>, since: i64) -> Result<Option<String>, DrawError> {
-        // Why wait: a post Slack received just before its sender died may
-        // still be on its way into the channel.
-        let early = since + LANDED_MS - self.bridge.store.now();
-        if early > 0 {
-            tokio::select! {
-                _ = self.cancel.cancelled() => return Err(DrawError::Slack("shutting down".into())),
-                _ = tokio::time::sleep(Duration::from_millis(early as u64)) => {}
-            }
-        }
-        let oldest = (since - HISTORY_SLACK_MS).max(0);
-        let mut req = SlackApiConversationsHistoryRequest::new()
-            .with_channel(tag.channel.to_string().into())
-            .with_oldest(format!("{}.{:06}", oldest / 1000, (oldest % 1000) * 1000).into())
-            .with_limit(HISTORY_PAGE)
-            .with_include_all_metadata(true);
-        let mut found: Option<String> = None;
-        for _ in 0..HISTORY_PAGES {
-            let page = match self
-                .call("conversations.history", tag.channel, || async {
-                    self.session().conversations_history(&req).await
-                })
-                .await
-            {
-                Called::Done(page) => page,
-                Called::Gone => return Err(DrawError::Slack("channel not found".into())),
-                Called::Failed(e) => return Err(DrawError::Slack(e)),
-            };
-            for msg in &page.messages {
-                let ts = &msg.origin.ts.0;
-                if tag.names(msg.content.metadata.as_ref())
-                    && found.as_ref().is_none_or(|f| ts_order(ts) < ts_order(f))
-                {
-                    found = Some(ts.clone());
-                }
-            }
-            let next = page
-                .response_metadata
-                .and_then(|m| m.next_cursor)
-                .filter(|c| !c.0.is_empty());
-            match next {
-                Some(c) if page.has_more.unwrap_or(false) => req = req.with_cursor(c),
-                _ => break,
-            }
-        }
-        match &found {
-            Some(ts) => {
-                tracing::info!(item = %tag.item, id = tag.id, ts, "found the Slack message a post under way left; not posting again")
-            }
-            None => {
-                tracing::info!(item = %tag.item, id = tag.id, "a post under way left no Slack message; posting it")
-            }
-        }
-        Ok(found)
     }
 
     /// Post a new message (a digest: no item's); its `ts`.

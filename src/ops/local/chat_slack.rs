@@ -93,6 +93,25 @@ impl Local {
             .await?)
     }
 
+    /// Record that the item's post in `channel` is under way, before it is
+    /// made (from no message, `from` empty, or from the message `from`
+    /// Slack no longer has). False: the record changed; post nothing.
+    pub async fn slack_sending(
+        &self,
+        kind: &str,
+        id: &str,
+        channel: &str,
+        from: &str,
+    ) -> Result<bool> {
+        Ok(self.store.slack_sending(kind, id, channel, from).await?)
+    }
+
+    /// A post under way never reached Slack and the item needs none now:
+    /// owed its first post again, should it need one.
+    pub async fn slack_not_sending(&self, kind: &str, id: &str, channel: &str) -> Result<()> {
+        Ok(self.store.slack_not_sending(kind, id, channel).await?)
+    }
+
     /// Mark an item's Slack message owed a draw.
     pub async fn slack_owe(&self, kind: &str, id: &str) -> Result<()> {
         Ok(self.store.slack_owe(kind, id).await?)
