@@ -11,7 +11,8 @@ use super::Slack;
 use super::blocks::content;
 use super::send::{Called, DrawError};
 use crate::chat::Item;
-use crate::chat::view::View;
+use crate::chat::view::{Meta, View};
+use crate::store::slack::SlackRecord;
 
 /// How far before a post was marked under way its message is looked for
 /// (Slack's clock and ours may differ a little).
@@ -73,6 +74,39 @@ fn ts_order(ts: &str) -> (u64, u64) {
 }
 
 impl Slack {
+    /// A record left under way by a sender that died (or whose call
+    /// failed) may stand for a message Slack has: if it is found, it is
+    /// this item's message (saved at once, as drawing nothing yet, so a
+    /// failing update does not send the next draw searching again) and no
+    /// second one is posted. `None`: nothing left to draw (not found, and
+    /// the item needs no message now).
+    pub(super) async fn settle_sending(
+        &self,
+        tag: &Tag<'_>,
+        record: SlackRecord,
+        m: &Meta,
+    ) -> Result<Option<SlackRecord>, DrawError> {
+        let SlackRecord::Sending { since } = record else {
+            return Ok(Some(record));
+        };
+        let (kind, ops) = (tag.item.as_str(), &self.bridge.ops);
+        match self.find_post(tag, since).await? {
+            Some(ts) => {
+                ops.slack_save_message(kind, tag.id, tag.channel, &ts, "")
+                    .await?;
+                Ok(Some(SlackRecord::Posted {
+                    ts,
+                    drawn: String::new(),
+                }))
+            }
+            None if !m.live || m.quiet => {
+                ops.slack_not_sending(kind, tag.id, tag.channel).await?;
+                Ok(None)
+            }
+            None => Ok(Some(SlackRecord::Sending { since })),
+        }
+    }
+
     /// The message a post under way since `since` (ms) left in the
     /// channel, found by its metadata in the channel's history from a
     /// little before then. An error when the history cannot be read: then

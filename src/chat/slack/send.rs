@@ -24,9 +24,14 @@ use crate::chat::view::{Meta, View};
 use crate::store::events::Event;
 use crate::store::slack::SlackRecord;
 
-/// How often a message whose call failed (Slack down, a 5xx) is tried
-/// before it waits for the item's next change.
+/// How often one call of a draw is tried (Slack down, a 5xx) before the
+/// draw fails (and is tried again after a pause, see `run_slot`).
 const ATTEMPTS: u32 = 5;
+
+/// The pause before an item whose draw failed is drawn again, doubled
+/// after each failure up to [`RETRY_MAX`].
+const RETRY_FIRST: Duration = Duration::from_secs(2);
+const RETRY_MAX: Duration = Duration::from_secs(60);
 
 /// Why a draw did not happen.
 #[derive(Debug, thiserror::Error)]
@@ -79,21 +84,36 @@ impl Slack {
         self.tracker.spawn(async move { me.run_slot(key).await });
     }
 
-    /// One item's task: draw, and draw again while kicks came meanwhile.
+    /// One item's task: draw, and draw again while kicks came meanwhile;
+    /// a draw that failed is tried again after a growing pause.
     async fn run_slot(self: Arc<Self>, key: (Item, String)) {
+        let mut pause = RETRY_FIRST;
         loop {
             match self.draw(key.0, &key.1).await {
                 // Why before looking at the slot: a change marked after
                 // this delete also kicked the slot, so it is drawn again.
                 Ok(()) => {
+                    pause = RETRY_FIRST;
                     if let Err(e) = self.bridge.ops.slack_paid(key.0.as_str(), &key.1).await {
                         tracing::warn!(error = %e, "cannot clear a drawn Slack message's mark");
                     }
                 }
-                // Still owed: drawn at the item's next change or the
-                // sender's next start.
+                // Why marked again and retried here: the draw before this
+                // one may have cleared the mark of the change this one
+                // failed to show, and an item that never changes again
+                // (expired, settled) would keep a stale message.
                 Err(e) => {
-                    tracing::warn!(item = %key.0, id = %key.1, error = %e, "cannot draw the Slack message")
+                    tracing::warn!(item = %key.0, id = %key.1, error = %e, "cannot draw the Slack message; trying again");
+                    if let Err(e) = self.bridge.ops.slack_owe(key.0.as_str(), &key.1).await {
+                        tracing::warn!(error = %e, "cannot mark a Slack message owed a draw");
+                    }
+                    tokio::select! {
+                        _ = self.cancel.cancelled() => {}
+                        _ = tokio::time::sleep(pause) => {
+                            pause = (pause * 2).min(RETRY_MAX);
+                            continue;
+                        }
+                    }
                 }
             }
             let mut slots = self.slots.lock().expect("slots lock poisoned");
@@ -158,33 +178,8 @@ impl Slack {
     ) -> Result<(), DrawError> {
         let hash = v.hash();
         let tag = Tag { item, id, channel };
-        // A post left under way by a sender that died (or whose call
-        // failed) may have reached Slack: the message it made, if any, is
-        // this item's message, and no second one is posted.
-        let record = match record {
-            SlackRecord::Sending { since } => match self.find_post(&tag, since).await? {
-                // Saved at once (as drawing nothing yet): a failing update
-                // below does not send the next draw searching again.
-                Some(ts) => {
-                    self.bridge
-                        .ops
-                        .slack_save_message(item.as_str(), id, channel, &ts, "")
-                        .await?;
-                    SlackRecord::Posted {
-                        ts,
-                        drawn: String::new(),
-                    }
-                }
-                None if !m.live || m.quiet => {
-                    self.bridge
-                        .ops
-                        .slack_not_sending(item.as_str(), id, channel)
-                        .await?;
-                    return Ok(());
-                }
-                None => SlackRecord::Sending { since },
-            },
-            r => r,
+        let Some(record) = self.settle_sending(&tag, record, m).await? else {
+            return Ok(());
         };
         let ts = match record {
             SlackRecord::Posted { drawn, .. } if drawn == hash => return Ok(()),
