@@ -130,11 +130,6 @@ impl follow::Apply for Enqueuer {
         // `[[notify]]` rule that lists `action.approved` still fires (its
         // operator asked for that event). Unreadable (purged since): woken
         // as any approval.
-        let runs_itself = ev.kind == "action.approved"
-            && store
-                .get_action(&ev.entity_id)
-                .await
-                .is_ok_and(|a| a.exec.is_some());
         let session = if ev.session.is_empty() {
             None
         } else {
@@ -147,7 +142,14 @@ impl follow::Apply for Enqueuer {
             }
         };
         let mut targets = targets_for(ev, session.as_ref(), &self.ctx.config);
-        if runs_itself {
+        // Read only when the session would be woken by it.
+        if ev.kind == "action.approved"
+            && targets.iter().any(|d| d.origin == "session")
+            && store
+                .get_action(&ev.entity_id)
+                .await
+                .is_ok_and(|a| a.exec.is_some())
+        {
             targets.retain(|d| d.origin != "session");
         }
         if targets.is_empty() {
