@@ -17,7 +17,6 @@ use slack_morphism::prelude::*;
 
 use super::Slack;
 use super::blocks::content;
-use super::landed::Tag;
 use crate::chat::Item;
 use crate::chat::push::{meta, view};
 use crate::chat::view::{Meta, View};
@@ -32,6 +31,46 @@ const ATTEMPTS: u32 = 5;
 /// after each failure up to [`RETRY_MAX`].
 const RETRY_FIRST: Duration = Duration::from_secs(2);
 const RETRY_MAX: Duration = Duration::from_secs(60);
+
+/// The `event_type` of the metadata every item message carries.
+const EVENT_TYPE: &str = "handoff_item";
+
+/// Which item a message shows, in which channel: carried in the message's
+/// metadata, so a post whose answer was lost can be found again.
+pub(super) struct Tag<'a> {
+    pub(super) item: Item,
+    pub(super) id: &'a str,
+    pub(super) channel: &'a str,
+}
+
+impl Tag<'_> {
+    fn metadata(&self) -> SlackMessageMetadata {
+        let payload = [
+            ("kind", self.item.as_str()),
+            ("id", self.id),
+            ("channel", self.channel),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        SlackMessageMetadata::new(EVENT_TYPE.to_string()).with_event_payload(payload)
+    }
+
+    /// The view as this item's message: its blocks and its metadata.
+    pub(super) fn content(&self, v: &View) -> SlackMessageContent {
+        content(v).with_metadata(self.metadata())
+    }
+
+    /// Whether a message's metadata names this item in this channel.
+    pub(super) fn names(&self, m: Option<&SlackMessageMetadata>) -> bool {
+        let Some(m) = m.filter(|m| m.event_type == EVENT_TYPE) else {
+            return false;
+        };
+        let p = m.event_payload.as_ref();
+        let is = |k: &str, v: &str| p.and_then(|p| p.get(k)).is_some_and(|x| x == v);
+        is("kind", self.item.as_str()) && is("id", self.id) && is("channel", self.channel)
+    }
+}
 
 /// Why a draw did not happen.
 #[derive(Debug, thiserror::Error)]
